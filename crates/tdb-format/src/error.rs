@@ -1,0 +1,57 @@
+//! The one error type of this crate.
+
+use thiserror::Error;
+
+/// Everything that can go wrong while decoding or encoding format primitives.
+///
+/// Parsers never panic on bad bytes: a short or corrupt input becomes one of
+/// these, naming the field that could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
+pub enum FormatError {
+    /// The input ended before a field was complete.
+    #[error("truncated input: {field} needs {needed} bytes, {available} remain")]
+    Truncated {
+        /// Name of the field being read.
+        field: &'static str,
+        /// Bytes the field needs.
+        needed: u64,
+        /// Bytes that were left.
+        available: u64,
+    },
+    /// A numeric code that is not one of the enum's known values.
+    #[error("unknown {kind} code {code}")]
+    UnknownCode {
+        /// Which enum (e.g. "datatype", "filter type").
+        kind: &'static str,
+        /// The code found on disk.
+        code: u64,
+    },
+    /// A name that is not one of the enum's known names.
+    #[error("unknown {kind} name {name:?}")]
+    UnknownName {
+        /// Which enum.
+        kind: &'static str,
+        /// The name given.
+        name: String,
+    },
+    /// A field whose value is structurally impossible.
+    #[error("invalid {field}: {reason}")]
+    Invalid {
+        /// Name of the field.
+        field: &'static str,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A file or directory name that is not a timestamped name of any era.
+    #[error("not a timestamped name: {name:?} ({reason})")]
+    BadTimestampedName {
+        /// The name given.
+        name: String,
+        /// Why it was rejected.
+        reason: &'static str,
+    },
+}
+
+/// Shorthand for this crate's results.
+pub type Result<T, E = FormatError> = std::result::Result<T, E>;

@@ -1,0 +1,213 @@
+//! Little-endian primitive fields: nom parsers over `&[u8]` and their mirror
+//! writers into a `Vec<u8>`.
+//!
+//! Every parser names the field it reads, so a short input becomes
+//! [`FormatError::Truncated`] saying which field and how many bytes were
+//! missing. Parsers never allocate; callers that allocate from a length check
+//! it with [`bytes`] first, which refuses lengths beyond the remaining input.
+
+use crate::{FormatError, Result};
+use nom::error::{ErrorKind, ParseError};
+
+/// A nom result whose error is this crate's [`FormatError`].
+pub type PResult<'a, T> = nom::IResult<&'a [u8], T, FormatError>;
+
+impl ParseError<&[u8]> for FormatError {
+    fn from_error_kind(input: &[u8], kind: ErrorKind) -> Self {
+        FormatError::Invalid {
+            field: "input",
+            reason: format!("{kind:?} with {} bytes left", input.len()),
+        }
+    }
+
+    fn append(_input: &[u8], _kind: ErrorKind, other: Self) -> Self {
+        other
+    }
+}
+
+fn truncated(field: &'static str, needed: u64, input: &[u8]) -> nom::Err<FormatError> {
+    nom::Err::Error(FormatError::Truncated {
+        field,
+        needed,
+        available: input.len() as u64,
+    })
+}
+
+/// Takes exactly `n` bytes, failing before any allocation when fewer remain.
+pub fn bytes<'a>(field: &'static str, n: u64) -> impl Fn(&'a [u8]) -> PResult<'a, &'a [u8]> {
+    move |input: &'a [u8]| match usize::try_from(n) {
+        Ok(k) if k <= input.len() => Ok((&input[k..], &input[..k])),
+        _ => Err(truncated(field, n, input)),
+    }
+}
+
+/// Takes a fixed-size array.
+pub fn array<'a, const N: usize>(field: &'static str) -> impl Fn(&'a [u8]) -> PResult<'a, [u8; N]> {
+    move |input: &'a [u8]| {
+        let (rest, b) = bytes(field, N as u64)(input)?;
+        let mut out = [0u8; N];
+        out.copy_from_slice(b);
+        Ok((rest, out))
+    }
+}
+
+macro_rules! le_num {
+    ($parse:ident, $put:ident, $t:ty) => {
+        #[doc = concat!("Parses a little-endian `", stringify!($t), "` named `field`.")]
+        pub fn $parse<'a>(field: &'static str) -> impl Fn(&'a [u8]) -> PResult<'a, $t> {
+            move |input: &'a [u8]| {
+                let (rest, b) = array::<{ std::mem::size_of::<$t>() }>(field)(input)?;
+                Ok((rest, <$t>::from_le_bytes(b)))
+            }
+        }
+
+        #[doc = concat!("Writes a little-endian `", stringify!($t), "`: the mirror of [`", stringify!($parse), "`].")]
+        pub fn $put(out: &mut Vec<u8>, v: $t) {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+    };
+}
+
+le_num!(u8, put_u8, u8);
+le_num!(i8, put_i8, i8);
+le_num!(u16, put_u16, u16);
+le_num!(i16, put_i16, i16);
+le_num!(u32, put_u32, u32);
+le_num!(i32, put_i32, i32);
+le_num!(u64, put_u64, u64);
+le_num!(i64, put_i64, i64);
+le_num!(f32, put_f32, f32);
+le_num!(f64, put_f64, f64);
+
+/// Parses a `u8` flag that must be 0 or 1.
+pub fn bool<'a>(field: &'static str) -> impl Fn(&'a [u8]) -> PResult<'a, bool> {
+    move |input: &'a [u8]| {
+        let (rest, v) = u8(field)(input)?;
+        match v {
+            0 => Ok((rest, false)),
+            1 => Ok((rest, true)),
+            other => Err(nom::Err::Error(FormatError::Invalid {
+                field,
+                reason: format!("flag byte {other} is neither 0 nor 1"),
+            })),
+        }
+    }
+}
+
+/// Writes a 0/1 flag byte: the mirror of [`bool`].
+pub fn put_bool(out: &mut Vec<u8>, v: bool) {
+    out.push(u8::from(v));
+}
+
+/// Parses a `u32` length followed by that many bytes.
+pub fn bytes_u32<'a>(field: &'static str) -> impl Fn(&'a [u8]) -> PResult<'a, &'a [u8]> {
+    move |input: &'a [u8]| {
+        let (rest, n) = u32(field)(input)?;
+        bytes(field, u64::from(n))(rest)
+    }
+}
+
+/// Parses a `u64` length followed by that many bytes.
+pub fn bytes_u64<'a>(field: &'static str) -> impl Fn(&'a [u8]) -> PResult<'a, &'a [u8]> {
+    move |input: &'a [u8]| {
+        let (rest, n) = u64(field)(input)?;
+        bytes(field, n)(rest)
+    }
+}
+
+/// Writes a `u32` length and the bytes: the mirror of [`bytes_u32`].
+pub fn put_bytes_u32(out: &mut Vec<u8>, field: &'static str, b: &[u8]) -> Result<()> {
+    let n = std::primitive::u32::try_from(b.len()).map_err(|_| FormatError::Invalid {
+        field,
+        reason: format!("{} bytes do not fit a u32 length", b.len()),
+    })?;
+    put_u32(out, n);
+    out.extend_from_slice(b);
+    Ok(())
+}
+
+/// Writes a `u64` length and the bytes: the mirror of [`bytes_u64`].
+pub fn put_bytes_u64(out: &mut Vec<u8>, b: &[u8]) {
+    put_u64(out, b.len() as u64);
+    out.extend_from_slice(b);
+}
+
+/// Runs a parser over a whole input and turns nom's error wrapper into a
+/// [`FormatError`], returning the value and the bytes it left.
+pub fn run<'a, T>(
+    parser: impl FnOnce(&'a [u8]) -> PResult<'a, T>,
+    input: &'a [u8],
+) -> Result<(T, &'a [u8])> {
+    match parser(input) {
+        Ok((rest, v)) => Ok((v, rest)),
+        Err(nom::Err::Error(e) | nom::Err::Failure(e)) => Err(e),
+        Err(nom::Err::Incomplete(_)) => Err(FormatError::Truncated {
+            field: "input",
+            needed: 0,
+            available: input.len() as u64,
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_round_trip() {
+        let mut out = Vec::new();
+        put_u32(&mut out, 0xdead_beef);
+        put_i64(&mut out, -5);
+        put_f64(&mut out, 1.5);
+        let (rest, a) = u32("a")(&out).unwrap();
+        let (rest, b) = i64("b")(rest).unwrap();
+        let (rest, c) = f64("c")(rest).unwrap();
+        assert_eq!((a, b, c), (0xdead_beef, -5, 1.5));
+        assert!(rest.is_empty());
+    }
+
+    #[test]
+    fn short_input_names_the_field() {
+        let err = run(u64("tile size"), &[1, 2, 3]).unwrap_err();
+        assert_eq!(
+            err,
+            FormatError::Truncated {
+                field: "tile size",
+                needed: 8,
+                available: 3
+            }
+        );
+    }
+
+    #[test]
+    fn huge_lengths_are_refused_without_allocating() {
+        let mut buf = Vec::new();
+        put_u64(&mut buf, u64::MAX);
+        buf.extend_from_slice(b"abc");
+        let err = run(bytes_u64("key"), &buf).unwrap_err();
+        assert!(matches!(
+            err,
+            FormatError::Truncated {
+                field: "key",
+                needed: u64::MAX,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn flags_reject_other_bytes() {
+        assert_eq!(run(bool("nullable"), &[1]).unwrap().0, true);
+        assert!(run(bool("nullable"), &[2]).is_err());
+    }
+
+    #[test]
+    fn length_prefixed_round_trip() {
+        let mut out = Vec::new();
+        put_bytes_u32(&mut out, "k", b"hello").unwrap();
+        put_bytes_u64(&mut out, b"world");
+        let (rest, a) = bytes_u32("k")(&out).unwrap();
+        let (_, b) = bytes_u64("v")(rest).unwrap();
+        assert_eq!((a, b), (&b"hello"[..], &b"world"[..]));
+    }
+}

@@ -1,0 +1,32 @@
+//! The vocabulary of the TileDB on-disk format.
+//!
+//! Everything here is plain data and pure functions over bytes and names:
+//! datatypes and every other enum code, little-endian primitive parsers and
+//! their mirror writers, the generic tile header, timestamped names, the
+//! classification of the files an array or group directory holds, and the
+//! format-version history. Higher layers (filters, schemas, fragments) build
+//! on these so that no crate compares magic numbers of its own.
+
+mod code_enum;
+mod datatype;
+mod enums;
+mod error;
+mod generic_tile;
+pub mod le;
+mod object_file;
+mod timestamped_name;
+mod version;
+
+pub use datatype::{Datatype, DatatypeClass};
+pub use enums::{
+    ArrayType, Compressor, CurrentDomainType, DataOrder, EncryptionType, FilterOption, FilterType,
+    Layout, ObjectType, QueryConditionCombinationOp, QueryConditionOp,
+};
+pub use error::{FormatError, Result};
+pub use generic_tile::{
+    generic_tile, generic_tile_run, single_generic_tile, GenericTile, GenericTileHeader,
+    LocatedTile, GENERIC_TILE_BASE_SIZE,
+};
+pub use object_file::{classify, DataField, DataPart, ObjectFile};
+pub use timestamped_name::{NameEra, TimestampedName};
+pub use version::FormatVersion;

@@ -1,0 +1,410 @@
+//! Classification of every file name the format uses inside an array or group
+//! directory, by its path relative to that directory (`/`-separated), so that
+//! no other crate matches file names by hand.
+
+use crate::{FormatVersion, TimestampedName};
+
+/// What a data file inside a fragment holds.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum DataField {
+    /// Attribute number `n` (`a<n>.tdb`, format v9+).
+    Attribute(u32),
+    /// Dimension number `n` (`d<n>.tdb`, format v9+).
+    Dimension(u32),
+    /// An attribute or dimension named in the file name (format v5–v8; v8
+    /// percent-encodes some characters, kept here as written).
+    Named(String),
+    /// All coordinates of a pre-v5 fragment (`__coords.tdb`).
+    LegacyCoords,
+    /// Per-cell timestamps of a consolidated fragment (`t.tdb`, v14+).
+    Timestamps,
+    /// Per-cell delete timestamps (`dt.tdb`, v15+).
+    DeleteTimestamps,
+    /// Per-cell delete condition index (`dci.tdb`, v15+).
+    DeleteConditionIndex,
+}
+
+/// Which of a field's files this is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DataPart {
+    /// Fixed-size values, or the offsets of var-size values.
+    Fixed,
+    /// Var-size values (`_var`).
+    Var,
+    /// Validity bytes (`_validity`).
+    Validity,
+}
+
+/// What a file in an array or group directory is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ObjectFile {
+    /// The pre-v10 schema, `__array_schema.tdb`.
+    LegacySchema,
+    /// A schema under `__schema/`.
+    Schema(TimestampedName),
+    /// An enumeration under `__schema/__enumerations/` (named by a
+    /// timestamped-looking name TileDB generates; kept raw).
+    Enumeration(String),
+    /// A fragment's `__fragment_metadata.tdb`.
+    FragmentMetadata {
+        /// The fragment.
+        fragment: TimestampedName,
+        /// Whether it sits in `__fragments/` (v12+) or the array root.
+        in_fragments_dir: bool,
+    },
+    /// A fragment data file.
+    Data {
+        /// The fragment.
+        fragment: TimestampedName,
+        /// The field stored.
+        field: DataField,
+        /// Which part of it.
+        part: DataPart,
+    },
+    /// `<fragment>.ok` in the array root (v5–v11 commits).
+    OkCommit(TimestampedName),
+    /// `__commits/<fragment>.wrt` (v12+ commits).
+    WriteCommit(TimestampedName),
+    /// `.del`: a delete commit.
+    DeleteCommit(TimestampedName),
+    /// `.upd`: an update commit.
+    UpdateCommit(TimestampedName),
+    /// `.con`: consolidated commits.
+    ConsolidatedCommits(TimestampedName),
+    /// `.ign`: commits to ignore.
+    Ignore(TimestampedName),
+    /// `.vac`: a vacuum list, in `__commits/`, `__meta/` or the root (legacy).
+    Vacuum(TimestampedName),
+    /// `.meta`: consolidated fragment metadata.
+    ConsolidatedFragmentMetadata(TimestampedName),
+    /// An array or group metadata file under `__meta/`.
+    Metadata(TimestampedName),
+    /// A group details file under `__group/`.
+    GroupDetails(TimestampedName),
+    /// `__tiledb_group.tdb`, the marker of a group directory.
+    GroupMarker,
+    /// `__lock.tdb`, a legacy lock file.
+    Lock,
+    /// A file of a dimension-label array under `__labels/`.
+    DimensionLabel(String),
+    /// Anything else.
+    Unknown,
+}
+
+impl ObjectFile {
+    /// Whether the file is (exactly or starts with) generic tiles, so its
+    /// headers can be read without the schema: schemas, enumerations, array,
+    /// group and fragment metadata, group details, delete and update commits.
+    pub fn holds_generic_tiles(&self) -> bool {
+        matches!(
+            self,
+            ObjectFile::LegacySchema
+                | ObjectFile::Schema(_)
+                | ObjectFile::Enumeration(_)
+                | ObjectFile::FragmentMetadata { .. }
+                | ObjectFile::Metadata(_)
+                | ObjectFile::GroupDetails(_)
+                | ObjectFile::DeleteCommit(_)
+                | ObjectFile::UpdateCommit(_)
+        )
+    }
+
+    /// A short stable label for listings.
+    pub fn label(&self) -> &'static str {
+        match self {
+            ObjectFile::LegacySchema => "legacy-schema",
+            ObjectFile::Schema(_) => "schema",
+            ObjectFile::Enumeration(_) => "enumeration",
+            ObjectFile::FragmentMetadata { .. } => "fragment-metadata",
+            ObjectFile::Data {
+                part: DataPart::Fixed,
+                ..
+            } => "data",
+            ObjectFile::Data {
+                part: DataPart::Var,
+                ..
+            } => "data-var",
+            ObjectFile::Data {
+                part: DataPart::Validity,
+                ..
+            } => "data-validity",
+            ObjectFile::OkCommit(_) => "commit-ok",
+            ObjectFile::WriteCommit(_) => "commit-wrt",
+            ObjectFile::DeleteCommit(_) => "delete-commit",
+            ObjectFile::UpdateCommit(_) => "update-commit",
+            ObjectFile::ConsolidatedCommits(_) => "consolidated-commits",
+            ObjectFile::Ignore(_) => "ignore",
+            ObjectFile::Vacuum(_) => "vacuum",
+            ObjectFile::ConsolidatedFragmentMetadata(_) => "consolidated-fragment-metadata",
+            ObjectFile::Metadata(_) => "metadata",
+            ObjectFile::GroupDetails(_) => "group-details",
+            ObjectFile::GroupMarker => "group-marker",
+            ObjectFile::Lock => "lock",
+            ObjectFile::DimensionLabel(_) => "dimension-label",
+            ObjectFile::Unknown => "unknown",
+        }
+    }
+
+    /// The timestamped name the file carries, if any.
+    pub fn timestamped_name(&self) -> Option<&TimestampedName> {
+        match self {
+            ObjectFile::Schema(n)
+            | ObjectFile::FragmentMetadata { fragment: n, .. }
+            | ObjectFile::Data { fragment: n, .. }
+            | ObjectFile::OkCommit(n)
+            | ObjectFile::WriteCommit(n)
+            | ObjectFile::DeleteCommit(n)
+            | ObjectFile::UpdateCommit(n)
+            | ObjectFile::ConsolidatedCommits(n)
+            | ObjectFile::Ignore(n)
+            | ObjectFile::Vacuum(n)
+            | ObjectFile::ConsolidatedFragmentMetadata(n)
+            | ObjectFile::Metadata(n)
+            | ObjectFile::GroupDetails(n) => Some(n),
+            _ => None,
+        }
+    }
+}
+
+fn with_ext(name: &str, ext: &str) -> Option<TimestampedName> {
+    name.strip_suffix(ext)
+        .and_then(|stem| TimestampedName::parse(stem).ok())
+}
+
+fn commit_file(name: &str) -> Option<ObjectFile> {
+    let ext = &name[name.rfind('.')?..];
+    let n = with_ext(name, ext)?;
+    Some(match ext {
+        ".wrt" => ObjectFile::WriteCommit(n),
+        ".ok" => ObjectFile::OkCommit(n),
+        ".del" => ObjectFile::DeleteCommit(n),
+        ".upd" => ObjectFile::UpdateCommit(n),
+        ".con" => ObjectFile::ConsolidatedCommits(n),
+        ".ign" => ObjectFile::Ignore(n),
+        ".vac" => ObjectFile::Vacuum(n),
+        ".meta" => ObjectFile::ConsolidatedFragmentMetadata(n),
+        _ => return None,
+    })
+}
+
+fn index(s: &str, prefix: char) -> Option<u32> {
+    let digits = s.strip_prefix(prefix)?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+/// Classifies a file inside a fragment directory. Files are named by index
+/// from format v9 on and by field name before; a fragment's version comes
+/// from its name (`_v`), and names without one are pre-v5.
+fn fragment_file(fragment: TimestampedName, file: &str, in_fragments_dir: bool) -> ObjectFile {
+    if file == "__fragment_metadata.tdb" {
+        return ObjectFile::FragmentMetadata {
+            fragment,
+            in_fragments_dir,
+        };
+    }
+    let Some(stem) = file.strip_suffix(".tdb") else {
+        return ObjectFile::Unknown;
+    };
+    let (base, part) = if let Some(b) = stem.strip_suffix("_var") {
+        (b, DataPart::Var)
+    } else if let Some(b) = stem.strip_suffix("_validity") {
+        (b, DataPart::Validity)
+    } else {
+        (stem, DataPart::Fixed)
+    };
+    let by_index = FormatVersion::new(fragment.implied_format_version())
+        .map(FormatVersion::data_files_named_by_index)
+        .unwrap_or(false);
+    let field = match base {
+        "__coords" => DataField::LegacyCoords,
+        "t" if by_index => DataField::Timestamps,
+        "dt" if by_index => DataField::DeleteTimestamps,
+        "dci" if by_index => DataField::DeleteConditionIndex,
+        _ if by_index => match (index(base, 'a'), index(base, 'd')) {
+            (Some(i), _) => DataField::Attribute(i),
+            (_, Some(i)) => DataField::Dimension(i),
+            _ => return ObjectFile::Unknown,
+        },
+        _ => DataField::Named(base.to_owned()),
+    };
+    ObjectFile::Data {
+        fragment,
+        field,
+        part,
+    }
+}
+
+/// Classifies a path relative to an array or group directory.
+pub fn classify(path: &str) -> ObjectFile {
+    let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
+    match parts.as_slice() {
+        ["__array_schema.tdb"] => ObjectFile::LegacySchema,
+        ["__tiledb_group.tdb"] => ObjectFile::GroupMarker,
+        ["__lock.tdb"] => ObjectFile::Lock,
+        ["__schema", "__enumerations", name] => ObjectFile::Enumeration((*name).to_owned()),
+        ["__schema", name] => TimestampedName::parse(name)
+            .map(ObjectFile::Schema)
+            .unwrap_or(ObjectFile::Unknown),
+        ["__meta", name] => match with_ext(name, ".vac") {
+            Some(n) => ObjectFile::Vacuum(n),
+            None => TimestampedName::parse(name)
+                .ok()
+                .filter(|_| !name.contains('.'))
+                .map(ObjectFile::Metadata)
+                .unwrap_or(ObjectFile::Unknown),
+        },
+        ["__group", name] => TimestampedName::parse(name)
+            .ok()
+            .filter(|_| !name.contains('.'))
+            .map(ObjectFile::GroupDetails)
+            .unwrap_or(ObjectFile::Unknown),
+        ["__commits", name] | ["__fragment_meta", name] => {
+            commit_file(name).unwrap_or(ObjectFile::Unknown)
+        }
+        ["__fragments", frag, file] => match TimestampedName::parse(frag) {
+            Ok(n) if !frag.contains('.') => fragment_file(n, file, true),
+            _ => ObjectFile::Unknown,
+        },
+        ["__labels", ..] => ObjectFile::DimensionLabel(parts[1..].join("/")),
+        [name] => commit_file(name).unwrap_or(ObjectFile::Unknown),
+        [frag, file] => match TimestampedName::parse(frag) {
+            Ok(n) if !frag.contains('.') => fragment_file(n, file, false),
+            _ => ObjectFile::Unknown,
+        },
+        _ => ObjectFile::Unknown,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const U: &str = "0123456789abcdef0123456789abcdef";
+
+    #[test]
+    fn modern_array_files() {
+        let f = format!("__fragments/__1_1_{U}_22");
+        assert_eq!(classify(&format!("__schema/__1_1_{U}")).label(), "schema");
+        assert!(matches!(
+            classify(&format!("{f}/a0.tdb")),
+            ObjectFile::Data {
+                field: DataField::Attribute(0),
+                part: DataPart::Fixed,
+                ..
+            }
+        ));
+        assert!(matches!(
+            classify(&format!("{f}/d12_var.tdb")),
+            ObjectFile::Data {
+                field: DataField::Dimension(12),
+                part: DataPart::Var,
+                ..
+            }
+        ));
+        assert!(matches!(
+            classify(&format!("{f}/a3_validity.tdb")),
+            ObjectFile::Data {
+                field: DataField::Attribute(3),
+                part: DataPart::Validity,
+                ..
+            }
+        ));
+        assert!(matches!(
+            classify(&format!("{f}/t.tdb")),
+            ObjectFile::Data {
+                field: DataField::Timestamps,
+                ..
+            }
+        ));
+        assert_eq!(
+            classify(&format!("{f}/__fragment_metadata.tdb")).label(),
+            "fragment-metadata"
+        );
+        assert_eq!(
+            classify(&format!("__commits/__1_1_{U}_22.wrt")).label(),
+            "commit-wrt"
+        );
+        assert_eq!(
+            classify(&format!("__commits/__1_2_{U}.con")).label(),
+            "consolidated-commits"
+        );
+        assert_eq!(
+            classify(&format!("__commits/__1_2_{U}.del")).label(),
+            "delete-commit"
+        );
+        assert_eq!(
+            classify(&format!("__commits/__1_2_{U}.ign")).label(),
+            "ignore"
+        );
+        assert_eq!(
+            classify(&format!("__commits/__1_2_{U}_22.vac")).label(),
+            "vacuum"
+        );
+        assert_eq!(
+            classify(&format!("__fragment_meta/__1_2_{U}_22.meta")).label(),
+            "consolidated-fragment-metadata"
+        );
+        assert_eq!(classify(&format!("__meta/__1_2_{U}")).label(), "metadata");
+        assert_eq!(classify(&format!("__meta/__1_2_{U}.vac")).label(), "vacuum");
+        assert_eq!(
+            classify("__schema/__enumerations/__abc_0").label(),
+            "enumeration"
+        );
+        assert_eq!(
+            classify(&format!("__group/__1_2_{U}")).label(),
+            "group-details"
+        );
+        assert_eq!(classify("__tiledb_group.tdb").label(), "group-marker");
+    }
+
+    #[test]
+    fn legacy_array_files() {
+        assert_eq!(classify("__array_schema.tdb").label(), "legacy-schema");
+        assert_eq!(classify("__lock.tdb").label(), "lock");
+        assert_eq!(classify(&format!("__1_1_{U}_5.ok")).label(), "commit-ok");
+        assert!(matches!(
+            classify(&format!("__{U}_7/__coords.tdb")),
+            ObjectFile::Data {
+                field: DataField::LegacyCoords,
+                ..
+            }
+        ));
+        // Before v9 data files are named after their field, even "a0".
+        assert!(matches!(
+            classify(&format!("__1_1_{U}_8/a0.tdb")),
+            ObjectFile::Data { field: DataField::Named(ref n), .. } if n == "a0"
+        ));
+        assert!(matches!(
+            classify(&format!("__1_1_{U}/price_var.tdb")),
+            ObjectFile::Data { field: DataField::Named(ref n), part: DataPart::Var, .. } if n == "price"
+        ));
+        assert!(matches!(
+            classify(&format!("__1_1_{U}_11/__fragment_metadata.tdb")),
+            ObjectFile::FragmentMetadata {
+                in_fragments_dir: false,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn strangers_are_unknown() {
+        for p in [
+            "README",
+            "__schema/notaname",
+            "__commits/x.wrt",
+            "a/b/c/d",
+            "__fragments/x/a0.tdb",
+        ] {
+            assert_eq!(classify(p), ObjectFile::Unknown, "{p}");
+        }
+        assert_eq!(
+            classify(&format!("__fragments/__1_1_{U}_22/zz.tdb")),
+            ObjectFile::Unknown
+        );
+    }
+}
