@@ -1,0 +1,62 @@
+//! The one error type of this crate.
+
+use thiserror::Error;
+
+/// A storage failure, always naming the key involved.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum StorageError {
+    /// No file or directory at the key.
+    #[error("{path}: not found")]
+    NotFound {
+        /// The key.
+        path: String,
+    },
+    /// A key that is absolute, escapes the root or has empty parts.
+    #[error("{path:?}: invalid path ({reason})")]
+    InvalidPath {
+        /// The key.
+        path: String,
+        /// What is wrong with it.
+        reason: &'static str,
+    },
+    /// A byte range that does not lie inside the file.
+    #[error("{path}: range {offset}+{len} is beyond its {size} bytes")]
+    RangeOutOfBounds {
+        /// The key.
+        path: String,
+        /// Start of the range.
+        offset: u64,
+        /// Length of the range.
+        len: u64,
+        /// Size of the file.
+        size: u64,
+    },
+    /// A file where a directory was expected, or the reverse.
+    #[error("{path}: {reason}")]
+    WrongKind {
+        /// The key.
+        path: String,
+        /// What was expected.
+        reason: &'static str,
+    },
+    /// An operating-system error.
+    #[error("{path}: {source}")]
+    Io {
+        /// The key.
+        path: String,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+impl StorageError {
+    /// Whether the error means the key does not exist.
+    pub fn is_not_found(&self) -> bool {
+        matches!(self, StorageError::NotFound { .. })
+    }
+}
+
+/// Shorthand for this crate's results.
+pub type Result<T, E = StorageError> = std::result::Result<T, E>;
