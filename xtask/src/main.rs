@@ -1,1 +1,183 @@
-fn main() {}
+//! `cargo xtask <command>`: project automation that needs more than cargo.
+//!
+//! - `fixtures [--only TILEDB_PY_VERSION]...`: regenerate `testdata/arrays`
+//!   with real TileDB. Every row of `xtask/fixtures/writers.tsv` names a
+//!   tiledb-py release, the pyenv Python it installs on, a numpy pin, a writer
+//!   script and an output directory. Each gets its own venv under
+//!   `target/fixtures/`; the writer fills its output directory (emptied first, except for
+//!   other writers' directories inside it); then one
+//!   expectation pass with the first row's (current) TileDB completes every
+//!   case's `expected.json` with what TileDB reports.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode};
+
+struct Writer {
+    tiledb_py: String,
+    python: String,
+    numpy_pin: String,
+    script: String,
+    out_dir: String,
+}
+
+fn workspace_root() -> PathBuf {
+    let here = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    here.parent().map(Path::to_path_buf).unwrap_or(here)
+}
+
+fn read_writers(root: &Path) -> Result<Vec<Writer>, String> {
+    let path = root.join("xtask/fixtures/writers.tsv");
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let cols: Vec<&str> = line.split('\t').map(str::trim).collect();
+        let [tiledb_py, python, numpy_pin, script, out_dir] = cols.as_slice() else {
+            return Err(format!("{}:{}: expected 5 tab-separated columns", path.display(), i + 1));
+        };
+        out.push(Writer {
+            tiledb_py: tiledb_py.to_string(),
+            python: python.to_string(),
+            numpy_pin: numpy_pin.to_string(),
+            script: script.to_string(),
+            out_dir: out_dir.to_string(),
+        });
+    }
+    if out.is_empty() {
+        return Err(format!("{}: no writers", path.display()));
+    }
+    Ok(out)
+}
+
+/// The newest `$PYENV_ROOT/versions/<prefix>[.*]` interpreter.
+fn find_python(prefix: &str) -> Result<PathBuf, String> {
+    let pyenv = std::env::var_os("PYENV_ROOT")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".pyenv")))
+        .ok_or("neither PYENV_ROOT nor HOME is set")?;
+    let versions = pyenv.join("versions");
+    let mut found: Vec<(Vec<u32>, PathBuf)> = std::fs::read_dir(&versions)
+        .map_err(|e| format!("{}: {e}", versions.display()))?
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let matches = name == prefix || name.starts_with(&format!("{prefix}."));
+            let key = name.split('.').map(|p| p.parse().unwrap_or(0)).collect();
+            matches.then(|| (key, e.path().join("bin/python")))
+        })
+        .filter(|(_, p)| p.exists())
+        .collect();
+    found.sort();
+    found
+        .pop()
+        .map(|(_, p)| p)
+        .ok_or_else(|| format!("no Python {prefix} under {}", versions.display()))
+}
+
+fn run(cmd: &mut Command) -> Result<(), String> {
+    eprintln!("+ {cmd:?}");
+    let status = cmd.status().map_err(|e| format!("{cmd:?}: {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("{cmd:?} failed: {status}"))
+    }
+}
+
+fn venv_for(root: &Path, w: &Writer) -> Result<PathBuf, String> {
+    let venv = root.join("target/fixtures").join(format!("venv-{}", w.tiledb_py));
+    let stamp = venv.join(".tdb-installed");
+    if stamp.exists() {
+        return Ok(venv);
+    }
+    if !venv.join("bin/python").exists() {
+        let python = find_python(&w.python)?;
+        run(Command::new(python).arg("-m").arg("venv").arg(&venv))?;
+    }
+    let mut pip = Command::new(venv.join("bin/python"));
+    pip.args(["-m", "pip", "install", "--quiet", "--only-binary=:all:"])
+        .arg(format!("tiledb=={}", w.tiledb_py));
+    if !w.numpy_pin.is_empty() && w.numpy_pin != "-" {
+        pip.arg(&w.numpy_pin);
+    }
+    run(&mut pip)?;
+    std::fs::write(&stamp, b"").map_err(|e| format!("{}: {e}", stamp.display()))?;
+    Ok(venv)
+}
+
+/// Empties a writer's output directory, keeping the directories that hold
+/// other writers' output (the current corpus contains `legacy/`).
+fn clear_out_dir(root: &Path, out_dir: &str, writers: &[Writer]) -> Result<(), String> {
+    let out = root.join(out_dir);
+    if !out.exists() {
+        return Ok(());
+    }
+    let others: Vec<PathBuf> =
+        writers.iter().filter(|o| o.out_dir != out_dir).map(|o| root.join(&o.out_dir)).collect();
+    for entry in std::fs::read_dir(&out).map_err(|e| format!("{}: {e}", out.display()))? {
+        let path = entry.map_err(|e| format!("{}: {e}", out.display()))?.path();
+        if others.iter().any(|o| o.starts_with(&path)) {
+            continue;
+        }
+        let removed = if path.is_dir() {
+            std::fs::remove_dir_all(&path)
+        } else {
+            std::fs::remove_file(&path)
+        };
+        removed.map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    Ok(())
+}
+
+fn fixtures(args: &[String]) -> Result<(), String> {
+    let mut only = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--only" => only.push(it.next().ok_or("--only needs a tiledb-py version")?.clone()),
+            other => return Err(format!("fixtures: unknown argument {other:?}")),
+        }
+    }
+    let root = workspace_root();
+    let writers = read_writers(&root)?;
+    let reference = venv_for(&root, &writers[0])?;
+    let mut written = Vec::new();
+    for w in writers.iter().filter(|w| only.is_empty() || only.contains(&w.tiledb_py)) {
+        let venv = venv_for(&root, w)?;
+        clear_out_dir(&root, &w.out_dir, &writers)?;
+        run(Command::new(venv.join("bin/python"))
+            .current_dir(&root)
+            .arg(Path::new("xtask/fixtures").join(&w.script))
+            .arg("--out")
+            .arg(&w.out_dir))?;
+        written.push(w.out_dir.clone());
+    }
+    for dir in &written {
+        run(Command::new(reference.join("bin/python"))
+            .current_dir(&root)
+            .arg("xtask/fixtures/expect.py")
+            .arg(dir))?;
+    }
+    eprintln!("fixtures: {} writer(s) ran; expected.json completed", written.len());
+    Ok(())
+}
+
+const USAGE: &str = "usage: cargo xtask fixtures [--only TILEDB_PY_VERSION]...";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args.first().map(String::as_str) {
+        Some("fixtures") => fixtures(&args[1..]),
+        _ => Err(USAGE.to_owned()),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("xtask: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
