@@ -36,7 +36,11 @@ fn read_writers(root: &Path) -> Result<Vec<Writer>, String> {
         }
         let cols: Vec<&str> = line.split('\t').map(str::trim).collect();
         let [tiledb_py, python, numpy_pin, script, out_dir] = cols.as_slice() else {
-            return Err(format!("{}:{}: expected 5 tab-separated columns", path.display(), i + 1));
+            return Err(format!(
+                "{}:{}: expected 5 tab-separated columns",
+                path.display(),
+                i + 1
+            ));
         };
         out.push(Writer {
             tiledb_py: tiledb_py.to_string(),
@@ -88,7 +92,9 @@ fn run(cmd: &mut Command) -> Result<(), String> {
 }
 
 fn venv_for(root: &Path, w: &Writer) -> Result<PathBuf, String> {
-    let venv = root.join("target/fixtures").join(format!("venv-{}", w.tiledb_py));
+    let venv = root
+        .join("target/fixtures")
+        .join(format!("venv-{}", w.tiledb_py));
     let stamp = venv.join(".tdb-installed");
     if stamp.exists() {
         return Ok(venv);
@@ -115,8 +121,11 @@ fn clear_out_dir(root: &Path, out_dir: &str, writers: &[Writer]) -> Result<(), S
     if !out.exists() {
         return Ok(());
     }
-    let others: Vec<PathBuf> =
-        writers.iter().filter(|o| o.out_dir != out_dir).map(|o| root.join(&o.out_dir)).collect();
+    let others: Vec<PathBuf> = writers
+        .iter()
+        .filter(|o| o.out_dir != out_dir)
+        .map(|o| root.join(&o.out_dir))
+        .collect();
     for entry in std::fs::read_dir(&out).map_err(|e| format!("{}: {e}", out.display()))? {
         let path = entry.map_err(|e| format!("{}: {e}", out.display()))?.path();
         if others.iter().any(|o| o.starts_with(&path)) {
@@ -145,7 +154,10 @@ fn fixtures(args: &[String]) -> Result<(), String> {
     let writers = read_writers(&root)?;
     let reference = venv_for(&root, &writers[0])?;
     let mut written = Vec::new();
-    for w in writers.iter().filter(|w| only.is_empty() || only.contains(&w.tiledb_py)) {
+    for w in writers
+        .iter()
+        .filter(|w| only.is_empty() || only.contains(&w.tiledb_py))
+    {
         let venv = venv_for(&root, w)?;
         clear_out_dir(&root, &w.out_dir, &writers)?;
         run(Command::new(venv.join("bin/python"))
@@ -161,7 +173,10 @@ fn fixtures(args: &[String]) -> Result<(), String> {
             .arg("xtask/fixtures/expect.py")
             .arg(dir))?;
     }
-    eprintln!("fixtures: {} writer(s) ran; expected.json completed", written.len());
+    eprintln!(
+        "fixtures: {} writer(s) ran; expected.json completed",
+        written.len()
+    );
     Ok(())
 }
 

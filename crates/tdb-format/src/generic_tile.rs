@@ -133,15 +133,40 @@ pub struct LocatedTile<'a> {
     pub tile: GenericTile<'a>,
 }
 
+/// Whether `pipeline` is framed like a serialized filter pipeline: max chunk
+/// size, filter count, then per filter a known type code and a length-prefixed
+/// options block, ending exactly at the end. Decoding the options is
+/// `tdb-filters`' job; this only tells a real header from look-alike bytes.
+pub fn pipeline_is_well_framed(pipeline: &[u8]) -> bool {
+    let parse = |input| -> PResult<'_, ()> {
+        let (mut rest, _max_chunk) = le::u32("max chunk size")(input)?;
+        let n;
+        (rest, n) = le::u32("filter count")(rest)?;
+        for _ in 0..n {
+            let (r, _) = code("filter type", crate::FilterType::from_code)(rest)?;
+            let (r, _) = le::bytes_u32("filter options")(r)?;
+            rest = r;
+        }
+        Ok((rest, ()))
+    };
+    matches!(parse(pipeline), Ok((rest, ())) if rest.is_empty())
+}
+
+fn well_framed_tile(input: &[u8]) -> Option<(&[u8], GenericTile<'_>)> {
+    generic_tile(input)
+        .ok()
+        .filter(|(_, t)| pipeline_is_well_framed(t.filter_pipeline))
+}
+
 /// Splits a file that is a run of generic tiles followed by bytes that are
-/// not one (fragment metadata: its tiles, then its footer). Returns the tiles
-/// and the trailing bytes; stops at the first position where no complete,
-/// plausible header (known version, datatype and encryption, sizes within the
-/// file) starts.
+/// not one. Stops at the first position where no complete header with a
+/// known version, datatype and encryption, a well-framed pipeline and sizes
+/// within the file starts. Look-alike bytes can fool this; for fragment
+/// metadata use [`fragment_metadata_tiles`], which knows where the footer is.
 pub fn generic_tile_run(file: &[u8]) -> (Vec<LocatedTile<'_>>, &[u8]) {
     let mut tiles = Vec::new();
     let mut rest = file;
-    while let Ok((after, tile)) = generic_tile(rest) {
+    while let Some((after, tile)) = well_framed_tile(rest) {
         tiles.push(LocatedTile {
             offset: (file.len() - rest.len()) as u64,
             tile,
@@ -149,6 +174,67 @@ pub fn generic_tile_run(file: &[u8]) -> (Vec<LocatedTile<'_>>, &[u8]) {
         rest = after;
     }
     (tiles, rest)
+}
+
+/// Splits a fragment metadata file into its generic tiles and its footer.
+///
+/// - v1–v2: the whole file is one generic tile; the footer is empty.
+/// - v10+: the footer ends with its own `u64` length, which fixes where the
+///   tiles stop.
+/// - v3–v9: the tiles are walked, and the footer is the first remainder that
+///   starts with the fragment's version (the footer's first field), so
+///   footer bytes that happen to look like a tile header are not taken for one.
+pub fn fragment_metadata_tiles(file: &[u8]) -> Result<(Vec<LocatedTile<'_>>, &[u8])> {
+    let (first, _) = le::run(generic_tile, file)?;
+    let version = first.header.version;
+    if !version.has_fragment_metadata_footer() {
+        let tile = single_generic_tile(file)?;
+        return Ok((vec![LocatedTile { offset: 0, tile }], &file[file.len()..]));
+    }
+    if version.has_schema_evolution() {
+        let too_short = || FormatError::Truncated {
+            field: "fragment metadata footer length",
+            needed: 8,
+            available: file.len() as u64,
+        };
+        let tail_at = file.len().checked_sub(8).ok_or_else(too_short)?;
+        let (footer_len, _) =
+            le::run(le::u64("fragment metadata footer length"), &file[tail_at..])?;
+        let footer_start = u64::try_from(tail_at)
+            .ok()
+            .and_then(|t| t.checked_sub(footer_len))
+            .ok_or_else(|| FormatError::Invalid {
+                field: "fragment metadata footer length",
+                reason: format!("{footer_len} exceeds the file's {} bytes", file.len()),
+            })? as usize;
+        let (tiles, rest) = generic_tile_run(&file[..footer_start]);
+        if !rest.is_empty() {
+            return Err(FormatError::Invalid {
+                field: "fragment metadata",
+                reason: format!(
+                    "{} bytes before the footer are not generic tiles",
+                    rest.len()
+                ),
+            });
+        }
+        return Ok((tiles, &file[footer_start..]));
+    }
+    let (mut tiles, _) = generic_tile_run(file);
+    let version_bytes = version.get().to_le_bytes();
+    loop {
+        let end = tiles
+            .last()
+            .map_or(0, |t| (t.offset + t.tile.encoded_len()) as usize);
+        if file[end..].starts_with(&version_bytes) {
+            return Ok((tiles, &file[end..]));
+        }
+        if tiles.pop().is_none() {
+            return Err(FormatError::Invalid {
+                field: "fragment metadata footer",
+                reason: format!("no footer starting with version {version} follows the tiles"),
+            });
+        }
+    }
 }
 
 #[cfg(test)]
@@ -165,6 +251,7 @@ mod tests {
                 encryption: EncryptionType::NoEncryption,
             },
             filter_pipeline: &[0, 0, 1, 0, 0, 0, 0, 0],
+            // max chunk 65536, no filters
             data: b"hello",
         };
         let mut out = Vec::new();
@@ -200,6 +287,10 @@ mod tests {
         let (tiles, rest) = generic_tile_run(&bytes);
         assert_eq!(tiles.len(), 2);
         assert_eq!(tiles[1].offset, 47);
+        assert!(!pipeline_is_well_framed(&[0, 0, 1, 0, 1, 0, 0, 0]));
+        assert!(pipeline_is_well_framed(&[
+            0, 0, 1, 0, 1, 0, 0, 0, 2, 4, 0, 0, 0, 1, 2, 3, 4
+        ]));
         assert_eq!(rest, &[9, 9, 9]);
     }
 

@@ -24,8 +24,8 @@ pub use enums::{
 };
 pub use error::{FormatError, Result};
 pub use generic_tile::{
-    generic_tile, generic_tile_run, single_generic_tile, GenericTile, GenericTileHeader,
-    LocatedTile, GENERIC_TILE_BASE_SIZE,
+    fragment_metadata_tiles, generic_tile, generic_tile_run, pipeline_is_well_framed,
+    single_generic_tile, GenericTile, GenericTileHeader, LocatedTile, GENERIC_TILE_BASE_SIZE,
 };
 pub use object_file::{classify, DataField, DataPart, ObjectFile};
 pub use timestamped_name::{NameEra, TimestampedName};

@@ -1,0 +1,31 @@
+//! The library behind the `tdb` command, so its reports can be tested and
+//! reused: today `inspect`, which shows what the layers below can see of an
+//! array or group directory.
+
+pub mod inspect;
+
+use thiserror::Error;
+
+/// Failures of a `tdb` command.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum CliError {
+    /// The storage layer failed.
+    #[error(transparent)]
+    Storage(#[from] tdb_storage::StorageError),
+    /// A file could not be decoded.
+    #[error("{path}: {source}")]
+    Format {
+        /// The file, relative to the object.
+        path: String,
+        /// What was wrong.
+        #[source]
+        source: tdb_format::FormatError,
+    },
+    /// The path is not a TileDB array or group.
+    #[error("{0}: not a TileDB array or group (no schema, group or metadata files)")]
+    NotAnObject(String),
+    /// Output could not be produced.
+    #[error("output: {0}")]
+    Output(String),
+}

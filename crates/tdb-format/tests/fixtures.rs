@@ -1,0 +1,371 @@
+//! tdb-format against every array and group real TileDB wrote in `testdata/`
+//! (all format versions): every file is classified, every timestamped name and
+//! generic tile header parses, parse/write pairs give back TileDB's bytes, and
+//! what the names and headers say agrees with what TileDB reported
+//! (`expected.json`).
+
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use tdb_format::{
+    classify, fragment_metadata_tiles, generic_tile_run, le, single_generic_tile, ObjectFile,
+    TimestampedName,
+};
+
+fn testdata() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/arrays")
+}
+
+/// Every case directory (holding `expected.json`) under `dir`.
+fn cases(dir: &Path, out: &mut Vec<PathBuf>) {
+    if dir.join("expected.json").is_file() {
+        out.push(dir.to_path_buf());
+        return;
+    }
+    let mut entries: Vec<_> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    entries.sort();
+    for e in entries.into_iter().filter(|e| e.is_dir()) {
+        cases(&e, out);
+    }
+}
+
+fn is_object(dir: &Path) -> bool {
+    [
+        "__schema",
+        "__array_schema.tdb",
+        "__group",
+        "__tiledb_group.tdb",
+    ]
+    .iter()
+    .any(|n| dir.join(n).exists())
+}
+
+/// Files of the object at `root` (relative, `/`-separated), and the objects
+/// nested inside it (group members), each object on its own.
+fn object_files(root: &Path, rel: &str, files: &mut Vec<String>, nested: &mut Vec<PathBuf>) {
+    let dir = if rel.is_empty() {
+        root.to_path_buf()
+    } else {
+        root.join(rel)
+    };
+    let mut entries: Vec<_> = fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    entries.sort();
+    for e in entries {
+        let name = e.file_name().unwrap().to_str().unwrap().to_owned();
+        let child = if rel.is_empty() {
+            name.clone()
+        } else {
+            format!("{rel}/{name}")
+        };
+        if e.is_dir() {
+            if rel.is_empty() && !name.starts_with("__") && is_object(&e) {
+                nested.push(e);
+            } else {
+                object_files(root, &child, files, nested);
+            }
+        } else {
+            files.push(child);
+        }
+    }
+}
+
+struct Object {
+    case: String,
+    dir: PathBuf,
+    files: Vec<String>,
+    expected: Option<Value>,
+}
+
+fn all_objects() -> Vec<Object> {
+    let mut case_dirs = Vec::new();
+    cases(&testdata(), &mut case_dirs);
+    assert!(
+        case_dirs.len() > 20,
+        "fixture corpus missing: run `cargo xtask fixtures`"
+    );
+    let mut out = Vec::new();
+    for case in case_dirs {
+        let expected: Value =
+            serde_json::from_str(&fs::read_to_string(case.join("expected.json")).unwrap()).unwrap();
+        let name = case.strip_prefix(testdata()).unwrap().display().to_string();
+        let root = if case.join("array").is_dir() {
+            case.join("array")
+        } else {
+            case.join("group")
+        };
+        let mut stack = vec![(root, Some(expected))];
+        while let Some((dir, expected)) = stack.pop() {
+            let (mut files, mut nested) = (Vec::new(), Vec::new());
+            object_files(&dir, "", &mut files, &mut nested);
+            stack.extend(nested.into_iter().map(|n| (n, None)));
+            out.push(Object {
+                case: name.clone(),
+                dir,
+                files,
+                expected,
+            });
+        }
+    }
+    out
+}
+
+#[test]
+fn every_file_is_classified_and_every_name_parses() {
+    let mut seen = 0;
+    for obj in all_objects() {
+        for path in &obj.files {
+            let class = classify(path);
+            assert_ne!(class, ObjectFile::Unknown, "{}: {path}", obj.case);
+            if let Some(name) = class.timestamped_name() {
+                // Display is the mirror of parse on TileDB's names.
+                let written = name.to_string();
+                assert!(path.contains(&written), "{}: {path} vs {written}", obj.case);
+                seen += 1;
+            }
+        }
+    }
+    assert!(seen > 100);
+}
+
+/// Each generic tile, written back, equals TileDB's bytes; whole-tile files
+/// are exactly one tile.
+#[test]
+fn generic_tiles_parse_and_write_back_exactly() {
+    let mut tiles_seen = 0;
+    for obj in all_objects() {
+        for path in &obj.files {
+            let class = classify(path);
+            if !class.holds_generic_tiles() {
+                continue;
+            }
+            let bytes = fs::read(obj.dir.join(path)).unwrap();
+            let ctx = format!("{}: {path}", obj.case);
+            let is_fragment_metadata = matches!(class, ObjectFile::FragmentMetadata { .. });
+            let (tiles, rest) = if is_fragment_metadata {
+                fragment_metadata_tiles(&bytes).unwrap_or_else(|e| panic!("{ctx}: {e}"))
+            } else {
+                generic_tile_run(&bytes)
+            };
+            assert!(!tiles.is_empty(), "{ctx}: no generic tile");
+            let mut again = Vec::new();
+            for t in &tiles {
+                assert_eq!(t.offset as usize, again.len(), "{ctx}");
+                t.tile.write(&mut again).unwrap();
+                assert_eq!(
+                    t.tile.data.len() as u64,
+                    t.tile.persisted_size(),
+                    "{ctx}: persisted size"
+                );
+            }
+            assert_eq!(
+                &bytes[..again.len()],
+                &again[..],
+                "{ctx}: write(parse(b)) != b"
+            );
+            tiles_seen += tiles.len();
+            if is_fragment_metadata {
+                check_fragment_footer(&ctx, &tiles, rest);
+            } else {
+                assert!(
+                    rest.is_empty(),
+                    "{ctx}: {} bytes after the tile",
+                    rest.len()
+                );
+                single_generic_tile(&bytes).unwrap();
+            }
+        }
+    }
+    assert!(tiles_seen > 500, "{tiles_seen}");
+}
+
+/// The footer's first field repeats the fragment's version; from v10 its
+/// last is its own length.
+fn check_fragment_footer(ctx: &str, tiles: &[tdb_format::LocatedTile<'_>], footer: &[u8]) {
+    let version = tiles[0].tile.header.version;
+    if version.has_fragment_metadata_footer() {
+        let (footer_version, _) = le::run(le::u32("footer version"), footer).unwrap();
+        assert_eq!(footer_version, version.get(), "{ctx}: footer version");
+    }
+    if version.has_schema_evolution() {
+        let (len, _) = le::run(le::u64("footer length"), &footer[footer.len() - 8..]).unwrap();
+        assert_eq!(len + 8, footer.len() as u64, "{ctx}: footer length");
+    }
+}
+
+/// The footer's leading fields, read where `fragment_metadata_tiles` says the
+/// footer starts: (schema name from v10, dense flag).
+fn footer_head(footer: &[u8], version: u32) -> (Option<String>, bool) {
+    let (_, mut rest) = le::run(le::u32("version"), footer).unwrap();
+    let mut schema = None;
+    if version >= 10 {
+        let (name, r) = le::run(le::bytes_u64("schema name"), rest).unwrap();
+        schema = Some(String::from_utf8(name.to_vec()).unwrap());
+        rest = r;
+    }
+    let (dense, _) = le::run(le::bool("dense"), rest).unwrap();
+    (schema, dense)
+}
+
+/// Fragment names and metadata headers agree with TileDB's fragment info.
+#[test]
+fn fragments_agree_with_tiledb() {
+    let mut checked = 0;
+    for obj in all_objects() {
+        let Some(expected) = &obj.expected else {
+            continue;
+        };
+        let Some(frags) = expected["fragments"].as_array() else {
+            continue;
+        };
+        type Seen = (TimestampedName, u32, Option<(Option<String>, bool)>);
+        let mut on_disk: BTreeMap<String, Seen> = BTreeMap::new();
+        for path in &obj.files {
+            if let ObjectFile::FragmentMetadata { fragment, .. } = classify(path) {
+                let bytes = fs::read(obj.dir.join(path)).unwrap();
+                let (tiles, footer) = fragment_metadata_tiles(&bytes).unwrap();
+                let header_version = tiles[0].tile.header.version.get();
+                if let Some(v) = fragment.version {
+                    assert_eq!(v, header_version, "{}: {path}", obj.case);
+                }
+                let head = (header_version >= 3).then(|| footer_head(footer, header_version));
+                on_disk.insert(fragment.to_string(), (fragment, header_version, head));
+            }
+        }
+        for f in frags {
+            let name = f["name"].as_str().unwrap();
+            let (parsed, version, head) = on_disk
+                .get(name)
+                .unwrap_or_else(|| panic!("{}: fragment {name} not on disk", obj.case));
+            let range: Vec<u64> = f["timestamp_range"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_u64().unwrap())
+                .collect();
+            assert_eq!(vec![parsed.t1, parsed.t2], range, "{}: {name}", obj.case);
+            assert_eq!(
+                u64::from(*version),
+                f["format_version"].as_u64().unwrap(),
+                "{}",
+                obj.case
+            );
+            if let Some((schema, dense)) = head {
+                assert_eq!(
+                    *dense,
+                    !f["sparse"].as_bool().unwrap(),
+                    "{}: {name} dense",
+                    obj.case
+                );
+                if let Some(schema) = schema {
+                    assert_eq!(
+                        schema,
+                        f["array_schema_name"].as_str().unwrap(),
+                        "{}",
+                        obj.case
+                    );
+                }
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked > 50, "{checked}");
+}
+
+/// The versions in schema headers are among those TileDB reported.
+#[test]
+fn schema_versions_agree_with_tiledb() {
+    for obj in all_objects() {
+        let Some(expected) = &obj.expected else {
+            continue;
+        };
+        let Some(want) = expected["schema"]["schema_format_version"].as_u64() else {
+            continue;
+        };
+        let mut schemas: Vec<(TimestampedName, u32)> = Vec::new();
+        for path in &obj.files {
+            let class = classify(path);
+            let name = match &class {
+                ObjectFile::Schema(n) => n.clone(),
+                ObjectFile::LegacySchema => {
+                    TimestampedName::parse(&format!("__0_0_{}", "0".repeat(32))).unwrap()
+                }
+                _ => continue,
+            };
+            let bytes = fs::read(obj.dir.join(path)).unwrap();
+            schemas.push((
+                name,
+                single_generic_tile(&bytes).unwrap().header.version.get(),
+            ));
+        }
+        schemas.sort();
+        let latest = schemas
+            .last()
+            .unwrap_or_else(|| panic!("{}: no schema", obj.case))
+            .1;
+        assert_eq!(u64::from(latest), want, "{}", obj.case);
+    }
+}
+
+/// Every prefix of real files is a typed error, never a panic.
+#[test]
+fn truncated_real_files_are_errors() {
+    let objs = all_objects();
+    let mut done = 0;
+    for obj in objs.iter().filter(|o| {
+        o.case.ends_with("sparse_string_dim")
+            || o.case.contains("legacy/1.5.0/dense")
+            || o.case.ends_with("encrypted_aes256")
+            || o.case.ends_with("metadata_types")
+    }) {
+        for path in &obj.files {
+            let class = classify(path);
+            if !class.holds_generic_tiles() {
+                continue;
+            }
+            let bytes = fs::read(obj.dir.join(path)).unwrap();
+            let (tiles, _) = generic_tile_run(&bytes);
+            let first_len = tiles[0].tile.encoded_len() as usize;
+            for n in 0..first_len {
+                assert!(
+                    single_generic_tile(&bytes[..n]).is_err(),
+                    "{}: {path}[..{n}]",
+                    obj.case
+                );
+                let _ = generic_tile_run(&bytes[..n]);
+            }
+            done += 1;
+        }
+        for path in &obj.files {
+            for cut in 0..path.len() {
+                let _ = classify(&path[..cut]);
+                let _ = TimestampedName::parse(&path[..cut]);
+            }
+        }
+    }
+    assert!(done >= 4, "{done}");
+}
+
+/// Garbage never panics and never reads beyond its input.
+#[test]
+fn garbage_is_an_error() {
+    let mut state = 0x2545_f491_4f6c_dd1d_u64;
+    for len in 0..300usize {
+        let bytes: Vec<u8> = (0..len)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                state as u8
+            })
+            .collect();
+        let _ = generic_tile_run(&bytes);
+        assert!(single_generic_tile(&bytes).is_err() || len >= 34);
+    }
+}
