@@ -197,7 +197,7 @@ mod tests {
 
     #[test]
     fn flags_reject_other_bytes() {
-        assert_eq!(run(bool("nullable"), &[1]).unwrap().0, true);
+        assert!(run(bool("nullable"), &[1]).unwrap().0);
         assert!(run(bool("nullable"), &[2]).is_err());
     }
 

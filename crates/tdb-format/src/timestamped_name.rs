@@ -250,7 +250,7 @@ mod tests {
 
     #[test]
     fn order_is_by_range_then_name() {
-        let mut v = vec![
+        let mut v = [
             TimestampedName::parse(&format!("__2_2_{U}_22")).unwrap(),
             TimestampedName::parse(&format!("__1_3_{U}_22")).unwrap(),
             TimestampedName::parse(&format!("__1_2_{U}_22")).unwrap(),
