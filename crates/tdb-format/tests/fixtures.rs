@@ -369,3 +369,50 @@ fn garbage_is_an_error() {
         assert!(single_generic_tile(&bytes).is_err() || len >= 34);
     }
 }
+
+/// TileDB's names for datatypes, filters, layouts and array types, as its
+/// schema summaries spell them, are the names tdb-format knows.
+#[test]
+fn tiledb_names_are_known() {
+    use tdb_format::{ArrayType, CurrentDomainType, Datatype, FilterType, Layout};
+    fn filters(list: &Value, seen: &mut usize) {
+        for f in list["filters"].as_array().into_iter().flatten() {
+            let name = f["type"].as_str().unwrap();
+            FilterType::from_name(name).unwrap_or_else(|e| panic!("{e}"));
+            *seen += 1;
+        }
+    }
+    let mut filters_seen = 0;
+    let mut types = std::collections::BTreeSet::new();
+    for obj in all_objects() {
+        let Some(schema) = obj.expected.as_ref().map(|e| &e["schema"]) else {
+            continue;
+        };
+        if schema.is_null() {
+            continue;
+        }
+        ArrayType::from_name(schema["array_type"].as_str().unwrap()).unwrap();
+        Layout::from_name(schema["cell_order"].as_str().unwrap()).unwrap();
+        if let Some(t) = schema["tile_order"].as_str() {
+            Layout::from_name(t).unwrap();
+        }
+        for key in ["coords_filters", "offsets_filters", "validity_filters"] {
+            filters(&schema[key], &mut filters_seen);
+        }
+        for field in schema["dims"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .chain(schema["attrs"].as_array().unwrap())
+        {
+            let dt = Datatype::from_name(field["datatype"].as_str().unwrap()).unwrap();
+            types.insert(dt);
+            filters(&field["filters"], &mut filters_seen);
+        }
+        if let Some(t) = schema["current_domain"]["type"].as_str() {
+            CurrentDomainType::from_name(t).unwrap();
+        }
+    }
+    assert!(filters_seen > 500, "{filters_seen}");
+    assert!(types.len() >= 30, "{types:?}");
+}
