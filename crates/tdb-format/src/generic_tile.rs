@@ -178,9 +178,13 @@ pub fn generic_tile_run(file: &[u8]) -> (Vec<LocatedTile<'_>>, &[u8]) {
 
 /// Splits a fragment metadata file into its generic tiles and its footer.
 ///
+/// The footer itself is not parsed (that needs the schema), so a truncated
+/// file whose last bytes pass for a footer can be split wrongly; the footer
+/// parser in `tdb-fragment` catches it.
+///
 /// - v1–v2: the whole file is one generic tile; the footer is empty.
 /// - v10+: the footer ends with its own `u64` length, which fixes where the
-///   tiles stop.
+///   tiles stop; the footer must start with the fragment's version.
 /// - v3–v9: the tiles are walked, and the footer is the first remainder that
 ///   starts with the fragment's version (the footer's first field), so
 ///   footer bytes that happen to look like a tile header are not taken for one.
@@ -217,7 +221,14 @@ pub fn fragment_metadata_tiles(file: &[u8]) -> Result<(Vec<LocatedTile<'_>>, &[u
                 ),
             });
         }
-        return Ok((tiles, &file[footer_start..]));
+        let footer = &file[footer_start..];
+        if !footer.starts_with(&version.get().to_le_bytes()) {
+            return Err(FormatError::Invalid {
+                field: "fragment metadata footer",
+                reason: format!("does not start with the fragment's version {version}"),
+            });
+        }
+        return Ok((tiles, footer));
     }
     let (mut tiles, _) = generic_tile_run(file);
     let version_bytes = version.get().to_le_bytes();
