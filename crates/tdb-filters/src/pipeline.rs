@@ -139,17 +139,18 @@ impl Filter {
 
     /// The compressor byte and level of compression filters.
     fn compression(&self) -> Option<(Compressor, i32)> {
-        Some(match *self {
-            Filter::Gzip { level } => (Compressor::Gzip, level),
-            Filter::Zstd { level } => (Compressor::Zstd, level),
-            Filter::Lz4 { level } => (Compressor::Lz4, level),
-            Filter::Rle { level } => (Compressor::Rle, level),
-            Filter::Bzip2 { level } => (Compressor::Bzip2, level),
-            Filter::Dictionary { level } => (Compressor::DictionaryEncoding, level),
-            Filter::DoubleDelta { level, .. } => (Compressor::DoubleDelta, level),
-            Filter::Delta { level, .. } => (Compressor::Delta, level),
+        let level = match *self {
+            Filter::Gzip { level }
+            | Filter::Zstd { level }
+            | Filter::Lz4 { level }
+            | Filter::Rle { level }
+            | Filter::Bzip2 { level }
+            | Filter::Dictionary { level }
+            | Filter::DoubleDelta { level, .. }
+            | Filter::Delta { level, .. } => level,
             _ => return None,
-        })
+        };
+        Filter::compression_for(self.filter_type()).map(|c| (c, level))
     }
 
     fn write_options(&self, version: FormatVersion, out: &mut Vec<u8>) {
@@ -365,6 +366,7 @@ fn parse_options(
 }
 
 impl Filter {
+    /// The compressor byte TileDB stores for a compression filter type.
     fn compression_for(kind: FilterType) -> Option<Compressor> {
         Some(match kind {
             FilterType::Gzip => Compressor::Gzip,
