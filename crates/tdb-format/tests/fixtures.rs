@@ -171,7 +171,11 @@ fn generic_tiles_parse_and_write_back_exactly() {
             );
             tiles_seen += tiles.len();
             if is_fragment_metadata {
-                check_fragment_footer(&ctx, &tiles, rest);
+                // Where the footer starts is checked against TileDB's fragment
+                // info in `fragments_agree_with_tiledb`; here, a split that took
+                // look-alike footer bytes for a tile of another version fails.
+                let v = tiles[0].tile.header.version;
+                assert!(tiles.iter().all(|t| t.tile.header.version == v), "{ctx}");
             } else {
                 assert!(
                     rest.is_empty(),
@@ -183,20 +187,6 @@ fn generic_tiles_parse_and_write_back_exactly() {
         }
     }
     assert!(tiles_seen > 500, "{tiles_seen}");
-}
-
-/// The footer's first field repeats the fragment's version; from v10 its
-/// last is its own length.
-fn check_fragment_footer(ctx: &str, tiles: &[tdb_format::LocatedTile<'_>], footer: &[u8]) {
-    let version = tiles[0].tile.header.version;
-    if version.has_fragment_metadata_footer() {
-        let (footer_version, _) = le::run(le::u32("footer version"), footer).unwrap();
-        assert_eq!(footer_version, version.get(), "{ctx}: footer version");
-    }
-    if version.has_schema_evolution() {
-        let (len, _) = le::run(le::u64("footer length"), &footer[footer.len() - 8..]).unwrap();
-        assert_eq!(len + 8, footer.len() as u64, "{ctx}: footer length");
-    }
 }
 
 /// The footer's leading fields, read where `fragment_metadata_tiles` says the
