@@ -200,9 +200,11 @@ pub fn inspect(storage: &dyn Storage, dir: &str) -> Result<Inspection, CliError>
                 fragment,
                 in_fragments_dir,
             } => Some((fragment, *in_fragments_dir, true)),
-            ObjectFile::Data { fragment, .. } => {
-                Some((fragment, path.starts_with("__fragments/"), false))
-            }
+            ObjectFile::Data {
+                fragment,
+                in_fragments_dir,
+                ..
+            } => Some((fragment, *in_fragments_dir, false)),
             ObjectFile::OkCommit(n) | ObjectFile::WriteCommit(n) => {
                 commits.insert(n.to_string(), path.clone());
                 None

@@ -61,6 +61,8 @@ pub enum ObjectFile {
         field: DataField,
         /// Which part of it.
         part: DataPart,
+        /// Whether the fragment sits in `__fragments/` (v12+) or the array root.
+        in_fragments_dir: bool,
     },
     /// `<fragment>.ok` in the array root (v5–v11 commits).
     OkCommit(TimestampedName),
@@ -235,6 +237,7 @@ fn fragment_file(fragment: TimestampedName, file: &str, in_fragments_dir: bool) 
         fragment,
         field,
         part,
+        in_fragments_dir,
     }
 }
 
