@@ -52,6 +52,21 @@ pub enum StorageError {
 }
 
 impl StorageError {
+    /// No file or directory at `path`.
+    pub fn not_found(path: &str) -> Self {
+        StorageError::NotFound {
+            path: path.to_owned(),
+        }
+    }
+
+    /// `path` is a file where a directory was expected, or the reverse.
+    pub fn wrong_kind(path: &str, reason: &'static str) -> Self {
+        StorageError::WrongKind {
+            path: path.to_owned(),
+            reason,
+        }
+    }
+
     /// Whether the error means the key does not exist.
     pub fn is_not_found(&self) -> bool {
         matches!(self, StorageError::NotFound { .. })

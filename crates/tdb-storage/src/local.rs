@@ -40,9 +40,7 @@ impl LocalStorage {
 
 fn io_err(path: &str, source: io::Error) -> StorageError {
     if source.kind() == io::ErrorKind::NotFound {
-        StorageError::NotFound {
-            path: path.to_owned(),
-        }
+        StorageError::not_found(path)
     } else {
         StorageError::Io {
             path: path.to_owned(),
@@ -84,10 +82,7 @@ impl Storage for LocalStorage {
     fn size(&self, path: &str) -> Result<u64> {
         let md = fs::metadata(self.resolve(path)?).map_err(|e| io_err(path, e))?;
         if md.is_dir() {
-            return Err(StorageError::WrongKind {
-                path: path.to_owned(),
-                reason: "is a directory",
-            });
+            return Err(StorageError::wrong_kind(path, "is a directory"));
         }
         Ok(md.len())
     }
@@ -95,10 +90,7 @@ impl Storage for LocalStorage {
     fn read(&self, path: &str) -> Result<Bytes> {
         let full = self.resolve(path)?;
         if full.is_dir() {
-            return Err(StorageError::WrongKind {
-                path: path.to_owned(),
-                reason: "is a directory",
-            });
+            return Err(StorageError::wrong_kind(path, "is a directory"));
         }
         fs::read(full).map(Bytes::from).map_err(|e| io_err(path, e))
     }
@@ -131,10 +123,7 @@ impl Storage for LocalStorage {
     fn write(&self, path: &str, data: &[u8]) -> Result<()> {
         let full = self.resolve(path)?;
         if check_path(path)?.is_empty() {
-            return Err(StorageError::WrongKind {
-                path: path.to_owned(),
-                reason: "is the root",
-            });
+            return Err(StorageError::wrong_kind(path, "is the root"));
         }
         let parent = full.parent().unwrap_or(&self.root);
         fs::create_dir_all(parent).map_err(|e| io_err(path, e))?;
@@ -160,10 +149,7 @@ impl Storage for LocalStorage {
     fn remove_file(&self, path: &str) -> Result<()> {
         let full = self.resolve(path)?;
         if full.is_dir() {
-            return Err(StorageError::WrongKind {
-                path: path.to_owned(),
-                reason: "is a directory",
-            });
+            return Err(StorageError::wrong_kind(path, "is a directory"));
         }
         fs::remove_file(full).map_err(|e| io_err(path, e))
     }
@@ -171,10 +157,7 @@ impl Storage for LocalStorage {
     fn remove_dir(&self, path: &str) -> Result<()> {
         let full = self.resolve(path)?;
         if full.is_file() {
-            return Err(StorageError::WrongKind {
-                path: path.to_owned(),
-                reason: "is a file",
-            });
+            return Err(StorageError::wrong_kind(path, "is a file"));
         }
         fs::remove_dir_all(full).map_err(|e| io_err(path, e))
     }
@@ -182,9 +165,7 @@ impl Storage for LocalStorage {
     fn rename(&self, from: &str, to: &str) -> Result<()> {
         let (src, dst) = (self.resolve(from)?, self.resolve(to)?);
         if !src.exists() {
-            return Err(StorageError::NotFound {
-                path: from.to_owned(),
-            });
+            return Err(StorageError::not_found(from));
         }
         if let Some(parent) = dst.parent() {
             fs::create_dir_all(parent).map_err(|e| io_err(to, e))?;

@@ -38,14 +38,9 @@ impl Inner {
     fn file(&self, key: &str) -> Result<&Bytes> {
         self.files.get(key).ok_or_else(|| {
             if self.is_dir(key) {
-                StorageError::WrongKind {
-                    path: key.to_owned(),
-                    reason: "is a directory",
-                }
+                StorageError::wrong_kind(key, "is a directory")
             } else {
-                StorageError::NotFound {
-                    path: key.to_owned(),
-                }
+                StorageError::not_found(key)
             }
         })
     }
@@ -79,9 +74,7 @@ impl Storage for MemoryStorage {
         let key = check_path(dir)?;
         let inner = self.read_lock();
         if !inner.is_dir(key) {
-            return Err(StorageError::NotFound {
-                path: dir.to_owned(),
-            });
+            return Err(StorageError::not_found(dir));
         }
         let prefix = if key.is_empty() {
             String::new()
@@ -140,10 +133,7 @@ impl Storage for MemoryStorage {
         let key = check_path(path)?;
         let mut inner = self.write_lock();
         if key.is_empty() || inner.is_dir(key) {
-            return Err(StorageError::WrongKind {
-                path: path.to_owned(),
-                reason: "is a directory",
-            });
+            return Err(StorageError::wrong_kind(path, "is a directory"));
         }
         inner
             .files
@@ -155,10 +145,7 @@ impl Storage for MemoryStorage {
         let key = check_path(path)?;
         let mut inner = self.write_lock();
         if inner.files.contains_key(key) {
-            return Err(StorageError::WrongKind {
-                path: path.to_owned(),
-                reason: "is a file",
-            });
+            return Err(StorageError::wrong_kind(path, "is a file"));
         }
         if !key.is_empty() {
             inner.dirs.insert(key.to_owned());
@@ -178,15 +165,10 @@ impl Storage for MemoryStorage {
         let key = check_path(path)?;
         let mut inner = self.write_lock();
         if inner.files.contains_key(key) {
-            return Err(StorageError::WrongKind {
-                path: path.to_owned(),
-                reason: "is a file",
-            });
+            return Err(StorageError::wrong_kind(path, "is a file"));
         }
         if !inner.is_dir(key) {
-            return Err(StorageError::NotFound {
-                path: path.to_owned(),
-            });
+            return Err(StorageError::not_found(path));
         }
         let prefix = if key.is_empty() {
             String::new()
@@ -211,9 +193,7 @@ impl Storage for MemoryStorage {
             return Ok(());
         }
         if src.is_empty() || !inner.is_dir(src) {
-            return Err(StorageError::NotFound {
-                path: from.to_owned(),
-            });
+            return Err(StorageError::not_found(from));
         }
         let prefix = format!("{src}/");
         for k in prefixed(inner.files.keys(), &prefix) {
