@@ -1,0 +1,217 @@
+//! What flows between filters: TileDB's metadata and data streams.
+//!
+//! Forward, a stream is a list of [`Parts`] because TileDB's compressors
+//! frame each part separately, so the count of parts reaches the bytes.
+//! Reverse, every filter reads its metadata from the front of one contiguous
+//! stream and hands the rest on, so plain slices and [`Unfiltered`] suffice.
+
+use crate::{FilterError, Result};
+use tdb_format::{Datatype, FormatVersion};
+
+/// One forward stream: a list of byte parts (TileDB's `FilterBuffer`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Parts(Vec<Vec<u8>>);
+
+impl Parts {
+    /// No parts at all (the first filter's metadata).
+    pub fn new() -> Self {
+        Parts(Vec::new())
+    }
+
+    /// A single part.
+    pub fn one(bytes: Vec<u8>) -> Self {
+        Parts(vec![bytes])
+    }
+
+    /// Appends a part.
+    pub fn push(&mut self, bytes: Vec<u8>) {
+        self.0.push(bytes);
+    }
+
+    /// Puts a part first.
+    pub fn prepend(&mut self, bytes: Vec<u8>) {
+        self.0.insert(0, bytes);
+    }
+
+    /// Appends all parts of `other`.
+    pub fn extend(&mut self, other: Parts) {
+        self.0.extend(other.0);
+    }
+
+    /// The number of parts.
+    pub fn count(&self) -> usize {
+        self.0.len()
+    }
+
+    /// The total number of bytes.
+    pub fn byte_len(&self) -> usize {
+        self.0.iter().map(Vec::len).sum()
+    }
+
+    /// The parts in order.
+    pub fn iter(&self) -> impl Iterator<Item = &[u8]> {
+        self.0.iter().map(Vec::as_slice)
+    }
+
+    /// The parts, owned.
+    pub fn into_vec(self) -> Vec<Vec<u8>> {
+        self.0
+    }
+
+    /// All bytes in one buffer (no copy when there is one part).
+    pub fn concat(self) -> Vec<u8> {
+        let mut parts = self.0;
+        if parts.len() == 1 {
+            return parts.pop().unwrap_or_default();
+        }
+        parts.concat()
+    }
+}
+
+/// What a filter knows about the bytes of one chunk.
+#[derive(Debug, Clone, Copy)]
+pub struct Stage<'a> {
+    /// The datatype of this filter's input: the field's datatype, changed by
+    /// earlier filters in the pipeline (float scaling, reinterpretation).
+    pub datatype: Datatype,
+    /// The tile's cell size in bytes (TileDB's numeric RLE runs over cells of
+    /// this size, whatever the datatype says).
+    pub cell_size: u64,
+    /// The format version the tile was (or is to be) written with.
+    pub version: FormatVersion,
+    /// A var-length string tile whose offsets TileDB hands to RLE and
+    /// dictionary encoding (see `FilterPipeline::skip_offsets_filtering`):
+    /// forward, the cell offsets into the tile; reverse, reverse output fills
+    /// [`Unfiltered::offsets`].
+    pub string_offsets: StringOffsets<'a>,
+    /// The AES-256-GCM key, for the internal encryption filter.
+    pub key: Option<&'a [u8; 32]>,
+}
+
+/// Whether TileDB passes the offsets tile to the filters of a data tile.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum StringOffsets<'a> {
+    /// Not a var-length string tile with offsets inside (the usual case).
+    #[default]
+    None,
+    /// Forward: the start offset of each cell in the (whole, unchunked) tile.
+    Forward(&'a [u64]),
+    /// Reverse: the filters rebuild the offsets into [`Unfiltered::offsets`].
+    Reverse,
+}
+
+impl<'a> Stage<'a> {
+    /// A stage for a plain tile of `datatype` at `version`.
+    pub fn new(datatype: Datatype, version: FormatVersion) -> Self {
+        Stage {
+            datatype,
+            cell_size: datatype.size().max(1),
+            version,
+            string_offsets: StringOffsets::None,
+            key: None,
+        }
+    }
+
+    /// The byte size of one value of this stage's datatype (at least 1).
+    pub fn datatype_size(&self) -> usize {
+        usize::try_from(self.datatype.size()).unwrap_or(1).max(1)
+    }
+}
+
+/// Reverse output of one filter: metadata for the filters before it, data,
+/// and, for var-length string tiles, the rebuilt cell offsets.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Unfiltered {
+    /// Metadata bytes for the earlier filters.
+    pub metadata: Vec<u8>,
+    /// The data bytes.
+    pub data: Vec<u8>,
+    /// Cell offsets rebuilt by string RLE or dictionary decoding.
+    pub offsets: Vec<u64>,
+}
+
+impl Unfiltered {
+    /// Empties all three, keeping their capacity.
+    pub fn clear(&mut self) {
+        self.metadata.clear();
+        self.data.clear();
+        self.offsets.clear();
+    }
+}
+
+/// Reads a filter's metadata fields from the front of the metadata stream,
+/// with errors that name the filter and the field.
+#[derive(Debug, Clone, Copy)]
+pub struct MetaReader<'a> {
+    filter: &'static str,
+    bytes: &'a [u8],
+}
+
+impl<'a> MetaReader<'a> {
+    /// Starts reading `bytes` for `filter` (its TileDB name).
+    pub fn new(filter: &'static str, bytes: &'a [u8]) -> Self {
+        MetaReader { filter, bytes }
+    }
+
+    /// What is left: the metadata of the filters before this one.
+    pub fn rest(&self) -> &'a [u8] {
+        self.bytes
+    }
+
+    /// Takes `n` bytes.
+    pub fn take(&mut self, n: usize, field: &str) -> Result<&'a [u8]> {
+        if n > self.bytes.len() {
+            return Err(FilterError::corrupt(
+                self.filter,
+                format!(
+                    "metadata field {field} needs {n} bytes, {} left",
+                    self.bytes.len()
+                ),
+            ));
+        }
+        let (head, tail) = self.bytes.split_at(n);
+        self.bytes = tail;
+        Ok(head)
+    }
+
+    /// Takes a fixed-size array.
+    pub fn array<const N: usize>(&mut self, field: &str) -> Result<[u8; N]> {
+        let mut out = [0u8; N];
+        out.copy_from_slice(self.take(N, field)?);
+        Ok(out)
+    }
+
+    /// Takes a `u8`.
+    pub fn u8(&mut self, field: &str) -> Result<u8> {
+        Ok(self.array::<1>(field)?[0])
+    }
+
+    /// Takes a little-endian `u32`.
+    pub fn u32(&mut self, field: &str) -> Result<u32> {
+        Ok(u32::from_le_bytes(self.array(field)?))
+    }
+
+    /// Takes a little-endian `u64`.
+    pub fn u64(&mut self, field: &str) -> Result<u64> {
+        Ok(u64::from_le_bytes(self.array(field)?))
+    }
+}
+
+/// Takes `n` bytes from the front of `data` for `filter`, or a corruption
+/// error naming `what`.
+pub fn take_data<'a>(
+    filter: &'static str,
+    data: &mut &'a [u8],
+    n: usize,
+    what: &str,
+) -> Result<&'a [u8]> {
+    if n > data.len() {
+        return Err(FilterError::corrupt(
+            filter,
+            format!("{what} needs {n} bytes, {} left", data.len()),
+        ));
+    }
+    let (head, tail) = data.split_at(n);
+    *data = tail;
+    Ok(head)
+}

@@ -1,0 +1,301 @@
+//! TileDB's compression filter: the framing every compressor shares, and the
+//! general-purpose codecs (GZIP, ZSTD, LZ4, BZIP2).
+//!
+//! Forward, each metadata part and then each data part is compressed on its
+//! own into one data buffer; the new metadata is
+//! `u32 metadata part count, u32 data part count`, then per part
+//! `u32 original size, u32 compressed size`. Var-length string tiles under
+//! RLE or dictionary encoding take the whole tile at once ([`strings`]).
+//!
+//! [`strings`]: super::strings
+
+use super::strings::{self, StringCodec};
+use super::{delta, double_delta, rle};
+use crate::buffer::{MetaReader, Parts, Stage, StringOffsets, Unfiltered};
+use crate::{FilterError, Result};
+use std::io::{Read, Write};
+use tdb_format::Datatype;
+
+/// A compressor and what it needs to know.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Codec {
+    /// zlib stream (TileDB's `deflateInit`) at a level.
+    Gzip(i32),
+    /// Zstandard frame at a level.
+    Zstd(i32),
+    /// LZ4 block without size prefix.
+    Lz4,
+    /// bzip2 stream with a block size level.
+    Bzip2(i32),
+    /// TileDB's RLE.
+    Rle,
+    /// TileDB's dictionary encoding (var-length strings only).
+    Dictionary,
+    /// Delta over values of this datatype.
+    Delta(Datatype),
+    /// Double delta over values of this datatype.
+    DoubleDelta(Datatype),
+}
+
+impl Codec {
+    fn name(self) -> &'static str {
+        match self {
+            Codec::Gzip(_) => "GZIP",
+            Codec::Zstd(_) => "ZSTD",
+            Codec::Lz4 => "LZ4",
+            Codec::Bzip2(_) => "BZIP2",
+            Codec::Rle => "RLE",
+            Codec::Dictionary => "DICTIONARY",
+            Codec::Delta(_) => "DELTA",
+            Codec::DoubleDelta(_) => "DOUBLE_DELTA",
+        }
+    }
+
+    fn string_codec(self) -> Option<StringCodec> {
+        match self {
+            Codec::Rle => Some(StringCodec::Rle),
+            Codec::Dictionary => Some(StringCodec::Dictionary),
+            _ => None,
+        }
+    }
+}
+
+fn is_string(datatype: Datatype) -> bool {
+    matches!(datatype, Datatype::StringAscii | Datatype::StringUtf8)
+}
+
+fn to_u32(filter: &'static str, n: usize, what: &str) -> Result<u32> {
+    u32::try_from(n)
+        .map_err(|_| FilterError::bad_input(filter, format!("{what} of {n} bytes exceeds u32")))
+}
+
+/// Forward over one chunk.
+pub(crate) fn forward(
+    st: &Stage<'_>,
+    codec: Codec,
+    metadata: Parts,
+    data: Parts,
+) -> Result<(Parts, Parts)> {
+    let name = codec.name();
+    if let (Some(sc), StringOffsets::Forward(offsets), true) = (
+        codec.string_codec(),
+        st.string_offsets,
+        is_string(st.datatype),
+    ) {
+        if data.count() != 1 {
+            return Err(FilterError::bad_input(
+                name,
+                "var-length strings must be one part",
+            ));
+        }
+        let input = data.concat();
+        let (meta_tail, out) = strings::forward(sc, &input, offsets)?;
+        let mut meta = Vec::with_capacity(8 + meta_tail.len());
+        meta.extend_from_slice(&0u32.to_le_bytes());
+        meta.extend_from_slice(&1u32.to_le_bytes());
+        meta.extend_from_slice(&meta_tail);
+        return Ok((Parts::one(meta), Parts::one(out)));
+    }
+    if codec == Codec::Dictionary {
+        return Err(FilterError::bad_input(
+            name,
+            "dictionary encoding only applies to var-length strings",
+        ));
+    }
+    to_u32(name, data.byte_len(), "input")?;
+    let total_parts = metadata.count() + data.count();
+    let mut meta = Vec::with_capacity(8 + 8 * total_parts);
+    meta.extend_from_slice(&to_u32(name, metadata.count(), "part count")?.to_le_bytes());
+    meta.extend_from_slice(&to_u32(name, data.count(), "part count")?.to_le_bytes());
+    let mut out = Vec::with_capacity(data.byte_len() / 2 + 64);
+    for part in metadata.iter().chain(data.iter()) {
+        let start = out.len();
+        compress_part(st, codec, part, &mut out)?;
+        meta.extend_from_slice(&to_u32(name, part.len(), "part")?.to_le_bytes());
+        meta.extend_from_slice(&to_u32(name, out.len() - start, "compressed part")?.to_le_bytes());
+    }
+    Ok((Parts::one(meta), Parts::one(out)))
+}
+
+/// Reverse over one chunk.
+pub(crate) fn reverse(
+    st: &Stage<'_>,
+    codec: Codec,
+    metadata: &[u8],
+    data: &[u8],
+    out: &mut Unfiltered,
+) -> Result<()> {
+    let name = codec.name();
+    let mut meta = MetaReader::new(name, metadata);
+    let metadata_parts = meta.u32("metadata part count")?;
+    let data_parts = meta.u32("data part count")?;
+    if let (Some(sc), StringOffsets::Reverse, true, true) = (
+        codec.string_codec(),
+        st.string_offsets,
+        is_string(st.datatype),
+        st.version.get() >= 12,
+    ) {
+        strings::reverse(sc, &mut meta, data, out)?;
+        out.metadata.extend_from_slice(meta.rest());
+        return Ok(());
+    }
+    if codec == Codec::Dictionary {
+        return Err(FilterError::corrupt(
+            name,
+            "dictionary encoding outside a var-length string tile",
+        ));
+    }
+    let mut input = data;
+    for i in 0..u64::from(metadata_parts) + u64::from(data_parts) {
+        let original = meta.u32("part original size")? as usize;
+        let compressed = meta.u32("part compressed size")? as usize;
+        let part = crate::buffer::take_data(name, &mut input, compressed, "compressed part")?;
+        let target = if i < u64::from(metadata_parts) {
+            &mut out.metadata
+        } else {
+            &mut out.data
+        };
+        decompress_part(st, codec, part, target, original)?;
+    }
+    out.metadata.extend_from_slice(meta.rest());
+    Ok(())
+}
+
+fn compress_part(st: &Stage<'_>, codec: Codec, part: &[u8], out: &mut Vec<u8>) -> Result<()> {
+    let name = codec.name();
+    let io = |e: std::io::Error| FilterError::bad_input(name, e.to_string());
+    match codec {
+        Codec::Gzip(level) => {
+            if level > 9 {
+                return Err(FilterError::bad_input(
+                    name,
+                    format!("level {level} above 9"),
+                ));
+            }
+            // TileDB maps levels below 0 to zlib's default (6).
+            let level = if level < 0 { 6 } else { level as u32 };
+            let mut enc =
+                flate2::write::ZlibEncoder::new(&mut *out, flate2::Compression::new(level));
+            enc.write_all(part).map_err(io)?;
+            enc.finish().map_err(io)?;
+        }
+        Codec::Zstd(level) => {
+            let level = if level < -7 { 3 } else { level };
+            let bound = zstd::zstd_safe::compress_bound(part.len());
+            let start = out.len();
+            out.resize(start + bound, 0);
+            let n = zstd::bulk::compress_to_buffer(part, &mut out[start..], level).map_err(io)?;
+            out.truncate(start + n);
+        }
+        Codec::Lz4 => {
+            let start = out.len();
+            out.resize(
+                start + lz4_flex::block::get_maximum_output_size(part.len()),
+                0,
+            );
+            let n = lz4_flex::block::compress_into(part, &mut out[start..])
+                .map_err(|e| FilterError::bad_input(name, e.to_string()))?;
+            out.truncate(start + n);
+        }
+        Codec::Bzip2(level) => {
+            let level = if level < 1 { 1 } else { level.min(9) as u32 };
+            let mut enc = bzip2::write::BzEncoder::new(&mut *out, bzip2::Compression::new(level));
+            enc.write_all(part).map_err(io)?;
+            enc.finish().map_err(io)?;
+        }
+        Codec::Rle => rle::compress(usize::try_from(st.cell_size).unwrap_or(1), part, out)?,
+        Codec::Delta(t) => delta::compress(t, part, out)?,
+        Codec::DoubleDelta(t) => double_delta::compress(t, part, out)?,
+        Codec::Dictionary => unreachable!("dictionary encoding is handled by the caller"),
+    }
+    Ok(())
+}
+
+fn decompress_part(
+    st: &Stage<'_>,
+    codec: Codec,
+    part: &[u8],
+    out: &mut Vec<u8>,
+    original: usize,
+) -> Result<()> {
+    let name = codec.name();
+    let start = out.len();
+    match codec {
+        Codec::Gzip(_) => {
+            read_exact_stream(name, flate2::read::ZlibDecoder::new(part), out, original)?
+        }
+        Codec::Bzip2(_) => {
+            read_exact_stream(name, bzip2::read::BzDecoder::new(part), out, original)?
+        }
+        Codec::Zstd(_) => {
+            // TileDB's frames state their content size; trusting it only
+            // after it matches the metadata keeps a lying header from
+            // sizing our allocation.
+            match zstd::zstd_safe::get_frame_content_size(part) {
+                Ok(Some(n)) if n == original as u64 => {
+                    out.resize(start + original, 0);
+                    let n = zstd::bulk::decompress_to_buffer(part, &mut out[start..])
+                        .map_err(|e| FilterError::corrupt(name, e.to_string()))?;
+                    out.truncate(start + n);
+                }
+                Ok(Some(n)) => return Err(size_mismatch(name, original, n as usize)),
+                _ => {
+                    let decoder = zstd::stream::read::Decoder::with_buffer(part)
+                        .map_err(|e| FilterError::corrupt(name, e.to_string()))?;
+                    read_exact_stream(name, decoder, out, original)?
+                }
+            }
+        }
+        Codec::Lz4 => {
+            // An LZ4 block expands at most 255-fold; a larger claim is a lie.
+            if original > part.len().saturating_mul(255).saturating_add(16) {
+                return Err(size_mismatch(name, original, part.len() * 255));
+            }
+            out.resize(start + original, 0);
+            let n = lz4_flex::block::decompress_into(part, &mut out[start..])
+                .map_err(|e| FilterError::corrupt(name, e.to_string()))?;
+            out.truncate(start + n);
+        }
+        Codec::Rle => rle::decompress(
+            usize::try_from(st.cell_size).unwrap_or(1),
+            part,
+            out,
+            original,
+        )?,
+        Codec::Delta(t) => delta::decompress(t, part, out, original)?,
+        Codec::DoubleDelta(t) => double_delta::decompress(t, part, out, original)?,
+        Codec::Dictionary => unreachable!("dictionary encoding is handled by the caller"),
+    }
+    if out.len() - start != original {
+        return Err(size_mismatch(name, original, out.len() - start));
+    }
+    Ok(())
+}
+
+fn size_mismatch(name: &'static str, expected: usize, got: usize) -> FilterError {
+    FilterError::corrupt(
+        name,
+        format!("part decodes to {got} bytes, metadata says {expected}"),
+    )
+}
+
+/// Decodes a stream into exactly `original` bytes: never more (a lying
+/// stream cannot make us allocate beyond what the metadata promised, itself
+/// bounded by u32), and the stream must end there.
+fn read_exact_stream(
+    name: &'static str,
+    decoder: impl Read,
+    out: &mut Vec<u8>,
+    original: usize,
+) -> Result<()> {
+    let start = out.len();
+    let mut limited = decoder.take(original as u64 + 1);
+    limited
+        .read_to_end(out)
+        .map_err(|e| FilterError::corrupt(name, e.to_string()))?;
+    let got = out.len() - start;
+    if got != original {
+        return Err(size_mismatch(name, original, got));
+    }
+    Ok(())
+}

@@ -1,0 +1,75 @@
+//! Running a whole pipeline over one chunk, each filter seeing the datatype
+//! the filters before it produced.
+
+use crate::buffer::{Parts, Stage, Unfiltered};
+use crate::{FilterPipeline, Result};
+use tdb_format::Datatype;
+
+impl FilterPipeline {
+    /// The input datatype of each filter, chained from the field's datatype
+    /// the way TileDB's `FilterPipeline::deserialize` chains them.
+    pub fn stage_datatypes(&self, field: Datatype) -> Vec<Datatype> {
+        let mut t = field;
+        self.filters
+            .iter()
+            .map(|f| {
+                let input = t;
+                t = f.output_datatype(t);
+                input
+            })
+            .collect()
+    }
+
+    /// Filters one chunk forward. `st.datatype` is the field's datatype.
+    /// Returns the chunk's metadata and data as TileDB stores them.
+    pub fn forward_chunk(&self, st: &Stage<'_>, chunk: Vec<u8>) -> Result<(Vec<u8>, Vec<u8>)> {
+        let mut metadata = Parts::new();
+        let mut data = Parts::one(chunk);
+        for (filter, datatype) in self.filters.iter().zip(self.stage_datatypes(st.datatype)) {
+            let stage = Stage { datatype, ..*st };
+            (metadata, data) = filter.forward(&stage, metadata, data)?;
+        }
+        Ok((metadata.concat(), data.concat()))
+    }
+
+    /// Unfilters one chunk into `out` (its `data` is the chunk; `offsets`
+    /// holds rebuilt string offsets, if any). `scratch` is reused between
+    /// stages so a reader that keeps both allocates nothing per chunk.
+    /// `st.datatype` is the field's datatype.
+    pub fn reverse_chunk(
+        &self,
+        st: &Stage<'_>,
+        metadata: &[u8],
+        data: &[u8],
+        out: &mut Unfiltered,
+        scratch: &mut Unfiltered,
+    ) -> Result<()> {
+        out.clear();
+        let n = self.filters.len();
+        if n == 0 {
+            out.data.extend_from_slice(data);
+            return Ok(());
+        }
+        let types = self.stage_datatypes(st.datatype);
+        // Alternate targets so that the last stage writes into `out`.
+        let (mut dst, mut src) = if n % 2 == 1 {
+            (out, scratch)
+        } else {
+            (scratch, out)
+        };
+        for (step, i) in (0..n).rev().enumerate() {
+            let stage = Stage {
+                datatype: types[i],
+                ..*st
+            };
+            dst.clear();
+            if step == 0 {
+                self.filters[i].reverse(&stage, metadata, data, dst)?;
+            } else {
+                self.filters[i].reverse(&stage, &src.metadata, &src.data, dst)?;
+            }
+            std::mem::swap(&mut dst, &mut src);
+        }
+        Ok(())
+    }
+}
