@@ -2,77 +2,40 @@
 //! TileDB wrote (all format versions) parses and writes back to TileDB's bytes.
 
 use std::collections::BTreeMap;
-use std::fs;
-use std::path::{Path, PathBuf};
 use tdb_filters::{Filter, FilterPipeline};
 use tdb_format::{classify, fragment_metadata_tiles, generic_tile_run, ObjectFile};
 
-fn is_object(dir: &Path) -> bool {
-    [
-        "__schema",
-        "__array_schema.tdb",
-        "__group",
-        "__tiledb_group.tdb",
-    ]
-    .iter()
-    .any(|n| dir.join(n).exists())
-}
-
-/// Every file below `dir` with the object directory it belongs to.
-fn files(dir: &Path, object: Option<&Path>, out: &mut Vec<(PathBuf, PathBuf)>) {
-    let object = if is_object(dir) { Some(dir) } else { object };
-    let mut entries: Vec<_> = fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    entries.sort();
-    for e in entries {
-        if e.is_dir() {
-            files(&e, object, out);
-        } else if let Some(o) = object {
-            out.push((o.to_path_buf(), e));
-        }
-    }
-}
-
 #[test]
 fn generic_tile_pipelines_round_trip() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/arrays");
-    let mut all = Vec::new();
-    files(&root, None, &mut all);
     let mut kinds: BTreeMap<String, usize> = BTreeMap::new();
-    for (object, file) in all {
-        let rel = file
-            .strip_prefix(&object)
-            .unwrap()
-            .to_str()
-            .unwrap()
-            .replace('\\', "/");
-        let class = classify(&rel);
-        if !class.holds_generic_tiles() {
-            continue;
-        }
-        let bytes = fs::read(&file).unwrap();
-        let (tiles, _) = if matches!(class, ObjectFile::FragmentMetadata { .. }) {
-            fragment_metadata_tiles(&bytes).unwrap()
-        } else {
-            generic_tile_run(&bytes)
-        };
-        for t in tiles {
-            let version = t.tile.header.version;
-            let ctx = format!("{} @{}", file.display(), t.offset);
-            let p = FilterPipeline::parse(t.tile.filter_pipeline, version)
-                .unwrap_or_else(|e| panic!("{ctx}: {e}"));
-            let mut again = Vec::new();
-            p.write(version, &mut again);
-            assert_eq!(again, t.tile.filter_pipeline, "{ctx}");
-            let names: Vec<_> = p.filters.iter().map(|f| f.filter_type().name()).collect();
-            *kinds.entry(names.join("+")).or_default() += 1;
-            if t.tile.header.encryption == tdb_format::EncryptionType::Aes256Gcm {
-                assert!(
-                    p.filters.contains(&Filter::InternalAes256Gcm),
-                    "{ctx}: {names:?}"
-                );
+    for obj in tdb_testdata::objects() {
+        for rel in &obj.files {
+            let class = classify(rel);
+            if !class.holds_generic_tiles() {
+                continue;
+            }
+            let bytes = obj.read(rel);
+            let (tiles, _) = if matches!(class, ObjectFile::FragmentMetadata { .. }) {
+                fragment_metadata_tiles(&bytes).unwrap()
+            } else {
+                generic_tile_run(&bytes)
+            };
+            for t in tiles {
+                let version = t.tile.header.version;
+                let ctx = format!("{}: {rel} @{}", obj.case, t.offset);
+                let p = FilterPipeline::parse(t.tile.filter_pipeline, version)
+                    .unwrap_or_else(|e| panic!("{ctx}: {e}"));
+                let mut again = Vec::new();
+                p.write(version, &mut again);
+                assert_eq!(again, t.tile.filter_pipeline, "{ctx}");
+                let names: Vec<_> = p.filters.iter().map(|f| f.filter_type().name()).collect();
+                *kinds.entry(names.join("+")).or_default() += 1;
+                if t.tile.header.encryption == tdb_format::EncryptionType::Aes256Gcm {
+                    assert!(
+                        p.filters.contains(&Filter::InternalAes256Gcm),
+                        "{ctx}: {names:?}"
+                    );
+                }
             }
         }
     }

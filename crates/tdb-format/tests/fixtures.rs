@@ -7,114 +7,12 @@
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::fs;
-use std::path::{Path, PathBuf};
 use tdb_format::{
     classify, fragment_metadata_tiles, generic_tile_run, le, single_generic_tile, ObjectFile,
     TimestampedName,
 };
 
-fn testdata() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/arrays")
-}
-
-/// Every case directory (holding `expected.json`) under `dir`.
-fn cases(dir: &Path, out: &mut Vec<PathBuf>) {
-    if dir.join("expected.json").is_file() {
-        out.push(dir.to_path_buf());
-        return;
-    }
-    let mut entries: Vec<_> = fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    entries.sort();
-    for e in entries.into_iter().filter(|e| e.is_dir()) {
-        cases(&e, out);
-    }
-}
-
-fn is_object(dir: &Path) -> bool {
-    [
-        "__schema",
-        "__array_schema.tdb",
-        "__group",
-        "__tiledb_group.tdb",
-    ]
-    .iter()
-    .any(|n| dir.join(n).exists())
-}
-
-/// Files of the object at `root` (relative, `/`-separated), and the objects
-/// nested inside it (group members), each object on its own.
-fn object_files(root: &Path, rel: &str, files: &mut Vec<String>, nested: &mut Vec<PathBuf>) {
-    let dir = if rel.is_empty() {
-        root.to_path_buf()
-    } else {
-        root.join(rel)
-    };
-    let mut entries: Vec<_> = fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    entries.sort();
-    for e in entries {
-        let name = e.file_name().unwrap().to_str().unwrap().to_owned();
-        let child = if rel.is_empty() {
-            name.clone()
-        } else {
-            format!("{rel}/{name}")
-        };
-        if e.is_dir() {
-            if rel.is_empty() && !name.starts_with("__") && is_object(&e) {
-                nested.push(e);
-            } else {
-                object_files(root, &child, files, nested);
-            }
-        } else {
-            files.push(child);
-        }
-    }
-}
-
-struct Object {
-    case: String,
-    dir: PathBuf,
-    files: Vec<String>,
-    expected: Option<Value>,
-}
-
-fn all_objects() -> Vec<Object> {
-    let mut case_dirs = Vec::new();
-    cases(&testdata(), &mut case_dirs);
-    assert!(
-        case_dirs.len() > 20,
-        "fixture corpus missing: run `cargo xtask fixtures`"
-    );
-    let mut out = Vec::new();
-    for case in case_dirs {
-        let expected: Value =
-            serde_json::from_str(&fs::read_to_string(case.join("expected.json")).unwrap()).unwrap();
-        let name = case.strip_prefix(testdata()).unwrap().display().to_string();
-        let root = if case.join("array").is_dir() {
-            case.join("array")
-        } else {
-            case.join("group")
-        };
-        let mut stack = vec![(root, Some(expected))];
-        while let Some((dir, expected)) = stack.pop() {
-            let (mut files, mut nested) = (Vec::new(), Vec::new());
-            object_files(&dir, "", &mut files, &mut nested);
-            stack.extend(nested.into_iter().map(|n| (n, None)));
-            out.push(Object {
-                case: name.clone(),
-                dir,
-                files,
-                expected,
-            });
-        }
-    }
-    out
-}
+use tdb_testdata::objects as all_objects;
 
 #[test]
 fn every_file_is_classified_and_every_name_parses() {

@@ -1,0 +1,145 @@
+//! Test-only access to the fixture corpus in `testdata/arrays` (written by
+//! real TileDB through `cargo xtask fixtures`): every case, every TileDB
+//! object in it (group members on their own), every file of each object.
+
+use serde_json::Value;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// `testdata/arrays` of this workspace.
+pub fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/arrays")
+}
+
+/// One TileDB object (array or group) of a case.
+#[derive(Debug, Clone)]
+pub struct Object {
+    /// The case's path under `testdata/arrays`, e.g. `legacy/2.0.0/dense`.
+    pub case: String,
+    /// The object's directory.
+    pub dir: PathBuf,
+    /// Its files, relative to `dir`, `/`-separated, sorted; files of nested
+    /// objects excluded.
+    pub files: Vec<String>,
+    /// The case's `expected.json` for the case's top object; `None` for
+    /// objects nested in a group.
+    pub expected: Option<Value>,
+    /// The case's AES-256-GCM key, if it is encrypted.
+    pub key: Option<[u8; 32]>,
+}
+
+impl Object {
+    /// Reads one of the object's files.
+    pub fn read(&self, rel: &str) -> Vec<u8> {
+        fs::read(self.dir.join(rel)).unwrap_or_else(|e| panic!("{}: {rel}: {e}", self.case))
+    }
+}
+
+/// Every case directory (holding `expected.json`) under `dir`, sorted.
+pub fn case_dirs(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    collect_cases(dir, &mut out);
+    out
+}
+
+fn collect_cases(dir: &Path, out: &mut Vec<PathBuf>) {
+    if dir.join("expected.json").is_file() {
+        out.push(dir.to_path_buf());
+        return;
+    }
+    for e in sorted_entries(dir).into_iter().filter(|e| e.is_dir()) {
+        collect_cases(&e, out);
+    }
+}
+
+fn sorted_entries(dir: &Path) -> Vec<PathBuf> {
+    let mut entries: Vec<_> = fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .collect();
+    entries.sort();
+    entries
+}
+
+/// Whether `dir` is a TileDB array or group.
+pub fn is_object(dir: &Path) -> bool {
+    [
+        "__schema",
+        "__array_schema.tdb",
+        "__group",
+        "__tiledb_group.tdb",
+    ]
+    .iter()
+    .any(|n| dir.join(n).exists())
+}
+
+fn object_files(root: &Path, rel: &str, files: &mut Vec<String>, nested: &mut Vec<PathBuf>) {
+    let dir = if rel.is_empty() {
+        root.to_path_buf()
+    } else {
+        root.join(rel)
+    };
+    for e in sorted_entries(&dir) {
+        let name = e.file_name().unwrap().to_str().unwrap().to_owned();
+        let child = if rel.is_empty() {
+            name.clone()
+        } else {
+            format!("{rel}/{name}")
+        };
+        if e.is_dir() {
+            if rel.is_empty() && !name.starts_with("__") && is_object(&e) {
+                nested.push(e);
+            } else {
+                object_files(root, &child, files, nested);
+            }
+        } else {
+            files.push(child);
+        }
+    }
+}
+
+/// Every object of every case, in a stable order. Panics (with the fix) if
+/// the corpus is missing.
+pub fn objects() -> Vec<Object> {
+    let root = root();
+    let dirs = case_dirs(&root);
+    assert!(
+        dirs.len() > 20,
+        "fixture corpus missing: run `cargo xtask fixtures`"
+    );
+    let mut out = Vec::new();
+    for case in dirs {
+        let text = fs::read_to_string(case.join("expected.json")).unwrap();
+        let expected: Value = serde_json::from_str(&text).unwrap();
+        let key = expected["encryption"]["key"].as_str().map(|k| {
+            k.as_bytes()
+                .try_into()
+                .unwrap_or_else(|_| panic!("{}: key not 32 bytes", case.display()))
+        });
+        let name = case
+            .strip_prefix(&root)
+            .unwrap()
+            .display()
+            .to_string()
+            .replace('\\', "/");
+        let top = if case.join("array").is_dir() {
+            case.join("array")
+        } else {
+            case.join("group")
+        };
+        let mut stack = vec![(top, Some(expected))];
+        while let Some((dir, expected)) = stack.pop() {
+            let (mut files, mut nested) = (Vec::new(), Vec::new());
+            object_files(&dir, "", &mut files, &mut nested);
+            stack.extend(nested.into_iter().map(|n| (n, None)));
+            out.push(Object {
+                case: name.clone(),
+                dir,
+                files,
+                expected,
+                key,
+            });
+        }
+    }
+    out
+}
