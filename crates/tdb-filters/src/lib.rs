@@ -12,6 +12,8 @@ mod filters;
 mod pipeline;
 mod run;
 
+pub use run::DEFAULT_MAX_CHUNK_SIZE;
+
 pub use buffer::{MetaReader, Parts, Stage, StringOffsets, Unfiltered};
 pub use error::{FilterError, Result};
 pub use pipeline::{filter_pipeline, Filter, FilterPipeline};

@@ -202,7 +202,8 @@ impl Filter {
 /// A pipeline of filters applied in order when writing, reversed when reading.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FilterPipeline {
-    /// Largest chunk a tile is split into before filtering.
+    /// Stored chunk size; TileDB only checks it for zero (no chunking) and
+    /// otherwise cuts 64 KiB chunks whatever it says.
     pub max_chunk_size: u32,
     /// The filters, first applied first.
     pub filters: Vec<Filter>,

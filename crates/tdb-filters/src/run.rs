@@ -2,10 +2,46 @@
 //! the filters before it produced.
 
 use crate::buffer::{Parts, Stage, Unfiltered};
-use crate::{FilterPipeline, Result};
-use tdb_format::Datatype;
+use crate::{Filter, FilterPipeline, Result};
+use tdb_format::{Datatype, FormatVersion};
 
 impl FilterPipeline {
+    fn has(&self, f: impl Fn(&Filter) -> bool) -> bool {
+        self.filters.iter().any(f)
+    }
+
+    /// Whether TileDB stores no offsets tile for a var-size field of
+    /// `datatype` under this pipeline, because RLE or dictionary encoding
+    /// keep the offsets inside the data tile (ASCII RLE from v12, ASCII
+    /// dictionary from v13, UTF-8 from v17). Such offsets tiles are written
+    /// as a tile of zero chunks, and reverse filtering rebuilds the offsets.
+    /// `version` is the array schema's format version, as TileDB uses it.
+    pub fn skip_offsets_filtering(&self, datatype: Datatype, version: FormatVersion) -> bool {
+        let v = version.get();
+        let rle = self.has(|f| matches!(f, Filter::Rle { .. }));
+        let dict = self.has(|f| matches!(f, Filter::Dictionary { .. }));
+        match datatype {
+            Datatype::StringAscii => (v >= 12 && rle) || (v >= 13 && dict),
+            Datatype::StringUtf8 => v >= 17 && (rle || dict),
+            _ => false,
+        }
+    }
+
+    /// Whether TileDB cuts tiles of a field into chunks under this pipeline
+    /// (it does not when string RLE or dictionary encoding, or WebP, need
+    /// the whole tile).
+    pub fn use_tile_chunking(&self, var: bool, version: FormatVersion, datatype: Datatype) -> bool {
+        let v = version.get();
+        if self.max_chunk_size == 0 {
+            false
+        } else if var && matches!(datatype, Datatype::StringAscii | Datatype::StringUtf8) {
+            !((v >= 12 && self.has(|f| matches!(f, Filter::Rle { .. })))
+                || (v >= 13 && self.has(|f| matches!(f, Filter::Dictionary { .. }))))
+        } else {
+            !self.has(|f| matches!(f, Filter::Webp { .. }))
+        }
+    }
+
     /// The input datatype of each filter, chained from the field's datatype
     /// the way TileDB's `FilterPipeline::deserialize` chains them.
     pub fn stage_datatypes(&self, field: Datatype) -> Vec<Datatype> {
@@ -73,3 +109,7 @@ impl FilterPipeline {
         Ok(())
     }
 }
+
+/// The `max_chunk_size` TileDB stores in new pipelines
+/// (`constants::max_tile_chunk_size`).
+pub const DEFAULT_MAX_CHUNK_SIZE: u32 = 64 * 1024;

@@ -1,0 +1,183 @@
+//! Where TileDB cuts a tile into chunks before filtering
+//! (`FilterPipeline::run_forward` and `get_var_chunk_sizes`).
+//!
+//! Fixed-size cells: chunks of at most 64 KiB holding whole cells (since
+//! v11; a cell larger than 64 KiB gets a chunk of its own). Var-size cells:
+//! a cell that would overflow the chunk still joins it if the chunk is at
+//! most half full or the result stays within 150%; otherwise it starts the
+//! next chunk. Tiles that filters see whole (string RLE and dictionary,
+//! WebP) are one chunk.
+
+use std::ops::Range;
+
+/// TileDB's `constants::max_tile_chunk_size`: the target chunk size. The
+/// pipeline's own `max_chunk_size` field is stored but not used for this.
+pub const MAX_TILE_CHUNK_SIZE: u64 = 64 * 1024;
+
+/// Why a tile cannot be chunked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChunkingError(pub String);
+
+/// The chunk size of fixed-size cells (`WriterTile::compute_chunk_size`).
+pub fn fixed_chunk_size(tile_size: u64, cell_size: u64) -> Result<u64, ChunkingError> {
+    let cell_size = cell_size.max(1);
+    let size = (MAX_TILE_CHUNK_SIZE.min(tile_size) / cell_size * cell_size).max(cell_size);
+    if size > u64::from(u32::MAX) {
+        return Err(ChunkingError(format!("chunk size {size} exceeds u32")));
+    }
+    Ok(size)
+}
+
+/// The byte ranges of a tile's chunks, in order.
+///
+/// `var_offsets` are the cell start offsets of a var-size data tile (TileDB
+/// passes the offsets tile for every var-size tile); `chunked` is false for
+/// tiles filtered whole.
+pub fn chunk_ranges(
+    tile_size: u64,
+    cell_size: u64,
+    var_offsets: Option<&[u64]>,
+    chunked: bool,
+) -> Result<Vec<Range<u64>>, ChunkingError> {
+    let chunk_size = if chunked {
+        fixed_chunk_size(tile_size, cell_size)?
+    } else if tile_size > u64::from(u32::MAX) {
+        return Err(ChunkingError(format!(
+            "tile of {tile_size} bytes exceeds u32"
+        )));
+    } else {
+        tile_size
+    };
+    let starts = match var_offsets {
+        Some(offsets) => var_chunk_starts(chunk_size, tile_size, offsets)?,
+        None => Vec::new(),
+    };
+    let var = !starts.is_empty();
+    let (count, last_len) = if tile_size == chunk_size {
+        (1, chunk_size)
+    } else if var {
+        (starts.len() as u64, tile_size - starts[starts.len() - 1])
+    } else {
+        match tile_size % chunk_size {
+            0 => (tile_size / chunk_size, chunk_size),
+            rem => (tile_size / chunk_size + 1, rem),
+        }
+    };
+    let mut ranges = Vec::with_capacity(count as usize);
+    for i in 0..count {
+        let start = if var {
+            starts[i as usize]
+        } else {
+            i * chunk_size
+        };
+        let len = if i == count - 1 {
+            last_len
+        } else if var {
+            starts[i as usize + 1] - start
+        } else {
+            chunk_size
+        };
+        ranges.push(start..start + len);
+    }
+    Ok(ranges)
+}
+
+fn var_chunk_starts(
+    chunk_size: u64,
+    tile_size: u64,
+    offsets: &[u64],
+) -> Result<Vec<u64>, ChunkingError> {
+    let min_size = chunk_size / 2;
+    let max_size = chunk_size + chunk_size / 2;
+    let mut starts = vec![0];
+    let mut current = 0u64;
+    for (c, &start) in offsets.iter().enumerate() {
+        let end = offsets.get(c + 1).copied().unwrap_or(tile_size);
+        if end < start || end > tile_size {
+            return Err(ChunkingError(format!(
+                "cell {c} spans {start}..{end} in a tile of {tile_size} bytes"
+            )));
+        }
+        let cell = end - start;
+        let grown = current + cell;
+        if grown <= chunk_size {
+            current = grown;
+        } else if current <= min_size || grown <= max_size {
+            if grown > u64::from(u32::MAX) {
+                return Err(ChunkingError("chunk size exceeds u32".into()));
+            }
+            starts.push(start + cell);
+            current = 0;
+        } else {
+            starts.push(start);
+            if cell > chunk_size {
+                if cell > u64::from(u32::MAX) {
+                    return Err(ChunkingError("chunk size exceeds u32".into()));
+                }
+                if c != offsets.len() - 1 {
+                    starts.push(start + cell);
+                }
+                current = 0;
+            } else {
+                current = cell;
+            }
+        }
+    }
+    Ok(starts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const K: u64 = 1024;
+
+    #[test]
+    fn fixed_cells_fill_64k_chunks_without_splitting_cells() {
+        assert_eq!(fixed_chunk_size(1 << 20, 8).unwrap(), 64 * K);
+        assert_eq!(fixed_chunk_size(1 << 20, 24).unwrap(), 64 * K / 24 * 24);
+        assert_eq!(fixed_chunk_size(100, 8).unwrap(), 96);
+        assert_eq!(fixed_chunk_size(200 * K, 100 * K).unwrap(), 100 * K);
+        let r = chunk_ranges(150 * K, 8, None, true).unwrap();
+        assert_eq!(r, vec![0..64 * K, 64 * K..128 * K, 128 * K..150 * K]);
+        assert_eq!(chunk_ranges(128 * K, 8, None, true).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn small_and_empty_tiles() {
+        assert_eq!(chunk_ranges(40, 8, None, true).unwrap(), vec![0..40]);
+        assert_eq!(chunk_ranges(0, 8, None, true).unwrap(), vec![]);
+        assert_eq!(chunk_ranges(0, 1, Some(&[0, 0]), true).unwrap(), vec![0..0]);
+        assert_eq!(chunk_ranges(0, 1, None, false).unwrap(), vec![0..0]);
+    }
+
+    #[test]
+    fn var_cells_follow_the_half_and_one_and_a_half_rule() {
+        // 40 KiB cells: the second overflows a chunk more than half full,
+        // but 80 KiB stays within 96 KiB, so it joins. A cell that closes a
+        // chunk at the tile's end leaves TileDB an empty last chunk.
+        let offsets: Vec<u64> = (0..4).map(|i| i * 40 * K).collect();
+        let r = chunk_ranges(160 * K, 1, Some(&offsets), true).unwrap();
+        assert_eq!(r, vec![0..80 * K, 80 * K..160 * K, 160 * K..160 * K]);
+        // 60 KiB cells: 120 > 96 and 60 > 32: a new chunk each time.
+        let offsets: Vec<u64> = (0..3).map(|i| i * 60 * K).collect();
+        let r = chunk_ranges(180 * K, 1, Some(&offsets), true).unwrap();
+        assert_eq!(r, vec![0..60 * K, 60 * K..120 * K, 120 * K..180 * K]);
+        // A huge cell after a big chunk gets a chunk of its own.
+        let offsets = [0, 50 * K, 250 * K];
+        let r = chunk_ranges(260 * K, 1, Some(&offsets), true).unwrap();
+        assert_eq!(r, vec![0..50 * K, 50 * K..250 * K, 250 * K..260 * K]);
+    }
+
+    #[test]
+    fn unchunked_tiles_are_one_chunk() {
+        let r = chunk_ranges(300 * K, 1, Some(&[0, 100 * K, 200 * K]), false).unwrap();
+        assert_eq!(r, vec![0..300 * K]);
+    }
+
+    #[test]
+    fn bad_offsets_are_refused() {
+        assert!(chunk_ranges(100, 1, Some(&[0, 50, 40]), true).is_err());
+        assert!(chunk_ranges(100, 1, Some(&[0, 150]), true).is_err());
+    }
+}

@@ -1,0 +1,128 @@
+//! The filtered tile's framing: `u64` chunk count, then per chunk `u32`
+//! unfiltered size, `u32` filtered data size, `u32` filtered metadata size,
+//! the metadata and the data. The same in every format version with chunks
+//! (v2 onward); tiles are self-delimiting, so a data file can be walked
+//! tile by tile without its fragment metadata.
+
+use nom::Err;
+use tdb_format::le::{self, PResult};
+use tdb_format::FormatError;
+
+/// One chunk of a filtered tile, borrowed from the file's bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FilteredChunk<'a> {
+    /// Size of the chunk once unfiltered.
+    pub unfiltered_size: u32,
+    /// The filters' metadata.
+    pub metadata: &'a [u8],
+    /// The filtered data.
+    pub data: &'a [u8],
+}
+
+/// Bytes of a chunk's header.
+pub const CHUNK_HEADER_SIZE: usize = 12;
+
+/// Parses one filtered tile from the front of `input`.
+pub fn filtered_chunks(input: &[u8]) -> PResult<'_, Vec<FilteredChunk<'_>>> {
+    let (mut rest, count) = le::u64("chunk count")(input)?;
+    // Every chunk takes at least its header: bound the count before
+    // allocating for it.
+    if count > (rest.len() / CHUNK_HEADER_SIZE) as u64 {
+        return Err(Err::Failure(FormatError::Invalid {
+            field: "chunk count",
+            reason: format!("{count} chunks cannot fit in {} bytes", rest.len()),
+        }));
+    }
+    let mut chunks = Vec::with_capacity(count as usize);
+    for _ in 0..count {
+        let (r, unfiltered_size) = le::u32("chunk unfiltered size")(rest)?;
+        let (r, data_len) = le::u32("chunk filtered size")(r)?;
+        let (r, metadata_len) = le::u32("chunk metadata size")(r)?;
+        let (r, metadata) = le::bytes("chunk metadata", u64::from(metadata_len))(r)?;
+        let (r, data) = le::bytes("chunk data", u64::from(data_len))(r)?;
+        chunks.push(FilteredChunk {
+            unfiltered_size,
+            metadata,
+            data,
+        });
+        rest = r;
+    }
+    Ok((rest, chunks))
+}
+
+/// Appends a filtered tile: the mirror of [`filtered_chunks`].
+pub fn write_filtered_chunks<'a>(
+    chunks: impl ExactSizeIterator<Item = FilteredChunk<'a>>,
+    out: &mut Vec<u8>,
+) -> Result<(), FormatError> {
+    le::put_u64(out, chunks.len() as u64);
+    for c in chunks {
+        let len = |field: &'static str, n: usize| {
+            u32::try_from(n).map_err(|_| FormatError::Invalid {
+                field,
+                reason: format!("{n} bytes do not fit a u32"),
+            })
+        };
+        le::put_u32(out, c.unfiltered_size);
+        le::put_u32(out, len("chunk filtered size", c.data.len())?);
+        le::put_u32(out, len("chunk metadata size", c.metadata.len())?);
+        out.extend_from_slice(c.metadata);
+        out.extend_from_slice(c.data);
+    }
+    Ok(())
+}
+
+/// The unfiltered size of a tile: the sum of its chunks'.
+pub fn unfiltered_size(chunks: &[FilteredChunk<'_>]) -> u64 {
+    chunks.iter().map(|c| u64::from(c.unfiltered_size)).sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Vec<u8> {
+        let chunks = [
+            FilteredChunk {
+                unfiltered_size: 5,
+                metadata: b"mm",
+                data: b"ddd",
+            },
+            FilteredChunk {
+                unfiltered_size: 0,
+                metadata: b"",
+                data: b"",
+            },
+        ];
+        let mut out = Vec::new();
+        write_filtered_chunks(chunks.into_iter(), &mut out).unwrap();
+        out
+    }
+
+    #[test]
+    fn framing_round_trips_and_leaves_the_rest() {
+        let mut bytes = sample();
+        bytes.extend_from_slice(b"next");
+        let (rest, chunks) = filtered_chunks(&bytes).unwrap();
+        assert_eq!(rest, b"next");
+        assert_eq!(chunks.len(), 2);
+        assert_eq!(chunks[0].metadata, b"mm");
+        assert_eq!(chunks[0].data, b"ddd");
+        assert_eq!(unfiltered_size(&chunks), 5);
+    }
+
+    #[test]
+    fn every_truncation_is_an_error() {
+        let bytes = sample();
+        for n in 0..bytes.len() {
+            assert!(filtered_chunks(&bytes[..n]).is_err(), "prefix of {n} bytes");
+        }
+    }
+
+    #[test]
+    fn a_huge_chunk_count_is_refused_before_allocating() {
+        let mut bytes = u64::MAX.to_le_bytes().to_vec();
+        bytes.extend_from_slice(&[0; 24]);
+        assert!(filtered_chunks(&bytes).is_err());
+    }
+}

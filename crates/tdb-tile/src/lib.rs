@@ -1,0 +1,20 @@
+//! TileDB tiles: how a tile is cut into chunks, how a filter pipeline runs
+//! over them, and generic tiles with their self-describing headers.
+//!
+//! A data file is a run of filtered tiles, each self-delimiting
+//! ([`filtered_chunks`]); [`TileFilters`] unfilters one given the field's
+//! pipeline and datatype, and filters one as TileDB's writer would.
+
+mod chunking;
+mod chunks;
+mod error;
+mod generic;
+mod tile;
+
+pub use chunking::{chunk_ranges, fixed_chunk_size, ChunkingError, MAX_TILE_CHUNK_SIZE};
+pub use chunks::{
+    filtered_chunks, unfiltered_size, write_filtered_chunks, FilteredChunk, CHUNK_HEADER_SIZE,
+};
+pub use error::{Result, TileError};
+pub use generic::{read_generic_tile, write_generic_tile, GENERIC_TILE_GZIP_LEVEL};
+pub use tile::{TileData, TileFilters};

@@ -1,0 +1,267 @@
+//! Filtering and unfiltering whole tiles: chunk by chunk through a pipeline.
+
+use crate::chunking::chunk_ranges;
+use crate::chunks::{filtered_chunks, unfiltered_size, write_filtered_chunks, FilteredChunk};
+use crate::{Result, TileError};
+use tdb_filters::{FilterPipeline, Stage, StringOffsets, Unfiltered};
+use tdb_format::{Datatype, FormatVersion};
+
+/// How the tiles of one field are filtered.
+#[derive(Debug, Clone, Copy)]
+pub struct TileFilters<'a> {
+    /// The field's pipeline; for encrypted arrays the caller appends the
+    /// internal AES-256-GCM filter, as TileDB does at read and write time.
+    pub pipeline: &'a FilterPipeline,
+    /// The field's datatype (offsets tiles: UINT64; validity: UINT8).
+    pub datatype: Datatype,
+    /// The tile's cell size: the cell's bytes for fixed-size fields, the
+    /// datatype's size for var-size data tiles.
+    pub cell_size: u64,
+    /// The format version TileDB's filters see: the array schema's for data
+    /// tiles, the header's for generic tiles.
+    pub version: FormatVersion,
+    /// The encryption key, if the array is encrypted.
+    pub key: Option<&'a [u8; 32]>,
+    /// Chunks unfiltered at once (1 = on the calling thread).
+    pub threads: usize,
+}
+
+/// An unfiltered tile.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TileData {
+    /// The tile's bytes.
+    pub data: Vec<u8>,
+    /// Cell offsets rebuilt by string RLE or dictionary decoding (empty
+    /// otherwise).
+    pub offsets: Vec<u64>,
+}
+
+impl<'a> TileFilters<'a> {
+    /// A single-threaded, unencrypted setup.
+    pub fn new(
+        pipeline: &'a FilterPipeline,
+        datatype: Datatype,
+        cell_size: u64,
+        version: FormatVersion,
+    ) -> Self {
+        TileFilters {
+            pipeline,
+            datatype,
+            cell_size,
+            version,
+            key: None,
+            threads: 1,
+        }
+    }
+
+    fn stage(&self, string_offsets: StringOffsets<'a>) -> Stage<'a> {
+        Stage {
+            datatype: self.datatype,
+            cell_size: self.cell_size,
+            version: self.version,
+            string_offsets,
+            key: self.key,
+        }
+    }
+
+    /// Whether this var-size data tile carries its offsets inside
+    /// (TileDB's `skip_offsets_filtering`).
+    pub fn offsets_inside(&self) -> bool {
+        self.pipeline
+            .skip_offsets_filtering(self.datatype, self.version)
+    }
+
+    /// Parses one filtered tile at the front of `bytes` and unfilters it.
+    /// Returns the tile and the number of bytes it spans. `location` names
+    /// the tile in errors (file and tile index). `var_data` marks a
+    /// var-size data tile, whose offsets string RLE and dictionary rebuild.
+    pub fn unfilter(
+        &self,
+        location: &str,
+        bytes: &[u8],
+        var_data: bool,
+    ) -> Result<(TileData, usize)> {
+        let (chunks, rest) =
+            tdb_format::le::run(filtered_chunks, bytes).map_err(|source| TileError::Format {
+                location: location.to_owned(),
+                source,
+            })?;
+        let tile = self.unfilter_chunks(location, &chunks, var_data)?;
+        Ok((tile, bytes.len() - rest.len()))
+    }
+
+    /// Unfilters a tile that must span exactly `bytes` (a reader knows each
+    /// tile's filtered size from the fragment metadata): trailing bytes are
+    /// corruption, not the next tile.
+    pub fn unfilter_whole(&self, location: &str, bytes: &[u8], var_data: bool) -> Result<TileData> {
+        let (tile, used) = self.unfilter(location, bytes, var_data)?;
+        if used != bytes.len() {
+            return Err(TileError::Corrupt {
+                location: location.to_owned(),
+                reason: format!("the tile ends after {used} of its {} bytes", bytes.len()),
+            });
+        }
+        Ok(tile)
+    }
+
+    /// Unfilters parsed chunks.
+    pub fn unfilter_chunks(
+        &self,
+        location: &str,
+        chunks: &[FilteredChunk<'_>],
+        var_data: bool,
+    ) -> Result<TileData> {
+        let total = unfiltered_size(chunks);
+        let string_offsets = if var_data && self.offsets_inside() {
+            StringOffsets::Reverse
+        } else {
+            StringOffsets::None
+        };
+        let stage = self.stage(string_offsets);
+        // The chunk headers promise `total` bytes; each chunk's output is
+        // checked against its promise, so a lying header costs at most what
+        // the filters really produced plus this allocation, itself bounded
+        // by 2^32 per chunk: cap it by what the bytes can plausibly expand to.
+        let mut data = Vec::with_capacity(usize::try_from(total).unwrap_or(0).min(1 << 26));
+        let mut offsets = Vec::new();
+        let threads = self.threads.max(1).min(chunks.len().max(1));
+        if threads <= 1 {
+            let (mut out, mut scratch) = (Unfiltered::default(), Unfiltered::default());
+            for (i, chunk) in chunks.iter().enumerate() {
+                self.unfilter_one(location, &stage, i, chunk, &mut out, &mut scratch)?;
+                data.extend_from_slice(&out.data);
+                offsets.extend(
+                    out.offsets
+                        .iter()
+                        .map(|o| o + (data.len() - out.data.len()) as u64),
+                );
+            }
+        } else {
+            let per = chunks.len().div_ceil(threads);
+            let results: Vec<Result<Vec<Unfiltered>>> = std::thread::scope(|s| {
+                let handles: Vec<_> = chunks
+                    .chunks(per)
+                    .enumerate()
+                    .map(|(g, group)| {
+                        let stage = &stage;
+                        s.spawn(move || {
+                            let mut scratch = Unfiltered::default();
+                            group
+                                .iter()
+                                .enumerate()
+                                .map(|(j, chunk)| {
+                                    let mut out = Unfiltered::default();
+                                    self.unfilter_one(
+                                        location,
+                                        stage,
+                                        g * per + j,
+                                        chunk,
+                                        &mut out,
+                                        &mut scratch,
+                                    )?;
+                                    Ok(out)
+                                })
+                                .collect()
+                        })
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|h| {
+                        h.join().unwrap_or_else(|_| {
+                            Err(TileError::Corrupt {
+                                location: location.to_owned(),
+                                reason: "a filter thread panicked".into(),
+                            })
+                        })
+                    })
+                    .collect()
+            });
+            for group in results {
+                for out in group? {
+                    let base = data.len() as u64;
+                    data.extend_from_slice(&out.data);
+                    offsets.extend(out.offsets.iter().map(|o| o + base));
+                }
+            }
+        }
+        Ok(TileData { data, offsets })
+    }
+
+    fn unfilter_one(
+        &self,
+        location: &str,
+        stage: &Stage<'_>,
+        index: usize,
+        chunk: &FilteredChunk<'_>,
+        out: &mut Unfiltered,
+        scratch: &mut Unfiltered,
+    ) -> Result<()> {
+        self.pipeline
+            .reverse_chunk(stage, chunk.metadata, chunk.data, out, scratch)
+            .map_err(|source| TileError::Filter {
+                location: location.to_owned(),
+                chunk: index as u64,
+                source,
+            })?;
+        if out.data.len() as u64 != u64::from(chunk.unfiltered_size) {
+            return Err(TileError::Corrupt {
+                location: location.to_owned(),
+                reason: format!(
+                    "chunk {index} unfilters to {} bytes, its header says {}",
+                    out.data.len(),
+                    chunk.unfiltered_size
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// Filters a whole tile the way TileDB's writer does and appends the
+    /// filtered tile to `out`. `var_offsets` are the cell offsets of a
+    /// var-size data tile.
+    pub fn filter(
+        &self,
+        location: &str,
+        tile: &[u8],
+        var_offsets: Option<&[u64]>,
+        out: &mut Vec<u8>,
+    ) -> Result<()> {
+        let bad = |reason: String| TileError::BadInput {
+            location: location.to_owned(),
+            reason,
+        };
+        let chunked =
+            self.pipeline
+                .use_tile_chunking(var_offsets.is_some(), self.version, self.datatype);
+        let ranges = chunk_ranges(tile.len() as u64, self.cell_size, var_offsets, chunked)
+            .map_err(|e| bad(e.0))?;
+        let string_offsets = match var_offsets {
+            Some(o) if self.offsets_inside() => StringOffsets::Forward(o),
+            _ => StringOffsets::None,
+        };
+        let stage = self.stage(string_offsets);
+        let mut filtered = Vec::with_capacity(ranges.len());
+        for (i, r) in ranges.iter().enumerate() {
+            let chunk = tile[r.start as usize..r.end as usize].to_vec();
+            let (metadata, data) =
+                self.pipeline
+                    .forward_chunk(&stage, chunk)
+                    .map_err(|source| TileError::Filter {
+                        location: location.to_owned(),
+                        chunk: i as u64,
+                        source,
+                    })?;
+            filtered.push(((r.end - r.start) as u32, metadata, data));
+        }
+        write_filtered_chunks(
+            filtered.iter().map(|(size, metadata, data)| FilteredChunk {
+                unfiltered_size: *size,
+                metadata,
+                data,
+            }),
+            out,
+        )
+        .map_err(|e| bad(e.to_string()))
+    }
+}
