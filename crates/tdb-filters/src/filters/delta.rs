@@ -192,7 +192,7 @@ mod tests {
     }
 
     #[test]
-    fn differences_wrap_like_tileb() {
+    fn differences_wrap_like_tiledb() {
         // u8 0 -> 255 stores 255 (the low byte of int64 255), i64 MIN -> MAX wraps.
         let out = enc(Datatype::UInt8, &[0, 255, 0]).unwrap();
         assert_eq!(&out[8..], [0, 255, 1]);
