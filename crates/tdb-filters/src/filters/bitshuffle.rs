@@ -1,25 +1,296 @@
-//! BITSHUFFLE: not yet implemented (stub with the final signatures).
+//! BITSHUFFLE: the bitshuffle transpose (as Blosc 2 ships it), per part.
+//!
+//! TileDB first splits every data part whose size is not a multiple of 8
+//! into the largest multiple of 8 and the rest (a part under 8 bytes becomes
+//! an empty part and itself), frames the resulting parts with
+//! [`framed`](super::framed), and copies verbatim any part that is not a
+//! multiple of both 8 and the element size. Other parts are bit-shuffled in
+//! blocks of 8192 bytes (bitshuffle's default block for TileDB's element
+//! sizes), each by `blosc2_bitshuffle`: the block's elements, rounded down to
+//! a multiple of 8, are transposed and the bytes after them copied.
+//!
+//! The transpose of `n` elements of `s` bytes writes `8 * s` rows of `n / 8`
+//! bytes: row `8 * j + k` holds bit `k` of byte `j` of every element, element
+//! `i` at bit `i % 8` of the row's byte `i / 8`.
 
+use super::framed;
 use crate::buffer::{Parts, Stage, Unfiltered};
-use crate::{FilterError, Result};
+use crate::Result;
+
+const NAME: &str = "BITSHUFFLE";
+
+/// The block TileDB hands to Blosc at a time (bitshuffle's
+/// `BSHUF_TARGET_BLOCK_SIZE_B`).
+const BLOCK_BYTES: usize = 8192;
 
 /// Forward over one chunk.
-pub(crate) fn forward(_st: &Stage<'_>, _metadata: Parts, _data: Parts) -> Result<(Parts, Parts)> {
-    Err(FilterError::unsupported(
-        "BITSHUFFLE",
-        "not implemented yet",
-    ))
+pub(crate) fn forward(st: &Stage<'_>, metadata: Parts, data: Parts) -> Result<(Parts, Parts)> {
+    let size = st.datatype_size();
+    let parts: Vec<&[u8]> = data
+        .iter()
+        .flat_map(|part| {
+            let (head, rest) = part.split_at(part.len() / 8 * 8);
+            std::iter::once(head).chain((!rest.is_empty()).then_some(rest))
+        })
+        .collect();
+    framed::forward(NAME, metadata, &parts, |part, out| {
+        by_blocks(size, part, out, transpose);
+        Ok(())
+    })
 }
 
 /// Reverse over one chunk.
 pub(crate) fn reverse(
-    _st: &Stage<'_>,
-    _metadata: &[u8],
-    _data: &[u8],
-    _out: &mut Unfiltered,
+    st: &Stage<'_>,
+    metadata: &[u8],
+    data: &[u8],
+    out: &mut Unfiltered,
 ) -> Result<()> {
-    Err(FilterError::unsupported(
-        "BITSHUFFLE",
-        "not implemented yet",
-    ))
+    let size = st.datatype_size();
+    framed::reverse(NAME, metadata, data, out, |part, out| {
+        by_blocks(size, part, out, untranspose);
+        Ok(())
+    })
+}
+
+/// One direction of the transpose: `n` elements of `size` bytes from `src`
+/// into `dst`, both `n * size` bytes, `n` a multiple of 8.
+type Kernel = fn(usize, &[u8], &mut [u8]);
+
+/// Applies `kernel` to one part the way TileDB and Blosc cut it, appending
+/// the result (of the part's size) to `out`.
+fn by_blocks(size: usize, part: &[u8], out: &mut Vec<u8>, kernel: Kernel) {
+    if part.len() % size != 0 || part.len() % 8 != 0 {
+        out.extend_from_slice(part);
+        return;
+    }
+    let start = out.len();
+    out.resize(start + part.len(), 0);
+    let dst = &mut out[start..];
+    for (src, dst) in part.chunks(BLOCK_BYTES).zip(dst.chunks_mut(BLOCK_BYTES)) {
+        let elements = src.len() / size;
+        let shuffled = (elements - elements % 8) * size;
+        let (src_head, src_tail) = src.split_at(shuffled);
+        let (dst_head, dst_tail) = dst.split_at_mut(shuffled);
+        if shuffled > 0 {
+            kernel(size, src_head, dst_head);
+        }
+        dst_tail.copy_from_slice(src_tail);
+    }
+}
+
+/// Transposes the 8x8 bit matrix whose row `r` is byte `r` of `x`: bit `c`
+/// of byte `r` goes to bit `r` of byte `c`.
+fn transpose8(mut x: u64) -> u64 {
+    let mut t = (x ^ (x >> 7)) & 0x00AA_00AA_00AA_00AA;
+    x ^= t ^ (t << 7);
+    t = (x ^ (x >> 14)) & 0x0000_CCCC_0000_CCCC;
+    x ^= t ^ (t << 14);
+    t = (x ^ (x >> 28)) & 0x0000_0000_F0F0_F0F0;
+    x ^ t ^ (t << 28)
+}
+
+/// Each group of 8 elements gives, per element byte `j`, one byte to each
+/// of the 8 rows of byte `j`: gather byte `j` of the 8 elements into a word,
+/// transpose its bits, scatter the word's bytes down the rows.
+fn transpose(size: usize, src: &[u8], dst: &mut [u8]) {
+    let row = src.len() / size / 8;
+    for (g, group) in src.chunks_exact(8 * size).enumerate() {
+        for j in 0..size {
+            let mut x = 0u64;
+            for (m, element) in group.chunks_exact(size).enumerate() {
+                x |= u64::from(element[j]) << (8 * m);
+            }
+            let t = transpose8(x).to_le_bytes();
+            for (k, &b) in t.iter().enumerate() {
+                dst[(8 * j + k) * row + g] = b;
+            }
+        }
+    }
+}
+
+/// The inverse of [`transpose`]: gather a byte from each of the 8 rows of
+/// element byte `j`, transpose, and the word's byte `m` is byte `j` of the
+/// group's element `m`.
+fn untranspose(size: usize, src: &[u8], dst: &mut [u8]) {
+    let row = src.len() / size / 8;
+    for (g, group) in dst.chunks_exact_mut(8 * size).enumerate() {
+        for j in 0..size {
+            let mut x = 0u64;
+            for k in 0..8 {
+                x |= u64::from(src[(8 * j + k) * row + g]) << (8 * k);
+            }
+            let t = transpose8(x).to_le_bytes();
+            for (element, &b) in group.chunks_exact_mut(size).zip(&t) {
+                element[j] = b;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::FilterError;
+    use proptest::prelude::*;
+    use tdb_format::{Datatype, FormatVersion};
+
+    fn stage(t: Datatype) -> Stage<'static> {
+        Stage::new(t, FormatVersion::WRITTEN)
+    }
+
+    fn run(t: Datatype, data: &[u8]) -> (Vec<u8>, Vec<u8>) {
+        let (m, d) = forward(&stage(t), Parts::new(), Parts::one(data.to_vec())).unwrap();
+        (m.concat(), d.concat())
+    }
+
+    fn back(t: Datatype, meta: &[u8], data: &[u8]) -> Result<Unfiltered> {
+        let mut out = Unfiltered::default();
+        reverse(&stage(t), meta, data, &mut out)?;
+        Ok(out)
+    }
+
+    /// The transpose bit by bit, from its definition.
+    fn reference(size: usize, src: &[u8]) -> Vec<u8> {
+        let n = src.len() / size;
+        let mut dst = vec![0u8; src.len()];
+        for i in 0..n {
+            for j in 0..size {
+                for k in 0..8 {
+                    let bit = (src[i * size + j] >> k) & 1;
+                    dst[(8 * j + k) * (n / 8) + i / 8] |= bit << (i % 8);
+                }
+            }
+        }
+        dst
+    }
+
+    fn le<T: Copy, const N: usize>(values: &[T], f: fn(T) -> [u8; N]) -> Vec<u8> {
+        values.iter().flat_map(|&v| f(v)).collect()
+    }
+
+    #[test]
+    fn eight_bytes_transpose() {
+        // Eight one-byte elements: the rows are the bit planes.
+        let data = [0b1000_0001u8, 0, 0, 0, 0, 0, 0, 0b0000_0010];
+        let (meta, out) = run(Datatype::UInt8, &data);
+        assert_eq!(meta, [1, 0, 0, 0, 8, 0, 0, 0]);
+        assert_eq!(out, [0b0000_0001, 0b1000_0000, 0, 0, 0, 0, 0, 0b0000_0001]);
+        assert_eq!(back(Datatype::UInt8, &meta, &out).unwrap().data, data);
+    }
+
+    #[test]
+    fn kernel_matches_the_definition_for_every_size() {
+        for size in [1usize, 2, 4, 8] {
+            let src: Vec<u8> = (0..size * 64).map(|i| (i * 131 + 7) as u8).collect();
+            let mut dst = vec![0; src.len()];
+            transpose(size, &src, &mut dst);
+            assert_eq!(dst, reference(size, &src), "size {size}");
+            let mut again = vec![0; src.len()];
+            untranspose(size, &dst, &mut again);
+            assert_eq!(again, src);
+        }
+    }
+
+    #[test]
+    fn parts_split_at_multiples_of_eight() {
+        // 12 bytes of int32: an 8-byte part (2 elements: too few to shuffle)
+        // and a 4-byte part.
+        let data = le(&[1i32, 2, 3], i32::to_le_bytes);
+        let (meta, out) = run(Datatype::Int32, &data);
+        assert_eq!(meta, [2, 0, 0, 0, 8, 0, 0, 0, 4, 0, 0, 0]);
+        assert_eq!(out, data);
+        // Under 8 bytes: an empty part, then the bytes.
+        let (meta, out) = run(Datatype::Int16, &[1, 2, 3, 4, 5, 6]);
+        assert_eq!(meta, [2, 0, 0, 0, 0, 0, 0, 0, 6, 0, 0, 0]);
+        assert_eq!(out, [1, 2, 3, 4, 5, 6]);
+        assert_eq!(back(Datatype::Int16, &meta, &out).unwrap().data, out);
+    }
+
+    #[test]
+    fn empty_input_is_one_empty_part() {
+        let (meta, out) = run(Datatype::Float32, &[]);
+        assert_eq!(meta, [1, 0, 0, 0, 0, 0, 0, 0]);
+        assert!(out.is_empty());
+        assert!(back(Datatype::Float32, &meta, &out)
+            .unwrap()
+            .data
+            .is_empty());
+    }
+
+    #[test]
+    fn blocks_of_8192_bytes_and_leftover_elements() {
+        // 8192 + 200 bytes of int32: a full block, then 50 elements of which
+        // 48 are shuffled and the last 2 copied.
+        let values: Vec<i32> = (0..2098).map(|i| i * 7919 - 3).collect();
+        let data = le(&values, i32::to_le_bytes);
+        let (meta, out) = run(Datatype::Int32, &data);
+        assert_eq!(meta, [1, 0, 0, 0, 0xC8, 0x20, 0, 0]);
+        assert_eq!(&out[..8192], &reference(4, &data[..8192])[..]);
+        assert_eq!(&out[8192..8384], &reference(4, &data[8192..8384])[..]);
+        assert_eq!(&out[8384..], &data[8384..]);
+        assert_eq!(back(Datatype::Int32, &meta, &out).unwrap().data, data);
+    }
+
+    #[test]
+    fn earlier_metadata_follows_and_every_part_is_split() {
+        let mut parts = Parts::one((0..20).collect());
+        parts.push((20..36).collect());
+        let (m, d) = forward(&stage(Datatype::Int8), Parts::one(vec![0xEE]), parts).unwrap();
+        assert_eq!(m.count(), 2);
+        assert_eq!(d.count(), 1);
+        let meta = m.concat();
+        assert_eq!(
+            meta,
+            [3, 0, 0, 0, 16, 0, 0, 0, 4, 0, 0, 0, 16, 0, 0, 0, 0xEE]
+        );
+        let out = d.concat();
+        let back = back(Datatype::Int8, &meta, &out).unwrap();
+        assert_eq!(back.data, (0..36).collect::<Vec<u8>>());
+        assert_eq!(back.metadata, [0xEE]);
+    }
+
+    #[test]
+    fn truncations_are_errors() {
+        let data = le(&(0..100i64).collect::<Vec<_>>(), i64::to_le_bytes);
+        let (meta, out) = run(Datatype::Int64, &data);
+        for n in 0..meta.len() {
+            assert!(matches!(
+                back(Datatype::Int64, &meta[..n], &out),
+                Err(FilterError::Corrupt { .. })
+            ));
+        }
+        for n in 0..out.len() {
+            assert!(back(Datatype::Int64, &meta, &out[..n]).is_err());
+        }
+        let mut lying = meta.clone();
+        lying[4..8].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert!(back(Datatype::Int64, &lying, &out).is_err());
+    }
+
+    proptest! {
+        #[test]
+        fn round_trips(
+            data in proptest::collection::vec(any::<u8>(), 0..2000),
+            t in proptest::sample::select(Datatype::ALL.to_vec()),
+        ) {
+            let (meta, out) = run(t, &data);
+            prop_assert_eq!(out.len(), data.len());
+            prop_assert_eq!(back(t, &meta, &out).unwrap().data, data);
+        }
+
+        #[test]
+        fn whole_groups_match_the_definition(
+            groups in 1usize..40,
+            seed in any::<u64>(),
+            size in proptest::sample::select(vec![1usize, 2, 4, 8]),
+        ) {
+            let src: Vec<u8> = (0..groups * 8 * size)
+                .map(|i| (seed.rotate_left(i as u32 % 64) ^ i as u64) as u8)
+                .collect();
+            let mut dst = vec![0; src.len()];
+            transpose(size, &src, &mut dst);
+            prop_assert_eq!(dst, reference(size, &src));
+        }
+    }
 }

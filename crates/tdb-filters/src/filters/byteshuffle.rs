@@ -1,25 +1,190 @@
-//! BYTESHUFFLE: not yet implemented (stub with the final signatures).
+//! BYTESHUFFLE: Blosc's byte shuffle, one data part at a time.
+//!
+//! TileDB calls `blosc2_shuffle` on each part whole, with the element size of
+//! the filter's input datatype: the `n` whole elements of a part are
+//! transposed so that byte `j` of element `i` lands at `j * n + i`, and the
+//! bytes after the last whole element are copied as they are. The framing is
+//! [`framed`](super::framed)'s.
 
+use super::framed;
 use crate::buffer::{Parts, Stage, Unfiltered};
-use crate::{FilterError, Result};
+use crate::Result;
+
+const NAME: &str = "BYTESHUFFLE";
 
 /// Forward over one chunk.
-pub(crate) fn forward(_st: &Stage<'_>, _metadata: Parts, _data: Parts) -> Result<(Parts, Parts)> {
-    Err(FilterError::unsupported(
-        "BYTESHUFFLE",
-        "not implemented yet",
-    ))
+pub(crate) fn forward(st: &Stage<'_>, metadata: Parts, data: Parts) -> Result<(Parts, Parts)> {
+    let size = st.datatype_size();
+    let parts: Vec<&[u8]> = data.iter().collect();
+    framed::forward(NAME, metadata, &parts, |part, out| {
+        shuffle(size, part, out);
+        Ok(())
+    })
 }
 
 /// Reverse over one chunk.
 pub(crate) fn reverse(
-    _st: &Stage<'_>,
-    _metadata: &[u8],
-    _data: &[u8],
-    _out: &mut Unfiltered,
+    st: &Stage<'_>,
+    metadata: &[u8],
+    data: &[u8],
+    out: &mut Unfiltered,
 ) -> Result<()> {
-    Err(FilterError::unsupported(
-        "BYTESHUFFLE",
-        "not implemented yet",
-    ))
+    let size = st.datatype_size();
+    framed::reverse(NAME, metadata, data, out, |part, out| {
+        unshuffle(size, part, out);
+        Ok(())
+    })
+}
+
+/// Appends the byte shuffle of `src` with `size`-byte elements to `out`.
+pub(super) fn shuffle(size: usize, src: &[u8], out: &mut Vec<u8>) {
+    let whole = src.len() - src.len() % size.max(1);
+    let (elements, tail) = src.split_at(whole);
+    if size <= 1 || elements.len() <= size {
+        out.extend_from_slice(src);
+        return;
+    }
+    out.reserve(src.len());
+    for j in 0..size {
+        out.extend(elements.iter().skip(j).step_by(size));
+    }
+    out.extend_from_slice(tail);
+}
+
+/// Appends the inverse of [`shuffle`] of `src` to `out`.
+pub(super) fn unshuffle(size: usize, src: &[u8], out: &mut Vec<u8>) {
+    let whole = src.len() - src.len() % size.max(1);
+    let (planes, tail) = src.split_at(whole);
+    if size <= 1 || planes.len() <= size {
+        out.extend_from_slice(src);
+        return;
+    }
+    let n = planes.len() / size;
+    let start = out.len();
+    out.resize(start + planes.len(), 0);
+    let dst = &mut out[start..];
+    for (j, plane) in planes.chunks_exact(n).enumerate() {
+        for (cell, &b) in dst.chunks_exact_mut(size).zip(plane) {
+            cell[j] = b;
+        }
+    }
+    out.extend_from_slice(tail);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::FilterError;
+    use proptest::prelude::*;
+    use tdb_format::{Datatype, FormatVersion};
+
+    fn stage(t: Datatype) -> Stage<'static> {
+        Stage::new(t, FormatVersion::WRITTEN)
+    }
+
+    fn run(t: Datatype, data: &[u8]) -> (Vec<u8>, Vec<u8>) {
+        let (m, d) = forward(&stage(t), Parts::new(), Parts::one(data.to_vec())).unwrap();
+        (m.concat(), d.concat())
+    }
+
+    fn back(t: Datatype, meta: &[u8], data: &[u8]) -> Result<Unfiltered> {
+        let mut out = Unfiltered::default();
+        reverse(&stage(t), meta, data, &mut out)?;
+        Ok(out)
+    }
+
+    #[test]
+    fn transposes_bytes_and_keeps_the_tail() {
+        let data = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14];
+        let (meta, out) = run(Datatype::Int32, &data);
+        assert_eq!(meta, [1, 0, 0, 0, 14, 0, 0, 0]);
+        assert_eq!(out, [1, 5, 9, 2, 6, 10, 3, 7, 11, 4, 8, 12, 13, 14]);
+        let back = back(Datatype::Int32, &meta, &out).unwrap();
+        assert_eq!(back.data, data);
+        assert!(back.metadata.is_empty());
+    }
+
+    #[test]
+    fn one_byte_types_and_short_parts_are_copied() {
+        let data = [9u8, 8, 7];
+        assert_eq!(run(Datatype::UInt8, &data).1, data);
+        assert_eq!(run(Datatype::Float64, &data).1, data);
+        let one = 7u64.to_le_bytes();
+        assert_eq!(run(Datatype::UInt64, &one).1, one);
+    }
+
+    #[test]
+    fn empty_input_is_one_empty_part() {
+        let (meta, out) = run(Datatype::Int64, &[]);
+        assert_eq!(meta, [1, 0, 0, 0, 0, 0, 0, 0]);
+        assert!(out.is_empty());
+        assert!(back(Datatype::Int64, &meta, &out).unwrap().data.is_empty());
+    }
+
+    #[test]
+    fn every_part_is_shuffled_alone_and_earlier_metadata_follows() {
+        let mut parts = Parts::one(vec![1, 2, 3, 4]);
+        parts.push(vec![5, 6, 7, 8, 9, 10]);
+        let (m, d) = forward(&stage(Datatype::Int16), Parts::one(vec![0xAA]), parts).unwrap();
+        assert_eq!(m.count(), 2);
+        assert_eq!(d.count(), 1);
+        let meta = m.concat();
+        assert_eq!(meta, [2, 0, 0, 0, 4, 0, 0, 0, 6, 0, 0, 0, 0xAA]);
+        let out = d.concat();
+        assert_eq!(out, [1, 3, 2, 4, 5, 7, 9, 6, 8, 10]);
+        let back = back(Datatype::Int16, &meta, &out).unwrap();
+        assert_eq!(back.data, (1..=10).collect::<Vec<u8>>());
+        assert_eq!(back.metadata, [0xAA]);
+    }
+
+    #[test]
+    fn truncations_are_errors() {
+        let data: Vec<u8> = (0..=255).collect();
+        let (meta, out) = run(Datatype::Float32, &data);
+        for n in 0..meta.len() {
+            assert!(matches!(
+                back(Datatype::Float32, &meta[..n], &out),
+                Err(FilterError::Corrupt { .. })
+            ));
+        }
+        for n in 0..out.len() {
+            assert!(back(Datatype::Float32, &meta, &out[..n]).is_err());
+        }
+        let mut longer = out.clone();
+        longer.push(0);
+        assert!(back(Datatype::Float32, &meta, &longer).is_err());
+        // A part count that promises more than there is.
+        let mut lying = meta.clone();
+        lying[0] = 0xFF;
+        assert!(back(Datatype::Float32, &lying, &out).is_err());
+    }
+
+    proptest! {
+        #[test]
+        fn round_trips(
+            data in proptest::collection::vec(any::<u8>(), 0..600),
+            t in proptest::sample::select(Datatype::ALL.to_vec()),
+        ) {
+            let (meta, out) = run(t, &data);
+            prop_assert_eq!(out.len(), data.len());
+            prop_assert_eq!(back(t, &meta, &out).unwrap().data, data);
+        }
+
+        #[test]
+        fn matches_the_definition(
+            data in proptest::collection::vec(any::<u8>(), 0..300),
+            size in proptest::sample::select(vec![1usize, 2, 4, 8]),
+        ) {
+            let n = data.len() / size;
+            let mut expected = data.clone();
+            for i in 0..n {
+                for j in 0..size {
+                    expected[j * n + i] = data[i * size + j];
+                }
+            }
+            let mut got = Vec::new();
+            shuffle(size, &data, &mut got);
+            prop_assert_eq!(got, expected);
+        }
+    }
 }

@@ -12,6 +12,7 @@ pub(crate) mod compression;
 pub(crate) mod delta;
 pub(crate) mod double_delta;
 pub(crate) mod encryption;
+mod framed;
 pub(crate) mod positive_delta;
 pub(crate) mod rle;
 pub(crate) mod scale_float;
@@ -37,6 +38,7 @@ impl Filter {
             Filter::ScaleFloat { byte_width, .. } => {
                 scale_float::output_datatype(input, byte_width)
             }
+            Filter::Xor => xor::output_datatype(input),
             _ => input,
         }
     }
