@@ -16,6 +16,7 @@ pub(crate) mod positive_delta;
 pub(crate) mod rle;
 pub(crate) mod scale_float;
 pub(crate) mod strings;
+mod windows;
 pub(crate) mod xor;
 
 use crate::buffer::{Parts, Stage, Unfiltered};
