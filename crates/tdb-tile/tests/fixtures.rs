@@ -272,8 +272,27 @@ fn every_data_tile_unfilters_and_deterministic_pipelines_are_byte_exact() {
             continue;
         };
         let schema = &expected["schema"];
-        let version =
-            FormatVersion::new(schema["schema_format_version"].as_u64().unwrap() as u32).unwrap();
+        let Some(version) = schema["schema_format_version"].as_u64() else {
+            continue; // a group
+        };
+        let version = FormatVersion::new(version as u32).unwrap();
+        // expected.json holds the latest schema only: fragments written under
+        // an earlier one (schema evolution) number their fields differently.
+        let latest = obj
+            .files
+            .iter()
+            .filter(|f| f.starts_with("__schema/__"))
+            .max();
+        let other_schema: Vec<&str> = expected["fragments"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| {
+                let name = f["array_schema_name"].as_str();
+                name.is_some() && latest.is_some_and(|l| Some(&l["__schema/".len()..]) != name)
+            })
+            .map(|f| f["name"].as_str().unwrap())
+            .collect();
         let offsets_filters = pipeline(&schema["offsets_filters"]);
         let validity_filters = pipeline(&schema["validity_filters"]);
         let with_key = |mut p: FilterPipeline| {
@@ -297,6 +316,12 @@ fn every_data_tile_unfilters_and_deterministic_pipelines_are_byte_exact() {
             else {
                 continue;
             };
+            if other_schema.contains(&fragment.to_string().as_str()) {
+                *stats
+                    .entry("files of fragments under an earlier schema")
+                    .or_default() += 1;
+                continue;
+            }
             let Some(f) = data_file_field(&obj, &which) else {
                 continue;
             };
@@ -392,6 +417,7 @@ fn every_data_tile_unfilters_and_deterministic_pipelines_are_byte_exact() {
             }
         }
     }
+    eprintln!("{stats:?}");
     assert!(stats["tiles"] > 500, "{stats:?}");
     assert!(stats["byte-exact tiles"] > 100, "{stats:?}");
 }
