@@ -17,11 +17,12 @@ pub(crate) mod positive_delta;
 pub(crate) mod rle;
 pub(crate) mod scale_float;
 pub(crate) mod strings;
+pub(crate) mod webp;
 mod windows;
 pub(crate) mod xor;
 
 use crate::buffer::{Parts, Stage, Unfiltered};
-use crate::{Filter, FilterError, Result};
+use crate::{Filter, Result};
 use compression::Codec;
 use tdb_format::Datatype;
 
@@ -91,7 +92,21 @@ impl Filter {
                 byte_width,
             } => scale_float::forward(st, scale, offset, byte_width, metadata, data),
             Filter::InternalAes256Gcm => encryption::forward(st, metadata, data),
-            Filter::Webp { .. } => Err(webp_unsupported()),
+            Filter::Webp {
+                format,
+                lossless,
+                y_extent,
+                x_extent,
+                ..
+            } => {
+                let opts = webp::Options {
+                    format,
+                    lossless: lossless != 0,
+                    y_extent,
+                    x_extent,
+                };
+                webp::forward(st, opts, metadata, data)
+            }
             _ => unreachable!("compression filters are handled above"),
         }
     }
@@ -134,19 +149,22 @@ impl Filter {
                 byte_width,
             } => scale_float::reverse(st, scale, offset, byte_width, metadata, data, out),
             Filter::InternalAes256Gcm => encryption::reverse(st, metadata, data, out),
-            Filter::Webp { .. } => Err(webp_unsupported()),
+            Filter::Webp {
+                format,
+                lossless,
+                y_extent,
+                x_extent,
+                ..
+            } => {
+                let opts = webp::Options {
+                    format,
+                    lossless: lossless != 0,
+                    y_extent,
+                    x_extent,
+                };
+                webp::reverse(st, opts, metadata, data, out)
+            }
             _ => unreachable!("compression filters are handled above"),
         }
     }
-}
-
-/// WebP tiles: no well-kept pure-Rust codec reproduces libwebp's lossy
-/// output and the `image-webp` crate decodes but cannot be chained into
-/// TileDB's per-row layout without libwebp's exact stride rules; refuse
-/// clearly rather than return pixels we cannot vouch for.
-fn webp_unsupported() -> FilterError {
-    FilterError::unsupported(
-        "WEBP",
-        "tdb does not decode or encode WebP tiles; read this attribute with TileDB",
-    )
 }
