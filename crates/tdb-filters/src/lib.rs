@@ -5,6 +5,26 @@
 //! [`FilterPipeline::reverse_chunk`] turns a chunk's stored metadata and data
 //! back into its cells, [`FilterPipeline::forward_chunk`] does what TileDB's
 //! writer does. Splitting tiles into chunks is `tdb-tile`'s job.
+//!
+//! Decoding one stored chunk with this crate alone:
+//!
+//! ```
+//! use tdb_filters::{Filter, FilterPipeline, Stage, Unfiltered};
+//! use tdb_format::{Datatype, FormatVersion};
+//!
+//! let pipeline = FilterPipeline {
+//!     max_chunk_size: tdb_filters::DEFAULT_MAX_CHUNK_SIZE,
+//!     filters: vec![Filter::DoubleDelta { level: -1, reinterpret: None }, Filter::Zstd { level: 3 }],
+//! };
+//! let stage = Stage::new(Datatype::Int64, FormatVersion::WRITTEN);
+//! let cells: Vec<u8> = (0..1000i64).flat_map(|i| (i * i).to_le_bytes()).collect();
+//! // What TileDB stores for the chunk: its filters' metadata and data.
+//! let (metadata, data) = pipeline.forward_chunk(&stage, cells.clone())?;
+//! let (mut out, mut scratch) = (Unfiltered::default(), Unfiltered::default());
+//! pipeline.reverse_chunk(&stage, &metadata, &data, &mut out, &mut scratch)?;
+//! assert_eq!(out.data, cells);
+//! # Ok::<(), tdb_filters::FilterError>(())
+//! ```
 
 mod buffer;
 mod error;

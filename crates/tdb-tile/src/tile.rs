@@ -265,3 +265,76 @@ impl<'a> TileFilters<'a> {
         .map_err(|e| bad(e.to_string()))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tdb_filters::Filter;
+
+    fn pipeline(filters: Vec<Filter>) -> FilterPipeline {
+        FilterPipeline {
+            max_chunk_size: tdb_filters::DEFAULT_MAX_CHUNK_SIZE,
+            filters,
+        }
+    }
+
+    /// A 1 MiB tile is 16 chunks; unfiltered on 1, 3 or 8 threads it is the
+    /// same tile, and a bad chunk is named whichever thread meets it.
+    #[test]
+    fn parallel_unfiltering_gives_the_same_tile() {
+        let p = pipeline(vec![
+            Filter::Delta {
+                level: -1,
+                reinterpret: None,
+            },
+            Filter::Zstd { level: 1 },
+        ]);
+        let tile: Vec<u8> = (0..(1u64 << 17))
+            .flat_map(|i| (i * 3 + i % 7).to_le_bytes())
+            .collect();
+        let base = TileFilters::new(&p, Datatype::UInt64, 8, FormatVersion::WRITTEN);
+        let mut filtered = Vec::new();
+        base.filter("t", &tile, None, &mut filtered).unwrap();
+        let (chunks, _) = tdb_format::le::run(filtered_chunks, &filtered).unwrap();
+        assert_eq!(chunks.len(), 16);
+        for threads in [1, 3, 8] {
+            let f = TileFilters { threads, ..base };
+            assert_eq!(
+                f.unfilter_whole("t", &filtered, false).unwrap().data,
+                tile,
+                "{threads}"
+            );
+        }
+        // Corrupt chunk 11's data: the error names it, on any thread count.
+        let mut bad = chunks.clone();
+        let broken = vec![0u8; bad[11].data.len()];
+        bad[11].data = &broken;
+        let mut bytes = Vec::new();
+        write_filtered_chunks(bad.into_iter(), &mut bytes).unwrap();
+        for threads in [1, 3] {
+            let f = TileFilters { threads, ..base };
+            let err = f.unfilter_whole("t", &bytes, false).unwrap_err();
+            assert!(
+                matches!(err, TileError::Filter { chunk: 11, .. }),
+                "{threads}: {err}"
+            );
+        }
+    }
+
+    #[test]
+    fn trailing_bytes_are_corruption_for_whole_tiles() {
+        let p = pipeline(vec![]);
+        let f = TileFilters::new(&p, Datatype::UInt8, 1, FormatVersion::WRITTEN);
+        let mut filtered = Vec::new();
+        f.filter("t", b"abc", None, &mut filtered).unwrap();
+        assert_eq!(
+            f.unfilter_whole("t", &filtered, false).unwrap().data,
+            b"abc"
+        );
+        filtered.push(0);
+        assert!(matches!(
+            f.unfilter_whole("t", &filtered, false),
+            Err(TileError::Corrupt { .. })
+        ));
+    }
+}
