@@ -131,6 +131,12 @@ pub struct Unfiltered {
 }
 
 impl Unfiltered {
+    /// The output of a filter that leaves this chunk as it is.
+    pub fn pass_through(&mut self, metadata: &[u8], data: &[u8]) {
+        self.metadata.extend_from_slice(metadata);
+        self.data.extend_from_slice(data);
+    }
+
     /// Empties all three, keeping their capacity.
     pub fn clear(&mut self) {
         self.metadata.clear();

@@ -68,6 +68,24 @@ impl Filter {
         })
     }
 
+    fn webp_options(&self) -> webp::Options {
+        match *self {
+            Filter::Webp {
+                format,
+                lossless,
+                y_extent,
+                x_extent,
+                ..
+            } => webp::Options {
+                format,
+                lossless: lossless != 0,
+                y_extent,
+                x_extent,
+            },
+            _ => unreachable!("only called on WEBP"),
+        }
+    }
+
     /// Runs the filter forward over one chunk's metadata and data streams.
     pub fn forward(&self, st: &Stage<'_>, metadata: Parts, data: Parts) -> Result<(Parts, Parts)> {
         if let Some(codec) = self.codec(st) {
@@ -92,21 +110,7 @@ impl Filter {
                 byte_width,
             } => scale_float::forward(st, scale, offset, byte_width, metadata, data),
             Filter::InternalAes256Gcm => encryption::forward(st, metadata, data),
-            Filter::Webp {
-                format,
-                lossless,
-                y_extent,
-                x_extent,
-                ..
-            } => {
-                let opts = webp::Options {
-                    format,
-                    lossless: lossless != 0,
-                    y_extent,
-                    x_extent,
-                };
-                webp::forward(st, opts, metadata, data)
-            }
+            Filter::Webp { .. } => webp::forward(st, self.webp_options(), metadata, data),
             _ => unreachable!("compression filters are handled above"),
         }
     }
@@ -126,8 +130,7 @@ impl Filter {
         }
         match *self {
             Filter::None => {
-                out.metadata.extend_from_slice(metadata);
-                out.data.extend_from_slice(data);
+                out.pass_through(metadata, data);
                 Ok(())
             }
             Filter::BitWidthReduction { max_window } => {
@@ -149,21 +152,7 @@ impl Filter {
                 byte_width,
             } => scale_float::reverse(st, scale, offset, byte_width, metadata, data, out),
             Filter::InternalAes256Gcm => encryption::reverse(st, metadata, data, out),
-            Filter::Webp {
-                format,
-                lossless,
-                y_extent,
-                x_extent,
-                ..
-            } => {
-                let opts = webp::Options {
-                    format,
-                    lossless: lossless != 0,
-                    y_extent,
-                    x_extent,
-                };
-                webp::reverse(st, opts, metadata, data, out)
-            }
+            Filter::Webp { .. } => webp::reverse(st, self.webp_options(), metadata, data, out),
             _ => unreachable!("compression filters are handled above"),
         }
     }

@@ -40,8 +40,7 @@ pub(crate) fn reverse(
     match int_kind(st, true) {
         Some(kind) => with_int!(kind, decode(metadata, data, out)),
         None => {
-            out.metadata.extend_from_slice(metadata);
-            out.data.extend_from_slice(data);
+            out.pass_through(metadata, data);
             Ok(())
         }
     }
