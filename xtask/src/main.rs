@@ -8,6 +8,9 @@
 //!   other writers' directories inside it); then one
 //!   expectation pass with the first row's (current) TileDB completes every
 //!   case's `expected.json` with what TileDB reports.
+//! - `interop`: TileDB reads what tdb wrote (see `interop.rs`).
+
+mod interop;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -180,12 +183,16 @@ fn fixtures(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-const USAGE: &str = "usage: cargo xtask fixtures [--only TILEDB_PY_VERSION]...";
+const USAGE: &str =
+    "usage: cargo xtask fixtures [--only TILEDB_PY_VERSION]...\n       cargo xtask interop";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("fixtures") => fixtures(&args[1..]),
+        Some("interop") => {
+            read_writers(&workspace_root()).and_then(|w| interop::interop(&args[1..], &w[0]))
+        }
         _ => Err(USAGE.to_owned()),
     };
     match result {

@@ -1,0 +1,54 @@
+#!/usr/bin/env python3
+"""TileDB reads the copy tdb re-encoded exactly as it read TileDB's own bytes.
+
+Usage: <venv-0.36.1>/bin/python xtask/interop/check.py CORPUS COPY
+
+For every case under COPY (a copy of CORPUS in which tdb rewrote files), recompute what
+TileDB reports (expect.py's complete_case, in place) and compare it with the committed
+expected.json of the same case under CORPUS. File sizes may differ (tdb's compressor
+output is not TileDB's); everything else must be equal.
+"""
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures"))
+import expect  # noqa: E402
+
+
+def without_sizes(doc):
+    doc = dict(doc)
+    doc["files"] = [f[0] for f in doc.get("files", [])]
+    return doc
+
+
+def main(corpus, copy):
+    failed = 0
+    cases = list(expect.find_cases(copy))
+    for case_dir in cases:
+        rel = os.path.relpath(case_dir, copy)
+        with open(os.path.join(corpus, rel, "expected.json")) as f:
+            want = without_sizes(json.load(f))
+        try:
+            expect.complete_case(case_dir)
+            with open(os.path.join(case_dir, "expected.json")) as f:
+                got = without_sizes(json.load(f))
+        except Exception as e:  # report every broken case, then fail
+            failed += 1
+            print("FAIL %s: TileDB could not read tdb's bytes: %s: %s" % (rel, type(e).__name__, e))
+            continue
+        if got != want:
+            failed += 1
+            keys = sorted(k for k in set(want) | set(got) if want.get(k) != got.get(k))
+            print("FAIL %s: TileDB reports other %s" % (rel, ", ".join(keys)))
+        else:
+            print("ok   %s" % rel)
+    print("interop: %d cases, %d failed" % (len(cases), failed))
+    return 1 if failed or not cases else 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        print(__doc__, file=sys.stderr)
+        sys.exit(2)
+    sys.exit(main(sys.argv[1], sys.argv[2]))
