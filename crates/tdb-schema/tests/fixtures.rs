@@ -3,10 +3,13 @@
 
 mod common;
 
-use common::{latest_schema, summary::summary};
+use common::{
+    latest_schema,
+    summary::{enumeration, summary},
+};
 use serde_json::Value;
 use tdb_format::single_generic_tile;
-use tdb_schema::ArraySchema;
+use tdb_schema::{ArraySchema, Enumeration};
 use tdb_testdata::Object;
 
 /// Every schema file of an object (all of `__schema/`, not only the latest).
@@ -108,7 +111,19 @@ fn summaries_match_expected_json() {
             continue;
         }
         let file = latest_schema(object).expect("an array has a schema");
-        let ours = summary(&parse(object, &file), Vec::new());
+        let schema = parse(object, &file);
+        let enumerations = schema
+            .enumerations
+            .iter()
+            .map(|e| {
+                let file = format!("__schema/__enumerations/{}", e.path);
+                let bytes = object.read(&file);
+                let label = format!("{}/{file}", object.case);
+                let e = Enumeration::from_file(&label, &bytes, object.key.as_ref()).unwrap();
+                enumeration(&e)
+            })
+            .collect();
+        let ours = summary(&schema, enumerations);
         compare(
             &object.case,
             ours,
@@ -124,4 +139,22 @@ fn summaries_match_expected_json() {
         failures.len(),
         failures.join("\n")
     );
+}
+
+#[test]
+fn every_truncation_is_an_error_not_a_panic() {
+    for object in tdb_testdata::objects() {
+        for file in schema_files(&object) {
+            let bytes = object.read(&file);
+            let tile = single_generic_tile(&bytes).unwrap();
+            let data = tdb_tile::read_generic_tile(&file, &tile, object.key.as_ref()).unwrap();
+            for cut in 0..data.len() {
+                assert!(
+                    ArraySchema::parse(&file, &data[..cut]).is_err(),
+                    "{}/{file}: {cut} bytes parsed",
+                    object.case
+                );
+            }
+        }
+    }
 }

@@ -3,7 +3,7 @@
 use serde_json::{json, Map, Value};
 use tdb_filters::{Filter, FilterPipeline};
 use tdb_format::{Datatype, DatatypeClass, Layout};
-use tdb_schema::{ArraySchema, Range};
+use tdb_schema::{ArraySchema, Enumeration, Range};
 
 /// The summary of `schema`. `enumerations` are the enumeration summaries,
 /// which live in their own files.
@@ -190,4 +190,20 @@ fn b64(bytes: &[u8]) -> Value {
         }
     }
     json!({ "b64": s })
+}
+
+/// An enumeration of the `enumerations` list.
+pub fn enumeration(e: &Enumeration) -> Value {
+    let values: Vec<Value> = e
+        .values()
+        .into_iter()
+        .map(|v| value(e.datatype, e.cell_val_num, v))
+        .collect();
+    json!({
+        "name": e.name,
+        "datatype": e.datatype.name(),
+        "cell_val_num": e.cell_val_num,
+        "ordered": e.ordered,
+        "values": values,
+    })
 }
