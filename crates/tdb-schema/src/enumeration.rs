@@ -1,0 +1,128 @@
+//! An enumeration's values (v20), stored in its own generic tile under
+//! `__schema/__enumerations/` and named by the schema. Versioned on its own
+//! (version 0 today).
+
+use crate::read::{datatype, fail, format_error, lift, name_u32, SResult};
+use crate::{Result, SchemaError, VAR_NUM};
+use tdb_format::le;
+use tdb_format::{single_generic_tile, Datatype};
+
+/// TileDB's `constants::enumerations_version`.
+pub const ENUMERATION_VERSION: u32 = 0;
+
+/// An enumeration with its values.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Enumeration {
+    /// Its own format version.
+    pub version: u32,
+    /// The name attributes refer to it by.
+    pub name: String,
+    /// Its file name.
+    pub path: String,
+    /// Datatype of the values.
+    pub datatype: Datatype,
+    /// Values per cell, or [`VAR_NUM`].
+    pub cell_val_num: u32,
+    /// Whether the values are ordered.
+    pub ordered: bool,
+    /// The values' bytes, back to back.
+    pub data: Vec<u8>,
+    /// For var-length values, each value's `u64` start offset in `data`.
+    pub offsets: Vec<u8>,
+}
+
+impl Enumeration {
+    /// Reads an enumeration file: one generic tile, encrypted when `key` is given.
+    pub fn from_file(file: &str, bytes: &[u8], key: Option<&[u8; 32]>) -> Result<Self> {
+        let tile = single_generic_tile(bytes)
+            .map_err(|e| format_error("generic tile".into(), e).in_file(file))?;
+        let data =
+            tdb_tile::read_generic_tile(file, &tile, key).map_err(|source| SchemaError::Tile {
+                file: file.to_owned(),
+                source: Box::new(source),
+            })?;
+        match enumeration(&data) {
+            Ok(([], e)) => Ok(e),
+            Ok((rest, _)) => Err(SchemaError::invalid(
+                "enumeration",
+                format!("{} trailing bytes", rest.len()),
+            )
+            .in_file(file)),
+            Err(nom::Err::Error(e) | nom::Err::Failure(e)) => Err(e.in_file(file)),
+            Err(nom::Err::Incomplete(_)) => {
+                Err(SchemaError::invalid("enumeration", "incomplete").in_file(file))
+            }
+        }
+    }
+
+    /// Each value's bytes, in order.
+    pub fn values(&self) -> Vec<&[u8]> {
+        if self.cell_val_num == VAR_NUM {
+            let starts: Vec<usize> = self
+                .offsets
+                .chunks_exact(8)
+                .map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8])) as usize)
+                .collect();
+            // Offsets are checked when parsed: increasing and within `data`.
+            let ends = starts.iter().skip(1).copied().chain([self.data.len()]);
+            starts
+                .iter()
+                .zip(ends)
+                .map(|(&s, e)| &self.data[s..e])
+                .collect()
+        } else {
+            let cell = (self.datatype.size() * u64::from(self.cell_val_num)) as usize;
+            self.data.chunks(cell.max(1)).collect()
+        }
+    }
+}
+
+fn enumeration(input: &[u8]) -> SResult<'_, Enumeration> {
+    let field = |what: &str| format!("enumeration {what}");
+    let (input, version) = lift(le::u32("version")(input), || field("version"))?;
+    if version > ENUMERATION_VERSION {
+        return fail(SchemaError::invalid(
+            field("version"),
+            format!("{version} is newer"),
+        ));
+    }
+    let (input, name) = name_u32(input, || field("name"))?;
+    let (input, path) = name_u32(input, || field("path"))?;
+    let (input, dt) = datatype(input, || field("datatype"))?;
+    let (input, cell_val_num) = lift(le::u32("cell_val_num")(input), || field("cell_val_num"))?;
+    let (input, ordered) = lift(le::bool("ordered")(input), || field("ordered"))?;
+    let (mut input, data) = lift(le::bytes_u64("data")(input), || field("data"))?;
+    let mut offsets: &[u8] = &[];
+    if cell_val_num == VAR_NUM {
+        (input, offsets) = lift(le::bytes_u64("offsets")(input), || field("offsets"))?;
+        let mut last = 0;
+        for c in offsets.chunks(8) {
+            let o = match <[u8; 8]>::try_from(c) {
+                Ok(b) => u64::from_le_bytes(b),
+                Err(_) => return fail(SchemaError::invalid(field("offsets"), "not whole u64s")),
+            };
+            if o < last || o > data.len() as u64 {
+                return fail(SchemaError::invalid(
+                    field("offsets"),
+                    format!("bad offset {o}"),
+                ));
+            }
+            last = o;
+        }
+    } else if cell_val_num == 0 {
+        return fail(SchemaError::invalid(field("cell_val_num"), "zero"));
+    }
+    Ok((
+        input,
+        Enumeration {
+            version,
+            name,
+            path,
+            datatype: dt,
+            cell_val_num,
+            ordered,
+            data: data.to_vec(),
+            offsets: offsets.to_vec(),
+        },
+    ))
+}

@@ -1,0 +1,93 @@
+//! The one error type of this crate.
+
+use nom::error::{ErrorKind, ParseError};
+use tdb_filters::FilterError;
+use tdb_format::FormatError;
+use tdb_tile::TileError;
+use thiserror::Error;
+
+/// Everything that can go wrong reading or writing an array schema.
+///
+/// Every variant names the file (as the caller labelled it) and, for the
+/// schema's own bytes, the field, e.g. `attribute 2 (a) filters`. Parsers
+/// build errors with an empty file; [`SchemaError::in_file`] fills it in at
+/// the entry points.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum SchemaError {
+    /// A primitive field could not be read (short input, unknown code, ...).
+    #[error("{file}: {field}: {source}")]
+    Format {
+        /// The schema file.
+        file: String,
+        /// Which field of the schema.
+        field: String,
+        /// What went wrong.
+        #[source]
+        source: FormatError,
+    },
+    /// A filter pipeline of the schema could not be read.
+    #[error("{file}: {field}: {source}")]
+    Filters {
+        /// The schema file.
+        file: String,
+        /// Whose pipeline.
+        field: String,
+        /// What went wrong (boxed: nom passes errors by value).
+        #[source]
+        source: Box<FilterError>,
+    },
+    /// The generic tile holding the schema could not be unfiltered or written.
+    #[error("{file}: {source}")]
+    Tile {
+        /// The schema file.
+        file: String,
+        /// What went wrong (boxed: nom passes errors by value).
+        #[source]
+        source: Box<TileError>,
+    },
+    /// A field whose value is structurally impossible.
+    #[error("{file}: invalid {field}: {reason}")]
+    Invalid {
+        /// The schema file.
+        file: String,
+        /// Which field.
+        field: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+}
+
+impl SchemaError {
+    /// Names the file the error was found in.
+    pub fn in_file(mut self, name: &str) -> Self {
+        let (SchemaError::Format { file, .. }
+        | SchemaError::Filters { file, .. }
+        | SchemaError::Tile { file, .. }
+        | SchemaError::Invalid { file, .. }) = &mut self;
+        name.clone_into(file);
+        self
+    }
+
+    /// An invalid field, file not yet known.
+    pub(crate) fn invalid(field: impl Into<String>, reason: impl Into<String>) -> Self {
+        SchemaError::Invalid {
+            file: String::new(),
+            field: field.into(),
+            reason: reason.into(),
+        }
+    }
+}
+
+impl ParseError<&[u8]> for SchemaError {
+    fn from_error_kind(input: &[u8], kind: ErrorKind) -> Self {
+        SchemaError::invalid("input", format!("{kind:?} with {} bytes left", input.len()))
+    }
+
+    fn append(_input: &[u8], _kind: ErrorKind, other: Self) -> Self {
+        other
+    }
+}
+
+/// Shorthand for this crate's results.
+pub type Result<T, E = SchemaError> = std::result::Result<T, E>;

@@ -1,0 +1,28 @@
+//! TileDB array schemas as Rust types.
+//!
+//! [`ArraySchema::from_file`] reads a schema file of any format version
+//! (1–23): the generic tile's bytes are unfiltered by `tdb-tile` and parsed
+//! here, following TileDB's own `deserialize` functions version check by
+//! version check. [`ArraySchema::write`] is the mirror for the latest layout
+//! (v22/v23), which is the only one TileDB writes. Domains, tile extents and
+//! fill values stay the raw little-endian bytes TileDB stores, so a parsed
+//! schema writes back byte for byte.
+
+mod attribute;
+mod current_domain;
+mod dimension;
+mod dimension_label;
+mod domain;
+mod enumeration;
+mod error;
+mod read;
+mod schema;
+
+pub use attribute::Attribute;
+pub use current_domain::{CurrentDomain, Range, CURRENT_DOMAIN_VERSION};
+pub use dimension::{Dimension, VAR_NUM};
+pub use dimension_label::DimensionLabel;
+pub use domain::Domain;
+pub use enumeration::{Enumeration, ENUMERATION_VERSION};
+pub use error::{Result, SchemaError};
+pub use schema::{ArraySchema, EnumerationRef};

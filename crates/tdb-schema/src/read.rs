@@ -1,0 +1,75 @@
+//! Small nom helpers shared by the schema parsers: they lift the primitive
+//! parsers of `tdb_format::le` and the pipeline parser of `tdb_filters` into
+//! [`SchemaError`], naming the schema field.
+
+use crate::SchemaError;
+use tdb_filters::{filter_pipeline, FilterPipeline};
+use tdb_format::le::{self, PResult};
+use tdb_format::{Datatype, FormatError, FormatVersion};
+
+/// A nom result whose error is [`SchemaError`].
+pub(crate) type SResult<'a, T> = nom::IResult<&'a [u8], T, SchemaError>;
+
+/// Lifts a primitive parse result, naming the field only on failure.
+pub(crate) fn lift<'a, T>(r: PResult<'a, T>, field: impl FnOnce() -> String) -> SResult<'a, T> {
+    r.map_err(|e| e.map(|source| format_error(field(), source)))
+}
+
+/// A [`FormatError`] in `field`, file not yet known.
+pub(crate) fn format_error(field: String, source: FormatError) -> SchemaError {
+    SchemaError::Format {
+        file: String::new(),
+        field,
+        source,
+    }
+}
+
+/// Fails a nom parse with `e`.
+pub(crate) fn fail<T>(e: SchemaError) -> Result<T, nom::Err<SchemaError>> {
+    Err(nom::Err::Error(e))
+}
+
+/// A `u32`-length-prefixed name. TileDB's names are byte strings; tdb asks
+/// for UTF-8 so they can be `String`s.
+pub(crate) fn name_u32(input: &[u8], field: impl Fn() -> String) -> SResult<'_, String> {
+    let (rest, b) = lift(le::bytes_u32("name")(input), &field)?;
+    utf8(b, field).map(|s| (rest, s))
+}
+
+/// A `u64`-length-prefixed string (dimension label URIs).
+pub(crate) fn name_u64(input: &[u8], field: impl Fn() -> String) -> SResult<'_, String> {
+    let (rest, b) = lift(le::bytes_u64("name")(input), &field)?;
+    utf8(b, field).map(|s| (rest, s))
+}
+
+fn utf8(b: &[u8], field: impl Fn() -> String) -> Result<String, nom::Err<SchemaError>> {
+    String::from_utf8(b.to_vec())
+        .map_err(|e| nom::Err::Error(SchemaError::invalid(field(), format!("not UTF-8: {e}"))))
+}
+
+/// A datatype code.
+pub(crate) fn datatype(input: &[u8], field: impl Fn() -> String) -> SResult<'_, Datatype> {
+    let (rest, code) = lift(le::u8("datatype")(input), &field)?;
+    let dt = Datatype::from_code(code).map_err(|e| nom::Err::Error(format_error(field(), e)))?;
+    Ok((rest, dt))
+}
+
+/// A serialized filter pipeline of format `version`.
+pub(crate) fn pipeline(
+    input: &[u8],
+    version: FormatVersion,
+    field: impl FnOnce() -> String,
+) -> SResult<'_, FilterPipeline> {
+    filter_pipeline(version)(input).map_err(|e| {
+        e.map(|source| SchemaError::Filters {
+            file: String::new(),
+            field: field(),
+            source: Box::new(source),
+        })
+    })
+}
+
+/// Writes a `u32`-length-prefixed name.
+pub(crate) fn put_name_u32(out: &mut Vec<u8>, field: &'static str, s: &str) -> crate::Result<()> {
+    le::put_bytes_u32(out, field, s.as_bytes()).map_err(|e| format_error(field.into(), e))
+}

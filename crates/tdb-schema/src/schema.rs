@@ -1,0 +1,271 @@
+//! The array schema: parse of every format version, write of the latest.
+
+use crate::attribute::Attribute;
+use crate::current_domain::CurrentDomain;
+use crate::dimension_label::DimensionLabel;
+use crate::domain::{count_u32, Domain};
+use crate::read::{fail, lift, name_u32, pipeline, put_name_u32, SResult};
+use crate::{Result, SchemaError};
+use tdb_filters::FilterPipeline;
+use tdb_format::le;
+use tdb_format::{single_generic_tile, ArrayType, FormatVersion, Layout};
+
+/// An enumeration as the schema names it: its name and the file under
+/// `__schema/__enumerations/` holding its values (v20).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EnumerationRef {
+    /// The enumeration's name, as attributes refer to it.
+    pub name: String,
+    /// Its file name.
+    pub path: String,
+}
+
+/// An array schema of any format version.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ArraySchema {
+    /// The format version the schema was written with.
+    pub version: FormatVersion,
+    /// Whether a sparse array may hold duplicate coordinates (v5; false before).
+    pub allows_dups: bool,
+    /// Dense or sparse.
+    pub array_type: ArrayType,
+    /// Order of the space tiles.
+    pub tile_order: Layout,
+    /// Order of cells within a tile.
+    pub cell_order: Layout,
+    /// Cells per data tile of sparse fragments.
+    pub capacity: u64,
+    /// Coordinate filters: the default of dimensions without their own.
+    pub coords_filters: FilterPipeline,
+    /// Filters of var-length offsets tiles.
+    pub offsets_filters: FilterPipeline,
+    /// Filters of validity tiles (v7; empty before).
+    pub validity_filters: FilterPipeline,
+    /// The domain.
+    pub domain: Domain,
+    /// The attributes, in order.
+    pub attributes: Vec<Attribute>,
+    /// Dimension labels (v18).
+    pub dimension_labels: Vec<DimensionLabel>,
+    /// Enumerations, in the file's order (v20).
+    pub enumerations: Vec<EnumerationRef>,
+    /// The current domain (v22; empty before).
+    pub current_domain: CurrentDomain,
+}
+
+fn empty_pipeline() -> FilterPipeline {
+    FilterPipeline {
+        max_chunk_size: tdb_filters::DEFAULT_MAX_CHUNK_SIZE,
+        filters: Vec::new(),
+    }
+}
+
+impl ArraySchema {
+    /// Reads a schema file (`__schema/<name>`, or `__array_schema.tdb`
+    /// before v10): one generic tile, encrypted when `key` is given.
+    /// `file` names it in errors.
+    pub fn from_file(file: &str, bytes: &[u8], key: Option<&[u8; 32]>) -> Result<Self> {
+        let tile = single_generic_tile(bytes).map_err(|source| SchemaError::Format {
+            file: file.to_owned(),
+            field: "generic tile".into(),
+            source,
+        })?;
+        let data =
+            tdb_tile::read_generic_tile(file, &tile, key).map_err(|source| SchemaError::Tile {
+                file: file.to_owned(),
+                source: Box::new(source),
+            })?;
+        Self::parse(file, &data)
+    }
+
+    /// Parses a schema from its generic tile's unfiltered bytes, which it
+    /// must use up exactly.
+    pub fn parse(file: &str, bytes: &[u8]) -> Result<Self> {
+        match schema(bytes) {
+            Ok(([], s)) => Ok(s),
+            Ok((rest, _)) => Err(SchemaError::invalid(
+                "schema",
+                format!("{} bytes after the current domain", rest.len()),
+            )
+            .in_file(file)),
+            Err(nom::Err::Error(e) | nom::Err::Failure(e)) => Err(e.in_file(file)),
+            Err(nom::Err::Incomplete(_)) => {
+                Err(SchemaError::invalid("schema", "incomplete").in_file(file))
+            }
+        }
+    }
+
+    /// The format version [`ArraySchema::write`] stores: the schema's own
+    /// from v22 (v23 schemas share the layout), else v22, since TileDB
+    /// writes every schema in the latest layout whatever it was read from.
+    pub fn written_version(&self) -> FormatVersion {
+        self.version.max(FormatVersion::WRITTEN)
+    }
+
+    /// Serializes the schema as TileDB's `serialize_array_schema` does, in
+    /// the layout of [`ArraySchema::written_version`]: the exact mirror of
+    /// [`ArraySchema::parse`] for v22 and v23 schemas.
+    pub fn write(&self) -> Result<Vec<u8>> {
+        let version = self.written_version();
+        let mut out = Vec::new();
+        le::put_u32(&mut out, version.get());
+        le::put_bool(&mut out, self.allows_dups);
+        le::put_u8(&mut out, self.array_type.code());
+        le::put_u8(&mut out, self.tile_order.code());
+        le::put_u8(&mut out, self.cell_order.code());
+        le::put_u64(&mut out, self.capacity);
+        self.coords_filters.write(version, &mut out);
+        self.offsets_filters.write(version, &mut out);
+        self.validity_filters.write(version, &mut out);
+        self.domain.write(version, &mut out)?;
+        le::put_u32(
+            &mut out,
+            count_u32("attribute count", self.attributes.len())?,
+        );
+        for a in &self.attributes {
+            a.write(version, &mut out)?;
+        }
+        let labels = count_u32("dimension label count", self.dimension_labels.len())?;
+        le::put_u32(&mut out, labels);
+        for l in &self.dimension_labels {
+            l.write(&mut out)?;
+        }
+        le::put_u32(
+            &mut out,
+            count_u32("enumeration count", self.enumerations.len())?,
+        );
+        for e in &self.enumerations {
+            put_name_u32(&mut out, "enumeration name", &e.name)?;
+            put_name_u32(&mut out, "enumeration path", &e.path)?;
+        }
+        self.current_domain.write(&mut out)?;
+        Ok(out)
+    }
+
+    /// [`ArraySchema::write`] wrapped in a generic tile, as a schema file.
+    pub fn write_file(&self, file: &str, key: Option<&[u8; 32]>) -> Result<Vec<u8>> {
+        let data = self.write().map_err(|e| e.in_file(file))?;
+        let mut out = Vec::new();
+        tdb_tile::write_generic_tile(file, self.written_version(), &data, key, &mut out).map_err(
+            |source| SchemaError::Tile {
+                file: file.to_owned(),
+                source: Box::new(source),
+            },
+        )?;
+        Ok(out)
+    }
+
+    /// The attribute named `name`.
+    pub fn attribute(&self, name: &str) -> Option<&Attribute> {
+        self.attributes.iter().find(|a| a.name == name)
+    }
+}
+
+/// A `u8` enum code, named in errors.
+fn code<'a, T>(
+    input: &'a [u8],
+    field: &'static str,
+    from: impl Fn(u8) -> tdb_format::Result<T>,
+) -> SResult<'a, T> {
+    let (input, c) = lift(le::u8(field)(input), || field.into())?;
+    let v = from(c).map_err(|e| nom::Err::Error(crate::read::format_error(field.into(), e)))?;
+    Ok((input, v))
+}
+
+/// The nom parser of a whole schema, dispatching on its leading version.
+fn schema(input: &[u8]) -> SResult<'_, ArraySchema> {
+    let (input, v) = lift(le::u32("version")(input), || "version".into())?;
+    let version = FormatVersion::new(v)
+        .map_err(|e| nom::Err::Error(crate::read::format_error("version".into(), e)))?;
+    let (mut input, allows_dups) = if version.has_heterogeneous_dimensions() {
+        lift(le::bool("allows dups")(input), || "allows dups".into())?
+    } else {
+        (input, false)
+    };
+    let array_type;
+    (input, array_type) = code(input, "array type", ArrayType::from_code)?;
+    let (input, tile_order) = code(input, "tile order", Layout::from_code)?;
+    let (input, cell_order) = code(input, "cell order", Layout::from_code)?;
+    if matches!(
+        tile_order,
+        Layout::Hilbert | Layout::GlobalOrder | Layout::Unordered
+    ) {
+        return fail(SchemaError::invalid(
+            "tile order",
+            format!("{} is not a tile order", tile_order.name()),
+        ));
+    }
+    if matches!(cell_order, Layout::GlobalOrder | Layout::Unordered) {
+        return fail(SchemaError::invalid(
+            "cell order",
+            format!("{} is not a cell order", cell_order.name()),
+        ));
+    }
+    let (input, capacity) = lift(le::u64("capacity")(input), || "capacity".into())?;
+    let (input, coords_filters) = pipeline(input, version, || "coords filters".into())?;
+    let (mut input, offsets_filters) = pipeline(input, version, || "offsets filters".into())?;
+    let mut validity_filters = empty_pipeline();
+    if version.has_validity() {
+        (input, validity_filters) = pipeline(input, version, || "validity filters".into())?;
+    }
+    let domain;
+    (input, domain) = Domain::parse(input, version)?;
+    let count;
+    (input, count) = lift(le::u32("attribute count")(input), || {
+        "attribute count".into()
+    })?;
+    let mut attributes = Vec::new();
+    for index in 0..count as usize {
+        let a;
+        (input, a) = Attribute::parse(input, version, index)?;
+        attributes.push(a);
+    }
+    let mut dimension_labels = Vec::new();
+    if version.has_dimension_labels() {
+        let count;
+        (input, count) = lift(le::u32("label count")(input), || {
+            "dimension label count".into()
+        })?;
+        for index in 0..count as usize {
+            let l;
+            (input, l) = DimensionLabel::parse(input, index)?;
+            dimension_labels.push(l);
+        }
+    }
+    let mut enumerations = Vec::new();
+    if version.has_enumerations() {
+        let count;
+        (input, count) = lift(le::u32("enumeration count")(input), || {
+            "enumeration count".into()
+        })?;
+        for index in 0..count as usize {
+            let (name, path);
+            (input, name) = name_u32(input, || format!("enumeration {index} name"))?;
+            (input, path) = name_u32(input, || format!("enumeration {index} ({name}) path"))?;
+            enumerations.push(EnumerationRef { name, path });
+        }
+    }
+    let mut current_domain = CurrentDomain::default();
+    if version.has_current_domain() {
+        (input, current_domain) = CurrentDomain::parse(input, &domain)?;
+    }
+    Ok((
+        input,
+        ArraySchema {
+            version,
+            allows_dups,
+            array_type,
+            tile_order,
+            cell_order,
+            capacity,
+            coords_filters,
+            offsets_filters,
+            validity_filters,
+            domain,
+            attributes,
+            dimension_labels,
+            enumerations,
+            current_domain,
+        },
+    ))
+}

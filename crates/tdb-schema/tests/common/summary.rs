@@ -1,0 +1,209 @@
+//! A schema as expected.json's `schema` section.
+
+use serde_json::{json, Map, Value};
+use tdb_filters::{Filter, FilterPipeline};
+use tdb_format::{Datatype, DatatypeClass, Layout};
+use tdb_schema::{ArraySchema, Enumeration, Range};
+
+/// The summary of `schema`. `enumerations` are the enumeration summaries,
+/// which live in their own files.
+pub fn summary(schema: &ArraySchema, enumerations: Vec<Value>) -> Value {
+    let dims: Vec<Value> = schema
+        .domain
+        .dimensions
+        .iter()
+        .map(|d| {
+            let one = |b: &[u8]| value(d.datatype, 1, b);
+            json!({
+                "name": d.name,
+                "datatype": d.datatype.name(),
+                "cell_val_num": d.cell_val_num,
+                "var": d.is_var(),
+                "domain": d.bounds().map(|(lo, hi)| json!([one(lo), one(hi)])),
+                "tile": d.tile_extent.as_deref().map(one),
+                "filters": pipeline(d.effective_filters(schema.version, &schema.coords_filters)),
+            })
+        })
+        .collect();
+    let attrs: Vec<Value> = schema
+        .attributes
+        .iter()
+        .map(|a| {
+            json!({
+                "name": a.name,
+                "datatype": a.datatype.name(),
+                "cell_val_num": a.cell_val_num,
+                "var": a.is_var(),
+                "nullable": a.nullable,
+                "fill": value(a.datatype, a.cell_val_num, &a.fill),
+                "fill_validity": a.nullable.then_some(a.fill_validity),
+                "filters": pipeline(&a.filters),
+                "enumeration": a.enumeration,
+            })
+        })
+        .collect();
+    let current_domain = schema.current_domain.ranges.as_ref().map(|ranges| {
+        let ranges: Vec<Value> = ranges
+            .iter()
+            .zip(&schema.domain.dimensions)
+            .map(|(r, d)| {
+                let (lo, hi) = r.bounds();
+                let one = |b: &[u8]| match r {
+                    Range::Fixed(_) => value(d.datatype, 1, b),
+                    Range::Var { .. } => value(d.datatype, tdb_schema::VAR_NUM, b),
+                };
+                json!([one(lo), one(hi)])
+            })
+            .collect();
+        json!({"type": "NDRECTANGLE", "ranges": ranges})
+    });
+    json!({
+        "array_type": schema.array_type.name(),
+        "cell_order": schema.cell_order.name(),
+        // TileDB reports no tile order for Hilbert cell order.
+        "tile_order": (schema.cell_order != Layout::Hilbert).then(|| schema.tile_order.name()),
+        "capacity": schema.capacity,
+        "allows_duplicates": schema.allows_dups,
+        "schema_format_version": schema.version.get(),
+        "coords_filters": pipeline(&schema.coords_filters),
+        "offsets_filters": pipeline(&schema.offsets_filters),
+        "validity_filters": pipeline(&schema.validity_filters),
+        "dims": dims,
+        "attrs": attrs,
+        "enumerations": enumerations,
+        "current_domain": current_domain,
+    })
+}
+
+/// A filter list.
+pub fn pipeline(p: &FilterPipeline) -> Value {
+    let filters: Vec<Value> = p.filters.iter().map(filter).collect();
+    json!({"max_chunk_size": p.max_chunk_size, "filters": filters})
+}
+
+fn filter(f: &Filter) -> Value {
+    let mut o = Map::new();
+    let mut put = |k: &str, v: Value| {
+        o.insert(k.to_owned(), v);
+    };
+    match *f {
+        Filter::Gzip { level }
+        | Filter::Zstd { level }
+        | Filter::Lz4 { level }
+        | Filter::Rle { level }
+        | Filter::Bzip2 { level }
+        | Filter::Dictionary { level } => put("COMPRESSION_LEVEL", json!(level)),
+        Filter::Delta { level, reinterpret } | Filter::DoubleDelta { level, reinterpret } => {
+            put("COMPRESSION_LEVEL", json!(level));
+            let dt = reinterpret.unwrap_or(Datatype::Any);
+            put("COMPRESSION_REINTERPRET_DATATYPE", json!(dt.name()));
+        }
+        Filter::BitWidthReduction { max_window } => put("BIT_WIDTH_MAX_WINDOW", json!(max_window)),
+        Filter::PositiveDelta { max_window } => put("POSITIVE_DELTA_MAX_WINDOW", json!(max_window)),
+        Filter::ScaleFloat {
+            scale,
+            offset,
+            byte_width,
+        } => {
+            put("SCALE_FLOAT_BYTEWIDTH", json!(byte_width));
+            put("SCALE_FLOAT_FACTOR", json!(scale));
+            put("SCALE_FLOAT_OFFSET", json!(offset));
+        }
+        Filter::Webp {
+            quality,
+            format,
+            lossless,
+            ..
+        } => {
+            put("WEBP_INPUT_FORMAT", json!(format));
+            put("WEBP_LOSSLESS", json!(lossless));
+            put("WEBP_QUALITY", json!(f64::from(quality)));
+        }
+        _ => {}
+    }
+    json!({"type": f.filter_type().name(), "options": o})
+}
+
+/// One cell of `datatype` with `cell_val_num` values, in the value encoding.
+pub fn value(datatype: Datatype, cell_val_num: u32, bytes: &[u8]) -> Value {
+    use Datatype::*;
+    match datatype {
+        Char | StringAscii | StringUtf8 => match std::str::from_utf8(bytes) {
+            Ok(s) => json!(s),
+            Err(_) => b64(bytes),
+        },
+        Blob | GeomWkb | GeomWkt | Any | StringUtf16 | StringUtf32 | StringUcs2 | StringUcs4 => {
+            b64(bytes)
+        }
+        _ => {
+            let size = datatype.size() as usize;
+            let values: Vec<Value> = bytes.chunks(size).map(|c| scalar(datatype, c)).collect();
+            if cell_val_num == 1 && values.len() == 1 {
+                values.into_iter().next().unwrap()
+            } else {
+                Value::Array(values)
+            }
+        }
+    }
+}
+
+fn scalar(datatype: Datatype, b: &[u8]) -> Value {
+    let mut le = [0u8; 8];
+    le[..b.len()].copy_from_slice(b);
+    let raw = u64::from_le_bytes(le);
+    let bits = 8 * b.len() as u32;
+    match datatype.class() {
+        _ if datatype == Datatype::Bool => json!(raw != 0),
+        DatatypeClass::Float if b.len() == 4 => float(f64::from(f32::from_bits(raw as u32))),
+        DatatypeClass::Float => float(f64::from_bits(raw)),
+        _ if datatype.is_signed() => {
+            let shift = 64 - bits;
+            json!(((raw << shift) as i64) >> shift)
+        }
+        _ => json!(raw),
+    }
+}
+
+fn float(f: f64) -> Value {
+    if f.is_nan() {
+        json!("NaN")
+    } else if f.is_infinite() {
+        json!(if f > 0.0 { "Infinity" } else { "-Infinity" })
+    } else {
+        json!(f)
+    }
+}
+
+fn b64(bytes: &[u8]) -> Value {
+    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut s = String::new();
+    for c in bytes.chunks(3) {
+        let n = (u32::from(c[0]) << 16)
+            | (u32::from(*c.get(1).unwrap_or(&0)) << 8)
+            | u32::from(*c.get(2).unwrap_or(&0));
+        for i in 0..4 {
+            if i <= c.len() {
+                s.push(A[(n >> (18 - 6 * i)) as usize & 63] as char);
+            } else {
+                s.push('=');
+            }
+        }
+    }
+    json!({ "b64": s })
+}
+
+/// An enumeration of the `enumerations` list.
+pub fn enumeration(e: &Enumeration) -> Value {
+    let values: Vec<Value> = e
+        .values()
+        .into_iter()
+        .map(|v| value(e.datatype, e.cell_val_num, v))
+        .collect();
+    json!({
+        "name": e.name,
+        "datatype": e.datatype.name(),
+        "cell_val_num": e.cell_val_num,
+        "ordered": e.ordered,
+        "values": values,
+    })
+}
