@@ -1,8 +1,10 @@
 //! The library behind the `tdb` command, so its reports can be tested and
-//! reused: today `inspect`, which shows what the layers below can see of an
-//! array or group directory.
+//! reused: `inspect` (what the layers below can see of an array or group
+//! directory) and `schema` (the array schema in force).
 
 pub mod inspect;
+pub mod schema;
+mod summary;
 
 use thiserror::Error;
 
@@ -25,6 +27,12 @@ pub enum CliError {
     /// The path is not a TileDB array or group.
     #[error("{0}: not a TileDB array or group (no schema, group or metadata files)")]
     NotAnObject(String),
+    /// The array schema could not be read.
+    #[error(transparent)]
+    Schema(#[from] tdb_schema::SchemaError),
+    /// The command line asks for something impossible.
+    #[error("{0}")]
+    Usage(String),
     /// Output could not be produced.
     #[error("output: {0}")]
     Output(String),

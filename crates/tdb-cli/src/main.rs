@@ -28,6 +28,35 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Print an array's schema: a readable dump, or the conformance JSON
+    /// summary.
+    Schema {
+        /// The array directory.
+        path: PathBuf,
+        /// Print the JSON summary instead of text.
+        #[arg(long)]
+        json: bool,
+        /// The schema in force at this timestamp (ms since the epoch, as
+        /// TileDB's timestamps); default: the latest.
+        #[arg(long)]
+        at: Option<u64>,
+        /// The AES-256-GCM key of an encrypted array, exactly as TileDB's
+        /// `sm.encryption_key` takes it: 32 bytes.
+        #[arg(long)]
+        key: Option<String>,
+    },
+}
+
+fn key_bytes(key: Option<&str>) -> Result<Option<[u8; 32]>, CliError> {
+    key.map(|k| {
+        k.as_bytes().try_into().map_err(|_| {
+            CliError::Usage(format!(
+                "--key must be 32 bytes (TileDB's AES-256 key), not {}",
+                k.len()
+            ))
+        })
+    })
+    .transpose()
 }
 
 fn run(cli: Cli) -> Result<(), CliError> {
@@ -44,6 +73,25 @@ fn run(cli: Cli) -> Result<(), CliError> {
                 println!("{text}");
             } else {
                 print!("{report}");
+            }
+            Ok(())
+        }
+        Command::Schema {
+            path,
+            json,
+            at,
+            key,
+        } => {
+            let key = key_bytes(key.as_deref())?;
+            let storage = LocalStorage::new(&path);
+            let (schema, enumerations) = tdb_cli::schema::load(&storage, at, key.as_ref())?;
+            if json {
+                let summary = tdb_cli::schema::summary(&schema, &enumerations);
+                let text = serde_json::to_string_pretty(&summary)
+                    .map_err(|e| CliError::Output(e.to_string()))?;
+                println!("{text}");
+            } else {
+                print!("{schema}");
             }
             Ok(())
         }

@@ -27,6 +27,7 @@
 //! ```
 
 mod buffer;
+mod display;
 mod error;
 mod filters;
 mod pipeline;

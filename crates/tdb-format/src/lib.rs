@@ -14,6 +14,7 @@ mod error;
 mod generic_tile;
 pub mod le;
 mod object_file;
+mod scalar;
 mod timestamped_name;
 mod version;
 
@@ -28,5 +29,6 @@ pub use generic_tile::{
     single_generic_tile, GenericTile, GenericTileHeader, LocatedTile, GENERIC_TILE_BASE_SIZE,
 };
 pub use object_file::{classify, DataField, DataPart, ObjectFile};
+pub use scalar::Scalar;
 pub use timestamped_name::{NameEra, TimestampedName};
 pub use version::FormatVersion;

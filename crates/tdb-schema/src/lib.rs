@@ -12,6 +12,7 @@ mod attribute;
 mod current_domain;
 mod dimension;
 mod dimension_label;
+mod display;
 mod domain;
 mod enumeration;
 mod error;

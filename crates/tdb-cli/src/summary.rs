@@ -1,8 +1,11 @@
-//! A schema as expected.json's `schema` section.
+//! The schema summary of the conformance format (`expected.json`'s
+//! `schema` section, `/work/shared/conformance/FORMAT.md`): what
+//! `tdb schema --json` prints. It lives here, not in `tdb-schema`, because
+//! library layers carry no serde.
 
 use serde_json::{json, Map, Value};
 use tdb_filters::{Filter, FilterPipeline};
-use tdb_format::{Datatype, DatatypeClass, Layout};
+use tdb_format::{Datatype, Layout, Scalar};
 use tdb_schema::{ArraySchema, Enumeration, Range};
 
 /// The summary of `schema`. `enumerations` are the enumeration summaries,
@@ -76,7 +79,7 @@ pub fn summary(schema: &ArraySchema, enumerations: Vec<Value>) -> Value {
 }
 
 /// A filter list.
-pub fn pipeline(p: &FilterPipeline) -> Value {
+fn pipeline(p: &FilterPipeline) -> Value {
     let filters: Vec<Value> = p.filters.iter().map(filter).collect();
     json!({"max_chunk_size": p.max_chunk_size, "filters": filters})
 }
@@ -125,7 +128,7 @@ fn filter(f: &Filter) -> Value {
 }
 
 /// One cell of `datatype` with `cell_val_num` values, in the value encoding.
-pub fn value(datatype: Datatype, cell_val_num: u32, bytes: &[u8]) -> Value {
+fn value(datatype: Datatype, cell_val_num: u32, bytes: &[u8]) -> Value {
     use Datatype::*;
     match datatype {
         Char | StringAscii | StringUtf8 => match std::str::from_utf8(bytes) {
@@ -148,19 +151,12 @@ pub fn value(datatype: Datatype, cell_val_num: u32, bytes: &[u8]) -> Value {
 }
 
 fn scalar(datatype: Datatype, b: &[u8]) -> Value {
-    let mut le = [0u8; 8];
-    le[..b.len()].copy_from_slice(b);
-    let raw = u64::from_le_bytes(le);
-    let bits = 8 * b.len() as u32;
-    match datatype.class() {
-        _ if datatype == Datatype::Bool => json!(raw != 0),
-        DatatypeClass::Float if b.len() == 4 => float(f64::from(f32::from_bits(raw as u32))),
-        DatatypeClass::Float => float(f64::from_bits(raw)),
-        _ if datatype.is_signed() => {
-            let shift = 64 - bits;
-            json!(((raw << shift) as i64) >> shift)
-        }
-        _ => json!(raw),
+    match Scalar::decode(datatype, b) {
+        Some(Scalar::Bool(v)) => json!(v),
+        Some(Scalar::Int(v)) => json!(v),
+        Some(Scalar::UInt(v)) => json!(v),
+        Some(Scalar::Float(v)) => float(v),
+        None => b64(b),
     }
 }
 
