@@ -3,6 +3,7 @@
 use nom::error::{ErrorKind, ParseError};
 use tdb_filters::FilterError;
 use tdb_format::FormatError;
+use tdb_storage::StorageError;
 use tdb_tile::TileError;
 use thiserror::Error;
 
@@ -46,6 +47,15 @@ pub enum SchemaError {
         #[source]
         source: Box<TileError>,
     },
+    /// A schema or enumeration file could not be listed or read.
+    #[error("{file}: {source}")]
+    Storage {
+        /// The file or directory.
+        file: String,
+        /// What went wrong.
+        #[source]
+        source: Box<StorageError>,
+    },
     /// A field whose value is structurally impossible.
     #[error("{file}: invalid {field}: {reason}")]
     Invalid {
@@ -64,9 +74,18 @@ impl SchemaError {
         let (SchemaError::Format { file, .. }
         | SchemaError::Filters { file, .. }
         | SchemaError::Tile { file, .. }
+        | SchemaError::Storage { file, .. }
         | SchemaError::Invalid { file, .. }) = &mut self;
         name.clone_into(file);
         self
+    }
+
+    /// A storage failure on `file`.
+    pub(crate) fn storage(file: &str, source: StorageError) -> Self {
+        SchemaError::Storage {
+            file: file.to_owned(),
+            source: Box::new(source),
+        }
     }
 
     /// An invalid field, file not yet known.

@@ -6,9 +6,12 @@
 //! version check. [`ArraySchema::write`] is the mirror for the latest layout
 //! (v22/v23), which is the only one TileDB writes. Domains, tile extents and
 //! fill values stay the raw little-endian bytes TileDB stores, so a parsed
-//! schema writes back byte for byte.
+//! schema writes back byte for byte. [`SchemaHistory`] holds every schema of
+//! an array, picks the one in force at a timestamp as TileDB does, and
+//! [`diff`] says what each evolution changed.
 
 mod attribute;
+mod change;
 mod current_domain;
 mod dimension;
 mod dimension_label;
@@ -16,14 +19,19 @@ mod display;
 mod domain;
 mod enumeration;
 mod error;
+mod history;
 mod read;
 mod schema;
 
 pub use attribute::Attribute;
+pub use change::{diff, SchemaChange};
 pub use current_domain::{CurrentDomain, Range, CURRENT_DOMAIN_VERSION};
 pub use dimension::{Dimension, VAR_NUM};
 pub use dimension_label::DimensionLabel;
 pub use domain::Domain;
 pub use enumeration::{Enumeration, ENUMERATION_VERSION};
 pub use error::{Result, SchemaError};
+pub use history::{
+    Evolution, SchemaEntry, SchemaHistory, ENUMERATIONS_DIR, LEGACY_SCHEMA_NAME, SCHEMA_DIR,
+};
 pub use schema::{ArraySchema, EnumerationRef};
