@@ -36,8 +36,9 @@ enum Command {
         /// Print the JSON summary instead of text.
         #[arg(long)]
         json: bool,
-        /// The schema in force at this timestamp (ms since the epoch, as
-        /// TileDB's timestamps); default: the latest.
+        /// The schema a read opened at this timestamp (ms since the epoch)
+        /// uses: the last one written by then, else the first; default: the
+        /// latest.
         #[arg(long)]
         at: Option<u64>,
         /// The AES-256-GCM key of an encrypted array, exactly as TileDB's
@@ -84,7 +85,8 @@ fn run(cli: Cli) -> Result<(), CliError> {
         } => {
             let key = key_bytes(key.as_deref())?;
             let storage = LocalStorage::new(&path);
-            let (schema, enumerations) = tdb_cli::schema::load(&storage, at, key.as_ref())?;
+            let (entry, enumerations) = tdb_cli::schema::load(&storage, at, key.as_ref())?;
+            let schema = entry.schema;
             if json {
                 let summary = tdb_cli::schema::summary(&schema, &enumerations);
                 let text = serde_json::to_string_pretty(&summary)

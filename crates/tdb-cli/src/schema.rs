@@ -4,53 +4,23 @@
 use crate::summary;
 use crate::CliError;
 use serde_json::Value;
-use tdb_format::TimestampedName;
-use tdb_schema::{ArraySchema, Enumeration};
+use tdb_schema::{ArraySchema, Enumeration, SchemaEntry, SchemaHistory};
 use tdb_storage::Storage;
 
-/// The schema file in force at `at` (the latest when `None`): of
-/// `__schema/` (v10+) the last in TileDB's order of timestamped names whose
-/// range ends at or before `at`; before v10 the one `__array_schema.tdb`.
-pub fn schema_file(storage: &dyn Storage, at: Option<u64>) -> Result<String, CliError> {
-    if storage.is_dir("__schema")? {
-        let mut best: Option<(TimestampedName, String)> = None;
-        for entry in storage.list("__schema")? {
-            if entry.is_dir {
-                continue; // __enumerations
-            }
-            let name = TimestampedName::parse(entry.name()).map_err(|source| CliError::Format {
-                path: entry.path.clone(),
-                source,
-            })?;
-            if at.is_some_and(|t| name.timestamp_range().1 > t) {
-                continue;
-            }
-            if best.as_ref().is_none_or(|(b, _)| name > *b) {
-                best = Some((name, entry.path.clone()));
-            }
-        }
-        return best.map(|(_, p)| p).ok_or_else(|| {
-            CliError::NotAnObject(match at {
-                Some(t) => format!("no schema at or before timestamp {t}"),
-                None => "no schema file in __schema".to_owned(),
-            })
-        });
-    }
-    if storage.is_file("__array_schema.tdb")? {
-        return Ok("__array_schema.tdb".to_owned());
-    }
-    Err(CliError::NotAnObject("no array schema".to_owned()))
-}
-
-/// The schema in force at `at`, and its enumerations in the order
+/// The schema in force at `at` (TileDB's rule for reads opened at a
+/// timestamp; the latest when `None`), and its enumerations in the order
 /// attributes first refer to them (as the conformance summary lists them).
 pub fn load(
     storage: &dyn Storage,
     at: Option<u64>,
     key: Option<&[u8; 32]>,
-) -> Result<(ArraySchema, Vec<Enumeration>), CliError> {
-    let file = schema_file(storage, at)?;
-    let schema = ArraySchema::from_file(&file, &storage.read(&file)?, key)?;
+) -> Result<(SchemaEntry, Vec<Enumeration>), CliError> {
+    let history = SchemaHistory::load(storage, key)?;
+    let entry = match at {
+        Some(t) => history.at(t),
+        None => history.latest(),
+    };
+    let schema = &entry.schema;
     let mut referenced: Vec<&str> = Vec::new();
     for name in schema
         .attributes
@@ -64,14 +34,14 @@ pub fn load(
     let mut enumerations = Vec::new();
     for name in referenced {
         let Some(e) = schema.enumerations.iter().find(|e| e.name == name) else {
+            let file = entry.file();
             return Err(CliError::Output(format!(
                 "{file}: enumeration {name} is not listed"
             )));
         };
-        let path = format!("__schema/__enumerations/{}", e.path);
-        enumerations.push(Enumeration::from_file(&path, &storage.read(&path)?, key)?);
+        enumerations.push(SchemaHistory::enumeration(storage, &e.path, key)?);
     }
-    Ok((schema, enumerations))
+    Ok((entry.clone(), enumerations))
 }
 
 /// The conformance summary of a loaded schema.

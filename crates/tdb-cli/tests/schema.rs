@@ -4,7 +4,7 @@
 //! keys are demanded and checked.
 
 use serde_json::Value;
-use tdb_cli::schema::{load, schema_file, summary};
+use tdb_cli::schema::{load, summary};
 use tdb_storage::LocalStorage;
 
 fn arrays() -> Vec<tdb_testdata::Object> {
@@ -20,9 +20,9 @@ fn summaries_match_what_tiledb_reported() {
     let arrays = arrays();
     for object in &arrays {
         let storage = LocalStorage::new(&object.dir);
-        let (schema, enumerations) = load(&storage, None, object.key.as_ref())
+        let (entry, enumerations) = load(&storage, None, object.key.as_ref())
             .unwrap_or_else(|e| panic!("{}: {e}", object.case));
-        let ours = summary(&schema, &enumerations);
+        let ours = summary(&entry.schema, &enumerations);
         let expected = &object.expected.as_ref().unwrap()["schema"];
         if &ours != expected {
             let keys = expected.as_object().unwrap().keys();
@@ -52,9 +52,9 @@ fn summaries_match_what_tiledb_reported() {
 fn text_dumps_are_pinned() {
     for object in arrays() {
         let storage = LocalStorage::new(&object.dir);
-        let (schema, _) = load(&storage, None, object.key.as_ref()).unwrap();
+        let (entry, _) = load(&storage, None, object.key.as_ref()).unwrap();
         let name = format!("schema__{}", object.case.replace('/', "__"));
-        insta::assert_snapshot!(name, schema.to_string());
+        insta::assert_snapshot!(name, entry.schema.to_string());
     }
 }
 
@@ -74,21 +74,18 @@ fn at_picks_the_schema_each_fragment_was_written_with() {
     assert!(fragments.len() >= 3);
     for f in &fragments {
         let t = f["timestamp_range"][1].as_u64().unwrap();
-        let file = schema_file(&storage, Some(t)).unwrap();
+        let (entry, _) = load(&storage, Some(t), None).unwrap();
         assert_eq!(
-            Some(&file["__schema/".len()..]),
+            Some(entry.name.as_str()),
             f["array_schema_name"].as_str(),
             "at {t}"
         );
     }
-    assert!(
-        schema_file(&storage, Some(0)).is_err(),
-        "nothing before the first schema"
-    );
+    // Before the first schema, TileDB falls back to the first.
+    let (first, _) = load(&storage, Some(0), None).unwrap();
     let (latest, _) = load(&storage, None, None).unwrap();
-    let (first, _) = load(&storage, Some(1), None).unwrap();
-    assert_ne!(latest.attributes.len(), 0);
-    assert_ne!(latest, first);
+    assert_eq!(first.name, load(&storage, Some(1), None).unwrap().0.name);
+    assert_ne!(latest.schema, first.schema);
 }
 
 #[test]
@@ -102,6 +99,6 @@ fn encrypted_arrays_need_the_right_key() {
         .to_string();
     assert!(wrong.contains("authentication failed"), "{wrong}");
     let expected: &Value = &object.expected.as_ref().unwrap()["schema"];
-    let (schema, e) = load(&storage, None, object.key.as_ref()).unwrap();
-    assert_eq!(&summary(&schema, &e), expected);
+    let (entry, e) = load(&storage, None, object.key.as_ref()).unwrap();
+    assert_eq!(&summary(&entry.schema, &e), expected);
 }
