@@ -6,6 +6,8 @@ use tdb_format::FormatError;
 use tdb_tile::TileError;
 use thiserror::Error;
 
+use crate::ValidationError;
+
 /// Everything that can go wrong reading or writing an array schema.
 ///
 /// Every variant names the file (as the caller labelled it) and, for the
@@ -56,16 +58,21 @@ pub enum SchemaError {
         /// What is wrong with it.
         reason: String,
     },
+    /// The schema breaks one of TileDB's rules (see [`ValidationError`]).
+    #[error("invalid schema: {0}")]
+    Validation(#[from] ValidationError),
 }
 
 impl SchemaError {
     /// Names the file the error was found in.
     pub fn in_file(mut self, name: &str) -> Self {
-        let (SchemaError::Format { file, .. }
+        if let SchemaError::Format { file, .. }
         | SchemaError::Filters { file, .. }
         | SchemaError::Tile { file, .. }
-        | SchemaError::Invalid { file, .. }) = &mut self;
-        name.clone_into(file);
+        | SchemaError::Invalid { file, .. } = &mut self
+        {
+            name.clone_into(file);
+        }
         self
     }
 

@@ -9,6 +9,8 @@
 //! schema writes back byte for byte.
 
 mod attribute;
+mod attribute_builder;
+mod builder;
 mod current_domain;
 mod dimension;
 mod dimension_label;
@@ -17,8 +19,14 @@ mod enumeration;
 mod error;
 mod read;
 mod schema;
+mod validate;
+mod validate_filters;
+mod validation_error;
+mod value;
 
 pub use attribute::Attribute;
+pub use attribute_builder::AttributeBuilder;
+pub use builder::{ArraySchemaBuilder, DimensionBuilder, DEFAULT_CAPACITY};
 pub use current_domain::{CurrentDomain, Range, CURRENT_DOMAIN_VERSION};
 pub use dimension::{Dimension, VAR_NUM};
 pub use dimension_label::DimensionLabel;
@@ -26,3 +34,5 @@ pub use domain::Domain;
 pub use enumeration::{Enumeration, ENUMERATION_VERSION};
 pub use error::{Result, SchemaError};
 pub use schema::{ArraySchema, EnumerationRef};
+pub use validation_error::ValidationError;
+pub use value::Value;
