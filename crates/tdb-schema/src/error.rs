@@ -58,9 +58,10 @@ pub enum SchemaError {
         /// What is wrong with it.
         reason: String,
     },
-    /// The schema breaks one of TileDB's rules (see [`ValidationError`]).
+    /// The schema breaks one of TileDB's rules (boxed: nom passes errors
+    /// by value).
     #[error("invalid schema: {0}")]
-    Validation(#[from] ValidationError),
+    Validation(Box<ValidationError>),
 }
 
 impl SchemaError {
@@ -83,6 +84,12 @@ impl SchemaError {
             field: field.into(),
             reason: reason.into(),
         }
+    }
+}
+
+impl From<ValidationError> for SchemaError {
+    fn from(e: ValidationError) -> Self {
+        SchemaError::Validation(Box::new(e))
     }
 }
 
