@@ -7,6 +7,8 @@ use tdb_storage::StorageError;
 use tdb_tile::TileError;
 use thiserror::Error;
 
+use crate::ValidationError;
+
 /// Everything that can go wrong reading or writing an array schema.
 ///
 /// Every variant names the file (as the caller labelled it) and, for the
@@ -66,17 +68,23 @@ pub enum SchemaError {
         /// What is wrong with it.
         reason: String,
     },
+    /// The schema breaks one of TileDB's rules (boxed: nom passes errors
+    /// by value).
+    #[error("invalid schema: {0}")]
+    Validation(Box<ValidationError>),
 }
 
 impl SchemaError {
     /// Names the file the error was found in.
     pub fn in_file(mut self, name: &str) -> Self {
-        let (SchemaError::Format { file, .. }
+        if let SchemaError::Format { file, .. }
         | SchemaError::Filters { file, .. }
         | SchemaError::Tile { file, .. }
         | SchemaError::Storage { file, .. }
-        | SchemaError::Invalid { file, .. }) = &mut self;
-        name.clone_into(file);
+        | SchemaError::Invalid { file, .. } = &mut self
+        {
+            name.clone_into(file);
+        }
         self
     }
 
@@ -95,6 +103,12 @@ impl SchemaError {
             field: field.into(),
             reason: reason.into(),
         }
+    }
+}
+
+impl From<ValidationError> for SchemaError {
+    fn from(e: ValidationError) -> Self {
+        SchemaError::Validation(Box::new(e))
     }
 }
 

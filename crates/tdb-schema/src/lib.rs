@@ -11,6 +11,8 @@
 //! [`diff`] says what each evolution changed.
 
 mod attribute;
+mod attribute_builder;
+mod builder;
 mod change;
 mod current_domain;
 mod dimension;
@@ -22,8 +24,14 @@ mod error;
 mod history;
 mod read;
 mod schema;
+mod validate;
+mod validate_filters;
+mod validation_error;
+mod value;
 
 pub use attribute::Attribute;
+pub use attribute_builder::AttributeBuilder;
+pub use builder::{ArraySchemaBuilder, DimensionBuilder, DEFAULT_CAPACITY};
 pub use change::{diff, SchemaChange};
 pub use current_domain::{CurrentDomain, Range, CURRENT_DOMAIN_VERSION};
 pub use dimension::{Dimension, VAR_NUM};
@@ -35,3 +43,5 @@ pub use history::{
     Evolution, SchemaEntry, SchemaHistory, ENUMERATIONS_DIR, LEGACY_SCHEMA_NAME, SCHEMA_DIR,
 };
 pub use schema::{ArraySchema, EnumerationRef};
+pub use validation_error::ValidationError;
+pub use value::Value;
