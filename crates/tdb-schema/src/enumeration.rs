@@ -55,6 +55,45 @@ impl Enumeration {
         }
     }
 
+    /// The enumeration's bytes: the mirror of the parser.
+    pub fn write(&self) -> Result<Vec<u8>> {
+        let mut out = Vec::with_capacity(32 + self.data.len() + self.offsets.len());
+        le::put_u32(&mut out, self.version);
+        let put_name = |out: &mut Vec<u8>, field: &'static str, name: &str| {
+            le::put_bytes_u32(out, field, name.as_bytes())
+                .map_err(|e| format_error(format!("enumeration {field}"), e))
+        };
+        put_name(&mut out, "name", &self.name)?;
+        put_name(&mut out, "path", &self.path)?;
+        le::put_u8(&mut out, self.datatype.code());
+        le::put_u32(&mut out, self.cell_val_num);
+        le::put_bool(&mut out, self.ordered);
+        le::put_bytes_u64(&mut out, &self.data);
+        if self.cell_val_num == VAR_NUM {
+            le::put_bytes_u64(&mut out, &self.offsets);
+        }
+        Ok(out)
+    }
+
+    /// The enumeration file: [`Enumeration::write`] in a generic tile of
+    /// format `version`, encrypted when `key` is given.
+    pub fn write_file(
+        &self,
+        file: &str,
+        version: tdb_format::FormatVersion,
+        key: Option<&[u8; 32]>,
+    ) -> Result<Vec<u8>> {
+        let data = self.write().map_err(|e| e.in_file(file))?;
+        let mut out = Vec::new();
+        tdb_tile::write_generic_tile(file, version, &data, key, &mut out).map_err(|source| {
+            SchemaError::Tile {
+                file: file.to_owned(),
+                source: Box::new(source),
+            }
+        })?;
+        Ok(out)
+    }
+
     /// Each value's bytes, in order.
     pub fn values(&self) -> Vec<&[u8]> {
         if self.cell_val_num == VAR_NUM {

@@ -82,3 +82,30 @@ fn every_truncation_is_an_error_not_a_panic() {
         }
     }
 }
+
+/// Every enumeration file of the corpus parses, writes back TileDB's
+/// bytes, and (as a file) reads back.
+#[test]
+fn enumeration_files_write_back_tiledb_bytes() {
+    let mut n = 0;
+    for object in tdb_testdata::objects() {
+        for file in object
+            .files
+            .iter()
+            .filter(|f| f.starts_with("__schema/__enumerations/"))
+        {
+            let bytes = object.read(file);
+            let tile = single_generic_tile(&bytes).unwrap();
+            let tiledb = tdb_tile::read_generic_tile(file, &tile, object.key.as_ref()).unwrap();
+            let e = tdb_schema::Enumeration::from_file(file, &bytes, object.key.as_ref()).unwrap();
+            assert_eq!(e.write().unwrap(), tiledb, "{}/{file}", object.case);
+            let again = e
+                .write_file(file, tile.header.version, object.key.as_ref())
+                .unwrap();
+            let back = tdb_schema::Enumeration::from_file(file, &again, object.key.as_ref());
+            assert_eq!(back.unwrap(), e);
+            n += 1;
+        }
+    }
+    assert!(n >= 2, "only {n} enumeration files");
+}
