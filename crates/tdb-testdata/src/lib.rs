@@ -101,12 +101,18 @@ fn object_files(root: &Path, rel: &str, files: &mut Vec<String>, nested: &mut Ve
 /// Every object of every case, in a stable order. Panics (with the fix) if
 /// the corpus is missing.
 pub fn objects() -> Vec<Object> {
-    let root = root();
-    let dirs = case_dirs(&root);
+    let objects = objects_in(&root());
     assert!(
-        dirs.len() > 20,
+        objects.len() > 20,
         "fixture corpus missing: run `cargo xtask fixtures`"
     );
+    objects
+}
+
+/// Every object of every case under `root` (a corpus, or a copy of one).
+pub fn objects_in(root: &Path) -> Vec<Object> {
+    let root = root.to_path_buf();
+    let dirs = case_dirs(&root);
     let mut out = Vec::new();
     for case in dirs {
         let text = fs::read_to_string(case.join("expected.json")).unwrap();
