@@ -40,7 +40,7 @@ fn rewrite_object(object: &Object) -> Result<usize, String> {
         if !class.holds_generic_tiles() || matches!(class, ObjectFile::FragmentMetadata { .. }) {
             continue;
         }
-        let path = dir.join(&rel);
+        let path = dir.join(rel);
         let bytes = fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
         let Ok(tile) = single_generic_tile(&bytes) else {
             continue;
