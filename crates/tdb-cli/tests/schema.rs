@@ -8,10 +8,12 @@ use tdb_cli::schema::{load, summary};
 use tdb_storage::LocalStorage;
 
 fn arrays() -> Vec<tdb_testdata::Object> {
-    tdb_testdata::objects()
+    let arrays: Vec<_> = tdb_testdata::objects()
         .into_iter()
         .filter(|o| o.expected.as_ref().is_some_and(|e| e["kind"] != "group"))
-        .collect()
+        .collect();
+    assert!(arrays.len() > 180, "only {} arrays", arrays.len());
+    arrays
 }
 
 #[test]

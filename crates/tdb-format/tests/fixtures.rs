@@ -169,6 +169,7 @@ fn fragments_agree_with_tiledb() {
 /// The versions in schema headers are among those TileDB reported.
 #[test]
 fn schema_versions_agree_with_tiledb() {
+    let mut checked = 0;
     for obj in all_objects() {
         let Some(expected) = &obj.expected else {
             continue;
@@ -198,7 +199,9 @@ fn schema_versions_agree_with_tiledb() {
             .unwrap_or_else(|| panic!("{}: no schema", obj.case))
             .1;
         assert_eq!(u64::from(latest), want, "{}", obj.case);
+        checked += 1;
     }
+    assert!(checked > 180, "only {checked} arrays");
 }
 
 /// Every prefix of real files is a typed error, never a panic.
@@ -226,7 +229,11 @@ fn truncated_real_files_are_errors() {
                     "{}: {path}[..{n}]",
                     obj.case
                 );
-                let _ = generic_tile_run(&bytes[..n]);
+                assert!(
+                    generic_tile_run(&bytes[..n]).0.is_empty(),
+                    "{}: {path}[..{n}]",
+                    obj.case
+                );
             }
             if matches!(class, ObjectFile::FragmentMetadata { .. }) {
                 // No panic on any cut. (A cut inside the footer can end on
@@ -261,8 +268,14 @@ fn garbage_is_an_error() {
                 state as u8
             })
             .collect();
-        let _ = generic_tile_run(&bytes);
-        assert!(single_generic_tile(&bytes).is_err() || len >= 34);
+        assert!(
+            generic_tile_run(&bytes).0.is_empty(),
+            "{len} bytes of garbage"
+        );
+        assert!(
+            single_generic_tile(&bytes).is_err(),
+            "{len} bytes of garbage"
+        );
     }
 }
 

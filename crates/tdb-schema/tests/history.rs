@@ -115,6 +115,7 @@ fn enumerations_are_not_schemas_and_load_on_demand() {
     let h = history(&o);
     assert_eq!(h.entries().len(), 1);
     let storage = LocalStorage::new(&o.dir);
+    assert_eq!(h.latest().schema.enumerations.len(), 2);
     for r in &h.latest().schema.enumerations {
         let e = SchemaHistory::enumeration(&storage, &r.path, None).unwrap();
         assert_eq!(

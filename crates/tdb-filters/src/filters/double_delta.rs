@@ -436,8 +436,11 @@ mod tests {
             let width = t.size() as usize;
             let n = bytes.len() / width * width;
             prop_assume!(n > 0);
-            if let Ok(out) = enc(t, &bytes[..n]) {
-                prop_assert_eq!(dec(t, &out, n).unwrap(), &bytes[..n]);
+            match enc(t, &bytes[..n]) {
+                Ok(out) => prop_assert_eq!(dec(t, &out, n).unwrap(), &bytes[..n]),
+                // Only 64-bit deltas can leave the int64 range TileDB uses.
+                Err(FilterError::BadInput { .. }) => prop_assert_eq!(width, 8),
+                Err(e) => prop_assert!(false, "{e}"),
             }
         }
     }
