@@ -53,11 +53,6 @@ impl Parts {
         self.0.iter().map(Vec::as_slice)
     }
 
-    /// The parts, owned.
-    pub fn into_vec(self) -> Vec<Vec<u8>> {
-        self.0
-    }
-
     /// All bytes in one buffer (no copy when there is one part).
     pub fn concat(self) -> Vec<u8> {
         let mut parts = self.0;
@@ -148,7 +143,7 @@ impl Unfiltered {
 /// Reads a filter's metadata fields from the front of the metadata stream,
 /// with errors that name the filter and the field.
 #[derive(Debug, Clone, Copy)]
-pub struct MetaReader<'a> {
+pub(crate) struct MetaReader<'a> {
     filter: &'static str,
     bytes: &'a [u8],
 }
@@ -203,9 +198,16 @@ impl<'a> MetaReader<'a> {
     }
 }
 
+/// A size or count as the `u32` TileDB stores, or a [`FilterError::BadInput`]
+/// naming `what`.
+pub(crate) fn to_u32(filter: &'static str, n: usize, what: &str) -> Result<u32> {
+    u32::try_from(n)
+        .map_err(|_| FilterError::bad_input(filter, format!("{what} of {n} exceeds u32")))
+}
+
 /// Takes `n` bytes from the front of `data` for `filter`, or a corruption
 /// error naming `what`.
-pub fn take_data<'a>(
+pub(crate) fn take_data<'a>(
     filter: &'static str,
     data: &mut &'a [u8],
     n: usize,

@@ -3,7 +3,6 @@
 
 use crate::{Filter, FilterPipeline};
 use std::fmt;
-use tdb_format::Datatype;
 
 impl fmt::Display for Filter {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -15,12 +14,10 @@ impl fmt::Display for Filter {
             | Filter::Rle { level }
             | Filter::Bzip2 { level }
             | Filter::Dictionary { level } => write!(f, "{name}(level={level})"),
-            Filter::Delta { level, reinterpret } | Filter::DoubleDelta { level, reinterpret } => {
-                match reinterpret {
-                    Some(t) if t != Datatype::Any => {
-                        write!(f, "{name}(level={level}, reinterpret={})", t.name())
-                    }
-                    _ => write!(f, "{name}(level={level})"),
+            Filter::Delta { level, .. } | Filter::DoubleDelta { level, .. } => {
+                match self.reinterpret() {
+                    Some(t) => write!(f, "{name}(level={level}, reinterpret={})", t.name()),
+                    None => write!(f, "{name}(level={level})"),
                 }
             }
             Filter::BitWidthReduction { max_window } | Filter::PositiveDelta { max_window } => {
@@ -57,6 +54,7 @@ impl fmt::Display for FilterPipeline {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tdb_format::Datatype;
 
     #[test]
     fn names_and_options() {

@@ -12,10 +12,10 @@
 //! use tdb_filters::{Filter, FilterPipeline, Stage, Unfiltered};
 //! use tdb_format::{Datatype, FormatVersion};
 //!
-//! let pipeline = FilterPipeline {
-//!     max_chunk_size: tdb_filters::DEFAULT_MAX_CHUNK_SIZE,
-//!     filters: vec![Filter::DoubleDelta { level: -1, reinterpret: None }, Filter::Zstd { level: 3 }],
-//! };
+//! let pipeline = FilterPipeline::new([
+//!     Filter::DoubleDelta { level: -1, reinterpret: None },
+//!     Filter::Zstd { level: 3 },
+//! ]);
 //! let stage = Stage::new(Datatype::Int64, FormatVersion::WRITTEN);
 //! let cells: Vec<u8> = (0..1000i64).flat_map(|i| (i * i).to_le_bytes()).collect();
 //! // What TileDB stores for the chunk: its filters' metadata and data.
@@ -33,8 +33,6 @@ mod filters;
 mod pipeline;
 mod run;
 
-pub use run::DEFAULT_MAX_CHUNK_SIZE;
-
-pub use buffer::{MetaReader, Parts, Stage, StringOffsets, Unfiltered};
+pub use buffer::{Parts, Stage, StringOffsets, Unfiltered};
 pub use error::{FilterError, Result};
-pub use pipeline::{filter_pipeline, Filter, FilterPipeline};
+pub use pipeline::{filter_pipeline, Filter, FilterPipeline, DEFAULT_MAX_CHUNK_SIZE};

@@ -107,7 +107,10 @@ pub enum Filter {
         /// The struct's trailing padding, kept so writes are byte-exact.
         padding: [u8; 2],
     },
-    /// The internal AES-256-GCM filter (found only in generic tile headers).
+    /// The internal AES-256-GCM filter: serialized in the pipelines of
+    /// encrypted generic tiles; appended by readers and writers (never
+    /// stored in a schema) to every data tile's pipeline of an encrypted
+    /// array.
     InternalAes256Gcm,
 }
 
@@ -209,7 +212,27 @@ pub struct FilterPipeline {
     pub filters: Vec<Filter>,
 }
 
+/// The `max_chunk_size` TileDB stores in new pipelines
+/// (`constants::max_tile_chunk_size`, also the size it cuts chunks to).
+pub const DEFAULT_MAX_CHUNK_SIZE: u32 = 64 * 1024;
+
+impl Default for FilterPipeline {
+    /// No filters, TileDB's default chunk size.
+    fn default() -> Self {
+        FilterPipeline::new([])
+    }
+}
+
 impl FilterPipeline {
+    /// A pipeline of `filters` with the chunk size TileDB stores in new
+    /// pipelines.
+    pub fn new(filters: impl IntoIterator<Item = Filter>) -> Self {
+        FilterPipeline {
+            max_chunk_size: DEFAULT_MAX_CHUNK_SIZE,
+            filters: filters.into_iter().collect(),
+        }
+    }
+
     /// Parses a whole serialized pipeline written with format `version`.
     pub fn parse(bytes: &[u8], version: FormatVersion) -> Result<Self> {
         match filter_pipeline(version)(bytes) {

@@ -10,6 +10,14 @@ impl FilterPipeline {
         self.filters.iter().any(f)
     }
 
+    /// TileDB's ASCII rule: string RLE (from v12) or dictionary encoding
+    /// (from v13) take the whole tile with its offsets.
+    fn string_codec_takes_whole_tile(&self, version: FormatVersion) -> bool {
+        (version.rle_ascii_offsets_in_data() && self.has(|f| matches!(f, Filter::Rle { .. })))
+            || (version.dictionary_ascii_offsets_in_data()
+                && self.has(|f| matches!(f, Filter::Dictionary { .. })))
+    }
+
     /// Whether TileDB stores no offsets tile for a var-size field of
     /// `datatype` under this pipeline, because RLE or dictionary encoding
     /// keep the offsets inside the data tile (ASCII RLE from v12, ASCII
@@ -17,26 +25,24 @@ impl FilterPipeline {
     /// as a tile of zero chunks, and reverse filtering rebuilds the offsets.
     /// `version` is the array schema's format version, as TileDB uses it.
     pub fn skip_offsets_filtering(&self, datatype: Datatype, version: FormatVersion) -> bool {
-        let v = version.get();
-        let rle = self.has(|f| matches!(f, Filter::Rle { .. }));
-        let dict = self.has(|f| matches!(f, Filter::Dictionary { .. }));
         match datatype {
-            Datatype::StringAscii => (v >= 12 && rle) || (v >= 13 && dict),
-            Datatype::StringUtf8 => v >= 17 && (rle || dict),
+            Datatype::StringAscii => self.string_codec_takes_whole_tile(version),
+            Datatype::StringUtf8 => {
+                version.utf8_offsets_in_data()
+                    && self.has(|f| matches!(f, Filter::Rle { .. } | Filter::Dictionary { .. }))
+            }
             _ => false,
         }
     }
 
     /// Whether TileDB cuts tiles of a field into chunks under this pipeline
     /// (it does not when string RLE or dictionary encoding, or WebP, need
-    /// the whole tile).
+    /// the whole tile). TileDB applies the ASCII version rule to UTF-8 here.
     pub fn use_tile_chunking(&self, var: bool, version: FormatVersion, datatype: Datatype) -> bool {
-        let v = version.get();
         if self.max_chunk_size == 0 {
             false
         } else if var && matches!(datatype, Datatype::StringAscii | Datatype::StringUtf8) {
-            !((v >= 12 && self.has(|f| matches!(f, Filter::Rle { .. })))
-                || (v >= 13 && self.has(|f| matches!(f, Filter::Dictionary { .. }))))
+            !self.string_codec_takes_whole_tile(version)
         } else {
             !self.has(|f| matches!(f, Filter::Webp { .. }))
         }
@@ -69,8 +75,9 @@ impl FilterPipeline {
     }
 
     /// Unfilters one chunk into `out` (its `data` is the chunk; `offsets`
-    /// holds rebuilt string offsets, if any). `scratch` is reused between
-    /// stages so a reader that keeps both allocates nothing per chunk.
+    /// holds rebuilt string offsets, if any). `out` and `scratch` alternate
+    /// between stages, so a reader that keeps both reuses their buffers
+    /// from chunk to chunk (filters may still allocate their own state).
     /// `st.datatype` is the field's datatype.
     pub fn reverse_chunk(
         &self,
@@ -109,7 +116,3 @@ impl FilterPipeline {
         Ok(())
     }
 }
-
-/// The `max_chunk_size` TileDB stores in new pipelines
-/// (`constants::max_tile_chunk_size`).
-pub const DEFAULT_MAX_CHUNK_SIZE: u32 = 64 * 1024;

@@ -170,6 +170,18 @@ impl FormatVersion {
         self.0 >= 17
     }
 
+    /// v17: UTF-8 strings with RLE or dictionary store offsets inside the
+    /// data tile.
+    pub const fn utf8_offsets_in_data(self) -> bool {
+        self.0 >= 17
+    }
+
+    /// v20: bit-width reduction and positive delta encode datetimes and
+    /// times (as INT64) instead of passing them through.
+    pub const fn windowed_filters_take_datetimes(self) -> bool {
+        self.0 >= 20
+    }
+
     /// v18: dimension labels.
     pub const fn has_dimension_labels(self) -> bool {
         self.0 >= 18

@@ -3,7 +3,7 @@
 
 use crate::value::compatible;
 use crate::{Attribute, ValidationError, Value, VAR_NUM};
-use tdb_filters::{Filter, FilterPipeline, DEFAULT_MAX_CHUNK_SIZE};
+use tdb_filters::{Filter, FilterPipeline};
 use tdb_format::{DataOrder, Datatype};
 
 /// The fill as given: one typed value for every value of the cell, or bytes.
@@ -47,10 +47,7 @@ impl AttributeBuilder {
             },
             nullable: false,
             fill: Fill::Default,
-            filters: FilterPipeline {
-                max_chunk_size: DEFAULT_MAX_CHUNK_SIZE,
-                filters: Vec::new(),
-            },
+            filters: FilterPipeline::default(),
             order: DataOrder::Unordered,
             enumeration: None,
         }
@@ -88,7 +85,7 @@ impl AttributeBuilder {
 
     /// The attribute's filters.
     pub fn filters(mut self, filters: impl IntoIterator<Item = Filter>) -> Self {
-        self.filters.filters = filters.into_iter().collect();
+        self.filters = FilterPipeline::new(filters);
         self
     }
 

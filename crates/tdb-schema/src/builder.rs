@@ -9,7 +9,7 @@ use crate::{
     ValidationError, Value, VAR_NUM,
 };
 use std::ops::RangeInclusive;
-use tdb_filters::{Filter, FilterPipeline, DEFAULT_MAX_CHUNK_SIZE};
+use tdb_filters::{Filter, FilterPipeline};
 use tdb_format::{ArrayType, Datatype, FormatVersion, Layout};
 
 /// TileDB's `constants::capacity`.
@@ -48,13 +48,6 @@ impl Typed {
     }
 }
 
-fn pipeline(filters: impl IntoIterator<Item = Filter>) -> FilterPipeline {
-    FilterPipeline {
-        max_chunk_size: DEFAULT_MAX_CHUNK_SIZE,
-        filters: filters.into_iter().collect(),
-    }
-}
-
 /// Builds a [`Dimension`]. Dimensions cannot be nullable in TileDB, so there
 /// is no such setting.
 #[derive(Debug, Clone)]
@@ -81,7 +74,7 @@ impl DimensionBuilder {
             datatype,
             domain: None,
             tile_extent: None,
-            filters: pipeline([]),
+            filters: FilterPipeline::new([]),
         }
     }
 
@@ -113,7 +106,7 @@ impl DimensionBuilder {
     /// The dimension's own filters; without any it inherits the schema's
     /// coordinate filters.
     pub fn filters(mut self, filters: impl IntoIterator<Item = Filter>) -> Self {
-        self.filters = pipeline(filters);
+        self.filters = FilterPipeline::new(filters);
         self
     }
 
@@ -196,9 +189,9 @@ impl ArraySchema {
                 tile_order: Layout::RowMajor,
                 cell_order: Layout::RowMajor,
                 capacity: DEFAULT_CAPACITY,
-                coords_filters: pipeline([Filter::Zstd { level: -1 }]),
-                offsets_filters: pipeline([Filter::Zstd { level: -1 }]),
-                validity_filters: pipeline([Filter::Rle { level: -1 }]),
+                coords_filters: FilterPipeline::new([Filter::Zstd { level: -1 }]),
+                offsets_filters: FilterPipeline::new([Filter::Zstd { level: -1 }]),
+                validity_filters: FilterPipeline::new([Filter::Rle { level: -1 }]),
                 domain: Domain {
                     dimensions: Vec::new(),
                 },
@@ -260,19 +253,19 @@ impl ArraySchemaBuilder {
 
     /// The coordinate filters, inherited by dimensions without their own.
     pub fn coords_filters(mut self, filters: impl IntoIterator<Item = Filter>) -> Self {
-        self.schema.coords_filters = pipeline(filters);
+        self.schema.coords_filters = FilterPipeline::new(filters);
         self
     }
 
     /// The filters of var-length offsets.
     pub fn offsets_filters(mut self, filters: impl IntoIterator<Item = Filter>) -> Self {
-        self.schema.offsets_filters = pipeline(filters);
+        self.schema.offsets_filters = FilterPipeline::new(filters);
         self
     }
 
     /// The filters of validity tiles.
     pub fn validity_filters(mut self, filters: impl IntoIterator<Item = Filter>) -> Self {
-        self.schema.validity_filters = pipeline(filters);
+        self.schema.validity_filters = FilterPipeline::new(filters);
         self
     }
 

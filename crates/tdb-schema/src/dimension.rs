@@ -81,11 +81,7 @@ impl Dimension {
             }
             Some(dt) => {
                 let cvn = if dt.is_string() { VAR_NUM } else { 1 };
-                let empty = FilterPipeline {
-                    max_chunk_size: tdb_filters::DEFAULT_MAX_CHUNK_SIZE,
-                    filters: Vec::new(),
-                };
-                (input, dt, cvn, empty, 2 * dt.size())
+                (input, dt, cvn, FilterPipeline::default(), 2 * dt.size())
             }
         };
         if domain_len != 0 && domain_len != 2 * dt.size() {

@@ -53,13 +53,6 @@ pub struct ArraySchema {
     pub current_domain: CurrentDomain,
 }
 
-fn empty_pipeline() -> FilterPipeline {
-    FilterPipeline {
-        max_chunk_size: tdb_filters::DEFAULT_MAX_CHUNK_SIZE,
-        filters: Vec::new(),
-    }
-}
-
 impl ArraySchema {
     /// Reads a schema file (`__schema/<name>`, or `__array_schema.tdb`
     /// before v10): one generic tile, encrypted when `key` is given.
@@ -204,7 +197,7 @@ fn schema(input: &[u8]) -> SResult<'_, ArraySchema> {
     let (input, capacity) = lift(le::u64("capacity")(input), || "capacity".into())?;
     let (input, coords_filters) = pipeline(input, version, || "coords filters".into())?;
     let (mut input, offsets_filters) = pipeline(input, version, || "offsets filters".into())?;
-    let mut validity_filters = empty_pipeline();
+    let mut validity_filters = FilterPipeline::default();
     if version.has_validity() {
         (input, validity_filters) = pipeline(input, version, || "validity filters".into())?;
     }

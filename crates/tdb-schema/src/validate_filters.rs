@@ -18,8 +18,8 @@ fn accepts(f: &Filter, input: Datatype) -> Result<(), &'static str> {
         || input.is_blob()
         || input.is_geometry();
     match *f {
-        Filter::Delta { reinterpret, .. } | Filter::DoubleDelta { reinterpret, .. } => {
-            let as_type = reinterpret.filter(|&t| t != Datatype::Any);
+        Filter::Delta { .. } | Filter::DoubleDelta { .. } => {
+            let as_type = f.reinterpret();
             if as_type.unwrap_or(input).is_float() {
                 return Err(
                     "delta filters need integers; reinterpret as an integer type first \

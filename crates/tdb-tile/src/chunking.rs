@@ -12,7 +12,7 @@ use std::ops::Range;
 
 /// TileDB's `constants::max_tile_chunk_size`: the target chunk size. The
 /// pipeline's own `max_chunk_size` field is stored but not used for this.
-pub const MAX_TILE_CHUNK_SIZE: u64 = 64 * 1024;
+pub const MAX_TILE_CHUNK_SIZE: u64 = tdb_filters::DEFAULT_MAX_CHUNK_SIZE as u64;
 
 /// Why a tile cannot be chunked.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -71,12 +71,9 @@ pub fn write_generic_tile(
     key: Option<&[u8; 32]>,
     out: &mut Vec<u8>,
 ) -> Result<()> {
-    let mut pipeline = FilterPipeline {
-        max_chunk_size: tdb_filters::DEFAULT_MAX_CHUNK_SIZE,
-        filters: vec![Filter::Gzip {
-            level: GENERIC_TILE_GZIP_LEVEL,
-        }],
-    };
+    let mut pipeline = FilterPipeline::new([Filter::Gzip {
+        level: GENERIC_TILE_GZIP_LEVEL,
+    }]);
     if key.is_some() {
         pipeline.filters.push(Filter::InternalAes256Gcm);
     }

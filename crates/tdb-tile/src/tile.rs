@@ -272,10 +272,7 @@ mod tests {
     use tdb_filters::Filter;
 
     fn pipeline(filters: Vec<Filter>) -> FilterPipeline {
-        FilterPipeline {
-            max_chunk_size: tdb_filters::DEFAULT_MAX_CHUNK_SIZE,
-            filters,
-        }
+        FilterPipeline::new(filters)
     }
 
     /// A 1 MiB tile is 16 chunks; unfiltered on 1, 3 or 8 threads it is the

@@ -9,8 +9,8 @@
 //! stored as is. Only 16-, 32- and 64-bit integers (datetimes and times from
 //! v20) are reduced; every other type passes through untouched.
 
-use super::windows::{int_kind, to_u32, windows, with_int, WindowInt};
-use crate::buffer::{take_data, MetaReader, Parts, Stage, Unfiltered};
+use super::windows::{int_kind, windows, with_int, WindowInt};
+use crate::buffer::{take_data, to_u32, MetaReader, Parts, Stage, Unfiltered};
 use crate::{FilterError, Result};
 
 const NAME: &str = "BIT_WIDTH_REDUCTION";
@@ -31,7 +31,6 @@ pub(crate) fn forward(
 /// Reverse over one chunk.
 pub(crate) fn reverse(
     st: &Stage<'_>,
-    _max_window: u32,
     metadata: &[u8],
     data: &[u8],
     out: &mut Unfiltered,
@@ -165,9 +164,9 @@ mod tests {
         (m.concat(), d.concat())
     }
 
-    fn back(t: Datatype, window: u32, m: &[u8], d: &[u8]) -> Result<Unfiltered> {
+    fn back(t: Datatype, m: &[u8], d: &[u8]) -> Result<Unfiltered> {
         let mut out = Unfiltered::default();
-        reverse(&stage(t), window, m, d, &mut out).map(|()| out)
+        reverse(&stage(t), m, d, &mut out).map(|()| out)
     }
 
     fn le<T: WindowInt>(values: &[T]) -> Vec<u8> {
@@ -192,7 +191,7 @@ mod tests {
         want.extend_from_slice(&8u32.to_le_bytes());
         assert_eq!(m, want);
         assert_eq!(d, [0, 100, 0]);
-        assert_eq!(back(Datatype::Int64, 16, &m, &d).unwrap().data, data);
+        assert_eq!(back(Datatype::Int64, &m, &d).unwrap().data, data);
     }
 
     #[test]
@@ -229,13 +228,13 @@ mod tests {
         // The tail window has no whole value: width 32, minimum zero.
         assert_eq!(&m[17..26], &[0, 0, 0, 0, 32, 2, 0, 0, 0]);
         assert_eq!(d, [0, 1, 0xaa, 0xbb]);
-        assert_eq!(back(Datatype::Int32, 8, &m, &d).unwrap().data, data);
+        assert_eq!(back(Datatype::Int32, &m, &d).unwrap().data, data);
         // A tail with whole values too: its header describes them.
         let data = [5, 0, 0, 0, 6, 0, 0, 0, 7, 0, 0, 0, 0xaa];
         let (m, d) = run(Datatype::Int32, 8, &data);
         assert_eq!(&m[17..26], &[7, 0, 0, 0, 8, 5, 0, 0, 0]);
         assert_eq!(d, [0, 1, 7, 0, 0, 0, 0xaa]);
-        assert_eq!(back(Datatype::Int32, 8, &m, &d).unwrap().data, data);
+        assert_eq!(back(Datatype::Int32, &m, &d).unwrap().data, data);
     }
 
     #[test]
@@ -259,7 +258,7 @@ mod tests {
             let (m, d) = forward(&st, 8, meta.clone(), Parts::one(data.clone())).unwrap();
             assert_eq!((m, d), (meta.clone(), Parts::one(data.clone())), "{t:?}");
             let mut out = Unfiltered::default();
-            reverse(&st, 8, &[9, 9], &data, &mut out).unwrap();
+            reverse(&st, &[9, 9], &data, &mut out).unwrap();
             assert_eq!((out.metadata, out.data), (vec![9, 9], data.clone()));
         }
         // From v20 datetimes are int64.
@@ -286,7 +285,7 @@ mod tests {
                 .collect();
             let (m, d) = run(t, 24, &data);
             assert!(d.len() < data.len(), "{t:?}");
-            assert_eq!(back(t, 24, &m, &d).unwrap().data, data, "{t:?}");
+            assert_eq!(back(t, &m, &d).unwrap().data, data, "{t:?}");
         }
     }
 
@@ -309,14 +308,14 @@ mod tests {
         assert_eq!(d.concat(), [0, 1, 0, 0]);
         let m = m.concat();
         assert_eq!(&m[4..8], &3u32.to_le_bytes());
-        let out = back(Datatype::Int16, 4, &m, &[0, 1, 0, 0]).unwrap();
+        let out = back(Datatype::Int16, &m, &[0, 1, 0, 0]).unwrap();
         assert_eq!(out.metadata, [1, 2, 3]);
         assert_eq!(out.data, [le(&[7i16, 8, 9]), le(&[100i16])].concat());
 
         let (m, d) = run(Datatype::Int64, 64, &[]);
         assert_eq!(m, [0; 8]);
         assert!(d.is_empty());
-        assert!(back(Datatype::Int64, 64, &m, &d).unwrap().data.is_empty());
+        assert!(back(Datatype::Int64, &m, &d).unwrap().data.is_empty());
     }
 
     #[test]
@@ -333,25 +332,25 @@ mod tests {
         let data = le(&(0..40i32).map(|i| i * 3 - 50).collect::<Vec<_>>());
         let (m, d) = run(Datatype::Int32, 32, &data);
         for n in 0..m.len() {
-            assert!(back(Datatype::Int32, 32, &m[..n], &d).is_err(), "meta {n}");
+            assert!(back(Datatype::Int32, &m[..n], &d).is_err(), "meta {n}");
         }
         for n in 0..d.len() {
-            assert!(back(Datatype::Int32, 32, &m, &d[..n]).is_err(), "data {n}");
+            assert!(back(Datatype::Int32, &m, &d[..n]).is_err(), "data {n}");
         }
         let mut extra = d.clone();
         extra.push(0);
-        assert!(back(Datatype::Int32, 32, &m, &extra).is_err());
+        assert!(back(Datatype::Int32, &m, &extra).is_err());
         // A bogus bit width, a window beyond the original size.
         let mut bad = m.clone();
         bad[8 + 4] = 12;
-        assert!(back(Datatype::Int32, 32, &bad, &d).is_err());
+        assert!(back(Datatype::Int32, &bad, &d).is_err());
         let mut bad = m.clone();
         bad[..4].copy_from_slice(&8u32.to_le_bytes());
-        assert!(back(Datatype::Int32, 32, &bad, &d).is_err());
+        assert!(back(Datatype::Int32, &bad, &d).is_err());
         // A huge claimed size with few windows allocates nothing big.
         let mut bad = m;
         bad[..4].copy_from_slice(&u32::MAX.to_le_bytes());
-        assert!(back(Datatype::Int32, 32, &bad, &d).is_err());
+        assert!(back(Datatype::Int32, &bad, &d).is_err());
     }
 
     proptest! {
@@ -363,7 +362,7 @@ mod tests {
             data.extend(std::iter::repeat_n(0xab, if values.is_empty() { 0 } else { tail }));
             let (m, d) = run(Datatype::Int64, window, &data);
             prop_assert!(d.len() <= data.len());
-            prop_assert_eq!(back(Datatype::Int64, window, &m, &d).unwrap().data, data);
+            prop_assert_eq!(back(Datatype::Int64, &m, &d).unwrap().data, data);
         }
 
         #[test]
@@ -372,7 +371,7 @@ mod tests {
             let values: Vec<u16> = values.iter().map(|v| v >> shift).collect();
             let data = le(&values);
             let (m, d) = run(Datatype::UInt16, window, &data);
-            prop_assert_eq!(back(Datatype::UInt16, window, &m, &d).unwrap().data, data);
+            prop_assert_eq!(back(Datatype::UInt16, &m, &d).unwrap().data, data);
         }
     }
 }

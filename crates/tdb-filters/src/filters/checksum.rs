@@ -8,7 +8,7 @@
 //! (the earlier filters' metadata, handed on whole), and the data parts
 //! against the data in order.
 
-use crate::buffer::{take_data, MetaReader, Parts, Stage, Unfiltered};
+use crate::buffer::{take_data, to_u32, MetaReader, Parts, Stage, Unfiltered};
 use crate::{FilterError, Result};
 use md5::Md5;
 use sha2::{Digest, Sha256};
@@ -52,10 +52,7 @@ pub(crate) fn forward(
     metadata: Parts,
     data: Parts,
 ) -> Result<(Parts, Parts)> {
-    let count = |p: &Parts| {
-        u32::try_from(p.count())
-            .map_err(|_| FilterError::bad_input(kind.name(), "more than u32::MAX parts"))
-    };
+    let count = |p: &Parts| to_u32(kind.name(), p.count(), "part count");
     let total = metadata.count() + data.count();
     let mut own = Vec::with_capacity(8 + total * (8 + kind.len()));
     own.extend_from_slice(&count(&metadata)?.to_le_bytes());
@@ -93,14 +90,14 @@ pub(crate) fn reverse(
     let mut input = data;
     for (i, e) in table.chunks_exact(entry).enumerate() {
         let is_metadata = i < metadata_parts as usize;
-        let size = u64::from_le_bytes(e[..8].try_into().unwrap_or_default());
-        let size = usize::try_from(size).unwrap_or(usize::MAX);
+        let mut fields = MetaReader::new(name, e);
+        let size = usize::try_from(fields.u64("part size")?).unwrap_or(usize::MAX);
         let part = if is_metadata {
             take_data(name, &mut earlier, size, "checksummed metadata part")?
         } else {
             take_data(name, &mut input, size, "checksummed data part")?
         };
-        let stored = &e[8..];
+        let stored = fields.rest();
         let mut computed = Vec::with_capacity(kind.len());
         kind.digest(part, &mut computed);
         if computed != stored {

@@ -11,7 +11,7 @@
 
 use super::strings::{self, StringCodec};
 use super::{delta, double_delta, rle};
-use crate::buffer::{MetaReader, Parts, Stage, StringOffsets, Unfiltered};
+use crate::buffer::{to_u32, MetaReader, Parts, Stage, StringOffsets, Unfiltered};
 use crate::{FilterError, Result};
 use std::io::{Read, Write};
 use tdb_format::Datatype;
@@ -62,11 +62,6 @@ impl Codec {
 
 fn is_string(datatype: Datatype) -> bool {
     matches!(datatype, Datatype::StringAscii | Datatype::StringUtf8)
-}
-
-fn to_u32(filter: &'static str, n: usize, what: &str) -> Result<u32> {
-    u32::try_from(n)
-        .map_err(|_| FilterError::bad_input(filter, format!("{what} of {n} bytes exceeds u32")))
 }
 
 /// Forward over one chunk.
@@ -129,12 +124,20 @@ pub(crate) fn reverse(
     let mut meta = MetaReader::new(name, metadata);
     let metadata_parts = meta.u32("metadata part count")?;
     let data_parts = meta.u32("data part count")?;
-    if let (Some(sc), StringOffsets::Reverse, true, true) = (
+    // Whether the tile carries its offsets inside is decided once, by
+    // `FilterPipeline::skip_offsets_filtering` (version and datatype rules),
+    // and arrives here as `StringOffsets::Reverse`.
+    if let (Some(sc), StringOffsets::Reverse, true) = (
         codec.string_codec(),
         st.string_offsets,
         is_string(st.datatype),
-        st.version.get() >= 12,
     ) {
+        if (metadata_parts, data_parts) != (0, 1) {
+            return Err(FilterError::corrupt(
+                name,
+                format!("string tile with {metadata_parts} metadata and {data_parts} data parts, not 0 and 1"),
+            ));
+        }
         strings::reverse(sc, &mut meta, data, out)?;
         out.metadata.extend_from_slice(meta.rest());
         return Ok(());

@@ -10,7 +10,7 @@
 //! the 16-byte tag. Data: one part, the ciphertexts in that order. Reverse
 //! hands the decrypted metadata parts on as the earlier filters' metadata.
 
-use crate::buffer::{take_data, MetaReader, Parts, Stage, Unfiltered};
+use crate::buffer::{take_data, to_u32, MetaReader, Parts, Stage, Unfiltered};
 use crate::{FilterError, Result};
 use aes_gcm::aead::AeadInPlace;
 use aes_gcm::{Aes256Gcm, KeyInit, Nonce, Tag};
@@ -47,9 +47,7 @@ fn encrypt(
 ) -> Result<(Parts, Parts)> {
     let key = st.key.ok_or(FilterError::MissingKey)?;
     let cipher = Aes256Gcm::new(key.into());
-    let count = |p: &Parts| {
-        u32::try_from(p.count()).map_err(|_| FilterError::bad_input(NAME, "too many parts"))
-    };
+    let count = |p: &Parts| to_u32(NAME, p.count(), "part count");
     let total = metadata.count() + data.count();
     let mut own = Vec::with_capacity(8 + total * (8 + IV_BYTES + TAG_BYTES));
     own.extend_from_slice(&count(&metadata)?.to_le_bytes());

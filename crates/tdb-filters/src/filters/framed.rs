@@ -6,7 +6,7 @@
 //! it, is `u32 part count` then `u32 size` per part (little-endian), so that
 //! reverse can find the part boundaries the transform depends on.
 
-use crate::buffer::{take_data, MetaReader, Parts, Unfiltered};
+use crate::buffer::{take_data, to_u32, MetaReader, Parts, Unfiltered};
 use crate::{FilterError, Result};
 
 /// Forward: frames `parts` (the filter's own split of the data) and
@@ -67,9 +67,4 @@ pub(super) fn reverse(
     }
     out.metadata.extend_from_slice(meta.rest());
     Ok(())
-}
-
-fn to_u32(filter: &'static str, n: usize, what: &str) -> Result<u32> {
-    u32::try_from(n)
-        .map_err(|_| FilterError::bad_input(filter, format!("{what} of {n} exceeds u32")))
 }

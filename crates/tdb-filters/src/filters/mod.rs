@@ -1,8 +1,9 @@
 //! Every filter, forward (write) and reverse (read), one module each.
 //!
 //! Compressors (GZIP, ZSTD, LZ4, BZIP2, RLE, DICTIONARY, DELTA, DOUBLE_DELTA)
-//! share TileDB's compression framing in [`compression`]; the codecs behind
-//! it live in their own modules.
+//! share TileDB's compression framing in [`compression`], which also holds
+//! the general-purpose codecs; TileDB's own codecs (RLE, strings, delta,
+//! double delta) live in their own modules.
 
 pub(crate) mod bit_width_reduction;
 pub(crate) mod bitshuffle;
@@ -31,11 +32,8 @@ impl Filter {
     /// (TileDB's `Filter::output_datatype`).
     pub fn output_datatype(&self, input: Datatype) -> Datatype {
         match *self {
-            Filter::Delta { reinterpret, .. } | Filter::DoubleDelta { reinterpret, .. } => {
-                match reinterpret {
-                    Some(t) if t != Datatype::Any => t,
-                    _ => input,
-                }
+            Filter::Delta { .. } | Filter::DoubleDelta { .. } => {
+                self.reinterpret().unwrap_or(input)
             }
             Filter::ScaleFloat { byte_width, .. } => {
                 scale_float::output_datatype(input, byte_width)
@@ -47,12 +45,19 @@ impl Filter {
         }
     }
 
+    /// The datatype DELTA or DOUBLE_DELTA read their input as, when set
+    /// (TileDB stores ANY for "not set").
+    pub fn reinterpret(&self) -> Option<Datatype> {
+        match *self {
+            Filter::Delta { reinterpret, .. } | Filter::DoubleDelta { reinterpret, .. } => {
+                reinterpret.filter(|&t| t != Datatype::Any)
+            }
+            _ => None,
+        }
+    }
+
     /// The compression codec of a compression filter.
     fn codec(&self, st: &Stage<'_>) -> Option<Codec> {
-        let reinterpreted = |reinterpret: Option<Datatype>| match reinterpret {
-            Some(t) if t != Datatype::Any => t,
-            _ => st.datatype,
-        };
         Some(match *self {
             Filter::Gzip { level } => Codec::Gzip(level),
             Filter::Zstd { level } => Codec::Zstd(level),
@@ -60,30 +65,10 @@ impl Filter {
             Filter::Bzip2 { level } => Codec::Bzip2(level),
             Filter::Rle { .. } => Codec::Rle,
             Filter::Dictionary { .. } => Codec::Dictionary,
-            Filter::Delta { reinterpret, .. } => Codec::Delta(reinterpreted(reinterpret)),
-            Filter::DoubleDelta { reinterpret, .. } => {
-                Codec::DoubleDelta(reinterpreted(reinterpret))
-            }
+            Filter::Delta { .. } => Codec::Delta(self.output_datatype(st.datatype)),
+            Filter::DoubleDelta { .. } => Codec::DoubleDelta(self.output_datatype(st.datatype)),
             _ => return None,
         })
-    }
-
-    fn webp_options(&self) -> webp::Options {
-        match *self {
-            Filter::Webp {
-                format,
-                lossless,
-                y_extent,
-                x_extent,
-                ..
-            } => webp::Options {
-                format,
-                lossless: lossless != 0,
-                y_extent,
-                x_extent,
-            },
-            _ => unreachable!("only called on WEBP"),
-        }
     }
 
     /// Runs the filter forward over one chunk's metadata and data streams.
@@ -110,7 +95,21 @@ impl Filter {
                 byte_width,
             } => scale_float::forward(st, scale, offset, byte_width, metadata, data),
             Filter::InternalAes256Gcm => encryption::forward(st, metadata, data),
-            Filter::Webp { .. } => webp::forward(st, self.webp_options(), metadata, data),
+            Filter::Webp {
+                format,
+                lossless,
+                y_extent,
+                x_extent,
+                ..
+            } => {
+                let opts = webp::Options {
+                    format,
+                    lossless: lossless != 0,
+                    y_extent,
+                    x_extent,
+                };
+                webp::forward(st, opts, metadata, data)
+            }
             _ => unreachable!("compression filters are handled above"),
         }
     }
@@ -133,12 +132,10 @@ impl Filter {
                 out.pass_through(metadata, data);
                 Ok(())
             }
-            Filter::BitWidthReduction { max_window } => {
-                bit_width_reduction::reverse(st, max_window, metadata, data, out)
+            Filter::BitWidthReduction { .. } => {
+                bit_width_reduction::reverse(st, metadata, data, out)
             }
-            Filter::PositiveDelta { max_window } => {
-                positive_delta::reverse(st, max_window, metadata, data, out)
-            }
+            Filter::PositiveDelta { .. } => positive_delta::reverse(st, metadata, data, out),
             Filter::Bitshuffle => bitshuffle::reverse(st, metadata, data, out),
             Filter::Byteshuffle => byteshuffle::reverse(st, metadata, data, out),
             Filter::Xor => xor::reverse(st, metadata, data, out),
@@ -152,7 +149,21 @@ impl Filter {
                 byte_width,
             } => scale_float::reverse(st, scale, offset, byte_width, metadata, data, out),
             Filter::InternalAes256Gcm => encryption::reverse(st, metadata, data, out),
-            Filter::Webp { .. } => webp::reverse(st, self.webp_options(), metadata, data, out),
+            Filter::Webp {
+                format,
+                lossless,
+                y_extent,
+                x_extent,
+                ..
+            } => {
+                let opts = webp::Options {
+                    format,
+                    lossless: lossless != 0,
+                    y_extent,
+                    x_extent,
+                };
+                webp::reverse(st, opts, metadata, data, out)
+            }
             _ => unreachable!("compression filters are handled above"),
         }
     }

@@ -10,8 +10,8 @@
 //! types pass through untouched. Values must not decrease within a window;
 //! forward refuses such input, as TileDB does.
 
-use super::windows::{int_kind, to_u32, windows, with_int, WindowInt};
-use crate::buffer::{take_data, MetaReader, Parts, Stage, Unfiltered};
+use super::windows::{int_kind, windows, with_int, WindowInt};
+use crate::buffer::{take_data, to_u32, MetaReader, Parts, Stage, Unfiltered};
 use crate::{FilterError, Result};
 
 const NAME: &str = "POSITIVE_DELTA";
@@ -32,7 +32,6 @@ pub(crate) fn forward(
 /// Reverse over one chunk.
 pub(crate) fn reverse(
     st: &Stage<'_>,
-    _max_window: u32,
     metadata: &[u8],
     data: &[u8],
     out: &mut Unfiltered,
@@ -133,9 +132,9 @@ mod tests {
             .map(|(m, d)| (m.concat(), d.concat()))
     }
 
-    fn back(t: Datatype, window: u32, m: &[u8], d: &[u8]) -> Result<Unfiltered> {
+    fn back(t: Datatype, m: &[u8], d: &[u8]) -> Result<Unfiltered> {
         let mut out = Unfiltered::default();
-        reverse(&stage(t), window, m, d, &mut out).map(|()| out)
+        reverse(&stage(t), m, d, &mut out).map(|()| out)
     }
 
     fn le<T: WindowInt>(values: &[T]) -> Vec<u8> {
@@ -158,7 +157,7 @@ mod tests {
         assert_eq!(d, le(&[0i32, 2, 0, 0, 17]));
         assert_eq!(d.len(), data.len());
         let (m, d) = run(Datatype::Int32, 12, &data).unwrap();
-        assert_eq!(back(Datatype::Int32, 12, &m, &d).unwrap().data, data);
+        assert_eq!(back(Datatype::Int32, &m, &d).unwrap().data, data);
     }
 
     #[test]
@@ -181,7 +180,7 @@ mod tests {
         let (m, d) = run(Datatype::UInt32, 8, &data).unwrap();
         assert_eq!(&m[12..20], &[0x77, 0, 0, 0, 1, 0, 0, 0]);
         assert_eq!(d, [0, 0, 0, 0, 2, 0, 0, 0, 0x77]);
-        assert_eq!(back(Datatype::UInt32, 8, &m, &d).unwrap().data, data);
+        assert_eq!(back(Datatype::UInt32, &m, &d).unwrap().data, data);
         // A tail with a whole value and more is not checked for order.
         let data = [
             1, 0, 0, 0, 2, 0, 0, 0, 3, 0, 0, 0, 9, 0, 0, 0, 1, 0, 0, 0, 0x77,
@@ -211,7 +210,7 @@ mod tests {
             let data: Vec<u8> = (0..64u8).map(|i| i / 8).collect();
             let (m, d) = run(t, 16, &data).unwrap();
             assert!(m.len() > 4, "{t:?}");
-            assert_eq!(back(t, 16, &m, &d).unwrap().data, data, "{t:?}");
+            assert_eq!(back(t, &m, &d).unwrap().data, data, "{t:?}");
         }
         for st in [
             stage(Datatype::Float64),
@@ -231,7 +230,7 @@ mod tests {
         let (m, d) = forward(&stage(Datatype::Int16), 64, Parts::one(vec![5]), data).unwrap();
         assert_eq!(m.count(), 2);
         assert_eq!(d.count(), 1);
-        let out = back(Datatype::Int16, 64, &m.concat(), &d.concat()).unwrap();
+        let out = back(Datatype::Int16, &m.concat(), &d.concat()).unwrap();
         assert_eq!(out.data, le(&[1i16, 2, 0]));
         assert_eq!(out.metadata, [5]);
 
@@ -247,14 +246,14 @@ mod tests {
         let data = le(&(0..30u32).map(|i| i * i).collect::<Vec<_>>());
         let (m, d) = run(Datatype::UInt32, 16, &data).unwrap();
         for n in 0..m.len() {
-            assert!(back(Datatype::UInt32, 16, &m[..n], &d).is_err(), "meta {n}");
+            assert!(back(Datatype::UInt32, &m[..n], &d).is_err(), "meta {n}");
         }
         for n in 0..d.len() {
-            assert!(back(Datatype::UInt32, 16, &m, &d[..n]).is_err(), "data {n}");
+            assert!(back(Datatype::UInt32, &m, &d[..n]).is_err(), "data {n}");
         }
         let mut bad = m;
         bad[..4].copy_from_slice(&u32::MAX.to_le_bytes());
-        assert!(back(Datatype::UInt32, 16, &bad, &d).is_err());
+        assert!(back(Datatype::UInt32, &bad, &d).is_err());
     }
 
     proptest! {
@@ -268,14 +267,14 @@ mod tests {
             }
             let (m, d) = run(Datatype::Int64, window, &data).unwrap();
             prop_assert_eq!(d.len(), data.len());
-            prop_assert_eq!(back(Datatype::Int64, window, &m, &d).unwrap().data, data);
+            prop_assert_eq!(back(Datatype::Int64, &m, &d).unwrap().data, data);
         }
 
         #[test]
         fn round_trips_u8(mut data in proptest::collection::vec(any::<u8>(), 1..200), window in 1u32..50) {
             data.sort_unstable();
             let (m, d) = run(Datatype::UInt8, window, &data).unwrap();
-            prop_assert_eq!(back(Datatype::UInt8, window, &m, &d).unwrap().data, data);
+            prop_assert_eq!(back(Datatype::UInt8, &m, &d).unwrap().data, data);
         }
     }
 }

@@ -23,7 +23,7 @@
 //! reverse reads every part from the same offset, so no multi-part tile of
 //! TileDB's is readable.
 
-use crate::buffer::{MetaReader, Parts, Stage, Unfiltered};
+use crate::buffer::{to_u32, MetaReader, Parts, Stage, Unfiltered};
 use crate::{FilterError, Result};
 use tdb_format::Datatype;
 
@@ -183,9 +183,7 @@ pub(crate) fn forward(
             ));
         }
         let size = part.len() / s.float.bytes() * s.width;
-        let size32 = u32::try_from(size).map_err(|_| {
-            FilterError::bad_input(NAME, format!("a part of {size} bytes exceeds u32"))
-        })?;
+        let size32 = to_u32(NAME, size, "a part")?;
         own.extend_from_slice(&size32.to_le_bytes());
         let mut converted = Vec::with_capacity(size);
         for value in part.chunks_exact(s.float.bytes()) {

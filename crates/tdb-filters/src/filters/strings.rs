@@ -19,7 +19,7 @@
 //! the longest run and the longest string; for ids, the number of *cells*
 //! (not of distinct strings, so 256 cells take 2-byte ids).
 
-use crate::buffer::{MetaReader, Unfiltered};
+use crate::buffer::{to_u32, MetaReader, Unfiltered};
 use crate::{FilterError, Result};
 use std::collections::HashMap;
 
@@ -360,11 +360,6 @@ fn put_be(v: u64, width: u8, out: &mut Vec<u8>) {
 /// A big-endian number of 1 to 8 bytes.
 fn get_be(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0, |v, &b| (v << 8) | u64::from(b))
-}
-
-fn to_u32(name: &'static str, n: usize, what: &str) -> Result<u32> {
-    u32::try_from(n)
-        .map_err(|_| FilterError::bad_input(name, format!("{what} of {n} bytes exceeds u32")))
 }
 
 #[cfg(test)]

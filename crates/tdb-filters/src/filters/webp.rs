@@ -20,7 +20,7 @@
 //! forward encodes lossless only, as `image-webp` does. Lossless pixels are
 //! exact, though the bytes differ from libwebp's.
 
-use crate::buffer::{take_data, MetaReader, Parts, Stage, Unfiltered};
+use crate::buffer::{take_data, to_u32, MetaReader, Parts, Stage, Unfiltered};
 use crate::{FilterError, Result};
 use image_webp::{ColorType, WebPDecoder, WebPEncoder};
 use std::io::Cursor;
@@ -180,9 +180,7 @@ pub(crate) fn forward(
     WebPEncoder::new(&mut encoded)
         .encode(&pixels, image.width, image.height, color)
         .map_err(|e| FilterError::bad_input(NAME, format!("encoding failed: {e}")))?;
-    let size = u32::try_from(encoded.len()).map_err(|_| {
-        FilterError::bad_input(NAME, format!("{} encoded bytes exceed u32", encoded.len()))
-    })?;
+    let size = to_u32(NAME, encoded.len(), "the encoded image")?;
     let mut own = Vec::with_capacity(8);
     own.extend_from_slice(&1u32.to_le_bytes());
     own.extend_from_slice(&size.to_le_bytes());

@@ -1,7 +1,7 @@
 //! What bit-width reduction and positive delta share: the integer type a
 //! stage is read as, and TileDB's split of each data part into windows.
 
-use crate::buffer::Stage;
+use crate::buffer::{to_u32, Stage};
 use crate::{FilterError, Result};
 use tdb_format::Datatype;
 
@@ -120,7 +120,9 @@ pub(crate) fn int_kind(st: &Stage<'_>, one_byte: bool) -> Option<IntKind> {
         UInt32 => IntKind::U32,
         Int64 => IntKind::I64,
         UInt64 => IntKind::U64,
-        t if (t.is_datetime() || t.is_time()) && st.version.get() >= 20 => IntKind::I64,
+        t if (t.is_datetime() || t.is_time()) && st.version.windowed_filters_take_datetimes() => {
+            IntKind::I64
+        }
         _ => return None,
     })
 }
@@ -159,12 +161,7 @@ pub(crate) fn windows<'a>(
     if part.is_empty() {
         return Ok(part.chunks(1));
     }
-    let len = u32::try_from(part.len()).map_err(|_| {
-        FilterError::bad_input(
-            filter,
-            format!("a part of {} bytes exceeds u32", part.len()),
-        )
-    })?;
+    let len = to_u32(filter, part.len(), "a part")?;
     let window = len.min(max_window) as usize / value_bytes * value_bytes;
     if window == 0 {
         return Err(FilterError::bad_input(
@@ -176,12 +173,6 @@ pub(crate) fn windows<'a>(
         ));
     }
     Ok(part.chunks(window))
-}
-
-/// Converts a count or size to the `u32` TileDB stores it as.
-pub(crate) fn to_u32(filter: &'static str, n: usize, what: &str) -> Result<u32> {
-    u32::try_from(n)
-        .map_err(|_| FilterError::bad_input(filter, format!("{what} of {n} exceeds u32")))
 }
 
 #[cfg(test)]
