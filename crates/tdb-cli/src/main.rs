@@ -88,7 +88,7 @@ fn run(cli: Cli) -> Result<(), CliError> {
             let (entry, enumerations) = tdb_cli::schema::load(&storage, at, key.as_ref())?;
             let schema = entry.schema;
             if json {
-                let summary = tdb_cli::schema::summary(&schema, &enumerations);
+                let summary = tdb_cli::schema::summary(&schema, &enumerations)?;
                 let text = serde_json::to_string_pretty(&summary)
                     .map_err(|e| CliError::Output(e.to_string()))?;
                 println!("{text}");

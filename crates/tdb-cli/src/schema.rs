@@ -20,34 +20,15 @@ pub fn load(
         Some(t) => history.at(t),
         None => history.latest(),
     };
-    let schema = &entry.schema;
-    let mut referenced: Vec<&str> = Vec::new();
-    for name in schema
-        .attributes
-        .iter()
-        .filter_map(|a| a.enumeration.as_deref())
-    {
-        if !referenced.contains(&name) {
-            referenced.push(name);
-        }
-    }
-    let mut enumerations = Vec::new();
-    for name in referenced {
-        let Some(e) = schema.enumerations.iter().find(|e| e.name == name) else {
-            let file = entry.file();
-            return Err(CliError::Output(format!(
-                "{file}: enumeration {name} is not listed"
-            )));
-        };
-        enumerations.push(SchemaHistory::enumeration(storage, &e.path, key)?);
-    }
+    let enumerations = SchemaHistory::referenced_enumerations(storage, entry, key)?;
     Ok((entry.clone(), enumerations))
 }
 
 /// The conformance summary of a loaded schema.
-pub fn summary(schema: &ArraySchema, enumerations: &[Enumeration]) -> Value {
-    summary::summary(
-        schema,
-        enumerations.iter().map(summary::enumeration).collect(),
-    )
+pub fn summary(schema: &ArraySchema, enumerations: &[Enumeration]) -> Result<Value, CliError> {
+    let enumerations = enumerations
+        .iter()
+        .map(summary::enumeration)
+        .collect::<Result<_, _>>()?;
+    Ok(summary::summary(schema, enumerations))
 }

@@ -63,8 +63,7 @@ pub fn summary(schema: &ArraySchema, enumerations: Vec<Value>) -> Value {
     json!({
         "array_type": schema.array_type.name(),
         "cell_order": schema.cell_order.name(),
-        // TileDB reports no tile order for Hilbert cell order.
-        "tile_order": (schema.cell_order != Layout::Hilbert).then(|| schema.tile_order.name()),
+        "tile_order": schema.reported_tile_order().map(Layout::name),
         "capacity": schema.capacity,
         "allows_duplicates": schema.allows_dups,
         "schema_format_version": schema.version.get(),
@@ -189,17 +188,17 @@ fn b64(bytes: &[u8]) -> Value {
 }
 
 /// An enumeration of the `enumerations` list.
-pub fn enumeration(e: &Enumeration) -> Value {
+pub fn enumeration(e: &Enumeration) -> Result<Value, tdb_schema::SchemaError> {
     let values: Vec<Value> = e
-        .values()
+        .values()?
         .into_iter()
         .map(|v| value(e.datatype, e.cell_val_num, v))
         .collect();
-    json!({
+    Ok(json!({
         "name": e.name,
         "datatype": e.datatype.name(),
         "cell_val_num": e.cell_val_num,
         "ordered": e.ordered,
         "values": values,
-    })
+    }))
 }

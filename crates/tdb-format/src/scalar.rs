@@ -9,7 +9,7 @@ use std::fmt;
 pub enum Scalar {
     /// BOOL.
     Bool(bool),
-    /// Signed integers, datetimes, times, CHAR.
+    /// Signed integers, datetimes, times.
     Int(i64),
     /// Unsigned integers.
     UInt(u64),

@@ -173,7 +173,7 @@ fn appended(before: &Enumeration, after: &Enumeration) -> Option<Vec<Vec<u8>>> {
     if !(same && extends) {
         return None;
     }
-    let values = after.values();
-    let kept = before.values().len();
+    let values = after.values().ok()?;
+    let kept = before.values().ok()?.len();
     Some(values.get(kept..)?.iter().map(|v| v.to_vec()).collect())
 }

@@ -8,7 +8,7 @@ use tdb_format::{Datatype, Layout, Scalar};
 /// Bytes of `datatype` as text: numbers decoded, strings quoted, anything
 /// else as hex.
 fn cells(datatype: Datatype, bytes: &[u8]) -> String {
-    if datatype.is_string() || datatype == Datatype::Char {
+    if datatype.is_string() {
         if let Ok(s) = std::str::from_utf8(bytes) {
             return format!("{s:?}");
         }
@@ -49,11 +49,7 @@ impl fmt::Display for ArraySchema {
             self.array_type.name(),
             self.version.get()
         )?;
-        let tile_order = if self.cell_order == Layout::Hilbert {
-            "-".to_owned()
-        } else {
-            self.tile_order.name().to_owned()
-        };
+        let tile_order = self.reported_tile_order().map_or("-", Layout::name);
         writeln!(
             f,
             "  cell order {}, tile order {}, capacity {}, duplicates {}",

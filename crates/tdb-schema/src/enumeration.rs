@@ -5,7 +5,7 @@
 use crate::read::{datatype, fail, format_error, lift, name_u32, SResult};
 use crate::{Result, SchemaError, VAR_NUM};
 use tdb_format::le;
-use tdb_format::{single_generic_tile, Datatype};
+use tdb_format::Datatype;
 
 /// TileDB's `constants::enumerations_version`.
 pub const ENUMERATION_VERSION: u32 = 0;
@@ -34,25 +34,9 @@ pub struct Enumeration {
 impl Enumeration {
     /// Reads an enumeration file: one generic tile, encrypted when `key` is given.
     pub fn from_file(file: &str, bytes: &[u8], key: Option<&[u8; 32]>) -> Result<Self> {
-        let tile = single_generic_tile(bytes)
-            .map_err(|e| format_error("generic tile".into(), e).in_file(file))?;
-        let data =
-            tdb_tile::read_generic_tile(file, &tile, key).map_err(|source| SchemaError::Tile {
-                file: file.to_owned(),
-                source: Box::new(source),
-            })?;
-        match enumeration(&data) {
-            Ok(([], e)) => Ok(e),
-            Ok((rest, _)) => Err(SchemaError::invalid(
-                "enumeration",
-                format!("{} trailing bytes", rest.len()),
-            )
-            .in_file(file)),
-            Err(nom::Err::Error(e) | nom::Err::Failure(e)) => Err(e.in_file(file)),
-            Err(nom::Err::Incomplete(_)) => {
-                Err(SchemaError::invalid("enumeration", "incomplete").in_file(file))
-            }
-        }
+        let data = tdb_tile::read_generic_tile_file(file, bytes, key)
+            .map_err(|e| SchemaError::tile(file, e))?;
+        crate::read::finish(file, "enumeration", enumeration(&data))
     }
 
     /// The enumeration's bytes: the mirror of the parser.
@@ -85,35 +69,47 @@ impl Enumeration {
     ) -> Result<Vec<u8>> {
         let data = self.write().map_err(|e| e.in_file(file))?;
         let mut out = Vec::new();
-        tdb_tile::write_generic_tile(file, version, &data, key, &mut out).map_err(|source| {
-            SchemaError::Tile {
-                file: file.to_owned(),
-                source: Box::new(source),
-            }
-        })?;
+        tdb_tile::write_generic_tile(file, version, &data, key, &mut out)
+            .map_err(|e| SchemaError::tile(file, e))?;
         Ok(out)
     }
 
-    /// Each value's bytes, in order.
-    pub fn values(&self) -> Vec<&[u8]> {
-        if self.cell_val_num == VAR_NUM {
-            let starts: Vec<usize> = self
-                .offsets
-                .chunks_exact(8)
-                .map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8])) as usize)
-                .collect();
-            // Offsets are checked when parsed: increasing and within `data`.
-            let ends = starts.iter().skip(1).copied().chain([self.data.len()]);
-            starts
-                .iter()
-                .zip(ends)
-                .map(|(&s, e)| &self.data[s..e])
-                .collect()
-        } else {
+    /// Each value's bytes, in order. The fields are public, so the offsets
+    /// are checked here too, not only when a file is parsed.
+    pub fn values(&self) -> Result<Vec<&[u8]>> {
+        if self.cell_val_num != VAR_NUM {
             let cell = (self.datatype.size() * u64::from(self.cell_val_num)) as usize;
-            self.data.chunks(cell.max(1)).collect()
+            return Ok(self.data.chunks(cell.max(1)).collect());
         }
+        let starts = value_starts(&self.offsets, self.data.len()).map_err(|reason| {
+            SchemaError::invalid(format!("enumeration {} offsets", self.name), reason)
+        })?;
+        let ends = starts.iter().skip(1).copied().chain([self.data.len()]);
+        Ok(starts
+            .iter()
+            .zip(ends)
+            .map(|(&s, e)| &self.data[s..e])
+            .collect())
     }
+}
+
+/// The start of each var-length value: whole `u64`s, never decreasing, none
+/// beyond `data_len`, so slicing `data` with them cannot fail.
+fn value_starts(offsets: &[u8], data_len: usize) -> std::result::Result<Vec<usize>, String> {
+    if offsets.len() % 8 != 0 {
+        return Err("not whole u64s".into());
+    }
+    let mut starts = Vec::with_capacity(offsets.len() / 8);
+    for c in offsets.chunks_exact(8) {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(c);
+        let o = u64::from_le_bytes(b);
+        if o > data_len as u64 || starts.last().is_some_and(|&last| o < last as u64) {
+            return Err(format!("bad offset {o}"));
+        }
+        starts.push(o as usize);
+    }
+    Ok(starts)
 }
 
 fn enumeration(input: &[u8]) -> SResult<'_, Enumeration> {
@@ -134,19 +130,8 @@ fn enumeration(input: &[u8]) -> SResult<'_, Enumeration> {
     let mut offsets: &[u8] = &[];
     if cell_val_num == VAR_NUM {
         (input, offsets) = lift(le::bytes_u64("offsets")(input), || field("offsets"))?;
-        let mut last = 0;
-        for c in offsets.chunks(8) {
-            let o = match <[u8; 8]>::try_from(c) {
-                Ok(b) => u64::from_le_bytes(b),
-                Err(_) => return fail(SchemaError::invalid(field("offsets"), "not whole u64s")),
-            };
-            if o < last || o > data.len() as u64 {
-                return fail(SchemaError::invalid(
-                    field("offsets"),
-                    format!("bad offset {o}"),
-                ));
-            }
-            last = o;
+        if let Err(reason) = value_starts(offsets, data.len()) {
+            return fail(SchemaError::invalid(field("offsets"), reason));
         }
     } else if cell_val_num == 0 {
         return fail(SchemaError::invalid(field("cell_val_num"), "zero"));

@@ -88,6 +88,14 @@ impl SchemaError {
         self
     }
 
+    /// A tile-layer failure on `file`.
+    pub(crate) fn tile(file: &str, source: TileError) -> Self {
+        SchemaError::Tile {
+            file: file.to_owned(),
+            source: Box::new(source),
+        }
+    }
+
     /// A storage failure on `file`.
     pub(crate) fn storage(file: &str, source: StorageError) -> Self {
         SchemaError::Storage {

@@ -154,6 +154,28 @@ impl SchemaHistory {
         Enumeration::from_file(&file, &bytes, key)
     }
 
+    /// Reads the enumerations `entry`'s attributes refer to, in
+    /// [`ArraySchema::referenced_enumerations`] order.
+    pub fn referenced_enumerations(
+        storage: &dyn Storage,
+        entry: &SchemaEntry,
+        key: Option<&[u8; 32]>,
+    ) -> Result<Vec<Enumeration>> {
+        entry
+            .schema
+            .referenced_enumerations()
+            .into_iter()
+            .map(|name| match entry.schema.enumeration(name) {
+                Some(e) => Self::enumeration(storage, &e.path, key),
+                None => Err(SchemaError::invalid(
+                    "enumerations",
+                    format!("attributes refer to {name:?}, which the schema does not list"),
+                )
+                .in_file(&entry.file())),
+            })
+            .collect()
+    }
+
     /// Every schema, in TileDB's order.
     pub fn entries(&self) -> &[SchemaEntry] {
         &self.entries

@@ -24,6 +24,18 @@ pub(crate) fn format_error(field: String, source: FormatError) -> SchemaError {
     }
 }
 
+/// The value of a parse that must use up all of `file`'s `what` bytes.
+pub(crate) fn finish<T>(file: &str, what: &str, parsed: SResult<'_, T>) -> crate::Result<T> {
+    match parsed {
+        Ok(([], v)) => Ok(v),
+        Ok((rest, _)) => {
+            Err(SchemaError::invalid(what, format!("{} trailing bytes", rest.len())).in_file(file))
+        }
+        Err(nom::Err::Error(e) | nom::Err::Failure(e)) => Err(e.in_file(file)),
+        Err(nom::Err::Incomplete(_)) => Err(SchemaError::invalid(what, "incomplete").in_file(file)),
+    }
+}
+
 /// Fails a nom parse with `e`.
 pub(crate) fn fail<T>(e: SchemaError) -> Result<T, nom::Err<SchemaError>> {
     Err(nom::Err::Error(e))

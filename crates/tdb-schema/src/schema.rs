@@ -8,7 +8,7 @@ use crate::read::{fail, lift, name_u32, pipeline, put_name_u32, SResult};
 use crate::{Result, SchemaError};
 use tdb_filters::FilterPipeline;
 use tdb_format::le;
-use tdb_format::{single_generic_tile, ArrayType, FormatVersion, Layout};
+use tdb_format::{ArrayType, FormatVersion, Layout};
 
 /// An enumeration as the schema names it: its name and the file under
 /// `__schema/__enumerations/` holding its values (v20).
@@ -58,34 +58,15 @@ impl ArraySchema {
     /// before v10): one generic tile, encrypted when `key` is given.
     /// `file` names it in errors.
     pub fn from_file(file: &str, bytes: &[u8], key: Option<&[u8; 32]>) -> Result<Self> {
-        let tile = single_generic_tile(bytes).map_err(|source| SchemaError::Format {
-            file: file.to_owned(),
-            field: "generic tile".into(),
-            source,
-        })?;
-        let data =
-            tdb_tile::read_generic_tile(file, &tile, key).map_err(|source| SchemaError::Tile {
-                file: file.to_owned(),
-                source: Box::new(source),
-            })?;
+        let data = tdb_tile::read_generic_tile_file(file, bytes, key)
+            .map_err(|e| SchemaError::tile(file, e))?;
         Self::parse(file, &data)
     }
 
     /// Parses a schema from its generic tile's unfiltered bytes, which it
     /// must use up exactly.
     pub fn parse(file: &str, bytes: &[u8]) -> Result<Self> {
-        match schema(bytes) {
-            Ok(([], s)) => Ok(s),
-            Ok((rest, _)) => Err(SchemaError::invalid(
-                "schema",
-                format!("{} bytes after the current domain", rest.len()),
-            )
-            .in_file(file)),
-            Err(nom::Err::Error(e) | nom::Err::Failure(e)) => Err(e.in_file(file)),
-            Err(nom::Err::Incomplete(_)) => {
-                Err(SchemaError::invalid("schema", "incomplete").in_file(file))
-            }
-        }
+        crate::read::finish(file, "schema", schema(bytes))
     }
 
     /// The format version [`ArraySchema::write`] stores: the schema's own
@@ -139,18 +120,41 @@ impl ArraySchema {
     pub fn write_file(&self, file: &str, key: Option<&[u8; 32]>) -> Result<Vec<u8>> {
         let data = self.write().map_err(|e| e.in_file(file))?;
         let mut out = Vec::new();
-        tdb_tile::write_generic_tile(file, self.written_version(), &data, key, &mut out).map_err(
-            |source| SchemaError::Tile {
-                file: file.to_owned(),
-                source: Box::new(source),
-            },
-        )?;
+        tdb_tile::write_generic_tile(file, self.written_version(), &data, key, &mut out)
+            .map_err(|e| SchemaError::tile(file, e))?;
         Ok(out)
     }
 
     /// The attribute named `name`.
     pub fn attribute(&self, name: &str) -> Option<&Attribute> {
         self.attributes.iter().find(|a| a.name == name)
+    }
+
+    /// The tile order TileDB reports: none under Hilbert cell order, where
+    /// tiles have no order of their own.
+    pub fn reported_tile_order(&self) -> Option<Layout> {
+        (self.cell_order != Layout::Hilbert).then_some(self.tile_order)
+    }
+
+    /// The enumeration named `name`.
+    pub fn enumeration(&self, name: &str) -> Option<&EnumerationRef> {
+        self.enumerations.iter().find(|e| e.name == name)
+    }
+
+    /// The enumerations attributes refer to, in the order attributes first
+    /// refer to them (each once).
+    pub fn referenced_enumerations(&self) -> Vec<&str> {
+        let mut names: Vec<&str> = Vec::new();
+        for name in self
+            .attributes
+            .iter()
+            .filter_map(|a| a.enumeration.as_deref())
+        {
+            if !names.contains(&name) {
+                names.push(name);
+            }
+        }
+        names
     }
 }
 

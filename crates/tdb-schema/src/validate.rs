@@ -4,7 +4,7 @@
 
 use crate::validate_filters::{check_coords_filters, check_pipeline, check_webp};
 use crate::value::{decode, int_limits, Num};
-use crate::{ArraySchema, Attribute, Dimension, Enumeration, ValidationError as E};
+use crate::{ArraySchema, Attribute, Dimension, Enumeration, SchemaError, ValidationError as E};
 use std::collections::HashSet;
 use tdb_format::{ArrayType, DataOrder, Datatype, Layout};
 
@@ -353,7 +353,19 @@ fn check_attribute(s: &ArraySchema, a: &Attribute, enumerations: &[Enumeration])
         });
     }
     if let Some(e) = enumerations.iter().find(|e| &e.name == name) {
-        let count = e.values().len();
+        let count = match e.values() {
+            Ok(values) => values.len(),
+            Err(err) => {
+                let reason = match err {
+                    SchemaError::Invalid { reason, .. } => reason,
+                    other => other.to_string(),
+                };
+                return Err(E::EnumerationOffsets {
+                    name: e.name.clone(),
+                    reason,
+                });
+            }
+        };
         let max = if a.datatype.is_bool() {
             1
         } else {

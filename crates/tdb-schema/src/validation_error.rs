@@ -301,6 +301,14 @@ pub enum ValidationError {
         /// Its value count.
         count: usize,
     },
+    /// `Enumeration`'s own checks (`Enumeration::create`).
+    #[error("enumeration {name:?}: {reason}; give increasing u64 offsets within its data")]
+    EnumerationOffsets {
+        /// The enumeration.
+        name: String,
+        /// What is wrong with its offsets.
+        reason: String,
+    },
     /// `ArraySchema::add_enumeration`.
     #[error("enumeration {name:?} is added twice; enumeration names must be unique")]
     DuplicateEnumeration {

@@ -2,7 +2,7 @@
 //! values a schema stores, so validation can compare bounds and extents
 //! whatever the datatype.
 
-use tdb_format::{Datatype, DatatypeClass};
+use tdb_format::{Datatype, Scalar};
 
 mod sealed {
     pub trait Sealed {}
@@ -67,30 +67,12 @@ impl std::fmt::Display for Num {
 /// Decodes one value of a numeric datatype (integers, floats, datetimes,
 /// times); `None` for other datatypes or a wrong byte count.
 pub(crate) fn decode(dt: Datatype, b: &[u8]) -> Option<Num> {
-    let n = b.len();
-    let (signed, int) = match dt.class() {
-        DatatypeClass::SignedInteger | DatatypeClass::Datetime | DatatypeClass::Time => {
-            (true, true)
-        }
-        DatatypeClass::UnsignedInteger => (false, true),
-        DatatypeClass::Float => (true, false),
-        _ => return None,
-    };
-    if n as u64 != dt.size() {
-        return None;
-    }
-    if !int {
-        return match n {
-            4 => Some(Num::Float(f32::from_le_bytes(b.try_into().ok()?).into())),
-            _ => Some(Num::Float(f64::from_le_bytes(b.try_into().ok()?))),
-        };
-    }
-    let mut buf = [0u8; 16];
-    buf[..n].copy_from_slice(b);
-    if signed && b[n - 1] & 0x80 != 0 {
-        buf[n..].fill(0xff);
-    }
-    Some(Num::Int(i128::from_le_bytes(buf)))
+    Some(match Scalar::decode(dt, b)? {
+        Scalar::Int(i) => Num::Int(i.into()),
+        Scalar::UInt(u) => Num::Int(u.into()),
+        Scalar::Bool(v) => Num::Int(v.into()),
+        Scalar::Float(f) => Num::Float(f),
+    })
 }
 
 /// The smallest and largest value of an integer-like datatype.

@@ -402,6 +402,20 @@ rule!(
     V::DuplicateEnumeration { .. },
     "enumeration \"colors\" is added twice; enumeration names must be unique"
 );
+rule!(
+    enumeration_with_offsets_beyond_its_data,
+    dense()
+        .enumeration(tdb_schema::Enumeration {
+            cell_val_num: tdb_schema::VAR_NUM,
+            datatype: Datatype::StringUtf8,
+            data: b"redblue".to_vec(),
+            offsets: [0u64, 3, 99].iter().flat_map(|o| o.to_le_bytes()).collect(),
+            ..colors(0)
+        })
+        .attribute(Attribute::builder("e", Datatype::UInt8).enumeration("colors")),
+    V::EnumerationOffsets { .. },
+    "enumeration \"colors\": bad offset 99; give increasing u64 offsets within its data"
+);
 
 fn webp() -> Filter {
     Filter::Webp {

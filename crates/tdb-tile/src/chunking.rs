@@ -1,8 +1,9 @@
 //! Where TileDB cuts a tile into chunks before filtering
 //! (`FilterPipeline::run_forward` and `get_var_chunk_sizes`).
 //!
-//! Fixed-size cells: chunks of at most 64 KiB holding whole cells (since
-//! v11; a cell larger than 64 KiB gets a chunk of its own). Var-size cells:
+//! Fixed-size cells: chunks of at most 64 KiB holding whole cells, as
+//! TileDB writes since v11 (a cell larger than 64 KiB gets a chunk of its
+//! own); tdb writes only v22, and reading needs no cut rule. Var-size cells:
 //! a cell that would overflow the chunk still joins it if the chunk is at
 //! most half full or the result stays within 150%; otherwise it starts the
 //! next chunk. Tiles that filters see whole (string RLE and dictionary,

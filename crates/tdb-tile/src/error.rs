@@ -14,6 +14,14 @@ pub enum TileError {
         /// The field-level error.
         source: tdb_format::FormatError,
     },
+    /// A tile's serialized filter pipeline is invalid.
+    #[error("{location}: filter pipeline: {source}")]
+    Pipeline {
+        /// Which tile (as the caller named it).
+        location: String,
+        /// What the pipeline parser reported.
+        source: tdb_filters::FilterError,
+    },
     /// A filter failed on one chunk.
     #[error("{location}, chunk {chunk}: {source}")]
     Filter {

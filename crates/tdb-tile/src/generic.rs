@@ -6,7 +6,9 @@
 use crate::tile::TileFilters;
 use crate::{Result, TileError};
 use tdb_filters::{Filter, FilterPipeline};
-use tdb_format::{Datatype, EncryptionType, FormatVersion, GenericTile, GenericTileHeader};
+use tdb_format::{
+    single_generic_tile, Datatype, EncryptionType, FormatVersion, GenericTile, GenericTileHeader,
+};
 
 /// TileDB's `constants::generic_tile_compression_level` for GZIP.
 pub const GENERIC_TILE_GZIP_LEVEL: i32 = 1;
@@ -21,9 +23,8 @@ pub fn read_generic_tile(
     let header = &tile.header;
     let pipeline =
         FilterPipeline::parse(tile.filter_pipeline, header.version).map_err(|source| {
-            TileError::Filter {
+            TileError::Pipeline {
                 location: location.to_owned(),
-                chunk: 0,
                 source,
             }
         })?;
@@ -45,20 +46,32 @@ pub fn read_generic_tile(
         key,
         ..TileFilters::new(&pipeline, header.datatype, header.cell_size, header.version)
     };
-    let (data, used) = filters.unfilter(location, tile.data, false)?;
-    if used != tile.data.len() || data.data.len() as u64 != header.tile_size {
+    let data = filters.unfilter_whole(location, tile.data, false)?.data;
+    if data.len() as u64 != header.tile_size {
         return Err(TileError::Corrupt {
             location: location.to_owned(),
             reason: format!(
-                "{} of {} persisted bytes unfilter to {} bytes, the header says {}",
-                used,
-                tile.data.len(),
-                data.data.len(),
+                "the tile unfilters to {} bytes, its header says {}",
+                data.len(),
                 header.tile_size
             ),
         });
     }
-    Ok(data.data)
+    Ok(data)
+}
+
+/// Reads a file that is exactly one generic tile (a schema, an enumeration,
+/// array metadata, group details) and unfilters it.
+pub fn read_generic_tile_file(
+    location: &str,
+    bytes: &[u8],
+    key: Option<&[u8; 32]>,
+) -> Result<Vec<u8>> {
+    let tile = single_generic_tile(bytes).map_err(|source| TileError::Format {
+        location: location.to_owned(),
+        source,
+    })?;
+    read_generic_tile(location, &tile, key)
 }
 
 /// Writes `data` as one generic tile the way TileDB does: CHAR cells of one

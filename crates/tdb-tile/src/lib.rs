@@ -16,5 +16,7 @@ pub use chunks::{
     filtered_chunks, unfiltered_size, write_filtered_chunks, FilteredChunk, CHUNK_HEADER_SIZE,
 };
 pub use error::{Result, TileError};
-pub use generic::{read_generic_tile, write_generic_tile, GENERIC_TILE_GZIP_LEVEL};
+pub use generic::{
+    read_generic_tile, read_generic_tile_file, write_generic_tile, GENERIC_TILE_GZIP_LEVEL,
+};
 pub use tile::{TileData, TileFilters};
