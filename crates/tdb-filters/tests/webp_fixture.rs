@@ -9,8 +9,10 @@ use std::path::{Path, PathBuf};
 use tdb_filters::{Filter, FilterPipeline, Stage, Unfiltered};
 use tdb_format::{single_generic_tile, Datatype, FormatVersion};
 
+mod common;
+
 fn case_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/arrays/filter_webp")
+    common::case_dir("filter_webp")
 }
 
 fn one_file(dir: &Path) -> Vec<u8> {
@@ -20,28 +22,6 @@ fn one_file(dir: &Path) -> Vec<u8> {
         .collect();
     assert_eq!(files.len(), 1, "{dir:?}");
     std::fs::read(files.pop().unwrap()).unwrap()
-}
-
-/// One chunk of a filtered tile: unfiltered size, metadata, data.
-type Chunk<'a> = (usize, &'a [u8], &'a [u8]);
-
-/// The chunks of one tile: `u64` count, then per chunk `u32` unfiltered
-/// size, `u32` data size, `u32` metadata size, metadata, data; and the
-/// tile's length.
-fn chunks(bytes: &[u8]) -> (Vec<Chunk<'_>>, usize) {
-    let u32_at = |at: usize| u32::from_le_bytes(bytes[at..at + 4].try_into().unwrap()) as usize;
-    let count = u64::from_le_bytes(bytes[..8].try_into().unwrap());
-    let mut at = 8;
-    let mut out = Vec::new();
-    for _ in 0..count {
-        let (unfiltered, data, meta) = (u32_at(at), u32_at(at + 4), u32_at(at + 8));
-        at += 12;
-        let metadata = &bytes[at..at + meta];
-        let chunk = &bytes[at + meta..at + meta + data];
-        at += meta + data;
-        out.push((unfiltered, metadata, chunk));
-    }
-    (out, at)
 }
 
 fn unfilter(p: &FilterPipeline, st: &Stage<'_>, metadata: &[u8], data: &[u8]) -> Vec<u8> {
@@ -58,10 +38,11 @@ fn stored_pipeline() -> FilterPipeline {
     let version = tile.header.version;
     let gzip = FilterPipeline::parse(tile.filter_pipeline, version).unwrap();
     let st = Stage::new(tile.header.datatype, version);
-    let (chunks, _) = chunks(tile.data);
-    let schema: Vec<u8> = chunks
+    let tiles = common::tiles(tile.data);
+    assert_eq!(tiles.len(), 1, "a schema is one tile");
+    let schema: Vec<u8> = tiles[0]
         .iter()
-        .flat_map(|(_, m, d)| unfilter(&gzip, &st, m, d))
+        .flat_map(|c| unfilter(&gzip, &st, c.metadata, c.data))
         .collect();
     // max_chunk_size 65536, one filter, WEBP (18) with 12 bytes of options.
     let head = [0, 0, 1, 0, 1, 0, 0, 0, 18, 12, 0, 0, 0];
@@ -102,13 +83,17 @@ fn tiledb_tile_unfilters_to_the_cells_and_tdb_forward_round_trips() {
     let version = FormatVersion::new(22).unwrap();
     assert!(!pipeline.use_tile_chunking(false, version, Datatype::UInt8));
     let st = Stage::new(Datatype::UInt8, version);
-    let a0 = std::fs::read(
-        case_dir().join("array/__fragments/__1_1_737a5983c901e7d65f682796bbccdee9_22/a0.tdb"),
-    )
-    .unwrap();
-    let (tile, used) = chunks(&a0);
-    assert_eq!(used, a0.len(), "one tile");
-    let [(unfiltered, metadata, data)] = tile[..] else {
+    let a0 = common::read(&common::fragment(&case_dir()).join("a0.tdb"));
+    let tiles = common::tiles(&a0);
+    let [tile] = &tiles[..] else {
+        panic!("one tile, not {}", tiles.len())
+    };
+    let [common::Chunk {
+        unfiltered,
+        metadata,
+        data,
+    }] = tile[..]
+    else {
         panic!("a WebP tile is one chunk, not {}", tile.len());
     };
     // u32 part count 1, u32 size of the one WebP file.
