@@ -532,3 +532,42 @@ fn filter_delta_writes_tiledbs_bytes() {
         .unwrap();
     assert!(s.write().unwrap() == tiledb_bytes("filter_delta"));
 }
+
+#[test]
+fn hilbert_with_more_than_16_dimensions() {
+    let mut b = ArraySchema::builder(ArrayType::Sparse)
+        .cell_order(tdb_format::Layout::Hilbert)
+        .attribute(Attribute::builder("a", Datatype::Int32));
+    for i in 0..17 {
+        b = b.dimension(DimensionBuilder::range(format!("d{i}"), 0i32..=9));
+    }
+    let (v, msg) = rejects(b);
+    assert!(
+        matches!(v, V::HilbertTooManyDimensions { dims: 17 }),
+        "{v:?}"
+    );
+    assert_eq!(msg, "Hilbert order supports at most 16 dimensions, not 17");
+}
+
+/// The builder cannot give a dimension several values per coordinate, but a
+/// schema's public fields can; `validate` rejects it as TileDB does.
+#[test]
+fn dimension_with_several_values_per_coordinate() {
+    let mut s = sparse().build().unwrap();
+    s.domain.dimensions[0].cell_val_num = 2;
+    let v = s.validate().unwrap_err();
+    assert!(
+        matches!(
+            v,
+            V::DimensionCellValNum {
+                cell_val_num: 2,
+                ..
+            }
+        ),
+        "{v:?}"
+    );
+    assert_eq!(
+        v.to_string(),
+        "dimension x: cell_val_num 2 is not supported; use 1 (one value per coordinate)"
+    );
+}
