@@ -6,9 +6,7 @@ use crate::CliError;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::{self, Write as _};
-use tdb_format::{
-    classify, fragment_metadata_tiles, generic_tile_run, ObjectFile, TimestampedName,
-};
+use tdb_format::{classify, ObjectFile, TimestampedName};
 use tdb_storage::Storage;
 
 /// What `inspect` found.
@@ -146,14 +144,12 @@ fn walk(
 }
 
 fn tiles(path: &str, class: &ObjectFile, bytes: &[u8]) -> Result<(Vec<TileReport>, u64), CliError> {
-    let (tiles, rest) = if matches!(class, ObjectFile::FragmentMetadata { .. }) {
-        fragment_metadata_tiles(bytes).map_err(|source| CliError::Format {
+    let (tiles, rest) = class
+        .generic_tiles(bytes)
+        .map_err(|source| CliError::Format {
             path: path.to_owned(),
             source,
-        })?
-    } else {
-        generic_tile_run(bytes)
-    };
+        })?;
     let reports = tiles
         .iter()
         .map(|t| TileReport {

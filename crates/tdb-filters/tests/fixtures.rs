@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 use tdb_filters::{Filter, FilterPipeline};
-use tdb_format::{classify, fragment_metadata_tiles, generic_tile_run, ObjectFile};
+use tdb_format::classify;
 
 #[test]
 fn generic_tile_pipelines_round_trip() {
@@ -15,11 +15,7 @@ fn generic_tile_pipelines_round_trip() {
                 continue;
             }
             let bytes = obj.read(rel);
-            let (tiles, _) = if matches!(class, ObjectFile::FragmentMetadata { .. }) {
-                fragment_metadata_tiles(&bytes).unwrap()
-            } else {
-                generic_tile_run(&bytes)
-            };
+            let (tiles, _) = class.generic_tiles(&bytes).unwrap();
             for t in tiles {
                 let version = t.tile.header.version;
                 let ctx = format!("{}: {rel} @{}", obj.case, t.offset);

@@ -2,7 +2,9 @@
 //! directory, by its path relative to that directory (`/`-separated), so that
 //! no other crate matches file names by hand.
 
-use crate::{FormatVersion, TimestampedName};
+use crate::{
+    fragment_metadata_tiles, generic_tile_run, FormatVersion, LocatedTile, Result, TimestampedName,
+};
 
 /// What a data file inside a fragment holds.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -110,6 +112,18 @@ impl ObjectFile {
                 | ObjectFile::DeleteCommit(_)
                 | ObjectFile::UpdateCommit(_)
         )
+    }
+
+    /// The generic tiles of a file of this kind and the bytes after them:
+    /// a fragment metadata file's tiles stop at its footer (see
+    /// [`fragment_metadata_tiles`]); other files are a run of tiles. No
+    /// tiles for files that hold none.
+    pub fn generic_tiles<'a>(&self, bytes: &'a [u8]) -> Result<(Vec<LocatedTile<'a>>, &'a [u8])> {
+        match self {
+            ObjectFile::FragmentMetadata { .. } => fragment_metadata_tiles(bytes),
+            _ if self.holds_generic_tiles() => Ok(generic_tile_run(bytes)),
+            _ => Ok((Vec::new(), bytes)),
+        }
     }
 
     /// A short stable label for listings.

@@ -46,11 +46,9 @@ fn generic_tiles_parse_and_write_back_exactly() {
             let bytes = fs::read(obj.dir.join(path)).unwrap();
             let ctx = format!("{}: {path}", obj.case);
             let is_fragment_metadata = matches!(class, ObjectFile::FragmentMetadata { .. });
-            let (tiles, rest) = if is_fragment_metadata {
-                fragment_metadata_tiles(&bytes).unwrap_or_else(|e| panic!("{ctx}: {e}"))
-            } else {
-                generic_tile_run(&bytes)
-            };
+            let (tiles, rest) = class
+                .generic_tiles(&bytes)
+                .unwrap_or_else(|e| panic!("{ctx}: {e}"));
             assert!(!tiles.is_empty(), "{ctx}: no generic tile");
             let mut again = Vec::new();
             for t in &tiles {

@@ -8,8 +8,7 @@
 use std::collections::BTreeMap;
 use tdb_filters::{Filter, FilterPipeline};
 use tdb_format::{
-    classify, fragment_metadata_tiles, generic_tile_run, DataField, DataPart, Datatype,
-    FormatVersion, ObjectFile, TimestampedName,
+    classify, DataField, DataPart, Datatype, FormatVersion, ObjectFile, TimestampedName,
 };
 use tdb_schema::{ArraySchema, Attribute, Dimension, SchemaHistory};
 use tdb_storage::LocalStorage;
@@ -26,11 +25,7 @@ fn every_generic_tile_unfilters() {
                 continue;
             }
             let bytes = obj.read(rel);
-            let (tiles, _) = if matches!(class, ObjectFile::FragmentMetadata { .. }) {
-                fragment_metadata_tiles(&bytes).unwrap()
-            } else {
-                generic_tile_run(&bytes)
-            };
+            let (tiles, _) = class.generic_tiles(&bytes).unwrap();
             for t in tiles {
                 let at = format!("{}: {rel} @{}", obj.case, t.offset);
                 let data = read_generic_tile(&at, &t.tile, obj.key.as_ref())
