@@ -22,6 +22,7 @@ mod domain;
 mod enumeration;
 mod error;
 mod history;
+mod nd_range;
 mod read;
 mod schema;
 mod validate;
@@ -33,7 +34,7 @@ pub use attribute::Attribute;
 pub use attribute_builder::AttributeBuilder;
 pub use builder::{ArraySchemaBuilder, DimensionBuilder, DEFAULT_CAPACITY};
 pub use change::{diff, SchemaChange};
-pub use current_domain::{CurrentDomain, Range, CURRENT_DOMAIN_VERSION};
+pub use current_domain::{CurrentDomain, CURRENT_DOMAIN_VERSION};
 pub use dimension::{Dimension, VAR_NUM};
 pub use dimension_label::DimensionLabel;
 pub use domain::Domain;
@@ -42,6 +43,7 @@ pub use error::{Result, SchemaError};
 pub use history::{
     Evolution, SchemaEntry, SchemaHistory, ENUMERATIONS_DIR, LEGACY_SCHEMA_NAME, SCHEMA_DIR,
 };
+pub use nd_range::{NDRange, Range};
 pub use schema::{ArraySchema, EnumerationRef};
 pub use validation_error::ValidationError;
 pub use value::Value;
