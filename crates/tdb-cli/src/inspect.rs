@@ -7,7 +7,7 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::{self, Write as _};
 use tdb_format::{classify, ObjectFile, TimestampedName};
-use tdb_storage::Storage;
+use tdb_storage::{last_component, Storage};
 
 /// What `inspect` found.
 #[derive(Debug, Serialize)]
@@ -101,36 +101,38 @@ const ARRAY_DIRS: &[&str] = &[
 ];
 
 fn object_kind(storage: &dyn Storage, dir: &str) -> Result<&'static str, CliError> {
-    let at = |name: &str| tdb_storage::join(dir, name);
-    Ok(
-        if storage.is_dir(&at("__schema"))? || storage.is_file(&at("__array_schema.tdb"))? {
-            "array"
-        } else if storage.is_dir(&at("__group"))? || storage.is_file(&at("__tiledb_group.tdb"))? {
-            "group"
-        } else {
-            "unknown"
-        },
-    )
+    let listing = storage.list_dir(dir)?;
+    let has_dir = |name: &str| listing.dirs.iter().any(|d| last_component(d) == name);
+    let has_file = |name: &str| listing.files.iter().any(|f| f.name() == name);
+    Ok(if has_dir("__schema") || has_file("__array_schema.tdb") {
+        "array"
+    } else if has_dir("__group") || has_file("__tiledb_group.tdb") {
+        "group"
+    } else {
+        "unknown"
+    })
 }
 
-/// Collects the files of the object at `dir`, skipping nested objects.
+/// Collects the files of the object at `dir` with their sizes, skipping
+/// nested objects.
 fn walk(
     storage: &dyn Storage,
     dir: &str,
     rel: &str,
-    files: &mut Vec<String>,
+    files: &mut Vec<(String, u64)>,
     nested: &mut Vec<NestedObject>,
 ) -> Result<(), CliError> {
-    for entry in storage.list(&tdb_storage::join(dir, rel))? {
-        let child = tdb_storage::join(rel, entry.name());
-        if !entry.is_dir {
-            files.push(child);
-            continue;
-        }
+    let listing = storage.list_dir(&tdb_storage::join(dir, rel))?;
+    for f in listing.files {
+        files.push((tdb_storage::join(rel, f.name()), f.size));
+    }
+    for d in listing.dirs {
+        let name = last_component(&d);
+        let child = tdb_storage::join(rel, name);
         let reserved = rel.is_empty()
-            && (ARRAY_DIRS.contains(&entry.name())
-                || matches!(entry.name(), "__group" | "__labels")
-                || TimestampedName::parse(entry.name()).is_ok());
+            && (ARRAY_DIRS.contains(&name)
+                || matches!(name, "__group" | "__labels")
+                || TimestampedName::parse(name).is_ok());
         if !reserved && rel.is_empty() {
             let kind = object_kind(storage, &tdb_storage::join(dir, &child))?;
             if kind != "unknown" {
@@ -173,19 +175,20 @@ pub fn inspect(storage: &dyn Storage, dir: &str) -> Result<Inspection, CliError>
     let mut nested_objects = Vec::new();
     walk(storage, dir, "", &mut paths, &mut nested_objects)?;
     paths.sort();
-    if kind == "unknown" && paths.iter().all(|p| classify(p) == ObjectFile::Unknown) {
+    if kind == "unknown" && paths.iter().all(|p| classify(&p.0) == ObjectFile::Unknown) {
         return Err(CliError::NotAnObject(dir.to_owned()));
     }
 
     let mut files = Vec::with_capacity(paths.len());
     let mut fragments: BTreeMap<TimestampedName, FragmentReport> = BTreeMap::new();
     let mut commits: BTreeMap<String, String> = BTreeMap::new();
-    for path in paths {
+    for (path, size) in paths {
         let full = tdb_storage::join(dir, &path);
-        let size = storage.size(&full)?;
         let class = classify(&path);
         let (generic_tiles, trailing_bytes) = if class.holds_generic_tiles() {
-            let bytes = storage.read(&full)?;
+            let bytes = storage
+                .read(&full)?
+                .ok_or_else(|| tdb_storage::StorageError::not_found(&full))?;
             let (t, rest) = tiles(&path, &class, &bytes)?;
             (Some(t), Some(rest))
         } else {

@@ -30,6 +30,9 @@ pub enum CliError {
     /// The array schema could not be read.
     #[error(transparent)]
     Schema(#[from] tdb_schema::SchemaError),
+    /// The array directory could not be read.
+    #[error(transparent)]
+    Fragment(#[from] tdb_fragment::FragmentError),
     /// The command line asks for something impossible.
     #[error("{0}")]
     Usage(String),

@@ -4,7 +4,7 @@
 use crate::summary;
 use crate::CliError;
 use serde_json::Value;
-use tdb_schema::{ArraySchema, Enumeration, SchemaEntry, SchemaHistory};
+use tdb_schema::{ArraySchema, Enumeration, SchemaEntry};
 use tdb_storage::Storage;
 
 /// The schema in force at `at` (TileDB's rule for reads opened at a
@@ -15,12 +15,12 @@ pub fn load(
     at: Option<u64>,
     key: Option<&[u8; 32]>,
 ) -> Result<(SchemaEntry, Vec<Enumeration>), CliError> {
-    let history = SchemaHistory::load(storage, key)?;
+    let history = tdb_fragment::load_schemas(storage, "", key)?;
     let entry = match at {
         Some(t) => history.at(t),
         None => history.latest(),
     };
-    let enumerations = SchemaHistory::referenced_enumerations(storage, entry, key)?;
+    let enumerations = tdb_fragment::load_referenced_enumerations(storage, "", entry, key)?;
     Ok((entry.clone(), enumerations))
 }
 

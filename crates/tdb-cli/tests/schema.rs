@@ -90,15 +90,24 @@ fn at_picks_the_schema_each_fragment_was_written_with() {
     assert_ne!(latest.schema, first.schema);
 }
 
+/// An error and every cause below it, one per line.
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        out.push_str(&format!("\n{c}"));
+        cause = c.source();
+    }
+    out
+}
+
 #[test]
 fn encrypted_arrays_need_the_right_key() {
     let object = arrays().into_iter().find(|o| o.key.is_some()).unwrap();
     let storage = LocalStorage::new(&object.dir);
-    let missing = load(&storage, None, None).unwrap_err().to_string();
+    let missing = chain(&load(&storage, None, None).unwrap_err());
     assert!(missing.contains("no key was given"), "{missing}");
-    let wrong = load(&storage, None, Some(&[1; 32]))
-        .unwrap_err()
-        .to_string();
+    let wrong = chain(&load(&storage, None, Some(&[1; 32])).unwrap_err());
     assert!(wrong.contains("authentication failed"), "{wrong}");
     let expected: &Value = &object.expected.as_ref().unwrap()["schema"];
     let (entry, e) = load(&storage, None, object.key.as_ref()).unwrap();

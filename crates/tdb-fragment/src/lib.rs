@@ -8,3 +8,6 @@
 mod error;
 
 pub use error::{FragmentError, Result};
+mod schemas;
+
+pub use schemas::{load_enumeration, load_referenced_enumerations, load_schemas};

@@ -3,7 +3,6 @@
 use nom::error::{ErrorKind, ParseError};
 use tdb_filters::FilterError;
 use tdb_format::FormatError;
-use tdb_storage::StorageError;
 use tdb_tile::TileError;
 use thiserror::Error;
 
@@ -49,15 +48,6 @@ pub enum SchemaError {
         #[source]
         source: Box<TileError>,
     },
-    /// A schema or enumeration file could not be listed or read.
-    #[error("{file}: {source}")]
-    Storage {
-        /// The file or directory.
-        file: String,
-        /// What went wrong.
-        #[source]
-        source: Box<StorageError>,
-    },
     /// A field whose value is structurally impossible.
     #[error("{file}: invalid {field}: {reason}")]
     Invalid {
@@ -80,7 +70,6 @@ impl SchemaError {
         if let SchemaError::Format { file, .. }
         | SchemaError::Filters { file, .. }
         | SchemaError::Tile { file, .. }
-        | SchemaError::Storage { file, .. }
         | SchemaError::Invalid { file, .. } = &mut self
         {
             name.clone_into(file);
@@ -91,14 +80,6 @@ impl SchemaError {
     /// A tile-layer failure on `file`.
     pub(crate) fn tile(file: &str, source: TileError) -> Self {
         SchemaError::Tile {
-            file: file.to_owned(),
-            source: Box::new(source),
-        }
-    }
-
-    /// A storage failure on `file`.
-    pub(crate) fn storage(file: &str, source: StorageError) -> Self {
-        SchemaError::Storage {
             file: file.to_owned(),
             source: Box::new(source),
         }

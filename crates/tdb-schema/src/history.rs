@@ -1,5 +1,6 @@
 //! Schema evolution as data: every schema file of an array, in TileDB's
-//! order, with TileDB 2.30's rules for which one is in force at a timestamp
+//! order (listing and reading them is the array directory's job, in
+//! `tdb-fragment`), with TileDB 2.30's rules for which one is in force at a timestamp
 //! (`ArrayDirectory::select_latest_array_schema_uri`) and which one a
 //! fragment uses (by the name in its metadata footer).
 
@@ -7,7 +8,6 @@ use crate::change::{diff, SchemaChange};
 use crate::{ArraySchema, Enumeration, Result, SchemaError};
 use std::collections::HashMap;
 use tdb_format::TimestampedName;
-use tdb_storage::Storage;
 
 /// The one schema file of arrays before format v10, and the schema name
 /// TileDB gives fragments of those versions (their footers name none).
@@ -55,11 +55,6 @@ impl SchemaEntry {
     pub fn file(&self) -> String {
         file_key(&self.name)
     }
-}
-
-/// Names `file` in a storage error.
-fn io(file: &str) -> impl FnOnce(tdb_storage::StorageError) -> SchemaError + '_ {
-    move |e| SchemaError::storage(file, e)
 }
 
 fn file_key(name: &str) -> String {
@@ -112,70 +107,6 @@ impl SchemaHistory {
         Ok(SchemaHistory { entries })
     }
 
-    /// Reads every schema of the array whose directory `storage` is rooted
-    /// at: `__array_schema.tdb` if present, and every file of `__schema/`
-    /// but the enumerations directory. Enumerations are left on storage:
-    /// see [`SchemaHistory::enumeration`].
-    pub fn load(storage: &dyn Storage, key: Option<&[u8; 32]>) -> Result<Self> {
-        let mut names = Vec::new();
-        if storage
-            .is_file(LEGACY_SCHEMA_NAME)
-            .map_err(io(LEGACY_SCHEMA_NAME))?
-        {
-            names.push(LEGACY_SCHEMA_NAME.to_owned());
-        }
-        if storage.is_dir(SCHEMA_DIR).map_err(io(SCHEMA_DIR))? {
-            for e in storage.list(SCHEMA_DIR).map_err(io(SCHEMA_DIR))? {
-                if e.path != ENUMERATIONS_DIR {
-                    names.push(e.name().to_owned());
-                }
-            }
-        }
-        let entries = names
-            .iter()
-            .map(|name| {
-                let file = file_key(name);
-                let bytes = storage.read(&file).map_err(io(&file))?;
-                SchemaEntry::from_file(name, &bytes, key)
-            })
-            .collect::<Result<Vec<_>>>()?;
-        Self::new(entries)
-    }
-
-    /// Reads the enumeration file `path` (as an [`crate::EnumerationRef`]
-    /// names it) of the array `storage` is rooted at.
-    pub fn enumeration(
-        storage: &dyn Storage,
-        path: &str,
-        key: Option<&[u8; 32]>,
-    ) -> Result<Enumeration> {
-        let file = format!("{ENUMERATIONS_DIR}/{path}");
-        let bytes = storage.read(&file).map_err(io(&file))?;
-        Enumeration::from_file(&file, &bytes, key)
-    }
-
-    /// Reads the enumerations `entry`'s attributes refer to, in
-    /// [`ArraySchema::referenced_enumerations`] order.
-    pub fn referenced_enumerations(
-        storage: &dyn Storage,
-        entry: &SchemaEntry,
-        key: Option<&[u8; 32]>,
-    ) -> Result<Vec<Enumeration>> {
-        entry
-            .schema
-            .referenced_enumerations()
-            .into_iter()
-            .map(|name| match entry.schema.enumeration(name) {
-                Some(e) => Self::enumeration(storage, &e.path, key),
-                None => Err(SchemaError::invalid(
-                    "enumerations",
-                    format!("attributes refer to {name:?}, which the schema does not list"),
-                )
-                .in_file(&entry.file())),
-            })
-            .collect()
-    }
-
     /// Every schema, in TileDB's order.
     pub fn entries(&self) -> &[SchemaEntry] {
         &self.entries
@@ -205,18 +136,18 @@ impl SchemaHistory {
         self.entries.iter().find(|e| e.name == name)
     }
 
-    /// What each evolution changed, reading the enumeration files whose path
-    /// changed from `storage` (each once).
+    /// What each evolution changed. `enumeration` loads an enumeration by
+    /// its path (as [`crate::EnumerationRef`] names it); it is called only
+    /// for enumerations whose path changed, each path once.
     pub fn evolutions(
         &self,
-        storage: &dyn Storage,
-        key: Option<&[u8; 32]>,
+        enumeration: &mut dyn FnMut(&str) -> Result<Enumeration>,
     ) -> Result<Vec<Evolution>> {
         let mut cache: HashMap<String, Enumeration> = HashMap::new();
         let mut load = |path: &str| match cache.get(path) {
             Some(e) => Ok(e.clone()),
             None => {
-                let e = Self::enumeration(storage, path, key)?;
+                let e = enumeration(path)?;
                 cache.insert(path.to_owned(), e.clone());
                 Ok(e)
             }

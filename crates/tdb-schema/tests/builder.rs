@@ -458,7 +458,7 @@ fn tiledb_bytes(case: &str) -> Vec<u8> {
         .find(|o| o.case == case)
         .unwrap();
     let storage = tdb_storage::LocalStorage::new(&object.dir);
-    let file = tdb_schema::SchemaHistory::load(&storage, None)
+    let file = tdb_fragment::load_schemas(&storage, "", None)
         .unwrap()
         .latest()
         .file();

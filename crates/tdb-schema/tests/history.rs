@@ -3,11 +3,11 @@
 //! change list of hand-made evolutions.
 
 use std::collections::HashMap;
+use tdb_fragment::{load_enumeration, load_schemas};
 use tdb_schema::{
-    diff, ArraySchema, Enumeration, Range, SchemaChange, SchemaError, SchemaHistory,
-    LEGACY_SCHEMA_NAME,
+    diff, ArraySchema, Enumeration, Range, SchemaChange, SchemaHistory, LEGACY_SCHEMA_NAME,
 };
-use tdb_storage::{LocalStorage, MemoryStorage, Storage};
+use tdb_storage::LocalStorage;
 use tdb_testdata::Object;
 
 fn object(case: &str) -> Object {
@@ -18,8 +18,12 @@ fn object(case: &str) -> Object {
 }
 
 fn history(o: &Object) -> SchemaHistory {
-    SchemaHistory::load(&LocalStorage::new(&o.dir), o.key.as_ref())
+    load_schemas(&LocalStorage::new(&o.dir), "", o.key.as_ref())
         .unwrap_or_else(|e| panic!("{}: {e}", o.case))
+}
+
+fn enumeration(o: &Object, path: &str) -> Enumeration {
+    load_enumeration(&LocalStorage::new(&o.dir), "", path, None).unwrap()
 }
 
 fn names(h: &SchemaHistory) -> Vec<&str> {
@@ -47,8 +51,7 @@ fn schema_evolution_history() {
     assert_eq!(attrs(2), ["a", "b"]);
     assert_eq!(attrs(4), ["a", "b", "c"]);
     assert_eq!(attrs(6), ["a", "c"]);
-    let storage = LocalStorage::new(&o.dir);
-    let evolutions = h.evolutions(&storage, None).unwrap();
+    let evolutions = h.evolutions(&mut |p| Ok(enumeration(&o, p))).unwrap();
     let changes: Vec<_> = evolutions.iter().map(|e| e.changes.clone()).collect();
     assert_eq!(
         changes,
@@ -105,8 +108,7 @@ fn legacy_and_single_schema_arrays() {
     assert_eq!(v10.entries().len(), 1);
     assert_eq!(v10.at(1), v10.latest());
     assert!(v10.by_name(LEGACY_SCHEMA_NAME).is_none());
-    let storage = LocalStorage::new(&object("legacy/2.6.4/two_fragments").dir);
-    assert!(v10.evolutions(&storage, None).unwrap().is_empty());
+    assert!(v10.evolutions(&mut no_enumerations).unwrap().is_empty());
 }
 
 #[test]
@@ -114,10 +116,9 @@ fn enumerations_are_not_schemas_and_load_on_demand() {
     let o = object("enumeration");
     let h = history(&o);
     assert_eq!(h.entries().len(), 1);
-    let storage = LocalStorage::new(&o.dir);
     assert_eq!(h.latest().schema.enumerations.len(), 2);
     for r in &h.latest().schema.enumerations {
-        let e = SchemaHistory::enumeration(&storage, &r.path, None).unwrap();
+        let e = enumeration(&o, &r.path);
         assert_eq!(
             (e.name.as_str(), e.path.as_str()),
             (r.name.as_str(), r.path.as_str())
@@ -125,14 +126,7 @@ fn enumerations_are_not_schemas_and_load_on_demand() {
     }
 }
 
-#[test]
-fn encrypted_array_history() {
-    let o = object("encrypted_aes256");
-    assert!(o.key.is_some());
-    assert_eq!(history(&o).entries().len(), 1);
-    let err = SchemaHistory::load(&LocalStorage::new(&o.dir), None).unwrap_err();
-    assert!(err.to_string().contains("__schema/"), "{err}");
-}
+const U: &str = "0123456789abcdef0123456789abcdef";
 
 /// A schema of the corpus written as a file, for hand-made arrays.
 fn schema_bytes() -> (ArraySchema, Vec<u8>) {
@@ -140,57 +134,6 @@ fn schema_bytes() -> (ArraySchema, Vec<u8>) {
     let s = history(&o).entries()[0].schema.clone();
     let bytes = s.write_file("test", None).unwrap();
     (s, bytes)
-}
-
-const U: &str = "0123456789abcdef0123456789abcdef";
-
-#[test]
-fn order_is_tiledbs_listing_order() {
-    let (_, bytes) = schema_bytes();
-    let m = MemoryStorage::new();
-    for name in [format!("__9_9_{U}"), format!("__10_10_{U}")] {
-        m.write(&format!("__schema/{name}"), &bytes).unwrap();
-    }
-    m.write(&format!("__schema/__enumerations/__{U}_0"), b"x")
-        .unwrap();
-    let h = SchemaHistory::load(&m, None).unwrap();
-    // By name bytes, as TileDB lists: `__10_10` sorts before `__9_9`.
-    assert_eq!(names(&h), [format!("__10_10_{U}"), format!("__9_9_{U}")]);
-    // So, like TileDB, the last listed schema in force wins ...
-    assert_eq!(h.at(10).name, format!("__9_9_{U}"));
-    assert_eq!(h.latest().name, format!("__9_9_{U}"));
-    // ... and before every schema the first listed is used.
-    assert_eq!(h.at(5).name, format!("__10_10_{U}"));
-
-    m.write(LEGACY_SCHEMA_NAME, &bytes).unwrap();
-    let h = SchemaHistory::load(&m, None).unwrap();
-    assert_eq!(h.entries()[0].name, LEGACY_SCHEMA_NAME);
-    assert_eq!(h.at(5).name, LEGACY_SCHEMA_NAME, "legacy holds from time 0");
-    assert_eq!(h.at(9).name, format!("__9_9_{U}"));
-}
-
-#[test]
-fn bad_input_is_an_error_naming_the_file() {
-    let m = MemoryStorage::new();
-    let err = SchemaHistory::load(&m, None).unwrap_err();
-    assert!(matches!(err, SchemaError::Invalid { .. }), "{err}");
-
-    let (_, bytes) = schema_bytes();
-    m.write("__schema/not_a_name", &bytes).unwrap();
-    let err = SchemaHistory::load(&m, None).unwrap_err();
-    assert!(err.to_string().starts_with("__schema/not_a_name:"), "{err}");
-
-    let m = MemoryStorage::new();
-    m.write(&format!("__schema/__1_1_{U}"), &bytes[..bytes.len() / 2])
-        .unwrap();
-    let err = SchemaHistory::load(&m, None).unwrap_err();
-    assert!(
-        err.to_string().starts_with(&format!("__schema/__1_1_{U}:")),
-        "{err}"
-    );
-
-    let err = SchemaHistory::enumeration(&m, "missing", None).unwrap_err();
-    assert!(matches!(err, SchemaError::Storage { .. }), "{err}");
 }
 
 fn no_enumerations(path: &str) -> tdb_schema::Result<Enumeration> {
@@ -229,11 +172,10 @@ fn diff_of_hand_made_evolutions() {
 #[test]
 fn diff_of_enumerations() {
     let o = object("enumeration");
-    let storage = LocalStorage::new(&o.dir);
     let old = history(&o).latest().schema.clone();
     let mut files: HashMap<String, Enumeration> = HashMap::new();
     for r in &old.enumerations {
-        let e = SchemaHistory::enumeration(&storage, &r.path, None).unwrap();
+        let e = enumeration(&o, &r.path);
         files.insert(r.path.clone(), e);
     }
     // `colors` (var-length strings) gets one value appended under a new path;

@@ -1,102 +1,166 @@
-//! One behaviour suite run against every backend, so they cannot drift.
+//! The behaviour every backend must show, as one suite a new backend runs
+//! from its own tests: `tdb_storage::conformance::run(&MyStore::new(..))`.
+//! It panics (like any test assertion) at the first difference.
 
-use crate::{LocalStorage, MemoryStorage, Storage, StorageError};
+use crate::{ByteRange, RangeRequest, Storage, StorageError};
+use bytes::Bytes;
 
-fn suite(s: &dyn Storage) {
-    s.write("arr/__schema/s1", b"schema").unwrap();
-    s.write("arr/__fragments/f1/a0.tdb", b"0123456789").unwrap();
-    s.create_dir("arr/__meta").unwrap();
+fn b(s: &'static [u8]) -> Bytes {
+    Bytes::from_static(s)
+}
 
-    let names: Vec<_> = s
-        .list("arr")
-        .unwrap()
-        .into_iter()
-        .map(|e| (e.path, e.is_dir))
-        .collect();
+fn keys(files: &[crate::ObjectMeta]) -> Vec<(&str, u64)> {
+    files.iter().map(|f| (f.key.as_str(), f.size)).collect()
+}
+
+/// Runs the suite against an empty store.
+pub fn run(s: &dyn Storage) {
+    s.write("arr/__schema/s1", b(b"schema")).unwrap();
+    s.write("arr/__fragments/f1/a0.tdb", b(b"0123456789"))
+        .unwrap();
+    s.write("arr/__fragments/f1/a0.tdbx", b(b"x")).unwrap();
+    s.write("arr/__lock.tdb", b(b"")).unwrap();
+
+    // Listings carry sizes; directories are prefixes that hold files.
+    let root = s.list_dir("arr").unwrap();
+    assert_eq!(keys(&root.files), vec![("arr/__lock.tdb", 0)]);
+    assert_eq!(root.dirs, vec!["arr/__fragments", "arr/__schema"]);
+    assert_eq!(root.files[0].name(), "__lock.tdb");
+    let f1 = s.list_dir("arr/__fragments/f1/").unwrap();
     assert_eq!(
-        names,
+        keys(&f1.files),
         vec![
-            ("arr/__fragments".to_owned(), true),
-            ("arr/__meta".to_owned(), true),
-            ("arr/__schema".to_owned(), true)
+            ("arr/__fragments/f1/a0.tdb", 10),
+            ("arr/__fragments/f1/a0.tdbx", 1)
         ]
     );
-    assert!(s.list("arr/__meta").unwrap().is_empty());
+    assert!(f1.dirs.is_empty());
+    // A missing directory lists as empty, as a prefix does on object stores.
+    assert_eq!(s.list_dir("nowhere").unwrap(), crate::Listing::default());
     assert_eq!(
-        s.list_files_recursive("arr").unwrap(),
-        vec!["arr/__fragments/f1/a0.tdb", "arr/__schema/s1"]
+        keys(&s.list_prefix("arr").unwrap()),
+        vec![
+            ("arr/__fragments/f1/a0.tdb", 10),
+            ("arr/__fragments/f1/a0.tdbx", 1),
+            ("arr/__lock.tdb", 0),
+            ("arr/__schema/s1", 6)
+        ]
     );
 
-    assert_eq!(s.size("arr/__fragments/f1/a0.tdb").unwrap(), 10);
-    assert_eq!(
-        &s.read_range("arr/__fragments/f1/a0.tdb", 2, 3).unwrap()[..],
-        b"234"
-    );
-    assert_eq!(
-        &s.read_range("arr/__fragments/f1/a0.tdb", 10, 0).unwrap()[..],
-        b""
-    );
-    assert!(matches!(
-        s.read_range("arr/__fragments/f1/a0.tdb", 8, 3),
-        Err(StorageError::RangeOutOfBounds { size: 10, .. })
-    ));
-    assert!(s
-        .read_range("arr/__fragments/f1/a0.tdb", u64::MAX, 2)
-        .is_err());
-
-    let err = s.read("arr/missing").unwrap_err();
-    assert!(err.is_not_found());
-    assert!(err.to_string().contains("arr/missing"));
-    assert!(s.list("nowhere").unwrap_err().is_not_found());
+    // Whole reads and sizes: a missing key is `None`, not an error.
+    assert_eq!(&s.read("arr/__schema/s1").unwrap().unwrap()[..], b"schema");
+    assert_eq!(s.read("arr/missing").unwrap(), None);
+    assert_eq!(s.size("arr/__fragments/f1/a0.tdb").unwrap(), Some(10));
+    assert_eq!(s.size("arr/missing").unwrap(), None);
     assert!(matches!(
         s.read("arr/__schema"),
         Err(StorageError::WrongKind { .. })
     ));
+
+    // Batched ranges: bounded, empty, suffix (longer than the file too),
+    // several per file, a missing file; answers in request order.
+    let a0 = "arr/__fragments/f1/a0.tdb";
+    let got = s
+        .read_ranges(&[
+            RangeRequest::new(a0, ByteRange::new(2, 3)),
+            RangeRequest::new("arr/missing", ByteRange::new(0, 1)),
+            RangeRequest::new(a0, ByteRange::new(10, 0)),
+            RangeRequest::new(a0, ByteRange::Suffix(4)),
+            RangeRequest::new("arr/__schema/s1", ByteRange::Suffix(100)),
+        ])
+        .unwrap();
+    let got: Vec<Option<&[u8]>> = got.iter().map(|b| b.as_deref()).collect();
+    assert_eq!(
+        got,
+        vec![
+            Some(&b"234"[..]),
+            None,
+            Some(&b""[..]),
+            Some(&b"6789"[..]),
+            Some(&b"schema"[..])
+        ]
+    );
+    assert_eq!(
+        &s.read_range(a0, ByteRange::new(9, 1)).unwrap().unwrap()[..],
+        b"9"
+    );
+    // Never a short read.
+    assert!(matches!(
+        s.read_range(a0, ByteRange::new(8, 3)),
+        Err(StorageError::RangeOutOfBounds { size: 10, .. })
+    ));
+    assert!(s.read_range(a0, ByteRange::new(u64::MAX, 2)).is_err());
+    assert!(s
+        .read_ranges(&[RangeRequest::new(a0, ByteRange::new(11, 0))])
+        .is_err());
+
+    // Keys are checked before any backend sees them.
     assert!(matches!(
         s.read("../etc/passwd"),
         Err(StorageError::InvalidPath { .. })
     ));
     assert!(matches!(
-        s.write("/abs", b""),
+        s.write("/abs", b(b"")),
         Err(StorageError::InvalidPath { .. })
     ));
+    assert!(s.write("", b(b"")).is_err());
 
-    s.write("arr/__schema/s1", b"replaced").unwrap();
-    assert_eq!(&s.read("arr/__schema/s1").unwrap()[..], b"replaced");
-
-    s.rename("arr/__schema/s1", "arr/__schema/s2").unwrap();
-    assert!(!s.is_file("arr/__schema/s1").unwrap());
-    assert!(s.is_file("arr/__schema/s2").unwrap());
-    s.rename("arr/__fragments/f1", "arr/__fragments/f2")
-        .unwrap();
+    // Writes replace whole files; streamed writes join their parts.
+    s.write("arr/__schema/s1", b(b"replaced")).unwrap();
     assert_eq!(
-        &s.read("arr/__fragments/f2/a0.tdb").unwrap()[..],
-        b"0123456789"
+        &s.read("arr/__schema/s1").unwrap().unwrap()[..],
+        b"replaced"
     );
-    assert!(!s.is_dir("arr/__fragments/f1").unwrap());
+    let mut parts = vec![Ok(b(b"ab")), Ok(b(b"")), Ok(b(b"cd"))].into_iter();
+    s.write_stream("arr/__schema/s2", &mut parts).unwrap();
+    assert_eq!(&s.read("arr/__schema/s2").unwrap().unwrap()[..], b"abcd");
+    // A stream that fails leaves no file, and the old one untouched.
+    let mut failing = vec![Ok(b(b"new")), Err(StorageError::not_found("source"))].into_iter();
+    assert!(s.write_stream("arr/__schema/s2", &mut failing).is_err());
+    assert_eq!(&s.read("arr/__schema/s2").unwrap().unwrap()[..], b"abcd");
+    let mut failing = vec![Err(StorageError::not_found("source"))].into_iter();
+    assert!(s.write_stream("arr/__schema/s3", &mut failing).is_err());
+    assert_eq!(s.read("arr/__schema/s3").unwrap(), None);
 
-    s.remove_file("arr/__schema/s2").unwrap();
-    assert!(s.remove_file("arr/__schema/s2").unwrap_err().is_not_found());
-    s.remove_dir("arr/__fragments").unwrap();
-    assert!(!s.is_dir("arr/__fragments").unwrap());
-    assert!(s.is_dir("arr").unwrap());
+    // Deletes: a missing file is fine; a prefix takes everything below it.
+    s.delete("arr/__schema/s2").unwrap();
+    s.delete("arr/__schema/s2").unwrap();
+    assert_eq!(s.read("arr/__schema/s2").unwrap(), None);
+    s.delete_prefix("arr/__fragments").unwrap();
+    assert!(s.list_dir("arr/__fragments").unwrap().files.is_empty());
+    assert_eq!(
+        keys(&s.list_prefix("arr").unwrap()),
+        vec![("arr/__lock.tdb", 0), ("arr/__schema/s1", 8)]
+    );
 }
 
-#[test]
-fn memory_backend() {
-    suite(&MemoryStorage::new());
-}
+#[cfg(test)]
+mod tests {
+    use crate::{LocalStorage, MemoryStorage, RecordingStorage};
 
-#[test]
-fn local_backend() {
-    let dir = tempfile::tempdir().unwrap();
-    let s = LocalStorage::new(dir.path());
-    suite(&s);
-    // Writes leave no temporary files behind.
-    let leftovers: Vec<_> = std::fs::read_dir(dir.path().join("arr"))
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .filter(|e| e.file_name().to_string_lossy().starts_with(".tdb-tmp"))
-        .collect();
-    assert!(leftovers.is_empty());
+    #[test]
+    fn memory_backend() {
+        super::run(&MemoryStorage::new());
+    }
+
+    #[test]
+    fn recording_backend_behaves_like_its_inner_one() {
+        let s = RecordingStorage::new(MemoryStorage::new());
+        super::run(&s);
+        assert!(s.trace().contains("read_ranges (5 ranges, 13 B)"));
+    }
+
+    #[test]
+    fn local_backend() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = LocalStorage::new(dir.path());
+        super::run(&s);
+        // Writes leave no temporary files behind, failed ones included.
+        let leftovers: Vec<_> = std::fs::read_dir(dir.path().join("arr/__schema"))
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().starts_with(".tdb-tmp"))
+            .collect();
+        assert!(leftovers.is_empty());
+    }
 }

@@ -41,7 +41,7 @@ pub enum StorageError {
         reason: &'static str,
     },
     /// An operating-system error.
-    #[error("{path}: {source}")]
+    #[error("{path}: I/O failed")]
     Io {
         /// The key.
         path: String,

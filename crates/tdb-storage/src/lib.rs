@@ -1,97 +1,127 @@
 //! Where tdb's bytes live.
 //!
-//! One small synchronous trait, [`Storage`], over `/`-separated keys relative
-//! to a root, shaped after object stores (whole-object writes, byte-range
-//! reads, prefix listing) so that an S3-like backend can implement it later:
-//! nothing above this crate may assume POSIX. Two backends ship:
-//! [`LocalStorage`] (a directory) and [`MemoryStorage`] (tests, scratch).
+//! Three small synchronous traits over `/`-separated keys relative to a
+//! root, shaped after object stores rather than POSIX: [`ReadableStorage`]
+//! (whole objects and batches of byte ranges, suffix ranges included, a
+//! missing key as `None`), [`ListableStorage`] (listings that carry sizes, so
+//! nobody asks for a size per file) and [`WritableStorage`] (whole-object
+//! writes from bytes or a stream of parts, deletes). Nothing here renames or
+//! needs empty directories: an S3-like backend implements the same traits.
+//! [`Storage`] is all three. Two backends ship: [`LocalStorage`] (a
+//! directory) and [`MemoryStorage`]; [`RecordingStorage`] wraps any backend
+//! and records every request, so tests can pin a read's I/O trace;
+//! [`conformance::run`] is the behaviour suite every backend must pass.
 
+pub mod conformance;
 mod error;
 mod local;
 mod memory;
 mod path;
+mod range;
+mod recording;
 
 pub use error::{Result, StorageError};
 pub use local::LocalStorage;
 pub use memory::MemoryStorage;
 pub use path::check_path;
+pub use range::{ByteRange, RangeRequest};
+pub use recording::{RecordingStorage, Request};
 
 use bytes::Bytes;
 
-/// One child of a listed directory.
+/// A file (object) and its size, as a listing reports it.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Entry {
-    /// Full key of the child (the listed directory, `/`, its name).
-    pub path: String,
-    /// Whether the child is a directory (a common prefix, on object stores).
-    pub is_dir: bool,
+pub struct ObjectMeta {
+    /// Full key.
+    pub key: String,
+    /// Size in bytes.
+    pub size: u64,
 }
 
-impl Entry {
+impl ObjectMeta {
     /// The last component of the key.
     pub fn name(&self) -> &str {
-        self.path.rsplit('/').next().unwrap_or(&self.path)
+        last_component(&self.key)
     }
 }
 
-/// A synchronous store of whole objects under `/`-separated keys.
-///
-/// The empty key `""` is the root. Errors name the key involved.
-pub trait Storage: Send + Sync + std::fmt::Debug {
-    /// The immediate children of a directory, sorted by key. A missing
-    /// directory is [`StorageError::NotFound`].
-    fn list(&self, dir: &str) -> Result<Vec<Entry>>;
+/// The immediate children of a directory (a common prefix, on object
+/// stores), each list sorted by key.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Listing {
+    /// Files directly in the directory, with their sizes.
+    pub files: Vec<ObjectMeta>,
+    /// Full keys of the subdirectories that hold at least one file (local
+    /// backends may also report empty ones; readers must not rely on that).
+    pub dirs: Vec<String>,
+}
 
-    /// Whether a key exists as a file.
-    fn is_file(&self, path: &str) -> Result<bool>;
+/// Reads whole objects and byte ranges.
+pub trait ReadableStorage: Send + Sync + std::fmt::Debug {
+    /// A whole file, or `None` when there is none at `key`.
+    fn read(&self, key: &str) -> Result<Option<Bytes>>;
 
-    /// Whether a key exists as a directory.
-    fn is_dir(&self, path: &str) -> Result<bool>;
+    /// Many byte ranges of many files in one call, so a backend can batch,
+    /// coalesce and parallelize them. One answer per request, in order:
+    /// `None` where the file does not exist; a bounded range that does not
+    /// lie inside its file is [`StorageError::RangeOutOfBounds`], never a
+    /// short read.
+    fn read_ranges(&self, requests: &[RangeRequest]) -> Result<Vec<Option<Bytes>>>;
 
-    /// Size in bytes of a file.
-    fn size(&self, path: &str) -> Result<u64>;
+    /// Size in bytes of a file, or `None` when there is none.
+    fn size(&self, key: &str) -> Result<Option<u64>>;
 
-    /// A whole file.
-    fn read(&self, path: &str) -> Result<Bytes>;
+    /// One byte range of one file (a batch of one).
+    fn read_range(&self, key: &str, range: ByteRange) -> Result<Option<Bytes>> {
+        let mut out = self.read_ranges(&[RangeRequest::new(key, range)])?;
+        Ok(out.pop().flatten())
+    }
+}
 
-    /// `len` bytes of a file from `offset`; a range beyond the end is
-    /// [`StorageError::RangeOutOfBounds`], never a short read.
-    fn read_range(&self, path: &str, offset: u64, len: u64) -> Result<Bytes>;
+/// Lists directories (key prefixes).
+pub trait ListableStorage: Send + Sync + std::fmt::Debug {
+    /// The immediate children of `dir`. A directory that does not exist
+    /// lists as empty, as a prefix with no objects does on object stores.
+    fn list_dir(&self, dir: &str) -> Result<Listing>;
 
-    /// Writes a whole file, replacing any old one. Readers see the old bytes
-    /// or the new ones, never a mix (local files: written aside, then renamed).
-    /// Parent directories are created as needed.
-    fn write(&self, path: &str, data: &[u8]) -> Result<()>;
-
-    /// Creates a directory and its parents; an existing one is fine.
-    fn create_dir(&self, path: &str) -> Result<()>;
-
-    /// Removes a file.
-    fn remove_file(&self, path: &str) -> Result<()>;
-
-    /// Removes a directory and everything below it.
-    fn remove_dir(&self, path: &str) -> Result<()>;
-
-    /// Moves a file or directory to a new key, replacing a file there.
-    fn rename(&self, from: &str, to: &str) -> Result<()>;
-
-    /// Every file below a directory, as keys, sorted.
-    fn list_files_recursive(&self, dir: &str) -> Result<Vec<String>> {
+    /// Every file below `dir`, at any depth, sorted by key.
+    fn list_prefix(&self, dir: &str) -> Result<Vec<ObjectMeta>> {
         let mut out = Vec::new();
         let mut stack = vec![dir.to_owned()];
         while let Some(d) = stack.pop() {
-            for e in self.list(&d)? {
-                if e.is_dir {
-                    stack.push(e.path);
-                } else {
-                    out.push(e.path);
-                }
-            }
+            let listing = self.list_dir(&d)?;
+            out.extend(listing.files);
+            stack.extend(listing.dirs);
         }
         out.sort();
         Ok(out)
     }
 }
+
+/// Writes and deletes whole objects.
+pub trait WritableStorage: Send + Sync + std::fmt::Debug {
+    /// Writes a whole file, replacing any old one. Readers see the old
+    /// bytes or the new ones, never a mix, and never a half-written file.
+    fn write(&self, key: &str, data: Bytes) -> Result<()>;
+
+    /// Writes a whole file from consecutive parts, so a large data file
+    /// need not sit whole in memory. The same all-or-nothing visibility as
+    /// [`WritableStorage::write`]; an error from `parts` aborts the write
+    /// and leaves no file.
+    fn write_stream(&self, key: &str, parts: &mut dyn Iterator<Item = Result<Bytes>>)
+        -> Result<()>;
+
+    /// Deletes a file; a missing one is not an error (as on object stores).
+    fn delete(&self, key: &str) -> Result<()>;
+
+    /// Deletes every file below `dir`.
+    fn delete_prefix(&self, dir: &str) -> Result<()>;
+}
+
+/// A backend that reads, lists and writes.
+pub trait Storage: ReadableStorage + ListableStorage + WritableStorage {}
+
+impl<T: ReadableStorage + ListableStorage + WritableStorage + ?Sized> Storage for T {}
 
 /// Joins two keys with `/`, treating `""` as the root.
 pub fn join(dir: &str, name: &str) -> String {
@@ -102,5 +132,7 @@ pub fn join(dir: &str, name: &str) -> String {
     }
 }
 
-#[cfg(test)]
-mod conformance;
+/// The last component of a key.
+pub fn last_component(key: &str) -> &str {
+    key.rsplit('/').next().unwrap_or(key)
+}

@@ -1,7 +1,11 @@
 //! A directory on the local filesystem.
 
-use crate::{check_path, join, Entry, Result, Storage, StorageError};
+use crate::{
+    check_path, join, ByteRange, ListableStorage, Listing, ObjectMeta, RangeRequest,
+    ReadableStorage, Result, StorageError, WritableStorage,
+};
 use bytes::Bytes;
+use std::collections::HashMap;
 use std::fs;
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
@@ -36,6 +40,45 @@ impl LocalStorage {
             self.root.join(p)
         })
     }
+
+    /// Opens a file for reading; `None` when there is none.
+    fn open(&self, key: &str) -> Result<Option<(fs::File, u64)>> {
+        let full = self.resolve(key)?;
+        let file = match fs::File::open(&full) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(io_err(key, e)),
+        };
+        let md = file.metadata().map_err(|e| io_err(key, e))?;
+        if md.is_dir() {
+            return Err(StorageError::wrong_kind(key, "is a directory"));
+        }
+        Ok(Some((file, md.len())))
+    }
+
+    /// Writes aside, then renames into place, so readers never see a
+    /// partial file.
+    fn write_with(&self, key: &str, fill: impl FnOnce(&mut fs::File) -> Result<()>) -> Result<()> {
+        let full = self.resolve(key)?;
+        if check_path(key)?.is_empty() {
+            return Err(StorageError::wrong_kind(key, "is the root"));
+        }
+        let parent = full.parent().unwrap_or(&self.root);
+        fs::create_dir_all(parent).map_err(|e| io_err(key, e))?;
+        let n = self.counter.fetch_add(1, Ordering::Relaxed);
+        let tmp = parent.join(format!(".tdb-tmp-{}-{n}", std::process::id()));
+        let result = (|| {
+            let mut f = fs::File::create(&tmp).map_err(|e| io_err(key, e))?;
+            fill(&mut f)?;
+            f.sync_all().map_err(|e| io_err(key, e))?;
+            fs::rename(&tmp, &full).map_err(|e| io_err(key, e))
+        })();
+        if result.is_err() {
+            // Best effort: the temporary file is invisible to readers anyway.
+            let _ = fs::remove_file(&tmp);
+        }
+        result
+    }
 }
 
 fn io_err(path: &str, source: io::Error) -> StorageError {
@@ -49,12 +92,73 @@ fn io_err(path: &str, source: io::Error) -> StorageError {
     }
 }
 
-impl Storage for LocalStorage {
-    fn list(&self, dir: &str) -> Result<Vec<Entry>> {
+fn read_at(file: &mut fs::File, key: &str, offset: u64, len: u64, size: u64) -> Result<Bytes> {
+    let n = usize::try_from(len).map_err(|_| StorageError::RangeOutOfBounds {
+        path: key.to_owned(),
+        offset,
+        len,
+        size,
+    })?;
+    file.seek(SeekFrom::Start(offset))
+        .map_err(|e| io_err(key, e))?;
+    let mut buf = vec![0u8; n];
+    file.read_exact(&mut buf).map_err(|e| io_err(key, e))?;
+    Ok(Bytes::from(buf))
+}
+
+impl ReadableStorage for LocalStorage {
+    fn read(&self, key: &str) -> Result<Option<Bytes>> {
+        let Some((mut file, size)) = self.open(key)? else {
+            return Ok(None);
+        };
+        read_at(&mut file, key, 0, size, size).map(Some)
+    }
+
+    fn read_ranges(&self, requests: &[RangeRequest]) -> Result<Vec<Option<Bytes>>> {
+        // Each file is opened once however many of its ranges are asked for.
+        let mut open: HashMap<&str, Option<(fs::File, u64)>> = HashMap::new();
+        let mut out = Vec::with_capacity(requests.len());
+        for r in requests {
+            if !open.contains_key(r.key.as_str()) {
+                open.insert(&r.key, self.open(&r.key)?);
+            }
+            let answer = match open.get_mut(r.key.as_str()) {
+                Some(Some((file, size))) => {
+                    let size = *size;
+                    let (offset, len) = r.range.resolve(&r.key, size)?;
+                    Some(read_at(file, &r.key, offset, len, size)?)
+                }
+                _ => None,
+            };
+            out.push(answer);
+        }
+        Ok(out)
+    }
+
+    fn size(&self, key: &str) -> Result<Option<u64>> {
+        Ok(self.open(key)?.map(|(_, size)| size))
+    }
+
+    fn read_range(&self, key: &str, range: ByteRange) -> Result<Option<Bytes>> {
+        let Some((mut file, size)) = self.open(key)? else {
+            return Ok(None);
+        };
+        let (offset, len) = range.resolve(key, size)?;
+        read_at(&mut file, key, offset, len, size).map(Some)
+    }
+}
+
+impl ListableStorage for LocalStorage {
+    fn list_dir(&self, dir: &str) -> Result<Listing> {
         let full = self.resolve(dir)?;
         let key = check_path(dir)?;
-        let mut out = Vec::new();
-        for entry in fs::read_dir(&full).map_err(|e| io_err(dir, e))? {
+        let entries = match fs::read_dir(&full) {
+            Ok(e) => e,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Listing::default()),
+            Err(e) => return Err(io_err(dir, e)),
+        };
+        let mut listing = Listing::default();
+        for entry in entries {
             let entry = entry.map_err(|e| io_err(dir, e))?;
             let name = entry.file_name();
             let Some(name) = name.to_str() else {
@@ -63,113 +167,63 @@ impl Storage for LocalStorage {
                     reason: "file name is not UTF-8",
                 });
             };
+            if name.starts_with(".tdb-tmp-") {
+                continue; // a write in progress: not an object yet
+            }
             let path = join(key, name);
-            let is_dir = entry.file_type().map_err(|e| io_err(&path, e))?.is_dir();
-            out.push(Entry { path, is_dir });
+            let md = entry.metadata().map_err(|e| io_err(&path, e))?;
+            if md.is_dir() {
+                listing.dirs.push(path);
+            } else {
+                listing.files.push(ObjectMeta {
+                    key: path,
+                    size: md.len(),
+                });
+            }
         }
-        out.sort();
-        Ok(out)
+        listing.files.sort();
+        listing.dirs.sort();
+        Ok(listing)
+    }
+}
+
+impl WritableStorage for LocalStorage {
+    fn write(&self, key: &str, data: Bytes) -> Result<()> {
+        self.write_with(key, |f| f.write_all(&data).map_err(|e| io_err(key, e)))
     }
 
-    fn is_file(&self, path: &str) -> Result<bool> {
-        Ok(self.resolve(path)?.is_file())
+    fn write_stream(
+        &self,
+        key: &str,
+        parts: &mut dyn Iterator<Item = Result<Bytes>>,
+    ) -> Result<()> {
+        self.write_with(key, |f| {
+            for part in parts {
+                f.write_all(&part?).map_err(|e| io_err(key, e))?;
+            }
+            Ok(())
+        })
     }
 
-    fn is_dir(&self, path: &str) -> Result<bool> {
-        Ok(self.resolve(path)?.is_dir())
-    }
-
-    fn size(&self, path: &str) -> Result<u64> {
-        let md = fs::metadata(self.resolve(path)?).map_err(|e| io_err(path, e))?;
-        if md.is_dir() {
-            return Err(StorageError::wrong_kind(path, "is a directory"));
-        }
-        Ok(md.len())
-    }
-
-    fn read(&self, path: &str) -> Result<Bytes> {
-        let full = self.resolve(path)?;
+    fn delete(&self, key: &str) -> Result<()> {
+        let full = self.resolve(key)?;
         if full.is_dir() {
-            return Err(StorageError::wrong_kind(path, "is a directory"));
+            return Err(StorageError::wrong_kind(key, "is a directory"));
         }
-        fs::read(full).map(Bytes::from).map_err(|e| io_err(path, e))
+        match fs::remove_file(full) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(io_err(key, e)),
+            _ => Ok(()),
+        }
     }
 
-    fn read_range(&self, path: &str, offset: u64, len: u64) -> Result<Bytes> {
-        let size = self.size(path)?;
-        let end = offset.checked_add(len);
-        if end.is_none_or(|e| e > size) {
-            return Err(StorageError::RangeOutOfBounds {
-                path: path.to_owned(),
-                offset,
-                len,
-                size,
-            });
-        }
-        let n = usize::try_from(len).map_err(|_| StorageError::RangeOutOfBounds {
-            path: path.to_owned(),
-            offset,
-            len,
-            size,
-        })?;
-        let mut f = fs::File::open(self.resolve(path)?).map_err(|e| io_err(path, e))?;
-        f.seek(SeekFrom::Start(offset))
-            .map_err(|e| io_err(path, e))?;
-        let mut buf = vec![0u8; n];
-        f.read_exact(&mut buf).map_err(|e| io_err(path, e))?;
-        Ok(Bytes::from(buf))
-    }
-
-    fn write(&self, path: &str, data: &[u8]) -> Result<()> {
-        let full = self.resolve(path)?;
-        if check_path(path)?.is_empty() {
-            return Err(StorageError::wrong_kind(path, "is the root"));
-        }
-        let parent = full.parent().unwrap_or(&self.root);
-        fs::create_dir_all(parent).map_err(|e| io_err(path, e))?;
-        let n = self.counter.fetch_add(1, Ordering::Relaxed);
-        let tmp = parent.join(format!(".tdb-tmp-{}-{n}", std::process::id()));
-        let result = (|| {
-            let mut f = fs::File::create(&tmp)?;
-            f.write_all(data)?;
-            f.sync_all()?;
-            fs::rename(&tmp, &full)
-        })();
-        if let Err(e) = result {
-            let _ = fs::remove_file(&tmp);
-            return Err(io_err(path, e));
-        }
-        Ok(())
-    }
-
-    fn create_dir(&self, path: &str) -> Result<()> {
-        fs::create_dir_all(self.resolve(path)?).map_err(|e| io_err(path, e))
-    }
-
-    fn remove_file(&self, path: &str) -> Result<()> {
-        let full = self.resolve(path)?;
-        if full.is_dir() {
-            return Err(StorageError::wrong_kind(path, "is a directory"));
-        }
-        fs::remove_file(full).map_err(|e| io_err(path, e))
-    }
-
-    fn remove_dir(&self, path: &str) -> Result<()> {
-        let full = self.resolve(path)?;
+    fn delete_prefix(&self, dir: &str) -> Result<()> {
+        let full = self.resolve(dir)?;
         if full.is_file() {
-            return Err(StorageError::wrong_kind(path, "is a file"));
+            return Err(StorageError::wrong_kind(dir, "is a file"));
         }
-        fs::remove_dir_all(full).map_err(|e| io_err(path, e))
-    }
-
-    fn rename(&self, from: &str, to: &str) -> Result<()> {
-        let (src, dst) = (self.resolve(from)?, self.resolve(to)?);
-        if !src.exists() {
-            return Err(StorageError::not_found(from));
+        match fs::remove_dir_all(full) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(io_err(dir, e)),
+            _ => Ok(()),
         }
-        if let Some(parent) = dst.parent() {
-            fs::create_dir_all(parent).map_err(|e| io_err(to, e))?;
-        }
-        fs::rename(src, dst).map_err(|e| io_err(from, e))
     }
 }

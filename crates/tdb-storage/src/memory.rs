@@ -1,49 +1,18 @@
 //! An in-memory store, for tests and scratch arrays.
 
-use crate::{check_path, Entry, Result, Storage, StorageError};
+use crate::{
+    check_path, ListableStorage, Listing, ObjectMeta, RangeRequest, ReadableStorage, Result,
+    StorageError, WritableStorage,
+};
 use bytes::Bytes;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::RwLock;
 
-/// Files in a map; directories exist when created or when a file lies below
-/// them, as on object stores.
+/// Files in a sorted map; a directory is any key prefix that has files
+/// below it, as on object stores.
 #[derive(Debug, Default)]
 pub struct MemoryStorage {
-    inner: RwLock<Inner>,
-}
-
-#[derive(Debug, Default)]
-struct Inner {
-    files: BTreeMap<String, Bytes>,
-    dirs: BTreeSet<String>,
-}
-
-impl Inner {
-    fn is_dir(&self, key: &str) -> bool {
-        if key.is_empty() || self.dirs.contains(key) {
-            return true;
-        }
-        let prefix = format!("{key}/");
-        self.files
-            .range(prefix.clone()..)
-            .next()
-            .is_some_and(|(k, _)| k.starts_with(&prefix))
-            || self
-                .dirs
-                .range(prefix.clone()..)
-                .next()
-                .is_some_and(|k| k.starts_with(&prefix))
-    }
-
-    fn file(&self, key: &str) -> Result<&Bytes> {
-        self.files.get(key).ok_or_else(|| {
-            if self.is_dir(key) {
-                StorageError::wrong_kind(key, "is a directory")
-            } else {
-                StorageError::not_found(key)
-            }
-        })
-    }
+    files: RwLock<BTreeMap<String, Bytes>>,
 }
 
 impl MemoryStorage {
@@ -52,164 +21,138 @@ impl MemoryStorage {
         Self::default()
     }
 
-    fn read_lock(&self) -> std::sync::RwLockReadGuard<'_, Inner> {
+    fn read_lock(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<String, Bytes>> {
         // A poisoned lock only means a panic elsewhere mid-operation; every
-        // operation leaves the maps consistent, so the data is still sound.
-        self.inner.read().unwrap_or_else(|p| p.into_inner())
+        // operation leaves the map consistent, so the data is still sound.
+        self.files.read().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn write_lock(&self) -> std::sync::RwLockWriteGuard<'_, Inner> {
-        self.inner.write().unwrap_or_else(|p| p.into_inner())
+    fn write_lock(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<String, Bytes>> {
+        self.files.write().unwrap_or_else(|p| p.into_inner())
     }
 }
 
-fn prefixed<'a>(keys: impl Iterator<Item = &'a String>, prefix: &str) -> Vec<String> {
-    keys.filter(|k| prefix.is_empty() || k.starts_with(prefix))
-        .cloned()
-        .collect()
+fn dir_prefix(key: &str) -> String {
+    if key.is_empty() {
+        String::new()
+    } else {
+        format!("{key}/")
+    }
 }
 
-impl Storage for MemoryStorage {
-    fn list(&self, dir: &str) -> Result<Vec<Entry>> {
-        let key = check_path(dir)?;
-        let inner = self.read_lock();
-        if !inner.is_dir(key) {
-            return Err(StorageError::not_found(dir));
+fn has_below(files: &BTreeMap<String, Bytes>, key: &str) -> bool {
+    let prefix = dir_prefix(key);
+    files
+        .range(prefix.clone()..)
+        .next()
+        .is_some_and(|(k, _)| k.starts_with(&prefix))
+}
+
+fn file<'a>(files: &'a BTreeMap<String, Bytes>, key: &str) -> Result<Option<&'a Bytes>> {
+    match files.get(key) {
+        Some(b) => Ok(Some(b)),
+        None if !key.is_empty() && has_below(files, key) => {
+            Err(StorageError::wrong_kind(key, "is a directory"))
         }
-        let prefix = if key.is_empty() {
-            String::new()
-        } else {
-            format!("{key}/")
-        };
-        let mut out = BTreeMap::new();
-        for k in inner.files.keys().chain(inner.dirs.iter()) {
+        None => Ok(None),
+    }
+}
+
+impl ReadableStorage for MemoryStorage {
+    fn read(&self, key: &str) -> Result<Option<Bytes>> {
+        Ok(file(&self.read_lock(), check_path(key)?)?.cloned())
+    }
+
+    fn read_ranges(&self, requests: &[RangeRequest]) -> Result<Vec<Option<Bytes>>> {
+        let files = self.read_lock();
+        requests
+            .iter()
+            .map(|r| {
+                let Some(data) = file(&files, check_path(&r.key)?)? else {
+                    return Ok(None);
+                };
+                let (offset, len) = r.range.resolve(&r.key, data.len() as u64)?;
+                // `resolve` keeps the range inside the data, whose length fits usize.
+                Ok(Some(data.slice(offset as usize..(offset + len) as usize)))
+            })
+            .collect()
+    }
+
+    fn size(&self, key: &str) -> Result<Option<u64>> {
+        Ok(file(&self.read_lock(), check_path(key)?)?.map(|b| b.len() as u64))
+    }
+}
+
+impl ListableStorage for MemoryStorage {
+    fn list_dir(&self, dir: &str) -> Result<Listing> {
+        let prefix = dir_prefix(check_path(dir)?);
+        let files = self.read_lock();
+        let mut listing = Listing::default();
+        for (k, v) in files.range(prefix.clone()..) {
             let Some(rest) = k.strip_prefix(&prefix) else {
-                continue;
+                break;
             };
             match rest.split_once('/') {
-                Some((child, _)) => out.insert(format!("{prefix}{child}"), true),
-                None if inner.files.contains_key(k) => out.insert(k.clone(), false),
-                None => out.insert(k.clone(), true),
-            };
-        }
-        Ok(out
-            .into_iter()
-            .map(|(path, is_dir)| Entry { path, is_dir })
-            .collect())
-    }
-
-    fn is_file(&self, path: &str) -> Result<bool> {
-        Ok(self.read_lock().files.contains_key(check_path(path)?))
-    }
-
-    fn is_dir(&self, path: &str) -> Result<bool> {
-        Ok(self.read_lock().is_dir(check_path(path)?))
-    }
-
-    fn size(&self, path: &str) -> Result<u64> {
-        Ok(self.read_lock().file(check_path(path)?)?.len() as u64)
-    }
-
-    fn read(&self, path: &str) -> Result<Bytes> {
-        Ok(self.read_lock().file(check_path(path)?)?.clone())
-    }
-
-    fn read_range(&self, path: &str, offset: u64, len: u64) -> Result<Bytes> {
-        let inner = self.read_lock();
-        let data = inner.file(check_path(path)?)?;
-        let size = data.len() as u64;
-        match offset.checked_add(len) {
-            Some(end) if end <= size => Ok(data.slice(offset as usize..end as usize)),
-            _ => Err(StorageError::RangeOutOfBounds {
-                path: path.to_owned(),
-                offset,
-                len,
-                size,
-            }),
-        }
-    }
-
-    fn write(&self, path: &str, data: &[u8]) -> Result<()> {
-        let key = check_path(path)?;
-        let mut inner = self.write_lock();
-        if key.is_empty() || inner.is_dir(key) {
-            return Err(StorageError::wrong_kind(path, "is a directory"));
-        }
-        inner
-            .files
-            .insert(key.to_owned(), Bytes::copy_from_slice(data));
-        Ok(())
-    }
-
-    fn create_dir(&self, path: &str) -> Result<()> {
-        let key = check_path(path)?;
-        let mut inner = self.write_lock();
-        if inner.files.contains_key(key) {
-            return Err(StorageError::wrong_kind(path, "is a file"));
-        }
-        if !key.is_empty() {
-            inner.dirs.insert(key.to_owned());
-        }
-        Ok(())
-    }
-
-    fn remove_file(&self, path: &str) -> Result<()> {
-        let key = check_path(path)?;
-        let mut inner = self.write_lock();
-        inner.file(key)?;
-        inner.files.remove(key);
-        Ok(())
-    }
-
-    fn remove_dir(&self, path: &str) -> Result<()> {
-        let key = check_path(path)?;
-        let mut inner = self.write_lock();
-        if inner.files.contains_key(key) {
-            return Err(StorageError::wrong_kind(path, "is a file"));
-        }
-        if !inner.is_dir(key) {
-            return Err(StorageError::not_found(path));
-        }
-        let prefix = if key.is_empty() {
-            String::new()
-        } else {
-            format!("{key}/")
-        };
-        for k in prefixed(inner.files.keys(), &prefix) {
-            inner.files.remove(&k);
-        }
-        for k in prefixed(inner.dirs.iter(), &prefix) {
-            inner.dirs.remove(&k);
-        }
-        inner.dirs.remove(key);
-        Ok(())
-    }
-
-    fn rename(&self, from: &str, to: &str) -> Result<()> {
-        let (src, dst) = (check_path(from)?, check_path(to)?);
-        let mut inner = self.write_lock();
-        if let Some(data) = inner.files.remove(src) {
-            inner.files.insert(dst.to_owned(), data);
-            return Ok(());
-        }
-        if src.is_empty() || !inner.is_dir(src) {
-            return Err(StorageError::not_found(from));
-        }
-        let prefix = format!("{src}/");
-        for k in prefixed(inner.files.keys(), &prefix) {
-            if let Some(data) = inner.files.remove(&k) {
-                inner
-                    .files
-                    .insert(format!("{dst}/{}", &k[prefix.len()..]), data);
+                Some((child, _)) => {
+                    let d = format!("{prefix}{child}");
+                    if listing.dirs.last() != Some(&d) {
+                        listing.dirs.push(d);
+                    }
+                }
+                None => listing.files.push(ObjectMeta {
+                    key: k.clone(),
+                    size: v.len() as u64,
+                }),
             }
         }
-        for k in prefixed(inner.dirs.iter(), &prefix) {
-            inner.dirs.remove(&k);
-            inner.dirs.insert(format!("{dst}/{}", &k[prefix.len()..]));
+        // Keys sort with '/' among other bytes, so a directory's files can
+        // interleave with a sibling's: sort and deduplicate once.
+        listing.dirs.sort();
+        listing.dirs.dedup();
+        Ok(listing)
+    }
+}
+
+impl WritableStorage for MemoryStorage {
+    fn write(&self, key: &str, data: Bytes) -> Result<()> {
+        let k = check_path(key)?;
+        let mut files = self.write_lock();
+        if k.is_empty() || has_below(&files, k) {
+            return Err(StorageError::wrong_kind(key, "is a directory"));
         }
-        if inner.dirs.remove(src) {
-            inner.dirs.insert(dst.to_owned());
+        files.insert(k.to_owned(), data);
+        Ok(())
+    }
+
+    fn write_stream(
+        &self,
+        key: &str,
+        parts: &mut dyn Iterator<Item = Result<Bytes>>,
+    ) -> Result<()> {
+        let mut data = Vec::new();
+        for part in parts {
+            data.extend_from_slice(&part?);
         }
+        self.write(key, Bytes::from(data))
+    }
+
+    fn delete(&self, key: &str) -> Result<()> {
+        let k = check_path(key)?;
+        let mut files = self.write_lock();
+        if files.remove(k).is_none() && has_below(&files, k) {
+            return Err(StorageError::wrong_kind(key, "is a directory"));
+        }
+        Ok(())
+    }
+
+    fn delete_prefix(&self, dir: &str) -> Result<()> {
+        let k = check_path(dir)?;
+        let mut files = self.write_lock();
+        if files.contains_key(k) {
+            return Err(StorageError::wrong_kind(dir, "is a file"));
+        }
+        let prefix = dir_prefix(k);
+        files.retain(|key, _| !key.starts_with(&prefix));
         Ok(())
     }
 }

@@ -169,7 +169,7 @@ fn history(obj: &Object) -> Option<SchemaHistory> {
         .iter()
         .any(|f| f.starts_with("__schema/") || f == "__array_schema.tdb");
     has_schema.then(|| {
-        SchemaHistory::load(&LocalStorage::new(&obj.dir), obj.key.as_ref())
+        tdb_fragment::load_schemas(&LocalStorage::new(&obj.dir), "", obj.key.as_ref())
             .unwrap_or_else(|e| panic!("{}: {e}", obj.case))
     })
 }

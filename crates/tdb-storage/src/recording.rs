@@ -1,0 +1,235 @@
+//! A wrapper that records every request a backend serves: the I/O trace a
+//! test pins, so a change that adds requests or bytes shows up as a diff.
+
+use crate::{
+    ByteRange, ListableStorage, Listing, ObjectMeta, RangeRequest, ReadableStorage, Result,
+    WritableStorage,
+};
+use bytes::Bytes;
+use std::fmt;
+use std::sync::Mutex;
+
+/// One request, with what it moved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Request {
+    /// `list_dir`: how many files and subdirectories came back.
+    List {
+        /// The directory.
+        dir: String,
+        /// Files listed.
+        files: usize,
+        /// Subdirectories listed.
+        dirs: usize,
+    },
+    /// `read` of a whole file; `None` when it did not exist.
+    Read {
+        /// The file.
+        key: String,
+        /// Bytes returned.
+        bytes: Option<u64>,
+    },
+    /// One `read_ranges` batch: each range and the bytes it returned.
+    ReadRanges {
+        /// `(file, range, bytes returned)` per request.
+        ranges: Vec<(String, ByteRange, Option<u64>)>,
+    },
+    /// `size`.
+    Size {
+        /// The file.
+        key: String,
+    },
+    /// `write` or `write_stream`: bytes written.
+    Write {
+        /// The file.
+        key: String,
+        /// Bytes written.
+        bytes: u64,
+    },
+    /// `delete`.
+    Delete {
+        /// The file.
+        key: String,
+    },
+    /// `delete_prefix`.
+    DeletePrefix {
+        /// The directory.
+        dir: String,
+    },
+}
+
+impl fmt::Display for Request {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let opt = |b: &Option<u64>| b.map_or("missing".to_owned(), |b| format!("{b} B"));
+        match self {
+            Request::List { dir, files, dirs } => {
+                write!(f, "list {dir:?}: {files} files, {dirs} dirs")
+            }
+            Request::Read { key, bytes } => write!(f, "read {key}: {}", opt(bytes)),
+            Request::ReadRanges { ranges } => {
+                let total: u64 = ranges.iter().filter_map(|r| r.2).sum();
+                write!(f, "read_ranges ({} ranges, {total} B)", ranges.len())?;
+                for (key, range, bytes) in ranges {
+                    write!(f, "\n    {key} [{range}]: {}", opt(bytes))?;
+                }
+                Ok(())
+            }
+            Request::Size { key } => write!(f, "size {key}"),
+            Request::Write { key, bytes } => write!(f, "write {key}: {bytes} B"),
+            Request::Delete { key } => write!(f, "delete {key}"),
+            Request::DeletePrefix { dir } => write!(f, "delete_prefix {dir}"),
+        }
+    }
+}
+
+/// Any backend, with every request it serves recorded in order.
+#[derive(Debug)]
+pub struct RecordingStorage<S> {
+    inner: S,
+    log: Mutex<Vec<Request>>,
+}
+
+impl<S> RecordingStorage<S> {
+    /// Wraps `inner`.
+    pub fn new(inner: S) -> Self {
+        RecordingStorage {
+            inner,
+            log: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The wrapped backend.
+    pub fn inner(&self) -> &S {
+        &self.inner
+    }
+
+    fn push(&self, r: Request) {
+        // A poisoned log only lost the entry being pushed by a panicking thread.
+        self.log.lock().unwrap_or_else(|p| p.into_inner()).push(r);
+    }
+
+    /// Takes the requests recorded so far, leaving the log empty.
+    pub fn take(&self) -> Vec<Request> {
+        std::mem::take(&mut *self.log.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// The requests recorded so far as text, one per line, with totals at
+    /// the end (requests, bytes read): the form I/O-trace snapshots pin.
+    pub fn trace(&self) -> String {
+        let log = self.log.lock().unwrap_or_else(|p| p.into_inner());
+        let mut out = String::new();
+        let mut bytes = 0;
+        for r in log.iter() {
+            out.push_str(&r.to_string());
+            out.push('\n');
+            bytes += match r {
+                Request::Read { bytes, .. } => bytes.unwrap_or(0),
+                Request::ReadRanges { ranges } => ranges.iter().filter_map(|r| r.2).sum(),
+                _ => 0,
+            };
+        }
+        out.push_str(&format!("total: {} requests, {bytes} B read\n", log.len()));
+        out
+    }
+}
+
+impl<S: ReadableStorage> ReadableStorage for RecordingStorage<S> {
+    fn read(&self, key: &str) -> Result<Option<Bytes>> {
+        let out = self.inner.read(key)?;
+        self.push(Request::Read {
+            key: key.to_owned(),
+            bytes: out.as_ref().map(|b| b.len() as u64),
+        });
+        Ok(out)
+    }
+
+    fn read_ranges(&self, requests: &[RangeRequest]) -> Result<Vec<Option<Bytes>>> {
+        let out = self.inner.read_ranges(requests)?;
+        let ranges = requests
+            .iter()
+            .zip(&out)
+            .map(|(r, b)| (r.key.clone(), r.range, b.as_ref().map(|b| b.len() as u64)))
+            .collect();
+        self.push(Request::ReadRanges { ranges });
+        Ok(out)
+    }
+
+    fn size(&self, key: &str) -> Result<Option<u64>> {
+        self.push(Request::Size {
+            key: key.to_owned(),
+        });
+        self.inner.size(key)
+    }
+}
+
+impl<S: ListableStorage> ListableStorage for RecordingStorage<S> {
+    fn list_dir(&self, dir: &str) -> Result<Listing> {
+        let out = self.inner.list_dir(dir)?;
+        self.push(Request::List {
+            dir: dir.to_owned(),
+            files: out.files.len(),
+            dirs: out.dirs.len(),
+        });
+        Ok(out)
+    }
+
+    fn list_prefix(&self, dir: &str) -> Result<Vec<ObjectMeta>> {
+        // Recorded as the listings it is made of.
+        let mut out = Vec::new();
+        let mut stack = vec![dir.to_owned()];
+        while let Some(d) = stack.pop() {
+            let listing = self.list_dir(&d)?;
+            out.extend(listing.files);
+            stack.extend(listing.dirs);
+        }
+        out.sort();
+        Ok(out)
+    }
+}
+
+impl<S: WritableStorage> WritableStorage for RecordingStorage<S> {
+    fn write(&self, key: &str, data: Bytes) -> Result<()> {
+        let bytes = data.len() as u64;
+        self.inner.write(key, data)?;
+        self.push(Request::Write {
+            key: key.to_owned(),
+            bytes,
+        });
+        Ok(())
+    }
+
+    fn write_stream(
+        &self,
+        key: &str,
+        parts: &mut dyn Iterator<Item = Result<Bytes>>,
+    ) -> Result<()> {
+        let mut bytes = 0;
+        let mut counted = parts.inspect(|p| {
+            if let Ok(p) = p {
+                bytes += p.len() as u64;
+            }
+        });
+        self.inner.write_stream(key, &mut counted)?;
+        self.push(Request::Write {
+            key: key.to_owned(),
+            bytes,
+        });
+        Ok(())
+    }
+
+    fn delete(&self, key: &str) -> Result<()> {
+        self.inner.delete(key)?;
+        self.push(Request::Delete {
+            key: key.to_owned(),
+        });
+        Ok(())
+    }
+
+    fn delete_prefix(&self, dir: &str) -> Result<()> {
+        self.inner.delete_prefix(dir)?;
+        self.push(Request::DeletePrefix {
+            dir: dir.to_owned(),
+        });
+        Ok(())
+    }
+}
