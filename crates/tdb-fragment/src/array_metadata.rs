@@ -15,6 +15,10 @@
 //! deletions remove. Which files a read at a timestamp sees (listing,
 //! vacuum files, the open window) is the array directory's business; this
 //! module gives those files' contents their meaning.
+//!
+//! Keys are TileDB `std::string`s, compared by bytes; they are read as
+//! UTF-8 (every TileDB binding but raw C writes them so) and a key that is
+//! not is reported as an invalid field rather than guessed at.
 
 use crate::{FragmentError, Result};
 use std::collections::BTreeMap;

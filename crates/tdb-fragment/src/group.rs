@@ -54,6 +54,16 @@ impl GroupMember {
         }
     }
 
+    /// The member's URI as TileDB reports it: a relative URI joined to
+    /// `group_uri` (the group's own URI or path), an absolute one as is.
+    pub fn resolved_uri(&self, group_uri: &str) -> String {
+        if self.relative {
+            format!("{}/{}", group_uri.trim_end_matches('/'), self.uri)
+        } else {
+            self.uri.clone()
+        }
+    }
+
     /// What TileDB keys members by: the name, else the URI.
     pub fn key(&self) -> &str {
         self.name.as_deref().unwrap_or(&self.uri)
@@ -414,6 +424,7 @@ mod tests {
         ]));
         let got: Vec<_> = g.iter().map(|m| m.uri.as_str()).collect();
         assert_eq!(got, ["c"]);
+        assert_eq!(g.get("x").unwrap().resolved_uri("s3://b/g/"), "s3://b/g/c");
         let d = g.details_for_write(&[GroupMemberEntry::new(m("c", Some("x")), true)]);
         assert_eq!(d.entries.len(), 1);
         assert!(d.entries[0].deleted);

@@ -21,7 +21,10 @@ fn resolved_metadata_equals_expected_for_every_array() {
         }
         cases += 1;
         assert_metadata(&obj.case, &resolve(&obj, None), &expected["metadata"]);
-        if expected["metadata"].as_array().is_some_and(|m| !m.is_empty()) {
+        if expected["metadata"]
+            .as_array()
+            .is_some_and(|m| !m.is_empty())
+        {
             with_metadata += 1;
             for (_, bytes) in support_meta::select(&obj, "__meta", None) {
                 versions.insert(single_generic_tile(&bytes).unwrap().header.version.get());
@@ -60,7 +63,11 @@ fn deletions_and_overwrites_replay_in_timestamp_order() {
     let md = resolve(&obj, None);
     assert!(md.get("to_delete").is_none());
     // Given in reverse, the files are still replayed by timestamp.
-    let reversed: Vec<_> = files.iter().rev().map(|(n, b)| (n.clone(), b.as_slice())).collect();
+    let reversed: Vec<_> = files
+        .iter()
+        .rev()
+        .map(|(n, b)| (n.clone(), b.as_slice()))
+        .collect();
     assert_eq!(ArrayMetadata::from_files(&reversed, None).unwrap(), md);
     // An empty list: stored with count 0, reported as one value.
     let empty = md.get("empty_list").unwrap();

@@ -51,7 +51,10 @@ pub fn select(obj: &Object, dir: &str, at: Option<u64>) -> Vec<(TimestampedName,
 
 /// The files as the API takes them.
 pub fn borrowed(files: &[(TimestampedName, Vec<u8>)]) -> Vec<(TimestampedName, &[u8])> {
-    files.iter().map(|(n, b)| (n.clone(), b.as_slice())).collect()
+    files
+        .iter()
+        .map(|(n, b)| (n.clone(), b.as_slice()))
+        .collect()
 }
 
 // --------------------------- expected.json side ---------------------------
