@@ -7,6 +7,11 @@
 
 mod error;
 
+mod array_metadata;
+mod group;
+pub use array_metadata::{ArrayMetadata, MetadataEntry, MetadataFile, MetadataValue};
+pub use group::{GroupDetails, GroupMember, GroupMemberEntry, GroupMembers, GROUP_DETAILS_VERSION};
+
 pub use error::{FragmentError, Result};
 mod schemas;
 

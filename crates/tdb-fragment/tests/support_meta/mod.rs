@@ -1,0 +1,182 @@
+//! Shared by the array metadata and group tests: a stand-in for the array
+//! directory's file selection, and expected.json's value encoding.
+
+#![allow(dead_code)]
+
+use serde_json::{json, Value};
+use tdb_format::{Datatype, Scalar, TimestampedName};
+use tdb_fragment::{ArrayMetadata, MetadataValue};
+use tdb_testdata::Object;
+
+// ---------------------------------------------------------------------------
+// STAND-IN FOR THE ARRAY DIRECTORY (not under test here). The real choice of
+// visible files (vacuum files, open windows, consolidation) belongs to the
+// array-directory module; these tests select simply: every timestamped file
+// of `dir/` in name order, minus those a `.vac` file there lists, and for a
+// read at T only those whose end timestamp is at most T.
+// ---------------------------------------------------------------------------
+
+/// `(name, bytes)` of the visible timestamped files of `dir` (`__meta`,
+/// `__group`) of `obj`, optionally only those ending by `at`.
+pub fn select(obj: &Object, dir: &str, at: Option<u64>) -> Vec<(TimestampedName, Vec<u8>)> {
+    let prefix = format!("{dir}/");
+    let in_dir: Vec<&str> = obj
+        .files
+        .iter()
+        .filter_map(|f| f.strip_prefix(&prefix))
+        .filter(|f| !f.contains('/'))
+        .collect();
+    let vacuumed: Vec<String> = in_dir
+        .iter()
+        .filter(|f| f.ends_with(".vac"))
+        .flat_map(|f| {
+            let text = String::from_utf8(obj.read(&format!("{prefix}{f}"))).unwrap();
+            text.lines()
+                .filter_map(|l| l.trim_end_matches('/').rsplit('/').next())
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    in_dir
+        .iter()
+        .filter(|f| !f.contains('.') && !vacuumed.iter().any(|v| v == *f))
+        .map(|f| {
+            let name = TimestampedName::parse(f)
+                .unwrap_or_else(|e| panic!("{}: {dir}/{f}: {e}", obj.case));
+            (name, obj.read(&format!("{prefix}{f}")))
+        })
+        .filter(|(n, _)| at.is_none_or(|t| n.t2 <= t))
+        .collect()
+}
+
+/// The files as the API takes them.
+pub fn borrowed(files: &[(TimestampedName, Vec<u8>)]) -> Vec<(TimestampedName, &[u8])> {
+    files
+        .iter()
+        .map(|(n, b)| (n.clone(), b.as_slice()))
+        .collect()
+}
+
+// --------------------------- expected.json side ---------------------------
+
+fn b64(bytes: &[u8]) -> String {
+    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for c in bytes.chunks(3) {
+        let n = (u32::from(c[0]) << 16)
+            | (u32::from(*c.get(1).unwrap_or(&0)) << 8)
+            | u32::from(*c.get(2).unwrap_or(&0));
+        for i in 0..4 {
+            if i <= c.len() {
+                out.push(A[(n >> (18 - 6 * i) & 63) as usize] as char);
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+fn float(v: f64) -> Value {
+    if v.is_nan() {
+        json!("NaN")
+    } else if v.is_infinite() {
+        json!(if v > 0.0 { "Infinity" } else { "-Infinity" })
+    } else {
+        json!(v)
+    }
+}
+
+/// A value in FORMAT.md's encoding: numbers always a list, strings and
+/// blobs one value.
+pub fn value_json(v: &MetadataValue) -> Value {
+    if let Some(scalars) = v.scalars() {
+        return Value::Array(
+            scalars
+                .into_iter()
+                .map(|s| match s {
+                    Scalar::Bool(b) => json!(b),
+                    Scalar::Int(i) => json!(i),
+                    Scalar::UInt(u) => json!(u),
+                    Scalar::Float(f) => float(f),
+                })
+                .collect(),
+        );
+    }
+    match v.as_str() {
+        Some(s) if v.datatype != Datatype::Blob => json!(s),
+        _ => json!({ "b64": b64(&v.bytes) }),
+    }
+}
+
+/// Equality that tells `-0.0` from `0.0`.
+pub fn same(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => {
+            if let (Some(x), Some(y)) = (x.as_i64(), y.as_i64()) {
+                x == y
+            } else if let (Some(x), Some(y)) = (x.as_u64(), y.as_u64()) {
+                x == y
+            } else {
+                x.as_f64().map(f64::to_bits) == y.as_f64().map(f64::to_bits)
+            }
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same(x, y))
+        }
+        _ => a == b,
+    }
+}
+
+/// The resolved metadata as expected.json lists it.
+pub fn metadata_json(md: &ArrayMetadata) -> Value {
+    Value::Array(
+        md.iter()
+            .map(|(k, v)| {
+                json!({
+                    "key": k,
+                    "datatype": v.datatype.name(),
+                    "value_num": v.reported_value_num(),
+                    "value": value_json(v),
+                })
+            })
+            .collect(),
+    )
+}
+
+/// Panics with the first difference between resolved and expected metadata.
+pub fn assert_metadata(what: &str, got: &ArrayMetadata, expected: &Value) {
+    let got = metadata_json(got);
+    let (g, e) = (got.as_array().unwrap(), expected.as_array().unwrap());
+    let keys = |v: &Vec<Value>| v.iter().map(|x| x["key"].clone()).collect::<Vec<_>>();
+    assert_eq!(keys(g), keys(e), "{what}: keys (in order)");
+    for (g, e) in g.iter().zip(e) {
+        for field in ["datatype", "value_num", "value"] {
+            assert!(
+                same(&g[field], &e[field]),
+                "{what}: {}: {field}: got {}, expected {}",
+                e["key"],
+                g[field],
+                e[field]
+            );
+        }
+    }
+}
+
+/// Resolves the metadata `obj` shows at `at` (None: now).
+pub fn resolve(obj: &Object, at: Option<u64>) -> ArrayMetadata {
+    let files = select(obj, "__meta", at);
+    ArrayMetadata::from_files(&borrowed(&files), obj.key.as_ref())
+        .unwrap_or_else(|e| panic!("{}: {e}", obj.case))
+}
+
+/// Every (object, file name, bytes) of a `dir/` in the corpus.
+pub fn all_files(dir: &str) -> Vec<(Object, String, Vec<u8>)> {
+    let mut out = Vec::new();
+    for obj in tdb_testdata::objects() {
+        for (name, bytes) in select(&obj, dir, None) {
+            out.push((obj.clone(), format!("{dir}/{name}"), bytes));
+        }
+    }
+    out
+}
