@@ -5,14 +5,12 @@
 //! Parsers here do no I/O: they take bytes and say which byte ranges they
 //! need next. Loading from a `tdb_storage` backend is a thin layer on top.
 
-mod error;
-
 mod array_metadata;
+mod error;
 mod group;
-pub use array_metadata::{ArrayMetadata, MetadataEntry, MetadataFile, MetadataValue};
-pub use group::{GroupDetails, GroupMember, GroupMemberEntry, GroupMembers, GROUP_DETAILS_VERSION};
-
-pub use error::{FragmentError, Result};
 mod schemas;
 
+pub use array_metadata::{ArrayMetadata, MetadataEntry, MetadataFile, MetadataValue};
+pub use error::{FragmentError, Result};
+pub use group::{GroupDetails, GroupMember, GroupMemberEntry, GroupMembers, GROUP_DETAILS_VERSION};
 pub use schemas::{load_enumeration, load_referenced_enumerations, load_schemas};
