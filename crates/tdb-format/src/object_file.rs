@@ -79,7 +79,8 @@ pub enum ObjectFile {
     ConsolidatedCommits(TimestampedName),
     /// `.ign`: commits to ignore.
     Ignore(TimestampedName),
-    /// `.vac`: a vacuum list, in `__commits/`, `__meta/` or the root (legacy).
+    /// `.vac`: a vacuum list, in `__commits/`, `__meta/`, `__group/` or the
+    /// root (legacy).
     Vacuum(TimestampedName),
     /// `.meta`: consolidated fragment metadata.
     ConsolidatedFragmentMetadata(TimestampedName),
@@ -275,11 +276,14 @@ pub fn classify(path: &str) -> ObjectFile {
                 .map(ObjectFile::Metadata)
                 .unwrap_or(ObjectFile::Unknown),
         },
-        [GROUP_DETAILS_DIR, name] => TimestampedName::parse(name)
-            .ok()
-            .filter(|_| !name.contains('.'))
-            .map(ObjectFile::GroupDetails)
-            .unwrap_or(ObjectFile::Unknown),
+        [GROUP_DETAILS_DIR, name] => match with_ext(name, VAC_EXT) {
+            Some(n) => ObjectFile::Vacuum(n),
+            None => TimestampedName::parse(name)
+                .ok()
+                .filter(|_| !name.contains('.'))
+                .map(ObjectFile::GroupDetails)
+                .unwrap_or(ObjectFile::Unknown),
+        },
         [COMMITS_DIR, name] | [FRAGMENT_META_DIR, name] => {
             commit_file(name).unwrap_or(ObjectFile::Unknown)
         }

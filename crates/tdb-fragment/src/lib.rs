@@ -5,6 +5,16 @@
 //! Parsers here do no I/O: they take bytes and say which byte ranges they
 //! need next. Loading from a `tdb_storage` backend is a thin layer on top.
 
+mod commits;
+mod condition;
+mod directory;
 mod error;
 
+pub use commits::{ConsolidatedCommit, ConsolidatedCommits, IgnoreFile, VacuumFile};
+pub use condition::{Condition, DeleteCommit, UpdateCommit, UpdateValue};
+pub use directory::{
+    select_latest_schema, ArrayDirectory, CommitLocation, ConditionCommit, DirectoryListing,
+    FilteredFragments, GroupDirectory, ListedFile, TimeWindow, TimestampedFile,
+    CONSOLIDATION_WITH_TIMESTAMPS_MIN_VERSION,
+};
 pub use error::{FragmentError, Result};
