@@ -252,20 +252,35 @@ impl DeleteCommit {
     pub fn parse(file: &str, bytes: &[u8], key: Option<&[u8; 32]>) -> Result<Self> {
         let data = read_generic_tile_file(file, bytes, key)
             .map_err(|e| FragmentError::tile(file, "delete condition", e))?;
+        DeleteCommit::deserialize(file, &data)
+    }
+
+    /// Parses the generic tile's contents (the mirror of
+    /// [`DeleteCommit::serialize`]).
+    pub fn deserialize(file: &str, data: &[u8]) -> Result<Self> {
         Ok(DeleteCommit {
-            condition: Condition::parse(file, &data)?,
+            condition: Condition::parse(file, data)?,
         })
     }
 
-    /// The `.del` file's bytes, as TileDB writes them in `version`.
+    /// The generic tile's contents (before GZIP/encryption): the
+    /// serialized condition.
+    pub fn serialize(&self, file: &str) -> Result<Vec<u8>> {
+        let mut data = Vec::new();
+        self.condition.write(file, &mut data)?;
+        Ok(data)
+    }
+
+    /// The `.del` file's bytes, as TileDB writes them in `version` (GZIP
+    /// level 1, then AES-256-GCM with a key; the compressed stream may
+    /// differ from zlib's, the contents do not).
     pub fn write(
         &self,
         file: &str,
         version: FormatVersion,
         key: Option<&[u8; 32]>,
     ) -> Result<Vec<u8>> {
-        let mut data = Vec::new();
-        self.condition.write(file, &mut data)?;
+        let data = self.serialize(file)?;
         let mut out = Vec::new();
         write_generic_tile(file, version, &data, key, &mut out)
             .map_err(|e| FragmentError::tile(file, "delete condition", e))?;
@@ -293,7 +308,13 @@ impl UpdateCommit {
     pub fn parse(file: &str, bytes: &[u8], key: Option<&[u8; 32]>) -> Result<Self> {
         let data = read_generic_tile_file(file, bytes, key)
             .map_err(|e| FragmentError::tile(file, "update condition", e))?;
-        let (condition, rest) = Condition::parse_prefix(file, &data)?;
+        UpdateCommit::deserialize(file, &data)
+    }
+
+    /// Parses the generic tile's contents (the mirror of
+    /// [`UpdateCommit::serialize`]).
+    pub fn deserialize(file: &str, data: &[u8]) -> Result<Self> {
+        let (condition, rest) = Condition::parse_prefix(file, data)?;
         let (n, mut rest) =
             le::run(le::u64("update value count"), rest).map_err(fmt(file, "update values"))?;
         // Each value takes at least 16 bytes (two sizes).
@@ -325,13 +346,9 @@ impl UpdateCommit {
         Ok(UpdateCommit { condition, values })
     }
 
-    /// The `.upd` file's bytes, as TileDB writes them in `version`.
-    pub fn write(
-        &self,
-        file: &str,
-        version: FormatVersion,
-        key: Option<&[u8; 32]>,
-    ) -> Result<Vec<u8>> {
+    /// The generic tile's contents: the serialized condition, then the
+    /// values.
+    pub fn serialize(&self, file: &str) -> Result<Vec<u8>> {
         let mut data = Vec::new();
         self.condition.write(file, &mut data)?;
         le::put_u64(&mut data, self.values.len() as u64);
@@ -339,6 +356,17 @@ impl UpdateCommit {
             le::put_bytes_u64(&mut data, v.field.as_bytes());
             le::put_bytes_u64(&mut data, &v.value);
         }
+        Ok(data)
+    }
+
+    /// The `.upd` file's bytes, as TileDB writes them in `version`.
+    pub fn write(
+        &self,
+        file: &str,
+        version: FormatVersion,
+        key: Option<&[u8; 32]>,
+    ) -> Result<Vec<u8>> {
+        let data = self.serialize(file)?;
         let mut out = Vec::new();
         write_generic_tile(file, version, &data, key, &mut out)
             .map_err(|e| FragmentError::tile(file, "update condition", e))?;
