@@ -458,9 +458,9 @@ impl DirectoryListing {
                 .unwrap_or_else(|| format!("\u{0}{entry}")))
         };
         let details = timestamped_entries(self.in_dir(GROUP_DETAILS_DIR));
-        let details = filter(&details, &vacuum_lists, window, true, &to_rel)?;
+        let details = filter(&details, &vacuum_lists, window, true, to_rel)?;
         let meta = timestamped_entries(self.in_dir(METADATA_DIR));
-        let meta = filter(&meta, &vacuum_lists, window, true, &to_rel)?;
+        let meta = filter(&meta, &vacuum_lists, window, true, to_rel)?;
         Ok(GroupDirectory {
             window,
             has_group_file: self.has(GROUP_FILE),
@@ -588,8 +588,7 @@ pub fn select_latest_schema(schemas: &[String], timestamp: u64) -> Option<&str> 
     schemas
         .iter()
         .filter(|p| last_part(p) != LEGACY_SCHEMA_FILE)
-        .filter(|p| TimestampedName::parse(last_part(p)).is_ok_and(|n| n.t2 <= timestamp))
-        .next_back()
+        .rfind(|p| TimestampedName::parse(last_part(p)).is_ok_and(|n| n.t2 <= timestamp))
         .or_else(|| schemas.first())
         .map(String::as_str)
 }
