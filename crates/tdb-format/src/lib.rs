@@ -13,6 +13,7 @@ mod enums;
 mod error;
 mod generic_tile;
 pub mod le;
+pub mod names;
 mod object_file;
 mod scalar;
 mod timestamped_name;

@@ -2,6 +2,7 @@
 //! directory, by its path relative to that directory (`/`-separated), so that
 //! no other crate matches file names by hand.
 
+use crate::names::*;
 use crate::{
     fragment_metadata_tiles, generic_tile_run, FormatVersion, LocatedTile, Result, TimestampedName,
 };
@@ -78,7 +79,8 @@ pub enum ObjectFile {
     ConsolidatedCommits(TimestampedName),
     /// `.ign`: commits to ignore.
     Ignore(TimestampedName),
-    /// `.vac`: a vacuum list, in `__commits/`, `__meta/` or the root (legacy).
+    /// `.vac`: a vacuum list, in `__commits/`, `__meta/`, `__group/` or the
+    /// root (legacy).
     Vacuum(TimestampedName),
     /// `.meta`: consolidated fragment metadata.
     ConsolidatedFragmentMetadata(TimestampedName),
@@ -192,14 +194,14 @@ fn commit_file(name: &str) -> Option<ObjectFile> {
     let ext = &name[name.rfind('.')?..];
     let n = with_ext(name, ext)?;
     Some(match ext {
-        ".wrt" => ObjectFile::WriteCommit(n),
-        ".ok" => ObjectFile::OkCommit(n),
-        ".del" => ObjectFile::DeleteCommit(n),
-        ".upd" => ObjectFile::UpdateCommit(n),
-        ".con" => ObjectFile::ConsolidatedCommits(n),
-        ".ign" => ObjectFile::Ignore(n),
-        ".vac" => ObjectFile::Vacuum(n),
-        ".meta" => ObjectFile::ConsolidatedFragmentMetadata(n),
+        WRT_EXT => ObjectFile::WriteCommit(n),
+        OK_EXT => ObjectFile::OkCommit(n),
+        DEL_EXT => ObjectFile::DeleteCommit(n),
+        UPD_EXT => ObjectFile::UpdateCommit(n),
+        CON_EXT => ObjectFile::ConsolidatedCommits(n),
+        IGN_EXT => ObjectFile::Ignore(n),
+        VAC_EXT => ObjectFile::Vacuum(n),
+        META_EXT => ObjectFile::ConsolidatedFragmentMetadata(n),
         _ => return None,
     })
 }
@@ -216,18 +218,18 @@ fn index(s: &str, prefix: char) -> Option<u32> {
 /// from format v9 on and by field name before; a fragment's version comes
 /// from its name (`_v`), and names without one are pre-v5.
 fn fragment_file(fragment: TimestampedName, file: &str, in_fragments_dir: bool) -> ObjectFile {
-    if file == "__fragment_metadata.tdb" {
+    if file == FRAGMENT_METADATA_FILE {
         return ObjectFile::FragmentMetadata {
             fragment,
             in_fragments_dir,
         };
     }
-    let Some(stem) = file.strip_suffix(".tdb") else {
+    let Some(stem) = file.strip_suffix(TDB_EXT) else {
         return ObjectFile::Unknown;
     };
-    let (base, part) = if let Some(b) = stem.strip_suffix("_var") {
+    let (base, part) = if let Some(b) = stem.strip_suffix(VAR_SUFFIX) {
         (b, DataPart::Var)
-    } else if let Some(b) = stem.strip_suffix("_validity") {
+    } else if let Some(b) = stem.strip_suffix(VALIDITY_SUFFIX) {
         (b, DataPart::Validity)
     } else {
         (stem, DataPart::Fixed)
@@ -236,10 +238,10 @@ fn fragment_file(fragment: TimestampedName, file: &str, in_fragments_dir: bool) 
         .map(FormatVersion::data_files_named_by_index)
         .unwrap_or(false);
     let field = match base {
-        "__coords" => DataField::LegacyCoords,
-        "t" if by_index => DataField::Timestamps,
-        "dt" if by_index => DataField::DeleteTimestamps,
-        "dci" if by_index => DataField::DeleteConditionIndex,
+        LEGACY_COORDS_STEM => DataField::LegacyCoords,
+        TIMESTAMPS_STEM if by_index => DataField::Timestamps,
+        DELETE_TIMESTAMPS_STEM if by_index => DataField::DeleteTimestamps,
+        DELETE_CONDITION_INDEX_STEM if by_index => DataField::DeleteConditionIndex,
         _ if by_index => match (index(base, 'a'), index(base, 'd')) {
             (Some(i), _) => DataField::Attribute(i),
             (_, Some(i)) => DataField::Dimension(i),
@@ -259,14 +261,14 @@ fn fragment_file(fragment: TimestampedName, file: &str, in_fragments_dir: bool) 
 pub fn classify(path: &str) -> ObjectFile {
     let parts: Vec<&str> = path.split('/').filter(|p| !p.is_empty()).collect();
     match parts.as_slice() {
-        ["__array_schema.tdb"] => ObjectFile::LegacySchema,
-        ["__tiledb_group.tdb"] => ObjectFile::GroupMarker,
-        ["__lock.tdb"] => ObjectFile::Lock,
-        ["__schema", "__enumerations", name] => ObjectFile::Enumeration((*name).to_owned()),
-        ["__schema", name] => TimestampedName::parse(name)
+        [LEGACY_SCHEMA_FILE] => ObjectFile::LegacySchema,
+        [GROUP_FILE] => ObjectFile::GroupMarker,
+        [LOCK_FILE] => ObjectFile::Lock,
+        [SCHEMA_DIR, ENUMERATIONS_DIR, name] => ObjectFile::Enumeration((*name).to_owned()),
+        [SCHEMA_DIR, name] => TimestampedName::parse(name)
             .map(ObjectFile::Schema)
             .unwrap_or(ObjectFile::Unknown),
-        ["__meta", name] => match with_ext(name, ".vac") {
+        [METADATA_DIR, name] => match with_ext(name, VAC_EXT) {
             Some(n) => ObjectFile::Vacuum(n),
             None => TimestampedName::parse(name)
                 .ok()
@@ -274,19 +276,22 @@ pub fn classify(path: &str) -> ObjectFile {
                 .map(ObjectFile::Metadata)
                 .unwrap_or(ObjectFile::Unknown),
         },
-        ["__group", name] => TimestampedName::parse(name)
-            .ok()
-            .filter(|_| !name.contains('.'))
-            .map(ObjectFile::GroupDetails)
-            .unwrap_or(ObjectFile::Unknown),
-        ["__commits", name] | ["__fragment_meta", name] => {
+        [GROUP_DETAILS_DIR, name] => match with_ext(name, VAC_EXT) {
+            Some(n) => ObjectFile::Vacuum(n),
+            None => TimestampedName::parse(name)
+                .ok()
+                .filter(|_| !name.contains('.'))
+                .map(ObjectFile::GroupDetails)
+                .unwrap_or(ObjectFile::Unknown),
+        },
+        [COMMITS_DIR, name] | [FRAGMENT_META_DIR, name] => {
             commit_file(name).unwrap_or(ObjectFile::Unknown)
         }
-        ["__fragments", frag, file] => match TimestampedName::parse(frag) {
+        [FRAGMENTS_DIR, frag, file] => match TimestampedName::parse(frag) {
             Ok(n) if !frag.contains('.') => fragment_file(n, file, true),
             _ => ObjectFile::Unknown,
         },
-        ["__labels", ..] => ObjectFile::DimensionLabel(parts[1..].join("/")),
+        [LABELS_DIR, ..] => ObjectFile::DimensionLabel(parts[1..].join("/")),
         [name] => commit_file(name).unwrap_or(ObjectFile::Unknown),
         [frag, file] => match TimestampedName::parse(frag) {
             Ok(n) if !frag.contains('.') => fragment_file(n, file, false),

@@ -6,11 +6,21 @@
 //! need next. Loading from a `tdb_storage` backend is a thin layer on top.
 
 mod array_metadata;
+mod commits;
+mod condition;
+mod directory;
 mod error;
 mod group;
 mod schemas;
 
 pub use array_metadata::{ArrayMetadata, MetadataEntry, MetadataFile, MetadataValue};
+pub use commits::{ConsolidatedCommit, ConsolidatedCommits, IgnoreFile, VacuumFile};
+pub use condition::{Condition, DeleteCommit, UpdateCommit, UpdateValue};
+pub use directory::{
+    select_latest_schema, ArrayDirectory, CommitLocation, ConditionCommit, DirectoryListing,
+    FilteredFragments, GroupDirectory, ListedFile, TimeWindow, TimestampedFile,
+    CONSOLIDATION_WITH_TIMESTAMPS_MIN_VERSION,
+};
 pub use error::{FragmentError, Result};
 pub use group::{GroupDetails, GroupMember, GroupMemberEntry, GroupMembers, GROUP_DETAILS_VERSION};
 pub use schemas::{load_enumeration, load_referenced_enumerations, load_schemas};
