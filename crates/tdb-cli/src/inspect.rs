@@ -6,7 +6,7 @@ use crate::CliError;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::{self, Write as _};
-use tdb_format::{classify, ObjectFile, TimestampedName};
+use tdb_format::{classify, names, ObjectFile, TimestampedName};
 use tdb_storage::{last_component, Storage};
 
 /// What `inspect` found.
@@ -92,25 +92,19 @@ pub struct NestedObject {
     pub kind: &'static str,
 }
 
-const ARRAY_DIRS: &[&str] = &[
-    "__schema",
-    "__meta",
-    "__fragments",
-    "__commits",
-    "__fragment_meta",
-];
-
 fn object_kind(storage: &dyn Storage, dir: &str) -> Result<&'static str, CliError> {
     let listing = storage.list_dir(dir)?;
     let has_dir = |name: &str| listing.dirs.iter().any(|d| last_component(d) == name);
     let has_file = |name: &str| listing.files.iter().any(|f| f.name() == name);
-    Ok(if has_dir("__schema") || has_file("__array_schema.tdb") {
-        "array"
-    } else if has_dir("__group") || has_file("__tiledb_group.tdb") {
-        "group"
-    } else {
-        "unknown"
-    })
+    Ok(
+        if has_dir(names::SCHEMA_DIR) || has_file(names::LEGACY_SCHEMA_FILE) {
+            "array"
+        } else if has_dir(names::GROUP_DETAILS_DIR) || has_file(names::GROUP_FILE) {
+            "group"
+        } else {
+            "unknown"
+        },
+    )
 }
 
 /// Collects the files of the object at `dir` with their sizes, skipping
@@ -130,8 +124,8 @@ fn walk(
         let name = last_component(&d);
         let child = tdb_storage::join(rel, name);
         let reserved = rel.is_empty()
-            && (ARRAY_DIRS.contains(&name)
-                || matches!(name, "__group" | "__labels")
+            && (names::ARRAY_DIRS.contains(&name)
+                || name == names::GROUP_DETAILS_DIR
                 || TimestampedName::parse(name).is_ok());
         if !reserved && rel.is_empty() {
             let kind = object_kind(storage, &tdb_storage::join(dir, &child))?;

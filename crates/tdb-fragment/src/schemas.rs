@@ -2,9 +2,8 @@
 //! per schema directory and one batched read of every schema file.
 
 use crate::{FragmentError, Result};
-use tdb_schema::{
-    Enumeration, SchemaEntry, SchemaHistory, ENUMERATIONS_DIR, LEGACY_SCHEMA_NAME, SCHEMA_DIR,
-};
+use tdb_format::names::{ENUMERATIONS_DIR, LEGACY_SCHEMA_FILE, SCHEMA_DIR};
+use tdb_schema::{Enumeration, SchemaEntry, SchemaHistory};
 use tdb_storage::{join, ByteRange, ListableStorage, RangeRequest, ReadableStorage};
 
 /// Every schema of the array at `dir` of `storage`, in TileDB's order: the
@@ -24,7 +23,7 @@ where
     files.extend(
         root.files
             .into_iter()
-            .filter(|f| f.name() == LEGACY_SCHEMA_NAME),
+            .filter(|f| f.name() == LEGACY_SCHEMA_FILE),
     );
     files.extend(list(&join(dir, SCHEMA_DIR))?.files);
     let requests: Vec<_> = files
@@ -57,7 +56,7 @@ pub fn load_enumeration<S>(
 where
     S: ReadableStorage + ?Sized,
 {
-    let file = join(dir, &format!("{ENUMERATIONS_DIR}/{path}"));
+    let file = join(dir, &format!("{SCHEMA_DIR}/{ENUMERATIONS_DIR}/{path}"));
     let bytes = storage
         .read(&file)
         .map_err(|e| FragmentError::storage(&file, e))?

@@ -7,15 +7,12 @@
 use crate::change::{diff, SchemaChange};
 use crate::{ArraySchema, Enumeration, Result, SchemaError};
 use std::collections::HashMap;
+use tdb_format::names::{LEGACY_SCHEMA_FILE, SCHEMA_DIR};
 use tdb_format::TimestampedName;
 
 /// The one schema file of arrays before format v10, and the schema name
 /// TileDB gives fragments of those versions (their footers name none).
-pub const LEGACY_SCHEMA_NAME: &str = "__array_schema.tdb";
-/// The directory of timestamped schema files (v10).
-pub const SCHEMA_DIR: &str = "__schema";
-/// The directory of enumeration files, which are not schemas (v20).
-pub const ENUMERATIONS_DIR: &str = "__schema/__enumerations";
+pub const LEGACY_SCHEMA_NAME: &str = LEGACY_SCHEMA_FILE;
 
 /// One schema file of an array.
 #[derive(Debug, Clone, PartialEq)]

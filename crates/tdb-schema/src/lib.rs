@@ -40,9 +40,7 @@ pub use dimension_label::DimensionLabel;
 pub use domain::Domain;
 pub use enumeration::{Enumeration, ENUMERATION_VERSION};
 pub use error::{Result, SchemaError};
-pub use history::{
-    Evolution, SchemaEntry, SchemaHistory, ENUMERATIONS_DIR, LEGACY_SCHEMA_NAME, SCHEMA_DIR,
-};
+pub use history::{Evolution, SchemaEntry, SchemaHistory, LEGACY_SCHEMA_NAME};
 pub use nd_range::{NDRange, Range};
 pub use schema::{ArraySchema, EnumerationRef};
 pub use validation_error::ValidationError;

@@ -63,11 +63,12 @@ fn sorted_entries(dir: &Path) -> Vec<PathBuf> {
 
 /// Whether `dir` is a TileDB array or group.
 pub fn is_object(dir: &Path) -> bool {
+    use tdb_format::names;
     [
-        "__schema",
-        "__array_schema.tdb",
-        "__group",
-        "__tiledb_group.tdb",
+        names::SCHEMA_DIR,
+        names::LEGACY_SCHEMA_FILE,
+        names::GROUP_DETAILS_DIR,
+        names::GROUP_FILE,
     ]
     .iter()
     .any(|n| dir.join(n).exists())

@@ -361,10 +361,11 @@ mod tests {
             v.sort();
             v
         };
-        let fragment = dir("__fragments").remove(0);
-        let mut files = dir("__schema");
-        files.extend(dir("__meta"));
-        files.push(fragment.join("__fragment_metadata.tdb"));
+        use tdb_format::names;
+        let fragment = dir(names::FRAGMENTS_DIR).remove(0);
+        let mut files = dir(names::SCHEMA_DIR);
+        files.extend(dir(names::METADATA_DIR));
+        files.push(fragment.join(names::FRAGMENT_METADATA_FILE));
         let mut seen = 0;
         for file in files {
             let bytes = std::fs::read(&file).unwrap();
