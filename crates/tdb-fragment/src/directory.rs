@@ -169,6 +169,9 @@ impl ConditionCommit {
 pub struct DirectoryListing {
     /// Every file, sorted by path bytes (TileDB sorts listings).
     files: Vec<(ListedFile, ObjectFile)>,
+    /// Directories in the root, listed on their own: a pre-v12 fragment
+    /// directory counts when listed even if its files were not.
+    root_dirs: BTreeSet<String>,
 }
 
 impl DirectoryListing {
@@ -181,7 +184,20 @@ impl DirectoryListing {
             .collect();
         files.sort_by(|a, b| a.0.path.cmp(&b.0.path));
         files.dedup_by(|a, b| a.0.path == b.0.path);
-        DirectoryListing { files }
+        DirectoryListing {
+            files,
+            root_dirs: BTreeSet::new(),
+        }
+    }
+
+    /// Adds directories of the root (names, or paths whose first component
+    /// is taken), as a storage listing reports them beside its files.
+    pub fn with_root_dirs<'a>(mut self, dirs: impl IntoIterator<Item = &'a str>) -> Self {
+        for d in dirs {
+            let first = d.split('/').next().unwrap_or(d);
+            self.root_dirs.insert(first.to_owned());
+        }
+        self
     }
 
     fn in_dir<'a>(
@@ -233,6 +249,19 @@ impl DirectoryListing {
                 }
             })
             .map(|(f, _)| f.path.as_str())
+            .collect()
+    }
+
+    /// Every group details and metadata file (vacuum lists aside), which a
+    /// group open reads in the same batch as the vacuum lists: they are
+    /// small, and a second round trip would cost more than the bytes.
+    pub fn group_files(&self) -> Vec<String> {
+        self.files
+            .iter()
+            .filter(|(_, kind)| {
+                matches!(kind, ObjectFile::GroupDetails(_) | ObjectFile::Metadata(_))
+            })
+            .map(|(f, _)| f.path.clone())
             .collect()
     }
 
@@ -314,6 +343,7 @@ impl DirectoryListing {
             .files
             .iter()
             .map(|(f, _)| f.path.split('/').next().unwrap_or(""))
+            .chain(self.root_dirs.iter().map(String::as_str))
             .collect();
         for entry in root_entries {
             if entry.ends_with('.') {

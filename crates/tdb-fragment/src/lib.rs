@@ -11,6 +11,7 @@ mod condition;
 mod directory;
 mod error;
 mod group;
+mod open;
 mod schemas;
 
 pub use array_metadata::{ArrayMetadata, MetadataEntry, MetadataFile, MetadataValue};
@@ -23,4 +24,5 @@ pub use directory::{
 };
 pub use error::{FragmentError, Result};
 pub use group::{GroupDetails, GroupMember, GroupMemberEntry, GroupMembers, GROUP_DETAILS_VERSION};
+pub use open::{list_object, OpenArray, OpenGroup, ReadStorage};
 pub use schemas::{load_enumeration, load_referenced_enumerations, load_schemas};

@@ -1,48 +1,26 @@
-//! Loading an array's schemas and enumerations from storage: one listing
-//! per schema directory and one batched read of every schema file.
+//! Loading an array's schemas and enumerations from storage, for callers
+//! that want nothing else of the array.
 
+use crate::open::{list_object, read_files, schema_history, ReadStorage};
 use crate::{FragmentError, Result};
-use tdb_format::names::{ENUMERATIONS_DIR, LEGACY_SCHEMA_FILE, SCHEMA_DIR};
+use tdb_format::names::{ENUMERATIONS_DIR, SCHEMA_DIR};
 use tdb_schema::{Enumeration, SchemaEntry, SchemaHistory};
-use tdb_storage::{join, ByteRange, ListableStorage, RangeRequest, ReadableStorage};
+use tdb_storage::{join, ReadableStorage};
 
 /// Every schema of the array at `dir` of `storage`, in TileDB's order: the
 /// pre-v10 `__array_schema.tdb` if present, then every file of `__schema/`
-/// (enumerations are not schemas). Encrypted arrays need their `key`.
-pub fn load_schemas<S>(storage: &S, dir: &str, key: Option<&[u8; 32]>) -> Result<SchemaHistory>
-where
-    S: ReadableStorage + ListableStorage + ?Sized,
-{
-    let list = |d: &str| {
-        storage
-            .list_dir(d)
-            .map_err(|e| FragmentError::storage(d, e))
-    };
-    let mut files = Vec::new();
-    let root = list(dir)?;
-    files.extend(
-        root.files
-            .into_iter()
-            .filter(|f| f.name() == LEGACY_SCHEMA_FILE),
-    );
-    files.extend(list(&join(dir, SCHEMA_DIR))?.files);
-    let requests: Vec<_> = files
-        .iter()
-        .map(|f| RangeRequest::new(f.key.clone(), ByteRange::new(0, f.size)))
-        .collect();
-    let contents = storage
-        .read_ranges(&requests)
-        .map_err(|e| FragmentError::storage(&join(dir, SCHEMA_DIR), e))?;
-    let entries = files
-        .iter()
-        .zip(contents)
-        .map(|(f, bytes)| {
-            let bytes = bytes.ok_or_else(|| FragmentError::missing(&f.key, "schema file"))?;
-            SchemaEntry::from_file(f.name(), &bytes, key)
-                .map_err(|e| FragmentError::schema(&f.key, e))
-        })
-        .collect::<Result<Vec<_>>>()?;
-    SchemaHistory::new(entries).map_err(|e| FragmentError::schema(dir, e))
+/// (enumerations are not schemas), read in one batch. Encrypted arrays need
+/// their `key`.
+pub fn load_schemas<S: ReadStorage + ?Sized>(
+    storage: &S,
+    dir: &str,
+    key: Option<&[u8; 32]>,
+) -> Result<SchemaHistory> {
+    let listing = list_object(storage, dir)?;
+    let files = listing.schema_files();
+    let paths: Vec<&str> = files.iter().map(String::as_str).collect();
+    let contents = read_files(storage, dir, &listing, &paths)?;
+    schema_history(dir, &files, &contents, key)
 }
 
 /// The enumeration file `path` (as an `EnumerationRef` names it) of the

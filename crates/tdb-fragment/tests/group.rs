@@ -6,16 +6,10 @@ mod support_meta;
 
 use serde_json::Value;
 use std::path::Path;
-use support_meta::{all_files, assert_metadata, borrowed, resolve, select};
+use support_meta::{all_files, assert_metadata, borrowed, members, resolve, select};
 use tdb_format::{single_generic_tile, ObjectType, TimestampedName};
 use tdb_fragment::{GroupDetails, GroupMember, GroupMemberEntry, GroupMembers};
 use tdb_testdata::Object;
-
-fn members(obj: &Object) -> GroupMembers {
-    let files = select(obj, "__group", None);
-    GroupMembers::resolve(&borrowed(&files), obj.key.as_ref())
-        .unwrap_or_else(|e| panic!("{}: {e}", obj.case))
-}
 
 fn basename(uri: &str) -> &str {
     uri.trim_end_matches('/').rsplit('/').next().unwrap()

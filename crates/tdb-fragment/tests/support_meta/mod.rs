@@ -1,23 +1,19 @@
-//! Shared by the array metadata and group tests: a stand-in for the array
-//! directory's file selection, and expected.json's value encoding.
+//! Shared by the array metadata and group tests: metadata and members as
+//! the real open path resolves them, every file of a kind in the corpus, and
+//! expected.json's value encoding.
 
 #![allow(dead_code)]
 
 use serde_json::{json, Value};
+use tdb_format::names;
 use tdb_format::{Datatype, Scalar, TimestampedName};
-use tdb_fragment::{ArrayMetadata, MetadataValue};
+use tdb_fragment::{ArrayMetadata, GroupMembers, MetadataValue, OpenArray, OpenGroup, TimeWindow};
+use tdb_storage::LocalStorage;
 use tdb_testdata::Object;
 
-// ---------------------------------------------------------------------------
-// STAND-IN FOR THE ARRAY DIRECTORY (not under test here). The real choice of
-// visible files (vacuum files, open windows, consolidation) belongs to the
-// array-directory module; these tests select simply: every timestamped file
-// of `dir/` in name order, minus those a `.vac` file there lists, and for a
-// read at T only those whose end timestamp is at most T.
-// ---------------------------------------------------------------------------
-
-/// `(name, bytes)` of the visible timestamped files of `dir` (`__meta`,
-/// `__group`) of `obj`, optionally only those ending by `at`.
+/// `(name, bytes)` of the timestamped files of `dir` (`__meta`, `__group`)
+/// of `obj` that no `.vac` there lists, optionally only those ending by
+/// `at`: raw files for parser tests (visibility is `resolve`'s job).
 pub fn select(obj: &Object, dir: &str, at: Option<u64>) -> Vec<(TimestampedName, Vec<u8>)> {
     let prefix = format!("{dir}/");
     let in_dir: Vec<&str> = obj
@@ -163,11 +159,30 @@ pub fn assert_metadata(what: &str, got: &ArrayMetadata, expected: &Value) {
     }
 }
 
-/// Resolves the metadata `obj` shows at `at` (None: now).
+/// The metadata `obj` (array or group) shows when opened at `at` (None:
+/// now), through the real directory and storage: `OpenArray`/`OpenGroup`.
 pub fn resolve(obj: &Object, at: Option<u64>) -> ArrayMetadata {
-    let files = select(obj, "__meta", at);
-    ArrayMetadata::from_files(&borrowed(&files), obj.key.as_ref())
+    let storage = LocalStorage::new(&obj.dir);
+    let window = TimeWindow::until(at.unwrap_or(u64::MAX));
+    let key = obj.key.as_ref();
+    let is_group = obj
+        .files
+        .iter()
+        .any(|f| f == names::GROUP_FILE || f.starts_with(names::GROUP_DETAILS_DIR));
+    let md = if is_group {
+        OpenGroup::open(&storage, "", window, "", key).map(|g| g.metadata)
+    } else {
+        OpenArray::open(&storage, "", window, key).and_then(|a| a.metadata(&storage))
+    };
+    md.unwrap_or_else(|e| panic!("{}: {e}", obj.case))
+}
+
+/// The members of the group `obj` in force now, through `OpenGroup`.
+pub fn members(obj: &Object) -> GroupMembers {
+    let storage = LocalStorage::new(&obj.dir);
+    OpenGroup::open(&storage, "", TimeWindow::ALL, "", obj.key.as_ref())
         .unwrap_or_else(|e| panic!("{}: {e}", obj.case))
+        .members
 }
 
 /// Every (object, file name, bytes) of a `dir/` in the corpus.

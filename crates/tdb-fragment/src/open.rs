@@ -1,0 +1,246 @@
+//! Opening an array or group directory from storage: the thin I/O layer over
+//! the pure directory logic. An open lists the object's directories (each
+//! once), then fetches everything small it needs in one batch of ranges.
+
+use crate::directory::{DirectoryListing, ListedFile};
+use crate::{
+    ArrayDirectory, ArrayMetadata, FragmentError, GroupDirectory, GroupMembers, Result, TimeWindow,
+    TimestampedFile,
+};
+use std::collections::HashMap;
+use tdb_format::names::{
+    COMMITS_DIR, FRAGMENTS_DIR, FRAGMENT_META_DIR, GROUP_DETAILS_DIR, METADATA_DIR, SCHEMA_DIR,
+};
+use tdb_format::TimestampedName;
+use tdb_schema::{SchemaEntry, SchemaHistory};
+use tdb_storage::{
+    join, last_component, ByteRange, ListableStorage, RangeRequest, ReadableStorage,
+};
+
+/// Storage an open reads from: nothing that writes.
+pub trait ReadStorage: ReadableStorage + ListableStorage {}
+
+impl<T: ReadableStorage + ListableStorage + ?Sized> ReadStorage for T {}
+
+/// Subdirectories whose files an open needs listed. Fragment directories are
+/// not listed (their commit files say what they hold), except pre-v5 ones,
+/// which are committed by their metadata file.
+const LISTED_DIRS: [&str; 6] = [
+    SCHEMA_DIR,
+    COMMITS_DIR,
+    FRAGMENT_META_DIR,
+    METADATA_DIR,
+    GROUP_DETAILS_DIR,
+    FRAGMENTS_DIR,
+];
+
+/// Lists the object at `dir`: its root, the directories of [`LISTED_DIRS`]
+/// it has, and pre-v5 fragment directories. Paths come back relative to `dir`.
+pub fn list_object<S: ReadStorage + ?Sized>(storage: &S, dir: &str) -> Result<DirectoryListing> {
+    let list = |d: &str| {
+        storage
+            .list_dir(d)
+            .map_err(|e| FragmentError::storage(d, e))
+    };
+    let relative = |key: &str| {
+        key.strip_prefix(dir)
+            .map(|k| k.trim_start_matches('/').to_owned())
+            .unwrap_or_else(|| key.to_owned())
+    };
+    let root = list(dir)?;
+    let mut files: Vec<ListedFile> = Vec::new();
+    let mut dirs: Vec<String> = Vec::new();
+    let take = |listing: tdb_storage::Listing, files: &mut Vec<ListedFile>| {
+        for f in listing.files {
+            files.push(ListedFile::new(relative(&f.key), f.size));
+        }
+    };
+    for d in &root.dirs {
+        let name = last_component(d);
+        let pre_v5_fragment =
+            TimestampedName::parse(name).is_ok_and(|n| n.implied_format_version() < 5);
+        if LISTED_DIRS.contains(&name) && name != FRAGMENTS_DIR || pre_v5_fragment {
+            take(list(d)?, &mut files);
+        }
+        dirs.push(name.to_owned());
+    }
+    take(root, &mut files);
+    Ok(DirectoryListing::new(&files).with_root_dirs(dirs.iter().map(String::as_str)))
+}
+
+/// Reads whole files whose sizes the listing gave, in one batch.
+pub(crate) fn read_files<S: ReadStorage + ?Sized>(
+    storage: &S,
+    dir: &str,
+    listing: &DirectoryListing,
+    paths: &[&str],
+) -> Result<HashMap<String, Vec<u8>>> {
+    let requests: Vec<RangeRequest> = paths
+        .iter()
+        .map(|p| {
+            let size = listing.file_size(p).unwrap_or(0);
+            RangeRequest::new(join(dir, p), ByteRange::new(0, size))
+        })
+        .collect();
+    if requests.is_empty() {
+        return Ok(HashMap::new());
+    }
+    let got = storage
+        .read_ranges(&requests)
+        .map_err(|e| FragmentError::storage(dir, e))?;
+    paths
+        .iter()
+        .zip(got)
+        .map(|(p, bytes)| {
+            let bytes =
+                bytes.ok_or_else(|| FragmentError::missing(p, "file (listed, then gone)"))?;
+            Ok(((*p).to_owned(), bytes.to_vec()))
+        })
+        .collect()
+}
+
+/// Parses the schema files (in TileDB's order) into a history.
+pub(crate) fn schema_history(
+    dir: &str,
+    schema_files: &[String],
+    contents: &HashMap<String, Vec<u8>>,
+    key: Option<&[u8; 32]>,
+) -> Result<SchemaHistory> {
+    let entries = schema_files
+        .iter()
+        .map(|path| {
+            let bytes = contents
+                .get(path)
+                .ok_or_else(|| FragmentError::missing(path, "schema file (not read)"))?;
+            SchemaEntry::from_file(last_component(path), bytes, key)
+                .map_err(|e| FragmentError::schema(path, e))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    if entries.is_empty() {
+        return Err(FragmentError::missing(dir_label(dir), "array schema"));
+    }
+    SchemaHistory::new(entries).map_err(|e| FragmentError::schema(dir_label(dir), e))
+}
+
+/// How errors name an object's directory: its key, or `.` for the root.
+pub(crate) fn dir_label(dir: &str) -> &str {
+    if dir.is_empty() {
+        "."
+    } else {
+        dir
+    }
+}
+
+/// An array opened at a time window: its schemas and its directory resolved
+/// by TileDB's rules. Costs the listings of [`list_object`] and one batched
+/// read of the schema files and of the commit files that decide visibility.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct OpenArray {
+    /// The array's key in its storage.
+    pub dir: String,
+    /// The listing it was resolved from.
+    pub listing: DirectoryListing,
+    /// The directory resolved for the window.
+    pub directory: ArrayDirectory,
+    /// Every schema of the array.
+    pub schemas: SchemaHistory,
+    key: Option<[u8; 32]>,
+}
+
+impl OpenArray {
+    /// Opens the array at `dir` for `window`; `key` for encrypted arrays.
+    pub fn open<S: ReadStorage + ?Sized>(
+        storage: &S,
+        dir: &str,
+        window: TimeWindow,
+        key: Option<&[u8; 32]>,
+    ) -> Result<Self> {
+        let listing = list_object(storage, dir)?;
+        let schema_files = listing.schema_files();
+        let mut wanted: Vec<&str> = listing.files_to_read();
+        wanted.extend(schema_files.iter().map(String::as_str));
+        let contents = read_files(storage, dir, &listing, &wanted)?;
+        let directory = listing.resolve(&contents, window)?;
+        let schemas = schema_history(dir, &schema_files, &contents, key)?;
+        Ok(OpenArray {
+            dir: dir.to_owned(),
+            listing,
+            directory,
+            schemas,
+            key: key.copied(),
+        })
+    }
+
+    /// The schema a read at the window's end uses.
+    pub fn schema(&self) -> &SchemaEntry {
+        self.schemas.at(self.directory.window.end)
+    }
+
+    /// The fragments a read sees (TileDB's rule for the array's type).
+    pub fn fragments(&self) -> Result<Vec<TimestampedFile>> {
+        let dense = self.schema().schema.array_type == tdb_format::ArrayType::Dense;
+        self.directory.visible_fragments(dense)
+    }
+
+    /// The array metadata at the window: one batched read of the visible
+    /// metadata files.
+    pub fn metadata<S: ReadStorage + ?Sized>(&self, storage: &S) -> Result<ArrayMetadata> {
+        let files = &self.directory.array_metadata;
+        let paths: Vec<&str> = files.iter().map(|f| f.path.as_str()).collect();
+        let contents = read_files(storage, &self.dir, &self.listing, &paths)?;
+        let named: Vec<(TimestampedName, &[u8])> = files
+            .iter()
+            .map(|f| (f.name.clone(), contents[f.path.as_str()].as_slice()))
+            .collect();
+        ArrayMetadata::from_files(&named, self.key.as_ref())
+    }
+}
+
+/// A group opened at a time window: its members and metadata.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct OpenGroup {
+    /// The directory resolved for the window.
+    pub directory: GroupDirectory,
+    /// The members in force.
+    pub members: GroupMembers,
+    /// The group's metadata.
+    pub metadata: ArrayMetadata,
+}
+
+impl OpenGroup {
+    /// Opens the group at `dir` for `window`. `group_uri` is the URI the
+    /// group's vacuum lists were written under (TileDB writes them absolute).
+    pub fn open<S: ReadStorage + ?Sized>(
+        storage: &S,
+        dir: &str,
+        window: TimeWindow,
+        group_uri: &str,
+        key: Option<&[u8; 32]>,
+    ) -> Result<Self> {
+        let listing = list_object(storage, dir)?;
+        // Vacuum lists first would cost a second round trip; group files
+        // are small, so every details, metadata and vacuum file comes in one.
+        let mut wanted: Vec<&str> = listing.files_to_read();
+        let group_files = listing.group_files();
+        wanted.extend(group_files.iter().map(String::as_str));
+        wanted.sort_unstable();
+        wanted.dedup();
+        let contents = read_files(storage, dir, &listing, &wanted)?;
+        let directory = listing.resolve_group(&contents, window, group_uri)?;
+        let named = |files: &[TimestampedFile]| -> Vec<(TimestampedName, &[u8])> {
+            files
+                .iter()
+                .map(|f| (f.name.clone(), contents[f.path.as_str()].as_slice()))
+                .collect()
+        };
+        let members = GroupMembers::resolve(&named(&directory.details), key)?;
+        let metadata = ArrayMetadata::from_files(&named(&directory.metadata), key)?;
+        Ok(OpenGroup {
+            directory,
+            members,
+            metadata,
+        })
+    }
+}

@@ -1,0 +1,98 @@
+//! Opening arrays and groups through storage: what an open sees equals what
+//! TileDB reported, and the requests it makes are pinned (I/O traces), so a
+//! change that adds a round trip or reads more bytes fails here.
+
+use tdb_fragment::{OpenArray, OpenGroup, TimeWindow};
+use tdb_storage::{LocalStorage, RecordingStorage};
+use tdb_testdata::Object;
+
+fn object(case: &str) -> Object {
+    tdb_testdata::objects()
+        .into_iter()
+        .find(|o| o.case == case && o.expected.is_some())
+        .unwrap_or_else(|| panic!("no case {case}"))
+}
+
+fn expected_fragments(o: &Object) -> Vec<String> {
+    let e = o.expected.as_ref().unwrap();
+    e["fragments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// Opens `case` at "now", checks its fragments against TileDB's and reads
+/// its metadata; returns the trace.
+fn open_trace(case: &str) -> String {
+    let o = object(case);
+    let storage = RecordingStorage::new(LocalStorage::new(&o.dir));
+    let array = OpenArray::open(&storage, "", TimeWindow::ALL, o.key.as_ref()).unwrap();
+    let names: Vec<String> = array
+        .fragments()
+        .unwrap()
+        .iter()
+        .map(|f| f.file_name().to_owned())
+        .collect();
+    assert_eq!(names, expected_fragments(&o), "{case}");
+    array.metadata(&storage).unwrap();
+    storage.trace()
+}
+
+#[test]
+fn every_array_opens_with_tiledbs_fragments() {
+    let mut n = 0;
+    for o in tdb_testdata::objects() {
+        let Some(e) = &o.expected else { continue };
+        if e["kind"] != "array" {
+            continue;
+        }
+        let storage = LocalStorage::new(&o.dir);
+        let array = OpenArray::open(&storage, "", TimeWindow::ALL, o.key.as_ref())
+            .unwrap_or_else(|e| panic!("{}: {e}", o.case));
+        let names: Vec<String> = array
+            .fragments()
+            .unwrap()
+            .iter()
+            .map(|f| f.file_name().to_owned())
+            .collect();
+        assert_eq!(names, expected_fragments(&o), "{}", o.case);
+        n += 1;
+    }
+    assert!(n > 150, "{n} arrays");
+}
+
+#[test]
+fn io_trace_consolidated_commits() {
+    insta::assert_snapshot!(open_trace("consolidated_commits"));
+}
+
+#[test]
+fn io_trace_consolidated_before_vacuum() {
+    insta::assert_snapshot!(open_trace("consolidated_before_vacuum"));
+}
+
+#[test]
+fn io_trace_metadata_types() {
+    insta::assert_snapshot!(open_trace("metadata_types"));
+}
+
+#[test]
+fn io_trace_pre_v5_array() {
+    insta::assert_snapshot!(open_trace("legacy/1.5.0/dense"));
+}
+
+#[test]
+fn io_trace_v9_array_with_fragments_in_the_root() {
+    insta::assert_snapshot!(open_trace("legacy/2.3.3/two_fragments"));
+}
+
+#[test]
+fn io_trace_group() {
+    let o = object("group_basic");
+    let storage = RecordingStorage::new(LocalStorage::new(&o.dir));
+    let g = OpenGroup::open(&storage, "", TimeWindow::ALL, "", None).unwrap();
+    assert_eq!(g.members.len(), 3);
+    insta::assert_snapshot!(storage.trace());
+}
