@@ -2,22 +2,39 @@
 //! fragments with timestamps and format versions, and the header of every
 //! generic tile, from tdb-format and tdb-storage alone.
 
-use crate::CliError;
+use crate::{summary, CliError};
 use serde::Serialize;
-use std::collections::BTreeMap;
 use std::fmt::{self, Write as _};
-use tdb_format::{classify, names, ObjectFile, TimestampedName};
+use tdb_format::{classify, names, ObjectFile};
+use tdb_fragment::{
+    object_files, object_kind, ArrayMetadata, CommitLocation, ObjectFiles, ObjectKind, OpenArray,
+    OpenGroup, TimeWindow,
+};
 use tdb_storage::{last_component, Storage};
 
 /// What `inspect` found.
 #[derive(Debug, Serialize)]
 pub struct Inspection {
-    /// `array`, `group` or `unknown`.
+    /// `array` or `group`.
     pub kind: &'static str,
+    /// The time window the object was opened at, `[start, end]`.
+    pub window: [u64; 2],
     /// Every file, sorted by path, relative to the object.
     pub files: Vec<FileReport>,
-    /// Fragments, in TileDB's order (timestamp range, then name).
+    /// For arrays: the schema a read in the window uses.
+    pub schema: Option<String>,
+    /// For arrays: the fragments a read in the window sees, in TileDB's
+    /// order (its fragment info's).
     pub fragments: Vec<FragmentReport>,
+    /// For arrays: fragments that consolidation superseded and vacuuming
+    /// may remove.
+    pub fragments_to_vacuum: Vec<String>,
+    /// For arrays: delete and update commits a read in the window applies.
+    pub conditions: Vec<ConditionReport>,
+    /// For arrays: the array metadata in the window.
+    pub metadata: Vec<MetadataReport>,
+    /// For groups: members and metadata.
+    pub group: Option<GroupReport>,
     /// Subdirectories that are TileDB objects of their own (group members
     /// stored inside the group), not descended into.
     pub nested_objects: Vec<NestedObject>,
@@ -61,26 +78,71 @@ pub struct TileReport {
     pub filter_pipeline_size: u64,
 }
 
-/// One fragment directory.
+/// One fragment a read sees.
 #[derive(Debug, Serialize)]
 pub struct FragmentReport {
     /// Directory name.
     pub name: String,
-    /// `__fragments` (v12+) or `root` (earlier layout).
-    pub location: &'static str,
     /// Timestamp range from the name.
     pub timestamp_range: [u64; 2],
-    /// Format version: the name's `_v`, else the fragment metadata's first
-    /// generic tile header (pre-v5 names carry none).
-    pub format_version: Option<u32>,
-    /// The `.ok`/`.wrt` file that commits it, if one exists (fragments can
-    /// also be committed through a consolidated commits file, or, before v5,
-    /// by their metadata file alone).
-    pub commit_file: Option<String>,
+    /// Format version: the name's from v5, else its metadata's.
+    pub format_version: u32,
+    /// Where its commit is: its own `.wrt`/`.ok` file, a consolidated
+    /// commits file, or (before v5) its metadata file.
+    pub commit: String,
     /// Number of files in the fragment directory.
     pub file_count: usize,
     /// Bytes in the fragment directory.
     pub bytes: u64,
+}
+
+/// A delete or update commit.
+#[derive(Debug, Serialize)]
+pub struct ConditionReport {
+    /// The commit's name.
+    pub name: String,
+    /// `delete` or `update`.
+    pub kind: &'static str,
+    /// The timestamp it applies at.
+    pub timestamp: u64,
+    /// The file holding its condition.
+    pub file: String,
+}
+
+/// One metadata entry, in the conformance format's shape.
+#[derive(Debug, Serialize)]
+pub struct MetadataReport {
+    /// The key.
+    pub key: String,
+    /// TileDB's datatype name.
+    pub datatype: &'static str,
+    /// Number of values (1 for an empty value, as TileDB reports it).
+    pub value_num: u32,
+    /// The value in the conformance format's encoding.
+    pub value: serde_json::Value,
+}
+
+/// A group's members and metadata, in the conformance format's shape.
+#[derive(Debug, Serialize)]
+pub struct GroupReport {
+    /// The group metadata.
+    pub metadata: Vec<MetadataReport>,
+    /// The members, sorted by name (else URI).
+    pub members: Vec<MemberReport>,
+}
+
+/// One group member.
+#[derive(Debug, Serialize)]
+pub struct MemberReport {
+    /// Its name (its URI when it has none).
+    pub name: String,
+    /// The last component of its URI.
+    pub uri_basename: String,
+    /// `array` or `group`.
+    #[serde(rename = "type")]
+    pub member_type: String,
+    /// Whether its URI is relative to the group.
+    pub relative: bool,
 }
 
 /// A TileDB object stored inside the inspected one.
@@ -90,53 +152,6 @@ pub struct NestedObject {
     pub path: String,
     /// `array` or `group`.
     pub kind: &'static str,
-}
-
-fn object_kind(storage: &dyn Storage, dir: &str) -> Result<&'static str, CliError> {
-    let listing = storage.list_dir(dir)?;
-    let has_dir = |name: &str| listing.dirs.iter().any(|d| last_component(d) == name);
-    let has_file = |name: &str| listing.files.iter().any(|f| f.name() == name);
-    Ok(
-        if has_dir(names::SCHEMA_DIR) || has_file(names::LEGACY_SCHEMA_FILE) {
-            "array"
-        } else if has_dir(names::GROUP_DETAILS_DIR) || has_file(names::GROUP_FILE) {
-            "group"
-        } else {
-            "unknown"
-        },
-    )
-}
-
-/// Collects the files of the object at `dir` with their sizes, skipping
-/// nested objects.
-fn walk(
-    storage: &dyn Storage,
-    dir: &str,
-    rel: &str,
-    files: &mut Vec<(String, u64)>,
-    nested: &mut Vec<NestedObject>,
-) -> Result<(), CliError> {
-    let listing = storage.list_dir(&tdb_storage::join(dir, rel))?;
-    for f in listing.files {
-        files.push((tdb_storage::join(rel, f.name()), f.size));
-    }
-    for d in listing.dirs {
-        let name = last_component(&d);
-        let child = tdb_storage::join(rel, name);
-        let reserved = rel.is_empty()
-            && (names::ARRAY_DIRS.contains(&name)
-                || name == names::GROUP_DETAILS_DIR
-                || TimestampedName::parse(name).is_ok());
-        if !reserved && rel.is_empty() {
-            let kind = object_kind(storage, &tdb_storage::join(dir, &child))?;
-            if kind != "unknown" {
-                nested.push(NestedObject { path: child, kind });
-                continue;
-            }
-        }
-        walk(storage, dir, &child, files, nested)?;
-    }
-    Ok(())
 }
 
 fn tiles(path: &str, class: &ObjectFile, bytes: &[u8]) -> Result<(Vec<TileReport>, u64), CliError> {
@@ -162,89 +177,168 @@ fn tiles(path: &str, class: &ObjectFile, bytes: &[u8]) -> Result<(Vec<TileReport
     Ok((reports, rest.len() as u64))
 }
 
-/// Inspects the array or group stored at `dir` in `storage`.
-pub fn inspect(storage: &dyn Storage, dir: &str) -> Result<Inspection, CliError> {
-    let kind = object_kind(storage, dir)?;
-    let mut paths = Vec::new();
-    let mut nested_objects = Vec::new();
-    walk(storage, dir, "", &mut paths, &mut nested_objects)?;
-    paths.sort();
-    if kind == "unknown" && paths.iter().all(|p| classify(&p.0) == ObjectFile::Unknown) {
-        return Err(CliError::NotAnObject(dir.to_owned()));
-    }
-
-    let mut files = Vec::with_capacity(paths.len());
-    let mut fragments: BTreeMap<TimestampedName, FragmentReport> = BTreeMap::new();
-    let mut commits: BTreeMap<String, String> = BTreeMap::new();
-    for (path, size) in paths {
-        let full = tdb_storage::join(dir, &path);
-        let class = classify(&path);
+/// Inspects the array or group stored at `dir` in `storage`, opened at
+/// `window` (with `key` for encrypted arrays).
+pub fn inspect(
+    storage: &dyn Storage,
+    dir: &str,
+    window: TimeWindow,
+    key: Option<&[u8; 32]>,
+) -> Result<Inspection, CliError> {
+    let kind = object_kind(storage, dir)?.ok_or_else(|| CliError::NotAnObject(dir.to_owned()))?;
+    let ObjectFiles {
+        files: listed,
+        nested,
+        ..
+    } = object_files(storage, dir)?;
+    let mut files = Vec::with_capacity(listed.len());
+    for f in &listed {
+        let class = classify(&f.path);
         let (generic_tiles, trailing_bytes) = if class.holds_generic_tiles() {
+            let full = tdb_storage::join(dir, &f.path);
             let bytes = storage
                 .read(&full)?
                 .ok_or_else(|| tdb_storage::StorageError::not_found(&full))?;
-            let (t, rest) = tiles(&path, &class, &bytes)?;
+            let (t, rest) = tiles(&f.path, &class, &bytes)?;
             (Some(t), Some(rest))
         } else {
             (None, None)
         };
-        let fragment_of = match &class {
-            ObjectFile::FragmentMetadata {
-                fragment,
-                in_fragments_dir,
-            } => Some((fragment, *in_fragments_dir, true)),
-            ObjectFile::Data {
-                fragment,
-                in_fragments_dir,
-                ..
-            } => Some((fragment, *in_fragments_dir, false)),
-            ObjectFile::OkCommit(n) | ObjectFile::WriteCommit(n) => {
-                commits.insert(n.to_string(), path.clone());
-                None
-            }
-            _ => None,
-        };
-        if let Some((fragment, in_dir, is_metadata)) = fragment_of {
-            let report = fragments
-                .entry(fragment.clone())
-                .or_insert_with(|| FragmentReport {
-                    name: fragment.to_string(),
-                    location: if in_dir { "__fragments" } else { "root" },
-                    timestamp_range: [fragment.t1, fragment.t2],
-                    format_version: fragment.version,
-                    commit_file: None,
-                    file_count: 0,
-                    bytes: 0,
-                });
-            report.file_count += 1;
-            report.bytes += size;
-            let first_tile = generic_tiles.as_ref().and_then(|t| t.first());
-            if let (true, None, Some(first)) = (is_metadata, report.format_version, first_tile) {
-                report.format_version = Some(first.version);
-            }
-        }
         files.push(FileReport {
             timestamps: class.timestamped_name().map(|n| [n.t1, n.t2]),
-            path,
-            size,
+            path: f.path.clone(),
+            size: f.size,
             kind: class.label(),
             generic_tiles,
             trailing_bytes,
         });
     }
-    let fragments = fragments
-        .into_values()
-        .map(|mut f| {
-            f.commit_file = commits.get(&f.name).cloned();
-            f
+    let mut report = Inspection {
+        kind: kind.name(),
+        window: [window.start, window.end],
+        files,
+        schema: None,
+        fragments: Vec::new(),
+        fragments_to_vacuum: Vec::new(),
+        conditions: Vec::new(),
+        metadata: Vec::new(),
+        group: None,
+        nested_objects: nested
+            .into_iter()
+            .map(|(path, k)| NestedObject {
+                path,
+                kind: k.name(),
+            })
+            .collect(),
+    };
+    match kind {
+        ObjectKind::Array => inspect_array(storage, dir, window, key, &mut report)?,
+        ObjectKind::Group => {
+            let group = OpenGroup::open(storage, dir, window, dir, key)?;
+            report.group = Some(GroupReport {
+                metadata: metadata(&group.metadata),
+                members: group
+                    .members
+                    .iter()
+                    .map(|m| MemberReport {
+                        name: m.key().to_owned(),
+                        uri_basename: last_component(m.uri.trim_end_matches('/')).to_owned(),
+                        member_type: m.object_type.name().to_lowercase(),
+                        relative: m.relative,
+                    })
+                    .collect(),
+            });
+        }
+    }
+    Ok(report)
+}
+
+fn inspect_array(
+    storage: &dyn Storage,
+    dir: &str,
+    window: TimeWindow,
+    key: Option<&[u8; 32]>,
+    report: &mut Inspection,
+) -> Result<(), CliError> {
+    let array = OpenArray::open(storage, dir, window, key)?;
+    report.schema = Some(array.schema().name.clone());
+    let (files, inside) = (&report.files, |dir: &str, f: &FileReport| {
+        f.path.strip_prefix(dir).is_some_and(|r| r.starts_with('/'))
+    });
+    let mut fragments = Vec::new();
+    for f in array.fragments()? {
+        let name = f.file_name().to_owned();
+        let commit = [
+            format!("{}/{name}{}", names::COMMITS_DIR, names::WRT_EXT),
+            format!("{name}{}", names::OK_EXT),
+        ]
+        .into_iter()
+        .find(|c| files.iter().any(|file| &file.path == c))
+        .or_else(|| {
+            array
+                .directory
+                .consolidated_commits
+                .iter()
+                .find(|c| last_component(c).starts_with(name.as_str()))
+                .map(|c| format!("consolidated: {c}"))
+        })
+        .unwrap_or_else(|| format!("{}/{}", f.path, names::FRAGMENT_METADATA_FILE));
+        let in_fragment = files.iter().filter(|file| inside(&f.path, file));
+        // Names carry the version from v5; before, the metadata's generic
+        // tile headers do.
+        let format_version = f.name.version.unwrap_or_else(|| {
+            in_fragment
+                .clone()
+                .filter_map(|file| file.generic_tiles.as_ref()?.first())
+                .map(|t| t.version)
+                .next()
+                .unwrap_or_else(|| f.format_version())
+        });
+        fragments.push(FragmentReport {
+            timestamp_range: [f.name.t1, f.name.t2],
+            format_version,
+            commit,
+            file_count: in_fragment.clone().count(),
+            bytes: in_fragment.map(|f| f.size).sum(),
+            name,
+        });
+    }
+    report.fragments = fragments;
+    report.fragments_to_vacuum = array
+        .directory
+        .filtered_fragments(true)?
+        .fragments_to_vacuum
+        .iter()
+        .map(|p| last_component(p).to_owned())
+        .collect();
+    report.conditions = array
+        .directory
+        .conditions
+        .iter()
+        .map(|c| ConditionReport {
+            name: c.name.to_string(),
+            kind: if c.is_update { "update" } else { "delete" },
+            timestamp: c.timestamp(),
+            file: match &c.location {
+                CommitLocation::File { path, .. } => path.clone(),
+                CommitLocation::Consolidated { path, .. } => path.clone(),
+                _ => c.marker.clone(),
+            },
         })
         .collect();
-    Ok(Inspection {
-        kind,
-        files,
-        fragments,
-        nested_objects,
-    })
+    report.metadata = metadata(&array.metadata(storage)?);
+    Ok(())
+}
+
+fn metadata(md: &ArrayMetadata) -> Vec<MetadataReport> {
+    md.iter()
+        .map(|(k, v)| MetadataReport {
+            key: k.to_owned(),
+            datatype: v.datatype.name(),
+            value_num: v.reported_value_num(),
+            value: summary::metadata_value(v),
+        })
+        .collect()
 }
 
 impl fmt::Display for Inspection {
@@ -275,23 +369,71 @@ impl fmt::Display for Inspection {
                 writeln!(f, "      then {n} bytes that are not a generic tile")?;
             }
         }
-        writeln!(f, "fragments ({}):", self.fragments.len())?;
+        if let Some(schema) = &self.schema {
+            writeln!(f, "schema in force: {schema}")?;
+        }
+        if self.kind == "array" {
+            let [t1, t2] = self.window;
+            writeln!(f, "fragments at [{t1},{t2}] ({}):", self.fragments.len())?;
+        }
         for fr in &self.fragments {
-            let version = fr
-                .format_version
-                .map_or("v?".to_owned(), |v| format!("v{v}"));
             writeln!(
                 f,
-                "  {}  t=[{},{}] {} in {}, {} files, {} bytes, commit: {}",
+                "  {}  t=[{},{}] v{}, {} files, {} bytes, commit: {}",
                 fr.name,
                 fr.timestamp_range[0],
                 fr.timestamp_range[1],
-                version,
-                fr.location,
+                fr.format_version,
                 fr.file_count,
                 fr.bytes,
-                fr.commit_file.as_deref().unwrap_or("none")
+                fr.commit
             )?;
+        }
+        if !self.fragments_to_vacuum.is_empty() {
+            writeln!(
+                f,
+                "fragments to vacuum ({}):",
+                self.fragments_to_vacuum.len()
+            )?;
+            for name in &self.fragments_to_vacuum {
+                writeln!(f, "  {name}")?;
+            }
+        }
+        if !self.conditions.is_empty() {
+            writeln!(f, "delete/update commits ({}):", self.conditions.len())?;
+            for c in &self.conditions {
+                writeln!(
+                    f,
+                    "  {} at {}: {} in {}",
+                    c.kind, c.timestamp, c.name, c.file
+                )?;
+            }
+        }
+        let write_metadata = |f: &mut fmt::Formatter<'_>, md: &[MetadataReport]| {
+            writeln!(f, "metadata ({}):", md.len())?;
+            for m in md {
+                writeln!(
+                    f,
+                    "  {} {} x{} = {}",
+                    m.key, m.datatype, m.value_num, m.value
+                )?;
+            }
+            Ok(())
+        };
+        if self.kind == "array" {
+            write_metadata(f, &self.metadata)?;
+        }
+        if let Some(g) = &self.group {
+            writeln!(f, "members ({}):", g.members.len())?;
+            for m in &g.members {
+                let rel = if m.relative { "relative" } else { "absolute" };
+                writeln!(
+                    f,
+                    "  {} {} ({}, {rel})",
+                    m.member_type, m.name, m.uri_basename
+                )?;
+            }
+            write_metadata(f, &g.metadata)?;
         }
         if !self.nested_objects.is_empty() {
             writeln!(f, "nested objects ({}):", self.nested_objects.len())?;

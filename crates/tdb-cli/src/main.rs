@@ -4,6 +4,7 @@ use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use tdb_cli::{inspect, CliError};
+use tdb_fragment::TimeWindow;
 use tdb_storage::LocalStorage;
 
 #[derive(Parser)]
@@ -20,13 +21,23 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Show what tdb can see of an array or group directory: every file
-    /// classified, fragments, and generic tile headers.
+    /// classified with its generic tile headers; for arrays the fragments a
+    /// read sees, vacuum candidates, delete commits and metadata; for groups
+    /// members and metadata.
     Inspect {
         /// The array or group directory.
         path: PathBuf,
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
+        /// Open at this time: `T` (everything written by T) or `T1..T2`
+        /// (ms since the epoch, inclusive); default: now.
+        #[arg(long)]
+        at: Option<String>,
+        /// The AES-256-GCM key of an encrypted array, exactly as TileDB's
+        /// `sm.encryption_key` takes it: 32 bytes.
+        #[arg(long)]
+        key: Option<String>,
     },
     /// Print an array's schema: a readable dump, or the conformance JSON
     /// summary.
@@ -60,14 +71,48 @@ fn key_bytes(key: Option<&str>) -> Result<Option<[u8; 32]>, CliError> {
     .transpose()
 }
 
+/// `T` (everything written by T) or `T1..T2`.
+fn window(at: Option<&str>) -> Result<TimeWindow, CliError> {
+    let Some(at) = at else {
+        return Ok(TimeWindow::ALL);
+    };
+    let number = |s: &str| {
+        s.trim().parse::<u64>().map_err(|_| {
+            CliError::Usage(format!(
+                "--at takes T or T1..T2 (ms since the epoch), not {at:?}"
+            ))
+        })
+    };
+    match at.split_once("..") {
+        Some((t1, t2)) => {
+            let (t1, t2) = (number(t1)?, number(t2)?);
+            if t1 > t2 {
+                return Err(CliError::Usage(format!(
+                    "--at {at}: the window ends before it starts"
+                )));
+            }
+            Ok(TimeWindow::new(t1, t2))
+        }
+        None => Ok(TimeWindow::until(number(at)?)),
+    }
+}
+
 fn run(cli: Cli) -> Result<(), CliError> {
     match cli.command {
-        Command::Inspect { path, json } => {
+        Command::Inspect {
+            path,
+            json,
+            at,
+            key,
+        } => {
+            let key = key_bytes(key.as_deref())?;
+            let window = window(at.as_deref())?;
             let storage = LocalStorage::new(&path);
-            let report = inspect::inspect(&storage, "").map_err(|e| match e {
-                CliError::NotAnObject(_) => CliError::NotAnObject(path.display().to_string()),
-                other => other,
-            })?;
+            let report =
+                inspect::inspect(&storage, "", window, key.as_ref()).map_err(|e| match e {
+                    CliError::NotAnObject(_) => CliError::NotAnObject(path.display().to_string()),
+                    other => other,
+                })?;
             if json {
                 let text = serde_json::to_string_pretty(&report)
                     .map_err(|e| CliError::Output(e.to_string()))?;

@@ -150,12 +150,15 @@ fn value(datatype: Datatype, cell_val_num: u32, bytes: &[u8]) -> Value {
 }
 
 fn scalar(datatype: Datatype, b: &[u8]) -> Value {
-    match Scalar::decode(datatype, b) {
-        Some(Scalar::Bool(v)) => json!(v),
-        Some(Scalar::Int(v)) => json!(v),
-        Some(Scalar::UInt(v)) => json!(v),
-        Some(Scalar::Float(v)) => float(v),
-        None => b64(b),
+    Scalar::decode(datatype, b).map_or_else(|| b64(b), scalar_json)
+}
+
+fn scalar_json(s: Scalar) -> Value {
+    match s {
+        Scalar::Bool(v) => json!(v),
+        Scalar::Int(v) => json!(v),
+        Scalar::UInt(v) => json!(v),
+        Scalar::Float(v) => float(v),
     }
 }
 
@@ -185,6 +188,15 @@ fn b64(bytes: &[u8]) -> Value {
         }
     }
     json!({ "b64": s })
+}
+
+/// A metadata value in the conformance encoding: numbers always as a list,
+/// strings as one string, blobs (and non-UTF-8 strings) as base64.
+pub fn metadata_value(v: &tdb_fragment::MetadataValue) -> Value {
+    match v.scalars() {
+        Some(values) => Value::Array(values.into_iter().map(scalar_json).collect()),
+        None => value(v.datatype, 1, &v.bytes),
+    }
 }
 
 /// An enumeration of the `enumerations` list.

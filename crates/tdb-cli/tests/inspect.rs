@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use tdb_cli::inspect::inspect;
+use tdb_fragment::TimeWindow;
 use tdb_storage::LocalStorage;
 
 fn testdata() -> PathBuf {
@@ -11,13 +12,18 @@ fn testdata() -> PathBuf {
 }
 
 fn dump(case: &str) -> String {
-    let case_dir = testdata().join(case);
-    let dir = if case_dir.join("array").is_dir() {
-        case_dir.join("array")
-    } else {
-        case_dir.join("group")
-    };
-    inspect(&LocalStorage::new(dir), "").unwrap().to_string()
+    let o = tdb_testdata::objects()
+        .into_iter()
+        .find(|o| o.case == case && o.expected.is_some())
+        .unwrap_or_else(|| panic!("no case {case}"));
+    inspect(
+        &LocalStorage::new(&o.dir),
+        "",
+        TimeWindow::ALL,
+        o.key.as_ref(),
+    )
+    .unwrap()
+    .to_string()
 }
 
 /// Current-format cases: one of each kind of directory layout.
@@ -70,7 +76,7 @@ fn json_output_parses_and_matches_the_text() {
     );
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["kind"], "array");
-    let report = inspect(&LocalStorage::new(&dir), "").unwrap();
+    let report = inspect(&LocalStorage::new(&dir), "", TimeWindow::ALL, None).unwrap();
     assert_eq!(v["files"].as_array().unwrap().len(), report.files.len());
     assert_eq!(
         v["fragments"].as_array().unwrap().len(),
@@ -118,7 +124,7 @@ fn corrupt_fragment_metadata_is_reported_with_its_path() {
     let meta = frag.path().join("__fragment_metadata.tdb");
     let bytes = std::fs::read(&meta).unwrap();
     std::fs::write(&meta, &bytes[..bytes.len() - 3]).unwrap();
-    let err = inspect(&LocalStorage::new(dir.path()), "")
+    let err = inspect(&LocalStorage::new(dir.path()), "", TimeWindow::ALL, None)
         .unwrap_err()
         .to_string();
     assert!(err.contains("__fragment_metadata.tdb"), "{err}");
@@ -135,4 +141,69 @@ fn copy_dir(from: &Path, to: &Path) {
             std::fs::copy(e.path(), target).unwrap();
         }
     }
+}
+
+fn json(dir: &Path, window: TimeWindow, key: Option<&[u8; 32]>) -> serde_json::Value {
+    let report = inspect(&LocalStorage::new(dir), "", window, key)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    serde_json::to_value(&report).unwrap()
+}
+
+/// `inspect --json` holds `fragments`, `fragments_to_vacuum`, `metadata`
+/// (and `metadata_at` when opened at those timestamps) and `group` in the
+/// shapes of the conformance format, equal to what TileDB reported for
+/// every case of every format version.
+#[test]
+fn inspect_agrees_with_tiledb() {
+    let (mut arrays, mut groups, mut at_checks) = (0, 0, 0);
+    for o in tdb_testdata::objects() {
+        let Some(e) = &o.expected else { continue };
+        let key = o.key.as_ref();
+        let got = json(&o.dir, TimeWindow::ALL, key);
+        if e["kind"] == "group" {
+            let g = &got["group"];
+            assert_eq!(g["metadata"], e["group"]["metadata"], "{}", o.case);
+            assert_eq!(g["members"], e["group"]["members"], "{}", o.case);
+            for (path, sub) in e["subgroups"].as_object().into_iter().flatten() {
+                let got = json(&o.dir.join(path), TimeWindow::ALL, key);
+                assert_eq!(
+                    got["group"]["metadata"], sub["metadata"],
+                    "{} {path}",
+                    o.case
+                );
+                assert_eq!(got["group"]["members"], sub["members"], "{} {path}", o.case);
+            }
+            groups += 1;
+            continue;
+        }
+        let case = &o.case;
+        assert_eq!(got["metadata"], e["metadata"], "{case}: metadata");
+        assert_eq!(
+            got["fragments_to_vacuum"], e["fragments_to_vacuum"],
+            "{case}: fragments to vacuum"
+        );
+        let fragments = got["fragments"].as_array().unwrap();
+        let expected = e["fragments"].as_array().unwrap();
+        assert_eq!(fragments.len(), expected.len(), "{case}: fragments");
+        for (g, x) in fragments.iter().zip(expected) {
+            for field in ["name", "timestamp_range", "format_version"] {
+                assert_eq!(
+                    g[field], x[field],
+                    "{case}: fragment {}: {field}",
+                    x["name"]
+                );
+            }
+        }
+        for at in e["metadata_at"].as_array().into_iter().flatten() {
+            let t = at["timestamp"].as_u64().unwrap();
+            let got = json(&o.dir, TimeWindow::until(t), key);
+            assert_eq!(got["metadata"], at["metadata"], "{case}: metadata at {t}");
+            at_checks += 1;
+        }
+        arrays += 1;
+    }
+    assert!(
+        arrays > 150 && groups >= 1 && at_checks >= 20,
+        "{arrays} {groups} {at_checks}"
+    );
 }

@@ -13,6 +13,7 @@ mod error;
 mod group;
 mod open;
 mod schemas;
+mod verify;
 
 pub use array_metadata::{ArrayMetadata, MetadataEntry, MetadataFile, MetadataValue};
 pub use commits::{ConsolidatedCommit, ConsolidatedCommits, IgnoreFile, VacuumFile};
@@ -24,5 +25,9 @@ pub use directory::{
 };
 pub use error::{FragmentError, Result};
 pub use group::{GroupDetails, GroupMember, GroupMemberEntry, GroupMembers, GROUP_DETAILS_VERSION};
-pub use open::{list_object, OpenArray, OpenGroup, ReadStorage};
+pub use open::{
+    list_object, object_files, object_kind, ObjectFiles, ObjectKind, OpenArray, OpenGroup,
+    ReadStorage,
+};
 pub use schemas::{load_enumeration, load_referenced_enumerations, load_schemas};
+pub use verify::{verify_array, Problem, ProblemKind, VerifyReport};

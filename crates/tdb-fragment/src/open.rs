@@ -9,7 +9,8 @@ use crate::{
 };
 use std::collections::HashMap;
 use tdb_format::names::{
-    COMMITS_DIR, FRAGMENTS_DIR, FRAGMENT_META_DIR, GROUP_DETAILS_DIR, METADATA_DIR, SCHEMA_DIR,
+    ARRAY_DIRS, COMMITS_DIR, FRAGMENTS_DIR, FRAGMENT_META_DIR, GROUP_DETAILS_DIR, GROUP_FILE,
+    LEGACY_SCHEMA_FILE, METADATA_DIR, SCHEMA_DIR,
 };
 use tdb_format::TimestampedName;
 use tdb_schema::{SchemaEntry, SchemaHistory};
@@ -21,6 +22,110 @@ use tdb_storage::{
 pub trait ReadStorage: ReadableStorage + ListableStorage {}
 
 impl<T: ReadableStorage + ListableStorage + ?Sized> ReadStorage for T {}
+
+/// What a directory holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ObjectKind {
+    /// A TileDB array.
+    Array,
+    /// A TileDB group.
+    Group,
+}
+
+impl ObjectKind {
+    /// `array` or `group`.
+    pub fn name(self) -> &'static str {
+        match self {
+            ObjectKind::Array => "array",
+            ObjectKind::Group => "group",
+        }
+    }
+
+    /// What a directory whose immediate entries are `files` and `dirs`
+    /// (names) is: an array has a schema, a group a details directory or
+    /// the marker file.
+    fn of(files: &[&str], dirs: &[&str]) -> Option<Self> {
+        if dirs.contains(&SCHEMA_DIR) || files.contains(&LEGACY_SCHEMA_FILE) {
+            Some(ObjectKind::Array)
+        } else if dirs.contains(&GROUP_DETAILS_DIR) || files.contains(&GROUP_FILE) {
+            Some(ObjectKind::Group)
+        } else {
+            None
+        }
+    }
+}
+
+/// What the directory `dir` of `storage` is, if a TileDB object.
+pub fn object_kind<S: ReadStorage + ?Sized>(storage: &S, dir: &str) -> Result<Option<ObjectKind>> {
+    let listing = storage
+        .list_dir(dir)
+        .map_err(|e| FragmentError::storage(dir_label(dir), e))?;
+    let files: Vec<&str> = listing.files.iter().map(|f| f.name()).collect();
+    let dirs: Vec<&str> = listing.dirs.iter().map(|d| last_component(d)).collect();
+    Ok(ObjectKind::of(&files, &dirs))
+}
+
+/// The files of an object, without those of the objects nested in it.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct ObjectFiles {
+    /// Every file, relative to the object, with its size, sorted.
+    pub files: Vec<ListedFile>,
+    /// TileDB objects stored inside it (group members kept in the group's
+    /// directory): their path relative to it, and what they are.
+    pub nested: Vec<(String, ObjectKind)>,
+}
+
+/// Every file of the object at `dir` and the objects nested in it, from one
+/// recursive listing.
+pub fn object_files<S: ReadStorage + ?Sized>(storage: &S, dir: &str) -> Result<ObjectFiles> {
+    let all = storage
+        .list_prefix(dir)
+        .map_err(|e| FragmentError::storage(dir_label(dir), e))?;
+    let relative: Vec<ListedFile> = all
+        .iter()
+        .map(|f| {
+            let rel = f.key.strip_prefix(dir).unwrap_or(&f.key);
+            ListedFile::new(rel.trim_start_matches('/'), f.size)
+        })
+        .collect();
+    // Candidate children: top-level directories that are not the format's own.
+    let mut children: HashMap<&str, (Vec<&str>, Vec<&str>)> = HashMap::new();
+    for f in &relative {
+        let Some((top, rest)) = f.path.split_once('/') else {
+            continue;
+        };
+        let reserved = ARRAY_DIRS.contains(&top)
+            || top == GROUP_DETAILS_DIR
+            || TimestampedName::parse(top).is_ok();
+        if reserved {
+            continue;
+        }
+        let entry = children.entry(top).or_default();
+        match rest.split_once('/') {
+            Some((sub, _)) => entry.1.push(sub),
+            None => entry.0.push(rest),
+        }
+    }
+    let mut nested: Vec<(String, ObjectKind)> = children
+        .into_iter()
+        .filter_map(|(top, (files, dirs))| {
+            ObjectKind::of(&files, &dirs).map(|k| (top.to_owned(), k))
+        })
+        .collect();
+    nested.sort();
+    let files = relative
+        .into_iter()
+        .filter(|f| {
+            !nested.iter().any(|(n, _)| {
+                f.path
+                    .strip_prefix(n.as_str())
+                    .is_some_and(|r| r.starts_with('/'))
+            })
+        })
+        .collect();
+    Ok(ObjectFiles { files, nested })
+}
 
 /// Subdirectories whose files an open needs listed. Fragment directories are
 /// not listed (their commit files say what they hold), except pre-v5 ones,
