@@ -1,10 +1,12 @@
 //! The library behind the `tdb` command, so its reports can be tested and
 //! reused: `inspect` (what the layers below can see of an array or group
-//! directory) and `schema` (the array schema in force).
+//! directory), `schema` (the array schema in force) and `verify` (the
+//! scrub's report).
 
 pub mod inspect;
 pub mod schema;
 mod summary;
+pub mod verify;
 
 use thiserror::Error;
 

@@ -6,7 +6,7 @@
 //! storage failure (the bytes cannot be fetched at all) stops it.
 
 use crate::directory::DirectoryListing;
-use crate::open::{dir_label, object_files, schema_history, ReadStorage};
+use crate::open::{dir_label, object_files, object_kind, schema_history, ObjectKind, ReadStorage};
 use crate::{FragmentError, Result, TimeWindow};
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
@@ -115,6 +115,12 @@ pub fn verify_array<S: ReadStorage + ?Sized>(
         summary.problems += 1;
         report(p);
     };
+    if object_kind(storage, dir)? != Some(ObjectKind::Array) {
+        return Err(FragmentError::missing(
+            dir_label(dir),
+            "array schema: not a TileDB array",
+        ));
+    }
     let files = object_files(storage, dir)?.files;
     summary.files = files.len();
     for f in &files {

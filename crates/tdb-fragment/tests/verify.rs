@@ -86,3 +86,14 @@ fn unknown_file_is_flagged() {
     assert_eq!(kinds(&problems), [ProblemKind::UnknownFile]);
     assert_eq!(problems[0].file, "notes.txt");
 }
+
+#[test]
+fn a_directory_that_is_no_array_is_an_error_not_a_report() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("notes.txt"), b"hello").unwrap();
+    let err = verify_array(&LocalStorage::new(tmp.path()), "", None, &mut |_| {
+        panic!("no problem should be reported")
+    })
+    .unwrap_err();
+    assert!(err.to_string().contains("not a TileDB array"), "{err}");
+}
