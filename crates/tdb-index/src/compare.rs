@@ -120,9 +120,10 @@ impl RangeOps {
     pub fn check(&self, range: &Range, what: impl FnOnce() -> String) -> Result<()> {
         let reason = match range {
             Range::Fixed(_) if self.var => Some("a fixed-size range on a string dimension".into()),
-            Range::Var { .. } if !self.var => {
-                Some(format!("a var-size range on a {} dimension", self.datatype.name()))
-            }
+            Range::Var { .. } if !self.var => Some(format!(
+                "a var-size range on a {} dimension",
+                self.datatype.name()
+            )),
             Range::Fixed(d) if d.len() != 2 * self.size => Some(format!(
                 "{} bytes are not two {} values",
                 d.len(),
@@ -173,11 +174,7 @@ impl DomainOps {
         if ranges.len() != self.dims.len() {
             return Err(IndexError::Range {
                 what: what.to_owned(),
-                reason: format!(
-                    "{} ranges for {} dimensions",
-                    ranges.len(),
-                    self.dims.len()
-                ),
+                reason: format!("{} ranges for {} dimensions", ranges.len(), self.dims.len()),
             });
         }
         for (d, (ops, r)) in self.dims.iter().zip(ranges).enumerate() {
@@ -441,7 +438,11 @@ fn ratio_str(r1: &Range, r2: &Range) -> f64 {
         1
     } else {
         pref = s2.iter().zip(e2).take_while(|(a, b)| a == b).count();
-        let start_c = if s2.len() == pref { 0 } else { c_char(s2, pref) };
+        let start_c = if s2.len() == pref {
+            0
+        } else {
+            c_char(s2, pref)
+        };
         (c_char(e2, pref) - start_c + 1) as u64
     };
     let o_start = if s1 > s2 { s1 } else { s2 };

@@ -82,6 +82,10 @@ impl RTree {
     ///
     /// The levels must have the shape TileDB builds (each holds
     /// `ceil(children / fanout)` MBRs), and no bytes may follow them.
+    ///
+    /// v1–v2 fragments have no R-tree tile: their metadata holds the leaf
+    /// MBRs only, and TileDB builds the tree at load, as
+    /// [`RTree::build`] with [`DEFAULT_FANOUT`] does.
     pub fn parse(bytes: &[u8], domain: &Domain, version: FormatVersion) -> Result<RTree> {
         let legacy = !version.has_heterogeneous_dimensions();
         let mut input = bytes;
@@ -204,11 +208,7 @@ impl RTree {
         if self.levels.len() > 1 && self.fanout < 2 {
             return Err(IndexError::Shape {
                 level: 0,
-                reason: format!(
-                    "{} levels with fanout {}",
-                    self.levels.len(),
-                    self.fanout
-                ),
+                reason: format!("{} levels with fanout {}", self.levels.len(), self.fanout),
             });
         }
         for (l, pair) in self.levels.windows(2).enumerate() {

@@ -110,7 +110,10 @@ fn integer_ratio_halves_near_the_limits_as_tiledb_does() {
     // u8 [0, 255] is past the guard (126): halved, 65 of 128 rather
     // than 129 of 256.
     let o = ops(Datatype::UInt8);
-    assert_eq!(o.overlap_ratio(&r!(u8: 0, 128), &r!(u8: 0, 255)), 65.0 / 128.0);
+    assert_eq!(
+        o.overlap_ratio(&r!(u8: 0, 128), &r!(u8: 0, 255)),
+        65.0 / 128.0
+    );
     // Below the guard nothing is halved.
     assert_eq!(o.overlap_ratio(&r!(u8: 0, 59), &r!(u8: 0, 119)), 0.5);
     // A ratio that rounds to 1 is moved below it (the MBR is not covered).
@@ -125,7 +128,10 @@ fn floats() {
     assert!(o.overlaps(&r!(f64: -2.0, -1.0), &r!(f64: -1.5, 0.0)));
     assert!(!o.overlaps(&r!(f64: -2.0, -1.0), &r!(f64: -0.5, 0.0)));
     assert!(o.covers(&r!(f64: -2.5, 2.5), &r!(f64: -2.0, 1.0)));
-    assert_eq!(o.overlap_ratio(&r!(f64: 0.25, 10.0), &r!(f64: 0.0, 1.0)), 0.75);
+    assert_eq!(
+        o.overlap_ratio(&r!(f64: 0.25, 10.0), &r!(f64: 0.0, 1.0)),
+        0.75
+    );
     // Floats measure length: a point query on a wide MBR is tiny, not 0.
     let tiny = o.overlap_ratio(&r!(f64: 0.5, 0.5), &r!(f64: 0.0, 1.0));
     assert_eq!(tiny, 5e-324);
@@ -153,7 +159,13 @@ fn strings_are_byte_lexicographic() {
     let mut m = s("b", "c");
     o.expand(&mut m, &s("abc", "bb"));
     assert_eq!(m, s("abc", "c"));
-    assert_eq!(m, Range::Var { start_size: 3, data: b"abcc".to_vec() });
+    assert_eq!(
+        m,
+        Range::Var {
+            start_size: 3,
+            data: b"abcc".to_vec()
+        }
+    );
     // The ratio looks at the first byte where the MBR's bounds differ:
     // 'b'..='z' is 25 steps, 'b'..='m' 12.
     assert_eq!(o.overlap_ratio(&s("ab", "am"), &s("ab", "az")), 12.0 / 25.0);
@@ -176,7 +188,10 @@ fn non_dimension_datatypes_are_refused() {
         Datatype::Any,
     ] {
         let e = RangeOps::new(&dim(dt), 3).unwrap_err();
-        assert!(matches!(e, IndexError::UnsupportedDatatype { dim: 3, .. }), "{dt:?}");
+        assert!(
+            matches!(e, IndexError::UnsupportedDatatype { dim: 3, .. }),
+            "{dt:?}"
+        );
         assert!(e.to_string().contains(dt.name()), "{e}");
     }
 }
@@ -191,6 +206,9 @@ fn ranges_of_the_wrong_shape_are_refused() {
     }
     let o = ops(Datatype::StringAscii);
     assert!(o.check(&r!(i32: 1, 2), || "x".into()).is_err());
-    let bad = Range::Var { start_size: 9, data: b"ab".to_vec() };
+    let bad = Range::Var {
+        start_size: 9,
+        data: b"ab".to_vec(),
+    };
     assert!(o.check(&bad, || "x".into()).is_err());
 }
