@@ -1,7 +1,19 @@
 //! TileDB's spatial index over a fragment's tiles.
 //!
+//! [`RTree`] parses, writes and builds the R-tree TileDB keeps per fragment
+//! (one leaf MBR per data tile) and answers which tiles a subarray touches.
+//! [`RangeOps`] and [`DomainOps`] are the typed comparisons of range bounds
+//! it is built on, chosen once per dimension from its datatype.
+//!
 //! Ranges and N-dimensional rectangles are `tdb_schema`'s [`Range`] and
 //! [`NDRange`] (their serialized layout is the schema's, the domain decides
 //! it).
 
+mod compare;
+mod error;
+mod rtree;
+
+pub use compare::{DomainOps, RangeOps};
+pub use error::{IndexError, Result};
+pub use rtree::{RTree, TileOverlap, DEFAULT_FANOUT};
 pub use tdb_schema::{NDRange, Range};
