@@ -6,7 +6,7 @@
 use std::sync::OnceLock;
 use tdb_format::{classify, fragment_metadata_tiles, le, FormatVersion, ObjectFile};
 use tdb_index::{DomainOps, IndexError, NDRange, RTree, Range, DEFAULT_FANOUT};
-use tdb_schema::{Domain, SchemaHistory};
+use tdb_schema::Domain;
 use tdb_storage::LocalStorage;
 use tdb_tile::read_generic_tile;
 
@@ -45,7 +45,7 @@ fn load() -> Vec<Fragment> {
             continue;
         }
         let storage = LocalStorage::new(&obj.dir);
-        let history = SchemaHistory::load(&storage, obj.key.as_ref())
+        let history = tdb_fragment::load_schemas(&storage, "", obj.key.as_ref())
             .unwrap_or_else(|e| panic!("{}: {e}", obj.case));
         let domain = history.latest().schema.domain.clone();
         for path in metas {
