@@ -5,3 +5,5 @@
 //! it).
 
 pub use tdb_schema::{NDRange, Range};
+
+pub mod dense;
