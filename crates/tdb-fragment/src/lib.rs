@@ -6,5 +6,10 @@
 //! need next. Loading from a `tdb_storage` backend is a thin layer on top.
 
 mod error;
+pub mod fragment_metadata;
 
 pub use error::{FragmentError, Result};
+pub use fragment_metadata::{
+    ConsolidatedFragmentMeta, Footer, FooterRead, FragmentMetadata, LegacyMetadata, Section,
+    SectionData,
+};
