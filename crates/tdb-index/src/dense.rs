@@ -94,7 +94,9 @@ pub fn tile_count(domain: &Domain, nd: &NDRange) -> Option<u64> {
         .dimensions
         .iter()
         .zip(nd)
-        .try_fold(1u64, |acc, (dim, r)| acc.checked_mul(dim_tile_count(dim, r)?))
+        .try_fold(1u64, |acc, (dim, r)| {
+            acc.checked_mul(dim_tile_count(dim, r)?)
+        })
 }
 
 /// Cells in one dense tile: the product of the tile extents (TileDB's

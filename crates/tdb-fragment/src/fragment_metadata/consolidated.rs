@@ -50,9 +50,10 @@ impl ConsolidatedFragmentMeta {
         schemas: &dyn Fn(&str) -> Option<&'s ArraySchema>,
         file: &str,
     ) -> Result<Self> {
-        let tile = single_generic_tile(bytes).map_err(|e| FragmentError::format(file, "tile", e))?;
-        let content =
-            read_generic_tile(file, &tile, key).map_err(|e| FragmentError::tile(file, "tile", e))?;
+        let tile =
+            single_generic_tile(bytes).map_err(|e| FragmentError::format(file, "tile", e))?;
+        let content = read_generic_tile(file, &tile, key)
+            .map_err(|e| FragmentError::tile(file, "tile", e))?;
         Self::parse_content(&content, schemas, file)
     }
 

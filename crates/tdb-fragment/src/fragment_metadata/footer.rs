@@ -192,7 +192,13 @@ impl Footer {
             .domain
             .dimensions
             .iter()
-            .map(|dim| if dim.is_var() { 16 + 256 } else { 2 * dim.datatype.size() })
+            .map(|dim| {
+                if dim.is_var() {
+                    16 + 256
+                } else {
+                    2 * dim.datatype.size()
+                }
+            })
             .sum();
         let num = a + d + 4;
         4 + 8 + 64 + 2 + domain + 16 + 2 + num * 8 * 11 + 16 + 4 + 12 + 16 * d + 8
@@ -239,13 +245,16 @@ impl Footer {
             )));
         }
         let legacy = || {
-            schemas(LEGACY_SCHEMA_NAME)
-                .ok_or_else(|| FragmentError::missing(&file, format!("schema {LEGACY_SCHEMA_NAME}")))
+            schemas(LEGACY_SCHEMA_NAME).ok_or_else(|| {
+                FragmentError::missing(&file, format!("schema {LEGACY_SCHEMA_NAME}"))
+            })
         };
         let with_length = name_version >= 10 || length_mode(legacy()?, name_version);
         let (start, end) = if with_length {
             if file_size < 8 {
-                return Err(invalid(format!("a {file_size}-byte file has no footer length")));
+                return Err(invalid(format!(
+                    "a {file_size}-byte file has no footer length"
+                )));
             }
             if suffix.len() < 8 {
                 return Ok(FooterRead::NeedMore(8));
@@ -255,7 +264,9 @@ impl Footer {
             let need = len
                 .checked_add(8)
                 .filter(|n| *n <= file_size)
-                .ok_or_else(|| invalid(format!("length {len} exceeds the file's {file_size} bytes")))?;
+                .ok_or_else(|| {
+                    invalid(format!("length {len} exceeds the file's {file_size} bytes"))
+                })?;
             if need > suffix.len() as u64 {
                 return Ok(FooterRead::NeedMore(need));
             }
@@ -305,7 +316,11 @@ impl Footer {
         let array_schema_name = if version >= 10 {
             let n = r.u64("array schema name size")?;
             if n == 0 {
-                return Err(FragmentError::invalid(file, "footer: array schema name", "empty"));
+                return Err(FragmentError::invalid(
+                    file,
+                    "footer: array schema name",
+                    "empty",
+                ));
             }
             let b = r.bytes(n, "array schema name")?;
             String::from_utf8(b.to_vec()).map_err(|_| {
@@ -322,7 +337,10 @@ impl Footer {
         let all_fixed = domain.dimensions.iter().all(|d| !d.is_var());
         let non_empty_domain = if version < 5 {
             // One datatype for all dimensions; dummy bytes when null.
-            let b = r.bytes(2 * domain.dimensions.len() as u64 * coord_size_0(domain), "non-empty domain")?;
+            let b = r.bytes(
+                2 * domain.dimensions.len() as u64 * coord_size_0(domain),
+                "non-empty domain",
+            )?;
             if null_domain {
                 None
             } else {
@@ -331,7 +349,11 @@ impl Footer {
                 for dim in &domain.dimensions {
                     let n = 2 * dim.datatype.size() as usize;
                     let piece = b.get(at..at + n).ok_or_else(|| {
-                        FragmentError::invalid(file, "footer: non-empty domain", "dimension sizes differ")
+                        FragmentError::invalid(
+                            file,
+                            "footer: non-empty domain",
+                            "dimension sizes differ",
+                        )
                     })?;
                     ranges.push(DimRange::Fixed(piece.to_vec()));
                     at += n;
@@ -342,7 +364,10 @@ impl Footer {
             // TileDB's writer fills a null domain with zeros (only possible
             // when every dimension is fixed-size).
             if all_fixed {
-                r.bytes(2 * domain.dimensions.len() as u64 * coord_size_0(domain), "non-empty domain")?;
+                r.bytes(
+                    2 * domain.dimensions.len() as u64 * coord_size_0(domain),
+                    "non-empty domain",
+                )?;
             }
             None
         } else {
@@ -558,7 +583,13 @@ impl Footer {
                 if let Some(i) = schema.attributes.iter().position(|a| a.name == name) {
                     Field::Attribute(i)
                 } else {
-                    Field::Dimension(schema.domain.dimensions.iter().position(|d| d.name == name)?)
+                    Field::Dimension(
+                        schema
+                            .domain
+                            .dimensions
+                            .iter()
+                            .position(|d| d.name == name)?,
+                    )
                 }
             }
         };
@@ -615,8 +646,12 @@ impl Footer {
             Section::NullCounts(i) => at(&o.tile_null_counts, i),
             Section::FragmentSummaries => o.fragment_summary,
             Section::ProcessedConditions => o.processed_conditions,
-            Section::GlobalOrderMins(i) => self.tile_global_order_offsets().and_then(|(m, _)| m.get(i).copied()),
-            Section::GlobalOrderMaxes(i) => self.tile_global_order_offsets().and_then(|(_, m)| m.get(i).copied()),
+            Section::GlobalOrderMins(i) => self
+                .tile_global_order_offsets()
+                .and_then(|(m, _)| m.get(i).copied()),
+            Section::GlobalOrderMaxes(i) => self
+                .tile_global_order_offsets()
+                .and_then(|(_, m)| m.get(i).copied()),
         }
     }
 
@@ -631,7 +666,11 @@ impl Footer {
         per(o.tile_offsets.len(), Section::TileOffsets, &mut s);
         per(o.tile_var_offsets.len(), Section::VarOffsets, &mut s);
         per(o.tile_var_sizes.len(), Section::VarSizes, &mut s);
-        per(o.tile_validity_offsets.len(), Section::ValidityOffsets, &mut s);
+        per(
+            o.tile_validity_offsets.len(),
+            Section::ValidityOffsets,
+            &mut s,
+        );
         per(o.tile_mins.len(), Section::Mins, &mut s);
         per(o.tile_maxes.len(), Section::Maxes, &mut s);
         per(o.tile_sums.len(), Section::Sums, &mut s);

@@ -44,7 +44,8 @@ impl LegacyMetadata {
         fragment: &str,
     ) -> Result<LegacyMetadata> {
         let file = metadata_file(fragment);
-        let tile = single_generic_tile(bytes).map_err(|e| FragmentError::format(&file, "metadata tile", e))?;
+        let tile = single_generic_tile(bytes)
+            .map_err(|e| FragmentError::format(&file, "metadata tile", e))?;
         let content = read_generic_tile(&file, &tile, key)
             .map_err(|e| FragmentError::tile(&file, "metadata tile", e))?;
         let mut r = Reader::new(&content, &file, "legacy metadata");

@@ -49,8 +49,8 @@ impl<'a> Reader<'a> {
     }
 
     fn run<T>(&mut self, field: &str, p: impl FnOnce(&'a [u8]) -> PResult<'a, T>) -> Result<T> {
-        let (v, rest) =
-            le::run(p, self.input).map_err(|e| FragmentError::format(self.file, self.field(field), e))?;
+        let (v, rest) = le::run(p, self.input)
+            .map_err(|e| FragmentError::format(self.file, self.field(field), e))?;
         self.input = rest;
         Ok(v)
     }
@@ -185,7 +185,13 @@ impl FragmentMetadata {
         }
     }
 
-    fn range_in(&self, offsets: &[u64], tile: u64, file_size: u64, what: &str) -> Result<Range<u64>> {
+    fn range_in(
+        &self,
+        offsets: &[u64],
+        tile: u64,
+        file_size: u64,
+        what: &str,
+    ) -> Result<Range<u64>> {
         let bad = |reason: String| FragmentError::invalid(&self.file(), what.to_owned(), reason);
         let t = usize::try_from(tile).map_err(|_| bad(format!("tile {tile} out of range")))?;
         let start = *offsets
@@ -224,7 +230,11 @@ impl FragmentMetadata {
     /// Byte range of a nullable field's tile `tile` in its `_validity` file.
     pub fn validity_tile_range(&self, field: usize, tile: u64) -> Result<Range<u64>> {
         let s = Section::ValidityOffsets(field);
-        let size = self.size_of(&self.footer.file_validity_sizes, field, "file validity sizes")?;
+        let size = self.size_of(
+            &self.footer.file_validity_sizes,
+            field,
+            "file validity sizes",
+        )?;
         self.range_in(self.u64s(s)?, tile, size, &s.label())
     }
 

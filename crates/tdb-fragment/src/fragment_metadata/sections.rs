@@ -93,7 +93,9 @@ impl TileBounds {
     /// the next one's.
     pub fn value(&self, i: usize, cell_size: Option<usize>) -> Option<&[u8]> {
         match cell_size {
-            Some(n) => self.fixed.get(i.checked_mul(n)?..i.checked_add(1)?.checked_mul(n)?),
+            Some(n) => self
+                .fixed
+                .get(i.checked_mul(n)?..i.checked_add(1)?.checked_mul(n)?),
             None => {
                 let off = |k: usize| -> Option<usize> {
                     let b = self.fixed.get(k * 8..k * 8 + 8)?;
@@ -170,11 +172,19 @@ pub enum SectionData {
 impl SectionData {
     /// Parses a section's unfiltered content. `fields` is the footer's
     /// field count (fragment summaries have one entry per field).
-    pub fn parse(section: Section, content: &[u8], fields: usize, file: &str) -> Result<SectionData> {
+    pub fn parse(
+        section: Section,
+        content: &[u8],
+        fields: usize,
+        file: &str,
+    ) -> Result<SectionData> {
         let label = section.label();
         let mut r = Reader::new(content, file, &label);
         let data = match section {
-            Section::RTree => SectionData::RTree(content.to_vec()),
+            Section::RTree => {
+                r.input = &[];
+                SectionData::RTree(content.to_vec())
+            }
             Section::TileOffsets(_)
             | Section::VarOffsets(_)
             | Section::VarSizes(_)
@@ -262,7 +272,12 @@ impl SectionData {
 
     /// The section as a generic tile of format `version` (encrypted when a
     /// key is given), as TileDB writes it into `__fragment_metadata.tdb`.
-    pub fn write(&self, version: FormatVersion, key: Option<&[u8; 32]>, fragment: &str) -> Result<Vec<u8>> {
+    pub fn write(
+        &self,
+        version: FormatVersion,
+        key: Option<&[u8; 32]>,
+        fragment: &str,
+    ) -> Result<Vec<u8>> {
         let file = metadata_file(fragment);
         let mut out = Vec::new();
         write_generic_tile(&file, version, &self.write_content(), key, &mut out)
@@ -272,9 +287,9 @@ impl SectionData {
 }
 
 impl Footer {
-    /// Parses `section` from exactly its bytes in `__fragment_metadata.tdb`
-    /// (see [`Footer::section_range`]): one generic tile, unfiltered with
-    /// `key` when encrypted.
+    /// Parses `section` from its bytes in `__fragment_metadata.tdb` (see
+    /// [`Footer::section_range`]): the generic tile they start with,
+    /// unfiltered with `key` when encrypted.
     pub fn read_section(
         &self,
         section: Section,
@@ -285,15 +300,11 @@ impl Footer {
     ) -> Result<SectionData> {
         let file = metadata_file(fragment);
         let label = section.label();
-        let (tile, rest) =
-            le::run(generic_tile, bytes).map_err(|e| FragmentError::format(&file, label.clone(), e))?;
-        if !rest.is_empty() {
-            return Err(FragmentError::invalid(
-                &file,
-                label,
-                format!("{} bytes after the section's generic tile", rest.len()),
-            ));
-        }
+        // TileDB reads the generic tile at the section's offset and nothing
+        // more: bytes after it are not the section's (v15 writers put an
+        // unreferenced processed-conditions tile after the last section).
+        let (tile, _) = le::run(generic_tile, bytes)
+            .map_err(|e| FragmentError::format(&file, label.clone(), e))?;
         let content = read_generic_tile(&format!("{file}: {label}"), &tile, key)
             .map_err(|e| FragmentError::tile(&file, label.clone(), e))?;
         SectionData::parse(section, &content, self.fields().len(), &file)
