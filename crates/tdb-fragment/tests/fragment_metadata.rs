@@ -414,3 +414,50 @@ fn damaged_footers_give_errors_naming_the_fragment() {
     }
     assert!(checked.len() > 20, "{checked:?}");
 }
+
+#[test]
+fn v23_optional_sections_parse_and_unknown_ones_are_skipped() {
+    use tdb_fragment::fragment_metadata::OptionalSection;
+    let a = arrays()
+        .into_iter()
+        .find(|a| a.obj.case == "sparse_2d_int")
+        .unwrap();
+    let fr = &a.fragments[0];
+    let (meta, _) = load(&a, fr);
+    let schema = &a.schemas[&meta.footer.array_schema_name];
+    let mut f = meta.footer.clone();
+    f.version = 23;
+    let d = f.dim_num;
+    f.optional_sections = vec![
+        OptionalSection::Unknown {
+            id: 7,
+            data: vec![1, 2, 3],
+        },
+        OptionalSection::TileGlobalOrder {
+            mins: (0..d as u64).map(|i| 1000 + i).collect(),
+            maxes: (0..d as u64).map(|i| 2000 + i).collect(),
+        },
+    ];
+    let mut file = vec![0u8; 64];
+    file.extend(f.write(schema));
+    let lookup = |n: &str| a.schemas.get(n);
+    let FooterRead::Done(back) =
+        Footer::parse(&file, file.len() as u64, &lookup, 23, "frag").unwrap()
+    else {
+        panic!("short")
+    };
+    assert_eq!(back.optional_sections, f.optional_sections);
+    let (mins, maxes) = back.tile_global_order_offsets().unwrap();
+    assert_eq!((mins[0], maxes[d - 1]), (1000, 2000 + d as u64 - 1));
+    assert!(back.sections().contains(&Section::GlobalOrderMaxes(d - 1)));
+    // A global order section of the wrong size is refused.
+    let mut bad = f.clone();
+    bad.optional_sections = vec![OptionalSection::TileGlobalOrder {
+        mins: vec![1],
+        maxes: vec![],
+    }];
+    let mut file = vec![0u8; 64];
+    file.extend(bad.write(schema));
+    let e = Footer::parse(&file, file.len() as u64, &lookup, 23, "frag").unwrap_err();
+    assert!(e.to_string().contains("frag"), "{e}");
+}
