@@ -10,6 +10,7 @@ mod commits;
 mod condition;
 mod directory;
 mod error;
+pub mod fragment_metadata;
 mod group;
 mod open;
 mod schemas;
@@ -24,6 +25,10 @@ pub use directory::{
     CONSOLIDATION_WITH_TIMESTAMPS_MIN_VERSION,
 };
 pub use error::{FragmentError, Result};
+pub use fragment_metadata::{
+    ConsolidatedFragmentMeta, Footer, FooterRead, FragmentMetadata, LegacyMetadata, Section,
+    SectionData,
+};
 pub use group::{GroupDetails, GroupMember, GroupMemberEntry, GroupMembers, GROUP_DETAILS_VERSION};
 pub use open::{
     list_object, object_files, object_kind, ObjectFiles, ObjectKind, OpenArray, OpenGroup,

@@ -3,13 +3,15 @@
 //! [`RTree`] parses, writes and builds the R-tree TileDB keeps per fragment
 //! (one leaf MBR per data tile) and answers which tiles a subarray touches.
 //! [`RangeOps`] and [`DomainOps`] are the typed comparisons of range bounds
-//! it is built on, chosen once per dimension from its datatype.
+//! it is built on, chosen once per dimension from its datatype. [`dense`]
+//! is the tile arithmetic of dense domains.
 //!
 //! Ranges and N-dimensional rectangles are `tdb_schema`'s [`Range`] and
 //! [`NDRange`] (their serialized layout is the schema's, the domain decides
 //! it).
 
 mod compare;
+pub mod dense;
 mod error;
 mod rtree;
 

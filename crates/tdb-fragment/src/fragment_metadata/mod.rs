@@ -1,0 +1,252 @@
+//! Fragment metadata (`__fragment_metadata.tdb`) of every format version.
+//!
+//! - v3+: generic tiles (R-tree, tile offsets, ... ) followed by a footer
+//!   ([`Footer`]) that says where each tile ("section") starts. The footer is
+//!   read first; sections are read on demand ([`Section`], [`SectionData`]).
+//! - v1–v2: the whole file is one generic tile ([`LegacyMetadata`]), parsed
+//!   into the same [`Footer`] and section data so callers need not care.
+//! - Consolidated fragment metadata (`.meta`) holds many footers
+//!   ([`ConsolidatedFragmentMeta`]).
+//!
+//! Nothing here does I/O: functions say which byte ranges they need and
+//! take the bytes.
+
+mod consolidated;
+mod footer;
+mod legacy;
+mod sections;
+
+pub use consolidated::{ConsolidatedEntry, ConsolidatedFragmentMeta};
+pub use footer::{Field, Footer, FooterRead, OptionalSection, SectionOffsets};
+pub use legacy::LegacyMetadata;
+pub use sections::{FieldSummary, Section, SectionData, SumValue, TileBounds};
+
+use crate::{FragmentError, Result};
+use std::collections::HashMap;
+use std::ops::Range;
+use tdb_format::le::{self, PResult};
+use tdb_format::TimestampedName;
+use tdb_schema::ArraySchema;
+
+/// The name of a fragment's metadata file.
+pub const FRAGMENT_METADATA_FILE: &str = "__fragment_metadata.tdb";
+
+/// A cursor over bytes that names the file and structure in every error and
+/// checks every count against the bytes left before allocating.
+pub(crate) struct Reader<'a> {
+    pub(crate) input: &'a [u8],
+    file: &'a str,
+    what: &'a str,
+}
+
+impl<'a> Reader<'a> {
+    pub(crate) fn new(input: &'a [u8], file: &'a str, what: &'a str) -> Self {
+        Reader { input, file, what }
+    }
+
+    pub(crate) fn field(&self, field: &str) -> String {
+        format!("{}: {field}", self.what)
+    }
+
+    fn run<T>(&mut self, field: &str, p: impl FnOnce(&'a [u8]) -> PResult<'a, T>) -> Result<T> {
+        let (v, rest) = le::run(p, self.input)
+            .map_err(|e| FragmentError::format(self.file, self.field(field), e))?;
+        self.input = rest;
+        Ok(v)
+    }
+
+    pub(crate) fn u32(&mut self, field: &'static str) -> Result<u32> {
+        self.run(field, le::u32(field))
+    }
+
+    pub(crate) fn u64(&mut self, field: &'static str) -> Result<u64> {
+        self.run(field, le::u64(field))
+    }
+
+    pub(crate) fn flag(&mut self, field: &'static str) -> Result<bool> {
+        self.run(field, le::bool(field))
+    }
+
+    pub(crate) fn bytes(&mut self, n: u64, field: &'static str) -> Result<&'a [u8]> {
+        self.run(field, le::bytes(field, n))
+    }
+
+    /// `n` little-endian `u64`s; `n` is checked against the input first.
+    pub(crate) fn u64s(&mut self, n: u64, field: &'static str) -> Result<Vec<u64>> {
+        let len = n.checked_mul(8).ok_or_else(|| {
+            FragmentError::invalid(self.file, self.field(field), format!("count {n} overflows"))
+        })?;
+        let b = self.bytes(len, field)?;
+        Ok(b.chunks_exact(8)
+            .map(|c| u64::from_le_bytes(c.try_into().unwrap_or_default()))
+            .collect())
+    }
+
+    /// A `u64` count followed by that many `u64`s.
+    pub(crate) fn counted_u64s(&mut self, field: &'static str) -> Result<Vec<u64>> {
+        let n = self.u64(field)?;
+        self.u64s(n, field)
+    }
+}
+
+pub(crate) fn put_u64s(out: &mut Vec<u8>, v: &[u64]) {
+    for x in v {
+        le::put_u64(out, *x);
+    }
+}
+
+/// The file label used in errors for a fragment's metadata file.
+pub(crate) fn metadata_file(fragment: &str) -> String {
+    format!("{fragment}/{FRAGMENT_METADATA_FILE}")
+}
+
+/// One fragment's metadata: its name, its footer, and the sections loaded
+/// so far (the caller fetches each section's byte range and hands it in).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct FragmentMetadata {
+    /// The fragment's timestamped name.
+    pub name: TimestampedName,
+    /// The footer (for v1–v2, what the single tile says).
+    pub footer: Footer,
+    sections: HashMap<Section, SectionData>,
+}
+
+impl FragmentMetadata {
+    /// Metadata whose sections are still to be loaded.
+    pub fn new(name: TimestampedName, footer: Footer) -> Self {
+        FragmentMetadata {
+            name,
+            footer,
+            sections: HashMap::new(),
+        }
+    }
+
+    /// Metadata of a v1–v2 fragment: everything is already loaded.
+    pub fn from_legacy(name: TimestampedName, legacy: LegacyMetadata) -> Self {
+        let mut sections = HashMap::new();
+        for (i, v) in legacy.tile_offsets.into_iter().enumerate() {
+            sections.insert(Section::TileOffsets(i), SectionData::U64s(v));
+        }
+        for (i, v) in legacy.tile_var_offsets.into_iter().enumerate() {
+            sections.insert(Section::VarOffsets(i), SectionData::U64s(v));
+        }
+        for (i, v) in legacy.tile_var_sizes.into_iter().enumerate() {
+            sections.insert(Section::VarSizes(i), SectionData::U64s(v));
+        }
+        FragmentMetadata {
+            name,
+            footer: legacy.footer,
+            sections,
+        }
+    }
+
+    fn file(&self) -> String {
+        metadata_file(&self.name.to_string())
+    }
+
+    /// Parses a section from exactly its bytes (see
+    /// [`Footer::section_range`]) and keeps it.
+    pub fn load_section(
+        &mut self,
+        section: Section,
+        bytes: &[u8],
+        key: Option<&[u8; 32]>,
+        schema: &ArraySchema,
+    ) -> Result<&SectionData> {
+        let data = self
+            .footer
+            .read_section(section, bytes, key, schema, &self.name.to_string())?;
+        Ok(self.sections.entry(section).or_insert(data))
+    }
+
+    /// A section loaded earlier.
+    pub fn section(&self, section: Section) -> Option<&SectionData> {
+        self.sections.get(&section)
+    }
+
+    /// Tiles in the fragment (dense: tiles its non-empty domain touches).
+    pub fn tile_num(&self, schema: &ArraySchema) -> Option<u64> {
+        self.footer.tile_num(schema)
+    }
+
+    /// Cells in the fragment as TileDB's fragment info reports them.
+    pub fn cell_num(&self, schema: &ArraySchema) -> Option<u64> {
+        self.footer.cell_num(schema)
+    }
+
+    fn u64s(&self, section: Section) -> Result<&[u64]> {
+        match self.sections.get(&section) {
+            Some(SectionData::U64s(v)) => Ok(v),
+            _ => Err(FragmentError::missing(
+                &self.file(),
+                format!("{} (not loaded)", section.label()),
+            )),
+        }
+    }
+
+    fn range_in(
+        &self,
+        offsets: &[u64],
+        tile: u64,
+        file_size: u64,
+        what: &str,
+    ) -> Result<Range<u64>> {
+        let bad = |reason: String| FragmentError::invalid(&self.file(), what.to_owned(), reason);
+        let t = usize::try_from(tile).map_err(|_| bad(format!("tile {tile} out of range")))?;
+        let start = *offsets
+            .get(t)
+            .ok_or_else(|| bad(format!("tile {tile} of {}", offsets.len())))?;
+        let end = offsets.get(t + 1).copied().unwrap_or(file_size);
+        if start > end || end > file_size {
+            return Err(bad(format!(
+                "tile {tile} spans {start}..{end}, beyond the data file's {file_size} bytes"
+            )));
+        }
+        Ok(start..end)
+    }
+
+    fn size_of(&self, sizes: &[u64], field: usize, what: &str) -> Result<u64> {
+        sizes.get(field).copied().ok_or_else(|| {
+            FragmentError::invalid(&self.file(), what.to_owned(), format!("no field {field}"))
+        })
+    }
+
+    /// Byte range of tile `tile` of field `field` in its data file: its
+    /// offset up to the next tile's offset, or the file's size for the last.
+    pub fn tile_range(&self, field: usize, tile: u64) -> Result<Range<u64>> {
+        let s = Section::TileOffsets(field);
+        let size = self.size_of(&self.footer.file_sizes, field, "file sizes")?;
+        self.range_in(self.u64s(s)?, tile, size, &s.label())
+    }
+
+    /// Byte range of a var-size field's tile `tile` in its `_var` file.
+    pub fn var_tile_range(&self, field: usize, tile: u64) -> Result<Range<u64>> {
+        let s = Section::VarOffsets(field);
+        let size = self.size_of(&self.footer.file_var_sizes, field, "file var sizes")?;
+        self.range_in(self.u64s(s)?, tile, size, &s.label())
+    }
+
+    /// Byte range of a nullable field's tile `tile` in its `_validity` file.
+    pub fn validity_tile_range(&self, field: usize, tile: u64) -> Result<Range<u64>> {
+        let s = Section::ValidityOffsets(field);
+        let size = self.size_of(
+            &self.footer.file_validity_sizes,
+            field,
+            "file validity sizes",
+        )?;
+        self.range_in(self.u64s(s)?, tile, size, &s.label())
+    }
+
+    /// Unfiltered size of a var-size field's tile `tile` (var sizes section).
+    pub fn var_tile_size(&self, field: usize, tile: u64) -> Result<u64> {
+        let s = Section::VarSizes(field);
+        let v = self.u64s(s)?;
+        usize::try_from(tile)
+            .ok()
+            .and_then(|t| v.get(t).copied())
+            .ok_or_else(|| {
+                FragmentError::invalid(&self.file(), s.label(), format!("no tile {tile}"))
+            })
+    }
+}

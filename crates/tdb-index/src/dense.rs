@@ -1,0 +1,170 @@
+//! Dense tile arithmetic over a [`Domain`]: which tile a coordinate falls
+//! in, how many tiles a rectangle touches, how many cells a tile holds.
+//!
+//! This follows TileDB's `Dimension::tile_idx` (integers: the difference
+//! from the domain's low bound taken in the type's unsigned counterpart,
+//! wrapping as C++ does; floats: `(v - lo) / extent` truncated), so tile
+//! counts agree with TileDB's fragment info, which reports a dense
+//! fragment's cells as whole tiles (a 7×5 write with 3×5 tiles counts 45).
+
+use tdb_format::Datatype;
+use tdb_schema::{Dimension, Domain, NDRange, Range};
+
+/// Reads one little-endian value of a fixed size.
+fn le<const N: usize>(bytes: &[u8]) -> Option<[u8; N]> {
+    bytes.try_into().ok()
+}
+
+/// The value of `dim`'s `(lo, v, extent)` as TileDB's tile index. `None`
+/// when the dimension is var-sized, has no extent, or a value has the wrong
+/// size.
+fn index_of(datatype: Datatype, lo: &[u8], v: &[u8], extent: &[u8]) -> Option<u64> {
+    macro_rules! int {
+        ($t:ty, $u:ty) => {{
+            let lo = <$t>::from_le_bytes(le(lo)?);
+            let v = <$t>::from_le_bytes(le(v)?);
+            let e = <$t>::from_le_bytes(le(extent)?) as $u;
+            if e == 0 {
+                return None;
+            }
+            Some(u64::from((v.wrapping_sub(lo) as $u) / e))
+        }};
+    }
+    macro_rules! float {
+        ($t:ty) => {{
+            let lo = <$t>::from_le_bytes(le(lo)?);
+            let v = <$t>::from_le_bytes(le(v)?);
+            let e = <$t>::from_le_bytes(le(extent)?);
+            // C++'s float-to-unsigned conversion; `as` saturates where C++
+            // is undefined.
+            Some(((v - lo) / e) as u64)
+        }};
+    }
+    use Datatype::*;
+    match datatype {
+        Int8 => int!(i8, u8),
+        UInt8 | Bool => int!(u8, u8),
+        Int16 => int!(i16, u16),
+        UInt16 => int!(u16, u16),
+        Int32 => int!(i32, u32),
+        UInt32 => int!(u32, u32),
+        UInt64 => int!(u64, u64),
+        Float32 => float!(f32),
+        Float64 => float!(f64),
+        d if d.is_signed() && d.size() == 8 => int!(i64, u64),
+        _ => None,
+    }
+}
+
+/// The index of the tile of `dim` that holds the value `v` (its
+/// little-endian bytes), counted from the domain's low bound. `None` for
+/// var-sized dimensions, dimensions without a tile extent, or bad sizes.
+pub fn tile_index(dim: &Dimension, v: &[u8]) -> Option<u64> {
+    let (lo, _) = dim.bounds()?;
+    let extent = dim.tile_extent.as_deref()?;
+    index_of(dim.datatype, lo, v, extent)
+}
+
+/// How many tiles of `dim` the range `r` touches: TileDB's
+/// `Dimension::tile_num` (1 for a dimension without a tile extent). `None`
+/// for var-sized dimensions or malformed ranges.
+pub fn dim_tile_count(dim: &Dimension, r: &Range) -> Option<u64> {
+    let Range::Fixed(_) = r else { return None };
+    if dim.is_var() {
+        return None;
+    }
+    if dim.tile_extent.is_none() {
+        return Some(1);
+    }
+    let (lo, hi) = r.bounds();
+    let first = tile_index(dim, lo)?;
+    let last = tile_index(dim, hi)?;
+    last.checked_sub(first)?.checked_add(1)
+}
+
+/// How many tiles the rectangle `nd` touches: the product over the
+/// dimensions of [`dim_tile_count`] (TileDB's `Domain::tile_num`, which it
+/// applies to a dense fragment's non-empty domain). `None` on overflow,
+/// var-sized dimensions or a rectangle of the wrong rank.
+pub fn tile_count(domain: &Domain, nd: &NDRange) -> Option<u64> {
+    if nd.len() != domain.dimensions.len() {
+        return None;
+    }
+    domain
+        .dimensions
+        .iter()
+        .zip(nd)
+        .try_fold(1u64, |acc, (dim, r)| {
+            acc.checked_mul(dim_tile_count(dim, r)?)
+        })
+}
+
+/// Cells in one dense tile: the product of the tile extents (TileDB's
+/// `Domain::cell_num_per_tile`, defined for integer domains). `None` when a
+/// dimension is not an integer or has no extent, or on overflow.
+pub fn cell_num_per_tile(domain: &Domain) -> Option<u64> {
+    domain.dimensions.iter().try_fold(1u64, |acc, dim| {
+        let extent = dim.tile_extent.as_deref()?;
+        let d = dim.datatype;
+        if !(d.is_integer() || d.is_datetime() || d.is_time()) || dim.is_var() {
+            return None;
+        }
+        let mut buf = [0u8; 8];
+        let size = extent.len();
+        if size == 0 || size > 8 {
+            return None;
+        }
+        buf[..size].copy_from_slice(extent);
+        // Extents are positive, so the raw bits are the value.
+        let e = u64::from_le_bytes(buf);
+        acc.checked_mul(e)
+    })
+}
+
+/// The number of cells TileDB's fragment info reports for a dense fragment
+/// whose non-empty domain is `nd`: whole tiles touched times cells per tile.
+pub fn dense_cell_num(domain: &Domain, nd: &NDRange) -> Option<u64> {
+    tile_count(domain, nd)?.checked_mul(cell_num_per_tile(domain)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tdb_format::ArrayType;
+    use tdb_schema::{ArraySchema, AttributeBuilder, DimensionBuilder};
+
+    fn domain(dims: &[(i32, i32, i32)]) -> Domain {
+        let mut b = ArraySchema::builder(ArrayType::Dense);
+        for (i, &(lo, hi, e)) in dims.iter().enumerate() {
+            b = b.dimension(DimensionBuilder::range(format!("d{i}"), lo..=hi).tile_extent(e));
+        }
+        b.attribute(AttributeBuilder::new("a", Datatype::Int32))
+            .build()
+            .unwrap()
+            .domain
+    }
+
+    fn range(lo: i32, hi: i32) -> Range {
+        Range::from_bounds(&lo.to_le_bytes(), &hi.to_le_bytes(), false)
+    }
+
+    #[test]
+    fn seven_by_five_in_three_by_five_tiles_is_45_cells() {
+        let domain = domain(&[(1, 9, 3), (1, 5, 5)]);
+        let nd = vec![range(1, 7), range(1, 5)];
+        assert_eq!(tile_count(&domain, &nd), Some(3));
+        assert_eq!(cell_num_per_tile(&domain), Some(15));
+        assert_eq!(dense_cell_num(&domain, &nd), Some(45));
+    }
+
+    #[test]
+    fn negative_domains() {
+        let domain = domain(&[(-10, 10, 4)]);
+        let d = &domain.dimensions[0];
+        assert_eq!(tile_index(d, &(-10i32).to_le_bytes()), Some(0));
+        assert_eq!(tile_index(d, &(-7i32).to_le_bytes()), Some(0));
+        assert_eq!(tile_index(d, &(-6i32).to_le_bytes()), Some(1));
+        assert_eq!(dim_tile_count(d, &range(-3, 3)), Some(3));
+        assert_eq!(tile_count(&domain, &vec![]), None);
+    }
+}
