@@ -78,15 +78,30 @@ pub struct TileReport {
     pub filter_pipeline_size: u64,
 }
 
-/// One fragment a read sees.
+/// One fragment a read sees: the conformance format's fields (TileDB's
+/// fragment info), then more.
 #[derive(Debug, Serialize)]
 pub struct FragmentReport {
     /// Directory name.
     pub name: String,
     /// Timestamp range from the name.
     pub timestamp_range: [u64; 2],
-    /// Format version: the name's from v5, else its metadata's.
+    /// Format version, from the metadata.
     pub format_version: u32,
+    /// Whether the fragment is sparse.
+    pub sparse: bool,
+    /// Cells (for dense fragments, whole tiles' cells, as TileDB counts).
+    pub cell_num: Option<u64>,
+    /// `[lo, hi]` per dimension, in the conformance value encoding.
+    pub nonempty_domain: Option<Vec<[serde_json::Value; 2]>>,
+    /// Whether its footer came from consolidated fragment metadata.
+    pub has_consolidated_metadata: bool,
+    /// The schema it was written with.
+    pub array_schema_name: String,
+    /// Tiles per field.
+    pub tile_num: Option<u64>,
+    /// Size of its metadata's footer in bytes.
+    pub footer_size: u64,
     /// Where its commit is: its own `.wrt`/`.ok` file, a consolidated
     /// commits file, or (before v5) its metadata file.
     pub commit: String,
@@ -266,7 +281,18 @@ fn inspect_array(
         f.path.strip_prefix(dir).is_some_and(|r| r.starts_with('/'))
     });
     let mut fragments = Vec::new();
-    for f in array.fragments()? {
+    for loaded in array.load_fragments(storage)? {
+        let (f, footer) = (&loaded.file, &loaded.metadata.footer);
+        let schema = &array
+            .schemas
+            .by_name(&footer.array_schema_name)
+            .ok_or_else(|| {
+                tdb_fragment::FragmentError::missing(
+                    &f.path,
+                    format!("schema {} its footer names", footer.array_schema_name),
+                )
+            })?
+            .schema;
         let name = f.file_name().to_owned();
         let commit = [
             format!("{}/{name}{}", names::COMMITS_DIR, names::WRT_EXT),
@@ -284,19 +310,26 @@ fn inspect_array(
         })
         .unwrap_or_else(|| format!("{}/{}", f.path, names::FRAGMENT_METADATA_FILE));
         let in_fragment = files.iter().filter(|file| inside(&f.path, file));
-        // Names carry the version from v5; before, the metadata's generic
-        // tile headers do.
-        let format_version = f.name.version.unwrap_or_else(|| {
-            in_fragment
-                .clone()
-                .filter_map(|file| file.generic_tiles.as_ref()?.first())
-                .map(|t| t.version)
-                .next()
-                .unwrap_or_else(|| f.format_version())
+        let nonempty_domain = footer.non_empty_domain.as_ref().map(|ranges| {
+            ranges
+                .iter()
+                .zip(&schema.domain.dimensions)
+                .map(|(r, d)| {
+                    let (lo, hi) = r.bounds();
+                    [summary::cell(d.datatype, lo), summary::cell(d.datatype, hi)]
+                })
+                .collect()
         });
         fragments.push(FragmentReport {
             timestamp_range: [f.name.t1, f.name.t2],
-            format_version,
+            format_version: footer.version,
+            sparse: !footer.dense,
+            cell_num: loaded.metadata.cell_num(schema),
+            nonempty_domain,
+            has_consolidated_metadata: loaded.from_consolidated,
+            array_schema_name: footer.array_schema_name.clone(),
+            tile_num: loaded.metadata.tile_num(schema),
+            footer_size: footer.size,
             commit,
             file_count: in_fragment.clone().count(),
             bytes: in_fragment.map(|f| f.size).sum(),

@@ -190,6 +190,12 @@ fn b64(bytes: &[u8]) -> Value {
     json!({ "b64": s })
 }
 
+/// One value of a one-value cell (a dimension bound), in the conformance
+/// encoding.
+pub fn cell(datatype: Datatype, bytes: &[u8]) -> Value {
+    value(datatype, 1, bytes)
+}
+
 /// A metadata value in the conformance encoding: numbers always as a list,
 /// strings as one string, blobs (and non-UTF-8 strings) as base64.
 pub fn metadata_value(v: &tdb_fragment::MetadataValue) -> Value {

@@ -186,7 +186,16 @@ fn inspect_agrees_with_tiledb() {
         let expected = e["fragments"].as_array().unwrap();
         assert_eq!(fragments.len(), expected.len(), "{case}: fragments");
         for (g, x) in fragments.iter().zip(expected) {
-            for field in ["name", "timestamp_range", "format_version"] {
+            for field in [
+                "name",
+                "timestamp_range",
+                "format_version",
+                "sparse",
+                "cell_num",
+                "nonempty_domain",
+                "has_consolidated_metadata",
+                "array_schema_name",
+            ] {
                 assert_eq!(
                     g[field], x[field],
                     "{case}: fragment {}: {field}",

@@ -31,8 +31,8 @@ pub use fragment_metadata::{
 };
 pub use group::{GroupDetails, GroupMember, GroupMemberEntry, GroupMembers, GROUP_DETAILS_VERSION};
 pub use open::{
-    list_object, object_files, object_kind, ObjectFiles, ObjectKind, OpenArray, OpenGroup,
-    ReadStorage,
+    list_object, object_files, object_kind, LoadedFragment, ObjectFiles, ObjectKind, OpenArray,
+    OpenGroup, ReadStorage,
 };
 pub use schemas::{load_enumeration, load_referenced_enumerations, load_schemas};
 pub use verify::{verify_array, Problem, ProblemKind, VerifyReport};

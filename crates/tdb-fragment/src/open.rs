@@ -3,14 +3,18 @@
 //! once), then fetches everything small it needs in one batch of ranges.
 
 use crate::directory::{DirectoryListing, ListedFile};
+use crate::fragment_metadata::{
+    ConsolidatedFragmentMeta, Footer, FooterRead, FragmentMetadata, LegacyMetadata,
+};
 use crate::{
     ArrayDirectory, ArrayMetadata, FragmentError, GroupDirectory, GroupMembers, Result, TimeWindow,
     TimestampedFile,
 };
 use std::collections::HashMap;
 use tdb_format::names::{
-    ARRAY_DIRS, COMMITS_DIR, FRAGMENTS_DIR, FRAGMENT_META_DIR, GROUP_DETAILS_DIR, GROUP_FILE,
-    LEGACY_SCHEMA_FILE, METADATA_DIR, SCHEMA_DIR,
+    ARRAY_DIRS, COMMITS_DIR, FRAGMENTS_DIR, FRAGMENT_METADATA_FILE, FRAGMENT_META_DIR,
+    GROUP_DETAILS_DIR, GROUP_FILE, LEGACY_COORDS_STEM, LEGACY_SCHEMA_FILE, METADATA_DIR,
+    SCHEMA_DIR, TDB_EXT,
 };
 use tdb_format::TimestampedName;
 use tdb_schema::{SchemaEntry, SchemaHistory};
@@ -199,7 +203,7 @@ pub(crate) fn read_files<S: ReadStorage + ?Sized>(
         .map(|(p, bytes)| {
             let bytes =
                 bytes.ok_or_else(|| FragmentError::missing(p, "file (listed, then gone)"))?;
-            Ok(((*p).to_owned(), bytes.to_vec()))
+            Ok(((*p).to_owned(), bytes.bytes.to_vec()))
         })
         .collect()
 }
@@ -299,6 +303,135 @@ impl OpenArray {
             .map(|f| (f.name.clone(), contents[f.path.as_str()].as_slice()))
             .collect();
         ArrayMetadata::from_files(&named, self.key.as_ref())
+    }
+}
+
+/// A fragment a read sees, with its metadata's footer (sections load on
+/// demand).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct LoadedFragment {
+    /// Its directory and name.
+    pub file: TimestampedFile,
+    /// Its metadata: the footer, and for v1–v2 every section.
+    pub metadata: FragmentMetadata,
+    /// Whether the footer came from a consolidated fragment metadata file.
+    pub from_consolidated: bool,
+}
+
+impl OpenArray {
+    /// The fragments a read sees, with their footers: footers that
+    /// consolidated fragment metadata files hold come from those (one batch
+    /// reads them all), every other one from a suffix read of its own
+    /// metadata file, all in one more batch (and one more for the rare
+    /// footer longer than the first guess). v1–v2 metadata files are read
+    /// whole, being one tile.
+    pub fn load_fragments<S: ReadStorage + ?Sized>(
+        &self,
+        storage: &S,
+    ) -> Result<Vec<LoadedFragment>> {
+        let fragments = self.fragments()?;
+        let key = self.key.as_ref();
+        let schemas = |name: &str| self.schemas.by_name(name).map(|e| &e.schema);
+        let mut consolidated: HashMap<String, Footer> = HashMap::new();
+        if !fragments.is_empty() && !self.directory.fragment_metadata.is_empty() {
+            let paths: Vec<&str> = self
+                .directory
+                .fragment_metadata
+                .iter()
+                .map(String::as_str)
+                .collect();
+            let contents = read_files(storage, &self.dir, &self.listing, &paths)?;
+            for path in &paths {
+                let meta = ConsolidatedFragmentMeta::parse(&contents[*path], key, &schemas, path)?;
+                for e in meta.entries {
+                    consolidated.insert(e.fragment_name().to_owned(), e.footer);
+                }
+            }
+        }
+        let mut loaded: Vec<Option<LoadedFragment>> = Vec::with_capacity(fragments.len());
+        let mut pending: Vec<(usize, u64)> = Vec::new();
+        for (i, f) in fragments.iter().enumerate() {
+            match consolidated.remove(f.file_name()) {
+                Some(footer) => loaded.push(Some(LoadedFragment {
+                    metadata: FragmentMetadata::new(f.name.clone(), footer),
+                    file: f.clone(),
+                    from_consolidated: true,
+                })),
+                None => {
+                    let schema = &self.schema_of(f)?.schema;
+                    let suffix = Footer::suffix_to_read(schema, f.format_version());
+                    pending.push((i, suffix));
+                    loaded.push(None);
+                }
+            }
+        }
+        while !pending.is_empty() {
+            let requests: Vec<RangeRequest> = pending
+                .iter()
+                .map(|(i, n)| {
+                    let file = join(
+                        &join(&self.dir, &fragments[*i].path),
+                        FRAGMENT_METADATA_FILE,
+                    );
+                    RangeRequest::new(file, ByteRange::Suffix(*n))
+                })
+                .collect();
+            let got = storage
+                .read_ranges(&requests)
+                .map_err(|e| FragmentError::storage(dir_label(&self.dir), e))?;
+            let mut again = Vec::new();
+            for ((i, _), read) in pending.iter().zip(got) {
+                let f = &fragments[*i];
+                let read = read.ok_or_else(|| {
+                    FragmentError::missing(&f.path, FRAGMENT_METADATA_FILE.to_owned())
+                })?;
+                let version = f.format_version();
+                let metadata = if version <= 2 {
+                    let schema = &self.schema_of(f)?.schema;
+                    // TileDB's rule: a v1–v2 fragment is sparse when it
+                    // has a coordinates file.
+                    let coords = format!("{}/{LEGACY_COORDS_STEM}{TDB_EXT}", f.path);
+                    let dense = self.listing.file_size(&coords).is_none();
+                    let legacy = LegacyMetadata::parse(&read.bytes, schema, dense, key, &f.path)?;
+                    FragmentMetadata::from_legacy(f.name.clone(), legacy)
+                } else {
+                    match Footer::parse(&read.bytes, read.file_size, &schemas, version, &f.path)? {
+                        FooterRead::Done(footer) => FragmentMetadata::new(f.name.clone(), footer),
+                        FooterRead::NeedMore(n) if n > read.bytes.len() as u64 => {
+                            again.push((*i, n));
+                            continue;
+                        }
+                        FooterRead::NeedMore(n) => {
+                            return Err(FragmentError::invalid(
+                                &f.path,
+                                "footer",
+                                format!("asks for {n} bytes after {} were read", read.bytes.len()),
+                            ))
+                        }
+                    }
+                };
+                loaded[*i] = Some(LoadedFragment {
+                    file: f.clone(),
+                    metadata,
+                    from_consolidated: false,
+                });
+            }
+            pending = again;
+        }
+        Ok(loaded.into_iter().flatten().collect())
+    }
+
+    /// The schema a fragment was written with: the one its name's version
+    /// says it names (`__array_schema.tdb` before v10), else the one in
+    /// force at its end timestamp.
+    fn schema_of(&self, f: &TimestampedFile) -> Result<&SchemaEntry> {
+        let legacy = if f.format_version() < 10 {
+            self.schemas.by_name(LEGACY_SCHEMA_FILE)
+        } else {
+            None
+        };
+        Ok(legacy.unwrap_or_else(|| self.schemas.at(f.name.t2)))
     }
 }
 

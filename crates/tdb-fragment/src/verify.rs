@@ -6,13 +6,14 @@
 //! storage failure (the bytes cannot be fetched at all) stops it.
 
 use crate::directory::DirectoryListing;
-use crate::open::{dir_label, object_files, object_kind, schema_history, ObjectKind, ReadStorage};
+use crate::open::{
+    dir_label, object_files, object_kind, read_files, schema_history, ObjectKind, ReadStorage,
+};
 use crate::{FragmentError, Result, TimeWindow};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::fmt;
 use tdb_format::names::VAC_EXT;
 use tdb_format::{classify, ObjectFile};
-use tdb_storage::{ByteRange, RangeRequest};
 
 /// What kind of problem a [`Problem`] is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -135,23 +136,8 @@ pub fn verify_array<S: ReadStorage + ?Sized>(
     let schema_files = listing.schema_files();
     let mut wanted = listing.files_to_read();
     wanted.extend(schema_files.iter().map(String::as_str));
-    let requests: Vec<RangeRequest> = wanted
-        .iter()
-        .map(|p| {
-            let size = listing.file_size(p).unwrap_or(0);
-            RangeRequest::new(tdb_storage::join(dir, p), ByteRange::new(0, size))
-        })
-        .collect();
-    let got = storage
-        .read_ranges(&requests)
-        .map_err(|e| FragmentError::storage(dir_label(dir), e))?;
-    let mut contents = HashMap::new();
-    for (p, bytes) in wanted.iter().zip(got) {
-        if let Some(b) = bytes {
-            summary.bytes_read += b.len() as u64;
-            contents.insert((*p).to_owned(), b.to_vec());
-        }
-    }
+    let contents = read_files(storage, dir, &listing, &wanted)?;
+    summary.bytes_read += contents.values().map(|b| b.len() as u64).sum::<u64>();
     let resolved = listing.resolve(&contents, TimeWindow::ALL).and_then(|d| {
         schema_history(dir, &schema_files, &contents, key)?;
         Ok(d)

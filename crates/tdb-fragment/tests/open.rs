@@ -23,8 +23,8 @@ fn expected_fragments(o: &Object) -> Vec<String> {
         .collect()
 }
 
-/// Opens `case` at "now", checks its fragments against TileDB's and reads
-/// its metadata; returns the trace.
+/// Opens `case` at "now", checks its fragments against TileDB's, loads
+/// their footers and reads its metadata; returns the trace.
 fn open_trace(case: &str) -> String {
     let o = object(case);
     let storage = RecordingStorage::new(LocalStorage::new(&o.dir));
@@ -36,6 +36,8 @@ fn open_trace(case: &str) -> String {
         .map(|f| f.file_name().to_owned())
         .collect();
     assert_eq!(names, expected_fragments(&o), "{case}");
+    let loaded = array.load_fragments(&storage).unwrap();
+    assert_eq!(loaded.len(), names.len());
     array.metadata(&storage).unwrap();
     storage.trace()
 }
@@ -71,6 +73,11 @@ fn io_trace_consolidated_commits() {
 #[test]
 fn io_trace_consolidated_before_vacuum() {
     insta::assert_snapshot!(open_trace("consolidated_before_vacuum"));
+}
+
+#[test]
+fn io_trace_consolidated_fragment_metadata() {
+    insta::assert_snapshot!(open_trace("consolidated_fragment_meta"));
 }
 
 #[test]

@@ -69,7 +69,15 @@ pub fn run(s: &dyn Storage) {
             RangeRequest::new("arr/__schema/s1", ByteRange::Suffix(100)),
         ])
         .unwrap();
-    let got: Vec<Option<&[u8]>> = got.iter().map(|b| b.as_deref()).collect();
+    let sizes: Vec<Option<u64>> = got
+        .iter()
+        .map(|r| r.as_ref().map(|r| r.file_size))
+        .collect();
+    assert_eq!(sizes, vec![Some(10), None, Some(10), Some(10), Some(6)]);
+    let got: Vec<Option<&[u8]>> = got
+        .iter()
+        .map(|r| r.as_ref().map(|r| &r.bytes[..]))
+        .collect();
     assert_eq!(
         got,
         vec![
@@ -81,7 +89,10 @@ pub fn run(s: &dyn Storage) {
         ]
     );
     assert_eq!(
-        &s.read_range(a0, ByteRange::new(9, 1)).unwrap().unwrap()[..],
+        &s.read_range(a0, ByteRange::new(9, 1))
+            .unwrap()
+            .unwrap()
+            .bytes[..],
         b"9"
     );
     // Never a short read.

@@ -24,7 +24,7 @@ pub use error::{Result, StorageError};
 pub use local::LocalStorage;
 pub use memory::MemoryStorage;
 pub use path::check_path;
-pub use range::{ByteRange, RangeRequest};
+pub use range::{ByteRange, RangeRead, RangeRequest};
 pub use recording::{RecordingStorage, Request};
 
 use bytes::Bytes;
@@ -62,17 +62,17 @@ pub trait ReadableStorage: Send + Sync + std::fmt::Debug {
     fn read(&self, key: &str) -> Result<Option<Bytes>>;
 
     /// Many byte ranges of many files in one call, so a backend can batch,
-    /// coalesce and parallelize them. One answer per request, in order:
-    /// `None` where the file does not exist; a bounded range that does not
-    /// lie inside its file is [`StorageError::RangeOutOfBounds`], never a
-    /// short read.
-    fn read_ranges(&self, requests: &[RangeRequest]) -> Result<Vec<Option<Bytes>>>;
+    /// coalesce and parallelize them. One answer per request, in order,
+    /// with the file's size: `None` where the file does not exist; a bounded
+    /// range that does not lie inside its file is
+    /// [`StorageError::RangeOutOfBounds`], never a short read.
+    fn read_ranges(&self, requests: &[RangeRequest]) -> Result<Vec<Option<RangeRead>>>;
 
     /// Size in bytes of a file, or `None` when there is none.
     fn size(&self, key: &str) -> Result<Option<u64>>;
 
     /// One byte range of one file (a batch of one).
-    fn read_range(&self, key: &str, range: ByteRange) -> Result<Option<Bytes>> {
+    fn read_range(&self, key: &str, range: ByteRange) -> Result<Option<RangeRead>> {
         let mut out = self.read_ranges(&[RangeRequest::new(key, range)])?;
         Ok(out.pop().flatten())
     }

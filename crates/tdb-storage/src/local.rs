@@ -1,7 +1,7 @@
 //! A directory on the local filesystem.
 
 use crate::{
-    check_path, join, ByteRange, ListableStorage, Listing, ObjectMeta, RangeRequest,
+    check_path, join, ByteRange, ListableStorage, Listing, ObjectMeta, RangeRead, RangeRequest,
     ReadableStorage, Result, StorageError, WritableStorage,
 };
 use bytes::Bytes;
@@ -114,7 +114,7 @@ impl ReadableStorage for LocalStorage {
         read_at(&mut file, key, 0, size, size).map(Some)
     }
 
-    fn read_ranges(&self, requests: &[RangeRequest]) -> Result<Vec<Option<Bytes>>> {
+    fn read_ranges(&self, requests: &[RangeRequest]) -> Result<Vec<Option<RangeRead>>> {
         // Each file is opened once however many of its ranges are asked for.
         let mut open: HashMap<&str, Option<(fs::File, u64)>> = HashMap::new();
         let mut out = Vec::with_capacity(requests.len());
@@ -126,7 +126,11 @@ impl ReadableStorage for LocalStorage {
                 Some(Some((file, size))) => {
                     let size = *size;
                     let (offset, len) = r.range.resolve(&r.key, size)?;
-                    Some(read_at(file, &r.key, offset, len, size)?)
+                    let bytes = read_at(file, &r.key, offset, len, size)?;
+                    Some(RangeRead {
+                        bytes,
+                        file_size: size,
+                    })
                 }
                 _ => None,
             };
@@ -139,12 +143,16 @@ impl ReadableStorage for LocalStorage {
         Ok(self.open(key)?.map(|(_, size)| size))
     }
 
-    fn read_range(&self, key: &str, range: ByteRange) -> Result<Option<Bytes>> {
+    fn read_range(&self, key: &str, range: ByteRange) -> Result<Option<RangeRead>> {
         let Some((mut file, size)) = self.open(key)? else {
             return Ok(None);
         };
         let (offset, len) = range.resolve(key, size)?;
-        read_at(&mut file, key, offset, len, size).map(Some)
+        let bytes = read_at(&mut file, key, offset, len, size)?;
+        Ok(Some(RangeRead {
+            bytes,
+            file_size: size,
+        }))
     }
 }
 

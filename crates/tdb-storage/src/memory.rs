@@ -1,8 +1,8 @@
 //! An in-memory store, for tests and scratch arrays.
 
 use crate::{
-    check_path, ListableStorage, Listing, ObjectMeta, RangeRequest, ReadableStorage, Result,
-    StorageError, WritableStorage,
+    check_path, ListableStorage, Listing, ObjectMeta, RangeRead, RangeRequest, ReadableStorage,
+    Result, StorageError, WritableStorage,
 };
 use bytes::Bytes;
 use std::collections::BTreeMap;
@@ -63,7 +63,7 @@ impl ReadableStorage for MemoryStorage {
         Ok(file(&self.read_lock(), check_path(key)?)?.cloned())
     }
 
-    fn read_ranges(&self, requests: &[RangeRequest]) -> Result<Vec<Option<Bytes>>> {
+    fn read_ranges(&self, requests: &[RangeRequest]) -> Result<Vec<Option<RangeRead>>> {
         let files = self.read_lock();
         requests
             .iter()
@@ -71,9 +71,11 @@ impl ReadableStorage for MemoryStorage {
                 let Some(data) = file(&files, check_path(&r.key)?)? else {
                     return Ok(None);
                 };
-                let (offset, len) = r.range.resolve(&r.key, data.len() as u64)?;
+                let file_size = data.len() as u64;
+                let (offset, len) = r.range.resolve(&r.key, file_size)?;
                 // `resolve` keeps the range inside the data, whose length fits usize.
-                Ok(Some(data.slice(offset as usize..(offset + len) as usize)))
+                let bytes = data.slice(offset as usize..(offset + len) as usize);
+                Ok(Some(RangeRead { bytes, file_size }))
             })
             .collect()
     }

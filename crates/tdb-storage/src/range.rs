@@ -1,6 +1,7 @@
 //! Byte ranges as object stores take them.
 
 use crate::{Result, StorageError};
+use bytes::Bytes;
 
 /// A byte range of one file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -51,6 +52,17 @@ impl std::fmt::Display for ByteRange {
             ByteRange::Suffix(n) => write!(f, "last {n}"),
         }
     }
+}
+
+/// The bytes of one range, and the size of the whole file they came from
+/// (object stores report it with every ranged read, so a suffix read also
+/// tells where the suffix starts).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RangeRead {
+    /// The bytes of the range.
+    pub bytes: Bytes,
+    /// The size of the whole file.
+    pub file_size: u64,
 }
 
 /// One range of one file, in a batch for [`crate::ReadableStorage::read_ranges`].

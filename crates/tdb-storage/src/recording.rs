@@ -2,8 +2,8 @@
 //! test pins, so a change that adds requests or bytes shows up as a diff.
 
 use crate::{
-    ByteRange, ListableStorage, Listing, ObjectMeta, RangeRequest, ReadableStorage, Result,
-    WritableStorage,
+    ByteRange, ListableStorage, Listing, ObjectMeta, RangeRead, RangeRequest, ReadableStorage,
+    Result, WritableStorage,
 };
 use bytes::Bytes;
 use std::fmt;
@@ -143,12 +143,15 @@ impl<S: ReadableStorage> ReadableStorage for RecordingStorage<S> {
         Ok(out)
     }
 
-    fn read_ranges(&self, requests: &[RangeRequest]) -> Result<Vec<Option<Bytes>>> {
+    fn read_ranges(&self, requests: &[RangeRequest]) -> Result<Vec<Option<RangeRead>>> {
         let out = self.inner.read_ranges(requests)?;
         let ranges = requests
             .iter()
             .zip(&out)
-            .map(|(r, b)| (r.key.clone(), r.range, b.as_ref().map(|b| b.len() as u64)))
+            .map(|(r, b)| {
+                let bytes = b.as_ref().map(|b| b.bytes.len() as u64);
+                (r.key.clone(), r.range, bytes)
+            })
             .collect();
         self.push(Request::ReadRanges { ranges });
         Ok(out)

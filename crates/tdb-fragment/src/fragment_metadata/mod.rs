@@ -25,11 +25,9 @@ use crate::{FragmentError, Result};
 use std::collections::HashMap;
 use std::ops::Range;
 use tdb_format::le::{self, PResult};
+use tdb_format::names::FRAGMENT_METADATA_FILE;
 use tdb_format::TimestampedName;
 use tdb_schema::ArraySchema;
-
-/// The name of a fragment's metadata file.
-pub const FRAGMENT_METADATA_FILE: &str = "__fragment_metadata.tdb";
 
 /// A cursor over bytes that names the file and structure in every error and
 /// checks every count against the bytes left before allocating.
