@@ -3,7 +3,7 @@
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use tdb_cli::{inspect, CliError};
+use tdb_cli::{error_report, inspect, CliError};
 use tdb_storage::LocalStorage;
 
 #[derive(Parser)]
@@ -104,7 +104,7 @@ fn main() -> ExitCode {
     match run(Cli::parse()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("tdb: {e}");
+            eprint!("{}", error_report(&e));
             ExitCode::FAILURE
         }
     }

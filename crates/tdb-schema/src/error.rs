@@ -12,14 +12,16 @@ use crate::ValidationError;
 /// Everything that can go wrong reading or writing an array schema.
 ///
 /// Every variant names the file (as the caller labelled it) and, for the
-/// schema's own bytes, the field, e.g. `attribute 2 (a) filters`. Parsers
+/// schema's own bytes, the field, e.g. `attribute 2 (a) filters`; the
+/// underlying error is the [`source`](std::error::Error::source), not
+/// repeated in the message. Parsers
 /// build errors with an empty file; [`SchemaError::in_file`] fills it in at
 /// the entry points.
 #[derive(Debug, Error)]
 #[non_exhaustive]
 pub enum SchemaError {
     /// A primitive field could not be read (short input, unknown code, ...).
-    #[error("{file}: {field}: {source}")]
+    #[error("{file}: {field}")]
     Format {
         /// The schema file.
         file: String,
@@ -30,7 +32,7 @@ pub enum SchemaError {
         source: FormatError,
     },
     /// A filter pipeline of the schema could not be read.
-    #[error("{file}: {field}: {source}")]
+    #[error("{file}: {field}")]
     Filters {
         /// The schema file.
         file: String,
@@ -41,7 +43,7 @@ pub enum SchemaError {
         source: Box<FilterError>,
     },
     /// The generic tile holding the schema could not be unfiltered or written.
-    #[error("{file}: {source}")]
+    #[error("{file}: generic tile")]
     Tile {
         /// The schema file.
         file: String,
@@ -50,7 +52,7 @@ pub enum SchemaError {
         source: Box<TileError>,
     },
     /// A schema or enumeration file could not be listed or read.
-    #[error("{file}: {source}")]
+    #[error("{file}: storage")]
     Storage {
         /// The file or directory.
         file: String,
