@@ -153,7 +153,7 @@ impl Filter {
             | Filter::Delta { level, .. } => level,
             _ => return None,
         };
-        Filter::compression_for(self.filter_type()).map(|c| (c, level))
+        self.filter_type().compressor().map(|c| (c, level))
     }
 
     fn write_options(&self, version: FormatVersion, out: &mut Vec<u8>) {
@@ -286,7 +286,7 @@ fn parse_options(
     let compressor_of = |o| -> Result<(&[u8], i32), nom::Err<FilterError>> {
         let (o, c) = lift(le::u8("compressor")(o))?;
         let (o, level) = lift(le::i32("compression level")(o))?;
-        let expected = Filter::compression_for(kind);
+        let expected = kind.compressor();
         if Some(c) != expected.map(Compressor::code) {
             return Err(bad(
                 kind,
@@ -387,23 +387,6 @@ fn parse_options(
         ));
     }
     Ok(filter)
-}
-
-impl Filter {
-    /// The compressor byte TileDB stores for a compression filter type.
-    fn compression_for(kind: FilterType) -> Option<Compressor> {
-        Some(match kind {
-            FilterType::Gzip => Compressor::Gzip,
-            FilterType::Zstd => Compressor::Zstd,
-            FilterType::Lz4 => Compressor::Lz4,
-            FilterType::Rle => Compressor::Rle,
-            FilterType::Bzip2 => Compressor::Bzip2,
-            FilterType::Dictionary => Compressor::DictionaryEncoding,
-            FilterType::DoubleDelta => Compressor::DoubleDelta,
-            FilterType::Delta => Compressor::Delta,
-            _ => return None,
-        })
-    }
 }
 
 /// A nom parser for a serialized pipeline of format `version`. Every length is
