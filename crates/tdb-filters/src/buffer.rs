@@ -67,6 +67,7 @@ impl Parts {
 ///
 /// `Debug` is written by hand so the key never reaches logs or panics.
 #[derive(Clone, Copy)]
+#[non_exhaustive]
 pub struct Stage<'a> {
     /// The datatype of this filter's input: the field's datatype, changed by
     /// earlier filters in the pipeline (float scaling, reinterpretation).
@@ -128,6 +129,30 @@ impl<'a> Stage<'a> {
             string_offsets: StringOffsets::None,
             key: None,
         }
+    }
+
+    /// The same stage for input of `datatype` (what an earlier filter hands
+    /// on); the cell size stays.
+    pub fn with_datatype(self, datatype: Datatype) -> Self {
+        Stage { datatype, ..self }
+    }
+
+    /// The same stage with a cell size other than the datatype's.
+    pub fn with_cell_size(self, cell_size: u64) -> Self {
+        Stage { cell_size, ..self }
+    }
+
+    /// The same stage for a var-length string tile's offsets.
+    pub fn with_string_offsets(self, string_offsets: StringOffsets<'a>) -> Self {
+        Stage {
+            string_offsets,
+            ..self
+        }
+    }
+
+    /// The same stage with the AES-256-GCM key (or none).
+    pub fn with_key(self, key: Option<&'a [u8; 32]>) -> Self {
+        Stage { key, ..self }
     }
 
     /// The byte size of one value of this stage's datatype (at least 1).

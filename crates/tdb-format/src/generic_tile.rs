@@ -15,6 +15,7 @@ pub const GENERIC_TILE_BASE_SIZE: u64 = 34;
 
 /// The fields of a generic tile header that are not derived from lengths.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct GenericTileHeader {
     /// Format version of the writer.
     pub version: FormatVersion,
@@ -26,6 +27,25 @@ pub struct GenericTileHeader {
     pub cell_size: u64,
     /// Whether the filtered bytes are encrypted.
     pub encryption: EncryptionType,
+}
+
+impl GenericTileHeader {
+    /// A header of these fields.
+    pub fn new(
+        version: FormatVersion,
+        tile_size: u64,
+        datatype: Datatype,
+        cell_size: u64,
+        encryption: EncryptionType,
+    ) -> Self {
+        GenericTileHeader {
+            version,
+            tile_size,
+            datatype,
+            cell_size,
+            encryption,
+        }
+    }
 }
 
 /// A generic tile borrowed from a file's bytes.

@@ -15,6 +15,7 @@ const MAX_DEFAULT_FILL: u64 = 1 << 20;
 
 /// An attribute of the schema.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct Attribute {
     /// The name.
     pub name: String,

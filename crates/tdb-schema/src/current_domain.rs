@@ -14,6 +14,7 @@ pub const CURRENT_DOMAIN_VERSION: u32 = 0;
 
 /// The current domain of a schema.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct CurrentDomain {
     /// Its own format version.
     pub version: u32,

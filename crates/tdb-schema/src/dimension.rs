@@ -13,6 +13,7 @@ pub const VAR_NUM: u32 = u32::MAX;
 
 /// A dimension of the domain.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct Dimension {
     /// The name.
     pub name: String,

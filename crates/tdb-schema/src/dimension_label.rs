@@ -9,6 +9,7 @@ use tdb_format::{DataOrder, Datatype};
 
 /// A dimension label.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct DimensionLabel {
     /// Index of the labelled dimension.
     pub dimension: u32,

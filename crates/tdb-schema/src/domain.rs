@@ -8,6 +8,7 @@ use tdb_format::FormatVersion;
 
 /// The array's domain.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct Domain {
     /// The dimensions; before v5 they all share one datatype.
     pub dimensions: Vec<Dimension>,

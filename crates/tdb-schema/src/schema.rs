@@ -22,6 +22,7 @@ pub struct EnumerationRef {
 
 /// An array schema of any format version.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct ArraySchema {
     /// The format version the schema was written with.
     pub version: FormatVersion,

@@ -10,6 +10,7 @@ use tdb_format::{Datatype, FormatVersion};
 ///
 /// `Debug` is written by hand so the key never reaches logs or panics.
 #[derive(Clone, Copy)]
+#[non_exhaustive]
 pub struct TileFilters<'a> {
     /// The field's pipeline; for encrypted arrays the caller appends the
     /// internal AES-256-GCM filter, as TileDB does at read and write time.
@@ -78,14 +79,21 @@ impl<'a> TileFilters<'a> {
         }
     }
 
+    /// The same setup with the AES-256-GCM key (or none).
+    pub fn with_key(self, key: Option<&'a [u8; 32]>) -> Self {
+        TileFilters { key, ..self }
+    }
+
+    /// The same setup unfiltering `threads` chunks at once.
+    pub fn with_threads(self, threads: usize) -> Self {
+        TileFilters { threads, ..self }
+    }
+
     fn stage(&self, string_offsets: StringOffsets<'a>) -> Stage<'a> {
-        Stage {
-            datatype: self.datatype,
-            cell_size: self.cell_size,
-            version: self.version,
-            string_offsets,
-            key: self.key,
-        }
+        Stage::new(self.datatype, self.version)
+            .with_cell_size(self.cell_size)
+            .with_string_offsets(string_offsets)
+            .with_key(self.key)
     }
 
     /// Whether this var-size data tile carries its offsets inside

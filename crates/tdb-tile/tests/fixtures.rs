@@ -290,11 +290,9 @@ fn every_data_tile_unfilters_and_deterministic_pipelines_are_byte_exact() {
                 ),
                 DataPart::Var => (with_key(f.filters.clone()), f.datatype, f.datatype.size()),
             };
-            let filters = TileFilters {
-                key: obj.key.as_ref(),
-                threads: 2,
-                ..TileFilters::new(&pipeline, datatype, cell_size, version)
-            };
+            let filters = TileFilters::new(&pipeline, datatype, cell_size, version)
+                .with_key(obj.key.as_ref())
+                .with_threads(2);
             if pipeline
                 .filters
                 .iter()
