@@ -96,7 +96,7 @@ fn code<'a, T>(
 ) -> impl Fn(&'a [u8]) -> PResult<'a, T> {
     move |input: &'a [u8]| {
         let (rest, c) = le::u8(field)(input)?;
-        decode(c).map(|v| (rest, v)).map_err(nom::Err::Error)
+        decode(c).map(|v| (rest, v))
     }
 }
 
@@ -104,7 +104,7 @@ fn code<'a, T>(
 /// against the bytes that remain.
 pub fn generic_tile(input: &[u8]) -> PResult<'_, GenericTile<'_>> {
     let (rest, version) = le::u32("generic tile version")(input)?;
-    let version = FormatVersion::new(version).map_err(nom::Err::Error)?;
+    let version = FormatVersion::new(version)?;
     let (rest, persisted_size) = le::u64("generic tile persisted size")(rest)?;
     let (rest, tile_size) = le::u64("generic tile size")(rest)?;
     let (rest, datatype) = code("generic tile datatype", Datatype::from_code)(rest)?;

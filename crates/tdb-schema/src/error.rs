@@ -1,6 +1,5 @@
 //! The one error type of this crate.
 
-use nom::error::{ErrorKind, ParseError};
 use tdb_filters::FilterError;
 use tdb_format::FormatError;
 use tdb_storage::StorageError;
@@ -38,7 +37,7 @@ pub enum SchemaError {
         file: String,
         /// Whose pipeline.
         field: String,
-        /// What went wrong (boxed: nom passes errors by value).
+        /// What went wrong (boxed: keeps the error small).
         #[source]
         source: Box<FilterError>,
     },
@@ -47,7 +46,7 @@ pub enum SchemaError {
     Tile {
         /// The schema file.
         file: String,
-        /// What went wrong (boxed: nom passes errors by value).
+        /// What went wrong (boxed: keeps the error small).
         #[source]
         source: Box<TileError>,
     },
@@ -70,8 +69,8 @@ pub enum SchemaError {
         /// What is wrong with it.
         reason: String,
     },
-    /// The schema breaks one of TileDB's rules (boxed: nom passes errors
-    /// by value).
+    /// The schema breaks one of TileDB's rules (boxed: keeps the error
+    /// small).
     #[error("invalid schema: {0}")]
     Validation(Box<ValidationError>),
 }
@@ -119,16 +118,6 @@ impl SchemaError {
 impl From<ValidationError> for SchemaError {
     fn from(e: ValidationError) -> Self {
         SchemaError::Validation(Box::new(e))
-    }
-}
-
-impl ParseError<&[u8]> for SchemaError {
-    fn from_error_kind(input: &[u8], kind: ErrorKind) -> Self {
-        SchemaError::invalid("input", format!("{kind:?} with {} bytes left", input.len()))
-    }
-
-    fn append(_input: &[u8], _kind: ErrorKind, other: Self) -> Self {
-        other
     }
 }
 
