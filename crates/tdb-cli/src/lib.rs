@@ -8,7 +8,21 @@ pub mod schema;
 mod summary;
 pub mod verify;
 
+use std::fmt::Write as _;
 use thiserror::Error;
+
+/// An error and its causes, one per line, each printed once:
+/// `error: <message>` then `  caused by: <source>` down the chain. Error
+/// messages in tdb name where and what; the cause is the `source`.
+pub fn error_report(error: &dyn std::error::Error) -> String {
+    let mut out = format!("error: {error}\n");
+    let mut cause = error.source();
+    while let Some(e) = cause {
+        let _ = writeln!(out, "  caused by: {e}");
+        cause = e.source();
+    }
+    out
+}
 
 /// Failures of a `tdb` command.
 #[derive(Debug, Error)]
@@ -18,7 +32,7 @@ pub enum CliError {
     #[error(transparent)]
     Storage(#[from] tdb_storage::StorageError),
     /// A file could not be decoded.
-    #[error("{path}: {source}")]
+    #[error("{path}: cannot decode")]
     Format {
         /// The file, relative to the object.
         path: String,

@@ -3,7 +3,7 @@
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use tdb_cli::{inspect, CliError};
+use tdb_cli::{error_report, inspect, CliError};
 use tdb_fragment::TimeWindow;
 use tdb_storage::LocalStorage;
 
@@ -197,7 +197,7 @@ fn main() -> ExitCode {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(1),
         Err(e) => {
-            eprintln!("tdb: {e}");
+            eprint!("{}", error_report(&e));
             ExitCode::from(2)
         }
     }

@@ -5,7 +5,7 @@
 
 use serde_json::{json, Map, Value};
 use tdb_filters::{Filter, FilterPipeline};
-use tdb_format::{Datatype, Layout, Scalar};
+use tdb_format::{CurrentDomainType, Datatype, FilterOption, Layout, Scalar};
 use tdb_schema::{ArraySchema, Enumeration, Range};
 
 /// The summary of `schema`. `enumerations` are the enumeration summaries,
@@ -58,7 +58,7 @@ pub fn summary(schema: &ArraySchema, enumerations: Vec<Value>) -> Value {
                 json!([one(lo), one(hi)])
             })
             .collect();
-        json!({"type": "NDRECTANGLE", "ranges": ranges})
+        json!({"type": CurrentDomainType::NdRectangle.name(), "ranges": ranges})
     });
     json!({
         "array_type": schema.array_type.name(),
@@ -85,8 +85,8 @@ fn pipeline(p: &FilterPipeline) -> Value {
 
 fn filter(f: &Filter) -> Value {
     let mut o = Map::new();
-    let mut put = |k: &str, v: Value| {
-        o.insert(k.to_owned(), v);
+    let mut put = |k: FilterOption, v: Value| {
+        o.insert(k.name().to_owned(), v);
     };
     match *f {
         Filter::Gzip { level }
@@ -94,22 +94,29 @@ fn filter(f: &Filter) -> Value {
         | Filter::Lz4 { level }
         | Filter::Rle { level }
         | Filter::Bzip2 { level }
-        | Filter::Dictionary { level } => put("COMPRESSION_LEVEL", json!(level)),
+        | Filter::Dictionary { level } => put(FilterOption::CompressionLevel, json!(level)),
         Filter::Delta { level, reinterpret } | Filter::DoubleDelta { level, reinterpret } => {
-            put("COMPRESSION_LEVEL", json!(level));
+            put(FilterOption::CompressionLevel, json!(level));
             let dt = reinterpret.unwrap_or(Datatype::Any);
-            put("COMPRESSION_REINTERPRET_DATATYPE", json!(dt.name()));
+            put(
+                FilterOption::CompressionReinterpretDatatype,
+                json!(dt.name()),
+            );
         }
-        Filter::BitWidthReduction { max_window } => put("BIT_WIDTH_MAX_WINDOW", json!(max_window)),
-        Filter::PositiveDelta { max_window } => put("POSITIVE_DELTA_MAX_WINDOW", json!(max_window)),
+        Filter::BitWidthReduction { max_window } => {
+            put(FilterOption::BitWidthMaxWindow, json!(max_window))
+        }
+        Filter::PositiveDelta { max_window } => {
+            put(FilterOption::PositiveDeltaMaxWindow, json!(max_window))
+        }
         Filter::ScaleFloat {
             scale,
             offset,
             byte_width,
         } => {
-            put("SCALE_FLOAT_BYTEWIDTH", json!(byte_width));
-            put("SCALE_FLOAT_FACTOR", json!(scale));
-            put("SCALE_FLOAT_OFFSET", json!(offset));
+            put(FilterOption::ScaleFloatBytewidth, json!(byte_width));
+            put(FilterOption::ScaleFloatFactor, json!(scale));
+            put(FilterOption::ScaleFloatOffset, json!(offset));
         }
         Filter::Webp {
             quality,
@@ -117,9 +124,9 @@ fn filter(f: &Filter) -> Value {
             lossless,
             ..
         } => {
-            put("WEBP_INPUT_FORMAT", json!(format));
-            put("WEBP_LOSSLESS", json!(lossless));
-            put("WEBP_QUALITY", json!(f64::from(quality)));
+            put(FilterOption::WebpInputFormat, json!(format));
+            put(FilterOption::WebpLossless, json!(lossless));
+            put(FilterOption::WebpQuality, json!(f64::from(quality)));
         }
         _ => {}
     }

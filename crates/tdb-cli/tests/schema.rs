@@ -4,6 +4,7 @@
 //! keys are demanded and checked.
 
 use serde_json::Value;
+use tdb_cli::error_report;
 use tdb_cli::schema::{load, summary};
 use tdb_storage::LocalStorage;
 
@@ -90,26 +91,47 @@ fn at_picks_the_schema_each_fragment_was_written_with() {
     assert_ne!(latest.schema, first.schema);
 }
 
-/// An error and every cause below it, one per line.
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut cause = e.source();
-    while let Some(c) = cause {
-        out.push_str(&format!("\n{c}"));
-        cause = c.source();
-    }
-    out
-}
-
 #[test]
 fn encrypted_arrays_need_the_right_key() {
     let object = arrays().into_iter().find(|o| o.key.is_some()).unwrap();
     let storage = LocalStorage::new(&object.dir);
-    let missing = chain(&load(&storage, None, None).unwrap_err());
+    let missing = error_report(&load(&storage, None, None).unwrap_err());
     assert!(missing.contains("no key was given"), "{missing}");
-    let wrong = chain(&load(&storage, None, Some(&[1; 32])).unwrap_err());
+    let wrong = error_report(&load(&storage, None, Some(&[1; 32])).unwrap_err());
     assert!(wrong.contains("authentication failed"), "{wrong}");
     let expected: &Value = &object.expected.as_ref().unwrap()["schema"];
     let (entry, e) = load(&storage, None, object.key.as_ref()).unwrap();
     assert_eq!(&summary(&entry.schema, &e).unwrap(), expected);
+}
+
+/// `tdb` prints a failure as its chain: the message, then each cause once.
+#[test]
+fn the_command_prints_each_cause_once() {
+    let object = arrays().into_iter().find(|o| o.key.is_some()).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_tdb"))
+        .arg("schema")
+        .arg(&object.dir)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = err.lines().collect();
+    assert!(lines[0].starts_with("error: "), "{err}");
+    assert!(lines.len() >= 3, "{err}");
+    assert!(
+        lines[1..].iter().all(|l| l.starts_with("  caused by: ")),
+        "{err}"
+    );
+    assert_eq!(err.matches("no key was given").count(), 1, "{err}");
+    // No message repeats the one of its cause.
+    let messages: Vec<&str> = lines
+        .iter()
+        .map(|l| {
+            l.trim_start_matches("error: ")
+                .trim_start_matches("  caused by: ")
+        })
+        .collect();
+    for pair in messages.windows(2) {
+        assert!(!pair[0].contains(pair[1]), "{err}");
+    }
 }

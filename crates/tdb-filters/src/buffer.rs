@@ -64,7 +64,10 @@ impl Parts {
 }
 
 /// What a filter knows about the bytes of one chunk.
-#[derive(Debug, Clone, Copy)]
+///
+/// `Debug` is written by hand so the key never reaches logs or panics.
+#[derive(Clone, Copy)]
+#[non_exhaustive]
 pub struct Stage<'a> {
     /// The datatype of this filter's input: the field's datatype, changed by
     /// earlier filters in the pipeline (float scaling, reinterpretation).
@@ -81,6 +84,27 @@ pub struct Stage<'a> {
     pub string_offsets: StringOffsets<'a>,
     /// The AES-256-GCM key, for the internal encryption filter.
     pub key: Option<&'a [u8; 32]>,
+}
+
+impl std::fmt::Debug for Stage<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Stage")
+            .field("datatype", &self.datatype)
+            .field("cell_size", &self.cell_size)
+            .field("version", &self.version)
+            .field("string_offsets", &self.string_offsets)
+            .field("key", &self.key.map(|_| Redacted))
+            .finish()
+    }
+}
+
+/// Stands for a secret in `Debug` output.
+struct Redacted;
+
+impl std::fmt::Debug for Redacted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("<redacted>")
+    }
 }
 
 /// Whether TileDB passes the offsets tile to the filters of a data tile.
@@ -105,6 +129,30 @@ impl<'a> Stage<'a> {
             string_offsets: StringOffsets::None,
             key: None,
         }
+    }
+
+    /// The same stage for input of `datatype` (what an earlier filter hands
+    /// on); the cell size stays.
+    pub fn with_datatype(self, datatype: Datatype) -> Self {
+        Stage { datatype, ..self }
+    }
+
+    /// The same stage with a cell size other than the datatype's.
+    pub fn with_cell_size(self, cell_size: u64) -> Self {
+        Stage { cell_size, ..self }
+    }
+
+    /// The same stage for a var-length string tile's offsets.
+    pub fn with_string_offsets(self, string_offsets: StringOffsets<'a>) -> Self {
+        Stage {
+            string_offsets,
+            ..self
+        }
+    }
+
+    /// The same stage with the AES-256-GCM key (or none).
+    pub fn with_key(self, key: Option<&'a [u8; 32]>) -> Self {
+        Stage { key, ..self }
     }
 
     /// The byte size of one value of this stage's datatype (at least 1).
@@ -222,4 +270,26 @@ pub(crate) fn take_data<'a>(
     let (head, tail) = data.split_at(n);
     *data = tail;
     Ok(head)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The key's bytes never reach `Debug` output.
+    #[test]
+    fn debug_redacts_the_key() {
+        let key = [0xA7u8; 32];
+        let mut stage = Stage::new(Datatype::UInt8, FormatVersion::WRITTEN);
+        assert!(format!("{stage:?}").contains("key: None"));
+        stage.key = Some(&key);
+        assert!(format!("{stage:?}").contains("key: Some(<redacted>)"));
+        for text in [format!("{stage:?}"), format!("{stage:#?}")] {
+            assert!(text.contains("<redacted>"), "{text}");
+            assert!(
+                !text.contains("167") && !text.to_lowercase().contains("a7"),
+                "{text}"
+            );
+        }
+    }
 }

@@ -153,7 +153,7 @@ impl Filter {
             | Filter::Delta { level, .. } => level,
             _ => return None,
         };
-        Filter::compression_for(self.filter_type()).map(|c| (c, level))
+        self.filter_type().compressor().map(|c| (c, level))
     }
 
     fn write_options(&self, version: FormatVersion, out: &mut Vec<u8>) {
@@ -235,17 +235,11 @@ impl FilterPipeline {
 
     /// Parses a whole serialized pipeline written with format `version`.
     pub fn parse(bytes: &[u8], version: FormatVersion) -> Result<Self> {
-        match filter_pipeline(version)(bytes) {
-            Ok(([], p)) => Ok(p),
-            Ok((rest, _)) => Err(FilterError::Format(FormatError::Invalid {
+        match filter_pipeline(version)(bytes)? {
+            ([], p) => Ok(p),
+            (rest, _) => Err(FilterError::Format(FormatError::Invalid {
                 field: "filter pipeline",
                 reason: format!("{} bytes after the last filter", rest.len()),
-            })),
-            Err(nom::Err::Error(e) | nom::Err::Failure(e)) => Err(e),
-            Err(nom::Err::Incomplete(_)) => Err(FilterError::Format(FormatError::Truncated {
-                field: "filter pipeline",
-                needed: 0,
-                available: bytes.len() as u64,
             })),
         }
     }
@@ -265,16 +259,12 @@ impl FilterPipeline {
     }
 }
 
-fn bad(filter: FilterType, index: usize, reason: String) -> nom::Err<FilterError> {
-    nom::Err::Error(FilterError::BadOptions {
+fn bad(filter: FilterType, index: usize, reason: String) -> FilterError {
+    FilterError::BadOptions {
         filter: filter.name(),
         index,
         reason,
-    })
-}
-
-fn lift<T>(r: PResult<'_, T>) -> Result<(&[u8], T), nom::Err<FilterError>> {
-    r.map_err(|e| e.map(FilterError::Format))
+    }
 }
 
 fn parse_options(
@@ -282,11 +272,11 @@ fn parse_options(
     index: usize,
     opts: &[u8],
     version: FormatVersion,
-) -> Result<Filter, nom::Err<FilterError>> {
-    let compressor_of = |o| -> Result<(&[u8], i32), nom::Err<FilterError>> {
-        let (o, c) = lift(le::u8("compressor")(o))?;
-        let (o, level) = lift(le::i32("compression level")(o))?;
-        let expected = Filter::compression_for(kind);
+) -> Result<Filter> {
+    let compressor_of = |o| -> PResult<'_, i32, FilterError> {
+        let (o, c) = le::u8("compressor")(o)?;
+        let (o, level) = le::i32("compression level")(o)?;
+        let expected = kind.compressor();
         if Some(c) != expected.map(Compressor::code) {
             return Err(bad(
                 kind,
@@ -296,15 +286,14 @@ fn parse_options(
         }
         Ok((o, level))
     };
-    let reinterpret =
-        |o, present: bool| -> Result<(&[u8], Option<Datatype>), nom::Err<FilterError>> {
-            if !present {
-                return Ok((o, None));
-            }
-            let (o, c) = lift(le::u8("reinterpret datatype")(o))?;
-            let dt = Datatype::from_code(c).map_err(|e| nom::Err::Error(FilterError::Format(e)))?;
-            Ok((o, Some(dt)))
-        };
+    let reinterpret = |o, present: bool| -> PResult<'_, Option<Datatype>, FilterError> {
+        if !present {
+            return Ok((o, None));
+        }
+        let (o, c) = le::u8("reinterpret datatype")(o)?;
+        let dt = Datatype::from_code(c)?;
+        Ok((o, Some(dt)))
+    };
     let (rest, filter) = match kind {
         FilterType::None => (opts, Filter::None),
         FilterType::Gzip => compressor_of(opts).map(|(o, level)| (o, Filter::Gzip { level }))?,
@@ -326,11 +315,11 @@ fn parse_options(
             (o, Filter::DoubleDelta { level, reinterpret })
         }
         FilterType::BitWidthReduction => {
-            let (o, max_window) = lift(le::u32("max window")(opts))?;
+            let (o, max_window) = le::u32("max window")(opts)?;
             (o, Filter::BitWidthReduction { max_window })
         }
         FilterType::PositiveDelta => {
-            let (o, max_window) = lift(le::u32("max window")(opts))?;
+            let (o, max_window) = le::u32("max window")(opts)?;
             (o, Filter::PositiveDelta { max_window })
         }
         FilterType::Bitshuffle => (opts, Filter::Bitshuffle),
@@ -340,9 +329,9 @@ fn parse_options(
         FilterType::Xor => (opts, Filter::Xor),
         FilterType::InternalAes256Gcm => (opts, Filter::InternalAes256Gcm),
         FilterType::ScaleFloat => {
-            let (o, scale) = lift(le::f64("scale")(opts))?;
-            let (o, offset) = lift(le::f64("offset")(o))?;
-            let (o, byte_width) = lift(le::u64("byte width")(o))?;
+            let (o, scale) = le::f64("scale")(opts)?;
+            let (o, offset) = le::f64("offset")(o)?;
+            let (o, byte_width) = le::u64("byte width")(o)?;
             (
                 o,
                 Filter::ScaleFloat {
@@ -353,12 +342,12 @@ fn parse_options(
             )
         }
         FilterType::Webp => {
-            let (o, quality) = lift(le::f32("quality")(opts))?;
-            let (o, format) = lift(le::u8("input format")(o))?;
-            let (o, lossless) = lift(le::u8("lossless")(o))?;
-            let (o, y_extent) = lift(le::u16("y extent")(o))?;
-            let (o, x_extent) = lift(le::u16("x extent")(o))?;
-            let (o, padding) = lift(le::array::<2>("padding")(o))?;
+            let (o, quality) = le::f32("quality")(opts)?;
+            let (o, format) = le::u8("input format")(o)?;
+            let (o, lossless) = le::u8("lossless")(o)?;
+            let (o, y_extent) = le::u16("y extent")(o)?;
+            let (o, x_extent) = le::u16("x extent")(o)?;
+            let (o, padding) = le::array::<2>("padding")(o)?;
             (
                 o,
                 Filter::Webp {
@@ -389,49 +378,30 @@ fn parse_options(
     Ok(filter)
 }
 
-impl Filter {
-    /// The compressor byte TileDB stores for a compression filter type.
-    fn compression_for(kind: FilterType) -> Option<Compressor> {
-        Some(match kind {
-            FilterType::Gzip => Compressor::Gzip,
-            FilterType::Zstd => Compressor::Zstd,
-            FilterType::Lz4 => Compressor::Lz4,
-            FilterType::Rle => Compressor::Rle,
-            FilterType::Bzip2 => Compressor::Bzip2,
-            FilterType::Dictionary => Compressor::DictionaryEncoding,
-            FilterType::DoubleDelta => Compressor::DoubleDelta,
-            FilterType::Delta => Compressor::Delta,
-            _ => return None,
-        })
-    }
-}
-
-/// A nom parser for a serialized pipeline of format `version`. Every length is
+/// A parser for a serialized pipeline of format `version` at the front of
+/// its input, returning the rest and the pipeline. Every length is
 /// checked against the remaining input before it is used.
 pub fn filter_pipeline<'a>(
     version: FormatVersion,
-) -> impl Fn(&'a [u8]) -> nom::IResult<&'a [u8], FilterPipeline, FilterError> {
+) -> impl Fn(&'a [u8]) -> PResult<'a, FilterPipeline, FilterError> {
     move |input: &'a [u8]| {
-        let (mut rest, max_chunk_size) = lift(le::u32("max chunk size")(input))?;
+        let (mut rest, max_chunk_size) = le::u32("max chunk size")(input)?;
         let count;
-        (rest, count) = lift(le::u32("filter count")(rest))?;
+        (rest, count) = le::u32("filter count")(rest)?;
         // Each filter takes at least 5 bytes: a count beyond that is corrupt,
         // and refusing it keeps the allocation bounded by the input.
         if u64::from(count) * 5 > rest.len() as u64 {
-            return Err(nom::Err::Error(FilterError::Format(
-                FormatError::Truncated {
-                    field: "filters",
-                    needed: u64::from(count) * 5,
-                    available: rest.len() as u64,
-                },
-            )));
+            return Err(FilterError::Format(FormatError::Truncated {
+                field: "filters",
+                needed: u64::from(count) * 5,
+                available: rest.len() as u64,
+            }));
         }
         let mut filters = Vec::with_capacity(count as usize);
         for index in 0..count as usize {
-            let (r, code) = lift(le::u8("filter type")(rest))?;
-            let kind =
-                FilterType::from_code(code).map_err(|e| nom::Err::Error(FilterError::Format(e)))?;
-            let (r, opts) = lift(le::bytes_u32("filter options")(r))?;
+            let (r, code) = le::u8("filter type")(rest)?;
+            let kind = FilterType::from_code(code)?;
+            let (r, opts) = le::bytes_u32("filter options")(r)?;
             filters.push(parse_options(kind, index, opts, version)?);
             rest = r;
         }

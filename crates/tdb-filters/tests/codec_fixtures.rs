@@ -44,10 +44,8 @@ fn pin_strings(case: &str, name: &str, filters: Vec<Filter>, ordered: bool) {
     assert_eq!(offsets_file, vec![0u8; 8 * var_tiles.len()]);
     let mut cells = Vec::new();
     let (mut out, mut scratch) = (Unfiltered::default(), Unfiltered::default());
-    let reverse = Stage {
-        string_offsets: StringOffsets::Reverse,
-        ..Stage::new(Datatype::StringUtf8, v22())
-    };
+    let reverse =
+        Stage::new(Datatype::StringUtf8, v22()).with_string_offsets(StringOffsets::Reverse);
     for (t, tile) in var_tiles.iter().enumerate() {
         let ctx = format!("{} tile {t}", var.display());
         // Never chunked, whatever the tile size.
@@ -64,10 +62,7 @@ fn pin_strings(case: &str, name: &str, filters: Vec<Filter>, ordered: bool) {
         for (&s, e) in out.offsets.iter().zip(ends) {
             cells.push(String::from_utf8(out.data[s as usize..e as usize].to_vec()).unwrap());
         }
-        let forward = Stage {
-            string_offsets: StringOffsets::Forward(&out.offsets),
-            ..reverse
-        };
+        let forward = reverse.with_string_offsets(StringOffsets::Forward(&out.offsets));
         let (meta, data) = p
             .forward_chunk(&forward, out.data.clone())
             .unwrap_or_else(|e| panic!("{ctx}: {e}"));
@@ -247,10 +242,8 @@ fn rle_validity_everywhere() {
 /// Every truncation of a real chunk's metadata or data is an error.
 #[test]
 fn truncated_real_chunks_are_errors() {
-    let strings = Stage {
-        string_offsets: StringOffsets::Reverse,
-        ..Stage::new(Datatype::StringUtf8, v22())
-    };
+    let strings =
+        Stage::new(Datatype::StringUtf8, v22()).with_string_offsets(StringOffsets::Reverse);
     let int64 = Stage::new(Datatype::Int64, v22());
     let any = Some(Datatype::Any);
     let cases = [

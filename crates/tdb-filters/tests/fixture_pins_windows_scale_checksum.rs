@@ -25,10 +25,7 @@ fn reverse_from(
         offsets: Vec::new(),
     };
     for i in (from..pipeline.filters.len()).rev() {
-        let stage = Stage {
-            datatype: types[i],
-            ..*st
-        };
+        let stage = st.with_datatype(types[i]);
         let mut next = Unfiltered::default();
         pipeline.filters[i].reverse(&stage, &cur.metadata, &cur.data, &mut next)?;
         cur = next;
@@ -91,10 +88,7 @@ fn pin_case(case: &str) -> Tally {
                     }
                     let input = reverse_from(&pipeline, &st, k + 1, chunk.metadata, chunk.data)
                         .unwrap_or_else(|e| panic!("{ctx}: {e}"));
-                    let stage = Stage {
-                        datatype: types[k],
-                        ..st
-                    };
+                    let stage = st.with_datatype(types[k]);
                     let mut out = Unfiltered::default();
                     filter
                         .reverse(&stage, &input.metadata, &input.data, &mut out)

@@ -90,10 +90,7 @@ fn lossless_filters() -> Vec<Vec<Filter>> {
 const KEY: [u8; 32] = *b"0123456789abcdeF0123456789abcdeF";
 
 fn stage(datatype: Datatype) -> Stage<'static> {
-    Stage {
-        key: Some(&KEY),
-        ..Stage::new(datatype, FormatVersion::WRITTEN)
-    }
+    Stage::new(datatype, FormatVersion::WRITTEN).with_key(Some(&KEY))
 }
 
 /// Forward then reverse; `None` when forward refused the input with a typed
@@ -207,9 +204,9 @@ proptest! {
             data.extend_from_slice(c.as_bytes());
         }
         let pipeline = FilterPipeline { max_chunk_size: 65536, filters };
-        let forward = Stage { string_offsets: StringOffsets::Forward(&offsets), ..stage(datatype) };
+        let forward = stage(datatype).with_string_offsets(StringOffsets::Forward(&offsets));
         let (metadata, filtered) = pipeline.forward_chunk(&forward, data.clone()).unwrap();
-        let reverse = Stage { string_offsets: StringOffsets::Reverse, ..stage(datatype) };
+        let reverse = stage(datatype).with_string_offsets(StringOffsets::Reverse);
         let (mut out, mut scratch) = (Unfiltered::default(), Unfiltered::default());
         pipeline.reverse_chunk(&reverse, &metadata, &filtered, &mut out, &mut scratch).unwrap();
         prop_assert_eq!(out.data, data);

@@ -75,6 +75,24 @@ code_enum! {
     }
 }
 
+impl FilterType {
+    /// The compressor byte TileDB stores in a compression filter's options
+    /// (`None` for filters that are not compressors).
+    pub const fn compressor(self) -> Option<Compressor> {
+        Some(match self {
+            FilterType::Gzip => Compressor::Gzip,
+            FilterType::Zstd => Compressor::Zstd,
+            FilterType::Lz4 => Compressor::Lz4,
+            FilterType::Rle => Compressor::Rle,
+            FilterType::Bzip2 => Compressor::Bzip2,
+            FilterType::Dictionary => Compressor::DictionaryEncoding,
+            FilterType::DoubleDelta => Compressor::DoubleDelta,
+            FilterType::Delta => Compressor::Delta,
+            _ => return None,
+        })
+    }
+}
+
 code_enum! {
     /// Filter option codes, as the C API names them.
     pub enum FilterOption: "filter option" {
@@ -224,6 +242,20 @@ mod tests {
             FilterType::from_name("DICTIONARY_ENCODING"),
             Ok(FilterType::Dictionary)
         );
+    }
+
+    /// Every compressor but "none" belongs to exactly one filter type, and
+    /// by TileDB's name for it.
+    #[test]
+    fn compression_filters_name_their_compressor() {
+        let pairs: Vec<_> = FilterType::ALL
+            .iter()
+            .filter_map(|&f| f.compressor().map(|c| (f, c)))
+            .collect();
+        assert_eq!(pairs.len(), Compressor::ALL.len() - 1);
+        for (f, c) in pairs {
+            assert_eq!(FilterType::from_name(c.name()), Ok(f), "{c}");
+        }
     }
 
     #[test]

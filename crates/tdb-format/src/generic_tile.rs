@@ -15,6 +15,7 @@ pub const GENERIC_TILE_BASE_SIZE: u64 = 34;
 
 /// The fields of a generic tile header that are not derived from lengths.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct GenericTileHeader {
     /// Format version of the writer.
     pub version: FormatVersion,
@@ -26,6 +27,25 @@ pub struct GenericTileHeader {
     pub cell_size: u64,
     /// Whether the filtered bytes are encrypted.
     pub encryption: EncryptionType,
+}
+
+impl GenericTileHeader {
+    /// A header of these fields.
+    pub fn new(
+        version: FormatVersion,
+        tile_size: u64,
+        datatype: Datatype,
+        cell_size: u64,
+        encryption: EncryptionType,
+    ) -> Self {
+        GenericTileHeader {
+            version,
+            tile_size,
+            datatype,
+            cell_size,
+            encryption,
+        }
+    }
 }
 
 /// A generic tile borrowed from a file's bytes.
@@ -76,7 +96,7 @@ fn code<'a, T>(
 ) -> impl Fn(&'a [u8]) -> PResult<'a, T> {
     move |input: &'a [u8]| {
         let (rest, c) = le::u8(field)(input)?;
-        decode(c).map(|v| (rest, v)).map_err(nom::Err::Error)
+        decode(c).map(|v| (rest, v))
     }
 }
 
@@ -84,7 +104,7 @@ fn code<'a, T>(
 /// against the bytes that remain.
 pub fn generic_tile(input: &[u8]) -> PResult<'_, GenericTile<'_>> {
     let (rest, version) = le::u32("generic tile version")(input)?;
-    let version = FormatVersion::new(version).map_err(nom::Err::Error)?;
+    let version = FormatVersion::new(version)?;
     let (rest, persisted_size) = le::u64("generic tile persisted size")(rest)?;
     let (rest, tile_size) = le::u64("generic tile size")(rest)?;
     let (rest, datatype) = code("generic tile datatype", Datatype::from_code)(rest)?;

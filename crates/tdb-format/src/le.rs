@@ -1,5 +1,9 @@
-//! Little-endian primitive fields: nom parsers over `&[u8]` and their mirror
+//! Little-endian primitive fields: parsers over `&[u8]` and their mirror
 //! writers into a `Vec<u8>`.
+//!
+//! A parser takes the input and returns the rest and the value
+//! ([`PResult`]), so parsers compose with `?` in any function whose error
+//! type converts from [`FormatError`]; no parser library shows in the API.
 //!
 //! Every parser names the field it reads, so a short input becomes
 //! [`FormatError::Truncated`] saying which field and how many bytes were
@@ -7,30 +11,17 @@
 //! it with [`bytes`] first, which refuses lengths beyond the remaining input.
 
 use crate::{FormatError, Result};
-use nom::error::{ErrorKind, ParseError};
 
-/// A nom result whose error is this crate's [`FormatError`].
-pub type PResult<'a, T> = nom::IResult<&'a [u8], T, FormatError>;
+/// What a parser returns: the bytes it left and the value, or the error
+/// (by default a [`FormatError`]).
+pub type PResult<'a, T, E = FormatError> = std::result::Result<(&'a [u8], T), E>;
 
-impl ParseError<&[u8]> for FormatError {
-    fn from_error_kind(input: &[u8], kind: ErrorKind) -> Self {
-        FormatError::Invalid {
-            field: "input",
-            reason: format!("{kind:?} with {} bytes left", input.len()),
-        }
-    }
-
-    fn append(_input: &[u8], _kind: ErrorKind, other: Self) -> Self {
-        other
-    }
-}
-
-fn truncated(field: &'static str, needed: u64, input: &[u8]) -> nom::Err<FormatError> {
-    nom::Err::Error(FormatError::Truncated {
+fn truncated(field: &'static str, needed: u64, input: &[u8]) -> FormatError {
+    FormatError::Truncated {
         field,
         needed,
         available: input.len() as u64,
-    })
+    }
 }
 
 /// Takes exactly `n` bytes, failing before any allocation when fewer remain.
@@ -86,10 +77,10 @@ pub fn bool<'a>(field: &'static str) -> impl Fn(&'a [u8]) -> PResult<'a, bool> {
         match v {
             0 => Ok((rest, false)),
             1 => Ok((rest, true)),
-            other => Err(nom::Err::Error(FormatError::Invalid {
+            other => Err(FormatError::Invalid {
                 field,
                 reason: format!("flag byte {other} is neither 0 nor 1"),
-            })),
+            }),
         }
     }
 }
@@ -132,21 +123,13 @@ pub fn put_bytes_u64(out: &mut Vec<u8>, b: &[u8]) {
     out.extend_from_slice(b);
 }
 
-/// Runs a parser over a whole input and turns nom's error wrapper into a
-/// [`FormatError`], returning the value and the bytes it left.
-pub fn run<'a, T>(
-    parser: impl FnOnce(&'a [u8]) -> PResult<'a, T>,
+/// Runs a parser over `input`, returning the value and the bytes it left
+/// (the order public entry points use).
+pub fn run<'a, T, E>(
+    parser: impl FnOnce(&'a [u8]) -> PResult<'a, T, E>,
     input: &'a [u8],
-) -> Result<(T, &'a [u8])> {
-    match parser(input) {
-        Ok((rest, v)) => Ok((v, rest)),
-        Err(nom::Err::Error(e) | nom::Err::Failure(e)) => Err(e),
-        Err(nom::Err::Incomplete(_)) => Err(FormatError::Truncated {
-            field: "input",
-            needed: 0,
-            available: input.len() as u64,
-        }),
-    }
+) -> std::result::Result<(T, &'a [u8]), E> {
+    parser(input).map(|(rest, v)| (v, rest))
 }
 
 #[cfg(test)]

@@ -126,16 +126,10 @@ pub struct MetadataFile {
     pub entries: Vec<MetadataEntry>,
 }
 
-fn nom_err(e: FormatError) -> nom::Err<FormatError> {
-    nom::Err::Error(e)
-}
-
-fn utf8(field: &'static str, b: &[u8]) -> std::result::Result<String, nom::Err<FormatError>> {
-    String::from_utf8(b.to_vec()).map_err(|_| {
-        nom_err(FormatError::Invalid {
-            field,
-            reason: "not UTF-8".to_owned(),
-        })
+fn utf8(field: &'static str, b: &[u8]) -> std::result::Result<String, FormatError> {
+    String::from_utf8(b.to_vec()).map_err(|_| FormatError::Invalid {
+        field,
+        reason: "not UTF-8".to_owned(),
     })
 }
 
@@ -147,7 +141,7 @@ fn entry(input: &[u8]) -> PResult<'_, MetadataEntry> {
         return Ok((input, MetadataEntry::Delete { key }));
     }
     let (input, code) = le::u8("value type")(input)?;
-    let datatype = Datatype::from_code(code).map_err(nom_err)?;
+    let datatype = Datatype::from_code(code)?;
     let (input, value_num) = le::u32("number of values")(input)?;
     let (input, bytes) = le::bytes("value", u64::from(value_num) * datatype.size())(input)?;
     let value = MetadataValue {

@@ -103,17 +103,11 @@ pub struct GroupDetails {
     pub entries: Vec<GroupMemberEntry>,
 }
 
-fn nom_err(e: FormatError) -> nom::Err<FormatError> {
-    nom::Err::Error(e)
-}
-
 fn text<'a>(field: &'static str, input: &'a [u8]) -> PResult<'a, String> {
     let (input, b) = le::bytes_u64(field)(input)?;
-    let s = String::from_utf8(b.to_vec()).map_err(|_| {
-        nom_err(FormatError::Invalid {
-            field,
-            reason: "not UTF-8".to_owned(),
-        })
+    let s = String::from_utf8(b.to_vec()).map_err(|_| FormatError::Invalid {
+        field,
+        reason: "not UTF-8".to_owned(),
     })?;
     Ok((input, s))
 }
@@ -123,17 +117,17 @@ fn version<'a>(field: &'static str, input: &'a [u8]) -> PResult<'a, u32> {
     if v == 1 || v == 2 {
         Ok((input, v))
     } else {
-        Err(nom_err(FormatError::Invalid {
+        Err(FormatError::Invalid {
             field,
             reason: format!("unsupported version {v} (TileDB knows 1 and 2)"),
-        }))
+        })
     }
 }
 
 fn member(input: &[u8]) -> PResult<'_, GroupMemberEntry> {
     let (input, version) = version("member version", input)?;
     let (input, code) = le::u8("object type")(input)?;
-    let object_type = ObjectType::from_code(code).map_err(nom_err)?;
+    let object_type = ObjectType::from_code(code)?;
     let (input, relative) = le::bool("relative")(input)?;
     let (input, uri) = text("uri", input)?;
     let (mut input, name_set) = le::bool("name set")(input)?;

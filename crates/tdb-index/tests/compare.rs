@@ -6,18 +6,12 @@ use tdb_index::{IndexError, Range, RangeOps};
 use tdb_schema::{Dimension, VAR_NUM};
 
 fn dim(datatype: Datatype) -> Dimension {
-    Dimension {
-        name: "d".into(),
-        datatype,
-        cell_val_num: if datatype == Datatype::StringAscii {
-            VAR_NUM
-        } else {
-            1
-        },
-        filters: Default::default(),
-        domain: Vec::new(),
-        tile_extent: None,
-    }
+    let cell_val_num = if datatype == Datatype::StringAscii {
+        VAR_NUM
+    } else {
+        1
+    };
+    Dimension::new("d", datatype, cell_val_num, Vec::new(), None)
 }
 
 fn ops(datatype: Datatype) -> RangeOps {

@@ -9,24 +9,20 @@ use tdb_index::{IndexError, NDRange, RTree, Range, TileOverlap};
 use tdb_schema::{Dimension, Domain};
 
 fn domain(types: &[Datatype]) -> Domain {
-    Domain {
-        dimensions: types
+    Domain::new(
+        types
             .iter()
             .enumerate()
-            .map(|(i, &datatype)| Dimension {
-                name: format!("d{i}"),
-                datatype,
-                cell_val_num: if datatype == Datatype::StringAscii {
+            .map(|(i, &datatype)| {
+                let cell_val_num = if datatype == Datatype::StringAscii {
                     tdb_schema::VAR_NUM
                 } else {
                     1
-                },
-                filters: Default::default(),
-                domain: Vec::new(),
-                tile_extent: None,
+                };
+                Dimension::new(format!("d{i}"), datatype, cell_val_num, Vec::new(), None)
             })
             .collect(),
-    }
+    )
 }
 
 fn i32r(lo: i32, hi: i32) -> Range {

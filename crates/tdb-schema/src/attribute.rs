@@ -15,6 +15,7 @@ const MAX_DEFAULT_FILL: u64 = 1 << 20;
 
 /// An attribute of the schema.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct Attribute {
     /// The name.
     pub name: String,
@@ -80,9 +81,8 @@ impl Attribute {
             }
             fill.to_vec()
         } else {
-            Attribute::default_fill(dt, cell_val_num).map_err(|e| {
-                nom::Err::Error(SchemaError::invalid(field("fill value"), e.to_string()))
-            })?
+            Attribute::default_fill(dt, cell_val_num)
+                .map_err(|e| SchemaError::invalid(field("fill value"), e.to_string()))?
         };
         let (mut nullable, mut fill_validity) = (false, 0);
         if version.has_validity() {
@@ -95,7 +95,7 @@ impl Attribute {
             let code;
             (input, code) = lift(le::u8("order")(input), || field("order"))?;
             order = DataOrder::from_code(code)
-                .map_err(|e| nom::Err::Error(crate::read::format_error(field("order"), e)))?;
+                .map_err(|e| crate::read::format_error(field("order"), e))?;
         }
         let mut enumeration = None;
         if version.has_enumerations() {

@@ -14,6 +14,7 @@ pub const CURRENT_DOMAIN_VERSION: u32 = 0;
 
 /// The current domain of a schema.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct CurrentDomain {
     /// Its own format version.
     pub version: u32,
@@ -54,7 +55,7 @@ impl CurrentDomain {
         let code;
         (input, code) = lift(le::u8("type")(input), || field("type"))?;
         CurrentDomainType::from_code(code)
-            .map_err(|e| nom::Err::Error(crate::read::format_error(field("type"), e)))?;
+            .map_err(|e| crate::read::format_error(field("type"), e))?;
         let (input, ranges) = domain.nd_range(input, "current domain")?;
         Ok((
             input,

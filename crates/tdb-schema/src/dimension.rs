@@ -13,6 +13,7 @@ pub const VAR_NUM: u32 = u32::MAX;
 
 /// A dimension of the domain.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct Dimension {
     /// The name.
     pub name: String,
@@ -32,6 +33,25 @@ pub struct Dimension {
 }
 
 impl Dimension {
+    /// A dimension from its parts, with no filters of its own (checking it
+    /// is `ArraySchema::validate`'s job; the builder checks as it builds).
+    pub fn new(
+        name: impl Into<String>,
+        datatype: Datatype,
+        cell_val_num: u32,
+        domain: Vec<u8>,
+        tile_extent: Option<Vec<u8>>,
+    ) -> Self {
+        Dimension {
+            name: name.into(),
+            datatype,
+            cell_val_num,
+            filters: FilterPipeline::default(),
+            domain,
+            tile_extent,
+        }
+    }
+
     /// Whether coordinates are var-length (string dimensions).
     pub fn is_var(&self) -> bool {
         self.cell_val_num == VAR_NUM

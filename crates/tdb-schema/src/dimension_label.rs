@@ -9,6 +9,7 @@ use tdb_format::{DataOrder, Datatype};
 
 /// A dimension label.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct DimensionLabel {
     /// Index of the labelled dimension.
     pub dimension: u32,
@@ -39,8 +40,8 @@ impl DimensionLabel {
         let (input, uri) = name_u64(input, || field("uri"))?;
         let (input, attribute) = name_u32(input, || field("attribute name"))?;
         let (input, code) = lift(le::u8("order")(input), || field("order"))?;
-        let order = DataOrder::from_code(code)
-            .map_err(|e| nom::Err::Error(crate::read::format_error(field("order"), e)))?;
+        let order =
+            DataOrder::from_code(code).map_err(|e| crate::read::format_error(field("order"), e))?;
         let (input, dt) = datatype(input, || field("datatype"))?;
         let (input, cell_val_num) = lift(le::u32("cell_val_num")(input), || field("cell_val_num"))?;
         let (input, is_external) = lift(le::bool("is external")(input), || field("external"))?;

@@ -8,12 +8,18 @@ use tdb_format::FormatVersion;
 
 /// The array's domain.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct Domain {
     /// The dimensions; before v5 they all share one datatype.
     pub dimensions: Vec<Dimension>,
 }
 
 impl Domain {
+    /// A domain of these dimensions.
+    pub fn new(dimensions: Vec<Dimension>) -> Self {
+        Domain { dimensions }
+    }
+
     /// Parses a domain of format `version`: before v5 one datatype byte for
     /// every dimension precedes the count.
     pub(crate) fn parse(input: &[u8], version: FormatVersion) -> SResult<'_, Self> {

@@ -12,6 +12,7 @@ pub const ENUMERATION_VERSION: u32 = 0;
 
 /// An enumeration with its values.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Enumeration {
     /// Its own format version.
     pub version: u32,
@@ -32,6 +33,29 @@ pub struct Enumeration {
 }
 
 impl Enumeration {
+    /// An enumeration of the current version, unordered: `data` holds the
+    /// values back to back, `offsets` (for [`VAR_NUM`] values; empty
+    /// otherwise) each value's `u64` start offset in `data`.
+    pub fn new(
+        name: impl Into<String>,
+        path: impl Into<String>,
+        datatype: Datatype,
+        cell_val_num: u32,
+        data: Vec<u8>,
+        offsets: Vec<u8>,
+    ) -> Self {
+        Enumeration {
+            version: ENUMERATION_VERSION,
+            name: name.into(),
+            path: path.into(),
+            datatype,
+            cell_val_num,
+            ordered: false,
+            data,
+            offsets,
+        }
+    }
+
     /// Reads an enumeration file: one generic tile, encrypted when `key` is given.
     pub fn from_file(file: &str, bytes: &[u8], key: Option<&[u8; 32]>) -> Result<Self> {
         let data = tdb_tile::read_generic_tile_file(file, bytes, key)

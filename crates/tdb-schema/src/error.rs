@@ -1,6 +1,5 @@
 //! The one error type of this crate.
 
-use nom::error::{ErrorKind, ParseError};
 use tdb_filters::FilterError;
 use tdb_format::FormatError;
 use tdb_tile::TileError;
@@ -11,14 +10,16 @@ use crate::ValidationError;
 /// Everything that can go wrong reading or writing an array schema.
 ///
 /// Every variant names the file (as the caller labelled it) and, for the
-/// schema's own bytes, the field, e.g. `attribute 2 (a) filters`. Parsers
+/// schema's own bytes, the field, e.g. `attribute 2 (a) filters`; the
+/// underlying error is the [`source`](std::error::Error::source), not
+/// repeated in the message. Parsers
 /// build errors with an empty file; [`SchemaError::in_file`] fills it in at
 /// the entry points.
 #[derive(Debug, Error)]
 #[non_exhaustive]
 pub enum SchemaError {
     /// A primitive field could not be read (short input, unknown code, ...).
-    #[error("{file}: {field}: {source}")]
+    #[error("{file}: {field}")]
     Format {
         /// The schema file.
         file: String,
@@ -29,22 +30,22 @@ pub enum SchemaError {
         source: FormatError,
     },
     /// A filter pipeline of the schema could not be read.
-    #[error("{file}: {field}: {source}")]
+    #[error("{file}: {field}")]
     Filters {
         /// The schema file.
         file: String,
         /// Whose pipeline.
         field: String,
-        /// What went wrong (boxed: nom passes errors by value).
+        /// What went wrong (boxed: keeps the error small).
         #[source]
         source: Box<FilterError>,
     },
     /// The generic tile holding the schema could not be unfiltered or written.
-    #[error("{file}: {source}")]
+    #[error("{file}: generic tile")]
     Tile {
         /// The schema file.
         file: String,
-        /// What went wrong (boxed: nom passes errors by value).
+        /// What went wrong (boxed: keeps the error small).
         #[source]
         source: Box<TileError>,
     },
@@ -58,8 +59,8 @@ pub enum SchemaError {
         /// What is wrong with it.
         reason: String,
     },
-    /// The schema breaks one of TileDB's rules (boxed: nom passes errors
-    /// by value).
+    /// The schema breaks one of TileDB's rules (boxed: keeps the error
+    /// small).
     #[error("invalid schema: {0}")]
     Validation(Box<ValidationError>),
 }
@@ -98,16 +99,6 @@ impl SchemaError {
 impl From<ValidationError> for SchemaError {
     fn from(e: ValidationError) -> Self {
         SchemaError::Validation(Box::new(e))
-    }
-}
-
-impl ParseError<&[u8]> for SchemaError {
-    fn from_error_kind(input: &[u8], kind: ErrorKind) -> Self {
-        SchemaError::invalid("input", format!("{kind:?} with {} bytes left", input.len()))
-    }
-
-    fn append(_input: &[u8], _kind: ErrorKind, other: Self) -> Self {
-        other
     }
 }
 

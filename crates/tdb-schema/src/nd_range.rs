@@ -90,14 +90,9 @@ impl Domain {
     /// past them. `what` names the structure in errors ("non-empty domain",
     /// "MBR 3").
     pub fn read_nd_range(&self, input: &mut &[u8], what: &str) -> Result<NDRange> {
-        match self.nd_range(input, what) {
-            Ok((rest, ranges)) => {
-                *input = rest;
-                Ok(ranges)
-            }
-            Err(nom::Err::Error(e) | nom::Err::Failure(e)) => Err(e),
-            Err(nom::Err::Incomplete(_)) => Err(SchemaError::invalid(what, "incomplete")),
-        }
+        let (rest, ranges) = self.nd_range(input, what)?;
+        *input = rest;
+        Ok(ranges)
     }
 
     /// Writes ranges in the layout [`Domain::read_nd_range`] reads.

@@ -1,4 +1,4 @@
-//! Small nom helpers shared by the schema parsers: they lift the primitive
+//! Small parser helpers shared by the schema parsers: they lift the primitive
 //! parsers of `tdb_format::le` and the pipeline parser of `tdb_filters` into
 //! [`SchemaError`], naming the schema field.
 
@@ -7,12 +7,12 @@ use tdb_filters::{filter_pipeline, FilterPipeline};
 use tdb_format::le::{self, PResult};
 use tdb_format::{Datatype, FormatError, FormatVersion};
 
-/// A nom result whose error is [`SchemaError`].
-pub(crate) type SResult<'a, T> = nom::IResult<&'a [u8], T, SchemaError>;
+/// A parser result (the rest and the value) whose error is [`SchemaError`].
+pub(crate) type SResult<'a, T> = PResult<'a, T, SchemaError>;
 
 /// Lifts a primitive parse result, naming the field only on failure.
 pub(crate) fn lift<'a, T>(r: PResult<'a, T>, field: impl FnOnce() -> String) -> SResult<'a, T> {
-    r.map_err(|e| e.map(|source| format_error(field(), source)))
+    r.map_err(|source| format_error(field(), source))
 }
 
 /// A [`FormatError`] in `field`, file not yet known.
@@ -31,14 +31,13 @@ pub(crate) fn finish<T>(file: &str, what: &str, parsed: SResult<'_, T>) -> crate
         Ok((rest, _)) => {
             Err(SchemaError::invalid(what, format!("{} trailing bytes", rest.len())).in_file(file))
         }
-        Err(nom::Err::Error(e) | nom::Err::Failure(e)) => Err(e.in_file(file)),
-        Err(nom::Err::Incomplete(_)) => Err(SchemaError::invalid(what, "incomplete").in_file(file)),
+        Err(e) => Err(e.in_file(file)),
     }
 }
 
-/// Fails a nom parse with `e`.
-pub(crate) fn fail<T>(e: SchemaError) -> Result<T, nom::Err<SchemaError>> {
-    Err(nom::Err::Error(e))
+/// Fails a parse with `e`.
+pub(crate) fn fail<T>(e: SchemaError) -> Result<T, SchemaError> {
+    Err(e)
 }
 
 /// A `u32`-length-prefixed name. TileDB's names are byte strings; tdb asks
@@ -54,15 +53,15 @@ pub(crate) fn name_u64(input: &[u8], field: impl Fn() -> String) -> SResult<'_, 
     utf8(b, field).map(|s| (rest, s))
 }
 
-fn utf8(b: &[u8], field: impl Fn() -> String) -> Result<String, nom::Err<SchemaError>> {
+fn utf8(b: &[u8], field: impl Fn() -> String) -> Result<String, SchemaError> {
     String::from_utf8(b.to_vec())
-        .map_err(|e| nom::Err::Error(SchemaError::invalid(field(), format!("not UTF-8: {e}"))))
+        .map_err(|e| SchemaError::invalid(field(), format!("not UTF-8: {e}")))
 }
 
 /// A datatype code.
 pub(crate) fn datatype(input: &[u8], field: impl Fn() -> String) -> SResult<'_, Datatype> {
     let (rest, code) = lift(le::u8("datatype")(input), &field)?;
-    let dt = Datatype::from_code(code).map_err(|e| nom::Err::Error(format_error(field(), e)))?;
+    let dt = Datatype::from_code(code).map_err(|e| format_error(field(), e))?;
     Ok((rest, dt))
 }
 
@@ -72,12 +71,10 @@ pub(crate) fn pipeline(
     version: FormatVersion,
     field: impl FnOnce() -> String,
 ) -> SResult<'_, FilterPipeline> {
-    filter_pipeline(version)(input).map_err(|e| {
-        e.map(|source| SchemaError::Filters {
-            file: String::new(),
-            field: field(),
-            source: Box::new(source),
-        })
+    filter_pipeline(version)(input).map_err(|source| SchemaError::Filters {
+        file: String::new(),
+        field: field(),
+        source: Box::new(source),
     })
 }
 

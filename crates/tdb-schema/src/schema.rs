@@ -22,6 +22,7 @@ pub struct EnumerationRef {
 
 /// An array schema of any format version.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct ArraySchema {
     /// The format version the schema was written with.
     pub version: FormatVersion,
@@ -165,15 +166,15 @@ fn code<'a, T>(
     from: impl Fn(u8) -> tdb_format::Result<T>,
 ) -> SResult<'a, T> {
     let (input, c) = lift(le::u8(field)(input), || field.into())?;
-    let v = from(c).map_err(|e| nom::Err::Error(crate::read::format_error(field.into(), e)))?;
+    let v = from(c).map_err(|e| crate::read::format_error(field.into(), e))?;
     Ok((input, v))
 }
 
-/// The nom parser of a whole schema, dispatching on its leading version.
+/// The parser of a whole schema, dispatching on its leading version.
 fn schema(input: &[u8]) -> SResult<'_, ArraySchema> {
     let (input, v) = lift(le::u32("version")(input), || "version".into())?;
-    let version = FormatVersion::new(v)
-        .map_err(|e| nom::Err::Error(crate::read::format_error("version".into(), e)))?;
+    let version =
+        FormatVersion::new(v).map_err(|e| crate::read::format_error("version".into(), e))?;
     let (mut input, allows_dups) = if version.has_heterogeneous_dimensions() {
         lift(le::bool("allows dups")(input), || "allows dups".into())?
     } else {

@@ -405,13 +405,14 @@ rule!(
 rule!(
     enumeration_with_offsets_beyond_its_data,
     dense()
-        .enumeration(tdb_schema::Enumeration {
-            cell_val_num: tdb_schema::VAR_NUM,
-            datatype: Datatype::StringUtf8,
-            data: b"redblue".to_vec(),
-            offsets: [0u64, 3, 99].iter().flat_map(|o| o.to_le_bytes()).collect(),
-            ..colors(0)
-        })
+        .enumeration(tdb_schema::Enumeration::new(
+            "colors",
+            "__colors_0",
+            Datatype::StringUtf8,
+            tdb_schema::VAR_NUM,
+            b"redblue".to_vec(),
+            [0u64, 3, 99].iter().flat_map(|o| o.to_le_bytes()).collect(),
+        ))
         .attribute(Attribute::builder("e", Datatype::UInt8).enumeration("colors")),
     V::EnumerationOffsets { .. },
     "enumeration \"colors\": bad offset 99; give increasing u64 offsets within its data"
@@ -429,16 +430,14 @@ fn webp() -> Filter {
 }
 
 fn colors(n: u8) -> tdb_schema::Enumeration {
-    tdb_schema::Enumeration {
-        version: 0,
-        name: "colors".into(),
-        path: "__colors_0".into(),
-        datatype: Datatype::UInt8,
-        cell_val_num: 1,
-        ordered: false,
-        data: (0..n).collect(),
-        offsets: Vec::new(),
-    }
+    tdb_schema::Enumeration::new(
+        "colors",
+        "__colors_0",
+        Datatype::UInt8,
+        1,
+        (0..n).collect(),
+        Vec::new(),
+    )
 }
 
 #[test]

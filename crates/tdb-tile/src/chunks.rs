@@ -4,7 +4,6 @@
 //! (v2 onward); tiles are self-delimiting, so a data file can be walked
 //! tile by tile without its fragment metadata.
 
-use nom::Err;
 use tdb_format::le::{self, PResult};
 use tdb_format::FormatError;
 
@@ -28,10 +27,10 @@ pub fn filtered_chunks(input: &[u8]) -> PResult<'_, Vec<FilteredChunk<'_>>> {
     // Every chunk takes at least its header: bound the count before
     // allocating for it.
     if count > (rest.len() / CHUNK_HEADER_SIZE) as u64 {
-        return Err(Err::Failure(FormatError::Invalid {
+        return Err(FormatError::Invalid {
             field: "chunk count",
             reason: format!("{count} chunks cannot fit in {} bytes", rest.len()),
-        }));
+        });
     }
     let mut chunks = Vec::with_capacity(count as usize);
     for _ in 0..count {

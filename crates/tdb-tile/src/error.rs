@@ -3,11 +3,15 @@
 use thiserror::Error;
 
 /// A tile could not be read or written.
+///
+/// Messages say which tile and which step; the underlying error is the
+/// [`source`](std::error::Error::source), printed once by whoever prints the
+/// chain.
 #[derive(Debug, Clone, PartialEq, Error)]
 #[non_exhaustive]
 pub enum TileError {
     /// A header or length field could not be read.
-    #[error("{location}: {source}")]
+    #[error("{location}: tile framing")]
     Format {
         /// Which tile (as the caller named it).
         location: String,
@@ -15,7 +19,7 @@ pub enum TileError {
         source: tdb_format::FormatError,
     },
     /// A tile's serialized filter pipeline is invalid.
-    #[error("{location}: filter pipeline: {source}")]
+    #[error("{location}: filter pipeline")]
     Pipeline {
         /// Which tile (as the caller named it).
         location: String,
@@ -23,7 +27,7 @@ pub enum TileError {
         source: tdb_filters::FilterError,
     },
     /// A filter failed on one chunk.
-    #[error("{location}, chunk {chunk}: {source}")]
+    #[error("{location}, chunk {chunk}: filter")]
     Filter {
         /// Which tile (as the caller named it).
         location: String,

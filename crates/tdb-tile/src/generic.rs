@@ -90,26 +90,23 @@ pub fn write_generic_tile(
     if key.is_some() {
         pipeline.filters.push(Filter::InternalAes256Gcm);
     }
-    let filters = TileFilters {
-        key,
-        ..TileFilters::new(&pipeline, Datatype::Char, 1, version)
-    };
+    let filters = TileFilters::new(&pipeline, Datatype::Char, 1, version).with_key(key);
     let mut filtered = Vec::new();
     filters.filter(location, data, None, &mut filtered)?;
     let mut serialized = Vec::new();
     pipeline.write(version, &mut serialized);
     let tile = GenericTile {
-        header: GenericTileHeader {
+        header: GenericTileHeader::new(
             version,
-            tile_size: data.len() as u64,
-            datatype: Datatype::Char,
-            cell_size: 1,
-            encryption: if key.is_some() {
+            data.len() as u64,
+            Datatype::Char,
+            1,
+            if key.is_some() {
                 EncryptionType::Aes256Gcm
             } else {
                 EncryptionType::NoEncryption
             },
-        },
+        ),
         filter_pipeline: &serialized,
         data: &filtered,
     };

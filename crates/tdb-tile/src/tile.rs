@@ -7,7 +7,10 @@ use tdb_filters::{FilterPipeline, Stage, StringOffsets, Unfiltered};
 use tdb_format::{Datatype, FormatVersion};
 
 /// How the tiles of one field are filtered.
-#[derive(Debug, Clone, Copy)]
+///
+/// `Debug` is written by hand so the key never reaches logs or panics.
+#[derive(Clone, Copy)]
+#[non_exhaustive]
 pub struct TileFilters<'a> {
     /// The field's pipeline; for encrypted arrays the caller appends the
     /// internal AES-256-GCM filter, as TileDB does at read and write time.
@@ -24,6 +27,28 @@ pub struct TileFilters<'a> {
     pub key: Option<&'a [u8; 32]>,
     /// Chunks unfiltered at once (1 = on the calling thread).
     pub threads: usize,
+}
+
+impl std::fmt::Debug for TileFilters<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TileFilters")
+            .field("pipeline", self.pipeline)
+            .field("datatype", &self.datatype)
+            .field("cell_size", &self.cell_size)
+            .field("version", &self.version)
+            .field("key", &self.key.map(|_| Redacted))
+            .field("threads", &self.threads)
+            .finish()
+    }
+}
+
+/// Stands for a secret in `Debug` output.
+struct Redacted;
+
+impl std::fmt::Debug for Redacted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("<redacted>")
+    }
 }
 
 /// An unfiltered tile.
@@ -54,14 +79,21 @@ impl<'a> TileFilters<'a> {
         }
     }
 
+    /// The same setup with the AES-256-GCM key (or none).
+    pub fn with_key(self, key: Option<&'a [u8; 32]>) -> Self {
+        TileFilters { key, ..self }
+    }
+
+    /// The same setup unfiltering `threads` chunks at once.
+    pub fn with_threads(self, threads: usize) -> Self {
+        TileFilters { threads, ..self }
+    }
+
     fn stage(&self, string_offsets: StringOffsets<'a>) -> Stage<'a> {
-        Stage {
-            datatype: self.datatype,
-            cell_size: self.cell_size,
-            version: self.version,
-            string_offsets,
-            key: self.key,
-        }
+        Stage::new(self.datatype, self.version)
+            .with_cell_size(self.cell_size)
+            .with_string_offsets(string_offsets)
+            .with_key(self.key)
     }
 
     /// Whether this var-size data tile carries its offsets inside
@@ -316,6 +348,24 @@ mod tests {
                 "{threads}: {err}"
             );
         }
+    }
+
+    /// The key's bytes never reach `Debug` output.
+    #[test]
+    fn debug_redacts_the_key() {
+        let p = pipeline(vec![]);
+        let key = [0xA7u8; 32];
+        let mut f = TileFilters::new(&p, Datatype::UInt8, 1, FormatVersion::WRITTEN);
+        assert!(format!("{f:?}").contains("key: None"));
+        f.key = Some(&key);
+        let text = format!("{f:?}");
+        assert!(text.contains("key: Some(<redacted>)"), "{text}");
+        assert!(
+            !text.contains("167") && !text.to_lowercase().contains("a7"),
+            "{text}"
+        );
+        let pretty = format!("{f:#?}");
+        assert!(!pretty.contains("167"), "{pretty}");
     }
 
     #[test]

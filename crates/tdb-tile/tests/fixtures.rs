@@ -72,9 +72,16 @@ fn generic_tiles_refuse_a_missing_or_wrong_key() {
     let bytes = obj.read(rel);
     let (tile, _) = tdb_format::le::run(tdb_format::generic_tile, &bytes).unwrap();
     let missing = read_generic_tile(rel, &tile, None).unwrap_err();
-    assert!(missing.to_string().contains("no key"), "{missing}");
+    assert!(chain_text(&missing).contains("no key"), "{missing}");
     let wrong = read_generic_tile(rel, &tile, Some(&[7; 32])).unwrap_err();
-    assert!(wrong.to_string().contains("authentication"), "{wrong}");
+    assert!(chain_text(&wrong).contains("authentication"), "{wrong}");
+}
+
+/// An error's message and its causes', one per line.
+fn chain_text(error: &dyn std::error::Error) -> String {
+    std::iter::successors(Some(error), |&e| e.source())
+        .map(|e| format!("{e}\n"))
+        .collect()
 }
 
 /// One field's tiles as the schema describes them.
@@ -283,11 +290,9 @@ fn every_data_tile_unfilters_and_deterministic_pipelines_are_byte_exact() {
                 ),
                 DataPart::Var => (with_key(f.filters.clone()), f.datatype, f.datatype.size()),
             };
-            let filters = TileFilters {
-                key: obj.key.as_ref(),
-                threads: 2,
-                ..TileFilters::new(&pipeline, datatype, cell_size, version)
-            };
+            let filters = TileFilters::new(&pipeline, datatype, cell_size, version)
+                .with_key(obj.key.as_ref())
+                .with_threads(2);
             if pipeline
                 .filters
                 .iter()
@@ -395,7 +400,7 @@ fn any_flipped_byte_of_a_checksummed_tile_is_an_error() {
             let err = filters
                 .unfilter_whole(case, &bad, false)
                 .expect_err(&format!("{case}: flipped byte {i} went unnoticed"));
-            mismatches += err.to_string().contains("checksum mismatch") as usize;
+            mismatches += chain_text(&err).contains("checksum mismatch") as usize;
         }
         assert!(
             mismatches > tile.len() / 2,

@@ -13,7 +13,7 @@ use super::windows::{int_kind, windows, with_int, WindowInt};
 use crate::buffer::{take_data, to_u32, MetaReader, Parts, Stage, Unfiltered};
 use crate::{FilterError, Result};
 
-const NAME: &str = "BIT_WIDTH_REDUCTION";
+const NAME: &str = tdb_format::FilterType::BitWidthReduction.name();
 
 /// Forward over one chunk.
 pub(crate) fn forward(

@@ -17,7 +17,7 @@ use super::framed;
 use crate::buffer::{Parts, Stage, Unfiltered};
 use crate::Result;
 
-const NAME: &str = "BITSHUFFLE";
+const NAME: &str = tdb_format::FilterType::Bitshuffle.name();
 
 /// The block TileDB hands to Blosc at a time (bitshuffle's
 /// `BSHUF_TARGET_BLOCK_SIZE_B`).

@@ -10,7 +10,7 @@ use super::framed;
 use crate::buffer::{Parts, Stage, Unfiltered};
 use crate::Result;
 
-const NAME: &str = "BYTESHUFFLE";
+const NAME: &str = tdb_format::FilterType::Byteshuffle.name();
 
 /// Forward over one chunk.
 pub(crate) fn forward(st: &Stage<'_>, metadata: Parts, data: Parts) -> Result<(Parts, Parts)> {

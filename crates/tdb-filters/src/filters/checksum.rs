@@ -12,6 +12,7 @@ use crate::buffer::{take_data, to_u32, MetaReader, Parts, Stage, Unfiltered};
 use crate::{FilterError, Result};
 use md5::Md5;
 use sha2::{Digest, Sha256};
+use tdb_format::FilterType;
 
 /// Which digest.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,9 +26,10 @@ pub(crate) enum Kind {
 impl Kind {
     fn name(self) -> &'static str {
         match self {
-            Kind::Md5 => "CHECKSUM_MD5",
-            Kind::Sha256 => "CHECKSUM_SHA256",
+            Kind::Md5 => FilterType::ChecksumMd5,
+            Kind::Sha256 => FilterType::ChecksumSha256,
         }
+        .name()
     }
 
     fn len(self) -> usize {

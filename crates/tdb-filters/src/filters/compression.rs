@@ -14,7 +14,7 @@ use super::{delta, double_delta, rle};
 use crate::buffer::{to_u32, MetaReader, Parts, Stage, StringOffsets, Unfiltered};
 use crate::{FilterError, Result};
 use std::io::{Read, Write};
-use tdb_format::Datatype;
+use tdb_format::{Datatype, FilterType};
 
 /// A compressor and what it needs to know.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -40,15 +40,16 @@ pub(crate) enum Codec {
 impl Codec {
     fn name(self) -> &'static str {
         match self {
-            Codec::Gzip(_) => "GZIP",
-            Codec::Zstd(_) => "ZSTD",
-            Codec::Lz4 => "LZ4",
-            Codec::Bzip2(_) => "BZIP2",
-            Codec::Rle => "RLE",
-            Codec::Dictionary => "DICTIONARY",
-            Codec::Delta(_) => "DELTA",
-            Codec::DoubleDelta(_) => "DOUBLE_DELTA",
+            Codec::Gzip(_) => FilterType::Gzip,
+            Codec::Zstd(_) => FilterType::Zstd,
+            Codec::Lz4 => FilterType::Lz4,
+            Codec::Bzip2(_) => FilterType::Bzip2,
+            Codec::Rle => FilterType::Rle,
+            Codec::Dictionary => FilterType::Dictionary,
+            Codec::Delta(_) => FilterType::Delta,
+            Codec::DoubleDelta(_) => FilterType::DoubleDelta,
         }
+        .name()
     }
 
     fn string_codec(self) -> Option<StringCodec> {

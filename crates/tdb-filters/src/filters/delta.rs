@@ -8,7 +8,7 @@
 use crate::{FilterError, Result};
 use tdb_format::Datatype;
 
-const NAME: &str = "DELTA";
+const NAME: &str = tdb_format::FilterType::Delta.name();
 
 /// The C++ integer type TileDB's delta codecs read a datatype as.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

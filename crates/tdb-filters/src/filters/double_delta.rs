@@ -20,7 +20,7 @@ use super::delta::{int_kind, load, store, whole_values, IntKind};
 use crate::{FilterError, Result};
 use tdb_format::Datatype;
 
-const NAME: &str = "DOUBLE_DELTA";
+const NAME: &str = tdb_format::FilterType::DoubleDelta.name();
 /// The header: bitsize byte and value count.
 const HEADER: usize = 9;
 

@@ -15,7 +15,7 @@ use crate::{FilterError, Result};
 use aes_gcm::aead::AeadInPlace;
 use aes_gcm::{Aes256Gcm, KeyInit, Nonce, Tag};
 
-const NAME: &str = "INTERNAL_FILTER_AES_256_GCM";
+const NAME: &str = tdb_format::FilterType::InternalAes256Gcm.name();
 const IV_BYTES: usize = 12;
 const TAG_BYTES: usize = 16;
 

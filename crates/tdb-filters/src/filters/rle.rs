@@ -7,7 +7,7 @@
 
 use crate::{FilterError, Result};
 
-const NAME: &str = "RLE";
+const NAME: &str = tdb_format::FilterType::Rle.name();
 /// TileDB caps runs at what the two length bytes hold.
 const MAX_RUN: u16 = u16::MAX;
 

@@ -27,7 +27,7 @@ use crate::buffer::{to_u32, MetaReader, Parts, Stage, Unfiltered};
 use crate::{FilterError, Result};
 use tdb_format::Datatype;
 
-const NAME: &str = "SCALE_FLOAT";
+const NAME: &str = tdb_format::FilterType::ScaleFloat.name();
 
 /// The float the input is read as, by its datatype's size.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -144,9 +144,10 @@ pub(crate) fn reverse(
 
 fn name(codec: StringCodec) -> &'static str {
     match codec {
-        StringCodec::Rle => "RLE",
-        StringCodec::Dictionary => "DICTIONARY",
+        StringCodec::Rle => tdb_format::FilterType::Rle,
+        StringCodec::Dictionary => tdb_format::FilterType::Dictionary,
     }
+    .name()
 }
 
 /// What the metadata promises the decoding yields.

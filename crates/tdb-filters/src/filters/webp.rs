@@ -26,7 +26,7 @@ use image_webp::{ColorType, WebPDecoder, WebPEncoder};
 use std::io::Cursor;
 use tdb_format::Datatype;
 
-const NAME: &str = "WEBP";
+const NAME: &str = tdb_format::FilterType::Webp.name();
 
 /// The largest width or height of a WebP image, in pixels.
 const MAX_SIDE: u32 = 16383;

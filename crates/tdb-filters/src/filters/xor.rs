@@ -13,7 +13,7 @@ use crate::buffer::{Parts, Stage, Unfiltered};
 use crate::{FilterError, Result};
 use tdb_format::Datatype;
 
-const NAME: &str = "XOR";
+const NAME: &str = tdb_format::FilterType::Xor.name();
 
 /// The datatype XOR hands to the next filter: TileDB's signed integer of the
 /// input's size, whatever the input was.

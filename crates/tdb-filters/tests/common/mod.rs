@@ -305,14 +305,13 @@ pub fn pin_chunks(
         filters: filters[split..].to_vec(),
         ..*pipeline
     };
-    let tail_stage = Stage {
-        datatype: pipeline
+    let tail_stage = st.with_datatype(
+        pipeline
             .stage_datatypes(st.datatype)
             .get(split)
             .copied()
             .unwrap_or(st.datatype),
-        ..*st
-    };
+    );
 
     let (mut out, mut scratch) = (Unfiltered::default(), Unfiltered::default());
     let mut cells = Vec::new();
