@@ -399,7 +399,14 @@ impl fmt::Display for Inspection {
                 )?;
             }
             if let Some(n) = file.trailing_bytes.filter(|n| *n > 0) {
-                writeln!(f, "      then {n} bytes that are not a generic tile")?;
+                if file.kind == "fragment-metadata" {
+                    writeln!(
+                        f,
+                        "      then the footer, {n} bytes (its fields: see fragments)"
+                    )?;
+                } else {
+                    writeln!(f, "      then {n} bytes that are not a generic tile")?;
+                }
             }
         }
         if let Some(schema) = &self.schema {
@@ -420,6 +427,28 @@ impl fmt::Display for Inspection {
                 fr.file_count,
                 fr.bytes,
                 fr.commit
+            )?;
+            let count = |n: Option<u64>| n.map_or("?".to_owned(), |n| n.to_string());
+            let domain = fr.nonempty_domain.as_ref().map_or("none".to_owned(), |d| {
+                let dims: Vec<String> = d.iter().map(|[lo, hi]| format!("[{lo}, {hi}]")).collect();
+                dims.join(" × ")
+            });
+            writeln!(
+                f,
+                "      {}, {} cells in {} tiles, non-empty domain {domain}, schema {}, {}{}",
+                if fr.sparse { "sparse" } else { "dense" },
+                count(fr.cell_num),
+                count(fr.tile_num),
+                fr.array_schema_name,
+                match fr.footer_size {
+                    0 => "no footer (one metadata tile)".to_owned(),
+                    n => format!("footer {n} B"),
+                },
+                if fr.has_consolidated_metadata {
+                    " (from consolidated fragment metadata)"
+                } else {
+                    ""
+                }
             )?;
         }
         if !self.fragments_to_vacuum.is_empty() {
