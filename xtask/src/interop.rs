@@ -15,6 +15,7 @@ use std::path::Path;
 use std::process::Command;
 use tdb_format::{classify, single_generic_tile, Datatype, ObjectFile};
 use tdb_testdata::Object;
+use tdb_cli::error_report;
 use tdb_tile::{read_generic_tile, write_generic_tile};
 
 fn copy_dir(from: &Path, to: &Path) -> Result<(), String> {
@@ -42,7 +43,8 @@ fn rewrite_object(object: &Object) -> Result<usize, String> {
         }
         let path = dir.join(rel);
         let bytes = fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let tile = single_generic_tile(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+        let tile = single_generic_tile(&bytes)
+            .map_err(|e| format!("{}: {}", path.display(), error_report(&e)))?;
         if tile.header.datatype != Datatype::Char || tile.header.cell_size != 1 {
             return Err(format!(
                 "{}: a generic tile of other cells than CHAR",
@@ -50,10 +52,10 @@ fn rewrite_object(object: &Object) -> Result<usize, String> {
             ));
         }
         let at = path.display().to_string();
-        let data = read_generic_tile(&at, &tile, key).map_err(|e| e.to_string())?;
+        let data = read_generic_tile(&at, &tile, key).map_err(|e| error_report(&e))?;
         let mut out = Vec::new();
         write_generic_tile(&at, tile.header.version, &data, key, &mut out)
-            .map_err(|e| e.to_string())?;
+            .map_err(|e| error_report(&e))?;
         fs::write(&path, out).map_err(|e| format!("{}: {e}", path.display()))?;
         n += 1;
     }
