@@ -13,9 +13,9 @@ use crate::{run, venv_for, workspace_root, Writer};
 use std::fs;
 use std::path::Path;
 use std::process::Command;
+use tdb_cli::error_report;
 use tdb_format::{classify, single_generic_tile, Datatype, ObjectFile};
 use tdb_testdata::Object;
-use tdb_cli::error_report;
 use tdb_tile::{read_generic_tile, write_generic_tile};
 
 fn copy_dir(from: &Path, to: &Path) -> Result<(), String> {

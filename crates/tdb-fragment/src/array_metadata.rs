@@ -20,6 +20,7 @@
 //! UTF-8 (every TileDB binding but raw C writes them so) and a key that is
 //! not is reported as an invalid field rather than guessed at.
 
+use crate::tile_file::{read_tile_file, write_tile_file};
 use crate::{FragmentError, Result};
 use std::collections::BTreeMap;
 use tdb_format::le::{self, PResult};
@@ -168,8 +169,7 @@ impl MetadataFile {
     /// Parses a whole metadata file (one generic tile) named `file` in
     /// errors (e.g. `__meta/__1_1_<uuid>`); `key` decrypts encrypted arrays.
     pub fn parse(file: &str, bytes: &[u8], key: Option<&[u8; 32]>) -> Result<Self> {
-        let content = tdb_tile::read_generic_tile_file(file, bytes, key)
-            .map_err(|e| FragmentError::tile(file, "metadata tile", e))?;
+        let content = read_tile_file(file, "metadata tile", bytes, key)?;
         Self::parse_content(file, &content)
     }
 
@@ -224,10 +224,7 @@ impl MetadataFile {
     pub fn write(&self, file: &str, key: Option<&[u8; 32]>) -> Result<Vec<u8>> {
         let mut content = Vec::new();
         self.write_content(&mut content)?;
-        let mut out = Vec::new();
-        tdb_tile::write_generic_tile(file, FormatVersion::WRITTEN, &content, key, &mut out)
-            .map_err(|e| FragmentError::tile(file, "metadata tile", e))?;
-        Ok(out)
+        write_tile_file(file, "metadata tile", FormatVersion::WRITTEN, &content, key)
     }
 }
 

@@ -8,9 +8,9 @@
 //! IN / NOT_IN `u64` offsets size and the `u64` offsets. An expression node
 //! is `u8` combination op and `u64` child count, then the children.
 
+use crate::tile_file::{read_tile_file, write_tile_file};
 use crate::{FragmentError, Result};
 use tdb_format::{le, FormatVersion, QueryConditionCombinationOp, QueryConditionOp};
-use tdb_tile::{read_generic_tile_file, write_generic_tile};
 
 const EXPRESSION: u8 = 0;
 const VALUE: u8 = 1;
@@ -250,8 +250,7 @@ impl DeleteCommit {
     /// Parses a `.del` file's bytes (or the bytes a `.con` file embeds);
     /// `key` for encrypted arrays.
     pub fn parse(file: &str, bytes: &[u8], key: Option<&[u8; 32]>) -> Result<Self> {
-        let data = read_generic_tile_file(file, bytes, key)
-            .map_err(|e| FragmentError::tile(file, "delete condition", e))?;
+        let data = read_tile_file(file, "delete condition", bytes, key)?;
         DeleteCommit::deserialize(file, &data)
     }
 
@@ -280,11 +279,13 @@ impl DeleteCommit {
         version: FormatVersion,
         key: Option<&[u8; 32]>,
     ) -> Result<Vec<u8>> {
-        let data = self.serialize(file)?;
-        let mut out = Vec::new();
-        write_generic_tile(file, version, &data, key, &mut out)
-            .map_err(|e| FragmentError::tile(file, "delete condition", e))?;
-        Ok(out)
+        write_tile_file(
+            file,
+            "delete condition",
+            version,
+            &self.serialize(file)?,
+            key,
+        )
     }
 }
 
@@ -306,8 +307,7 @@ impl UpdateCommit {
 
     /// Parses an `.upd` file's bytes; `key` for encrypted arrays.
     pub fn parse(file: &str, bytes: &[u8], key: Option<&[u8; 32]>) -> Result<Self> {
-        let data = read_generic_tile_file(file, bytes, key)
-            .map_err(|e| FragmentError::tile(file, "update condition", e))?;
+        let data = read_tile_file(file, "update condition", bytes, key)?;
         UpdateCommit::deserialize(file, &data)
     }
 
@@ -366,11 +366,13 @@ impl UpdateCommit {
         version: FormatVersion,
         key: Option<&[u8; 32]>,
     ) -> Result<Vec<u8>> {
-        let data = self.serialize(file)?;
-        let mut out = Vec::new();
-        write_generic_tile(file, version, &data, key, &mut out)
-            .map_err(|e| FragmentError::tile(file, "update condition", e))?;
-        Ok(out)
+        write_tile_file(
+            file,
+            "update condition",
+            version,
+            &self.serialize(file)?,
+            key,
+        )
     }
 }
 

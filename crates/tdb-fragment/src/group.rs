@@ -20,6 +20,7 @@
 //! replaces an earlier one, a deleted one removes it.
 
 use crate::array_metadata::in_tiledb_order;
+use crate::tile_file::{read_tile_file, write_tile_file};
 use crate::{FragmentError, Result};
 use std::collections::BTreeMap;
 use tdb_format::le::{self, PResult};
@@ -175,8 +176,7 @@ impl GroupDetails {
     /// Parses a whole details file (one generic tile) named `file` in
     /// errors (e.g. `__group/__1_1_<uuid>_2`).
     pub fn parse(file: &str, bytes: &[u8], key: Option<&[u8; 32]>) -> Result<Self> {
-        let content = tdb_tile::read_generic_tile_file(file, bytes, key)
-            .map_err(|e| FragmentError::tile(file, "group details tile", e))?;
+        let content = read_tile_file(file, "group details tile", bytes, key)?;
         Self::parse_content(file, &content)
     }
 
@@ -237,10 +237,13 @@ impl GroupDetails {
     pub fn write(&self, file: &str, key: Option<&[u8; 32]>) -> Result<Vec<u8>> {
         let mut content = Vec::new();
         self.write_content(&mut content)?;
-        let mut out = Vec::new();
-        tdb_tile::write_generic_tile(file, FormatVersion::WRITTEN, &content, key, &mut out)
-            .map_err(|e| FragmentError::tile(file, "group details tile", e))?;
-        Ok(out)
+        write_tile_file(
+            file,
+            "group details tile",
+            FormatVersion::WRITTEN,
+            &content,
+            key,
+        )
     }
 
     /// A fresh name for a details file written at `timestamp`, as TileDB

@@ -14,6 +14,7 @@ pub mod fragment_metadata;
 mod group;
 mod open;
 mod schemas;
+mod tile_file;
 mod verify;
 
 pub use array_metadata::{ArrayMetadata, MetadataEntry, MetadataFile, MetadataValue};

@@ -7,10 +7,10 @@
 
 use super::footer::Footer;
 use super::Reader;
+use crate::tile_file::{read_tile_file, write_tile_file};
 use crate::{FragmentError, Result};
-use tdb_format::{le, single_generic_tile, FormatVersion};
+use tdb_format::{le, FormatVersion};
 use tdb_schema::ArraySchema;
-use tdb_tile::{read_generic_tile, write_generic_tile};
 
 /// One fragment of a consolidated fragment metadata file.
 #[derive(Debug, Clone, PartialEq)]
@@ -50,10 +50,7 @@ impl ConsolidatedFragmentMeta {
         schemas: &dyn Fn(&str) -> Option<&'s ArraySchema>,
         file: &str,
     ) -> Result<Self> {
-        let tile =
-            single_generic_tile(bytes).map_err(|e| FragmentError::format(file, "tile", e))?;
-        let content = read_generic_tile(file, &tile, key)
-            .map_err(|e| FragmentError::tile(file, "tile", e))?;
+        let content = read_tile_file(file, "tile", bytes, key)?;
         Self::parse_content(&content, schemas, file)
     }
 
@@ -139,9 +136,6 @@ impl ConsolidatedFragmentMeta {
         file: &str,
     ) -> Result<Vec<u8>> {
         let content = self.write_content(schemas, file)?;
-        let mut out = Vec::new();
-        write_generic_tile(file, version, &content, key, &mut out)
-            .map_err(|e| FragmentError::tile(file, "tile", e))?;
-        Ok(out)
+        write_tile_file(file, "tile", version, &content, key)
     }
 }

@@ -8,10 +8,9 @@
 
 use super::footer::{Footer, SectionOffsets};
 use super::{metadata_file, Reader};
+use crate::tile_file::read_tile_file;
 use crate::{FragmentError, Result};
-use tdb_format::single_generic_tile;
 use tdb_schema::{ArraySchema, NDRange, Range, LEGACY_SCHEMA_NAME};
-use tdb_tile::read_generic_tile;
 
 /// A parsed v1–v2 fragment metadata file.
 #[derive(Debug, Clone, PartialEq)]
@@ -44,10 +43,7 @@ impl LegacyMetadata {
         fragment: &str,
     ) -> Result<LegacyMetadata> {
         let file = metadata_file(fragment);
-        let tile = single_generic_tile(bytes)
-            .map_err(|e| FragmentError::format(&file, "metadata tile", e))?;
-        let content = read_generic_tile(&file, &tile, key)
-            .map_err(|e| FragmentError::tile(&file, "metadata tile", e))?;
+        let content = read_tile_file(&file, "metadata tile", bytes, key)?;
         let mut r = Reader::new(&content, &file, "legacy metadata");
         let version = r.u32("version")?;
         if !(1..=2).contains(&version) {

@@ -13,10 +13,11 @@
 
 use super::footer::Footer;
 use super::{metadata_file, put_u64s, Reader};
+use crate::tile_file::write_tile_file;
 use crate::{FragmentError, Result};
 use tdb_format::{generic_tile, le, Datatype, FormatVersion};
 use tdb_schema::ArraySchema;
-use tdb_tile::{read_generic_tile, write_generic_tile};
+use tdb_tile::read_generic_tile;
 
 /// A section of `__fragment_metadata.tdb`. Field indices are the footer's
 /// (see [`Footer::fields`]); global order bounds are per dimension.
@@ -279,10 +280,7 @@ impl SectionData {
         fragment: &str,
     ) -> Result<Vec<u8>> {
         let file = metadata_file(fragment);
-        let mut out = Vec::new();
-        write_generic_tile(&file, version, &self.write_content(), key, &mut out)
-            .map_err(|e| FragmentError::tile(&file, "section", e))?;
-        Ok(out)
+        write_tile_file(&file, "section", version, &self.write_content(), key)
     }
 }
 
