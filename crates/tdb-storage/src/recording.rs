@@ -22,6 +22,13 @@ pub enum Request {
         /// Subdirectories listed.
         dirs: usize,
     },
+    /// `list_prefix`: how many files below the directory came back.
+    ListPrefix {
+        /// The directory.
+        dir: String,
+        /// Files listed.
+        files: usize,
+    },
     /// `read` of a whole file; `None` when it did not exist.
     Read {
         /// The file.
@@ -65,6 +72,7 @@ impl fmt::Display for Request {
             Request::List { dir, files, dirs } => {
                 write!(f, "list {dir:?}: {files} files, {dirs} dirs")
             }
+            Request::ListPrefix { dir, files } => write!(f, "list_prefix {dir:?}: {files} files"),
             Request::Read { key, bytes } => write!(f, "read {key}: {}", opt(bytes)),
             Request::ReadRanges { ranges } => {
                 let total: u64 = ranges.iter().filter_map(|r| r.2).sum();
@@ -177,15 +185,12 @@ impl<S: ListableStorage> ListableStorage for RecordingStorage<S> {
     }
 
     fn list_prefix(&self, dir: &str) -> Result<Vec<ObjectMeta>> {
-        // Recorded as the listings it is made of.
-        let mut out = Vec::new();
-        let mut stack = vec![dir.to_owned()];
-        while let Some(d) = stack.pop() {
-            let listing = self.list_dir(&d)?;
-            out.extend(listing.files);
-            stack.extend(listing.dirs);
-        }
-        out.sort();
+        // The backend's own (an object store lists a prefix in one go).
+        let out = self.inner.list_prefix(dir)?;
+        self.push(Request::ListPrefix {
+            dir: dir.to_owned(),
+            files: out.len(),
+        });
         Ok(out)
     }
 }
