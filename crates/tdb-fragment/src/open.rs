@@ -12,9 +12,8 @@ use crate::{
 };
 use std::collections::HashMap;
 use tdb_format::names::{
-    ARRAY_DIRS, COMMITS_DIR, FRAGMENTS_DIR, FRAGMENT_METADATA_FILE, FRAGMENT_META_DIR,
-    GROUP_DETAILS_DIR, GROUP_FILE, LEGACY_COORDS_STEM, LEGACY_SCHEMA_FILE, METADATA_DIR,
-    SCHEMA_DIR, TDB_EXT,
+    ARRAY_DIRS, COMMITS_DIR, FRAGMENT_METADATA_FILE, FRAGMENT_META_DIR, GROUP_DETAILS_DIR,
+    GROUP_FILE, LEGACY_COORDS_STEM, LEGACY_SCHEMA_FILE, METADATA_DIR, SCHEMA_DIR, TDB_EXT,
 };
 use tdb_format::TimestampedName;
 use tdb_schema::{SchemaEntry, SchemaHistory};
@@ -131,16 +130,16 @@ pub fn object_files<S: ReadStorage + ?Sized>(storage: &S, dir: &str) -> Result<O
     Ok(ObjectFiles { files, nested })
 }
 
-/// Subdirectories whose files an open needs listed. Fragment directories are
-/// not listed (their commit files say what they hold), except pre-v5 ones,
-/// which are committed by their metadata file.
-const LISTED_DIRS: [&str; 6] = [
+/// Subdirectories whose files an open needs listed. `__fragments/` is not
+/// (commit files say which fragments exist, and footers are read from the
+/// end of files whose names are known), nor are fragment directories,
+/// except pre-v5 ones, which their metadata file commits.
+const LISTED_DIRS: [&str; 5] = [
     SCHEMA_DIR,
     COMMITS_DIR,
     FRAGMENT_META_DIR,
     METADATA_DIR,
     GROUP_DETAILS_DIR,
-    FRAGMENTS_DIR,
 ];
 
 /// Lists the object at `dir`: its root, the directories of [`LISTED_DIRS`]
@@ -168,7 +167,7 @@ pub fn list_object<S: ReadStorage + ?Sized>(storage: &S, dir: &str) -> Result<Di
         let name = last_component(d);
         let pre_v5_fragment =
             TimestampedName::parse(name).is_ok_and(|n| n.implied_format_version() < 5);
-        if LISTED_DIRS.contains(&name) && name != FRAGMENTS_DIR || pre_v5_fragment {
+        if LISTED_DIRS.contains(&name) || pre_v5_fragment {
             take(list(d)?, &mut files);
         }
         dirs.push(name.to_owned());
