@@ -37,7 +37,8 @@ fn kinds(problems: &[Problem]) -> Vec<ProblemKind> {
 
 #[test]
 fn every_fixture_array_is_clean() {
-    let mut n = 0;
+    let (mut n, mut tiles, mut bytes) = (0, 0, 0);
+    let mut dirty = Vec::new();
     for o in tdb_testdata::objects() {
         let is_array = o
             .files
@@ -46,11 +47,22 @@ fn every_fixture_array_is_clean() {
         if !is_array {
             continue;
         }
-        let problems = verify(&o.dir, o.key.as_ref());
-        assert!(problems.is_empty(), "{}: {problems:#?}", o.case);
+        let mut problems = Vec::new();
+        let report = verify_array(&LocalStorage::new(&o.dir), "", o.key.as_ref(), &mut |p| {
+            problems.push(p)
+        })
+        .unwrap();
+        for p in problems {
+            dirty.push(format!("{} ({}): {p}", o.case, o.dir.display()));
+        }
+        tiles += report.tiles;
+        bytes += report.bytes_read;
         n += 1;
     }
+    eprintln!("{n} arrays, {tiles} tiles, {bytes} bytes read");
+    assert!(dirty.is_empty(), "{}", dirty.join("\n"));
     assert!(n > 150, "{n} arrays");
+    assert!(tiles > 1800, "{tiles} tiles");
 }
 
 #[test]
