@@ -702,8 +702,16 @@ impl<'a, S: ReadStorage + ?Sized> Scrub<'a, S> {
                     DataPart::Var => frag.meta.var_tile_range(i, t),
                     DataPart::Validity => frag.meta.validity_tile_range(i, t),
                 };
-                let path = frag.files[&(i, part)].0.clone();
+                let (path, size) = frag.files[&(i, part)].clone();
                 match range {
+                    Ok(range) if range.end > size => self.sink.push(
+                        Problem::new(
+                            ProblemKind::Tile,
+                            path,
+                            format!("spans {range:?}, beyond the file's {size} bytes"),
+                        )
+                        .at(t, Some(range.start)),
+                    ),
                     Ok(range) => wants.push(Want { part, path, range }),
                     Err(e) => self
                         .sink
