@@ -6,14 +6,26 @@
 //! storage failure (the bytes cannot be fetched at all) stops it.
 
 use crate::directory::DirectoryListing;
+use crate::fragment_metadata::Field;
 use crate::open::{
     dir_label, object_files, object_kind, read_files, schema_history, ObjectKind, ReadStorage,
 };
-use crate::{FragmentError, Result, TimeWindow};
-use std::collections::BTreeSet;
+use crate::{
+    Footer, FooterRead, FragmentError, FragmentMetadata, LegacyMetadata, Result, Section,
+    SectionData, TimeWindow, TimestampedFile,
+};
+use std::collections::{BTreeSet, HashMap};
 use std::fmt;
-use tdb_format::names::VAC_EXT;
-use tdb_format::{classify, ObjectFile};
+use std::ops::Range;
+use tdb_filters::Filter;
+use tdb_format::names::{
+    FRAGMENT_METADATA_FILE, LEGACY_COORDS_STEM, LEGACY_SCHEMA_FILE, TDB_EXT, VAC_EXT,
+};
+use tdb_format::{classify, DataField, DataPart, Datatype, FormatVersion, ObjectFile};
+use tdb_index::{DomainOps, NDRange, RTree, RangeOps};
+use tdb_schema::{ArraySchema, Range as DimRange, SchemaHistory};
+use tdb_storage::{join, ByteRange, RangeRead, RangeRequest};
+use tdb_tile::{TileData, TileFilters};
 
 /// What kind of problem a [`Problem`] is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -69,6 +81,12 @@ impl Problem {
             detail: detail.into(),
         }
     }
+
+    fn at(mut self, tile: u64, offset: Option<u64>) -> Self {
+        self.tile = Some(tile);
+        self.offset = offset;
+        self
+    }
 }
 
 impl fmt::Display for Problem {
@@ -101,20 +119,29 @@ pub struct VerifyReport {
 }
 
 /// Scrubs the array at `dir` of `storage`, reporting each problem to
-/// `report` as it is found. Today it checks the directory: every file is
-/// one the format knows, schemas and commit files parse (with `key` when
-/// encrypted), every fragment directory is committed and every commit has
-/// its fragment.
+/// `report` as it is found.
+///
+/// The directory: every file is one the format knows, schemas and commit
+/// files parse (with `key` when encrypted), every fragment directory is
+/// committed and every commit has its fragment. Then every committed
+/// fragment, one at a time: its footer parses; each data file the footer
+/// implies exists with the size it records; every section loads; every
+/// tile of every field is read (batched by field, a few MiB at a time) and
+/// unfiltered (checksum filters check themselves), and its size is checked
+/// against the cells it must hold (var offsets ordered and inside their var
+/// tile, var sizes as recorded, validity bytes 0 or 1). Sparse fragments:
+/// each leaf MBR is exactly the bounds of its tile's coordinates and the
+/// non-empty domain is the union of the leaves. v11+: tile null counts, and
+/// mins, maxes and sums of fixed-size numeric attributes, against the data.
 pub fn verify_array<S: ReadStorage + ?Sized>(
     storage: &S,
     dir: &str,
     key: Option<&[u8; 32]>,
     report: &mut dyn FnMut(Problem),
 ) -> Result<VerifyReport> {
-    let mut summary = VerifyReport::default();
-    let mut problem = |p: Problem, summary: &mut VerifyReport| {
-        summary.problems += 1;
-        report(p);
+    let mut sink = Sink {
+        summary: VerifyReport::default(),
+        report,
     };
     if object_kind(storage, dir)? != Some(ObjectKind::Array) {
         return Err(FragmentError::missing(
@@ -123,13 +150,14 @@ pub fn verify_array<S: ReadStorage + ?Sized>(
         ));
     }
     let files = object_files(storage, dir)?.files;
-    summary.files = files.len();
+    sink.summary.files = files.len();
     for f in &files {
         if classify(&f.path) == ObjectFile::Unknown {
-            problem(
-                Problem::new(ProblemKind::UnknownFile, &f.path, "no file of the format"),
-                &mut summary,
-            );
+            sink.push(Problem::new(
+                ProblemKind::UnknownFile,
+                &f.path,
+                "no file of the format",
+            ));
         }
     }
     let listing = DirectoryListing::new(&files);
@@ -137,19 +165,20 @@ pub fn verify_array<S: ReadStorage + ?Sized>(
     let mut wanted = listing.files_to_read();
     wanted.extend(schema_files.iter().map(String::as_str));
     let contents = read_files(storage, dir, &listing, &wanted)?;
-    summary.bytes_read += contents.values().map(|b| b.len() as u64).sum::<u64>();
+    sink.summary.bytes_read += contents.values().map(|b| b.len() as u64).sum::<u64>();
     let resolved = listing.resolve(&contents, TimeWindow::ALL).and_then(|d| {
-        schema_history(dir, &schema_files, &contents, key)?;
-        Ok(d)
+        let h = schema_history(dir, &schema_files, &contents, key)?;
+        Ok((d, h))
     });
-    let directory = match resolved {
+    let (directory, schemas) = match resolved {
         Ok(d) => d,
         Err(e) => {
-            problem(
-                Problem::new(ProblemKind::Directory, dir_label(dir), error_chain(&e)),
-                &mut summary,
-            );
-            return Ok(summary);
+            sink.push(Problem::new(
+                ProblemKind::Directory,
+                dir_label(dir),
+                error_chain(&e),
+            ));
+            return Ok(sink.summary);
         }
     };
 
@@ -170,27 +199,36 @@ pub fn verify_array<S: ReadStorage + ?Sized>(
         .map(|f| f.path.clone())
         .collect();
     for d in present.difference(&committed) {
-        problem(
-            Problem::new(
-                ProblemKind::UncommittedFragment,
-                d.as_str(),
-                "fragment directory without a commit: invisible to reads",
-            ),
-            &mut summary,
-        );
+        sink.push(Problem::new(
+            ProblemKind::UncommittedFragment,
+            d.as_str(),
+            "fragment directory without a commit: invisible to reads",
+        ));
     }
     for d in committed.difference(&present) {
-        problem(
-            Problem::new(
-                ProblemKind::OrphanedCommit,
-                d.as_str(),
-                "committed, but its directory holds no fragment files",
-            ),
-            &mut summary,
-        );
+        sink.push(Problem::new(
+            ProblemKind::OrphanedCommit,
+            d.as_str(),
+            "committed, but its directory holds no fragment files",
+        ));
     }
-    summary.fragments = committed.intersection(&present).count();
-    Ok(summary)
+    sink.summary.fragments = committed.intersection(&present).count();
+    let sizes: HashMap<&str, u64> = files.iter().map(|f| (f.path.as_str(), f.size)).collect();
+    let mut scrub = Scrub {
+        storage,
+        dir,
+        key,
+        schemas: &schemas,
+        sizes: &sizes,
+        sink,
+    };
+    let mut seen = BTreeSet::new();
+    for f in &directory.unfiltered_fragments {
+        if committed.contains(&f.path) && present.contains(&f.path) && seen.insert(&f.path) {
+            scrub.fragment(f)?;
+        }
+    }
+    Ok(scrub.sink.summary)
 }
 
 /// An error and its causes, each once, joined by `: `.
@@ -203,4 +241,968 @@ pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
         cause = c.source();
     }
     out
+}
+
+/// Where problems go, and the running totals.
+struct Sink<'r> {
+    summary: VerifyReport,
+    report: &'r mut dyn FnMut(Problem),
+}
+
+impl Sink<'_> {
+    fn push(&mut self, p: Problem) {
+        self.summary.problems += 1;
+        (self.report)(p);
+    }
+}
+
+/// Bytes of tiles fetched in one batch (at least one tile's worth), so
+/// memory stays near a tile however large the file.
+const BATCH_BYTES: u64 = 4 << 20;
+
+/// The fragment-wide state of a scrub.
+struct Scrub<'a, S: ?Sized> {
+    storage: &'a S,
+    dir: &'a str,
+    key: Option<&'a [u8; 32]>,
+    schemas: &'a SchemaHistory,
+    sizes: &'a HashMap<&'a str, u64>,
+    sink: Sink<'a>,
+}
+
+/// One fragment being scrubbed.
+struct Frag<'a> {
+    path: &'a str,
+    meta_file: String,
+    schema: &'a ArraySchema,
+    meta: FragmentMetadata,
+    /// Leaf MBRs (sparse fragments), when the R-tree loaded.
+    leaves: Option<Vec<NDRange>>,
+    /// Data files present: (field index, part) to path and size.
+    files: HashMap<(usize, DataPart), (String, u64)>,
+    tile_num: u64,
+}
+
+impl Frag<'_> {
+    /// Cells tile `t` must hold.
+    fn cells(&self, t: u64) -> Option<u64> {
+        let f = &self.meta.footer;
+        if f.dense {
+            tdb_index::dense::cell_num_per_tile(&self.schema.domain)
+        } else if t + 1 == self.tile_num {
+            Some(f.last_tile_cell_num)
+        } else {
+            Some(self.schema.capacity)
+        }
+    }
+}
+
+/// A data file's name as the fragment's version writes it (for problems
+/// about files that are not there).
+fn data_file_name(version: u32, schema: &ArraySchema, field: Field, part: DataPart) -> String {
+    let by_index = version >= 9;
+    let stem = match field {
+        Field::Attribute(i) if by_index => format!("a{i}"),
+        Field::Dimension(i) if by_index => format!("d{i}"),
+        Field::Attribute(i) => schema
+            .attributes
+            .get(i)
+            .map_or_else(String::new, |a| a.name.clone()),
+        Field::Dimension(i) => schema
+            .domain
+            .dimensions
+            .get(i)
+            .map_or_else(String::new, |d| d.name.clone()),
+        Field::Coords => "__coords".into(),
+        Field::Timestamps => "t".into(),
+        Field::DeleteTimestamps => "dt".into(),
+        Field::DeleteConditionIndex => "dci".into(),
+    };
+    let suffix = match part {
+        DataPart::Fixed => "",
+        DataPart::Var => "_var",
+        DataPart::Validity => "_validity",
+    };
+    format!("{stem}{suffix}.tdb")
+}
+
+/// The data field a footer field is, for [`ArraySchema::part_filters`].
+fn data_field(field: Field) -> DataField {
+    match field {
+        Field::Attribute(i) => DataField::Attribute(i as u32),
+        Field::Dimension(i) => DataField::Dimension(i as u32),
+        Field::Coords => DataField::LegacyCoords,
+        Field::Timestamps => DataField::Timestamps,
+        Field::DeleteTimestamps => DataField::DeleteTimestamps,
+        Field::DeleteConditionIndex => DataField::DeleteConditionIndex,
+    }
+}
+
+/// The parts of `field` a fragment must have files for.
+fn expected_parts(footer: &Footer, schema: &ArraySchema, field: Field) -> Vec<DataPart> {
+    let mut parts = Vec::new();
+    match field {
+        Field::Attribute(i) => {
+            let Some(a) = schema.attributes.get(i) else {
+                return parts;
+            };
+            parts.push(DataPart::Fixed);
+            if a.is_var() {
+                parts.push(DataPart::Var);
+            }
+            if a.nullable && footer.version >= 7 {
+                parts.push(DataPart::Validity);
+            }
+        }
+        Field::Coords if footer.version < 5 && !footer.dense => parts.push(DataPart::Fixed),
+        Field::Coords => {}
+        Field::Dimension(i) if !footer.dense => {
+            parts.push(DataPart::Fixed);
+            if schema.domain.dimensions.get(i).is_some_and(|d| d.is_var()) {
+                parts.push(DataPart::Var);
+            }
+        }
+        Field::Dimension(_) => {}
+        Field::Timestamps | Field::DeleteTimestamps | Field::DeleteConditionIndex => {
+            parts.push(DataPart::Fixed)
+        }
+    }
+    parts
+}
+
+fn le_u64s(data: &[u8]) -> Vec<u64> {
+    data.chunks_exact(8)
+        .map(|c| u64::from_le_bytes(c.try_into().unwrap_or_default()))
+        .collect()
+}
+
+impl<'a, S: ReadStorage + ?Sized> Scrub<'a, S> {
+    fn read(&mut self, requests: &[RangeRequest]) -> Result<Vec<Option<RangeRead>>> {
+        let got = self
+            .storage
+            .read_ranges(requests)
+            .map_err(|e| FragmentError::storage(dir_label(self.dir), e))?;
+        self.sink.summary.bytes_read += got
+            .iter()
+            .flatten()
+            .map(|r| r.bytes.len() as u64)
+            .sum::<u64>();
+        Ok(got)
+    }
+
+    fn request(&self, path: &str, range: Range<u64>) -> RangeRequest {
+        RangeRequest::new(
+            join(self.dir, path),
+            ByteRange::new(range.start, range.end - range.start),
+        )
+    }
+
+    /// The schema a fragment's name says it was written with (TileDB's
+    /// rule, as `OpenArray` opens fragments).
+    fn schema_of(&self, f: &TimestampedFile) -> &'a ArraySchema {
+        let legacy = if f.format_version() < 10 {
+            self.schemas.by_name(LEGACY_SCHEMA_FILE)
+        } else {
+            None
+        };
+        &legacy.unwrap_or_else(|| self.schemas.at(f.name.t2)).schema
+    }
+
+    fn fragment(&mut self, f: &'a TimestampedFile) -> Result<()> {
+        let meta_file = format!("{}/{FRAGMENT_METADATA_FILE}", f.path);
+        let Some(&size) = self.sizes.get(meta_file.as_str()) else {
+            self.sink.push(Problem::new(
+                ProblemKind::MissingFile,
+                &meta_file,
+                "the fragment has no metadata file",
+            ));
+            return Ok(());
+        };
+        let bad_meta =
+            |detail: String| Problem::new(ProblemKind::FragmentMetadata, &meta_file, detail);
+        let version = f.format_version();
+        let schemas = |name: &str| self.schemas.by_name(name).map(|e| &e.schema);
+        let (meta, legacy_mbrs) = if version <= 2 {
+            let got = self.read(&[self.request(&meta_file, 0..size)])?;
+            let Some(read) = got.into_iter().next().flatten() else {
+                self.sink.push(bad_meta("listed, then gone".into()));
+                return Ok(());
+            };
+            let coords = format!("{}/{LEGACY_COORDS_STEM}{TDB_EXT}", f.path);
+            let dense = !self.sizes.contains_key(coords.as_str());
+            match LegacyMetadata::parse(&read.bytes, self.schema_of(f), dense, self.key, &f.path) {
+                Ok(l) => {
+                    let mbrs = l.mbrs.clone();
+                    (FragmentMetadata::from_legacy(f.name.clone(), l), Some(mbrs))
+                }
+                Err(e) => {
+                    self.sink.push(bad_meta(error_chain(&e)));
+                    return Ok(());
+                }
+            }
+        } else {
+            let mut want = Footer::suffix_to_read(self.schema_of(f), version).min(size);
+            let footer = loop {
+                let got = self.read(&[self.request(&meta_file, size - want..size)])?;
+                let Some(read) = got.into_iter().next().flatten() else {
+                    self.sink.push(bad_meta("listed, then gone".into()));
+                    return Ok(());
+                };
+                match Footer::parse(&read.bytes, size, &schemas, version, &f.path) {
+                    Ok(FooterRead::Done(footer)) => break footer,
+                    Ok(FooterRead::NeedMore(n)) if n > want && n <= size => want = n,
+                    Ok(FooterRead::NeedMore(n)) => {
+                        self.sink.push(bad_meta(format!(
+                            "footer asks for {n} bytes of a {size}-byte file"
+                        )));
+                        return Ok(());
+                    }
+                    Err(e) => {
+                        self.sink.push(bad_meta(error_chain(&e)));
+                        return Ok(());
+                    }
+                }
+            };
+            (FragmentMetadata::new(f.name.clone(), footer), None)
+        };
+        let Some(schema) = self
+            .schemas
+            .by_name(&meta.footer.array_schema_name)
+            .map(|e| &e.schema)
+        else {
+            self.sink.push(bad_meta(format!(
+                "names schema {}, which the array does not have",
+                meta.footer.array_schema_name
+            )));
+            return Ok(());
+        };
+        let mut frag = Frag {
+            path: &f.path,
+            meta_file,
+            schema,
+            meta,
+            leaves: legacy_mbrs,
+            files: HashMap::new(),
+            tile_num: 0,
+        };
+        self.data_files(&mut frag);
+        self.sections(&mut frag)?;
+        let footer = &frag.meta.footer;
+        let tile_num = if footer.dense {
+            footer.tile_num(schema)
+        } else {
+            Some(footer.sparse_tile_num)
+        };
+        let Some(tile_num) = tile_num else {
+            self.sink.push(Problem::new(
+                ProblemKind::FragmentMetadata,
+                &frag.meta_file,
+                "the tile count does not follow from the footer",
+            ));
+            return Ok(());
+        };
+        frag.tile_num = tile_num;
+        if !footer.dense {
+            self.check_domain(&frag);
+        }
+        let fields = frag.meta.footer.fields();
+        for (i, field) in fields.into_iter().enumerate() {
+            self.field(&frag, i, field)?;
+        }
+        Ok(())
+    }
+
+    /// Each data file the footer implies is there, with the size it records.
+    fn data_files(&mut self, frag: &mut Frag<'_>) {
+        let prefix = format!("{}/", frag.path);
+        let footer = &frag.meta.footer;
+        for (path, size) in self.sizes.iter() {
+            let Some(_) = path.strip_prefix(&prefix) else {
+                continue;
+            };
+            if let ObjectFile::Data { field, part, .. } = classify(path) {
+                if let Some(i) = footer.data_field_index(&field, frag.schema) {
+                    frag.files.insert((i, part), ((*path).to_owned(), *size));
+                }
+            }
+        }
+        for (i, field) in footer.fields().into_iter().enumerate() {
+            for part in expected_parts(footer, frag.schema, field) {
+                let recorded = match part {
+                    DataPart::Fixed => footer.file_sizes.get(i),
+                    DataPart::Var => footer.file_var_sizes.get(i),
+                    DataPart::Validity => footer.file_validity_sizes.get(i),
+                };
+                match frag.files.get(&(i, part)) {
+                    None => {
+                        let name = data_file_name(footer.version, frag.schema, field, part);
+                        self.sink.push(Problem::new(
+                            ProblemKind::MissingFile,
+                            format!("{prefix}{name}"),
+                            "the fragment metadata lists this data file",
+                        ));
+                    }
+                    Some((path, size)) => match recorded {
+                        Some(r) if r != size => self.sink.push(Problem::new(
+                            ProblemKind::FileSize,
+                            path.as_str(),
+                            format!("{size} bytes, the fragment metadata records {r}"),
+                        )),
+                        _ => {}
+                    },
+                }
+            }
+        }
+    }
+
+    /// Loads every section the footer has, in one batch.
+    fn sections(&mut self, frag: &mut Frag<'_>) -> Result<()> {
+        let name = frag.meta.name.to_string();
+        if frag.meta.footer.version <= 2 {
+            return Ok(());
+        }
+        let mut wanted = Vec::new();
+        for section in frag.meta.footer.sections() {
+            match frag.meta.footer.section_range(section, &name) {
+                Ok(r) => wanted.push((section, r)),
+                Err(e) => self.sink.push(Problem::new(
+                    ProblemKind::FragmentMetadata,
+                    &frag.meta_file,
+                    error_chain(&e),
+                )),
+            }
+        }
+        let requests: Vec<RangeRequest> = wanted
+            .iter()
+            .map(|(_, r)| self.request(&frag.meta_file, r.clone()))
+            .collect();
+        let got = if requests.is_empty() {
+            Vec::new()
+        } else {
+            self.read(&requests)?
+        };
+        let version = frag.meta.footer.version;
+        let meta_file = frag.meta_file.clone();
+        for ((section, _), read) in wanted.into_iter().zip(got) {
+            let Some(read) = read else {
+                continue;
+            };
+            let loaded = frag
+                .meta
+                .load_section(section, &read.bytes, self.key, frag.schema)
+                .and_then(|data| match (section, data) {
+                    (Section::RTree, SectionData::RTree(bytes)) => {
+                        let version = FormatVersion::new(version)
+                            .map_err(|e| FragmentError::format(&meta_file, "version", e))?;
+                        let tree =
+                            RTree::parse(bytes, &frag.schema.domain, version).map_err(|e| {
+                                FragmentError::invalid(&meta_file, "R-tree", error_chain(&e))
+                            })?;
+                        Ok(Some(tree.leaves().to_vec()))
+                    }
+                    _ => Ok(None),
+                });
+            match loaded {
+                Ok(Some(leaves)) => frag.leaves = Some(leaves),
+                Ok(None) => {}
+                Err(e) => self.sink.push(Problem::new(
+                    ProblemKind::FragmentMetadata,
+                    &frag.meta_file,
+                    error_chain(&e),
+                )),
+            }
+        }
+        Ok(())
+    }
+
+    /// Sparse: the leaf count is the tile count, and the non-empty domain
+    /// is the union of the leaf MBRs.
+    fn check_domain(&mut self, frag: &Frag<'_>) {
+        let Some(leaves) = &frag.leaves else {
+            return;
+        };
+        if leaves.len() as u64 != frag.tile_num {
+            self.sink.push(Problem::new(
+                ProblemKind::Mismatch,
+                &frag.meta_file,
+                format!("{} leaf MBRs for {} tiles", leaves.len(), frag.tile_num),
+            ));
+            return;
+        }
+        let Ok(ops) = DomainOps::new(&frag.schema.domain) else {
+            return;
+        };
+        let mut union = NDRange::new();
+        for leaf in leaves {
+            ops.expand(&mut union, leaf);
+        }
+        if let Some(ned) = &frag.meta.footer.non_empty_domain {
+            if !leaves.is_empty() && &union != ned {
+                self.sink.push(Problem::new(
+                    ProblemKind::Mismatch,
+                    &frag.meta_file,
+                    "the non-empty domain is not the union of the leaf MBRs",
+                ));
+            }
+        }
+    }
+}
+
+/// One data-file tile to fetch: its part, file and byte range.
+struct Want {
+    part: DataPart,
+    path: String,
+    range: Range<u64>,
+}
+
+impl<'a, S: ReadStorage + ?Sized> Scrub<'a, S> {
+    /// Every tile of field `i`, fetched a batch at a time.
+    fn field(&mut self, frag: &Frag<'_>, i: usize, field: Field) -> Result<()> {
+        let parts: Vec<DataPart> = expected_parts(&frag.meta.footer, frag.schema, field)
+            .into_iter()
+            .filter(|p| frag.files.contains_key(&(i, *p)))
+            .collect();
+        if !parts.contains(&DataPart::Fixed) {
+            return Ok(());
+        }
+        for (part, section) in [
+            (DataPart::Fixed, Section::TileOffsets(i)),
+            (DataPart::Var, Section::VarOffsets(i)),
+            (DataPart::Validity, Section::ValidityOffsets(i)),
+        ] {
+            if !parts.contains(&part) {
+                continue;
+            }
+            match frag.meta.section(section) {
+                Some(SectionData::U64s(v)) if v.len() as u64 == frag.tile_num => {}
+                Some(SectionData::U64s(v)) => {
+                    self.sink.push(Problem::new(
+                        ProblemKind::Mismatch,
+                        &frag.meta_file,
+                        format!(
+                            "{}: {} offsets for {} tiles",
+                            section.label(),
+                            v.len(),
+                            frag.tile_num
+                        ),
+                    ));
+                    return Ok(());
+                }
+                // Not loaded: already reported.
+                _ => return Ok(()),
+            }
+        }
+        let mut batch: Vec<(u64, Vec<Want>)> = Vec::new();
+        let mut batch_bytes = 0;
+        for t in 0..frag.tile_num {
+            let mut wants = Vec::new();
+            for &part in &parts {
+                let range = match part {
+                    DataPart::Fixed => frag.meta.tile_range(i, t),
+                    DataPart::Var => frag.meta.var_tile_range(i, t),
+                    DataPart::Validity => frag.meta.validity_tile_range(i, t),
+                };
+                let (path, size) = frag.files[&(i, part)].clone();
+                match range {
+                    Ok(range) if range.end > size => self.sink.push(
+                        Problem::new(
+                            ProblemKind::Tile,
+                            path,
+                            format!("spans {range:?}, beyond the file's {size} bytes"),
+                        )
+                        .at(t, Some(range.start)),
+                    ),
+                    Ok(range) => wants.push(Want { part, path, range }),
+                    Err(e) => self
+                        .sink
+                        .push(Problem::new(ProblemKind::Tile, path, error_chain(&e)).at(t, None)),
+                }
+            }
+            if wants.len() != parts.len() {
+                continue;
+            }
+            batch_bytes += wants
+                .iter()
+                .map(|w| w.range.end - w.range.start)
+                .sum::<u64>();
+            batch.push((t, wants));
+            if batch_bytes >= BATCH_BYTES {
+                self.flush(frag, i, field, std::mem::take(&mut batch))?;
+                batch_bytes = 0;
+            }
+        }
+        self.flush(frag, i, field, batch)
+    }
+
+    fn flush(
+        &mut self,
+        frag: &Frag<'_>,
+        i: usize,
+        field: Field,
+        batch: Vec<(u64, Vec<Want>)>,
+    ) -> Result<()> {
+        if batch.is_empty() {
+            return Ok(());
+        }
+        let requests: Vec<RangeRequest> = batch
+            .iter()
+            .flat_map(|(_, w)| w.iter().map(|w| self.request(&w.path, w.range.clone())))
+            .collect();
+        let mut got = self.read(&requests)?.into_iter();
+        for (t, wants) in batch {
+            let mut bytes = Vec::with_capacity(wants.len());
+            for w in &wants {
+                match got.next().flatten() {
+                    Some(r) => bytes.push(r.bytes),
+                    None => {
+                        self.sink.push(Problem::new(
+                            ProblemKind::MissingFile,
+                            w.path.as_str(),
+                            "listed, then gone",
+                        ));
+                        return Ok(());
+                    }
+                }
+            }
+            self.tile(frag, i, field, t, &wants, &bytes);
+        }
+        Ok(())
+    }
+
+    /// Unfilters tile `t` of field `i` (each of its parts) and checks it.
+    fn tile(
+        &mut self,
+        frag: &Frag<'_>,
+        i: usize,
+        field: Field,
+        t: u64,
+        wants: &[Want],
+        bytes: &[impl AsRef<[u8]>],
+    ) {
+        let schema = frag.schema;
+        let df = data_field(field);
+        let encrypted = self.key.is_some();
+        let Some(cells) = frag.cells(t) else {
+            return;
+        };
+        let mut fixed: Option<TileData> = None;
+        let mut var: Option<(TileData, bool)> = None;
+        let mut validity: Option<Vec<u8>> = None;
+        for (w, b) in wants.iter().zip(bytes) {
+            let Some(pf) = schema.part_filters(&df, w.part, encrypted) else {
+                return;
+            };
+            let filters = TileFilters::new(&pf.pipeline, pf.datatype, pf.cell_size, schema.version)
+                .with_key(self.key);
+            let loc = format!("{} tile {t}", w.path);
+            let problem = |kind, detail: String| {
+                Problem::new(kind, w.path.as_str(), detail).at(t, Some(w.range.start))
+            };
+            let data = match filters.unfilter_whole(&loc, b.as_ref(), w.part == DataPart::Var) {
+                Ok(d) => d,
+                Err(e) => {
+                    self.sink.push(problem(ProblemKind::Tile, error_chain(&e)));
+                    return;
+                }
+            };
+            self.sink.summary.tiles += 1;
+            match w.part {
+                DataPart::Fixed => {
+                    if let Some(size) = pf.field_cell_size {
+                        let want = cells.saturating_mul(size);
+                        if data.data.len() as u64 != want {
+                            self.sink.push(problem(
+                                ProblemKind::Mismatch,
+                                format!(
+                                    "{} bytes unfiltered, {cells} cells of {size} bytes need {want}",
+                                    data.data.len()
+                                ),
+                            ));
+                            return;
+                        }
+                    }
+                    fixed = Some(data);
+                }
+                DataPart::Var => {
+                    let inside = filters.offsets_inside();
+                    match frag.meta.var_tile_size(i, t) {
+                        Ok(n) if n != data.data.len() as u64 => {
+                            self.sink.push(problem(
+                                ProblemKind::Mismatch,
+                                format!(
+                                    "{} bytes unfiltered, the var sizes section records {n}",
+                                    data.data.len()
+                                ),
+                            ));
+                            return;
+                        }
+                        Ok(_) => {}
+                        Err(e) => {
+                            self.sink
+                                .push(problem(ProblemKind::FragmentMetadata, error_chain(&e)));
+                            return;
+                        }
+                    }
+                    var = Some((data, inside));
+                }
+                DataPart::Validity => {
+                    if data.data.len() as u64 != cells {
+                        self.sink.push(problem(
+                            ProblemKind::Mismatch,
+                            format!("{} validity bytes for {cells} cells", data.data.len()),
+                        ));
+                        return;
+                    }
+                    if let Some(c) = data.data.iter().position(|&b| b > 1) {
+                        self.sink.push(problem(
+                            ProblemKind::Mismatch,
+                            format!("validity byte of cell {c} is {}", data.data[c]),
+                        ));
+                        return;
+                    }
+                    validity = Some(data.data);
+                }
+            }
+        }
+        let Some(fixed) = fixed else { return };
+        let fixed_want = &wants[0];
+        let mismatch = |path: &str, detail: String| {
+            Problem::new(ProblemKind::Mismatch, path, detail).at(t, Some(fixed_want.range.start))
+        };
+        // Var-size fields: the offsets, wherever they live.
+        let mut offsets: Option<Vec<u64>> = None;
+        if let Some((var, inside)) = &var {
+            let (offs, path) = if *inside {
+                if !fixed.data.is_empty() {
+                    self.sink.push(mismatch(
+                        &fixed_want.path,
+                        "an offsets tile where the offsets live in the data tile".into(),
+                    ));
+                    return;
+                }
+                (var.offsets.clone(), &wants[1].path)
+            } else {
+                if fixed.data.len() % 8 != 0 {
+                    self.sink.push(mismatch(
+                        &fixed_want.path,
+                        format!("{} offsets bytes", fixed.data.len()),
+                    ));
+                    return;
+                }
+                (le_u64s(&fixed.data), &fixed_want.path)
+            };
+            if offs.len() as u64 != cells {
+                self.sink.push(mismatch(
+                    path,
+                    format!("{} offsets for {cells} cells", offs.len()),
+                ));
+                return;
+            }
+            if let Some(k) = offs.windows(2).position(|w| w[0] > w[1]) {
+                self.sink
+                    .push(mismatch(path, format!("offset {} decreases", k + 1)));
+                return;
+            }
+            if offs.last().is_some_and(|&o| o > var.data.len() as u64) {
+                self.sink.push(mismatch(
+                    path,
+                    format!("offsets reach past the {}-byte var tile", var.data.len()),
+                ));
+                return;
+            }
+            offsets = Some(offs);
+        }
+        let values = |k: usize| -> &[u8] {
+            match (&offsets, &var) {
+                (Some(o), Some((v, _))) => {
+                    let start = o[k] as usize;
+                    let end = o.get(k + 1).map_or(v.data.len(), |&e| e as usize);
+                    &v.data[start..end]
+                }
+                _ => &[],
+            }
+        };
+        // Sparse coordinates against their leaf MBR.
+        if let Some(leaves) = &frag.leaves {
+            let leaf = usize::try_from(t).ok().and_then(|t| leaves.get(t));
+            let dims = &schema.domain.dimensions;
+            let coords: Vec<(usize, Vec<&[u8]>)> = match field {
+                Field::Dimension(d) if !frag.meta.footer.dense => {
+                    let n = cells as usize;
+                    let vals = match dims[d].is_var() {
+                        true => (0..n).map(values).collect(),
+                        false => fixed
+                            .data
+                            .chunks_exact(dims[d].datatype.size() as usize)
+                            .collect(),
+                    };
+                    vec![(d, vals)]
+                }
+                // Pre-v5 `__coords.tdb`: unfiltered, a tile holds each
+                // dimension's coordinates in turn (TileDB splits them
+                // before filtering and zips them after reading).
+                Field::Coords if !frag.meta.footer.dense => {
+                    let size = dims.first().map_or(0, |d| d.datatype.size() as usize);
+                    let n = cells as usize;
+                    (0..dims.len())
+                        .map(|d| {
+                            let vals = (0..n)
+                                .filter_map(|k| fixed.data.get((d * n + k) * size..)?.get(..size))
+                                .collect();
+                            (d, vals)
+                        })
+                        .collect()
+                }
+                _ => Vec::new(),
+            };
+            for (d, vals) in coords {
+                let (Some(leaf), Ok(ops)) = (leaf, RangeOps::new(&dims[d], d)) else {
+                    continue;
+                };
+                let var_dim = dims[d].is_var();
+                let mut it = vals.iter();
+                let Some(first) = it.next() else { continue };
+                let mut mbr = DimRange::from_bounds(first, first, var_dim);
+                for v in it {
+                    ops.expand(&mut mbr, &DimRange::from_bounds(v, v, var_dim));
+                }
+                if leaf.get(d) != Some(&mbr) {
+                    let detail = if leaf.get(d).is_some_and(|l| ops.covers(l, &mbr)) {
+                        format!("leaf MBR of dimension {d} is not tight around its coordinates")
+                    } else {
+                        format!("coordinates of dimension {d} lie outside the tile's leaf MBR")
+                    };
+                    self.sink.push(mismatch(&fixed_want.path, detail));
+                }
+            }
+        }
+        // Dense tiles: TileDB computes tile metadata over the cells
+        // written, not the fill around them, and which cells those are
+        // needs the tile's cell order: not checked.
+        if frag.meta.footer.version >= 11 && !frag.meta.footer.dense {
+            if let Field::Attribute(a) = field {
+                self.tile_metadata(frag, i, a, t, &fixed, validity.as_deref(), fixed_want);
+            }
+        }
+    }
+
+    /// Tile null count, min, max and sum against the data, where TileDB
+    /// computes them (`TileMetadataGenerator`): null counts of nullable
+    /// attributes; min, max and sum of fixed-size numeric attributes with
+    /// one value per cell (nulls skipped).
+    #[allow(clippy::too_many_arguments)]
+    fn tile_metadata(
+        &mut self,
+        frag: &Frag<'_>,
+        i: usize,
+        a: usize,
+        t: u64,
+        fixed: &TileData,
+        validity: Option<&[u8]>,
+        want: &Want,
+    ) {
+        let Some(attr) = frag.schema.attributes.get(a) else {
+            return;
+        };
+        let tile_num = frag.tile_num as usize;
+        let ti = t as usize;
+        let mut problem = |what: &str, stored: String, computed: String| {
+            self.sink.push(
+                Problem::new(
+                    ProblemKind::Mismatch,
+                    frag.meta_file.as_str(),
+                    format!("tile {what} of field {i} is {stored}, the data gives {computed}"),
+                )
+                .at(t, Some(want.range.start)),
+            );
+        };
+        if let (Some(v), Some(SectionData::U64s(counts)), true) = (
+            validity,
+            frag.meta.section(Section::NullCounts(i)),
+            counts_nulls(attr),
+        ) {
+            if counts.len() == tile_num {
+                let nulls = v.iter().filter(|&&b| b == 0).count() as u64;
+                if counts[ti] != nulls {
+                    problem("null count", counts[ti].to_string(), nulls.to_string());
+                }
+            }
+        }
+        // Lossy filters: the data read back is not what the writer saw.
+        let lossy = attr
+            .filters
+            .filters
+            .iter()
+            .any(|f| matches!(f, Filter::ScaleFloat { .. } | Filter::Webp { .. }));
+        if attr.is_var() || attr.cell_val_num != 1 || lossy {
+            return;
+        }
+        let Some(stats) = numeric_stats(attr.datatype, &fixed.data, validity) else {
+            return;
+        };
+        let size = attr.datatype.size() as usize;
+        for (what, section, computed) in [
+            ("min", Section::Mins(i), &stats.min),
+            ("max", Section::Maxes(i), &stats.max),
+        ] {
+            if let Some(SectionData::Bounds(b)) = frag.meta.section(section) {
+                if b.fixed.len() == tile_num * size {
+                    if let Some(stored) = b.value(ti, Some(size)) {
+                        if stored != computed.as_slice() {
+                            problem(what, format!("{stored:?}"), format!("{computed:?}"));
+                        }
+                    }
+                }
+            }
+        }
+        if let Some(SectionData::Sums(sums)) = frag.meta.section(Section::Sums(i)) {
+            if sums.len() == tile_num && sums[ti] != stats.sum {
+                problem("sum", sums[ti].to_string(), stats.sum.to_string());
+            }
+        }
+    }
+}
+
+/// Whether TileDB counts an attribute's nulls per tile: fixed-size
+/// attributes of the datatypes its generator dispatches on, var-size ones
+/// only when they have a min and max (CHAR and STRING_ASCII); for the
+/// others it stores 0.
+fn counts_nulls(attr: &tdb_schema::Attribute) -> bool {
+    use Datatype::*;
+    let d = attr.datatype;
+    if attr.is_var() {
+        matches!(d, Char | StringAscii)
+    } else {
+        d.is_integer()
+            || d.is_float()
+            || d.is_datetime()
+            || d.is_time()
+            || matches!(d, Bool | Char | StringAscii | Blob | GeomWkb | GeomWkt)
+    }
+}
+
+/// A tile's min, max (little-endian bytes) and raw sum, as TileDB's
+/// `TileMetadataGenerator` computes them.
+struct Stats {
+    min: Vec<u8>,
+    max: Vec<u8>,
+    sum: u64,
+}
+
+/// TileDB's sum kinds: saturating at the type's limits, and stopping there.
+trait SumOf: Copy {
+    fn add_to(self, sum: &mut u64) -> bool;
+}
+
+macro_rules! numeric {
+    ($($t:ty => $kind:ident),*) => {$(
+        impl SumOf for $t {
+            #[allow(clippy::unnecessary_cast, irrefutable_let_patterns)]
+            fn add_to(self, sum: &mut u64) -> bool {
+                numeric!(@sum $kind, self, sum)
+            }
+        }
+    )*};
+    (@sum int, $v:expr, $sum:expr) => {{
+        let s = *$sum as i64;
+        let v = $v as i64;
+        if s > 0 && v > 0 && s > i64::MAX - v {
+            *$sum = i64::MAX as u64;
+            return false;
+        }
+        if s < 0 && v < 0 && s < i64::MIN - v {
+            *$sum = i64::MIN as u64;
+            return false;
+        }
+        *$sum = s.wrapping_add(v) as u64;
+        true
+    }};
+    (@sum uint, $v:expr, $sum:expr) => {{
+        let v = $v as u64;
+        if *$sum > u64::MAX - v {
+            *$sum = u64::MAX;
+            return false;
+        }
+        *$sum += v;
+        true
+    }};
+    (@sum float, $v:expr, $sum:expr) => {{
+        let s = f64::from_bits(*$sum);
+        let v = $v as f64;
+        if (s < 0.0) == (v < 0.0) && s.abs() > f64::MAX - v.abs() {
+            *$sum = if s < 0.0 { f64::MIN } else { f64::MAX }.to_bits();
+            return false;
+        }
+        *$sum = (s + v).to_bits();
+        true
+    }};
+}
+
+numeric!(i8 => int, i16 => int, i32 => int, i64 => int, u8 => uint, u16 => uint,
+    u32 => uint, u64 => uint, f32 => float, f64 => float);
+
+fn stats_of<T, const N: usize>(
+    data: &[u8],
+    validity: Option<&[u8]>,
+    from: fn([u8; N]) -> T,
+    to: fn(T) -> [u8; N],
+    (init_min, init_max): (T, T),
+) -> Stats
+where
+    T: SumOf + PartialOrd,
+{
+    let (mut min, mut max, mut sum, mut summing) = (init_min, init_max, 0u64, true);
+    for (k, c) in data.chunks_exact(N).enumerate() {
+        if validity.is_some_and(|v| v.get(k) == Some(&0)) {
+            continue;
+        }
+        let v = from(c.try_into().unwrap_or([0; N]));
+        // TileDB keeps the current bound only when strictly better (so a
+        // NaN replaces it, and is replaced by the next value).
+        if min.partial_cmp(&v) != Some(std::cmp::Ordering::Less) {
+            min = v;
+        }
+        if max.partial_cmp(&v) != Some(std::cmp::Ordering::Greater) {
+            max = v;
+        }
+        if summing {
+            summing = v.add_to(&mut sum);
+        }
+    }
+    Stats {
+        min: to(min).to_vec(),
+        max: to(max).to_vec(),
+        sum,
+    }
+}
+
+/// Stats of a fixed-size numeric tile; `None` for datatypes TileDB keeps
+/// no min, max and sum for here (strings, bytes, CHAR).
+fn numeric_stats(datatype: Datatype, data: &[u8], validity: Option<&[u8]>) -> Option<Stats> {
+    use Datatype::*;
+    macro_rules! go {
+        ($t:ty) => {
+            stats_of::<$t, { std::mem::size_of::<$t>() }>(
+                data,
+                validity,
+                <$t>::from_le_bytes,
+                <$t>::to_le_bytes,
+                (<$t>::MAX, <$t>::MIN),
+            )
+        };
+    }
+    Some(match datatype {
+        Int8 => go!(i8),
+        Int16 => go!(i16),
+        Int32 => go!(i32),
+        Int64 => go!(i64),
+        UInt8 | Bool => go!(u8),
+        UInt16 => go!(u16),
+        UInt32 => go!(u32),
+        UInt64 => go!(u64),
+        Float32 => go!(f32),
+        Float64 => go!(f64),
+        d if d.is_datetime() || d.is_time() => go!(i64),
+        _ => return None,
+    })
 }

@@ -7,10 +7,8 @@
 
 use std::collections::BTreeMap;
 use tdb_filters::{Filter, FilterPipeline};
-use tdb_format::{
-    classify, DataField, DataPart, Datatype, FormatVersion, ObjectFile, TimestampedName,
-};
-use tdb_schema::{ArraySchema, Attribute, Dimension, SchemaHistory};
+use tdb_format::{classify, DataPart, Datatype, FormatVersion, ObjectFile, TimestampedName};
+use tdb_schema::{ArraySchema, SchemaHistory};
 use tdb_storage::LocalStorage;
 use tdb_testdata::Object;
 use tdb_tile::{read_generic_tile, write_generic_tile, TileData, TileFilters};
@@ -84,16 +82,6 @@ fn chain_text(error: &dyn std::error::Error) -> String {
         .collect()
 }
 
-/// One field's tiles as the schema describes them.
-#[derive(Debug, Clone)]
-struct Field {
-    datatype: Datatype,
-    /// Bytes per cell; `None` for var-size fields.
-    cell_size: Option<u64>,
-    nullable: bool,
-    filters: FilterPipeline,
-}
-
 /// The schema a fragment was written under: the one its metadata names
 /// (TileDB's fragment info in expected.json), else, for group members that
 /// expected.json does not detail, the one in force at its timestamp.
@@ -121,55 +109,6 @@ fn fragment_schema<'h>(
     }
 }
 
-fn attribute_field(a: &Attribute) -> Field {
-    Field {
-        datatype: a.datatype,
-        cell_size: (!a.is_var()).then(|| a.datatype.size() * u64::from(a.cell_val_num)),
-        nullable: a.nullable,
-        filters: a.filters.clone(),
-    }
-}
-
-fn dimension_field(schema: &ArraySchema, d: &Dimension) -> Field {
-    Field {
-        datatype: d.datatype,
-        cell_size: (!d.is_var()).then(|| d.datatype.size()),
-        nullable: false,
-        filters: d
-            .effective_filters(schema.version, &schema.coords_filters)
-            .clone(),
-    }
-}
-
-/// What a data file holds, from its name.
-fn data_file_field(schema: &ArraySchema, which: &DataField) -> Field {
-    let dims = &schema.domain.dimensions;
-    let special = |datatype: Datatype, cell_size: u64| Field {
-        datatype,
-        cell_size: Some(cell_size),
-        nullable: false,
-        filters: schema.coords_filters.clone(),
-    };
-    match which {
-        DataField::Attribute(i) => attribute_field(&schema.attributes[*i as usize]),
-        DataField::Dimension(i) => dimension_field(schema, &dims[*i as usize]),
-        DataField::Named(name) => {
-            let decoded = percent_decode(name);
-            match dims.iter().find(|d| d.name == decoded) {
-                Some(d) => dimension_field(schema, d),
-                None => attribute_field(schema.attribute(&decoded).expect(name)),
-            }
-        }
-        DataField::LegacyCoords => {
-            let t = dims[0].datatype;
-            special(t, t.size() * dims.len() as u64)
-        }
-        DataField::Timestamps | DataField::DeleteTimestamps | DataField::DeleteConditionIndex => {
-            special(Datatype::UInt64, 8)
-        }
-    }
-}
-
 fn history(obj: &Object) -> Option<SchemaHistory> {
     let has_schema = obj
         .files
@@ -179,24 +118,6 @@ fn history(obj: &Object) -> Option<SchemaHistory> {
         tdb_fragment::load_schemas(&LocalStorage::new(&obj.dir), "", obj.key.as_ref())
             .unwrap_or_else(|e| panic!("{}: {e}", obj.case))
     })
-}
-
-fn percent_decode(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'%' && i + 2 < b.len() {
-            if let Ok(v) = u8::from_str_radix(&s[i + 1..i + 3], 16) {
-                out.push(v);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(b[i]);
-        i += 1;
-    }
-    String::from_utf8(out).unwrap()
 }
 
 fn deterministic(p: &FilterPipeline) -> bool {
@@ -241,12 +162,6 @@ fn every_data_tile_unfilters_and_deterministic_pipelines_are_byte_exact() {
         let Some(history) = history(&obj) else {
             continue; // a group
         };
-        let with_key = |mut p: FilterPipeline| {
-            if obj.key.is_some() {
-                p.filters.push(Filter::InternalAes256Gcm);
-            }
-            p
-        };
         // Offsets tiles by fragment and field, to pair with var tiles.
         let mut offsets_by_field: BTreeMap<(String, String), Vec<Vec<u64>>> = BTreeMap::new();
         let mut files: Vec<_> = obj.files.iter().collect();
@@ -264,32 +179,14 @@ fn every_data_tile_unfilters_and_deterministic_pipelines_are_byte_exact() {
             };
             let schema = fragment_schema(&obj, &history, &fragment);
             let version = schema.version;
-            let f = data_file_field(schema, &which);
+            let f = schema
+                .part_filters(&which, part, obj.key.is_some())
+                .unwrap_or_else(|| panic!("{}: {rel}: no such field or part", obj.case));
             let at = format!("{}: {rel}", obj.case);
             let bytes = obj.read(rel);
             let key = (fragment.to_string(), format!("{which:?}"));
-            let var_field = f.cell_size.is_none();
-            let (pipeline, datatype, cell_size) = match part {
-                DataPart::Validity => {
-                    assert!(f.nullable, "{at}");
-                    (
-                        with_key(schema.validity_filters.clone()),
-                        Datatype::UInt8,
-                        1,
-                    )
-                }
-                DataPart::Fixed if var_field => (
-                    with_key(schema.offsets_filters.clone()),
-                    Datatype::UInt64,
-                    8,
-                ),
-                DataPart::Fixed => (
-                    with_key(f.filters.clone()),
-                    f.datatype,
-                    f.cell_size.unwrap(),
-                ),
-                DataPart::Var => (with_key(f.filters.clone()), f.datatype, f.datatype.size()),
-            };
+            let var_field = f.field_cell_size.is_none();
+            let (pipeline, datatype, cell_size) = (f.pipeline.clone(), f.datatype, f.cell_size);
             let filters = TileFilters::new(&pipeline, datatype, cell_size, version)
                 .with_key(obj.key.as_ref())
                 .with_threads(2);
@@ -302,7 +199,11 @@ fn every_data_tile_unfilters_and_deterministic_pipelines_are_byte_exact() {
                 // checked below by a forward round trip.
                 *stats.entry("webp tiles").or_default() += 1;
             }
-            let offsets_inside = var_field && f.filters.skip_offsets_filtering(f.datatype, version);
+            // Offsets inside the data tile: the var part's pipeline decides.
+            let offsets_inside = var_field
+                && schema
+                    .part_filters(&which, DataPart::Var, false)
+                    .is_some_and(|v| v.pipeline.skip_offsets_filtering(v.datatype, version));
             let tiles = unfilter_file(&at, &bytes, &filters, part == DataPart::Var);
             assert!(!tiles.is_empty(), "{at}");
             let mut var_offsets = Vec::new();
@@ -372,17 +273,25 @@ fn first_tile(case: &str, file: &str) -> (FilterPipeline, Datatype, FormatVersio
         .find(|o| o.case == case)
         .unwrap();
     let rel = obj.files.iter().find(|f| f.ends_with(file)).unwrap();
-    let ObjectFile::Data { field: which, .. } = classify(rel) else {
+    let ObjectFile::Data {
+        field: which, part, ..
+    } = classify(rel)
+    else {
         panic!("{rel}")
     };
     let history = history(&obj).unwrap();
     let schema = &history.latest().schema;
-    let f = data_file_field(schema, &which);
+    let f = schema.part_filters(&which, part, false).unwrap();
     let bytes = obj.read(rel);
     let (chunks, rest) = tdb_format::le::run(tdb_tile::filtered_chunks, &bytes).unwrap();
     assert!(!chunks.is_empty());
     let len = bytes.len() - rest.len();
-    (f.filters, f.datatype, schema.version, bytes[..len].to_vec())
+    (
+        f.pipeline,
+        f.datatype,
+        schema.version,
+        bytes[..len].to_vec(),
+    )
 }
 
 /// Flipping any byte of a checksummed tile is caught: in the data or the

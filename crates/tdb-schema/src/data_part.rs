@@ -1,0 +1,128 @@
+//! How the tiles of each data file of a fragment are filtered: the one
+//! place that decides pipeline, datatype and cell size per file part.
+
+use crate::ArraySchema;
+use tdb_filters::{Filter, FilterPipeline};
+use tdb_format::{DataField, DataPart, Datatype};
+
+/// How one data file's tiles are filtered, as TileDB reads them.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct PartFilters {
+    /// The pipeline, with `InternalAes256Gcm` appended for encrypted arrays
+    /// (TileDB adds it at read and write time; schemas never hold it).
+    pub pipeline: FilterPipeline,
+    /// The datatype the pipeline's first filter sees.
+    pub datatype: Datatype,
+    /// Bytes per cell of this part (8 for offsets, 1 for validity, the
+    /// datatype's size for var data).
+    pub cell_size: u64,
+    /// The field's own datatype.
+    pub field_datatype: Datatype,
+    /// Bytes per cell of the field's values; `None` for var-size fields.
+    pub field_cell_size: Option<u64>,
+    /// Whether the field is nullable.
+    pub nullable: bool,
+}
+
+impl ArraySchema {
+    /// How the tiles of `part` of `field`'s data file are filtered under
+    /// this schema (the one the fragment was written with), `encrypted`
+    /// when the array has a key. `None` when the schema has no such field,
+    /// or no such part (validity of a non-nullable field, var data of a
+    /// fixed-size one). Fields named in v5–v8 file names may be percent
+    /// encoded (v8); they are decoded here.
+    pub fn part_filters(
+        &self,
+        field: &DataField,
+        part: DataPart,
+        encrypted: bool,
+    ) -> Option<PartFilters> {
+        let dims = &self.domain.dimensions;
+        let dim = |i: usize| {
+            let d = dims.get(i)?;
+            Some((
+                d.datatype,
+                (!d.is_var()).then(|| d.datatype.size()),
+                false,
+                d.effective_filters(self.version, &self.coords_filters),
+            ))
+        };
+        let attr = |i: usize| {
+            let a = self.attributes.get(i)?;
+            Some((
+                a.datatype,
+                (!a.is_var()).then(|| a.datatype.size() * u64::from(a.cell_val_num)),
+                a.nullable,
+                &a.filters,
+            ))
+        };
+        let (datatype, cell_size, nullable, filters) = match field {
+            DataField::Attribute(i) => attr(*i as usize)?,
+            DataField::Dimension(i) => dim(*i as usize)?,
+            DataField::Named(name) => {
+                let name = percent_decode(name);
+                match dims.iter().position(|d| d.name == name) {
+                    Some(i) => dim(i)?,
+                    None => attr(self.attributes.iter().position(|a| a.name == name)?)?,
+                }
+            }
+            DataField::LegacyCoords => {
+                let t = dims.first()?.datatype;
+                (
+                    t,
+                    Some(t.size() * dims.len() as u64),
+                    false,
+                    &self.coords_filters,
+                )
+            }
+            DataField::Timestamps
+            | DataField::DeleteTimestamps
+            | DataField::DeleteConditionIndex => {
+                (Datatype::UInt64, Some(8), false, &self.coords_filters)
+            }
+        };
+        let (pipeline, part_datatype, part_cell_size) = match part {
+            DataPart::Validity if nullable => (&self.validity_filters, Datatype::UInt8, 1),
+            DataPart::Validity => return None,
+            DataPart::Fixed => match cell_size {
+                Some(n) => (filters, datatype, n),
+                None => (&self.offsets_filters, Datatype::UInt64, 8),
+            },
+            DataPart::Var if cell_size.is_none() => (filters, datatype, datatype.size()),
+            DataPart::Var => return None,
+        };
+        let mut pipeline = pipeline.clone();
+        if encrypted {
+            pipeline.filters.push(Filter::InternalAes256Gcm);
+        }
+        Some(PartFilters {
+            pipeline,
+            datatype: part_datatype,
+            cell_size: part_cell_size,
+            field_datatype: datatype,
+            field_cell_size: cell_size,
+            nullable,
+        })
+    }
+}
+
+/// Undoes v8's percent-encoding of data file names.
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let hex = |c: u8| (c as char).to_digit(16);
+        if b[i] == b'%' && i + 2 < b.len() {
+            if let (Some(h), Some(l)) = (hex(b[i + 1]), hex(b[i + 2])) {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(b[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
