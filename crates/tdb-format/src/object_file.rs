@@ -27,6 +27,32 @@ pub enum DataField {
     DeleteConditionIndex,
 }
 
+impl DataField {
+    /// For [`DataField::Named`], the field's name with v8's percent-encoding
+    /// of file names undone (`%XX` becomes the byte it encodes).
+    pub fn decoded_name(&self) -> Option<String> {
+        let DataField::Named(s) = self else {
+            return None;
+        };
+        let b = s.as_bytes();
+        let mut out = Vec::with_capacity(b.len());
+        let mut i = 0;
+        while i < b.len() {
+            let hex = |c: u8| (c as char).to_digit(16);
+            if b[i] == b'%' && i + 2 < b.len() {
+                if let (Some(h), Some(l)) = (hex(b[i + 1]), hex(b[i + 2])) {
+                    out.push((h * 16 + l) as u8);
+                    i += 3;
+                    continue;
+                }
+            }
+            out.push(b[i]);
+            i += 1;
+        }
+        Some(String::from_utf8_lossy(&out).into_owned())
+    }
+}
+
 /// Which of a field's files this is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum DataPart {

@@ -349,7 +349,7 @@ impl OpenArray {
             }
         }
         let mut loaded: Vec<Option<LoadedFragment>> = Vec::with_capacity(fragments.len());
-        let mut pending: Vec<(usize, u64)> = Vec::new();
+        let mut own: Vec<(usize, &TimestampedFile)> = Vec::new();
         for (i, f) in fragments.iter().enumerate() {
             match consolidated.remove(f.file_name()) {
                 Some(footer) => loaded.push(Some(LoadedFragment {
@@ -358,80 +358,126 @@ impl OpenArray {
                     from_consolidated: true,
                 })),
                 None => {
-                    let schema = &self.schema_of(f)?.schema;
-                    let suffix = Footer::suffix_to_read(schema, f.format_version());
-                    pending.push((i, suffix));
+                    own.push((i, f));
                     loaded.push(None);
                 }
             }
         }
-        while !pending.is_empty() {
-            let requests: Vec<RangeRequest> = pending
-                .iter()
-                .map(|(i, n)| {
-                    let file = join(
-                        &join(&self.dir, &fragments[*i].path),
-                        FRAGMENT_METADATA_FILE,
-                    );
-                    RangeRequest::new(file, ByteRange::Suffix(*n))
-                })
-                .collect();
-            let got = storage
-                .read_ranges(&requests)
-                .map_err(|e| FragmentError::storage(dir_label(&self.dir), e))?;
-            let mut again = Vec::new();
-            for ((i, _), read) in pending.iter().zip(got) {
-                let f = &fragments[*i];
-                let read = read.ok_or_else(|| {
-                    FragmentError::missing(&f.path, FRAGMENT_METADATA_FILE.to_owned())
-                })?;
-                let version = f.format_version();
-                let metadata = if version <= 2 {
-                    let schema = &self.schema_of(f)?.schema;
-                    // TileDB's rule: a v1–v2 fragment is sparse when it
-                    // has a coordinates file.
-                    let coords = format!("{}/{LEGACY_COORDS_STEM}{TDB_EXT}", f.path);
-                    let dense = self.listing.file_size(&coords).is_none();
-                    let legacy = LegacyMetadata::parse(&read.bytes, schema, dense, key, &f.path)?;
-                    FragmentMetadata::from_legacy(f.name.clone(), legacy)
-                } else {
-                    match Footer::parse(&read.bytes, read.file_size, &schemas, version, &f.path)? {
-                        FooterRead::Done(footer) => FragmentMetadata::new(f.name.clone(), footer),
-                        FooterRead::NeedMore(n) if n > read.bytes.len() as u64 => {
-                            again.push((*i, n));
-                            continue;
-                        }
-                        FooterRead::NeedMore(n) => {
-                            return Err(FragmentError::invalid(
-                                &f.path,
-                                "footer",
-                                format!("asks for {n} bytes after {} were read", read.bytes.len()),
-                            ))
-                        }
-                    }
-                };
-                loaded[*i] = Some(LoadedFragment {
-                    file: f.clone(),
-                    metadata,
-                    from_consolidated: false,
-                });
-            }
-            pending = again;
+        let files: Vec<&TimestampedFile> = own.iter().map(|(_, f)| *f).collect();
+        let has_file = |p: &str| self.listing.file_size(p).is_some();
+        let read = read_fragment_metadata(
+            storage,
+            &self.dir,
+            &files,
+            &self.schemas,
+            &has_file,
+            key,
+            &mut 0,
+        )?;
+        for ((i, f), metadata) in own.into_iter().zip(read) {
+            loaded[i] = Some(LoadedFragment {
+                file: f.clone(),
+                metadata: metadata?,
+                from_consolidated: false,
+            });
         }
         Ok(loaded.into_iter().flatten().collect())
     }
+}
 
-    /// The schema a fragment was written with: the one its name's version
-    /// says it names (`__array_schema.tdb` before v10), else the one in
-    /// force at its end timestamp.
-    fn schema_of(&self, f: &TimestampedFile) -> Result<&SchemaEntry> {
-        let legacy = if f.format_version() < 10 {
-            self.schemas.by_name(LEGACY_SCHEMA_FILE)
-        } else {
-            None
-        };
-        Ok(legacy.unwrap_or_else(|| self.schemas.at(f.name.t2)))
+/// The schema a fragment was written with: `__array_schema.tdb` when its
+/// name's version is before v10 and the array has that file, else the one
+/// in force at its end timestamp (TileDB's rule).
+pub(crate) fn fragment_schema<'a>(
+    schemas: &'a SchemaHistory,
+    f: &TimestampedFile,
+) -> &'a SchemaEntry {
+    let legacy = if f.format_version() < 10 {
+        schemas.by_name(LEGACY_SCHEMA_FILE)
+    } else {
+        None
+    };
+    legacy.unwrap_or_else(|| schemas.at(f.name.t2))
+}
+
+/// Reads the metadata of `fragments` from their own files: one batch of
+/// suffix reads (v1–v2 files whole, being one tile), then one more for the
+/// rare footer longer than the first guess. `has_file` answers from the
+/// listing whether a path exists (a v1–v2 fragment with a coordinates file
+/// is sparse: the metadata does not say). Adds the bytes fetched to
+/// `bytes_read`. The outer error is a storage failure; each fragment's own
+/// answer says whether its metadata is there and readable.
+pub(crate) fn read_fragment_metadata<S: ReadStorage + ?Sized>(
+    storage: &S,
+    dir: &str,
+    fragments: &[&TimestampedFile],
+    schemas: &SchemaHistory,
+    has_file: &dyn Fn(&str) -> bool,
+    key: Option<&[u8; 32]>,
+    bytes_read: &mut u64,
+) -> Result<Vec<Result<FragmentMetadata>>> {
+    let lookup = |name: &str| schemas.by_name(name).map(|e| &e.schema);
+    let mut out: Vec<Option<Result<FragmentMetadata>>> = fragments.iter().map(|_| None).collect();
+    let mut pending: Vec<(usize, u64)> = fragments
+        .iter()
+        .enumerate()
+        .map(|(i, f)| {
+            let schema = &fragment_schema(schemas, f).schema;
+            (i, Footer::suffix_to_read(schema, f.format_version()))
+        })
+        .collect();
+    while !pending.is_empty() {
+        let requests: Vec<RangeRequest> = pending
+            .iter()
+            .map(|(i, n)| {
+                let file = join(&join(dir, &fragments[*i].path), FRAGMENT_METADATA_FILE);
+                RangeRequest::new(file, ByteRange::Suffix(*n))
+            })
+            .collect();
+        let got = storage
+            .read_ranges(&requests)
+            .map_err(|e| FragmentError::storage(dir_label(dir), e))?;
+        *bytes_read += got
+            .iter()
+            .flatten()
+            .map(|r| r.bytes.len() as u64)
+            .sum::<u64>();
+        let mut again = Vec::new();
+        for ((i, _), read) in pending.iter().zip(got) {
+            let f = fragments[*i];
+            let file = format!("{}/{FRAGMENT_METADATA_FILE}", f.path);
+            let Some(read) = read else {
+                out[*i] = Some(Err(FragmentError::missing(&file, "the file")));
+                continue;
+            };
+            let version = f.format_version();
+            let parsed = if version <= 2 {
+                let schema = &fragment_schema(schemas, f).schema;
+                let dense = !has_file(&format!("{}/{LEGACY_COORDS_STEM}{TDB_EXT}", f.path));
+                LegacyMetadata::parse(&read.bytes, schema, dense, key, &f.path)
+                    .map(|l| FragmentMetadata::from_legacy(f.name.clone(), l))
+            } else {
+                match Footer::parse(&read.bytes, read.file_size, &lookup, version, &f.path) {
+                    Ok(FooterRead::Done(footer)) => {
+                        Ok(FragmentMetadata::new(f.name.clone(), footer))
+                    }
+                    Ok(FooterRead::NeedMore(n)) if n > read.bytes.len() as u64 => {
+                        again.push((*i, n));
+                        continue;
+                    }
+                    Ok(FooterRead::NeedMore(n)) => Err(FragmentError::invalid(
+                        &file,
+                        "footer",
+                        format!("asks for {n} bytes after {} were read", read.bytes.len()),
+                    )),
+                    Err(e) => Err(e),
+                }
+            };
+            out[*i] = Some(parsed);
+        }
+        pending = again;
     }
+    Ok(out.into_iter().flatten().collect())
 }
 
 /// A group opened at a time window: its members and metadata.

@@ -8,19 +8,18 @@
 use crate::directory::DirectoryListing;
 use crate::fragment_metadata::Field;
 use crate::open::{
-    dir_label, object_files, object_kind, read_files, schema_history, ObjectKind, ReadStorage,
+    dir_label, object_files, object_kind, read_files, read_fragment_metadata, schema_history,
+    ObjectKind, ReadStorage,
 };
 use crate::{
-    Footer, FooterRead, FragmentError, FragmentMetadata, LegacyMetadata, Result, Section,
-    SectionData, TimeWindow, TimestampedFile,
+    Footer, FragmentError, FragmentMetadata, Result, Section, SectionData, TimeWindow,
+    TimestampedFile,
 };
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 use std::ops::Range;
 use tdb_filters::Filter;
-use tdb_format::names::{
-    FRAGMENT_METADATA_FILE, LEGACY_COORDS_STEM, LEGACY_SCHEMA_FILE, TDB_EXT, VAC_EXT,
-};
+use tdb_format::names::{FRAGMENT_METADATA_FILE, VAC_EXT};
 use tdb_format::{classify, DataField, DataPart, Datatype, FormatVersion, ObjectFile};
 use tdb_index::{DomainOps, NDRange, RTree, RangeOps};
 use tdb_schema::{ArraySchema, Range as DimRange, SchemaHistory};
@@ -397,74 +396,38 @@ impl<'a, S: ReadStorage + ?Sized> Scrub<'a, S> {
         )
     }
 
-    /// The schema a fragment's name says it was written with (TileDB's
-    /// rule, as `OpenArray` opens fragments).
-    fn schema_of(&self, f: &TimestampedFile) -> &'a ArraySchema {
-        let legacy = if f.format_version() < 10 {
-            self.schemas.by_name(LEGACY_SCHEMA_FILE)
-        } else {
-            None
-        };
-        &legacy.unwrap_or_else(|| self.schemas.at(f.name.t2)).schema
-    }
-
     fn fragment(&mut self, f: &'a TimestampedFile) -> Result<()> {
         let meta_file = format!("{}/{FRAGMENT_METADATA_FILE}", f.path);
-        let Some(&size) = self.sizes.get(meta_file.as_str()) else {
+        if !self.sizes.contains_key(meta_file.as_str()) {
             self.sink.push(Problem::new(
                 ProblemKind::MissingFile,
                 &meta_file,
                 "the fragment has no metadata file",
             ));
             return Ok(());
-        };
+        }
         let bad_meta =
             |detail: String| Problem::new(ProblemKind::FragmentMetadata, &meta_file, detail);
-        let version = f.format_version();
-        let schemas = |name: &str| self.schemas.by_name(name).map(|e| &e.schema);
-        let (meta, legacy_mbrs) = if version <= 2 {
-            let got = self.read(&[self.request(&meta_file, 0..size)])?;
-            let Some(read) = got.into_iter().next().flatten() else {
-                self.sink.push(bad_meta("listed, then gone".into()));
+        let sizes = &self.sizes;
+        let has_file = |p: &str| sizes.contains_key(p);
+        let read = read_fragment_metadata(
+            self.storage,
+            self.dir,
+            &[f],
+            self.schemas,
+            &has_file,
+            self.key,
+            &mut self.sink.summary.bytes_read,
+        )?;
+        let meta = match read.into_iter().next() {
+            Some(Ok(meta)) => meta,
+            Some(Err(e)) => {
+                self.sink.push(bad_meta(error_chain(&e)));
                 return Ok(());
-            };
-            let coords = format!("{}/{LEGACY_COORDS_STEM}{TDB_EXT}", f.path);
-            let dense = !self.sizes.contains_key(coords.as_str());
-            match LegacyMetadata::parse(&read.bytes, self.schema_of(f), dense, self.key, &f.path) {
-                Ok(l) => {
-                    let mbrs = l.mbrs.clone();
-                    (FragmentMetadata::from_legacy(f.name.clone(), l), Some(mbrs))
-                }
-                Err(e) => {
-                    self.sink.push(bad_meta(error_chain(&e)));
-                    return Ok(());
-                }
             }
-        } else {
-            let mut want = Footer::suffix_to_read(self.schema_of(f), version).min(size);
-            let footer = loop {
-                let got = self.read(&[self.request(&meta_file, size - want..size)])?;
-                let Some(read) = got.into_iter().next().flatten() else {
-                    self.sink.push(bad_meta("listed, then gone".into()));
-                    return Ok(());
-                };
-                match Footer::parse(&read.bytes, size, &schemas, version, &f.path) {
-                    Ok(FooterRead::Done(footer)) => break footer,
-                    Ok(FooterRead::NeedMore(n)) if n > want && n <= size => want = n,
-                    Ok(FooterRead::NeedMore(n)) => {
-                        self.sink.push(bad_meta(format!(
-                            "footer asks for {n} bytes of a {size}-byte file"
-                        )));
-                        return Ok(());
-                    }
-                    Err(e) => {
-                        self.sink.push(bad_meta(error_chain(&e)));
-                        return Ok(());
-                    }
-                }
-            };
-            (FragmentMetadata::new(f.name.clone(), footer), None)
+            None => return Ok(()),
         };
+        let legacy_mbrs = meta.legacy_mbrs().map(<[NDRange]>::to_vec);
         let Some(schema) = self
             .schemas
             .by_name(&meta.footer.array_schema_name)

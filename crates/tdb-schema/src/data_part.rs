@@ -25,7 +25,38 @@ pub struct PartFilters {
     pub nullable: bool,
 }
 
+/// An attribute or a dimension of a schema, by index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SchemaField {
+    /// Attribute `i`.
+    Attribute(usize),
+    /// Dimension `i`.
+    Dimension(usize),
+}
+
 impl ArraySchema {
+    /// The attribute or dimension a data file's field names: by index from
+    /// v9, by (percent-decoded) name in v5–v8. `None` for the fields no
+    /// schema declares (coordinates, timestamps, delete metadata) and for
+    /// names the schema does not have.
+    pub fn field_of_file(&self, field: &DataField) -> Option<SchemaField> {
+        match field {
+            DataField::Attribute(i) => Some(SchemaField::Attribute(*i as usize)),
+            DataField::Dimension(i) => Some(SchemaField::Dimension(*i as usize)),
+            DataField::Named(_) => {
+                let name = field.decoded_name()?;
+                let attr = self.attributes.iter().position(|a| a.name == name);
+                let dims = &self.domain.dimensions;
+                attr.map(SchemaField::Attribute).or_else(|| {
+                    dims.iter()
+                        .position(|d| d.name == name)
+                        .map(SchemaField::Dimension)
+                })
+            }
+            _ => None,
+        }
+    }
+
     /// How the tiles of `part` of `field`'s data file are filtered under
     /// this schema (the one the fragment was written with), `encrypted`
     /// when the array has a key. `None` when the schema has no such field,
@@ -60,13 +91,10 @@ impl ArraySchema {
         let (datatype, cell_size, nullable, filters) = match field {
             DataField::Attribute(i) => attr(*i as usize)?,
             DataField::Dimension(i) => dim(*i as usize)?,
-            DataField::Named(name) => {
-                let name = percent_decode(name);
-                match dims.iter().position(|d| d.name == name) {
-                    Some(i) => dim(i)?,
-                    None => attr(self.attributes.iter().position(|a| a.name == name)?)?,
-                }
-            }
+            DataField::Named(_) => match self.field_of_file(field)? {
+                SchemaField::Dimension(i) => dim(i)?,
+                SchemaField::Attribute(i) => attr(i)?,
+            },
             DataField::LegacyCoords => {
                 let t = dims.first()?.datatype;
                 (
@@ -105,24 +133,4 @@ impl ArraySchema {
             nullable,
         })
     }
-}
-
-/// Undoes v8's percent-encoding of data file names.
-fn percent_decode(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        let hex = |c: u8| (c as char).to_digit(16);
-        if b[i] == b'%' && i + 2 < b.len() {
-            if let (Some(h), Some(l)) = (hex(b[i + 1]), hex(b[i + 2])) {
-                out.push((h * 16 + l) as u8);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(b[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }

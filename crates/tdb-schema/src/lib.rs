@@ -36,7 +36,7 @@ pub use attribute_builder::AttributeBuilder;
 pub use builder::{ArraySchemaBuilder, DimensionBuilder, DEFAULT_CAPACITY};
 pub use change::{diff, SchemaChange};
 pub use current_domain::{CurrentDomain, CURRENT_DOMAIN_VERSION};
-pub use data_part::PartFilters;
+pub use data_part::{PartFilters, SchemaField};
 pub use dimension::{Dimension, VAR_NUM};
 pub use dimension_label::DimensionLabel;
 pub use domain::Domain;

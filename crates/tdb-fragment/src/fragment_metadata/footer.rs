@@ -23,7 +23,9 @@ use super::{metadata_file, put_u64s, Reader};
 use crate::{FragmentError, Result};
 use std::ops::Range;
 use tdb_format::{le, DataField};
-use tdb_schema::{ArraySchema, Domain, NDRange, Range as DimRange, LEGACY_SCHEMA_NAME};
+use tdb_schema::{
+    ArraySchema, Domain, NDRange, Range as DimRange, SchemaField, LEGACY_SCHEMA_NAME,
+};
 
 /// First version whose footer has optional sections.
 const OPTIONAL_SECTIONS_VERSION: u32 = 23;
@@ -578,20 +580,10 @@ impl Footer {
             DataField::Timestamps => Field::Timestamps,
             DataField::DeleteTimestamps => Field::DeleteTimestamps,
             DataField::DeleteConditionIndex => Field::DeleteConditionIndex,
-            DataField::Named(n) => {
-                let name = percent_decode(n);
-                if let Some(i) = schema.attributes.iter().position(|a| a.name == name) {
-                    Field::Attribute(i)
-                } else {
-                    Field::Dimension(
-                        schema
-                            .domain
-                            .dimensions
-                            .iter()
-                            .position(|d| d.name == name)?,
-                    )
-                }
-            }
+            DataField::Named(_) => match schema.field_of_file(field)? {
+                SchemaField::Attribute(i) => Field::Attribute(i),
+                SchemaField::Dimension(i) => Field::Dimension(i),
+            },
         };
         self.field_index(f)
     }
@@ -723,24 +715,4 @@ impl Footer {
         }
         Ok(start..end)
     }
-}
-
-/// Undoes v8's percent-encoding of data file names.
-fn percent_decode(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        let hex = |c: u8| (c as char).to_digit(16);
-        if b[i] == b'%' && i + 2 < b.len() {
-            if let (Some(h), Some(l)) = (hex(b[i + 1]), hex(b[i + 2])) {
-                out.push((h * 16 + l) as u8);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(b[i]);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }

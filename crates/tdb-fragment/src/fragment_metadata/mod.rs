@@ -27,7 +27,7 @@ use std::ops::Range;
 use tdb_format::le::{self, PResult};
 use tdb_format::names::FRAGMENT_METADATA_FILE;
 use tdb_format::TimestampedName;
-use tdb_schema::ArraySchema;
+use tdb_schema::{ArraySchema, NDRange};
 
 /// A cursor over bytes that names the file and structure in every error and
 /// checks every count against the bytes left before allocating.
@@ -108,6 +108,8 @@ pub struct FragmentMetadata {
     /// The footer (for v1–v2, what the single tile says).
     pub footer: Footer,
     sections: HashMap<Section, SectionData>,
+    /// v1–v2 store the leaf MBRs instead of an R-tree.
+    legacy_mbrs: Option<Vec<NDRange>>,
 }
 
 impl FragmentMetadata {
@@ -117,6 +119,7 @@ impl FragmentMetadata {
             name,
             footer,
             sections: HashMap::new(),
+            legacy_mbrs: None,
         }
     }
 
@@ -136,7 +139,14 @@ impl FragmentMetadata {
             name,
             footer: legacy.footer,
             sections,
+            legacy_mbrs: Some(legacy.mbrs),
         }
+    }
+
+    /// The leaf MBRs a v1–v2 fragment stores instead of an R-tree (TileDB
+    /// builds the tree from them at load); `None` from v3.
+    pub fn legacy_mbrs(&self) -> Option<&[NDRange]> {
+        self.legacy_mbrs.as_deref()
     }
 
     fn file(&self) -> String {
