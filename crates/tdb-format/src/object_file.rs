@@ -28,6 +28,45 @@ pub enum DataField {
 }
 
 impl DataField {
+    /// A field named in its file name (v5–v8), encoded as `version` writes
+    /// it: v8 percent-encodes RFC 3986's reserved characters and those
+    /// Windows forbids (`!#$%&'()*+,/:;=?@[]"<>\|`).
+    pub fn named(name: &str, version: FormatVersion) -> Self {
+        const RESERVED: &[u8] = b"!#$%&'()*+,/:;=?@[]\"<>\\|";
+        if !version.data_files_percent_encoded() {
+            return DataField::Named(name.to_owned());
+        }
+        let mut out = String::with_capacity(name.len());
+        for c in name.chars() {
+            if c.is_ascii() && RESERVED.contains(&(c as u8)) {
+                out.push_str(&format!("%{:02X}", c as u32));
+            } else {
+                out.push(c);
+            }
+        }
+        DataField::Named(out)
+    }
+
+    /// The name of the file holding `part` of this field, the mirror of
+    /// [`classify`].
+    pub fn file_name(&self, part: DataPart) -> String {
+        let stem = match self {
+            DataField::Attribute(i) => format!("a{i}"),
+            DataField::Dimension(i) => format!("d{i}"),
+            DataField::Named(n) => n.clone(),
+            DataField::LegacyCoords => LEGACY_COORDS_STEM.to_owned(),
+            DataField::Timestamps => TIMESTAMPS_STEM.to_owned(),
+            DataField::DeleteTimestamps => DELETE_TIMESTAMPS_STEM.to_owned(),
+            DataField::DeleteConditionIndex => DELETE_CONDITION_INDEX_STEM.to_owned(),
+        };
+        let suffix = match part {
+            DataPart::Fixed => "",
+            DataPart::Var => VAR_SUFFIX,
+            DataPart::Validity => VALIDITY_SUFFIX,
+        };
+        format!("{stem}{suffix}{TDB_EXT}")
+    }
+
     /// For [`DataField::Named`], the field's name with v8's percent-encoding
     /// of file names undone (`%XX` becomes the byte it encodes).
     pub fn decoded_name(&self) -> Option<String> {

@@ -32,6 +32,33 @@ fn every_file_is_classified_and_every_name_parses() {
     assert!(seen > 100);
 }
 
+/// `DataField::file_name` is the mirror of `classify` on every data file
+/// TileDB wrote (by index, by name, legacy coordinates, var, validity).
+#[test]
+fn data_file_names_are_the_mirror_of_classify() {
+    let mut seen = 0;
+    for obj in all_objects() {
+        for path in &obj.files {
+            if let ObjectFile::Data { field, part, .. } = classify(path) {
+                let file = path.rsplit('/').next().unwrap();
+                assert_eq!(field.file_name(part), file, "{}: {path}", obj.case);
+                seen += 1;
+            }
+        }
+    }
+    assert!(seen > 500, "{seen} data files");
+}
+
+#[test]
+fn v8_names_are_percent_encoded_and_decode_back() {
+    let v = |n| tdb_format::FormatVersion::new(n).unwrap();
+    let named = tdb_format::DataField::named("a b/c%d", v(8));
+    assert_eq!(named, tdb_format::DataField::Named("a b%2Fc%25d".into()));
+    assert_eq!(named.decoded_name().as_deref(), Some("a b/c%d"));
+    let plain = tdb_format::DataField::named("a/b", v(7));
+    assert_eq!(plain, tdb_format::DataField::Named("a/b".into()));
+}
+
 /// Each generic tile, written back, equals TileDB's bytes; whole-tile files
 /// are exactly one tile.
 #[test]

@@ -20,7 +20,7 @@ use std::fmt;
 use std::ops::Range;
 use tdb_filters::Filter;
 use tdb_format::names::{FRAGMENT_METADATA_FILE, VAC_EXT};
-use tdb_format::{classify, DataField, DataPart, Datatype, FormatVersion, ObjectFile};
+use tdb_format::{classify, DataPart, Datatype, FormatVersion, ObjectFile};
 use tdb_index::{DomainOps, NDRange, RTree, RangeOps};
 use tdb_schema::{ArraySchema, Range as DimRange, SchemaHistory};
 use tdb_storage::{join, ByteRange, RangeRead, RangeRequest};
@@ -296,47 +296,6 @@ impl Frag<'_> {
     }
 }
 
-/// A data file's name as the fragment's version writes it (for problems
-/// about files that are not there).
-fn data_file_name(version: u32, schema: &ArraySchema, field: Field, part: DataPart) -> String {
-    let by_index = version >= 9;
-    let stem = match field {
-        Field::Attribute(i) if by_index => format!("a{i}"),
-        Field::Dimension(i) if by_index => format!("d{i}"),
-        Field::Attribute(i) => schema
-            .attributes
-            .get(i)
-            .map_or_else(String::new, |a| a.name.clone()),
-        Field::Dimension(i) => schema
-            .domain
-            .dimensions
-            .get(i)
-            .map_or_else(String::new, |d| d.name.clone()),
-        Field::Coords => "__coords".into(),
-        Field::Timestamps => "t".into(),
-        Field::DeleteTimestamps => "dt".into(),
-        Field::DeleteConditionIndex => "dci".into(),
-    };
-    let suffix = match part {
-        DataPart::Fixed => "",
-        DataPart::Var => "_var",
-        DataPart::Validity => "_validity",
-    };
-    format!("{stem}{suffix}.tdb")
-}
-
-/// The data field a footer field is, for [`ArraySchema::part_filters`].
-fn data_field(field: Field) -> DataField {
-    match field {
-        Field::Attribute(i) => DataField::Attribute(i as u32),
-        Field::Dimension(i) => DataField::Dimension(i as u32),
-        Field::Coords => DataField::LegacyCoords,
-        Field::Timestamps => DataField::Timestamps,
-        Field::DeleteTimestamps => DataField::DeleteTimestamps,
-        Field::DeleteConditionIndex => DataField::DeleteConditionIndex,
-    }
-}
-
 /// The parts of `field` a fragment must have files for.
 fn expected_parts(footer: &Footer, schema: &ArraySchema, field: Field) -> Vec<DataPart> {
     let mut parts = Vec::new();
@@ -498,7 +457,9 @@ impl<'a, S: ReadStorage + ?Sized> Scrub<'a, S> {
                 };
                 match frag.files.get(&(i, part)) {
                     None => {
-                        let name = data_file_name(footer.version, frag.schema, field, part);
+                        let name = footer
+                            .data_field(field, frag.schema)
+                            .map_or_else(|| format!("field {i}"), |f| f.file_name(part));
                         self.sink.push(Problem::new(
                             ProblemKind::MissingFile,
                             format!("{prefix}{name}"),
@@ -743,7 +704,9 @@ impl<'a, S: ReadStorage + ?Sized> Scrub<'a, S> {
         bytes: &[impl AsRef<[u8]>],
     ) {
         let schema = frag.schema;
-        let df = data_field(field);
+        let Some(df) = frag.meta.footer.data_field(field, schema) else {
+            return;
+        };
         let encrypted = self.key.is_some();
         let Some(cells) = frag.cells(t) else {
             return;

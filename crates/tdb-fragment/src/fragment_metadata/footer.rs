@@ -22,7 +22,7 @@ use super::sections::Section;
 use super::{metadata_file, put_u64s, Reader};
 use crate::{FragmentError, Result};
 use std::ops::Range;
-use tdb_format::{le, DataField};
+use tdb_format::{le, DataField, FormatVersion};
 use tdb_schema::{
     ArraySchema, Domain, NDRange, Range as DimRange, SchemaField, LEGACY_SCHEMA_NAME,
 };
@@ -567,6 +567,25 @@ impl Footer {
     /// The index of `field` in the per-field arrays.
     pub fn field_index(&self, field: Field) -> Option<usize> {
         self.fields().iter().position(|f| *f == field)
+    }
+
+    /// The data file field of a footer field, as this fragment's version
+    /// names its files (by index from v9, by name before, percent-encoded
+    /// in v8): the inverse of [`Footer::data_field_index`].
+    pub fn data_field(&self, field: Field, schema: &ArraySchema) -> Option<DataField> {
+        let named =
+            |name: &str| FormatVersion::new(self.version).map(|v| DataField::named(name, v));
+        let by_index = self.version >= 9;
+        Some(match field {
+            Field::Attribute(i) if by_index => DataField::Attribute(i as u32),
+            Field::Dimension(i) if by_index => DataField::Dimension(i as u32),
+            Field::Attribute(i) => named(&schema.attributes.get(i)?.name).ok()?,
+            Field::Dimension(i) => named(&schema.domain.dimensions.get(i)?.name).ok()?,
+            Field::Coords => DataField::LegacyCoords,
+            Field::Timestamps => DataField::Timestamps,
+            Field::DeleteTimestamps => DataField::DeleteTimestamps,
+            Field::DeleteConditionIndex => DataField::DeleteConditionIndex,
+        })
     }
 
     /// The per-field index of a data file's field (as
