@@ -902,12 +902,19 @@ impl<'a, S: ReadStorage + ?Sized> Scrub<'a, S> {
                 }
             }
         }
-        // Dense tiles: TileDB computes tile metadata over the cells
-        // written, not the fill around them, and which cells those are
-        // needs the tile's cell order: not checked.
-        if frag.meta.footer.version >= 11 && !frag.meta.footer.dense {
-            if let Field::Attribute(a) = field {
-                self.tile_metadata(frag, i, a, t, &fixed, validity.as_deref(), fixed_want);
+        let footer = &frag.meta.footer;
+        if let (true, Field::Attribute(a)) = (footer.version >= 11, field) {
+            if !footer.dense {
+                self.tile_metadata(frag, i, a, t, &fixed.data, validity.as_deref(), fixed_want);
+            } else if footer.version >= DENSE_TILE_METADATA_VERSION {
+                // A dense tile's metadata covers the cells the write gave,
+                // visited in row-major order of their coordinates, not the
+                // fill values around them.
+                if let Some((data, validity)) =
+                    written_cells(frag, t, &fixed.data, validity.as_deref())
+                {
+                    self.tile_metadata(frag, i, a, t, &data, validity.as_deref(), fixed_want);
+                }
             }
         }
     }
@@ -923,7 +930,7 @@ impl<'a, S: ReadStorage + ?Sized> Scrub<'a, S> {
         i: usize,
         a: usize,
         t: u64,
-        fixed: &TileData,
+        data: &[u8],
         validity: Option<&[u8]>,
         want: &Want,
     ) {
@@ -963,7 +970,7 @@ impl<'a, S: ReadStorage + ?Sized> Scrub<'a, S> {
         if attr.is_var() || attr.cell_val_num != 1 || lossy {
             return;
         }
-        let Some(stats) = numeric_stats(attr.datatype, &fixed.data, validity) else {
+        let Some(stats) = numeric_stats(attr.datatype, data, validity) else {
             return;
         };
         let size = attr.datatype.size() as usize;
@@ -987,6 +994,47 @@ impl<'a, S: ReadStorage + ?Sized> Scrub<'a, S> {
             }
         }
     }
+}
+
+/// The first format version whose dense tiles carry metadata computed over
+/// the written cells: TileDB 2.12 ("Tile metadata: fixing for ordered
+/// writes"); before, dense tiles' mins and maxes are zeros and null counts
+/// include the fill.
+const DENSE_TILE_METADATA_VERSION: u32 = 16;
+
+/// The cells of dense tile `t` the write gave, in the order TileDB's writer
+/// visits them, as fixed data and validity; `None` when the domain's
+/// arithmetic does not apply or the sizes disagree (the size checks report
+/// those).
+fn written_cells(
+    frag: &Frag<'_>,
+    t: u64,
+    data: &[u8],
+    validity: Option<&[u8]>,
+) -> Option<(Vec<u8>, Option<Vec<u8>>)> {
+    let schema = frag.schema;
+    let cells = usize::try_from(frag.cells(t)?).ok()?;
+    if cells == 0 || data.len() % cells != 0 || validity.is_some_and(|v| v.len() != cells) {
+        return None;
+    }
+    let size = data.len() / cells;
+    let positions = tdb_index::dense::written_cells(
+        &schema.domain,
+        schema.tile_order,
+        schema.cell_order,
+        frag.meta.footer.non_empty_domain.as_ref()?,
+        t,
+        cells,
+    )?;
+    let mut out = Vec::with_capacity(positions.len() * size);
+    for &p in &positions {
+        out.extend_from_slice(data.get(p * size..(p + 1) * size)?);
+    }
+    let validity = match validity {
+        Some(v) => Some(positions.iter().map(|&p| v[p]).collect()),
+        None => None,
+    };
+    Some((out, validity))
 }
 
 /// Whether TileDB counts an attribute's nulls per tile: fixed-size

@@ -259,3 +259,29 @@ fn wrong_tile_offset_is_a_tile_problem() {
     assert_eq!(problems[0].tile, Some(0));
     assert_eq!(problems[1].tile, Some(1));
 }
+
+/// A flipped byte in an unfiltered dense tile (no checksum, no compressor:
+/// the tile still reads) is caught by the tile metadata TileDB computed
+/// over the written cells.
+#[test]
+fn flipped_value_in_an_unfiltered_dense_tile_disagrees_with_its_metadata() {
+    let (tmp, o) = copy("dense_2d_row_row");
+    let a0 = file_of(&o, "/a0.tdb");
+    let path = tmp.path().join(&a0);
+    let mut b = std::fs::read(&path).unwrap();
+    // Tile 0: a u64 chunk count and one chunk header (3 × u32), then the
+    // first cell, (1, 1), which the write gave.
+    b[8 + 12] ^= 0x40;
+    std::fs::write(&path, b).unwrap();
+    let problems = verify(tmp.path(), None);
+    assert!(!problems.is_empty());
+    for p in &problems {
+        assert_eq!(p.kind, ProblemKind::Mismatch, "{p}");
+        assert!(p.file.ends_with("__fragment_metadata.tdb"), "{p}");
+        assert_eq!(p.tile, Some(0), "{p}");
+    }
+    assert!(
+        problems.iter().any(|p| p.detail.contains("sum")),
+        "{problems:#?}"
+    );
+}

@@ -167,4 +167,145 @@ mod tests {
         assert_eq!(dim_tile_count(d, &range(-3, 3)), Some(3));
         assert_eq!(tile_count(&domain, &vec![]), None);
     }
+
+    #[test]
+    fn written_cells_in_coordinate_order_at_cell_order_positions() {
+        use tdb_format::Layout::{ColMajor, RowMajor};
+        let d = domain(&[(1, 7, 3), (1, 5, 2)]);
+        let ned = vec![range(2, 3), range(2, 4)];
+        // Tiles touched: one along d0, two along d1 (row-major tile order).
+        assert_eq!(
+            written_cells(&d, RowMajor, ColMajor, &ned, 0, 6),
+            Some(vec![4, 5])
+        );
+        assert_eq!(
+            written_cells(&d, RowMajor, ColMajor, &ned, 1, 6),
+            Some(vec![1, 4, 2, 5])
+        );
+        assert_eq!(
+            written_cells(&d, RowMajor, RowMajor, &ned, 1, 6),
+            Some(vec![2, 3, 4, 5])
+        );
+        assert_eq!(
+            written_cells(&d, RowMajor, ColMajor, &ned, 2, 6),
+            None,
+            "no third tile"
+        );
+        assert_eq!(
+            written_cells(&d, RowMajor, ColMajor, &ned, 0, 7),
+            None,
+            "wrong cell count"
+        );
+    }
+}
+
+/// One integer dimension's value as `i128` (every dense dimension type
+/// fits), for the cell arithmetic below.
+fn int_value(datatype: Datatype, bytes: &[u8]) -> Option<i128> {
+    match tdb_format::Scalar::decode(datatype, bytes)? {
+        tdb_format::Scalar::Int(v) => Some(i128::from(v)),
+        tdb_format::Scalar::UInt(v) => Some(i128::from(v)),
+        _ => None,
+    }
+}
+
+/// The cells of tile `tile` of a dense fragment whose non-empty domain is
+/// `ned` that lie inside it (the cells the write gave; the others hold
+/// fill values), as positions in the tile's `cell_order`, listed in
+/// row-major order of their coordinates: the order TileDB's dense writer
+/// visits them when it computes tile metadata. Tiles are numbered in
+/// `tile_order` over the tiles `ned` touches, as the fragment stores them.
+/// `tile_cells` is the number of cells the tile holds (its data's size over
+/// the cell size): it must equal the tile extents' product, which bounds
+/// what this allocates. `None` for domains that are not integer or have no
+/// tile extents, a tile beyond the fragment's, or a wrong `tile_cells`.
+pub fn written_cells(
+    domain: &Domain,
+    tile_order: tdb_format::Layout,
+    cell_order: tdb_format::Layout,
+    ned: &NDRange,
+    tile: u64,
+    tile_cells: usize,
+) -> Option<Vec<usize>> {
+    use tdb_format::Layout;
+    let dims = &domain.dimensions;
+    let n = dims.len();
+    if ned.len() != n || n == 0 {
+        return None;
+    }
+    // Per dimension: domain low bound, extent, the non-empty range, and
+    // the first tile and number of tiles the non-empty range touches.
+    let mut per_dim = Vec::with_capacity(n);
+    for (d, r) in dims.iter().zip(ned) {
+        let lo = int_value(d.datatype, d.bounds()?.0)?;
+        let extent = int_value(d.datatype, d.tile_extent.as_deref()?)?;
+        let (nlo, nhi) = r.bounds();
+        let (nlo, nhi) = (int_value(d.datatype, nlo)?, int_value(d.datatype, nhi)?);
+        if extent <= 0 || nhi < nlo || nlo < lo {
+            return None;
+        }
+        let first = (nlo - lo) / extent;
+        let count = (nhi - lo) / extent - first + 1;
+        per_dim.push((lo, extent, nlo, nhi, first, count));
+    }
+    // Dimension indexes from the fastest-varying to the slowest.
+    let fastest_first = |layout: Layout| -> Vec<usize> {
+        if layout == Layout::ColMajor {
+            (0..n).collect()
+        } else {
+            (0..n).rev().collect()
+        }
+    };
+    // The tile's low corner, from its number in the grid of touched tiles.
+    let mut rest = i128::from(tile);
+    let mut tile_lo = vec![0i128; n];
+    for &d in &fastest_first(tile_order) {
+        let (lo, extent, _, _, first, count) = per_dim[d];
+        tile_lo[d] = lo + (first + rest % count) * extent;
+        rest /= count;
+    }
+    if rest != 0 {
+        return None;
+    }
+    // Strides of a cell's offset from the tile's corner, by cell order.
+    let mut stride = vec![0usize; n];
+    let mut acc = 1usize;
+    for &d in &fastest_first(cell_order) {
+        stride[d] = acc;
+        acc = acc.checked_mul(usize::try_from(per_dim[d].1).ok()?)?;
+    }
+    if acc != tile_cells {
+        return None;
+    }
+    // The box of written cells in this tile, walked row-major.
+    let (mut from, mut to) = (vec![0i128; n], vec![0i128; n]);
+    for d in 0..n {
+        let (_, extent, nlo, nhi, _, _) = per_dim[d];
+        from[d] = nlo.max(tile_lo[d]);
+        to[d] = nhi.min(tile_lo[d] + extent - 1);
+        if from[d] > to[d] {
+            return Some(Vec::new());
+        }
+    }
+    let mut out = Vec::new();
+    let mut at = from.clone();
+    loop {
+        let pos = (0..n).try_fold(0usize, |p, d| {
+            let off = usize::try_from(at[d] - tile_lo[d]).ok()?;
+            p.checked_add(off.checked_mul(stride[d])?)
+        })?;
+        out.push(pos);
+        let mut d = n;
+        loop {
+            if d == 0 {
+                return Some(out);
+            }
+            d -= 1;
+            if at[d] < to[d] {
+                at[d] += 1;
+                break;
+            }
+            at[d] = from[d];
+        }
+    }
 }
