@@ -1030,10 +1030,8 @@ fn written_cells(
     for &p in &positions {
         out.extend_from_slice(data.get(p * size..(p + 1) * size)?);
     }
-    let validity = match validity {
-        Some(v) => Some(positions.iter().map(|&p| v[p]).collect()),
-        None => None,
-    };
+    // Positions are below `cells`, the validity's length (checked above).
+    let validity = validity.map(|v| positions.iter().map(|&p| v[p]).collect());
     Some((out, validity))
 }
 
