@@ -127,78 +127,6 @@ pub fn dense_cell_num(domain: &Domain, nd: &NDRange) -> Option<u64> {
     tile_count(domain, nd)?.checked_mul(cell_num_per_tile(domain)?)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use tdb_format::ArrayType;
-    use tdb_schema::{ArraySchema, AttributeBuilder, DimensionBuilder};
-
-    fn domain(dims: &[(i32, i32, i32)]) -> Domain {
-        let mut b = ArraySchema::builder(ArrayType::Dense);
-        for (i, &(lo, hi, e)) in dims.iter().enumerate() {
-            b = b.dimension(DimensionBuilder::range(format!("d{i}"), lo..=hi).tile_extent(e));
-        }
-        b.attribute(AttributeBuilder::new("a", Datatype::Int32))
-            .build()
-            .unwrap()
-            .domain
-    }
-
-    fn range(lo: i32, hi: i32) -> Range {
-        Range::from_bounds(&lo.to_le_bytes(), &hi.to_le_bytes(), false)
-    }
-
-    #[test]
-    fn seven_by_five_in_three_by_five_tiles_is_45_cells() {
-        let domain = domain(&[(1, 9, 3), (1, 5, 5)]);
-        let nd = vec![range(1, 7), range(1, 5)];
-        assert_eq!(tile_count(&domain, &nd), Some(3));
-        assert_eq!(cell_num_per_tile(&domain), Some(15));
-        assert_eq!(dense_cell_num(&domain, &nd), Some(45));
-    }
-
-    #[test]
-    fn negative_domains() {
-        let domain = domain(&[(-10, 10, 4)]);
-        let d = &domain.dimensions[0];
-        assert_eq!(tile_index(d, &(-10i32).to_le_bytes()), Some(0));
-        assert_eq!(tile_index(d, &(-7i32).to_le_bytes()), Some(0));
-        assert_eq!(tile_index(d, &(-6i32).to_le_bytes()), Some(1));
-        assert_eq!(dim_tile_count(d, &range(-3, 3)), Some(3));
-        assert_eq!(tile_count(&domain, &vec![]), None);
-    }
-
-    #[test]
-    fn written_cells_in_coordinate_order_at_cell_order_positions() {
-        use tdb_format::Layout::{ColMajor, RowMajor};
-        let d = domain(&[(1, 7, 3), (1, 5, 2)]);
-        let ned = vec![range(2, 3), range(2, 4)];
-        // Tiles touched: one along d0, two along d1 (row-major tile order).
-        assert_eq!(
-            written_cells(&d, RowMajor, ColMajor, &ned, 0, 6),
-            Some(vec![4, 5])
-        );
-        assert_eq!(
-            written_cells(&d, RowMajor, ColMajor, &ned, 1, 6),
-            Some(vec![1, 4, 2, 5])
-        );
-        assert_eq!(
-            written_cells(&d, RowMajor, RowMajor, &ned, 1, 6),
-            Some(vec![2, 3, 4, 5])
-        );
-        assert_eq!(
-            written_cells(&d, RowMajor, ColMajor, &ned, 2, 6),
-            None,
-            "no third tile"
-        );
-        assert_eq!(
-            written_cells(&d, RowMajor, ColMajor, &ned, 0, 7),
-            None,
-            "wrong cell count"
-        );
-    }
-}
-
 /// One integer dimension's value as `i128` (every dense dimension type
 /// fits), for the cell arithmetic below.
 fn int_value(datatype: Datatype, bytes: &[u8]) -> Option<i128> {
@@ -307,5 +235,77 @@ pub fn written_cells(
             }
             at[d] = from[d];
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tdb_format::ArrayType;
+    use tdb_schema::{ArraySchema, AttributeBuilder, DimensionBuilder};
+
+    fn domain(dims: &[(i32, i32, i32)]) -> Domain {
+        let mut b = ArraySchema::builder(ArrayType::Dense);
+        for (i, &(lo, hi, e)) in dims.iter().enumerate() {
+            b = b.dimension(DimensionBuilder::range(format!("d{i}"), lo..=hi).tile_extent(e));
+        }
+        b.attribute(AttributeBuilder::new("a", Datatype::Int32))
+            .build()
+            .unwrap()
+            .domain
+    }
+
+    fn range(lo: i32, hi: i32) -> Range {
+        Range::from_bounds(&lo.to_le_bytes(), &hi.to_le_bytes(), false)
+    }
+
+    #[test]
+    fn seven_by_five_in_three_by_five_tiles_is_45_cells() {
+        let domain = domain(&[(1, 9, 3), (1, 5, 5)]);
+        let nd = vec![range(1, 7), range(1, 5)];
+        assert_eq!(tile_count(&domain, &nd), Some(3));
+        assert_eq!(cell_num_per_tile(&domain), Some(15));
+        assert_eq!(dense_cell_num(&domain, &nd), Some(45));
+    }
+
+    #[test]
+    fn negative_domains() {
+        let domain = domain(&[(-10, 10, 4)]);
+        let d = &domain.dimensions[0];
+        assert_eq!(tile_index(d, &(-10i32).to_le_bytes()), Some(0));
+        assert_eq!(tile_index(d, &(-7i32).to_le_bytes()), Some(0));
+        assert_eq!(tile_index(d, &(-6i32).to_le_bytes()), Some(1));
+        assert_eq!(dim_tile_count(d, &range(-3, 3)), Some(3));
+        assert_eq!(tile_count(&domain, &vec![]), None);
+    }
+
+    #[test]
+    fn written_cells_in_coordinate_order_at_cell_order_positions() {
+        use tdb_format::Layout::{ColMajor, RowMajor};
+        let d = domain(&[(1, 7, 3), (1, 5, 2)]);
+        let ned = vec![range(2, 3), range(2, 4)];
+        // Tiles touched: one along d0, two along d1 (row-major tile order).
+        assert_eq!(
+            written_cells(&d, RowMajor, ColMajor, &ned, 0, 6),
+            Some(vec![4, 5])
+        );
+        assert_eq!(
+            written_cells(&d, RowMajor, ColMajor, &ned, 1, 6),
+            Some(vec![1, 4, 2, 5])
+        );
+        assert_eq!(
+            written_cells(&d, RowMajor, RowMajor, &ned, 1, 6),
+            Some(vec![2, 3, 4, 5])
+        );
+        assert_eq!(
+            written_cells(&d, RowMajor, ColMajor, &ned, 2, 6),
+            None,
+            "no third tile"
+        );
+        assert_eq!(
+            written_cells(&d, RowMajor, ColMajor, &ned, 0, 7),
+            None,
+            "wrong cell count"
+        );
     }
 }
