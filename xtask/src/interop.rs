@@ -7,14 +7,19 @@
 //! fresh IVs), in a copy of the corpus under `target/interop`. Then real
 //! TileDB (the fixture venv's tiledb-py 0.36.1) opens every copied case
 //! and must report exactly what it reported for TileDB's own bytes
-//! (`expected.json`, all but file sizes).
+//! (`expected.json`, all but file sizes). Every v22 fragment metadata file
+//! is also written anew by `tdb-fragment` (every section re-encoded, laid
+//! out again, a footer pointing at where each landed), so TileDB reads
+//! tdb's footers and sections too.
 
 use crate::{run, venv_for, workspace_root, Writer};
 use std::fs;
 use std::path::Path;
 use std::process::Command;
 use tdb_cli::error_report;
-use tdb_format::{classify, single_generic_tile, Datatype, ObjectFile};
+use tdb_format::{classify, names, single_generic_tile, Datatype, FormatVersion, ObjectFile};
+use tdb_fragment::{FragmentError, OpenArray, TimeWindow};
+use tdb_storage::LocalStorage;
 use tdb_testdata::Object;
 use tdb_tile::{read_generic_tile, write_generic_tile};
 
@@ -62,6 +67,46 @@ fn rewrite_object(object: &Object) -> Result<usize, String> {
     Ok(n)
 }
 
+/// Rewrites every v22 fragment metadata file of one array with
+/// `FragmentMetadata::write_file`; returns how many.
+fn rewrite_fragment_metadata(object: &Object) -> Result<usize, String> {
+    let storage = LocalStorage::new(&object.dir);
+    let key = object.key.as_ref();
+    let err = |e: FragmentError| format!("{}: {}", object.dir.display(), error_report(&e));
+    let array = OpenArray::open(&storage, "", TimeWindow::ALL, key).map_err(err)?;
+    let mut n = 0;
+    for f in array.load_fragments(&storage).map_err(err)? {
+        let mut meta = f.metadata;
+        if meta.footer.version != FormatVersion::WRITTEN.get() || f.from_consolidated {
+            continue;
+        }
+        let schema = &array
+            .schemas
+            .by_name(&meta.footer.array_schema_name)
+            .ok_or_else(|| format!("{}: no schema for {}", object.dir.display(), f.file.path))?
+            .schema;
+        let path = object
+            .dir
+            .join(&f.file.path)
+            .join(names::FRAGMENT_METADATA_FILE);
+        let bytes = fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        for section in meta.footer.sections() {
+            let r = meta
+                .footer
+                .section_range(section, &f.file.path)
+                .map_err(err)?;
+            let at = bytes.get(r.start as usize..r.end as usize).ok_or_else(|| {
+                format!("{}: {} out of the file", path.display(), section.label())
+            })?;
+            meta.load_section(section, at, key, schema).map_err(err)?;
+        }
+        let ours = meta.write_file(schema, key).map_err(err)?;
+        fs::write(&path, ours).map_err(|e| format!("{}: {e}", path.display()))?;
+        n += 1;
+    }
+    Ok(n)
+}
+
 pub(crate) fn interop(args: &[String], reference: &Writer) -> Result<(), String> {
     if let Some(a) = args.first() {
         return Err(format!("interop: unknown argument {a:?}"));
@@ -75,14 +120,24 @@ pub(crate) fn interop(args: &[String], reference: &Writer) -> Result<(), String>
     }
     copy_dir(&corpus, &out)?;
     let objects = tdb_testdata::objects_in(&out);
-    let mut tiles = 0;
+    let (mut tiles, mut metadata_files) = (0, 0);
     for object in &objects {
         tiles += rewrite_object(object)?;
+        if object
+            .files
+            .iter()
+            .any(|f| f.starts_with(names::SCHEMA_DIR) || f == names::LEGACY_SCHEMA_FILE)
+        {
+            metadata_files += rewrite_fragment_metadata(object)?;
+        }
     }
     eprintln!(
-        "interop: tdb re-encoded {tiles} generic tiles in {} objects",
+        "interop: tdb re-encoded {tiles} generic tiles in {} objects and rewrote {metadata_files} fragment metadata files",
         objects.len()
     );
+    if metadata_files == 0 {
+        return Err("interop: no fragment metadata rewritten; the check would prove less".into());
+    }
     if tiles == 0 {
         return Err("interop: no generic tile re-encoded; the check would prove nothing".into());
     }

@@ -103,3 +103,80 @@ fn io_trace_group() {
     assert_eq!(g.members.len(), 3);
     insta::assert_snapshot!(storage.trace());
 }
+
+/// `FragmentMetadata::write_file` lays out every v22 fragment's metadata as
+/// TileDB does: sections in footer order, then the footer pointing at them.
+/// Read back, it holds the same footer fields and sections, and TileDB's own
+/// files have exactly that layout: sections back to back from offset 0 in
+/// footer order (the tiles' compressed bytes may differ: GZIP streams are
+/// not unique).
+#[test]
+fn fragment_metadata_files_write_back_in_tiledbs_layout() {
+    use tdb_format::FormatVersion;
+    use tdb_fragment::FragmentMetadata;
+    let mut rewritten = 0;
+    for o in tdb_testdata::objects() {
+        let Some(e) = &o.expected else { continue };
+        if e["kind"] != "array" {
+            continue;
+        }
+        let storage = LocalStorage::new(&o.dir);
+        let key = o.key.as_ref();
+        let array = OpenArray::open(&storage, "", TimeWindow::ALL, key).unwrap();
+        for f in array.load_fragments(&storage).unwrap() {
+            if f.metadata.footer.version != FormatVersion::WRITTEN.get() || f.from_consolidated {
+                continue;
+            }
+            let schema = &array
+                .schemas
+                .by_name(&f.metadata.footer.array_schema_name)
+                .unwrap()
+                .schema;
+            let file = format!("{}/__fragment_metadata.tdb", f.file.path);
+            let tiledb = o.read(&file);
+            let mut meta = f.metadata.clone();
+            let offsets: Vec<u64> = meta
+                .footer
+                .sections()
+                .into_iter()
+                .map(|s| meta.footer.section_offset(s).unwrap())
+                .collect();
+            assert_eq!(offsets.first(), Some(&0), "{}: {file}", o.case);
+            assert!(
+                offsets.windows(2).all(|w| w[0] < w[1]),
+                "{}: {file}: {offsets:?}",
+                o.case
+            );
+            for section in meta.footer.sections() {
+                let r = meta.footer.section_range(section, &f.file.path).unwrap();
+                let bytes = &tiledb[r.start as usize..r.end as usize];
+                meta.load_section(section, bytes, key, schema).unwrap();
+            }
+            let ours = meta.write_file(schema, key).unwrap();
+            // Read back: the same footer (but offsets) and sections.
+            let lookup = |n: &str| array.schemas.by_name(n).map(|e| &e.schema);
+            let read =
+                tdb_fragment::Footer::parse(&ours, ours.len() as u64, &lookup, 22, &f.file.path)
+                    .unwrap();
+            let tdb_fragment::FooterRead::Done(footer) = read else {
+                panic!("{}: {file}: footer not whole", o.case)
+            };
+            let mut back = FragmentMetadata::new(meta.name.clone(), footer);
+            for section in back.footer.sections() {
+                let r = back.footer.section_range(section, &f.file.path).unwrap();
+                let bytes = &ours[r.start as usize..r.end as usize];
+                back.load_section(section, bytes, key, schema).unwrap();
+                assert_eq!(
+                    back.section(section),
+                    meta.section(section),
+                    "{}: {file}",
+                    o.case
+                );
+            }
+            assert_eq!(back.footer.non_empty_domain, meta.footer.non_empty_domain);
+            assert_eq!(back.footer.file_sizes, meta.footer.file_sizes);
+            rewritten += 1;
+        }
+    }
+    assert!(rewritten > 60, "{rewritten} metadata files rewritten");
+}

@@ -666,6 +666,49 @@ impl Footer {
         }
     }
 
+    /// Points `section` at `offset` (the mirror of
+    /// [`Footer::section_offset`]), for writers that lay sections out anew.
+    pub fn set_section_offset(&mut self, section: Section, offset: u64) -> Result<()> {
+        let o = &mut self.offsets;
+        let slot = match section {
+            Section::RTree => Some(&mut o.rtree),
+            Section::TileOffsets(i) => o.tile_offsets.get_mut(i),
+            Section::VarOffsets(i) => o.tile_var_offsets.get_mut(i),
+            Section::VarSizes(i) => o.tile_var_sizes.get_mut(i),
+            Section::ValidityOffsets(i) => o.tile_validity_offsets.get_mut(i),
+            Section::Mins(i) => o.tile_mins.get_mut(i),
+            Section::Maxes(i) => o.tile_maxes.get_mut(i),
+            Section::Sums(i) => o.tile_sums.get_mut(i),
+            Section::NullCounts(i) => o.tile_null_counts.get_mut(i),
+            Section::FragmentSummaries => o.fragment_summary.as_mut(),
+            Section::ProcessedConditions => o.processed_conditions.as_mut(),
+            Section::GlobalOrderMins(i) | Section::GlobalOrderMaxes(i) => {
+                let maxes = matches!(section, Section::GlobalOrderMaxes(_));
+                self.optional_sections.iter_mut().find_map(|s| match s {
+                    OptionalSection::TileGlobalOrder { mins, maxes: m } => {
+                        if maxes {
+                            m.get_mut(i)
+                        } else {
+                            mins.get_mut(i)
+                        }
+                    }
+                    _ => None,
+                })
+            }
+        };
+        match slot {
+            Some(slot) => {
+                *slot = offset;
+                Ok(())
+            }
+            None => Err(FragmentError::invalid(
+                "",
+                "footer",
+                format!("has no {}", section.label()),
+            )),
+        }
+    }
+
     /// Every section the footer points to, in footer order.
     pub fn sections(&self) -> Vec<Section> {
         let o = &self.offsets;

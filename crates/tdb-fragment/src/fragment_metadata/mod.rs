@@ -26,7 +26,7 @@ use std::collections::HashMap;
 use std::ops::Range;
 use tdb_format::le::{self, PResult};
 use tdb_format::names::FRAGMENT_METADATA_FILE;
-use tdb_format::TimestampedName;
+use tdb_format::{FormatVersion, TimestampedName};
 use tdb_schema::{ArraySchema, NDRange};
 
 /// A cursor over bytes that names the file and structure in every error and
@@ -141,6 +141,41 @@ impl FragmentMetadata {
             sections,
             legacy_mbrs: Some(legacy.mbrs),
         }
+    }
+
+    /// The whole `__fragment_metadata.tdb` as TileDB lays it out: every
+    /// section the footer names, in footer order, each one generic tile of
+    /// the footer's format version (encrypted with `key`), then the footer
+    /// pointing at where each landed. Every section must be loaded (a
+    /// rewrite) or set (a new fragment); v1–v2 metadata is not written.
+    pub fn write_file(&self, schema: &ArraySchema, key: Option<&[u8; 32]>) -> Result<Vec<u8>> {
+        let fragment = self.name.to_string();
+        let file = metadata_file(&fragment);
+        let version = FormatVersion::new(self.footer.version)
+            .map_err(|e| FragmentError::format(&file, "footer version", e))?;
+        if !version.has_fragment_metadata_footer() {
+            return Err(FragmentError::invalid(
+                &file,
+                "footer version",
+                format!(
+                    "v{version} metadata is one tile, not written here",
+                    version = version.get()
+                ),
+            ));
+        }
+        let mut footer = self.footer.clone();
+        let mut out = Vec::new();
+        for section in self.footer.sections() {
+            let data = self.sections.get(&section).ok_or_else(|| {
+                FragmentError::missing(&file, format!("{} (not loaded)", section.label()))
+            })?;
+            footer
+                .set_section_offset(section, out.len() as u64)
+                .map_err(|_| FragmentError::invalid(&file, "footer", section.label()))?;
+            out.extend_from_slice(&data.write(version, key, &fragment)?);
+        }
+        out.extend_from_slice(&footer.write(schema));
+        Ok(out)
     }
 
     /// The leaf MBRs a v1–v2 fragment stores instead of an R-tree (TileDB
