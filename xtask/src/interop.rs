@@ -90,16 +90,7 @@ fn rewrite_fragment_metadata(object: &Object) -> Result<usize, String> {
             .join(&f.file.path)
             .join(names::FRAGMENT_METADATA_FILE);
         let bytes = fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        for section in meta.footer.sections() {
-            let r = meta
-                .footer
-                .section_range(section, &f.file.path)
-                .map_err(err)?;
-            let at = bytes.get(r.start as usize..r.end as usize).ok_or_else(|| {
-                format!("{}: {} out of the file", path.display(), section.label())
-            })?;
-            meta.load_section(section, at, key, schema).map_err(err)?;
-        }
+        meta.load_all_sections(&bytes, key, schema).map_err(err)?;
         let ours = meta.write_file(schema, key).map_err(err)?;
         fs::write(&path, ours).map_err(|e| format!("{}: {e}", path.display()))?;
         n += 1;

@@ -143,6 +143,39 @@ impl FragmentMetadata {
         }
     }
 
+    /// Loads every section the footer names from the whole
+    /// `__fragment_metadata.tdb` (`file`), for callers that hold it anyway
+    /// (a rewrite, a copy); readers fetch only the ranges they need.
+    pub fn load_all_sections(
+        &mut self,
+        file: &[u8],
+        key: Option<&[u8; 32]>,
+        schema: &ArraySchema,
+    ) -> Result<()> {
+        let fragment = self.name.to_string();
+        for section in self.footer.sections() {
+            let r = self.footer.section_range(section, &fragment)?;
+            let bytes = usize::try_from(r.start)
+                .ok()
+                .zip(usize::try_from(r.end).ok())
+                .and_then(|(a, b)| file.get(a..b))
+                .ok_or_else(|| {
+                    FragmentError::invalid(
+                        &metadata_file(&fragment),
+                        section.label(),
+                        format!(
+                            "{}..{} is beyond the file's {} bytes",
+                            r.start,
+                            r.end,
+                            file.len()
+                        ),
+                    )
+                })?;
+            self.load_section(section, bytes, key, schema)?;
+        }
+        Ok(())
+    }
+
     /// The whole `__fragment_metadata.tdb` as TileDB lays it out: every
     /// section the footer names, in footer order, each one generic tile of
     /// the footer's format version (encrypted with `key`), then the footer
