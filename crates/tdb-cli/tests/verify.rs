@@ -55,3 +55,12 @@ fn no_array_exits_2() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("not a TileDB array"), "{err}");
 }
+
+#[test]
+fn an_encrypted_array_without_its_key_is_a_usage_error() {
+    let o = fixture("encrypted_aes256");
+    let out = tdb_verify(&o.dir, false);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("the array is encrypted"), "{err}");
+}

@@ -20,7 +20,9 @@ use std::fmt;
 use std::ops::Range;
 use tdb_filters::Filter;
 use tdb_format::names::{FRAGMENT_METADATA_FILE, VAC_EXT};
-use tdb_format::{classify, DataPart, Datatype, FormatVersion, ObjectFile};
+use tdb_format::{
+    classify, single_generic_tile, DataPart, Datatype, EncryptionType, FormatVersion, ObjectFile,
+};
 use tdb_index::{DomainOps, NDRange, RTree, RangeOps};
 use tdb_schema::{ArraySchema, Range as DimRange, SchemaHistory};
 use tdb_storage::{join, ByteRange, RangeRead, RangeRequest};
@@ -165,6 +167,22 @@ pub fn verify_array<S: ReadStorage + ?Sized>(
     wanted.extend(schema_files.iter().map(String::as_str));
     let contents = read_files(storage, dir, &listing, &wanted)?;
     sink.summary.bytes_read += contents.values().map(|b| b.len() as u64).sum::<u64>();
+    // An encrypted array scrubbed without its key is a usage error, not a
+    // corrupt array: every tile would fail to decrypt.
+    if key.is_none() {
+        let encrypted = schema_files.iter().find(|f| {
+            contents.get(f.as_str()).is_some_and(|b| {
+                single_generic_tile(b)
+                    .is_ok_and(|t| t.header.encryption != EncryptionType::NoEncryption)
+            })
+        });
+        if let Some(file) = encrypted {
+            return Err(FragmentError::missing(
+                file,
+                "the key: the array is encrypted",
+            ));
+        }
+    }
     let resolved = listing.resolve(&contents, TimeWindow::ALL).and_then(|d| {
         let h = schema_history(dir, &schema_files, &contents, key)?;
         Ok((d, h))
