@@ -124,6 +124,13 @@ fn details_files_rewrite_byte_for_byte() {
         let written = details.write(name, key).unwrap();
         assert_eq!(GroupDetails::parse(name, &written, key).unwrap(), details);
         assert_eq!(version, 22);
+        if key.is_none() {
+            assert!(
+                written == *bytes,
+                "{}: {name}: not TileDB's bytes",
+                obj.case
+            );
+        }
     }
 }
 
