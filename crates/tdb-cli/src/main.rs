@@ -85,6 +85,13 @@ fn key_bytes(key: Option<&str>) -> Result<Option<[u8; 32]>, CliError> {
     .transpose()
 }
 
+/// Prints `v` as pretty JSON on stdout.
+fn print_json(v: &impl serde::Serialize) -> Result<(), CliError> {
+    let text = serde_json::to_string_pretty(v).map_err(|e| CliError::Output(e.to_string()))?;
+    println!("{text}");
+    Ok(())
+}
+
 /// `T` (everything written by T) or `T1..T2`.
 fn window(at: Option<&str>) -> Result<TimeWindow, CliError> {
     let Some(at) = at else {
@@ -125,10 +132,7 @@ fn run(cli: Cli) -> Result<bool, CliError> {
                 problems.push(p);
             })?;
             if json {
-                let v = tdb_cli::verify::json(&summary, &problems);
-                let text = serde_json::to_string_pretty(&v)
-                    .map_err(|e| CliError::Output(e.to_string()))?;
-                println!("{text}");
+                print_json(&tdb_cli::verify::json(&summary, &problems))?;
             } else {
                 println!(
                     "{}: {} files, {} fragments, {} tiles, {} bytes read: {}",
@@ -161,9 +165,7 @@ fn run(cli: Cli) -> Result<bool, CliError> {
                     other => other,
                 })?;
             if json {
-                let text = serde_json::to_string_pretty(&report)
-                    .map_err(|e| CliError::Output(e.to_string()))?;
-                println!("{text}");
+                print_json(&report)?;
             } else {
                 print!("{report}");
             }
@@ -180,10 +182,7 @@ fn run(cli: Cli) -> Result<bool, CliError> {
             let (entry, enumerations) = tdb_cli::schema::load(&storage, at, key.as_ref())?;
             let schema = entry.schema;
             if json {
-                let summary = tdb_cli::schema::summary(&schema, &enumerations)?;
-                let text = serde_json::to_string_pretty(&summary)
-                    .map_err(|e| CliError::Output(e.to_string()))?;
-                println!("{text}");
+                print_json(&tdb_cli::schema::summary(&schema, &enumerations)?)?;
             } else {
                 print!("{schema}");
             }

@@ -271,8 +271,7 @@ impl DeleteCommit {
     }
 
     /// The `.del` file's bytes, as TileDB writes them in `version` (GZIP
-    /// level 1, then AES-256-GCM with a key; the compressed stream may
-    /// differ from zlib's, the contents do not).
+    /// level 1, then AES-256-GCM with a key).
     pub fn write(
         &self,
         file: &str,
