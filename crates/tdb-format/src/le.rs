@@ -123,6 +123,17 @@ pub fn put_bytes_u64(out: &mut Vec<u8>, b: &[u8]) {
     out.extend_from_slice(b);
 }
 
+/// The little-endian `u64`s packed in `bytes` (offsets, counts), ignoring
+/// a trailing partial value: callers that must refuse one check
+/// `bytes.len() % 8` first.
+pub fn u64_values(bytes: &[u8]) -> impl Iterator<Item = std::primitive::u64> + '_ {
+    bytes.chunks_exact(8).map(|c| {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(c);
+        std::primitive::u64::from_le_bytes(b)
+    })
+}
+
 /// Runs a parser over `input`, returning the value and the bytes it left
 /// (the order public entry points use).
 pub fn run<'a, T, E>(

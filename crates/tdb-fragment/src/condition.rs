@@ -165,10 +165,7 @@ fn node<'a>(file: &str, input: &'a [u8], depth: usize) -> Result<(Condition, &'a
                     format!("{} bytes is not a multiple of 8", raw.len()),
                 ));
             }
-            let offsets = raw
-                .chunks_exact(8)
-                .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
-                .collect();
+            let offsets = le::u64_values(raw).collect();
             let data = value.to_vec();
             Ok((
                 Condition::Membership {

@@ -346,12 +346,6 @@ fn expected_parts(footer: &Footer, schema: &ArraySchema, field: Field) -> Vec<Da
     parts
 }
 
-fn le_u64s(data: &[u8]) -> Vec<u64> {
-    data.chunks_exact(8)
-        .map(|c| u64::from_le_bytes(c.try_into().unwrap_or_default()))
-        .collect()
-}
-
 impl<'a, S: ReadStorage + ?Sized> Scrub<'a, S> {
     fn read(&mut self, requests: &[RangeRequest]) -> Result<Vec<Option<RangeRead>>> {
         let got = self
@@ -833,7 +827,10 @@ impl<'a, S: ReadStorage + ?Sized> Scrub<'a, S> {
                     ));
                     return;
                 }
-                (le_u64s(&fixed.data), &fixed_want.path)
+                (
+                    tdb_format::le::u64_values(&fixed.data).collect(),
+                    &fixed_want.path,
+                )
             };
             if offs.len() as u64 != cells {
                 self.sink.push(mismatch(

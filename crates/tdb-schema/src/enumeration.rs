@@ -124,10 +124,7 @@ fn value_starts(offsets: &[u8], data_len: usize) -> std::result::Result<Vec<usiz
         return Err("not whole u64s".into());
     }
     let mut starts = Vec::with_capacity(offsets.len() / 8);
-    for c in offsets.chunks_exact(8) {
-        let mut b = [0u8; 8];
-        b.copy_from_slice(c);
-        let o = u64::from_le_bytes(b);
+    for o in tdb_format::le::u64_values(offsets) {
         if o > data_len as u64 || starts.last().is_some_and(|&last| o < last as u64) {
             return Err(format!("bad offset {o}"));
         }

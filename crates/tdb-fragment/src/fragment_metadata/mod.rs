@@ -75,9 +75,7 @@ impl<'a> Reader<'a> {
             FragmentError::invalid(self.file, self.field(field), format!("count {n} overflows"))
         })?;
         let b = self.bytes(len, field)?;
-        Ok(b.chunks_exact(8)
-            .map(|c| u64::from_le_bytes(c.try_into().unwrap_or_default()))
-            .collect())
+        Ok(le::u64_values(b).collect())
     }
 
     /// A `u64` count followed by that many `u64`s.
