@@ -7,10 +7,10 @@ use serde::Serialize;
 use std::fmt::{self, Write as _};
 use tdb_format::{classify, names, ObjectFile};
 use tdb_fragment::{
-    object_files, object_kind, ArrayMetadata, CommitLocation, ObjectFiles, ObjectKind, OpenArray,
-    OpenGroup, TimeWindow,
+    object_files, object_kind, ArrayMetadata, CommitLocation, ListedFile, ObjectFiles, ObjectKind,
+    OpenArray, OpenGroup, TimeWindow,
 };
-use tdb_storage::{last_component, Storage};
+use tdb_storage::{last_component, ByteRange, RangeRequest, Storage};
 
 /// What `inspect` found.
 #[derive(Debug, Serialize)]
@@ -206,15 +206,27 @@ pub fn inspect(
         nested,
         ..
     } = object_files(storage, dir)?;
+    // Every file made of generic tiles is fetched in one batch (their
+    // sizes came with the listing).
+    let tiled: Vec<&ListedFile> = listed
+        .iter()
+        .filter(|f| classify(&f.path).holds_generic_tiles())
+        .collect();
+    let requests: Vec<RangeRequest> = tiled
+        .iter()
+        .map(|f| RangeRequest::new(tdb_storage::join(dir, &f.path), ByteRange::new(0, f.size)))
+        .collect();
+    let mut fetched = storage.read_ranges(&requests)?.into_iter();
     let mut files = Vec::with_capacity(listed.len());
     for f in &listed {
         let class = classify(&f.path);
         let (generic_tiles, trailing_bytes) = if class.holds_generic_tiles() {
             let full = tdb_storage::join(dir, &f.path);
-            let bytes = storage
-                .read(&full)?
+            let read = fetched
+                .next()
+                .flatten()
                 .ok_or_else(|| tdb_storage::StorageError::not_found(&full))?;
-            let (t, rest) = tiles(&f.path, &class, &bytes)?;
+            let (t, rest) = tiles(&f.path, &class, &read.bytes)?;
             (Some(t), Some(rest))
         } else {
             (None, None)
