@@ -280,6 +280,11 @@ impl OpenArray {
         })
     }
 
+    /// The AES-256-GCM key the array was opened with.
+    pub fn key(&self) -> Option<&[u8; 32]> {
+        self.key.as_ref()
+    }
+
     /// The schema a read at the window's end uses.
     pub fn schema(&self) -> &SchemaEntry {
         self.schemas.at(self.directory.window.end)

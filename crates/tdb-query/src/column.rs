@@ -1,0 +1,90 @@
+//! A borrowed view of one field's cells: what a decoded tile holds and what
+//! a result batch holds, so conditions and copies work on either.
+
+use tdb_format::Datatype;
+
+/// `cell_val_num` of var-length cells.
+pub const VAR_NUM: u32 = u32::MAX;
+
+/// One field's cells, borrowed.
+///
+/// Fixed-size cells are `cell_size` bytes each, back to back in `fixed`.
+/// Var-size cells are `var[offsets[i]..offsets[i + 1]]` (the last ends at
+/// `var.len()`); `fixed` is then empty. `validity` holds one byte per cell
+/// (0 = null) for nullable fields.
+#[derive(Debug, Clone, Copy)]
+pub struct Column<'a> {
+    /// The field's datatype.
+    pub datatype: Datatype,
+    /// Values per cell, or [`VAR_NUM`].
+    pub cell_val_num: u32,
+    /// Fixed-size cells.
+    pub fixed: &'a [u8],
+    /// Start offset of each var-size cell in `var`.
+    pub offsets: &'a [u64],
+    /// Var-size cells' bytes.
+    pub var: &'a [u8],
+    /// One byte per cell for nullable fields (0 = null).
+    pub validity: Option<&'a [u8]>,
+}
+
+impl<'a> Column<'a> {
+    /// Whether cells are var-size.
+    pub fn is_var(&self) -> bool {
+        self.cell_val_num == VAR_NUM
+    }
+
+    /// Bytes per fixed-size cell (0 for var-size fields).
+    pub fn cell_size(&self) -> usize {
+        if self.is_var() {
+            0
+        } else {
+            (self.datatype.size() * u64::from(self.cell_val_num)) as usize
+        }
+    }
+
+    /// Number of cells.
+    pub fn len(&self) -> usize {
+        if self.is_var() {
+            self.offsets.len()
+        } else {
+            self.fixed.len().checked_div(self.cell_size()).unwrap_or(0)
+        }
+    }
+
+    /// Whether there are no cells.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Cell `i`'s bytes. The view's invariants (checked when the tile was
+    /// decoded) keep every cell inside its buffer; an index past the end
+    /// gives an empty slice rather than a panic.
+    pub fn cell(&self, i: usize) -> &'a [u8] {
+        if self.is_var() {
+            let start = self.offsets.get(i).copied().unwrap_or(0) as usize;
+            let end = self
+                .offsets
+                .get(i + 1)
+                .map_or(self.var.len(), |&e| e as usize);
+            self.var.get(start..end).unwrap_or(&[])
+        } else {
+            let s = self.cell_size();
+            self.fixed.get(i * s..(i + 1) * s).unwrap_or(&[])
+        }
+    }
+
+    /// Whether cell `i` is null (never for non-nullable fields).
+    pub fn is_null(&self, i: usize) -> bool {
+        self.validity
+            .is_some_and(|v| v.get(i).is_some_and(|&b| b == 0))
+    }
+}
+
+/// Columns by field name: a decoded tile's fields, or a batch's.
+pub trait Columns {
+    /// The column of `field`, if present.
+    fn column(&self, field: &str) -> Option<Column<'_>>;
+    /// The number of cells every column holds.
+    fn cell_num(&self) -> usize;
+}

@@ -1,0 +1,23 @@
+//! Read queries over TileDB arrays.
+//!
+//! A read is planned (which fragments, tiles and byte ranges), fetched (one
+//! `read_ranges` batch at a time, bytes in flight capped by the budget),
+//! decoded (tiles unfiltered on a bounded pool) and copied into result
+//! buffers, batch by batch. Parsing and decoding do no I/O: the reader is a
+//! state machine that says which byte ranges it needs next
+//! ([`ReadStep::Need`]), so one reader serves local files and object stores.
+
+mod batch;
+mod column;
+pub mod condition;
+mod error;
+mod read;
+mod snapshot;
+mod spec;
+
+pub use batch::{Batch, FieldBuffer};
+pub use column::{Column, Columns, VAR_NUM};
+pub use error::{QueryError, Result};
+pub use read::{ReadStep, Reader, SyncRead};
+pub use snapshot::Snapshot;
+pub use spec::{ReadSpec, ResultLayout, Subarray, DEFAULT_BUDGET};

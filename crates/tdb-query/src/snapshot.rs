@@ -1,0 +1,50 @@
+//! An array as a read sees it: opened at a window, with every visible
+//! fragment's footer and the enumerations its schema refers to.
+
+use crate::Result;
+use std::collections::HashMap;
+use tdb_fragment::{LoadedFragment, OpenArray, ReadStorage, TimeWindow};
+use tdb_schema::{ArraySchema, Enumeration};
+
+/// An opened array: schemas, visible fragments with their footers, and
+/// enumerations. Reads borrow it; it holds no cell data.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct Snapshot {
+    /// The directory, resolved at the window.
+    pub open: OpenArray,
+    /// Visible fragments in TileDB's order (oldest first).
+    pub fragments: Vec<LoadedFragment>,
+    /// The enumerations of the schema in force, by name.
+    pub enumerations: HashMap<String, Enumeration>,
+}
+
+impl Snapshot {
+    /// Opens the array at `dir` of `storage` for `window` (`key` for
+    /// encrypted arrays): listings, one batch of schemas and commits, one
+    /// batch of footers, one of enumerations.
+    pub fn load<S: ReadStorage + ?Sized>(
+        storage: &S,
+        dir: &str,
+        window: TimeWindow,
+        key: Option<&[u8; 32]>,
+    ) -> Result<Self> {
+        let open = OpenArray::open(storage, dir, window, key)?;
+        let fragments = open.load_fragments(storage)?;
+        let entry = open.schema();
+        let enumerations = tdb_fragment::load_referenced_enumerations(storage, dir, entry, key)?
+            .into_iter()
+            .map(|e| (e.name.clone(), e))
+            .collect();
+        Ok(Snapshot {
+            open,
+            fragments,
+            enumerations,
+        })
+    }
+
+    /// The schema reads use (the one in force at the window's end).
+    pub fn schema(&self) -> &ArraySchema {
+        &self.open.schema().schema
+    }
+}

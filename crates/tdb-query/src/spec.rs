@@ -1,0 +1,140 @@
+//! What a read asks for: fields, subarray, layout, condition, budget.
+
+use tdb_schema::Range;
+
+/// The order result cells come in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ResultLayout {
+    /// Row-major order of coordinates (dense: over the subarray's ranges).
+    RowMajor,
+    /// Column-major order of coordinates.
+    ColMajor,
+    /// The array's global order: tiles in tile order, cells in cell order
+    /// (Hilbert order for Hilbert arrays).
+    GlobalOrder,
+    /// Any order (sparse arrays only): the cheapest one.
+    Unordered,
+}
+
+impl ResultLayout {
+    /// The layout of a TileDB name: `row-major`, `col-major`,
+    /// `global-order`, `unordered` (TileDB's enum names are accepted too).
+    pub fn from_name(name: &str) -> Option<Self> {
+        Some(match name.to_ascii_lowercase().replace('_', "-").as_str() {
+            "row-major" | "r" => ResultLayout::RowMajor,
+            "col-major" | "c" => ResultLayout::ColMajor,
+            "global-order" | "g" => ResultLayout::GlobalOrder,
+            "unordered" | "u" => ResultLayout::Unordered,
+            _ => return None,
+        })
+    }
+
+    /// The name [`ResultLayout::from_name`] reads.
+    pub fn name(self) -> &'static str {
+        match self {
+            ResultLayout::RowMajor => "row-major",
+            ResultLayout::ColMajor => "col-major",
+            ResultLayout::GlobalOrder => "global-order",
+            ResultLayout::Unordered => "unordered",
+        }
+    }
+}
+
+/// Ranges per dimension; a dimension with none is read whole.
+///
+/// Ranges hold raw little-endian bounds in the dimension's datatype (string
+/// dimensions: the bounds' bytes), as [`Range`] does everywhere else.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Subarray {
+    ranges: Vec<Vec<Range>>,
+}
+
+impl Subarray {
+    /// A subarray over `dims` dimensions, each read whole.
+    pub fn new(dims: usize) -> Self {
+        Subarray {
+            ranges: vec![Vec::new(); dims],
+        }
+    }
+
+    /// Adds a range to dimension `dim` (ranges of a dimension are read in
+    /// the order given).
+    pub fn add_range(&mut self, dim: usize, range: Range) -> &mut Self {
+        if self.ranges.len() <= dim {
+            self.ranges.resize(dim + 1, Vec::new());
+        }
+        self.ranges[dim].push(range);
+        self
+    }
+
+    /// The ranges of dimension `dim` (empty: the whole domain).
+    pub fn ranges(&self, dim: usize) -> &[Range] {
+        self.ranges.get(dim).map_or(&[], Vec::as_slice)
+    }
+
+    /// The number of dimensions with a slot (ranged or not).
+    pub fn dim_num(&self) -> usize {
+        self.ranges.len()
+    }
+}
+
+/// A read query: the fields to return (in this order), the cells to read,
+/// their order, an optional condition and the memory budget.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ReadSpec {
+    /// Dimension and attribute names, in the order results carry them.
+    pub fields: Vec<String>,
+    /// The cells to read.
+    pub subarray: Subarray,
+    /// The order of results.
+    pub layout: ResultLayout,
+    /// A condition in TileDB-Py's QueryCondition syntax.
+    pub condition: Option<String>,
+    /// Bytes the query may hold at once: fetched tiles, unfiltered tiles
+    /// and one batch of results.
+    pub budget: u64,
+}
+
+/// The default memory budget (TileDB's default `sm.mem.total_budget` is
+/// 10 GiB; ours is smaller, as results come in batches).
+pub const DEFAULT_BUDGET: u64 = 1 << 30;
+
+impl ReadSpec {
+    /// Reads `fields` over the whole domain, row-major, with the default
+    /// budget.
+    pub fn new(fields: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        ReadSpec {
+            fields: fields.into_iter().map(Into::into).collect(),
+            subarray: Subarray::default(),
+            layout: ResultLayout::RowMajor,
+            condition: None,
+            budget: DEFAULT_BUDGET,
+        }
+    }
+
+    /// The same read over `subarray`.
+    pub fn with_subarray(mut self, subarray: Subarray) -> Self {
+        self.subarray = subarray;
+        self
+    }
+
+    /// The same read in `layout`.
+    pub fn with_layout(mut self, layout: ResultLayout) -> Self {
+        self.layout = layout;
+        self
+    }
+
+    /// The same read keeping only cells where `condition` holds (dense
+    /// reads return fill values for the others, as TileDB does).
+    pub fn with_condition(mut self, condition: impl Into<String>) -> Self {
+        self.condition = Some(condition.into());
+        self
+    }
+
+    /// The same read under a memory budget of `bytes`.
+    pub fn with_budget(mut self, bytes: u64) -> Self {
+        self.budget = bytes;
+        self
+    }
+}

@@ -1,0 +1,160 @@
+//! tdb: read (and soon write) TileDB arrays in pure Rust.
+//!
+//! ```no_run
+//! use tdb::{Array, ReadSpec};
+//! let array = Array::open("my_array")?;
+//! for batch in array.read(ReadSpec::new(["x", "a"]))? {
+//!     let batch = batch?;
+//!     println!("{} cells", batch.num_cells);
+//! }
+//! # Ok::<(), tdb::Error>(())
+//! ```
+//!
+//! An [`Array`] is opened at a time window ([`OpenOptions`]); reads return
+//! their cells in [`Batch`]es whose size the query's memory budget bounds.
+//! Every layer below is a crate of its own (`tdb-storage`, `tdb-schema`,
+//! `tdb-fragment`, `tdb-query`, ...) for users who need only one.
+
+use std::path::Path;
+use thiserror::Error;
+
+pub use tdb_format::Datatype;
+pub use tdb_fragment::{ArrayMetadata, LoadedFragment, MetadataValue, TimeWindow};
+pub use tdb_query::{
+    Batch, Column, FieldBuffer, ReadSpec, ResultLayout, Snapshot, Subarray, VAR_NUM,
+};
+pub use tdb_schema::{ArraySchema, Range};
+pub use tdb_storage::{LocalStorage, MemoryStorage};
+
+/// Everything that can go wrong; the variants wrap each layer's error, which
+/// names the file, tile or field at fault.
+#[derive(Debug, Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// Opening the array: its directory, schemas, fragments or metadata.
+    #[error("cannot open the array")]
+    Open(#[from] tdb_fragment::FragmentError),
+    /// Planning or running a query.
+    #[error("query failed")]
+    Query(#[from] tdb_query::QueryError),
+    /// A key that is not 32 bytes.
+    #[error("an AES-256-GCM key is 32 bytes, not {0}")]
+    KeyLength(usize),
+}
+
+/// This crate's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// How to open an array: the time window and the encryption key.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct OpenOptions {
+    window: Option<TimeWindow>,
+    key: Option<[u8; 32]>,
+}
+
+impl OpenOptions {
+    /// Now, unencrypted.
+    pub fn new() -> Self {
+        OpenOptions::default()
+    }
+
+    /// Opens as of timestamp `t` (ms since the epoch): everything written
+    /// up to it.
+    pub fn at(mut self, t: u64) -> Self {
+        self.window = Some(TimeWindow::until(t));
+        self
+    }
+
+    /// Opens at the window `[start, end]`.
+    pub fn between(mut self, start: u64, end: u64) -> Self {
+        self.window = Some(TimeWindow::new(start, end));
+        self
+    }
+
+    /// The AES-256-GCM key, exactly as TileDB's `sm.encryption_key` takes
+    /// it (32 bytes).
+    pub fn key(mut self, key: &[u8]) -> Result<Self> {
+        let k: [u8; 32] = key.try_into().map_err(|_| Error::KeyLength(key.len()))?;
+        self.key = Some(k);
+        Ok(self)
+    }
+}
+
+/// An array opened at a time window, over any storage backend.
+#[derive(Debug)]
+pub struct Array<S = LocalStorage> {
+    storage: S,
+    snapshot: Snapshot,
+}
+
+impl Array<LocalStorage> {
+    /// Opens the array in directory `path`, now, unencrypted.
+    pub fn open(path: impl AsRef<Path>) -> Result<Self> {
+        Array::open_with(path, OpenOptions::new())
+    }
+
+    /// Opens the array in directory `path` with `options`.
+    pub fn open_with(path: impl AsRef<Path>, options: OpenOptions) -> Result<Self> {
+        Array::open_in(LocalStorage::new(path.as_ref()), "", options)
+    }
+}
+
+impl<S: tdb_fragment::ReadStorage> Array<S> {
+    /// Opens the array at key prefix `dir` of `storage` (`""`: its root).
+    pub fn open_in(storage: S, dir: &str, options: OpenOptions) -> Result<Self> {
+        let window = options.window.unwrap_or(TimeWindow::ALL);
+        let snapshot = Snapshot::load(&storage, dir, window, options.key.as_ref())?;
+        Ok(Array { storage, snapshot })
+    }
+
+    /// The schema reads use.
+    pub fn schema(&self) -> &ArraySchema {
+        self.snapshot.schema()
+    }
+
+    /// The fragments reads see, oldest first.
+    pub fn fragments(&self) -> &[LoadedFragment] {
+        &self.snapshot.fragments
+    }
+
+    /// What the array was opened as: directory, schemas, fragments,
+    /// enumerations.
+    pub fn snapshot(&self) -> &Snapshot {
+        &self.snapshot
+    }
+
+    /// The array metadata at the window.
+    pub fn metadata(&self) -> Result<ArrayMetadata> {
+        Ok(self.snapshot.open.metadata(&self.storage)?)
+    }
+
+    /// Starts a read: an iterator of batches.
+    pub fn read(&self, spec: ReadSpec) -> Result<Query<'_, S>> {
+        Ok(Query {
+            inner: tdb_query::SyncRead::new(&self.storage, &self.snapshot, spec)?,
+        })
+    }
+
+    /// Runs a read to the end and joins its batches.
+    pub fn read_all(&self, spec: ReadSpec) -> Result<Batch> {
+        let mut all = Batch::default();
+        for b in self.read(spec)? {
+            all.append(&b?);
+        }
+        Ok(all)
+    }
+}
+
+/// A read in progress: batches of results in order.
+pub struct Query<'a, S> {
+    inner: tdb_query::SyncRead<'a, S>,
+}
+
+impl<S: tdb_fragment::ReadStorage> Iterator for Query<'_, S> {
+    type Item = Result<Batch>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.inner.next().map(|r| r.map_err(Error::from))
+    }
+}
