@@ -3,8 +3,7 @@
 
 use tdb_format::Datatype;
 
-/// `cell_val_num` of var-length cells.
-pub const VAR_NUM: u32 = u32::MAX;
+pub use tdb_schema::VAR_NUM;
 
 /// One field's cells, borrowed.
 ///

@@ -1,8 +1,31 @@
 //! The read state machine and its synchronous driver.
+//!
+//! Phases: load the fragment-metadata sections the read needs (one batch),
+//! the delete commits' conditions (one batch), the candidate tiles of every
+//! field (one batch), then compute which cells, in which order, from which
+//! fragment, and hand them out in batches the budget bounds.
 
-use crate::{Batch, ReadSpec, Result, Snapshot};
-use tdb_fragment::ReadStorage;
-use tdb_storage::{RangeRead, RangeRequest};
+mod fields;
+mod plan;
+mod tiles;
+mod values;
+
+use crate::batch::{Batch, FieldBuffer};
+use crate::condition::{self, BoundCondition};
+use crate::{QueryError, ReadSpec, Result, ResultLayout, Snapshot};
+use fields::{frag_field, special_field, FieldInfo, FragField, Kind};
+use plan::{CellRef, DimRanges, FragPlan};
+use std::collections::HashMap;
+use tdb_format::{ArrayType, DataPart, FormatVersion};
+use tdb_fragment::fragment_metadata::{Field, Section};
+use tdb_fragment::{CommitLocation, DeleteCommit, ReadStorage};
+use tdb_storage::{join, ByteRange, RangeRead, RangeRequest};
+use tiles::{TileFetch, TileMap};
+
+/// Field slots for a fragment's timestamps and delete timestamps (beyond
+/// any real field slot).
+const TIMESTAMPS_SLOT: usize = usize::MAX - 1;
+const DELETE_TS_SLOT: usize = usize::MAX - 2;
 
 /// What the reader wants next.
 #[derive(Debug)]
@@ -15,45 +38,672 @@ pub enum ReadStep {
     Done,
 }
 
+enum Phase {
+    Start,
+    Sections(Vec<(usize, Section)>),
+    Deletes(Vec<(u64, String, u64)>),
+    Tiles(Vec<TileFetch>),
+    Emit,
+    Done,
+}
+
 /// A read in progress: a state machine that does no I/O. Drive it with
 /// [`Reader::step`], answering each [`ReadStep::Need`] with
 /// [`Reader::push`]; [`SyncRead`] does that over a storage backend.
 pub struct Reader<'a> {
     snapshot: &'a Snapshot,
     spec: ReadSpec,
-    pending: Option<Vec<RangeRequest>>,
-    done: bool,
+    fields: Vec<FieldInfo>,
+    /// Slots of the requested fields, in order.
+    requested: Vec<usize>,
+    condition: Option<BoundCondition>,
+    deletes: Vec<(u64, BoundCondition)>,
+    ranges: DimRanges,
+    plans: Vec<FragPlan<'a>>,
+    /// Fragment indexes of `plans` into the snapshot's fragments.
+    sections_loaded: Vec<tdb_fragment::FragmentMetadata>,
+    tiles: TileMap,
+    /// Result cells in order, with the dense coordinates when dense.
+    cells: Vec<CellRef>,
+    dense_coords: Vec<Vec<i128>>,
+    /// Condition outcome per result cell (dense reads fill the others).
+    keep: Option<Vec<bool>>,
+    next_cell: usize,
+    phase: Phase,
+    /// Requests of the current phase not yet handed out.
+    pending_requests: Option<Vec<RangeRequest>>,
 }
 
 impl<'a> Reader<'a> {
     /// Plans `spec` over `snapshot`: checks fields, subarray and condition
-    /// against the schema (typed errors that say what to change) and the
-    /// budget against the largest tile the read may need.
+    /// against the schema (typed errors that say what to change).
     pub fn new(snapshot: &'a Snapshot, spec: ReadSpec) -> Result<Self> {
+        let schema = snapshot.schema();
+        let mut fields: Vec<FieldInfo> = Vec::new();
+        let mut requested = Vec::new();
+        let slot = |fields: &mut Vec<FieldInfo>, name: &str| -> Result<usize> {
+            if let Some(i) = fields.iter().position(|f| f.name == name) {
+                return Ok(i);
+            }
+            fields.push(FieldInfo::resolve(schema, name)?);
+            Ok(fields.len() - 1)
+        };
+        for name in &spec.fields {
+            let s = slot(&mut fields, name)?;
+            requested.push(s);
+        }
+        let dims = schema.domain.dimensions.len();
+        if spec.subarray.dim_num() > dims {
+            return Err(QueryError::Subarray {
+                dim: format!("#{}", spec.subarray.dim_num() - 1),
+                reason: format!("the array has {dims} dimensions"),
+            });
+        }
+        let ranges = plan::dim_ranges(&spec.subarray, dims);
+        let sparse = schema.array_type == ArrayType::Sparse;
+        if sparse {
+            for d in &schema.domain.dimensions {
+                slot(&mut fields, &d.name)?;
+            }
+        } else {
+            plan::dense_coords(schema, &ranges)?;
+            if spec.layout == ResultLayout::Unordered {
+                return Err(QueryError::invalid(
+                    "dense arrays have no unordered layout: read row-major, col-major or global order",
+                ));
+            }
+            // Sparse fragments of dense arrays carry coordinates.
+            if snapshot.fragments.iter().any(|f| !f.metadata.footer.dense) {
+                for d in &schema.domain.dimensions {
+                    slot(&mut fields, &d.name)?;
+                }
+            }
+        }
+        let condition = match &spec.condition {
+            Some(expr) => {
+                let c = condition::parse(expr, schema)?;
+                let b = BoundCondition::new(&c, schema, &snapshot.enumerations)?;
+                for f in b.fields() {
+                    slot(&mut fields, f)?;
+                }
+                Some(b)
+            }
+            None => None,
+        };
+        for (i, d) in schema.domain.dimensions.iter().enumerate() {
+            for (lo, hi) in ranges[i].iter().flatten() {
+                let size = d.datatype.size() as usize;
+                if !d.is_var() && (lo.len() != size || hi.len() != size) {
+                    return Err(QueryError::Subarray {
+                        dim: d.name.clone(),
+                        reason: format!("bounds must be one {} each", d.datatype.name()),
+                    });
+                }
+            }
+        }
         Ok(Reader {
             snapshot,
             spec,
-            pending: None,
-            done: false,
+            fields,
+            requested,
+            condition,
+            deletes: Vec::new(),
+            ranges,
+            plans: Vec::new(),
+            sections_loaded: Vec::new(),
+            tiles: HashMap::new(),
+            cells: Vec::new(),
+            dense_coords: Vec::new(),
+            keep: None,
+            next_cell: 0,
+            phase: Phase::Start,
+            pending_requests: None,
         })
+    }
+
+    fn key(&self) -> Option<&'a [u8; 32]> {
+        self.snapshot.open.key()
+    }
+
+    fn dir(&self) -> &'a str {
+        &self.snapshot.open.dir
     }
 
     /// The next thing the reader needs or has.
     pub fn step(&mut self) -> Result<ReadStep> {
-        let _ = (&self.snapshot, &self.spec, &self.pending);
-        if self.done {
-            return Ok(ReadStep::Done);
+        loop {
+            match &self.phase {
+                Phase::Start => {
+                    self.build_plans();
+                    let (requests, wanted) = self.section_requests()?;
+                    if requests.is_empty() {
+                        self.after_sections()?;
+                        continue;
+                    }
+                    self.phase = Phase::Sections(wanted);
+                    return Ok(ReadStep::Need(requests));
+                }
+                Phase::Sections(_) | Phase::Deletes(_) | Phase::Tiles(_) => {
+                    return match self.pending_requests.take() {
+                        Some(r) => Ok(ReadStep::Need(r)),
+                        None => Err(QueryError::invalid(
+                            "the reader is waiting for the bytes it asked for (call push)",
+                        )),
+                    };
+                }
+                Phase::Emit => {
+                    if let Some(b) = self.next_batch()? {
+                        return Ok(ReadStep::Batch(b));
+                    }
+                    self.phase = Phase::Done;
+                }
+                Phase::Done => return Ok(ReadStep::Done),
+            }
         }
-        self.done = true;
-        Err(crate::QueryError::invalid("reads are not implemented yet"))
     }
 
     /// The answers to the last [`ReadStep::Need`], in its order (`None`
     /// where a file was missing).
     pub fn push(&mut self, reads: Vec<Option<RangeRead>>) -> Result<()> {
-        let _ = reads;
+        match std::mem::replace(&mut self.phase, Phase::Done) {
+            Phase::Sections(wanted) => {
+                let schema_of = |i: usize| self.plans[i].schema;
+                for ((i, section), read) in wanted.into_iter().zip(reads) {
+                    let bytes = read.ok_or_else(|| {
+                        QueryError::from(tdb_fragment::FragmentError::missing(
+                            &self.plans[i].frag.file.path,
+                            "fragment metadata",
+                        ))
+                    })?;
+                    let schema = schema_of(i);
+                    self.sections_loaded[i].load_section(
+                        section,
+                        &bytes.bytes,
+                        self.snapshot.open.key(),
+                        schema,
+                    )?;
+                }
+                self.after_sections()
+            }
+            Phase::Deletes(wanted) => {
+                let schema = self.snapshot.schema();
+                for ((ts, file, offset), read) in wanted.into_iter().zip(reads) {
+                    let read = read.ok_or_else(|| {
+                        QueryError::from(tdb_fragment::FragmentError::missing(
+                            &file,
+                            "delete commit",
+                        ))
+                    })?;
+                    let _ = offset;
+                    let commit = DeleteCommit::parse(&file, &read.bytes, self.key())?;
+                    let bound = BoundCondition::new(
+                        &commit.condition,
+                        schema,
+                        &self.snapshot.enumerations,
+                    )?;
+                    for f in bound.fields() {
+                        if !self.fields.iter().any(|x| &x.name == f) {
+                            self.fields.push(FieldInfo::resolve(schema, f)?);
+                        }
+                    }
+                    self.deletes.push((ts, bound));
+                }
+                self.after_deletes()
+            }
+            Phase::Tiles(fetches) => {
+                self.decode(fetches, reads)?;
+                self.compute()?;
+                self.phase = Phase::Emit;
+                Ok(())
+            }
+            other => {
+                self.phase = other;
+                Err(QueryError::invalid("push without a pending request"))
+            }
+        }
+    }
+
+    fn build_plans(&mut self) {
+        let snapshot = self.snapshot;
+        let encrypted = self.key().is_some();
+        for frag in &snapshot.fragments {
+            let schema = snapshot
+                .open
+                .schemas
+                .by_name(&frag.metadata.footer.array_schema_name)
+                .map_or(snapshot.schema(), |e| &e.schema);
+            let fields = self
+                .fields
+                .iter()
+                .map(|f| frag_field(frag, schema, f, encrypted))
+                .collect();
+            let footer = &frag.metadata.footer;
+            self.plans.push(FragPlan {
+                frag,
+                schema,
+                fields,
+                timestamps: footer
+                    .has_timestamps
+                    .then(|| special_field(frag, schema, Field::Timestamps, encrypted))
+                    .flatten(),
+                delete_timestamps: footer
+                    .has_delete_meta
+                    .then(|| special_field(frag, schema, Field::DeleteTimestamps, encrypted))
+                    .flatten(),
+                tiles: Vec::new(),
+            });
+            self.sections_loaded.push(frag.metadata.clone());
+        }
+    }
+
+    fn frag_fields<'p>(plan: &'p FragPlan<'_>) -> Vec<(usize, &'p FragField)> {
+        let mut v: Vec<(usize, &FragField)> = plan
+            .fields
+            .iter()
+            .enumerate()
+            .filter_map(|(s, f)| f.as_ref().map(|f| (s, f)))
+            .collect();
+        if let Some(t) = &plan.timestamps {
+            v.push((TIMESTAMPS_SLOT, t));
+        }
+        if let Some(t) = &plan.delete_timestamps {
+            v.push((DELETE_TS_SLOT, t));
+        }
+        v
+    }
+
+    fn section_requests(&self) -> Result<(Vec<RangeRequest>, Vec<(usize, Section)>)> {
+        let mut requests = Vec::new();
+        let mut wanted = Vec::new();
+        for (i, plan) in self.plans.iter().enumerate() {
+            let meta = &self.sections_loaded[i];
+            let footer = &meta.footer;
+            let mut sections = Vec::new();
+            if !footer.dense && meta.legacy_mbrs().is_none() {
+                sections.push(Section::RTree);
+            }
+            for (_, ff) in Self::frag_fields(plan) {
+                for (part, _) in &ff.parts {
+                    match part {
+                        DataPart::Fixed => sections.push(Section::TileOffsets(ff.index)),
+                        DataPart::Var => {
+                            sections.push(Section::VarOffsets(ff.index));
+                            sections.push(Section::VarSizes(ff.index));
+                        }
+                        DataPart::Validity => sections.push(Section::ValidityOffsets(ff.index)),
+                    }
+                }
+            }
+            let name = plan.frag.file.file_name().to_owned();
+            let file = join(
+                &join(self.dir(), &plan.frag.file.path),
+                tdb_format::names::FRAGMENT_METADATA_FILE,
+            );
+            for s in sections {
+                if meta.section(s).is_some() {
+                    continue;
+                }
+                let r = footer.section_range(s, &name)?;
+                requests.push(RangeRequest::new(
+                    file.clone(),
+                    ByteRange::new(r.start, r.end - r.start),
+                ));
+                wanted.push((i, s));
+            }
+        }
+        Ok((requests, wanted))
+    }
+
+    fn after_sections(&mut self) -> Result<()> {
+        // Delete commits apply to sparse arrays.
+        let mut wanted = Vec::new();
+        let mut requests = Vec::new();
+        if self.snapshot.schema().array_type == ArrayType::Sparse {
+            for c in &self.snapshot.open.directory.conditions {
+                if c.is_update {
+                    continue;
+                }
+                let (path, range) = match &c.location {
+                    CommitLocation::File { path, size } => (path.clone(), ByteRange::new(0, *size)),
+                    CommitLocation::Consolidated {
+                        path, offset, size, ..
+                    } => (path.clone(), ByteRange::new(*offset, *size)),
+                    _ => {
+                        return Err(QueryError::invalid(format!(
+                            "{}: a delete commit stored in a way this reader does not know",
+                            c.marker
+                        )))
+                    }
+                };
+                requests.push(RangeRequest::new(join(self.dir(), &path), range));
+                wanted.push((c.timestamp(), c.marker.clone(), 0));
+            }
+        }
+        if requests.is_empty() {
+            return self.after_deletes();
+        }
+        self.phase = Phase::Deletes(wanted);
+        self.pending_requests = Some(requests);
         Ok(())
     }
+
+    fn after_deletes(&mut self) -> Result<()> {
+        let schema = self.snapshot.schema();
+        // Slots added for delete conditions need their per-fragment layout.
+        let encrypted = self.key().is_some();
+        for plan in &mut self.plans {
+            while plan.fields.len() < self.fields.len() {
+                let f = &self.fields[plan.fields.len()];
+                plan.fields
+                    .push(frag_field(plan.frag, plan.schema, f, encrypted));
+            }
+        }
+        let dense_array = schema.array_type == ArrayType::Dense;
+        let grid = if dense_array {
+            let coords = plan::dense_coords(schema, &self.ranges)?;
+            plan::dense_grid(schema, &coords, self.spec.layout)?
+        } else {
+            Vec::new()
+        };
+        let mut fetches = Vec::new();
+        for i in 0..self.plans.len() {
+            let meta = &self.sections_loaded[i];
+            let plan = &self.plans[i];
+            let tiles: Vec<u64> = if meta.footer.dense {
+                let mut set: Vec<u64> = grid
+                    .iter()
+                    .filter_map(|c| plan::dense_position(schema, plan, c).map(|(t, _)| t))
+                    .collect();
+                set.sort_unstable();
+                set.dedup();
+                set
+            } else {
+                let leaves: Vec<tdb_schema::NDRange> = match meta.legacy_mbrs() {
+                    Some(m) => m.to_vec(),
+                    None => match meta.section(Section::RTree) {
+                        Some(tdb_fragment::SectionData::RTree(bytes)) => {
+                            let version = FormatVersion::new(meta.footer.version).map_err(|e| {
+                                QueryError::invalid(format!(
+                                    "fragment {}: {e}",
+                                    plan.frag.file.path
+                                ))
+                            })?;
+                            tdb_index::RTree::parse(bytes, &plan.schema.domain, version)?
+                                .leaves()
+                                .to_vec()
+                        }
+                        _ => Vec::new(),
+                    },
+                };
+                leaves
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, mbr)| plan::mbr_overlaps(plan.schema, mbr, &self.ranges))
+                    .map(|(t, _)| t as u64)
+                    .collect()
+            };
+            for (slot, ff) in Self::frag_fields(plan) {
+                for &t in &tiles {
+                    fetches.push(tiles::plan_tile(
+                        self.dir(),
+                        &plan.frag.file.path,
+                        meta,
+                        ff,
+                        (i, slot, t),
+                    )?);
+                }
+            }
+            self.plans[i].tiles = tiles;
+        }
+        self.dense_coords = grid;
+        if fetches.is_empty() {
+            self.compute()?;
+            self.phase = Phase::Emit;
+            return Ok(());
+        }
+        self.pending_requests = Some(tiles::requests(&fetches));
+        self.phase = Phase::Tiles(fetches);
+        Ok(())
+    }
+
+    fn decode(&mut self, fetches: Vec<TileFetch>, reads: Vec<Option<RangeRead>>) -> Result<()> {
+        let mut reads = reads.into_iter();
+        let mut jobs = Vec::with_capacity(fetches.len());
+        for f in fetches {
+            let mut bytes = Vec::with_capacity(f.parts.len());
+            for (_, path, _) in &f.parts {
+                let r = reads.next().flatten().ok_or_else(|| {
+                    QueryError::from(tdb_fragment::FragmentError::missing(path, "data file"))
+                })?;
+                bytes.push(r.bytes);
+            }
+            jobs.push((f, bytes));
+        }
+        let key = self.key();
+        let plans = &self.plans;
+        let decoded = tiles::decode_all(&jobs, threads(), |(f, bytes)| {
+            let (i, slot, t) = f.key;
+            let plan = &plans[i];
+            let ff = match slot {
+                TIMESTAMPS_SLOT => plan.timestamps.as_ref(),
+                DELETE_TS_SLOT => plan.delete_timestamps.as_ref(),
+                s => plan.fields[s].as_ref(),
+            }
+            .ok_or_else(|| QueryError::invalid("tile of an unknown field"))?;
+            let cells = plan.cells(t, plan.tile_num());
+            let b: Vec<&[u8]> = bytes.iter().map(|b| b.as_ref()).collect();
+            tiles::decode_tile(ff, plan.schema.version, key, f, &b, cells)
+        })?;
+        for ((f, _), tile) in jobs.iter().zip(decoded) {
+            self.tiles.insert(f.key, tile);
+        }
+        Ok(())
+    }
+
+    fn compute(&mut self) -> Result<()> {
+        let schema = self.snapshot.schema();
+        let window = self.snapshot.open.directory.window;
+        if schema.array_type == ArrayType::Sparse {
+            self.cells = plan::sparse_cells(
+                schema,
+                &self.plans,
+                &self.fields,
+                &self.tiles,
+                &self.ranges,
+                (window.start, window.end),
+                &self.deletes,
+                self.condition.as_ref(),
+                self.spec.layout,
+            )?;
+            return Ok(());
+        }
+        // Dense: per result cell, the newest fragment that wrote it.
+        let dims = schema.domain.dimensions.len();
+        let dim_slots: Vec<Option<usize>> = (0..dims)
+            .map(|d| self.fields.iter().position(|f| f.kind == Kind::Dim(d)))
+            .collect();
+        let mut sparse_maps: Vec<Option<HashMap<Vec<i128>, CellRef>>> = Vec::new();
+        for (i, plan) in self.plans.iter().enumerate() {
+            if plan.frag.metadata.footer.dense {
+                sparse_maps.push(None);
+                continue;
+            }
+            let mut map = HashMap::new();
+            let tile_num = plan.tile_num();
+            for &t in &plan.tiles {
+                let n = plan.cells(t, tile_num) as usize;
+                for c in 0..n {
+                    let mut coords = Vec::with_capacity(dims);
+                    for (d, slot) in dim_slots.iter().enumerate() {
+                        let dt = schema.domain.dimensions[d].datatype;
+                        let v = slot
+                            .and_then(|s| self.tiles.get(&(i, s, t)))
+                            .and_then(|tile| values::int_value(dt, tile.column(dt, 1).cell(c)));
+                        coords.push(v.unwrap_or(i128::MIN));
+                    }
+                    map.insert(
+                        coords,
+                        CellRef {
+                            frag: i as u32,
+                            cell: c as u32,
+                            tile: t,
+                        },
+                    );
+                }
+            }
+            sparse_maps.push(Some(map));
+        }
+        let mut cells = Vec::with_capacity(self.dense_coords.len());
+        for c in &self.dense_coords {
+            let mut found = CellRef::FILL;
+            for (i, plan) in self.plans.iter().enumerate().rev() {
+                let hit = match &sparse_maps[i] {
+                    Some(map) => map.get(c).copied(),
+                    None => plan::dense_position(schema, plan, c).map(|(tile, cell)| CellRef {
+                        frag: i as u32,
+                        cell,
+                        tile,
+                    }),
+                };
+                if let Some(h) = hit {
+                    found = h;
+                    break;
+                }
+            }
+            cells.push(found);
+        }
+        self.cells = cells;
+        Ok(())
+    }
+
+    /// Result cells per batch: the budget over a generous per-cell cost.
+    fn batch_cells(&self) -> usize {
+        let per_cell: u64 = self
+            .requested
+            .iter()
+            .map(|&s| {
+                let f = &self.fields[s];
+                let data = if f.is_var() {
+                    8 + 32
+                } else {
+                    f.cell_size() as u64
+                };
+                data + u64::from(f.nullable)
+            })
+            .sum::<u64>()
+            .max(1);
+        (self.spec.budget / per_cell).max(1) as usize
+    }
+
+    fn next_batch(&mut self) -> Result<Option<Batch>> {
+        if self.next_cell >= self.cells.len() {
+            if self.next_cell == 0 && !self.cells.is_empty() {
+                unreachable!()
+            }
+            if self.next_cell == 0 {
+                // An empty result is one empty batch.
+                self.next_cell = 1;
+                let fields = self
+                    .requested
+                    .iter()
+                    .map(|&s| self.empty_buffer(s))
+                    .collect();
+                return Ok(Some(Batch {
+                    num_cells: 0,
+                    fields,
+                }));
+            }
+            return Ok(None);
+        }
+        let end = (self.next_cell + self.batch_cells()).min(self.cells.len());
+        let range = self.next_cell..end;
+        self.next_cell = end;
+        let dense = self.snapshot.schema().array_type == ArrayType::Dense;
+        let keep = match (&self.condition, dense) {
+            (Some(cond), true) => {
+                let slots: Vec<usize> = cond
+                    .fields()
+                    .iter()
+                    .filter_map(|n| self.fields.iter().position(|f| &f.name == n))
+                    .collect();
+                let fields = slots
+                    .iter()
+                    .map(|&s| self.materialize(s, range.clone(), None))
+                    .collect();
+                let b = Batch {
+                    num_cells: range.len() as u64,
+                    fields,
+                };
+                let mut mask = vec![true; range.len()];
+                cond.evaluate(&b, &mut mask)?;
+                Some(mask)
+            }
+            _ => None,
+        };
+        let fields = self
+            .requested
+            .iter()
+            .map(|&s| self.materialize(s, range.clone(), keep.as_deref()))
+            .collect();
+        Ok(Some(Batch {
+            num_cells: range.len() as u64,
+            fields,
+        }))
+    }
+
+    fn empty_buffer(&self, slot: usize) -> FieldBuffer {
+        let f = &self.fields[slot];
+        FieldBuffer::new(&f.name, f.datatype, f.cell_val_num, f.nullable)
+    }
+
+    /// Field `slot`'s cells of result cells `range`; where `keep` is false
+    /// (a dense cell failing the condition) the fill value.
+    fn materialize(
+        &self,
+        slot: usize,
+        range: std::ops::Range<usize>,
+        keep: Option<&[bool]>,
+    ) -> FieldBuffer {
+        let f = &self.fields[slot];
+        let mut out = self.empty_buffer(slot);
+        let dense_dim = match f.kind {
+            Kind::Dim(d) if self.snapshot.schema().array_type == ArrayType::Dense => Some(d),
+            _ => None,
+        };
+        for (k, idx) in range.enumerate() {
+            let r = self.cells[idx];
+            let kept = keep.is_none_or(|m| m[k]);
+            if let Some(d) = dense_dim {
+                values::int_bytes(f.datatype, self.dense_coords[idx][d], &mut out.data);
+                continue;
+            }
+            let tile = (!r.is_fill() && kept)
+                .then(|| self.tiles.get(&(r.frag as usize, slot, r.tile)))
+                .flatten();
+            let (bytes, valid) = match tile {
+                Some(t) => {
+                    let col = t.column(f.datatype, f.cell_val_num);
+                    let i = r.cell as usize;
+                    (col.cell(i), !col.is_null(i))
+                }
+                None => (&f.fill[..], f.fill_validity != 0),
+            };
+            if let Some(o) = &mut out.offsets {
+                o.push(out.data.len() as u64);
+            }
+            out.data.extend_from_slice(bytes);
+            if let Some(v) = &mut out.validity {
+                v.push(u8::from(valid));
+            }
+        }
+        out
+    }
+}
+
+fn threads() -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(8)
 }
 
 /// Drives a [`Reader`] over a storage backend: an iterator of batches.
@@ -78,7 +728,7 @@ impl<'a, S: ReadStorage + ?Sized> SyncRead<'a, S> {
             match self.reader.step()? {
                 ReadStep::Need(requests) => {
                     let got = self.storage.read_ranges(&requests).map_err(|source| {
-                        crate::QueryError::Storage {
+                        QueryError::Storage {
                             file: requests.first().map_or(String::new(), |r| r.key.clone()),
                             source,
                         }

@@ -1,0 +1,162 @@
+//! The fields a read touches, resolved once against the array's schema and
+//! then against each fragment's own schema (a fragment written before an
+//! attribute was added has no file for it: its cells read as fill).
+
+use crate::column::VAR_NUM;
+use crate::{QueryError, Result};
+use tdb_format::{DataField, DataPart, Datatype};
+use tdb_fragment::fragment_metadata::Field;
+use tdb_fragment::LoadedFragment;
+use tdb_schema::{ArraySchema, PartFilters};
+
+/// A dimension or attribute of the array schema.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Kind {
+    Dim(usize),
+    Attr(usize),
+}
+
+/// One field the read needs (requested, or read for the condition or the
+/// coordinates).
+#[derive(Debug, Clone)]
+pub(crate) struct FieldInfo {
+    pub name: String,
+    pub kind: Kind,
+    pub datatype: Datatype,
+    pub cell_val_num: u32,
+    pub nullable: bool,
+    /// One cell of fill (attributes).
+    pub fill: Vec<u8>,
+    pub fill_validity: u8,
+}
+
+impl FieldInfo {
+    pub fn resolve(schema: &ArraySchema, name: &str) -> Result<Self> {
+        if let Some(i) = schema.domain.dimensions.iter().position(|d| d.name == name) {
+            let d = &schema.domain.dimensions[i];
+            return Ok(FieldInfo {
+                name: name.to_owned(),
+                kind: Kind::Dim(i),
+                datatype: d.datatype,
+                cell_val_num: d.cell_val_num,
+                nullable: false,
+                fill: Vec::new(),
+                fill_validity: 0,
+            });
+        }
+        if let Some(i) = schema.attributes.iter().position(|a| a.name == name) {
+            let a = &schema.attributes[i];
+            return Ok(FieldInfo {
+                name: name.to_owned(),
+                kind: Kind::Attr(i),
+                datatype: a.datatype,
+                cell_val_num: a.cell_val_num,
+                nullable: a.nullable,
+                fill: a.fill.clone(),
+                fill_validity: a.fill_validity,
+            });
+        }
+        let known: Vec<&str> = schema
+            .domain
+            .dimensions
+            .iter()
+            .map(|d| d.name.as_str())
+            .chain(schema.attributes.iter().map(|a| a.name.as_str()))
+            .collect();
+        Err(QueryError::UnknownField {
+            name: name.to_owned(),
+            known: known.join(", "),
+        })
+    }
+
+    pub fn is_var(&self) -> bool {
+        self.cell_val_num == VAR_NUM
+    }
+
+    /// Bytes per fixed-size cell.
+    pub fn cell_size(&self) -> usize {
+        if self.is_var() {
+            0
+        } else {
+            (self.datatype.size() * u64::from(self.cell_val_num)) as usize
+        }
+    }
+}
+
+/// Where one field's tiles live in one fragment.
+#[derive(Debug, Clone)]
+pub(crate) struct FragField {
+    /// Index of the field among the footer's fields (section numbering).
+    pub index: usize,
+    pub data_field: DataField,
+    /// Pre-v5 sparse fragments zip every dimension into `__coords`:
+    /// which dimension this is, and how many there are.
+    pub zipped: Option<(usize, usize)>,
+    pub parts: Vec<(DataPart, PartFilters)>,
+}
+
+/// How `field` is stored in `frag` (written with `schema`), or `None` when
+/// the fragment has no data for it (dense fragments store no coordinates;
+/// attributes added later).
+pub(crate) fn frag_field(
+    frag: &LoadedFragment,
+    schema: &ArraySchema,
+    field: &FieldInfo,
+    encrypted: bool,
+) -> Option<FragField> {
+    let footer = &frag.metadata.footer;
+    let (ffield, zipped) = match field.kind {
+        Kind::Dim(_) if footer.dense => return None,
+        Kind::Dim(_) => {
+            let d = schema
+                .domain
+                .dimensions
+                .iter()
+                .position(|d| d.name == field.name)?;
+            if footer.version < 5 {
+                (Field::Coords, Some((d, schema.domain.dimensions.len())))
+            } else {
+                (Field::Dimension(d), None)
+            }
+        }
+        Kind::Attr(_) => {
+            let a = schema
+                .attributes
+                .iter()
+                .position(|a| a.name == field.name)?;
+            (Field::Attribute(a), None)
+        }
+    };
+    special_field(frag, schema, ffield, encrypted).map(|mut f| {
+        f.zipped = zipped;
+        f
+    })
+}
+
+/// How one of the footer's fields (including timestamps and delete
+/// metadata) is stored in `frag`.
+pub(crate) fn special_field(
+    frag: &LoadedFragment,
+    schema: &ArraySchema,
+    ffield: Field,
+    encrypted: bool,
+) -> Option<FragField> {
+    let footer = &frag.metadata.footer;
+    let index = footer.field_index(ffield)?;
+    let data_field = footer.data_field(ffield, schema)?;
+    let mut parts = Vec::new();
+    for part in [DataPart::Fixed, DataPart::Var, DataPart::Validity] {
+        if part == DataPart::Validity && footer.version < 7 {
+            continue;
+        }
+        if let Some(pf) = schema.part_filters(&data_field, part, encrypted) {
+            parts.push((part, pf));
+        }
+    }
+    Some(FragField {
+        index,
+        data_field,
+        zipped: None,
+        parts,
+    })
+}

@@ -1,0 +1,587 @@
+//! The read's computation once bytes are in: which tiles, which cells, in
+//! which order, from which fragment.
+
+use super::fields::{FieldInfo, FragField, Kind};
+use super::tiles::{DecodedTile, TileMap};
+use super::values::{float_value, int_value, value_cmp};
+use crate::column::{Column, Columns};
+use crate::condition::BoundCondition;
+use crate::{QueryError, Result, ResultLayout};
+use std::cmp::Ordering;
+use std::collections::HashMap;
+use tdb_format::Layout;
+use tdb_fragment::LoadedFragment;
+use tdb_schema::{ArraySchema, Range};
+
+/// Where a result cell comes from: a cell of a decoded tile, or fill.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct CellRef {
+    pub frag: u32,
+    pub cell: u32,
+    pub tile: u64,
+}
+
+impl CellRef {
+    pub const FILL: CellRef = CellRef {
+        frag: u32::MAX,
+        cell: 0,
+        tile: 0,
+    };
+
+    pub fn is_fill(&self) -> bool {
+        self.frag == u32::MAX
+    }
+}
+
+/// Per fragment: its schema and how each field slot is stored there.
+pub(crate) struct FragPlan<'a> {
+    pub frag: &'a LoadedFragment,
+    pub schema: &'a ArraySchema,
+    /// By field slot (the reader's `fields` index).
+    pub fields: Vec<Option<FragField>>,
+    pub timestamps: Option<FragField>,
+    pub delete_timestamps: Option<FragField>,
+    /// Candidate tiles (those the subarray may touch).
+    pub tiles: Vec<u64>,
+}
+
+impl FragPlan<'_> {
+    /// Cells tile `t` holds.
+    pub fn cells(&self, t: u64, tile_num: u64) -> u64 {
+        let f = &self.frag.metadata.footer;
+        if f.dense {
+            tdb_index::dense::cell_num_per_tile(&self.schema.domain).unwrap_or(0)
+        } else if t + 1 == tile_num {
+            f.last_tile_cell_num
+        } else {
+            self.schema.capacity
+        }
+    }
+
+    pub fn tile_num(&self) -> u64 {
+        let f = &self.frag.metadata.footer;
+        if f.dense {
+            f.tile_num(self.schema).unwrap_or(0)
+        } else {
+            f.sparse_tile_num
+        }
+    }
+}
+
+/// The columns of one tile of one fragment, by field name; fields the
+/// fragment lacks read as fill.
+pub(crate) struct TileColumns<'a> {
+    pub cols: HashMap<&'a str, Column<'a>>,
+    pub n: usize,
+}
+
+impl Columns for TileColumns<'_> {
+    fn column(&self, field: &str) -> Option<Column<'_>> {
+        self.cols.get(field).copied()
+    }
+    fn cell_num(&self) -> usize {
+        self.n
+    }
+}
+
+/// Fill tiles for fields a fragment lacks, n cells each.
+pub(crate) fn fill_tile(field: &FieldInfo, n: usize) -> DecodedTile {
+    let mut t = DecodedTile::default();
+    if field.is_var() {
+        for i in 0..n {
+            t.offsets.push((i * field.fill.len()) as u64);
+            t.var.extend_from_slice(&field.fill);
+        }
+    } else {
+        for _ in 0..n {
+            t.fixed.extend_from_slice(&field.fill);
+        }
+    }
+    if field.nullable {
+        t.validity = Some(vec![field.fill_validity; n]);
+    }
+    t
+}
+
+/// Per dimension, the subarray's ranges as (lo, hi) byte slices; `None`:
+/// the whole dimension.
+pub(crate) type DimRanges = Vec<Option<Vec<(Vec<u8>, Vec<u8>)>>>;
+
+pub(crate) fn dim_ranges(subarray: &crate::Subarray, dims: usize) -> DimRanges {
+    (0..dims)
+        .map(|d| {
+            let r = subarray.ranges(d);
+            (!r.is_empty()).then(|| {
+                r.iter()
+                    .map(|r| {
+                        let (lo, hi) = r.bounds();
+                        (lo.to_vec(), hi.to_vec())
+                    })
+                    .collect()
+            })
+        })
+        .collect()
+}
+
+/// Whether a leaf MBR may hold cells of the subarray.
+pub(crate) fn mbr_overlaps(schema: &ArraySchema, mbr: &[Range], ranges: &DimRanges) -> bool {
+    schema
+        .domain
+        .dimensions
+        .iter()
+        .zip(mbr)
+        .zip(ranges)
+        .all(|((dim, m), r)| {
+            let Some(r) = r else { return true };
+            let cmp = value_cmp(dim.datatype);
+            let (mlo, mhi) = m.bounds();
+            r.iter().any(|(lo, hi)| {
+                cmp(lo, mhi) != Ordering::Greater && cmp(mlo, hi) != Ordering::Greater
+            })
+        })
+}
+
+/// The sparse result: cells of candidate tiles inside the subarray and the
+/// window, not deleted, deduplicated (newest wins) unless the schema allows
+/// duplicates, passing the condition, in `layout` order.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn sparse_cells(
+    schema: &ArraySchema,
+    plans: &[FragPlan<'_>],
+    fields: &[FieldInfo],
+    tiles: &TileMap,
+    ranges: &DimRanges,
+    window: (u64, u64),
+    deletes: &[(u64, BoundCondition)],
+    condition: Option<&BoundCondition>,
+    layout: ResultLayout,
+) -> Result<Vec<CellRef>> {
+    let dims = &schema.domain.dimensions;
+    let dim_slots: Vec<usize> = (0..dims.len())
+        .map(|d| {
+            fields
+                .iter()
+                .position(|f| f.kind == Kind::Dim(d))
+                .ok_or_else(|| QueryError::invalid("coordinates not read"))
+        })
+        .collect::<Result<_>>()?;
+    let cmps: Vec<_> = dims.iter().map(|d| value_cmp(d.datatype)).collect();
+    let mut refs: Vec<CellRef> = Vec::new();
+    let mut stamps: Vec<u64> = Vec::new();
+    for (fi, plan) in plans.iter().enumerate() {
+        let tile_num = plan.tile_num();
+        let frag_ts = plan.frag.file.name.t1;
+        for &t in &plan.tiles {
+            let n = plan.cells(t, tile_num) as usize;
+            let fills: Vec<Option<DecodedTile>> = fields
+                .iter()
+                .enumerate()
+                .map(|(s, f)| {
+                    (!tiles.contains_key(&(fi, s, t)) && plan.fields[s].is_none())
+                        .then(|| fill_tile(f, n))
+                })
+                .collect();
+            let mut cols = HashMap::new();
+            for (s, f) in fields.iter().enumerate() {
+                let tile = match (&fills[s], tiles.get(&(fi, s, t))) {
+                    (Some(fill), _) => fill,
+                    (None, Some(tile)) => tile,
+                    (None, None) => continue,
+                };
+                cols.insert(f.name.as_str(), tile.column(f.datatype, f.cell_val_num));
+            }
+            let tc = TileColumns { cols, n };
+            let mut mask = vec![true; n];
+            // Subarray.
+            for (d, r) in ranges.iter().enumerate() {
+                let Some(r) = r else { continue };
+                let Some(col) = tc.column(&fields[dim_slots[d]].name) else {
+                    continue;
+                };
+                let cmp = cmps[d];
+                for (i, m) in mask.iter_mut().enumerate() {
+                    if *m {
+                        let v = col.cell(i);
+                        *m = r.iter().any(|(lo, hi)| {
+                            cmp(lo, v) != Ordering::Greater && cmp(v, hi) != Ordering::Greater
+                        });
+                    }
+                }
+            }
+            // Per-cell timestamps.
+            let ts: Option<Vec<u64>> = plan.timestamps.as_ref().and_then(|_| {
+                tiles
+                    .get(&(fi, usize::MAX - 1, t))
+                    .map(|tile| tdb_format::le::u64_values(&tile.fixed).collect())
+            });
+            if let Some(ts) = &ts {
+                for (i, m) in mask.iter_mut().enumerate() {
+                    let x = ts.get(i).copied().unwrap_or(frag_ts);
+                    if x < window.0 || x > window.1 {
+                        *m = false;
+                    }
+                }
+            }
+            // Consolidated delete metadata.
+            if plan.delete_timestamps.is_some() {
+                if let Some(tile) = tiles.get(&(fi, usize::MAX - 2, t)) {
+                    for (i, d) in tdb_format::le::u64_values(&tile.fixed).enumerate() {
+                        if d <= window.1 {
+                            if let Some(m) = mask.get_mut(i) {
+                                *m = false;
+                            }
+                        }
+                    }
+                }
+            }
+            // Delete commits: cells older than the delete that match it.
+            for (del_ts, cond) in deletes {
+                let mut hit = vec![true; n];
+                cond.evaluate(&tc, &mut hit)?;
+                for i in 0..n {
+                    let cell_ts = ts
+                        .as_ref()
+                        .and_then(|v| v.get(i).copied())
+                        .unwrap_or(frag_ts);
+                    if hit[i] && cell_ts < *del_ts {
+                        mask[i] = false;
+                    }
+                }
+            }
+            if schema.allows_dups {
+                if let Some(c) = condition {
+                    c.evaluate(&tc, &mut mask)?;
+                }
+            }
+            for (i, m) in mask.iter().enumerate() {
+                if *m {
+                    refs.push(CellRef {
+                        frag: fi as u32,
+                        cell: i as u32,
+                        tile: t,
+                    });
+                    stamps.push(
+                        ts.as_ref()
+                            .and_then(|v| v.get(i).copied())
+                            .unwrap_or(frag_ts),
+                    );
+                }
+            }
+        }
+    }
+    // Coordinates of every candidate, for ordering.
+    let coord = |r: &CellRef, d: usize| -> &[u8] {
+        let f = &fields[dim_slots[d]];
+        tiles
+            .get(&(r.frag as usize, dim_slots[d], r.tile))
+            .map_or(&[][..], |t| {
+                t.column(f.datatype, f.cell_val_num).cell(r.cell as usize)
+            })
+    };
+    let cmp_coords = |a: &CellRef, b: &CellRef, col_major: bool| -> Ordering {
+        let n = dims.len();
+        for k in 0..n {
+            let d = if col_major { n - 1 - k } else { k };
+            let o = cmps[d](coord(a, d), coord(b, d));
+            if o != Ordering::Equal {
+                return o;
+            }
+        }
+        Ordering::Equal
+    };
+    let mut order: Vec<usize> = (0..refs.len()).collect();
+    if !schema.allows_dups {
+        // Newest wins per coordinate: sort by coordinates, newest first.
+        order.sort_by(|&a, &b| {
+            cmp_coords(&refs[a], &refs[b], false)
+                .then_with(|| stamps[b].cmp(&stamps[a]))
+                .then_with(|| refs[b].frag.cmp(&refs[a].frag))
+        });
+        order.dedup_by(|b, a| cmp_coords(&refs[*a], &refs[*b], false) == Ordering::Equal);
+        if let Some(c) = condition {
+            // The condition applies to the surviving (newest) cells.
+            order = filter_by_condition(c, &order, &refs, plans, fields, tiles)?;
+        }
+    }
+    match layout {
+        ResultLayout::RowMajor => order.sort_by(|&a, &b| {
+            cmp_coords(&refs[a], &refs[b], false).then_with(|| tie(&refs[a], &refs[b]))
+        }),
+        ResultLayout::ColMajor => order.sort_by(|&a, &b| {
+            cmp_coords(&refs[a], &refs[b], true).then_with(|| tie(&refs[a], &refs[b]))
+        }),
+        ResultLayout::GlobalOrder | ResultLayout::Unordered => {
+            if schema.cell_order == Layout::Hilbert {
+                if layout == ResultLayout::GlobalOrder {
+                    return Err(QueryError::invalid(
+                        "global order on Hilbert arrays is not supported yet; read row-major",
+                    ));
+                }
+                order.sort_by(|&a, &b| tie(&refs[a], &refs[b]));
+            } else {
+                let col_tiles = schema.tile_order == Layout::ColMajor;
+                let col_cells = schema.cell_order == Layout::ColMajor;
+                let tile_of = |r: &CellRef, d: usize| -> Option<f64> {
+                    let dim = &dims[d];
+                    let ext = dim.tile_extent.as_deref()?;
+                    let (lo, _) = dim.bounds()?;
+                    let v = coord(r, d);
+                    if let (Some(v), Some(lo), Some(e)) = (
+                        int_value(dim.datatype, v),
+                        int_value(dim.datatype, lo),
+                        int_value(dim.datatype, ext),
+                    ) {
+                        return (e != 0).then(|| ((v - lo).div_euclid(e)) as f64);
+                    }
+                    let (v, lo, e) = (
+                        float_value(dim.datatype, v)?,
+                        float_value(dim.datatype, lo)?,
+                        float_value(dim.datatype, ext)?,
+                    );
+                    (e != 0.0).then(|| ((v - lo) / e).floor())
+                };
+                order.sort_by(|&a, &b| {
+                    let (ra, rb) = (&refs[a], &refs[b]);
+                    let n = dims.len();
+                    for k in 0..n {
+                        let d = if col_tiles { n - 1 - k } else { k };
+                        let o = match (tile_of(ra, d), tile_of(rb, d)) {
+                            (Some(x), Some(y)) => x.partial_cmp(&y).unwrap_or(Ordering::Equal),
+                            _ => Ordering::Equal,
+                        };
+                        if o != Ordering::Equal {
+                            return o;
+                        }
+                    }
+                    cmp_coords(ra, rb, col_cells).then_with(|| tie(ra, rb))
+                });
+            }
+        }
+    }
+    Ok(order.into_iter().map(|i| refs[i]).collect())
+}
+
+fn tie(a: &CellRef, b: &CellRef) -> Ordering {
+    (a.frag, a.tile, a.cell).cmp(&(b.frag, b.tile, b.cell))
+}
+
+/// Keeps the cells of `order` where `cond` holds, evaluated tile by tile.
+fn filter_by_condition(
+    cond: &BoundCondition,
+    order: &[usize],
+    refs: &[CellRef],
+    plans: &[FragPlan<'_>],
+    fields: &[FieldInfo],
+    tiles: &TileMap,
+) -> Result<Vec<usize>> {
+    // Group by tile, evaluate each tile once.
+    let mut by_tile: HashMap<(u32, u64), Vec<bool>> = HashMap::new();
+    for &i in order {
+        let r = &refs[i];
+        if by_tile.contains_key(&(r.frag, r.tile)) {
+            continue;
+        }
+        let fi = r.frag as usize;
+        let plan = &plans[fi];
+        let n = plan.cells(r.tile, plan.tile_num()) as usize;
+        let fills: Vec<Option<DecodedTile>> = fields
+            .iter()
+            .enumerate()
+            .map(|(s, f)| plan.fields[s].is_none().then(|| fill_tile(f, n)))
+            .collect();
+        let mut cols = HashMap::new();
+        for (s, f) in fields.iter().enumerate() {
+            let tile = match (&fills[s], tiles.get(&(fi, s, r.tile))) {
+                (Some(fill), _) => fill,
+                (None, Some(t)) => t,
+                (None, None) => continue,
+            };
+            cols.insert(f.name.as_str(), tile.column(f.datatype, f.cell_val_num));
+        }
+        let mut mask = vec![true; n];
+        cond.evaluate(&TileColumns { cols, n }, &mut mask)?;
+        by_tile.insert((r.frag, r.tile), mask);
+    }
+    Ok(order
+        .iter()
+        .copied()
+        .filter(|&i| {
+            let r = &refs[i];
+            by_tile
+                .get(&(r.frag, r.tile))
+                .and_then(|m| m.get(r.cell as usize))
+                .copied()
+                .unwrap_or(false)
+        })
+        .collect())
+}
+
+/// A dense dimension's result coordinates: the subarray's ranges (or the
+/// domain) as integers.
+pub(crate) fn dense_coords(
+    schema: &ArraySchema,
+    ranges: &DimRanges,
+) -> Result<Vec<Vec<(i128, i128)>>> {
+    schema
+        .domain
+        .dimensions
+        .iter()
+        .zip(ranges)
+        .map(|(dim, r)| {
+            let dt = dim.datatype;
+            let bad = |reason: String| QueryError::Subarray {
+                dim: dim.name.clone(),
+                reason,
+            };
+            let (dlo, dhi) = dim
+                .bounds()
+                .ok_or_else(|| bad("a dense dimension without a domain".into()))?;
+            let (dlo, dhi) = (
+                int_value(dt, dlo).ok_or_else(|| bad("not an integer dimension".into()))?,
+                int_value(dt, dhi).ok_or_else(|| bad("not an integer dimension".into()))?,
+            );
+            match r {
+                None => Ok(vec![(dlo, dhi)]),
+                Some(rs) => rs
+                    .iter()
+                    .map(|(lo, hi)| {
+                        let lo = int_value(dt, lo)
+                            .ok_or_else(|| bad(format!("a bound is not one {}", dt.name())))?;
+                        let hi = int_value(dt, hi)
+                            .ok_or_else(|| bad(format!("a bound is not one {}", dt.name())))?;
+                        if lo > hi {
+                            return Err(bad(format!("range [{lo}, {hi}] is reversed")));
+                        }
+                        if lo < dlo || hi > dhi {
+                            return Err(bad(format!(
+                                "range [{lo}, {hi}] is outside the domain [{dlo}, {dhi}]"
+                            )));
+                        }
+                        Ok((lo, hi))
+                    })
+                    .collect(),
+            }
+        })
+        .collect()
+}
+
+/// Where a dense fragment stores the cell at `coords`: (tile, cell), or
+/// `None` outside its non-empty domain.
+pub(crate) fn dense_position(
+    schema: &ArraySchema,
+    plan: &FragPlan<'_>,
+    coords: &[i128],
+) -> Option<(u64, u32)> {
+    let ned = plan.frag.metadata.footer.non_empty_domain.as_ref()?;
+    let dims = &plan.schema.domain.dimensions;
+    let n = dims.len();
+    let mut tile_coord = Vec::with_capacity(n);
+    let mut tile_span = Vec::with_capacity(n);
+    let mut cell_pos = Vec::with_capacity(n);
+    let mut extents = Vec::with_capacity(n);
+    for (d, dim) in dims.iter().enumerate() {
+        let dt = dim.datatype;
+        let (nlo, nhi) = ned.get(d)?.bounds();
+        let (nlo, nhi) = (int_value(dt, nlo)?, int_value(dt, nhi)?);
+        let c = *coords.get(d)?;
+        if c < nlo || c > nhi {
+            return None;
+        }
+        let (dlo, _) = dim.bounds()?;
+        let dlo = int_value(dt, dlo)?;
+        let e = int_value(dt, dim.tile_extent.as_deref()?)?;
+        if e <= 0 {
+            return None;
+        }
+        let t_lo = (nlo - dlo).div_euclid(e);
+        let t_hi = (nhi - dlo).div_euclid(e);
+        let t = (c - dlo).div_euclid(e);
+        tile_coord.push(t - t_lo);
+        tile_span.push(t_hi - t_lo + 1);
+        cell_pos.push((c - dlo) - t * e);
+        extents.push(e);
+    }
+    let linear = |pos: &[i128], span: &[i128], col: bool| -> i128 {
+        let mut idx = 0i128;
+        if col {
+            for d in (0..n).rev() {
+                idx = idx * span[d] + pos[d];
+            }
+        } else {
+            for d in 0..n {
+                idx = idx * span[d] + pos[d];
+            }
+        }
+        idx
+    };
+    let tile = linear(
+        &tile_coord,
+        &tile_span,
+        schema.tile_order == Layout::ColMajor,
+    );
+    let cell = linear(&cell_pos, &extents, schema.cell_order == Layout::ColMajor);
+    Some((u64::try_from(tile).ok()?, u32::try_from(cell).ok()?))
+}
+
+/// Row-major / col-major / global enumeration of the dense result grid:
+/// the coordinates of result cell `k` in order.
+pub(crate) fn dense_grid(
+    schema: &ArraySchema,
+    coords: &[Vec<(i128, i128)>],
+    layout: ResultLayout,
+) -> Result<Vec<Vec<i128>>> {
+    let lists: Vec<Vec<i128>> = coords
+        .iter()
+        .map(|rs| rs.iter().flat_map(|&(lo, hi)| lo..=hi).collect())
+        .collect();
+    let total = lists
+        .iter()
+        .try_fold(1usize, |acc, l| acc.checked_mul(l.len()))
+        .ok_or_else(|| QueryError::invalid("the dense result has too many cells"))?;
+    let n = lists.len();
+    let col = layout == ResultLayout::ColMajor;
+    let mut out = Vec::with_capacity(total);
+    let mut idx = vec![0usize; n];
+    for _ in 0..total {
+        out.push((0..n).map(|d| lists[d][idx[d]]).collect::<Vec<_>>());
+        // Advance: last dim fastest (row-major) or first (col-major).
+        for k in 0..n {
+            let d = if col { k } else { n - 1 - k };
+            idx[d] += 1;
+            if idx[d] < lists[d].len() {
+                break;
+            }
+            idx[d] = 0;
+        }
+    }
+    if matches!(layout, ResultLayout::GlobalOrder | ResultLayout::Unordered) {
+        let dims = &schema.domain.dimensions;
+        let key = |c: &Vec<i128>| -> (Vec<i128>, Vec<i128>) {
+            let mut t = Vec::with_capacity(n);
+            let mut p = Vec::with_capacity(n);
+            for (d, dim) in dims.iter().enumerate() {
+                let dlo = dim
+                    .bounds()
+                    .and_then(|(lo, _)| int_value(dim.datatype, lo))
+                    .unwrap_or(0);
+                let e = dim
+                    .tile_extent
+                    .as_deref()
+                    .and_then(|e| int_value(dim.datatype, e))
+                    .filter(|&e| e > 0)
+                    .unwrap_or(1);
+                t.push((c[d] - dlo).div_euclid(e));
+                p.push(c[d]);
+            }
+            if schema.tile_order == Layout::ColMajor {
+                t.reverse();
+            }
+            if schema.cell_order == Layout::ColMajor {
+                p.reverse();
+            }
+            (t, p)
+        };
+        out.sort_by_cached_key(key);
+    }
+    Ok(out)
+}
