@@ -13,6 +13,7 @@
 mod compare;
 pub mod dense;
 mod error;
+pub mod hilbert;
 mod rtree;
 
 pub use compare::{DomainOps, RangeOps};

@@ -38,6 +38,9 @@ pub enum ReadStep {
     Done,
 }
 
+/// Sections asked for, by fragment.
+type SectionWants = Vec<(usize, Section)>;
+
 enum Phase {
     Start,
     Sections(Vec<(usize, Section)>),
@@ -66,8 +69,6 @@ pub struct Reader<'a> {
     /// Result cells in order, with the dense coordinates when dense.
     cells: Vec<CellRef>,
     dense_coords: Vec<Vec<i128>>,
-    /// Condition outcome per result cell (dense reads fill the others).
-    keep: Option<Vec<bool>>,
     next_cell: usize,
     phase: Phase,
     /// Requests of the current phase not yet handed out.
@@ -154,7 +155,6 @@ impl<'a> Reader<'a> {
             tiles: HashMap::new(),
             cells: Vec::new(),
             dense_coords: Vec::new(),
-            keep: None,
             next_cell: 0,
             phase: Phase::Start,
             pending_requests: None,
@@ -312,7 +312,7 @@ impl<'a> Reader<'a> {
         v
     }
 
-    fn section_requests(&self) -> Result<(Vec<RangeRequest>, Vec<(usize, Section)>)> {
+    fn section_requests(&self) -> Result<(Vec<RangeRequest>, SectionWants)> {
         let mut requests = Vec::new();
         let mut wanted = Vec::new();
         for (i, plan) in self.plans.iter().enumerate() {
@@ -555,21 +555,27 @@ impl<'a> Reader<'a> {
         }
         let mut cells = Vec::with_capacity(self.dense_coords.len());
         for c in &self.dense_coords {
-            let mut found = CellRef::FILL;
-            for (i, plan) in self.plans.iter().enumerate().rev() {
-                let hit = match &sparse_maps[i] {
-                    Some(map) => map.get(c).copied(),
-                    None => plan::dense_position(schema, plan, c).map(|(tile, cell)| CellRef {
-                        frag: i as u32,
-                        cell,
-                        tile,
-                    }),
-                };
-                if let Some(h) = hit {
-                    found = h;
-                    break;
-                }
-            }
+            // Sparse fragments of a dense array win over every dense
+            // fragment whatever their timestamps (TileDB 2.30 reads them
+            // so: `legacy/2.3.3/dense_with_sparse_fragments`); among each
+            // kind the newest wins.
+            let sparse_hit = (0..self.plans.len())
+                .rev()
+                .find_map(|i| sparse_maps[i].as_ref().and_then(|m| m.get(c).copied()));
+            let found = sparse_hit
+                .or_else(|| {
+                    self.plans.iter().enumerate().rev().find_map(|(i, plan)| {
+                        if sparse_maps[i].is_some() {
+                            return None;
+                        }
+                        plan::dense_position(schema, plan, c).map(|(tile, cell)| CellRef {
+                            frag: i as u32,
+                            cell,
+                            tile,
+                        })
+                    })
+                })
+                .unwrap_or(CellRef::FILL);
             cells.push(found);
         }
         self.cells = cells;
@@ -597,9 +603,6 @@ impl<'a> Reader<'a> {
 
     fn next_batch(&mut self) -> Result<Option<Batch>> {
         if self.next_cell >= self.cells.len() {
-            if self.next_cell == 0 && !self.cells.is_empty() {
-                unreachable!()
-            }
             if self.next_cell == 0 {
                 // An empty result is one empty batch.
                 self.next_cell = 1;

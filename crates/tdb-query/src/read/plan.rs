@@ -312,12 +312,26 @@ pub(crate) fn sparse_cells(
         }),
         ResultLayout::GlobalOrder | ResultLayout::Unordered => {
             if schema.cell_order == Layout::Hilbert {
-                if layout == ResultLayout::GlobalOrder {
-                    return Err(QueryError::invalid(
-                        "global order on Hilbert arrays is not supported yet; read row-major",
-                    ));
-                }
-                order.sort_by(|&a, &b| tie(&refs[a], &refs[b]));
+                // Hilbert value of the bucketed coordinates, ties broken
+                // row-major (TileDB's `HilbertCmp`).
+                let bits = tdb_index::hilbert::bits(dims.len());
+                let hilbert: Vec<u64> = refs
+                    .iter()
+                    .map(|r| {
+                        let b: Vec<u64> = dims
+                            .iter()
+                            .enumerate()
+                            .map(|(d, dim)| tdb_index::hilbert::bucket(dim, coord(r, d), bits))
+                            .collect();
+                        tdb_index::hilbert::value(&b, bits)
+                    })
+                    .collect();
+                order.sort_by(|&a, &b| {
+                    hilbert[a]
+                        .cmp(&hilbert[b])
+                        .then_with(|| cmp_coords(&refs[a], &refs[b], false))
+                        .then_with(|| tie(&refs[a], &refs[b]))
+                });
             } else {
                 let col_tiles = schema.tile_order == Layout::ColMajor;
                 let col_cells = schema.cell_order == Layout::ColMajor;
@@ -358,7 +372,30 @@ pub(crate) fn sparse_cells(
             }
         }
     }
-    Ok(order.into_iter().map(|i| refs[i]).collect())
+    let mut out: Vec<CellRef> = Vec::with_capacity(order.len());
+    let multi = ranges.iter().flatten().any(|r| r.len() > 1);
+    if multi && matches!(layout, ResultLayout::RowMajor | ResultLayout::ColMajor) {
+        // Ordered layouts return a cell once per range combination that
+        // holds it (overlapping ranges repeat cells, as TileDB does).
+        for i in order {
+            let mut times = 1usize;
+            for (d, r) in ranges.iter().enumerate() {
+                let Some(r) = r else { continue };
+                let v = coord(&refs[i], d);
+                let cmp = cmps[d];
+                times *= r
+                    .iter()
+                    .filter(|(lo, hi)| {
+                        cmp(lo, v) != Ordering::Greater && cmp(v, hi) != Ordering::Greater
+                    })
+                    .count();
+            }
+            out.extend(std::iter::repeat_n(refs[i], times));
+        }
+    } else {
+        out.extend(order.into_iter().map(|i| refs[i]));
+    }
+    Ok(out)
 }
 
 fn tie(a: &CellRef, b: &CellRef) -> Ordering {

@@ -33,13 +33,6 @@ impl DecodedTile {
             validity: self.validity.as_deref(),
         }
     }
-
-    pub fn bytes(&self) -> u64 {
-        (self.fixed.len()
-            + self.offsets.len() * 8
-            + self.var.len()
-            + self.validity.as_ref().map_or(0, Vec::len)) as u64
-    }
 }
 
 /// One tile to fetch: where each of its parts is.
