@@ -1,0 +1,240 @@
+//! Evaluation of a bound condition over columns: one comparison function per
+//! leaf, chosen from the field's datatype and the op when the condition is
+//! bound, so no cell pays for a datatype or op dispatch.
+
+use crate::column::{Column, Columns};
+use crate::{QueryError, Result};
+use std::collections::HashSet;
+use tdb_format::{Datatype, QueryConditionOp as Op};
+
+/// A bound tree: AND/OR of leaves (NOT already pushed into the leaves).
+#[derive(Debug, Clone)]
+pub(super) enum Node {
+    Leaf(Leaf),
+    And(Vec<Node>),
+    Or(Vec<Node>),
+}
+
+/// One field test.
+#[derive(Debug, Clone)]
+pub(super) struct Leaf {
+    pub field: String,
+    /// The shape the column must have.
+    pub datatype: Datatype,
+    pub var: bool,
+    pub nullable: bool,
+    pub test: Test,
+}
+
+/// `fn(column, value, out)`: `out[i]` = cell `i` compared with `value`.
+pub(super) type Kernel = fn(&Column<'_>, &[u8], &mut [bool]);
+
+#[derive(Clone)]
+pub(super) enum Test {
+    /// `== None` (true) / `!= None` (false) on a nullable field.
+    Null(bool),
+    /// TileDB's ALWAYS_TRUE / ALWAYS_FALSE; null cells still fail.
+    Const(bool),
+    /// A comparison; null cells fail.
+    Cmp { kernel: Kernel, value: Vec<u8> },
+    /// IN (`inside`) / NOT_IN of the cell's bytes; null cells fail.
+    Member {
+        set: HashSet<Vec<u8>>,
+        inside: bool,
+    },
+}
+
+impl std::fmt::Debug for Test {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Test::Null(eq) => write!(f, "Null({eq})"),
+            Test::Const(b) => write!(f, "Const({b})"),
+            Test::Cmp { value, .. } => write!(f, "Cmp({value:?})"),
+            Test::Member { set, inside } => write!(f, "Member({inside}, {} members)", set.len()),
+        }
+    }
+}
+
+/// Sets `out[i]` to whether `node` holds for cell `i`.
+pub(super) fn eval(node: &Node, cols: &dyn Columns, out: &mut [bool]) -> Result<()> {
+    match node {
+        Node::Leaf(l) => leaf(l, cols, out),
+        Node::And(children) | Node::Or(children) => {
+            let and = matches!(node, Node::And(_));
+            out.fill(and);
+            let mut tmp = vec![false; out.len()];
+            for c in children {
+                eval(c, cols, &mut tmp)?;
+                for (o, t) in out.iter_mut().zip(&tmp) {
+                    if and {
+                        *o &= *t;
+                    } else {
+                        *o |= *t;
+                    }
+                }
+            }
+            Ok(())
+        }
+    }
+}
+
+fn leaf(l: &Leaf, cols: &dyn Columns, out: &mut [bool]) -> Result<()> {
+    let Some(col) = cols.column(&l.field) else {
+        // TileDB's sparse reader: a field the cells do not have (an
+        // attribute added after their fragment was written) matches nothing.
+        out.fill(false);
+        return Ok(());
+    };
+    let shape_err = |what: String| {
+        QueryError::condition(
+            l.field.clone(),
+            format!("the column does not match the schema: {what}"),
+        )
+    };
+    if col.datatype != l.datatype && !(is_int64(col.datatype) && is_int64(l.datatype)) {
+        return Err(shape_err(format!(
+            "datatype {} where {} was bound",
+            col.datatype.name(),
+            l.datatype.name()
+        )));
+    }
+    if col.is_var() != l.var {
+        return Err(shape_err("var-size and fixed-size cells mixed up".into()));
+    }
+    if col.len() != out.len() || col.validity.is_some_and(|v| v.len() != out.len()) {
+        return Err(shape_err(format!(
+            "{} cells where {} were expected",
+            col.len(),
+            out.len()
+        )));
+    }
+    match &l.test {
+        Test::Null(eq) => {
+            for (i, o) in out.iter_mut().enumerate() {
+                *o = col.is_null(i) == *eq;
+            }
+            return Ok(());
+        }
+        Test::Const(b) => out.fill(*b),
+        Test::Cmp { kernel, value } => kernel(&col, value, out),
+        Test::Member { set, inside } => {
+            for (i, o) in out.iter_mut().enumerate() {
+                *o = set.contains(col.cell(i)) == *inside;
+            }
+        }
+    }
+    // A value test never holds on a null cell (TileDB's sparse and dense
+    // readers AND the comparison with the validity).
+    if l.nullable {
+        if let Some(v) = col.validity {
+            for (o, &valid) in out.iter_mut().zip(v) {
+                *o &= valid != 0;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn is_int64(d: Datatype) -> bool {
+    d == Datatype::Int64 || d.is_datetime() || d.is_time()
+}
+
+const LT: u8 = 0;
+const LE: u8 = 1;
+const GT: u8 = 2;
+const GE: u8 = 3;
+const EQ: u8 = 4;
+
+#[inline(always)]
+fn holds<const OP: u8, T: PartialOrd + ?Sized>(a: &T, b: &T) -> bool {
+    match OP {
+        LT => a < b,
+        LE => a <= b,
+        GT => a > b,
+        GE => a >= b,
+        EQ => a == b,
+        _ => a != b,
+    }
+}
+
+/// A fixed-size primitive read from the front of a cell.
+trait Prim: Copy + PartialOrd {
+    const SIZE: usize;
+    fn read(b: &[u8]) -> Self;
+}
+
+macro_rules! prim {
+    ($($t:ty),*) => {$(
+        impl Prim for $t {
+            const SIZE: usize = std::mem::size_of::<$t>();
+            fn read(b: &[u8]) -> Self {
+                // Short input (an empty CHAR value) reads as zeros, as
+                // TileDB reads the NUL of its empty string.
+                let mut a = [0u8; std::mem::size_of::<$t>()];
+                let n = b.len().min(a.len());
+                a[..n].copy_from_slice(&b[..n]);
+                <$t>::from_le_bytes(a)
+            }
+        }
+    )*};
+}
+prim!(i8, u8, i16, u16, i32, u32, i64, u64, f32, f64);
+
+/// Fixed cells: the first value of each cell against `value`.
+fn prim_kernel<T: Prim, const OP: u8>(col: &Column<'_>, value: &[u8], out: &mut [bool]) {
+    let v = T::read(value);
+    let size = col.cell_size().max(T::SIZE);
+    for (o, cell) in out.iter_mut().zip(col.fixed.chunks_exact(size)) {
+        *o = holds::<OP, T>(&T::read(cell), &v);
+    }
+}
+
+/// String cells: byte-wise lexicographic order (TileDB's `string_view` and
+/// `memcmp` comparisons agree: `char_traits<char>` compares as unsigned).
+fn bytes_kernel<const OP: u8>(col: &Column<'_>, value: &[u8], out: &mut [bool]) {
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = holds::<OP, [u8]>(col.cell(i), value);
+    }
+}
+
+macro_rules! by_op {
+    ($op:expr, $f:ident $(::<$t:ty>)?) => {
+        match $op {
+            Op::Lt => Some($f::<$($t,)? LT> as Kernel),
+            Op::Le => Some($f::<$($t,)? LE> as Kernel),
+            Op::Gt => Some($f::<$($t,)? GT> as Kernel),
+            Op::Ge => Some($f::<$($t,)? GE> as Kernel),
+            Op::Eq => Some($f::<$($t,)? EQ> as Kernel),
+            Op::Ne => Some($f::<$($t,)? 5> as Kernel),
+            _ => None,
+        }
+    };
+}
+
+/// The comparison for a field of `datatype` (fixed CHAR cells compare as
+/// TileDB's `char`: the first byte, signed), and the value size it needs
+/// (`None`: any size).
+pub(super) fn kernel(datatype: Datatype, var: bool, op: Op) -> Option<(Kernel, Option<usize>)> {
+    use Datatype as D;
+    let k = match datatype {
+        D::Char if !var => by_op!(op, prim_kernel::<i8>)?,
+        d if d.is_string() => return Some((by_op!(op, bytes_kernel)?, None)),
+        D::Int8 => by_op!(op, prim_kernel::<i8>)?,
+        D::UInt8 | D::Bool => by_op!(op, prim_kernel::<u8>)?,
+        D::Int16 => by_op!(op, prim_kernel::<i16>)?,
+        D::UInt16 => by_op!(op, prim_kernel::<u16>)?,
+        D::Int32 => by_op!(op, prim_kernel::<i32>)?,
+        D::UInt32 => by_op!(op, prim_kernel::<u32>)?,
+        D::UInt64 => by_op!(op, prim_kernel::<u64>)?,
+        D::Float32 => by_op!(op, prim_kernel::<f32>)?,
+        D::Float64 => by_op!(op, prim_kernel::<f64>)?,
+        d if is_int64(d) => by_op!(op, prim_kernel::<i64>)?,
+        _ => return None,
+    };
+    let size = if datatype == D::Char {
+        None
+    } else {
+        Some(datatype.size() as usize)
+    };
+    Some((k, size))
+}

@@ -1,0 +1,921 @@
+//! TileDB-Py's QueryCondition syntax (a Python expression) into the condition
+//! tree TileDB serializes.
+//!
+//! Grammar (Python's precedence, as `ast.parse` sees it):
+//!
+//! ```text
+//! or      := and ('or' and)*
+//! and     := not ('and' not)*
+//! not     := 'not' not | compare
+//! compare := bitor (cmp_op bitor)*          chained: 1 < a < 5
+//! bitor   := bitand ('|' bitand)*
+//! bitand  := unary ('&' unary)*
+//! unary   := ('-' | '+') unary | atom
+//! atom    := '(' or ')' | '[' list ']' | name | attr("n") | dim("n") | val(c) | literal
+//! ```
+//!
+//! As in TileDB-Py, `|`/`&` bind tighter than comparisons, so
+//! `(a > 1) & (b < 2)` needs its parentheses; `not` negates its operand by
+//! rewriting it (TileDB's `QueryCondition::negate`), so the tree never
+//! holds a NOT node.
+
+use super::{negate, QResult};
+use crate::QueryError;
+use std::collections::HashMap;
+use tdb_fragment::Condition;
+use tdb_format::{Datatype, QueryConditionCombinationOp as Comb, QueryConditionOp as Op};
+use tdb_schema::{ArraySchema, Enumeration, VAR_NUM};
+
+/// Nesting deeper than this is refused (no stack overflow on hostile input).
+const MAX_DEPTH: usize = 200;
+
+#[derive(Debug, Clone, PartialEq)]
+enum Tok {
+    Name(String),
+    Int(i128),
+    Float(f64),
+    Str(Vec<u8>),
+    Op(&'static str),
+}
+
+fn tokenize(expr: &str) -> QResult<Vec<Tok>> {
+    let err = |reason: String| QueryError::condition(expr, reason);
+    let chars: Vec<char> = expr.chars().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        if c.is_whitespace() {
+            i += 1;
+            continue;
+        }
+        // Bytes literals b'..' / b"..".
+        let bytes_prefix =
+            (c == 'b' || c == 'B') && matches!(chars.get(i + 1), Some('\'') | Some('"'));
+        if c == '\'' || c == '"' || bytes_prefix {
+            if bytes_prefix {
+                i += 1;
+            }
+            let (s, next) = string_literal(&chars, i, bytes_prefix).map_err(err)?;
+            out.push(Tok::Str(s));
+            i = next;
+            continue;
+        }
+        if c.is_ascii_digit() || (c == '.' && chars.get(i + 1).is_some_and(char::is_ascii_digit)) {
+            let (t, next) = number(&chars, i).map_err(err)?;
+            out.push(t);
+            i = next;
+            continue;
+        }
+        if c.is_alphabetic() || c == '_' {
+            let start = i;
+            while i < chars.len() && (chars[i].is_alphanumeric() || chars[i] == '_') {
+                i += 1;
+            }
+            out.push(Tok::Name(chars[start..i].iter().collect()));
+            continue;
+        }
+        let two: String = chars[i..(i + 2).min(chars.len())].iter().collect();
+        let op = ["<=", ">=", "==", "!="]
+            .into_iter()
+            .find(|o| *o == two)
+            .or_else(|| {
+                ["<", ">", "(", ")", "[", "]", ",", "&", "|", "-", "+"]
+                    .into_iter()
+                    .find(|o| o.starts_with(c))
+            });
+        match op {
+            Some(o) => {
+                i += o.chars().count();
+                out.push(Tok::Op(o));
+            }
+            None => {
+                let hint = match c {
+                    '=' => ": use `==` to compare",
+                    '^' | '~' => ": only `&` and `|` combine conditions",
+                    _ => "",
+                };
+                return Err(err(format!("unexpected character `{c}`{hint}")));
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn string_literal(chars: &[char], start: usize, bytes: bool) -> Result<(Vec<u8>, usize), String> {
+    let quote = chars[start];
+    let mut out = Vec::new();
+    let mut i = start + 1;
+    let push = |out: &mut Vec<u8>, c: char| {
+        let mut buf = [0u8; 4];
+        out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
+    };
+    while i < chars.len() {
+        let c = chars[i];
+        if c == quote {
+            return Ok((out, i + 1));
+        }
+        if c != '\\' {
+            if bytes && !c.is_ascii() {
+                return Err("bytes literals may hold only ASCII characters".into());
+            }
+            push(&mut out, c);
+            i += 1;
+            continue;
+        }
+        let Some(&e) = chars.get(i + 1) else { break };
+        i += 2;
+        let hex = |i: usize, n: usize| -> Result<u32, String> {
+            let s: String = chars.get(i..i + n).ok_or("truncated escape")?.iter().collect();
+            u32::from_str_radix(&s, 16).map_err(|_| format!("bad escape `\\{e}{s}`"))
+        };
+        match e {
+            '\\' | '\'' | '"' => push(&mut out, e),
+            'n' => out.push(b'\n'),
+            't' => out.push(b'\t'),
+            'r' => out.push(b'\r'),
+            '0' => out.push(0),
+            'x' => {
+                let v = hex(i, 2)?;
+                i += 2;
+                if bytes {
+                    out.push(v as u8);
+                } else {
+                    push(&mut out, char::from_u32(v).ok_or("bad \\x escape")?);
+                }
+            }
+            'u' | 'U' if !bytes => {
+                let n = if e == 'u' { 4 } else { 8 };
+                let v = hex(i, n)?;
+                i += n;
+                push(&mut out, char::from_u32(v).ok_or("bad unicode escape")?);
+            }
+            other => {
+                out.push(b'\\');
+                push(&mut out, other);
+            }
+        }
+    }
+    Err("unterminated string literal".into())
+}
+
+fn number(chars: &[char], start: usize) -> Result<(Tok, usize), String> {
+    let mut i = start;
+    let radix = match (chars.get(i), chars.get(i + 1).map(|c| c.to_ascii_lowercase())) {
+        (Some('0'), Some('x')) => 16,
+        (Some('0'), Some('o')) => 8,
+        (Some('0'), Some('b')) => 2,
+        _ => 10,
+    };
+    if radix != 10 {
+        i += 2;
+        let s = i;
+        while i < chars.len() && (chars[i].is_digit(radix) || chars[i] == '_') {
+            i += 1;
+        }
+        let digits: String = chars[s..i].iter().filter(|c| **c != '_').collect();
+        let v = i128::from_str_radix(&digits, radix).map_err(|_| "bad integer literal")?;
+        return Ok((Tok::Int(v), i));
+    }
+    let mut float = false;
+    while i < chars.len() {
+        let c = chars[i];
+        if c.is_ascii_digit() || c == '_' {
+            i += 1;
+        } else if c == '.' && !float {
+            float = true;
+            i += 1;
+        } else if (c == 'e' || c == 'E')
+            && (chars.get(i + 1).is_some_and(char::is_ascii_digit)
+                || (matches!(chars.get(i + 1), Some('+') | Some('-'))
+                    && chars.get(i + 2).is_some_and(char::is_ascii_digit)))
+        {
+            float = true;
+            i += 2;
+        } else {
+            break;
+        }
+    }
+    if chars.get(i).is_some_and(|c| c.is_alphanumeric()) {
+        return Err(format!(
+            "bad number `{}`",
+            chars[start..=i].iter().collect::<String>()
+        ));
+    }
+    let text: String = chars[start..i].iter().filter(|c| **c != '_').collect();
+    if float {
+        let v: f64 = text.parse().map_err(|_| format!("bad number `{text}`"))?;
+        Ok((Tok::Float(v), i))
+    } else {
+        let v: i128 = text
+            .parse()
+            .map_err(|_| format!("integer `{text}` is too large"))?;
+        Ok((Tok::Int(v), i))
+    }
+}
+
+/// A constant of the expression.
+#[derive(Debug, Clone, PartialEq)]
+enum Lit {
+    Int(i128),
+    Float(f64),
+    Str(Vec<u8>),
+    Bool(bool),
+    None,
+}
+
+impl Lit {
+    fn show(&self) -> String {
+        match self {
+            Lit::Int(v) => v.to_string(),
+            Lit::Float(v) => format!("{v:?}"),
+            Lit::Str(s) => format!("'{}'", String::from_utf8_lossy(s)),
+            Lit::Bool(true) => "True".into(),
+            Lit::Bool(false) => "False".into(),
+            Lit::None => "None".into(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum VarKind {
+    Any,
+    Attr,
+    Dim,
+}
+
+/// What a sub-expression evaluates to.
+#[derive(Debug, Clone)]
+enum Node {
+    Cond(Condition),
+    Var(String, VarKind),
+    Value(Lit),
+    List(Vec<Node>),
+}
+
+struct Parser<'a> {
+    expr: &'a str,
+    toks: Vec<Tok>,
+    pos: usize,
+    depth: usize,
+    schema: &'a ArraySchema,
+    enumerations: &'a HashMap<String, Enumeration>,
+}
+
+pub(super) fn parse(
+    expr: &str,
+    schema: &ArraySchema,
+    enumerations: &HashMap<String, Enumeration>,
+) -> QResult<Condition> {
+    let toks = tokenize(expr)?;
+    if toks.is_empty() {
+        return Err(QueryError::condition(expr, "the condition is empty"));
+    }
+    let mut p = Parser {
+        expr,
+        toks,
+        pos: 0,
+        depth: 0,
+        schema,
+        enumerations,
+    };
+    let node = p.or()?;
+    if let Some(t) = p.toks.get(p.pos) {
+        return Err(p.err(format!("unexpected {} after a complete condition", show(t))));
+    }
+    match node {
+        Node::Cond(c) => Ok(c),
+        _ => Err(p.err(
+            "a query condition must be made of comparisons such as `a > 5` or `s == 'x'`",
+        )),
+    }
+}
+
+fn show(t: &Tok) -> String {
+    match t {
+        Tok::Name(n) => format!("`{n}`"),
+        Tok::Int(v) => format!("`{v}`"),
+        Tok::Float(v) => format!("`{v}`"),
+        Tok::Str(s) => format!("'{}'", String::from_utf8_lossy(s)),
+        Tok::Op(o) => format!("`{o}`"),
+    }
+}
+
+impl Parser<'_> {
+    fn err(&self, reason: impl Into<String>) -> QueryError {
+        QueryError::condition(self.expr, reason)
+    }
+
+    fn peek(&self) -> Option<&Tok> {
+        self.toks.get(self.pos)
+    }
+
+    fn eat_op(&mut self, op: &str) -> bool {
+        if matches!(self.peek(), Some(Tok::Op(o)) if *o == op) {
+            self.pos += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    fn eat_kw(&mut self, kw: &str) -> bool {
+        if matches!(self.peek(), Some(Tok::Name(n)) if n == kw) {
+            self.pos += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    fn expect_op(&mut self, op: &str) -> QResult<()> {
+        if self.eat_op(op) {
+            return Ok(());
+        }
+        Err(match self.peek() {
+            Some(t) => self.err(format!("expected `{op}`, found {}", show(t))),
+            None => self.err(format!("expected `{op}` at the end")),
+        })
+    }
+
+    fn enter(&mut self) -> QResult<()> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return Err(self.err(format!("nested deeper than {MAX_DEPTH} levels")));
+        }
+        Ok(())
+    }
+
+    fn cond(&self, n: Node, what: &str) -> QResult<Condition> {
+        match n {
+            Node::Cond(c) => Ok(c),
+            Node::Var(v, _) => Err(self.err(format!(
+                "`{what}` needs conditions on both sides, not the field `{v}` alone: compare it, e.g. `{v} > 0`"
+            ))),
+            Node::Value(l) => Err(self.err(format!(
+                "`{what}` needs conditions on both sides, not the value {}",
+                l.show()
+            ))),
+            Node::List(_) => Err(self.err(format!(
+                "`{what}` needs conditions on both sides, not a list"
+            ))),
+        }
+    }
+
+    fn combine(&self, op: Comb, lhs: Node, rhs: Node, what: &str) -> QResult<Node> {
+        let (l, r) = (self.cond(lhs, what)?, self.cond(rhs, what)?);
+        Ok(Node::Cond(combine(op, l, r)))
+    }
+
+    fn or(&mut self) -> QResult<Node> {
+        self.enter()?;
+        let mut n = self.and()?;
+        while self.eat_kw("or") {
+            let r = self.and()?;
+            n = self.combine(Comb::Or, n, r, "or")?;
+        }
+        self.depth -= 1;
+        Ok(n)
+    }
+
+    fn and(&mut self) -> QResult<Node> {
+        let mut n = self.not()?;
+        while self.eat_kw("and") {
+            let r = self.not()?;
+            n = self.combine(Comb::And, n, r, "and")?;
+        }
+        Ok(n)
+    }
+
+    fn not(&mut self) -> QResult<Node> {
+        if self.eat_kw("not") {
+            self.enter()?;
+            let n = self.not()?;
+            self.depth -= 1;
+            let c = self.cond(n, "not")?;
+            return negate(c).map(Node::Cond).map_err(|r| self.err(r));
+        }
+        self.compare()
+    }
+
+    fn cmp_op(&mut self) -> Option<CmpOp> {
+        let op = match self.peek()? {
+            Tok::Op("<") => CmpOp::Op(Op::Lt),
+            Tok::Op("<=") => CmpOp::Op(Op::Le),
+            Tok::Op(">") => CmpOp::Op(Op::Gt),
+            Tok::Op(">=") => CmpOp::Op(Op::Ge),
+            Tok::Op("==") => CmpOp::Op(Op::Eq),
+            Tok::Op("!=") => CmpOp::Op(Op::Ne),
+            Tok::Name(n) if n == "in" => CmpOp::In,
+            Tok::Name(n) if n == "is" => CmpOp::Is,
+            Tok::Name(n)
+                if n == "not"
+                    && matches!(self.toks.get(self.pos + 1), Some(Tok::Name(m)) if m == "in") =>
+            {
+                self.pos += 1;
+                CmpOp::NotIn
+            }
+            _ => return None,
+        };
+        self.pos += 1;
+        Some(op)
+    }
+
+    fn compare(&mut self) -> QResult<Node> {
+        let first = self.bitor()?;
+        let mut operands = vec![first];
+        let mut ops = Vec::new();
+        while let Some(op) = self.cmp_op() {
+            ops.push(op);
+            operands.push(self.bitor()?);
+        }
+        if ops.is_empty() {
+            return Ok(operands.pop().expect("one operand"));
+        }
+        match ops[0] {
+            CmpOp::Is => Err(self.err("the `is` operator is not supported: use `== None`")),
+            CmpOp::In | CmpOp::NotIn => {
+                if ops.len() > 1 {
+                    return Err(self.err("a membership test cannot be chained"));
+                }
+                let op = if ops[0] == CmpOp::In { Op::In } else { Op::NotIn };
+                let rhs = operands.pop().expect("two operands");
+                let lhs = operands.pop().expect("two operands");
+                self.membership(lhs, op, rhs).map(Node::Cond)
+            }
+            CmpOp::Op(_) => {
+                // TileDB-Py: `1 < a < 5` is `1 < a and a < 5`.
+                let mut result: Option<Condition> = None;
+                for (i, op) in ops.iter().enumerate() {
+                    let CmpOp::Op(op) = *op else {
+                        return Err(self.err("`in` cannot be chained with comparisons"));
+                    };
+                    let c = self.comparison(operands[i].clone(), op, operands[i + 1].clone())?;
+                    result = Some(match result {
+                        None => c,
+                        Some(r) => combine(Comb::And, r, c),
+                    });
+                }
+                Ok(Node::Cond(result.expect("one comparison")))
+            }
+        }
+    }
+
+    fn bitor(&mut self) -> QResult<Node> {
+        let mut n = self.bitand()?;
+        while self.eat_op("|") {
+            let r = self.bitand()?;
+            n = self.combine(Comb::Or, n, r, "|")?;
+        }
+        Ok(n)
+    }
+
+    fn bitand(&mut self) -> QResult<Node> {
+        let mut n = self.unary()?;
+        while self.eat_op("&") {
+            let r = self.unary()?;
+            n = self.combine(Comb::And, n, r, "&")?;
+        }
+        Ok(n)
+    }
+
+    fn unary(&mut self) -> QResult<Node> {
+        let sign = if self.eat_op("-") {
+            -1
+        } else if self.eat_op("+") {
+            1
+        } else {
+            return self.atom();
+        };
+        self.enter()?;
+        let n = self.unary()?;
+        self.depth -= 1;
+        match n {
+            Node::Value(Lit::Int(v)) => Ok(Node::Value(Lit::Int(v * sign))),
+            Node::Value(Lit::Float(v)) => Ok(Node::Value(Lit::Float(v * sign as f64))),
+            Node::Value(Lit::Bool(b)) => Ok(Node::Value(Lit::Int(i128::from(b) * sign))),
+            _ => Err(self.err("a sign can only precede a number")),
+        }
+    }
+
+    fn atom(&mut self) -> QResult<Node> {
+        let Some(t) = self.peek().cloned() else {
+            return Err(self.err("the condition ends where a value or field was expected"));
+        };
+        self.pos += 1;
+        match t {
+            Tok::Int(v) => Ok(Node::Value(Lit::Int(v))),
+            Tok::Float(v) => Ok(Node::Value(Lit::Float(v))),
+            Tok::Str(s) => Ok(Node::Value(Lit::Str(s))),
+            Tok::Op("(") => {
+                let n = self.or()?;
+                self.expect_op(")")?;
+                Ok(n)
+            }
+            Tok::Op("[") => {
+                let mut items = Vec::new();
+                if !self.eat_op("]") {
+                    loop {
+                        items.push(self.unary()?);
+                        if self.eat_op("]") {
+                            break;
+                        }
+                        self.expect_op(",")?;
+                        if self.eat_op("]") {
+                            break;
+                        }
+                    }
+                }
+                Ok(Node::List(items))
+            }
+            Tok::Name(n) => match n.as_str() {
+                "True" => Ok(Node::Value(Lit::Bool(true))),
+                "False" => Ok(Node::Value(Lit::Bool(false))),
+                "None" => Ok(Node::Value(Lit::None)),
+                "and" | "or" | "not" | "in" | "is" => Err(self.err(format!(
+                    "`{n}` where a field or value was expected"
+                ))),
+                "attr" | "dim" | "val" if self.eat_op("(") => {
+                    let arg = self.unary()?;
+                    self.expect_op(")")
+                        .map_err(|_| self.err(format!("exactly one argument must be given to {n}()")))?;
+                    match (n.as_str(), arg) {
+                        ("val", Node::Value(l)) => Ok(Node::Value(l)),
+                        ("attr", Node::Value(Lit::Str(s))) => {
+                            Ok(Node::Var(self.utf8(s)?, VarKind::Attr))
+                        }
+                        ("dim", Node::Value(Lit::Str(s))) => {
+                            Ok(Node::Var(self.utf8(s)?, VarKind::Dim))
+                        }
+                        _ => Err(self.err(format!(
+                            "{n}() takes one constant: attr(\"name\"), dim(\"name\"), val(5)"
+                        ))),
+                    }
+                }
+                _ => {
+                    if matches!(self.peek(), Some(Tok::Op("("))) {
+                        return Err(self.err(format!(
+                            "`{n}(...)`: valid casts are attr(), dim() and val()"
+                        )));
+                    }
+                    Ok(Node::Var(n, VarKind::Any))
+                }
+            },
+            Tok::Op(o) => Err(self.err(format!("unexpected `{o}`"))),
+        }
+    }
+
+    fn utf8(&self, s: Vec<u8>) -> QResult<String> {
+        String::from_utf8(s).map_err(|_| self.err("a field name must be UTF-8"))
+    }
+
+    /// Resolves a field and checks `attr()`/`dim()`.
+    fn field(&self, name: &str, kind: VarKind) -> QResult<Field<'_>> {
+        let attr = self.schema.attribute(name);
+        let dim = self.schema.domain.dimensions.iter().find(|d| d.name == name);
+        let f = match (attr, dim, kind) {
+            (Some(a), _, VarKind::Any | VarKind::Attr) => Field {
+                name: name.to_owned(),
+                datatype: a.datatype,
+                cell_val_num: a.cell_val_num,
+                nullable: a.nullable,
+                enumeration: a.enumeration.as_deref(),
+            },
+            (_, Some(d), VarKind::Any | VarKind::Dim) => Field {
+                name: name.to_owned(),
+                datatype: d.datatype,
+                cell_val_num: d.cell_val_num,
+                nullable: false,
+                enumeration: None,
+            },
+            _ => {
+                let what = match kind {
+                    VarKind::Attr => "attribute",
+                    VarKind::Dim => "dimension",
+                    VarKind::Any => "field",
+                };
+                return Err(self.err(format!(
+                    "no {what} named `{name}` in the array (fields: {})",
+                    field_list(self.schema)
+                )));
+            }
+        };
+        Ok(f)
+    }
+
+    /// `lhs op rhs`, the field on either side (TileDB-Py's `order_nodes`).
+    fn comparison(&self, lhs: Node, op: Op, rhs: Node) -> QResult<Condition> {
+        let (var, value, op) = match (lhs, rhs) {
+            (Node::Var(v, k), value) => ((v, k), value, op),
+            (value, Node::Var(v, k)) => ((v, k), value, flip(op)),
+            (Node::Cond(_), _) | (_, Node::Cond(_)) => {
+                return Err(self.err(
+                    "a comparison's operand is itself a condition: `&` and `|` bind tighter \
+                     than comparisons, so parenthesize, e.g. `(a > 1) & (b < 2)`",
+                ))
+            }
+            _ => return Err(self.err("a comparison needs a field on one side")),
+        };
+        let lit = match value {
+            Node::Value(l) => l,
+            Node::Var(other, _) => {
+                return Err(self.err(format!(
+                    "`{}` compared with `{other}`: right-hand sides must be constants \
+                     (did you mean to quote '{other}' as a string?)",
+                    var.0
+                )))
+            }
+            Node::List(_) => {
+                return Err(self.err(format!(
+                    "a list can only follow `in`: `{} in [...]`",
+                    var.0
+                )))
+            }
+            Node::Cond(_) => unreachable!("handled above"),
+        };
+        let f = self.field(&var.0, var.1)?;
+        if lit == Lit::None {
+            if !matches!(op, Op::Eq | Op::Ne) {
+                return Err(self.err(format!(
+                    "`{}`: None can only be compared with `==` or `!=`",
+                    f.name
+                )));
+            }
+            // TileDB's null test: EQ/NE with no value.
+            return Ok(Condition::Compare {
+                field: f.name,
+                op,
+                value: Vec::new(),
+            });
+        }
+        let mut value = self.encode(&f, &lit)?;
+        if value.is_empty() && f.datatype == Datatype::Char && f.cell_val_num != VAR_NUM {
+            // Fixed CHAR cells compare as one `char` with TileDB's empty
+            // string, which reads as its terminating NUL.
+            value.push(0);
+        }
+        if value.is_empty() && matches!(op, Op::Eq | Op::Ne) {
+            // `s == ''` is not a null test: an empty EQ/NE value would read
+            // as one, so the same test is written as a membership of one
+            // empty member (equivalent for every cell, null cells included).
+            let op = if op == Op::Eq { Op::In } else { Op::NotIn };
+            return Ok(Condition::Membership {
+                field: f.name,
+                op,
+                data: Vec::new(),
+                offsets: vec![0],
+            });
+        }
+        Ok(Condition::Compare {
+            field: f.name,
+            op,
+            value,
+        })
+    }
+
+    fn membership(&self, lhs: Node, op: Op, rhs: Node) -> QResult<Condition> {
+        let (name, kind) = match lhs {
+            Node::Var(v, k) => (v, k),
+            _ => {
+                return Err(self.err(
+                    "`in` syntax is `field in ['l', 'i', 's', 't']`, the field on the left",
+                ))
+            }
+        };
+        let Node::List(items) = rhs else {
+            return Err(self.err(format!(
+                "`in` syntax is `{name} in [...]`: the right-hand side must be a list"
+            )));
+        };
+        if items.is_empty() {
+            return Err(self.err(format!("`{name} in []`: give at least one value")));
+        }
+        let f = self.field(&name, kind)?;
+        let mut data = Vec::new();
+        let mut offsets = Vec::with_capacity(items.len());
+        for item in items {
+            let Node::Value(lit) = item else {
+                return Err(self.err(format!("`{name} in [...]`: members must be constants")));
+            };
+            if lit == Lit::None {
+                return Err(self.err(format!(
+                    "`{name} in [...]`: None cannot be a member; test `{name} == None` instead"
+                )));
+            }
+            let v = self.encode(&f, &lit)?;
+            let fixed = f.cell_val_num != VAR_NUM && f.enumeration.is_none();
+            if fixed && (v.len() as u64) != f.datatype.size() * u64::from(f.cell_val_num) {
+                return Err(self.err(format!(
+                    "`{name}` holds {} bytes per cell: member {} has {} bytes",
+                    f.datatype.size() * u64::from(f.cell_val_num),
+                    lit.show(),
+                    v.len()
+                )));
+            }
+            offsets.push(data.len() as u64);
+            data.extend_from_slice(&v);
+        }
+        Ok(Condition::Membership {
+            field: f.name,
+            op,
+            data,
+            offsets,
+        })
+    }
+
+    /// A literal's bytes in the field's datatype (an enumerated attribute's
+    /// literal in its enumeration's datatype, as TileDB-Py builds it).
+    fn encode(&self, f: &Field<'_>, lit: &Lit) -> QResult<Vec<u8>> {
+        let (datatype, cvn, what) = match f.enumeration {
+            Some(e) => match self.enumerations.get(e) {
+                Some(en) => (en.datatype, en.cell_val_num, format!("enumeration `{e}` of `{}`", f.name)),
+                // Without the enumeration its datatype is unknown: labels
+                // are strings in every enumeration TileDB-Py writes.
+                None => match lit {
+                    Lit::Str(s) => return Ok(s.clone()),
+                    _ => {
+                        return Err(self.err(format!(
+                            "`{}` is enumerated by `{e}`: its enumeration must be loaded to \
+                             compare it with {} (parse_with_enumerations)",
+                            f.name,
+                            lit.show()
+                        )))
+                    }
+                },
+            },
+            None => {
+                check_field(f).map_err(|r| self.err(r))?;
+                (f.datatype, f.cell_val_num, format!("`{}`", f.name))
+            }
+        };
+        encode(datatype, cvn, lit).map_err(|r| {
+            self.err(format!("{what} is {}{r}", datatype.name()))
+        })
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum CmpOp {
+    Op(Op),
+    In,
+    NotIn,
+    Is,
+}
+
+struct Field<'a> {
+    name: String,
+    datatype: Datatype,
+    cell_val_num: u32,
+    nullable: bool,
+    enumeration: Option<&'a str>,
+}
+
+/// TileDB's `check_node_validity` for value tests.
+fn check_field(f: &Field<'_>) -> Result<(), String> {
+    let _ = f.nullable;
+    if !supported(f.datatype) {
+        return Err(format!(
+            "`{}` is {}: conditions compare numbers, dates and strings only (a null test \
+             `== None` works on any field)",
+            f.name,
+            f.datatype.name()
+        ));
+    }
+    if !f.datatype.is_string() && f.cell_val_num != 1 {
+        return Err(format!(
+            "`{}` holds {} {} values per cell: TileDB compares only single-value numeric cells",
+            f.name,
+            if f.cell_val_num == VAR_NUM {
+                "a variable number of".to_owned()
+            } else {
+                f.cell_val_num.to_string()
+            },
+            f.datatype.name()
+        ));
+    }
+    Ok(())
+}
+
+/// Datatypes TileDB's condition can compare values of.
+pub(super) fn supported(d: Datatype) -> bool {
+    !matches!(
+        d,
+        Datatype::Any
+            | Datatype::StringUtf16
+            | Datatype::StringUtf32
+            | Datatype::StringUcs2
+            | Datatype::StringUcs4
+            | Datatype::Blob
+            | Datatype::GeomWkb
+            | Datatype::GeomWkt
+    )
+}
+
+fn field_list(schema: &ArraySchema) -> String {
+    schema
+        .domain
+        .dimensions
+        .iter()
+        .map(|d| d.name.as_str())
+        .chain(schema.attributes.iter().map(|a| a.name.as_str()))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn flip(op: Op) -> Op {
+    match op {
+        Op::Lt => Op::Gt,
+        Op::Le => Op::Ge,
+        Op::Gt => Op::Lt,
+        Op::Ge => Op::Le,
+        other => other,
+    }
+}
+
+/// TileDB's `combine`: children of the same op are flattened into one node.
+fn combine(op: Comb, l: Condition, r: Condition) -> Condition {
+    let mut children = Vec::new();
+    for c in [l, r] {
+        match c {
+            Condition::Combination { op: o, children: cs } if o == op => children.extend(cs),
+            other => children.push(other),
+        }
+    }
+    Condition::Combination { op, children }
+}
+
+/// `lit`'s bytes as one value of `datatype`; errors complete the sentence
+/// "`field` is DATATYPE...".
+fn encode(datatype: Datatype, cvn: u32, lit: &Lit) -> Result<Vec<u8>, String> {
+    use tdb_format::DatatypeClass as C;
+    let int = |v: i128| -> Result<Vec<u8>, String> { int_bytes(datatype, v) };
+    match (datatype.class(), lit) {
+        (C::String, Lit::Str(s)) => {
+            let _ = cvn;
+            Ok(s.clone())
+        }
+        (C::String, other) => Err(format!(
+            ": compare it with a string, e.g. '{}'",
+            match other {
+                Lit::Str(_) | Lit::None => String::new(),
+                Lit::Int(v) => v.to_string(),
+                Lit::Float(v) => v.to_string(),
+                Lit::Bool(b) => if *b { "True" } else { "False" }.to_owned(),
+            }
+        )),
+        (_, Lit::Str(s)) => Err(format!(
+            ": cannot compare it with the string '{}' (unquote numbers)",
+            String::from_utf8_lossy(s)
+        )),
+        (C::Float, Lit::Int(v)) => Ok(float_bytes(datatype, *v as f64)),
+        (C::Float, Lit::Float(v)) => Ok(float_bytes(datatype, *v)),
+        (C::Float, Lit::Bool(b)) => Ok(float_bytes(datatype, f64::from(u8::from(*b)))),
+        (_, Lit::Int(v)) => int(*v),
+        (_, Lit::Bool(b)) => int(i128::from(*b)),
+        (_, Lit::Float(v)) => {
+            if v.is_finite() && v.fract() == 0.0 && v.abs() < 1e38 {
+                int(*v as i128)
+            } else {
+                Err(format!(
+                    ": {v:?} is not a whole number; compare with an integer"
+                ))
+            }
+        }
+        (_, Lit::None) => Err(": None is only for `== None` / `!= None`".into()),
+    }
+}
+
+fn float_bytes(d: Datatype, v: f64) -> Vec<u8> {
+    if d == Datatype::Float32 {
+        (v as f32).to_le_bytes().to_vec()
+    } else {
+        v.to_le_bytes().to_vec()
+    }
+}
+
+/// `v` as `d` (an integer, BOOL, DATETIME_* or TIME_* type), range-checked.
+pub(super) fn int_bytes(d: Datatype, v: i128) -> Result<Vec<u8>, String> {
+    fn fit<T: TryFrom<i128>>(v: i128, lo: &str, hi: &str) -> Result<T, String> {
+        T::try_from(v).map_err(|_| format!(": {v} is outside its range [{lo}, {hi}]"))
+    }
+    use Datatype as D;
+    Ok(match d {
+        D::Int8 => fit::<i8>(v, "-128", "127")?.to_le_bytes().to_vec(),
+        D::UInt8 | D::Bool => fit::<u8>(v, "0", "255")?.to_le_bytes().to_vec(),
+        D::Int16 => fit::<i16>(v, "-32768", "32767")?.to_le_bytes().to_vec(),
+        D::UInt16 => fit::<u16>(v, "0", "65535")?.to_le_bytes().to_vec(),
+        D::Int32 => fit::<i32>(v, "-2147483648", "2147483647")?
+            .to_le_bytes()
+            .to_vec(),
+        D::UInt32 => fit::<u32>(v, "0", "4294967295")?.to_le_bytes().to_vec(),
+        D::UInt64 => fit::<u64>(v, "0", "18446744073709551615")?
+            .to_le_bytes()
+            .to_vec(),
+        d if d == D::Int64 || d.is_datetime() || d.is_time() => {
+            fit::<i64>(v, "-9223372036854775808", "9223372036854775807")?
+                .to_le_bytes()
+                .to_vec()
+        }
+        other => return Err(format!(": integers do not fit {}", other.name())),
+    })
+}
