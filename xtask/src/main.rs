@@ -9,7 +9,11 @@
 //!   expectation pass with the first row's (current) TileDB completes every
 //!   case's `expected.json` with what TileDB reports.
 //! - `interop`: TileDB reads what tdb wrote (see `interop.rs`).
+//! - `conformance DIR [--only CASE]... [--no-queries]`: every conformance
+//!   case under DIR through tdb, compared with its `expected.json` (see
+//!   `conformance.rs`); exits non-zero when a case fails.
 
+mod conformance;
 mod interop;
 
 use std::path::{Path, PathBuf};
@@ -183,11 +187,22 @@ fn fixtures(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-const USAGE: &str =
-    "usage: cargo xtask fixtures [--only TILEDB_PY_VERSION]...\n       cargo xtask interop";
+const USAGE: &str = "usage: cargo xtask fixtures [--only TILEDB_PY_VERSION]...
+       cargo xtask interop
+       cargo xtask conformance DIR [--only CASE]... [--no-queries]";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("conformance") {
+        return match conformance::conformance(&args[1..]) {
+            Ok(true) => ExitCode::SUCCESS,
+            Ok(false) => ExitCode::FAILURE,
+            Err(e) => {
+                eprintln!("xtask: {e}");
+                ExitCode::from(2)
+            }
+        };
+    }
     let result = match args.first().map(String::as_str) {
         Some("fixtures") => fixtures(&args[1..]),
         Some("interop") => {

@@ -7,9 +7,10 @@ use serde::Serialize;
 use std::fmt::{self, Write as _};
 use tdb_format::{classify, names, ObjectFile};
 use tdb_fragment::{
-    object_files, object_kind, ArrayMetadata, CommitLocation, ListedFile, ObjectFiles, ObjectKind,
-    OpenArray, OpenGroup, TimeWindow,
+    object_files, object_kind, ArrayMetadata, CommitLocation, ListedFile, LoadedFragment,
+    ObjectFiles, ObjectKind, OpenArray, OpenGroup, TimeWindow,
 };
+use tdb_schema::{ArraySchema, SchemaHistory};
 use tdb_storage::{last_component, ByteRange, RangeRequest, Storage};
 
 /// What `inspect` found.
@@ -78,10 +79,10 @@ pub struct TileReport {
     pub filter_pipeline_size: u64,
 }
 
-/// One fragment a read sees: the conformance format's fields (TileDB's
-/// fragment info), then more.
+/// One fragment a read sees: the conformance format's fields, exactly as
+/// `expected.json` holds them (TileDB's fragment info).
 #[derive(Debug, Serialize)]
-pub struct FragmentReport {
+pub struct FragmentInfo {
     /// Directory name.
     pub name: String,
     /// Timestamp range from the name.
@@ -98,6 +99,14 @@ pub struct FragmentReport {
     pub has_consolidated_metadata: bool,
     /// The schema it was written with.
     pub array_schema_name: String,
+}
+
+/// One fragment a read sees: the conformance format's fields, then more.
+#[derive(Debug, Serialize)]
+pub struct FragmentReport {
+    /// What TileDB's fragment info reports.
+    #[serde(flatten)]
+    pub info: FragmentInfo,
     /// Tiles per field.
     pub tile_num: Option<u64>,
     /// Size of its metadata's footer in bytes.
@@ -295,16 +304,8 @@ fn inspect_array(
     let mut fragments = Vec::new();
     for loaded in array.load_fragments(storage)? {
         let (f, footer) = (&loaded.file, &loaded.metadata.footer);
-        let schema = &array
-            .schemas
-            .by_name(&footer.array_schema_name)
-            .ok_or_else(|| {
-                tdb_fragment::FragmentError::missing(
-                    &f.path,
-                    format!("schema {} its footer names", footer.array_schema_name),
-                )
-            })?
-            .schema;
+        let schema = fragment_schema(&array.schemas, &loaded)?;
+        let info = fragment_info(&array.schemas, &loaded)?;
         let name = f.file_name().to_owned();
         let commit = [
             format!("{}/{name}{}", names::COMMITS_DIR, names::WRT_EXT),
@@ -322,40 +323,17 @@ fn inspect_array(
         })
         .unwrap_or_else(|| format!("{}/{}", f.path, names::FRAGMENT_METADATA_FILE));
         let in_fragment = files.iter().filter(|file| inside(&f.path, file));
-        let nonempty_domain = footer.non_empty_domain.as_ref().map(|ranges| {
-            ranges
-                .iter()
-                .zip(&schema.domain.dimensions)
-                .map(|(r, d)| {
-                    let (lo, hi) = r.bounds();
-                    [summary::cell(d.datatype, lo), summary::cell(d.datatype, hi)]
-                })
-                .collect()
-        });
         fragments.push(FragmentReport {
-            timestamp_range: [f.name.t1, f.name.t2],
-            format_version: footer.version,
-            sparse: !footer.dense,
-            cell_num: loaded.metadata.cell_num(schema),
-            nonempty_domain,
-            has_consolidated_metadata: loaded.from_consolidated,
-            array_schema_name: footer.array_schema_name.clone(),
+            info,
             tile_num: loaded.metadata.tile_num(schema),
             footer_size: footer.size,
             commit,
             file_count: in_fragment.clone().count(),
             bytes: in_fragment.map(|f| f.size).sum(),
-            name,
         });
     }
     report.fragments = fragments;
-    report.fragments_to_vacuum = array
-        .directory
-        .filtered_fragments(true)?
-        .fragments_to_vacuum
-        .iter()
-        .map(|p| last_component(p).to_owned())
-        .collect();
+    report.fragments_to_vacuum = fragments_to_vacuum(&array)?;
     report.conditions = array
         .directory
         .conditions
@@ -375,7 +353,66 @@ fn inspect_array(
     Ok(())
 }
 
-fn metadata(md: &ArrayMetadata) -> Vec<MetadataReport> {
+/// The schema a fragment was written with (its footer names it).
+fn fragment_schema<'a>(
+    schemas: &'a SchemaHistory,
+    loaded: &LoadedFragment,
+) -> Result<&'a ArraySchema, CliError> {
+    let name = &loaded.metadata.footer.array_schema_name;
+    Ok(&schemas
+        .by_name(name)
+        .ok_or_else(|| {
+            tdb_fragment::FragmentError::missing(
+                &loaded.file.path,
+                format!("schema {name} its footer names"),
+            )
+        })?
+        .schema)
+}
+
+/// The conformance fields of a loaded fragment (`schemas`: the array's).
+pub fn fragment_info(
+    schemas: &SchemaHistory,
+    loaded: &LoadedFragment,
+) -> Result<FragmentInfo, CliError> {
+    let schema = fragment_schema(schemas, loaded)?;
+    let (f, footer) = (&loaded.file, &loaded.metadata.footer);
+    let nonempty_domain = footer.non_empty_domain.as_ref().map(|ranges| {
+        ranges
+            .iter()
+            .zip(&schema.domain.dimensions)
+            .map(|(r, d)| {
+                let (lo, hi) = r.bounds();
+                [summary::cell(d.datatype, lo), summary::cell(d.datatype, hi)]
+            })
+            .collect()
+    });
+    Ok(FragmentInfo {
+        name: f.file_name().to_owned(),
+        timestamp_range: [f.name.t1, f.name.t2],
+        format_version: footer.version,
+        sparse: !footer.dense,
+        cell_num: loaded.metadata.cell_num(schema),
+        nonempty_domain,
+        has_consolidated_metadata: loaded.from_consolidated,
+        array_schema_name: footer.array_schema_name.clone(),
+    })
+}
+
+/// Names of the fragments consolidation superseded and vacuuming may
+/// remove (TileDB's vacuum candidates).
+pub fn fragments_to_vacuum(array: &OpenArray) -> Result<Vec<String>, CliError> {
+    Ok(array
+        .directory
+        .filtered_fragments(true)?
+        .fragments_to_vacuum
+        .iter()
+        .map(|p| last_component(p).to_owned())
+        .collect())
+}
+
+/// Metadata entries in the conformance format's shape, in TileDB's order.
+pub fn metadata(md: &ArrayMetadata) -> Vec<MetadataReport> {
     md.iter()
         .map(|(k, v)| MetadataReport {
             key: k.to_owned(),
@@ -432,31 +469,36 @@ impl fmt::Display for Inspection {
             writeln!(
                 f,
                 "  {}  t=[{},{}] v{}, {} files, {} bytes, commit: {}",
-                fr.name,
-                fr.timestamp_range[0],
-                fr.timestamp_range[1],
-                fr.format_version,
+                fr.info.name,
+                fr.info.timestamp_range[0],
+                fr.info.timestamp_range[1],
+                fr.info.format_version,
                 fr.file_count,
                 fr.bytes,
                 fr.commit
             )?;
             let count = |n: Option<u64>| n.map_or("?".to_owned(), |n| n.to_string());
-            let domain = fr.nonempty_domain.as_ref().map_or("none".to_owned(), |d| {
-                let dims: Vec<String> = d.iter().map(|[lo, hi]| format!("[{lo}, {hi}]")).collect();
-                dims.join(" × ")
-            });
+            let domain = fr
+                .info
+                .nonempty_domain
+                .as_ref()
+                .map_or("none".to_owned(), |d| {
+                    let dims: Vec<String> =
+                        d.iter().map(|[lo, hi]| format!("[{lo}, {hi}]")).collect();
+                    dims.join(" × ")
+                });
             writeln!(
                 f,
                 "      {}, {} cells in {} tiles, non-empty domain {domain}, schema {}, {}{}",
-                if fr.sparse { "sparse" } else { "dense" },
-                count(fr.cell_num),
+                if fr.info.sparse { "sparse" } else { "dense" },
+                count(fr.info.cell_num),
                 count(fr.tile_num),
-                fr.array_schema_name,
+                fr.info.array_schema_name,
                 match fr.footer_size {
                     0 => "no footer (one metadata tile)".to_owned(),
                     n => format!("footer {n} B"),
                 },
-                if fr.has_consolidated_metadata {
+                if fr.info.has_consolidated_metadata {
                     " (from consolidated fragment metadata)"
                 } else {
                     ""

@@ -1,11 +1,14 @@
 //! The library behind the `tdb` command, so its reports can be tested and
 //! reused: `inspect` (what the layers below can see of an array or group
-//! directory), `schema` (the array schema in force) and `verify` (the
-//! scrub's report).
+//! directory), `schema` (the array schema in force), `verify` (the
+//! scrub's report) and `export` (query results as JSON or CSV); `values` is
+//! the conformance format's value encoding they all share.
 
+pub mod export;
 pub mod inspect;
 pub mod schema;
 mod summary;
+pub mod values;
 pub mod verify;
 
 use std::fmt::Write as _;
@@ -49,6 +52,9 @@ pub enum CliError {
     /// The array directory could not be read.
     #[error(transparent)]
     Fragment(#[from] tdb_fragment::FragmentError),
+    /// Opening or reading through the `tdb` facade failed.
+    #[error(transparent)]
+    Tdb(#[from] tdb::Error),
     /// The command line asks for something impossible.
     #[error("{0}")]
     Usage(String),

@@ -53,6 +53,46 @@ enum Command {
         #[arg(long)]
         key: Option<String>,
     },
+    /// Read cells and print them as JSON (the conformance format's result
+    /// shape, on one line) or CSV (a header row, then one row per cell,
+    /// printed batch by batch; multi-value cells are their values joined by
+    /// spaces, null cells are empty, blobs base64).
+    Export {
+        /// The array directory.
+        path: PathBuf,
+        /// Cells to read: per dimension (schema order) separated by `;`,
+        /// `*` or empty for the whole dimension, else ranges separated by
+        /// `,`, each `lo:hi` (inclusive) or one value; dimensions left out
+        /// are whole. String bounds are the text as is (no `:`, `,`, `;`).
+        /// Example: "1:4,7;*;apple:kiwi".
+        #[arg(long, verbatim_doc_comment)]
+        subarray: Option<String>,
+        /// Open at this time: `T` (everything written by T) or `T1..T2`
+        /// (ms since the epoch, inclusive); default: now.
+        #[arg(long)]
+        at: Option<String>,
+        /// Result order: row-major, col-major, global-order or unordered.
+        #[arg(long, default_value = "row-major")]
+        layout: String,
+        /// Keep cells where this TileDB-Py QueryCondition holds, e.g.
+        /// "a > 5 and s == 'x'" (dense reads return fill values for others).
+        #[arg(long)]
+        condition: Option<String>,
+        /// Fields to print, comma-separated; default: every dimension, then
+        /// every attribute.
+        #[arg(long)]
+        fields: Option<String>,
+        /// The AES-256-GCM key of an encrypted array (32 bytes).
+        #[arg(long)]
+        key: Option<String>,
+        /// Output format: json or csv.
+        #[arg(long, default_value = "json")]
+        format: String,
+        /// Memory budget of the read in bytes (tiles and one batch of
+        /// results at a time).
+        #[arg(long)]
+        budget: Option<u64>,
+    },
     /// Print an array's schema: a readable dump, or the conformance JSON
     /// summary.
     Schema {
@@ -169,6 +209,52 @@ fn run(cli: Cli) -> Result<bool, CliError> {
             } else {
                 print!("{report}");
             }
+            Ok(true)
+        }
+        Command::Export {
+            path,
+            subarray,
+            at,
+            layout,
+            condition,
+            fields,
+            key,
+            format,
+            budget,
+        } => {
+            let format = tdb_cli::export::Format::from_name(&format)?;
+            let layout = tdb::ResultLayout::from_name(&layout).ok_or_else(|| {
+                CliError::Usage(format!(
+                    "--layout takes row-major, col-major, global-order or unordered, not {layout:?}"
+                ))
+            })?;
+            let mut options = tdb::OpenOptions::new();
+            if at.is_some() {
+                let w = window(at.as_deref())?;
+                options = options.between(w.start, w.end);
+            }
+            if let Some(k) = key_bytes(key.as_deref())? {
+                options = options.key(&k)?;
+            }
+            let array = tdb::Array::open_with(&path, options)?;
+            let schema = array.schema();
+            let fields = match fields {
+                Some(f) => tdb_cli::export::parse_fields(schema, &f)?,
+                None => tdb_cli::export::default_fields(schema),
+            };
+            let mut spec = tdb::ReadSpec::new(fields).with_layout(layout);
+            if let Some(s) = subarray {
+                spec = spec.with_subarray(tdb_cli::export::parse_subarray(schema, &s)?);
+            }
+            if let Some(c) = condition {
+                spec = spec.with_condition(c);
+            }
+            if let Some(b) = budget {
+                spec = spec.with_budget(b);
+            }
+            let stdout = std::io::stdout();
+            let mut out = std::io::BufWriter::new(stdout.lock());
+            tdb_cli::export::export(&array, spec, format, &mut out)?;
             Ok(true)
         }
         Command::Schema {

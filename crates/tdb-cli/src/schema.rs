@@ -32,3 +32,26 @@ pub fn summary(schema: &ArraySchema, enumerations: &[Enumeration]) -> Result<Val
         .collect::<Result<_, _>>()?;
     Ok(summary::summary(schema, enumerations))
 }
+
+/// The conformance summary of the schema an opened array reads with, its
+/// enumerations in the order attributes first refer to them.
+pub fn snapshot_summary(snapshot: &tdb::Snapshot) -> Result<Value, CliError> {
+    let schema = snapshot.schema();
+    let enumerations = schema
+        .referenced_enumerations()
+        .into_iter()
+        .map(|name| {
+            snapshot
+                .enumerations
+                .get(name)
+                .ok_or_else(|| {
+                    CliError::from(tdb_fragment::FragmentError::missing(
+                        &snapshot.open.schema().file(),
+                        format!("enumeration {name:?}"),
+                    ))
+                })
+                .and_then(|e| Ok(summary::enumeration(e)?))
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(summary::summary(schema, enumerations))
+}

@@ -1,11 +1,12 @@
 //! The schema summary of the conformance format (`expected.json`'s
 //! `schema` section, `/work/shared/conformance/FORMAT.md`): what
 //! `tdb schema --json` prints. It lives here, not in `tdb-schema`, because
-//! library layers carry no serde.
+//! library layers carry no serde. Values are encoded by [`crate::values`].
 
+use crate::values::{cell as value, scalar_json};
 use serde_json::{json, Map, Value};
 use tdb_filters::{Filter, FilterPipeline};
-use tdb_format::{CurrentDomainType, Datatype, FilterOption, Layout, Scalar};
+use tdb_format::{CurrentDomainType, Datatype, FilterOption, Layout};
 use tdb_schema::{ArraySchema, Enumeration, Range};
 
 /// The summary of `schema`. `enumerations` are the enumeration summaries,
@@ -131,70 +132,6 @@ fn filter(f: &Filter) -> Value {
         _ => {}
     }
     json!({"type": f.filter_type().name(), "options": o})
-}
-
-/// One cell of `datatype` with `cell_val_num` values, in the value encoding.
-fn value(datatype: Datatype, cell_val_num: u32, bytes: &[u8]) -> Value {
-    use Datatype::*;
-    match datatype {
-        Char | StringAscii | StringUtf8 => match std::str::from_utf8(bytes) {
-            Ok(s) => json!(s),
-            Err(_) => b64(bytes),
-        },
-        Blob | GeomWkb | GeomWkt | Any | StringUtf16 | StringUtf32 | StringUcs2 | StringUcs4 => {
-            b64(bytes)
-        }
-        _ => {
-            let size = datatype.size() as usize;
-            let values: Vec<Value> = bytes.chunks(size).map(|c| scalar(datatype, c)).collect();
-            if cell_val_num == 1 && values.len() == 1 {
-                values.into_iter().next().unwrap()
-            } else {
-                Value::Array(values)
-            }
-        }
-    }
-}
-
-fn scalar(datatype: Datatype, b: &[u8]) -> Value {
-    Scalar::decode(datatype, b).map_or_else(|| b64(b), scalar_json)
-}
-
-fn scalar_json(s: Scalar) -> Value {
-    match s {
-        Scalar::Bool(v) => json!(v),
-        Scalar::Int(v) => json!(v),
-        Scalar::UInt(v) => json!(v),
-        Scalar::Float(v) => float(v),
-    }
-}
-
-fn float(f: f64) -> Value {
-    if f.is_nan() {
-        json!("NaN")
-    } else if f.is_infinite() {
-        json!(if f > 0.0 { "Infinity" } else { "-Infinity" })
-    } else {
-        json!(f)
-    }
-}
-
-fn b64(bytes: &[u8]) -> Value {
-    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut s = String::new();
-    for c in bytes.chunks(3) {
-        let n = (u32::from(c[0]) << 16)
-            | (u32::from(*c.get(1).unwrap_or(&0)) << 8)
-            | u32::from(*c.get(2).unwrap_or(&0));
-        for i in 0..4 {
-            if i <= c.len() {
-                s.push(A[(n >> (18 - 6 * i)) as usize & 63] as char);
-            } else {
-                s.push('=');
-            }
-        }
-    }
-    json!({ "b64": s })
 }
 
 /// One value of a one-value cell (a dimension bound), in the conformance

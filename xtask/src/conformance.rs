@@ -1,0 +1,691 @@
+//! `cargo xtask conformance DIR [--only CASE]... [--no-queries]`: runs every
+//! conformance case under `DIR` (format: `/work/shared/conformance/FORMAT.md`)
+//! through tdb and compares what tdb reports with `expected.json`.
+//!
+//! Cases are the names `DIR/cases.json` lists (a list of case paths relative
+//! to `DIR`), plus every `legacy/<version>/<case>` it does not list; without
+//! `cases.json`, every directory under `DIR` holding an `expected.json`.
+//! Per case: the array opened with tdb (with the case's key), then, each
+//! when `expected.json` has it: the schema summary, the metadata and
+//! `metadata_at`, the fragment list and vacuum candidates, every query's
+//! result (exactly; as a multiset of rows when `ordered` is false) and
+//! aggregates (not supported yet: the case fails saying so). Group cases:
+//! the group's metadata and members, each subgroup's, and every member
+//! array as above. One line per case (`PASS name` or `FAIL name: first
+//! difference`), then `N passed, N failed` alone on the last line.
+//!
+//! The schema summary, metadata and fragment fields are built by `tdb-cli`
+//! (what `tdb schema --json` and `tdb inspect --json` print), results by its
+//! `values` codec, so the runner compares and never encodes on its own.
+
+use serde_json::{Map, Value};
+use std::collections::{BTreeMap, HashMap};
+use std::io::Write;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::{Path, PathBuf};
+use tdb::{Array, OpenOptions, ReadSpec, ResultLayout, Subarray, TimeWindow};
+use tdb_cli::{error_report, inspect, schema, values};
+use tdb_storage::LocalStorage;
+
+/// What to run.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Case names to run (all when empty).
+    pub only: Vec<String>,
+    /// Skip the queries (compare schemas, metadata and fragments only).
+    pub skip_queries: bool,
+}
+
+/// `cargo xtask conformance`: `Ok(true)` when every case passed.
+pub fn conformance(args: &[String]) -> Result<bool, String> {
+    let mut options = Options::default();
+    let mut dir = None;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--only" => options
+                .only
+                .push(it.next().ok_or("--only needs a case name")?.clone()),
+            "--no-queries" => options.skip_queries = true,
+            s if s.starts_with("--") => return Err(format!("conformance: unknown option {s}")),
+            s if dir.is_none() => dir = Some(PathBuf::from(s)),
+            s => return Err(format!("conformance: one directory only, not also {s:?}")),
+        }
+    }
+    let dir = dir.ok_or("usage: cargo xtask conformance DIR [--only CASE]... [--no-queries]")?;
+    let stdout = std::io::stdout();
+    let (_, failed) = run(&dir, &options, &mut stdout.lock())?;
+    Ok(failed == 0)
+}
+
+/// Runs the cases of `dir`, printing one line per case and the totals to
+/// `out`; returns `(passed, failed)`.
+pub fn run(dir: &Path, options: &Options, out: &mut dyn Write) -> Result<(usize, usize), String> {
+    let mut cases = cases(dir)?;
+    if !options.only.is_empty() {
+        for name in &options.only {
+            if !cases.iter().any(|(n, _)| n == name) {
+                return Err(format!("no case {name:?} under {}", dir.display()));
+            }
+        }
+        cases.retain(|(n, _)| options.only.contains(n));
+    }
+    let (mut passed, mut failed) = (0, 0);
+    let io = |e: std::io::Error| e.to_string();
+    for (name, path) in cases {
+        let outcome =
+            catch_unwind(AssertUnwindSafe(|| check_case(&path, options))).unwrap_or_else(|panic| {
+                let msg = panic
+                    .downcast_ref::<String>()
+                    .cloned()
+                    .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                    .unwrap_or_default();
+                Err(format!("panicked: {msg}"))
+            });
+        match outcome {
+            Ok(()) => {
+                passed += 1;
+                writeln!(out, "PASS {name}").map_err(io)?;
+            }
+            Err(why) => {
+                failed += 1;
+                writeln!(out, "FAIL {name}: {}", one_line(&why)).map_err(io)?;
+            }
+        }
+    }
+    writeln!(out, "{passed} passed, {failed} failed").map_err(io)?;
+    Ok((passed, failed))
+}
+
+fn one_line(s: &str) -> String {
+    s.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join(" / ")
+}
+
+/// `(name, directory)` of every case of `dir`.
+fn cases(dir: &Path) -> Result<Vec<(String, PathBuf)>, String> {
+    if !dir.is_dir() {
+        return Err(format!("{}: not a directory", dir.display()));
+    }
+    let name_of = |p: &Path| {
+        p.strip_prefix(dir)
+            .unwrap_or(p)
+            .to_string_lossy()
+            .replace('\\', "/")
+    };
+    let list = dir.join("cases.json");
+    if !list.exists() {
+        return Ok(tdb_testdata::case_dirs(dir)
+            .into_iter()
+            .map(|p| (name_of(&p), p))
+            .collect());
+    }
+    let text = std::fs::read_to_string(&list).map_err(|e| format!("{}: {e}", list.display()))?;
+    let names: Value =
+        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", list.display()))?;
+    let mut out: Vec<(String, PathBuf)> = names
+        .as_array()
+        .ok_or_else(|| format!("{}: not a list of case names", list.display()))?
+        .iter()
+        .map(|n| {
+            n.as_str()
+                .or_else(|| n["case"].as_str())
+                .or_else(|| n["name"].as_str())
+                .map(|n| (n.to_owned(), dir.join(n)))
+                .ok_or_else(|| format!("{}: {n} is not a case name", list.display()))
+        })
+        .collect::<Result<_, _>>()?;
+    let legacy = dir.join("legacy");
+    if legacy.is_dir() {
+        for p in tdb_testdata::case_dirs(&legacy) {
+            let name = name_of(&p);
+            if !out.iter().any(|(n, _)| *n == name) {
+                out.push((name, p));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Checks one case directory; `Err` holds the first difference.
+pub fn check_case(case: &Path, options: &Options) -> Result<(), String> {
+    let file = case.join("expected.json");
+    let text = std::fs::read_to_string(&file).map_err(|e| format!("expected.json: {e}"))?;
+    let expected: Value = serde_json::from_str(&text).map_err(|e| format!("expected.json: {e}"))?;
+    let key: Option<[u8; 32]> =
+        match expected["encryption"]["key"].as_str() {
+            Some(k) => Some(k.as_bytes().try_into().map_err(|_| {
+                format!("expected.json: encryption key of {} bytes, not 32", k.len())
+            })?),
+            None => None,
+        };
+    if expected["kind"] == "group" {
+        check_group(&case.join("group"), &expected, key.as_ref(), options)
+    } else {
+        check_array(&case.join("array"), "", &expected, key.as_ref(), options)
+    }
+}
+
+fn chain(e: &dyn std::error::Error) -> String {
+    one_line(
+        &error_report(e)
+            .replace("error: ", "")
+            .replace("caused by: ", ""),
+    )
+}
+
+/// The arrays of one directory opened at each window a check asks for.
+struct Opened<'a> {
+    dir: &'a Path,
+    key: Option<&'a [u8; 32]>,
+    arrays: HashMap<(u64, u64), Array>,
+}
+
+impl Opened<'_> {
+    fn at(&mut self, window: TimeWindow) -> Result<&Array, String> {
+        let slot = (window.start, window.end);
+        if !self.arrays.contains_key(&slot) {
+            let mut options = OpenOptions::new();
+            if window != TimeWindow::ALL {
+                options = options.between(window.start, window.end);
+            }
+            if let Some(k) = self.key {
+                options = options.key(k).map_err(|e| chain(&e))?;
+            }
+            let array = Array::open_with(self.dir, options).map_err(|e| {
+                format!("open at [{}, {}]: {}", window.start, window.end, chain(&e))
+            })?;
+            self.arrays.insert(slot, array);
+        }
+        Ok(&self.arrays[&slot])
+    }
+}
+
+/// Checks one array against `e` (a case's `expected.json` or a member
+/// array's entry); `at` prefixes difference paths.
+fn check_array(
+    dir: &Path,
+    at: &str,
+    e: &Value,
+    key: Option<&[u8; 32]>,
+    options: &Options,
+) -> Result<(), String> {
+    let mut opened = Opened {
+        dir,
+        key,
+        arrays: HashMap::new(),
+    };
+    let prefix = |p: &str| format!("{at}{p}");
+    let array = opened.at(TimeWindow::ALL)?;
+    if let Some(expected) = e.get("schema") {
+        let got = schema::snapshot_summary(array.snapshot()).map_err(|e| chain(&e))?;
+        let (expected, got) = (float_tiles_as_null(expected), float_tiles_as_null(&got));
+        diff(&prefix("schema"), &expected, &got)?;
+    }
+    if let Some(expected) = e.get("metadata") {
+        let md = array.metadata().map_err(|e| chain(&e))?;
+        diff(
+            &prefix("metadata"),
+            expected,
+            &json(&inspect::metadata(&md)),
+        )?;
+    }
+    if let Some(expected) = e.get("fragments") {
+        let schemas = &array.snapshot().open.schemas;
+        let got: Vec<Value> = array
+            .fragments()
+            .iter()
+            .map(|f| inspect::fragment_info(schemas, f).map(|i| json(&i)))
+            .collect::<Result<_, _>>()
+            .map_err(|e| chain(&e))?;
+        // Only the fields the format defines (and tdb reports) are compared.
+        let expected: Vec<Value> = match expected.as_array() {
+            Some(list) => list
+                .iter()
+                .zip(got.iter().chain(std::iter::repeat(&Value::Null)))
+                .map(|(x, g)| restrict(x, g))
+                .collect(),
+            None => return Err(format!("{}: not a list", prefix("fragments"))),
+        };
+        diff(
+            &prefix("fragments"),
+            &Value::Array(expected),
+            &Value::Array(got),
+        )?;
+    }
+    if let Some(expected) = e.get("fragments_to_vacuum") {
+        let got = inspect::fragments_to_vacuum(&array.snapshot().open).map_err(|e| chain(&e))?;
+        diff(&prefix("fragments_to_vacuum"), expected, &json(&got))?;
+    }
+    for m in e["metadata_at"].as_array().into_iter().flatten() {
+        let t = m["timestamp"]
+            .as_u64()
+            .ok_or_else(|| format!("{}: timestamp {}", prefix("metadata_at"), m["timestamp"]))?;
+        let md = opened
+            .at(TimeWindow::until(t))?
+            .metadata()
+            .map_err(|e| chain(&e))?;
+        diff(
+            &prefix(&format!("metadata_at[{t}]")),
+            &m["metadata"],
+            &json(&inspect::metadata(&md)),
+        )?;
+    }
+    if !options.skip_queries {
+        for q in e["queries"].as_array().into_iter().flatten() {
+            let name = q["name"].as_str().unwrap_or("?");
+            check_query(&mut opened, q).map_err(|d| format!("{at}query {name}: {d}"))?;
+        }
+    }
+    Ok(())
+}
+
+/// `expected`'s fields restricted to the keys `got` has (an object).
+fn restrict(expected: &Value, got: &Value) -> Value {
+    match got.as_object() {
+        Some(g) => Value::Object(
+            g.keys()
+                .map(|k| (k.clone(), expected.get(k).cloned().unwrap_or(Value::Null)))
+                .collect(),
+        ),
+        None => expected.clone(),
+    }
+}
+
+fn json(v: &impl serde::Serialize) -> Value {
+    serde_json::to_value(v).unwrap_or(Value::Null)
+}
+
+/// TileDB-Py reports a float dimension stored without a tile extent as
+/// `0.0`; `expected.json` may hold either, so both become null
+/// (TILEDB-NOTES.md).
+fn float_tiles_as_null(schema: &Value) -> Value {
+    let mut s = schema.clone();
+    if let Some(dims) = s.get_mut("dims").and_then(Value::as_array_mut) {
+        for d in dims {
+            let float = matches!(d["datatype"].as_str(), Some("FLOAT32" | "FLOAT64"));
+            if float && d["tile"].as_f64() == Some(0.0) {
+                d["tile"] = Value::Null;
+            }
+        }
+    }
+    s
+}
+
+fn check_group(
+    dir: &Path,
+    e: &Value,
+    key: Option<&[u8; 32]>,
+    options: &Options,
+) -> Result<(), String> {
+    let group_at = |sub: &Path, at: &str, expected: &Value| -> Result<(), String> {
+        let report = inspect::inspect(&LocalStorage::new(sub), "", TimeWindow::ALL, key)
+            .map_err(|e| format!("{at}: {}", chain(&e)))?;
+        let got = json(&report.group);
+        for field in ["metadata", "members"] {
+            if let Some(x) = expected.get(field) {
+                let x = if field == "members" {
+                    lowercase_types(x)
+                } else {
+                    x.clone()
+                };
+                diff(&format!("{at}.{field}"), &x, &got[field])?;
+            }
+        }
+        Ok(())
+    };
+    if let Some(g) = e.get("group") {
+        group_at(dir, "group", g)?;
+    }
+    for (path, sub) in by_path(&e["subgroups"])? {
+        group_at(&dir.join(&path), &format!("subgroups[{path}]"), sub)?;
+    }
+    for (path, member) in by_path(&e["member_arrays"])? {
+        check_array(
+            &dir.join(&path),
+            &format!("member_arrays[{path}]."),
+            member,
+            key,
+            options,
+        )?;
+    }
+    Ok(())
+}
+
+/// A member's `type` in any letter case (generators differ).
+fn lowercase_types(members: &Value) -> Value {
+    let mut m = members.clone();
+    for member in m.as_array_mut().into_iter().flatten() {
+        if let Some(t) = member["type"].as_str() {
+            member["type"] = Value::String(t.to_lowercase());
+        }
+    }
+    m
+}
+
+/// `{path: entry}` or `[{path, ...}]` (both shapes of the format).
+fn by_path(v: &Value) -> Result<Vec<(String, &Value)>, String> {
+    match v {
+        Value::Null => Ok(Vec::new()),
+        Value::Object(o) => Ok(o.iter().map(|(k, v)| (k.clone(), v)).collect()),
+        Value::Array(list) => list
+            .iter()
+            .map(|m| {
+                m["path"]
+                    .as_str()
+                    .map(|p| (p.to_owned(), m))
+                    .ok_or_else(|| format!("an entry without a path: {}", short(m)))
+            })
+            .collect(),
+        other => Err(format!("neither an object nor a list: {}", short(other))),
+    }
+}
+
+/// Runs one query and compares its result.
+fn check_query(opened: &mut Opened<'_>, q: &Value) -> Result<(), String> {
+    let window = match &q["timestamp"] {
+        Value::Null => TimeWindow::ALL,
+        Value::Array(t) if t.len() == 2 => match (t[0].as_u64(), t[1].as_u64()) {
+            (Some(a), Some(b)) => TimeWindow::new(a, b),
+            _ => return Err(format!("timestamp {}", q["timestamp"])),
+        },
+        t => TimeWindow::until(t.as_u64().ok_or_else(|| format!("timestamp {t}"))?),
+    };
+    let array = opened.at(window)?;
+    let spec = read_spec(array.schema(), q)?;
+    if let Some(expected) = q.get("result") {
+        let batch = array
+            .read_all(spec)
+            .map_err(|e| format!("read failed: {}", chain(&e)))?;
+        let ordered = q["ordered"].as_bool().unwrap_or(true);
+        compare_result(expected, &values::batch(&batch), ordered)?;
+    }
+    if q.get("aggregates").is_some() {
+        return Err("aggregates not supported yet".to_owned());
+    }
+    Ok(())
+}
+
+/// The read a query entry describes.
+fn read_spec(schema: &tdb::ArraySchema, q: &Value) -> Result<ReadSpec, String> {
+    let names = |k: &str| -> Result<Vec<String>, String> {
+        q[k].as_array()
+            .into_iter()
+            .flatten()
+            .map(|n| n.as_str().map(str::to_owned).ok_or(format!("{k}: {n}")))
+            .collect()
+    };
+    let mut fields = names("dims")?;
+    fields.extend(names("attrs")?);
+    let layout = q["layout"].as_str().unwrap_or("row-major");
+    let layout =
+        ResultLayout::from_name(layout).ok_or_else(|| format!("unknown layout {layout:?}"))?;
+    let mut spec = ReadSpec::new(fields).with_layout(layout);
+    if let Some(per_dim) = q["subarray"].as_array() {
+        let dims = &schema.domain.dimensions;
+        if per_dim.len() != dims.len() {
+            return Err(format!(
+                "subarray: {} entries for {} dimensions",
+                per_dim.len(),
+                dims.len()
+            ));
+        }
+        let mut subarray = Subarray::new(dims.len());
+        for (i, (ranges, d)) in per_dim.iter().zip(dims).enumerate() {
+            for r in ranges.as_array().into_iter().flatten() {
+                let (lo, hi) = match r.as_array().map(Vec::as_slice) {
+                    Some([lo, hi]) => (lo, hi),
+                    _ => return Err(format!("subarray: {} is no [lo, hi]", short(r))),
+                };
+                let range = values::range(d.datatype, d.is_var(), lo, hi)
+                    .map_err(|e| format!("subarray: dimension {}: {e}", d.name))?;
+                subarray.add_range(i, range);
+            }
+        }
+        spec = spec.with_subarray(subarray);
+    }
+    if let Some(c) = q["condition"].as_str() {
+        spec = spec.with_condition(c);
+    }
+    Ok(spec)
+}
+
+/// Compares a query result: cell by cell, or as a multiset of rows.
+fn compare_result(expected: &Value, got: &Value, ordered: bool) -> Result<(), String> {
+    diff(
+        "result.num_cells",
+        &expected["num_cells"],
+        &got["num_cells"],
+    )?;
+    let empty = Map::new();
+    let (xf, gf) = (
+        expected["fields"].as_object().unwrap_or(&empty),
+        got["fields"].as_object().unwrap_or(&empty),
+    );
+    let names = |m: &Map<String, Value>| m.keys().cloned().collect::<Vec<_>>();
+    if names(xf) != names(gf) {
+        return Err(format!(
+            "result.fields: expected {:?}, got {:?}",
+            names(xf),
+            names(gf)
+        ));
+    }
+    for (name, x) in xf {
+        let g = &gf[name];
+        for k in ["datatype", "cell_val_num"] {
+            diff(&format!("result.fields.{name}.{k}"), &x[k], &g[k])?;
+        }
+        if x.get("validity").is_some() != g.get("validity").is_some() {
+            return Err(format!(
+                "result.fields.{name}: validity expected {}, got {}",
+                if x.get("validity").is_some() {
+                    "present"
+                } else {
+                    "absent"
+                },
+                if g.get("validity").is_some() {
+                    "present"
+                } else {
+                    "absent"
+                },
+            ));
+        }
+        if ordered {
+            diff(
+                &format!("result.fields.{name}.data"),
+                &x["data"],
+                &g["data"],
+            )?;
+            if let Some(v) = x.get("validity") {
+                diff(&format!("result.fields.{name}.validity"), v, &g["validity"])?;
+            }
+        }
+    }
+    if ordered {
+        return Ok(());
+    }
+    let (x_rows, g_rows) = (rows(xf)?, rows(gf)?);
+    fn count(rows: &[String]) -> BTreeMap<&str, i64> {
+        let mut m = BTreeMap::new();
+        for r in rows {
+            *m.entry(r.as_str()).or_default() += 1;
+        }
+        m
+    }
+    let (xc, gc) = (count(&x_rows), count(&g_rows));
+    for (row, n) in &xc {
+        let m = gc.get(row).copied().unwrap_or(0);
+        if m != *n {
+            return Err(format!(
+                "result (unordered): row {row} expected {n} times, got {m}"
+            ));
+        }
+    }
+    if let Some((row, m)) = gc.iter().find(|(r, _)| !xc.contains_key(*r)) {
+        return Err(format!(
+            "result (unordered): row {row} not expected, got {m} times"
+        ));
+    }
+    Ok(())
+}
+
+/// One text per cell: `{field: value}` and `{field?: validity}`, in field
+/// name order. serde_json's text keeps `-0.0`, `1` vs `1.0` apart.
+fn rows(fields: &Map<String, Value>) -> Result<Vec<String>, String> {
+    let n = fields
+        .values()
+        .map(|f| f["data"].as_array().map_or(0, Vec::len))
+        .max()
+        .unwrap_or(0);
+    let mut out = Vec::with_capacity(n);
+    for i in 0..n {
+        let mut row = Map::new();
+        for (name, f) in fields {
+            let cell = f["data"]
+                .get(i)
+                .ok_or_else(|| format!("result.fields.{name}.data: fewer than {n} cells"))?;
+            row.insert(name.clone(), cell.clone());
+            if let Some(v) = f.get("validity") {
+                row.insert(format!("{name}?"), v.get(i).cloned().unwrap_or(Value::Null));
+            }
+        }
+        out.push(Value::Object(row).to_string());
+    }
+    Ok(out)
+}
+
+fn short(v: &Value) -> String {
+    let s = v.to_string();
+    if s.chars().count() > 120 {
+        format!("{}…", s.chars().take(120).collect::<String>())
+    } else {
+        s
+    }
+}
+
+/// The first difference between two JSON values, exactly: numbers equal
+/// only as the same integer or the same float bits (`-0.0` is not `0.0`,
+/// `1` is not `1.0`); object keys compared as sets.
+fn diff(path: &str, expected: &Value, got: &Value) -> Result<(), String> {
+    let differ = || {
+        Err(format!(
+            "{path}: expected {}, got {}",
+            short(expected),
+            short(got)
+        ))
+    };
+    match (expected, got) {
+        (Value::Object(x), Value::Object(g)) => {
+            for (k, xv) in x {
+                match g.get(k) {
+                    Some(gv) => diff(&format!("{path}.{k}"), xv, gv)?,
+                    None => return Err(format!("{path}.{k}: missing (expected {})", short(xv))),
+                }
+            }
+            if let Some((k, gv)) = g.iter().find(|(k, _)| !x.contains_key(*k)) {
+                return Err(format!("{path}.{k}: not expected (got {})", short(gv)));
+            }
+            Ok(())
+        }
+        (Value::Array(x), Value::Array(g)) => {
+            for (i, (xv, gv)) in x.iter().zip(g).enumerate() {
+                diff(&format!("{path}[{i}]"), xv, gv)?;
+            }
+            if x.len() != g.len() {
+                return Err(format!(
+                    "{path}: expected {} entries, got {}",
+                    x.len(),
+                    g.len()
+                ));
+            }
+            Ok(())
+        }
+        (Value::Number(x), Value::Number(g)) => {
+            let same = if x.is_f64() || g.is_f64() {
+                x.is_f64()
+                    && g.is_f64()
+                    && x.as_f64().map(f64::to_bits) == g.as_f64().map(f64::to_bits)
+            } else {
+                x.as_i64() == g.as_i64() && x.as_u64() == g.as_u64()
+            };
+            if same {
+                Ok(())
+            } else {
+                differ()
+            }
+        }
+        (x, g) if x == g => Ok(()),
+        _ => differ(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn numbers_compare_exactly() {
+        assert!(diff("v", &json!(0.0), &json!(-0.0)).is_err());
+        assert!(diff("v", &json!(1), &json!(1.0)).is_err());
+        assert!(diff("v", &json!(u64::MAX), &json!(u64::MAX)).is_ok());
+        assert!(diff("v", &json!(-1), &json!(u64::MAX)).is_err());
+        assert!(diff("v", &json!("NaN"), &json!("NaN")).is_ok());
+        let e = diff("r", &json!({"a": [1, 2, 3]}), &json!({"a": [1, 5, 3]})).unwrap_err();
+        assert_eq!(e, "r.a[1]: expected 2, got 5");
+        let e = diff("r", &json!([1]), &json!([1, 2])).unwrap_err();
+        assert_eq!(e, "r: expected 1 entries, got 2");
+    }
+
+    #[test]
+    fn float_tiles_of_zero_are_null() {
+        let s = json!({"dims": [
+            {"datatype": "FLOAT64", "tile": 0.0},
+            {"datatype": "INT32", "tile": 0},
+            {"datatype": "FLOAT32", "tile": 2.5}
+        ]});
+        let n = float_tiles_as_null(&s);
+        assert_eq!(n["dims"][0]["tile"], Value::Null);
+        assert_eq!(n["dims"][1]["tile"], json!(0));
+        assert_eq!(n["dims"][2]["tile"], json!(2.5));
+    }
+
+    fn result(data: Value, validity: Option<Value>) -> Value {
+        let mut f = json!({"datatype": "INT32", "cell_val_num": 1, "data": data});
+        if let Some(v) = validity {
+            f["validity"] = v;
+        }
+        let n = f["data"].as_array().unwrap().len();
+        json!({"num_cells": n, "fields": {"a": f, "d": {"datatype": "INT32", "cell_val_num": 1, "data": [0, 1, 2]}}})
+    }
+
+    #[test]
+    fn unordered_results_compare_as_multisets_of_rows() {
+        let x = result(json!([5, 6, 7]), Some(json!([1, 0, 1])));
+        let mut g = x.clone();
+        g["fields"]["a"]["data"] = json!([7, 6, 5]);
+        g["fields"]["a"]["validity"] = json!([1, 0, 1]);
+        g["fields"]["d"]["data"] = json!([2, 1, 0]);
+        assert!(compare_result(&x, &g, false).is_ok());
+        let e = compare_result(&x, &g, true).unwrap_err();
+        assert_eq!(e, "result.fields.a.data[0]: expected 5, got 7");
+        g["fields"]["a"]["validity"] = json!([0, 0, 1]);
+        let e = compare_result(&x, &g, false).unwrap_err();
+        assert!(e.starts_with("result (unordered): row "), "{e}");
+        let none = result(json!([5, 6, 7]), None);
+        let e = compare_result(&x, &none, true).unwrap_err();
+        assert_eq!(e, "result.fields.a: validity expected present, got absent");
+    }
+
+    #[test]
+    fn member_lists_take_both_shapes() {
+        let list = json!([{"path": "a/b", "schema": 1}]);
+        let object = json!({"a/b": {"schema": 1}});
+        assert_eq!(by_path(&list).unwrap()[0].0, "a/b");
+        assert_eq!(by_path(&object).unwrap()[0].0, "a/b");
+        assert!(by_path(&json!([{"schema": 1}])).is_err());
+    }
+}
