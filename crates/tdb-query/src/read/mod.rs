@@ -175,13 +175,8 @@ impl<'a> Reader<'a> {
             match &self.phase {
                 Phase::Start => {
                     self.build_plans();
-                    let (requests, wanted) = self.section_requests()?;
-                    if requests.is_empty() {
-                        self.after_sections()?;
-                        continue;
-                    }
-                    self.phase = Phase::Sections(wanted);
-                    return Ok(ReadStep::Need(requests));
+                    self.load_deletes()?;
+                    continue;
                 }
                 Phase::Sections(_) | Phase::Deletes(_) | Phase::Tiles(_) => {
                     return match self.pending_requests.take() {
@@ -223,7 +218,7 @@ impl<'a> Reader<'a> {
                         schema,
                     )?;
                 }
-                self.after_sections()
+                self.plan_tiles()
             }
             Phase::Deletes(wanted) => {
                 let schema = self.snapshot.schema();
@@ -354,7 +349,9 @@ impl<'a> Reader<'a> {
         Ok((requests, wanted))
     }
 
-    fn after_sections(&mut self) -> Result<()> {
+    /// Delete commits first: their conditions may read fields the query
+    /// does not, whose sections must then load too.
+    fn load_deletes(&mut self) -> Result<()> {
         // Delete commits apply to sparse arrays.
         let mut wanted = Vec::new();
         let mut requests = Vec::new();
@@ -388,7 +385,6 @@ impl<'a> Reader<'a> {
     }
 
     fn after_deletes(&mut self) -> Result<()> {
-        let schema = self.snapshot.schema();
         // Slots added for delete conditions need their per-fragment layout.
         let encrypted = self.key().is_some();
         for plan in &mut self.plans {
@@ -398,6 +394,17 @@ impl<'a> Reader<'a> {
                     .push(frag_field(plan.frag, plan.schema, f, encrypted));
             }
         }
+        let (requests, wanted) = self.section_requests()?;
+        if requests.is_empty() {
+            return self.plan_tiles();
+        }
+        self.pending_requests = Some(requests);
+        self.phase = Phase::Sections(wanted);
+        Ok(())
+    }
+
+    fn plan_tiles(&mut self) -> Result<()> {
+        let schema = self.snapshot.schema();
         let dense_array = schema.array_type == ArrayType::Dense;
         let grid = if dense_array {
             let coords = plan::dense_coords(schema, &self.ranges)?;

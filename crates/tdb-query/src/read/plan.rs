@@ -234,16 +234,18 @@ pub(crate) fn sparse_cells(
                     }
                 }
             }
-            // Delete commits: cells older than the delete that match it.
+            // Delete commits store the negation of the delete's condition
+            // (TileDB's `deletes_and_updates.cc`): a cell older than the
+            // delete survives only where the stored condition holds.
             for (del_ts, cond) in deletes {
-                let mut hit = vec![true; n];
-                cond.evaluate(&tc, &mut hit)?;
+                let mut keep = vec![true; n];
+                cond.evaluate(&tc, &mut keep)?;
                 for i in 0..n {
                     let cell_ts = ts
                         .as_ref()
                         .and_then(|v| v.get(i).copied())
                         .unwrap_or(frag_ts);
-                    if hit[i] && cell_ts < *del_ts {
+                    if !keep[i] && cell_ts < *del_ts {
                         mask[i] = false;
                     }
                 }
