@@ -133,9 +133,13 @@ pub fn export<S: tdb_fragment::ReadStorage>(
     let io = |e: std::io::Error| CliError::Output(e.to_string());
     match format {
         Format::Csv => {
+            // The header goes out with the first batch, so a read that
+            // fails at once prints nothing on stdout.
+            let mut batches = array.read(spec)?;
+            let first = batches.next().transpose()?;
             write_csv_header(&fields, out).map_err(io)?;
             let mut cells = 0;
-            for batch in array.read(spec)? {
+            for batch in first.map(Ok).into_iter().chain(batches) {
                 let batch = batch?;
                 write_csv_rows(&batch, out).map_err(io)?;
                 cells += batch.num_cells;
