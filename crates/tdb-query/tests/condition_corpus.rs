@@ -246,11 +246,7 @@ fn every_corpus_condition_selects_what_tiledb_selected() {
             } else {
                 // No unconditioned twin: what TileDB returned as matching
                 // must match.
-                if !b
-                    .fields()
-                    .iter()
-                    .all(|f| result["fields"].get(f).is_some())
-                {
+                if !b.fields().iter().all(|f| result["fields"].get(f).is_some()) {
                     continue;
                 }
                 let cols = batch(result);
@@ -259,18 +255,22 @@ fn every_corpus_condition_selects_what_tiledb_selected() {
                 b.evaluate(&cols, &mut mask).unwrap();
                 for (i, m) in mask.iter().enumerate() {
                     let is_fill = dense
-                        && result["fields"].as_object().unwrap().iter().all(|(name, f)| {
-                            let attr = case.expected["schema"]["attrs"]
-                                .as_array()
-                                .unwrap()
-                                .iter()
-                                .find(|a| a["name"] == *name.as_str());
-                            attr.is_none_or(|a| {
-                                f["data"][i] == a["fill"]
-                                    && f.get("validity")
-                                        .is_none_or(|v| v[i] == a["fill_validity"])
-                            })
-                        });
+                        && result["fields"]
+                            .as_object()
+                            .unwrap()
+                            .iter()
+                            .all(|(name, f)| {
+                                let attr = case.expected["schema"]["attrs"]
+                                    .as_array()
+                                    .unwrap()
+                                    .iter()
+                                    .find(|a| a["name"] == *name.as_str());
+                                attr.is_none_or(|a| {
+                                    f["data"][i] == a["fill"]
+                                        && f.get("validity")
+                                            .is_none_or(|v| v[i] == a["fill_validity"])
+                                })
+                            });
                     assert!(*m || is_fill, "{what}: returned cell {i} does not match");
                 }
                 consistent += 1;

@@ -38,10 +38,7 @@ pub(super) enum Test {
     /// A comparison; null cells fail.
     Cmp { kernel: Kernel, value: Vec<u8> },
     /// IN (`inside`) / NOT_IN of the cell's bytes; null cells fail.
-    Member {
-        set: HashSet<Vec<u8>>,
-        inside: bool,
-    },
+    Member { set: HashSet<Vec<u8>>, inside: bool },
 }
 
 impl std::fmt::Debug for Test {

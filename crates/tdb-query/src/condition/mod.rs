@@ -24,8 +24,8 @@ use crate::column::{Columns, VAR_NUM};
 use crate::{QueryError, Result};
 use eval::{Leaf, Node, Test};
 use std::collections::{HashMap, HashSet};
-use tdb_fragment::Condition;
 use tdb_format::{QueryConditionCombinationOp as Comb, QueryConditionOp as Op};
+use tdb_fragment::Condition;
 use tdb_schema::{ArraySchema, Enumeration};
 
 type QResult<T> = Result<T>;
@@ -183,7 +183,10 @@ fn bind(
     let (field, op) = match c {
         Condition::Combination { op, children } => {
             if children.is_empty() {
-                return Err(QueryError::condition("", format!("{} with no operands", op.name())));
+                return Err(QueryError::condition(
+                    "",
+                    format!("{} with no operands", op.name()),
+                ));
             }
             let nodes = children
                 .iter()
@@ -197,13 +200,23 @@ fn bind(
         Condition::Compare { field, op, .. } | Condition::Membership { field, op, .. } => {
             (field, *op)
         }
-        other => return Err(QueryError::condition(describe(other), "unknown condition node")),
+        other => {
+            return Err(QueryError::condition(
+                describe(other),
+                "unknown condition node",
+            ))
+        }
     };
     let show = || describe(c);
     let err = |reason: String| QueryError::condition(show(), reason);
     // The field.
     let (datatype, cvn, nullable, enumeration) = if let Some(a) = schema.attribute(field) {
-        (a.datatype, a.cell_val_num, a.nullable, a.enumeration.as_deref())
+        (
+            a.datatype,
+            a.cell_val_num,
+            a.nullable,
+            a.enumeration.as_deref(),
+        )
     } else if let Some(d) = schema.domain.dimensions.iter().find(|d| &d.name == field) {
         (d.datatype, d.cell_val_num, false, None)
     } else {
@@ -276,9 +289,15 @@ fn bind(
             .map_err(|x| err(format!("enumeration `{}`: {x}", e.name)))?;
         match values.iter().position(|v| *v == label) {
             None => Ok(None),
-            Some(i) => parse::int_bytes(datatype, i as i128).map(Some).map_err(|r| {
-                err(format!("the index of the label in `{}` does not fit `{field}` ({}{r})", e.name, datatype.name()))
-            }),
+            Some(i) => parse::int_bytes(datatype, i as i128)
+                .map(Some)
+                .map_err(|r| {
+                    err(format!(
+                        "the index of the label in `{}` does not fit `{field}` ({}{r})",
+                        e.name,
+                        datatype.name()
+                    ))
+                }),
         }
     };
     match c {

@@ -22,8 +22,8 @@
 use super::{negate, QResult};
 use crate::QueryError;
 use std::collections::HashMap;
-use tdb_fragment::Condition;
 use tdb_format::{Datatype, QueryConditionCombinationOp as Comb, QueryConditionOp as Op};
+use tdb_fragment::Condition;
 use tdb_schema::{ArraySchema, Enumeration, VAR_NUM};
 
 /// Nesting deeper than this is refused (no stack overflow on hostile input).
@@ -126,7 +126,11 @@ fn string_literal(chars: &[char], start: usize, bytes: bool) -> Result<(Vec<u8>,
         let Some(&e) = chars.get(i + 1) else { break };
         i += 2;
         let hex = |i: usize, n: usize| -> Result<u32, String> {
-            let s: String = chars.get(i..i + n).ok_or("truncated escape")?.iter().collect();
+            let s: String = chars
+                .get(i..i + n)
+                .ok_or("truncated escape")?
+                .iter()
+                .collect();
             u32::from_str_radix(&s, 16).map_err(|_| format!("bad escape `\\{e}{s}`"))
         };
         match e {
@@ -161,7 +165,10 @@ fn string_literal(chars: &[char], start: usize, bytes: bool) -> Result<(Vec<u8>,
 
 fn number(chars: &[char], start: usize) -> Result<(Tok, usize), String> {
     let mut i = start;
-    let radix = match (chars.get(i), chars.get(i + 1).map(|c| c.to_ascii_lowercase())) {
+    let radix = match (
+        chars.get(i),
+        chars.get(i + 1).map(|c| c.to_ascii_lowercase()),
+    ) {
         (Some('0'), Some('x')) => 16,
         (Some('0'), Some('o')) => 8,
         (Some('0'), Some('b')) => 2,
@@ -285,9 +292,10 @@ pub(super) fn parse(
     }
     match node {
         Node::Cond(c) => Ok(c),
-        _ => Err(p.err(
-            "a query condition must be made of comparisons such as `a > 5` or `s == 'x'`",
-        )),
+        _ => {
+            Err(p
+                .err("a query condition must be made of comparisons such as `a > 5` or `s == 'x'`"))
+        }
     }
 }
 
@@ -347,6 +355,12 @@ impl Parser<'_> {
     }
 
     fn cond(&self, n: Node, what: &str) -> QResult<Condition> {
+        if matches!(what, "&" | "|") && !matches!(n, Node::Cond(_)) {
+            return Err(self.err(format!(
+                "`{what}` binds tighter than comparisons: parenthesize its operands, \
+                 e.g. `(a > 1) {what} (b < 2)`"
+            )));
+        }
         match n {
             Node::Cond(c) => Ok(c),
             Node::Var(v, _) => Err(self.err(format!(
@@ -438,7 +452,11 @@ impl Parser<'_> {
                 if ops.len() > 1 {
                     return Err(self.err("a membership test cannot be chained"));
                 }
-                let op = if ops[0] == CmpOp::In { Op::In } else { Op::NotIn };
+                let op = if ops[0] == CmpOp::In {
+                    Op::In
+                } else {
+                    Op::NotIn
+                };
                 let rhs = operands.pop().expect("two operands");
                 let lhs = operands.pop().expect("two operands");
                 self.membership(lhs, op, rhs).map(Node::Cond)
@@ -532,13 +550,14 @@ impl Parser<'_> {
                 "True" => Ok(Node::Value(Lit::Bool(true))),
                 "False" => Ok(Node::Value(Lit::Bool(false))),
                 "None" => Ok(Node::Value(Lit::None)),
-                "and" | "or" | "not" | "in" | "is" => Err(self.err(format!(
-                    "`{n}` where a field or value was expected"
-                ))),
+                "and" | "or" | "not" | "in" | "is" => {
+                    Err(self.err(format!("`{n}` where a field or value was expected")))
+                }
                 "attr" | "dim" | "val" if self.eat_op("(") => {
                     let arg = self.unary()?;
-                    self.expect_op(")")
-                        .map_err(|_| self.err(format!("exactly one argument must be given to {n}()")))?;
+                    self.expect_op(")").map_err(|_| {
+                        self.err(format!("exactly one argument must be given to {n}()"))
+                    })?;
                     match (n.as_str(), arg) {
                         ("val", Node::Value(l)) => Ok(Node::Value(l)),
                         ("attr", Node::Value(Lit::Str(s))) => {
@@ -572,7 +591,12 @@ impl Parser<'_> {
     /// Resolves a field and checks `attr()`/`dim()`.
     fn field(&self, name: &str, kind: VarKind) -> QResult<Field<'_>> {
         let attr = self.schema.attribute(name);
-        let dim = self.schema.domain.dimensions.iter().find(|d| d.name == name);
+        let dim = self
+            .schema
+            .domain
+            .dimensions
+            .iter()
+            .find(|d| d.name == name);
         let f = match (attr, dim, kind) {
             (Some(a), _, VarKind::Any | VarKind::Attr) => Field {
                 name: name.to_owned(),
@@ -626,10 +650,7 @@ impl Parser<'_> {
                 )))
             }
             Node::List(_) => {
-                return Err(self.err(format!(
-                    "a list can only follow `in`: `{} in [...]`",
-                    var.0
-                )))
+                return Err(self.err(format!("a list can only follow `in`: `{} in [...]`", var.0)))
             }
             Node::Cond(_) => unreachable!("handled above"),
         };
@@ -677,9 +698,8 @@ impl Parser<'_> {
         let (name, kind) = match lhs {
             Node::Var(v, k) => (v, k),
             _ => {
-                return Err(self.err(
-                    "`in` syntax is `field in ['l', 'i', 's', 't']`, the field on the left",
-                ))
+                return Err(self
+                    .err("`in` syntax is `field in ['l', 'i', 's', 't']`, the field on the left"))
             }
         };
         let Node::List(items) = rhs else {
@@ -728,7 +748,11 @@ impl Parser<'_> {
     fn encode(&self, f: &Field<'_>, lit: &Lit) -> QResult<Vec<u8>> {
         let (datatype, cvn, what) = match f.enumeration {
             Some(e) => match self.enumerations.get(e) {
-                Some(en) => (en.datatype, en.cell_val_num, format!("enumeration `{e}` of `{}`", f.name)),
+                Some(en) => (
+                    en.datatype,
+                    en.cell_val_num,
+                    format!("enumeration `{e}` of `{}`", f.name),
+                ),
                 // Without the enumeration its datatype is unknown: labels
                 // are strings in every enumeration TileDB-Py writes.
                 None => match lit {
@@ -748,9 +772,8 @@ impl Parser<'_> {
                 (f.datatype, f.cell_val_num, format!("`{}`", f.name))
             }
         };
-        encode(datatype, cvn, lit).map_err(|r| {
-            self.err(format!("{what} is {}{r}", datatype.name()))
-        })
+        encode(datatype, cvn, lit)
+            .map_err(|r| self.err(format!("{what} is {}{r}", datatype.name())))
     }
 }
 
@@ -837,7 +860,10 @@ fn combine(op: Comb, l: Condition, r: Condition) -> Condition {
     let mut children = Vec::new();
     for c in [l, r] {
         match c {
-            Condition::Combination { op: o, children: cs } if o == op => children.extend(cs),
+            Condition::Combination {
+                op: o,
+                children: cs,
+            } if o == op => children.extend(cs),
             other => children.push(other),
         }
     }
