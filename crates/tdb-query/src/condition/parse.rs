@@ -355,6 +355,12 @@ impl Parser<'_> {
     }
 
     fn cond(&self, n: Node, what: &str) -> QResult<Condition> {
+        if matches!(what, "&" | "|") && !matches!(n, Node::Cond(_)) {
+            return Err(self.err(format!(
+                "`{what}` binds tighter than comparisons: parenthesize its operands, \
+                 e.g. `(a > 1) {what} (b < 2)`"
+            )));
+        }
         match n {
             Node::Cond(c) => Ok(c),
             Node::Var(v, _) => Err(self.err(format!(
