@@ -842,16 +842,6 @@ mod runs {
 
     /// Needs the reader (`Array::read`), which has not landed yet.
     #[test]
-    #[ignore = "needs the reader"]
-    fn the_corpus_passes() {
-        let (p, f, lines) = run_dir(&tdb_testdata::root(), &Options::default());
-        let failures: Vec<&String> = lines.iter().filter(|l| l.starts_with("FAIL")).collect();
-        assert!(f == 0 && p > 180, "{failures:#?}");
-    }
-
-    /// Needs the reader: a changed cell is reported where it is.
-    #[test]
-    #[ignore = "needs the reader"]
     fn a_changed_cell_is_reported() {
         let dir = one_case("dense_1d_int32", |e| {
             e["queries"][0]["result"]["fields"]["a"]["data"][2] = json!(-99);

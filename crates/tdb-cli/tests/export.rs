@@ -174,7 +174,6 @@ fn expected_query(case: &str, name: &str) -> Value {
 
 /// Needs the reader (`Array::read`), which has not landed yet.
 #[test]
-#[ignore = "needs the reader"]
 fn json_output_is_what_tiledb_read() {
     let dir = array_dir("sparse_string_dim");
     let out = tdb(&["--subarray", "b:d"], &dir);
@@ -189,7 +188,6 @@ fn json_output_is_what_tiledb_read() {
 
 /// Needs the reader (`Array::read`), which has not landed yet.
 #[test]
-#[ignore = "needs the reader"]
 fn csv_output_has_a_header_and_a_row_per_cell() {
     let dir = array_dir("sparse_string_dim");
     let out = tdb(

@@ -122,7 +122,7 @@ impl<'a> Reader<'a> {
         }
         let condition = match &spec.condition {
             Some(expr) => {
-                let c = condition::parse(expr, schema)?;
+                let c = condition::parse_with_enumerations(expr, schema, &snapshot.enumerations)?;
                 let b = BoundCondition::new(&c, schema, &snapshot.enumerations)?;
                 for f in b.fields() {
                     slot(&mut fields, f)?;
