@@ -14,6 +14,7 @@
 //! as TileDB stored them.
 
 use crate::{IndexError, Result};
+use std::cmp::Ordering;
 use tdb_format::Datatype;
 use tdb_schema::{Dimension, Domain, NDRange, Range};
 
@@ -23,6 +24,7 @@ pub struct RangeOps {
     datatype: Datatype,
     var: bool,
     size: usize,
+    cmp: fn(&[u8], &[u8]) -> Ordering,
     overlaps: fn(&Range, &Range) -> bool,
     covered: fn(&Range, &Range) -> bool,
     expand: fn(&Range, &mut Range),
@@ -35,10 +37,11 @@ impl RangeOps {
     /// wider strings, geometries, ANY).
     pub fn new(dim: &Dimension, index: usize) -> Result<Self> {
         use Datatype::*;
-        let ops = |size: usize, o, c, e, r| RangeOps {
+        let ops = |size: usize, cmp, o, c, e, r| RangeOps {
             datatype: dim.datatype,
             var: false,
             size,
+            cmp,
             overlaps: o,
             covered: c,
             expand: e,
@@ -48,6 +51,7 @@ impl RangeOps {
             ($t:ty) => {
                 ops(
                     std::mem::size_of::<$t>(),
+                    cmp_fixed::<$t>,
                     overlaps_fixed::<$t>,
                     covered_fixed::<$t>,
                     expand_fixed::<$t>,
@@ -71,6 +75,7 @@ impl RangeOps {
                 datatype: StringAscii,
                 var: true,
                 size: 0,
+                cmp: |a: &[u8], b: &[u8]| a.cmp(b),
                 overlaps: overlaps_str,
                 covered: covered_str,
                 expand: expand_str,
@@ -89,6 +94,18 @@ impl RangeOps {
     /// The dimension's datatype.
     pub fn datatype(&self) -> Datatype {
         self.datatype
+    }
+
+    /// The order of two single values of the dimension (TileDB's `<` on its
+    /// type; strings byte-lexicographic; NaN equal to everything).
+    pub fn cmp_values(&self, a: &[u8], b: &[u8]) -> Ordering {
+        (self.cmp)(a, b)
+    }
+
+    /// Whether `v` lies in `r` (bounds inclusive).
+    pub fn contains(&self, r: &Range, v: &[u8]) -> bool {
+        let (lo, hi) = r.bounds();
+        self.cmp_values(lo, v) != Ordering::Greater && self.cmp_values(v, hi) != Ordering::Greater
     }
 
     /// Whether `a` and `b` share at least one point (bounds inclusive).
@@ -366,6 +383,12 @@ float_coord!(f32, f64);
 fn bounds<T: Coord>(r: &Range) -> (T, T) {
     let (lo, hi) = r.bounds();
     (T::read(lo), T::read(hi))
+}
+
+fn cmp_fixed<T: Coord>(a: &[u8], b: &[u8]) -> Ordering {
+    T::read(a)
+        .partial_cmp(&T::read(b))
+        .unwrap_or(Ordering::Equal)
 }
 
 fn overlaps_fixed<T: Coord>(a: &Range, b: &Range) -> bool {

@@ -128,13 +128,73 @@ pub fn dense_cell_num(domain: &Domain, nd: &NDRange) -> Option<u64> {
 }
 
 /// One integer dimension's value as `i128` (every dense dimension type
-/// fits), for the cell arithmetic below.
-fn int_value(datatype: Datatype, bytes: &[u8]) -> Option<i128> {
+/// fits), for cell arithmetic. `None` for non-integer types or bad sizes.
+pub fn int_value(datatype: Datatype, bytes: &[u8]) -> Option<i128> {
     match tdb_format::Scalar::decode(datatype, bytes)? {
         tdb_format::Scalar::Int(v) => Some(i128::from(v)),
         tdb_format::Scalar::UInt(v) => Some(i128::from(v)),
         _ => None,
     }
+}
+
+/// A dense dimension's domain low bound and tile extent as integers.
+/// `None` for non-integer dimensions or a missing or non-positive extent.
+pub fn origin_and_extent(dim: &Dimension) -> Option<(i128, i128)> {
+    let lo = int_value(dim.datatype, dim.bounds()?.0)?;
+    let extent = int_value(dim.datatype, dim.tile_extent.as_deref()?)?;
+    (extent > 0).then_some((lo, extent))
+}
+
+/// Where a dense fragment whose non-empty domain is `ned` stores the cell
+/// at `coords`: its tile (numbered in `tile_order` over the tiles `ned`
+/// touches, as the fragment stores them) and its position in the tile's
+/// `cell_order`. The inverse of [`written_cells`]. `None` outside `ned`,
+/// or for domains that are not integer or lack tile extents.
+pub fn cell_position(
+    domain: &Domain,
+    tile_order: tdb_format::Layout,
+    cell_order: tdb_format::Layout,
+    ned: &NDRange,
+    coords: &[i128],
+) -> Option<(u64, u64)> {
+    let dims = &domain.dimensions;
+    let n = dims.len();
+    if ned.len() != n || coords.len() != n {
+        return None;
+    }
+    let (mut tile, mut tile_span) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    let (mut cell, mut extents) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    for ((dim, r), &c) in dims.iter().zip(ned).zip(coords) {
+        let (lo, extent) = origin_and_extent(dim)?;
+        let (nlo, nhi) = r.bounds();
+        let (nlo, nhi) = (int_value(dim.datatype, nlo)?, int_value(dim.datatype, nhi)?);
+        if c < nlo || c > nhi {
+            return None;
+        }
+        let first = (nlo - lo).div_euclid(extent);
+        let t = (c - lo).div_euclid(extent);
+        tile.push(t - first);
+        tile_span.push((nhi - lo).div_euclid(extent) - first + 1);
+        cell.push(c - lo - t * extent);
+        extents.push(extent);
+    }
+    // Position in a grid, the fastest-varying dimension last (row-major)
+    // or first (col-major).
+    let linear = |pos: &[i128], span: &[i128], layout: tdb_format::Layout| -> Option<u64> {
+        let order: Vec<usize> = if layout == tdb_format::Layout::ColMajor {
+            (0..n).rev().collect()
+        } else {
+            (0..n).collect()
+        };
+        let idx = order
+            .into_iter()
+            .fold(0i128, |acc, d| acc * span[d] + pos[d]);
+        u64::try_from(idx).ok()
+    };
+    Some((
+        linear(&tile, &tile_span, tile_order)?,
+        linear(&cell, &extents, cell_order)?,
+    ))
 }
 
 /// The cells of tile `tile` of a dense fragment whose non-empty domain is
@@ -165,11 +225,10 @@ pub fn written_cells(
     // the first tile and number of tiles the non-empty range touches.
     let mut per_dim = Vec::with_capacity(n);
     for (d, r) in dims.iter().zip(ned) {
-        let lo = int_value(d.datatype, d.bounds()?.0)?;
-        let extent = int_value(d.datatype, d.tile_extent.as_deref()?)?;
+        let (lo, extent) = origin_and_extent(d)?;
         let (nlo, nhi) = r.bounds();
         let (nlo, nhi) = (int_value(d.datatype, nlo)?, int_value(d.datatype, nhi)?);
-        if extent <= 0 || nhi < nlo || nlo < lo {
+        if nhi < nlo || nlo < lo {
             return None;
         }
         let first = (nlo - lo) / extent;
@@ -307,5 +366,32 @@ mod tests {
             None,
             "wrong cell count"
         );
+    }
+
+    #[test]
+    fn cell_position_inverts_written_cells() {
+        use tdb_format::Layout::{ColMajor, RowMajor};
+        let d = domain(&[(1, 7, 3), (1, 5, 2)]);
+        let ned = vec![range(2, 6), range(2, 5)];
+        for tile_order in [RowMajor, ColMajor] {
+            for cell_order in [RowMajor, ColMajor] {
+                let mut seen = 0;
+                for r in 2..=6 {
+                    for c in 2..=5 {
+                        let (t, pos) =
+                            cell_position(&d, tile_order, cell_order, &ned, &[r, c]).unwrap();
+                        let written =
+                            written_cells(&d, tile_order, cell_order, &ned, t, 6).unwrap();
+                        assert!(written.contains(&(pos as usize)), "({r}, {c})");
+                        seen += 1;
+                    }
+                }
+                assert_eq!(seen, 20);
+                assert_eq!(
+                    cell_position(&d, tile_order, cell_order, &ned, &[1, 2]),
+                    None
+                );
+            }
+        }
     }
 }

@@ -3,7 +3,7 @@
 //! the buckets are mapped to a position on the curve (Skilling's transpose
 //! algorithm, as TileDB's `Hilbert::coords_to_hilbert`).
 
-use tdb_format::Datatype;
+use tdb_format::{Datatype, Scalar};
 use tdb_schema::Dimension;
 
 /// Bits per dimension for `dim_num` dimensions (63 bits shared).
@@ -36,19 +36,13 @@ pub fn bucket(dim: &Dimension, value: &[u8], bits: u32) -> u64 {
     ((v - lo) / range * max_bucket as f64) as u64
 }
 
+/// A numeric value as `f64`, as TileDB's `(double)` cast of the type.
 fn as_f64(datatype: Datatype, b: &[u8]) -> Option<f64> {
-    use Datatype::*;
-    Some(match datatype {
-        Int8 => i8::from_le_bytes(b.try_into().ok()?) as f64,
-        UInt8 => u8::from_le_bytes(b.try_into().ok()?) as f64,
-        Int16 => i16::from_le_bytes(b.try_into().ok()?) as f64,
-        UInt16 => u16::from_le_bytes(b.try_into().ok()?) as f64,
-        Int32 => i32::from_le_bytes(b.try_into().ok()?) as f64,
-        UInt32 => u32::from_le_bytes(b.try_into().ok()?) as f64,
-        UInt64 => u64::from_le_bytes(b.try_into().ok()?) as f64,
-        Float32 => f32::from_le_bytes(b.try_into().ok()?) as f64,
-        Float64 => f64::from_le_bytes(b.try_into().ok()?),
-        _ => i64::from_le_bytes(b.try_into().ok()?) as f64,
+    Some(match Scalar::decode(datatype, b)? {
+        Scalar::Int(v) => v as f64,
+        Scalar::UInt(v) => v as f64,
+        Scalar::Float(v) => v,
+        Scalar::Bool(v) => f64::from(u8::from(v)),
     })
 }
 

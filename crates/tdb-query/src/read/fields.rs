@@ -6,7 +6,7 @@ use crate::column::VAR_NUM;
 use crate::{QueryError, Result};
 use tdb_format::{DataField, DataPart, Datatype};
 use tdb_fragment::fragment_metadata::Field;
-use tdb_fragment::LoadedFragment;
+use tdb_fragment::Footer;
 use tdb_schema::{ArraySchema, PartFilters};
 
 /// A dimension or attribute of the array schema.
@@ -95,16 +95,15 @@ pub(crate) struct FragField {
     pub parts: Vec<(DataPart, PartFilters)>,
 }
 
-/// How `field` is stored in `frag` (written with `schema`), or `None` when
+/// How `field` is stored in the fragment of `footer` (written with `schema`), or `None` when
 /// the fragment has no data for it (dense fragments store no coordinates;
 /// attributes added later).
 pub(crate) fn frag_field(
-    frag: &LoadedFragment,
+    footer: &Footer,
     schema: &ArraySchema,
     field: &FieldInfo,
     encrypted: bool,
 ) -> Option<FragField> {
-    let footer = &frag.metadata.footer;
     let (ffield, zipped) = match field.kind {
         Kind::Dim(_) if footer.dense => return None,
         Kind::Dim(_) => {
@@ -127,21 +126,20 @@ pub(crate) fn frag_field(
             (Field::Attribute(a), None)
         }
     };
-    special_field(frag, schema, ffield, encrypted).map(|mut f| {
+    special_field(footer, schema, ffield, encrypted).map(|mut f| {
         f.zipped = zipped;
         f
     })
 }
 
 /// How one of the footer's fields (including timestamps and delete
-/// metadata) is stored in `frag`.
+/// metadata) is stored in its fragment.
 pub(crate) fn special_field(
-    frag: &LoadedFragment,
+    footer: &Footer,
     schema: &ArraySchema,
     ffield: Field,
     encrypted: bool,
 ) -> Option<FragField> {
-    let footer = &frag.metadata.footer;
     let index = footer.field_index(ffield)?;
     let data_field = footer.data_field(ffield, schema)?;
     let mut parts = Vec::new();

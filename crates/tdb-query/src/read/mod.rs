@@ -1,31 +1,27 @@
 //! The read state machine and its synchronous driver.
 //!
-//! Phases: load the fragment-metadata sections the read needs (one batch),
-//! the delete commits' conditions (one batch), the candidate tiles of every
-//! field (one batch), then compute which cells, in which order, from which
+//! Phases: the delete commits' conditions (one batch; they may read fields
+//! the query does not), the fragment-metadata sections the read needs (one
+//! batch), the candidate tiles of every field (one batch), then compute which cells, in which order, from which
 //! fragment, and hand them out in batches the budget bounds.
 
 mod fields;
 mod plan;
 mod tiles;
-mod values;
 
 use crate::batch::{Batch, FieldBuffer};
 use crate::condition::{self, BoundCondition};
 use crate::{QueryError, ReadSpec, Result, ResultLayout, Snapshot};
 use fields::{frag_field, special_field, FieldInfo, FragField, Kind};
-use plan::{CellRef, DimRanges, FragPlan};
+use plan::{CellRef, FragPlan, DELETE_TS_SLOT, TIMESTAMPS_SLOT};
 use std::collections::HashMap;
 use tdb_format::{ArrayType, DataPart, FormatVersion};
 use tdb_fragment::fragment_metadata::{Field, Section};
 use tdb_fragment::{CommitLocation, DeleteCommit, ReadStorage};
+use tdb_index::dense::{cell_position, int_value};
+use tdb_index::DomainOps;
 use tdb_storage::{join, ByteRange, RangeRead, RangeRequest};
 use tiles::{TileFetch, TileMap};
-
-/// Field slots for a fragment's timestamps and delete timestamps (beyond
-/// any real field slot).
-const TIMESTAMPS_SLOT: usize = usize::MAX - 1;
-const DELETE_TS_SLOT: usize = usize::MAX - 2;
 
 /// What the reader wants next.
 #[derive(Debug)]
@@ -43,8 +39,9 @@ type SectionWants = Vec<(usize, Section)>;
 
 enum Phase {
     Start,
-    Sections(Vec<(usize, Section)>),
-    Deletes(Vec<(u64, String, u64)>),
+    Sections(SectionWants),
+    /// Each delete commit's timestamp and file.
+    Deletes(Vec<(u64, String)>),
     Tiles(Vec<TileFetch>),
     Emit,
     Done,
@@ -61,10 +58,10 @@ pub struct Reader<'a> {
     requested: Vec<usize>,
     condition: Option<BoundCondition>,
     deletes: Vec<(u64, BoundCondition)>,
-    ranges: DimRanges,
+    /// Range operations of each dimension.
+    ops: DomainOps,
+    /// One per visible fragment, in the snapshot's order.
     plans: Vec<FragPlan<'a>>,
-    /// Fragment indexes of `plans` into the snapshot's fragments.
-    sections_loaded: Vec<tdb_fragment::FragmentMetadata>,
     tiles: TileMap,
     /// Result cells in order, with the dense coordinates when dense.
     cells: Vec<CellRef>,
@@ -100,14 +97,23 @@ impl<'a> Reader<'a> {
                 reason: format!("the array has {dims} dimensions"),
             });
         }
-        let ranges = plan::dim_ranges(&spec.subarray, dims);
+        let ops = DomainOps::new(&schema.domain)?;
+        for (d, o) in ops.dims().iter().enumerate() {
+            for (k, r) in spec.subarray.ranges(d).iter().enumerate() {
+                o.check(r, || format!("range {k}"))
+                    .map_err(|e| QueryError::Subarray {
+                        dim: schema.domain.dimensions[d].name.clone(),
+                        reason: e.to_string(),
+                    })?;
+            }
+        }
         let sparse = schema.array_type == ArrayType::Sparse;
         if sparse {
             for d in &schema.domain.dimensions {
                 slot(&mut fields, &d.name)?;
             }
         } else {
-            plan::dense_coords(schema, &ranges)?;
+            plan::dense_coords(schema, &spec.subarray)?;
             if spec.layout == ResultLayout::Unordered {
                 return Err(QueryError::invalid(
                     "dense arrays have no unordered layout: read row-major, col-major or global order",
@@ -131,17 +137,6 @@ impl<'a> Reader<'a> {
             }
             None => None,
         };
-        for (i, d) in schema.domain.dimensions.iter().enumerate() {
-            for (lo, hi) in ranges[i].iter().flatten() {
-                let size = d.datatype.size() as usize;
-                if !d.is_var() && (lo.len() != size || hi.len() != size) {
-                    return Err(QueryError::Subarray {
-                        dim: d.name.clone(),
-                        reason: format!("bounds must be one {} each", d.datatype.name()),
-                    });
-                }
-            }
-        }
         Ok(Reader {
             snapshot,
             spec,
@@ -149,9 +144,8 @@ impl<'a> Reader<'a> {
             requested,
             condition,
             deletes: Vec::new(),
-            ranges,
+            ops,
             plans: Vec::new(),
-            sections_loaded: Vec::new(),
             tiles: HashMap::new(),
             cells: Vec::new(),
             dense_coords: Vec::new(),
@@ -174,7 +168,6 @@ impl<'a> Reader<'a> {
         loop {
             match &self.phase {
                 Phase::Start => {
-                    self.build_plans();
                     self.load_deletes()?;
                     continue;
                 }
@@ -202,34 +195,32 @@ impl<'a> Reader<'a> {
     pub fn push(&mut self, reads: Vec<Option<RangeRead>>) -> Result<()> {
         match std::mem::replace(&mut self.phase, Phase::Done) {
             Phase::Sections(wanted) => {
-                let schema_of = |i: usize| self.plans[i].schema;
                 for ((i, section), read) in wanted.into_iter().zip(reads) {
                     let bytes = read.ok_or_else(|| {
                         QueryError::from(tdb_fragment::FragmentError::missing(
-                            &self.plans[i].frag.file.path,
+                            &self.plans[i].file.path,
                             "fragment metadata",
                         ))
                     })?;
-                    let schema = schema_of(i);
-                    self.sections_loaded[i].load_section(
+                    let plan = &mut self.plans[i];
+                    plan.meta.load_section(
                         section,
                         &bytes.bytes,
                         self.snapshot.open.key(),
-                        schema,
+                        plan.schema,
                     )?;
                 }
                 self.plan_tiles()
             }
             Phase::Deletes(wanted) => {
                 let schema = self.snapshot.schema();
-                for ((ts, file, offset), read) in wanted.into_iter().zip(reads) {
+                for ((ts, file), read) in wanted.into_iter().zip(reads) {
                     let read = read.ok_or_else(|| {
                         QueryError::from(tdb_fragment::FragmentError::missing(
                             &file,
                             "delete commit",
                         ))
                     })?;
-                    let _ = offset;
                     let commit = DeleteCommit::parse(&file, &read.bytes, self.key())?;
                     let bound = BoundCondition::new(
                         &commit.condition,
@@ -267,27 +258,27 @@ impl<'a> Reader<'a> {
                 .schemas
                 .by_name(&frag.metadata.footer.array_schema_name)
                 .map_or(snapshot.schema(), |e| &e.schema);
+            let footer = &frag.metadata.footer;
             let fields = self
                 .fields
                 .iter()
-                .map(|f| frag_field(frag, schema, f, encrypted))
+                .map(|f| frag_field(footer, schema, f, encrypted))
                 .collect();
-            let footer = &frag.metadata.footer;
             self.plans.push(FragPlan {
-                frag,
+                file: &frag.file,
+                meta: frag.metadata.clone(),
                 schema,
                 fields,
                 timestamps: footer
                     .has_timestamps
-                    .then(|| special_field(frag, schema, Field::Timestamps, encrypted))
+                    .then(|| special_field(footer, schema, Field::Timestamps, encrypted))
                     .flatten(),
                 delete_timestamps: footer
                     .has_delete_meta
-                    .then(|| special_field(frag, schema, Field::DeleteTimestamps, encrypted))
+                    .then(|| special_field(footer, schema, Field::DeleteTimestamps, encrypted))
                     .flatten(),
                 tiles: Vec::new(),
             });
-            self.sections_loaded.push(frag.metadata.clone());
         }
     }
 
@@ -311,7 +302,7 @@ impl<'a> Reader<'a> {
         let mut requests = Vec::new();
         let mut wanted = Vec::new();
         for (i, plan) in self.plans.iter().enumerate() {
-            let meta = &self.sections_loaded[i];
+            let meta = &plan.meta;
             let footer = &meta.footer;
             let mut sections = Vec::new();
             if !footer.dense && meta.legacy_mbrs().is_none() {
@@ -329,9 +320,9 @@ impl<'a> Reader<'a> {
                     }
                 }
             }
-            let name = plan.frag.file.file_name().to_owned();
+            let name = plan.file.file_name().to_owned();
             let file = join(
-                &join(self.dir(), &plan.frag.file.path),
+                &join(self.dir(), &plan.file.path),
                 tdb_format::names::FRAGMENT_METADATA_FILE,
             );
             for s in sections {
@@ -373,7 +364,7 @@ impl<'a> Reader<'a> {
                     }
                 };
                 requests.push(RangeRequest::new(join(self.dir(), &path), range));
-                wanted.push((c.timestamp(), c.marker.clone(), 0));
+                wanted.push((c.timestamp(), c.marker.clone()));
             }
         }
         if requests.is_empty() {
@@ -385,15 +376,8 @@ impl<'a> Reader<'a> {
     }
 
     fn after_deletes(&mut self) -> Result<()> {
-        // Slots added for delete conditions need their per-fragment layout.
-        let encrypted = self.key().is_some();
-        for plan in &mut self.plans {
-            while plan.fields.len() < self.fields.len() {
-                let f = &self.fields[plan.fields.len()];
-                plan.fields
-                    .push(frag_field(plan.frag, plan.schema, f, encrypted));
-            }
-        }
+        // Every field the read touches is known now.
+        self.build_plans();
         let (requests, wanted) = self.section_requests()?;
         if requests.is_empty() {
             return self.plan_tiles();
@@ -407,60 +391,89 @@ impl<'a> Reader<'a> {
         let schema = self.snapshot.schema();
         let dense_array = schema.array_type == ArrayType::Dense;
         let grid = if dense_array {
-            let coords = plan::dense_coords(schema, &self.ranges)?;
+            let coords = plan::dense_coords(schema, &self.spec.subarray)?;
             plan::dense_grid(schema, &coords, self.spec.layout)?
         } else {
             Vec::new()
         };
-        let mut fetches = Vec::new();
-        for i in 0..self.plans.len() {
-            let meta = &self.sections_loaded[i];
-            let plan = &self.plans[i];
-            let tiles: Vec<u64> = if meta.footer.dense {
-                let mut set: Vec<u64> = grid
+        // Dense arrays: each result cell from the newest dense fragment
+        // whose non-empty domain holds it (sparse fragments overlay these
+        // once their coordinates are read); only those tiles are fetched.
+        self.cells = grid
+            .iter()
+            .map(|c| {
+                self.plans
                     .iter()
-                    .filter_map(|c| plan::dense_position(schema, plan, c).map(|(t, _)| t))
+                    .enumerate()
+                    .rev()
+                    .filter(|(_, p)| p.meta.footer.dense)
+                    .find_map(|(i, p)| {
+                        let ned = p.meta.footer.non_empty_domain.as_ref()?;
+                        let (order_t, order_c) = (schema.tile_order, schema.cell_order);
+                        let (tile, cell) =
+                            cell_position(&p.schema.domain, order_t, order_c, ned, c)?;
+                        Some(CellRef {
+                            frag: i as u32,
+                            cell: u32::try_from(cell).ok()?,
+                            tile,
+                        })
+                    })
+                    .unwrap_or(CellRef::FILL)
+            })
+            .collect();
+        let mut fetches = Vec::new();
+        for (i, plan) in self.plans.iter_mut().enumerate() {
+            let meta = &plan.meta;
+            let tiles: Vec<u64> = if meta.footer.dense {
+                let mut set: Vec<u64> = self
+                    .cells
+                    .iter()
+                    .filter(|r| r.frag as usize == i)
+                    .map(|r| r.tile)
                     .collect();
                 set.sort_unstable();
                 set.dedup();
                 set
             } else {
-                let leaves: Vec<tdb_schema::NDRange> = match meta.legacy_mbrs() {
-                    Some(m) => m.to_vec(),
-                    None => match meta.section(Section::RTree) {
-                        Some(tdb_fragment::SectionData::RTree(bytes)) => {
-                            let version = FormatVersion::new(meta.footer.version).map_err(|e| {
-                                QueryError::invalid(format!(
-                                    "fragment {}: {e}",
-                                    plan.frag.file.path
-                                ))
-                            })?;
-                            tdb_index::RTree::parse(bytes, &plan.schema.domain, version)?
-                                .leaves()
-                                .to_vec()
-                        }
-                        _ => Vec::new(),
-                    },
+                let rtree = match (meta.legacy_mbrs(), meta.section(Section::RTree)) {
+                    (None, Some(tdb_fragment::SectionData::RTree(bytes))) => {
+                        let version = FormatVersion::new(meta.footer.version).map_err(|e| {
+                            QueryError::invalid(format!("fragment {}: {e}", plan.file.path))
+                        })?;
+                        Some(tdb_index::RTree::parse(
+                            bytes,
+                            &plan.schema.domain,
+                            version,
+                        )?)
+                    }
+                    _ => None,
+                };
+                let leaves = match (meta.legacy_mbrs(), &rtree) {
+                    (Some(m), _) => m,
+                    (None, Some(t)) => t.leaves(),
+                    (None, None) => &[],
                 };
                 leaves
                     .iter()
                     .enumerate()
-                    .filter(|(_, mbr)| plan::mbr_overlaps(plan.schema, mbr, &self.ranges))
+                    .filter(|(_, mbr)| {
+                        plan::mbr_overlaps(self.ops.dims(), mbr, &self.spec.subarray)
+                    })
                     .map(|(t, _)| t as u64)
                     .collect()
             };
             for (slot, ff) in Self::frag_fields(plan) {
                 for &t in &tiles {
                     fetches.push(tiles::plan_tile(
-                        self.dir(),
-                        &plan.frag.file.path,
+                        self.snapshot.open.dir.as_str(),
+                        &plan.file.path,
                         meta,
                         ff,
                         (i, slot, t),
                     )?);
                 }
             }
-            self.plans[i].tiles = tiles;
+            plan.tiles = tiles;
         }
         self.dense_coords = grid;
         if fetches.is_empty() {
@@ -516,7 +529,8 @@ impl<'a> Reader<'a> {
                 &self.plans,
                 &self.fields,
                 &self.tiles,
-                &self.ranges,
+                self.ops.dims(),
+                &self.spec.subarray,
                 (window.start, window.end),
                 &self.deletes,
                 self.condition.as_ref(),
@@ -531,7 +545,7 @@ impl<'a> Reader<'a> {
             .collect();
         let mut sparse_maps: Vec<Option<HashMap<Vec<i128>, CellRef>>> = Vec::new();
         for (i, plan) in self.plans.iter().enumerate() {
-            if plan.frag.metadata.footer.dense {
+            if plan.meta.footer.dense {
                 sparse_maps.push(None);
                 continue;
             }
@@ -545,7 +559,7 @@ impl<'a> Reader<'a> {
                         let dt = schema.domain.dimensions[d].datatype;
                         let v = slot
                             .and_then(|s| self.tiles.get(&(i, s, t)))
-                            .and_then(|tile| values::int_value(dt, tile.column(dt, 1).cell(c)));
+                            .and_then(|tile| int_value(dt, tile.column(dt, 1).cell(c)));
                         coords.push(v.unwrap_or(i128::MIN));
                     }
                     map.insert(
@@ -560,32 +574,18 @@ impl<'a> Reader<'a> {
             }
             sparse_maps.push(Some(map));
         }
-        let mut cells = Vec::with_capacity(self.dense_coords.len());
-        for c in &self.dense_coords {
-            // Sparse fragments of a dense array win over every dense
-            // fragment whatever their timestamps (TileDB 2.30 reads them
-            // so: `legacy/2.3.3/dense_with_sparse_fragments`); among each
-            // kind the newest wins.
-            let sparse_hit = (0..self.plans.len())
+        // Sparse fragments of a dense array win over every dense fragment
+        // whatever their timestamps (TileDB 2.30 reads them so:
+        // `legacy/2.3.3/dense_with_sparse_fragments`); the newest wins.
+        for (k, c) in self.dense_coords.iter().enumerate() {
+            let hit = sparse_maps
+                .iter()
                 .rev()
-                .find_map(|i| sparse_maps[i].as_ref().and_then(|m| m.get(c).copied()));
-            let found = sparse_hit
-                .or_else(|| {
-                    self.plans.iter().enumerate().rev().find_map(|(i, plan)| {
-                        if sparse_maps[i].is_some() {
-                            return None;
-                        }
-                        plan::dense_position(schema, plan, c).map(|(tile, cell)| CellRef {
-                            frag: i as u32,
-                            cell,
-                            tile,
-                        })
-                    })
-                })
-                .unwrap_or(CellRef::FILL);
-            cells.push(found);
+                .find_map(|m| m.as_ref().and_then(|m| m.get(c).copied()));
+            if let Some(h) = hit {
+                self.cells[k] = h;
+            }
         }
-        self.cells = cells;
         Ok(())
     }
 
@@ -684,7 +684,9 @@ impl<'a> Reader<'a> {
             let r = self.cells[idx];
             let kept = keep.is_none_or(|m| m[k]);
             if let Some(d) = dense_dim {
-                values::int_bytes(f.datatype, self.dense_coords[idx][d], &mut out.data);
+                let size = f.datatype.size() as usize;
+                let v = self.dense_coords[idx][d].to_le_bytes();
+                out.data.extend_from_slice(&v[..size]);
                 continue;
             }
             let tile = (!r.is_fill() && kept)

@@ -3,14 +3,15 @@
 
 use super::fields::{FieldInfo, FragField, Kind};
 use super::tiles::{DecodedTile, TileMap};
-use super::values::{float_value, int_value, value_cmp};
 use crate::column::{Column, Columns};
 use crate::condition::BoundCondition;
-use crate::{QueryError, Result, ResultLayout};
+use crate::{QueryError, Result, ResultLayout, Subarray};
 use std::cmp::Ordering;
 use std::collections::HashMap;
 use tdb_format::Layout;
-use tdb_fragment::LoadedFragment;
+use tdb_fragment::{FragmentMetadata, TimestampedFile};
+use tdb_index::dense::{int_value, origin_and_extent};
+use tdb_index::RangeOps;
 use tdb_schema::{ArraySchema, Range};
 
 /// Where a result cell comes from: a cell of a decoded tile, or fill.
@@ -33,9 +34,11 @@ impl CellRef {
     }
 }
 
-/// Per fragment: its schema and how each field slot is stored there.
+/// Per fragment: its metadata (sections load into it), its schema and how
+/// each field slot is stored there.
 pub(crate) struct FragPlan<'a> {
-    pub frag: &'a LoadedFragment,
+    pub file: &'a TimestampedFile,
+    pub meta: FragmentMetadata,
     pub schema: &'a ArraySchema,
     /// By field slot (the reader's `fields` index).
     pub fields: Vec<Option<FragField>>,
@@ -48,7 +51,7 @@ pub(crate) struct FragPlan<'a> {
 impl FragPlan<'_> {
     /// Cells tile `t` holds.
     pub fn cells(&self, t: u64, tile_num: u64) -> u64 {
-        let f = &self.frag.metadata.footer;
+        let f = &self.meta.footer;
         if f.dense {
             tdb_index::dense::cell_num_per_tile(&self.schema.domain).unwrap_or(0)
         } else if t + 1 == tile_num {
@@ -59,7 +62,7 @@ impl FragPlan<'_> {
     }
 
     pub fn tile_num(&self) -> u64 {
-        let f = &self.frag.metadata.footer;
+        let f = &self.meta.footer;
         if f.dense {
             f.tile_num(self.schema).unwrap_or(0)
         } else {
@@ -103,42 +106,48 @@ pub(crate) fn fill_tile(field: &FieldInfo, n: usize) -> DecodedTile {
     t
 }
 
-/// Per dimension, the subarray's ranges as (lo, hi) byte slices; `None`:
-/// the whole dimension.
-pub(crate) type DimRanges = Vec<Option<Vec<(Vec<u8>, Vec<u8>)>>>;
+/// Whether a leaf MBR may hold cells of the subarray.
+pub(crate) fn mbr_overlaps(ops: &[RangeOps], mbr: &[Range], subarray: &Subarray) -> bool {
+    ops.iter().zip(mbr).enumerate().all(|(d, (o, m))| {
+        let r = subarray.ranges(d);
+        r.is_empty() || r.iter().any(|r| o.overlaps(r, m))
+    })
+}
 
-pub(crate) fn dim_ranges(subarray: &crate::Subarray, dims: usize) -> DimRanges {
-    (0..dims)
-        .map(|d| {
-            let r = subarray.ranges(d);
-            (!r.is_empty()).then(|| {
-                r.iter()
-                    .map(|r| {
-                        let (lo, hi) = r.bounds();
-                        (lo.to_vec(), hi.to_vec())
-                    })
-                    .collect()
-            })
-        })
+/// Slots for a fragment's per-cell timestamps and delete timestamps, beyond
+/// any field's slot.
+pub(crate) const TIMESTAMPS_SLOT: usize = usize::MAX - 1;
+pub(crate) const DELETE_TS_SLOT: usize = usize::MAX - 2;
+
+/// Fill tiles of `n` cells for the fields `plan`'s fragment lacks.
+fn fills_for(plan: &FragPlan<'_>, fields: &[FieldInfo], n: usize) -> Vec<Option<DecodedTile>> {
+    fields
+        .iter()
+        .enumerate()
+        .map(|(s, f)| plan.fields[s].is_none().then(|| fill_tile(f, n)))
         .collect()
 }
 
-/// Whether a leaf MBR may hold cells of the subarray.
-pub(crate) fn mbr_overlaps(schema: &ArraySchema, mbr: &[Range], ranges: &DimRanges) -> bool {
-    schema
-        .domain
-        .dimensions
-        .iter()
-        .zip(mbr)
-        .zip(ranges)
-        .all(|((dim, m), r)| {
-            let Some(r) = r else { return true };
-            let cmp = value_cmp(dim.datatype);
-            let (mlo, mhi) = m.bounds();
-            r.iter().any(|(lo, hi)| {
-                cmp(lo, mhi) != Ordering::Greater && cmp(mlo, hi) != Ordering::Greater
-            })
-        })
+/// The columns of tile `t` of fragment `fi`: its decoded tiles, or `fills`
+/// for the fields it lacks.
+fn tile_columns<'a>(
+    fields: &'a [FieldInfo],
+    fills: &'a [Option<DecodedTile>],
+    tiles: &'a TileMap,
+    fi: usize,
+    t: u64,
+    n: usize,
+) -> TileColumns<'a> {
+    let mut cols = HashMap::new();
+    for (s, f) in fields.iter().enumerate() {
+        let tile = match (&fills[s], tiles.get(&(fi, s, t))) {
+            (Some(fill), _) => fill,
+            (None, Some(tile)) => tile,
+            (None, None) => continue,
+        };
+        cols.insert(f.name.as_str(), tile.column(f.datatype, f.cell_val_num));
+    }
+    TileColumns { cols, n }
 }
 
 /// The sparse result: cells of candidate tiles inside the subarray and the
@@ -150,7 +159,8 @@ pub(crate) fn sparse_cells(
     plans: &[FragPlan<'_>],
     fields: &[FieldInfo],
     tiles: &TileMap,
-    ranges: &DimRanges,
+    ops: &[RangeOps],
+    subarray: &Subarray,
     window: (u64, u64),
     deletes: &[(u64, BoundCondition)],
     condition: Option<&BoundCondition>,
@@ -165,53 +175,36 @@ pub(crate) fn sparse_cells(
                 .ok_or_else(|| QueryError::invalid("coordinates not read"))
         })
         .collect::<Result<_>>()?;
-    let cmps: Vec<_> = dims.iter().map(|d| value_cmp(d.datatype)).collect();
     let mut refs: Vec<CellRef> = Vec::new();
     let mut stamps: Vec<u64> = Vec::new();
     for (fi, plan) in plans.iter().enumerate() {
         let tile_num = plan.tile_num();
-        let frag_ts = plan.frag.file.name.t1;
+        let frag_ts = plan.file.name.t1;
         for &t in &plan.tiles {
             let n = plan.cells(t, tile_num) as usize;
-            let fills: Vec<Option<DecodedTile>> = fields
-                .iter()
-                .enumerate()
-                .map(|(s, f)| {
-                    (!tiles.contains_key(&(fi, s, t)) && plan.fields[s].is_none())
-                        .then(|| fill_tile(f, n))
-                })
-                .collect();
-            let mut cols = HashMap::new();
-            for (s, f) in fields.iter().enumerate() {
-                let tile = match (&fills[s], tiles.get(&(fi, s, t))) {
-                    (Some(fill), _) => fill,
-                    (None, Some(tile)) => tile,
-                    (None, None) => continue,
-                };
-                cols.insert(f.name.as_str(), tile.column(f.datatype, f.cell_val_num));
-            }
-            let tc = TileColumns { cols, n };
+            let fills = fills_for(plan, fields, n);
+            let tc = tile_columns(fields, &fills, tiles, fi, t, n);
             let mut mask = vec![true; n];
             // Subarray.
-            for (d, r) in ranges.iter().enumerate() {
-                let Some(r) = r else { continue };
+            for (d, o) in ops.iter().enumerate() {
+                let r = subarray.ranges(d);
+                if r.is_empty() {
+                    continue;
+                }
                 let Some(col) = tc.column(&fields[dim_slots[d]].name) else {
                     continue;
                 };
-                let cmp = cmps[d];
                 for (i, m) in mask.iter_mut().enumerate() {
                     if *m {
                         let v = col.cell(i);
-                        *m = r.iter().any(|(lo, hi)| {
-                            cmp(lo, v) != Ordering::Greater && cmp(v, hi) != Ordering::Greater
-                        });
+                        *m = r.iter().any(|r| o.contains(r, v));
                     }
                 }
             }
             // Per-cell timestamps.
             let ts: Option<Vec<u64>> = plan.timestamps.as_ref().and_then(|_| {
                 tiles
-                    .get(&(fi, usize::MAX - 1, t))
+                    .get(&(fi, TIMESTAMPS_SLOT, t))
                     .map(|tile| tdb_format::le::u64_values(&tile.fixed).collect())
             });
             if let Some(ts) = &ts {
@@ -224,7 +217,7 @@ pub(crate) fn sparse_cells(
             }
             // Consolidated delete metadata.
             if plan.delete_timestamps.is_some() {
-                if let Some(tile) = tiles.get(&(fi, usize::MAX - 2, t)) {
+                if let Some(tile) = tiles.get(&(fi, DELETE_TS_SLOT, t)) {
                     for (i, d) in tdb_format::le::u64_values(&tile.fixed).enumerate() {
                         if d <= window.1 {
                             if let Some(m) = mask.get_mut(i) {
@@ -284,7 +277,7 @@ pub(crate) fn sparse_cells(
         let n = dims.len();
         for k in 0..n {
             let d = if col_major { n - 1 - k } else { k };
-            let o = cmps[d](coord(a, d), coord(b, d));
+            let o = ops[d].cmp_values(coord(a, d), coord(b, d));
             if o != Ordering::Equal {
                 return o;
             }
@@ -337,32 +330,15 @@ pub(crate) fn sparse_cells(
             } else {
                 let col_tiles = schema.tile_order == Layout::ColMajor;
                 let col_cells = schema.cell_order == Layout::ColMajor;
-                let tile_of = |r: &CellRef, d: usize| -> Option<f64> {
-                    let dim = &dims[d];
-                    let ext = dim.tile_extent.as_deref()?;
-                    let (lo, _) = dim.bounds()?;
-                    let v = coord(r, d);
-                    if let (Some(v), Some(lo), Some(e)) = (
-                        int_value(dim.datatype, v),
-                        int_value(dim.datatype, lo),
-                        int_value(dim.datatype, ext),
-                    ) {
-                        return (e != 0).then(|| ((v - lo).div_euclid(e)) as f64);
-                    }
-                    let (v, lo, e) = (
-                        float_value(dim.datatype, v)?,
-                        float_value(dim.datatype, lo)?,
-                        float_value(dim.datatype, ext)?,
-                    );
-                    (e != 0.0).then(|| ((v - lo) / e).floor())
-                };
+                let tile_of =
+                    |r: &CellRef, d: usize| tdb_index::dense::tile_index(&dims[d], coord(r, d));
                 order.sort_by(|&a, &b| {
                     let (ra, rb) = (&refs[a], &refs[b]);
                     let n = dims.len();
                     for k in 0..n {
                         let d = if col_tiles { n - 1 - k } else { k };
                         let o = match (tile_of(ra, d), tile_of(rb, d)) {
-                            (Some(x), Some(y)) => x.partial_cmp(&y).unwrap_or(Ordering::Equal),
+                            (Some(x), Some(y)) => x.cmp(&y),
                             _ => Ordering::Equal,
                         };
                         if o != Ordering::Equal {
@@ -375,22 +351,19 @@ pub(crate) fn sparse_cells(
         }
     }
     let mut out: Vec<CellRef> = Vec::with_capacity(order.len());
-    let multi = ranges.iter().flatten().any(|r| r.len() > 1);
+    let multi = (0..dims.len()).any(|d| subarray.ranges(d).len() > 1);
     if multi && matches!(layout, ResultLayout::RowMajor | ResultLayout::ColMajor) {
         // Ordered layouts return a cell once per range combination that
         // holds it (overlapping ranges repeat cells, as TileDB does).
         for i in order {
             let mut times = 1usize;
-            for (d, r) in ranges.iter().enumerate() {
-                let Some(r) = r else { continue };
+            for (d, o) in ops.iter().enumerate() {
+                let r = subarray.ranges(d);
+                if r.is_empty() {
+                    continue;
+                }
                 let v = coord(&refs[i], d);
-                let cmp = cmps[d];
-                times *= r
-                    .iter()
-                    .filter(|(lo, hi)| {
-                        cmp(lo, v) != Ordering::Greater && cmp(v, hi) != Ordering::Greater
-                    })
-                    .count();
+                times *= r.iter().filter(|r| o.contains(r, v)).count();
             }
             out.extend(std::iter::repeat_n(refs[i], times));
         }
@@ -423,22 +396,10 @@ fn filter_by_condition(
         let fi = r.frag as usize;
         let plan = &plans[fi];
         let n = plan.cells(r.tile, plan.tile_num()) as usize;
-        let fills: Vec<Option<DecodedTile>> = fields
-            .iter()
-            .enumerate()
-            .map(|(s, f)| plan.fields[s].is_none().then(|| fill_tile(f, n)))
-            .collect();
-        let mut cols = HashMap::new();
-        for (s, f) in fields.iter().enumerate() {
-            let tile = match (&fills[s], tiles.get(&(fi, s, r.tile))) {
-                (Some(fill), _) => fill,
-                (None, Some(t)) => t,
-                (None, None) => continue,
-            };
-            cols.insert(f.name.as_str(), tile.column(f.datatype, f.cell_val_num));
-        }
+        let fills = fills_for(plan, fields, n);
+        let tc = tile_columns(fields, &fills, tiles, fi, r.tile, n);
         let mut mask = vec![true; n];
-        cond.evaluate(&TileColumns { cols, n }, &mut mask)?;
+        cond.evaluate(&tc, &mut mask)?;
         by_tile.insert((r.frag, r.tile), mask);
     }
     Ok(order
@@ -459,14 +420,14 @@ fn filter_by_condition(
 /// domain) as integers.
 pub(crate) fn dense_coords(
     schema: &ArraySchema,
-    ranges: &DimRanges,
+    subarray: &Subarray,
 ) -> Result<Vec<Vec<(i128, i128)>>> {
     schema
         .domain
         .dimensions
         .iter()
-        .zip(ranges)
-        .map(|(dim, r)| {
+        .enumerate()
+        .map(|(d, dim)| {
             let dt = dim.datatype;
             let bad = |reason: String| QueryError::Subarray {
                 dim: dim.name.clone(),
@@ -479,11 +440,12 @@ pub(crate) fn dense_coords(
                 int_value(dt, dlo).ok_or_else(|| bad("not an integer dimension".into()))?,
                 int_value(dt, dhi).ok_or_else(|| bad("not an integer dimension".into()))?,
             );
-            match r {
-                None => Ok(vec![(dlo, dhi)]),
-                Some(rs) => rs
+            match subarray.ranges(d) {
+                [] => Ok(vec![(dlo, dhi)]),
+                rs => rs
                     .iter()
-                    .map(|(lo, hi)| {
+                    .map(|r| {
+                        let (lo, hi) = r.bounds();
                         let lo = int_value(dt, lo)
                             .ok_or_else(|| bad(format!("a bound is not one {}", dt.name())))?;
                         let hi = int_value(dt, hi)
@@ -502,64 +464,6 @@ pub(crate) fn dense_coords(
             }
         })
         .collect()
-}
-
-/// Where a dense fragment stores the cell at `coords`: (tile, cell), or
-/// `None` outside its non-empty domain.
-pub(crate) fn dense_position(
-    schema: &ArraySchema,
-    plan: &FragPlan<'_>,
-    coords: &[i128],
-) -> Option<(u64, u32)> {
-    let ned = plan.frag.metadata.footer.non_empty_domain.as_ref()?;
-    let dims = &plan.schema.domain.dimensions;
-    let n = dims.len();
-    let mut tile_coord = Vec::with_capacity(n);
-    let mut tile_span = Vec::with_capacity(n);
-    let mut cell_pos = Vec::with_capacity(n);
-    let mut extents = Vec::with_capacity(n);
-    for (d, dim) in dims.iter().enumerate() {
-        let dt = dim.datatype;
-        let (nlo, nhi) = ned.get(d)?.bounds();
-        let (nlo, nhi) = (int_value(dt, nlo)?, int_value(dt, nhi)?);
-        let c = *coords.get(d)?;
-        if c < nlo || c > nhi {
-            return None;
-        }
-        let (dlo, _) = dim.bounds()?;
-        let dlo = int_value(dt, dlo)?;
-        let e = int_value(dt, dim.tile_extent.as_deref()?)?;
-        if e <= 0 {
-            return None;
-        }
-        let t_lo = (nlo - dlo).div_euclid(e);
-        let t_hi = (nhi - dlo).div_euclid(e);
-        let t = (c - dlo).div_euclid(e);
-        tile_coord.push(t - t_lo);
-        tile_span.push(t_hi - t_lo + 1);
-        cell_pos.push((c - dlo) - t * e);
-        extents.push(e);
-    }
-    let linear = |pos: &[i128], span: &[i128], col: bool| -> i128 {
-        let mut idx = 0i128;
-        if col {
-            for d in (0..n).rev() {
-                idx = idx * span[d] + pos[d];
-            }
-        } else {
-            for d in 0..n {
-                idx = idx * span[d] + pos[d];
-            }
-        }
-        idx
-    };
-    let tile = linear(
-        &tile_coord,
-        &tile_span,
-        schema.tile_order == Layout::ColMajor,
-    );
-    let cell = linear(&cell_pos, &extents, schema.cell_order == Layout::ColMajor);
-    Some((u64::try_from(tile).ok()?, u32::try_from(cell).ok()?))
 }
 
 /// Row-major / col-major / global enumeration of the dense result grid:
@@ -599,16 +503,7 @@ pub(crate) fn dense_grid(
             let mut t = Vec::with_capacity(n);
             let mut p = Vec::with_capacity(n);
             for (d, dim) in dims.iter().enumerate() {
-                let dlo = dim
-                    .bounds()
-                    .and_then(|(lo, _)| int_value(dim.datatype, lo))
-                    .unwrap_or(0);
-                let e = dim
-                    .tile_extent
-                    .as_deref()
-                    .and_then(|e| int_value(dim.datatype, e))
-                    .filter(|&e| e > 0)
-                    .unwrap_or(1);
+                let (dlo, e) = origin_and_extent(dim).unwrap_or((0, 1));
                 t.push((c[d] - dlo).div_euclid(e));
                 p.push(c[d]);
             }
