@@ -5,6 +5,15 @@ use tdb_format::Datatype;
 
 pub use tdb_schema::VAR_NUM;
 
+/// Bytes per fixed-size cell of a field of this shape (0 for var-size).
+pub(crate) fn cell_size(datatype: Datatype, cell_val_num: u32) -> usize {
+    if cell_val_num == VAR_NUM {
+        0
+    } else {
+        (datatype.size() * u64::from(cell_val_num)) as usize
+    }
+}
+
 /// One field's cells, borrowed.
 ///
 /// Fixed-size cells are `cell_size` bytes each, back to back in `fixed`.
@@ -35,11 +44,7 @@ impl<'a> Column<'a> {
 
     /// Bytes per fixed-size cell (0 for var-size fields).
     pub fn cell_size(&self) -> usize {
-        if self.is_var() {
-            0
-        } else {
-            (self.datatype.size() * u64::from(self.cell_val_num)) as usize
-        }
+        cell_size(self.datatype, self.cell_val_num)
     }
 
     /// Number of cells.

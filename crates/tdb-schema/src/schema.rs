@@ -131,6 +131,19 @@ impl ArraySchema {
         self.attributes.iter().find(|a| a.name == name)
     }
 
+    /// The dimension named `name`.
+    pub fn dimension(&self, name: &str) -> Option<&crate::Dimension> {
+        self.domain.dimensions.iter().find(|d| d.name == name)
+    }
+
+    /// Every field's name, dimensions first, comma separated: what an
+    /// error about an unknown field lists.
+    pub fn field_names(&self) -> String {
+        let dims = self.domain.dimensions.iter().map(|d| d.name.as_str());
+        let attrs = self.attributes.iter().map(|a| a.name.as_str());
+        dims.chain(attrs).collect::<Vec<_>>().join(", ")
+    }
+
     /// The tile order TileDB reports: none under Hilbert cell order, where
     /// tiles have no order of their own.
     pub fn reported_tile_order(&self) -> Option<Layout> {

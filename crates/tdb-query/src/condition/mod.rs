@@ -217,19 +217,12 @@ fn bind(
             a.nullable,
             a.enumeration.as_deref(),
         )
-    } else if let Some(d) = schema.domain.dimensions.iter().find(|d| &d.name == field) {
+    } else if let Some(d) = schema.dimension(field) {
         (d.datatype, d.cell_val_num, false, None)
     } else {
-        let known: Vec<&str> = schema
-            .domain
-            .dimensions
-            .iter()
-            .map(|d| d.name.as_str())
-            .chain(schema.attributes.iter().map(|a| a.name.as_str()))
-            .collect();
         return Err(err(format!(
             "no field named `{field}` in the array (fields: {})",
-            known.join(", ")
+            schema.field_names()
         )));
     };
     if !fields.contains(field) {

@@ -620,7 +620,7 @@ impl Parser<'_> {
                 };
                 return Err(self.err(format!(
                     "no {what} named `{name}` in the array (fields: {})",
-                    field_list(self.schema)
+                    self.schema.field_names()
                 )));
             }
         };
@@ -832,17 +832,6 @@ pub(super) fn supported(d: Datatype) -> bool {
             | Datatype::GeomWkb
             | Datatype::GeomWkt
     )
-}
-
-fn field_list(schema: &ArraySchema) -> String {
-    schema
-        .domain
-        .dimensions
-        .iter()
-        .map(|d| d.name.as_str())
-        .chain(schema.attributes.iter().map(|a| a.name.as_str()))
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 fn flip(op: Op) -> Op {

@@ -2,7 +2,7 @@
 //! then against each fragment's own schema (a fragment written before an
 //! attribute was added has no file for it: its cells read as fill).
 
-use crate::column::VAR_NUM;
+use crate::column::{cell_size, VAR_NUM};
 use crate::{QueryError, Result};
 use tdb_format::{DataField, DataPart, Datatype};
 use tdb_fragment::fragment_metadata::Field;
@@ -56,16 +56,9 @@ impl FieldInfo {
                 fill_validity: a.fill_validity,
             });
         }
-        let known: Vec<&str> = schema
-            .domain
-            .dimensions
-            .iter()
-            .map(|d| d.name.as_str())
-            .chain(schema.attributes.iter().map(|a| a.name.as_str()))
-            .collect();
         Err(QueryError::UnknownField {
             name: name.to_owned(),
-            known: known.join(", "),
+            known: schema.field_names(),
         })
     }
 
@@ -73,13 +66,9 @@ impl FieldInfo {
         self.cell_val_num == VAR_NUM
     }
 
-    /// Bytes per fixed-size cell.
+    /// Bytes per fixed-size cell (0 for var-size fields).
     pub fn cell_size(&self) -> usize {
-        if self.is_var() {
-            0
-        } else {
-            (self.datatype.size() * u64::from(self.cell_val_num)) as usize
-        }
+        cell_size(self.datatype, self.cell_val_num)
     }
 }
 

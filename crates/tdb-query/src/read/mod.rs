@@ -12,16 +12,18 @@ mod tiles;
 use crate::batch::{Batch, FieldBuffer};
 use crate::condition::{self, BoundCondition};
 use crate::{QueryError, ReadSpec, Result, ResultLayout, Snapshot};
+use bytes::Bytes;
 use fields::{frag_field, special_field, FieldInfo, FragField, Kind};
 use plan::{CellRef, FragPlan, DELETE_TS_SLOT, TIMESTAMPS_SLOT};
 use std::collections::HashMap;
+use std::ops::Range;
 use tdb_format::{ArrayType, DataPart, FormatVersion};
 use tdb_fragment::fragment_metadata::{Field, Section};
 use tdb_fragment::{CommitLocation, DeleteCommit, ReadStorage};
 use tdb_index::dense::{cell_position, int_value};
 use tdb_index::DomainOps;
 use tdb_storage::{join, ByteRange, RangeRead, RangeRequest};
-use tiles::{TileFetch, TileMap};
+use tiles::{Coalesced, TileFetch, TileMap};
 
 /// What the reader wants next.
 #[derive(Debug)]
@@ -34,15 +36,21 @@ pub enum ReadStep {
     Done,
 }
 
-/// Sections asked for, by fragment.
-type SectionWants = Vec<(usize, Section)>;
+/// A fragment-metadata section to load: which fragment, which section,
+/// where.
+struct SectionRead {
+    frag: usize,
+    section: Section,
+    file: String,
+    range: Range<u64>,
+}
 
 enum Phase {
     Start,
-    Sections(SectionWants),
+    Sections(Vec<SectionRead>, Coalesced),
     /// Each delete commit's timestamp and file.
     Deletes(Vec<(u64, String)>),
-    Tiles(Vec<TileFetch>),
+    Tiles(Vec<TileFetch>, Coalesced),
     Emit,
     Done,
 }
@@ -171,7 +179,7 @@ impl<'a> Reader<'a> {
                     self.load_deletes()?;
                     continue;
                 }
-                Phase::Sections(_) | Phase::Deletes(_) | Phase::Tiles(_) => {
+                Phase::Sections(..) | Phase::Deletes(_) | Phase::Tiles(..) => {
                     return match self.pending_requests.take() {
                         Some(r) => Ok(ReadStep::Need(r)),
                         None => Err(QueryError::invalid(
@@ -194,8 +202,9 @@ impl<'a> Reader<'a> {
     /// where a file was missing).
     pub fn push(&mut self, reads: Vec<Option<RangeRead>>) -> Result<()> {
         match std::mem::replace(&mut self.phase, Phase::Done) {
-            Phase::Sections(wanted) => {
-                for ((i, section), read) in wanted.into_iter().zip(reads) {
+            Phase::Sections(wanted, coalesced) => {
+                for (want, read) in wanted.into_iter().zip(coalesced.split(&reads)) {
+                    let (i, section) = (want.frag, want.section);
                     let bytes = read.ok_or_else(|| {
                         QueryError::from(tdb_fragment::FragmentError::missing(
                             &self.plans[i].file.path,
@@ -205,7 +214,7 @@ impl<'a> Reader<'a> {
                     let plan = &mut self.plans[i];
                     plan.meta.load_section(
                         section,
-                        &bytes.bytes,
+                        &bytes,
                         self.snapshot.open.key(),
                         plan.schema,
                     )?;
@@ -236,8 +245,8 @@ impl<'a> Reader<'a> {
                 }
                 self.after_deletes()
             }
-            Phase::Tiles(fetches) => {
-                self.decode(fetches, reads)?;
+            Phase::Tiles(fetches, coalesced) => {
+                self.decode(fetches, coalesced.split(&reads))?;
                 self.compute()?;
                 self.phase = Phase::Emit;
                 Ok(())
@@ -298,8 +307,8 @@ impl<'a> Reader<'a> {
         v
     }
 
-    fn section_requests(&self) -> Result<(Vec<RangeRequest>, SectionWants)> {
-        let mut requests = Vec::new();
+    /// The sections the read needs that are not loaded yet, and where.
+    fn section_requests(&self) -> Result<Vec<SectionRead>> {
         let mut wanted = Vec::new();
         for (i, plan) in self.plans.iter().enumerate() {
             let meta = &plan.meta;
@@ -329,15 +338,15 @@ impl<'a> Reader<'a> {
                 if meta.section(s).is_some() {
                     continue;
                 }
-                let r = footer.section_range(s, &name)?;
-                requests.push(RangeRequest::new(
-                    file.clone(),
-                    ByteRange::new(r.start, r.end - r.start),
-                ));
-                wanted.push((i, s));
+                wanted.push(SectionRead {
+                    frag: i,
+                    section: s,
+                    file: file.clone(),
+                    range: footer.section_range(s, &name)?,
+                });
             }
         }
-        Ok((requests, wanted))
+        Ok(wanted)
     }
 
     /// Delete commits first: their conditions may read fields the query
@@ -378,12 +387,13 @@ impl<'a> Reader<'a> {
     fn after_deletes(&mut self) -> Result<()> {
         // Every field the read touches is known now.
         self.build_plans();
-        let (requests, wanted) = self.section_requests()?;
-        if requests.is_empty() {
+        let wanted = self.section_requests()?;
+        if wanted.is_empty() {
             return self.plan_tiles();
         }
-        self.pending_requests = Some(requests);
-        self.phase = Phase::Sections(wanted);
+        let coalesced = Coalesced::new(wanted.iter().map(|w| (w.file.as_str(), w.range.clone())));
+        self.pending_requests = Some(coalesced.requests.clone());
+        self.phase = Phase::Sections(wanted, coalesced);
         Ok(())
     }
 
@@ -481,13 +491,15 @@ impl<'a> Reader<'a> {
             self.phase = Phase::Emit;
             return Ok(());
         }
-        self.pending_requests = Some(tiles::requests(&fetches));
-        self.phase = Phase::Tiles(fetches);
+        let coalesced = Coalesced::tiles(&fetches);
+        self.pending_requests = Some(coalesced.requests.clone());
+        self.phase = Phase::Tiles(fetches, coalesced);
         Ok(())
     }
 
-    fn decode(&mut self, fetches: Vec<TileFetch>, reads: Vec<Option<RangeRead>>) -> Result<()> {
-        let mut reads = reads.into_iter();
+    /// Unfilters `fetches` from their parts' bytes (in order).
+    fn decode(&mut self, fetches: Vec<TileFetch>, parts: Vec<Option<Bytes>>) -> Result<()> {
+        let mut reads = parts.into_iter();
         let mut jobs = Vec::with_capacity(fetches.len());
         for f in fetches {
             let mut bytes = Vec::with_capacity(f.parts.len());
@@ -495,7 +507,7 @@ impl<'a> Reader<'a> {
                 let r = reads.next().flatten().ok_or_else(|| {
                     QueryError::from(tdb_fragment::FragmentError::missing(path, "data file"))
                 })?;
-                bytes.push(r.bytes);
+                bytes.push(r);
             }
             jobs.push((f, bytes));
         }

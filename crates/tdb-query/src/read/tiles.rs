@@ -4,10 +4,11 @@
 use super::fields::FragField;
 use crate::column::Column;
 use crate::{QueryError, Result};
+use bytes::Bytes;
 use std::collections::HashMap;
 use tdb_format::{DataPart, Datatype, FormatVersion};
 use tdb_fragment::FragmentMetadata;
-use tdb_storage::{join, ByteRange, RangeRequest};
+use tdb_storage::{join, ByteRange, RangeRead, RangeRequest};
 use tdb_tile::TileFilters;
 
 /// A tile of one field of one fragment: (fragment, field slot, tile).
@@ -63,16 +64,70 @@ pub(crate) fn plan_tile(
     Ok(TileFetch { key, parts })
 }
 
-/// The range requests of `fetches`, in order (one per part).
-pub(crate) fn requests(fetches: &[TileFetch]) -> Vec<RangeRequest> {
-    fetches
-        .iter()
-        .flat_map(|f| {
-            f.parts.iter().map(|(_, path, r)| {
-                RangeRequest::new(path.clone(), ByteRange::new(r.start, r.end - r.start))
+/// The requests for a set of byte ranges: a field's tiles (and a fragment's
+/// metadata sections) sit next to each other in their file, so neighbouring
+/// ranges are merged into one request.
+pub(crate) struct Coalesced {
+    pub requests: Vec<RangeRequest>,
+    /// Per range, in the order given: its request, offset in it, length.
+    parts: Vec<(usize, usize, usize)>,
+}
+
+impl Coalesced {
+    /// The requests for `ranges` (file, byte range).
+    pub fn new<'p>(ranges: impl IntoIterator<Item = (&'p str, std::ops::Range<u64>)>) -> Self {
+        let mut all: Vec<(&str, u64, u64, usize)> = ranges
+            .into_iter()
+            .enumerate()
+            .map(|(k, (path, r))| (path, r.start, r.end, k))
+            .collect();
+        all.sort_unstable();
+        let mut requests: Vec<RangeRequest> = Vec::new();
+        let mut parts = vec![(0, 0, 0); all.len()];
+        let mut open: Option<(&str, u64, u64)> = None;
+        for (path, start, end, k) in all {
+            let extends = matches!(open, Some((p, _, e)) if p == path && e == start);
+            if !extends {
+                if let Some((p, s, e)) = open.take() {
+                    requests.push(RangeRequest::new(p, ByteRange::new(s, e - s)));
+                }
+                open = Some((path, start, start));
+            }
+            if let Some((_, s, e)) = &mut open {
+                *e = end;
+                parts[k] = (
+                    requests.len(),
+                    (start - *s) as usize,
+                    (end - start) as usize,
+                );
+            }
+        }
+        if let Some((p, s, e)) = open {
+            requests.push(RangeRequest::new(p, ByteRange::new(s, e - s)));
+        }
+        Coalesced { requests, parts }
+    }
+
+    /// The requests for every part of `fetches`.
+    pub fn tiles(fetches: &[TileFetch]) -> Self {
+        Coalesced::new(fetches.iter().flat_map(|f| {
+            f.parts
+                .iter()
+                .map(|(_, path, r)| (path.as_str(), r.clone()))
+        }))
+    }
+
+    /// Each range's bytes (in the order given) from the answers to
+    /// `requests`; `None` where a file was missing or came back short.
+    pub fn split(&self, reads: &[Option<RangeRead>]) -> Vec<Option<Bytes>> {
+        self.parts
+            .iter()
+            .map(|&(r, off, len)| {
+                let b = &reads.get(r)?.as_ref()?.bytes;
+                (off + len <= b.len()).then(|| b.slice(off..off + len))
             })
-        })
-        .collect()
+            .collect()
+    }
 }
 
 /// Unfilters one tile from its parts' bytes. `cells` is the number of
