@@ -229,17 +229,19 @@ impl UpdateValue {
     }
 }
 
-/// A delete commit: the cells matching `condition` are deleted at the
-/// commit's timestamp.
+/// A delete commit. TileDB stores the *negation* of the delete's
+/// condition (`deletes_and_updates.cc` serializes `negated_condition()`):
+/// cells written before the commit's timestamp survive only where
+/// `condition` holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct DeleteCommit {
-    /// Which cells.
+    /// The stored condition: the cells that are kept.
     pub condition: Condition,
 }
 
 impl DeleteCommit {
-    /// A delete of the cells matching `condition`.
+    /// A commit storing `condition` (the negation of what it deletes).
     pub fn new(condition: Condition) -> Self {
         DeleteCommit { condition }
     }

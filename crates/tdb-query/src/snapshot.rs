@@ -1,9 +1,8 @@
 //! An array as a read sees it: opened at a window, with every visible
 //! fragment's footer and the enumerations its schema refers to.
 
-use crate::Result;
 use std::collections::HashMap;
-use tdb_fragment::{LoadedFragment, OpenArray, ReadStorage, TimeWindow};
+use tdb_fragment::{LoadedFragment, OpenArray, ReadStorage, Result, TimeWindow};
 use tdb_schema::{ArraySchema, Enumeration};
 
 /// An opened array: schemas, visible fragments with their footers, and
@@ -22,7 +21,8 @@ pub struct Snapshot {
 impl Snapshot {
     /// Opens the array at `dir` of `storage` for `window` (`key` for
     /// encrypted arrays): listings, one batch of schemas and commits, one
-    /// batch of footers, one of enumerations.
+    /// batch of footers, one of enumerations. Errors are the array
+    /// directory's (nothing here is a query yet).
     pub fn load<S: ReadStorage + ?Sized>(
         storage: &S,
         dir: &str,
