@@ -696,25 +696,12 @@ mod runs {
     use super::*;
     use serde_json::json;
 
-    fn copy_dir(from: &Path, to: &Path) {
-        std::fs::create_dir_all(to).unwrap();
-        for e in std::fs::read_dir(from).unwrap() {
-            let e = e.unwrap();
-            let target = to.join(e.file_name());
-            if e.file_type().unwrap().is_dir() {
-                copy_dir(&e.path(), &target);
-            } else {
-                std::fs::copy(e.path(), target).unwrap();
-            }
-        }
-    }
-
     /// A directory holding one copy of fixture `case`, its expected.json
     /// changed by `edit`.
     fn one_case(case: &str, edit: impl FnOnce(&mut Value)) -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();
         let (src, dst) = (tdb_testdata::root().join(case), dir.path().join(case));
-        copy_dir(&src, &dst);
+        tdb_testdata::copy_dir(&src, &dst).unwrap();
         let file = dst.join("expected.json");
         let mut e: Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
         edit(&mut e);
@@ -807,10 +794,11 @@ mod runs {
     #[test]
     fn cases_json_selects_the_cases_and_only_filters_them() {
         let dir = one_case("dense_1d_int32", |e| e["queries"] = json!([]));
-        copy_dir(
+        tdb_testdata::copy_dir(
             &tdb_testdata::root().join("attr_bool"),
             &dir.path().join("attr_bool"),
-        );
+        )
+        .unwrap();
         std::fs::write(dir.path().join("cases.json"), b"[\"dense_1d_int32\"]").unwrap();
         let (p, f, lines) = run_dir(dir.path(), &Options::default());
         assert_eq!((p, f), (1, 0), "{lines:?}");

@@ -14,7 +14,6 @@
 
 use crate::{run, venv_for, workspace_root, Writer};
 use std::fs;
-use std::path::Path;
 use std::process::Command;
 use tdb_cli::error_report;
 use tdb_format::{classify, names, single_generic_tile, Datatype, FormatVersion, ObjectFile};
@@ -22,20 +21,6 @@ use tdb_fragment::{FragmentError, OpenArray, TimeWindow};
 use tdb_storage::LocalStorage;
 use tdb_testdata::Object;
 use tdb_tile::{read_generic_tile, write_generic_tile};
-
-fn copy_dir(from: &Path, to: &Path) -> Result<(), String> {
-    fs::create_dir_all(to).map_err(|e| format!("{}: {e}", to.display()))?;
-    for entry in fs::read_dir(from).map_err(|e| format!("{}: {e}", from.display()))? {
-        let entry = entry.map_err(|e| e.to_string())?;
-        let (src, dst) = (entry.path(), to.join(entry.file_name()));
-        if src.is_dir() {
-            copy_dir(&src, &dst)?;
-        } else {
-            fs::copy(&src, &dst).map_err(|e| format!("{}: {e}", src.display()))?;
-        }
-    }
-    Ok(())
-}
 
 /// Re-encodes every single-generic-tile file of one object; returns how many.
 fn rewrite_object(object: &Object) -> Result<usize, String> {
@@ -109,7 +94,8 @@ pub(crate) fn interop(args: &[String], reference: &Writer) -> Result<(), String>
     if out.exists() {
         fs::remove_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
     }
-    copy_dir(&corpus, &out)?;
+    tdb_testdata::copy_dir(&corpus, &out)
+        .map_err(|e| format!("copying {} to {}: {e}", corpus.display(), out.display()))?;
     let objects = tdb_testdata::objects_in(&out);
     let (mut tiles, mut metadata_files) = (0, 0);
     for object in &objects {

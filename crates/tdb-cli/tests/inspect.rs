@@ -115,7 +115,7 @@ fn a_directory_that_is_no_tiledb_object_is_a_clear_error() {
 fn corrupt_fragment_metadata_is_reported_with_its_path() {
     let src = testdata().join("dense_2d_row_row/array");
     let dir = tempfile::tempdir().unwrap();
-    copy_dir(&src, dir.path());
+    tdb_testdata::copy_dir(&src, dir.path()).unwrap();
     let frag = std::fs::read_dir(dir.path().join("__fragments"))
         .unwrap()
         .next()
@@ -128,19 +128,6 @@ fn corrupt_fragment_metadata_is_reported_with_its_path() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("__fragment_metadata.tdb"), "{err}");
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap() {
-        let e = e.unwrap();
-        let target = to.join(e.file_name());
-        if e.file_type().unwrap().is_dir() {
-            copy_dir(&e.path(), &target);
-        } else {
-            std::fs::copy(e.path(), target).unwrap();
-        }
-    }
 }
 
 fn json(dir: &Path, window: TimeWindow, key: Option<&[u8; 32]>) -> serde_json::Value {

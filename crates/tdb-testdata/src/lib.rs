@@ -35,6 +35,22 @@ impl Object {
     }
 }
 
+/// Copies the directory tree `from` to `to` (created as needed), for tests
+/// and checks that work on a copy of fixtures they may change.
+pub fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
+    fs::create_dir_all(to)?;
+    for e in fs::read_dir(from)? {
+        let e = e?;
+        let target = to.join(e.file_name());
+        if e.file_type()?.is_dir() {
+            copy_dir(&e.path(), &target)?;
+        } else {
+            fs::copy(e.path(), target)?;
+        }
+    }
+    Ok(())
+}
+
 /// Every case directory (holding `expected.json`) under `dir`, sorted.
 pub fn case_dirs(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
