@@ -287,11 +287,13 @@ impl DeleteCommit {
     }
 }
 
-/// An update commit: the cells matching `condition` get `values`.
+/// An update commit. As for deletes, TileDB stores the negation of the
+/// update's condition: cells written before the commit where `condition`
+/// does *not* hold get `values`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct UpdateCommit {
-    /// Which cells.
+    /// The stored (negated) condition.
     pub condition: Condition,
     /// What they are set to.
     pub values: Vec<UpdateValue>,
