@@ -9,7 +9,7 @@
 //! when `expected.json` has it: the schema summary, the metadata and
 //! `metadata_at`, the fragment list and vacuum candidates, every query's
 //! result (exactly; as a multiset of rows when `ordered` is false) and
-//! aggregates (not supported yet: the case fails saying so). Group cases:
+//! aggregates (float sums and means to 1e-12 relative). Group cases:
 //! the group's metadata and members, each subgroup's, and every member
 //! array as above. One line per case (`PASS name` or `FAIL name: first
 //! difference`), then `N passed, N failed` alone on the last line.
@@ -398,13 +398,67 @@ fn check_query(opened: &mut Opened<'_>, q: &Value) -> Result<(), String> {
     let spec = read_spec(array.schema(), q)?;
     if let Some(expected) = q.get("result") {
         let batch = array
-            .read_all(spec)
+            .read_all(spec.clone())
             .map_err(|e| format!("read failed: {}", chain(&e)))?;
         let ordered = q["ordered"].as_bool().unwrap_or(true);
         compare_result(expected, &values::batch(&batch), ordered)?;
     }
-    if q.get("aggregates").is_some() {
-        return Err("aggregates not supported yet".to_owned());
+    if let Some(expected) = q.get("aggregates") {
+        check_aggregates(&array, spec, expected)?;
+    }
+    Ok(())
+}
+
+/// Runs a query's aggregates (`{field: {op: value}}`) and compares them as
+/// TileDB-Py reports them: an undefined answer is `null` for integer fields
+/// and `"NaN"` for the others; float sums and means to 1e-12 relative
+/// (TileDB sums on several threads, so its last bits vary between runs).
+fn check_aggregates(
+    array: &Array<LocalStorage>,
+    spec: ReadSpec,
+    expected: &Value,
+) -> Result<(), String> {
+    let want = expected
+        .as_object()
+        .ok_or_else(|| format!("aggregates: not an object: {}", short(expected)))?;
+    let mut requests = Vec::new();
+    for (field, ops) in want {
+        let ops = ops
+            .as_object()
+            .ok_or_else(|| format!("aggregates.{field}: not an object"))?;
+        for op in ops.keys() {
+            let op = tdb::AggregateOp::from_name(op)
+                .ok_or_else(|| format!("aggregates.{field}: unknown op {op:?}"))?;
+            requests.push((field.clone(), op));
+        }
+    }
+    let got = array
+        .aggregate(spec, &requests)
+        .map_err(|e| format!("aggregate failed: {}", chain(&e)))?;
+    let schema = array.schema();
+    let answers = tdb_cli::export::aggregates_json(schema, &got);
+    for r in &got {
+        let mut g = answers[&r.field][r.op.name()].clone();
+        let integer = schema
+            .field_type(&r.field)
+            .is_some_and(|(t, _)| t.is_integer());
+        if g.is_null() && !integer {
+            g = Value::from("NaN");
+        }
+        let x = &want[&r.field][r.op.name()];
+        let close = match (x.as_f64(), g.as_f64(), &r.value) {
+            (Some(a), Some(b), Some(tdb::AggregateValue::Float(_))) => {
+                a == b || (a - b).abs() <= 1e-12 * a.abs().max(b.abs())
+            }
+            _ => x == &g,
+        };
+        if !close {
+            return Err(format!(
+                "aggregates.{}.{}: expected {x}, got {g}",
+                r.field,
+                r.op.name()
+            ));
+        }
     }
     Ok(())
 }
@@ -777,17 +831,15 @@ mod runs {
     }
 
     #[test]
-    fn aggregates_fail_until_tdb_has_them() {
-        let dir = one_case("dense_1d_int32", |e| {
-            e["queries"] = json!([{"name": "agg", "layout": "row-major", "subarray": null,
-                "dims": [], "attrs": ["a"], "condition": null, "timestamp": null,
-                "ordered": true, "aggregates": {"a": {"count": 3}}}]);
+    fn a_wrong_aggregate_is_reported() {
+        let dir = one_case("aggregates_sparse", |e| {
+            e["queries"][0]["aggregates"]["i"]["sum"] = json!(105355);
         });
         let (_, f, lines) = run_dir(dir.path(), &Options::default());
         assert_eq!(f, 1);
         assert_eq!(
             lines[0],
-            "FAIL dense_1d_int32: query agg: aggregates not supported yet"
+            "FAIL aggregates_sparse: query all: aggregates.i.sum: expected 105355, got 105354"
         );
     }
 
@@ -828,15 +880,12 @@ mod runs {
         assert!(f == 0 && p > 180, "{failures:#?}");
     }
 
-    /// Every query of every fixture returns TileDB's answer; only queries
-    /// with aggregates (not implemented yet) may fail, and say so.
+    /// Every query of every fixture returns TileDB's answer, aggregates
+    /// included.
     #[test]
     fn the_corpus_passes() {
         let (p, _, lines) = run_dir(&tdb_testdata::root(), &Options::default());
-        let failures: Vec<&String> = lines
-            .iter()
-            .filter(|l| l.starts_with("FAIL") && !l.ends_with(": aggregates not supported yet"))
-            .collect();
+        let failures: Vec<&String> = lines.iter().filter(|l| l.starts_with("FAIL")).collect();
         assert!(failures.is_empty() && p > 180, "{failures:#?}");
     }
 

@@ -16,9 +16,9 @@
 //! Fields holding `,`, `"` or line breaks are quoted as RFC 4180 says.
 
 use crate::{values, CliError};
-use serde_json::Value;
+use serde_json::{Map, Value};
 use std::io::Write;
-use tdb::{ArraySchema, Batch, ReadSpec, Subarray};
+use tdb::{AggregateOp, AggregateResult, ArraySchema, Batch, Datatype, ReadSpec, Subarray};
 
 /// What `export` prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -63,6 +63,52 @@ pub fn parse_fields(schema: &ArraySchema, text: &str) -> Result<Vec<String>, Cli
         }
     }
     Ok(fields)
+}
+
+/// Parses `--agg` values, `FIELD:OP[,OP...]`, into `(field, op)` requests.
+pub fn parse_aggregates(
+    schema: &ArraySchema,
+    specs: &[String],
+) -> Result<Vec<(String, AggregateOp)>, CliError> {
+    let mut requests = Vec::new();
+    for spec in specs {
+        let (field, ops) = spec.split_once(':').ok_or_else(|| {
+            CliError::Usage(format!("--agg takes FIELD:OP[,OP...], not {spec:?}"))
+        })?;
+        let field = field.trim();
+        if schema.field_type(field).is_none() {
+            return Err(CliError::Usage(format!(
+                "--agg: {field:?} is no dimension or attribute (there are: {})",
+                schema.field_names()
+            )));
+        }
+        for op in ops.split(',') {
+            let op = AggregateOp::from_name(op.trim()).ok_or_else(|| {
+                CliError::Usage(format!(
+                    "--agg {spec}: {op:?} is no aggregate (count, sum, min, max, mean, null_count)"
+                ))
+            })?;
+            requests.push((field.to_owned(), op));
+        }
+    }
+    Ok(requests)
+}
+
+/// Aggregate answers as `{field: {op: value}}`, the conformance format's
+/// shape (`null` where undefined).
+pub fn aggregates_json(schema: &ArraySchema, results: &[AggregateResult]) -> Value {
+    let mut out = Map::new();
+    for r in results {
+        let (datatype, cvn) = schema.field_type(&r.field).unwrap_or((Datatype::Any, 1));
+        let v = values::aggregate(datatype, cvn, r.value.as_ref());
+        if let Value::Object(m) = out
+            .entry(r.field.clone())
+            .or_insert_with(|| Value::Object(Map::new()))
+        {
+            m.insert(r.op.name().to_owned(), v);
+        }
+    }
+    Value::Object(out)
 }
 
 /// Parses `--subarray` (syntax in the module docs) against `schema`'s

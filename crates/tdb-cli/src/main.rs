@@ -60,38 +60,32 @@ enum Command {
     Export {
         /// The array directory.
         path: PathBuf,
-        /// Cells to read: per dimension (schema order) separated by `;`,
-        /// `*` or empty for the whole dimension, else ranges separated by
-        /// `,`, each `lo:hi` (inclusive) or one value; dimensions left out
-        /// are whole. String bounds are the text as is (no `:`, `,`, `;`).
-        /// Example: "1:4,7;*;apple:kiwi".
-        #[arg(long, verbatim_doc_comment)]
-        subarray: Option<String>,
-        /// Open at this time: `T` (everything written by T) or `T1..T2`
-        /// (ms since the epoch, inclusive); default: now.
-        #[arg(long)]
-        at: Option<String>,
+        #[command(flatten)]
+        read: ReadArgs,
         /// Result order: row-major, col-major, global-order or unordered.
         #[arg(long, default_value = "row-major")]
         layout: String,
-        /// Keep cells where this TileDB-Py QueryCondition holds, e.g.
-        /// "a > 5 and s == 'x'" (dense reads return fill values for others).
-        #[arg(long)]
-        condition: Option<String>,
         /// Fields to print, comma-separated; default: every dimension, then
         /// every attribute.
         #[arg(long)]
         fields: Option<String>,
-        /// The AES-256-GCM key of an encrypted array (32 bytes).
-        #[arg(long)]
-        key: Option<String>,
         /// Output format: json or csv.
         #[arg(long, default_value = "json")]
         format: String,
-        /// Memory budget of the read in bytes (tiles and one batch of
-        /// results at a time).
-        #[arg(long)]
-        budget: Option<u64>,
+    },
+    /// Aggregate an array's cells as TileDB does: prints
+    /// `{field: {op: value}}` as JSON (`null` where the answer is
+    /// undefined, e.g. the min of no cell).
+    Aggregate {
+        /// The array directory.
+        path: PathBuf,
+        /// What to compute: `FIELD:OP[,OP...]`, ops among count, sum, min,
+        /// max, mean, null_count; repeat for more fields.
+        /// Example: --agg a:sum,mean --agg n:null_count
+        #[arg(long = "agg", required = true, verbatim_doc_comment)]
+        aggs: Vec<String>,
+        #[command(flatten)]
+        read: ReadArgs,
     },
     /// Print an array's schema: a readable dump, or the conformance JSON
     /// summary.
@@ -111,6 +105,69 @@ enum Command {
         #[arg(long)]
         key: Option<String>,
     },
+}
+
+/// Which cells a read or an aggregate sees.
+#[derive(clap::Args)]
+struct ReadArgs {
+    /// Cells to read: per dimension (schema order) separated by `;`,
+    /// `*` or empty for the whole dimension, else ranges separated by
+    /// `,`, each `lo:hi` (inclusive) or one value; dimensions left out
+    /// are whole. String bounds are the text as is (no `:`, `,`, `;`).
+    /// Example: "1:4,7;*;apple:kiwi".
+    #[arg(long, verbatim_doc_comment)]
+    subarray: Option<String>,
+    /// Open at this time: `T` (everything written by T) or `T1..T2`
+    /// (ms since the epoch, inclusive); default: now.
+    #[arg(long)]
+    at: Option<String>,
+    /// Keep cells where this TileDB-Py QueryCondition holds, e.g.
+    /// "a > 5 and s == 'x'" (dense reads return fill values for others).
+    #[arg(long)]
+    condition: Option<String>,
+    /// The AES-256-GCM key of an encrypted array (32 bytes).
+    #[arg(long)]
+    key: Option<String>,
+    /// Memory budget of the read in bytes (tiles and one batch of
+    /// results at a time).
+    #[arg(long)]
+    budget: Option<u64>,
+}
+
+impl ReadArgs {
+    /// Opens the array at `path` as these options say, and the read over
+    /// `fields`.
+    fn open(
+        &self,
+        path: &std::path::Path,
+        fields: Option<&str>,
+    ) -> Result<(tdb::Array<LocalStorage>, tdb::ReadSpec), CliError> {
+        let mut options = tdb::OpenOptions::new();
+        if self.at.is_some() {
+            let w = window(self.at.as_deref())?;
+            options = options.between(w.start, w.end);
+        }
+        if let Some(k) = key_bytes(self.key.as_deref())? {
+            options = options.key(&k)?;
+        }
+        let array = tdb::Array::open_with(path, options)?;
+        let schema = array.schema();
+        let fields = match fields {
+            Some(f) => tdb_cli::export::parse_fields(schema, f)?,
+            None => tdb_cli::export::default_fields(schema),
+        };
+        let mut spec = tdb::ReadSpec::new(fields);
+        if let Some(s) = &self.subarray {
+            spec = spec.with_subarray(tdb_cli::export::parse_subarray(schema, s)?);
+        }
+        if let Some(c) = &self.condition {
+            spec = spec.with_condition(c.clone());
+        }
+        if let Some(b) = self.budget {
+            spec = spec.with_budget(b);
+        }
+        Ok((array, spec))
+    }
 }
 
 fn key_bytes(key: Option<&str>) -> Result<Option<[u8; 32]>, CliError> {
@@ -213,14 +270,10 @@ fn run(cli: Cli) -> Result<bool, CliError> {
         }
         Command::Export {
             path,
-            subarray,
-            at,
+            read,
             layout,
-            condition,
             fields,
-            key,
             format,
-            budget,
         } => {
             let format = tdb_cli::export::Format::from_name(&format)?;
             let layout = tdb::ResultLayout::from_name(&layout).ok_or_else(|| {
@@ -228,33 +281,17 @@ fn run(cli: Cli) -> Result<bool, CliError> {
                     "--layout takes row-major, col-major, global-order or unordered, not {layout:?}"
                 ))
             })?;
-            let mut options = tdb::OpenOptions::new();
-            if at.is_some() {
-                let w = window(at.as_deref())?;
-                options = options.between(w.start, w.end);
-            }
-            if let Some(k) = key_bytes(key.as_deref())? {
-                options = options.key(&k)?;
-            }
-            let array = tdb::Array::open_with(&path, options)?;
-            let schema = array.schema();
-            let fields = match fields {
-                Some(f) => tdb_cli::export::parse_fields(schema, &f)?,
-                None => tdb_cli::export::default_fields(schema),
-            };
-            let mut spec = tdb::ReadSpec::new(fields).with_layout(layout);
-            if let Some(s) = subarray {
-                spec = spec.with_subarray(tdb_cli::export::parse_subarray(schema, &s)?);
-            }
-            if let Some(c) = condition {
-                spec = spec.with_condition(c);
-            }
-            if let Some(b) = budget {
-                spec = spec.with_budget(b);
-            }
+            let (array, spec) = read.open(&path, fields.as_deref())?;
             let stdout = std::io::stdout();
             let mut out = std::io::BufWriter::new(stdout.lock());
-            tdb_cli::export::export(&array, spec, format, &mut out)?;
+            tdb_cli::export::export(&array, spec.with_layout(layout), format, &mut out)?;
+            Ok(true)
+        }
+        Command::Aggregate { path, aggs, read } => {
+            let (array, spec) = read.open(&path, None)?;
+            let requests = tdb_cli::export::parse_aggregates(array.schema(), &aggs)?;
+            let results = array.aggregate(spec, &requests)?;
+            print_json(&tdb_cli::export::aggregates_json(array.schema(), &results))?;
             Ok(true)
         }
         Command::Schema {

@@ -13,7 +13,7 @@
 //! - a non-string cell is a scalar when `cell_val_num` is 1, else a list.
 
 use serde_json::{json, Map, Value};
-use tdb::{Batch, FieldBuffer};
+use tdb::{AggregateValue, Batch, FieldBuffer};
 use tdb_format::{Datatype, Scalar};
 use tdb_schema::Range;
 
@@ -35,6 +35,19 @@ pub fn cell(datatype: Datatype, cell_val_num: u32, bytes: &[u8]) -> Value {
         values.into_iter().next().unwrap_or(Value::Null)
     } else {
         Value::Array(values)
+    }
+}
+
+/// One aggregate answer of a field of `datatype` (`cell_val_num` values
+/// per cell): counts and integer sums as integers, float sums and means as
+/// floats, min/max as a cell; `null` where the answer is undefined.
+pub fn aggregate(datatype: Datatype, cell_val_num: u32, value: Option<&AggregateValue>) -> Value {
+    match value {
+        None => Value::Null,
+        Some(AggregateValue::Count(n)) | Some(AggregateValue::UInt(n)) => json!(n),
+        Some(AggregateValue::Int(n)) => json!(n),
+        Some(AggregateValue::Float(f)) => scalar_json(Scalar::Float(*f)),
+        Some(AggregateValue::Cell(bytes)) => cell(datatype, cell_val_num, bytes),
     }
 }
 

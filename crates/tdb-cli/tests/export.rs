@@ -1,6 +1,6 @@
-//! `tdb export`: the subarray syntax and field lists against schemas real
-//! TileDB wrote, usage errors of the command, and (once the reader lands)
-//! its output against what TileDB read.
+//! `tdb export` and `tdb aggregate`: the subarray syntax and field lists
+//! against schemas real TileDB wrote, usage errors of the commands, and
+//! their output against what TileDB read.
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -13,8 +13,12 @@ fn array_dir(case: &str) -> PathBuf {
 }
 
 fn tdb(args: &[&str], dir: &Path) -> Output {
+    tdb_cmd("export", args, dir)
+}
+
+fn tdb_cmd(command: &str, args: &[&str], dir: &Path) -> Output {
     Command::new(env!("CARGO_BIN_EXE_tdb"))
-        .arg("export")
+        .arg(command)
         .arg(dir)
         .args(args)
         .output()
@@ -172,7 +176,6 @@ fn expected_query(case: &str, name: &str) -> Value {
         .clone()
 }
 
-/// Needs the reader (`Array::read`), which has not landed yet.
 #[test]
 fn json_output_is_what_tiledb_read() {
     let dir = array_dir("sparse_string_dim");
@@ -186,7 +189,6 @@ fn json_output_is_what_tiledb_read() {
     assert_eq!(got, expected_query("sparse_string_dim", "sub")["result"]);
 }
 
-/// Needs the reader (`Array::read`), which has not landed yet.
 #[test]
 fn csv_output_has_a_header_and_a_row_per_cell() {
     let dir = array_dir("sparse_string_dim");
@@ -203,4 +205,63 @@ fn csv_output_has_a_header_and_a_row_per_cell() {
         String::from_utf8(out.stdout).unwrap(),
         "i,s\n2,b\n3,banana\n4,cherry\n"
     );
+}
+
+/// `tdb aggregate` answers what TileDB-Py's `agg` answered on the same
+/// subarray and condition (integers: exact).
+#[test]
+fn aggregate_prints_what_tiledb_aggregated() {
+    let dir = array_dir("aggregates_sparse");
+    let out = tdb_cmd(
+        "aggregate",
+        &[
+            "--agg",
+            "i:count,sum,min,max",
+            "--agg",
+            "n:null_count,sum",
+            "--condition",
+            "i > 0 and f < 5.0",
+        ],
+        &dir,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let got: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let want = &expected_query("aggregates_sparse", "cond")["aggregates"];
+    for (field, op) in [
+        ("i", "count"),
+        ("i", "sum"),
+        ("i", "min"),
+        ("i", "max"),
+        ("n", "null_count"),
+        ("n", "sum"),
+    ] {
+        assert_eq!(got[field][op], want[field][op], "{field}.{op}");
+    }
+}
+
+#[test]
+fn aggregate_usage_errors_name_the_option() {
+    let dir = array_dir("aggregates_sparse");
+    for (args, needle) in [
+        (&["--agg", "i"][..], "FIELD:OP"),
+        (
+            &["--agg", "zz:sum"][..],
+            "\"zz\" is no dimension or attribute",
+        ),
+        (&["--agg", "i:median"][..], "\"median\" is no aggregate"),
+    ] {
+        let out = tdb_cmd("aggregate", args, &dir);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+    // A type the op does not apply to is the query's error, naming both.
+    let out = tdb_cmd("aggregate", &["--agg", "s:mean"], &dir);
+    assert!(!out.status.success());
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("aggregate mean of `s`"), "{err}");
 }

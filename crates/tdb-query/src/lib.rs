@@ -7,6 +7,7 @@
 //! state machine that says which byte ranges it needs next
 //! ([`ReadStep::Need`]), so one reader serves local files and object stores.
 
+pub mod aggregate;
 mod batch;
 mod column;
 pub mod condition;
@@ -15,9 +16,10 @@ mod read;
 mod snapshot;
 mod spec;
 
+pub use aggregate::{AggregateOp, AggregateResult, AggregateValue};
 pub use batch::{Batch, FieldBuffer};
 pub use column::{Column, Columns, VAR_NUM};
 pub use error::{QueryError, Result};
-pub use read::{ReadStep, Reader, SyncRead};
+pub use read::{aggregate, AggregateStep, Aggregation, ReadStep, Reader, SyncRead};
 pub use snapshot::Snapshot;
 pub use spec::{ReadSpec, ResultLayout, Subarray, DEFAULT_BUDGET};

@@ -8,7 +8,7 @@ use crate::read::{fail, lift, name_u32, pipeline, put_name_u32, SResult};
 use crate::{Result, SchemaError};
 use tdb_filters::FilterPipeline;
 use tdb_format::le;
-use tdb_format::{ArrayType, FormatVersion, Layout};
+use tdb_format::{ArrayType, Datatype, FormatVersion, Layout};
 
 /// An enumeration as the schema names it: its name and the file under
 /// `__schema/__enumerations/` holding its values (v20).
@@ -134,6 +134,14 @@ impl ArraySchema {
     /// The dimension named `name`.
     pub fn dimension(&self, name: &str) -> Option<&crate::Dimension> {
         self.domain.dimensions.iter().find(|d| d.name == name)
+    }
+
+    /// The datatype and values per cell of the dimension or attribute
+    /// named `name`.
+    pub fn field_type(&self, name: &str) -> Option<(Datatype, u32)> {
+        self.dimension(name)
+            .map(|d| (d.datatype, d.cell_val_num))
+            .or_else(|| self.attribute(name).map(|a| (a.datatype, a.cell_val_num)))
     }
 
     /// Every field's name, dimensions first, comma separated: what an

@@ -21,7 +21,8 @@ use thiserror::Error;
 pub use tdb_format::Datatype;
 pub use tdb_fragment::{ArrayMetadata, LoadedFragment, MetadataValue, TimeWindow};
 pub use tdb_query::{
-    Batch, Column, FieldBuffer, ReadSpec, ResultLayout, Snapshot, Subarray, VAR_NUM,
+    AggregateOp, AggregateResult, AggregateValue, Batch, Column, FieldBuffer, ReadSpec,
+    ResultLayout, Snapshot, Subarray, VAR_NUM,
 };
 pub use tdb_schema::{ArraySchema, Range};
 pub use tdb_storage::{LocalStorage, MemoryStorage};
@@ -134,6 +135,33 @@ impl<S: tdb_fragment::ReadStorage> Array<S> {
         Ok(Query {
             inner: tdb_query::SyncRead::new(&self.storage, &self.snapshot, spec)?,
         })
+    }
+
+    /// Aggregates over the cells `spec` selects (its subarray, condition
+    /// and budget; its fields are ignored): one answer per `(field, op)`
+    /// request, in order, as TileDB computes them.
+    ///
+    /// ```no_run
+    /// use tdb::{AggregateOp, Array, ReadSpec};
+    /// let array = Array::open("my_array")?;
+    /// let sums = array.aggregate(
+    ///     ReadSpec::new(Vec::<String>::new()).with_condition("a > 5"),
+    ///     &[("a".into(), AggregateOp::Sum), ("a".into(), AggregateOp::Count)],
+    /// )?;
+    /// println!("{:?}", sums[0].value);
+    /// # Ok::<(), tdb::Error>(())
+    /// ```
+    pub fn aggregate(
+        &self,
+        spec: ReadSpec,
+        requests: &[(String, AggregateOp)],
+    ) -> Result<Vec<AggregateResult>> {
+        Ok(tdb_query::aggregate(
+            &self.storage,
+            &self.snapshot,
+            spec,
+            requests,
+        )?)
     }
 
     /// Runs a read to the end and joins its batches.

@@ -5,9 +5,12 @@
 //! batch), the candidate tiles of every field (one batch), then compute which cells, in which order, from which
 //! fragment, and hand them out in batches the budget bounds.
 
+mod aggregate;
 mod fields;
 mod plan;
 mod tiles;
+
+pub use aggregate::{aggregate, AggregateStep, Aggregation};
 
 use crate::batch::{Batch, FieldBuffer};
 use crate::condition::{self, BoundCondition};
@@ -78,6 +81,24 @@ pub struct Reader<'a> {
     phase: Phase,
     /// Requests of the current phase not yet handed out.
     pending_requests: Option<Vec<RangeRequest>>,
+    /// Slots whose tile metadata (mins, maxes, sums, null counts) dense
+    /// fragments load too: aggregates answer whole tiles from it.
+    md_slots: Vec<usize>,
+    /// Whether dense batches record each cell's [`CellState`] (aggregates
+    /// fold only cells a fragment wrote and the condition kept).
+    with_states: bool,
+    last_states: Option<Vec<CellState>>,
+}
+
+/// What a dense result cell is, for aggregates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CellState {
+    /// No fragment wrote it: a fill value.
+    Unwritten,
+    /// Written, but the condition rejected it.
+    Rejected,
+    /// Written and kept.
+    Kept,
 }
 
 impl<'a> Reader<'a> {
@@ -160,6 +181,9 @@ impl<'a> Reader<'a> {
             next_cell: 0,
             phase: Phase::Start,
             pending_requests: None,
+            md_slots: Vec::new(),
+            with_states: false,
+            last_states: None,
         })
     }
 
@@ -327,6 +351,25 @@ impl<'a> Reader<'a> {
                         }
                         DataPart::Validity => sections.push(Section::ValidityOffsets(ff.index)),
                     }
+                }
+            }
+            // Tile metadata exists from format version 11.
+            if footer.dense && footer.version >= 11 {
+                for &slot in &self.md_slots {
+                    let Some(ff) = &plan.fields[slot] else {
+                        continue;
+                    };
+                    let i = ff.index;
+                    let mut md = vec![Section::Mins(i), Section::Maxes(i), Section::Sums(i)];
+                    if self.fields[slot].nullable {
+                        md.push(Section::NullCounts(i));
+                    }
+                    // Fields without some of it (sums of strings) lack
+                    // the section: the aggregate then reads their cells.
+                    sections.extend(
+                        md.into_iter()
+                            .filter(|&s| footer.section_offset(s).is_some()),
+                    );
                 }
             }
             let name = plan.file.file_name().to_owned();
@@ -662,6 +705,22 @@ impl<'a> Reader<'a> {
             }
             _ => None,
         };
+        if self.with_states && dense {
+            let states = range
+                .clone()
+                .enumerate()
+                .map(|(k, idx)| {
+                    if self.cells[idx].is_fill() {
+                        CellState::Unwritten
+                    } else if keep.as_ref().is_some_and(|m| !m[k]) {
+                        CellState::Rejected
+                    } else {
+                        CellState::Kept
+                    }
+                })
+                .collect();
+            self.last_states = Some(states);
+        }
         let fields = self
             .requested
             .iter()
@@ -730,6 +789,19 @@ fn threads() -> usize {
         .min(8)
 }
 
+/// One batch of requests from `storage`.
+fn fetch<S: ReadStorage + ?Sized>(
+    storage: &S,
+    requests: &[RangeRequest],
+) -> Result<Vec<Option<RangeRead>>> {
+    storage
+        .read_ranges(requests)
+        .map_err(|source| QueryError::Storage {
+            file: requests.first().map_or(String::new(), |r| r.key.clone()),
+            source,
+        })
+}
+
 /// Drives a [`Reader`] over a storage backend: an iterator of batches.
 pub struct SyncRead<'a, S: ?Sized> {
     storage: &'a S,
@@ -751,12 +823,7 @@ impl<'a, S: ReadStorage + ?Sized> SyncRead<'a, S> {
         loop {
             match self.reader.step()? {
                 ReadStep::Need(requests) => {
-                    let got = self.storage.read_ranges(&requests).map_err(|source| {
-                        QueryError::Storage {
-                            file: requests.first().map_or(String::new(), |r| r.key.clone()),
-                            source,
-                        }
-                    })?;
+                    let got = fetch(self.storage, &requests)?;
                     self.reader.push(got)?;
                 }
                 ReadStep::Batch(b) => return Ok(Some(b)),

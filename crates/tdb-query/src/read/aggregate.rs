@@ -1,0 +1,445 @@
+//! Aggregates: a read of the aggregated fields folded batch by batch, with
+//! TileDB's dense rules. A dense read aggregates only the cells some
+//! fragment wrote (and the condition kept); a space tile the subarray
+//! covers whole, whose cells come from one fragment and where the condition
+//! rejected none, is answered from that fragment's tile metadata — which
+//! changes answers, not just speed: the metadata counts every cell of the
+//! tile in the mean's divisor, written or not, as TileDB does.
+
+use super::{CellState, ReadStep, Reader};
+use crate::aggregate::{Accumulator, AggregateOp, AggregateResult};
+use crate::batch::Batch;
+use crate::read::fields::Kind;
+use crate::read::plan::FragPlan;
+use crate::{QueryError, ReadSpec, Result, Snapshot};
+use std::collections::HashMap;
+use tdb_format::{ArrayType, Datatype};
+use tdb_fragment::fragment_metadata::{Section, SectionData};
+use tdb_fragment::ReadStorage;
+use tdb_index::dense::{cell_num_per_tile, cell_position, int_value, origin_and_extent};
+use tdb_storage::{RangeRead, RangeRequest};
+
+/// What an aggregation needs next.
+#[derive(Debug)]
+pub enum AggregateStep {
+    /// Fetch these ranges and [`Aggregation::push`] the answers, in order.
+    Need(Vec<RangeRequest>),
+    /// The answers, in the order asked.
+    Done(Vec<AggregateResult>),
+}
+
+/// One aggregated field.
+struct FieldAgg {
+    name: String,
+    /// Its column in the read's batches.
+    column: usize,
+    /// Its slot among the reader's fields.
+    slot: usize,
+    acc: Accumulator,
+    ops: Vec<AggregateOp>,
+    /// An attribute (dimensions have no tile metadata).
+    attribute: bool,
+}
+
+/// A space tile of a dense read the tile metadata may answer.
+struct MdTile {
+    /// Fragment (plan index) and its tile holding the space tile.
+    frag: usize,
+    tile: u64,
+    /// The condition rejected a written cell of it.
+    rejected: bool,
+    /// Its cells folded per field, used when the metadata cannot be.
+    partial: Vec<Option<Accumulator>>,
+}
+
+/// The dense tile grid, to find each cell's space tile.
+struct DenseGrid {
+    /// Per dimension: domain low bound and tile extent.
+    dims: Vec<(i128, i128)>,
+    /// Per dimension: the subarray's ranges.
+    ranges: Vec<Vec<(i128, i128)>>,
+    tile_cells: u64,
+    /// Columns of the dimensions in the batches.
+    dim_columns: Vec<usize>,
+    tiles: HashMap<Vec<i128>, Option<MdTile>>,
+}
+
+/// An aggregation in progress: a state machine that does no I/O, like
+/// [`Reader`]. [`SyncAggregate`] drives it over a storage backend.
+pub struct Aggregation<'a> {
+    reader: Reader<'a>,
+    fields: Vec<FieldAgg>,
+    /// The requests in order: field index and op.
+    requests: Vec<(usize, AggregateOp)>,
+    rows: u64,
+    grid: Option<DenseGrid>,
+}
+
+impl<'a> Aggregation<'a> {
+    /// Aggregates over the read `spec` describes (its subarray, condition,
+    /// layout and budget; its fields are ignored): `requests` are
+    /// `(field, op)` pairs, answered in their order.
+    pub fn new(
+        snapshot: &'a Snapshot,
+        spec: ReadSpec,
+        requests: &[(String, AggregateOp)],
+    ) -> Result<Self> {
+        let schema = snapshot.schema();
+        let dense = schema.array_type == ArrayType::Dense;
+        let mut names: Vec<String> = Vec::new();
+        for (name, _) in requests {
+            if !names.contains(name) {
+                names.push(name.clone());
+            }
+        }
+        let dim_names: Vec<String> = schema
+            .domain
+            .dimensions
+            .iter()
+            .map(|d| d.name.clone())
+            .collect();
+        let mut read_fields = names.clone();
+        if dense || read_fields.is_empty() {
+            // Dense: each cell's space tile comes from its coordinates.
+            // Sparse with only `count`: any field gives the rows.
+            read_fields.extend(dim_names.iter().filter(|d| !names.contains(d)).cloned());
+        }
+        let mut spec = spec;
+        spec.fields = read_fields;
+        let mut reader = Reader::new(snapshot, spec)?;
+        let mut fields: Vec<FieldAgg> = Vec::new();
+        let ops_of = |name: &str| -> Vec<AggregateOp> {
+            requests
+                .iter()
+                .filter(|(n, _)| n == name)
+                .map(|&(_, o)| o)
+                .collect()
+        };
+        for (column, name) in names.iter().enumerate() {
+            let slot = reader.requested[column];
+            let info = &reader.fields[slot];
+            let ops = ops_of(name);
+            let mut kind = None;
+            for &op in &ops {
+                kind = Some(op.check(name, info.datatype, info.cell_val_num, info.nullable)?);
+            }
+            let kind = kind.ok_or_else(|| QueryError::invalid("an aggregate without an op"))?;
+            fields.push(FieldAgg {
+                name: name.clone(),
+                column,
+                slot,
+                acc: Accumulator::new(kind, &ops),
+                attribute: matches!(info.kind, Kind::Attr(_)),
+                ops,
+            });
+        }
+        let requests = requests
+            .iter()
+            .map(|(n, op)| (names.iter().position(|x| x == n).unwrap_or(0), *op))
+            .collect();
+        let sparse_frags = snapshot.fragments.iter().any(|f| !f.metadata.footer.dense);
+        let grid = if dense && !sparse_frags {
+            let mut dims = Vec::new();
+            for d in &schema.domain.dimensions {
+                let (lo, ext) = origin_and_extent(d).ok_or_else(|| {
+                    QueryError::invalid("a dense dimension without a tile extent")
+                })?;
+                dims.push((lo, ext));
+            }
+            let ranges = super::plan::dense_coords(schema, &reader.spec.subarray)?;
+            let dim_columns = dim_names
+                .iter()
+                .map(|d| reader.spec.fields.iter().position(|f| f == d).unwrap_or(0))
+                .collect();
+            reader.md_slots = fields
+                .iter()
+                .filter(|f| f.attribute)
+                .map(|f| f.slot)
+                .collect();
+            Some(DenseGrid {
+                dims,
+                ranges,
+                tile_cells: cell_num_per_tile(&schema.domain).unwrap_or(0),
+                dim_columns,
+                tiles: HashMap::new(),
+            })
+        } else {
+            None
+        };
+        reader.with_states = dense;
+        Ok(Aggregation {
+            reader,
+            fields,
+            requests,
+            rows: 0,
+            grid,
+        })
+    }
+
+    /// The next thing the aggregation needs, or its answers.
+    pub fn step(&mut self) -> Result<AggregateStep> {
+        loop {
+            match self.reader.step()? {
+                ReadStep::Need(r) => return Ok(AggregateStep::Need(r)),
+                ReadStep::Batch(b) => {
+                    let states = self.reader.last_states.take();
+                    self.fold(&b, states.as_deref())?;
+                }
+                ReadStep::Done => return Ok(AggregateStep::Done(self.finish())),
+            }
+        }
+    }
+
+    /// The answers to the last [`AggregateStep::Need`], in its order.
+    pub fn push(&mut self, reads: Vec<Option<RangeRead>>) -> Result<()> {
+        self.reader.push(reads)
+    }
+
+    fn fold(&mut self, batch: &Batch, states: Option<&[CellState]>) -> Result<()> {
+        let n = batch.num_cells as usize;
+        self.rows += batch.num_cells;
+        let columns: Vec<_> = self
+            .fields
+            .iter()
+            .map(|f| batch.fields[f.column].column())
+            .collect();
+        let attributes: Vec<bool> = self.fields.iter().map(|f| f.attribute).collect();
+        let mut tc = Vec::new();
+        for k in 0..n {
+            let state = states.map_or(CellState::Kept, |s| s[k]);
+            if state == CellState::Unwritten {
+                continue;
+            }
+            let mut md = None;
+            if let Some(grid) = &mut self.grid {
+                grid.tile_coords(batch, k, &mut tc)?;
+                if !grid.tiles.contains_key(tc.as_slice()) {
+                    let t = grid.md_tile(&tc, &self.reader.plans, self.fields.len());
+                    grid.tiles.insert(tc.clone(), t);
+                }
+                md = grid.tiles.get_mut(tc.as_slice()).and_then(Option::as_mut);
+            }
+            if state == CellState::Rejected {
+                if let Some(t) = md {
+                    t.rejected = true;
+                }
+                continue;
+            }
+            for (i, f) in self.fields.iter_mut().enumerate() {
+                let col = &columns[i];
+                let (bytes, valid) = (col.cell(k), !col.is_null(k));
+                // Attributes of a tile the metadata may answer fold apart.
+                let partial = match md.as_deref_mut() {
+                    Some(t) if attributes[i] => {
+                        Some(t.partial[i].get_or_insert_with(|| f.acc.empty()))
+                    }
+                    _ => None,
+                };
+                match partial {
+                    Some(p) => p.add_cell(bytes, valid),
+                    None => f.acc.add_cell(bytes, valid),
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self) -> Vec<AggregateResult> {
+        if let Some(grid) = self.grid.take() {
+            for t in grid.tiles.into_values().flatten() {
+                for (i, f) in self.fields.iter_mut().enumerate() {
+                    let Some(partial) = &t.partial[i] else {
+                        continue;
+                    };
+                    let plan = &self.reader.plans[t.frag];
+                    match (t.rejected, tile_metadata(plan, f, t.tile, grid.tile_cells)) {
+                        (false, Some(md)) => f.acc.add_tile(md.cells, md.nulls, md.sum, md.min_max),
+                        _ => f.acc.merge(partial),
+                    }
+                }
+            }
+        }
+        self.requests
+            .iter()
+            .map(|&(i, op)| AggregateResult {
+                field: self.fields[i].name.clone(),
+                op,
+                value: self.fields[i].acc.finish(op, self.rows),
+            })
+            .collect()
+    }
+}
+
+/// Runs an [`Aggregation`] over `storage`: the answers to `requests` over
+/// the read `spec` describes.
+pub fn aggregate<S: ReadStorage + ?Sized>(
+    storage: &S,
+    snapshot: &Snapshot,
+    spec: ReadSpec,
+    requests: &[(String, AggregateOp)],
+) -> Result<Vec<AggregateResult>> {
+    let mut agg = Aggregation::new(snapshot, spec, requests)?;
+    loop {
+        match agg.step()? {
+            AggregateStep::Need(r) => agg.push(super::fetch(storage, &r)?)?,
+            AggregateStep::Done(results) => return Ok(results),
+        }
+    }
+}
+
+/// One tile's metadata for one field.
+struct TileMd<'p> {
+    cells: u64,
+    nulls: u64,
+    sum: Option<u64>,
+    min_max: Option<(&'p [u8], &'p [u8])>,
+}
+
+/// Tile `tile` of `plan`'s metadata for `f`: `None` when the fragment lacks
+/// some of what `f`'s ops need.
+fn tile_metadata<'p>(
+    plan: &'p FragPlan<'_>,
+    f: &FieldAgg,
+    tile: u64,
+    cells: u64,
+) -> Option<TileMd<'p>> {
+    let ff = plan.fields[f.slot].as_ref()?;
+    let meta = &plan.meta;
+    let t = usize::try_from(tile).ok()?;
+    let nulls = if f.acc.nullable() {
+        match meta.section(Section::NullCounts(ff.index))? {
+            SectionData::U64s(v) => *v.get(t)?,
+            _ => return None,
+        }
+    } else {
+        0
+    };
+    let wants = |o: &[AggregateOp]| f.ops.iter().any(|x| o.contains(x));
+    let sum = if wants(&[AggregateOp::Sum, AggregateOp::Mean]) {
+        match meta.section(Section::Sums(ff.index))? {
+            SectionData::Sums(v) => Some(*v.get(t)?),
+            _ => return None,
+        }
+    } else {
+        None
+    };
+    let min_max = if wants(&[AggregateOp::Min, AggregateOp::Max]) {
+        let datatype = f.acc.datatype();
+        // Min/max metadata: numbers and CHAR/ASCII strings only; TileDB
+        // wrote wrong values for fixed nullable strings until version 20.
+        let string = matches!(datatype, Datatype::Char | Datatype::StringAscii);
+        let absent = (datatype.is_string() && !string)
+            || (string && f.acc.nullable() && !f.acc.is_var() && meta.footer.version <= 20);
+        if absent {
+            return None;
+        }
+        let size = (!f.acc.is_var()).then(|| f.acc.cell_size());
+        let bound = |s: Section| match meta.section(s) {
+            Some(SectionData::Bounds(b)) => b.value(t, size),
+            _ => None,
+        };
+        Some((
+            bound(Section::Mins(ff.index))?,
+            bound(Section::Maxes(ff.index))?,
+        ))
+    } else {
+        None
+    };
+    Some(TileMd {
+        cells,
+        nulls,
+        sum,
+        min_max,
+    })
+}
+
+impl DenseGrid {
+    /// The space tile of cell `k` of `batch`, into `tc`.
+    fn tile_coords(&self, batch: &Batch, k: usize, tc: &mut Vec<i128>) -> Result<()> {
+        tc.clear();
+        for (d, &(lo, ext)) in self.dims.iter().enumerate() {
+            let col = batch.fields[self.dim_columns[d]].column();
+            let v = int_value(col.datatype, col.cell(k))
+                .ok_or_else(|| QueryError::invalid("a dense coordinate that is not an integer"))?;
+            tc.push((v - lo).div_euclid(ext));
+        }
+        Ok(())
+    }
+
+    /// Whether space tile `tc` may be answered from tile metadata (TileDB's
+    /// `can_aggregate_tile_with_frag_md`): the subarray covers it whole and
+    /// exactly one fragment intersects it without a newer fragment covering
+    /// its part of the tile. Which fields the metadata serves is decided
+    /// per field at the end.
+    fn md_tile(&self, tc: &[i128], plans: &[FragPlan<'_>], fields: usize) -> Option<MdTile> {
+        let boxes: Vec<(i128, i128)> = self
+            .dims
+            .iter()
+            .zip(tc)
+            .map(|(&(lo, ext), &t)| (lo + t * ext, lo + (t + 1) * ext - 1))
+            .collect();
+        // Cells of the subarray in the tile, counted as TileDB counts them
+        // (per dimension, over every range).
+        let mut covered: u64 = 1;
+        for (rs, &(blo, bhi)) in self.ranges.iter().zip(&boxes) {
+            let n: i128 = rs
+                .iter()
+                .map(|&(lo, hi)| (hi.min(bhi) - lo.max(blo) + 1).max(0))
+                .sum();
+            covered = covered.checked_mul(u64::try_from(n).ok()?)?;
+        }
+        if covered != self.tile_cells {
+            return None;
+        }
+        // Each dense fragment's part of the tile, newest first.
+        let mut parts: Vec<(usize, Vec<(i128, i128)>)> = Vec::new();
+        for (i, p) in plans.iter().enumerate().rev() {
+            let footer = &p.meta.footer;
+            if !footer.dense {
+                continue;
+            }
+            let ned = footer.non_empty_domain.as_ref()?;
+            let mut part = Vec::with_capacity(boxes.len());
+            for ((r, &(blo, bhi)), dim) in ned.iter().zip(&boxes).zip(&p.schema.domain.dimensions) {
+                let (lo, hi) = r.bounds();
+                let (lo, hi) = (int_value(dim.datatype, lo)?, int_value(dim.datatype, hi)?);
+                part.push((lo.max(blo), hi.min(bhi)));
+            }
+            if part.iter().any(|&(lo, hi)| lo > hi) {
+                continue;
+            }
+            parts.push((i, part));
+        }
+        let covers = |a: &[(i128, i128)], b: &[(i128, i128)]| {
+            a.iter().zip(b).all(|(x, y)| x.0 <= y.0 && y.1 <= x.1)
+        };
+        let uncovered: Vec<&(usize, Vec<(i128, i128)>)> = parts
+            .iter()
+            .enumerate()
+            .filter(|(k, (_, part))| !parts[..*k].iter().any(|(_, newer)| covers(newer, part)))
+            .map(|(_, p)| p)
+            .collect();
+        let [(frag, part)] = uncovered.as_slice() else {
+            return None;
+        };
+        let plan = &plans[*frag];
+        if plan.meta.footer.version < 11 {
+            return None;
+        }
+        let corner: Vec<i128> = part.iter().map(|&(lo, _)| lo).collect();
+        let schema = plan.schema;
+        let (tile, _) = cell_position(
+            &schema.domain,
+            schema.tile_order,
+            schema.cell_order,
+            plan.meta.footer.non_empty_domain.as_ref()?,
+            &corner,
+        )?;
+        Some(MdTile {
+            frag: *frag,
+            tile,
+            rejected: false,
+            partial: vec![None; fields],
+        })
+    }
+}
