@@ -9,7 +9,7 @@
 //!   expectation pass with the first row's (current) TileDB completes every
 //!   case's `expected.json` with what TileDB reports.
 //! - `interop`: TileDB reads what tdb wrote (see `interop.rs`).
-//! - `conformance DIR [--only CASE]... [--no-queries]`: every conformance
+//! - `conformance DIR [--only CASE]... [--no-queries] [--budget BYTES]`: every conformance
 //!   case under DIR through tdb, compared with its `expected.json` (see
 //!   `conformance.rs`); exits non-zero when a case fails.
 
@@ -189,7 +189,7 @@ fn fixtures(args: &[String]) -> Result<(), String> {
 
 const USAGE: &str = "usage: cargo xtask fixtures [--only TILEDB_PY_VERSION]...
        cargo xtask interop
-       cargo xtask conformance DIR [--only CASE]... [--no-queries]";
+       cargo xtask conformance DIR [--only CASE]... [--no-queries] [--budget BYTES]";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();

@@ -91,8 +91,10 @@ pub struct ReadSpec {
     pub layout: ResultLayout,
     /// A condition in TileDB-Py's QueryCondition syntax.
     pub condition: Option<String>,
-    /// Bytes the query may hold at once: fetched tiles, unfiltered tiles
-    /// and one batch of results.
+    /// Bytes the query may hold at once: half for the tiles of the piece
+    /// of the subarray being read (fetched and unfiltered), half for one
+    /// batch of results. A budget too small for one tile is an error
+    /// before any tile is fetched.
     pub budget: u64,
 }
 

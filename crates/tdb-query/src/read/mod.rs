@@ -2,11 +2,15 @@
 //!
 //! Phases: the delete commits' conditions (one batch; they may read fields
 //! the query does not), the fragment-metadata sections the read needs (one
-//! batch), the candidate tiles of every field (one batch), then compute which cells, in which order, from which
-//! fragment, and hand them out in batches the budget bounds.
+//! batch), then piece by piece: the subarray is cut in result order until
+//! the tiles a piece needs fit half the budget (`partition`), each piece's
+//! candidate tiles are fetched (one batch), decoded on a bounded pool,
+//! computed (which cells, in which order, from which fragment) and handed
+//! out in batches the other half of the budget bounds, then dropped.
 
 mod aggregate;
 mod fields;
+mod partition;
 mod plan;
 mod tiles;
 
@@ -14,7 +18,7 @@ pub use aggregate::{aggregate, AggregateStep, Aggregation};
 
 use crate::batch::{Batch, FieldBuffer};
 use crate::condition::{self, BoundCondition};
-use crate::{QueryError, ReadSpec, Result, ResultLayout, Snapshot};
+use crate::{QueryError, ReadSpec, Result, ResultLayout, Snapshot, Subarray};
 use bytes::Bytes;
 use fields::{frag_field, special_field, FieldInfo, FragField, Kind};
 use plan::{CellRef, FragPlan, DELETE_TS_SLOT, TIMESTAMPS_SLOT};
@@ -88,6 +92,15 @@ pub struct Reader<'a> {
     /// fold only cells a fragment wrote and the condition kept).
     with_states: bool,
     last_states: Option<Vec<CellState>>,
+    /// Pieces of the subarray still to read, the next last; the piece
+    /// being read. Each piece's tiles fit half the budget.
+    partitions: Vec<Subarray>,
+    current: Subarray,
+    /// The largest tile of each fragment, all fields read, filtered and
+    /// unfiltered bytes.
+    tile_max: Vec<u64>,
+    /// Whether any batch went out (an empty read is one empty batch).
+    emitted: bool,
 }
 
 /// What a dense result cell is, for aggregates.
@@ -184,6 +197,10 @@ impl<'a> Reader<'a> {
             md_slots: Vec::new(),
             with_states: false,
             last_states: None,
+            partitions: Vec::new(),
+            current: Subarray::default(),
+            tile_max: Vec::new(),
+            emitted: false,
         })
     }
 
@@ -213,9 +230,31 @@ impl<'a> Reader<'a> {
                 }
                 Phase::Emit => {
                     if let Some(b) = self.next_batch()? {
+                        self.emitted = true;
                         return Ok(ReadStep::Batch(b));
                     }
+                    // This piece is done: free it, go on with the next.
+                    self.tiles.clear();
+                    self.cells = Vec::new();
+                    self.dense_coords = Vec::new();
+                    self.next_cell = 0;
+                    if !self.partitions.is_empty() {
+                        self.next_partition()?;
+                        continue;
+                    }
                     self.phase = Phase::Done;
+                    if !self.emitted {
+                        self.emitted = true;
+                        let fields = self
+                            .requested
+                            .iter()
+                            .map(|&s| self.empty_buffer(s))
+                            .collect();
+                        return Ok(ReadStep::Batch(Batch {
+                            num_cells: 0,
+                            fields,
+                        }));
+                    }
                 }
                 Phase::Done => return Ok(ReadStep::Done),
             }
@@ -243,7 +282,7 @@ impl<'a> Reader<'a> {
                         plan.schema,
                     )?;
                 }
-                self.plan_tiles()
+                self.start_partitions()
             }
             Phase::Deletes(wanted) => {
                 let schema = self.snapshot.schema();
@@ -311,6 +350,7 @@ impl<'a> Reader<'a> {
                     .then(|| special_field(footer, schema, Field::DeleteTimestamps, encrypted))
                     .flatten(),
                 tiles: Vec::new(),
+                leaves: Vec::new(),
             });
         }
     }
@@ -432,7 +472,7 @@ impl<'a> Reader<'a> {
         self.build_plans();
         let wanted = self.section_requests()?;
         if wanted.is_empty() {
-            return self.plan_tiles();
+            return self.start_partitions();
         }
         let coalesced = Coalesced::new(wanted.iter().map(|w| (w.file.as_str(), w.range.clone())));
         self.pending_requests = Some(coalesced.requests.clone());
@@ -440,11 +480,160 @@ impl<'a> Reader<'a> {
         Ok(())
     }
 
+    /// Every section is in: R-tree leaves parsed once, the largest tile
+    /// of each fragment checked against the budget (up front, before any
+    /// tile is fetched), then the first piece of the subarray.
+    fn start_partitions(&mut self) -> Result<()> {
+        for plan in &mut self.plans {
+            let meta = &plan.meta;
+            if meta.footer.dense {
+                continue;
+            }
+            plan.leaves = match (meta.legacy_mbrs(), meta.section(Section::RTree)) {
+                (Some(m), _) => m.to_vec(),
+                (None, Some(tdb_fragment::SectionData::RTree(bytes))) => {
+                    let version = FormatVersion::new(meta.footer.version).map_err(|e| {
+                        QueryError::invalid(format!("fragment {}: {e}", plan.file.path))
+                    })?;
+                    tdb_index::RTree::parse(bytes, &plan.schema.domain, version)?
+                        .leaves()
+                        .to_vec()
+                }
+                _ => Vec::new(),
+            };
+        }
+        self.tile_max = (0..self.plans.len())
+            .map(|i| {
+                let plan = &self.plans[i];
+                (0..plan.tile_num())
+                    .map(|t| self.tile_bytes(i, t))
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        let allowed = self.tile_budget();
+        if let Some((i, &need)) = self
+            .tile_max
+            .iter()
+            .enumerate()
+            .max_by_key(|(_, b)| **b)
+            .filter(|(_, b)| **b > allowed)
+        {
+            return Err(QueryError::Budget {
+                budget: self.spec.budget,
+                need: format!(
+                    "a tile of fragment {} needs {need} bytes (the fields read, filtered and \
+                     unfiltered), and tiles get half the budget: give at least {}",
+                    self.plans[i].file.path,
+                    need.saturating_mul(2)
+                ),
+            });
+        }
+        self.partitions = vec![self.spec.subarray.clone()];
+        self.next_partition()
+    }
+
+    /// Half the budget holds tiles, the other half one batch of results.
+    fn tile_budget(&self) -> u64 {
+        self.spec.budget / 2
+    }
+
+    /// Bytes tile `t` of fragment `i` holds while read: every field part
+    /// fetched (filtered) and unfiltered.
+    fn tile_bytes(&self, i: usize, t: u64) -> u64 {
+        let plan = &self.plans[i];
+        let cells = plan.cells(t, plan.tile_num());
+        let meta = &plan.meta;
+        let mut total = 0u64;
+        for (slot, ff) in Self::frag_fields(plan) {
+            for (part, _) in &ff.parts {
+                let (filtered, unfiltered) = match part {
+                    DataPart::Fixed => {
+                        let size = match self.fields.get(slot) {
+                            Some(f) if f.is_var() => 8,
+                            Some(f) => f.cell_size() as u64,
+                            None => 8,
+                        };
+                        (meta.tile_range(ff.index, t), cells.saturating_mul(size))
+                    }
+                    DataPart::Var => {
+                        let var = match meta.section(Section::VarSizes(ff.index)) {
+                            Some(tdb_fragment::SectionData::U64s(v)) => {
+                                v.get(t as usize).copied().unwrap_or(0)
+                            }
+                            _ => 0,
+                        };
+                        (meta.var_tile_range(ff.index, t), var)
+                    }
+                    DataPart::Validity => (meta.validity_tile_range(ff.index, t), cells),
+                };
+                let filtered = filtered.map_or(0, |r| r.end.saturating_sub(r.start));
+                total = total.saturating_add(filtered).saturating_add(unfiltered);
+            }
+        }
+        total
+    }
+
+    /// What reading piece `p` holds at once: its tiles, and per candidate
+    /// cell the plan's bookkeeping.
+    fn estimate(&self, p: &Subarray) -> u64 {
+        let schema = self.snapshot.schema();
+        let dims = schema.domain.dimensions.len() as u64;
+        let mut total = 0u64;
+        for (i, plan) in self.plans.iter().enumerate() {
+            if plan.meta.footer.dense {
+                let tiles = plan::dense_tiles_touched(plan, p).unwrap_or(u64::MAX);
+                total = total.saturating_add(tiles.saturating_mul(self.tile_max[i]));
+            } else {
+                let tile_num = plan.tile_num();
+                for (t, mbr) in plan.leaves.iter().enumerate() {
+                    if plan::mbr_overlaps(self.ops.dims(), mbr, p) {
+                        let t = t as u64;
+                        let cells = plan.cells(t, tile_num);
+                        total = total
+                            .saturating_add(self.tile_bytes(i, t))
+                            .saturating_add(cells.saturating_mul(64));
+                    }
+                }
+            }
+        }
+        if schema.array_type == ArrayType::Dense {
+            // Per result cell: where it comes from and its coordinates.
+            let cells = plan::dense_cells_in(schema, p).unwrap_or(u64::MAX);
+            total = total.saturating_add(cells.saturating_mul(48 + 16 * dims));
+        }
+        total
+    }
+
+    /// Takes pieces off the stack, cutting each in two while its estimate
+    /// exceeds the tile budget, and plans the first that fits. A piece that
+    /// cannot be cut (one cell; Hilbert global order; a non-integer
+    /// dimension first in the layout's order) is read as it is.
+    fn next_partition(&mut self) -> Result<()> {
+        let schema = self.snapshot.schema();
+        let order = partition::split_order(schema, self.spec.layout);
+        while let Some(p) = self.partitions.pop() {
+            if self.estimate(&p) > self.tile_budget() {
+                if let Some((a, b)) = partition::split(schema, &p, &order) {
+                    self.partitions.push(b);
+                    self.partitions.push(a);
+                    continue;
+                }
+            }
+            self.current = p;
+            return self.plan_tiles();
+        }
+        self.phase = Phase::Emit;
+        Ok(())
+    }
+
+    /// Plans the current piece: its result cells (dense) and the tiles of
+    /// every fragment it needs.
     fn plan_tiles(&mut self) -> Result<()> {
         let schema = self.snapshot.schema();
         let dense_array = schema.array_type == ArrayType::Dense;
         let grid = if dense_array {
-            let coords = plan::dense_coords(schema, &self.spec.subarray)?;
+            let coords = plan::dense_coords(schema, &self.current)?;
             plan::dense_grid(schema, &coords, self.spec.layout)?
         } else {
             Vec::new()
@@ -488,30 +677,11 @@ impl<'a> Reader<'a> {
                 set.dedup();
                 set
             } else {
-                let rtree = match (meta.legacy_mbrs(), meta.section(Section::RTree)) {
-                    (None, Some(tdb_fragment::SectionData::RTree(bytes))) => {
-                        let version = FormatVersion::new(meta.footer.version).map_err(|e| {
-                            QueryError::invalid(format!("fragment {}: {e}", plan.file.path))
-                        })?;
-                        Some(tdb_index::RTree::parse(
-                            bytes,
-                            &plan.schema.domain,
-                            version,
-                        )?)
-                    }
-                    _ => None,
-                };
-                let leaves = match (meta.legacy_mbrs(), &rtree) {
-                    (Some(m), _) => m,
-                    (None, Some(t)) => t.leaves(),
-                    (None, None) => &[],
-                };
+                let leaves = &plan.leaves;
                 leaves
                     .iter()
                     .enumerate()
-                    .filter(|(_, mbr)| {
-                        plan::mbr_overlaps(self.ops.dims(), mbr, &self.spec.subarray)
-                    })
+                    .filter(|(_, mbr)| plan::mbr_overlaps(self.ops.dims(), mbr, &self.current))
                     .map(|(t, _)| t as u64)
                     .collect()
             };
@@ -585,7 +755,7 @@ impl<'a> Reader<'a> {
                 &self.fields,
                 &self.tiles,
                 self.ops.dims(),
-                &self.spec.subarray,
+                &self.current,
                 (window.start, window.end),
                 &self.deletes,
                 self.condition.as_ref(),
@@ -660,24 +830,11 @@ impl<'a> Reader<'a> {
             })
             .sum::<u64>()
             .max(1);
-        (self.spec.budget / per_cell).max(1) as usize
+        ((self.spec.budget - self.tile_budget()) / per_cell).max(1) as usize
     }
 
     fn next_batch(&mut self) -> Result<Option<Batch>> {
         if self.next_cell >= self.cells.len() {
-            if self.next_cell == 0 {
-                // An empty result is one empty batch.
-                self.next_cell = 1;
-                let fields = self
-                    .requested
-                    .iter()
-                    .map(|&s| self.empty_buffer(s))
-                    .collect();
-                return Ok(Some(Batch {
-                    num_cells: 0,
-                    fields,
-                }));
-            }
             return Ok(None);
         }
         let end = (self.next_cell + self.batch_cells()).min(self.cells.len());

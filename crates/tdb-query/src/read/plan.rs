@@ -46,6 +46,9 @@ pub(crate) struct FragPlan<'a> {
     pub delete_timestamps: Option<FragField>,
     /// Candidate tiles (those the subarray may touch).
     pub tiles: Vec<u64>,
+    /// Sparse fragments: each tile's MBR (R-tree leaves, or the MBRs of
+    /// fragments too old for an R-tree).
+    pub leaves: Vec<Vec<Range>>,
 }
 
 impl FragPlan<'_> {
@@ -414,6 +417,37 @@ fn filter_by_condition(
                 .unwrap_or(false)
         })
         .collect())
+}
+
+/// How many of a dense fragment's tiles the bounding box of `sub` touches
+/// (within the fragment's non-empty domain); `None` for non-integer
+/// domains.
+pub(crate) fn dense_tiles_touched(plan: &FragPlan<'_>, sub: &Subarray) -> Option<u64> {
+    let ned = plan.meta.footer.non_empty_domain.as_ref()?;
+    let coords = dense_coords(plan.schema, sub).ok()?;
+    let mut tiles: u64 = 1;
+    for ((dim, r), ranges) in plan.schema.domain.dimensions.iter().zip(ned).zip(&coords) {
+        let (origin, ext) = origin_and_extent(dim)?;
+        let (nlo, nhi) = r.bounds();
+        let (nlo, nhi) = (int_value(dim.datatype, nlo)?, int_value(dim.datatype, nhi)?);
+        let lo = ranges.iter().map(|r| r.0).min()?.max(nlo);
+        let hi = ranges.iter().map(|r| r.1).max()?.min(nhi);
+        if lo > hi {
+            return Some(0);
+        }
+        let n = (hi - origin).div_euclid(ext) - (lo - origin).div_euclid(ext) + 1;
+        tiles = tiles.checked_mul(u64::try_from(n).ok()?)?;
+    }
+    Some(tiles)
+}
+
+/// Cells of a dense read of `sub` (a cell once per range combination).
+pub(crate) fn dense_cells_in(schema: &ArraySchema, sub: &Subarray) -> Option<u64> {
+    let coords = dense_coords(schema, sub).ok()?;
+    coords.iter().try_fold(1u64, |acc, rs| {
+        let n: i128 = rs.iter().map(|&(lo, hi)| hi - lo + 1).sum();
+        acc.checked_mul(u64::try_from(n).ok()?)
+    })
 }
 
 /// A dense dimension's result coordinates: the subarray's ranges (or the
