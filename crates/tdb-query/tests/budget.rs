@@ -108,3 +108,42 @@ fn a_budget_below_one_tile_is_refused_up_front() {
     );
     assert!(msg.contains("give at least"), "{msg}");
 }
+
+/// Tiles whose min/max metadata rule the condition out are not fetched
+/// (one fragment: no older cell could win over a skipped one), and the
+/// answer stays TileDB's: here the single cell holding the minimum.
+#[test]
+fn tiles_the_condition_rules_out_are_not_fetched() {
+    let dir = tdb_testdata::root().join("sparse_2d_int").join("array");
+    let storage = tdb_storage::RecordingStorage::new(LocalStorage::new(&dir));
+    let snap = Snapshot::load(&storage, "", TimeWindow::ALL, None).unwrap();
+    let tile_bytes = |condition: &str| -> (u64, u64) {
+        storage.take();
+        let spec = ReadSpec::new(["x", "y", "a"]).with_condition(condition);
+        let cells: u64 = SyncRead::new(&storage, &snap, spec)
+            .unwrap()
+            .map(|b| b.unwrap().num_cells)
+            .sum();
+        let bytes = storage
+            .take()
+            .into_iter()
+            .filter_map(|r| match r {
+                tdb_storage::Request::ReadRanges { ranges } => Some(ranges),
+                _ => None,
+            })
+            .flatten()
+            .filter(|(file, _, _)| !file.ends_with("__fragment_metadata.tdb"))
+            .filter_map(|(_, _, got)| got)
+            .sum();
+        (cells, bytes)
+    };
+    let (all, all_bytes) = tile_bytes("a >= -928");
+    let (one, one_bytes) = tile_bytes("a <= -928");
+    assert_eq!((all, one), (60, 1));
+    assert!(
+        one_bytes * 2 < all_bytes,
+        "{one_bytes} bytes against {all_bytes}"
+    );
+    // Nothing can match: no tile is read at all.
+    assert_eq!(tile_bytes("a < -928"), (0, 0));
+}

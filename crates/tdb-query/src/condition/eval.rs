@@ -36,7 +36,11 @@ pub(super) enum Test {
     /// TileDB's ALWAYS_TRUE / ALWAYS_FALSE; null cells still fail.
     Const(bool),
     /// A comparison; null cells fail.
-    Cmp { kernel: Kernel, value: Vec<u8> },
+    Cmp {
+        kernel: Kernel,
+        op: Op,
+        value: Vec<u8>,
+    },
     /// IN (`inside`) / NOT_IN of the cell's bytes; null cells fail.
     Member { set: HashSet<Vec<u8>>, inside: bool },
 }
@@ -113,7 +117,7 @@ fn leaf(l: &Leaf, cols: &dyn Columns, out: &mut [bool]) -> Result<()> {
             return Ok(());
         }
         Test::Const(b) => out.fill(*b),
-        Test::Cmp { kernel, value } => kernel(&col, value, out),
+        Test::Cmp { kernel, value, .. } => kernel(&col, value, out),
         Test::Member { set, inside } => {
             for (i, o) in out.iter_mut().enumerate() {
                 *o = set.contains(col.cell(i)) == *inside;
@@ -234,4 +238,72 @@ pub(super) fn kernel(datatype: Datatype, var: bool, op: Op) -> Option<(Kernel, O
         Some(datatype.size() as usize)
     };
     Some((k, size))
+}
+
+/// Whether `node` may hold for some cell of a tile whose values of each
+/// field lie between the bounds `bounds` gives (its min and max cells;
+/// `None` where the tile has none). `false` only when no cell can match;
+/// nullable fields, NaN bounds and NOT IN always may.
+pub(super) fn may_match(node: &Node, bounds: &dyn Fn(&str) -> Option<(Vec<u8>, Vec<u8>)>) -> bool {
+    match node {
+        Node::And(children) => children.iter().all(|c| may_match(c, bounds)),
+        Node::Or(children) => children.iter().any(|c| may_match(c, bounds)),
+        Node::Leaf(l) => {
+            if l.nullable {
+                return true;
+            }
+            let test = |op: Op, x: &[u8], value: &[u8]| -> Option<bool> {
+                let (kernel, _) = kernel(l.datatype, l.var, op)?;
+                let size = l.datatype.size() as usize;
+                let offsets = [0u64];
+                let col = Column {
+                    datatype: l.datatype,
+                    cell_val_num: if l.var {
+                        crate::VAR_NUM
+                    } else {
+                        u32::try_from(x.len() / size.max(1)).ok()?
+                    },
+                    fixed: if l.var { &[] } else { x },
+                    offsets: if l.var { &offsets } else { &[] },
+                    var: if l.var { x } else { &[] },
+                    validity: None,
+                };
+                if col.len() != 1 {
+                    return None;
+                }
+                let mut out = [false];
+                kernel(&col, value, &mut out);
+                Some(out[0])
+            };
+            let Some((lo, hi)) = bounds(&l.field) else {
+                return true;
+            };
+            let nan = |b: &[u8]| match tdb_format::Scalar::decode(l.datatype, b) {
+                Some(tdb_format::Scalar::Float(f)) => f.is_nan(),
+                _ => false,
+            };
+            if nan(&lo) || nan(&hi) {
+                return true;
+            }
+            // Somewhere in [lo, hi] equals `v`.
+            let within = |v: &[u8]| {
+                test(Op::Le, &lo, v).unwrap_or(true) && test(Op::Ge, &hi, v).unwrap_or(true)
+            };
+            match &l.test {
+                Test::Null(_) => true,
+                Test::Const(b) => *b,
+                Test::Cmp { op, value, .. } => match op {
+                    Op::Lt | Op::Le => test(*op, &lo, value).unwrap_or(true),
+                    Op::Gt | Op::Ge => test(*op, &hi, value).unwrap_or(true),
+                    Op::Eq => within(value),
+                    Op::Ne => {
+                        !(test(Op::Eq, &lo, value).unwrap_or(false)
+                            && test(Op::Eq, &hi, value).unwrap_or(false))
+                    }
+                    _ => true,
+                },
+                Test::Member { set, inside } => !*inside || set.iter().any(|v| within(v)),
+            }
+        }
+    }
 }

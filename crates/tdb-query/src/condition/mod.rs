@@ -156,6 +156,13 @@ impl BoundCondition {
         &self.fields
     }
 
+    /// Whether the condition may hold for some cell of a tile whose
+    /// fields' values lie between the bounds `bounds(field)` gives (min and
+    /// max cell, from the tile's metadata); `false` only when it cannot.
+    pub fn may_match(&self, bounds: &dyn Fn(&str) -> Option<(Vec<u8>, Vec<u8>)>) -> bool {
+        eval::may_match(&self.root, bounds)
+    }
+
     /// Clears `mask[i]` for every cell `i` where the condition does not
     /// hold; `mask.len()` is the number of cells.
     pub fn evaluate(&self, columns: &dyn Columns, mask: &mut [bool]) -> Result<()> {
@@ -324,7 +331,7 @@ fn bind(
                     size.unwrap_or(0)
                 )));
             }
-            leaf(Test::Cmp { kernel, value })
+            leaf(Test::Cmp { kernel, op, value })
         }
         Condition::Membership { data, offsets, .. } => {
             let mut set = HashSet::new();

@@ -101,6 +101,11 @@ pub struct Reader<'a> {
     tile_max: Vec<u64>,
     /// Whether any batch went out (an empty read is one empty batch).
     emitted: bool,
+    /// Whether sparse tiles whose min/max metadata rule the condition out
+    /// are skipped: safe where no other fragment's cell could win over a
+    /// skipped one (duplicates allowed, or one fragment), since the
+    /// condition applies to the newest cell of each coordinate.
+    minmax_skip: bool,
 }
 
 /// What a dense result cell is, for aggregates.
@@ -201,6 +206,7 @@ impl<'a> Reader<'a> {
             current: Subarray::default(),
             tile_max: Vec::new(),
             emitted: false,
+            minmax_skip: false,
         })
     }
 
@@ -412,6 +418,19 @@ impl<'a> Reader<'a> {
                     );
                 }
             }
+            if self.minmax_skip && !footer.dense && footer.version >= 11 {
+                for f in self.condition.iter().flat_map(|c| c.fields()) {
+                    let slot = self.fields.iter().position(|x| &x.name == f);
+                    if let Some(ff) = slot.and_then(|s| plan.fields[s].as_ref()) {
+                        let i = ff.index;
+                        sections.extend(
+                            [Section::Mins(i), Section::Maxes(i)]
+                                .into_iter()
+                                .filter(|&s| footer.section_offset(s).is_some()),
+                        );
+                    }
+                }
+            }
             let name = plan.file.file_name().to_owned();
             let file = join(
                 &join(self.dir(), &plan.file.path),
@@ -470,6 +489,10 @@ impl<'a> Reader<'a> {
     fn after_deletes(&mut self) -> Result<()> {
         // Every field the read touches is known now.
         self.build_plans();
+        let schema = self.snapshot.schema();
+        self.minmax_skip = schema.array_type == ArrayType::Sparse
+            && self.condition.is_some()
+            && (schema.allows_dups || self.plans.len() == 1);
         let wanted = self.section_requests()?;
         if wanted.is_empty() {
             return self.start_partitions();
@@ -677,12 +700,16 @@ impl<'a> Reader<'a> {
                 set.dedup();
                 set
             } else {
-                let leaves = &plan.leaves;
-                leaves
+                let skip = self.condition.as_ref().filter(|_| self.minmax_skip);
+                let fields = &self.fields;
+                plan.leaves
                     .iter()
                     .enumerate()
                     .filter(|(_, mbr)| plan::mbr_overlaps(self.ops.dims(), mbr, &self.current))
                     .map(|(t, _)| t as u64)
+                    .filter(|&t| {
+                        skip.is_none_or(|c| c.may_match(&|f| tile_bounds(plan, fields, f, t)))
+                    })
                     .collect()
             };
             for (slot, ff) in Self::frag_fields(plan) {
@@ -944,6 +971,29 @@ fn threads() -> usize {
     std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(8)
+}
+
+/// Tile `t`'s min and max of field `name` in `plan`'s fragment, from its
+/// tile metadata.
+fn tile_bounds(
+    plan: &FragPlan<'_>,
+    fields: &[FieldInfo],
+    name: &str,
+    t: u64,
+) -> Option<(Vec<u8>, Vec<u8>)> {
+    let slot = fields.iter().position(|f| f.name == name)?;
+    let ff = plan.fields[slot].as_ref()?;
+    let size = (!fields[slot].is_var()).then(|| fields[slot].cell_size());
+    let bound = |s: Section| match plan.meta.section(s) {
+        Some(tdb_fragment::SectionData::Bounds(b)) => {
+            b.value(usize::try_from(t).ok()?, size).map(<[u8]>::to_vec)
+        }
+        _ => None,
+    };
+    Some((
+        bound(Section::Mins(ff.index))?,
+        bound(Section::Maxes(ff.index))?,
+    ))
 }
 
 /// One batch of requests from `storage`.
