@@ -244,7 +244,7 @@ pub(super) fn kernel(datatype: Datatype, var: bool, op: Op) -> Option<(Kernel, O
 /// field lie between the bounds `bounds` gives (its min and max cells;
 /// `None` where the tile has none). `false` only when no cell can match;
 /// nullable fields, NaN bounds and NOT IN always may.
-pub(super) fn may_match(node: &Node, bounds: &dyn Fn(&str) -> Option<(Vec<u8>, Vec<u8>)>) -> bool {
+pub(super) fn may_match(node: &Node, bounds: &super::FieldBounds<'_>) -> bool {
     match node {
         Node::And(children) => children.iter().all(|c| may_match(c, bounds)),
         Node::Or(children) => children.iter().any(|c| may_match(c, bounds)),

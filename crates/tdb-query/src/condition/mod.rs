@@ -130,6 +130,9 @@ fn remove_not(c: Condition) -> std::result::Result<Condition, String> {
     })
 }
 
+/// A tile's min and max cell of a field (by name), `None` when unknown.
+pub type FieldBounds<'a> = dyn Fn(&str) -> Option<(Vec<u8>, Vec<u8>)> + 'a;
+
 /// A condition checked against a schema and ready to evaluate.
 #[derive(Debug, Clone)]
 pub struct BoundCondition {
@@ -159,7 +162,7 @@ impl BoundCondition {
     /// Whether the condition may hold for some cell of a tile whose
     /// fields' values lie between the bounds `bounds(field)` gives (min and
     /// max cell, from the tile's metadata); `false` only when it cannot.
-    pub fn may_match(&self, bounds: &dyn Fn(&str) -> Option<(Vec<u8>, Vec<u8>)>) -> bool {
+    pub fn may_match(&self, bounds: &FieldBounds<'_>) -> bool {
         eval::may_match(&self.root, bounds)
     }
 
