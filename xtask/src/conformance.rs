@@ -419,7 +419,7 @@ fn check_query(opened: &mut Opened<'_>, q: &Value, budget: Option<u64>) -> Resul
         compare_result(expected, &values::batch(&batch), ordered)?;
     }
     if let Some(expected) = q.get("aggregates") {
-        check_aggregates(&array, spec, expected)?;
+        check_aggregates(array, spec, expected)?;
     }
     Ok(())
 }
