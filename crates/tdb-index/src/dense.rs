@@ -137,6 +137,13 @@ pub fn int_value(datatype: Datatype, bytes: &[u8]) -> Option<i128> {
     }
 }
 
+/// A range of an integer dimension as `i128` bounds. `None` for non-integer
+/// types or bad sizes.
+pub fn int_range(dim: &Dimension, r: &Range) -> Option<(i128, i128)> {
+    let (lo, hi) = r.bounds();
+    Some((int_value(dim.datatype, lo)?, int_value(dim.datatype, hi)?))
+}
+
 /// A dense dimension's domain low bound and tile extent as integers.
 /// `None` for non-integer dimensions or a missing or non-positive extent.
 pub fn origin_and_extent(dim: &Dimension) -> Option<(i128, i128)> {
@@ -166,8 +173,7 @@ pub fn cell_position(
     let (mut cell, mut extents) = (Vec::with_capacity(n), Vec::with_capacity(n));
     for ((dim, r), &c) in dims.iter().zip(ned).zip(coords) {
         let (lo, extent) = origin_and_extent(dim)?;
-        let (nlo, nhi) = r.bounds();
-        let (nlo, nhi) = (int_value(dim.datatype, nlo)?, int_value(dim.datatype, nhi)?);
+        let (nlo, nhi) = int_range(dim, r)?;
         if c < nlo || c > nhi {
             return None;
         }
@@ -226,8 +232,7 @@ pub fn written_cells(
     let mut per_dim = Vec::with_capacity(n);
     for (d, r) in dims.iter().zip(ned) {
         let (lo, extent) = origin_and_extent(d)?;
-        let (nlo, nhi) = r.bounds();
-        let (nlo, nhi) = (int_value(d.datatype, nlo)?, int_value(d.datatype, nhi)?);
+        let (nlo, nhi) = int_range(d, r)?;
         if nhi < nlo || nlo < lo {
             return None;
         }

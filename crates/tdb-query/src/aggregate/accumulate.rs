@@ -72,7 +72,6 @@ impl Sum {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct FieldKind {
     pub datatype: Datatype,
-    pub cell_val_num: u32,
     pub nullable: bool,
     /// Min/max compare bytes (strings) rather than numbers.
     pub bytewise: bool,
@@ -124,23 +123,6 @@ impl Accumulator {
             max: None,
             ..*self
         }
-    }
-
-    pub fn datatype(&self) -> Datatype {
-        self.kind.datatype
-    }
-
-    pub fn nullable(&self) -> bool {
-        self.kind.nullable
-    }
-
-    pub fn is_var(&self) -> bool {
-        self.kind.cell_val_num == crate::VAR_NUM
-    }
-
-    /// Bytes per cell (fixed-size fields).
-    pub fn cell_size(&self) -> usize {
-        crate::column::cell_size(self.kind.datatype, self.kind.cell_val_num)
     }
 
     /// Folds in one cell (its bytes, and whether it is valid).
@@ -294,7 +276,6 @@ mod tests {
     fn acc(datatype: Datatype, nullable: bool) -> Accumulator {
         let kind = FieldKind {
             datatype,
-            cell_val_num: 1,
             nullable,
             bytewise: datatype.is_string(),
         };

@@ -100,7 +100,6 @@ impl AggregateOp {
         }
         Ok(FieldKind {
             datatype,
-            cell_val_num,
             nullable,
             bytewise: string,
         })

@@ -282,23 +282,23 @@ pub(super) fn may_match(node: &Node, bounds: &super::FieldBounds<'_>) -> bool {
                 Some(tdb_format::Scalar::Float(f)) => f.is_nan(),
                 _ => false,
             };
-            if nan(&lo) || nan(&hi) {
+            if nan(lo) || nan(hi) {
                 return true;
             }
             // Somewhere in [lo, hi] equals `v`.
             let within = |v: &[u8]| {
-                test(Op::Le, &lo, v).unwrap_or(true) && test(Op::Ge, &hi, v).unwrap_or(true)
+                test(Op::Le, lo, v).unwrap_or(true) && test(Op::Ge, hi, v).unwrap_or(true)
             };
             match &l.test {
                 Test::Null(_) => true,
                 Test::Const(b) => *b,
                 Test::Cmp { op, value, .. } => match op {
-                    Op::Lt | Op::Le => test(*op, &lo, value).unwrap_or(true),
-                    Op::Gt | Op::Ge => test(*op, &hi, value).unwrap_or(true),
+                    Op::Lt | Op::Le => test(*op, lo, value).unwrap_or(true),
+                    Op::Gt | Op::Ge => test(*op, hi, value).unwrap_or(true),
                     Op::Eq => within(value),
                     Op::Ne => {
-                        !(test(Op::Eq, &lo, value).unwrap_or(false)
-                            && test(Op::Eq, &hi, value).unwrap_or(false))
+                        !(test(Op::Eq, lo, value).unwrap_or(false)
+                            && test(Op::Eq, hi, value).unwrap_or(false))
                     }
                     _ => true,
                 },

@@ -131,7 +131,7 @@ fn remove_not(c: Condition) -> std::result::Result<Condition, String> {
 }
 
 /// A tile's min and max cell of a field (by name), `None` when unknown.
-pub type FieldBounds<'a> = dyn Fn(&str) -> Option<(Vec<u8>, Vec<u8>)> + 'a;
+pub type FieldBounds<'a> = dyn Fn(&str) -> Option<(&'a [u8], &'a [u8])> + 'a;
 
 /// A condition checked against a schema and ready to evaluate.
 #[derive(Debug, Clone)]

@@ -9,14 +9,14 @@
 use super::{CellState, ReadStep, Reader};
 use crate::aggregate::{Accumulator, AggregateOp, AggregateResult};
 use crate::batch::Batch;
-use crate::read::fields::Kind;
+use crate::read::fields::{FieldInfo, Kind};
 use crate::read::plan::FragPlan;
 use crate::{QueryError, ReadSpec, Result, Snapshot};
 use std::collections::HashMap;
 use tdb_format::{ArrayType, Datatype};
 use tdb_fragment::fragment_metadata::{Section, SectionData};
 use tdb_fragment::ReadStorage;
-use tdb_index::dense::{cell_num_per_tile, cell_position, int_value, origin_and_extent};
+use tdb_index::dense::{cell_num_per_tile, cell_position, int_range, int_value, origin_and_extent};
 use tdb_storage::{RangeRead, RangeRequest};
 
 /// What an aggregation needs next.
@@ -28,11 +28,10 @@ pub enum AggregateStep {
     Done(Vec<AggregateResult>),
 }
 
-/// One aggregated field.
+/// One aggregated field; the `i`-th is the `i`-th column of the read's
+/// batches.
 struct FieldAgg {
     name: String,
-    /// Its column in the read's batches.
-    column: usize,
     /// Its slot among the reader's fields.
     slot: usize,
     acc: Accumulator,
@@ -126,7 +125,6 @@ impl<'a> Aggregation<'a> {
             let kind = kind.ok_or_else(|| QueryError::invalid("an aggregate without an op"))?;
             fields.push(FieldAgg {
                 name: name.clone(),
-                column,
                 slot,
                 acc: Accumulator::new(kind, &ops),
                 attribute: matches!(info.kind, Kind::Attr(_)),
@@ -198,10 +196,9 @@ impl<'a> Aggregation<'a> {
     fn fold(&mut self, batch: &Batch, states: Option<&[CellState]>) -> Result<()> {
         let n = batch.num_cells as usize;
         self.rows += batch.num_cells;
-        let columns: Vec<_> = self
-            .fields
+        let columns: Vec<_> = batch.fields[..self.fields.len()]
             .iter()
-            .map(|f| batch.fields[f.column].column())
+            .map(|b| b.column())
             .collect();
         let attributes: Vec<bool> = self.fields.iter().map(|f| f.attribute).collect();
         let mut tc = Vec::new();
@@ -252,8 +249,12 @@ impl<'a> Aggregation<'a> {
                         continue;
                     };
                     let plan = &self.reader.plans[t.frag];
-                    match (t.rejected, tile_metadata(plan, f, t.tile, grid.tile_cells)) {
-                        (false, Some(md)) => f.acc.add_tile(md.cells, md.nulls, md.sum, md.min_max),
+                    let info = &self.reader.fields[f.slot];
+                    match (t.rejected, tile_metadata(plan, info, f, t.tile)) {
+                        (false, Some(md)) => {
+                            f.acc
+                                .add_tile(grid.tile_cells, md.nulls, md.sum, md.min_max)
+                        }
                         _ => f.acc.merge(partial),
                     }
                 }
@@ -289,7 +290,6 @@ pub fn aggregate<S: ReadStorage + ?Sized>(
 
 /// One tile's metadata for one field.
 struct TileMd<'p> {
-    cells: u64,
     nulls: u64,
     sum: Option<u64>,
     min_max: Option<(&'p [u8], &'p [u8])>,
@@ -299,14 +299,14 @@ struct TileMd<'p> {
 /// some of what `f`'s ops need.
 fn tile_metadata<'p>(
     plan: &'p FragPlan<'_>,
+    info: &FieldInfo,
     f: &FieldAgg,
     tile: u64,
-    cells: u64,
 ) -> Option<TileMd<'p>> {
     let ff = plan.fields[f.slot].as_ref()?;
     let meta = &plan.meta;
     let t = usize::try_from(tile).ok()?;
-    let nulls = if f.acc.nullable() {
+    let nulls = if info.nullable {
         match meta.section(Section::NullCounts(ff.index))? {
             SectionData::U64s(v) => *v.get(t)?,
             _ => return None,
@@ -324,29 +324,20 @@ fn tile_metadata<'p>(
         None
     };
     let min_max = if wants(&[AggregateOp::Min, AggregateOp::Max]) {
-        let datatype = f.acc.datatype();
+        let datatype = info.datatype;
         // Min/max metadata: numbers and CHAR/ASCII strings only; TileDB
         // wrote wrong values for fixed nullable strings until version 20.
         let string = matches!(datatype, Datatype::Char | Datatype::StringAscii);
         let absent = (datatype.is_string() && !string)
-            || (string && f.acc.nullable() && !f.acc.is_var() && meta.footer.version <= 20);
+            || (string && info.nullable && !info.is_var() && meta.footer.version <= 20);
         if absent {
             return None;
         }
-        let size = (!f.acc.is_var()).then(|| f.acc.cell_size());
-        let bound = |s: Section| match meta.section(s) {
-            Some(SectionData::Bounds(b)) => b.value(t, size),
-            _ => None,
-        };
-        Some((
-            bound(Section::Mins(ff.index))?,
-            bound(Section::Maxes(ff.index))?,
-        ))
+        Some(plan.tile_min_max(f.slot, info, tile)?)
     } else {
         None
     };
     Some(TileMd {
-        cells,
         nulls,
         sum,
         min_max,
@@ -401,8 +392,7 @@ impl DenseGrid {
             let ned = footer.non_empty_domain.as_ref()?;
             let mut part = Vec::with_capacity(boxes.len());
             for ((r, &(blo, bhi)), dim) in ned.iter().zip(&boxes).zip(&p.schema.domain.dimensions) {
-                let (lo, hi) = r.bounds();
-                let (lo, hi) = (int_value(dim.datatype, lo)?, int_value(dim.datatype, hi)?);
+                let (lo, hi) = int_range(dim, r)?;
                 part.push((lo.max(blo), hi.min(bhi)));
             }
             if part.iter().any(|&(lo, hi)| lo > hi) {

@@ -736,7 +736,12 @@ impl<'a> Reader<'a> {
                     .filter(|(_, mbr)| plan::mbr_overlaps(self.ops.dims(), mbr, &self.current))
                     .map(|(t, _)| t as u64)
                     .filter(|&t| {
-                        skip.is_none_or(|c| c.may_match(&|f| tile_bounds(plan, fields, f, t)))
+                        skip.is_none_or(|c| {
+                            c.may_match(&|f| {
+                                let slot = fields.iter().position(|x| x.name == f)?;
+                                plan.tile_min_max(slot, &fields[slot], t)
+                            })
+                        })
                     })
                     .collect()
             };
@@ -999,29 +1004,6 @@ fn threads() -> usize {
     std::thread::available_parallelism()
         .map_or(1, |n| n.get())
         .min(8)
-}
-
-/// Tile `t`'s min and max of field `name` in `plan`'s fragment, from its
-/// tile metadata.
-fn tile_bounds(
-    plan: &FragPlan<'_>,
-    fields: &[FieldInfo],
-    name: &str,
-    t: u64,
-) -> Option<(Vec<u8>, Vec<u8>)> {
-    let slot = fields.iter().position(|f| f.name == name)?;
-    let ff = plan.fields[slot].as_ref()?;
-    let size = (!fields[slot].is_var()).then(|| fields[slot].cell_size());
-    let bound = |s: Section| match plan.meta.section(s) {
-        Some(tdb_fragment::SectionData::Bounds(b)) => {
-            b.value(usize::try_from(t).ok()?, size).map(<[u8]>::to_vec)
-        }
-        _ => None,
-    };
-    Some((
-        bound(Section::Mins(ff.index))?,
-        bound(Section::Maxes(ff.index))?,
-    ))
 }
 
 /// One batch of requests from `storage`.

@@ -10,9 +10,10 @@
 //! exactly one piece, so deduplication (newest wins) and deletes stay
 //! exact; a tile overlapping several pieces is read once per piece.
 
+use super::plan::int_ranges;
 use crate::{ResultLayout, Subarray};
 use tdb_format::Layout;
-use tdb_index::dense::{int_value, origin_and_extent};
+use tdb_index::dense::origin_and_extent;
 use tdb_schema::{ArraySchema, Range};
 
 /// How finely one step of the split sequence cuts its dimension.
@@ -52,26 +53,6 @@ pub(crate) fn split_order(schema: &ArraySchema, layout: ResultLayout) -> Vec<(us
             order.extend(by(cells, Grain::Value));
             order
         }
-    }
-}
-
-/// Dimension `d`'s ranges in `sub` as integers (the domain when it has
-/// none); `None` for a dimension that is not an integer.
-fn int_ranges(schema: &ArraySchema, sub: &Subarray, d: usize) -> Option<Vec<(i128, i128)>> {
-    let dim = &schema.domain.dimensions[d];
-    let pair = |r: &Range| {
-        let (lo, hi) = r.bounds();
-        Some((int_value(dim.datatype, lo)?, int_value(dim.datatype, hi)?))
-    };
-    match sub.ranges(d) {
-        [] => {
-            let (lo, hi) = dim.bounds()?;
-            Some(vec![(
-                int_value(dim.datatype, lo)?,
-                int_value(dim.datatype, hi)?,
-            )])
-        }
-        rs => rs.iter().map(pair).collect(),
     }
 }
 

@@ -9,8 +9,9 @@ use crate::{QueryError, Result, ResultLayout, Subarray};
 use std::cmp::Ordering;
 use std::collections::HashMap;
 use tdb_format::Layout;
+use tdb_fragment::fragment_metadata::{Section, SectionData};
 use tdb_fragment::{FragmentMetadata, TimestampedFile};
-use tdb_index::dense::{int_value, origin_and_extent};
+use tdb_index::dense::{int_range, int_value, origin_and_extent};
 use tdb_index::RangeOps;
 use tdb_schema::{ArraySchema, Range};
 
@@ -62,6 +63,22 @@ impl FragPlan<'_> {
         } else {
             self.schema.capacity
         }
+    }
+
+    /// Tile `t`'s min and max cell of field `slot` (`field`), from the
+    /// fragment's tile metadata; `None` where it is not loaded or absent.
+    pub fn tile_min_max(&self, slot: usize, field: &FieldInfo, t: u64) -> Option<(&[u8], &[u8])> {
+        let ff = self.fields.get(slot)?.as_ref()?;
+        let size = (!field.is_var()).then(|| field.cell_size());
+        let t = usize::try_from(t).ok()?;
+        let bound = |s: Section| match self.meta.section(s) {
+            Some(SectionData::Bounds(b)) => b.value(t, size),
+            _ => None,
+        };
+        Some((
+            bound(Section::Mins(ff.index))?,
+            bound(Section::Maxes(ff.index))?,
+        ))
     }
 
     pub fn tile_num(&self) -> u64 {
@@ -428,8 +445,7 @@ pub(crate) fn dense_tiles_touched(plan: &FragPlan<'_>, sub: &Subarray) -> Option
     let mut tiles: u64 = 1;
     for ((dim, r), ranges) in plan.schema.domain.dimensions.iter().zip(ned).zip(&coords) {
         let (origin, ext) = origin_and_extent(dim)?;
-        let (nlo, nhi) = r.bounds();
-        let (nlo, nhi) = (int_value(dim.datatype, nlo)?, int_value(dim.datatype, nhi)?);
+        let (nlo, nhi) = int_range(dim, r)?;
         let lo = ranges.iter().map(|r| r.0).min()?.max(nlo);
         let hi = ranges.iter().map(|r| r.1).max()?.min(nhi);
         if lo > hi {
@@ -450,52 +466,39 @@ pub(crate) fn dense_cells_in(schema: &ArraySchema, sub: &Subarray) -> Option<u64
     })
 }
 
-/// A dense dimension's result coordinates: the subarray's ranges (or the
-/// domain) as integers.
+/// Dimension `d`'s ranges in `sub` as integers, the domain when it has
+/// none; `None` for a dimension that is not an integer. (The reader checked
+/// the ranges against the domain when it was built.)
+pub(crate) fn int_ranges(
+    schema: &ArraySchema,
+    sub: &Subarray,
+    d: usize,
+) -> Option<Vec<(i128, i128)>> {
+    let dim = &schema.domain.dimensions[d];
+    match sub.ranges(d) {
+        [] => {
+            let (lo, hi) = dim.bounds()?;
+            Some(vec![(
+                int_value(dim.datatype, lo)?,
+                int_value(dim.datatype, hi)?,
+            )])
+        }
+        rs => rs.iter().map(|r| int_range(dim, r)).collect(),
+    }
+}
+
+/// A dense read's result coordinates per dimension: the subarray's ranges
+/// (or the domain) as integers.
 pub(crate) fn dense_coords(
     schema: &ArraySchema,
     subarray: &Subarray,
 ) -> Result<Vec<Vec<(i128, i128)>>> {
-    schema
-        .domain
-        .dimensions
-        .iter()
-        .enumerate()
-        .map(|(d, dim)| {
-            let dt = dim.datatype;
-            let bad = |reason: String| QueryError::Subarray {
-                dim: dim.name.clone(),
-                reason,
-            };
-            let (dlo, dhi) = dim
-                .bounds()
-                .ok_or_else(|| bad("a dense dimension without a domain".into()))?;
-            let (dlo, dhi) = (
-                int_value(dt, dlo).ok_or_else(|| bad("not an integer dimension".into()))?,
-                int_value(dt, dhi).ok_or_else(|| bad("not an integer dimension".into()))?,
-            );
-            match subarray.ranges(d) {
-                [] => Ok(vec![(dlo, dhi)]),
-                rs => rs
-                    .iter()
-                    .map(|r| {
-                        let (lo, hi) = r.bounds();
-                        let lo = int_value(dt, lo)
-                            .ok_or_else(|| bad(format!("a bound is not one {}", dt.name())))?;
-                        let hi = int_value(dt, hi)
-                            .ok_or_else(|| bad(format!("a bound is not one {}", dt.name())))?;
-                        if lo > hi {
-                            return Err(bad(format!("range [{lo}, {hi}] is reversed")));
-                        }
-                        if lo < dlo || hi > dhi {
-                            return Err(bad(format!(
-                                "range [{lo}, {hi}] is outside the domain [{dlo}, {dhi}]"
-                            )));
-                        }
-                        Ok((lo, hi))
-                    })
-                    .collect(),
-            }
+    (0..schema.domain.dimensions.len())
+        .map(|d| {
+            int_ranges(schema, subarray, d).ok_or_else(|| QueryError::Subarray {
+                dim: schema.domain.dimensions[d].name.clone(),
+                reason: "a dense dimension that is not an integer".into(),
+            })
         })
         .collect()
 }
