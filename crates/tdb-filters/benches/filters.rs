@@ -4,7 +4,7 @@
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use std::hint::black_box;
-use tdb_filters::{Filter, FilterPipeline, Stage, Unfiltered};
+use tdb_filters::{Filter, FilterPipeline, Stage, Unfiltered, Workspace};
 use tdb_format::{Datatype, FormatVersion};
 
 const MIB: usize = 1 << 20;
@@ -103,13 +103,15 @@ fn filters(c: &mut Criterion) {
                 }
             })
         });
-        let (mut out, mut scratch) = (Unfiltered::default(), Unfiltered::default());
+        let (mut out, mut scratch) = (Unfiltered::default(), Workspace::default());
         group.bench_function(BenchmarkId::new("reverse", name), |b| {
             b.iter(|| {
                 for (m, d) in &filtered {
-                    pipeline
-                        .reverse_chunk(&st, m, d, &mut out, &mut scratch)
-                        .unwrap();
+                    {
+                        out.clear();
+                        pipeline.reverse_chunk(&st, &mut scratch, m, d, &mut out)
+                    }
+                    .unwrap();
                     black_box(&out.data);
                 }
             })

@@ -9,7 +9,7 @@
 //! Decoding one stored chunk with this crate alone:
 //!
 //! ```
-//! use tdb_filters::{Filter, FilterPipeline, Stage, Unfiltered};
+//! use tdb_filters::{Filter, FilterPipeline, Stage, Unfiltered, Workspace};
 //! use tdb_format::{Datatype, FormatVersion};
 //!
 //! let pipeline = FilterPipeline::new([
@@ -20,8 +20,8 @@
 //! let cells: Vec<u8> = (0..1000i64).flat_map(|i| (i * i).to_le_bytes()).collect();
 //! // What TileDB stores for the chunk: its filters' metadata and data.
 //! let (metadata, data) = pipeline.forward_chunk(&stage, cells.clone())?;
-//! let (mut out, mut scratch) = (Unfiltered::default(), Unfiltered::default());
-//! pipeline.reverse_chunk(&stage, &metadata, &data, &mut out, &mut scratch)?;
+//! let (mut ws, mut out) = (Workspace::default(), Unfiltered::default());
+//! pipeline.reverse_chunk(&stage, &mut ws, &metadata, &data, &mut out)?;
 //! assert_eq!(out.data, cells);
 //! # Ok::<(), tdb_filters::FilterError>(())
 //! ```
@@ -32,7 +32,9 @@ mod error;
 mod filters;
 mod pipeline;
 mod run;
+mod workspace;
 
 pub use buffer::{Parts, Stage, StringOffsets, Unfiltered};
 pub use error::{FilterError, Result};
 pub use pipeline::{filter_pipeline, Filter, FilterPipeline, DEFAULT_MAX_CHUNK_SIZE};
+pub use workspace::{Codecs, Workspace};

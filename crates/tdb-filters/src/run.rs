@@ -2,6 +2,7 @@
 //! the filters before it produced.
 
 use crate::buffer::{Parts, Stage, Unfiltered};
+use crate::workspace::Workspace;
 use crate::{Filter, FilterPipeline, Result};
 use tdb_format::{Datatype, FormatVersion};
 
@@ -51,15 +52,16 @@ impl FilterPipeline {
     /// The input datatype of each filter, chained from the field's datatype
     /// the way TileDB's `FilterPipeline::deserialize` chains them.
     pub fn stage_datatypes(&self, field: Datatype) -> Vec<Datatype> {
+        self.stage_types(field).collect()
+    }
+
+    fn stage_types(&self, field: Datatype) -> impl Iterator<Item = Datatype> + '_ {
         let mut t = field;
-        self.filters
-            .iter()
-            .map(|f| {
-                let input = t;
-                t = f.output_datatype(t);
-                input
-            })
-            .collect()
+        self.filters.iter().map(move |f| {
+            let input = t;
+            t = f.output_datatype(t);
+            input
+        })
     }
 
     /// Filters one chunk forward. `st.datatype` is the field's datatype.
@@ -67,51 +69,57 @@ impl FilterPipeline {
     pub fn forward_chunk(&self, st: &Stage<'_>, chunk: Vec<u8>) -> Result<(Vec<u8>, Vec<u8>)> {
         let mut metadata = Parts::new();
         let mut data = Parts::one(chunk);
-        for (filter, datatype) in self.filters.iter().zip(self.stage_datatypes(st.datatype)) {
+        for (filter, datatype) in self.filters.iter().zip(self.stage_types(st.datatype)) {
             let stage = Stage { datatype, ..*st };
             (metadata, data) = filter.forward(&stage, metadata, data)?;
         }
         Ok((metadata.concat(), data.concat()))
     }
 
-    /// Unfilters one chunk into `out` (its `data` is the chunk; `offsets`
-    /// holds rebuilt string offsets, if any). `out` and `scratch` alternate
-    /// between stages, so a reader that keeps both reuses their buffers
-    /// from chunk to chunk (filters may still allocate their own state).
+    /// Unfilters one chunk, appending its data to `out.data` (and, for a
+    /// string tile with offsets inside, its cell offsets, counted from the
+    /// chunk's start, to `out.offsets`), so a caller decodes a tile's
+    /// chunks straight into the tile. `ws` is the calling thread's
+    /// workspace: give it every chunk the thread decodes.
     /// `st.datatype` is the field's datatype.
     pub fn reverse_chunk(
         &self,
         st: &Stage<'_>,
+        ws: &mut Workspace,
         metadata: &[u8],
         data: &[u8],
         out: &mut Unfiltered,
-        scratch: &mut Unfiltered,
     ) -> Result<()> {
-        out.clear();
         let n = self.filters.len();
         if n == 0 {
             out.data.extend_from_slice(data);
             return Ok(());
         }
-        let types = self.stage_datatypes(st.datatype);
-        // Alternate targets so that the last stage writes into `out`.
-        let (mut dst, mut src) = if n % 2 == 1 {
-            (out, scratch)
-        } else {
-            (scratch, out)
-        };
+        let Workspace {
+            a,
+            b,
+            types,
+            codecs,
+        } = ws;
+        types.clear();
+        types.extend(self.stage_types(st.datatype));
+        let (mut src, mut dst) = (a, b);
         for (step, i) in (0..n).rev().enumerate() {
-            let stage = Stage {
-                datatype: types[i],
-                ..*st
-            };
-            dst.clear();
-            if step == 0 {
-                self.filters[i].reverse(&stage, metadata, data, dst)?;
+            let stage = st.with_datatype(types[i]);
+            let (m, d): (&[u8], &[u8]) = if step == 0 {
+                (metadata, data)
             } else {
-                self.filters[i].reverse(&stage, &src.metadata, &src.data, dst)?;
+                (&src.metadata, &src.data)
+            };
+            if i == 0 {
+                // The pipeline's first filter is the last to reverse: it
+                // writes into the caller's buffer.
+                self.filters[0].reverse(&stage, codecs, m, d, out)?;
+            } else {
+                dst.clear();
+                self.filters[i].reverse(&stage, codecs, m, d, dst)?;
+                std::mem::swap(&mut src, &mut dst);
             }
-            std::mem::swap(&mut dst, &mut src);
         }
         Ok(())
     }

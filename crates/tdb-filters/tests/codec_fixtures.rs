@@ -12,7 +12,7 @@ use common::{
 use serde_json::Value;
 use std::fs;
 use std::path::{Path, PathBuf};
-use tdb_filters::{Filter, Stage, StringOffsets, Unfiltered};
+use tdb_filters::{Filter, Stage, StringOffsets, Unfiltered, Workspace};
 use tdb_format::Datatype;
 
 /// Pins attribute `name` of `case`, of datatype `ty` and pipeline `filters`,
@@ -43,7 +43,7 @@ fn pin_strings(case: &str, name: &str, filters: Vec<Filter>, ordered: bool) {
     let var_tiles = tiles(&var_bytes);
     assert_eq!(offsets_file, vec![0u8; 8 * var_tiles.len()]);
     let mut cells = Vec::new();
-    let (mut out, mut scratch) = (Unfiltered::default(), Unfiltered::default());
+    let (mut out, mut scratch) = (Unfiltered::default(), Workspace::default());
     let reverse =
         Stage::new(Datatype::StringUtf8, v22()).with_string_offsets(StringOffsets::Reverse);
     for (t, tile) in var_tiles.iter().enumerate() {
@@ -51,8 +51,11 @@ fn pin_strings(case: &str, name: &str, filters: Vec<Filter>, ordered: bool) {
         // Never chunked, whatever the tile size.
         assert_eq!(tile.len(), 1, "{ctx}");
         let chunk = &tile[0];
-        p.reverse_chunk(&reverse, chunk.metadata, chunk.data, &mut out, &mut scratch)
-            .unwrap_or_else(|e| panic!("{ctx}: {e}"));
+        {
+            out.clear();
+            p.reverse_chunk(&reverse, &mut scratch, chunk.metadata, chunk.data, &mut out)
+        }
+        .unwrap_or_else(|e| panic!("{ctx}: {e}"));
         assert_eq!(out.data.len(), chunk.unfiltered, "{ctx}");
         assert_eq!(out.offsets.first(), Some(&0), "{ctx}");
         let ends = out.offsets[1..]
@@ -279,30 +282,36 @@ fn truncated_real_chunks_are_errors() {
             strings,
         ),
     ];
-    let (mut out, mut scratch) = (Unfiltered::default(), Unfiltered::default());
+    let (mut out, mut scratch) = (Unfiltered::default(), Workspace::default());
     for (case, file, filter, st) in cases {
         let p = pipeline(vec![filter]);
         let bytes = read(&fragment(&case_dir(case)).join(file));
         let tiles = tiles(&bytes);
         let chunk = &tiles[0][0];
         for n in 0..chunk.metadata.len() {
-            let r = p.reverse_chunk(
-                &st,
-                &chunk.metadata[..n],
-                chunk.data,
-                &mut out,
-                &mut scratch,
-            );
+            let r = {
+                out.clear();
+                p.reverse_chunk(
+                    &st,
+                    &mut scratch,
+                    &chunk.metadata[..n],
+                    chunk.data,
+                    &mut out,
+                )
+            };
             assert!(r.is_err(), "{case}: metadata cut to {n}");
         }
         for n in 0..chunk.data.len() {
-            let r = p.reverse_chunk(
-                &st,
-                chunk.metadata,
-                &chunk.data[..n],
-                &mut out,
-                &mut scratch,
-            );
+            let r = {
+                out.clear();
+                p.reverse_chunk(
+                    &st,
+                    &mut scratch,
+                    chunk.metadata,
+                    &chunk.data[..n],
+                    &mut out,
+                )
+            };
             assert!(r.is_err(), "{case}: data cut to {n}");
         }
     }

@@ -7,7 +7,7 @@
 mod common;
 
 use common::{case_dir, datatype, expected, fragment, pin_attr, read, schema_pipeline, tiles, v22};
-use tdb_filters::{Filter, FilterError, FilterPipeline, Parts, Stage, Unfiltered};
+use tdb_filters::{Codecs, Filter, FilterError, FilterPipeline, Parts, Stage, Unfiltered};
 use tdb_format::Datatype;
 
 /// Reverses `pipeline.filters[from..]` over a stored chunk.
@@ -27,7 +27,13 @@ fn reverse_from(
     for i in (from..pipeline.filters.len()).rev() {
         let stage = st.with_datatype(types[i]);
         let mut next = Unfiltered::default();
-        pipeline.filters[i].reverse(&stage, &cur.metadata, &cur.data, &mut next)?;
+        pipeline.filters[i].reverse(
+            &stage,
+            &mut Codecs::default(),
+            &cur.metadata,
+            &cur.data,
+            &mut next,
+        )?;
         cur = next;
     }
     Ok(cur)
@@ -91,7 +97,13 @@ fn pin_case(case: &str) -> Tally {
                     let stage = st.with_datatype(types[k]);
                     let mut out = Unfiltered::default();
                     filter
-                        .reverse(&stage, &input.metadata, &input.data, &mut out)
+                        .reverse(
+                            &stage,
+                            &mut Codecs::default(),
+                            &input.metadata,
+                            &input.data,
+                            &mut out,
+                        )
                         .unwrap_or_else(|e| panic!("{ctx}: {e}"));
                     // Checksums write the part count: after a compressor
                     // there is one metadata part, first there is none.
@@ -178,7 +190,13 @@ fn flipping_any_byte_of_a_checksummed_chunk_is_detected() {
         let mut bad = d.to_vec();
         bad[i] ^= 0x20;
         let e = f
-            .reverse(&st, m, &bad, &mut Unfiltered::default())
+            .reverse(
+                &st,
+                &mut Codecs::default(),
+                m,
+                &bad,
+                &mut Unfiltered::default(),
+            )
             .unwrap_err();
         assert!(
             matches!(e, FilterError::ChecksumMismatch { .. }),
@@ -188,6 +206,14 @@ fn flipping_any_byte_of_a_checksummed_chunk_is_detected() {
     for i in 8..m.len() {
         let mut bad = m.to_vec();
         bad[i] ^= 0x20;
-        assert!(f.reverse(&st, &bad, d, &mut Unfiltered::default()).is_err());
+        assert!(f
+            .reverse(
+                &st,
+                &mut Codecs::default(),
+                &bad,
+                d,
+                &mut Unfiltered::default()
+            )
+            .is_err());
     }
 }

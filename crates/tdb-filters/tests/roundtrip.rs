@@ -4,7 +4,9 @@
 //! panic.
 
 use proptest::prelude::*;
-use tdb_filters::{Filter, FilterError, FilterPipeline, Stage, StringOffsets, Unfiltered};
+use tdb_filters::{
+    Filter, FilterError, FilterPipeline, Stage, StringOffsets, Unfiltered, Workspace,
+};
 use tdb_format::{Datatype, FormatVersion};
 
 const NUMERIC: &[Datatype] = &[
@@ -107,10 +109,12 @@ fn round_trip(filters: &[Filter], datatype: Datatype, data: &[u8]) -> Option<Vec
         Err(FilterError::BadInput { .. }) => return None,
         Err(e) => panic!("{filters:?} on {datatype:?}: {e}"),
     };
-    let (mut out, mut scratch) = (Unfiltered::default(), Unfiltered::default());
-    pipeline
-        .reverse_chunk(&st, &metadata, &filtered, &mut out, &mut scratch)
-        .unwrap_or_else(|e| panic!("{filters:?} on {datatype:?}: {e}"));
+    let (mut out, mut scratch) = (Unfiltered::default(), Workspace::default());
+    {
+        out.clear();
+        pipeline.reverse_chunk(&st, &mut scratch, &metadata, &filtered, &mut out)
+    }
+    .unwrap_or_else(|e| panic!("{filters:?} on {datatype:?}: {e}"));
     Some(out.data)
 }
 
@@ -207,8 +211,8 @@ proptest! {
         let forward = stage(datatype).with_string_offsets(StringOffsets::Forward(&offsets));
         let (metadata, filtered) = pipeline.forward_chunk(&forward, data.clone()).unwrap();
         let reverse = stage(datatype).with_string_offsets(StringOffsets::Reverse);
-        let (mut out, mut scratch) = (Unfiltered::default(), Unfiltered::default());
-        pipeline.reverse_chunk(&reverse, &metadata, &filtered, &mut out, &mut scratch).unwrap();
+        let (mut out, mut scratch) = (Unfiltered::default(), Workspace::default());
+        { out.clear(); pipeline.reverse_chunk(&reverse, &mut scratch, &metadata, &filtered, &mut out) }.unwrap();
         prop_assert_eq!(out.data, data);
         prop_assert_eq!(out.offsets, offsets);
     }

@@ -6,7 +6,7 @@
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use tdb_filters::{Filter, FilterPipeline, Stage, Unfiltered};
+use tdb_filters::{Filter, FilterPipeline, Stage, Unfiltered, Workspace};
 use tdb_format::{single_generic_tile, Datatype, FormatVersion};
 
 mod common;
@@ -25,9 +25,12 @@ fn one_file(dir: &Path) -> Vec<u8> {
 }
 
 fn unfilter(p: &FilterPipeline, st: &Stage<'_>, metadata: &[u8], data: &[u8]) -> Vec<u8> {
-    let (mut out, mut scratch) = (Unfiltered::default(), Unfiltered::default());
-    p.reverse_chunk(st, metadata, data, &mut out, &mut scratch)
-        .unwrap();
+    let (mut out, mut scratch) = (Unfiltered::default(), Workspace::default());
+    {
+        out.clear();
+        p.reverse_chunk(st, &mut scratch, metadata, data, &mut out)
+    }
+    .unwrap();
     out.data
 }
 

@@ -3,7 +3,7 @@
 use crate::chunking::chunk_ranges;
 use crate::chunks::{filtered_chunks, unfiltered_size, write_filtered_chunks, FilteredChunk};
 use crate::{Result, TileError};
-use tdb_filters::{FilterPipeline, Stage, StringOffsets, Unfiltered};
+use tdb_filters::{FilterPipeline, Stage, StringOffsets, Unfiltered, Workspace};
 use tdb_format::{Datatype, FormatVersion};
 
 /// How the tiles of one field are filtered.
@@ -25,8 +25,6 @@ pub struct TileFilters<'a> {
     pub version: FormatVersion,
     /// The encryption key, if the array is encrypted.
     pub key: Option<&'a [u8; 32]>,
-    /// Chunks unfiltered at once (1 = on the calling thread).
-    pub threads: usize,
 }
 
 impl std::fmt::Debug for TileFilters<'_> {
@@ -37,8 +35,21 @@ impl std::fmt::Debug for TileFilters<'_> {
             .field("cell_size", &self.cell_size)
             .field("version", &self.version)
             .field("key", &self.key.map(|_| Redacted))
-            .field("threads", &self.threads)
             .finish()
+    }
+}
+
+fn format_error(location: &str, source: tdb_format::FormatError) -> TileError {
+    TileError::Format {
+        location: location.to_owned(),
+        source,
+    }
+}
+
+fn trailing(location: &str, used: usize, len: usize) -> TileError {
+    TileError::Corrupt {
+        location: location.to_owned(),
+        reason: format!("the tile ends after {used} of its {len} bytes"),
     }
 }
 
@@ -62,7 +73,7 @@ pub struct TileData {
 }
 
 impl<'a> TileFilters<'a> {
-    /// A single-threaded, unencrypted setup.
+    /// An unencrypted setup.
     pub fn new(
         pipeline: &'a FilterPipeline,
         datatype: Datatype,
@@ -75,18 +86,12 @@ impl<'a> TileFilters<'a> {
             cell_size,
             version,
             key: None,
-            threads: 1,
         }
     }
 
     /// The same setup with the AES-256-GCM key (or none).
     pub fn with_key(self, key: Option<&'a [u8; 32]>) -> Self {
         TileFilters { key, ..self }
-    }
-
-    /// The same setup unfiltering `threads` chunks at once.
-    pub fn with_threads(self, threads: usize) -> Self {
-        TileFilters { threads, ..self }
     }
 
     fn stage(&self, string_offsets: StringOffsets<'a>) -> Stage<'a> {
@@ -113,12 +118,17 @@ impl<'a> TileFilters<'a> {
         bytes: &[u8],
         var_data: bool,
     ) -> Result<(TileData, usize)> {
-        let (chunks, rest) =
-            tdb_format::le::run(filtered_chunks, bytes).map_err(|source| TileError::Format {
-                location: location.to_owned(),
-                source,
-            })?;
-        let tile = self.unfilter_chunks(location, &chunks, var_data)?;
+        let (chunks, rest) = tdb_format::le::run(filtered_chunks, bytes)
+            .map_err(|source| format_error(location, source))?;
+        let mut tile = TileData::default();
+        self.unfilter_into(
+            location,
+            &mut Workspace::default(),
+            &chunks,
+            0,
+            var_data,
+            &mut tile,
+        )?;
         Ok((tile, bytes.len() - rest.len()))
     }
 
@@ -128,22 +138,36 @@ impl<'a> TileFilters<'a> {
     pub fn unfilter_whole(&self, location: &str, bytes: &[u8], var_data: bool) -> Result<TileData> {
         let (tile, used) = self.unfilter(location, bytes, var_data)?;
         if used != bytes.len() {
-            return Err(TileError::Corrupt {
-                location: location.to_owned(),
-                reason: format!("the tile ends after {used} of its {} bytes", bytes.len()),
-            });
+            return Err(trailing(location, used, bytes.len()));
         }
         Ok(tile)
     }
 
-    /// Unfilters parsed chunks.
-    pub fn unfilter_chunks(
+    /// The chunks of a tile that must span exactly `bytes`, parsed but not
+    /// unfiltered: a reader schedules them, alone or in runs, on its pool.
+    pub fn chunks<'b>(&self, location: &str, bytes: &'b [u8]) -> Result<Vec<FilteredChunk<'b>>> {
+        let (chunks, rest) = tdb_format::le::run(filtered_chunks, bytes)
+            .map_err(|source| format_error(location, source))?;
+        if !rest.is_empty() {
+            return Err(trailing(location, bytes.len() - rest.len(), bytes.len()));
+        }
+        Ok(chunks)
+    }
+
+    /// Unfilters a run of a tile's chunks, the first being chunk `first` of
+    /// the tile (for errors), appending their cells to `out.data` (and any
+    /// rebuilt offsets, counted from the start of `out.data`, to
+    /// `out.offsets`): decoded straight into the tile, no copy. `ws` is the
+    /// calling thread's workspace, kept across chunks and tiles.
+    pub fn unfilter_into(
         &self,
         location: &str,
+        ws: &mut Workspace,
         chunks: &[FilteredChunk<'_>],
+        first: usize,
         var_data: bool,
-    ) -> Result<TileData> {
-        let total = unfiltered_size(chunks);
+        out: &mut TileData,
+    ) -> Result<()> {
         let string_offsets = if var_data && self.offsets_inside() {
             StringOffsets::Reverse
         } else {
@@ -152,101 +176,42 @@ impl<'a> TileFilters<'a> {
         let stage = self.stage(string_offsets);
         // The chunk headers promise `total` bytes; each chunk's output is
         // checked against its promise, so a lying header costs at most what
-        // the filters really produced plus this allocation, itself bounded
-        // by 2^32 per chunk: cap it by what the bytes can plausibly expand to.
-        let mut data = Vec::with_capacity(usize::try_from(total).unwrap_or(0).min(1 << 26));
-        let mut offsets = Vec::new();
-        let threads = self.threads.max(1).min(chunks.len().max(1));
-        if threads <= 1 {
-            let (mut out, mut scratch) = (Unfiltered::default(), Unfiltered::default());
-            for (i, chunk) in chunks.iter().enumerate() {
-                self.unfilter_one(location, &stage, i, chunk, &mut out, &mut scratch)?;
-                data.extend_from_slice(&out.data);
-                offsets.extend(
-                    out.offsets
-                        .iter()
-                        .map(|o| o + (data.len() - out.data.len()) as u64),
-                );
+        // the filters really produced plus this reservation, capped by what
+        // the bytes can plausibly expand to.
+        let total = usize::try_from(unfiltered_size(chunks)).unwrap_or(0);
+        out.data.reserve(total.min(1 << 26));
+        let mut chunk_out = Unfiltered {
+            data: std::mem::take(&mut out.data),
+            ..Unfiltered::default()
+        };
+        let result = chunks.iter().enumerate().try_for_each(|(i, chunk)| {
+            let start = chunk_out.data.len();
+            chunk_out.metadata.clear();
+            chunk_out.offsets.clear();
+            let index = (first + i) as u64;
+            self.pipeline
+                .reverse_chunk(&stage, ws, chunk.metadata, chunk.data, &mut chunk_out)
+                .map_err(|source| TileError::Filter {
+                    location: location.to_owned(),
+                    chunk: index,
+                    source,
+                })?;
+            let got = chunk_out.data.len() - start;
+            if got as u64 != u64::from(chunk.unfiltered_size) {
+                return Err(TileError::Corrupt {
+                    location: location.to_owned(),
+                    reason: format!(
+                        "chunk {index} unfilters to {got} bytes, its header says {}",
+                        chunk.unfiltered_size
+                    ),
+                });
             }
-        } else {
-            let per = chunks.len().div_ceil(threads);
-            let results: Vec<Result<Vec<Unfiltered>>> = std::thread::scope(|s| {
-                let handles: Vec<_> = chunks
-                    .chunks(per)
-                    .enumerate()
-                    .map(|(g, group)| {
-                        let stage = &stage;
-                        s.spawn(move || {
-                            let mut scratch = Unfiltered::default();
-                            group
-                                .iter()
-                                .enumerate()
-                                .map(|(j, chunk)| {
-                                    let mut out = Unfiltered::default();
-                                    self.unfilter_one(
-                                        location,
-                                        stage,
-                                        g * per + j,
-                                        chunk,
-                                        &mut out,
-                                        &mut scratch,
-                                    )?;
-                                    Ok(out)
-                                })
-                                .collect()
-                        })
-                    })
-                    .collect();
-                handles
-                    .into_iter()
-                    .map(|h| {
-                        h.join().unwrap_or_else(|_| {
-                            Err(TileError::Corrupt {
-                                location: location.to_owned(),
-                                reason: "a filter thread panicked".into(),
-                            })
-                        })
-                    })
-                    .collect()
-            });
-            for group in results {
-                for out in group? {
-                    let base = data.len() as u64;
-                    data.extend_from_slice(&out.data);
-                    offsets.extend(out.offsets.iter().map(|o| o + base));
-                }
-            }
-        }
-        Ok(TileData { data, offsets })
-    }
-
-    fn unfilter_one(
-        &self,
-        location: &str,
-        stage: &Stage<'_>,
-        index: usize,
-        chunk: &FilteredChunk<'_>,
-        out: &mut Unfiltered,
-        scratch: &mut Unfiltered,
-    ) -> Result<()> {
-        self.pipeline
-            .reverse_chunk(stage, chunk.metadata, chunk.data, out, scratch)
-            .map_err(|source| TileError::Filter {
-                location: location.to_owned(),
-                chunk: index as u64,
-                source,
-            })?;
-        if out.data.len() as u64 != u64::from(chunk.unfiltered_size) {
-            return Err(TileError::Corrupt {
-                location: location.to_owned(),
-                reason: format!(
-                    "chunk {index} unfilters to {} bytes, its header says {}",
-                    out.data.len(),
-                    chunk.unfiltered_size
-                ),
-            });
-        }
-        Ok(())
+            out.offsets
+                .extend(chunk_out.offsets.iter().map(|o| o + start as u64));
+            Ok(())
+        });
+        out.data = chunk_out.data;
+        result
     }
 
     /// Filters a whole tile the way TileDB's writer does and appends the
@@ -307,10 +272,12 @@ mod tests {
         FilterPipeline::new(filters)
     }
 
-    /// A 1 MiB tile is 16 chunks; unfiltered on 1, 3 or 8 threads it is the
-    /// same tile, and a bad chunk is named whichever thread meets it.
+    /// A 1 MiB tile is 16 chunks; unfiltered whole, or in runs of chunks
+    /// (as a reader's pool takes them) put end to end, it is the same tile,
+    /// and a bad chunk is named by its index in the tile whichever run
+    /// meets it.
     #[test]
-    fn parallel_unfiltering_gives_the_same_tile() {
+    fn runs_of_chunks_give_the_same_tile() {
         let p = pipeline(vec![
             Filter::Delta {
                 level: -1,
@@ -321,33 +288,54 @@ mod tests {
         let tile: Vec<u8> = (0..(1u64 << 17))
             .flat_map(|i| (i * 3 + i % 7).to_le_bytes())
             .collect();
-        let base = TileFilters::new(&p, Datatype::UInt64, 8, FormatVersion::WRITTEN);
+        let f = TileFilters::new(&p, Datatype::UInt64, 8, FormatVersion::WRITTEN);
         let mut filtered = Vec::new();
-        base.filter("t", &tile, None, &mut filtered).unwrap();
-        let (chunks, _) = tdb_format::le::run(filtered_chunks, &filtered).unwrap();
+        f.filter("t", &tile, None, &mut filtered).unwrap();
+        let chunks = f.chunks("t", &filtered).unwrap();
         assert_eq!(chunks.len(), 16);
-        for threads in [1, 3, 8] {
-            let f = TileFilters { threads, ..base };
-            assert_eq!(
-                f.unfilter_whole("t", &filtered, false).unwrap().data,
-                tile,
-                "{threads}"
-            );
+        assert_eq!(f.unfilter_whole("t", &filtered, false).unwrap().data, tile);
+        let mut ws = Workspace::default();
+        for cuts in [vec![0, 16], vec![0, 5, 11, 16], (0..=16).collect()] {
+            let mut joined = Vec::new();
+            for w in cuts.windows(2) {
+                let mut run = TileData::default();
+                f.unfilter_into("t", &mut ws, &chunks[w[0]..w[1]], w[0], false, &mut run)
+                    .unwrap();
+                joined.extend_from_slice(&run.data);
+            }
+            assert_eq!(joined, tile, "{cuts:?}");
         }
-        // Corrupt chunk 11's data: the error names it, on any thread count.
+        // Corrupt chunk 11's data: the error names it, in any run.
         let mut bad = chunks.clone();
         let broken = vec![0u8; bad[11].data.len()];
         bad[11].data = &broken;
-        let mut bytes = Vec::new();
-        write_filtered_chunks(bad.into_iter(), &mut bytes).unwrap();
-        for threads in [1, 3] {
-            let f = TileFilters { threads, ..base };
-            let err = f.unfilter_whole("t", &bytes, false).unwrap_err();
+        for first in [0, 8, 11] {
+            let err = f
+                .unfilter_into(
+                    "t",
+                    &mut ws,
+                    &bad[first..],
+                    first,
+                    false,
+                    &mut TileData::default(),
+                )
+                .unwrap_err();
             assert!(
                 matches!(err, TileError::Filter { chunk: 11, .. }),
-                "{threads}: {err}"
+                "{first}: {err}"
             );
         }
+        // The workspace still decodes after the failure.
+        let mut again = TileData::default();
+        f.unfilter_into("t", &mut ws, &chunks, 0, false, &mut again)
+            .unwrap();
+        assert_eq!(again.data, tile);
+        // A tile must span its bytes exactly.
+        filtered.push(0);
+        assert!(matches!(
+            f.chunks("t", &filtered),
+            Err(TileError::Corrupt { .. })
+        ));
     }
 
     /// The key's bytes never reach `Debug` output.

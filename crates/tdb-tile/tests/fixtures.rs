@@ -200,8 +200,7 @@ fn every_data_tile_unfilters_and_deterministic_pipelines_are_byte_exact() {
             let var_field = f.field_cell_size.is_none();
             let (pipeline, datatype, cell_size) = (f.pipeline.clone(), f.datatype, f.cell_size);
             let filters = TileFilters::new(&pipeline, datatype, cell_size, version)
-                .with_key(obj.key.as_ref())
-                .with_threads(2);
+                .with_key(obj.key.as_ref());
             if pipeline
                 .filters
                 .iter()

@@ -12,6 +12,7 @@
 use super::strings::{self, StringCodec};
 use super::{delta, double_delta, rle};
 use crate::buffer::{to_u32, MetaReader, Parts, Stage, StringOffsets, Unfiltered};
+use crate::workspace::Codecs;
 use crate::{FilterError, Result};
 use std::io::{Read, Write};
 use tdb_format::{Datatype, FilterType};
@@ -116,6 +117,7 @@ pub(crate) fn forward(
 /// Reverse over one chunk.
 pub(crate) fn reverse(
     st: &Stage<'_>,
+    codecs: &mut Codecs,
     codec: Codec,
     metadata: &[u8],
     data: &[u8],
@@ -159,7 +161,7 @@ pub(crate) fn reverse(
         } else {
             &mut out.data
         };
-        decompress_part(st, codec, part, target, original)?;
+        decompress_part(st, codecs, codec, part, target, original)?;
     }
     out.metadata.extend_from_slice(meta.rest());
     Ok(())
@@ -217,6 +219,7 @@ fn compress_part(st: &Stage<'_>, codec: Codec, part: &[u8], out: &mut Vec<u8>) -
 
 fn decompress_part(
     st: &Stage<'_>,
+    codecs: &mut Codecs,
     codec: Codec,
     part: &[u8],
     out: &mut Vec<u8>,
@@ -226,7 +229,17 @@ fn decompress_part(
     let start = out.len();
     match codec {
         Codec::Gzip(_) => {
-            read_exact_stream(name, flate2::read::ZlibDecoder::new(part), out, original)?
+            // One byte beyond the promise shows a stream that goes on.
+            out.resize(start + original + 1, 0);
+            let inflate = codecs.inflate();
+            let status = inflate
+                .decompress(part, &mut out[start..], flate2::FlushDecompress::Finish)
+                .map_err(|e| FilterError::corrupt(name, e.to_string()))?;
+            let got = inflate.total_out() as usize;
+            out.truncate(start + got);
+            if status != flate2::Status::StreamEnd && got == original {
+                return Err(FilterError::corrupt(name, "the zlib stream does not end"));
+            }
         }
         Codec::Bzip2(_) => {
             read_exact_stream(name, bzip2::read::BzDecoder::new(part), out, original)?
@@ -238,7 +251,9 @@ fn decompress_part(
             match zstd::zstd_safe::get_frame_content_size(part) {
                 Ok(Some(n)) if n == original as u64 => {
                     out.resize(start + original, 0);
-                    let n = zstd::bulk::decompress_to_buffer(part, &mut out[start..])
+                    let n = codecs
+                        .zstd(name)?
+                        .decompress_to_buffer(part, &mut out[start..])
                         .map_err(|e| FilterError::corrupt(name, e.to_string()))?;
                     out.truncate(start + n);
                 }

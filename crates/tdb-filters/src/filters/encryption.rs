@@ -11,6 +11,7 @@
 //! hands the decrypted metadata parts on as the earlier filters' metadata.
 
 use crate::buffer::{take_data, to_u32, MetaReader, Parts, Stage, Unfiltered};
+use crate::workspace::Codecs;
 use crate::{FilterError, Result};
 use aes_gcm::aead::AeadInPlace;
 use aes_gcm::{Aes256Gcm, KeyInit, Nonce, Tag};
@@ -75,12 +76,13 @@ fn encrypt(
 /// Reverse over one chunk.
 pub(crate) fn reverse(
     st: &Stage<'_>,
+    codecs: &mut Codecs,
     metadata: &[u8],
     data: &[u8],
     out: &mut Unfiltered,
 ) -> Result<()> {
     let key = st.key.ok_or(FilterError::MissingKey)?;
-    let cipher = Aes256Gcm::new(key.into());
+    let cipher = codecs.cipher(key);
     let mut meta = MetaReader::new(NAME, metadata);
     let metadata_parts = meta.u32("metadata part count")?;
     let data_parts = meta.u32("data part count")?;
@@ -133,6 +135,7 @@ pub(crate) fn reverse(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Workspace;
     use proptest::prelude::*;
     use std::path::Path;
     use tdb_format::{Datatype, FormatVersion};
@@ -156,7 +159,7 @@ mod tests {
 
     fn back(key: Option<&[u8; 32]>, m: &[u8], d: &[u8]) -> Result<Unfiltered> {
         let mut out = Unfiltered::default();
-        reverse(&stage(key), m, d, &mut out).map(|()| out)
+        reverse(&stage(key), &mut Codecs::default(), m, d, &mut out).map(|()| out)
     }
 
     #[test]
@@ -290,20 +293,20 @@ mod tests {
         let mut unfiltered = Vec::new();
         for (size, m, d) in chunks(tile) {
             let mut plain = Unfiltered::default();
-            reverse(&aes_st, m, d, &mut plain).unwrap();
+            reverse(&aes_st, &mut Codecs::default(), m, d, &mut plain).unwrap();
             let wrong_st = Stage {
                 key: Some(&wrong),
                 ..aes_st
             };
             let mut scratch = Unfiltered::default();
             assert_eq!(
-                reverse(&wrong_st, m, d, &mut scratch),
+                reverse(&wrong_st, &mut Codecs::default(), m, d, &mut scratch),
                 Err(FilterError::Authentication)
             );
             let mut altered = d.to_vec();
             altered[d.len() / 2] ^= 1;
             assert_eq!(
-                reverse(&aes_st, m, &altered, &mut scratch),
+                reverse(&aes_st, &mut Codecs::default(), m, &altered, &mut scratch),
                 Err(FilterError::Authentication)
             );
 
@@ -329,9 +332,9 @@ mod tests {
                 "{ctx}"
             );
 
-            let (mut out, mut scratch) = (Unfiltered::default(), Unfiltered::default());
+            let mut out = Unfiltered::default();
             pipeline
-                .reverse_chunk(st, m, d, &mut out, &mut scratch)
+                .reverse_chunk(st, &mut Workspace::default(), m, d, &mut out)
                 .unwrap();
             assert_eq!(out.data.len(), size, "{ctx}");
             unfiltered.extend_from_slice(&out.data);

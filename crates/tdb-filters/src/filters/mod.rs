@@ -23,6 +23,7 @@ mod windows;
 pub(crate) mod xor;
 
 use crate::buffer::{Parts, Stage, Unfiltered};
+use crate::workspace::Codecs;
 use crate::{Filter, Result};
 use compression::Codec;
 use tdb_format::Datatype;
@@ -116,16 +117,18 @@ impl Filter {
 
     /// Runs the filter in reverse over one chunk: reads this filter's
     /// metadata from the front of `metadata`, leaves the rest for the filters
-    /// before it in `out.metadata`, and the data in `out.data`.
+    /// before it in `out.metadata`, and appends the data to `out.data`.
+    /// `codecs` are the calling thread's codec contexts, reused across chunks.
     pub fn reverse(
         &self,
         st: &Stage<'_>,
+        codecs: &mut Codecs,
         metadata: &[u8],
         data: &[u8],
         out: &mut Unfiltered,
     ) -> Result<()> {
         if let Some(codec) = self.codec(st) {
-            return compression::reverse(st, codec, metadata, data, out);
+            return compression::reverse(st, codecs, codec, metadata, data, out);
         }
         match *self {
             Filter::None => {
@@ -148,7 +151,7 @@ impl Filter {
                 offset,
                 byte_width,
             } => scale_float::reverse(st, scale, offset, byte_width, metadata, data, out),
-            Filter::InternalAes256Gcm => encryption::reverse(st, metadata, data, out),
+            Filter::InternalAes256Gcm => encryption::reverse(st, codecs, metadata, data, out),
             Filter::Webp {
                 format,
                 lossless,

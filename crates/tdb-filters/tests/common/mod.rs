@@ -8,7 +8,7 @@
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use tdb_filters::{Filter, FilterPipeline, Stage, Unfiltered};
+use tdb_filters::{Filter, FilterPipeline, Stage, Unfiltered, Workspace};
 use tdb_format::{Datatype, FilterType, FormatVersion};
 
 /// TileDB's default maximum chunk size, that of every fixture's pipelines.
@@ -313,14 +313,16 @@ pub fn pin_chunks(
             .unwrap_or(st.datatype),
     );
 
-    let (mut out, mut scratch) = (Unfiltered::default(), Unfiltered::default());
+    let (mut out, mut scratch) = (Unfiltered::default(), Workspace::default());
     let mut cells = Vec::new();
     for (t, tile) in tiles(bytes).iter().enumerate() {
         for (c, chunk) in tile.iter().enumerate() {
             let ctx = format!("{ctx} tile {t} chunk {c}");
-            pipeline
-                .reverse_chunk(st, chunk.metadata, chunk.data, &mut out, &mut scratch)
-                .unwrap_or_else(|e| panic!("{ctx}: {e}"));
+            {
+                out.clear();
+                pipeline.reverse_chunk(st, &mut scratch, chunk.metadata, chunk.data, &mut out)
+            }
+            .unwrap_or_else(|e| panic!("{ctx}: {e}"));
             assert_eq!(out.data.len(), chunk.unfiltered, "{ctx}");
             cells.extend_from_slice(&out.data);
 
@@ -332,13 +334,16 @@ pub fn pin_chunks(
                 mid.metadata = chunk.metadata.to_vec();
                 mid.data = chunk.data.to_vec();
             } else {
-                tail.reverse_chunk(
-                    &tail_stage,
-                    chunk.metadata,
-                    chunk.data,
-                    &mut mid,
-                    &mut scratch,
-                )
+                {
+                    mid.clear();
+                    tail.reverse_chunk(
+                        &tail_stage,
+                        &mut scratch,
+                        chunk.metadata,
+                        chunk.data,
+                        &mut mid,
+                    )
+                }
                 .unwrap_or_else(|e| panic!("{ctx}: {e}"));
             }
             assert_eq!(meta, mid.metadata, "{ctx}: metadata");

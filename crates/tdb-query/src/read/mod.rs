@@ -773,33 +773,69 @@ impl<'a> Reader<'a> {
     /// Unfilters `fetches` from their parts' bytes (in order).
     fn decode(&mut self, fetches: Vec<TileFetch>, parts: Vec<Option<Bytes>>) -> Result<()> {
         let mut reads = parts.into_iter();
-        let mut jobs = Vec::with_capacity(fetches.len());
-        for f in fetches {
-            let mut bytes = Vec::with_capacity(f.parts.len());
+        let mut bytes = Vec::with_capacity(fetches.len());
+        for f in &fetches {
+            let mut b = Vec::with_capacity(f.parts.len());
             for (_, path, _) in &f.parts {
                 let r = reads.next().flatten().ok_or_else(|| {
                     QueryError::from(tdb_fragment::FragmentError::missing(path, "data file"))
                 })?;
-                bytes.push(r);
+                b.push(r);
             }
-            jobs.push((f, bytes));
+            bytes.push(b);
         }
-        let key = self.key();
+        // Dense fragments' result cells are known before decoding: per
+        // tile, the cells used, so chunks without any are skipped.
+        let mut used: HashMap<(usize, u64), Vec<u64>> = HashMap::new();
+        for r in self.cells.iter().filter(|r| !r.is_fill()) {
+            used.entry((r.frag as usize, r.tile))
+                .or_default()
+                .push(u64::from(r.cell));
+        }
+        let needed: HashMap<(usize, u64), Vec<(u64, u64)>> = used
+            .into_iter()
+            .map(|(k, mut cells)| {
+                cells.sort_unstable();
+                let mut ranges: Vec<(u64, u64)> = Vec::new();
+                for c in cells {
+                    match ranges.last_mut() {
+                        Some((_, e)) if *e >= c => *e = (*e).max(c + 1),
+                        _ => ranges.push((c, c + 1)),
+                    }
+                }
+                (k, ranges)
+            })
+            .collect();
         let plans = &self.plans;
-        let decoded = tiles::decode_all(&jobs, threads(), |(f, bytes)| {
-            let (i, slot, t) = f.key;
-            let plan = &plans[i];
-            let ff = match slot {
-                TIMESTAMPS_SLOT => plan.timestamps.as_ref(),
-                DELETE_TS_SLOT => plan.delete_timestamps.as_ref(),
-                s => plan.fields[s].as_ref(),
-            }
-            .ok_or_else(|| QueryError::invalid("tile of an unknown field"))?;
-            let cells = plan.cells(t, plan.tile_num());
-            let b: Vec<&[u8]> = bytes.iter().map(|b| b.as_ref()).collect();
-            tiles::decode_tile(ff, plan.schema.version, key, f, &b, cells)
-        })?;
-        for ((f, _), tile) in jobs.iter().zip(decoded) {
+        let jobs = fetches
+            .iter()
+            .zip(&bytes)
+            .map(|(fetch, bytes)| {
+                let (i, slot, t) = fetch.key;
+                let plan = &plans[i];
+                let field = match slot {
+                    TIMESTAMPS_SLOT => plan.timestamps.as_ref(),
+                    DELETE_TS_SLOT => plan.delete_timestamps.as_ref(),
+                    s => plan.fields[s].as_ref(),
+                }
+                .ok_or_else(|| QueryError::invalid("tile of an unknown field"))?;
+                Ok(tiles::TileJob {
+                    fetch,
+                    bytes,
+                    field,
+                    version: plan.schema.version,
+                    cells: plan.cells(t, plan.tile_num()),
+                    needed: plan
+                        .meta
+                        .footer
+                        .dense
+                        .then(|| needed.get(&(i, t)).map(Vec::as_slice))
+                        .flatten(),
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let decoded = tiles::decode_tiles(&jobs, self.key(), threads())?;
+        for (f, tile) in fetches.iter().zip(decoded) {
             self.tiles.insert(f.key, tile);
         }
         Ok(())

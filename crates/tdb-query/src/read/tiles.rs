@@ -6,10 +6,11 @@ use crate::column::Column;
 use crate::{QueryError, Result};
 use bytes::Bytes;
 use std::collections::HashMap;
+use tdb_filters::Workspace;
 use tdb_format::{DataPart, Datatype, FormatVersion};
 use tdb_fragment::FragmentMetadata;
 use tdb_storage::{join, ByteRange, RangeRead, RangeRequest};
-use tdb_tile::TileFilters;
+use tdb_tile::{unfiltered_size, FilteredChunk, TileData, TileFilters};
 
 /// A tile of one field of one fragment: (fragment, field slot, tile).
 pub(crate) type TileKey = (usize, usize, u64);
@@ -130,35 +131,204 @@ impl Coalesced {
     }
 }
 
-/// Unfilters one tile from its parts' bytes. `cells` is the number of
-/// cells it must hold.
-pub(crate) fn decode_tile(
-    ff: &FragField,
-    version: FormatVersion,
-    key: Option<&[u8; 32]>,
-    fetch: &TileFetch,
-    bytes: &[&[u8]],
-    cells: u64,
+/// One tile to decode: its fetch, its parts' bytes (in the fetch's
+/// order), how it is stored, and how many cells it must hold.
+pub(crate) struct TileJob<'a> {
+    pub fetch: &'a TileFetch,
+    pub bytes: &'a [Bytes],
+    pub field: &'a FragField,
+    pub version: FormatVersion,
+    pub cells: u64,
+    /// The cells the read uses, as sorted disjoint ranges, when it knows
+    /// them before decoding (dense fragments): chunks of fixed-size parts
+    /// holding none of them are not decoded; their bytes stay zero.
+    pub needed: Option<&'a [(u64, u64)]>,
+}
+
+/// A run of consecutive chunks of one part of one tile: the unit of work
+/// on the pool.
+struct Run<'b> {
+    /// Tile job and part.
+    job: usize,
+    part: usize,
+    /// The run's first chunk's index in the tile, and the chunks.
+    first: usize,
+    chunks: &'b [FilteredChunk<'b>],
+    /// Chunks holding no cell the read uses: zeros, not decoded.
+    skip: bool,
+}
+
+/// Unfilters `jobs` on one pool of up to `threads` workers. Each tile part
+/// is cut into runs of chunks, so a read of a few large tiles still keeps
+/// every worker busy, while a read of many tiles decodes each part in one
+/// run, straight into its buffer; each worker keeps one filter workspace
+/// (codec contexts, stage buffers) for all its runs.
+pub(crate) fn decode_tiles<'a>(
+    jobs: &[TileJob<'a>],
+    key: Option<&'a [u8; 32]>,
+    threads: usize,
+) -> Result<Vec<DecodedTile>> {
+    fn part_filters<'a>(
+        job: &TileJob<'a>,
+        part: usize,
+        key: Option<&'a [u8; 32]>,
+    ) -> TileFilters<'a> {
+        let pf = &job.field.parts[part].1;
+        TileFilters::new(&pf.pipeline, pf.datatype, pf.cell_size, job.version).with_key(key)
+    }
+    let filters = |job: &TileJob<'a>, part: usize| part_filters(job, part, key);
+    let tile_error = |job: &TileJob<'_>, part: usize, e: tdb_tile::TileError| QueryError::Tile {
+        file: job.fetch.parts[part].1.clone(),
+        tile: job.fetch.key.2,
+        source: Box::new(e),
+    };
+    let location = |job: &TileJob<'_>, part: usize| {
+        format!("{} tile {}", job.fetch.parts[part].1, job.fetch.key.2)
+    };
+    // Parse every part's chunk headers (no decoding yet).
+    let mut parsed: Vec<Vec<Vec<FilteredChunk<'_>>>> = Vec::with_capacity(jobs.len());
+    for job in jobs {
+        let mut parts = Vec::with_capacity(job.bytes.len());
+        for (part, b) in job.bytes.iter().enumerate() {
+            let chunks = filters(job, part)
+                .chunks(&location(job, part), b)
+                .map_err(|e| tile_error(job, part, e))?;
+            parts.push(chunks);
+        }
+        parsed.push(parts);
+    }
+    // Runs: whole parts when there are enough of them for the pool,
+    // otherwise cut so the pool gets about four runs per worker.
+    let target = threads.max(1) * 4;
+    let part_count: usize = parsed.iter().map(Vec::len).sum();
+    let chunk_count: usize = parsed.iter().flatten().map(Vec::len).sum();
+    let run_len = if part_count >= target {
+        usize::MAX
+    } else {
+        chunk_count.div_ceil(target).max(1)
+    };
+    let mut runs = Vec::new();
+    for (job, parts) in parsed.iter().enumerate() {
+        for (part, chunks) in parts.iter().enumerate() {
+            let used = used_chunks(&jobs[job], part, chunks);
+            let mut first = 0;
+            loop {
+                let skip = !used.get(first).copied().unwrap_or(true);
+                let mut end = first + 1;
+                while end < chunks.len()
+                    && end - first < run_len
+                    && used.get(end).copied().unwrap_or(true) != skip
+                {
+                    end += 1;
+                }
+                let end = end.min(chunks.len());
+                runs.push(Run {
+                    job,
+                    part,
+                    first,
+                    chunks: &chunks[first..end],
+                    skip,
+                });
+                first = end;
+                if first >= chunks.len() {
+                    break;
+                }
+            }
+        }
+    }
+    let decoded = decode_all(&runs, threads, Workspace::default, |ws, run| {
+        let job = &jobs[run.job];
+        let is_var = job.fetch.parts[run.part].0 == DataPart::Var;
+        let mut out = TileData::default();
+        if run.skip {
+            let size = usize::try_from(unfiltered_size(run.chunks)).unwrap_or(0);
+            out.data = vec![0; size];
+            return Ok(out);
+        }
+        filters(job, run.part)
+            .unfilter_into(
+                &location(job, run.part),
+                ws,
+                run.chunks,
+                run.first,
+                is_var,
+                &mut out,
+            )
+            .map_err(|e| tile_error(job, run.part, e))?;
+        Ok(out)
+    })?;
+    // Join each part's runs in order (the first run's buffer becomes the
+    // part's), then check each tile whole.
+    let mut joined: Vec<Vec<Option<TileData>>> = parsed
+        .iter()
+        .map(|parts| parts.iter().map(|_| None).collect())
+        .collect();
+    for (run, data) in runs.iter().zip(decoded) {
+        match &mut joined[run.job][run.part] {
+            slot @ None => *slot = Some(data),
+            Some(into) => {
+                let base = into.data.len() as u64;
+                into.data.extend_from_slice(&data.data);
+                into.offsets.extend(data.offsets.iter().map(|o| o + base));
+            }
+        }
+    }
+    jobs.iter()
+        .zip(joined)
+        .map(|(job, parts)| {
+            let var = job
+                .fetch
+                .parts
+                .iter()
+                .position(|(p, _, _)| *p == DataPart::Var);
+            let offsets_inside = var.is_some_and(|v| filters(job, v).offsets_inside());
+            finish_tile(job, parts.into_iter().flatten(), offsets_inside)
+        })
+        .collect()
+}
+
+/// Per chunk of part `part` of `job`, whether it holds a cell the read
+/// uses; empty when every chunk is to be decoded. Only fixed-size fields'
+/// fixed and validity parts map chunks to cells (TileDB cuts them at whole
+/// cells); var-size data and pre-v5 zipped coordinates do not.
+fn used_chunks(job: &TileJob<'_>, part: usize, chunks: &[FilteredChunk<'_>]) -> Vec<bool> {
+    let pf = &job.field.parts[part].1;
+    let Some(needed) = job.needed else {
+        return Vec::new();
+    };
+    if pf.field_cell_size.is_none() || job.field.zipped.is_some() || pf.cell_size == 0 {
+        return Vec::new();
+    }
+    let mut cell = 0u64;
+    let mut used = Vec::with_capacity(chunks.len());
+    for c in chunks {
+        let size = u64::from(c.unfiltered_size);
+        if size % pf.cell_size != 0 {
+            // Not cut at a cell: cells cannot be mapped; decode it all.
+            return Vec::new();
+        }
+        let end = cell + size / pf.cell_size;
+        let k = needed.partition_point(|&(_, e)| e <= cell);
+        used.push(needed.get(k).is_some_and(|&(s, _)| s < end));
+        cell = end;
+    }
+    used
+}
+
+/// Checks a tile's unfiltered parts against each other and the cell count,
+/// and puts them where a reader looks for them.
+fn finish_tile(
+    job: &TileJob<'_>,
+    parts: impl Iterator<Item = TileData>,
+    offsets_inside: bool,
 ) -> Result<DecodedTile> {
+    let (ff, fetch, cells) = (job.field, job.fetch, job.cells);
     let tile = fetch.key.2;
     let mut out = DecodedTile::default();
-    let mut offsets_inside = false;
-    for (((part, path, _), b), (_, pf)) in fetch.parts.iter().zip(bytes).zip(&ff.parts) {
-        let filters =
-            TileFilters::new(&pf.pipeline, pf.datatype, pf.cell_size, version).with_key(key);
-        let loc = format!("{path} tile {tile}");
-        let var = *part == DataPart::Var;
-        let data = filters
-            .unfilter_whole(&loc, b, var)
-            .map_err(|e| QueryError::Tile {
-                file: path.clone(),
-                tile,
-                source: Box::new(e),
-            })?;
+    for ((part, _, _), data) in fetch.parts.iter().zip(parts) {
         match part {
             DataPart::Fixed => out.fixed = data.data,
             DataPart::Var => {
-                offsets_inside = filters.offsets_inside();
                 if offsets_inside {
                     out.offsets = data.offsets;
                 }
@@ -241,16 +411,19 @@ pub(crate) fn decode_tile(
     Ok(out)
 }
 
-/// Decodes `jobs` on up to `threads` workers (one bounded pool per call).
-pub(crate) fn decode_all<J: Sync, T: Send>(
+/// Runs `f` over `jobs` on up to `threads` workers (one bounded pool per
+/// call), each worker with its own state from `init`.
+fn decode_all<J: Sync, T: Send, S>(
     jobs: &[J],
     threads: usize,
-    f: impl Fn(&J) -> Result<T> + Sync,
+    init: impl Fn() -> S + Sync,
+    f: impl Fn(&mut S, &J) -> Result<T> + Sync,
 ) -> Result<Vec<T>> {
     let n = jobs.len();
     let threads = threads.clamp(1, n.max(1));
     if threads == 1 {
-        return jobs.iter().map(&f).collect();
+        let mut state = init();
+        return jobs.iter().map(|j| f(&mut state, j)).collect();
     }
     let next = std::sync::atomic::AtomicUsize::new(0);
     let mut results: Vec<Option<Result<T>>> = (0..n).map(|_| None).collect();
@@ -258,13 +431,14 @@ pub(crate) fn decode_all<J: Sync, T: Send>(
         let handles: Vec<_> = (0..threads)
             .map(|_| {
                 s.spawn(|| {
+                    let mut state = init();
                     let mut done = Vec::new();
                     loop {
                         let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                         if i >= n {
                             break;
                         }
-                        done.push((i, f(&jobs[i])));
+                        done.push((i, f(&mut state, &jobs[i])));
                     }
                     done
                 })
@@ -286,3 +460,158 @@ pub(crate) fn decode_all<J: Sync, T: Send>(
 
 /// Decoded tiles by key.
 pub(crate) type TileMap = HashMap<TileKey, DecodedTile>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tdb_filters::Filter;
+    use tdb_format::{ArrayType, DataField};
+    use tdb_schema::{ArraySchema, Attribute, Dimension};
+
+    fn schema() -> ArraySchema {
+        ArraySchema::builder(ArrayType::Sparse)
+            .dimension(Dimension::builder("d", Datatype::Int64).domain(0i64, 1 << 20))
+            .attribute(Attribute::builder("a", Datatype::Int64).filters([
+                Filter::Delta {
+                    level: -1,
+                    reinterpret: None,
+                },
+                Filter::Zstd { level: 1 },
+            ]))
+            .attribute(Attribute::builder("v", Datatype::Int32).var())
+            .build()
+            .unwrap()
+    }
+
+    fn field(s: &ArraySchema, a: u32, parts: &[DataPart]) -> FragField {
+        let data_field = DataField::Attribute(a);
+        FragField {
+            index: a as usize,
+            parts: parts
+                .iter()
+                .map(|&p| (p, s.part_filters(&data_field, p, false).unwrap()))
+                .collect(),
+            data_field,
+            zipped: None,
+        }
+    }
+
+    fn filtered(ff: &FragField, part: usize, tile: &[u8], offsets: Option<&[u64]>) -> Bytes {
+        let pf = &ff.parts[part].1;
+        let f = TileFilters::new(
+            &pf.pipeline,
+            pf.datatype,
+            pf.cell_size,
+            FormatVersion::WRITTEN,
+        );
+        let mut out = Vec::new();
+        f.filter("t", tile, offsets, &mut out).unwrap();
+        Bytes::from(out)
+    }
+
+    /// Tiles of several chunks come out the same whether the pool decodes
+    /// each part whole (one worker) or cut into runs of chunks (four
+    /// workers: three parts, so runs), and a bad chunk is named by its
+    /// index in its tile.
+    #[test]
+    fn runs_of_chunks_over_the_pool_give_the_same_tiles() {
+        let s = schema();
+        let cells = 40_000u64;
+        let a: Vec<u8> = (0..cells as i64)
+            .flat_map(|i| (i * i % 1000).to_le_bytes())
+            .collect();
+        let mut offsets = Vec::new();
+        let mut var = Vec::new();
+        for i in 0..cells as i32 {
+            offsets.push(var.len() as u64);
+            for k in 0..i % 4 {
+                var.extend_from_slice(&(i + k).to_le_bytes());
+            }
+        }
+        let offsets_tile: Vec<u8> = offsets.iter().flat_map(|o| o.to_le_bytes()).collect();
+        let fa = field(&s, 0, &[DataPart::Fixed]);
+        let fv = field(&s, 1, &[DataPart::Fixed, DataPart::Var]);
+        let ba = [filtered(&fa, 0, &a, None)];
+        let bv = [
+            filtered(&fv, 0, &offsets_tile, None),
+            filtered(&fv, 1, &var, Some(&offsets)),
+        ];
+        let fetch = |slot: usize, ff: &FragField, bytes: &[Bytes]| TileFetch {
+            key: (0, slot, 0),
+            parts: ff
+                .parts
+                .iter()
+                .zip(bytes)
+                .map(|((p, _), b)| (*p, format!("f{slot}_{p:?}"), 0..b.len() as u64))
+                .collect(),
+        };
+        let (fetch_a, fetch_v) = (fetch(0, &fa, &ba), fetch(1, &fv, &bv));
+        let job = |fetch, bytes, field| TileJob {
+            fetch,
+            bytes,
+            field,
+            version: FormatVersion::WRITTEN,
+            cells,
+            needed: None,
+        };
+        let jobs = [job(&fetch_a, &ba[..], &fa), job(&fetch_v, &bv[..], &fv)];
+        for threads in [1, 4] {
+            let tiles = decode_tiles(&jobs, None, threads).unwrap();
+            assert_eq!(tiles[0].fixed, a, "{threads}");
+            assert_eq!(
+                (&tiles[1].offsets, &tiles[1].var),
+                (&offsets, &var),
+                "{threads}"
+            );
+        }
+        // Break chunk 3 of `a`'s tile (its zstd frame's magic number).
+        let pf = &fa.parts[0].1;
+        let f = TileFilters::new(
+            &pf.pipeline,
+            pf.datatype,
+            pf.cell_size,
+            FormatVersion::WRITTEN,
+        );
+        let chunks = f.chunks("t", &ba[0]).unwrap();
+        assert!(chunks.len() > 4, "{}", chunks.len());
+        let at = chunks[3].data.as_ptr() as usize - ba[0].as_ptr() as usize;
+        let mut bad = ba[0].to_vec();
+        bad[at] ^= 0xFF;
+        let bad = [Bytes::from(bad)];
+        for threads in [1, 4] {
+            let Err(err) = decode_tiles(&[job(&fetch_a, &bad[..], &fa)], None, threads) else {
+                panic!("{threads}: a broken chunk decoded")
+            };
+            let QueryError::Tile { source, .. } = &err else {
+                panic!("{err}")
+            };
+            assert!(
+                matches!(**source, tdb_tile::TileError::Filter { chunk: 3, .. })
+                    || matches!(**source, tdb_tile::TileError::Corrupt { ref reason, .. } if reason.contains("chunk 3")),
+                "{threads}: {err}"
+            );
+        }
+        // Only the chunk holding cells 10000..10002 (8192 int64 cells a
+        // chunk: chunk 1) is decoded; the others, the broken one among
+        // them, stay zero.
+        let needed = [(10_000u64, 10_002u64)];
+        for threads in [1, 4] {
+            let tiles = decode_tiles(
+                &[TileJob {
+                    needed: Some(&needed),
+                    ..job(&fetch_a, &bad[..], &fa)
+                }],
+                None,
+                threads,
+            )
+            .unwrap_or_else(|e| panic!("{threads}: {e}"));
+            let got = &tiles[0].fixed;
+            assert_eq!(got.len(), a.len());
+            assert_eq!(got[8192 * 8..16384 * 8], a[8192 * 8..16384 * 8]);
+            assert!(got[..8192 * 8]
+                .iter()
+                .chain(&got[16384 * 8..])
+                .all(|&b| b == 0));
+        }
+    }
+}

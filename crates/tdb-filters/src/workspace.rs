@@ -1,0 +1,188 @@
+//! What reversing keeps from one chunk to the next on one thread: the
+//! intermediate buffers, the stage datatypes, and the codec contexts whose
+//! set-up costs more than a small chunk's decoding (a zstd context is a
+//! ~160 KiB allocation, zlib's window 32 KiB, AES's key schedule).
+
+use crate::buffer::Unfiltered;
+use crate::{FilterError, Result};
+use aes_gcm::{Aes256Gcm, KeyInit};
+use tdb_format::Datatype;
+
+/// Codec contexts made on first use and reused after.
+///
+/// `Debug` is written by hand so the key never reaches logs or panics.
+#[derive(Default)]
+pub struct Codecs {
+    zstd: Option<zstd::bulk::Decompressor<'static>>,
+    inflate: Option<flate2::Decompress>,
+    /// The cipher and the key it was made for: a workspace may serve
+    /// several arrays in turn, and a cipher for another key must not be
+    /// reused.
+    aes: Option<([u8; 32], Aes256Gcm)>,
+}
+
+impl std::fmt::Debug for Codecs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Codecs")
+            .field("zstd", &self.zstd.is_some())
+            .field("inflate", &self.inflate.is_some())
+            .field("aes", &self.aes.is_some())
+            .finish()
+    }
+}
+
+impl Codecs {
+    /// The zstd decompression context.
+    pub(crate) fn zstd(
+        &mut self,
+        filter: &'static str,
+    ) -> Result<&mut zstd::bulk::Decompressor<'static>> {
+        if self.zstd.is_none() {
+            let d = zstd::bulk::Decompressor::new()
+                .map_err(|e| FilterError::unsupported(filter, format!("no zstd context: {e}")))?;
+            self.zstd = Some(d);
+        }
+        Ok(self.zstd.as_mut().expect("made above"))
+    }
+
+    /// The zlib inflate state, reset for a new stream.
+    pub(crate) fn inflate(&mut self) -> &mut flate2::Decompress {
+        let d = self
+            .inflate
+            .get_or_insert_with(|| flate2::Decompress::new(true));
+        d.reset(true);
+        d
+    }
+
+    /// The AES-256-GCM cipher for `key`.
+    pub(crate) fn cipher(&mut self, key: &[u8; 32]) -> &Aes256Gcm {
+        if !matches!(&self.aes, Some((k, _)) if k == key) {
+            self.aes = Some((*key, Aes256Gcm::new(key.into())));
+        }
+        &self.aes.as_ref().expect("made above").1
+    }
+}
+
+/// One thread's state for reversing chunks: give the same workspace to
+/// every chunk a thread decodes, so nothing above is set up twice.
+#[derive(Debug, Default)]
+pub struct Workspace {
+    /// Intermediate outputs; stages alternate between them.
+    pub(crate) a: Unfiltered,
+    pub(crate) b: Unfiltered,
+    /// The input datatype of each stage of the pipeline last run.
+    pub(crate) types: Vec<Datatype>,
+    pub(crate) codecs: Codecs,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Filter, FilterPipeline, Stage};
+    use tdb_format::FormatVersion;
+
+    /// One workspace decodes chunks of several pipelines in turn, a corrupt
+    /// chunk among them, and each comes out as a fresh workspace decodes it:
+    /// no codec state leaks from one chunk (or one failure) to the next.
+    #[test]
+    fn one_workspace_serves_many_chunks_and_pipelines() {
+        let key = [7u8; 32];
+        let st = Stage::new(Datatype::Int32, FormatVersion::WRITTEN).with_key(Some(&key));
+        let pipelines = [
+            FilterPipeline::new([Filter::Zstd { level: 3 }]),
+            FilterPipeline::new([Filter::Byteshuffle, Filter::Gzip { level: 6 }]),
+            FilterPipeline::new([Filter::Zstd { level: 1 }, Filter::InternalAes256Gcm]),
+            FilterPipeline::new([Filter::Gzip { level: 1 }]),
+        ];
+        let mut ws = Workspace::default();
+        for round in 0..3i32 {
+            for (k, p) in pipelines.iter().enumerate() {
+                let cells: Vec<u8> = (0..5000i32)
+                    .flat_map(|i| (i / (k as i32 + 2) + round).to_le_bytes())
+                    .collect();
+                let (m, d) = p.forward_chunk(&st, cells.clone()).unwrap();
+                // A chunk cut short fails and leaves the workspace usable.
+                let mut out = Unfiltered::default();
+                assert!(p
+                    .reverse_chunk(&st, &mut ws, &m, &d[..d.len() / 2], &mut out)
+                    .is_err());
+                out.clear();
+                p.reverse_chunk(&st, &mut ws, &m, &d, &mut out).unwrap();
+                assert_eq!(out.data, cells, "round {round} pipeline {k}");
+                // Appends: a second chunk lands after the first.
+                p.reverse_chunk(&st, &mut ws, &m, &d, &mut out).unwrap();
+                assert_eq!(out.data.len(), 2 * cells.len());
+                assert_eq!(&out.data[cells.len()..], &cells[..]);
+            }
+        }
+    }
+
+    /// A zlib stream that decodes to more than its metadata promises, or
+    /// that stops before its end, is corrupt.
+    #[test]
+    fn gzip_parts_must_decode_to_exactly_their_promise() {
+        use std::io::Write;
+        let st = Stage::new(Datatype::UInt8, FormatVersion::WRITTEN);
+        let p = FilterPipeline::new([Filter::Gzip { level: 6 }]);
+        let (m, d) = p.forward_chunk(&st, b"abcdefgh".repeat(100)).unwrap();
+        let mut ws = Workspace::default();
+        let mut out = Unfiltered::default();
+        p.reverse_chunk(&st, &mut ws, &m, &d, &mut out).unwrap();
+        assert_eq!(out.data.len(), 800);
+        // Metadata: part counts (0, 1), then original size, compressed size.
+        let mut smaller = m.clone();
+        smaller[8..12].copy_from_slice(&799u32.to_le_bytes());
+        out.clear();
+        assert!(p
+            .reverse_chunk(&st, &mut ws, &smaller, &d, &mut out)
+            .is_err());
+        let mut larger = m.clone();
+        larger[8..12].copy_from_slice(&801u32.to_le_bytes());
+        out.clear();
+        assert!(p
+            .reverse_chunk(&st, &mut ws, &larger, &d, &mut out)
+            .is_err());
+        // A stream flushed but never finished.
+        let mut enc = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::new(6));
+        enc.write_all(&b"abcdefgh".repeat(100)).unwrap();
+        enc.flush().unwrap();
+        let open = enc.get_ref().clone();
+        let mut meta = m.clone();
+        meta[12..16].copy_from_slice(&(open.len() as u32).to_le_bytes());
+        out.clear();
+        assert!(p
+            .reverse_chunk(&st, &mut ws, &meta, &open, &mut out)
+            .is_err());
+        out.clear();
+        p.reverse_chunk(&st, &mut ws, &m, &d, &mut out).unwrap();
+        assert_eq!(out.data, b"abcdefgh".repeat(100));
+    }
+
+    #[test]
+    fn a_cipher_is_remade_for_another_key() {
+        use aes_gcm::aead::AeadInPlace;
+        use aes_gcm::{Nonce, Tag};
+        let mut c = Codecs::default();
+        let (k1, k2) = ([1u8; 32], [2u8; 32]);
+        let nonce = [0u8; 12];
+        let mut text = *b"hello";
+        let tag = Aes256Gcm::new((&k1).into())
+            .encrypt_in_place_detached(Nonce::from_slice(&nonce), b"", &mut text)
+            .unwrap();
+        let decrypt = |cipher: &Aes256Gcm| {
+            let mut t = text;
+            cipher
+                .decrypt_in_place_detached(
+                    Nonce::from_slice(&nonce),
+                    b"",
+                    &mut t,
+                    Tag::from_slice(&tag),
+                )
+                .map(|()| t)
+        };
+        assert_eq!(decrypt(c.cipher(&k1)).unwrap(), *b"hello");
+        assert!(decrypt(c.cipher(&k2)).is_err());
+        assert_eq!(decrypt(c.cipher(&k1)).unwrap(), *b"hello");
+        assert!(!format!("{c:?}").contains('1'));
+    }
+}
