@@ -12,6 +12,7 @@ mod aggregate;
 mod fields;
 mod partition;
 mod plan;
+mod slabs;
 mod tiles;
 
 pub use aggregate::{aggregate, AggregateStep, Aggregation};
@@ -22,12 +23,13 @@ use crate::{QueryError, ReadSpec, Result, ResultLayout, Snapshot, Subarray};
 use bytes::Bytes;
 use fields::{frag_field, special_field, FieldInfo, FragField, Kind};
 use plan::{CellRef, FragPlan, DELETE_TS_SLOT, TIMESTAMPS_SLOT};
+use slabs::{DenseFrag, Results, Slab};
 use std::collections::HashMap;
 use std::ops::Range;
 use tdb_format::{ArrayType, DataPart, FormatVersion};
 use tdb_fragment::fragment_metadata::{Field, Section};
 use tdb_fragment::{CommitLocation, DeleteCommit, ReadStorage};
-use tdb_index::dense::{cell_position, int_value};
+use tdb_index::dense::{int_range, int_value};
 use tdb_index::DomainOps;
 use tdb_storage::{join, ByteRange, RangeRead, RangeRequest};
 use tiles::{Coalesced, TileFetch, TileMap};
@@ -79,9 +81,9 @@ pub struct Reader<'a> {
     plans: Vec<FragPlan<'a>>,
     tiles: TileMap,
     /// Result cells in order, with the dense coordinates when dense.
-    cells: Vec<CellRef>,
-    dense_coords: Vec<Vec<i128>>,
-    next_cell: usize,
+    results: Results,
+    /// Where the next batch starts: slab, and cell in it.
+    next: (usize, u64),
     phase: Phase,
     /// Requests of the current phase not yet handed out.
     pending_requests: Option<Vec<RangeRequest>>,
@@ -222,9 +224,8 @@ impl<'a> Reader<'a> {
             ops,
             plans: Vec::new(),
             tiles: HashMap::new(),
-            cells: Vec::new(),
-            dense_coords: Vec::new(),
-            next_cell: 0,
+            results: Results::default(),
+            next: (0, 0),
             phase: Phase::Start,
             pending_requests: None,
             md_slots: Vec::new(),
@@ -269,9 +270,8 @@ impl<'a> Reader<'a> {
                     }
                     // This piece is done: free it, go on with the next.
                     self.tiles.clear();
-                    self.cells = Vec::new();
-                    self.dense_coords = Vec::new();
-                    self.next_cell = 0;
+                    self.results = Results::default();
+                    self.next = (0, 0);
                     if !self.partitions.is_empty() {
                         self.next_partition()?;
                         continue;
@@ -649,9 +649,13 @@ impl<'a> Reader<'a> {
             }
         }
         if schema.array_type == ArrayType::Dense {
-            // Per result cell: where it comes from and its coordinates.
-            let cells = plan::dense_cells_in(schema, p).unwrap_or(u64::MAX);
-            total = total.saturating_add(cells.saturating_mul(48 + 16 * dims));
+            // Per slab: where its cells come from and its first coordinates.
+            let frags = self.plans.iter().filter(|p| p.meta.footer.dense).count() as u64;
+            let slabs = plan::dense_coords(schema, p)
+                .ok()
+                .and_then(|r| slabs::slab_bound(schema, &r, self.spec.layout, frags))
+                .unwrap_or(u64::MAX);
+            total = total.saturating_add(slabs.saturating_mul(40 + 16 * dims));
         }
         total
     }
@@ -682,44 +686,45 @@ impl<'a> Reader<'a> {
     /// every fragment it needs.
     fn plan_tiles(&mut self) -> Result<()> {
         let schema = self.snapshot.schema();
-        let dense_array = schema.array_type == ArrayType::Dense;
-        let grid = if dense_array {
-            let coords = plan::dense_coords(schema, &self.current)?;
-            plan::dense_grid(schema, &coords, self.spec.layout)?
-        } else {
-            Vec::new()
-        };
         // Dense arrays: each result cell from the newest dense fragment
         // whose non-empty domain holds it (sparse fragments overlay these
         // once their coordinates are read); only those tiles are fetched.
-        self.cells = grid
-            .iter()
-            .map(|c| {
-                self.plans
-                    .iter()
-                    .enumerate()
-                    .rev()
-                    .filter(|(_, p)| p.meta.footer.dense)
-                    .find_map(|(i, p)| {
-                        let ned = p.meta.footer.non_empty_domain.as_ref()?;
-                        let (order_t, order_c) = (schema.tile_order, schema.cell_order);
-                        let (tile, cell) =
-                            cell_position(&p.schema.domain, order_t, order_c, ned, c)?;
-                        Some(CellRef {
-                            frag: i as u32,
-                            cell: u32::try_from(cell).ok()?,
-                            tile,
-                        })
+        self.results = if schema.array_type == ArrayType::Dense {
+            let ranges = plan::dense_coords(schema, &self.current)?;
+            let frags: Vec<DenseFrag<'_>> = self
+                .plans
+                .iter()
+                .enumerate()
+                .filter(|(_, p)| p.meta.footer.dense)
+                .filter_map(|(i, p)| {
+                    let ned = p.meta.footer.non_empty_domain.as_ref()?;
+                    let bounds = p
+                        .schema
+                        .domain
+                        .dimensions
+                        .iter()
+                        .zip(ned)
+                        .map(|(d, r)| int_range(d, r))
+                        .collect::<Option<Vec<_>>>()?;
+                    Some(DenseFrag {
+                        index: i as u32,
+                        schema: p.schema,
+                        ned,
+                        bounds,
                     })
-                    .unwrap_or(CellRef::FILL)
-            })
-            .collect();
+                })
+                .collect();
+            slabs::dense_results(schema, &frags, &ranges, self.spec.layout)?
+        } else {
+            Results::default()
+        };
         let mut fetches = Vec::new();
         for (i, plan) in self.plans.iter_mut().enumerate() {
             let meta = &plan.meta;
             let tiles: Vec<u64> = if meta.footer.dense {
                 let mut set: Vec<u64> = self
-                    .cells
+                    .results
+                    .slabs
                     .iter()
                     .filter(|r| r.frag as usize == i)
                     .map(|r| r.tile)
@@ -758,7 +763,6 @@ impl<'a> Reader<'a> {
             }
             plan.tiles = tiles;
         }
-        self.dense_coords = grid;
         if fetches.is_empty() {
             self.compute()?;
             self.phase = Phase::Emit;
@@ -786,21 +790,21 @@ impl<'a> Reader<'a> {
         }
         // Dense fragments' result cells are known before decoding: per
         // tile, the cells used, so chunks without any are skipped.
-        let mut used: HashMap<(usize, u64), Vec<u64>> = HashMap::new();
-        for r in self.cells.iter().filter(|r| !r.is_fill()) {
+        let mut used: HashMap<(usize, u64), Vec<(u64, u64)>> = HashMap::new();
+        for r in self.results.slabs.iter().filter(|r| !r.is_fill()) {
             used.entry((r.frag as usize, r.tile))
                 .or_default()
-                .push(u64::from(r.cell));
+                .push(r.cell_span());
         }
         let needed: HashMap<(usize, u64), Vec<(u64, u64)>> = used
             .into_iter()
-            .map(|(k, mut cells)| {
-                cells.sort_unstable();
+            .map(|(k, mut spans)| {
+                spans.sort_unstable();
                 let mut ranges: Vec<(u64, u64)> = Vec::new();
-                for c in cells {
+                for (c0, c1) in spans {
                     match ranges.last_mut() {
-                        Some((_, e)) if *e >= c => *e = (*e).max(c + 1),
-                        _ => ranges.push((c, c + 1)),
+                        Some((_, e)) if *e >= c0 => *e = (*e).max(c1),
+                        _ => ranges.push((c0, c1)),
                     }
                 }
                 (k, ranges)
@@ -845,7 +849,7 @@ impl<'a> Reader<'a> {
         let schema = self.snapshot.schema();
         let window = self.snapshot.open.directory.window;
         if schema.array_type == ArrayType::Sparse {
-            self.cells = plan::sparse_cells(
+            let cells = plan::sparse_cells(
                 schema,
                 &self.plans,
                 &self.fields,
@@ -857,9 +861,14 @@ impl<'a> Reader<'a> {
                 self.condition.as_ref(),
                 self.spec.layout,
             )?;
+            self.results = Results::from_cells(&cells);
             return Ok(());
         }
-        // Dense: per result cell, the newest fragment that wrote it.
+        if self.plans.iter().all(|p| p.meta.footer.dense) {
+            return Ok(());
+        }
+        // Dense arrays with sparse fragments: their cells overlay the
+        // slabs, one cell at a time (only such reads pay per cell).
         let dims = schema.domain.dimensions.len();
         let dim_slots: Vec<Option<usize>> = (0..dims)
             .map(|d| self.fields.iter().position(|f| f.kind == Kind::Dim(d)))
@@ -898,15 +907,50 @@ impl<'a> Reader<'a> {
         // Sparse fragments of a dense array win over every dense fragment
         // whatever their timestamps (TileDB 2.30 reads them so:
         // `legacy/2.3.3/dense_with_sparse_fragments`); the newest wins.
-        for (k, c) in self.dense_coords.iter().enumerate() {
-            let hit = sparse_maps
-                .iter()
-                .rev()
-                .find_map(|m| m.as_ref().and_then(|m| m.get(c).copied()));
-            if let Some(h) = hit {
-                self.cells[k] = h;
+        let old = std::mem::take(&mut self.results);
+        let step = old.step_dim;
+        let mut out = Results {
+            dims: old.dims,
+            step_dim: step,
+            ..Results::default()
+        };
+        let mut key = Vec::with_capacity(dims);
+        for (k, slab) in old.slabs.iter().enumerate() {
+            let first = old.first_coords(k);
+            let mut from = 0;
+            for j in 0..slab.len {
+                key.clear();
+                key.extend_from_slice(first);
+                key[step] += i128::from(j);
+                let hit = sparse_maps
+                    .iter()
+                    .rev()
+                    .find_map(|m| m.as_ref().and_then(|m| m.get(&key[..]).copied()));
+                let Some(h) = hit else { continue };
+                if j > from {
+                    out.slabs.push(slab.part(from, j - from));
+                    out.coords.extend_from_slice(first);
+                    let at = out.coords.len() - dims + step;
+                    out.coords[at] += i128::from(from);
+                }
+                out.slabs.push(Slab {
+                    frag: h.frag,
+                    tile: h.tile,
+                    cell: u64::from(h.cell),
+                    stride: 1,
+                    len: 1,
+                });
+                out.coords.extend_from_slice(&key);
+                from = j + 1;
+            }
+            if slab.len > from {
+                out.slabs.push(slab.part(from, slab.len - from));
+                out.coords.extend_from_slice(first);
+                let at = out.coords.len() - dims + step;
+                out.coords[at] += i128::from(from);
             }
         }
+        self.results = out;
         Ok(())
     }
 
@@ -930,12 +974,28 @@ impl<'a> Reader<'a> {
     }
 
     fn next_batch(&mut self) -> Result<Option<Batch>> {
-        if self.next_cell >= self.cells.len() {
+        // The batch's slabs, cut where the batch starts and ends, each with
+        // its slab's index and first cell's offset in that slab.
+        let mut want = self.batch_cells() as u64;
+        let mut parts: Vec<(Slab, usize, u64)> = Vec::new();
+        let (mut k, mut off) = self.next;
+        while want > 0 && k < self.results.slabs.len() {
+            let slab = self.results.slabs[k];
+            let take = (slab.len - off).min(want);
+            if take > 0 {
+                parts.push((slab.part(off, take), k, off));
+            }
+            want -= take;
+            off += take;
+            if off >= slab.len {
+                (k, off) = (k + 1, 0);
+            }
+        }
+        self.next = (k, off);
+        if parts.is_empty() {
             return Ok(None);
         }
-        let end = (self.next_cell + self.batch_cells()).min(self.cells.len());
-        let range = self.next_cell..end;
-        self.next_cell = end;
+        let num_cells: u64 = parts.iter().map(|p| p.0.len).sum();
         let dense = self.snapshot.schema().array_type == ArrayType::Dense;
         let keep = match (&self.condition, dense) {
             (Some(cond), true) => {
@@ -946,43 +1006,37 @@ impl<'a> Reader<'a> {
                     .collect();
                 let fields = slots
                     .iter()
-                    .map(|&s| self.materialize(s, range.clone(), None))
+                    .map(|&s| self.materialize(s, &parts, None))
                     .collect();
-                let b = Batch {
-                    num_cells: range.len() as u64,
-                    fields,
-                };
-                let mut mask = vec![true; range.len()];
+                let b = Batch { num_cells, fields };
+                let mut mask = vec![true; num_cells as usize];
                 cond.evaluate(&b, &mut mask)?;
                 Some(mask)
             }
             _ => None,
         };
         if self.with_states && dense {
-            let states = range
-                .clone()
-                .enumerate()
-                .map(|(k, idx)| {
-                    if self.cells[idx].is_fill() {
+            let mut states = Vec::with_capacity(num_cells as usize);
+            for (slab, _, _) in &parts {
+                for _ in 0..slab.len {
+                    let k = states.len();
+                    states.push(if slab.is_fill() {
                         CellState::Unwritten
                     } else if keep.as_ref().is_some_and(|m| !m[k]) {
                         CellState::Rejected
                     } else {
                         CellState::Kept
-                    }
-                })
-                .collect();
+                    });
+                }
+            }
             self.last_states = Some(states);
         }
         let fields = self
             .requested
             .iter()
-            .map(|&s| self.materialize(s, range.clone(), keep.as_deref()))
+            .map(|&s| self.materialize(s, &parts, keep.as_deref()))
             .collect();
-        Ok(Some(Batch {
-            num_cells: range.len() as u64,
-            fields,
-        }))
+        Ok(Some(Batch { num_cells, fields }))
     }
 
     fn empty_buffer(&self, slot: usize) -> FieldBuffer {
@@ -990,12 +1044,14 @@ impl<'a> Reader<'a> {
         FieldBuffer::new(&f.name, f.datatype, f.cell_val_num, f.nullable)
     }
 
-    /// Field `slot`'s cells of result cells `range`; where `keep` is false
-    /// (a dense cell failing the condition) the fill value.
+    /// Field `slot`'s cells of the batch's slabs `parts` (each with its
+    /// slab's index and offset, for dense coordinates), a slab at a time;
+    /// where `keep` is false (a dense cell failing the condition) the fill
+    /// value.
     fn materialize(
         &self,
         slot: usize,
-        range: std::ops::Range<usize>,
+        parts: &[(Slab, usize, u64)],
         keep: Option<&[bool]>,
     ) -> FieldBuffer {
         let f = &self.fields[slot];
@@ -1004,35 +1060,87 @@ impl<'a> Reader<'a> {
             Kind::Dim(d) if self.snapshot.schema().array_type == ArrayType::Dense => Some(d),
             _ => None,
         };
-        for (k, idx) in range.enumerate() {
-            let r = self.cells[idx];
-            let kept = keep.is_none_or(|m| m[k]);
+        let mut at = 0usize;
+        for &(slab, k, off) in parts {
+            let len = slab.len as usize;
             if let Some(d) = dense_dim {
                 let size = f.datatype.size() as usize;
-                let v = self.dense_coords[idx][d].to_le_bytes();
-                out.data.extend_from_slice(&v[..size]);
+                let first = self.results.first_coords(k).get(d).copied().unwrap_or(0);
+                let step = self.results.step_dim == d;
+                out.data.reserve(len * size);
+                for j in 0..len as i128 {
+                    let v = if step {
+                        first + i128::from(off) + j
+                    } else {
+                        first
+                    };
+                    out.data.extend_from_slice(&v.to_le_bytes()[..size]);
+                }
+                at += len;
                 continue;
             }
-            let tile = (!r.is_fill() && kept)
-                .then(|| self.tiles.get(&(r.frag as usize, slot, r.tile)))
-                .flatten();
-            let (bytes, valid) = match tile {
-                Some(t) => {
-                    let col = t.column(f.datatype, f.cell_val_num);
-                    let i = r.cell as usize;
-                    (col.cell(i), !col.is_null(i))
+            let tile = (!slab.is_fill())
+                .then(|| self.tiles.get(&(slab.frag as usize, slot, slab.tile)))
+                .flatten()
+                .map(|t| t.column(f.datatype, f.cell_val_num));
+            // Runs of kept cells (all of them without a condition).
+            let mut j = 0;
+            while j < len {
+                let kept = keep.is_none_or(|m| m[at + j]);
+                let mut e = j + 1;
+                while e < len && keep.is_none_or(|m| m[at + e]) == kept {
+                    e += 1;
                 }
-                None => (&f.fill[..], f.fill_validity != 0),
-            };
-            if let Some(o) = &mut out.offsets {
-                o.push(out.data.len() as u64);
+                match (&tile, kept) {
+                    (Some(col), true) => {
+                        copy_cells(&mut out, col, &slab.part(j as u64, (e - j) as u64))
+                    }
+                    _ => {
+                        for _ in j..e {
+                            push_cell(&mut out, &f.fill, f.fill_validity != 0);
+                        }
+                    }
+                }
+                j = e;
             }
-            out.data.extend_from_slice(bytes);
-            if let Some(v) = &mut out.validity {
-                v.push(u8::from(valid));
-            }
+            at += len;
         }
         out
+    }
+}
+
+/// Appends one cell.
+fn push_cell(out: &mut FieldBuffer, bytes: &[u8], valid: bool) {
+    if let Some(o) = &mut out.offsets {
+        o.push(out.data.len() as u64);
+    }
+    out.data.extend_from_slice(bytes);
+    if let Some(v) = &mut out.validity {
+        v.push(u8::from(valid));
+    }
+}
+
+/// Appends the cells of `slab` from its tile's column: whole byte ranges
+/// where the slab's cells are adjacent and fixed-size.
+fn copy_cells(out: &mut FieldBuffer, col: &crate::Column<'_>, slab: &Slab) {
+    let (first, len) = (slab.cell as usize, slab.len as usize);
+    let size = col.cell_size();
+    if slab.stride == 1 && !col.is_var() && (first + len) * size <= col.fixed.len() {
+        out.data
+            .extend_from_slice(&col.fixed[first * size..(first + len) * size]);
+        if let Some(v) = &mut out.validity {
+            match col.validity {
+                Some(valid) if first + len <= valid.len() => {
+                    v.extend_from_slice(&valid[first..first + len]);
+                }
+                _ => v.extend(std::iter::repeat_n(1, len)),
+            }
+        }
+        return;
+    }
+    for j in 0..len {
+        let i = first + j * slab.stride as usize;
+        push_cell(out, col.cell(i), !col.is_null(i));
     }
 }
 

@@ -23,18 +23,6 @@ pub(crate) struct CellRef {
     pub tile: u64,
 }
 
-impl CellRef {
-    pub const FILL: CellRef = CellRef {
-        frag: u32::MAX,
-        cell: 0,
-        tile: 0,
-    };
-
-    pub fn is_fill(&self) -> bool {
-        self.frag == u32::MAX
-    }
-}
-
 /// Per fragment: its metadata (sections load into it), its schema and how
 /// each field slot is stored there.
 pub(crate) struct FragPlan<'a> {
@@ -457,15 +445,6 @@ pub(crate) fn dense_tiles_touched(plan: &FragPlan<'_>, sub: &Subarray) -> Option
     Some(tiles)
 }
 
-/// Cells of a dense read of `sub` (a cell once per range combination).
-pub(crate) fn dense_cells_in(schema: &ArraySchema, sub: &Subarray) -> Option<u64> {
-    let coords = dense_coords(schema, sub).ok()?;
-    coords.iter().try_fold(1u64, |acc, rs| {
-        let n: i128 = rs.iter().map(|&(lo, hi)| hi - lo + 1).sum();
-        acc.checked_mul(u64::try_from(n).ok()?)
-    })
-}
-
 /// Dimension `d`'s ranges in `sub` as integers, the domain when it has
 /// none; `None` for a dimension that is not an integer. (The reader checked
 /// the ranges against the domain when it was built.)
@@ -501,58 +480,4 @@ pub(crate) fn dense_coords(
             })
         })
         .collect()
-}
-
-/// Row-major / col-major / global enumeration of the dense result grid:
-/// the coordinates of result cell `k` in order.
-pub(crate) fn dense_grid(
-    schema: &ArraySchema,
-    coords: &[Vec<(i128, i128)>],
-    layout: ResultLayout,
-) -> Result<Vec<Vec<i128>>> {
-    let lists: Vec<Vec<i128>> = coords
-        .iter()
-        .map(|rs| rs.iter().flat_map(|&(lo, hi)| lo..=hi).collect())
-        .collect();
-    let total = lists
-        .iter()
-        .try_fold(1usize, |acc, l| acc.checked_mul(l.len()))
-        .ok_or_else(|| QueryError::invalid("the dense result has too many cells"))?;
-    let n = lists.len();
-    let col = layout == ResultLayout::ColMajor;
-    let mut out = Vec::with_capacity(total);
-    let mut idx = vec![0usize; n];
-    for _ in 0..total {
-        out.push((0..n).map(|d| lists[d][idx[d]]).collect::<Vec<_>>());
-        // Advance: last dim fastest (row-major) or first (col-major).
-        for k in 0..n {
-            let d = if col { k } else { n - 1 - k };
-            idx[d] += 1;
-            if idx[d] < lists[d].len() {
-                break;
-            }
-            idx[d] = 0;
-        }
-    }
-    if matches!(layout, ResultLayout::GlobalOrder | ResultLayout::Unordered) {
-        let dims = &schema.domain.dimensions;
-        let key = |c: &Vec<i128>| -> (Vec<i128>, Vec<i128>) {
-            let mut t = Vec::with_capacity(n);
-            let mut p = Vec::with_capacity(n);
-            for (d, dim) in dims.iter().enumerate() {
-                let (dlo, e) = origin_and_extent(dim).unwrap_or((0, 1));
-                t.push((c[d] - dlo).div_euclid(e));
-                p.push(c[d]);
-            }
-            if schema.tile_order == Layout::ColMajor {
-                t.reverse();
-            }
-            if schema.cell_order == Layout::ColMajor {
-                p.reverse();
-            }
-            (t, p)
-        };
-        out.sort_by_cached_key(key);
-    }
-    Ok(out)
 }
