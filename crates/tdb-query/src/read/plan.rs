@@ -272,7 +272,9 @@ pub(crate) fn sparse_cells(
             }
         }
     }
-    // Coordinates of every candidate, for ordering.
+    // Coordinates of every candidate, looked up once: comparisons index
+    // this table rather than the tile map.
+    let n = dims.len();
     let coord = |r: &CellRef, d: usize| -> &[u8] {
         let f = &fields[dim_slots[d]];
         tiles
@@ -281,11 +283,32 @@ pub(crate) fn sparse_cells(
                 t.column(f.datatype, f.cell_val_num).cell(r.cell as usize)
             })
     };
-    let cmp_coords = |a: &CellRef, b: &CellRef, col_major: bool| -> Ordering {
-        let n = dims.len();
+    let mut table: Vec<&[u8]> = Vec::new();
+    if !schema.allows_dups || layout != ResultLayout::Unordered {
+        // Candidates come tile by tile: look each tile's columns up once.
+        table.reserve(refs.len() * n);
+        let mut cols: Vec<Column<'_>> = Vec::with_capacity(n);
+        let mut current = None;
+        for r in &refs {
+            if current != Some((r.frag, r.tile)) {
+                current = Some((r.frag, r.tile));
+                cols.clear();
+                for &slot in &dim_slots {
+                    let f = &fields[slot];
+                    let tile = tiles
+                        .get(&(r.frag as usize, slot, r.tile))
+                        .ok_or_else(|| QueryError::invalid("coordinates not decoded"))?;
+                    cols.push(tile.column(f.datatype, f.cell_val_num));
+                }
+            }
+            table.extend(cols.iter().map(|c| c.cell(r.cell as usize)));
+        }
+    }
+    let at = |i: usize, d: usize| table[i * n + d];
+    let cmp_coords = |a: usize, b: usize, col_major: bool| -> Ordering {
         for k in 0..n {
             let d = if col_major { n - 1 - k } else { k };
-            let o = ops[d].cmp_values(coord(a, d), coord(b, d));
+            let o = ops[d].cmp_values(at(a, d), at(b, d));
             if o != Ordering::Equal {
                 return o;
             }
@@ -296,35 +319,39 @@ pub(crate) fn sparse_cells(
     if !schema.allows_dups {
         // Newest wins per coordinate: sort by coordinates, newest first.
         order.sort_by(|&a, &b| {
-            cmp_coords(&refs[a], &refs[b], false)
+            cmp_coords(a, b, false)
                 .then_with(|| stamps[b].cmp(&stamps[a]))
                 .then_with(|| refs[b].frag.cmp(&refs[a].frag))
         });
-        order.dedup_by(|b, a| cmp_coords(&refs[*a], &refs[*b], false) == Ordering::Equal);
+        order.dedup_by(|b, a| cmp_coords(*a, *b, false) == Ordering::Equal);
         if let Some(c) = condition {
             // The condition applies to the surviving (newest) cells.
             order = filter_by_condition(c, &order, &refs, plans, fields, tiles)?;
         }
     }
     match layout {
-        ResultLayout::RowMajor => order.sort_by(|&a, &b| {
-            cmp_coords(&refs[a], &refs[b], false).then_with(|| tie(&refs[a], &refs[b]))
-        }),
-        ResultLayout::ColMajor => order.sort_by(|&a, &b| {
-            cmp_coords(&refs[a], &refs[b], true).then_with(|| tie(&refs[a], &refs[b]))
-        }),
-        ResultLayout::GlobalOrder | ResultLayout::Unordered => {
+        ResultLayout::RowMajor => {
+            order.sort_by(|&a, &b| cmp_coords(a, b, false).then_with(|| tie(&refs[a], &refs[b])))
+        }
+        ResultLayout::ColMajor => {
+            order.sort_by(|&a, &b| cmp_coords(a, b, true).then_with(|| tie(&refs[a], &refs[b])))
+        }
+        // Unordered results keep the order they were found in (fragment,
+        // tile, cell), as TileDB's unordered reader returns tiles as they
+        // come; a schema without duplicates has them in coordinate order
+        // from the deduplication.
+        ResultLayout::Unordered => {}
+        ResultLayout::GlobalOrder => {
             if schema.cell_order == Layout::Hilbert {
                 // Hilbert value of the bucketed coordinates, ties broken
                 // row-major (TileDB's `HilbertCmp`).
-                let bits = tdb_index::hilbert::bits(dims.len());
-                let hilbert: Vec<u64> = refs
-                    .iter()
-                    .map(|r| {
+                let bits = tdb_index::hilbert::bits(n);
+                let hilbert: Vec<u64> = (0..refs.len())
+                    .map(|i| {
                         let b: Vec<u64> = dims
                             .iter()
                             .enumerate()
-                            .map(|(d, dim)| tdb_index::hilbert::bucket(dim, coord(r, d), bits))
+                            .map(|(d, dim)| tdb_index::hilbert::bucket(dim, at(i, d), bits))
                             .collect();
                         tdb_index::hilbert::value(&b, bits)
                     })
@@ -332,20 +359,22 @@ pub(crate) fn sparse_cells(
                 order.sort_by(|&a, &b| {
                     hilbert[a]
                         .cmp(&hilbert[b])
-                        .then_with(|| cmp_coords(&refs[a], &refs[b], false))
+                        .then_with(|| cmp_coords(a, b, false))
                         .then_with(|| tie(&refs[a], &refs[b]))
                 });
             } else {
                 let col_tiles = schema.tile_order == Layout::ColMajor;
                 let col_cells = schema.cell_order == Layout::ColMajor;
-                let tile_of =
-                    |r: &CellRef, d: usize| tdb_index::dense::tile_index(&dims[d], coord(r, d));
+                // Space tile of every candidate per dimension, once.
+                let tile_of: Vec<Option<u64>> = (0..refs.len())
+                    .flat_map(|i| {
+                        (0..n).map(move |d| tdb_index::dense::tile_index(&dims[d], at(i, d)))
+                    })
+                    .collect();
                 order.sort_by(|&a, &b| {
-                    let (ra, rb) = (&refs[a], &refs[b]);
-                    let n = dims.len();
                     for k in 0..n {
                         let d = if col_tiles { n - 1 - k } else { k };
-                        let o = match (tile_of(ra, d), tile_of(rb, d)) {
+                        let o = match (tile_of[a * n + d], tile_of[b * n + d]) {
                             (Some(x), Some(y)) => x.cmp(&y),
                             _ => Ordering::Equal,
                         };
@@ -353,7 +382,7 @@ pub(crate) fn sparse_cells(
                             return o;
                         }
                     }
-                    cmp_coords(ra, rb, col_cells).then_with(|| tie(ra, rb))
+                    cmp_coords(a, b, col_cells).then_with(|| tie(&refs[a], &refs[b]))
                 });
             }
         }
