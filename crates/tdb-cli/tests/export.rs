@@ -137,8 +137,11 @@ fn usage_errors_name_the_option() {
             "{args:?}: {err}"
         );
     }
-    let err = usage_error(&[], &tdb_testdata::root().join("nope"));
+    let missing = tdb_testdata::root().join("nope");
+    let err = usage_error(&[], &missing);
     assert!(err.contains("missing array schema"), "{err}");
+    // The user's path, not the storage's root ".".
+    assert!(err.contains(&missing.display().to_string()), "{err}");
     // clap's own errors (unknown options) exit 2 as well.
     let out = tdb(&["--bogus"], &dir);
     assert_eq!(out.status.code(), Some(2));

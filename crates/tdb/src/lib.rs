@@ -35,6 +35,16 @@ pub enum Error {
     /// Opening the array: its directory, schemas, fragments or metadata.
     #[error("cannot open the array")]
     Open(#[from] tdb_fragment::FragmentError),
+    /// Opening the array at a local path: the path, and why (storage is
+    /// rooted at the path, so the cause names files relative to it).
+    #[error("cannot open the array at {path}")]
+    OpenAt {
+        /// The path given.
+        path: String,
+        /// What went wrong.
+        #[source]
+        source: tdb_fragment::FragmentError,
+    },
     /// Planning or running a query.
     #[error("query failed")]
     Query(#[from] tdb_query::QueryError),
@@ -97,7 +107,14 @@ impl Array<LocalStorage> {
 
     /// Opens the array in directory `path` with `options`.
     pub fn open_with(path: impl AsRef<Path>, options: OpenOptions) -> Result<Self> {
-        Array::open_in(LocalStorage::new(path.as_ref()), "", options)
+        let path = path.as_ref();
+        Array::open_in(LocalStorage::new(path), "", options).map_err(|e| match e {
+            Error::Open(source) => Error::OpenAt {
+                path: path.display().to_string(),
+                source,
+            },
+            other => other,
+        })
     }
 }
 
