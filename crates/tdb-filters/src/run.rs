@@ -90,8 +90,10 @@ impl FilterPipeline {
         data: &[u8],
         out: &mut Unfiltered,
     ) -> Result<()> {
+        // A NONE filter hands its input on untouched: skip it rather than
+        // copy the chunk through it.
         let n = self.filters.len();
-        if n == 0 {
+        if self.filters.iter().all(|f| matches!(f, Filter::None)) {
             out.data.extend_from_slice(data);
             return Ok(());
         }
@@ -104,17 +106,23 @@ impl FilterPipeline {
         types.clear();
         types.extend(self.stage_types(st.datatype));
         let (mut src, mut dst) = (a, b);
-        for (step, i) in (0..n).rev().enumerate() {
+        let last = (0..n)
+            .find(|&i| !matches!(self.filters[i], Filter::None))
+            .unwrap_or(0);
+        let run = (0..n)
+            .rev()
+            .filter(|&i| !matches!(self.filters[i], Filter::None));
+        for (step, i) in run.enumerate() {
             let stage = st.with_datatype(types[i]);
             let (m, d): (&[u8], &[u8]) = if step == 0 {
                 (metadata, data)
             } else {
                 (&src.metadata, &src.data)
             };
-            if i == 0 {
+            if i == last {
                 // The pipeline's first filter is the last to reverse: it
                 // writes into the caller's buffer.
-                self.filters[0].reverse(&stage, codecs, m, d, out)?;
+                self.filters[i].reverse(&stage, codecs, m, d, out)?;
             } else {
                 dst.clear();
                 self.filters[i].reverse(&stage, codecs, m, d, dst)?;
