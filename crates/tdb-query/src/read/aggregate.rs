@@ -164,6 +164,29 @@ impl<'a> Aggregation<'a> {
         } else {
             None
         };
+        if !dense {
+            // Sparse tiles the subarray holds whole may be answered from
+            // their metadata, when every field's ops can be: attributes,
+            // and dimensions asked only for counts.
+            let counts = [AggregateOp::Count, AggregateOp::NullCount];
+            let answerable = fields
+                .iter()
+                .all(|f| f.attribute || f.ops.iter().all(|o| counts.contains(o)));
+            if answerable {
+                reader.md_fields = Some(
+                    fields
+                        .iter()
+                        .filter(|f| f.attribute)
+                        .map(|f| (f.slot, f.ops.clone()))
+                        .collect(),
+                );
+                reader.md_slots = fields
+                    .iter()
+                    .filter(|f| f.attribute)
+                    .map(|f| f.slot)
+                    .collect();
+            }
+        }
         reader.with_states = dense;
         Ok(Aggregation {
             reader,
@@ -177,7 +200,9 @@ impl<'a> Aggregation<'a> {
     /// The next thing the aggregation needs, or its answers.
     pub fn step(&mut self) -> Result<AggregateStep> {
         loop {
-            match self.reader.step()? {
+            let step = self.reader.step()?;
+            self.fold_metadata();
+            match step {
                 ReadStep::Need(r) => return Ok(AggregateStep::Need(r)),
                 ReadStep::Batch(b) => {
                     let states = self.reader.last_states.take();
@@ -191,6 +216,24 @@ impl<'a> Aggregation<'a> {
     /// The answers to the last [`AggregateStep::Need`], in its order.
     pub fn push(&mut self, reads: Vec<Option<RangeRead>>) -> Result<()> {
         self.reader.push(reads)
+    }
+
+    /// Folds the sparse tiles the reader answered from their metadata
+    /// (it checked each field's metadata is there).
+    fn fold_metadata(&mut self) {
+        for (frag, tile) in std::mem::take(&mut self.reader.md_answered) {
+            let plan = &self.reader.plans[frag];
+            let cells = plan.cells(tile, plan.tile_num());
+            self.rows += cells;
+            for f in &mut self.fields {
+                let info = &self.reader.fields[f.slot];
+                match tile_metadata(plan, info, f.slot, &f.ops, tile) {
+                    Some(md) => f.acc.add_tile(cells, md.nulls, md.sum, md.min_max),
+                    // A dimension asked for counts: never null.
+                    None => f.acc.add_tile(cells, 0, None, None),
+                }
+            }
+        }
     }
 
     fn fold(&mut self, batch: &Batch, states: Option<&[CellState]>) -> Result<()> {
@@ -250,7 +293,10 @@ impl<'a> Aggregation<'a> {
                     };
                     let plan = &self.reader.plans[t.frag];
                     let info = &self.reader.fields[f.slot];
-                    match (t.rejected, tile_metadata(plan, info, f, t.tile)) {
+                    match (
+                        t.rejected,
+                        tile_metadata(plan, info, f.slot, &f.ops, t.tile),
+                    ) {
                         (false, Some(md)) => {
                             f.acc
                                 .add_tile(grid.tile_cells, md.nulls, md.sum, md.min_max)
@@ -289,7 +335,7 @@ pub fn aggregate<S: ReadStorage + ?Sized>(
 }
 
 /// One tile's metadata for one field.
-struct TileMd<'p> {
+pub(super) struct TileMd<'p> {
     nulls: u64,
     sum: Option<u64>,
     min_max: Option<(&'p [u8], &'p [u8])>,
@@ -297,13 +343,14 @@ struct TileMd<'p> {
 
 /// Tile `tile` of `plan`'s metadata for `f`: `None` when the fragment lacks
 /// some of what `f`'s ops need.
-fn tile_metadata<'p>(
+pub(super) fn tile_metadata<'p>(
     plan: &'p FragPlan<'_>,
     info: &FieldInfo,
-    f: &FieldAgg,
+    slot: usize,
+    ops: &[AggregateOp],
     tile: u64,
 ) -> Option<TileMd<'p>> {
-    let ff = plan.fields[f.slot].as_ref()?;
+    let ff = plan.fields.get(slot)?.as_ref()?;
     let meta = &plan.meta;
     let t = usize::try_from(tile).ok()?;
     let nulls = if info.nullable {
@@ -314,7 +361,7 @@ fn tile_metadata<'p>(
     } else {
         0
     };
-    let wants = |o: &[AggregateOp]| f.ops.iter().any(|x| o.contains(x));
+    let wants = |o: &[AggregateOp]| ops.iter().any(|x| o.contains(x));
     let sum = if wants(&[AggregateOp::Sum, AggregateOp::Mean]) {
         match meta.section(Section::Sums(ff.index))? {
             SectionData::Sums(v) => Some(*v.get(t)?),
@@ -333,7 +380,7 @@ fn tile_metadata<'p>(
         if absent {
             return None;
         }
-        Some(plan.tile_min_max(f.slot, info, tile)?)
+        Some(plan.tile_min_max(slot, info, tile)?)
     } else {
         None
     };

@@ -90,6 +90,15 @@ pub struct Reader<'a> {
     /// Slots whose tile metadata (mins, maxes, sums, null counts) dense
     /// fragments load too: aggregates answer whole tiles from it.
     md_slots: Vec<usize>,
+    /// Sparse aggregates: the aggregated attributes and their ops, when
+    /// tiles the subarray holds whole may be answered from tile metadata
+    /// instead of being read (`None`: never).
+    md_fields: Option<Vec<(usize, Vec<crate::AggregateOp>)>>,
+    /// Whether this read answers such tiles from metadata (no condition,
+    /// no deletes, and no cell a newer fragment could replace).
+    md_sparse: bool,
+    /// Tiles answered from metadata and not read, for the aggregation.
+    md_answered: Vec<(usize, u64)>,
     /// Whether dense batches record each cell's [`CellState`] (aggregates
     /// fold only cells a fragment wrote and the condition kept).
     with_states: bool,
@@ -229,6 +238,9 @@ impl<'a> Reader<'a> {
             phase: Phase::Start,
             pending_requests: None,
             md_slots: Vec::new(),
+            md_fields: None,
+            md_sparse: false,
+            md_answered: Vec::new(),
             with_states: false,
             last_states: None,
             partitions: Vec::new(),
@@ -428,7 +440,7 @@ impl<'a> Reader<'a> {
                 }
             }
             // Tile metadata exists from format version 11.
-            if footer.dense && footer.version >= 11 {
+            if (footer.dense || self.md_sparse) && footer.version >= 11 {
                 for &slot in &self.md_slots {
                     let Some(ff) = &plan.fields[slot] else {
                         continue;
@@ -518,9 +530,15 @@ impl<'a> Reader<'a> {
         // Every field the read touches is known now.
         self.build_plans();
         let schema = self.snapshot.schema();
+        let one_cell_per_coordinate = schema.allows_dups || self.plans.len() == 1;
         self.minmax_skip = schema.array_type == ArrayType::Sparse
             && self.condition.is_some()
-            && (schema.allows_dups || self.plans.len() == 1);
+            && one_cell_per_coordinate;
+        self.md_sparse = schema.array_type == ArrayType::Sparse
+            && self.md_fields.is_some()
+            && self.condition.is_none()
+            && self.deletes.is_empty()
+            && one_cell_per_coordinate;
         let wanted = self.section_requests()?;
         if wanted.is_empty() {
             return self.start_partitions();
@@ -735,10 +753,32 @@ impl<'a> Reader<'a> {
             } else {
                 let skip = self.condition.as_ref().filter(|_| self.minmax_skip);
                 let fields = &self.fields;
+                // Tiles aggregates answer from their metadata: held whole
+                // by the piece, every cell in the window and undeleted.
+                let md_fields = self
+                    .md_fields
+                    .as_ref()
+                    .filter(|_| self.md_sparse)
+                    .filter(|_| meta.footer.version >= 11)
+                    .filter(|_| plan.timestamps.is_none() && plan.delete_timestamps.is_none());
+                let mut from_md = |t: u64, mbr: &[tdb_schema::Range]| {
+                    let answered = md_fields.is_some_and(|mf| {
+                        plan::mbr_within(self.ops.dims(), mbr, &self.current)
+                            && mf.iter().all(|(slot, ops)| {
+                                aggregate::tile_metadata(plan, &fields[*slot], *slot, ops, t)
+                                    .is_some()
+                            })
+                    });
+                    if answered {
+                        self.md_answered.push((i, t));
+                    }
+                    answered
+                };
                 plan.leaves
                     .iter()
                     .enumerate()
                     .filter(|(_, mbr)| plan::mbr_overlaps(self.ops.dims(), mbr, &self.current))
+                    .filter(|(t, mbr)| !from_md(*t as u64, mbr))
                     .map(|(t, _)| t as u64)
                     .filter(|&t| {
                         skip.is_none_or(|c| {

@@ -122,6 +122,20 @@ pub(crate) fn mbr_overlaps(ops: &[RangeOps], mbr: &[Range], subarray: &Subarray)
     })
 }
 
+/// Whether the subarray holds all of `mbr`: per dimension, one range
+/// covering it (or no range: the whole domain). Several ranges never count,
+/// so no cell can be counted twice.
+pub(crate) fn mbr_within(ops: &[RangeOps], mbr: &[Range], subarray: &Subarray) -> bool {
+    ops.iter().zip(mbr).enumerate().all(|(d, (o, m))| {
+        let (lo, hi) = m.bounds();
+        match subarray.ranges(d) {
+            [] => true,
+            [r] => o.contains(r, lo) && o.contains(r, hi),
+            _ => false,
+        }
+    })
+}
+
 /// Slots for a fragment's per-cell timestamps and delete timestamps, beyond
 /// any field's slot.
 pub(crate) const TIMESTAMPS_SLOT: usize = usize::MAX - 1;
