@@ -37,12 +37,12 @@ impl Codecs {
         &mut self,
         filter: &'static str,
     ) -> Result<&mut zstd::bulk::Decompressor<'static>> {
-        if self.zstd.is_none() {
-            let d = zstd::bulk::Decompressor::new()
-                .map_err(|e| FilterError::unsupported(filter, format!("no zstd context: {e}")))?;
-            self.zstd = Some(d);
-        }
-        Ok(self.zstd.as_mut().expect("made above"))
+        let d = match self.zstd.take() {
+            Some(d) => d,
+            None => zstd::bulk::Decompressor::new()
+                .map_err(|e| FilterError::unsupported(filter, format!("no zstd context: {e}")))?,
+        };
+        Ok(self.zstd.insert(d))
     }
 
     /// The zlib inflate state, reset for a new stream.
@@ -56,10 +56,11 @@ impl Codecs {
 
     /// The AES-256-GCM cipher for `key`.
     pub(crate) fn cipher(&mut self, key: &[u8; 32]) -> &Aes256Gcm {
-        if !matches!(&self.aes, Some((k, _)) if k == key) {
-            self.aes = Some((*key, Aes256Gcm::new(key.into())));
-        }
-        &self.aes.as_ref().expect("made above").1
+        let kept = match self.aes.take() {
+            Some((k, c)) if &k == key => (k, c),
+            _ => (*key, Aes256Gcm::new(key.into())),
+        };
+        &self.aes.insert(kept).1
     }
 }
 
