@@ -9,10 +9,13 @@
 //!   expectation pass with the first row's (current) TileDB completes every
 //!   case's `expected.json` with what TileDB reports.
 //! - `interop`: TileDB reads what tdb wrote (see `interop.rs`).
+//! - `bench [--quick] [--only W..] [--json FILE]`: tdb against TileDB on the
+//!   same arrays, in one run (see `bench.rs`).
 //! - `conformance DIR [--only CASE]... [--no-queries] [--budget BYTES]`: every conformance
 //!   case under DIR through tdb, compared with its `expected.json` (see
 //!   `conformance.rs`); exits non-zero when a case fails.
 
+mod bench;
 mod conformance;
 mod interop;
 
@@ -189,6 +192,7 @@ fn fixtures(args: &[String]) -> Result<(), String> {
 
 const USAGE: &str = "usage: cargo xtask fixtures [--only TILEDB_PY_VERSION]...
        cargo xtask interop
+       cargo xtask bench [--quick] [--only W..] [--json FILE]
        cargo xtask conformance DIR [--only CASE]... [--no-queries] [--budget BYTES]";
 
 fn main() -> ExitCode {
@@ -205,6 +209,9 @@ fn main() -> ExitCode {
     }
     let result = match args.first().map(String::as_str) {
         Some("fixtures") => fixtures(&args[1..]),
+        Some("bench") => {
+            read_writers(&workspace_root()).and_then(|w| bench::bench(&args[1..], &w[0]))
+        }
         Some("interop") => {
             read_writers(&workspace_root()).and_then(|w| interop::interop(&args[1..], &w[0]))
         }

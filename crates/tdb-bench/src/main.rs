@@ -1,0 +1,229 @@
+//! tdb's side of `cargo xtask bench`, one process per measurement:
+//!
+//! - `tdb-bench phase PHASE.json ARRAY`: runs a phase's queries through the
+//!   `tdb` facade (the array opened untimed, unless the phase times the
+//!   open), touching every result byte;
+//! - `tdb-bench memcpy`: this machine's single-core copy bandwidth;
+//! - `tdb-bench zstd FILE THREADS`: raw zstd decoding of the chunks of a
+//!   tile file (W1's), on `THREADS` threads: the physical limits reads are
+//!   judged against.
+//!
+//! Each prints one JSON object: `seconds`, `cells` (or bytes), a `check`
+//! value both engines must agree on, and `peak_kib` (the process's peak
+//! resident set).
+
+use serde::Deserialize;
+use std::time::Instant;
+use tdb::{AggregateOp, AggregateValue, Array, ReadSpec, ResultLayout, Subarray};
+
+#[derive(Deserialize)]
+struct Phase {
+    fields: Vec<String>,
+    queries: Vec<Query>,
+    #[serde(default)]
+    aggregates: Vec<(String, String)>,
+    #[serde(default)]
+    time_open: bool,
+}
+
+#[derive(Deserialize)]
+struct Query {
+    /// One inclusive `[lo, hi]` per dimension; `None`: the whole domain.
+    ranges: Option<Vec<(i128, i128)>>,
+    layout: String,
+    condition: Option<String>,
+}
+
+type Error = Box<dyn std::error::Error>;
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let result = match args
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .as_slice()
+    {
+        ["phase", phase, array] => phase_cmd(phase, array),
+        ["memcpy"] => memcpy(),
+        ["zstd", file, threads] => zstd_cmd(file, threads),
+        _ => Err("usage: tdb-bench phase PHASE.json ARRAY | memcpy | zstd FILE THREADS".into()),
+    };
+    match result {
+        Ok(v) => println!("{v}"),
+        Err(e) => {
+            eprintln!("tdb-bench: {e}");
+            std::process::exit(1);
+        }
+    }
+}
+
+fn report(seconds: f64, cells: u64, check: f64) -> serde_json::Value {
+    serde_json::json!({"seconds": seconds, "cells": cells, "check": check, "peak_kib": peak_kib()})
+}
+
+fn peak_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+fn phase_cmd(phase: &str, array: &str) -> Result<serde_json::Value, Error> {
+    let phase: Phase = serde_json::from_slice(&std::fs::read(phase)?)?;
+    let start = Instant::now();
+    let a = Array::open(array)?;
+    let start = if phase.time_open {
+        start
+    } else {
+        Instant::now()
+    };
+    let (cells, check) = run(&phase, &a)?;
+    Ok(report(start.elapsed().as_secs_f64(), cells, check))
+}
+
+fn run(phase: &Phase, a: &Array) -> Result<(u64, f64), Error> {
+    let (mut cells, mut check) = (0u64, 0.0f64);
+    for q in &phase.queries {
+        let mut spec = ReadSpec::new(phase.fields.clone())
+            .with_layout(ResultLayout::from_name(&q.layout).ok_or("unknown layout")?);
+        if let Some(r) = &q.ranges {
+            spec = spec.with_subarray(subarray(a, r)?);
+        }
+        if let Some(c) = &q.condition {
+            spec = spec.with_condition(c.clone());
+        }
+        if !phase.aggregates.is_empty() {
+            let requests = phase
+                .aggregates
+                .iter()
+                .map(|(f, op)| Ok((f.clone(), AggregateOp::from_name(op).ok_or("unknown op")?)))
+                .collect::<Result<Vec<_>, Error>>()?;
+            for r in a.aggregate(spec, &requests)? {
+                check += match r.value {
+                    Some(AggregateValue::Count(n)) => n as f64,
+                    Some(AggregateValue::Int(n)) => n as f64,
+                    Some(AggregateValue::UInt(n)) => n as f64,
+                    Some(AggregateValue::Float(x)) => x,
+                    _ => 0.0,
+                };
+            }
+            cells += 1;
+            continue;
+        }
+        for batch in a.read(spec)? {
+            let batch = batch?;
+            cells += batch.num_cells;
+            for f in &batch.fields {
+                check += touch(f);
+            }
+        }
+    }
+    Ok((cells, check))
+}
+
+/// Sums a buffer's values (var-size: counts its characters), so every
+/// result byte is read, as the TileDB side sums its numpy arrays.
+fn touch(f: &tdb::FieldBuffer) -> f64 {
+    use tdb::Datatype as D;
+    let sum = |size: usize, value: &dyn Fn(&[u8]) -> f64| -> f64 {
+        f.data.chunks_exact(size).map(value).sum()
+    };
+    if f.offsets.is_some() {
+        // Characters, as the lengths of the Python strings sum them.
+        return std::str::from_utf8(&f.data).map_or(0, |t| t.chars().count()) as f64;
+    }
+    match f.datatype {
+        D::Float64 => sum(8, &|b| f64::from_le_bytes(b.try_into().unwrap_or([0; 8]))),
+        D::Float32 => sum(4, &|b| {
+            f64::from(f32::from_le_bytes(b.try_into().unwrap_or([0; 4])))
+        }),
+        D::Int64 => sum(8, &|b| {
+            i64::from_le_bytes(b.try_into().unwrap_or([0; 8])) as f64
+        }),
+        D::UInt64 => sum(8, &|b| {
+            u64::from_le_bytes(b.try_into().unwrap_or([0; 8])) as f64
+        }),
+        D::Int32 => sum(4, &|b| {
+            f64::from(i32::from_le_bytes(b.try_into().unwrap_or([0; 4])))
+        }),
+        _ => f.data.iter().map(|&b| f64::from(b)).sum(),
+    }
+}
+
+/// One inclusive range per dimension, in each dimension's datatype.
+fn subarray(a: &Array, ranges: &[(i128, i128)]) -> Result<Subarray, Error> {
+    let dims = &a.schema().domain.dimensions;
+    if dims.len() != ranges.len() {
+        return Err("one range per dimension".into());
+    }
+    let mut s = Subarray::new(dims.len());
+    for (d, (dim, &(lo, hi))) in dims.iter().zip(ranges).enumerate() {
+        let size = usize::try_from(dim.datatype.size())?;
+        let bytes = |v: i128| v.to_le_bytes()[..size].to_vec();
+        s.add_range(d, tdb::Range::from_bounds(&bytes(lo), &bytes(hi), false));
+    }
+    Ok(s)
+}
+
+fn memcpy() -> Result<serde_json::Value, Error> {
+    let n = 256 << 20;
+    let src = vec![1u8; n];
+    let mut dst = vec![0u8; n];
+    dst.copy_from_slice(&src);
+    let reps = 8;
+    let start = Instant::now();
+    for i in 0..reps {
+        dst.copy_from_slice(&src);
+        std::hint::black_box(&mut dst);
+        dst[i] = 2;
+    }
+    let seconds = start.elapsed().as_secs_f64();
+    Ok(report(seconds, (n * reps) as u64, f64::from(dst[0])))
+}
+
+fn zstd_cmd(file: &str, threads: &str) -> Result<serde_json::Value, Error> {
+    let bytes = std::fs::read(file)?;
+    let threads: usize = threads.parse()?;
+    // Every chunk's data: the compression filter's frames, one per part.
+    let mut chunks: Vec<&[u8]> = Vec::new();
+    let mut rest = &bytes[..];
+    while !rest.is_empty() {
+        let (tile, next) = tdb_format::le::run(tdb_tile::filtered_chunks, rest)?;
+        chunks.extend(tile.iter().map(|c| c.data));
+        rest = next;
+    }
+    let decode = |part: &[&[u8]]| -> u64 {
+        let mut out = 0u64;
+        let mut d = zstd::bulk::Decompressor::new().ok();
+        let mut buf = vec![0u8; 1 << 17];
+        for c in part {
+            let mut frames = *c;
+            while !frames.is_empty() {
+                let Ok(size) = zstd::zstd_safe::find_frame_compressed_size(frames) else {
+                    break;
+                };
+                let (frame, tail) = frames.split_at(size.min(frames.len()));
+                if let Some(d) = d.as_mut() {
+                    out += d.decompress_to_buffer(frame, &mut buf[..]).unwrap_or(0) as u64;
+                }
+                frames = tail;
+            }
+        }
+        out
+    };
+    let start = Instant::now();
+    let per = chunks.len().div_ceil(threads.max(1)).max(1);
+    let total: u64 = std::thread::scope(|s| {
+        let handles: Vec<_> = chunks
+            .chunks(per)
+            .map(|p| s.spawn(move || decode(p)))
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap_or(0)).sum()
+    });
+    Ok(report(start.elapsed().as_secs_f64(), total, total as f64))
+}

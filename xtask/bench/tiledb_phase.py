@@ -1,0 +1,98 @@
+"""Runs one benchmark phase with TileDB (tiledb-py) and reports it as JSON.
+
+usage: tiledb_phase.py PHASE_JSON ARRAY
+
+The phase (written by cargo xtask bench) lists queries: per query a subarray
+(one inclusive [lo, hi] per dimension, or null for the whole domain), a layout
+and an optional condition; or aggregates. The array is opened first, untimed,
+unless the phase times the open too. Every result byte is touched (summed),
+nothing is converted. Prints {"seconds", "cells", "check", "peak_kib"}.
+"""
+
+import json
+import os
+import sys
+import time
+
+import numpy as np
+import tiledb
+
+ORDER = {"row-major": "C", "col-major": "F", "global-order": "G", "unordered": "U"}
+
+
+def touch(values):
+    if values.dtype == object:
+        return float(sum(len(v) for v in values))
+    return float(np.sum(values, dtype=np.float64))
+
+
+def run(phase, a):
+    cells, check = 0, 0.0
+    attrs = phase["fields"]
+    for q in phase["queries"]:
+        kwargs = {"attrs": attrs, "order": ORDER[q["layout"]]}
+        if a.schema.sparse:
+            kwargs["dims"] = False
+        if q.get("condition"):
+            kwargs["cond"] = q["condition"]
+        whole = tuple(slice(None) for _ in range(a.schema.ndim))
+        index = (
+            whole
+            if q["ranges"] is None
+            else tuple(slice(lo, hi) for lo, hi in q["ranges"])
+        )
+        if phase.get("aggregates"):
+            del kwargs["order"]
+            ops = {}
+            for field, op in phase["aggregates"]:
+                ops.setdefault(field, []).append(op)
+            query = a.query(**kwargs).agg(ops)
+            r = query[:] if q["ranges"] is None else query.multi_index[index]
+            # One field: {op: value}; several: {field: {op: value}}.
+            for v in r.values():
+                for x in v.values() if isinstance(v, dict) else [v]:
+                    check += float(x)
+            cells += 1
+            continue
+        query = a.query(**kwargs)
+        r = query[:] if q["ranges"] is None and a.schema.sparse else query.multi_index[index]
+        for f in attrs:
+            v = r[f]
+            v = v if v.dtype == object else v.reshape(-1)
+            cells += len(v)
+            check += touch(v)
+    return cells, check
+
+
+def peak_kib():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    return 0
+
+
+def main():
+    phase = json.load(open(sys.argv[1]))
+    path = sys.argv[2]
+    cores = str(os.cpu_count() or 1)
+    ctx = tiledb.Ctx(
+        tiledb.Config(
+            {"sm.compute_concurrency_level": cores, "sm.io_concurrency_level": cores}
+        )
+    )
+    if phase.get("time_open"):
+        t = time.perf_counter()
+        with tiledb.open(path, ctx=ctx) as a:
+            cells, check = run(phase, a)
+        seconds = time.perf_counter() - t
+    else:
+        with tiledb.open(path, ctx=ctx) as a:
+            t = time.perf_counter()
+            cells, check = run(phase, a)
+            seconds = time.perf_counter() - t
+    print(json.dumps({"seconds": seconds, "cells": cells, "check": check, "peak_kib": peak_kib()}))
+
+
+if __name__ == "__main__":
+    main()

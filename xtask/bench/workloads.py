@@ -1,0 +1,133 @@
+"""Writes one benchmark workload's arrays with real TileDB (cargo xtask bench).
+
+usage: workloads.py WORKLOAD OUT_DIR SCALE
+
+WORKLOAD is W1..W5; SCALE is "full" (the sizes of the benchmark issue) or
+"quick" (tiny, for the CI smoke test). Every array is written into OUT_DIR
+(emptied first); the caller caches OUT_DIR and re-runs this only when the
+workload or scale changes. Data are seeded, so both engines read the same
+cells on every machine.
+"""
+
+import os
+import shutil
+import sys
+
+import numpy as np
+import tiledb
+
+FULL = {
+    "W1": 4096,
+    "W2": [1024, 4096, 8192],
+    "W3": 4_000_000,
+    "W4": 1_000_000,
+    "W5": 1000,
+}
+QUICK = {
+    "W1": 512,
+    "W2": [256, 512],
+    "W3": 20_000,
+    "W4": 10_000,
+    "W5": 20,
+}
+
+
+def dense_2d(path, n, dtype, filters, data):
+    dom = tiledb.Domain(
+        tiledb.Dim("y", domain=(0, n - 1), tile=min(256, n), dtype=np.int32),
+        tiledb.Dim("x", domain=(0, n - 1), tile=min(256, n), dtype=np.int32),
+    )
+    attr = tiledb.Attr("a", dtype=dtype, filters=tiledb.FilterList(filters))
+    tiledb.Array.create(path, tiledb.ArraySchema(domain=dom, attrs=[attr], sparse=False))
+    with tiledb.open(path, "w") as a:
+        # Row blocks of whole tiles: one fragment, bounded memory.
+        step = min(n, 1024)
+        for y0 in range(0, n, step):
+            a[y0 : y0 + step, 0:n] = data(y0, y0 + step, n)
+
+
+def w1(out, n):
+    def data(y0, y1, n):
+        y, x = np.meshgrid(np.arange(y0, y1), np.arange(n), indexing="ij")
+        return (np.sin(x / 100.0) * np.cos(y / 100.0) * 1000.0).astype(np.float64)
+
+    filters = [tiledb.ByteShuffleFilter(), tiledb.ZstdFilter(level=3)]
+    dense_2d(os.path.join(out, f"dense_f64_{n}"), n, np.float64, filters, data)
+
+
+def w2(out, sizes):
+    def data(y0, y1, n):
+        y, x = np.meshgrid(np.arange(y0, y1), np.arange(n), indexing="ij")
+        return (y * n + x).astype(np.int32)
+
+    for n in sizes:
+        dense_2d(os.path.join(out, f"dense_i32_{n}"), n, np.int32, [], data)
+
+
+def w3(out, cells):
+    path = os.path.join(out, "sparse_2d")
+    dom = tiledb.Domain(
+        tiledb.Dim("y", domain=(0, 999_999), tile=100_000, dtype=np.int64),
+        tiledb.Dim("x", domain=(0, 999_999), tile=100_000, dtype=np.int64),
+    )
+    attr = tiledb.Attr("a", dtype=np.float64, filters=tiledb.FilterList([tiledb.ZstdFilter(level=3)]))
+    schema = tiledb.ArraySchema(
+        domain=dom, attrs=[attr], sparse=True, capacity=10_000, allows_duplicates=True
+    )
+    tiledb.Array.create(path, schema)
+    rng = np.random.default_rng(3)
+    with tiledb.open(path, "w") as a:
+        y = rng.integers(0, 1_000_000, cells)
+        x = rng.integers(0, 1_000_000, cells)
+        a[y, x] = {"a": rng.random(cells)}
+
+
+def w4(out, cells):
+    path = os.path.join(out, "sparse_var")
+    dom = tiledb.Domain(tiledb.Dim("k", domain=(0, 2**40), tile=2**30, dtype=np.uint64))
+    attr = tiledb.Attr(
+        "s", dtype=str, var=True, filters=tiledb.FilterList([tiledb.ZstdFilter(level=3)])
+    )
+    tiledb.Array.create(path, tiledb.ArraySchema(domain=dom, attrs=[attr], sparse=True))
+    rng = np.random.default_rng(4)
+    keys = np.sort(rng.choice(10 * cells, cells, replace=False)).astype(np.uint64)
+    alphabet = np.array(list("abcdefghijklmnopqrstuvwxyzé0123456789"))
+    lengths = rng.integers(4, 29, cells)
+    chars = "".join(rng.choice(alphabet, int(lengths.sum())))
+    ends = np.cumsum(lengths)
+    text = [chars[e - k : e] for e, k in zip(ends, lengths)]
+    with tiledb.open(path, "w") as a:
+        a[keys] = {"s": np.array(text, dtype=object)}
+
+
+def w5(out, fragments):
+    def one(path):
+        dom = tiledb.Domain(tiledb.Dim("d", domain=(0, 1_000_000), tile=1000, dtype=np.int64))
+        attr = tiledb.Attr("a", dtype=np.int64)
+        tiledb.Array.create(path, tiledb.ArraySchema(domain=dom, attrs=[attr], sparse=True))
+        for i in range(fragments):
+            with tiledb.open(path, "w") as a:
+                a[np.array([i * 10, i * 10 + 1], dtype=np.int64)] = {
+                    "a": np.array([i, -i], dtype=np.int64)
+                }
+
+    one(os.path.join(out, "fragments"))
+    path = os.path.join(out, "fragments_commits")
+    one(path)
+    tiledb.consolidate(path, config=tiledb.Config({"sm.consolidation.mode": "commits"}))
+    path = os.path.join(out, "fragments_meta")
+    one(path)
+    tiledb.consolidate(path, config=tiledb.Config({"sm.consolidation.mode": "fragment_meta"}))
+
+
+def main():
+    workload, out, scale = sys.argv[1:4]
+    sizes = FULL if scale == "full" else QUICK
+    if os.path.exists(out):
+        shutil.rmtree(out)
+    os.makedirs(out)
+    {"W1": w1, "W2": w2, "W3": w3, "W4": w4, "W5": w5}[workload](out, sizes[workload])
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,468 @@
+//! `cargo xtask bench [--quick] [--only W..] [--json FILE]`: tdb against
+//! TileDB on the same arrays, in the same run.
+//!
+//! Each workload's arrays are written once by real TileDB
+//! (`xtask/bench/workloads.py` in the fixture venv) and cached under
+//! `target/bench/<scale>/<workload>`. Every phase then runs in fresh
+//! processes — tdb through the `tdb` facade (`tdb-bench`, release build),
+//! TileDB through tiledb-py (`xtask/bench/tiledb_phase.py`, concurrency set
+//! to the core count) — one warm-up each, then alternating A B A B. Both
+//! sides touch every result byte and report a checksum; a phase whose
+//! engines disagree on cells or checksum fails the run. Printed and written
+//! as JSON: per phase the medians, their ratio (TileDB time / tdb time) and
+//! each side's peak resident set.
+
+use crate::{run, venv_for, workspace_root, Writer};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// One timed thing: a phase file run on an array by both engines.
+struct Phase {
+    workload: &'static str,
+    name: String,
+    /// The array, relative to the workload's directory.
+    array: String,
+    spec: Value,
+    /// Result bytes, for throughput.
+    bytes: u64,
+}
+
+/// One process's report.
+#[derive(Debug, Clone, Copy)]
+struct Measure {
+    seconds: f64,
+    cells: u64,
+    check: f64,
+    peak_kib: u64,
+}
+
+struct Sizes {
+    w1: i64,
+    w2: Vec<i64>,
+    w3: i64,
+    w4: i64,
+    reps: usize,
+    warm_up: bool,
+}
+
+const FULL: fn() -> Sizes = || Sizes {
+    w1: 4096,
+    w2: vec![1024, 4096, 8192],
+    w3: 4_000_000,
+    w4: 1_000_000,
+    reps: 5,
+    warm_up: true,
+};
+
+const QUICK: fn() -> Sizes = || Sizes {
+    w1: 512,
+    w2: vec![256, 512],
+    w3: 20_000,
+    w4: 10_000,
+    reps: 1,
+    warm_up: false,
+};
+
+/// A seeded generator, so every run (and both engines) reads the same
+/// slices.
+struct Lcg(u64);
+
+impl Lcg {
+    fn below(&mut self, n: i64) -> i64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((self.0 >> 33) % n.max(1) as u64) as i64
+    }
+}
+
+fn query(ranges: Option<Vec<[i64; 2]>>, layout: &str, condition: Option<&str>) -> Value {
+    json!({"ranges": ranges, "layout": layout, "condition": condition})
+}
+
+fn read(fields: &[&str], queries: Vec<Value>) -> Value {
+    json!({"fields": fields, "queries": queries})
+}
+
+fn phases(s: &Sizes) -> Vec<Phase> {
+    let mut out = Vec::new();
+    let mut rng = Lcg(42);
+    let slices = |n: i64, side: i64, rng: &mut Lcg| -> Vec<Value> {
+        (0..64)
+            .map(|_| {
+                let (y, x) = (rng.below(n - side + 1), rng.below(n - side + 1));
+                query(
+                    Some(vec![[y, y + side - 1], [x, x + side - 1]]),
+                    "row-major",
+                    None,
+                )
+            })
+            .collect()
+    };
+    // W1: dense float64, BYTESHUFFLE + ZSTD(3).
+    let n = s.w1;
+    let side = 256.min(n / 2);
+    let array = format!("dense_f64_{n}");
+    out.push(Phase {
+        workload: "W1",
+        name: format!("whole {n}²"),
+        array: array.clone(),
+        spec: read(&["a"], vec![query(None, "row-major", None)]),
+        bytes: (n * n * 8) as u64,
+    });
+    out.push(Phase {
+        workload: "W1",
+        name: format!("64 slices {side}²"),
+        array: array.clone(),
+        spec: read(&["a"], slices(n, side, &mut rng)),
+        bytes: (64 * side * side * 8) as u64,
+    });
+    let c = rng.below(n);
+    out.push(Phase {
+        workload: "W1",
+        name: format!("column {n}×1"),
+        array,
+        spec: read(
+            &["a"],
+            vec![query(Some(vec![[0, n - 1], [c, c]]), "row-major", None)],
+        ),
+        bytes: (n * 8) as u64,
+    });
+    // W2: dense int32, no filters, at several sizes.
+    for &n in &s.w2 {
+        out.push(Phase {
+            workload: "W2",
+            name: format!("whole {n}²"),
+            array: format!("dense_i32_{n}"),
+            spec: read(&["a"], vec![query(None, "row-major", None)]),
+            bytes: (n * n * 4) as u64,
+        });
+    }
+    let n = s.w2[s.w2.len() / 2];
+    let side = 256.min(n / 2);
+    out.push(Phase {
+        workload: "W2",
+        name: format!("64 slices {side}² of {n}²"),
+        array: format!("dense_i32_{n}"),
+        spec: read(&["a"], slices(n, side, &mut rng)),
+        bytes: (64 * side * side * 4) as u64,
+    });
+    // W3: sparse 2D, 1% boxes, a 10% condition, aggregates.
+    let cells = s.w3;
+    let whole = |layout: &str| read(&["a"], vec![query(None, layout, None)]);
+    out.push(Phase {
+        workload: "W3",
+        name: format!("whole {cells} cells"),
+        array: "sparse_2d".into(),
+        spec: whole("unordered"),
+        bytes: (cells * 8) as u64,
+    });
+    let boxes = (0..16)
+        .map(|_| {
+            let (y, x) = (rng.below(900_000), rng.below(900_000));
+            query(
+                Some(vec![[y, y + 99_999], [x, x + 99_999]]),
+                "unordered",
+                None,
+            )
+        })
+        .collect();
+    out.push(Phase {
+        workload: "W3",
+        name: "16 boxes of 1%".into(),
+        array: "sparse_2d".into(),
+        spec: read(&["a"], boxes),
+        bytes: (cells * 16 / 100 * 8) as u64,
+    });
+    out.push(Phase {
+        workload: "W3",
+        name: "condition a < 0.1".into(),
+        array: "sparse_2d".into(),
+        spec: read(&["a"], vec![query(None, "unordered", Some("a < 0.1"))]),
+        bytes: (cells / 10 * 8) as u64,
+    });
+    out.push(Phase {
+        workload: "W3",
+        name: "sum and count".into(),
+        array: "sparse_2d".into(),
+        spec: json!({
+            "fields": ["a"],
+            "queries": [query(None, "unordered", None)],
+            "aggregates": [["a", "sum"], ["a", "count"]],
+        }),
+        bytes: (cells * 8) as u64,
+    });
+    // W4: sparse 1D, var-length UTF-8.
+    let cells = s.w4;
+    out.push(Phase {
+        workload: "W4",
+        name: format!("whole {cells} strings"),
+        array: "sparse_var".into(),
+        spec: read(&["s"], vec![query(None, "unordered", None)]),
+        bytes: (cells * 17) as u64,
+    });
+    out.push(Phase {
+        workload: "W4",
+        name: "10% range".into(),
+        array: "sparse_var".into(),
+        spec: read(
+            &["s"],
+            vec![query(Some(vec![[0, cells - 1]]), "unordered", None)],
+        ),
+        bytes: (cells / 10 * 17) as u64,
+    });
+    // W5: many small fragments; open and read one cell.
+    for (array, what) in [
+        ("fragments", "open + one cell"),
+        ("fragments_commits", "open + one cell, commits consolidated"),
+        (
+            "fragments_meta",
+            "open + one cell, fragment metadata consolidated",
+        ),
+    ] {
+        out.push(Phase {
+            workload: "W5",
+            name: what.into(),
+            array: array.into(),
+            spec: json!({
+                "fields": ["a"],
+                "queries": [query(Some(vec![[0, 0]]), "unordered", None)],
+                "time_open": true,
+            }),
+            bytes: 8,
+        });
+    }
+    out
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+/// Runs `cmd` and parses the JSON object it prints last.
+fn measure(cmd: &mut Command) -> Result<Measure, String> {
+    let out = cmd.output().map_err(|e| format!("{cmd:?}: {e}"))?;
+    if !out.status.success() {
+        return Err(format!(
+            "{cmd:?} failed: {}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text.lines().last().unwrap_or("");
+    let v: Value = serde_json::from_str(line).map_err(|e| format!("{cmd:?}: {e}: {line}"))?;
+    let f = |k: &str| {
+        v[k].as_f64()
+            .ok_or_else(|| format!("{cmd:?}: no {k} in {line}"))
+    };
+    Ok(Measure {
+        seconds: f("seconds")?,
+        cells: f("cells")? as u64,
+        check: f("check")?,
+        peak_kib: f("peak_kib")? as u64,
+    })
+}
+
+/// The workload's arrays, written by TileDB unless cached for this scale
+/// and this generator.
+fn workload_dir(root: &Path, python: &Path, w: &str, scale: &str) -> Result<PathBuf, String> {
+    let dir = root.join("target/bench").join(scale).join(w);
+    let script = root.join("xtask/bench/workloads.py");
+    let source = std::fs::read(&script).map_err(|e| format!("{}: {e}", script.display()))?;
+    let stamp_text = format!("{w} {scale} {:016x}", fnv(&source));
+    let stamp = dir.join(".tdb-bench");
+    if std::fs::read_to_string(&stamp).ok().as_deref() == Some(stamp_text.as_str()) {
+        return Ok(dir);
+    }
+    eprintln!("bench: writing {w} ({scale}) with TileDB");
+    run(Command::new(python)
+        .arg(&script)
+        .arg(w)
+        .arg(&dir)
+        .arg(scale))?;
+    std::fs::write(&stamp, stamp_text).map_err(|e| format!("{}: {e}", stamp.display()))?;
+    Ok(dir)
+}
+
+/// FNV-1a: a generator's fingerprint for the cache stamp.
+fn fnv(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf29ce484222325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100000001b3)
+    })
+}
+
+pub(crate) fn bench(args: &[String], reference: &Writer) -> Result<(), String> {
+    let mut quick = false;
+    let mut only: Vec<String> = Vec::new();
+    let mut json_out = None;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--quick" => quick = true,
+            "--only" => only.push(it.next().ok_or("--only needs a workload")?.clone()),
+            "--json" => json_out = Some(PathBuf::from(it.next().ok_or("--json needs a file")?)),
+            other => return Err(format!("bench: unknown argument {other:?}")),
+        }
+    }
+    let root = workspace_root();
+    let python = venv_for(&root, reference)?.join("bin/python");
+    run(Command::new("cargo").current_dir(&root).args([
+        "build",
+        "--quiet",
+        "--release",
+        "-p",
+        "tdb-bench",
+    ]))?;
+    let tdb = root.join("target/release/tdb-bench");
+    let tiledb_phase = root.join("xtask/bench/tiledb_phase.py");
+    let (scale, sizes) = if quick {
+        ("quick", QUICK())
+    } else {
+        ("full", FULL())
+    };
+    let selected = |w: &str| only.is_empty() || only.iter().any(|o| o.eq_ignore_ascii_case(w));
+    let work = root.join("target/bench/phases");
+    std::fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
+    let mut rows: Vec<Value> = Vec::new();
+    let mut failures = Vec::new();
+    println!(
+        "{:<4} {:<48} {:>10} {:>10} {:>7} {:>9} {:>9}",
+        "", "phase", "tdb s", "TileDB s", "ratio", "tdb MiB", "TileDB MiB"
+    );
+    for (k, p) in phases(&sizes).iter().enumerate() {
+        if !selected(p.workload) {
+            continue;
+        }
+        let dir = workload_dir(&root, &python, p.workload, scale)?;
+        let array = dir.join(&p.array);
+        let spec = work.join(format!("phase{k}.json"));
+        std::fs::write(&spec, p.spec.to_string())
+            .map_err(|e| format!("{}: {e}", spec.display()))?;
+        let tdb_cmd = || {
+            let mut c = Command::new(&tdb);
+            c.arg("phase").arg(&spec).arg(&array);
+            measure(&mut c)
+        };
+        let tiledb_cmd = || {
+            let mut c = Command::new(&python);
+            c.arg(&tiledb_phase).arg(&spec).arg(&array);
+            measure(&mut c)
+        };
+        if sizes.warm_up {
+            tdb_cmd()?;
+            tiledb_cmd()?;
+        }
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        for _ in 0..sizes.reps {
+            a.push(tdb_cmd()?);
+            b.push(tiledb_cmd()?);
+        }
+        let (x, y) = (a[0], b[0]);
+        let agree = x.cells == y.cells
+            && ((x.check - y.check).abs() <= 1e-6 * x.check.abs().max(y.check.abs()).max(1.0));
+        if !agree {
+            failures.push(format!(
+                "{} {}: tdb {} cells (check {}), TileDB {} cells (check {})",
+                p.workload, p.name, x.cells, x.check, y.cells, y.check
+            ));
+        }
+        let tdb_s = median(&mut a.iter().map(|m| m.seconds).collect::<Vec<_>>());
+        let tiledb_s = median(&mut b.iter().map(|m| m.seconds).collect::<Vec<_>>());
+        let peak = |v: &[Measure]| v.iter().map(|m| m.peak_kib).max().unwrap_or(0) as f64 / 1024.0;
+        let (tdb_mib, tiledb_mib) = (peak(&a), peak(&b));
+        println!(
+            "{:<4} {:<48} {:>10.4} {:>10.4} {:>7.2} {:>9.1} {:>9.1}{}",
+            p.workload,
+            p.name,
+            tdb_s,
+            tiledb_s,
+            tiledb_s / tdb_s,
+            tdb_mib,
+            tiledb_mib,
+            if agree { "" } else { "  MISMATCH" }
+        );
+        rows.push(json!({
+            "workload": p.workload,
+            "phase": p.name,
+            "tdb_s": tdb_s,
+            "tiledb_s": tiledb_s,
+            "ratio": tiledb_s / tdb_s,
+            "tdb_peak_mib": tdb_mib,
+            "tiledb_peak_mib": tiledb_mib,
+            "bytes": p.bytes,
+        }));
+    }
+    // The physical limits: memory copy, and raw zstd on W1's tile bytes.
+    if selected("W1") {
+        let gbps = |m: Measure| m.cells as f64 / m.seconds / 1e9;
+        let memcpy = measure(Command::new(&tdb).arg("memcpy"))?;
+        println!("machine: memcpy {:.1} GB/s (one core)", gbps(memcpy));
+        let dir = workload_dir(&root, &python, "W1", scale)?;
+        let tiles = find_file(&dir.join(format!("dense_f64_{}", sizes.w1)), "a0.tdb")
+            .ok_or("bench: W1 has no a0.tdb")?;
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let one = measure(Command::new(&tdb).arg("zstd").arg(&tiles).arg("1"))?;
+        let all = measure(
+            Command::new(&tdb)
+                .arg("zstd")
+                .arg(&tiles)
+                .arg(cores.to_string()),
+        )?;
+        println!(
+            "machine: raw zstd decode of W1's tiles {:.2} GB/s on one core, {:.2} GB/s on {cores}",
+            gbps(one),
+            gbps(all)
+        );
+        for (phase, m) in [
+            ("memcpy, one core", memcpy),
+            ("raw zstd decode of W1 tiles, one core", one),
+            ("raw zstd decode of W1 tiles, all cores", all),
+        ] {
+            rows.push(json!({
+                "workload": "machine",
+                "phase": phase,
+                "tdb_s": m.seconds,
+                "tiledb_s": null,
+                "ratio": null,
+                "tdb_peak_mib": m.peak_kib as f64 / 1024.0,
+                "tiledb_peak_mib": null,
+                "bytes": m.cells,
+            }));
+        }
+    }
+    if let Some(path) = json_out {
+        let text = serde_json::to_string_pretty(&rows).map_err(|e| e.to_string())?;
+        std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+    }
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "bench: the engines disagree:\n  {}",
+            failures.join("\n  ")
+        ))
+    }
+}
+
+/// The first file named `name` under `dir`.
+fn find_file(dir: &Path, name: &str) -> Option<PathBuf> {
+    for entry in std::fs::read_dir(dir).ok()?.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            if let Some(found) = find_file(&path, name) {
+                return Some(found);
+            }
+        } else if path.file_name().is_some_and(|n| n == name) {
+            return Some(path);
+        }
+    }
+    None
+}
