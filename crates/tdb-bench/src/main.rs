@@ -90,6 +90,12 @@ fn run(phase: &Phase, a: &Array) -> Result<(u64, f64), Error> {
     let (mut cells, mut check) = (0u64, 0.0f64);
     for q in &phase.queries {
         let mut spec = ReadSpec::new(phase.fields.clone())
+            .with_budget(
+                std::env::var("TDB_BUDGET")
+                    .ok()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(1 << 30),
+            )
             .with_layout(ResultLayout::from_name(&q.layout).ok_or("unknown layout")?);
         if let Some(r) = &q.ranges {
             spec = spec.with_subarray(subarray(a, r)?);

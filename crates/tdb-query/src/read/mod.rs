@@ -607,6 +607,14 @@ impl<'a> Reader<'a> {
         self.spec.budget / 2
     }
 
+    /// The piece size dense reads aim at even when the budget allows more:
+    /// a finished piece's pages go to the next one instead of fresh pages
+    /// faulted in (measured on a 64 MiB dense read: 0.30 s in one piece,
+    /// 0.15 s in 32 MiB pieces). Pieces only shrink to it at tile
+    /// boundaries, so no tile is read twice for it. Sparse reads do not:
+    /// their tiles do not follow space tiles, and cut ones are read twice.
+    const PIECE_TARGET: u64 = 32 << 20;
+
     /// Bytes tile `t` of fragment `i` holds while read: every field part
     /// fetched (filtered) and unfiltered.
     fn tile_bytes(&self, i: usize, t: u64) -> u64 {
@@ -686,12 +694,18 @@ impl<'a> Reader<'a> {
         let schema = self.snapshot.schema();
         let order = partition::split_order(schema, self.spec.layout);
         while let Some(p) = self.partitions.pop() {
-            if self.estimate(&p) > self.tile_budget() {
-                if let Some((a, b)) = partition::split(schema, &p, &order) {
-                    self.partitions.push(b);
-                    self.partitions.push(a);
-                    continue;
-                }
+            let estimate = self.estimate(&p);
+            let cut = if estimate > self.tile_budget() {
+                partition::split(schema, &p, &order, false)
+            } else if estimate > Self::PIECE_TARGET && schema.array_type == ArrayType::Dense {
+                partition::split(schema, &p, &order, true)
+            } else {
+                None
+            };
+            if let Some((a, b)) = cut {
+                self.partitions.push(b);
+                self.partitions.push(a);
+                continue;
             }
             self.current = p;
             return self.plan_tiles();
@@ -790,8 +804,32 @@ impl<'a> Reader<'a> {
                     })
                     .collect()
             };
+            // Unordered reads with duplicates need no coordinates of a
+            // tile the piece holds whole (nothing to check or sort), unless
+            // asked for or named by the condition.
+            let coordinates_optional = !meta.footer.dense
+                && schema.allows_dups
+                && self.spec.layout == ResultLayout::Unordered
+                && self.deletes.is_empty();
             for (slot, ff) in Self::frag_fields(plan) {
+                let optional = coordinates_optional
+                    && self.fields.get(slot).is_some_and(|f| {
+                        matches!(f.kind, Kind::Dim(_))
+                            && !self.requested.contains(&slot)
+                            && !self
+                                .condition
+                                .iter()
+                                .any(|c| c.fields().iter().any(|n| n == &f.name))
+                    });
                 for &t in &tiles {
+                    let whole = || {
+                        plan.leaves.get(t as usize).is_some_and(|mbr| {
+                            plan::mbr_within(self.ops.dims(), mbr, &self.current)
+                        })
+                    };
+                    if optional && whole() {
+                        continue;
+                    }
                     fetches.push(tiles::plan_tile(
                         self.snapshot.open.dir.as_str(),
                         &plan.file.path,
@@ -889,7 +927,7 @@ impl<'a> Reader<'a> {
         let schema = self.snapshot.schema();
         let window = self.snapshot.open.directory.window;
         if schema.array_type == ArrayType::Sparse {
-            let cells = plan::sparse_cells(
+            self.results = plan::sparse_cells(
                 schema,
                 &self.plans,
                 &self.fields,
@@ -901,7 +939,6 @@ impl<'a> Reader<'a> {
                 self.condition.as_ref(),
                 self.spec.layout,
             )?;
-            self.results = Results::from_cells(&cells);
             return Ok(());
         }
         if self.plans.iter().all(|p| p.meta.footer.dense) {
@@ -1096,6 +1133,18 @@ impl<'a> Reader<'a> {
     ) -> FieldBuffer {
         let f = &self.fields[slot];
         let mut out = self.empty_buffer(slot);
+        // Sized once: growing by doubling would copy the batch again.
+        let cells: usize = parts.iter().map(|p| p.0.len as usize).sum();
+        if f.is_var() {
+            if let Some(o) = &mut out.offsets {
+                o.reserve_exact(cells);
+            }
+        } else {
+            out.data.reserve_exact(cells * f.cell_size());
+        }
+        if let Some(v) = &mut out.validity {
+            v.reserve_exact(cells);
+        }
         let dense_dim = match f.kind {
             Kind::Dim(d) if self.snapshot.schema().array_type == ArrayType::Dense => Some(d),
             _ => None,

@@ -84,12 +84,15 @@ fn clip(schema: &ArraySchema, sub: &Subarray, d: usize, lo: i128, hi: i128) -> O
 }
 
 /// `sub` cut in two along the first step of `order` that still spans more
-/// than one value (or tile), both halves non-empty, in result order.
-/// `None` when nothing can be cut.
+/// than one value (or tile), both halves non-empty, in result order. Cuts
+/// fall on tile boundaries wherever the span crosses one, so each tile
+/// stays in one piece; with `tiles_only`, nowhere else (`None` when the
+/// first dimension to cut lies in one tile). `None` when nothing can be cut.
 pub(crate) fn split(
     schema: &ArraySchema,
     sub: &Subarray,
     order: &[(usize, Grain)],
+    tiles_only: bool,
 ) -> Option<(Subarray, Subarray)> {
     for &(d, grain) in order {
         let Some(ranges) = int_ranges(schema, sub, d) else {
@@ -98,16 +101,15 @@ pub(crate) fn split(
         };
         let lo = ranges.iter().map(|r| r.0).min()?;
         let hi = ranges.iter().map(|r| r.1).max()?;
-        let cut = match grain {
-            Grain::Value => (lo < hi).then(|| lo + (hi - lo) / 2),
-            Grain::Tile => match origin_and_extent(&schema.domain.dimensions[d]) {
-                Some((origin, ext)) => {
-                    let (tlo, thi) = ((lo - origin).div_euclid(ext), (hi - origin).div_euclid(ext));
-                    (tlo < thi).then(|| origin + ((tlo + thi) / 2 + 1) * ext - 1)
-                }
-                // No extent: one tile along this dimension.
-                None => None,
-            },
+        let at_tile = origin_and_extent(&schema.domain.dimensions[d]).and_then(|(origin, ext)| {
+            let (tlo, thi) = ((lo - origin).div_euclid(ext), (hi - origin).div_euclid(ext));
+            (tlo < thi).then(|| origin + ((tlo + thi) / 2 + 1) * ext - 1)
+        });
+        let cut = match (grain, at_tile) {
+            (_, Some(cut)) => Some(cut),
+            (Grain::Value, None) if lo < hi && tiles_only => return None,
+            (Grain::Value, None) => (lo < hi).then(|| lo + (hi - lo) / 2),
+            (Grain::Tile, None) => None,
         };
         let Some(cut) = cut else {
             continue;
@@ -157,17 +159,27 @@ mod tests {
     fn row_major_cuts_the_first_dimension_then_the_next() {
         let s = schema(Layout::RowMajor, Layout::RowMajor);
         let order = split_order(&s, ResultLayout::RowMajor);
-        let (a, b) = split(&s, &Subarray::new(2), &order).unwrap();
-        assert_eq!(bounds(&s, &a, 0), [(1, 5)]);
-        assert_eq!(bounds(&s, &b, 0), [(6, 10)]);
+        // Rows 1..=10 in tiles of 4: the cut falls on a tile boundary, so
+        // no tile is read by both pieces.
+        let (a, b) = split(&s, &Subarray::new(2), &order, false).unwrap();
+        assert_eq!(bounds(&s, &a, 0), [(1, 8)]);
+        assert_eq!(bounds(&s, &b, 0), [(9, 10)]);
         assert_eq!(bounds(&s, &b, 1), [(0, 99)]);
+        // Rows 9..=10 lie in one tile: cut by value only when the budget
+        // needs it, never merely to keep pieces small.
+        assert!(split(&s, &b, &order, true).is_none());
+        let (c, d) = split(&s, &b, &order, false).unwrap();
+        assert_eq!(
+            (bounds(&s, &c, 0), bounds(&s, &d, 0)),
+            (vec![(9, 9)], vec![(10, 10)])
+        );
         // One row left: the columns are cut.
         let mut one = Subarray::new(2);
         one.add_range(
             0,
             Range::from_bounds(&3i32.to_le_bytes(), &3i32.to_le_bytes(), false),
         );
-        let (a, b) = split(&s, &one, &order).unwrap();
+        let (a, b) = split(&s, &one, &order, false).unwrap();
         assert_eq!(
             (bounds(&s, &a, 1), bounds(&s, &b, 1)),
             (vec![(0, 49)], vec![(50, 99)])
@@ -180,7 +192,7 @@ mod tests {
         let s = schema(Layout::ColMajor, Layout::RowMajor);
         let order = split_order(&s, ResultLayout::GlobalOrder);
         // Col-major tiles: the last dimension first, at a multiple of 10.
-        let (a, b) = split(&s, &Subarray::new(2), &order).unwrap();
+        let (a, b) = split(&s, &Subarray::new(2), &order, false).unwrap();
         assert_eq!(
             (bounds(&s, &a, 1), bounds(&s, &b, 1)),
             (vec![(0, 49)], vec![(50, 99)])
@@ -189,7 +201,7 @@ mod tests {
         let mut two = Subarray::new(2);
         let r = |lo: i64, hi: i64| Range::from_bounds(&lo.to_le_bytes(), &hi.to_le_bytes(), false);
         two.add_range(1, r(5, 12)).add_range(1, r(70, 71));
-        let (a, b) = split(&s, &two, &order).unwrap();
+        let (a, b) = split(&s, &two, &order, false).unwrap();
         assert_eq!(bounds(&s, &a, 1), [(5, 12)]);
         assert_eq!(bounds(&s, &b, 1), [(70, 71)]);
         // Hilbert global order cannot be cut.
@@ -209,6 +221,6 @@ mod tests {
             1,
             Range::from_bounds(&7i64.to_le_bytes(), &7i64.to_le_bytes(), false),
         );
-        assert!(split(&s, &one, &split_order(&s, ResultLayout::ColMajor)).is_none());
+        assert!(split(&s, &one, &split_order(&s, ResultLayout::ColMajor), false).is_none());
     }
 }

@@ -2,6 +2,7 @@
 //! which order, from which fragment.
 
 use super::fields::{FieldInfo, FragField, Kind};
+use super::slabs::{Results, Slab};
 use super::tiles::{DecodedTile, TileMap};
 use crate::column::{Column, Columns};
 use crate::condition::BoundCondition;
@@ -187,8 +188,12 @@ pub(crate) fn sparse_cells(
     deletes: &[(u64, BoundCondition)],
     condition: Option<&BoundCondition>,
     layout: ResultLayout,
-) -> Result<Vec<CellRef>> {
+) -> Result<Results> {
     let dims = &schema.domain.dimensions;
+    // Unordered reads with duplicates keep cells in the order found: each
+    // tile's kept cells go straight into slabs, no per-cell record.
+    let direct = schema.allows_dups && layout == ResultLayout::Unordered;
+    let mut direct_out = Results::default();
     let dim_slots: Vec<usize> = (0..dims.len())
         .map(|d| {
             fields
@@ -207,8 +212,12 @@ pub(crate) fn sparse_cells(
             let fills = fills_for(plan, fields, n);
             let tc = tile_columns(fields, &fills, tiles, fi, t, n);
             let mut mask = vec![true; n];
-            // Subarray.
-            for (d, o) in ops.iter().enumerate() {
+            // Subarray: per cell only in tiles it holds in part.
+            let inside = plan
+                .leaves
+                .get(t as usize)
+                .is_some_and(|mbr| mbr_within(ops, mbr, subarray));
+            for (d, o) in ops.iter().enumerate().filter(|_| !inside) {
                 let r = subarray.ranges(d);
                 if r.is_empty() {
                     continue;
@@ -270,6 +279,27 @@ pub(crate) fn sparse_cells(
                     c.evaluate(&tc, &mut mask)?;
                 }
             }
+            if direct {
+                let mut i = 0;
+                while i < n {
+                    if !mask[i] {
+                        i += 1;
+                        continue;
+                    }
+                    let start = i;
+                    while i < n && mask[i] {
+                        i += 1;
+                    }
+                    direct_out.slabs.push(Slab {
+                        frag: fi as u32,
+                        tile: t,
+                        cell: start as u64,
+                        stride: 1,
+                        len: (i - start) as u64,
+                    });
+                }
+                continue;
+            }
             for (i, m) in mask.iter().enumerate() {
                 if *m {
                     refs.push(CellRef {
@@ -285,6 +315,9 @@ pub(crate) fn sparse_cells(
                 }
             }
         }
+    }
+    if direct {
+        return Ok(direct_out);
     }
     // Coordinates of every candidate, looked up once: comparisons index
     // this table rather than the tile map.
@@ -421,7 +454,7 @@ pub(crate) fn sparse_cells(
     } else {
         out.extend(order.into_iter().map(|i| refs[i]));
     }
-    Ok(out)
+    Ok(Results::from_cells(&out))
 }
 
 fn tie(a: &CellRef, b: &CellRef) -> Ordering {
