@@ -371,6 +371,17 @@ impl<'a> Reader<'a> {
         let snapshot = self.snapshot;
         let encrypted = self.key().is_some();
         for frag in &snapshot.fragments {
+            // A fragment with nothing in the subarray takes no part: none of
+            // its sections is read (opening many small fragments stays cheap).
+            let outside = frag
+                .metadata
+                .footer
+                .non_empty_domain
+                .as_ref()
+                .is_some_and(|ned| !plan::mbr_overlaps(self.ops.dims(), ned, &self.spec.subarray));
+            if outside {
+                continue;
+            }
             let schema = snapshot
                 .open
                 .schemas
