@@ -1244,10 +1244,15 @@ fn copy_cells(out: &mut FieldBuffer, col: &crate::Column<'_>, slab: &Slab) {
     }
 }
 
+/// Decode workers: one per core, at most 8. Asked once per process: the
+/// standard library reads the cgroup files on every call.
 fn threads() -> usize {
-    std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(8)
+    static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *THREADS.get_or_init(|| {
+        std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(8)
+    })
 }
 
 /// One batch of requests from `storage`.
