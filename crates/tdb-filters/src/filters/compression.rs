@@ -250,12 +250,15 @@ fn decompress_part(
             // sizing our allocation.
             match zstd::zstd_safe::get_frame_content_size(part) {
                 Ok(Some(n)) if n == original as u64 => {
-                    out.resize(start + original, 0);
-                    let n = codecs
+                    // Into the vector's spare room after `start`: no
+                    // zeroing of what zstd writes anyway.
+                    out.reserve_exact(original);
+                    let mut tail = std::io::Cursor::new(&mut *out);
+                    tail.set_position(start as u64);
+                    codecs
                         .zstd(name)?
-                        .decompress_to_buffer(part, &mut out[start..])
+                        .decompress_to_buffer(part, &mut tail)
                         .map_err(|e| FilterError::corrupt(name, e.to_string()))?;
-                    out.truncate(start + n);
                 }
                 Ok(Some(n)) => return Err(size_mismatch(name, original, n as usize)),
                 _ => {
