@@ -156,7 +156,8 @@ pub fn origin_and_extent(dim: &Dimension) -> Option<(i128, i128)> {
 /// at `coords`: its tile (numbered in `tile_order` over the tiles `ned`
 /// touches, as the fragment stores them) and its position in the tile's
 /// `cell_order`. The inverse of [`written_cells`]. `None` outside `ned`,
-/// or for domains that are not integer or lack tile extents.
+/// or for domains that are not integer or lack tile extents. For many
+/// cells of one fragment, build its [`FragmentGrid`] once.
 pub fn cell_position(
     domain: &Domain,
     tile_order: tdb_format::Layout,
@@ -164,43 +165,108 @@ pub fn cell_position(
     ned: &NDRange,
     coords: &[i128],
 ) -> Option<(u64, u64)> {
-    let dims = &domain.dimensions;
-    let n = dims.len();
-    if ned.len() != n || coords.len() != n {
-        return None;
-    }
-    let (mut tile, mut tile_span) = (Vec::with_capacity(n), Vec::with_capacity(n));
-    let (mut cell, mut extents) = (Vec::with_capacity(n), Vec::with_capacity(n));
-    for ((dim, r), &c) in dims.iter().zip(ned).zip(coords) {
-        let (lo, extent) = origin_and_extent(dim)?;
-        let (nlo, nhi) = int_range(dim, r)?;
-        if c < nlo || c > nhi {
+    FragmentGrid::new(domain, tile_order, cell_order, ned)?.position(coords)
+}
+
+/// A dense fragment's tile grid, worked out once: per dimension the
+/// domain's origin and tile extent and the fragment's non-empty domain, so
+/// [`FragmentGrid::position`] is arithmetic alone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FragmentGrid {
+    /// Per dimension: origin, extent, non-empty low and high bounds, the
+    /// first tile the fragment touches and how many it spans.
+    dims: Vec<GridDim>,
+    tile_col: bool,
+    cell_col: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct GridDim {
+    origin: i128,
+    extent: i128,
+    lo: i128,
+    hi: i128,
+    first: i128,
+    span: i128,
+}
+
+impl FragmentGrid {
+    /// The grid of a fragment with non-empty domain `ned`; `None` for
+    /// domains that are not integer or lack tile extents.
+    pub fn new(
+        domain: &Domain,
+        tile_order: tdb_format::Layout,
+        cell_order: tdb_format::Layout,
+        ned: &NDRange,
+    ) -> Option<Self> {
+        if ned.len() != domain.dimensions.len() {
             return None;
         }
-        let first = (nlo - lo).div_euclid(extent);
-        let t = (c - lo).div_euclid(extent);
-        tile.push(t - first);
-        tile_span.push((nhi - lo).div_euclid(extent) - first + 1);
-        cell.push(c - lo - t * extent);
-        extents.push(extent);
+        let dims = domain
+            .dimensions
+            .iter()
+            .zip(ned)
+            .map(|(dim, r)| {
+                let (origin, extent) = origin_and_extent(dim)?;
+                let (lo, hi) = int_range(dim, r)?;
+                let first = (lo - origin).div_euclid(extent);
+                Some(GridDim {
+                    origin,
+                    extent,
+                    lo,
+                    hi,
+                    first,
+                    span: (hi - origin).div_euclid(extent) - first + 1,
+                })
+            })
+            .collect::<Option<_>>()?;
+        Some(FragmentGrid {
+            dims,
+            tile_col: tile_order == tdb_format::Layout::ColMajor,
+            cell_col: cell_order == tdb_format::Layout::ColMajor,
+        })
     }
-    // Position in a grid, the fastest-varying dimension last (row-major)
-    // or first (col-major).
-    let linear = |pos: &[i128], span: &[i128], layout: tdb_format::Layout| -> Option<u64> {
-        let order: Vec<usize> = if layout == tdb_format::Layout::ColMajor {
-            (0..n).rev().collect()
-        } else {
-            (0..n).collect()
+
+    /// The fragment's non-empty domain, per dimension, as integers.
+    pub fn bounds(&self) -> impl Iterator<Item = (i128, i128)> + '_ {
+        self.dims.iter().map(|d| (d.lo, d.hi))
+    }
+
+    /// See [`cell_position`].
+    pub fn position(&self, coords: &[i128]) -> Option<(u64, u64)> {
+        if coords.len() != self.dims.len() {
+            return None;
+        }
+        if self
+            .dims
+            .iter()
+            .zip(coords)
+            .any(|(d, &c)| c < d.lo || c > d.hi)
+        {
+            return None;
+        }
+        // A position in a grid: the fastest-varying dimension last
+        // (row-major) or first (col-major).
+        let linear = |col: bool, step: &dyn Fn(&GridDim, i128) -> (i128, i128)| {
+            let fold = |acc: i128, (d, &c): (&GridDim, &i128)| {
+                let (pos, span) = step(d, c);
+                acc * span + pos
+            };
+            let idx = if col {
+                self.dims.iter().zip(coords).rev().fold(0, fold)
+            } else {
+                self.dims.iter().zip(coords).fold(0, fold)
+            };
+            u64::try_from(idx).ok()
         };
-        let idx = order
-            .into_iter()
-            .fold(0i128, |acc, d| acc * span[d] + pos[d]);
-        u64::try_from(idx).ok()
-    };
-    Some((
-        linear(&tile, &tile_span, tile_order)?,
-        linear(&cell, &extents, cell_order)?,
-    ))
+        let tile = linear(self.tile_col, &|d, c| {
+            ((c - d.origin).div_euclid(d.extent) - d.first, d.span)
+        })?;
+        let cell = linear(self.cell_col, &|d, c| {
+            ((c - d.origin).rem_euclid(d.extent), d.extent)
+        })?;
+        Some((tile, cell))
+    }
 }
 
 /// The cells of tile `tile` of a dense fragment whose non-empty domain is

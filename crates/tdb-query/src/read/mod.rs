@@ -29,7 +29,7 @@ use std::ops::Range;
 use tdb_format::{ArrayType, DataPart, FormatVersion};
 use tdb_fragment::fragment_metadata::{Field, Section};
 use tdb_fragment::{CommitLocation, DeleteCommit, ReadStorage};
-use tdb_index::dense::{int_range, int_value};
+use tdb_index::dense::int_value;
 use tdb_index::DomainOps;
 use tdb_storage::{join, ByteRange, RangeRead, RangeRequest};
 use tiles::{Coalesced, TileFetch, TileMap};
@@ -734,27 +734,14 @@ impl<'a> Reader<'a> {
         // once their coordinates are read); only those tiles are fetched.
         self.results = if schema.array_type == ArrayType::Dense {
             let ranges = plan::dense_coords(schema, &self.current)?;
-            let frags: Vec<DenseFrag<'_>> = self
+            let frags: Vec<DenseFrag> = self
                 .plans
                 .iter()
                 .enumerate()
                 .filter(|(_, p)| p.meta.footer.dense)
                 .filter_map(|(i, p)| {
                     let ned = p.meta.footer.non_empty_domain.as_ref()?;
-                    let bounds = p
-                        .schema
-                        .domain
-                        .dimensions
-                        .iter()
-                        .zip(ned)
-                        .map(|(d, r)| int_range(d, r))
-                        .collect::<Option<Vec<_>>>()?;
-                    Some(DenseFrag {
-                        index: i as u32,
-                        schema: p.schema,
-                        ned,
-                        bounds,
-                    })
+                    DenseFrag::new(i as u32, schema, &p.schema.domain, ned)
                 })
                 .collect();
             slabs::dense_results(schema, &frags, &ranges, self.spec.layout)?

@@ -11,7 +11,7 @@
 use super::plan::CellRef;
 use crate::{QueryError, Result, ResultLayout};
 use tdb_format::Layout;
-use tdb_index::dense::{cell_position, origin_and_extent};
+use tdb_index::dense::{origin_and_extent, FragmentGrid};
 use tdb_schema::{ArraySchema, NDRange};
 
 /// Cells `cell, cell + stride, ...` (`len` of them) of tile `tile` of
@@ -108,19 +108,36 @@ impl Results {
 }
 
 /// A dense fragment as the slab planner sees it: its index among the
-/// read's fragments and its non-empty domain.
-pub(crate) struct DenseFrag<'a> {
+/// read's fragments, its tile grid and its non-empty domain.
+pub(crate) struct DenseFrag {
     pub index: u32,
-    pub schema: &'a ArraySchema,
-    pub ned: &'a NDRange,
+    pub grid: FragmentGrid,
     pub bounds: Vec<(i128, i128)>,
+}
+
+impl DenseFrag {
+    /// Fragment `index` with non-empty domain `ned`, written with
+    /// `domain`, tiles and cells in `schema`'s orders.
+    pub fn new(
+        index: u32,
+        schema: &ArraySchema,
+        domain: &tdb_schema::Domain,
+        ned: &NDRange,
+    ) -> Option<Self> {
+        let grid = FragmentGrid::new(domain, schema.tile_order, schema.cell_order, ned)?;
+        Some(DenseFrag {
+            index,
+            bounds: grid.bounds().collect(),
+            grid,
+        })
+    }
 }
 
 /// The slabs of a dense read of `ranges` (per dimension, as integers, in
 /// the order given) in `layout`; `frags` oldest first.
 pub(crate) fn dense_results(
     schema: &ArraySchema,
-    frags: &[DenseFrag<'_>],
+    frags: &[DenseFrag],
     ranges: &[Vec<(i128, i128)>],
     layout: ResultLayout,
 ) -> Result<Results> {
@@ -150,7 +167,6 @@ pub(crate) fn dense_results(
             .fold(1u64, u64::saturating_mul)
     };
     let mut planner = Planner {
-        schema,
         frags,
         grid: &grid,
         step_dim,
@@ -358,8 +374,7 @@ fn odometer(lists: &[Vec<i128>], mut f: impl FnMut(&[i128]) -> Result<()>) -> Re
 }
 
 struct Planner<'a> {
-    schema: &'a ArraySchema,
-    frags: &'a [DenseFrag<'a>],
+    frags: &'a [DenseFrag],
     grid: &'a [(i128, i128)],
     step_dim: usize,
     stride: u64,
@@ -434,14 +449,10 @@ impl Planner<'_> {
                 None => Slab::fill(len),
                 Some(fi) => {
                     let f = &self.frags[fi];
-                    let (tile, cell) = cell_position(
-                        &f.schema.domain,
-                        self.schema.tile_order,
-                        self.schema.cell_order,
-                        f.ned,
-                        &self.coords,
-                    )
-                    .ok_or_else(|| QueryError::invalid("a dense cell outside its fragment"))?;
+                    let (tile, cell) = f
+                        .grid
+                        .position(&self.coords)
+                        .ok_or_else(|| QueryError::invalid("a dense cell outside its fragment"))?;
                     Slab {
                         frag: f.index,
                         tile,
@@ -514,7 +525,7 @@ mod tests {
     /// orders), each cell from the newest fragment holding it.
     fn brute(
         schema: &ArraySchema,
-        frags: &[DenseFrag<'_>],
+        neds: &[NDRange],
         ranges: &[Vec<(i128, i128)>],
         layout: ResultLayout,
     ) -> Vec<Cell> {
@@ -551,15 +562,15 @@ mod tests {
         }
         grid.into_iter()
             .map(|c| {
-                let hit = frags.iter().rev().find_map(|f| {
-                    let (t, cell) = cell_position(
-                        &f.schema.domain,
+                let hit = neds.iter().enumerate().rev().find_map(|(i, ned)| {
+                    let (t, cell) = tdb_index::dense::cell_position(
+                        &schema.domain,
                         schema.tile_order,
                         schema.cell_order,
-                        f.ned,
+                        ned,
                         &c,
                     )?;
-                    Some((f.index, t, cell))
+                    Some((i as u32, t, cell))
                 });
                 match hit {
                     Some((f, t, cell)) => (c, Some(f), t, cell),
@@ -588,19 +599,10 @@ mod tests {
         for tile_order in [Layout::RowMajor, Layout::ColMajor] {
             for cell_order in [Layout::RowMajor, Layout::ColMajor] {
                 let s = schema(tile_order, cell_order);
-                let frags: Vec<DenseFrag<'_>> = neds
+                let frags: Vec<DenseFrag> = neds
                     .iter()
                     .enumerate()
-                    .map(|(i, n)| DenseFrag {
-                        index: i as u32,
-                        schema: &s,
-                        ned: n,
-                        bounds: n
-                            .iter()
-                            .zip(&s.domain.dimensions)
-                            .map(|(r, d)| tdb_index::dense::int_range(d, r).unwrap())
-                            .collect(),
-                    })
+                    .map(|(i, n)| DenseFrag::new(i as u32, &s, &s.domain, n).unwrap())
                     .collect();
                 for ranges in &subarrays {
                     for layout in [
@@ -610,7 +612,7 @@ mod tests {
                     ] {
                         let ctx = format!("{tile_order:?}/{cell_order:?} {ranges:?} {layout:?}");
                         let res = dense_results(&s, &frags, ranges, layout).unwrap();
-                        assert_eq!(expand(&res), brute(&s, &frags, ranges, layout), "{ctx}");
+                        assert_eq!(expand(&res), brute(&s, &neds, ranges, layout), "{ctx}");
                         let bound = slab_bound(&s, ranges, layout, frags.len() as u64).unwrap();
                         assert!(res.slabs.len() as u64 <= bound, "{ctx}");
                     }
@@ -620,12 +622,7 @@ mod tests {
         // Row-major cells read row-major: a whole row of a tile is one slab.
         let s = schema(Layout::RowMajor, Layout::RowMajor);
         let n = ned((1, 10), (1, 12));
-        let one = [DenseFrag {
-            index: 0,
-            schema: &s,
-            ned: &n,
-            bounds: vec![(1, 10), (1, 12)],
-        }];
+        let one = [DenseFrag::new(0, &s, &s.domain, &n).unwrap()];
         let res = dense_results(
             &s,
             &one,
