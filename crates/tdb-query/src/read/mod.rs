@@ -19,7 +19,7 @@ pub use aggregate::{aggregate, AggregateStep, Aggregation};
 
 use crate::batch::{Batch, FieldBuffer};
 use crate::condition::{self, BoundCondition};
-use crate::{QueryError, ReadSpec, Result, ResultLayout, Snapshot, Subarray};
+use crate::{Column, QueryError, ReadSpec, Result, ResultLayout, Snapshot, Subarray};
 use bytes::Bytes;
 use fields::{frag_field, special_field, FieldInfo, FragField, Kind};
 use plan::{CellRef, FragPlan, DELETE_TS_SLOT, TIMESTAMPS_SLOT};
@@ -1131,31 +1131,19 @@ impl<'a> Reader<'a> {
     ) -> FieldBuffer {
         let f = &self.fields[slot];
         let mut out = self.empty_buffer(slot);
-        // Sized once: growing by doubling would copy the batch again.
         let cells: usize = parts.iter().map(|p| p.0.len as usize).sum();
-        if f.is_var() {
-            if let Some(o) = &mut out.offsets {
-                o.reserve_exact(cells);
-            }
-        } else {
-            out.data.reserve_exact(cells * f.cell_size());
-        }
-        if let Some(v) = &mut out.validity {
-            v.reserve_exact(cells);
-        }
         let dense_dim = match f.kind {
             Kind::Dim(d) if self.snapshot.schema().array_type == ArrayType::Dense => Some(d),
             _ => None,
         };
-        let mut at = 0usize;
-        for &(slab, k, off) in parts {
-            let len = slab.len as usize;
-            if let Some(d) = dense_dim {
-                let size = f.datatype.size() as usize;
+        if let Some(d) = dense_dim {
+            // Dense coordinates come from the slabs, not from tiles.
+            let size = f.datatype.size() as usize;
+            out.data.reserve_exact(cells * size);
+            for &(slab, k, off) in parts {
                 let first = self.results.first_coords(k).get(d).copied().unwrap_or(0);
                 let step = self.results.step_dim == d;
-                out.data.reserve(len * size);
-                for j in 0..len as i128 {
+                for j in 0..i128::from(slab.len) {
                     let v = if step {
                         first + i128::from(off) + j
                     } else {
@@ -1163,9 +1151,14 @@ impl<'a> Reader<'a> {
                     };
                     out.data.extend_from_slice(&v.to_le_bytes()[..size]);
                 }
-                at += len;
-                continue;
             }
+            return out;
+        }
+        // Each run of a slab: its source column (none: fill).
+        let mut runs: Vec<(Option<Column<'_>>, Slab)> = Vec::with_capacity(parts.len());
+        let mut at = 0usize;
+        for &(slab, _, _) in parts {
+            let len = slab.len as usize;
             let tile = (!slab.is_fill())
                 .then(|| self.tiles.get(&(slab.frag as usize, slot, slab.tile)))
                 .flatten()
@@ -1178,21 +1171,114 @@ impl<'a> Reader<'a> {
                 while e < len && keep.is_none_or(|m| m[at + e]) == kept {
                     e += 1;
                 }
-                match (&tile, kept) {
-                    (Some(col), true) => {
-                        copy_cells(&mut out, col, &slab.part(j as u64, (e - j) as u64))
-                    }
-                    _ => {
-                        for _ in j..e {
-                            push_cell(&mut out, &f.fill, f.fill_validity != 0);
-                        }
-                    }
-                }
+                let source = tile.filter(|_| kept);
+                runs.push((source, slab.part(j as u64, (e - j) as u64)));
                 j = e;
             }
             at += len;
         }
+        if f.is_var() {
+            if let Some(o) = &mut out.offsets {
+                o.reserve_exact(cells);
+            }
+            if let Some(v) = &mut out.validity {
+                v.reserve_exact(cells);
+            }
+            for (source, slab) in &runs {
+                match source {
+                    Some(col) => {
+                        for j in 0..slab.len {
+                            let i = (slab.cell + j * slab.stride) as usize;
+                            push_cell(&mut out, col.cell(i), !col.is_null(i));
+                        }
+                    }
+                    None => {
+                        for _ in 0..slab.len {
+                            push_cell(&mut out, &f.fill, f.fill_validity != 0);
+                        }
+                    }
+                }
+            }
+            return out;
+        }
+        // Fixed-size cells: every run's bytes have a known place, so the
+        // buffer is sized once and each run is copied into its slice.
+        let size = f.cell_size();
+        out.data = vec![0; cells * size];
+        if let Some(v) = &mut out.validity {
+            *v = vec![0; cells];
+        }
+        let fill = Fill {
+            bytes: &f.fill,
+            valid: f.fill_validity,
+        };
+        let (mut data, mut validity) = (&mut out.data[..], out.validity.as_deref_mut());
+        for (source, slab) in runs {
+            let n = slab.len as usize;
+            let (d, rest) = std::mem::take(&mut data).split_at_mut(n * size);
+            data = rest;
+            let v = validity.take().map(|v| {
+                let (a, b) = v.split_at_mut(n);
+                validity = Some(b);
+                a
+            });
+            copy_run((d, v, source, slab), size, fill);
+        }
         out
+    }
+}
+
+/// A field's fill value and fill validity.
+#[derive(Clone, Copy)]
+struct Fill<'a> {
+    bytes: &'a [u8],
+    valid: u8,
+}
+
+/// Where one run of fixed-size cells goes (data and validity slices of the
+/// batch), where it comes from (none: fill), and which cells.
+type CopyJob<'o, 't> = (&'o mut [u8], Option<&'o mut [u8]>, Option<Column<'t>>, Slab);
+
+/// Copies one run: whole byte ranges where the cells are adjacent in their
+/// tile, else cell by cell; fill where there is no source.
+fn copy_run((data, validity, source, slab): CopyJob<'_, '_>, size: usize, fill: Fill<'_>) {
+    let (first, len) = (slab.cell as usize, slab.len as usize);
+    match source {
+        Some(col) if slab.stride == 1 && (first + len) * size <= col.fixed.len() => {
+            data.copy_from_slice(&col.fixed[first * size..(first + len) * size]);
+            if let Some(v) = validity {
+                match col.validity {
+                    Some(valid) if first + len <= valid.len() => {
+                        v.copy_from_slice(&valid[first..first + len]);
+                    }
+                    _ => v.fill(1),
+                }
+            }
+        }
+        Some(col) => {
+            for (j, cell) in data.chunks_exact_mut(size).enumerate() {
+                let i = first + j * slab.stride as usize;
+                let bytes = col.cell(i);
+                if bytes.len() == size {
+                    cell.copy_from_slice(bytes);
+                }
+            }
+            if let Some(v) = validity {
+                for (j, b) in v.iter_mut().enumerate() {
+                    *b = u8::from(!col.is_null(first + j * slab.stride as usize));
+                }
+            }
+        }
+        None => {
+            if fill.bytes.len() == size {
+                for cell in data.chunks_exact_mut(size) {
+                    cell.copy_from_slice(fill.bytes);
+                }
+            }
+            if let Some(v) = validity {
+                v.fill(fill.valid);
+            }
+        }
     }
 }
 
@@ -1204,30 +1290,6 @@ fn push_cell(out: &mut FieldBuffer, bytes: &[u8], valid: bool) {
     out.data.extend_from_slice(bytes);
     if let Some(v) = &mut out.validity {
         v.push(u8::from(valid));
-    }
-}
-
-/// Appends the cells of `slab` from its tile's column: whole byte ranges
-/// where the slab's cells are adjacent and fixed-size.
-fn copy_cells(out: &mut FieldBuffer, col: &crate::Column<'_>, slab: &Slab) {
-    let (first, len) = (slab.cell as usize, slab.len as usize);
-    let size = col.cell_size();
-    if slab.stride == 1 && !col.is_var() && (first + len) * size <= col.fixed.len() {
-        out.data
-            .extend_from_slice(&col.fixed[first * size..(first + len) * size]);
-        if let Some(v) = &mut out.validity {
-            match col.validity {
-                Some(valid) if first + len <= valid.len() => {
-                    v.extend_from_slice(&valid[first..first + len]);
-                }
-                _ => v.extend(std::iter::repeat_n(1, len)),
-            }
-        }
-        return;
-    }
-    for j in 0..len {
-        let i = first + j * slab.stride as usize;
-        push_cell(out, col.cell(i), !col.is_null(i));
     }
 }
 
