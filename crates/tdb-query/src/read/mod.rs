@@ -1119,6 +1119,43 @@ impl<'a> Reader<'a> {
         FieldBuffer::new(&f.name, f.datatype, f.cell_val_num, f.nullable)
     }
 
+    /// Calls `f` with each run of the batch's slabs `parts` for field
+    /// `slot`, in order: its source column (`None`: fill, for unwritten
+    /// cells and, with `keep`, cells the condition rejected) and its cells.
+    fn for_each_run<'t>(
+        &'t self,
+        slot: usize,
+        parts: &[(Slab, usize, u64)],
+        keep: Option<&[bool]>,
+        mut f: impl FnMut(Option<Column<'t>>, Slab),
+    ) {
+        let info = &self.fields[slot];
+        let mut at = 0usize;
+        for &(slab, _, _) in parts {
+            let len = slab.len as usize;
+            let tile = (!slab.is_fill())
+                .then(|| self.tiles.get(&(slab.frag as usize, slot, slab.tile)))
+                .flatten()
+                .map(|t| t.column(info.datatype, info.cell_val_num));
+            let Some(keep) = keep else {
+                f(tile, slab);
+                at += len;
+                continue;
+            };
+            let mut j = 0;
+            while j < len {
+                let kept = keep[at + j];
+                let mut e = j + 1;
+                while e < len && keep[at + e] == kept {
+                    e += 1;
+                }
+                f(tile.filter(|_| kept), slab.part(j as u64, (e - j) as u64));
+                j = e;
+            }
+            at += len;
+        }
+    }
+
     /// Field `slot`'s cells of the batch's slabs `parts` (each with its
     /// slab's index and offset, for dense coordinates), a slab at a time;
     /// where `keep` is false (a dense cell failing the condition) the fill
@@ -1154,29 +1191,6 @@ impl<'a> Reader<'a> {
             }
             return out;
         }
-        // Each run of a slab: its source column (none: fill).
-        let mut runs: Vec<(Option<Column<'_>>, Slab)> = Vec::with_capacity(parts.len());
-        let mut at = 0usize;
-        for &(slab, _, _) in parts {
-            let len = slab.len as usize;
-            let tile = (!slab.is_fill())
-                .then(|| self.tiles.get(&(slab.frag as usize, slot, slab.tile)))
-                .flatten()
-                .map(|t| t.column(f.datatype, f.cell_val_num));
-            // Runs of kept cells (all of them without a condition).
-            let mut j = 0;
-            while j < len {
-                let kept = keep.is_none_or(|m| m[at + j]);
-                let mut e = j + 1;
-                while e < len && keep.is_none_or(|m| m[at + e]) == kept {
-                    e += 1;
-                }
-                let source = tile.filter(|_| kept);
-                runs.push((source, slab.part(j as u64, (e - j) as u64)));
-                j = e;
-            }
-            at += len;
-        }
         if f.is_var() {
             if let Some(o) = &mut out.offsets {
                 o.reserve_exact(cells);
@@ -1184,21 +1198,19 @@ impl<'a> Reader<'a> {
             if let Some(v) = &mut out.validity {
                 v.reserve_exact(cells);
             }
-            for (source, slab) in &runs {
-                match source {
-                    Some(col) => {
-                        for j in 0..slab.len {
-                            let i = (slab.cell + j * slab.stride) as usize;
-                            push_cell(&mut out, col.cell(i), !col.is_null(i));
-                        }
-                    }
-                    None => {
-                        for _ in 0..slab.len {
-                            push_cell(&mut out, &f.fill, f.fill_validity != 0);
-                        }
+            self.for_each_run(slot, parts, keep, |source, slab| match source {
+                Some(col) => {
+                    for j in 0..slab.len {
+                        let i = (slab.cell + j * slab.stride) as usize;
+                        push_cell(&mut out, col.cell(i), !col.is_null(i));
                     }
                 }
-            }
+                None => {
+                    for _ in 0..slab.len {
+                        push_cell(&mut out, &f.fill, f.fill_validity != 0);
+                    }
+                }
+            });
             return out;
         }
         // Fixed-size cells: every run's bytes have a known place, so the
@@ -1213,7 +1225,7 @@ impl<'a> Reader<'a> {
             valid: f.fill_validity,
         };
         let (mut data, mut validity) = (&mut out.data[..], out.validity.as_deref_mut());
-        for (source, slab) in runs {
+        self.for_each_run(slot, parts, keep, |source, slab| {
             let n = slab.len as usize;
             let (d, rest) = std::mem::take(&mut data).split_at_mut(n * size);
             data = rest;
@@ -1223,7 +1235,7 @@ impl<'a> Reader<'a> {
                 a
             });
             copy_run((d, v, source, slab), size, fill);
-        }
+        });
         out
     }
 }
