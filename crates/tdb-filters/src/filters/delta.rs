@@ -127,13 +127,41 @@ pub(crate) fn decompress(
         ));
     }
     out.reserve(expected_len);
-    let mut prev = 0u64;
-    for delta in values.chunks_exact(width) {
-        prev = prev.wrapping_add(load(delta));
-        store(prev, width, out);
+    match width {
+        1 => prefix_sums!(u8, values, out),
+        2 => prefix_sums!(u16, values, out),
+        4 => prefix_sums!(u32, values, out),
+        _ => prefix_sums!(u64, values, out),
     }
     Ok(())
 }
+
+/// Appends the running (wrapping) sums of the little-endian `$t` values of
+/// `$values` to `$out`: blocks of sums built in an array and appended
+/// whole, so the loop has no per-value bookkeeping of the output vector.
+macro_rules! prefix_sums {
+    ($t:ty, $values:expr, $out:expr) => {{
+        const W: usize = std::mem::size_of::<$t>();
+        const BLOCK: usize = 64;
+        let (values, out): (&[u8], &mut Vec<u8>) = ($values, $out);
+        let value = |b: &[u8]| <$t>::from_le_bytes(b.try_into().unwrap_or_default());
+        let mut prev: $t = 0;
+        let mut blocks = values.chunks_exact(W * BLOCK);
+        for block in &mut blocks {
+            let mut sums = [0 as $t; BLOCK];
+            for (sum, b) in sums.iter_mut().zip(block.chunks_exact(W)) {
+                prev = prev.wrapping_add(value(b));
+                *sum = prev;
+            }
+            out.extend_from_slice(sums.map(<$t>::to_le_bytes).as_flattened());
+        }
+        for b in blocks.remainder().chunks_exact(W) {
+            prev = prev.wrapping_add(value(b));
+            out.extend_from_slice(&prev.to_le_bytes());
+        }
+    }};
+}
+use prefix_sums;
 
 #[cfg(test)]
 mod tests {

@@ -16,7 +16,7 @@
 //! or double delta outside `i64` makes TileDB refuse the tile. Decoding is
 //! arithmetic modulo the value width.
 
-use super::delta::{int_kind, load, store, whole_values, IntKind};
+use super::delta::{int_kind, load, whole_values, IntKind};
 use crate::{FilterError, Result};
 use tdb_format::Datatype;
 
@@ -115,7 +115,7 @@ pub(crate) fn decompress(
             magnitude
         };
         let next = prev.wrapping_add(prev.wrapping_sub(prev2)).wrapping_add(dd);
-        store(next, width, out);
+        out.extend_from_slice(&next.to_le_bytes()[..width]);
         (prev2, prev) = (prev, next);
     }
     Ok(())
@@ -219,7 +219,8 @@ impl<'a> BitReader<'a> {
     fn word(&self, i: usize) -> Result<u64> {
         self.words
             .get(i * 8..i * 8 + 8)
-            .map(load)
+            .and_then(|b| b.try_into().ok())
+            .map(u64::from_le_bytes)
             .ok_or_else(|| corrupt("packed double deltas end early"))
     }
 
