@@ -169,9 +169,9 @@ fn subarray(a: &Array, ranges: &[(i128, i128)]) -> Result<Subarray, Error> {
     }
     let mut s = Subarray::new(dims.len());
     for (d, (dim, &(lo, hi))) in dims.iter().zip(ranges).enumerate() {
-        let size = usize::try_from(dim.datatype.size())?;
-        let bytes = |v: i128| v.to_le_bytes()[..size].to_vec();
-        s.add_range(d, tdb::Range::from_bounds(&bytes(lo), &bytes(hi), false));
+        let range = tdb_index::dense::int_range_of(dim, lo, hi)
+            .ok_or_else(|| format!("dimension {} is not an integer", dim.name))?;
+        s.add_range(d, range);
     }
     Ok(s)
 }

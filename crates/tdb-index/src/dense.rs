@@ -137,6 +137,27 @@ pub fn int_value(datatype: Datatype, bytes: &[u8]) -> Option<i128> {
     }
 }
 
+/// Appends `v` as a little-endian value of integer `datatype` (the
+/// inverse of [`int_value`] for values the datatype holds); `false`, with
+/// nothing appended, for other datatypes.
+pub fn push_int(datatype: Datatype, v: i128, out: &mut Vec<u8>) -> bool {
+    let size = datatype.size() as usize;
+    let integer = datatype.is_integer() || datatype.is_datetime() || datatype.is_time();
+    if !integer || size == 0 || size > 8 {
+        return false;
+    }
+    out.extend_from_slice(&v.to_le_bytes()[..size]);
+    true
+}
+
+/// The range `[lo, hi]` of an integer dimension (the inverse of
+/// [`int_range`]); `None` for non-integer dimensions.
+pub fn int_range_of(dim: &Dimension, lo: i128, hi: i128) -> Option<Range> {
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    (push_int(dim.datatype, lo, &mut a) && push_int(dim.datatype, hi, &mut b))
+        .then(|| Range::from_bounds(&a, &b, false))
+}
+
 /// A range of an integer dimension as `i128` bounds. `None` for non-integer
 /// types or bad sizes.
 pub fn int_range(dim: &Dimension, r: &Range) -> Option<(i128, i128)> {
@@ -371,6 +392,26 @@ pub fn written_cells(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ints_go_back_to_the_bytes_they_came_from() {
+        for (dt, bytes) in [
+            (Datatype::Int8, vec![0x80]),
+            (Datatype::UInt16, vec![0xff, 0xff]),
+            (Datatype::Int64, (-7i64).to_le_bytes().to_vec()),
+            (Datatype::UInt64, u64::MAX.to_le_bytes().to_vec()),
+            (Datatype::DatetimeMs, 12i64.to_le_bytes().to_vec()),
+        ] {
+            let v = int_value(dt, &bytes).unwrap();
+            let mut out = vec![9];
+            assert!(push_int(dt, v, &mut out), "{dt:?}");
+            assert_eq!(&out[1..], &bytes[..], "{dt:?}");
+        }
+        let mut out = Vec::new();
+        assert!(!push_int(Datatype::Float64, 1, &mut out));
+        assert!(!push_int(Datatype::StringAscii, 1, &mut out));
+        assert!(out.is_empty());
+    }
     use tdb_format::ArrayType;
     use tdb_schema::{ArraySchema, AttributeBuilder, DimensionBuilder};
 

@@ -29,7 +29,7 @@ use std::ops::Range;
 use tdb_format::{ArrayType, DataPart, FormatVersion};
 use tdb_fragment::fragment_metadata::{Field, Section};
 use tdb_fragment::{CommitLocation, DeleteCommit, ReadStorage};
-use tdb_index::dense::int_value;
+use tdb_index::dense::{int_value, push_int};
 use tdb_index::DomainOps;
 use tdb_storage::{join, ByteRange, RangeRead, RangeRequest};
 use tiles::{Coalesced, TileFetch, TileMap};
@@ -1175,8 +1175,7 @@ impl<'a> Reader<'a> {
         };
         if let Some(d) = dense_dim {
             // Dense coordinates come from the slabs, not from tiles.
-            let size = f.datatype.size() as usize;
-            out.data.reserve_exact(cells * size);
+            out.data.reserve_exact(cells * f.cell_size());
             for &(slab, k, off) in parts {
                 let first = self.results.first_coords(k).get(d).copied().unwrap_or(0);
                 let step = self.results.step_dim == d;
@@ -1186,7 +1185,7 @@ impl<'a> Reader<'a> {
                     } else {
                         first
                     };
-                    out.data.extend_from_slice(&v.to_le_bytes()[..size]);
+                    push_int(f.datatype, v, &mut out.data);
                 }
             }
             return out;

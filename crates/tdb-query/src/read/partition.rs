@@ -13,8 +13,8 @@
 use super::plan::int_ranges;
 use crate::{ResultLayout, Subarray};
 use tdb_format::Layout;
-use tdb_index::dense::origin_and_extent;
-use tdb_schema::{ArraySchema, Range};
+use tdb_index::dense::{int_range_of, origin_and_extent};
+use tdb_schema::ArraySchema;
 
 /// How finely one step of the split sequence cuts its dimension.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,8 +60,6 @@ pub(crate) fn split_order(schema: &ArraySchema, layout: ResultLayout) -> Vec<(us
 /// nothing is left.
 fn clip(schema: &ArraySchema, sub: &Subarray, d: usize, lo: i128, hi: i128) -> Option<Subarray> {
     let dim = &schema.domain.dimensions[d];
-    let size = dim.datatype.size() as usize;
-    let bytes = |v: i128| v.to_le_bytes()[..size].to_vec();
     let mut out = Subarray::new(schema.domain.dimensions.len());
     for k in 0..schema.domain.dimensions.len() {
         if k != d {
@@ -73,7 +71,7 @@ fn clip(schema: &ArraySchema, sub: &Subarray, d: usize, lo: i128, hi: i128) -> O
         for (a, b) in int_ranges(schema, sub, d)? {
             let (a, b) = (a.max(lo), b.min(hi));
             if a <= b {
-                out.add_range(d, Range::from_bounds(&bytes(a), &bytes(b), false));
+                out.add_range(d, int_range_of(dim, a, b)?);
             }
         }
         if out.ranges(d).is_empty() {
@@ -130,7 +128,7 @@ pub(crate) fn split(
 mod tests {
     use super::*;
     use tdb_format::{ArrayType, Datatype};
-    use tdb_schema::{Attribute, Dimension};
+    use tdb_schema::{Attribute, Dimension, Range};
 
     fn schema(tile_order: Layout, cell_order: Layout) -> ArraySchema {
         ArraySchema::builder(ArrayType::Sparse)
