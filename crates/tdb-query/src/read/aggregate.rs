@@ -149,11 +149,6 @@ impl<'a> Aggregation<'a> {
                 .iter()
                 .map(|d| reader.spec.fields.iter().position(|f| f == d).unwrap_or(0))
                 .collect();
-            reader.md_slots = fields
-                .iter()
-                .filter(|f| f.attribute)
-                .map(|f| f.slot)
-                .collect();
             Some(DenseGrid {
                 dims,
                 ranges,
@@ -164,28 +159,20 @@ impl<'a> Aggregation<'a> {
         } else {
             None
         };
-        if !dense {
-            // Sparse tiles the subarray holds whole may be answered from
-            // their metadata, when every field's ops can be: attributes,
-            // and dimensions asked only for counts.
-            let counts = [AggregateOp::Count, AggregateOp::NullCount];
-            let answerable = fields
+        // Sparse tiles the subarray holds whole may be answered from their
+        // metadata when every field's ops can be: attributes, and
+        // dimensions asked only for counts.
+        let counts = [AggregateOp::Count, AggregateOp::NullCount];
+        reader.md_sparse = !dense
+            && fields
                 .iter()
                 .all(|f| f.attribute || f.ops.iter().all(|o| counts.contains(o)));
-            if answerable {
-                reader.md_fields = Some(
-                    fields
-                        .iter()
-                        .filter(|f| f.attribute)
-                        .map(|f| (f.slot, f.ops.clone()))
-                        .collect(),
-                );
-                reader.md_slots = fields
-                    .iter()
-                    .filter(|f| f.attribute)
-                    .map(|f| f.slot)
-                    .collect();
-            }
+        if grid.is_some() || reader.md_sparse {
+            reader.md_fields = fields
+                .iter()
+                .filter(|f| f.attribute)
+                .map(|f| (f.slot, f.ops.clone()))
+                .collect();
         }
         reader.with_states = dense;
         Ok(Aggregation {

@@ -87,15 +87,15 @@ pub struct Reader<'a> {
     phase: Phase,
     /// Requests of the current phase not yet handed out.
     pending_requests: Option<Vec<RangeRequest>>,
-    /// Slots whose tile metadata (mins, maxes, sums, null counts) dense
-    /// fragments load too: aggregates answer whole tiles from it.
-    md_slots: Vec<usize>,
-    /// Sparse aggregates: the aggregated attributes and their ops, when
-    /// tiles the subarray holds whole may be answered from tile metadata
-    /// instead of being read (`None`: never).
-    md_fields: Option<Vec<(usize, Vec<crate::AggregateOp>)>>,
-    /// Whether this read answers such tiles from metadata (no condition,
-    /// no deletes, and no cell a newer fragment could replace).
+    /// Aggregates: the aggregated attributes (slots) and their ops, whose
+    /// tile metadata (mins, maxes, sums, null counts) loads with the other
+    /// sections: dense aggregates answer whole space tiles from it, sparse
+    /// ones whole tiles when `md_sparse`.
+    md_fields: Vec<(usize, Vec<crate::AggregateOp>)>,
+    /// Whether this sparse read answers tiles the piece holds whole from
+    /// their metadata instead of reading them: the aggregation asks for it
+    /// when every field's ops allow, and the read keeps it only without a
+    /// condition, deletes, or a newer fragment that could replace a cell.
     md_sparse: bool,
     /// Tiles answered from metadata and not read, for the aggregation.
     md_answered: Vec<(usize, u64)>,
@@ -237,8 +237,7 @@ impl<'a> Reader<'a> {
             next: (0, 0),
             phase: Phase::Start,
             pending_requests: None,
-            md_slots: Vec::new(),
-            md_fields: None,
+            md_fields: Vec::new(),
             md_sparse: false,
             md_answered: Vec::new(),
             with_states: false,
@@ -452,7 +451,7 @@ impl<'a> Reader<'a> {
             }
             // Tile metadata exists from format version 11.
             if (footer.dense || self.md_sparse) && footer.version >= 11 {
-                for &slot in &self.md_slots {
+                for &(slot, _) in &self.md_fields {
                     let Some(ff) = &plan.fields[slot] else {
                         continue;
                     };
@@ -545,8 +544,8 @@ impl<'a> Reader<'a> {
         self.minmax_skip = schema.array_type == ArrayType::Sparse
             && self.condition.is_some()
             && one_cell_per_coordinate;
-        self.md_sparse = schema.array_type == ArrayType::Sparse
-            && self.md_fields.is_some()
+        self.md_sparse = self.md_sparse
+            && schema.array_type == ArrayType::Sparse
             && self.condition.is_none()
             && self.deletes.is_empty()
             && one_cell_per_coordinate;
@@ -767,20 +766,17 @@ impl<'a> Reader<'a> {
                 let fields = &self.fields;
                 // Tiles aggregates answer from their metadata: held whole
                 // by the piece, every cell in the window and undeleted.
-                let md_fields = self
-                    .md_fields
-                    .as_ref()
-                    .filter(|_| self.md_sparse)
-                    .filter(|_| meta.footer.version >= 11)
-                    .filter(|_| plan.timestamps.is_none() && plan.delete_timestamps.is_none());
+                let md = self.md_sparse
+                    && meta.footer.version >= 11
+                    && plan.timestamps.is_none()
+                    && plan.delete_timestamps.is_none();
+                let md_fields = &self.md_fields;
                 let mut from_md = |t: u64, mbr: &[tdb_schema::Range]| {
-                    let answered = md_fields.is_some_and(|mf| {
-                        plan::mbr_within(self.ops.dims(), mbr, &self.current)
-                            && mf.iter().all(|(slot, ops)| {
-                                aggregate::tile_metadata(plan, &fields[*slot], *slot, ops, t)
-                                    .is_some()
-                            })
-                    });
+                    let answered = md
+                        && plan::mbr_within(self.ops.dims(), mbr, &self.current)
+                        && md_fields.iter().all(|(slot, ops)| {
+                            aggregate::tile_metadata(plan, &fields[*slot], *slot, ops, t).is_some()
+                        });
                     if answered {
                         self.md_answered.push((i, t));
                     }
