@@ -418,7 +418,7 @@ pub fn metadata(md: &ArrayMetadata) -> Vec<MetadataReport> {
             key: k.to_owned(),
             datatype: v.datatype.name(),
             value_num: v.reported_value_num(),
-            value: summary::metadata_value(v),
+            value: crate::values::metadata_value(v),
         })
         .collect()
 }

@@ -3,7 +3,7 @@
 //! `tdb schema --json` prints. It lives here, not in `tdb-schema`, because
 //! library layers carry no serde. Values are encoded by [`crate::values`].
 
-use crate::values::{cell as value, scalar_json};
+use crate::values::cell as value;
 use serde_json::{json, Map, Value};
 use tdb_filters::{Filter, FilterPipeline};
 use tdb_format::{CurrentDomainType, Datatype, FilterOption, Layout};
@@ -138,15 +138,6 @@ fn filter(f: &Filter) -> Value {
 /// encoding.
 pub fn cell(datatype: Datatype, bytes: &[u8]) -> Value {
     value(datatype, 1, bytes)
-}
-
-/// A metadata value in the conformance encoding: numbers always as a list,
-/// strings as one string, blobs (and non-UTF-8 strings) as base64.
-pub fn metadata_value(v: &tdb_fragment::MetadataValue) -> Value {
-    match v.scalars() {
-        Some(values) => Value::Array(values.into_iter().map(scalar_json).collect()),
-        None => value(v.datatype, 1, &v.bytes),
-    }
 }
 
 /// An enumeration of the `enumerations` list.

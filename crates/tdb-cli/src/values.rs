@@ -38,6 +38,15 @@ pub fn cell(datatype: Datatype, cell_val_num: u32, bytes: &[u8]) -> Value {
     }
 }
 
+/// A metadata value: numbers always as a list, strings as one string,
+/// blobs (and non-UTF-8 strings) as base64.
+pub fn metadata_value(v: &tdb_fragment::MetadataValue) -> Value {
+    match v.scalars() {
+        Some(values) => Value::Array(values.into_iter().map(scalar_json).collect()),
+        None => cell(v.datatype, 1, &v.bytes),
+    }
+}
+
 /// One aggregate answer of a field of `datatype` (`cell_val_num` values
 /// per cell): counts and integer sums as integers, float sums and means as
 /// floats, min/max as a cell; `null` where the answer is undefined.

@@ -14,61 +14,6 @@ use tdb_query::{Batch, FieldBuffer, VAR_NUM};
 use tdb_schema::{ArraySchema, Enumeration};
 use tdb_storage::LocalStorage;
 
-fn b64(s: &str) -> Vec<u8> {
-    const A: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = Vec::new();
-    let (mut acc, mut bits) = (0u32, 0);
-    for c in s.bytes().filter(|c| *c != b'=') {
-        let v = A.iter().position(|a| *a == c).expect("base64") as u32;
-        acc = (acc << 6) | v;
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((acc >> bits) as u8);
-        }
-    }
-    out
-}
-
-/// One value (not a list) in `datatype`'s bytes, from the corpus encoding.
-fn value_bytes(d: Datatype, v: &Value, out: &mut Vec<u8>) {
-    if let Some(o) = v.as_object() {
-        out.extend(b64(o["b64"].as_str().unwrap()));
-        return;
-    }
-    if d.is_string() {
-        out.extend_from_slice(v.as_str().unwrap().as_bytes());
-        return;
-    }
-    if let Some(b) = v.as_bool() {
-        out.push(u8::from(b));
-        return;
-    }
-    let size = d.size() as usize;
-    if d.is_float() {
-        let f = match v {
-            Value::String(s) => match s.as_str() {
-                "NaN" => f64::NAN,
-                "Infinity" => f64::INFINITY,
-                "-Infinity" => f64::NEG_INFINITY,
-                other => panic!("float {other}"),
-            },
-            n => n.as_f64().unwrap(),
-        };
-        if size == 4 {
-            out.extend((f as f32).to_le_bytes());
-        } else {
-            out.extend(f.to_le_bytes());
-        }
-        return;
-    }
-    let bytes = match v.as_i64() {
-        Some(i) => i.to_le_bytes(),
-        None => v.as_u64().unwrap().to_le_bytes(),
-    };
-    out.extend_from_slice(&bytes[..size]);
-}
-
 /// A result field of `expected.json` as a buffer.
 fn field_buffer(name: &str, f: &Value) -> FieldBuffer {
     let d = Datatype::from_name(f["datatype"].as_str().unwrap()).unwrap();
@@ -78,10 +23,9 @@ fn field_buffer(name: &str, f: &Value) -> FieldBuffer {
         if let Some(o) = &mut b.offsets {
             o.push(b.data.len() as u64);
         }
-        match cell.as_array() {
-            Some(vals) => vals.iter().for_each(|v| value_bytes(d, v, &mut b.data)),
-            None => value_bytes(d, cell, &mut b.data),
-        }
+        let bytes =
+            tdb_cli::values::to_bytes(d, cell).unwrap_or_else(|e| panic!("{name}: {cell}: {e}"));
+        b.data.extend_from_slice(&bytes);
     }
     if let Some(v) = f.get("validity") {
         b.validity = Some(

@@ -6,7 +6,7 @@
 
 use serde_json::{json, Value};
 use tdb_format::names;
-use tdb_format::{Datatype, Scalar, TimestampedName};
+use tdb_format::TimestampedName;
 use tdb_fragment::{ArrayMetadata, GroupMembers, MetadataValue, OpenArray, OpenGroup, TimeWindow};
 use tdb_storage::LocalStorage;
 use tdb_testdata::Object;
@@ -55,54 +55,9 @@ pub fn borrowed(files: &[(TimestampedName, Vec<u8>)]) -> Vec<(TimestampedName, &
 
 // --------------------------- expected.json side ---------------------------
 
-fn b64(bytes: &[u8]) -> String {
-    const A: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let mut out = String::new();
-    for c in bytes.chunks(3) {
-        let n = (u32::from(c[0]) << 16)
-            | (u32::from(*c.get(1).unwrap_or(&0)) << 8)
-            | u32::from(*c.get(2).unwrap_or(&0));
-        for i in 0..4 {
-            if i <= c.len() {
-                out.push(A[(n >> (18 - 6 * i) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
-}
-
-fn float(v: f64) -> Value {
-    if v.is_nan() {
-        json!("NaN")
-    } else if v.is_infinite() {
-        json!(if v > 0.0 { "Infinity" } else { "-Infinity" })
-    } else {
-        json!(v)
-    }
-}
-
-/// A value in FORMAT.md's encoding: numbers always a list, strings and
-/// blobs one value.
+/// A value in FORMAT.md's encoding, as `tdb` prints it.
 pub fn value_json(v: &MetadataValue) -> Value {
-    if let Some(scalars) = v.scalars() {
-        return Value::Array(
-            scalars
-                .into_iter()
-                .map(|s| match s {
-                    Scalar::Bool(b) => json!(b),
-                    Scalar::Int(i) => json!(i),
-                    Scalar::UInt(u) => json!(u),
-                    Scalar::Float(f) => float(f),
-                })
-                .collect(),
-        );
-    }
-    match v.as_str() {
-        Some(s) if v.datatype != Datatype::Blob => json!(s),
-        _ => json!({ "b64": b64(&v.bytes) }),
-    }
+    tdb_cli::values::metadata_value(v)
 }
 
 /// Equality that tells `-0.0` from `0.0`.
