@@ -77,7 +77,8 @@ pub struct Reader<'a> {
     deletes: Vec<(u64, BoundCondition)>,
     /// Range operations of each dimension.
     ops: DomainOps,
-    /// One per visible fragment, in the snapshot's order.
+    /// One per visible fragment whose non-empty domain meets the
+    /// subarray, in the snapshot's order.
     plans: Vec<FragPlan<'a>>,
     tiles: TileMap,
     /// Result cells in order, with the dense coordinates when dense.
