@@ -46,13 +46,6 @@ fn format_error(location: &str, source: tdb_format::FormatError) -> TileError {
     }
 }
 
-fn trailing(location: &str, used: usize, len: usize) -> TileError {
-    TileError::Corrupt {
-        location: location.to_owned(),
-        reason: format!("the tile ends after {used} of its {len} bytes"),
-    }
-}
-
 /// Stands for a secret in `Debug` output.
 struct Redacted;
 
@@ -136,10 +129,10 @@ impl<'a> TileFilters<'a> {
     /// tile's filtered size from the fragment metadata): trailing bytes are
     /// corruption, not the next tile.
     pub fn unfilter_whole(&self, location: &str, bytes: &[u8], var_data: bool) -> Result<TileData> {
-        let (tile, used) = self.unfilter(location, bytes, var_data)?;
-        if used != bytes.len() {
-            return Err(trailing(location, used, bytes.len()));
-        }
+        let chunks = self.chunks(location, bytes)?;
+        let mut tile = TileData::default();
+        let mut ws = Workspace::default();
+        self.unfilter_into(location, &mut ws, &chunks, 0, var_data, &mut tile)?;
         Ok(tile)
     }
 
@@ -149,7 +142,14 @@ impl<'a> TileFilters<'a> {
         let (chunks, rest) = tdb_format::le::run(filtered_chunks, bytes)
             .map_err(|source| format_error(location, source))?;
         if !rest.is_empty() {
-            return Err(trailing(location, bytes.len() - rest.len(), bytes.len()));
+            return Err(TileError::Corrupt {
+                location: location.to_owned(),
+                reason: format!(
+                    "the tile ends after {} of its {} bytes",
+                    bytes.len() - rest.len(),
+                    bytes.len()
+                ),
+            });
         }
         Ok(chunks)
     }
