@@ -8,6 +8,7 @@
 mod array_metadata;
 mod commits;
 mod condition;
+mod create;
 mod directory;
 mod error;
 pub mod fragment_metadata;
@@ -15,11 +16,13 @@ mod group;
 mod open;
 mod schemas;
 mod tile_file;
+pub mod tile_metadata;
 mod verify;
 
 pub use array_metadata::{ArrayMetadata, MetadataEntry, MetadataFile, MetadataValue};
 pub use commits::{ConsolidatedCommit, ConsolidatedCommits, IgnoreFile, VacuumFile};
 pub use condition::{Condition, DeleteCommit, UpdateCommit, UpdateValue};
+pub use create::{create_array, write_enumeration, write_schema};
 pub use directory::{
     select_latest_schema, ArrayDirectory, CommitLocation, ConditionCommit, DirectoryListing,
     FilteredFragments, GroupDirectory, ListedFile, TimeWindow, TimestampedFile,

@@ -11,6 +11,7 @@ use crate::open::{
     dir_label, object_files, object_kind, read_files, read_fragment_metadata, schema_history,
     ObjectKind, ReadStorage,
 };
+use crate::tile_metadata::{has_min_max, FieldStats};
 use crate::{
     Footer, FragmentError, FragmentMetadata, Result, Section, SectionData, TimeWindow,
     TimestampedFile,
@@ -21,10 +22,10 @@ use std::ops::Range;
 use tdb_filters::Filter;
 use tdb_format::names::{FRAGMENT_METADATA_FILE, VAC_EXT};
 use tdb_format::{
-    classify, single_generic_tile, DataPart, Datatype, EncryptionType, FormatVersion, ObjectFile,
+    classify, single_generic_tile, DataPart, EncryptionType, FormatVersion, ObjectFile,
 };
 use tdb_index::{DomainOps, NDRange, RTree, RangeOps};
-use tdb_schema::{ArraySchema, Range as DimRange, SchemaHistory};
+use tdb_schema::{ArraySchema, Range as DimRange, SchemaField, SchemaHistory};
 use tdb_storage::{join, ByteRange, RangeRead, RangeRequest};
 use tdb_tile::{TileData, TileFilters};
 
@@ -985,9 +986,11 @@ impl<'a, S: ReadStorage + ?Sized> Scrub<'a, S> {
         if attr.is_var() || attr.cell_val_num != 1 || lossy {
             return;
         }
-        let Some(stats) = numeric_stats(attr.datatype, data, validity) else {
+        let fs = FieldStats::new(frag.schema, SchemaField::Attribute(a));
+        let stats = fs.tile(data, None, validity, None, 0);
+        if stats.min.is_empty() {
             return;
-        };
+        }
         let size = attr.datatype.size() as usize;
         for (what, section, computed) in [
             ("min", Section::Mins(i), &stats.min),
@@ -1050,146 +1053,9 @@ fn written_cells(
     Some((out, validity))
 }
 
-/// Whether TileDB counts an attribute's nulls per tile: fixed-size
-/// attributes of the datatypes its generator dispatches on, var-size ones
-/// only when they have a min and max (CHAR and STRING_ASCII); for the
-/// others it stores 0.
+/// Whether TileDB counts an attribute's nulls per tile: always for
+/// fixed-size attributes; var-size ones only when they have a min and max
+/// (CHAR and STRING_ASCII; for the others it stores 0).
 fn counts_nulls(attr: &tdb_schema::Attribute) -> bool {
-    use Datatype::*;
-    let d = attr.datatype;
-    if attr.is_var() {
-        matches!(d, Char | StringAscii)
-    } else {
-        d.is_integer()
-            || d.is_float()
-            || d.is_datetime()
-            || d.is_time()
-            || matches!(d, Bool | Char | StringAscii | Blob | GeomWkb | GeomWkt)
-    }
-}
-
-/// A tile's min, max (little-endian bytes) and raw sum, as TileDB's
-/// `TileMetadataGenerator` computes them.
-struct Stats {
-    min: Vec<u8>,
-    max: Vec<u8>,
-    sum: u64,
-}
-
-/// TileDB's sum kinds: saturating at the type's limits, and stopping there.
-trait SumOf: Copy {
-    fn add_to(self, sum: &mut u64) -> bool;
-}
-
-macro_rules! numeric {
-    ($($t:ty => $kind:ident),*) => {$(
-        impl SumOf for $t {
-            #[allow(clippy::unnecessary_cast, irrefutable_let_patterns)]
-            fn add_to(self, sum: &mut u64) -> bool {
-                numeric!(@sum $kind, self, sum)
-            }
-        }
-    )*};
-    (@sum int, $v:expr, $sum:expr) => {{
-        let s = *$sum as i64;
-        let v = $v as i64;
-        if s > 0 && v > 0 && s > i64::MAX - v {
-            *$sum = i64::MAX as u64;
-            return false;
-        }
-        if s < 0 && v < 0 && s < i64::MIN - v {
-            *$sum = i64::MIN as u64;
-            return false;
-        }
-        *$sum = s.wrapping_add(v) as u64;
-        true
-    }};
-    (@sum uint, $v:expr, $sum:expr) => {{
-        let v = $v as u64;
-        if *$sum > u64::MAX - v {
-            *$sum = u64::MAX;
-            return false;
-        }
-        *$sum += v;
-        true
-    }};
-    (@sum float, $v:expr, $sum:expr) => {{
-        let s = f64::from_bits(*$sum);
-        let v = $v as f64;
-        if (s < 0.0) == (v < 0.0) && s.abs() > f64::MAX - v.abs() {
-            *$sum = if s < 0.0 { f64::MIN } else { f64::MAX }.to_bits();
-            return false;
-        }
-        *$sum = (s + v).to_bits();
-        true
-    }};
-}
-
-numeric!(i8 => int, i16 => int, i32 => int, i64 => int, u8 => uint, u16 => uint,
-    u32 => uint, u64 => uint, f32 => float, f64 => float);
-
-fn stats_of<T, const N: usize>(
-    data: &[u8],
-    validity: Option<&[u8]>,
-    from: fn([u8; N]) -> T,
-    to: fn(T) -> [u8; N],
-    (init_min, init_max): (T, T),
-) -> Stats
-where
-    T: SumOf + PartialOrd,
-{
-    let (mut min, mut max, mut sum, mut summing) = (init_min, init_max, 0u64, true);
-    for (k, c) in data.chunks_exact(N).enumerate() {
-        if validity.is_some_and(|v| v.get(k) == Some(&0)) {
-            continue;
-        }
-        let v = from(c.try_into().unwrap_or([0; N]));
-        // TileDB keeps the current bound only when strictly better (so a
-        // NaN replaces it, and is replaced by the next value).
-        if min.partial_cmp(&v) != Some(std::cmp::Ordering::Less) {
-            min = v;
-        }
-        if max.partial_cmp(&v) != Some(std::cmp::Ordering::Greater) {
-            max = v;
-        }
-        if summing {
-            summing = v.add_to(&mut sum);
-        }
-    }
-    Stats {
-        min: to(min).to_vec(),
-        max: to(max).to_vec(),
-        sum,
-    }
-}
-
-/// Stats of a fixed-size numeric tile; `None` for datatypes TileDB keeps
-/// no min, max and sum for here (strings, bytes, CHAR).
-fn numeric_stats(datatype: Datatype, data: &[u8], validity: Option<&[u8]>) -> Option<Stats> {
-    use Datatype::*;
-    macro_rules! go {
-        ($t:ty) => {
-            stats_of::<$t, { std::mem::size_of::<$t>() }>(
-                data,
-                validity,
-                <$t>::from_le_bytes,
-                <$t>::to_le_bytes,
-                (<$t>::MAX, <$t>::MIN),
-            )
-        };
-    }
-    Some(match datatype {
-        Int8 => go!(i8),
-        Int16 => go!(i16),
-        Int32 => go!(i32),
-        Int64 => go!(i64),
-        UInt8 | Bool => go!(u8),
-        UInt16 => go!(u16),
-        UInt32 => go!(u32),
-        UInt64 => go!(u64),
-        Float32 => go!(f32),
-        Float64 => go!(f64),
-        d if d.is_datetime() || d.is_time() => go!(i64),
-        _ => return None,
-    })
+    !attr.is_var() || has_min_max(attr.datatype, false, true, attr.cell_val_num)
 }

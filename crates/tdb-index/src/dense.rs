@@ -389,6 +389,182 @@ pub fn written_cells(
     }
 }
 
+/// The order of a dense write's input cells over its subarray.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InputOrder {
+    /// Row-major over the subarray.
+    RowMajor,
+    /// Column-major over the subarray.
+    ColMajor,
+    /// The array's global order: tile by tile in the tile order, each
+    /// tile's cells of the subarray in the cell order.
+    Global,
+}
+
+/// Where a dense write of one rectangle puts its input cells: the tiles
+/// the rectangle touches (numbered in the tile order, as the fragment
+/// stores them) and, for each cell position of a tile in the cell order,
+/// the input cell it holds or none (fill: the tile reaches beyond the
+/// rectangle).
+#[derive(Debug, Clone)]
+pub struct WriteGrid {
+    grid: FragmentGrid,
+    input: InputOrder,
+    /// Global input: the first input cell of each tile.
+    bases: Vec<u64>,
+    tile_cells: usize,
+}
+
+/// A tile position that holds no input cell.
+pub const FILL: usize = usize::MAX;
+
+impl WriteGrid {
+    /// The grid of a write of `subarray` whose input is in `input` order.
+    /// `None` for domains that are not integer or lack tile extents, or
+    /// tiles too large to address.
+    pub fn new(
+        domain: &Domain,
+        tile_order: tdb_format::Layout,
+        cell_order: tdb_format::Layout,
+        subarray: &NDRange,
+        input: InputOrder,
+    ) -> Option<Self> {
+        let grid = FragmentGrid::new(domain, tile_order, cell_order, subarray)?;
+        let tile_cells = grid.dims.iter().try_fold(1usize, |acc, d| {
+            acc.checked_mul(usize::try_from(d.extent).ok()?)
+        })?;
+        let mut w = WriteGrid {
+            grid,
+            input,
+            bases: Vec::new(),
+            tile_cells,
+        };
+        if input == InputOrder::Global {
+            let n = w.tile_num()?;
+            let mut base = 0u64;
+            w.bases.reserve(usize::try_from(n).ok()?);
+            for t in 0..n {
+                w.bases.push(base);
+                let (from, to, _) = w.tile_box(t)?;
+                let cells = from.iter().zip(&to).try_fold(1u64, |acc, (f, t)| {
+                    acc.checked_mul(u64::try_from(t - f + 1).ok()?)
+                })?;
+                base = base.checked_add(cells)?;
+            }
+        }
+        Some(w)
+    }
+
+    /// Tiles the rectangle touches.
+    pub fn tile_num(&self) -> Option<u64> {
+        self.grid
+            .dims
+            .iter()
+            .try_fold(1u64, |acc, d| acc.checked_mul(u64::try_from(d.span).ok()?))
+    }
+
+    /// Cells per tile.
+    pub fn tile_cells(&self) -> usize {
+        self.tile_cells
+    }
+
+    /// Input cells: the rectangle's.
+    pub fn input_cells(&self) -> Option<u64> {
+        self.grid.dims.iter().try_fold(1u64, |acc, d| {
+            acc.checked_mul(u64::try_from(d.hi - d.lo + 1).ok()?)
+        })
+    }
+
+    /// Tile `t`'s part of the rectangle (per dimension, inclusive) and the
+    /// tile's low corner.
+    fn tile_box(&self, t: u64) -> Option<(Vec<i128>, Vec<i128>, Vec<i128>)> {
+        let dims = &self.grid.dims;
+        let n = dims.len();
+        let mut rest = i128::from(t);
+        let mut corner = vec![0i128; n];
+        let order: Vec<usize> = if self.grid.tile_col {
+            (0..n).collect()
+        } else {
+            (0..n).rev().collect()
+        };
+        for d in order {
+            let g = &dims[d];
+            corner[d] = g.origin + (g.first + rest % g.span) * g.extent;
+            rest /= g.span;
+        }
+        if rest != 0 {
+            return None;
+        }
+        let from = (0..n).map(|d| dims[d].lo.max(corner[d])).collect();
+        let to = (0..n)
+            .map(|d| dims[d].hi.min(corner[d] + dims[d].extent - 1))
+            .collect();
+        Some((from, to, corner))
+    }
+
+    /// Fills `out` with tile `t`'s cells in the cell order: the input cell
+    /// each holds, or [`FILL`]. `None` for a tile beyond the grid.
+    pub fn sources(&self, t: u64, out: &mut Vec<usize>) -> Option<()> {
+        let (from, to, corner) = self.tile_box(t)?;
+        let dims = &self.grid.dims;
+        let n = dims.len();
+        out.clear();
+        out.resize(self.tile_cells, FILL);
+        // Cell order's and input order's strides, fastest dimension first.
+        let fastest = |col: bool| -> Vec<usize> {
+            if col {
+                (0..n).collect()
+            } else {
+                (0..n).rev().collect()
+            }
+        };
+        let cell_dims = fastest(self.grid.cell_col);
+        let mut cell_stride = vec![0i128; n];
+        let mut acc = 1i128;
+        for &d in &cell_dims {
+            cell_stride[d] = acc;
+            acc *= dims[d].extent;
+        }
+        let mut in_stride = vec![0i128; n];
+        let mut acc = 1i128;
+        for &d in &fastest(self.input == InputOrder::ColMajor) {
+            in_stride[d] = acc;
+            acc *= dims[d].hi - dims[d].lo + 1;
+        }
+        // Walk the box in the cell order (global input counts in it).
+        let mut at = from.clone();
+        let mut k = 0i128;
+        let base = i128::from(self.bases.get(t as usize).copied().unwrap_or(0));
+        loop {
+            let mut pos = 0i128;
+            let mut src = 0i128;
+            for d in 0..n {
+                pos += (at[d] - corner[d]) * cell_stride[d];
+                src += (at[d] - dims[d].lo) * in_stride[d];
+            }
+            let src = match self.input {
+                InputOrder::Global => base + k,
+                _ => src,
+            };
+            *out.get_mut(usize::try_from(pos).ok()?)? = usize::try_from(src).ok()?;
+            k += 1;
+            let mut i = 0;
+            loop {
+                if i == n {
+                    return Some(());
+                }
+                let d = cell_dims[i];
+                if at[d] < to[d] {
+                    at[d] += 1;
+                    break;
+                }
+                at[d] = from[d];
+                i += 1;
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -503,6 +679,74 @@ mod tests {
                     cell_position(&d, tile_order, cell_order, &ned, &[1, 2]),
                     None
                 );
+            }
+        }
+    }
+    /// Every input cell lands where `FragmentGrid::position` says a reader
+    /// finds it, in every tile/cell/input order; the other positions are
+    /// fill; global input counts tile by tile in the cell order.
+    #[test]
+    fn write_grid_puts_each_input_cell_where_readers_look() {
+        use tdb_format::Layout::{ColMajor, RowMajor};
+        let d = domain(&[(-3, 9, 3), (1, 8, 2), (0, 4, 5)]);
+        let sub = vec![range(-2, 5), range(2, 7), range(1, 3)];
+        let (lo, hi) = ([-2i128, 2, 1], [5i128, 7, 3]);
+        for (to, co) in [
+            (RowMajor, RowMajor),
+            (RowMajor, ColMajor),
+            (ColMajor, RowMajor),
+        ] {
+            let grid = FragmentGrid::new(&d, to, co, &sub).unwrap();
+            for input in [
+                InputOrder::RowMajor,
+                InputOrder::ColMajor,
+                InputOrder::Global,
+            ] {
+                let w = WriteGrid::new(&d, to, co, &sub, input).unwrap();
+                assert_eq!(w.input_cells(), Some(8 * 6 * 3));
+                let tiles: Vec<Vec<usize>> = (0..w.tile_num().unwrap())
+                    .map(|t| {
+                        let mut v = Vec::new();
+                        w.sources(t, &mut v).unwrap();
+                        v
+                    })
+                    .collect();
+                let mut seen = 0;
+                let mut k = 0usize;
+                for c0 in lo[0]..=hi[0] {
+                    for c1 in lo[1]..=hi[1] {
+                        for c2 in lo[2]..=hi[2] {
+                            let (t, c) = grid.position(&[c0, c1, c2]).unwrap();
+                            let (i0, i1, i2) = (
+                                (c0 - lo[0]) as usize,
+                                (c1 - lo[1]) as usize,
+                                (c2 - lo[2]) as usize,
+                            );
+                            let want = match input {
+                                InputOrder::RowMajor => (i0 * 6 + i1) * 3 + i2,
+                                InputOrder::ColMajor => (i2 * 6 + i1) * 8 + i0,
+                                InputOrder::Global => tiles[t as usize][c as usize],
+                            };
+                            assert_eq!(
+                                tiles[t as usize][c as usize], want,
+                                "{to:?} {co:?} {input:?}"
+                            );
+                            seen += 1;
+                        }
+                    }
+                }
+                let held: Vec<usize> = tiles
+                    .iter()
+                    .flatten()
+                    .copied()
+                    .filter(|&s| s != FILL)
+                    .collect();
+                assert_eq!(held.len(), seen);
+                if input == InputOrder::Global {
+                    assert_eq!(held, (0..seen).collect::<Vec<_>>());
+                }
+                k += held.len();
+                assert_eq!(k, 144);
             }
         }
     }

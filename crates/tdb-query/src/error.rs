@@ -77,7 +77,15 @@ pub enum QueryError {
     /// An R-tree or range operation failed.
     #[error("index")]
     Index(#[from] IndexError),
-    /// Storage failed while fetching tiles.
+    /// A write's cells are not what the schema takes (nothing is written).
+    #[error("write: field `{field}`: {reason}")]
+    BadInput {
+        /// The field at fault.
+        field: String,
+        /// What is wrong and what to change.
+        reason: String,
+    },
+    /// Storage failed while fetching tiles or writing a fragment.
     #[error("{file}: storage failed")]
     Storage {
         /// The file or directory.
@@ -94,6 +102,13 @@ pub type Result<T, E = QueryError> = std::result::Result<T, E>;
 impl QueryError {
     pub(crate) fn invalid(msg: impl Into<String>) -> Self {
         QueryError::Invalid(msg.into())
+    }
+
+    pub(crate) fn bad_input(field: &str, reason: impl Into<String>) -> Self {
+        QueryError::BadInput {
+            field: field.to_owned(),
+            reason: reason.into(),
+        }
     }
 
     pub(crate) fn corrupt(file: &str, tile: u64, reason: impl Into<String>) -> Self {

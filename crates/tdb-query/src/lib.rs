@@ -15,6 +15,7 @@ mod error;
 mod read;
 mod snapshot;
 mod spec;
+pub mod write;
 
 pub use aggregate::{AggregateOp, AggregateResult, AggregateValue};
 pub use batch::{Batch, FieldBuffer};
@@ -23,3 +24,14 @@ pub use error::{QueryError, Result};
 pub use read::{aggregate, AggregateStep, Aggregation, ReadStep, Reader, SyncRead};
 pub use snapshot::Snapshot;
 pub use spec::{ReadSpec, ResultLayout, Subarray, DEFAULT_BUDGET};
+pub use write::{write_fragment, WriteSpec, Written};
+
+/// Worker threads for decoding and filtering tiles: one per core, at most 8.
+pub(crate) fn threads() -> usize {
+    static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *THREADS.get_or_init(|| {
+        std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(8)
+    })
+}

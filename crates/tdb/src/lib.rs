@@ -1,4 +1,4 @@
-//! tdb: read (and soon write) TileDB arrays in pure Rust.
+//! tdb: read and write TileDB arrays in pure Rust.
 //!
 //! ```no_run
 //! use tdb::{Array, ReadSpec};
@@ -15,8 +15,14 @@
 //! Every layer below is a crate of its own (`tdb-storage`, `tdb-schema`,
 //! `tdb-fragment`, `tdb-query`, ...) for users who need only one.
 
+mod copy;
+
 use std::path::Path;
 use thiserror::Error;
+
+pub use copy::{copy, CopySummary};
+pub use tdb_query::write::{now_ms, WriteSpec, Written};
+pub use tdb_schema::{Enumeration, SchemaEntry};
 
 pub use tdb_format::Datatype;
 pub use tdb_fragment::{ArrayMetadata, LoadedFragment, MetadataValue, TimeWindow};
@@ -48,6 +54,9 @@ pub enum Error {
     /// Planning or running a query.
     #[error("query failed")]
     Query(#[from] tdb_query::QueryError),
+    /// Something tdb does not do yet; the message says what.
+    #[error("not supported yet: {0}")]
+    Unsupported(String),
     /// A key that is not 32 bytes.
     #[error("an AES-256-GCM key is 32 bytes, not {0}")]
     KeyLength(usize),
@@ -115,6 +124,64 @@ impl Array<LocalStorage> {
             },
             other => other,
         })
+    }
+}
+
+impl Array<LocalStorage> {
+    /// Creates an array in directory `path` (made if missing) and opens it.
+    pub fn create(path: impl AsRef<Path>, schema: &ArraySchema) -> Result<Self> {
+        let path = path.as_ref();
+        Array::create_in(LocalStorage::new(path), "", schema, &[], OpenOptions::new())
+    }
+}
+
+impl<S: tdb_storage::Storage> Array<S> {
+    /// Creates an array at key prefix `dir` of `storage` with `schema` (and
+    /// the enumerations it refers to), encrypted with `options`' key, and
+    /// opens it. The schema is checked by TileDB's rules first; a
+    /// directory that already holds an array or group is refused.
+    pub fn create_in(
+        storage: S,
+        dir: &str,
+        schema: &ArraySchema,
+        enumerations: &[Enumeration],
+        options: OpenOptions,
+    ) -> Result<Self> {
+        tdb_fragment::create_array(
+            &storage,
+            dir,
+            schema,
+            enumerations,
+            options.key.as_ref(),
+            now_ms(),
+        )?;
+        Array::open_in(storage, dir, options)
+    }
+
+    /// Writes one fragment with the latest schema and commits it. The
+    /// array stays open at the window it was opened at: [`Array::reopen`]
+    /// to read what was written.
+    pub fn write(&self, spec: &WriteSpec) -> Result<Written> {
+        let open = &self.snapshot.open;
+        Ok(tdb_query::write_fragment(
+            &self.storage,
+            &open.dir,
+            open.schemas.latest(),
+            open.key(),
+            spec,
+        )?)
+    }
+
+    /// Opens the array again, now (everything committed so far).
+    pub fn reopen(&mut self) -> Result<()> {
+        let open = &self.snapshot.open;
+        self.snapshot = Snapshot::load(
+            &self.storage,
+            &open.dir.clone(),
+            TimeWindow::ALL,
+            open.key(),
+        )?;
+        Ok(())
     }
 }
 

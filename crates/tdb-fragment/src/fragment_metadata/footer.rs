@@ -460,6 +460,58 @@ impl Footer {
         Ok((footer, used))
     }
 
+    /// The footer of a fragment about to be written at the written format
+    /// version (v22) with `schema` (named `schema_name`): every per-field
+    /// array sized for the schema's attributes, `__coords` and dimensions
+    /// (no timestamps or delete metadata), sizes and offsets zero until the
+    /// writer fills them. `last_tile_cell_num` is TileDB's: a dense tile's
+    /// whole extent, the cells of a sparse fragment's last tile.
+    pub fn new_written(
+        schema: &ArraySchema,
+        schema_name: &str,
+        dense: bool,
+        non_empty_domain: Option<NDRange>,
+        sparse_tile_num: u64,
+        last_tile_cell_num: u64,
+    ) -> Footer {
+        let (a, d) = (schema.attributes.len(), schema.domain.dimensions.len());
+        let version = FormatVersion::WRITTEN.get();
+        let (num, _, _) = counts(version, a, d, false, false);
+        let zeros = || vec![0u64; num];
+        Footer {
+            version,
+            array_schema_name: schema_name.to_owned(),
+            dense,
+            non_empty_domain,
+            sparse_tile_num,
+            last_tile_cell_num,
+            has_timestamps: false,
+            has_delete_meta: false,
+            file_sizes: zeros(),
+            file_var_sizes: zeros(),
+            file_validity_sizes: zeros(),
+            offsets: SectionOffsets {
+                rtree: 0,
+                tile_offsets: zeros(),
+                tile_var_offsets: zeros(),
+                tile_var_sizes: zeros(),
+                tile_validity_offsets: zeros(),
+                tile_mins: zeros(),
+                tile_maxes: zeros(),
+                tile_sums: zeros(),
+                tile_null_counts: zeros(),
+                fragment_summary: Some(0),
+                processed_conditions: Some(0),
+            },
+            optional_sections: Vec::new(),
+            attribute_num: a,
+            dim_num: d,
+            size: 0,
+            has_length: true,
+            offset: None,
+        }
+    }
+
     /// Appends the footer's fields (no trailing length), the mirror of
     /// [`Footer::parse_fields`].
     pub fn write_fields(&self, schema: &ArraySchema, out: &mut Vec<u8>) {

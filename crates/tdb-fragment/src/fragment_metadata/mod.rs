@@ -234,6 +234,11 @@ impl FragmentMetadata {
         Ok(self.sections.entry(section).or_insert(data))
     }
 
+    /// Sets a section's content (a writer building a new fragment).
+    pub fn set_section(&mut self, section: Section, data: SectionData) {
+        self.sections.insert(section, data);
+    }
+
     /// A section loaded earlier.
     pub fn section(&self, section: Section) -> Option<&SectionData> {
         self.sections.get(&section)

@@ -911,7 +911,7 @@ impl<'a> Reader<'a> {
                 })
             })
             .collect::<Result<Vec<_>>>()?;
-        let decoded = tiles::decode_tiles(&jobs, self.key(), threads())?;
+        let decoded = tiles::decode_tiles(&jobs, self.key(), crate::threads())?;
         for (f, tile) in fetches.iter().zip(decoded) {
             self.tiles.insert(f.key, tile);
         }
@@ -1303,15 +1303,6 @@ fn push_cell(out: &mut FieldBuffer, bytes: &[u8], valid: bool) {
 
 /// Decode workers: one per core, at most 8. Asked once per process: the
 /// standard library reads the cgroup files on every call.
-fn threads() -> usize {
-    static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *THREADS.get_or_init(|| {
-        std::thread::available_parallelism()
-            .map_or(1, |n| n.get())
-            .min(8)
-    })
-}
-
 /// One batch of requests from `storage`.
 fn fetch<S: ReadStorage + ?Sized>(
     storage: &S,

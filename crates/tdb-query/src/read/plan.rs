@@ -9,10 +9,10 @@ use crate::condition::BoundCondition;
 use crate::{QueryError, Result, ResultLayout, Subarray};
 use std::cmp::Ordering;
 use std::collections::HashMap;
-use tdb_format::Layout;
 use tdb_fragment::fragment_metadata::{Section, SectionData};
 use tdb_fragment::{FragmentMetadata, TimestampedFile};
 use tdb_index::dense::{int_range, int_value, origin_and_extent};
+use tdb_index::order::{sort_cells, CellOrder};
 use tdb_index::RangeOps;
 use tdb_schema::{ArraySchema, Range};
 
@@ -376,63 +376,29 @@ pub(crate) fn sparse_cells(
             order = filter_by_condition(c, &order, &refs, plans, fields, tiles)?;
         }
     }
-    match layout {
-        ResultLayout::RowMajor => {
-            order.sort_by(|&a, &b| cmp_coords(a, b, false).then_with(|| tie(&refs[a], &refs[b])))
-        }
-        ResultLayout::ColMajor => {
-            order.sort_by(|&a, &b| cmp_coords(a, b, true).then_with(|| tie(&refs[a], &refs[b])))
-        }
+    let kind = match layout {
+        ResultLayout::RowMajor => Some(CellOrder::RowMajor),
+        ResultLayout::ColMajor => Some(CellOrder::ColMajor),
+        ResultLayout::GlobalOrder => Some(CellOrder::Global {
+            tile_order: schema.tile_order,
+            cell_order: schema.cell_order,
+        }),
         // Unordered results keep the order they were found in (fragment,
         // tile, cell), as TileDB's unordered reader returns tiles as they
         // come; a schema without duplicates has them in coordinate order
         // from the deduplication.
-        ResultLayout::Unordered => {}
-        ResultLayout::GlobalOrder => {
-            if schema.cell_order == Layout::Hilbert {
-                // Hilbert value of the bucketed coordinates, ties broken
-                // row-major (TileDB's `HilbertCmp`).
-                let bits = tdb_index::hilbert::bits(n);
-                let hilbert: Vec<u64> = (0..refs.len())
-                    .map(|i| {
-                        let b: Vec<u64> = dims
-                            .iter()
-                            .enumerate()
-                            .map(|(d, dim)| tdb_index::hilbert::bucket(dim, at(i, d), bits))
-                            .collect();
-                        tdb_index::hilbert::value(&b, bits)
-                    })
-                    .collect();
-                order.sort_by(|&a, &b| {
-                    hilbert[a]
-                        .cmp(&hilbert[b])
-                        .then_with(|| cmp_coords(a, b, false))
-                        .then_with(|| tie(&refs[a], &refs[b]))
-                });
-            } else {
-                let col_tiles = schema.tile_order == Layout::ColMajor;
-                let col_cells = schema.cell_order == Layout::ColMajor;
-                // Space tile of every candidate per dimension, once.
-                let tile_of: Vec<Option<u64>> = (0..refs.len())
-                    .flat_map(|i| {
-                        (0..n).map(move |d| tdb_index::dense::tile_index(&dims[d], at(i, d)))
-                    })
-                    .collect();
-                order.sort_by(|&a, &b| {
-                    for k in 0..n {
-                        let d = if col_tiles { n - 1 - k } else { k };
-                        let o = match (tile_of[a * n + d], tile_of[b * n + d]) {
-                            (Some(x), Some(y)) => x.cmp(&y),
-                            _ => Ordering::Equal,
-                        };
-                        if o != Ordering::Equal {
-                            return o;
-                        }
-                    }
-                    cmp_coords(a, b, col_cells).then_with(|| tie(&refs[a], &refs[b]))
-                });
-            }
-        }
+        ResultLayout::Unordered => None,
+    };
+    if let Some(kind) = kind {
+        sort_cells(
+            &mut order,
+            refs.len(),
+            &schema.domain,
+            ops,
+            kind,
+            at,
+            |a, b| tie(&refs[a], &refs[b]),
+        );
     }
     let mut out: Vec<CellRef> = Vec::with_capacity(order.len());
     let multi = (0..dims.len()).any(|d| subarray.ranges(d).len() > 1);

@@ -1,0 +1,120 @@
+//! TileDB's orders of cells by their coordinates: row-major, column-major,
+//! and the global order (space tiles in the tile order, then cells in the
+//! cell order; Hilbert cell orders by the Hilbert value of the bucketed
+//! coordinates, ties broken row-major, as TileDB's `HilbertCmp`). Readers
+//! sort results with it; writers sort cells into fragments with it.
+
+use crate::RangeOps;
+use std::cmp::Ordering;
+use tdb_format::Layout;
+use tdb_schema::Domain;
+
+/// An order of cells by coordinates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CellOrder {
+    /// The first dimension slowest.
+    RowMajor,
+    /// The last dimension slowest.
+    ColMajor,
+    /// The array's global order.
+    Global {
+        /// The schema's tile order (ignored for Hilbert cell orders).
+        tile_order: Layout,
+        /// The schema's cell order (row-major, col-major or Hilbert).
+        cell_order: Layout,
+    },
+}
+
+/// Sorts `order` (indices of cells `0..cells`) by `order_kind`; `coord(i, d)`
+/// is cell `i`'s value of dimension `d`, compared by `ops[d]`. Cells with
+/// equal coordinates keep `tie`'s order. Keys that cost more than a
+/// comparison (tiles, Hilbert values) are computed once per cell.
+pub fn sort_cells<'c>(
+    order: &mut [usize],
+    cells: usize,
+    domain: &Domain,
+    ops: &[RangeOps],
+    order_kind: CellOrder,
+    coord: impl Fn(usize, usize) -> &'c [u8],
+    tie: impl Fn(usize, usize) -> Ordering,
+) {
+    let n = ops.len();
+    let cmp_coords = |a: usize, b: usize, col_major: bool| -> Ordering {
+        for k in 0..n {
+            let d = if col_major { n - 1 - k } else { k };
+            let o = ops[d].cmp_values(coord(a, d), coord(b, d));
+            if o != Ordering::Equal {
+                return o;
+            }
+        }
+        Ordering::Equal
+    };
+    match order_kind {
+        CellOrder::RowMajor => {
+            order.sort_by(|&a, &b| cmp_coords(a, b, false).then_with(|| tie(a, b)))
+        }
+        CellOrder::ColMajor => {
+            order.sort_by(|&a, &b| cmp_coords(a, b, true).then_with(|| tie(a, b)))
+        }
+        CellOrder::Global {
+            cell_order: Layout::Hilbert,
+            ..
+        } => {
+            let dims = &domain.dimensions;
+            let bits = crate::hilbert::bits(n);
+            let mut hilbert = vec![0u64; cells];
+            let mut buckets = vec![0u64; n];
+            for &i in order.iter() {
+                for (d, dim) in dims.iter().enumerate().take(n) {
+                    buckets[d] = crate::hilbert::bucket(dim, coord(i, d), bits);
+                }
+                hilbert[i] = crate::hilbert::value(&buckets, bits);
+            }
+            order.sort_by(|&a, &b| {
+                hilbert[a]
+                    .cmp(&hilbert[b])
+                    .then_with(|| cmp_coords(a, b, false))
+                    .then_with(|| tie(a, b))
+            });
+        }
+        CellOrder::Global {
+            tile_order,
+            cell_order,
+        } => {
+            let dims = &domain.dimensions;
+            let col_tiles = tile_order == Layout::ColMajor;
+            let col_cells = cell_order == Layout::ColMajor;
+            // Space tile of every cell per dimension, once (`None` where a
+            // dimension has no tiles: var-size or no extent).
+            let mut tile_of: Vec<Option<u64>> = vec![None; cells * n];
+            for &i in order.iter() {
+                for d in 0..n {
+                    tile_of[i * n + d] = crate::dense::tile_index(&dims[d], coord(i, d));
+                }
+            }
+            order.sort_by(|&a, &b| {
+                for k in 0..n {
+                    let d = if col_tiles { n - 1 - k } else { k };
+                    let o = match (tile_of[a * n + d], tile_of[b * n + d]) {
+                        (Some(x), Some(y)) => x.cmp(&y),
+                        _ => Ordering::Equal,
+                    };
+                    if o != Ordering::Equal {
+                        return o;
+                    }
+                }
+                cmp_coords(a, b, col_cells).then_with(|| tie(a, b))
+            });
+        }
+    }
+}
+
+/// Whether cells `a` and `b` have the same coordinates.
+pub fn same_coords<'c>(
+    ops: &[RangeOps],
+    coord: impl Fn(usize, usize) -> &'c [u8],
+    a: usize,
+    b: usize,
+) -> bool {
+    (0..ops.len()).all(|d| ops[d].cmp_values(coord(a, d), coord(b, d)) == Ordering::Equal)
+}

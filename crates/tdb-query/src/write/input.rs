@@ -1,0 +1,293 @@
+//! A write's cells checked against the schema before anything is written:
+//! every field present once with the schema's type, the same number of
+//! cells in each, offsets increasing and inside the data, validity exactly
+//! for nullable fields, coordinates inside the domain.
+
+use crate::batch::FieldBuffer;
+use crate::column::VAR_NUM;
+use crate::{QueryError, Result};
+use tdb_format::ArrayType;
+use tdb_index::RangeOps;
+use tdb_schema::ArraySchema;
+
+/// Which schema field a buffer fills.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Slot {
+    Attribute(usize),
+    Dimension(usize),
+}
+
+/// One checked input field: its buffer and how to find a cell in it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct InField<'a> {
+    pub buf: &'a FieldBuffer,
+    pub slot: Slot,
+    /// Bytes per cell; `None` for var-size fields.
+    pub cell_size: Option<usize>,
+}
+
+impl<'a> InField<'a> {
+    /// Cell `i`'s bytes (the caller checked `i` against the cell count).
+    pub fn cell(&self, i: usize) -> &'a [u8] {
+        let b = self.buf;
+        match (self.cell_size, &b.offsets) {
+            (Some(n), _) => &b.data[i * n..(i + 1) * n],
+            (None, Some(o)) => {
+                let end = o.get(i + 1).map_or(b.data.len(), |&e| e as usize);
+                &b.data[o[i] as usize..end]
+            }
+            (None, None) => &[],
+        }
+    }
+
+    /// Cell `i`'s validity byte (1 for non-nullable fields).
+    pub fn valid(&self, i: usize) -> u8 {
+        self.buf.validity.as_ref().map_or(1, |v| v[i])
+    }
+}
+
+/// A write's fields in schema order (attributes, then dimensions for
+/// sparse writes) and their common cell count.
+#[derive(Debug)]
+pub(crate) struct Input<'a> {
+    pub fields: Vec<InField<'a>>,
+    pub cells: usize,
+}
+
+impl<'a> Input<'a> {
+    /// The buffer of dimension `d`.
+    pub fn dim(&self, d: usize) -> Option<&InField<'a>> {
+        self.fields.iter().find(|f| f.slot == Slot::Dimension(d))
+    }
+}
+
+/// Checks `buffers` against `schema` for a write (sparse writes need every
+/// dimension, dense ones take none).
+pub(crate) fn check<'a>(schema: &ArraySchema, buffers: &'a [FieldBuffer]) -> Result<Input<'a>> {
+    let dense = schema.array_type == ArrayType::Dense;
+    let mut fields: Vec<InField<'a>> = Vec::new();
+    for buf in buffers {
+        let name = buf.name.as_str();
+        let (slot, datatype, cell_val_num, nullable) =
+            if let Some(i) = schema.attributes.iter().position(|a| a.name == name) {
+                let a = &schema.attributes[i];
+                (Slot::Attribute(i), a.datatype, a.cell_val_num, a.nullable)
+            } else if let Some(i) = schema.domain.dimensions.iter().position(|d| d.name == name) {
+                if dense {
+                    return Err(QueryError::bad_input(
+                        name,
+                        "a dense write takes no coordinates: give the subarray instead",
+                    ));
+                }
+                let d = &schema.domain.dimensions[i];
+                (Slot::Dimension(i), d.datatype, d.cell_val_num, false)
+            } else {
+                return Err(QueryError::UnknownField {
+                    name: name.to_owned(),
+                    known: schema.field_names(),
+                });
+            };
+        if fields.iter().any(|f| f.slot == slot) {
+            return Err(QueryError::bad_input(name, "given twice"));
+        }
+        if buf.datatype != datatype || buf.cell_val_num != cell_val_num {
+            return Err(QueryError::bad_input(
+                name,
+                format!(
+                    "cells of {} × {} given, the schema has {} × {}",
+                    buf.datatype.name(),
+                    shown(buf.cell_val_num),
+                    datatype.name(),
+                    shown(cell_val_num)
+                ),
+            ));
+        }
+        let var = cell_val_num == VAR_NUM;
+        let cell_size = (!var).then(|| datatype.size() as usize * cell_val_num as usize);
+        match (&buf.validity, nullable) {
+            (Some(_), false) => {
+                return Err(QueryError::bad_input(
+                    name,
+                    "validity given for a field that is not nullable (no cell may be null)",
+                ))
+            }
+            (None, true) => {
+                return Err(QueryError::bad_input(
+                    name,
+                    "the field is nullable: give one validity byte per cell",
+                ))
+            }
+            _ => {}
+        }
+        let cells = match (cell_size, &buf.offsets) {
+            (Some(0), _) => return Err(QueryError::bad_input(name, "cells of zero bytes")),
+            (Some(n), None) => {
+                if buf.data.len() % n != 0 {
+                    return Err(QueryError::bad_input(
+                        name,
+                        format!(
+                            "{} bytes is not a whole number of {n}-byte cells",
+                            buf.data.len()
+                        ),
+                    ));
+                }
+                buf.data.len() / n
+            }
+            (Some(_), Some(_)) => {
+                return Err(QueryError::bad_input(
+                    name,
+                    "offsets given for fixed-size cells",
+                ))
+            }
+            (None, None) => return Err(QueryError::bad_input(name, "var-size cells need offsets")),
+            (None, Some(o)) => {
+                check_offsets(name, o, buf.data.len() as u64, datatype.size())?;
+                o.len()
+            }
+        };
+        if let Some(v) = &buf.validity {
+            if v.len() != cells {
+                return Err(QueryError::bad_input(
+                    name,
+                    format!("{} validity bytes for {cells} cells", v.len()),
+                ));
+            }
+        }
+        fields.push(InField {
+            buf,
+            slot,
+            cell_size,
+        });
+    }
+    for (i, a) in schema.attributes.iter().enumerate() {
+        if !fields.iter().any(|f| f.slot == Slot::Attribute(i)) {
+            return Err(QueryError::bad_input(
+                &a.name,
+                "every attribute must be written",
+            ));
+        }
+    }
+    if !dense {
+        for (i, d) in schema.domain.dimensions.iter().enumerate() {
+            if !fields.iter().any(|f| f.slot == Slot::Dimension(i)) {
+                return Err(QueryError::bad_input(
+                    &d.name,
+                    "a sparse write needs every dimension's coordinates",
+                ));
+            }
+        }
+    }
+    fields.sort_by_key(|f| match f.slot {
+        Slot::Attribute(i) => (0, i),
+        Slot::Dimension(i) => (1, i),
+    });
+    let counts = |f: &InField<'_>| match f.cell_size {
+        Some(n) => f.buf.data.len() / n,
+        None => f.buf.offsets.as_ref().map_or(0, Vec::len),
+    };
+    let cells = fields.first().map_or(0, counts);
+    if let Some(f) = fields.iter().find(|f| counts(f) != cells) {
+        return Err(QueryError::bad_input(
+            &f.buf.name,
+            format!(
+                "{} cells, but `{}` has {cells}: every field needs the same number",
+                counts(f),
+                fields[0].buf.name
+            ),
+        ));
+    }
+    let input = Input { fields, cells };
+    if !dense {
+        check_coordinates(schema, &input)?;
+    }
+    Ok(input)
+}
+
+fn shown(cell_val_num: u32) -> String {
+    if cell_val_num == VAR_NUM {
+        "var".into()
+    } else {
+        cell_val_num.to_string()
+    }
+}
+
+/// TileDB's rule: offsets never decrease and stay inside the data; every
+/// var cell is a whole number of values.
+fn check_offsets(name: &str, offsets: &[u64], data_len: u64, value_size: u64) -> Result<()> {
+    let mut prev = 0u64;
+    for (i, &o) in offsets.iter().enumerate() {
+        if o < prev {
+            return Err(QueryError::bad_input(
+                name,
+                format!(
+                    "offset {i} ({o}) is below offset {} ({prev}): offsets must not decrease",
+                    i - 1
+                ),
+            ));
+        }
+        if o > data_len {
+            return Err(QueryError::bad_input(
+                name,
+                format!("offset {i} ({o}) is beyond the {data_len} data bytes"),
+            ));
+        }
+        if i > 0 && value_size > 1 && (o - prev) % value_size != 0 {
+            return Err(QueryError::bad_input(
+                name,
+                format!(
+                    "cell {} is not a whole number of {value_size}-byte values",
+                    i - 1
+                ),
+            ));
+        }
+        prev = o;
+    }
+    if value_size > 1 && !offsets.is_empty() && (data_len - prev) % value_size != 0 {
+        return Err(QueryError::bad_input(
+            name,
+            "the last cell is not a whole number of values",
+        ));
+    }
+    Ok(())
+}
+
+/// A value for messages.
+pub(crate) fn show(datatype: tdb_format::Datatype, b: &[u8]) -> String {
+    match tdb_format::Scalar::decode(datatype, b) {
+        Some(v) => v.to_string(),
+        None => format!("{:?}", String::from_utf8_lossy(b)),
+    }
+}
+
+/// Every coordinate inside its dimension's domain (and the current domain
+/// where the schema has one).
+fn check_coordinates(schema: &ArraySchema, input: &Input<'_>) -> Result<()> {
+    let current = schema.current_domain.ranges.as_deref().unwrap_or(&[]);
+    for (d, dim) in schema.domain.dimensions.iter().enumerate() {
+        let Some(f) = input.dim(d) else { continue };
+        let ops = RangeOps::new(dim, d)?;
+        let mut ranges: Vec<(&str, tdb_schema::Range)> = Vec::new();
+        if let Some((lo, hi)) = dim.bounds() {
+            ranges.push(("domain", tdb_schema::Range::from_bounds(lo, hi, false)));
+        }
+        if let Some(r) = current.get(d) {
+            ranges.push(("current domain", r.clone()));
+        }
+        for i in 0..input.cells {
+            let v = f.cell(i);
+            if let Some((what, r)) = ranges.iter().find(|(_, r)| !ops.contains(r, v)) {
+                let (lo, hi) = r.bounds();
+                return Err(QueryError::bad_input(
+                    &dim.name,
+                    format!(
+                        "cell {i}'s coordinate {} is outside the {what} [{}, {}]",
+                        show(dim.datatype, v),
+                        show(dim.datatype, lo),
+                        show(dim.datatype, hi)
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
+}

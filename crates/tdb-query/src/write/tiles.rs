@@ -1,0 +1,241 @@
+//! One field's tiles of a new fragment: cells gathered from the input in
+//! tile order (fill where a dense tile reaches beyond the write), tile
+//! metadata computed over the written cells, every part filtered as
+//! TileDB's writer filters it, on one bounded pool.
+
+use super::input::{InField, Slot};
+use crate::{QueryError, Result};
+use tdb_format::{DataField, DataPart, FormatVersion};
+use tdb_fragment::tile_metadata::{FieldStats, TileMetadata};
+use tdb_index::dense::FILL;
+use tdb_schema::ArraySchema;
+use tdb_tile::TileFilters;
+
+/// Where each tile's cells come from.
+pub(crate) trait TileSources: Sync {
+    /// Tiles in the fragment.
+    fn tile_num(&self) -> u64;
+    /// Tile `t`'s cells in the cell order: input cell indices, or
+    /// [`FILL`].
+    fn sources(&self, t: u64, out: &mut Vec<usize>) -> Result<()>;
+    /// The positions in tile `t` whose cells the write gave, in the order
+    /// TileDB's writer visits them for tile metadata; `None`: every
+    /// position, in order.
+    fn stats_order(&self, t: u64, tile_cells: usize) -> Result<Option<Vec<usize>>>;
+}
+
+/// One field's filtered files and per-tile records.
+#[derive(Debug, Default)]
+pub(crate) struct FieldTiles {
+    /// The fixed-size data (or offsets) file.
+    pub fixed: Vec<u8>,
+    /// The var data file (var-size fields).
+    pub var: Vec<u8>,
+    /// The validity file (nullable fields).
+    pub validity: Vec<u8>,
+    /// Tile offsets in each file.
+    pub fixed_offsets: Vec<u64>,
+    pub var_offsets: Vec<u64>,
+    pub validity_offsets: Vec<u64>,
+    /// Unfiltered var tile sizes.
+    pub var_sizes: Vec<u64>,
+    /// Per-tile metadata.
+    pub metadata: Vec<TileMetadata>,
+}
+
+/// One tile of one field, built and filtered.
+#[derive(Default)]
+struct Built {
+    fixed: Vec<u8>,
+    var: Vec<u8>,
+    validity: Vec<u8>,
+    var_size: u64,
+    metadata: TileMetadata,
+}
+
+/// Builds and filters every tile of `field`. Where a dense tile reaches
+/// beyond the write, TileDB's writer leaves zeros: a fixed cell of zero
+/// bytes, a var cell of one zero value, validity 0 (not the fill value:
+/// readers never return those cells from this fragment).
+pub(crate) fn field_tiles(
+    schema: &ArraySchema,
+    field: &InField<'_>,
+    sources: &dyn TileSources,
+    key: Option<&[u8; 32]>,
+    fragment: &str,
+    threads: usize,
+) -> Result<FieldTiles> {
+    let data_field = match field.slot {
+        Slot::Attribute(i) => DataField::Attribute(i as u32),
+        Slot::Dimension(i) => DataField::Dimension(i as u32),
+    };
+    let var = field.cell_size.is_none();
+    let nullable = field.buf.validity.is_some();
+    let encrypted = key.is_some();
+    let part = |p: DataPart| {
+        schema
+            .part_filters(&data_field, p, encrypted)
+            .ok_or_else(|| {
+                QueryError::invalid(format!("{}: no {p:?} part in the schema", field.buf.name))
+            })
+    };
+    let fixed_pf = part(DataPart::Fixed)?;
+    let var_pf = if var {
+        Some(part(DataPart::Var)?)
+    } else {
+        None
+    };
+    let validity_pf = if nullable {
+        Some(part(DataPart::Validity)?)
+    } else {
+        None
+    };
+    fn filters<'p>(pf: &'p tdb_schema::PartFilters, key: Option<&'p [u8; 32]>) -> TileFilters<'p> {
+        TileFilters::new(
+            &pf.pipeline,
+            pf.datatype,
+            pf.cell_size,
+            FormatVersion::WRITTEN,
+        )
+        .with_key(key)
+    }
+    let stats = FieldStats::new(schema, field_kind(field.slot));
+    let fill = vec![
+        0u8;
+        field
+            .cell_size
+            .unwrap_or(field.buf.datatype.size() as usize)
+    ];
+    let tile_num = sources.tile_num();
+    let build = |t: u64, scratch: &mut Vec<usize>| -> Result<Built> {
+        sources.sources(t, scratch)?;
+        let mut b = Built::default();
+        let cells = scratch.len();
+        let mut fixed = Vec::with_capacity(cells * field.cell_size.unwrap_or(8));
+        let mut offsets: Vec<u64> = Vec::new();
+        let mut var_data = Vec::new();
+        let mut validity = Vec::new();
+        for &s in scratch.iter() {
+            let (cell, valid) = if s == FILL {
+                (fill.as_slice(), 0)
+            } else {
+                (field.cell(s), field.valid(s))
+            };
+            if var {
+                offsets.push(var_data.len() as u64);
+                var_data.extend_from_slice(cell);
+            } else {
+                fixed.extend_from_slice(cell);
+            }
+            if nullable {
+                validity.push(valid);
+            }
+        }
+        let order = sources.stats_order(t, cells)?;
+        b.metadata = stats.tile(
+            if var { &var_data } else { &fixed },
+            var.then_some(offsets.as_slice()),
+            nullable.then_some(validity.as_slice()),
+            order.as_deref(),
+            cells as u64,
+        );
+        let location = |p: DataPart| format!("{fragment}/{}: tile {t}", data_field.file_name(p));
+        let tile_err = |p: DataPart, e: tdb_tile::TileError| QueryError::Tile {
+            file: format!("{fragment}/{}", data_field.file_name(p)),
+            tile: t,
+            source: Box::new(e),
+        };
+        if let Some(vpf) = &var_pf {
+            let f = filters(vpf, key);
+            f.filter(
+                &location(DataPart::Var),
+                &var_data,
+                Some(&offsets),
+                &mut b.var,
+            )
+            .map_err(|e| tile_err(DataPart::Var, e))?;
+            b.var_size = var_data.len() as u64;
+            let offsets_bytes: Vec<u8> = if f.offsets_inside() {
+                Vec::new()
+            } else {
+                offsets.iter().flat_map(|o| o.to_le_bytes()).collect()
+            };
+            filters(&fixed_pf, key)
+                .filter(
+                    &location(DataPart::Fixed),
+                    &offsets_bytes,
+                    None,
+                    &mut b.fixed,
+                )
+                .map_err(|e| tile_err(DataPart::Fixed, e))?;
+        } else {
+            filters(&fixed_pf, key)
+                .filter(&location(DataPart::Fixed), &fixed, None, &mut b.fixed)
+                .map_err(|e| tile_err(DataPart::Fixed, e))?;
+        }
+        if let Some(vpf) = &validity_pf {
+            filters(vpf, key)
+                .filter(
+                    &location(DataPart::Validity),
+                    &validity,
+                    None,
+                    &mut b.validity,
+                )
+                .map_err(|e| tile_err(DataPart::Validity, e))?;
+        }
+        Ok(b)
+    };
+    // Tiles in runs, one run per worker at a time, joined in order.
+    let mut out = FieldTiles::default();
+    let batch = (threads.max(1) * 4) as u64;
+    let mut first = 0u64;
+    while first < tile_num {
+        let last = (first + batch).min(tile_num);
+        let per = (last - first).div_ceil(threads.max(1) as u64);
+        let built: Vec<Result<Vec<Built>>> = std::thread::scope(|s| {
+            let handles: Vec<_> = (first..last)
+                .step_by(per.max(1) as usize)
+                .map(|a| {
+                    let b = (a + per).min(last);
+                    let build = &build;
+                    s.spawn(move || {
+                        let mut scratch = Vec::new();
+                        (a..b).map(|t| build(t, &mut scratch)).collect()
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(QueryError::invalid("a tile worker panicked")))
+                })
+                .collect()
+        });
+        for run in built {
+            for b in run? {
+                out.fixed_offsets.push(out.fixed.len() as u64);
+                out.fixed.extend_from_slice(&b.fixed);
+                if var {
+                    out.var_offsets.push(out.var.len() as u64);
+                    out.var.extend_from_slice(&b.var);
+                    out.var_sizes.push(b.var_size);
+                }
+                if nullable {
+                    out.validity_offsets.push(out.validity.len() as u64);
+                    out.validity.extend_from_slice(&b.validity);
+                }
+                out.metadata.push(b.metadata);
+            }
+        }
+        first = last;
+    }
+    Ok(out)
+}
+
+fn field_kind(slot: Slot) -> tdb_schema::SchemaField {
+    match slot {
+        Slot::Attribute(i) => tdb_schema::SchemaField::Attribute(i),
+        Slot::Dimension(i) => tdb_schema::SchemaField::Dimension(i),
+    }
+}

@@ -1,0 +1,207 @@
+//! `copy`: an array of any format version rewritten at the written version
+//! (v22), fragment by fragment, so time travel and deletes answer the same:
+//! every schema with its timestamps (each fragment is written with the
+//! schema in force when it was written), the enumerations, every array
+//! metadata file, every fragment a read sees with its timestamp range, and
+//! every delete commit as a delete. It is also how arrays are re-encrypted
+//! (`to_key`) or decrypted.
+
+use crate::{Array, Error, Result};
+use tdb_format::names::{COMMITS_DIR, METADATA_DIR};
+use tdb_format::{ArrayType, FormatVersion, TimestampedName};
+use tdb_fragment::{
+    write_enumeration, write_schema, CommitLocation, DeleteCommit, FragmentError, MetadataFile,
+    ReadStorage,
+};
+use tdb_query::{ReadSpec, ResultLayout, Snapshot, Subarray, WriteSpec};
+use tdb_storage::{join, ByteRange, RangeRequest, Storage};
+
+/// What a copy wrote.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CopySummary {
+    /// Schema files.
+    pub schemas: usize,
+    /// Fragments, with their cells.
+    pub fragments: Vec<(String, u64)>,
+    /// Array metadata files.
+    pub metadata_files: usize,
+    /// Delete commits.
+    pub deletes: usize,
+}
+
+/// Copies `src` (opened over its whole history) into a new array at `dir`
+/// of `dst`, encrypted with `to_key` (or not). Refuses a `dir` that already
+/// holds an array. Per-cell timestamps of fragments consolidated with
+/// timestamps, and update commits, are not copied yet: such arrays are
+/// refused rather than copied wrong.
+pub fn copy<S: ReadStorage, D: Storage>(
+    src: &Array<S>,
+    dst: &D,
+    dir: &str,
+    to_key: Option<&[u8; 32]>,
+) -> Result<CopySummary> {
+    let snap = &src.snapshot;
+    let open = &snap.open;
+    let key = open.key();
+    let unsupported = |what: &str| Error::Unsupported(format!("copying {what}"));
+    if open.directory.conditions.iter().any(|c| c.is_update) {
+        return Err(unsupported("update commits"));
+    }
+    if tdb_fragment::object_kind(dst, dir)?.is_some() {
+        return Err(Error::Open(FragmentError::invalid(
+            if dir.is_empty() { "." } else { dir },
+            "directory",
+            "already holds a TileDB object",
+        )));
+    }
+    let mut summary = CopySummary::default();
+    // Enumerations of every schema, then the schemas (the schema file is
+    // what makes the directory an array).
+    let mut written_enums = std::collections::BTreeSet::new();
+    for entry in open.schemas.entries() {
+        for e in &entry.schema.enumerations {
+            if written_enums.insert(e.path.clone()) {
+                let en = tdb_fragment::load_enumeration(&src.storage, &open.dir, &e.path, key)?;
+                write_enumeration(dst, dir, &en, to_key)?;
+            }
+        }
+    }
+    let mut names = std::collections::HashMap::new();
+    for entry in open.schemas.entries() {
+        let t = entry
+            .timestamps
+            .as_ref()
+            .map_or((0, 0), |n| n.timestamp_range());
+        let new = write_schema(dst, dir, &entry.schema, t, to_key)?;
+        names.insert(entry.name.clone(), new);
+        summary.schemas += 1;
+    }
+    // Array metadata, file by file with the same timestamps.
+    for f in &open.directory.array_metadata {
+        let bytes = read_whole(&src.storage, &join(&open.dir, &f.path))?;
+        let file = MetadataFile::parse(&f.path, &bytes, key)?;
+        let (t1, t2) = f.name.timestamp_range();
+        let name = TimestampedName::generate(t1, t2, None).map_err(format_err)?;
+        let path = format!("{METADATA_DIR}/{name}");
+        let out = file.write(&path, to_key)?;
+        put(dst, &join(dir, &path), out)?;
+        summary.metadata_files += 1;
+    }
+    // Fragments, oldest first, each read alone (no deletes applied, no
+    // newer fragment over it) with the schema it was written with.
+    for f in &snap.fragments {
+        let footer = &f.metadata.footer;
+        if footer.has_timestamps || footer.has_delete_meta {
+            return Err(unsupported("fragments consolidated with timestamps"));
+        }
+        let dense_frag = footer.dense;
+        let schema_entry = open
+            .schemas
+            .by_name(&footer.array_schema_name)
+            .unwrap_or_else(|| open.schema());
+        let target = names
+            .get(&schema_entry.name)
+            .ok_or_else(|| unsupported("a fragment whose schema is missing"))?;
+        if schema_entry.schema.array_type == ArrayType::Dense && !dense_frag {
+            return Err(unsupported("sparse fragments of dense arrays"));
+        }
+        let mut one: Snapshot = snap.clone();
+        one.fragments = vec![f.clone()];
+        one.open.directory.conditions.clear();
+        let (t1, t2) = f.file.name.timestamp_range();
+        one.open.directory.window.end = t2;
+        let schema = one.schema().clone();
+        let fields: Vec<String> = schema
+            .attributes
+            .iter()
+            .map(|a| a.name.clone())
+            .chain(
+                (!dense_frag)
+                    .then(|| schema.domain.dimensions.iter().map(|d| d.name.clone()))
+                    .into_iter()
+                    .flatten(),
+            )
+            .collect();
+        let mut read = ReadSpec::new(fields.clone());
+        let mut write = WriteSpec::new(Vec::new()).between(t1, t2);
+        if dense_frag {
+            let ned = footer
+                .non_empty_domain
+                .clone()
+                .ok_or_else(|| unsupported("a dense fragment without a non-empty domain"))?;
+            let mut sub = Subarray::new(ned.len());
+            for (d, r) in ned.into_iter().enumerate() {
+                sub.add_range(d, r);
+            }
+            read = read
+                .with_subarray(sub.clone())
+                .with_layout(ResultLayout::RowMajor);
+            write = write.with_subarray(sub).with_layout(ResultLayout::RowMajor);
+        } else {
+            read = read.with_layout(ResultLayout::Unordered);
+            write = write.with_layout(ResultLayout::Unordered);
+        }
+        let query = tdb_query::SyncRead::new(&src.storage, &one, read)?;
+        let mut all = tdb_query::Batch::default();
+        for b in query {
+            all.append(&b?);
+        }
+        write.fields = all.fields;
+        let written = tdb_query::write_fragment(dst, dir, target, to_key, &write)?;
+        summary
+            .fragments
+            .push((written.fragment.to_string(), written.cells));
+    }
+    // Deletes, as deletes, with their timestamps.
+    for c in &open.directory.conditions {
+        let (path, bytes) = match &c.location {
+            CommitLocation::File { path, .. } => (
+                path.clone(),
+                read_whole(&src.storage, &join(&open.dir, path))?,
+            ),
+            CommitLocation::Consolidated { path, offset, size } => {
+                let r = src
+                    .storage
+                    .read_ranges(&[RangeRequest::new(
+                        join(&open.dir, path),
+                        ByteRange::new(*offset, *size),
+                    )])
+                    .map_err(|e| FragmentError::storage(path, e))?;
+                let bytes = r
+                    .into_iter()
+                    .next()
+                    .flatten()
+                    .ok_or_else(|| FragmentError::missing(path, "consolidated commits"))?;
+                (path.clone(), bytes.bytes.to_vec())
+            }
+            _ => return Err(unsupported("a delete commit stored in an unknown way")),
+        };
+        let del = DeleteCommit::parse(&path, &bytes, key)?;
+        let (t1, t2) = c.name.timestamp_range();
+        let name =
+            TimestampedName::generate(t1, t2, Some(FormatVersion::WRITTEN)).map_err(format_err)?;
+        let file = format!("{COMMITS_DIR}/{name}{}", tdb_format::names::DEL_EXT);
+        let out = del.write(&file, FormatVersion::WRITTEN, to_key)?;
+        put(dst, &join(dir, &file), out)?;
+        summary.deletes += 1;
+    }
+    Ok(summary)
+}
+
+fn format_err(e: tdb_format::FormatError) -> Error {
+    Error::Open(FragmentError::format("", "timestamped name", e))
+}
+
+fn read_whole<S: ReadStorage>(storage: &S, key: &str) -> Result<Vec<u8>> {
+    Ok(storage
+        .read(key)
+        .map_err(|e| FragmentError::storage(key, e))?
+        .ok_or_else(|| FragmentError::missing(key, "file"))?
+        .to_vec())
+}
+
+fn put<D: Storage>(dst: &D, key: &str, bytes: Vec<u8>) -> Result<()> {
+    dst.write(key, bytes.into())
+        .map_err(|e| Error::Open(FragmentError::storage(key, e)))
+}
