@@ -39,22 +39,13 @@ pub fn sort_cells<'c>(
     tie: impl Fn(usize, usize) -> Ordering,
 ) {
     let n = ops.len();
-    let cmp_coords = |a: usize, b: usize, col_major: bool| -> Ordering {
-        for k in 0..n {
-            let d = if col_major { n - 1 - k } else { k };
-            let o = ops[d].cmp_values(coord(a, d), coord(b, d));
-            if o != Ordering::Equal {
-                return o;
-            }
-        }
-        Ordering::Equal
-    };
+    let by_coords = |a: usize, b: usize, col_major: bool| cmp_coords(ops, &coord, a, b, col_major);
     match order_kind {
         CellOrder::RowMajor => {
-            order.sort_by(|&a, &b| cmp_coords(a, b, false).then_with(|| tie(a, b)))
+            order.sort_by(|&a, &b| by_coords(a, b, false).then_with(|| tie(a, b)))
         }
         CellOrder::ColMajor => {
-            order.sort_by(|&a, &b| cmp_coords(a, b, true).then_with(|| tie(a, b)))
+            order.sort_by(|&a, &b| by_coords(a, b, true).then_with(|| tie(a, b)))
         }
         CellOrder::Global {
             cell_order: Layout::Hilbert,
@@ -73,7 +64,7 @@ pub fn sort_cells<'c>(
             order.sort_by(|&a, &b| {
                 hilbert[a]
                     .cmp(&hilbert[b])
-                    .then_with(|| cmp_coords(a, b, false))
+                    .then_with(|| by_coords(a, b, false))
                     .then_with(|| tie(a, b))
             });
         }
@@ -103,18 +94,28 @@ pub fn sort_cells<'c>(
                         return o;
                     }
                 }
-                cmp_coords(a, b, col_cells).then_with(|| tie(a, b))
+                by_coords(a, b, col_cells).then_with(|| tie(a, b))
             });
         }
     }
 }
 
-/// Whether cells `a` and `b` have the same coordinates.
-pub fn same_coords<'c>(
+/// Cells `a` and `b` compared by coordinates, the first dimension slowest
+/// (row-major) or the last (`col_major`).
+pub fn cmp_coords<'c>(
     ops: &[RangeOps],
-    coord: impl Fn(usize, usize) -> &'c [u8],
+    coord: &impl Fn(usize, usize) -> &'c [u8],
     a: usize,
     b: usize,
-) -> bool {
-    (0..ops.len()).all(|d| ops[d].cmp_values(coord(a, d), coord(b, d)) == Ordering::Equal)
+    col_major: bool,
+) -> Ordering {
+    let n = ops.len();
+    for k in 0..n {
+        let d = if col_major { n - 1 - k } else { k };
+        let o = ops[d].cmp_values(coord(a, d), coord(b, d));
+        if o != Ordering::Equal {
+            return o;
+        }
+    }
+    Ordering::Equal
 }

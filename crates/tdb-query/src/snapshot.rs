@@ -47,4 +47,21 @@ impl Snapshot {
     pub fn schema(&self) -> &ArraySchema {
         &self.open.schema().schema
     }
+
+    /// Fragment `i` (of [`Snapshot::fragments`]) as if it were the array's
+    /// only one: no other fragment over it, no delete or update applied,
+    /// the schema in force when it was written (at its end timestamp).
+    /// Reads of it return exactly the cells the fragment holds, which is
+    /// what a copy rewrites. Clones the directory, not the other footers.
+    pub fn fragment_alone(&self, i: usize) -> Option<Snapshot> {
+        let f = self.fragments.get(i)?;
+        let mut open = self.open.clone();
+        open.directory.conditions.clear();
+        open.directory.window.end = f.file.name.timestamp_range().1;
+        Some(Snapshot {
+            open,
+            fragments: vec![f.clone()],
+            enumerations: self.enumerations.clone(),
+        })
+    }
 }

@@ -1,6 +1,9 @@
 //! What a read asks for: fields, subarray, layout, condition, budget.
 
-use tdb_schema::Range;
+use crate::{QueryError, Result};
+use std::cmp::Ordering;
+use tdb_index::DomainOps;
+use tdb_schema::{ArraySchema, Range};
 
 /// The order result cells come in.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -75,6 +78,62 @@ impl Subarray {
     /// The number of dimensions with a slot (ranged or not).
     pub fn dim_num(&self) -> usize {
         self.ranges.len()
+    }
+
+    /// Checks every range against `schema` (whose dimensions `ops`
+    /// compares): no more dimensions than the array's, each range well
+    /// formed, not reversed, inside the domain (string dimensions have
+    /// none).
+    pub(crate) fn check(&self, schema: &ArraySchema, ops: &DomainOps) -> Result<()> {
+        let dims = schema.domain.dimensions.len();
+        if self.dim_num() > dims {
+            return Err(QueryError::Subarray {
+                dim: format!("#{}", self.dim_num() - 1),
+                reason: format!("the array has {dims} dimensions"),
+            });
+        }
+        for (d, o) in ops.dims().iter().enumerate() {
+            let dim = &schema.domain.dimensions[d];
+            let bad = |reason: String| QueryError::Subarray {
+                dim: dim.name.clone(),
+                reason,
+            };
+            let show = |b: &[u8]| show_value(dim.datatype, b);
+            for (k, r) in self.ranges(d).iter().enumerate() {
+                o.check(r, || format!("range {k}"))
+                    .map_err(|e| bad(e.to_string()))?;
+                let (lo, hi) = r.bounds();
+                if o.cmp_values(lo, hi) == Ordering::Greater {
+                    return Err(bad(format!(
+                        "range [{}, {}] is reversed",
+                        show(lo),
+                        show(hi)
+                    )));
+                }
+                if let Some((dlo, dhi)) = dim.bounds() {
+                    if o.cmp_values(lo, dlo) == Ordering::Less
+                        || o.cmp_values(hi, dhi) == Ordering::Greater
+                    {
+                        return Err(bad(format!(
+                            "range [{}, {}] is outside the domain [{}, {}]",
+                            show(lo),
+                            show(hi),
+                            show(dlo),
+                            show(dhi)
+                        )));
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A value of `datatype` for messages: the number, or the bytes as text.
+pub(crate) fn show_value(datatype: tdb_format::Datatype, b: &[u8]) -> String {
+    match tdb_format::Scalar::decode(datatype, b) {
+        Some(v) => v.to_string(),
+        None => format!("{:?}", String::from_utf8_lossy(b)),
     }
 }
 

@@ -13,7 +13,7 @@ use tdb_fragment::{
     write_enumeration, write_schema, CommitLocation, DeleteCommit, FragmentError, MetadataFile,
     ReadStorage,
 };
-use tdb_query::{ReadSpec, ResultLayout, Snapshot, Subarray, WriteSpec};
+use tdb_query::{ReadSpec, ResultLayout, Subarray, WriteSpec};
 use tdb_storage::{join, ByteRange, RangeRequest, Storage};
 
 /// What a copy wrote.
@@ -90,7 +90,7 @@ pub fn copy<S: ReadStorage, D: Storage>(
     }
     // Fragments, oldest first, each read alone (no deletes applied, no
     // newer fragment over it) with the schema it was written with.
-    for f in &snap.fragments {
+    for (fi, f) in snap.fragments.iter().enumerate() {
         let footer = &f.metadata.footer;
         if footer.has_timestamps || footer.has_delete_meta {
             return Err(unsupported("fragments consolidated with timestamps"));
@@ -106,11 +106,10 @@ pub fn copy<S: ReadStorage, D: Storage>(
         if schema_entry.schema.array_type == ArrayType::Dense && !dense_frag {
             return Err(unsupported("sparse fragments of dense arrays"));
         }
-        let mut one: Snapshot = snap.clone();
-        one.fragments = vec![f.clone()];
-        one.open.directory.conditions.clear();
+        let one = snap
+            .fragment_alone(fi)
+            .ok_or_else(|| unsupported("a fragment that vanished"))?;
         let (t1, t2) = f.file.name.timestamp_range();
-        one.open.directory.window.end = t2;
         let schema = one.schema().clone();
         let fields: Vec<String> = schema
             .attributes

@@ -149,51 +149,8 @@ impl<'a> Reader<'a> {
             let s = slot(&mut fields, name)?;
             requested.push(s);
         }
-        let dims = schema.domain.dimensions.len();
-        if spec.subarray.dim_num() > dims {
-            return Err(QueryError::Subarray {
-                dim: format!("#{}", spec.subarray.dim_num() - 1),
-                reason: format!("the array has {dims} dimensions"),
-            });
-        }
         let ops = DomainOps::new(&schema.domain)?;
-        for (d, o) in ops.dims().iter().enumerate() {
-            let dim = &schema.domain.dimensions[d];
-            let bad = |reason: String| QueryError::Subarray {
-                dim: dim.name.clone(),
-                reason,
-            };
-            let show = |b: &[u8]| match tdb_format::Scalar::decode(dim.datatype, b) {
-                Some(v) => v.to_string(),
-                None => format!("{:?}", String::from_utf8_lossy(b)),
-            };
-            for (k, r) in spec.subarray.ranges(d).iter().enumerate() {
-                o.check(r, || format!("range {k}"))
-                    .map_err(|e| bad(e.to_string()))?;
-                let (lo, hi) = r.bounds();
-                if o.cmp_values(lo, hi) == std::cmp::Ordering::Greater {
-                    return Err(bad(format!(
-                        "range [{}, {}] is reversed",
-                        show(lo),
-                        show(hi)
-                    )));
-                }
-                // String dimensions have no domain.
-                if let Some((dlo, dhi)) = dim.bounds() {
-                    if o.cmp_values(lo, dlo) == std::cmp::Ordering::Less
-                        || o.cmp_values(hi, dhi) == std::cmp::Ordering::Greater
-                    {
-                        return Err(bad(format!(
-                            "range [{}, {}] is outside the domain [{}, {}]",
-                            show(lo),
-                            show(hi),
-                            show(dlo),
-                            show(dhi)
-                        )));
-                    }
-                }
-            }
-        }
+        spec.subarray.check(schema, &ops)?;
         let sparse = schema.array_type == ArrayType::Sparse;
         if sparse {
             for d in &schema.domain.dimensions {

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use tdb_fragment::fragment_metadata::{Section, SectionData};
 use tdb_fragment::{FragmentMetadata, TimestampedFile};
 use tdb_index::dense::{int_range, int_value, origin_and_extent};
-use tdb_index::order::{sort_cells, CellOrder};
+use tdb_index::order::{cmp_coords, sort_cells, CellOrder};
 use tdb_index::RangeOps;
 use tdb_schema::{ArraySchema, Range};
 
@@ -352,25 +352,16 @@ pub(crate) fn sparse_cells(
         }
     }
     let at = |i: usize, d: usize| table[i * n + d];
-    let cmp_coords = |a: usize, b: usize, col_major: bool| -> Ordering {
-        for k in 0..n {
-            let d = if col_major { n - 1 - k } else { k };
-            let o = ops[d].cmp_values(at(a, d), at(b, d));
-            if o != Ordering::Equal {
-                return o;
-            }
-        }
-        Ordering::Equal
-    };
+    let by_coords = |a: usize, b: usize, col_major: bool| cmp_coords(ops, &at, a, b, col_major);
     let mut order: Vec<usize> = (0..refs.len()).collect();
     if !schema.allows_dups {
         // Newest wins per coordinate: sort by coordinates, newest first.
         order.sort_by(|&a, &b| {
-            cmp_coords(a, b, false)
+            by_coords(a, b, false)
                 .then_with(|| stamps[b].cmp(&stamps[a]))
                 .then_with(|| refs[b].frag.cmp(&refs[a].frag))
         });
-        order.dedup_by(|b, a| cmp_coords(*a, *b, false) == Ordering::Equal);
+        order.dedup_by(|b, a| by_coords(*a, *b, false) == Ordering::Equal);
         if let Some(c) = condition {
             // The condition applies to the surviving (newest) cells.
             order = filter_by_condition(c, &order, &refs, plans, fields, tiles)?;

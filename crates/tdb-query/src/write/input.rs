@@ -4,45 +4,37 @@
 //! for nullable fields, coordinates inside the domain.
 
 use crate::batch::FieldBuffer;
-use crate::column::VAR_NUM;
+use crate::column::{cell_size, Column, VAR_NUM};
+use crate::spec::show_value;
 use crate::{QueryError, Result};
 use tdb_format::ArrayType;
+use tdb_fragment::fragment_metadata::Field;
 use tdb_index::RangeOps;
 use tdb_schema::ArraySchema;
 
-/// Which schema field a buffer fills.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Slot {
-    Attribute(usize),
-    Dimension(usize),
-}
-
-/// One checked input field: its buffer and how to find a cell in it.
+/// One checked input field: its buffer, which footer field it fills
+/// (an attribute or a dimension) and its cells as a column.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct InField<'a> {
     pub buf: &'a FieldBuffer,
-    pub slot: Slot,
-    /// Bytes per cell; `None` for var-size fields.
-    pub cell_size: Option<usize>,
+    pub field: Field,
+    pub col: Column<'a>,
 }
 
 impl<'a> InField<'a> {
     /// Cell `i`'s bytes (the caller checked `i` against the cell count).
     pub fn cell(&self, i: usize) -> &'a [u8] {
-        let b = self.buf;
-        match (self.cell_size, &b.offsets) {
-            (Some(n), _) => &b.data[i * n..(i + 1) * n],
-            (None, Some(o)) => {
-                let end = o.get(i + 1).map_or(b.data.len(), |&e| e as usize);
-                &b.data[o[i] as usize..end]
-            }
-            (None, None) => &[],
-        }
+        self.col.cell(i)
     }
 
     /// Cell `i`'s validity byte (1 for non-nullable fields).
     pub fn valid(&self, i: usize) -> u8 {
-        self.buf.validity.as_ref().map_or(1, |v| v[i])
+        u8::from(!self.col.is_null(i))
+    }
+
+    /// Bytes per cell; `None` for var-size fields.
+    pub fn cell_size(&self) -> Option<usize> {
+        (!self.col.is_var()).then(|| self.col.cell_size())
     }
 }
 
@@ -57,7 +49,7 @@ pub(crate) struct Input<'a> {
 impl<'a> Input<'a> {
     /// The buffer of dimension `d`.
     pub fn dim(&self, d: usize) -> Option<&InField<'a>> {
-        self.fields.iter().find(|f| f.slot == Slot::Dimension(d))
+        self.fields.iter().find(|f| f.field == Field::Dimension(d))
     }
 }
 
@@ -68,10 +60,10 @@ pub(crate) fn check<'a>(schema: &ArraySchema, buffers: &'a [FieldBuffer]) -> Res
     let mut fields: Vec<InField<'a>> = Vec::new();
     for buf in buffers {
         let name = buf.name.as_str();
-        let (slot, datatype, cell_val_num, nullable) =
+        let (field, datatype, cell_val_num, nullable) =
             if let Some(i) = schema.attributes.iter().position(|a| a.name == name) {
                 let a = &schema.attributes[i];
-                (Slot::Attribute(i), a.datatype, a.cell_val_num, a.nullable)
+                (Field::Attribute(i), a.datatype, a.cell_val_num, a.nullable)
             } else if let Some(i) = schema.domain.dimensions.iter().position(|d| d.name == name) {
                 if dense {
                     return Err(QueryError::bad_input(
@@ -80,14 +72,14 @@ pub(crate) fn check<'a>(schema: &ArraySchema, buffers: &'a [FieldBuffer]) -> Res
                     ));
                 }
                 let d = &schema.domain.dimensions[i];
-                (Slot::Dimension(i), d.datatype, d.cell_val_num, false)
+                (Field::Dimension(i), d.datatype, d.cell_val_num, false)
             } else {
                 return Err(QueryError::UnknownField {
                     name: name.to_owned(),
                     known: schema.field_names(),
                 });
             };
-        if fields.iter().any(|f| f.slot == slot) {
+        if fields.iter().any(|f| f.field == field) {
             return Err(QueryError::bad_input(name, "given twice"));
         }
         if buf.datatype != datatype || buf.cell_val_num != cell_val_num {
@@ -102,8 +94,7 @@ pub(crate) fn check<'a>(schema: &ArraySchema, buffers: &'a [FieldBuffer]) -> Res
                 ),
             ));
         }
-        let var = cell_val_num == VAR_NUM;
-        let cell_size = (!var).then(|| datatype.size() as usize * cell_val_num as usize);
+        let cell_size = (cell_val_num != VAR_NUM).then(|| cell_size(datatype, cell_val_num));
         match (&buf.validity, nullable) {
             (Some(_), false) => {
                 return Err(QueryError::bad_input(
@@ -155,12 +146,12 @@ pub(crate) fn check<'a>(schema: &ArraySchema, buffers: &'a [FieldBuffer]) -> Res
         }
         fields.push(InField {
             buf,
-            slot,
-            cell_size,
+            field,
+            col: buf.column(),
         });
     }
     for (i, a) in schema.attributes.iter().enumerate() {
-        if !fields.iter().any(|f| f.slot == Slot::Attribute(i)) {
+        if !fields.iter().any(|f| f.field == Field::Attribute(i)) {
             return Err(QueryError::bad_input(
                 &a.name,
                 "every attribute must be written",
@@ -169,7 +160,7 @@ pub(crate) fn check<'a>(schema: &ArraySchema, buffers: &'a [FieldBuffer]) -> Res
     }
     if !dense {
         for (i, d) in schema.domain.dimensions.iter().enumerate() {
-            if !fields.iter().any(|f| f.slot == Slot::Dimension(i)) {
+            if !fields.iter().any(|f| f.field == Field::Dimension(i)) {
                 return Err(QueryError::bad_input(
                     &d.name,
                     "a sparse write needs every dimension's coordinates",
@@ -177,14 +168,12 @@ pub(crate) fn check<'a>(schema: &ArraySchema, buffers: &'a [FieldBuffer]) -> Res
             }
         }
     }
-    fields.sort_by_key(|f| match f.slot {
-        Slot::Attribute(i) => (0, i),
-        Slot::Dimension(i) => (1, i),
+    fields.sort_by_key(|f| match f.field {
+        Field::Attribute(i) => (0, i),
+        Field::Dimension(i) => (1, i),
+        _ => (2, 0),
     });
-    let counts = |f: &InField<'_>| match f.cell_size {
-        Some(n) => f.buf.data.len() / n,
-        None => f.buf.offsets.as_ref().map_or(0, Vec::len),
-    };
+    let counts = |f: &InField<'_>| f.col.len();
     let cells = fields.first().map_or(0, counts);
     if let Some(f) = fields.iter().find(|f| counts(f) != cells) {
         return Err(QueryError::bad_input(
@@ -251,14 +240,6 @@ fn check_offsets(name: &str, offsets: &[u64], data_len: u64, value_size: u64) ->
     Ok(())
 }
 
-/// A value for messages.
-pub(crate) fn show(datatype: tdb_format::Datatype, b: &[u8]) -> String {
-    match tdb_format::Scalar::decode(datatype, b) {
-        Some(v) => v.to_string(),
-        None => format!("{:?}", String::from_utf8_lossy(b)),
-    }
-}
-
 /// Every coordinate inside its dimension's domain (and the current domain
 /// where the schema has one).
 fn check_coordinates(schema: &ArraySchema, input: &Input<'_>) -> Result<()> {
@@ -281,9 +262,9 @@ fn check_coordinates(schema: &ArraySchema, input: &Input<'_>) -> Result<()> {
                     &dim.name,
                     format!(
                         "cell {i}'s coordinate {} is outside the {what} [{}, {}]",
-                        show(dim.datatype, v),
-                        show(dim.datatype, lo),
-                        show(dim.datatype, hi)
+                        show_value(dim.datatype, v),
+                        show_value(dim.datatype, lo),
+                        show_value(dim.datatype, hi)
                     ),
                 ));
             }

@@ -3,26 +3,14 @@
 //! metadata computed over the written cells, every part filtered as
 //! TileDB's writer filters it, on one bounded pool.
 
-use super::input::{InField, Slot};
+use super::arrange::Arrangement;
+use super::input::InField;
 use crate::{QueryError, Result};
 use tdb_format::{DataField, DataPart, FormatVersion};
 use tdb_fragment::tile_metadata::{FieldStats, TileMetadata};
 use tdb_index::dense::FILL;
 use tdb_schema::ArraySchema;
 use tdb_tile::TileFilters;
-
-/// Where each tile's cells come from.
-pub(crate) trait TileSources: Sync {
-    /// Tiles in the fragment.
-    fn tile_num(&self) -> u64;
-    /// Tile `t`'s cells in the cell order: input cell indices, or
-    /// [`FILL`].
-    fn sources(&self, t: u64, out: &mut Vec<usize>) -> Result<()>;
-    /// The positions in tile `t` whose cells the write gave, in the order
-    /// TileDB's writer visits them for tile metadata; `None`: every
-    /// position, in order.
-    fn stats_order(&self, t: u64, tile_cells: usize) -> Result<Option<Vec<usize>>>;
-}
 
 /// One field's filtered files and per-tile records.
 #[derive(Debug, Default)]
@@ -57,24 +45,25 @@ struct Built {
 /// beyond the write, TileDB's writer leaves zeros: a fixed cell of zero
 /// bytes, a var cell of one zero value, validity 0 (not the fill value:
 /// readers never return those cells from this fragment).
+/// `idx` is the field's index in the footer, `data_field` what its files
+/// are named after.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn field_tiles(
     schema: &ArraySchema,
     field: &InField<'_>,
-    sources: &dyn TileSources,
+    idx: usize,
+    data_field: &DataField,
+    sources: &Arrangement<'_>,
     key: Option<&[u8; 32]>,
     fragment: &str,
     threads: usize,
 ) -> Result<FieldTiles> {
-    let data_field = match field.slot {
-        Slot::Attribute(i) => DataField::Attribute(i as u32),
-        Slot::Dimension(i) => DataField::Dimension(i as u32),
-    };
-    let var = field.cell_size.is_none();
-    let nullable = field.buf.validity.is_some();
+    let var = field.col.is_var();
+    let nullable = field.col.validity.is_some();
     let encrypted = key.is_some();
     let part = |p: DataPart| {
         schema
-            .part_filters(&data_field, p, encrypted)
+            .part_filters(data_field, p, encrypted)
             .ok_or_else(|| {
                 QueryError::invalid(format!("{}: no {p:?} part in the schema", field.buf.name))
             })
@@ -99,11 +88,12 @@ pub(crate) fn field_tiles(
         )
         .with_key(key)
     }
-    let stats = FieldStats::new(schema, field_kind(field.slot));
+    let stats = FieldStats::of_index(schema, idx)
+        .ok_or_else(|| QueryError::invalid(format!("{}: no footer field {idx}", field.buf.name)))?;
     let fill = vec![
         0u8;
         field
-            .cell_size
+            .cell_size()
             .unwrap_or(field.buf.datatype.size() as usize)
     ];
     let tile_num = sources.tile_num();
@@ -111,7 +101,7 @@ pub(crate) fn field_tiles(
         sources.sources(t, scratch)?;
         let mut b = Built::default();
         let cells = scratch.len();
-        let mut fixed = Vec::with_capacity(cells * field.cell_size.unwrap_or(8));
+        let mut fixed = Vec::with_capacity(cells * field.cell_size().unwrap_or(8));
         let mut offsets: Vec<u64> = Vec::new();
         let mut var_data = Vec::new();
         let mut validity = Vec::new();
@@ -231,11 +221,4 @@ pub(crate) fn field_tiles(
         first = last;
     }
     Ok(out)
-}
-
-fn field_kind(slot: Slot) -> tdb_schema::SchemaField {
-    match slot {
-        Slot::Attribute(i) => tdb_schema::SchemaField::Attribute(i),
-        Slot::Dimension(i) => tdb_schema::SchemaField::Dimension(i),
-    }
 }
