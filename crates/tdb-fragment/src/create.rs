@@ -1,12 +1,17 @@
-//! Creating arrays and writing the small files a write commits: schemas,
-//! enumerations. An array is its schema file: TileDB lists missing
-//! directories as empty (local and object stores alike), so nothing else
-//! must exist before the first write, and no empty directory is made.
+//! Creating arrays and groups, and writing the small files that commit on
+//! their own: schemas, enumerations, metadata, delete commits and group
+//! details. An array is its schema file and a group its marker file:
+//! TileDB lists missing directories as empty (local and object stores
+//! alike), so nothing else must exist before the first write, and no empty
+//! directory is made. Each of these files is one whole-object write, so it
+//! is either there whole or not at all.
 
 use crate::open::{object_kind, ReadStorage};
-use crate::{FragmentError, Result};
+use crate::{DeleteCommit, FragmentError, GroupDetails, MetadataFile, Result};
 use bytes::Bytes;
-use tdb_format::names::{ENUMERATIONS_DIR, SCHEMA_DIR};
+use tdb_format::names::{
+    COMMITS_DIR, DEL_EXT, ENUMERATIONS_DIR, GROUP_DETAILS_DIR, GROUP_FILE, METADATA_DIR, SCHEMA_DIR,
+};
 use tdb_format::{FormatVersion, TimestampedName};
 use tdb_schema::{ArraySchema, Enumeration, SchemaEntry, SchemaError};
 use tdb_storage::{join, WritableStorage};
@@ -23,17 +28,10 @@ pub fn create_array<S: ReadStorage + WritableStorage + ?Sized>(
     key: Option<&[u8; 32]>,
     timestamp: u64,
 ) -> Result<SchemaEntry> {
-    let label = if dir.is_empty() { "." } else { dir };
     schema
         .validate()
-        .map_err(|e| FragmentError::schema(label, SchemaError::from(e)))?;
-    if let Some(kind) = object_kind(storage, dir)? {
-        return Err(FragmentError::invalid(
-            label,
-            "directory",
-            format!("already holds a TileDB {}", kind.name()),
-        ));
-    }
+        .map_err(|e| FragmentError::schema(dir_label(dir), SchemaError::from(e)))?;
+    refuse_existing(storage, dir)?;
     for e in enumerations {
         write_enumeration(storage, dir, e, key)?;
     }
@@ -50,11 +48,9 @@ pub fn write_schema<S: WritableStorage + ?Sized>(
     (t1, t2): (u64, u64),
     key: Option<&[u8; 32]>,
 ) -> Result<SchemaEntry> {
-    let name = TimestampedName::generate(t1, t2, None)
-        .map_err(|e| FragmentError::format(SCHEMA_DIR, "schema name", e))?;
+    let (name, file) = named(SCHEMA_DIR, t1, t2, None, "")?;
     let mut schema = schema.clone();
     schema.version = schema.written_version();
-    let file = format!("{SCHEMA_DIR}/{name}");
     let bytes = schema
         .write_file(&file, key)
         .map_err(|e| FragmentError::schema(&file, e))?;
@@ -79,6 +75,103 @@ pub fn write_enumeration<S: WritableStorage + ?Sized>(
         .write_file(&file, FormatVersion::WRITTEN, key)
         .map_err(|e| FragmentError::schema(&file, e))?;
     put(storage, &join(dir, &file), bytes)
+}
+
+/// Creates a group at `dir`: refuses a directory that already holds a
+/// TileDB object, then writes the empty marker file TileDB tests for.
+pub fn create_group<S: ReadStorage + WritableStorage + ?Sized>(
+    storage: &S,
+    dir: &str,
+) -> Result<()> {
+    refuse_existing(storage, dir)?;
+    put(storage, &join(dir, GROUP_FILE), Vec::new())
+}
+
+/// Writes one batch of metadata changes of the array or group at `dir` as
+/// a new file `__meta/__t1_t2_<uuid>` (no version suffix, as TileDB names
+/// them) and returns its path. TileDB writes no file for an empty batch;
+/// nor does this (`None`).
+pub fn write_metadata<S: WritableStorage + ?Sized>(
+    storage: &S,
+    dir: &str,
+    file: &MetadataFile,
+    (t1, t2): (u64, u64),
+    key: Option<&[u8; 32]>,
+) -> Result<Option<String>> {
+    if file.entries.is_empty() {
+        return Ok(None);
+    }
+    let (_, path) = named(METADATA_DIR, t1, t2, None, "")?;
+    put(storage, &join(dir, &path), file.write(&path, key)?)?;
+    Ok(Some(path))
+}
+
+/// Writes a delete commit `__commits/__t1_t2_<uuid>_<v>.del` of the array at
+/// `dir` at the written format version and returns its path. The commit
+/// holds the condition of the cells kept (see [`DeleteCommit`]).
+pub fn write_delete<S: WritableStorage + ?Sized>(
+    storage: &S,
+    dir: &str,
+    commit: &DeleteCommit,
+    (t1, t2): (u64, u64),
+    key: Option<&[u8; 32]>,
+) -> Result<String> {
+    let (_, path) = named(COMMITS_DIR, t1, t2, Some(FormatVersion::WRITTEN), DEL_EXT)?;
+    put(
+        storage,
+        &join(dir, &path),
+        commit.write(&path, FormatVersion::WRITTEN, key)?,
+    )?;
+    Ok(path)
+}
+
+/// Writes a group details file `__group/__t_t_<uuid>_<details version>` of
+/// the group at `dir` and returns its path.
+pub fn write_group_details<S: WritableStorage + ?Sized>(
+    storage: &S,
+    dir: &str,
+    details: &GroupDetails,
+    timestamp: u64,
+    key: Option<&[u8; 32]>,
+) -> Result<String> {
+    let name = details.generate_name(timestamp)?;
+    let path = format!("{GROUP_DETAILS_DIR}/{name}");
+    put(storage, &join(dir, &path), details.write(&path, key)?)?;
+    Ok(path)
+}
+
+/// A fresh name `__t1_t2_<uuid>[_v]`, and its path `folder/<name>ext`.
+fn named(
+    folder: &str,
+    t1: u64,
+    t2: u64,
+    version: Option<FormatVersion>,
+    ext: &str,
+) -> Result<(TimestampedName, String)> {
+    let name = TimestampedName::generate(t1, t2, version)
+        .map_err(|e| FragmentError::format(folder, "file name", e))?;
+    let path = format!("{folder}/{name}{ext}");
+    Ok((name, path))
+}
+
+fn dir_label(dir: &str) -> &str {
+    if dir.is_empty() {
+        "."
+    } else {
+        dir
+    }
+}
+
+/// Refuses a directory that already holds an array or group.
+fn refuse_existing<S: ReadStorage + ?Sized>(storage: &S, dir: &str) -> Result<()> {
+    match object_kind(storage, dir)? {
+        Some(kind) => Err(FragmentError::invalid(
+            dir_label(dir),
+            "directory",
+            format!("already holds a TileDB {}", kind.name()),
+        )),
+        None => Ok(()),
+    }
 }
 
 /// One whole-object write.

@@ -22,7 +22,10 @@ mod verify;
 pub use array_metadata::{ArrayMetadata, MetadataEntry, MetadataFile, MetadataValue};
 pub use commits::{ConsolidatedCommit, ConsolidatedCommits, IgnoreFile, VacuumFile};
 pub use condition::{Condition, DeleteCommit, UpdateCommit, UpdateValue};
-pub use create::{create_array, write_enumeration, write_schema};
+pub use create::{
+    create_array, create_group, write_delete, write_enumeration, write_group_details,
+    write_metadata, write_schema,
+};
 pub use directory::{
     select_latest_schema, ArrayDirectory, CommitLocation, ConditionCommit, DirectoryListing,
     FilteredFragments, GroupDirectory, ListedFile, TimeWindow, TimestampedFile,

@@ -24,7 +24,7 @@ pub use error::{QueryError, Result};
 pub use read::{aggregate, AggregateStep, Aggregation, ReadStep, Reader, SyncRead};
 pub use snapshot::Snapshot;
 pub use spec::{ReadSpec, ResultLayout, Subarray, DEFAULT_BUDGET};
-pub use write::{write_fragment, WriteSpec, Written};
+pub use write::{delete_cells, write_fragment, WriteSpec, Written};
 
 /// Worker threads for decoding and filtering tiles: one per core, at most 8.
 pub(crate) fn threads() -> usize {

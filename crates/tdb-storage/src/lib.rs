@@ -10,10 +10,13 @@
 //! [`Storage`] is all three. Two backends ship: [`LocalStorage`] (a
 //! directory) and [`MemoryStorage`]; [`RecordingStorage`] wraps any backend
 //! and records every request, so tests can pin a read's I/O trace;
+//! [`FaultyStorage`] fails writes from a chosen one on, so tests can crash
+//! a write at every step;
 //! [`conformance::run`] is the behaviour suite every backend must pass.
 
 pub mod conformance;
 mod error;
+mod faulty;
 mod local;
 mod memory;
 mod path;
@@ -21,6 +24,7 @@ mod range;
 mod recording;
 
 pub use error::{Result, StorageError};
+pub use faulty::FaultyStorage;
 pub use local::LocalStorage;
 pub use memory::MemoryStorage;
 pub use path::check_path;

@@ -15,16 +15,17 @@ use std::sync::atomic::{AtomicU64, Ordering};
 #[derive(Debug)]
 pub struct LocalStorage {
     root: PathBuf,
-    counter: AtomicU64,
 }
+
+/// Numbers the temporary files of this process: one counter for every
+/// `LocalStorage`, so two handles on one directory (two writers, each with
+/// its own array handle) never pick the same temporary name.
+static TEMP_FILES: AtomicU64 = AtomicU64::new(0);
 
 impl LocalStorage {
     /// Storage rooted at `root` (which need not exist yet).
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        LocalStorage {
-            root: root.into(),
-            counter: AtomicU64::new(0),
-        }
+        LocalStorage { root: root.into() }
     }
 
     /// The root directory.
@@ -65,7 +66,7 @@ impl LocalStorage {
         }
         let parent = full.parent().unwrap_or(&self.root);
         fs::create_dir_all(parent).map_err(|e| io_err(key, e))?;
-        let n = self.counter.fetch_add(1, Ordering::Relaxed);
+        let n = TEMP_FILES.fetch_add(1, Ordering::Relaxed);
         let tmp = parent.join(format!(".tdb-tmp-{}-{n}", std::process::id()));
         let result = (|| {
             let mut f = fs::File::create(&tmp).map_err(|e| io_err(key, e))?;
@@ -235,6 +236,39 @@ impl WritableStorage for LocalStorage {
         match fs::remove_dir_all(full) {
             Err(e) if e.kind() != io::ErrorKind::NotFound => Err(io_err(dir, e)),
             _ => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{ListableStorage, WritableStorage};
+
+    #[test]
+    fn handles_on_one_directory_write_side_by_side() {
+        let tmp = tempfile::tempdir().unwrap();
+        std::thread::scope(|s| {
+            for t in 0..4 {
+                let root = tmp.path();
+                s.spawn(move || {
+                    // A handle per writer: temporary names must not collide.
+                    let store = LocalStorage::new(root);
+                    for i in 0..50 {
+                        let key = format!("d/{t}-{i}");
+                        store.write(&key, Bytes::from(key.clone())).unwrap();
+                    }
+                });
+            }
+        });
+        let store = LocalStorage::new(tmp.path());
+        let files = store.list_dir("d").unwrap().files;
+        assert_eq!(files.len(), 200);
+        for f in files {
+            assert_eq!(
+                store.read(&f.key).unwrap().unwrap(),
+                Bytes::from(f.key.strip_prefix("d/").map(|k| format!("d/{k}")).unwrap())
+            );
         }
     }
 }

@@ -7,11 +7,10 @@
 //! (`to_key`) or decrypted.
 
 use crate::{Array, Error, Result};
-use tdb_format::names::{COMMITS_DIR, METADATA_DIR};
-use tdb_format::{ArrayType, FormatVersion, TimestampedName};
+use tdb_format::ArrayType;
 use tdb_fragment::{
-    write_enumeration, write_schema, CommitLocation, DeleteCommit, FragmentError, MetadataFile,
-    ReadStorage,
+    write_delete, write_enumeration, write_metadata, write_schema, CommitLocation, DeleteCommit,
+    FragmentError, MetadataFile, ReadStorage,
 };
 use tdb_query::{ReadSpec, ResultLayout, Subarray, WriteSpec};
 use tdb_storage::{join, ByteRange, RangeRequest, Storage};
@@ -49,7 +48,7 @@ pub fn copy<S: ReadStorage, D: Storage>(
         return Err(unsupported("update commits"));
     }
     if tdb_fragment::object_kind(dst, dir)?.is_some() {
-        return Err(Error::Open(FragmentError::invalid(
+        return Err(Error::Write(FragmentError::invalid(
             if dir.is_empty() { "." } else { dir },
             "directory",
             "already holds a TileDB object",
@@ -63,7 +62,7 @@ pub fn copy<S: ReadStorage, D: Storage>(
         for e in &entry.schema.enumerations {
             if written_enums.insert(e.path.clone()) {
                 let en = tdb_fragment::load_enumeration(&src.storage, &open.dir, &e.path, key)?;
-                write_enumeration(dst, dir, &en, to_key)?;
+                write_enumeration(dst, dir, &en, to_key).map_err(Error::Write)?;
             }
         }
     }
@@ -73,7 +72,7 @@ pub fn copy<S: ReadStorage, D: Storage>(
             .timestamps
             .as_ref()
             .map_or((0, 0), |n| n.timestamp_range());
-        let new = write_schema(dst, dir, &entry.schema, t, to_key)?;
+        let new = write_schema(dst, dir, &entry.schema, t, to_key).map_err(Error::Write)?;
         names.insert(entry.name.clone(), new);
         summary.schemas += 1;
     }
@@ -81,11 +80,11 @@ pub fn copy<S: ReadStorage, D: Storage>(
     for f in &open.directory.array_metadata {
         let bytes = read_whole(&src.storage, &join(&open.dir, &f.path))?;
         let file = MetadataFile::parse(&f.path, &bytes, key)?;
-        let (t1, t2) = f.name.timestamp_range();
-        let name = TimestampedName::generate(t1, t2, None).map_err(format_err)?;
-        let path = format!("{METADATA_DIR}/{name}");
-        let out = file.write(&path, to_key)?;
-        put(dst, &join(dir, &path), out)?;
+        let written = write_metadata(dst, dir, &file, f.name.timestamp_range(), to_key)
+            .map_err(Error::Write)?;
+        if written.is_none() {
+            continue;
+        }
         summary.metadata_files += 1;
     }
     // Fragments, oldest first, each read alone (no deletes applied, no
@@ -177,19 +176,10 @@ pub fn copy<S: ReadStorage, D: Storage>(
             _ => return Err(unsupported("a delete commit stored in an unknown way")),
         };
         let del = DeleteCommit::parse(&path, &bytes, key)?;
-        let (t1, t2) = c.name.timestamp_range();
-        let name =
-            TimestampedName::generate(t1, t2, Some(FormatVersion::WRITTEN)).map_err(format_err)?;
-        let file = format!("{COMMITS_DIR}/{name}{}", tdb_format::names::DEL_EXT);
-        let out = del.write(&file, FormatVersion::WRITTEN, to_key)?;
-        put(dst, &join(dir, &file), out)?;
+        write_delete(dst, dir, &del, c.name.timestamp_range(), to_key).map_err(Error::Write)?;
         summary.deletes += 1;
     }
     Ok(summary)
-}
-
-fn format_err(e: tdb_format::FormatError) -> Error {
-    Error::Open(FragmentError::format("", "timestamped name", e))
 }
 
 fn read_whole<S: ReadStorage>(storage: &S, key: &str) -> Result<Vec<u8>> {
@@ -198,9 +188,4 @@ fn read_whole<S: ReadStorage>(storage: &S, key: &str) -> Result<Vec<u8>> {
         .map_err(|e| FragmentError::storage(key, e))?
         .ok_or_else(|| FragmentError::missing(key, "file"))?
         .to_vec())
-}
-
-fn put<D: Storage>(dst: &D, key: &str, bytes: Vec<u8>) -> Result<()> {
-    dst.write(key, bytes.into())
-        .map_err(|e| Error::Open(FragmentError::storage(key, e)))
 }

@@ -16,16 +16,22 @@
 //! `tdb-fragment`, `tdb-query`, ...) for users who need only one.
 
 mod copy;
+mod group;
 
 use std::path::Path;
 use thiserror::Error;
 
 pub use copy::{copy, CopySummary};
+pub use group::{Group, MemberChange};
 pub use tdb_query::write::{now_ms, WriteSpec, Written};
 pub use tdb_schema::{Enumeration, SchemaEntry};
 
 pub use tdb_format::Datatype;
-pub use tdb_fragment::{ArrayMetadata, LoadedFragment, MetadataValue, TimeWindow};
+pub use tdb_format::ObjectType;
+pub use tdb_fragment::{
+    ArrayMetadata, GroupMember, GroupMembers, LoadedFragment, MetadataEntry, MetadataValue,
+    TimeWindow,
+};
 pub use tdb_query::{
     AggregateOp, AggregateResult, AggregateValue, Batch, Column, FieldBuffer, ReadSpec,
     ResultLayout, Snapshot, Subarray, VAR_NUM,
@@ -50,6 +56,18 @@ pub enum Error {
         /// What went wrong.
         #[source]
         source: tdb_fragment::FragmentError,
+    },
+    /// Creating an array or group, or committing a change to it (schema,
+    /// metadata, members): what was refused, or the file that failed.
+    #[error("cannot write the change")]
+    Write(#[source] tdb_fragment::FragmentError),
+    /// Misuse of a group: the group, and what to change.
+    #[error("group {group}: {reason}")]
+    Group {
+        /// The group's directory.
+        group: String,
+        /// What is wrong.
+        reason: String,
     },
     /// Planning or running a query.
     #[error("query failed")]
@@ -92,6 +110,13 @@ impl OpenOptions {
         self
     }
 
+    /// The timestamp metadata writes, deletes and group changes are
+    /// stamped with, as TileDB stamps them: the end of the window when one
+    /// was given, else now.
+    fn stamp(&self) -> u64 {
+        self.window.map_or_else(now_ms, |w| w.end)
+    }
+
     /// The AES-256-GCM key, exactly as TileDB's `sm.encryption_key` takes
     /// it (32 bytes).
     pub fn key(mut self, key: &[u8]) -> Result<Self> {
@@ -106,6 +131,7 @@ impl OpenOptions {
 pub struct Array<S = LocalStorage> {
     storage: S,
     snapshot: Snapshot,
+    options: OpenOptions,
 }
 
 impl Array<LocalStorage> {
@@ -154,7 +180,8 @@ impl<S: tdb_storage::Storage> Array<S> {
             enumerations,
             options.key.as_ref(),
             now_ms(),
-        )?;
+        )
+        .map_err(Error::Write)?;
         Array::open_in(storage, dir, options)
     }
 
@@ -172,6 +199,46 @@ impl<S: tdb_storage::Storage> Array<S> {
         )?)
     }
 
+    /// Commits one batch of array metadata changes as one file (the
+    /// last change of a key wins), stamped as [`OpenOptions`] says. An
+    /// empty batch writes nothing, as in TileDB.
+    pub fn write_metadata(&self, changes: impl IntoIterator<Item = MetadataEntry>) -> Result<()> {
+        let open = &self.snapshot.open;
+        let file = tdb_fragment::MetadataFile::from_changes(changes);
+        let t = self.options.stamp();
+        tdb_fragment::write_metadata(&self.storage, &open.dir, &file, (t, t), open.key())
+            .map_err(Error::Write)?;
+        Ok(())
+    }
+
+    /// Sets metadata `key` to `value`: [`Array::write_metadata`] of one change.
+    pub fn put_metadata(&self, key: &str, value: MetadataValue) -> Result<()> {
+        self.write_metadata([MetadataEntry::Put {
+            key: key.to_owned(),
+            value,
+        }])
+    }
+
+    /// Removes metadata `key`: [`Array::write_metadata`] of one change.
+    pub fn delete_metadata(&self, key: &str) -> Result<()> {
+        self.write_metadata([MetadataEntry::Delete {
+            key: key.to_owned(),
+        }])
+    }
+
+    /// Deletes the cells where `condition` (TileDB-Py syntax) holds, as
+    /// TileDB's delete queries do: reads from its timestamp on no longer
+    /// see the cells written before it that match. Sparse arrays only.
+    /// Returns the commit file's path in the array.
+    pub fn delete(&self, condition: &str) -> Result<String> {
+        Ok(tdb_query::delete_cells(
+            &self.storage,
+            &self.snapshot,
+            condition,
+            self.options.stamp(),
+        )?)
+    }
+
     /// Opens the array again, now (everything committed so far).
     pub fn reopen(&mut self) -> Result<()> {
         let open = &self.snapshot.open;
@@ -181,6 +248,7 @@ impl<S: tdb_storage::Storage> Array<S> {
             TimeWindow::ALL,
             open.key(),
         )?;
+        self.options.window = None;
         Ok(())
     }
 }
@@ -190,7 +258,16 @@ impl<S: tdb_fragment::ReadStorage> Array<S> {
     pub fn open_in(storage: S, dir: &str, options: OpenOptions) -> Result<Self> {
         let window = options.window.unwrap_or(TimeWindow::ALL);
         let snapshot = Snapshot::load(&storage, dir, window, options.key.as_ref())?;
-        Ok(Array { storage, snapshot })
+        Ok(Array {
+            storage,
+            snapshot,
+            options,
+        })
+    }
+
+    /// The storage the array lives in.
+    pub fn storage(&self) -> &S {
+        &self.storage
     }
 
     /// The schema reads use.

@@ -11,6 +11,7 @@
 //! fragment, so a write that fails half way leaves nothing visible.
 
 mod arrange;
+mod delete;
 mod input;
 mod tiles;
 
@@ -25,6 +26,7 @@ use tdb_storage::WritableStorage;
 use tiles::field_tiles;
 
 pub use crate::batch::FieldBuffer;
+pub use delete::delete_cells;
 
 /// A write: the cells of every attribute (and, for sparse arrays, every
 /// dimension's coordinates) in `fields`, in `layout` order.
