@@ -523,7 +523,7 @@ fn read_spec(schema: &tdb::ArraySchema, q: &Value) -> Result<ReadSpec, String> {
 }
 
 /// Compares a query result: cell by cell, or as a multiset of rows.
-fn compare_result(expected: &Value, got: &Value, ordered: bool) -> Result<(), String> {
+pub(crate) fn compare_result(expected: &Value, got: &Value, ordered: bool) -> Result<(), String> {
     diff(
         "result.num_cells",
         &expected["num_cells"],

@@ -209,11 +209,20 @@ fn check(
 }
 
 pub(crate) fn interop(args: &[String], reference: &Writer) -> Result<(), String> {
+    let root = workspace_root();
+    let venv = venv_for(&root, reference)?;
+    if args == ["--generated"] {
+        let (passed, failed) = crate::generated::generated(&root, &venv.join("bin/python"))?;
+        println!("{passed} passed, {failed} failed");
+        return if failed > 0 {
+            Err(format!("interop: {failed} failed"))
+        } else {
+            Ok(())
+        };
+    }
     if args.len() > 1 {
         return Err(format!("interop: unknown argument {:?}", args[1]));
     }
-    let root = workspace_root();
-    let venv = venv_for(&root, reference)?;
     let corpus = match args.first() {
         Some(d) => std::path::absolute(d).map_err(|e| format!("{d}: {e}"))?,
         None => root.join("testdata/arrays"),
@@ -248,8 +257,9 @@ pub(crate) fn interop(args: &[String], reference: &Writer) -> Result<(), String>
         return Err("interop: no generic tile re-encoded; the check would prove nothing".into());
     }
     let (cases, bad) = check(&root, &venv.join("bin/python"), &corpus, &out, false)?;
+    let (gen_passed, gen_failed) = crate::generated::generated(&root, &venv.join("bin/python"))?;
     println!("copies: {skipped} skipped (not supported yet)");
-    let (passed, failed) = (passed + cases - bad, failed + bad);
+    let (passed, failed) = (passed + cases - bad + gen_passed, failed + bad + gen_failed);
     println!("{passed} passed, {failed} failed");
     if failed > 0 {
         return Err(format!("interop: {failed} failed"));

@@ -17,6 +17,7 @@
 
 mod bench;
 mod conformance;
+mod generated;
 mod interop;
 
 use std::path::{Path, PathBuf};

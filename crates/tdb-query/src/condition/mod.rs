@@ -154,6 +154,24 @@ impl BoundCondition {
         Ok(BoundCondition { fields, root })
     }
 
+    /// Binds a condition read back from a delete commit as TileDB's reader
+    /// applies it. TileDB deserializes every value node with a non-null
+    /// pointer, so an empty value there is not a null test: on a string
+    /// field `s != None` written by a delete reads back as `s != ''` (its
+    /// cells with empty strings are deleted too, and null ones). Elsewhere
+    /// TileDB would read past the empty value; the null test is kept.
+    pub fn stored(
+        condition: &Condition,
+        schema: &ArraySchema,
+        enumerations: &HashMap<String, Enumeration>,
+    ) -> Result<Self> {
+        Self::new(
+            &empty_strings(condition.clone(), schema),
+            schema,
+            enumerations,
+        )
+    }
+
     /// The fields the condition reads.
     pub fn fields(&self) -> &[String] {
         &self.fields
@@ -175,6 +193,42 @@ impl BoundCondition {
             *m &= h;
         }
         Ok(())
+    }
+}
+
+/// `condition` with every EQ/NE against an empty value on a var-length
+/// string field turned into the membership test the parser makes of
+/// `s == ''` (see [`BoundCondition::stored`]).
+fn empty_strings(c: Condition, schema: &ArraySchema) -> Condition {
+    match c {
+        Condition::Combination { op, children } => Condition::Combination {
+            op,
+            children: children
+                .into_iter()
+                .map(|ch| empty_strings(ch, schema))
+                .collect(),
+        },
+        Condition::Compare { field, op, value }
+            if value.is_empty()
+                && matches!(op, Op::Eq | Op::Ne)
+                && schema
+                    .attribute(&field)
+                    .map(|a| (a.datatype, a.cell_val_num))
+                    .or_else(|| {
+                        schema
+                            .dimension(&field)
+                            .map(|d| (d.datatype, d.cell_val_num))
+                    })
+                    .is_some_and(|(t, n)| t.is_string() && n == VAR_NUM) =>
+        {
+            Condition::Membership {
+                field,
+                op: if op == Op::Eq { Op::In } else { Op::NotIn },
+                data: Vec::new(),
+                offsets: vec![0],
+            }
+        }
+        other => other,
     }
 }
 

@@ -297,7 +297,7 @@ impl<'a> Reader<'a> {
                         ))
                     })?;
                     let commit = DeleteCommit::parse(&file, &read.bytes, self.key())?;
-                    let bound = BoundCondition::new(
+                    let bound = BoundCondition::stored(
                         &commit.condition,
                         schema,
                         &self.snapshot.enumerations,

@@ -1,0 +1,960 @@
+//! The generated pass of `cargo xtask interop`: arrays tdb writes through
+//! its API from generated data (every datatype, every filter chain, every
+//! layout, dense and sparse, var-length and nullable, encrypted, several
+//! fragments, metadata and deletes), which real TileDB must then read.
+//!
+//! Each array becomes a conformance case under `target/interop/generated`:
+//! its `expected.json` starts as the queries alone, real TileDB (expect.py,
+//! the fixture venv) fills in everything it reports, and then
+//! 1. every query whose answer the generator knows (the cells it wrote)
+//!    must be what TileDB returned: TileDB reads tdb's bytes as written;
+//! 2. `cargo xtask conformance` runs on the cases: tdb reads them exactly
+//!    as TileDB did (schema, metadata, fragments, every query).
+
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::Path;
+use std::process::Command;
+use tdb::{
+    Array, ArraySchema, Batch, Datatype, FieldBuffer, MetadataEntry, MetadataValue, OpenOptions,
+    ResultLayout, Subarray, WriteSpec, VAR_NUM,
+};
+use tdb_cli::{error_report, values};
+use tdb_filters::Filter;
+use tdb_format::{ArrayType, Layout};
+use tdb_schema::{AttributeBuilder, DimensionBuilder, Range};
+use tdb_storage::LocalStorage;
+
+/// The key of the encrypted cases, as TileDB's config takes it.
+const KEY: &str = "0123456789abcdeF0123456789abcdeF";
+
+/// A deterministic generator (xorshift64*), so every run writes the same
+/// cells.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n.max(1)
+    }
+
+    fn int(&mut self, lo: i64, hi: i64) -> i64 {
+        lo + self.below((hi - lo + 1) as u64) as i64
+    }
+}
+
+/// One value of a fixed-size numeric `datatype`, from an integer (floats
+/// get quarters, exact in both widths).
+fn number(datatype: Datatype, v: i64) -> Vec<u8> {
+    let size = datatype.size() as usize;
+    match datatype {
+        Datatype::Float32 => (v as f32 / 4.0).to_le_bytes().to_vec(),
+        Datatype::Float64 => (v as f64 / 4.0).to_le_bytes().to_vec(),
+        Datatype::Bool => vec![u8::from(v % 2 != 0)],
+        _ => v.to_le_bytes()[..size].to_vec(),
+    }
+}
+
+/// The range of generated values that fits `datatype`.
+fn span(datatype: Datatype) -> (i64, i64) {
+    match datatype {
+        Datatype::UInt8 | Datatype::UInt16 | Datatype::UInt32 | Datatype::UInt64 => (0, 250),
+        Datatype::Bool => (0, 1),
+        _ => (-120, 120),
+    }
+}
+
+/// One cell's bytes of a field of `datatype` and `cvn` values (VAR_NUM:
+/// 0–6 values).
+fn cell(rng: &mut Rng, datatype: Datatype, cvn: u32) -> Vec<u8> {
+    let n = if cvn == VAR_NUM {
+        rng.below(7) as u32
+    } else {
+        cvn
+    };
+    let mut out = Vec::new();
+    for _ in 0..n {
+        match datatype {
+            Datatype::Char | Datatype::StringAscii => {
+                out.push(b"abcdefghij"[rng.below(10) as usize]);
+            }
+            Datatype::StringUtf8 => {
+                let pieces = ["a", "b", "é", "✓", "z"];
+                out.extend_from_slice(pieces[rng.below(5) as usize].as_bytes());
+            }
+            Datatype::Blob => out.push(rng.next() as u8),
+            d => {
+                let (lo, hi) = span(d);
+                out.extend(number(d, rng.int(lo, hi)));
+            }
+        }
+    }
+    out
+}
+
+/// `n` cells of a field, a tenth of them null when nullable.
+fn field(
+    rng: &mut Rng,
+    name: &str,
+    datatype: Datatype,
+    cvn: u32,
+    nullable: bool,
+    n: usize,
+) -> FieldBuffer {
+    let mut b = FieldBuffer::new(name, datatype, cvn, nullable);
+    let mut offsets = Vec::new();
+    let mut validity = Vec::new();
+    for _ in 0..n {
+        offsets.push(b.data.len() as u64);
+        let valid = !nullable || rng.below(10) != 0;
+        let c = cell(rng, datatype, cvn);
+        validity.push(u8::from(valid));
+        b.data.extend(c);
+    }
+    if cvn == VAR_NUM {
+        b.offsets = Some(offsets);
+    }
+    if nullable {
+        b.validity = Some(validity);
+    }
+    b
+}
+
+/// An attribute of a case.
+#[derive(Clone)]
+struct Attr {
+    name: String,
+    datatype: Datatype,
+    cvn: u32,
+    nullable: bool,
+    filters: Vec<Filter>,
+}
+
+fn attr(name: &str, datatype: Datatype, cvn: u32, nullable: bool) -> Attr {
+    Attr {
+        name: name.into(),
+        datatype,
+        cvn,
+        nullable,
+        filters: Vec::new(),
+    }
+}
+
+impl Attr {
+    fn builder(&self) -> AttributeBuilder {
+        let mut b = AttributeBuilder::new(&self.name, self.datatype)
+            .nullable(self.nullable)
+            .filters(self.filters.clone());
+        b = if self.cvn == VAR_NUM {
+            b.var()
+        } else {
+            b.cell_val_num(self.cvn)
+        };
+        b
+    }
+}
+
+/// Every attribute kind: each fixed datatype, a fixed multi-value cell,
+/// var-length strings and blobs, nullable fixed and var fields.
+fn every_attribute() -> Vec<Attr> {
+    use Datatype::*;
+    let mut out: Vec<Attr> = [
+        Int8, UInt8, Int16, UInt16, Int32, UInt32, Int64, UInt64, Float32, Float64, Bool, Char,
+        DatetimeMs, DatetimeNs, TimeUs,
+    ]
+    .iter()
+    .map(|&d| attr(&format!("{d}").to_lowercase(), d, 1, false))
+    .collect();
+    out.push(attr("int32x3", Int32, 3, false));
+    out.push(attr("ascii", StringAscii, VAR_NUM, false));
+    out.push(attr("utf8_null", StringUtf8, VAR_NUM, true));
+    out.push(attr("blob", Blob, VAR_NUM, false));
+    out.push(attr("int64_null", Int64, 1, true));
+    out.push(attr("float64x2_null", Float64, 2, true));
+    out
+}
+
+/// A dimension of a case: numeric over `[lo, hi]` with a tile extent, or
+/// a string dimension.
+#[derive(Clone, Copy)]
+struct Dim {
+    name: &'static str,
+    datatype: Datatype,
+    lo: i64,
+    hi: i64,
+    extent: i64,
+}
+
+fn dim(name: &'static str, datatype: Datatype, lo: i64, hi: i64, extent: i64) -> Dim {
+    Dim {
+        name,
+        datatype,
+        lo,
+        hi,
+        extent,
+    }
+}
+
+impl Dim {
+    fn builder(&self) -> DimensionBuilder {
+        let (lo, hi, e) = (self.lo, self.hi, self.extent);
+        let b = DimensionBuilder::new(self.name, self.datatype);
+        match self.datatype {
+            Datatype::Int8 => b.domain(lo as i8, hi as i8).tile_extent(e as i8),
+            Datatype::UInt8 => b.domain(lo as u8, hi as u8).tile_extent(e as u8),
+            Datatype::Int16 => b.domain(lo as i16, hi as i16).tile_extent(e as i16),
+            Datatype::UInt16 => b.domain(lo as u16, hi as u16).tile_extent(e as u16),
+            Datatype::Int32 => b.domain(lo as i32, hi as i32).tile_extent(e as i32),
+            Datatype::UInt32 => b.domain(lo as u32, hi as u32).tile_extent(e as u32),
+            Datatype::UInt64 => b.domain(lo as u64, hi as u64).tile_extent(e as u64),
+            Datatype::Float32 => b.domain(lo as f32, hi as f32).tile_extent(e as f32),
+            Datatype::Float64 => b.domain(lo as f64, hi as f64).tile_extent(e as f64),
+            Datatype::StringAscii => DimensionBuilder::string(self.name),
+            _ => b.domain(lo, hi).tile_extent(e),
+        }
+    }
+
+    /// One coordinate's bytes (floats take the integer as is, so distinct
+    /// integers stay distinct).
+    fn coord(&self, v: i64) -> Vec<u8> {
+        match self.datatype {
+            Datatype::Float32 => (v as f32).to_le_bytes().to_vec(),
+            Datatype::Float64 => (v as f64).to_le_bytes().to_vec(),
+            Datatype::StringAscii => format!("k{:04}", v.unsigned_abs()).into_bytes(),
+            d => v.to_le_bytes()[..d.size() as usize].to_vec(),
+        }
+    }
+
+    fn range(&self, lo: i64, hi: i64) -> Range {
+        let var = self.datatype == Datatype::StringAscii;
+        Range::from_bounds(&self.coord(lo), &self.coord(hi), var)
+    }
+
+    fn json(&self, v: i64) -> Value {
+        match self.datatype {
+            Datatype::Float32 | Datatype::Float64 => json!(v as f64),
+            Datatype::StringAscii => json!(format!("k{:04}", v.unsigned_abs())),
+            _ => json!(v),
+        }
+    }
+}
+
+/// A query whose answer the generator knows: the cells it wrote.
+struct Known {
+    query: String,
+    result: Value,
+    ordered: bool,
+}
+
+/// One generated case: how to make the array, and its queries.
+struct Case {
+    name: String,
+    array_type: ArrayType,
+    dims: Vec<Dim>,
+    attrs: Vec<Attr>,
+    cell_order: Layout,
+    tile_order: Layout,
+    capacity: u64,
+    duplicates: bool,
+    encrypted: bool,
+    /// Schema-wide coordinate, offsets and validity filters.
+    part_filters: [Vec<Filter>; 3],
+    /// The writes, each returning the spec it wrote and, when the generator
+    /// knows it, the query (with its expected result) that reads it back.
+    writes: Vec<Write>,
+    /// Metadata written after the writes, at this timestamp.
+    metadata: Option<(u64, Vec<MetadataEntry>)>,
+    /// A delete after everything, at this timestamp.
+    delete: Option<(u64, String)>,
+    /// Queries TileDB answers and tdb must match (no known result).
+    queries: Vec<Value>,
+}
+
+/// One write: cells at a timestamp, in a layout, over a rectangle of
+/// coordinate indices (dense) or `n` cells (sparse).
+#[derive(Clone)]
+struct Write {
+    t: u64,
+    layout: ResultLayout,
+    /// Dense: `[lo, hi]` per dimension.
+    rect: Vec<(i64, i64)>,
+    /// Sparse: the number of cells.
+    cells: usize,
+    seed: u64,
+}
+
+fn case(name: &str, array_type: ArrayType, dims: Vec<Dim>, attrs: Vec<Attr>) -> Case {
+    Case {
+        name: name.into(),
+        array_type,
+        dims,
+        attrs,
+        cell_order: Layout::RowMajor,
+        tile_order: Layout::RowMajor,
+        capacity: 10_000,
+        duplicates: false,
+        encrypted: false,
+        part_filters: Default::default(),
+        writes: Vec::new(),
+        metadata: None,
+        delete: None,
+        queries: Vec::new(),
+    }
+}
+
+fn dense_write(t: u64, layout: ResultLayout, rect: Vec<(i64, i64)>) -> Write {
+    Write {
+        t,
+        layout,
+        rect,
+        cells: 0,
+        seed: t,
+    }
+}
+
+fn sparse_write(t: u64, layout: ResultLayout, cells: usize) -> Write {
+    Write {
+        t,
+        layout,
+        rect: Vec::new(),
+        cells,
+        seed: t,
+    }
+}
+
+fn layout_name(l: ResultLayout) -> &'static str {
+    match l {
+        ResultLayout::RowMajor => "row-major",
+        ResultLayout::ColMajor => "col-major",
+        ResultLayout::GlobalOrder => "global-order",
+        _ => "unordered",
+    }
+}
+
+fn query(name: &str, layout: &str, subarray: Value, timestamp: Value, ordered: bool) -> Value {
+    json!({"name": name, "layout": layout, "subarray": subarray, "dims": [], "attrs": [],
+           "condition": null, "timestamp": timestamp, "ordered": ordered})
+}
+
+/// The filter chains every filterable field is tried with.
+fn filter_chains() -> Vec<(&'static str, Vec<Filter>)> {
+    use Filter::*;
+    vec![
+        ("gzip", vec![Gzip { level: 6 }]),
+        ("zstd", vec![Zstd { level: 3 }]),
+        ("lz4", vec![Lz4 { level: -1 }]),
+        ("rle", vec![Rle { level: -1 }]),
+        ("bzip2", vec![Bzip2 { level: 9 }]),
+        ("dictionary", vec![Dictionary { level: -1 }]),
+        (
+            "double_delta",
+            vec![DoubleDelta {
+                level: -1,
+                reinterpret: Some(Datatype::Any),
+            }],
+        ),
+        (
+            "delta",
+            vec![Delta {
+                level: -1,
+                reinterpret: Some(Datatype::Any),
+            }],
+        ),
+        (
+            "bit_width_reduction",
+            vec![BitWidthReduction { max_window: 256 }],
+        ),
+        ("bitshuffle", vec![Bitshuffle]),
+        ("byteshuffle", vec![Byteshuffle]),
+        ("md5", vec![ChecksumMd5]),
+        ("sha256", vec![ChecksumSha256]),
+        ("xor", vec![Xor]),
+        (
+            "scale_float",
+            vec![ScaleFloat {
+                scale: 0.25,
+                offset: 0.0,
+                byte_width: 4,
+            }],
+        ),
+        ("byteshuffle_zstd", vec![Byteshuffle, Zstd { level: 3 }]),
+        (
+            "delta_bitshuffle_lz4",
+            vec![
+                Delta {
+                    level: -1,
+                    reinterpret: Some(Datatype::Any),
+                },
+                Bitshuffle,
+                Lz4 { level: -1 },
+            ],
+        ),
+        (
+            "bwr_zstd_sha256",
+            vec![
+                BitWidthReduction { max_window: 256 },
+                Zstd { level: 5 },
+                ChecksumSha256,
+            ],
+        ),
+    ]
+}
+
+/// The cases: see the module docs.
+fn cases() -> Vec<Case> {
+    use ArrayType::{Dense, Sparse};
+    use Datatype::*;
+    use ResultLayout::*;
+    let mut out = Vec::new();
+    // Every attribute kind, dense (partial tiles, fill beyond the write)
+    // and sparse (several tiles), plain and encrypted.
+    for encrypted in [false, true] {
+        let suffix = if encrypted { "_encrypted" } else { "" };
+        let mut c = case(
+            &format!("types_dense{suffix}"),
+            Dense,
+            vec![dim("x", Int32, 0, 99, 16)],
+            every_attribute(),
+        );
+        c.encrypted = encrypted;
+        c.writes.push(dense_write(10, RowMajor, vec![(5, 90)]));
+        c.queries
+            .push(query("whole", "row-major", Value::Null, Value::Null, true));
+        out.push(c);
+        let mut c = case(
+            &format!("types_sparse{suffix}"),
+            Sparse,
+            vec![
+                dim("d0", Int64, -500, 499, 100),
+                dim("d1", Float64, 0, 999, 250),
+            ],
+            every_attribute(),
+        );
+        c.encrypted = encrypted;
+        c.capacity = 7;
+        c.writes.push(sparse_write(10, Unordered, 60));
+        c.queries.push(query(
+            "global",
+            "global-order",
+            Value::Null,
+            Value::Null,
+            true,
+        ));
+        out.push(c);
+    }
+    // Every dimension datatype of sparse arrays, a string one included.
+    for d in [
+        Int8,
+        UInt8,
+        Int16,
+        UInt16,
+        Int32,
+        UInt32,
+        Int64,
+        UInt64,
+        Float32,
+        Float64,
+        DatetimeMs,
+        DatetimeNs,
+        StringAscii,
+    ] {
+        // (TIME_* dimensions are TileDB's too, but TileDB-Py cannot open them.)
+        let (lo, hi) = if d == UInt8 || d == Int8 {
+            (0, 100)
+        } else {
+            (-2, 3000)
+        };
+        let lo = if matches!(d, UInt16 | UInt32 | UInt64) {
+            0
+        } else {
+            lo
+        };
+        let mut c = case(
+            &format!("dim_{}", format!("{d}").to_lowercase()),
+            Sparse,
+            vec![dim("d", d, lo, hi, 16)],
+            vec![
+                attr("a", Int32, 1, true),
+                attr("s", StringAscii, VAR_NUM, false),
+            ],
+        );
+        c.capacity = 5;
+        c.writes.push(sparse_write(10, Unordered, 40));
+        c.queries.push(query(
+            "global",
+            "global-order",
+            Value::Null,
+            Value::Null,
+            true,
+        ));
+        out.push(c);
+    }
+    // Layouts: Hilbert, col-major cells and tiles, dense writes in every
+    // order, sparse global-order writes, duplicates.
+    // Dense dimensions share one datatype; sparse ones need not.
+    let two = || vec![dim("r", Int32, 0, 15, 4), dim("c", Int32, 0, 15, 4)];
+    let attrs = || {
+        vec![
+            attr("a", Float64, 1, false),
+            attr("s", StringUtf8, VAR_NUM, true),
+        ]
+    };
+    let mut c = case("hilbert", Sparse, two(), attrs());
+    c.cell_order = Layout::Hilbert;
+    c.capacity = 6;
+    c.writes.push(sparse_write(10, Unordered, 50));
+    c.queries.push(query(
+        "global",
+        "global-order",
+        Value::Null,
+        Value::Null,
+        true,
+    ));
+    out.push(c);
+    for (name, cells, tiles) in [
+        ("col_col", Layout::ColMajor, Layout::ColMajor),
+        ("col_row", Layout::ColMajor, Layout::RowMajor),
+        ("row_col", Layout::RowMajor, Layout::ColMajor),
+    ] {
+        for (w, layout) in [("rows", RowMajor), ("cols", ColMajor)] {
+            let mut c = case(&format!("dense_{name}_{w}"), Dense, two(), attrs());
+            c.cell_order = cells;
+            c.tile_order = tiles;
+            c.writes
+                .push(dense_write(10, layout, vec![(2, 13), (1, 14)]));
+            c.queries.push(query(
+                "global",
+                "global-order",
+                Value::Null,
+                Value::Null,
+                true,
+            ));
+            out.push(c);
+        }
+        let mixed = vec![dim("r", Int32, 0, 15, 4), dim("c", Int64, 0, 15, 4)];
+        let mut c = case(&format!("sparse_{name}"), Sparse, mixed, attrs());
+        c.cell_order = cells;
+        c.tile_order = tiles;
+        c.capacity = 4;
+        c.writes.push(sparse_write(10, Unordered, 70));
+        c.queries.push(query(
+            "global",
+            "global-order",
+            Value::Null,
+            Value::Null,
+            true,
+        ));
+        out.push(c);
+    }
+    let mut c = case("dense_global_write", Dense, two(), attrs());
+    c.writes
+        .push(dense_write(10, GlobalOrder, vec![(4, 11), (0, 7)]));
+    out.push(c);
+    let mut c = case(
+        "sparse_global_write",
+        Sparse,
+        vec![dim("d", Int64, 0, 999, 50)],
+        attrs(),
+    );
+    c.capacity = 8;
+    c.writes.push(sparse_write(10, GlobalOrder, 60));
+    out.push(c);
+    let mut c = case(
+        "duplicates",
+        Sparse,
+        vec![dim("d", Int32, 0, 9, 5)],
+        attrs(),
+    );
+    c.duplicates = true;
+    c.capacity = 6;
+    c.writes.push(sparse_write(10, Unordered, 40));
+    out.push(c);
+    // Every filter chain on every field it fits, dense and sparse.
+    for (name, chain) in filter_chains() {
+        for array_type in [Dense, Sparse] {
+            let kind = if array_type == Dense {
+                "dense"
+            } else {
+                "sparse"
+            };
+            let mut attrs = Vec::new();
+            for mut a in [
+                attr("i64", Int64, 1, true),
+                attr("u16", UInt16, 1, false),
+                attr("f64", Float64, 1, false),
+                attr("f32", Float32, 1, true),
+                attr("s", StringAscii, VAR_NUM, true),
+            ] {
+                a.filters = chain.clone();
+                if fits(&chain, &a) && accepts(array_type, &a) {
+                    attrs.push(a);
+                }
+            }
+            if attrs.is_empty() {
+                continue;
+            }
+            let mut c = case(
+                &format!("filter_{name}_{kind}"),
+                array_type,
+                vec![dim("d", Int64, 0, 199, 32)],
+                attrs,
+            );
+            c.capacity = 16;
+            c.writes.push(if array_type == Dense {
+                dense_write(10, RowMajor, vec![(3, 180)])
+            } else {
+                sparse_write(10, Unordered, 90)
+            });
+            out.push(c);
+        }
+    }
+    let mut c = case(
+        "part_filters",
+        Sparse,
+        vec![dim("d", Int64, 0, 999, 50), dim("e", StringAscii, 0, 0, 0)],
+        vec![attr("s", StringUtf8, VAR_NUM, true)],
+    );
+    c.part_filters = [
+        vec![Filter::Zstd { level: 1 }],
+        vec![
+            Filter::PositiveDelta { max_window: 128 },
+            Filter::Zstd { level: 3 },
+        ],
+        vec![Filter::Rle { level: -1 }],
+    ];
+    c.capacity = 9;
+    c.writes.push(sparse_write(10, Unordered, 50));
+    out.push(c);
+    // Several fragments, time travel, metadata and deletes.
+    let one = || vec![dim("d", Int32, 0, 63, 8)];
+    let attrs2 = || {
+        vec![
+            attr("a", Int32, 1, false),
+            attr("s", StringAscii, VAR_NUM, true),
+        ]
+    };
+    let mut c = case("dense_fragments", Dense, one(), attrs2());
+    c.writes.push(dense_write(10, RowMajor, vec![(0, 40)]));
+    c.writes.push(dense_write(20, RowMajor, vec![(30, 63)]));
+    c.metadata = Some((15, metadata_entries()));
+    for t in [json!(15), json!(25), json!([15, 25])] {
+        c.queries
+            .push(query(&format!("at_{t}"), "row-major", Value::Null, t, true));
+    }
+    out.push(c);
+    for encrypted in [false, true] {
+        let suffix = if encrypted { "_encrypted" } else { "" };
+        let mut c = case(&format!("sparse_deletes{suffix}"), Sparse, one(), attrs2());
+        c.encrypted = encrypted;
+        c.duplicates = true;
+        c.capacity = 5;
+        c.writes.push(sparse_write(10, Unordered, 30));
+        c.writes.push(sparse_write(20, Unordered, 30));
+        c.metadata = Some((25, metadata_entries()));
+        c.delete = Some((30, "a < 0 or s == None".into()));
+        for t in [json!(25), Value::Null] {
+            c.queries.push(query(
+                &format!("at_{t}"),
+                "unordered",
+                Value::Null,
+                t,
+                false,
+            ));
+        }
+        out.push(c);
+    }
+    out
+}
+
+fn metadata_entries() -> Vec<MetadataEntry> {
+    let put = |key: &str, datatype: Datatype, bytes: Vec<u8>| {
+        let n = (bytes.len() as u64 / datatype.size()) as u32;
+        MetadataEntry::Put {
+            key: key.into(),
+            value: MetadataValue::new(datatype, n, bytes).expect("whole values"),
+        }
+    };
+    vec![
+        put(
+            "ints",
+            Datatype::Int64,
+            [1i64, -2, 3].iter().flat_map(|v| v.to_le_bytes()).collect(),
+        ),
+        put("float", Datatype::Float32, 1.5f32.to_le_bytes().to_vec()),
+        put("text", Datatype::StringUtf8, "héllo".as_bytes().to_vec()),
+        put("bytes", Datatype::Blob, vec![0, 255, 7]),
+        put("empty", Datatype::Int32, Vec::new()),
+    ]
+}
+
+/// Whether the generated cells of `a` survive `chain` as TileDB's filters
+/// take them: schemas allow more than writes do (DICTIONARY fails on
+/// anything but var-length strings, as in TileDB), and SCALE_FLOAT is lossy
+/// on anything but floats. (POSITIVE_DELTA, which refuses decreasing
+/// values, is tried on offsets, which only grow: `part_filters`.)
+fn fits(chain: &[Filter], a: &Attr) -> bool {
+    chain.iter().all(|f| match f {
+        Filter::Dictionary { .. } => a.datatype.is_string() && a.cvn == VAR_NUM,
+        Filter::ScaleFloat { .. } => a.datatype.is_float(),
+        _ => true,
+    })
+}
+
+/// Whether TileDB's schema rules take attribute `a` (with its filters) in
+/// an array of `array_type`.
+fn accepts(array_type: ArrayType, a: &Attr) -> bool {
+    ArraySchema::builder(array_type)
+        .dimension(DimensionBuilder::range("d", 0i64..=9).tile_extent(5i64))
+        .attribute(a.builder())
+        .build()
+        .is_ok()
+}
+
+impl Case {
+    fn schema(&self) -> Result<ArraySchema, String> {
+        let mut b = ArraySchema::builder(self.array_type)
+            .cell_order(self.cell_order)
+            .tile_order(self.tile_order)
+            .coords_filters(self.part_filters[0].clone())
+            .offsets_filters(self.part_filters[1].clone())
+            .validity_filters(self.part_filters[2].clone());
+        if self.array_type == ArrayType::Sparse {
+            b = b.capacity(self.capacity).allows_duplicates(self.duplicates);
+        }
+        for d in &self.dims {
+            b = b.dimension(d.builder());
+        }
+        for a in &self.attrs {
+            b = b.attribute(a.builder());
+        }
+        b.build()
+            .map_err(|e| format!("schema: {}", error_report(&e)))
+    }
+
+    /// The cells of write `w`, fields in query order (dims of sparse
+    /// arrays, then attributes), and the subarray JSON of a dense write.
+    fn cells(&self, w: &Write) -> (Vec<FieldBuffer>, usize, Option<Subarray>, Value) {
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15 ^ w.seed.wrapping_mul(0x1000_0001));
+        let mut fields = Vec::new();
+        let n = if self.array_type == ArrayType::Dense {
+            w.rect
+                .iter()
+                .map(|(lo, hi)| (hi - lo + 1) as usize)
+                .product()
+        } else {
+            // Distinct coordinates (unless duplicates are allowed), sorted
+            // when the write is in global order (one dimension only).
+            let mut points: Vec<Vec<i64>> = Vec::new();
+            let mut seen = std::collections::HashSet::new();
+            while points.len() < w.cells {
+                let p: Vec<i64> = self
+                    .dims
+                    .iter()
+                    .map(|d| match d.datatype {
+                        Datatype::StringAscii => rng.int(0, 400),
+                        _ => rng.int(d.lo, d.hi),
+                    })
+                    .collect();
+                if self.duplicates || seen.insert(p.clone()) {
+                    points.push(p);
+                }
+            }
+            if w.layout == ResultLayout::GlobalOrder {
+                points.sort();
+            }
+            for (i, d) in self.dims.iter().enumerate() {
+                let var = d.datatype == Datatype::StringAscii;
+                let mut b =
+                    FieldBuffer::new(d.name, d.datatype, if var { VAR_NUM } else { 1 }, false);
+                let mut offsets = Vec::new();
+                for p in &points {
+                    offsets.push(b.data.len() as u64);
+                    b.data.extend(d.coord(p[i]));
+                }
+                if var {
+                    b.offsets = Some(offsets);
+                }
+                fields.push(b);
+            }
+            w.cells
+        };
+        for a in &self.attrs {
+            fields.push(field(&mut rng, &a.name, a.datatype, a.cvn, a.nullable, n));
+        }
+        if self.array_type == ArrayType::Sparse {
+            return (fields, n, None, Value::Null);
+        }
+        let mut sub = Subarray::new(self.dims.len());
+        let mut json_sub = Vec::new();
+        for (d, &(lo, hi)) in self.dims.iter().zip(&w.rect) {
+            sub.add_range(json_sub.len(), d.range(lo, hi));
+            json_sub.push(json!([[d.json(lo), d.json(hi)]]));
+        }
+        (fields, n, Some(sub), Value::Array(json_sub))
+    }
+
+    /// Writes the array under `dir/array` and the case's `expected.json`
+    /// stub; returns the queries whose answers are known.
+    fn write(&self, dir: &Path) -> Result<Vec<Known>, String> {
+        let err = |e: tdb::Error| error_report(&e).trim_end().replace('\n', " / ");
+        let schema = self.schema()?;
+        let mut options = OpenOptions::new();
+        if self.encrypted {
+            options = options.key(KEY.as_bytes()).map_err(err)?;
+        }
+        fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let storage = LocalStorage::new(dir.join("array"));
+        let array = Array::create_in(storage, "", &schema, &[], options.clone()).map_err(err)?;
+        let mut queries = self.queries.clone();
+        let mut known = Vec::new();
+        for (i, w) in self.writes.iter().enumerate() {
+            let (fields, n, sub, json_sub) = self.cells(w);
+            let mut spec = WriteSpec::new(fields.clone()).with_layout(w.layout).at(w.t);
+            if let Some(s) = sub {
+                spec = spec.with_subarray(s);
+            }
+            array.write(&spec).map_err(err)?;
+            if self.writes.len() == 1 && self.delete.is_none() {
+                let name = format!("written_{i}");
+                let (layout, ordered) = match (self.array_type, w.layout) {
+                    (ArrayType::Sparse, _) => ("unordered", false),
+                    (_, l) => (layout_name(l), true),
+                };
+                let mut q = query(&name, layout, json_sub, Value::Null, ordered);
+                let names: Vec<&str> = fields.iter().map(|f| f.name.as_str()).collect();
+                let split = if self.array_type == ArrayType::Sparse {
+                    self.dims.len()
+                } else {
+                    0
+                };
+                q["dims"] = json!(names[..split]);
+                q["attrs"] = json!(names[split..]);
+                queries.push(q);
+                let mut batch = Batch::default();
+                batch.num_cells = n as u64;
+                batch.fields = fields;
+                known.push(Known {
+                    query: name,
+                    result: values::batch(&batch),
+                    ordered,
+                });
+            }
+        }
+        if let Some((t, entries)) = &self.metadata {
+            let at = Array::open_in(
+                LocalStorage::new(dir.join("array")),
+                "",
+                options.clone().at(*t),
+            )
+            .map_err(err)?;
+            at.write_metadata(entries.clone()).map_err(err)?;
+        }
+        if let Some((t, condition)) = &self.delete {
+            let at = Array::open_in(LocalStorage::new(dir.join("array")), "", options.at(*t))
+                .map_err(err)?;
+            at.delete(condition).map_err(err)?;
+        }
+        let mut exp = json!({
+            "case": self.name,
+            "description": "written by tdb through its API (cargo xtask interop)",
+            "kind": "array",
+            "encryption": if self.encrypted { json!({"type": "AES_256_GCM", "key": KEY}) } else { Value::Null },
+            "queries": queries,
+        });
+        if let Some((t, _)) = &self.metadata {
+            exp["metadata_at"] = json!([{"timestamp": t - 1}, {"timestamp": t}]);
+        }
+        let text = serde_json::to_string_pretty(&exp).map_err(|e| e.to_string())?;
+        fs::write(dir.join("expected.json"), text).map_err(|e| e.to_string())?;
+        Ok(known)
+    }
+}
+
+/// The generated pass: `(passed, failed)`, a line per failed case.
+pub(crate) fn generated(root: &Path, python: &Path) -> Result<(usize, usize), String> {
+    let out = root.join("target/interop/generated");
+    if out.exists() {
+        fs::remove_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
+    }
+    let all = cases();
+    // The first failure of each case.
+    let mut failed: BTreeMap<String, String> = BTreeMap::new();
+    let mut known = Vec::new();
+    for c in &all {
+        match c.write(&out.join(&c.name)) {
+            Ok(k) => known.push((c.name.clone(), k)),
+            Err(e) => {
+                failed.insert(c.name.clone(), format!("tdb could not write it: {e}"));
+            }
+        }
+    }
+    // TileDB answers every query of every case (and reports schema,
+    // metadata and fragments) from tdb's bytes.
+    let output = Command::new(python)
+        .current_dir(root)
+        .arg("xtask/fixtures/expect.py")
+        .arg(&out)
+        .output()
+        .map_err(|e| format!("expect.py: {e}"))?;
+    eprint!("{}", String::from_utf8_lossy(&output.stderr));
+    for line in String::from_utf8_lossy(&output.stdout).lines() {
+        if let Some(c) = all.iter().find(|c| line.contains(&format!("/{}:", c.name))) {
+            if line.starts_with("FAIL") {
+                failed
+                    .entry(c.name.clone())
+                    .or_insert_with(|| format!("TileDB could not read it: {line}"));
+            }
+        }
+    }
+    // What TileDB read is what tdb wrote.
+    for (name, queries) in &known {
+        if failed.contains_key(name) {
+            continue;
+        }
+        let exp: Value = fs::read(out.join(name).join("expected.json"))
+            .map_err(|e| e.to_string())
+            .and_then(|b| serde_json::from_slice(&b).map_err(|e| e.to_string()))?;
+        for k in queries {
+            let got = exp["queries"]
+                .as_array()
+                .and_then(|qs| qs.iter().find(|x| x["name"] == json!(k.query)))
+                .map(|x| &x["result"]);
+            let outcome = match got {
+                Some(got) => crate::conformance::compare_result(&k.result, got, k.ordered),
+                None => Err("no answer".into()),
+            };
+            if let Err(e) = outcome {
+                failed.entry(name.clone()).or_insert_with(|| {
+                    format!("TileDB reads other cells than tdb wrote ({}): {e}", k.query)
+                });
+            }
+        }
+    }
+    // tdb reads them as TileDB did.
+    let mut report = Vec::new();
+    crate::conformance::run(&out, &crate::conformance::Options::default(), &mut report)?;
+    for line in String::from_utf8_lossy(&report).lines() {
+        if let Some(rest) = line.strip_prefix("FAIL ") {
+            let name = rest.split(':').next().unwrap_or(rest).to_owned();
+            failed
+                .entry(name)
+                .or_insert_with(|| format!("tdb reads it otherwise than TileDB: {rest}"));
+        }
+    }
+    for (name, why) in &failed {
+        println!("FAIL generated/{name}: {why}");
+    }
+    println!(
+        "generated: {} arrays written by tdb, read by TileDB and by tdb: {} failed",
+        all.len(),
+        failed.len()
+    );
+    Ok((all.len().saturating_sub(failed.len()), failed.len()))
+}
