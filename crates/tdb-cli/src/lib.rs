@@ -6,6 +6,7 @@
 
 pub mod export;
 pub mod inspect;
+pub mod metadata;
 pub mod schema;
 mod summary;
 pub mod values;

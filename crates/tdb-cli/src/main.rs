@@ -11,7 +11,7 @@ use tdb_storage::LocalStorage;
 #[command(
     name = "tdb",
     version,
-    about = "Read and inspect TileDB arrays without the C++ library"
+    about = "Read, inspect and change TileDB arrays without the C++ library"
 )]
 struct Cli {
     #[command(subcommand)]
@@ -103,6 +103,38 @@ enum Command {
         #[arg(long)]
         to_key: Option<String>,
     },
+    /// Print an array's metadata as JSON (`[{key, datatype, value_num,
+    /// value}]`, TileDB's order), or change it: each change is one
+    /// metadata file, committed whole.
+    Metadata {
+        /// The array directory.
+        path: PathBuf,
+        #[command(subcommand)]
+        action: Option<MetadataAction>,
+        /// Read as of this timestamp `T` (ms since the epoch); changes are
+        /// stamped with it. Default: now.
+        #[arg(long, global = true)]
+        at: Option<u64>,
+        /// The AES-256-GCM key of an encrypted array (32 bytes).
+        #[arg(long, global = true)]
+        key: Option<String>,
+    },
+    /// Delete the cells where a TileDB-Py QueryCondition holds, as TileDB's
+    /// delete queries do (sparse arrays): reads from now on (or from
+    /// `--at`) no longer see them; older reads still do.
+    Delete {
+        /// The array directory.
+        path: PathBuf,
+        /// The cells to delete, e.g. "a < 0 or s == 'x'".
+        #[arg(long)]
+        condition: String,
+        /// Stamp the delete with this timestamp (ms since the epoch).
+        #[arg(long)]
+        at: Option<u64>,
+        /// The AES-256-GCM key of an encrypted array (32 bytes).
+        #[arg(long)]
+        key: Option<String>,
+    },
     /// Print an array's schema: a readable dump, or the conformance JSON
     /// summary.
     Schema {
@@ -121,6 +153,49 @@ enum Command {
         #[arg(long)]
         key: Option<String>,
     },
+}
+
+/// A change to array metadata.
+#[derive(Subcommand)]
+enum MetadataAction {
+    /// Print one key's entry (or every entry without KEY).
+    Get {
+        /// The key.
+        name: Option<String>,
+    },
+    /// Set KEY to VALUE: JSON (a number, a list of numbers, a string,
+    /// `{"b64": ...}`) or plain text; stored as --type, or as TileDB-Py
+    /// stores it (INT64, FLOAT64 or STRING_UTF8).
+    Set {
+        /// The key.
+        name: String,
+        /// The value.
+        value: String,
+        /// A TileDB datatype name, e.g. INT32, FLOAT32, BLOB.
+        #[arg(long = "type")]
+        datatype: Option<String>,
+    },
+    /// Remove KEY.
+    Delete {
+        /// The key.
+        name: String,
+    },
+}
+
+/// Opens an array for a change: at `at` if given, with `key`.
+fn open_for_change(
+    path: &std::path::Path,
+    at: Option<u64>,
+    key: Option<&str>,
+) -> Result<tdb::Array<LocalStorage>, CliError> {
+    let mut options = tdb::OpenOptions::new();
+    if let Some(t) = at {
+        options = options.at(t);
+    }
+    if let Some(k) = key_bytes(key)? {
+        options = options.key(&k)?;
+    }
+    Ok(tdb::Array::open_with(path, options)?)
 }
 
 /// Which cells a read or an aggregate sees.
@@ -333,6 +408,48 @@ fn run(cli: Cli) -> Result<bool, CliError> {
                 summary.metadata_files,
                 summary.deletes
             );
+            Ok(true)
+        }
+        Command::Metadata {
+            path,
+            action,
+            at,
+            key,
+        } => {
+            let array = open_for_change(&path, at, key.as_deref())?;
+            match action.unwrap_or(MetadataAction::Get { name: None }) {
+                MetadataAction::Get { name } => {
+                    let md = array.metadata()?;
+                    let mut entries = inspect::metadata(&md);
+                    if let Some(n) = name {
+                        entries.retain(|e| e.key == n);
+                        if entries.is_empty() {
+                            return Err(CliError::Usage(format!("no metadata key {n:?}")));
+                        }
+                    }
+                    print_json(&entries)?;
+                }
+                MetadataAction::Set {
+                    name,
+                    value,
+                    datatype,
+                } => {
+                    let v = tdb_cli::metadata::parse_value(&value, datatype.as_deref())?;
+                    array.put_metadata(&name, v)?;
+                }
+                MetadataAction::Delete { name } => array.delete_metadata(&name)?,
+            }
+            Ok(true)
+        }
+        Command::Delete {
+            path,
+            condition,
+            at,
+            key,
+        } => {
+            let array = open_for_change(&path, at, key.as_deref())?;
+            let commit = array.delete(&condition)?;
+            println!("{}: committed {commit}", path.display());
             Ok(true)
         }
         Command::Schema {

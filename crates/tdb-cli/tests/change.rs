@@ -1,0 +1,96 @@
+//! `tdb metadata` and `tdb delete` change a copy of a TileDB-written array;
+//! the changes read back through tdb (TileDB reading such changes is
+//! `cargo xtask interop`'s generated pass).
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn tdb(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tdb"))
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn fixture_copy(case: &str, tmp: &Path) -> PathBuf {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../testdata/arrays")
+        .join(case)
+        .join("array");
+    let dst = tmp.join(case);
+    tdb_testdata::copy_dir(&src, &dst).unwrap();
+    dst
+}
+
+fn json(out: &Output) -> Value {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn metadata_set_get_delete() {
+    let tmp = tempfile::tempdir().unwrap();
+    let arr = fixture_copy("metadata_types", tmp.path());
+    let p = arr.to_str().unwrap();
+    let before = json(&tdb(&["metadata", p])).as_array().unwrap().len();
+    assert!(tdb(&["metadata", p, "set", "new_key", "[1, -2]"])
+        .status
+        .success());
+    assert!(
+        tdb(&["metadata", p, "set", "small", "7", "--type", "uint8"])
+            .status
+            .success()
+    );
+    let got = json(&tdb(&["metadata", p, "get", "new_key"]));
+    assert_eq!(
+        got,
+        serde_json::json!([{"key": "new_key", "datatype": "INT64", "value_num": 2, "value": [1, -2]}])
+    );
+    let got = json(&tdb(&["metadata", p, "get", "small"]));
+    assert_eq!(got[0]["datatype"], "UINT8");
+    assert_eq!(
+        json(&tdb(&["metadata", p])).as_array().unwrap().len(),
+        before + 2
+    );
+    assert!(tdb(&["metadata", p, "delete", "new_key"]).status.success());
+    let missing = tdb(&["metadata", p, "get", "new_key"]);
+    assert_eq!(missing.status.code(), Some(2));
+    // A value that does not fit its type writes nothing.
+    let bad = tdb(&["metadata", p, "set", "k", "300", "--type", "uint8"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert_eq!(
+        json(&tdb(&["metadata", p])).as_array().unwrap().len(),
+        before + 1
+    );
+}
+
+#[test]
+fn delete_then_export() {
+    let tmp = tempfile::tempdir().unwrap();
+    let arr = fixture_copy("sparse_2d_int", tmp.path());
+    let p = arr.to_str().unwrap();
+    let count = |extra: &[&str]| {
+        let mut args = vec!["export", p];
+        args.extend_from_slice(extra);
+        json(&tdb(&args))["num_cells"].as_u64().unwrap()
+    };
+    let all = count(&[]);
+    let keep = count(&["--condition", "not (a < 5)"]);
+    assert!(keep < all && keep > 0, "{keep} of {all}");
+    let out = tdb(&["delete", p, "--condition", "a < 5"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(count(&[]), keep);
+    // Dense arrays take no deletes, as in TileDB.
+    let dense = fixture_copy("dense_1d_int32", tmp.path());
+    let out = tdb(&["delete", dense.to_str().unwrap(), "--condition", "a < 5"]);
+    assert_eq!(out.status.code(), Some(2));
+}
