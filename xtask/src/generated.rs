@@ -343,6 +343,11 @@ fn query(name: &str, layout: &str, subarray: Value, timestamp: Value, ordered: b
            "condition": null, "timestamp": timestamp, "ordered": ordered})
 }
 
+/// The whole array in the global order, now.
+fn global_read() -> Value {
+    query("global", "global-order", Value::Null, Value::Null, true)
+}
+
 /// The filter chains every filterable field is tried with.
 fn filter_chains() -> Vec<(&'static str, Vec<Filter>)> {
     use Filter::*;
@@ -440,13 +445,7 @@ fn cases() -> Vec<Case> {
         c.encrypted = encrypted;
         c.capacity = 7;
         c.writes.push(sparse_write(10, Unordered, 60));
-        c.queries.push(query(
-            "global",
-            "global-order",
-            Value::Null,
-            Value::Null,
-            true,
-        ));
+        c.queries.push(global_read());
         out.push(c);
     }
     // Every dimension datatype of sparse arrays, a string one included.
@@ -487,13 +486,7 @@ fn cases() -> Vec<Case> {
         );
         c.capacity = 5;
         c.writes.push(sparse_write(10, Unordered, 40));
-        c.queries.push(query(
-            "global",
-            "global-order",
-            Value::Null,
-            Value::Null,
-            true,
-        ));
+        c.queries.push(global_read());
         out.push(c);
     }
     // Layouts: Hilbert, col-major cells and tiles, dense writes in every
@@ -510,13 +503,7 @@ fn cases() -> Vec<Case> {
     c.cell_order = Layout::Hilbert;
     c.capacity = 6;
     c.writes.push(sparse_write(10, Unordered, 50));
-    c.queries.push(query(
-        "global",
-        "global-order",
-        Value::Null,
-        Value::Null,
-        true,
-    ));
+    c.queries.push(global_read());
     out.push(c);
     for (name, cells, tiles) in [
         ("col_col", Layout::ColMajor, Layout::ColMajor),
@@ -529,13 +516,7 @@ fn cases() -> Vec<Case> {
             c.tile_order = tiles;
             c.writes
                 .push(dense_write(10, layout, vec![(2, 13), (1, 14)]));
-            c.queries.push(query(
-                "global",
-                "global-order",
-                Value::Null,
-                Value::Null,
-                true,
-            ));
+            c.queries.push(global_read());
             out.push(c);
         }
         let mixed = vec![dim("r", Int32, 0, 15, 4), dim("c", Int64, 0, 15, 4)];
@@ -544,13 +525,7 @@ fn cases() -> Vec<Case> {
         c.tile_order = tiles;
         c.capacity = 4;
         c.writes.push(sparse_write(10, Unordered, 70));
-        c.queries.push(query(
-            "global",
-            "global-order",
-            Value::Null,
-            Value::Null,
-            true,
-        ));
+        c.queries.push(global_read());
         out.push(c);
     }
     let mut c = case("dense_global_write", Dense, two(), attrs());
