@@ -795,7 +795,7 @@ impl Case {
             if let Some(s) = sub {
                 spec = spec.with_subarray(s);
             }
-            array.write(&spec).map_err(err)?;
+            array.write(spec).map_err(err)?;
             if self.writes.len() == 1 && self.delete.is_none() {
                 let name = format!("written_{i}");
                 let (layout, ordered) = match (self.array_type, w.layout) {

@@ -1,7 +1,8 @@
-//! `cargo xtask interop [DIR]`: does TileDB read what tdb wrote?
+//! `cargo xtask interop [DIR | --generated]`: does TileDB read what tdb
+//! wrote?
 //!
-//! Two passes over a directory of conformance cases (default
-//! `testdata/arrays`, any directory in FORMAT.md's shape works):
+//! Three passes, the first two over a directory of conformance cases
+//! (default `testdata/arrays`, any directory in FORMAT.md's shape works):
 //!
 //! 1. Copies: `tdb::copy` writes every array case anew (format v22, new
 //!    fragment and schema names, same timestamps, same key) under
@@ -21,6 +22,8 @@
 //!    is also written anew by `tdb-fragment` (every section re-encoded, laid
 //!    out again, a footer pointing at where each landed), so TileDB reads
 //!    tdb's footers and sections too.
+//! 3. Generated: arrays tdb writes through its API ([`crate::generated`]);
+//!    `--generated` runs this pass alone.
 
 use crate::{venv_for, workspace_root, Writer};
 use std::fs;
@@ -126,9 +129,10 @@ fn copy_case(case: &Path, out: &Path) -> Copied {
             Err(e) => return Copied::Failed(error_report(&e)),
         };
     }
+    if let Err(e) = fs::create_dir_all(out) {
+        return Copied::Failed(format!("cannot make {}: {e}", out.display()));
+    }
     let result = tdb::Array::open_with(case.join("array"), options).and_then(|array| {
-        fs::create_dir_all(out)
-            .map_err(|e| tdb::Error::Unsupported(format!("cannot make {}: {e}", out.display())))?;
         tdb::copy(
             &array,
             &LocalStorage::new(out.join("array")),

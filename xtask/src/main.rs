@@ -192,7 +192,7 @@ fn fixtures(args: &[String]) -> Result<(), String> {
 }
 
 const USAGE: &str = "usage: cargo xtask fixtures [--only TILEDB_PY_VERSION]...
-       cargo xtask interop
+       cargo xtask interop [DIR | --generated]
        cargo xtask bench [--quick] [--only W..] [--json FILE]
        cargo xtask conformance DIR [--only CASE]... [--no-queries] [--budget BYTES]";
 

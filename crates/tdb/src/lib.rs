@@ -185,17 +185,23 @@ impl<S: tdb_storage::Storage> Array<S> {
         Array::open_in(storage, dir, options)
     }
 
-    /// Writes one fragment with the latest schema and commits it. The
-    /// array stays open at the window it was opened at: [`Array::reopen`]
-    /// to read what was written.
-    pub fn write(&self, spec: &WriteSpec) -> Result<Written> {
+    /// Writes one fragment with the latest schema and commits it, stamped
+    /// with the spec's timestamps or else, as TileDB stamps writes, with the
+    /// end of the window the array was opened at (now without one). The
+    /// array stays open at its window: [`Array::reopen`] to read what was
+    /// written.
+    pub fn write(&self, spec: WriteSpec) -> Result<Written> {
+        let spec = match spec.timestamps {
+            Some(_) => spec,
+            None => spec.at(self.options.stamp()),
+        };
         let open = &self.snapshot.open;
         Ok(tdb_query::write_fragment(
             &self.storage,
             &open.dir,
             open.schemas.latest(),
             open.key(),
-            spec,
+            &spec,
         )?)
     }
 

@@ -35,7 +35,7 @@ fn eight_threads_writing_a_hundred_fragments_each_lose_nothing() {
                     let x = [t * 10_000 + f * 2, t * 10_000 + f * 2 + 1];
                     let a = [x[0] * 3, x[1] * 3];
                     array
-                        .write(&WriteSpec::new(vec![int64s("x", &x), int64s("a", &a)]))
+                        .write(WriteSpec::new(vec![int64s("x", &x), int64s("a", &a)]))
                         .unwrap();
                 }
                 let v = MetadataValue::new(Datatype::Int64, 1, t.to_le_bytes().to_vec()).unwrap();

@@ -159,14 +159,14 @@ fn faulty(array: &Array) -> &Store {
 }
 
 fn sparse_setup(a: &Array) {
-    a.write(&sparse_cells(&[1, 5, 9, 12, 40], 10)).unwrap();
+    a.write(sparse_cells(&[1, 5, 9, 12, 40], 10)).unwrap();
     a.put_metadata("kept", int_value(1)).unwrap();
 }
 
 #[test]
 fn sparse_write_stopped_at_any_write() {
     let n = crash_at_every_write(ArrayType::Sparse, &sparse_setup, &|a| {
-        a.write(&sparse_cells(&[3, 5, 77, 2], 20)).map(|_| ())
+        a.write(sparse_cells(&[3, 5, 77, 2], 20)).map(|_| ())
     });
     // Data files of x, a (+validity), s (+offsets, validity), fragment
     // metadata, commit.
@@ -176,10 +176,10 @@ fn sparse_write_stopped_at_any_write() {
 #[test]
 fn dense_write_stopped_at_any_write() {
     let setup = |a: &Array| {
-        a.write(&dense_cells(0, 19, 10)).unwrap();
+        a.write(dense_cells(0, 19, 10)).unwrap();
     };
     let n = crash_at_every_write(ArrayType::Dense, &setup, &|a| {
-        a.write(&dense_cells(5, 24, 20)).map(|_| ())
+        a.write(dense_cells(5, 24, 20)).map(|_| ())
     });
     assert!(n >= 6, "{n} writes");
 }

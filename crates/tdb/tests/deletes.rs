@@ -59,7 +59,7 @@ fn array(array_type: ArrayType) -> Array<MemoryStorage> {
         );
         spec = spec.with_subarray(sub);
     }
-    array.write(&spec).unwrap();
+    array.write(spec).unwrap();
     array
 }
 
@@ -109,4 +109,21 @@ fn refused_deletes_write_nothing() {
             "{condition}: a delete commit was written"
         );
     }
+}
+
+#[test]
+fn writes_and_deletes_of_an_array_opened_at_t_are_stamped_t() {
+    let opts = OpenOptions::new().at(100);
+    let arr = Array::create_in(
+        MemoryStorage::new(),
+        "arr",
+        &schema(ArrayType::Sparse),
+        &[],
+        opts,
+    )
+    .unwrap();
+    let w = arr.write(WriteSpec::new(cells())).unwrap();
+    assert_eq!(w.fragment.timestamp_range(), (100, 100));
+    let del = arr.delete("a < 0").unwrap();
+    assert!(del.starts_with("__commits/__100_100_"), "{del}");
 }
