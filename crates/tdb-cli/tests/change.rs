@@ -14,10 +14,7 @@ fn tdb(args: &[&str]) -> Output {
 }
 
 fn fixture_copy(case: &str, tmp: &Path) -> PathBuf {
-    let src = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../testdata/arrays")
-        .join(case)
-        .join("array");
+    let src = tdb_testdata::root().join(case).join("array");
     let dst = tmp.join(case);
     tdb_testdata::copy_dir(&src, &dst).unwrap();
     dst

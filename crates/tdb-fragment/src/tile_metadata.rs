@@ -311,7 +311,6 @@ impl FieldStats {
         offsets: Option<&[u64]>,
         validity: Option<&[u8]>,
         order: Option<&[usize]>,
-        cell_num: u64,
     ) -> TileMetadata {
         let cells = match offsets {
             Some(o) => o.len(),
@@ -338,7 +337,7 @@ impl FieldStats {
             }
         };
         let mut m = TileMetadata {
-            cell_num,
+            cell_num: cells as u64,
             ..TileMetadata::default()
         };
         if self.is_dim && self.dense {
@@ -626,7 +625,7 @@ mod tests {
             .iter()
             .flat_map(|v| v.to_le_bytes())
             .collect();
-        let m = f.tile(&data, None, None, None, 4);
+        let m = f.tile(&data, None, None, None);
         assert_eq!(m.min, 4.0f64.to_le_bytes());
         assert_eq!(m.max, 5.0f64.to_le_bytes());
         assert!(f64::from_bits(m.sum).is_nan());
@@ -635,7 +634,7 @@ mod tests {
             .iter()
             .flat_map(|v| v.to_le_bytes())
             .collect();
-        assert_eq!(f.tile(&big, None, None, None, 3).sum, f64::MAX.to_bits());
+        assert_eq!(f.tile(&big, None, None, None).sum, f64::MAX.to_bits());
     }
 
     #[test]
@@ -650,7 +649,7 @@ mod tests {
             nullable: false,
             dense: false,
         };
-        let m = f.tile(b"abcabzab", Some(&[0, 3, 6]), None, None, 3);
+        let m = f.tile(b"abcabzab", Some(&[0, 3, 6]), None, None);
         assert_eq!(m.min, b"ab");
         assert_eq!(m.max, b"abz");
         assert_eq!(strncmp(b"a\0x", b"a\0y", 3), Ordering::Equal);

@@ -987,7 +987,7 @@ impl<'a, S: ReadStorage + ?Sized> Scrub<'a, S> {
             return;
         }
         let fs = FieldStats::new(frag.schema, SchemaField::Attribute(a));
-        let stats = fs.tile(data, None, validity, None, 0);
+        let stats = fs.tile(data, None, validity, None);
         if stats.min.is_empty() {
             return;
         }

@@ -712,7 +712,6 @@ mod tests {
                     })
                     .collect();
                 let mut seen = 0;
-                let mut k = 0usize;
                 for c0 in lo[0]..=hi[0] {
                     for c1 in lo[1]..=hi[1] {
                         for c2 in lo[2]..=hi[2] {
@@ -722,15 +721,19 @@ mod tests {
                                 (c1 - lo[1]) as usize,
                                 (c2 - lo[2]) as usize,
                             );
+                            // Global input: checked below, as the held
+                            // sources running 0, 1, 2, ... tile by tile.
                             let want = match input {
-                                InputOrder::RowMajor => (i0 * 6 + i1) * 3 + i2,
-                                InputOrder::ColMajor => (i2 * 6 + i1) * 8 + i0,
-                                InputOrder::Global => tiles[t as usize][c as usize],
+                                InputOrder::RowMajor => Some((i0 * 6 + i1) * 3 + i2),
+                                InputOrder::ColMajor => Some((i2 * 6 + i1) * 8 + i0),
+                                InputOrder::Global => None,
                             };
-                            assert_eq!(
-                                tiles[t as usize][c as usize], want,
-                                "{to:?} {co:?} {input:?}"
-                            );
+                            if let Some(want) = want {
+                                assert_eq!(
+                                    tiles[t as usize][c as usize], want,
+                                    "{to:?} {co:?} {input:?}"
+                                );
+                            }
                             seen += 1;
                         }
                     }
@@ -741,12 +744,11 @@ mod tests {
                     .copied()
                     .filter(|&s| s != FILL)
                     .collect();
+                assert_eq!(seen, 8 * 6 * 3);
                 assert_eq!(held.len(), seen);
                 if input == InputOrder::Global {
                     assert_eq!(held, (0..seen).collect::<Vec<_>>());
                 }
-                k += held.len();
-                assert_eq!(k, 144);
             }
         }
     }

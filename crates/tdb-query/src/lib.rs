@@ -26,7 +26,9 @@ pub use snapshot::Snapshot;
 pub use spec::{ReadSpec, ResultLayout, Subarray, DEFAULT_BUDGET};
 pub use write::{delete_cells, write_fragment, WriteSpec, Written};
 
-/// Worker threads for decoding and filtering tiles: one per core, at most 8.
+/// Worker threads for decoding and filtering tiles: one per core, at most
+/// 8. Asked once per process: the standard library reads the cgroup files
+/// on every call.
 pub(crate) fn threads() -> usize {
     static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *THREADS.get_or_init(|| {

@@ -248,27 +248,24 @@ mod tests {
     #[test]
     fn handles_on_one_directory_write_side_by_side() {
         let tmp = tempfile::tempdir().unwrap();
-        std::thread::scope(|s| {
-            for t in 0..4 {
-                let root = tmp.path();
-                s.spawn(move || {
-                    // A handle per writer: temporary names must not collide.
-                    let store = LocalStorage::new(root);
-                    for i in 0..50 {
-                        let key = format!("d/{t}-{i}");
-                        store.write(&key, Bytes::from(key.clone())).unwrap();
-                    }
-                });
+        let (a, b) = (LocalStorage::new(tmp.path()), LocalStorage::new(tmp.path()));
+        // `b` writes into the same directory while `a`'s temporary file is
+        // open: with one temporary name per handle they would collide.
+        let mut step = 0;
+        let mut parts = std::iter::from_fn(|| {
+            step += 1;
+            match step {
+                1 => Some(Ok(Bytes::from_static(b"x1"))),
+                2 => {
+                    b.write("d/y", Bytes::from_static(b"y")).unwrap();
+                    Some(Ok(Bytes::from_static(b"x2")))
+                }
+                _ => None,
             }
         });
-        let store = LocalStorage::new(tmp.path());
-        let files = store.list_dir("d").unwrap().files;
-        assert_eq!(files.len(), 200);
-        for f in files {
-            assert_eq!(
-                store.read(&f.key).unwrap().unwrap(),
-                Bytes::from(f.key.strip_prefix("d/").map(|k| format!("d/{k}")).unwrap())
-            );
-        }
+        a.write_stream("d/x", &mut parts).unwrap();
+        assert_eq!(a.read("d/x").unwrap().unwrap(), Bytes::from_static(b"x1x2"));
+        assert_eq!(a.read("d/y").unwrap().unwrap(), Bytes::from_static(b"y"));
+        assert_eq!(a.list_dir("d").unwrap().files.len(), 2);
     }
 }

@@ -127,3 +127,29 @@ fn writes_and_deletes_of_an_array_opened_at_t_are_stamped_t() {
     let del = arr.delete("a < 0").unwrap();
     assert!(del.starts_with("__commits/__100_100_"), "{del}");
 }
+
+/// tdb's delete commit for TileDB's own deletes of the fixtures is the
+/// commit TileDB wrote, byte for byte (same condition, same timestamp).
+#[test]
+fn delete_commits_are_tiledbs_bytes() {
+    for (case, condition, t) in [
+        ("delete_query", "a > 5", 3),
+        ("delete_query_consolidated", "s == 'b'", 2),
+    ] {
+        let tmp = tempfile::tempdir().unwrap();
+        let src = tdb_testdata::root().join(case).join("array");
+        tdb_testdata::copy_dir(&src, tmp.path()).unwrap();
+        let theirs = std::fs::read_dir(tmp.path().join("__commits"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.extension().is_some_and(|e| e == "del"))
+            .unwrap();
+        let theirs_bytes = std::fs::read(&theirs).unwrap();
+        std::fs::remove_file(&theirs).unwrap();
+        let array = Array::open_with(tmp.path(), OpenOptions::new().at(t)).unwrap();
+        let ours = array.delete(condition).unwrap();
+        assert!(ours.starts_with(&format!("__commits/__{t}_{t}_")), "{ours}");
+        let ours_bytes = std::fs::read(tmp.path().join(&ours)).unwrap();
+        assert_eq!(ours_bytes, theirs_bytes, "{case}");
+    }
+}

@@ -212,13 +212,7 @@ fn empty_strings(c: Condition, schema: &ArraySchema) -> Condition {
             if value.is_empty()
                 && matches!(op, Op::Eq | Op::Ne)
                 && schema
-                    .attribute(&field)
-                    .map(|a| (a.datatype, a.cell_val_num))
-                    .or_else(|| {
-                        schema
-                            .dimension(&field)
-                            .map(|d| (d.datatype, d.cell_val_num))
-                    })
+                    .field_type(&field)
                     .is_some_and(|(t, n)| t.is_string() && n == VAR_NUM) =>
         {
             Condition::Membership {

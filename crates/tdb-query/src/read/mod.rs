@@ -602,12 +602,7 @@ impl<'a> Reader<'a> {
                         (meta.tile_range(ff.index, t), cells.saturating_mul(size))
                     }
                     DataPart::Var => {
-                        let var = match meta.section(Section::VarSizes(ff.index)) {
-                            Some(tdb_fragment::SectionData::U64s(v)) => {
-                                v.get(t as usize).copied().unwrap_or(0)
-                            }
-                            _ => 0,
-                        };
+                        let var = meta.var_tile_size(ff.index, t).unwrap_or(0);
                         (meta.var_tile_range(ff.index, t), var)
                     }
                     DataPart::Validity => (meta.validity_tile_range(ff.index, t), cells),
@@ -1044,7 +1039,7 @@ impl<'a> Reader<'a> {
             }
             _ => None,
         };
-        if self.with_states && dense {
+        if self.with_states {
             let mut states = Vec::with_capacity(num_cells as usize);
             for (slab, _, _) in &parts {
                 for _ in 0..slab.len {
@@ -1258,8 +1253,6 @@ fn push_cell(out: &mut FieldBuffer, bytes: &[u8], valid: bool) {
     }
 }
 
-/// Decode workers: one per core, at most 8. Asked once per process: the
-/// standard library reads the cgroup files on every call.
 /// One batch of requests from `storage`.
 fn fetch<S: ReadStorage + ?Sized>(
     storage: &S,

@@ -320,36 +320,25 @@ pub(crate) fn sparse_cells(
         return Ok(direct_out);
     }
     // Coordinates of every candidate, looked up once: comparisons index
-    // this table rather than the tile map.
+    // this table rather than the tile map. Candidates come tile by tile:
+    // each tile's columns are looked up once.
     let n = dims.len();
-    let coord = |r: &CellRef, d: usize| -> &[u8] {
-        let f = &fields[dim_slots[d]];
-        tiles
-            .get(&(r.frag as usize, dim_slots[d], r.tile))
-            .map_or(&[][..], |t| {
-                t.column(f.datatype, f.cell_val_num).cell(r.cell as usize)
-            })
-    };
-    let mut table: Vec<&[u8]> = Vec::new();
-    if !schema.allows_dups || layout != ResultLayout::Unordered {
-        // Candidates come tile by tile: look each tile's columns up once.
-        table.reserve(refs.len() * n);
-        let mut cols: Vec<Column<'_>> = Vec::with_capacity(n);
-        let mut current = None;
-        for r in &refs {
-            if current != Some((r.frag, r.tile)) {
-                current = Some((r.frag, r.tile));
-                cols.clear();
-                for &slot in &dim_slots {
-                    let f = &fields[slot];
-                    let tile = tiles
-                        .get(&(r.frag as usize, slot, r.tile))
-                        .ok_or_else(|| QueryError::invalid("coordinates not decoded"))?;
-                    cols.push(tile.column(f.datatype, f.cell_val_num));
-                }
+    let mut table: Vec<&[u8]> = Vec::with_capacity(refs.len() * n);
+    let mut cols: Vec<Column<'_>> = Vec::with_capacity(n);
+    let mut current = None;
+    for r in &refs {
+        if current != Some((r.frag, r.tile)) {
+            current = Some((r.frag, r.tile));
+            cols.clear();
+            for &slot in &dim_slots {
+                let f = &fields[slot];
+                let tile = tiles
+                    .get(&(r.frag as usize, slot, r.tile))
+                    .ok_or_else(|| QueryError::invalid("coordinates not decoded"))?;
+                cols.push(tile.column(f.datatype, f.cell_val_num));
             }
-            table.extend(cols.iter().map(|c| c.cell(r.cell as usize)));
         }
+        table.extend(cols.iter().map(|c| c.cell(r.cell as usize)));
     }
     let at = |i: usize, d: usize| table[i * n + d];
     let by_coords = |a: usize, b: usize, col_major: bool| cmp_coords(ops, &at, a, b, col_major);
@@ -403,8 +392,7 @@ pub(crate) fn sparse_cells(
                 if r.is_empty() {
                     continue;
                 }
-                let v = coord(&refs[i], d);
-                times *= r.iter().filter(|r| o.contains(r, v)).count();
+                times *= r.iter().filter(|r| o.contains(r, at(i, d))).count();
             }
             out.extend(std::iter::repeat_n(refs[i], times));
         }

@@ -101,8 +101,8 @@ impl<'s> Arrangement<'s> {
         input: &Input<'_>,
         layout: ResultLayout,
     ) -> Result<Self> {
-        let ops = DomainOps::new(&schema.domain)?;
-        let ops = ops.dims();
+        let domain_ops = DomainOps::new(&schema.domain)?;
+        let ops = domain_ops.dims();
         let n = ops.len();
         let dims: Vec<_> = (0..n)
             .map(|d| input.dim(d).copied())
@@ -163,29 +163,27 @@ impl<'s> Arrangement<'s> {
             }
         }
         let capacity = usize::try_from(schema.capacity.max(1)).unwrap_or(usize::MAX);
+        let cell = |i: usize| -> NDRange {
+            (0..n)
+                .map(|d| {
+                    let v = coord(i, d);
+                    Range::from_bounds(v, v, dims[d].col.is_var())
+                })
+                .collect()
+        };
         let mbrs: Vec<NDRange> = order
             .chunks(capacity)
             .map(|tile| {
-                let mut mbr: NDRange = (0..n)
-                    .map(|d| {
-                        let v = coord(tile[0], d);
-                        Range::from_bounds(v, v, dims[d].col.is_var())
-                    })
-                    .collect();
-                for &i in &tile[1..] {
-                    for (d, o) in ops.iter().enumerate() {
-                        let v = coord(i, d);
-                        o.expand(&mut mbr[d], &Range::from_bounds(v, v, dims[d].col.is_var()));
-                    }
+                let mut mbr = NDRange::new();
+                for &i in tile {
+                    domain_ops.expand(&mut mbr, &cell(i));
                 }
                 mbr
             })
             .collect();
-        let mut domain = mbrs.first().cloned().unwrap_or_default();
-        for m in mbrs.iter().skip(1) {
-            for (d, o) in ops.iter().enumerate() {
-                o.expand(&mut domain[d], &m[d]);
-            }
+        let mut domain = NDRange::new();
+        for m in &mbrs {
+            domain_ops.expand(&mut domain, m);
         }
         Ok(Arrangement::Sparse {
             order,

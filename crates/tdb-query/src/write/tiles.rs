@@ -127,7 +127,6 @@ pub(crate) fn field_tiles(
             var.then_some(offsets.as_slice()),
             nullable.then_some(validity.as_slice()),
             order.as_deref(),
-            cells as u64,
         );
         let location = |p: DataPart| format!("{fragment}/{}: tile {t}", data_field.file_name(p));
         let tile_err = |p: DataPart, e: tdb_tile::TileError| QueryError::Tile {
