@@ -53,13 +53,21 @@ impl Rng {
 /// One value of a fixed-size numeric `datatype`, from an integer (floats
 /// get quarters, exact in both widths).
 fn number(datatype: Datatype, v: i64) -> Vec<u8> {
-    let size = datatype.size() as usize;
-    match datatype {
-        Datatype::Float32 => (v as f32 / 4.0).to_le_bytes().to_vec(),
-        Datatype::Float64 => (v as f64 / 4.0).to_le_bytes().to_vec(),
-        Datatype::Bool => vec![u8::from(v % 2 != 0)],
-        _ => v.to_le_bytes()[..size].to_vec(),
-    }
+    let value = if datatype.is_float() {
+        json!(v as f64 / 4.0)
+    } else if datatype.is_bool() {
+        json!(v % 2 != 0)
+    } else {
+        json!(v)
+    };
+    encode(datatype, &value)
+}
+
+/// A value in the conformance encoding as `datatype`'s bytes; the
+/// generator only makes values that fit.
+fn encode(datatype: Datatype, value: &Value) -> Vec<u8> {
+    values::to_bytes(datatype, value)
+        .unwrap_or_else(|e| panic!("generated {value} does not fit {datatype}: {e}"))
 }
 
 /// The range of generated values that fits `datatype`.
@@ -221,15 +229,9 @@ impl Dim {
         }
     }
 
-    /// One coordinate's bytes (floats take the integer as is, so distinct
-    /// integers stay distinct).
+    /// One coordinate's bytes.
     fn coord(&self, v: i64) -> Vec<u8> {
-        match self.datatype {
-            Datatype::Float32 => (v as f32).to_le_bytes().to_vec(),
-            Datatype::Float64 => (v as f64).to_le_bytes().to_vec(),
-            Datatype::StringAscii => format!("k{:04}", v.unsigned_abs()).into_bytes(),
-            d => v.to_le_bytes()[..d.size() as usize].to_vec(),
-        }
+        encode(self.datatype, &self.json(v))
     }
 
     fn range(&self, lo: i64, hi: i64) -> Range {
@@ -237,6 +239,8 @@ impl Dim {
         Range::from_bounds(&self.coord(lo), &self.coord(hi), var)
     }
 
+    /// Coordinate `v` in the conformance encoding (floats take the integer
+    /// as is, so distinct integers stay distinct).
     fn json(&self, v: i64) -> Value {
         match self.datatype {
             Datatype::Float32 | Datatype::Float64 => json!(v as f64),
@@ -326,15 +330,6 @@ fn sparse_write(t: u64, layout: ResultLayout, cells: usize) -> Write {
         rect: Vec::new(),
         cells,
         seed: t,
-    }
-}
-
-fn layout_name(l: ResultLayout) -> &'static str {
-    match l {
-        ResultLayout::RowMajor => "row-major",
-        ResultLayout::ColMajor => "col-major",
-        ResultLayout::GlobalOrder => "global-order",
-        _ => "unordered",
     }
 }
 
@@ -800,7 +795,7 @@ impl Case {
                 let name = format!("written_{i}");
                 let (layout, ordered) = match (self.array_type, w.layout) {
                     (ArrayType::Sparse, _) => ("unordered", false),
-                    (_, l) => (layout_name(l), true),
+                    (_, l) => (l.name(), true),
                 };
                 let mut q = query(&name, layout, json_sub, Value::Null, ordered);
                 let names: Vec<&str> = fields.iter().map(|f| f.name.as_str()).collect();
