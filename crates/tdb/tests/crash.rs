@@ -1,8 +1,9 @@
 //! Fault injection: a change stopped at its N-th write, for every N,
 //! leaves an array (or group) that opens, shows exactly what committed
-//! before, and reads it as before; the change made again afterwards
-//! commits whole. Dense and sparse writes, metadata, deletes and group
-//! members.
+//! before, and reads it as before. For dense and sparse writes, metadata
+//! and deletes the change made again afterwards commits whole; a group
+//! change is two commits (members, then metadata), and a stop between them
+//! keeps the first whole and nothing of the second.
 
 use tdb::{
     ArraySchema, Datatype, FieldBuffer, Group, MemberChange, MetadataEntry, MetadataValue,
