@@ -2,7 +2,9 @@
 //! TileDB computes them (its `count` counts the rows of the read; dense
 //! reads aggregate only cells some fragment wrote, and a tile the subarray
 //! covers whole and one fragment wrote is answered from the fragment's tile
-//! metadata without reading the tile).
+//! metadata, as TileDB answers it; dense reads still fetch and fold such a
+//! tile, then use the metadata's answer, while sparse reads skip fetching
+//! tiles their metadata answers).
 
 mod accumulate;
 

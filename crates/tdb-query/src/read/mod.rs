@@ -90,8 +90,9 @@ pub struct Reader<'a> {
     pending_requests: Option<Vec<RangeRequest>>,
     /// Aggregates: the aggregated attributes (slots) and their ops, whose
     /// tile metadata (mins, maxes, sums, null counts) loads with the other
-    /// sections: dense aggregates answer whole space tiles from it, sparse
-    /// ones whole tiles when `md_sparse`.
+    /// sections: dense aggregates answer whole space tiles from it (the
+    /// tiles are still fetched and folded), sparse ones whole tiles, unread,
+    /// when `md_sparse`.
     md_fields: Vec<(usize, Vec<crate::AggregateOp>)>,
     /// Whether this sparse read answers tiles the piece holds whole from
     /// their metadata instead of reading them: the aggregation asks for it
