@@ -56,6 +56,14 @@ pub enum CliError {
     /// Opening or reading through the `tdb` facade failed.
     #[error(transparent)]
     Tdb(#[from] tdb::Error),
+    /// An input file (a schema, cells to import) is not what it must be.
+    #[error("{file}: {reason}")]
+    Input {
+        /// The file.
+        file: String,
+        /// What is wrong, where.
+        reason: String,
+    },
     /// The command line asks for something impossible.
     #[error("{0}")]
     Usage(String),

@@ -55,3 +55,17 @@ pub fn snapshot_summary(snapshot: &tdb::Snapshot) -> Result<Value, CliError> {
         .collect::<Result<_, _>>()?;
     Ok(summary::summary(schema, enumerations))
 }
+
+/// The schema and enumerations a JSON file describes, for `tdb create`:
+/// the conformance summary that `tdb schema --json` prints, or a whole
+/// conformance case's `expected.json` (its `schema`). `file` names it in
+/// errors.
+pub fn from_json(file: &str, text: &str) -> Result<(ArraySchema, Vec<Enumeration>), CliError> {
+    let input = |reason: String| CliError::Input {
+        file: file.to_owned(),
+        reason,
+    };
+    let v: Value = serde_json::from_str(text).map_err(|e| input(e.to_string()))?;
+    let v = v.get("schema").unwrap_or(&v);
+    summary::parse(v).map_err(input)
+}

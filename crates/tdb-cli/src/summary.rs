@@ -6,8 +6,8 @@
 use crate::values::cell as value;
 use serde_json::{json, Map, Value};
 use tdb_filters::{Filter, FilterPipeline};
-use tdb_format::{CurrentDomainType, Datatype, FilterOption, Layout};
-use tdb_schema::{ArraySchema, Enumeration, Range};
+use tdb_format::{ArrayType, CurrentDomainType, Datatype, FilterOption, FilterType, Layout};
+use tdb_schema::{ArraySchema, AttributeBuilder, DimensionBuilder, Enumeration, Range, VAR_NUM};
 
 /// The summary of `schema`. `enumerations` are the enumeration summaries,
 /// which live in their own files.
@@ -154,4 +154,311 @@ pub fn enumeration(e: &Enumeration) -> Result<Value, tdb_schema::SchemaError> {
         "ordered": e.ordered,
         "values": values,
     }))
+}
+
+/// The schema (and its enumerations) a summary describes: the inverse of
+/// [`summary`], for `tdb create --schema`. Keys left out take TileDB's
+/// defaults; `schema_format_version` is ignored (new schemas are v22). A
+/// dimension whose filters equal `coords_filters` inherits them, as the
+/// summary shows inherited filters. The schema is validated by TileDB's
+/// rules.
+pub fn parse(v: &Value) -> Result<(ArraySchema, Vec<Enumeration>), String> {
+    let name = |k: &str| v.get(k).and_then(Value::as_str);
+    let array_type = ArrayType::from_name(name("array_type").ok_or("array_type is missing")?)
+        .map_err(|e| e.to_string())?;
+    let mut b = ArraySchema::builder(array_type);
+    if let Some(order) = name("cell_order") {
+        b = b.cell_order(Layout::from_name(order).map_err(|e| e.to_string())?);
+    }
+    if let Some(order) = name("tile_order") {
+        b = b.tile_order(Layout::from_name(order).map_err(|e| e.to_string())?);
+    }
+    if let Some(c) = v.get("capacity").filter(|c| !c.is_null()) {
+        b = b.capacity(c.as_u64().ok_or("capacity must be a count")?);
+    }
+    if let Some(d) = v.get("allows_duplicates").filter(|d| !d.is_null()) {
+        b = b.allows_duplicates(d.as_bool().ok_or("allows_duplicates must be a bool")?);
+    }
+    let pipeline = |k: &str| match v.get(k) {
+        None | Some(Value::Null) => Ok(None),
+        Some(p) => parse_pipeline(p).map(Some).map_err(|e| format!("{k}: {e}")),
+    };
+    if let Some(p) = pipeline("offsets_filters")? {
+        b = b.offsets_filter_pipeline(p);
+    }
+    if let Some(p) = pipeline("validity_filters")? {
+        b = b.validity_filter_pipeline(p);
+    }
+    // Dimensions showing the coordinate filters inherit them.
+    let coords = pipeline("coords_filters")?;
+    if let Some(p) = &coords {
+        b = b.coords_filter_pipeline(p.clone());
+    }
+    let mut dims = Vec::new();
+    for d in list(v, "dims")? {
+        let dim = parse_dimension(d, coords.as_ref())?;
+        dims.push((dim.0.clone(), dim.1));
+        b = b.dimension(dim.2);
+    }
+    for a in list(v, "attrs")? {
+        b = b.attribute(parse_attribute(a)?);
+    }
+    let mut enumerations = Vec::new();
+    for e in list(v, "enumerations")? {
+        let e = parse_enumeration(e)?;
+        b = b.enumeration(e.clone());
+        enumerations.push(e);
+    }
+    if let Some(cd) = v.get("current_domain").filter(|c| !c.is_null()) {
+        let ranges = cd
+            .get("ranges")
+            .and_then(Value::as_array)
+            .ok_or("current_domain needs ranges")?;
+        if ranges.len() != dims.len() {
+            return Err(format!(
+                "current_domain: {} ranges for {} dimensions",
+                ranges.len(),
+                dims.len()
+            ));
+        }
+        let ranges = ranges
+            .iter()
+            .zip(&dims)
+            .map(
+                |(r, (name, (datatype, var)))| match r.as_array().map(Vec::as_slice) {
+                    Some([lo, hi]) => crate::values::range(*datatype, *var, lo, hi)
+                        .map_err(|e| format!("current_domain of {name}: {e}")),
+                    _ => Err(format!("current_domain of {name}: give [lo, hi]")),
+                },
+            )
+            .collect::<Result<_, _>>()?;
+        b = b.current_domain(ranges);
+    }
+    let schema = b.build().map_err(|e| e.to_string())?;
+    Ok((schema, enumerations))
+}
+
+/// The list at `k`, empty when absent.
+fn list<'a>(v: &'a Value, k: &str) -> Result<&'a [Value], String> {
+    match v.get(k) {
+        None | Some(Value::Null) => Ok(&[]),
+        Some(Value::Array(items)) => Ok(items),
+        Some(_) => Err(format!("{k} must be a list")),
+    }
+}
+
+fn datatype_of(v: &Value, what: &str) -> Result<Datatype, String> {
+    let name = v
+        .get("datatype")
+        .and_then(Value::as_str)
+        .ok_or_else(|| format!("{what}: datatype is missing"))?;
+    Datatype::from_name(name).map_err(|e| format!("{what}: {e}"))
+}
+
+fn name_of<'a>(v: &'a Value, what: &str) -> Result<&'a str, String> {
+    v.get("name")
+        .and_then(Value::as_str)
+        .ok_or_else(|| format!("{what} without a name"))
+}
+
+/// A dimension's builder, with its name, datatype and var-ness (for the
+/// current domain).
+fn parse_dimension(
+    d: &Value,
+    coords: Option<&FilterPipeline>,
+) -> Result<(String, (Datatype, bool), DimensionBuilder), String> {
+    let name = name_of(d, "a dimension")?;
+    let what = format!("dimension {name}");
+    let datatype = datatype_of(d, &what)?;
+    let mut b = DimensionBuilder::new(name, datatype);
+    let bytes =
+        |x: &Value| crate::values::to_bytes(datatype, x).map_err(|e| format!("{what}: {e}"));
+    match d.get("domain") {
+        None | Some(Value::Null) => {}
+        Some(Value::Array(bounds)) if bounds.len() == 2 => {
+            b = b.domain_bytes(bytes(&bounds[0])?, bytes(&bounds[1])?)
+        }
+        Some(_) => return Err(format!("{what}: domain must be [lo, hi] or null")),
+    }
+    if let Some(e) = d.get("tile").filter(|e| !e.is_null()) {
+        b = b.tile_extent_bytes(bytes(e)?);
+    }
+    if let Some(p) = d.get("filters").filter(|p| !p.is_null()) {
+        let p = parse_pipeline(p).map_err(|e| format!("{what}: {e}"))?;
+        if coords != Some(&p) {
+            b = b.filter_pipeline(p);
+        }
+    }
+    let var = datatype == Datatype::StringAscii;
+    Ok((name.to_owned(), (datatype, var), b))
+}
+
+fn parse_attribute(a: &Value) -> Result<AttributeBuilder, String> {
+    let name = name_of(a, "an attribute")?;
+    let what = format!("attribute {name}");
+    let datatype = datatype_of(a, &what)?;
+    let mut b = AttributeBuilder::new(name, datatype);
+    let var = a.get("var").and_then(Value::as_bool).unwrap_or(false);
+    match a.get("cell_val_num").and_then(Value::as_u64) {
+        _ if var => b = b.var(),
+        Some(n) => {
+            let n = u32::try_from(n).map_err(|_| format!("{what}: cell_val_num {n}"))?;
+            b = if n == VAR_NUM {
+                b.var()
+            } else {
+                b.cell_val_num(n)
+            };
+        }
+        None => {}
+    }
+    let nullable = a.get("nullable").and_then(Value::as_bool).unwrap_or(false);
+    b = b.nullable(nullable);
+    if let Some(fill) = a.get("fill").filter(|f| !f.is_null()) {
+        let bytes =
+            crate::values::to_bytes(datatype, fill).map_err(|e| format!("{what} fill: {e}"))?;
+        b = b.fill_bytes(bytes);
+    }
+    if let Some(valid) = a.get("fill_validity").and_then(Value::as_bool) {
+        b = b.fill_validity(valid);
+    }
+    if let Some(p) = a.get("filters").filter(|p| !p.is_null()) {
+        b = b.filter_pipeline(parse_pipeline(p).map_err(|e| format!("{what}: {e}"))?);
+    }
+    if let Some(e) = a.get("enumeration").and_then(Value::as_str) {
+        b = b.enumeration(e);
+    }
+    Ok(b)
+}
+
+fn parse_enumeration(e: &Value) -> Result<Enumeration, String> {
+    let name = name_of(e, "an enumeration")?;
+    let what = format!("enumeration {name}");
+    let datatype = datatype_of(e, &what)?;
+    let cell_val_num = e
+        .get("cell_val_num")
+        .and_then(Value::as_u64)
+        .and_then(|n| u32::try_from(n).ok())
+        .ok_or_else(|| format!("{what}: cell_val_num is missing"))?;
+    let (mut data, mut offsets) = (Vec::new(), Vec::new());
+    for value in list(e, "values").map_err(|m| format!("{what}: {m}"))? {
+        if cell_val_num == VAR_NUM {
+            offsets.extend_from_slice(&(data.len() as u64).to_le_bytes());
+        }
+        data.extend(crate::values::to_bytes(datatype, value).map_err(|m| format!("{what}: {m}"))?);
+    }
+    let mut enumeration = Enumeration::new(
+        name,
+        Enumeration::new_path(),
+        datatype,
+        cell_val_num,
+        data,
+        offsets,
+    );
+    enumeration.ordered = e.get("ordered").and_then(Value::as_bool).unwrap_or(false);
+    Ok(enumeration)
+}
+
+/// A filter list, `{max_chunk_size, filters}`.
+fn parse_pipeline(p: &Value) -> Result<FilterPipeline, String> {
+    let mut pipeline = FilterPipeline::new(
+        list(p, "filters")?
+            .iter()
+            .map(parse_filter)
+            .collect::<Result<Vec<_>, _>>()?,
+    );
+    if let Some(size) = p.get("max_chunk_size").and_then(Value::as_u64) {
+        pipeline.max_chunk_size =
+            u32::try_from(size).map_err(|_| format!("max_chunk_size {size} is too large"))?;
+    }
+    Ok(pipeline)
+}
+
+/// One filter, `{type, options}`; options left out take the defaults of
+/// TileDB's `FilterCreate::make`.
+fn parse_filter(f: &Value) -> Result<Filter, String> {
+    let name = f
+        .get("type")
+        .and_then(Value::as_str)
+        .ok_or("a filter without a type")?;
+    let t = FilterType::from_name(name).map_err(|e| e.to_string())?;
+    let options = f.get("options");
+    let opt = |o: FilterOption| options.and_then(|m| m.get(o.name()));
+    let int = |o: FilterOption, default: i64| -> Result<i64, String> {
+        opt(o).map_or(Ok(default), |v| {
+            v.as_i64()
+                .ok_or_else(|| format!("{name}: {} must be an integer", o.name()))
+        })
+    };
+    let float = |o: FilterOption, default: f64| -> Result<f64, String> {
+        opt(o).map_or(Ok(default), |v| {
+            v.as_f64()
+                .ok_or_else(|| format!("{name}: {} must be a number", o.name()))
+        })
+    };
+    let narrow = |o: FilterOption, x: i64| -> Result<u32, String> {
+        u32::try_from(x).map_err(|_| format!("{name}: {} {x} is out of range", o.name()))
+    };
+    let level = || -> Result<i32, String> {
+        let l = int(FilterOption::CompressionLevel, -1)?;
+        i32::try_from(l).map_err(|_| format!("{name}: compression level {l} is out of range"))
+    };
+    let reinterpret = || -> Result<Option<Datatype>, String> {
+        match opt(FilterOption::CompressionReinterpretDatatype).and_then(Value::as_str) {
+            None => Ok(None),
+            Some(d) => Datatype::from_name(d)
+                .map(|d| (d != Datatype::Any).then_some(d))
+                .map_err(|e| format!("{name}: {e}")),
+        }
+    };
+    let window = |o: FilterOption| narrow(o, int(o, 256)?);
+    Ok(match t {
+        FilterType::None => Filter::None,
+        FilterType::Gzip => Filter::Gzip { level: level()? },
+        FilterType::Zstd => Filter::Zstd { level: level()? },
+        FilterType::Lz4 => Filter::Lz4 { level: level()? },
+        FilterType::Rle => Filter::Rle { level: level()? },
+        FilterType::Bzip2 => Filter::Bzip2 { level: level()? },
+        FilterType::Dictionary => Filter::Dictionary { level: level()? },
+        FilterType::Delta => Filter::Delta {
+            level: level()?,
+            reinterpret: reinterpret()?,
+        },
+        FilterType::DoubleDelta => Filter::DoubleDelta {
+            level: level()?,
+            reinterpret: reinterpret()?,
+        },
+        FilterType::BitWidthReduction => Filter::BitWidthReduction {
+            max_window: window(FilterOption::BitWidthMaxWindow)?,
+        },
+        FilterType::PositiveDelta => Filter::PositiveDelta {
+            max_window: window(FilterOption::PositiveDeltaMaxWindow)?,
+        },
+        FilterType::Bitshuffle => Filter::Bitshuffle,
+        FilterType::Byteshuffle => Filter::Byteshuffle,
+        FilterType::ChecksumMd5 => Filter::ChecksumMd5,
+        FilterType::ChecksumSha256 => Filter::ChecksumSha256,
+        FilterType::Xor => Filter::Xor,
+        FilterType::ScaleFloat => Filter::ScaleFloat {
+            scale: float(FilterOption::ScaleFloatFactor, 1.0)?,
+            offset: float(FilterOption::ScaleFloatOffset, 0.0)?,
+            byte_width: int(FilterOption::ScaleFloatBytewidth, 8)? as u64,
+        },
+        FilterType::Webp => Filter::Webp {
+            quality: float(FilterOption::WebpQuality, 100.0)? as f32,
+            format: u8::try_from(int(FilterOption::WebpInputFormat, 0)?)
+                .map_err(|_| format!("{name}: bad input format"))?,
+            lossless: u8::from(opt(FilterOption::WebpLossless).is_some_and(|v| {
+                v.as_bool().unwrap_or(false) || v.as_u64().is_some_and(|n| n != 0)
+            })),
+            y_extent: 0,
+            x_extent: 0,
+            padding: [0; 2],
+        },
+        other => {
+            return Err(format!(
+                "filter {} cannot be given in a schema",
+                other.name()
+            ))
+        }
+    })
 }

@@ -71,3 +71,9 @@ pub const TIMESTAMPS_STEM: &str = "t";
 pub const DELETE_TIMESTAMPS_STEM: &str = "dt";
 /// Per-cell delete condition indexes (file stem, v15+).
 pub const DELETE_CONDITION_INDEX_STEM: &str = "dci";
+
+/// A fresh random label as TileDB's `random_label` makes them for fragment,
+/// schema, metadata and enumeration names: 32 lowercase hex digits.
+pub fn random_label() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
+}

@@ -123,7 +123,7 @@ impl TimestampedName {
                 reason: format!("start {t1} is after end {t2}"),
             });
         }
-        let uuid = uuid::Uuid::new_v4().simple().to_string();
+        let uuid = crate::names::random_label();
         let (version, era) = match version {
             Some(v) => (Some(v.get()), NameEra::Versioned),
             None => (None, NameEra::TimesFirst),

@@ -22,6 +22,7 @@ pub struct AttributeBuilder {
     cell_val_num: u32,
     nullable: bool,
     fill: Fill,
+    fill_validity: bool,
     filters: FilterPipeline,
     order: DataOrder,
     enumeration: Option<String>,
@@ -47,6 +48,7 @@ impl AttributeBuilder {
             },
             nullable: false,
             fill: Fill::Default,
+            fill_validity: false,
             filters: FilterPipeline::default(),
             order: DataOrder::Unordered,
             enumeration: None,
@@ -80,6 +82,13 @@ impl AttributeBuilder {
     /// The fill of unwritten cells as raw bytes (one whole fixed cell).
     pub fn fill_bytes(mut self, bytes: impl Into<Vec<u8>>) -> Self {
         self.fill = Fill::Bytes(bytes.into());
+        self
+    }
+
+    /// Whether the fill of a nullable attribute is a valid value (TileDB's
+    /// default: the fill is null).
+    pub fn fill_validity(mut self, valid: bool) -> Self {
+        self.fill_validity = valid;
         self
     }
 
@@ -141,7 +150,7 @@ impl AttributeBuilder {
             filters: self.filters,
             fill,
             nullable: self.nullable,
-            fill_validity: 0,
+            fill_validity: u8::from(self.fill_validity),
             order: self.order,
             enumeration: self.enumeration,
             name: self.name,

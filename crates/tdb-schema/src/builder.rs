@@ -103,6 +103,27 @@ impl DimensionBuilder {
         self
     }
 
+    /// The inclusive bounds as raw little-endian bytes of the dimension's
+    /// datatype (for callers that hold values, not Rust numbers, such as a
+    /// schema read from JSON); a wrong width fails validation.
+    pub fn domain_bytes(mut self, lo: Vec<u8>, hi: Vec<u8>) -> Self {
+        let raw = |bytes| Typed {
+            given: self.datatype,
+            bytes,
+        };
+        self.domain = Some((raw(lo), raw(hi)));
+        self
+    }
+
+    /// The tile extent as raw little-endian bytes of the dimension's datatype.
+    pub fn tile_extent_bytes(mut self, extent: Vec<u8>) -> Self {
+        self.tile_extent = Some(Typed {
+            given: self.datatype,
+            bytes: extent,
+        });
+        self
+    }
+
     /// The dimension's own filters; without any it inherits the schema's
     /// coordinate filters.
     pub fn filters(mut self, filters: impl IntoIterator<Item = Filter>) -> Self {
@@ -162,6 +183,32 @@ fn whole_range(dt: Datatype, domain: &[u8]) -> Option<Vec<u8>> {
         }
         (Num::Float(l), Num::Float(h)) => Some((h - l).to_le_bytes().to_vec()),
         _ => None,
+    }
+}
+
+/// WebP filters take their image tile's rows and columns from the first two
+/// dimensions' tile extents, as TileDB sets them when it checks a schema
+/// (`ArraySchema::check_webp_filter`); validation judges the result.
+fn set_webp_extents(s: &mut ArraySchema) {
+    let extent = |i: usize| {
+        let d = s.domain.dimensions.get(i)?;
+        match decode(d.datatype, d.tile_extent.as_deref()?)? {
+            Num::Int(e) => u16::try_from(e).ok(),
+            Num::Float(_) => None,
+        }
+    };
+    let (Some(y), Some(x)) = (extent(0), extent(1)) else {
+        return;
+    };
+    for a in &mut s.attributes {
+        for f in &mut a.filters.filters {
+            if let Filter::Webp {
+                y_extent, x_extent, ..
+            } = f
+            {
+                (*y_extent, *x_extent) = (y, x);
+            }
+        }
     }
 }
 
@@ -269,6 +316,31 @@ impl ArraySchemaBuilder {
         self
     }
 
+    /// The coordinate pipeline, chunk size included.
+    pub fn coords_filter_pipeline(mut self, pipeline: FilterPipeline) -> Self {
+        self.schema.coords_filters = pipeline;
+        self
+    }
+
+    /// The offsets pipeline, chunk size included.
+    pub fn offsets_filter_pipeline(mut self, pipeline: FilterPipeline) -> Self {
+        self.schema.offsets_filters = pipeline;
+        self
+    }
+
+    /// The validity pipeline, chunk size included.
+    pub fn validity_filter_pipeline(mut self, pipeline: FilterPipeline) -> Self {
+        self.schema.validity_filters = pipeline;
+        self
+    }
+
+    /// The current domain (v22): one range per dimension, each within the
+    /// dimension's domain; schema evolution can grow it later.
+    pub fn current_domain(mut self, ranges: Vec<crate::Range>) -> Self {
+        self.schema.current_domain.ranges = Some(ranges);
+        self
+    }
+
     /// The schema, if it keeps every TileDB rule.
     pub fn build(self) -> Result<ArraySchema> {
         let mut s = self.schema;
@@ -279,6 +351,7 @@ impl ArraySchemaBuilder {
         for a in self.attributes {
             s.attributes.push(a.build()?);
         }
+        set_webp_extents(&mut s);
         s.enumerations = self
             .enumerations
             .iter()

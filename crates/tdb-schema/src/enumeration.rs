@@ -56,6 +56,15 @@ impl Enumeration {
         }
     }
 
+    /// A fresh file name for a new enumeration (`__<random label>_<version>`),
+    /// as TileDB names them.
+    pub fn new_path() -> String {
+        format!(
+            "__{}_{ENUMERATION_VERSION}",
+            tdb_format::names::random_label()
+        )
+    }
+
     /// Reads an enumeration file: one generic tile, encrypted when `key` is given.
     pub fn from_file(file: &str, bytes: &[u8], key: Option<&[u8; 32]>) -> Result<Self> {
         let data = tdb_tile::read_generic_tile_file(file, bytes, key)

@@ -58,7 +58,56 @@ pub(crate) fn check(s: &ArraySchema, enumerations: &[Enumeration]) -> Check {
             a.is_var(),
         )?;
     }
+    check_current_domain(s)?;
     check_webp(s)
+}
+
+fn check_current_domain(s: &ArraySchema) -> Check {
+    let Some(ranges) = &s.current_domain.ranges else {
+        return Ok(());
+    };
+    let dims = &s.domain.dimensions;
+    let fail = |reason: String| Err(E::CurrentDomain { reason });
+    if ranges.len() != dims.len() {
+        return fail(format!(
+            "{} ranges for {} dimensions; give one per dimension",
+            ranges.len(),
+            dims.len()
+        ));
+    }
+    for (r, d) in ranges.iter().zip(dims) {
+        let (lo, hi) = r.bounds();
+        if matches!(r, crate::Range::Var { .. }) != d.is_var() {
+            return fail(format!(
+                "dimension {}: the range's kind does not fit",
+                d.name
+            ));
+        }
+        if d.is_var() {
+            if lo > hi {
+                return fail(format!("dimension {}: lower bound above upper", d.name));
+            }
+            continue;
+        }
+        let (Some(l), Some(h)) = (decode(d.datatype, lo), decode(d.datatype, hi)) else {
+            return fail(format!(
+                "dimension {}: bounds are not {} values",
+                d.name,
+                d.datatype.name()
+            ));
+        };
+        let inside = d
+            .bounds()
+            .and_then(|(a, b)| Some((decode(d.datatype, a)?, decode(d.datatype, b)?)))
+            .is_some_and(|(a, b)| a <= l && h <= b);
+        if h < l || !inside {
+            return fail(format!(
+                "dimension {}: [{l}, {h}] is empty or outside the domain",
+                d.name
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn check_names(s: &ArraySchema) -> Check {

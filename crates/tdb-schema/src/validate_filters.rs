@@ -3,6 +3,7 @@
 //! schema-wide `check_double_delta_compressor`, `check_string_compressor`
 //! and `check_webp_filter` of `array_schema.cc`.
 
+use crate::value::{decode, Num};
 use crate::{ArraySchema, ValidationError as E};
 use tdb_filters::{Filter, FilterPipeline};
 use tdb_format::{ArrayType, Datatype, FilterType};
@@ -150,6 +151,30 @@ pub(crate) fn check_webp(s: &ArraySchema) -> Check {
             y.datatype.name(),
             x.datatype.name()
         ));
+    }
+    // `WebpFilter::set_extents`: the tile is the image, X holding whole pixels.
+    let extent =
+        |d: &crate::Dimension| match d.tile_extent.as_deref().and_then(|e| decode(d.datatype, e)) {
+            Some(Num::Int(e)) => e,
+            _ => 0,
+        };
+    let (rows, cols) = (extent(y), extent(x));
+    for f in s.attributes.iter().flat_map(|a| &a.filters.filters) {
+        if let Filter::Webp { format, .. } = f {
+            let depth = if *format < 3 { 3 } else { 4 };
+            if cols % depth != 0 {
+                return fail(format!(
+                    "the tile extent of {} is {cols}, not a multiple of the {depth} bytes of a pixel",
+                    x.name
+                ));
+            }
+            if rows > 16383 || cols / depth > 16383 {
+                return fail(format!(
+                    "tiles of {rows}x{} pixels exceed WebP's 16383x16383",
+                    cols / depth
+                ));
+            }
+        }
     }
     Ok(())
 }

@@ -218,6 +218,13 @@ pub enum ValidationError {
         /// What to change.
         hint: &'static str,
     },
+    /// `CurrentDomain::check_schema_sanity`: one range per dimension, each
+    /// a non-empty range inside its dimension's domain.
+    #[error("current domain: {reason}")]
+    CurrentDomain {
+        /// Which range is wrong, and how.
+        reason: String,
+    },
     /// `ArraySchema::check_webp_filter`.
     #[error("WebP: {reason}")]
     Webp {

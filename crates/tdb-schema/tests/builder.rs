@@ -4,7 +4,7 @@
 use tdb_filters::Filter;
 use tdb_format::{single_generic_tile, ArrayType, DataOrder, Datatype, Layout};
 use tdb_schema::{
-    ArraySchema, ArraySchemaBuilder, Attribute, Dimension, DimensionBuilder, SchemaError,
+    ArraySchema, ArraySchemaBuilder, Attribute, Dimension, DimensionBuilder, Range, SchemaError,
     ValidationError as V,
 };
 
@@ -334,6 +334,49 @@ rule!(
     V::FilterDatatype { .. },
     "attribute p: filter 0 (WEBP) does not accept INT32 input; WebP needs UINT8 input"
 );
+rule!(
+    webp_tile_not_whole_pixels,
+    dense()
+        .dimension(DimensionBuilder::range("y", 1i32..=100).tile_extent(10i32))
+        .attribute(Attribute::builder("p", Datatype::UInt8).filters([webp()])),
+    V::Webp { .. },
+    "WebP: the tile extent of y is 10, not a multiple of the 3 bytes of a pixel"
+);
+rule!(
+    current_domain_outside_the_domain,
+    sparse().current_domain(vec![Range::from_bounds(
+        &0i32.to_le_bytes(),
+        &5i32.to_le_bytes(),
+        false
+    )]),
+    V::CurrentDomain { .. },
+    "current domain: dimension x: [0, 5] is empty or outside the domain"
+);
+rule!(
+    current_domain_of_the_wrong_rank,
+    sparse().current_domain(Vec::new()),
+    V::CurrentDomain { .. },
+    "current domain: 0 ranges for 1 dimensions; give one per dimension"
+);
+
+#[test]
+fn webp_takes_its_image_tile_from_the_two_tile_extents() {
+    let s = ArraySchema::builder(ArrayType::Dense)
+        .dimension(DimensionBuilder::range("y", 1u16..=100).tile_extent(10u16))
+        .dimension(DimensionBuilder::range("x", 1u16..=300).tile_extent(30u16))
+        .attribute(Attribute::builder("p", Datatype::UInt8).filters([webp()]))
+        .build()
+        .unwrap();
+    assert!(matches!(
+        s.attributes[0].filters.filters[0],
+        Filter::Webp {
+            y_extent: 10,
+            x_extent: 30,
+            ..
+        }
+    ));
+}
+
 rule!(
     ordered_attribute_on_sparse,
     sparse().attribute(Attribute::builder("o", Datatype::Int32).order(DataOrder::Increasing)),
