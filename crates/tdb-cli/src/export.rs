@@ -226,27 +226,12 @@ pub fn write_csv_rows(batch: &Batch, out: &mut dyn Write) -> std::io::Result<()>
             row.push(if c.is_null(i) {
                 String::new()
             } else {
-                csv_quote(&csv_text(&values::cell(
-                    c.datatype,
-                    c.cell_val_num,
-                    c.cell(i),
-                )))
+                csv_quote(&values::text(c.datatype, c.cell_val_num, c.cell(i)))
             });
         }
         writeln!(out, "{}", row.join(","))?;
     }
     Ok(())
-}
-
-/// A cell's JSON encoding as CSV text.
-fn csv_text(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        Value::Array(items) => items.iter().map(csv_text).collect::<Vec<_>>().join(" "),
-        Value::Object(o) => o.get("b64").map(csv_text).unwrap_or_default(),
-        Value::Null => String::new(),
-        other => other.to_string(),
-    }
 }
 
 fn csv_quote(s: &str) -> String {

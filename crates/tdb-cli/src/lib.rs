@@ -5,6 +5,7 @@
 //! the conformance format's value encoding they all share.
 
 pub mod export;
+pub mod import;
 pub mod inspect;
 pub mod metadata;
 pub mod schema;

@@ -203,6 +203,38 @@ pub fn to_bytes(datatype: Datatype, value: &Value) -> Result<Vec<u8>, String> {
     }
 }
 
+/// A cell as one line of text, as CSV shows it: strings as they are,
+/// blobs (and strings that are not UTF-8) base64, the values of numeric
+/// cells joined by single spaces.
+pub fn text(datatype: Datatype, cell_val_num: u32, bytes: &[u8]) -> String {
+    fn flat(v: &Value) -> String {
+        match v {
+            Value::String(s) => s.clone(),
+            Value::Array(items) => items.iter().map(flat).collect::<Vec<_>>().join(" "),
+            Value::Object(o) => o.get("b64").map(flat).unwrap_or_default(),
+            Value::Null => String::new(),
+            other => other.to_string(),
+        }
+    }
+    flat(&cell(datatype, cell_val_num, bytes))
+}
+
+/// The bytes of one cell given as [`text`] shows it (strings are taken as
+/// they are, never as base64).
+pub fn from_text(datatype: Datatype, text: &str) -> Result<Vec<u8>, String> {
+    if is_text(datatype) {
+        return Ok(text.as_bytes().to_vec());
+    }
+    if !is_numeric(datatype) {
+        return to_bytes(datatype, &json!({ "b64": text }));
+    }
+    let values = text
+        .split_whitespace()
+        .map(|t| serde_json::from_str(t).unwrap_or_else(|_| Value::String(t.to_owned())))
+        .collect();
+    to_bytes(datatype, &Value::Array(values))
+}
+
 /// One number of a numeric datatype, checked against its range (integers
 /// must fit exactly; FLOAT32 values are narrowed as TileDB-Py's numpy does).
 fn number_bytes(datatype: Datatype, v: &Value) -> Result<Vec<u8>, String> {
@@ -300,6 +332,36 @@ mod tests {
         // A NaN's payload is not kept by the encoding; its class is.
         let nan = to_bytes(Datatype::Float64, &json!("NaN")).unwrap();
         assert!(f64::from_le_bytes(nan.try_into().unwrap()).is_nan());
+    }
+
+    #[test]
+    fn cells_round_trip_through_text() {
+        let cases: &[(Datatype, u32, Vec<u8>)] = &[
+            (Datatype::Int16, 1, (-7i16).to_le_bytes().to_vec()),
+            (
+                Datatype::Float64,
+                3,
+                [0.5f64, f64::INFINITY, -0.0]
+                    .iter()
+                    .flat_map(|f| f.to_le_bytes())
+                    .collect(),
+            ),
+            (Datatype::Bool, 2, vec![1, 0]),
+            (Datatype::UInt8, VAR_NUM, vec![]),
+            (
+                Datatype::StringUtf8,
+                VAR_NUM,
+                "a b,\"c\"".as_bytes().to_vec(),
+            ),
+            (Datatype::Blob, VAR_NUM, vec![0, 255, 7]),
+        ];
+        for (dt, cvn, bytes) in cases {
+            let t = text(*dt, *cvn, bytes);
+            assert_eq!(&from_text(*dt, &t).unwrap(), bytes, "{dt:?} {t:?}");
+        }
+        assert_eq!(text(Datatype::Int32, 2, &[1, 0, 0, 0, 2, 0, 0, 0]), "1 2");
+        assert!(from_text(Datatype::Int8, "1 x").is_err());
+        assert!(from_text(Datatype::UInt8, "256").is_err());
     }
 
     #[test]

@@ -35,6 +35,18 @@ impl FieldBuffer {
         }
     }
 
+    /// Appends one cell: its bytes, and whether it is valid (ignored for
+    /// fields that are not nullable).
+    pub fn push(&mut self, cell: &[u8], valid: bool) {
+        if let Some(o) = &mut self.offsets {
+            o.push(self.data.len() as u64);
+        }
+        self.data.extend_from_slice(cell);
+        if let Some(v) = &mut self.validity {
+            v.push(u8::from(valid));
+        }
+    }
+
     /// The buffer as a column view.
     pub fn column(&self) -> Column<'_> {
         let (fixed, var): (&[u8], &[u8]) = match self.offsets {

@@ -1,0 +1,213 @@
+//! `tdb import`: cells from a file, written into an array as one fragment.
+//!
+//! The inputs are what `tdb export` prints. CSV: a header row naming the
+//! fields (dimensions and attributes, any order), then one row per cell, a
+//! cell as [`values::text`] shows it; an empty field of a nullable
+//! attribute is null. JSON: the conformance result shape,
+//! `{"fields": {name: {"data": [cells], "validity": [0/1]}}}` (other keys
+//! are ignored). A sparse array takes cells in any order. A dense array
+//! takes cells whose coordinates cover a box, each cell once: they are
+//! written as that box's subarray.
+
+use crate::values;
+use serde_json::Value;
+use std::io::Read;
+use tdb::{ArraySchema, FieldBuffer, Range, ResultLayout, Subarray, WriteSpec, VAR_NUM};
+use tdb_format::ArrayType;
+use tdb_format::Scalar;
+
+/// An empty buffer for the dimension or attribute `name` of `schema`.
+fn buffer(schema: &ArraySchema, name: &str) -> Result<FieldBuffer, String> {
+    if let Some(d) = schema.dimension(name) {
+        return Ok(FieldBuffer::new(name, d.datatype, d.cell_val_num, false));
+    }
+    if let Some(a) = schema.attribute(name) {
+        return Ok(FieldBuffer::new(
+            name,
+            a.datatype,
+            a.cell_val_num,
+            a.nullable,
+        ));
+    }
+    Err(format!(
+        "{name:?} is no dimension or attribute (there are: {})",
+        schema.field_names()
+    ))
+}
+
+/// Appends one cell's bytes to `b`, checking a fixed cell's size.
+fn push(b: &mut FieldBuffer, bytes: &[u8], valid: bool) -> Result<(), String> {
+    if b.cell_val_num != VAR_NUM {
+        let size = b.cell_val_num as usize * b.datatype.size() as usize;
+        if bytes.len() != size {
+            return Err(format!(
+                "{}: {} bytes, but a cell of {} holds {} values ({size} bytes)",
+                b.name,
+                bytes.len(),
+                b.datatype.name(),
+                b.cell_val_num
+            ));
+        }
+    }
+    b.push(bytes, valid);
+    Ok(())
+}
+
+/// The cells of a CSV file, in file order, one buffer per column.
+pub fn read_csv(schema: &ArraySchema, input: impl Read) -> Result<Vec<FieldBuffer>, String> {
+    let mut reader = csv::ReaderBuilder::new().flexible(true).from_reader(input);
+    let header = reader.headers().map_err(|e| e.to_string())?.clone();
+    let mut fields = header
+        .iter()
+        .map(|name| buffer(schema, name))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut record = csv::StringRecord::new();
+    let mut row = 0u64;
+    while reader.read_record(&mut record).map_err(|e| e.to_string())? {
+        row += 1;
+        let at = |e: String| format!("row {row}: {e}");
+        if record.len() != fields.len() {
+            return Err(at(format!(
+                "{} fields, the header names {}",
+                record.len(),
+                fields.len()
+            )));
+        }
+        for (b, text) in fields.iter_mut().zip(record.iter()) {
+            if text.is_empty() && b.validity.is_some() {
+                let null = vec![
+                    0;
+                    if b.offsets.is_some() {
+                        0
+                    } else {
+                        b.column().cell_size()
+                    }
+                ];
+                push(b, &null, false).map_err(at)?;
+                continue;
+            }
+            let bytes =
+                values::from_text(b.datatype, text).map_err(|e| at(format!("{}: {e}", b.name)))?;
+            push(b, &bytes, true).map_err(at)?;
+        }
+    }
+    Ok(fields)
+}
+
+/// The cells of a JSON result, one buffer per field it holds.
+pub fn read_json(schema: &ArraySchema, text: &str) -> Result<Vec<FieldBuffer>, String> {
+    let v: Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+    let given = v
+        .get("fields")
+        .and_then(Value::as_object)
+        .ok_or("no \"fields\" object")?;
+    let mut fields = Vec::new();
+    for (name, f) in given {
+        let mut b = buffer(schema, name)?;
+        let data = f
+            .get("data")
+            .and_then(Value::as_array)
+            .ok_or_else(|| format!("{name}: no \"data\" list"))?;
+        let validity = match (f.get("validity"), &b.validity) {
+            (Some(Value::Array(v)), Some(_)) if v.len() == data.len() => Some(v),
+            (None, _) => None,
+            (Some(_), None) => return Err(format!("{name} is not nullable; drop its validity")),
+            (Some(_), Some(_)) => {
+                return Err(format!("{name}: validity must be a list as long as data"))
+            }
+        };
+        for (i, cell) in data.iter().enumerate() {
+            let at = |e: String| format!("{name} cell {i}: {e}");
+            let valid = validity.is_none_or(|v| v[i].as_u64() != Some(0));
+            let bytes = values::to_bytes(b.datatype, cell).map_err(at)?;
+            push(&mut b, &bytes, valid).map_err(|e| format!("cell {i}: {e}"))?;
+        }
+        fields.push(b);
+    }
+    Ok(fields)
+}
+
+/// The write of `fields`: sparse arrays take them as they are (unordered);
+/// dense arrays take the attributes laid out row-major over the box the
+/// coordinates cover, which they must cover exactly once.
+pub fn write_spec(schema: &ArraySchema, fields: Vec<FieldBuffer>) -> Result<WriteSpec, String> {
+    if schema.array_type == ArrayType::Sparse {
+        return Ok(WriteSpec::new(fields));
+    }
+    let dims = &schema.domain.dimensions;
+    let (coords, attrs): (Vec<_>, Vec<_>) = fields
+        .into_iter()
+        .partition(|f| schema.dimension(&f.name).is_some());
+    let rows = attrs.first().map_or(0, |a| a.column().len());
+    let mut lo = vec![i128::MAX; dims.len()];
+    let mut hi = vec![i128::MIN; dims.len()];
+    let mut points = Vec::with_capacity(dims.len());
+    for (i, d) in dims.iter().enumerate() {
+        let c = coords
+            .iter()
+            .find(|c| c.name == d.name)
+            .ok_or_else(|| format!("a dense import needs the coordinates of {}", d.name))?;
+        let column = c.column();
+        if column.len() != rows {
+            return Err(format!("{}: {} cells, not {rows}", d.name, column.len()));
+        }
+        let values: Vec<i128> = (0..rows)
+            .map(|r| match Scalar::decode(d.datatype, column.cell(r)) {
+                Some(Scalar::Int(v)) => Ok(i128::from(v)),
+                Some(Scalar::UInt(v)) => Ok(i128::from(v)),
+                _ => Err(format!("{}: not an integer coordinate", d.name)),
+            })
+            .collect::<Result<_, _>>()?;
+        for &v in &values {
+            lo[i] = lo[i].min(v);
+            hi[i] = hi[i].max(v);
+        }
+        points.push(values);
+    }
+    // Row-major positions in the box; the box must hold exactly the cells.
+    let mut volume: u128 = 1;
+    for i in 0..dims.len() {
+        volume = volume.saturating_mul((hi[i] - lo[i] + 1).max(0) as u128);
+    }
+    if rows == 0 || volume != rows as u128 {
+        return Err(format!(
+            "{rows} cells do not fill the box their coordinates span ({volume} cells); \
+             a dense import writes one whole box"
+        ));
+    }
+    let mut slot = vec![usize::MAX; rows];
+    for r in 0..rows {
+        let mut at = 0usize;
+        for i in 0..dims.len() {
+            at = at * (hi[i] - lo[i] + 1) as usize + (points[i][r] - lo[i]) as usize;
+        }
+        if slot[at] != usize::MAX {
+            let cell: Vec<String> = points.iter().map(|p| p[r].to_string()).collect();
+            return Err(format!("cell ({}) is given twice", cell.join(", ")));
+        }
+        slot[at] = r;
+    }
+    let arranged = attrs
+        .iter()
+        .map(|a| {
+            let column = a.column();
+            if column.len() != rows {
+                return Err(format!("{}: {} cells, not {rows}", a.name, column.len()));
+            }
+            let mut b = FieldBuffer::new(&a.name, a.datatype, a.cell_val_num, a.validity.is_some());
+            for &r in &slot {
+                b.push(column.cell(r), !column.is_null(r));
+            }
+            Ok(b)
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    let mut subarray = Subarray::new(dims.len());
+    for (i, d) in dims.iter().enumerate() {
+        let size = d.datatype.size() as usize;
+        let (l, h) = (&lo[i].to_le_bytes()[..size], &hi[i].to_le_bytes()[..size]);
+        subarray.add_range(i, Range::from_bounds(l, h, false));
+    }
+    Ok(WriteSpec::new(arranged)
+        .with_subarray(subarray)
+        .with_layout(ResultLayout::RowMajor))
+}
