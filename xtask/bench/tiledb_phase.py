@@ -1,12 +1,14 @@
 """Runs one benchmark phase with TileDB (tiledb-py) and reports it as JSON.
 
-usage: tiledb_phase.py PHASE_JSON ARRAY
+usage: tiledb_phase.py PHASE_JSON ARRAY [OUT]
 
 The phase (written by cargo xtask bench) lists queries: per query a subarray
 (one inclusive [lo, hi] per dimension, or null for the whole domain), a layout
 and an optional condition; or aggregates. The array is opened first, untimed,
 unless the phase times the open too. Every result byte is touched (summed),
-nothing is converted. Prints {"seconds", "cells", "check", "peak_kib"}.
+nothing is converted. A write phase reads ARRAY's cells (untimed), then times
+creating OUT with ARRAY's schema and writing the cells into it in one write.
+Prints {"seconds", "cells", "check", "peak_kib"}.
 """
 
 import json
@@ -64,6 +66,27 @@ def run(phase, a):
     return cells, check
 
 
+def write(phase, a, out, ctx):
+    schema = a.schema
+    dims = [schema.domain.dim(i).name for i in range(schema.ndim)]
+    attrs = [f for f in phase["fields"] if f not in dims]
+    if schema.sparse:
+        data = a.query(attrs=attrs, dims=dims, order="U")[:]
+    else:
+        data = a.query(attrs=attrs, order="C")[:]
+    check = sum(touch(data[f] if data[f].dtype == object else data[f].reshape(-1)) for f in attrs)
+    t = time.perf_counter()
+    tiledb.Array.create(out, schema, ctx=ctx)
+    with tiledb.open(out, "w", ctx=ctx) as w:
+        if schema.sparse:
+            w[tuple(data[d] for d in dims)] = {f: data[f] for f in attrs}
+        else:
+            w[:] = {f: data[f] for f in attrs}
+    seconds = time.perf_counter() - t
+    cells = len(data[attrs[0]].reshape(-1)) if data[attrs[0]].dtype != object else len(data[attrs[0]])
+    return seconds, cells, check
+
+
 def peak_kib():
     with open("/proc/self/status") as f:
         for line in f:
@@ -81,7 +104,10 @@ def main():
             {"sm.compute_concurrency_level": cores, "sm.io_concurrency_level": cores}
         )
     )
-    if phase.get("time_open"):
+    if phase.get("write"):
+        with tiledb.open(path, ctx=ctx) as a:
+            seconds, cells, check = write(phase, a, sys.argv[3], ctx)
+    elif phase.get("time_open"):
         t = time.perf_counter()
         with tiledb.open(path, ctx=ctx) as a:
             cells, check = run(phase, a)

@@ -86,6 +86,24 @@ fn read(fields: &[&str], queries: Vec<Value>) -> Value {
     json!({"fields": fields, "queries": queries})
 }
 
+/// A write phase: `fields` of `array` read (untimed), then written into a
+/// new array with its schema; `bytes` is what is written.
+fn write_phase(
+    workload: &'static str,
+    name: String,
+    array: &str,
+    fields: &[&str],
+    bytes: i64,
+) -> Phase {
+    Phase {
+        workload,
+        name,
+        array: array.into(),
+        spec: json!({"fields": fields, "queries": [], "write": true}),
+        bytes: bytes as u64,
+    }
+}
+
 fn phases(s: &Sizes) -> Vec<Phase> {
     let mut out = Vec::new();
     let mut rng = Lcg(42);
@@ -119,6 +137,13 @@ fn phases(s: &Sizes) -> Vec<Phase> {
         spec: read(&["a"], slices(n, side, &mut rng)),
         bytes: (64 * side * side * 8) as u64,
     });
+    out.push(write_phase(
+        "W1",
+        format!("write {n}²"),
+        &array,
+        &["a"],
+        n * n * 8,
+    ));
     let c = rng.below(n);
     out.push(Phase {
         workload: "W1",
@@ -149,6 +174,13 @@ fn phases(s: &Sizes) -> Vec<Phase> {
         spec: read(&["a"], slices(n, side, &mut rng)),
         bytes: (64 * side * side * 4) as u64,
     });
+    out.push(write_phase(
+        "W2",
+        format!("write {n}²"),
+        &format!("dense_i32_{n}"),
+        &["a"],
+        n * n * 4,
+    ));
     // W3: sparse 2D, 1% boxes, a 10% condition, aggregates.
     let cells = s.w3;
     let whole = |layout: &str| read(&["a"], vec![query(None, layout, None)]);
@@ -194,8 +226,22 @@ fn phases(s: &Sizes) -> Vec<Phase> {
         }),
         bytes: (cells * 8) as u64,
     });
+    out.push(write_phase(
+        "W3",
+        format!("write {cells} cells"),
+        "sparse_2d",
+        &["y", "x", "a"],
+        cells * 24,
+    ));
     // W4: sparse 1D, var-length UTF-8.
     let cells = s.w4;
+    out.push(write_phase(
+        "W4",
+        format!("write {cells} strings"),
+        "sparse_var",
+        &["k", "s"],
+        cells * (8 + 17),
+    ));
     out.push(Phase {
         workload: "W4",
         name: format!("whole {cells} strings"),
@@ -346,14 +392,30 @@ pub(crate) fn bench(args: &[String], reference: &Writer) -> Result<(), String> {
         let spec = work.join(format!("phase{k}.json"));
         std::fs::write(&spec, p.spec.to_string())
             .map_err(|e| format!("{}: {e}", spec.display()))?;
+        // Write phases write a new array here, removed before every run.
+        let out = p.spec["write"]
+            .as_bool()
+            .unwrap_or(false)
+            .then(|| work.join(format!("written{k}")));
+        let with_out = |c: &mut Command| -> Result<(), String> {
+            if let Some(out) = &out {
+                if out.exists() {
+                    std::fs::remove_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+                }
+                c.arg(out);
+            }
+            Ok(())
+        };
         let tdb_cmd = || {
             let mut c = Command::new(&tdb);
             c.arg("phase").arg(&spec).arg(&array);
+            with_out(&mut c)?;
             measure(&mut c)
         };
         let tiledb_cmd = || {
             let mut c = Command::new(&python);
             c.arg(&tiledb_phase).arg(&spec).arg(&array);
+            with_out(&mut c)?;
             measure(&mut c)
         };
         if sizes.warm_up {

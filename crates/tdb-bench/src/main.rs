@@ -1,8 +1,10 @@
 //! tdb's side of `cargo xtask bench`, one process per measurement:
 //!
-//! - `tdb-bench phase PHASE.json ARRAY`: runs a phase's queries through the
-//!   `tdb` facade (the array opened untimed, unless the phase times the
-//!   open), touching every result byte;
+//! - `tdb-bench phase PHASE.json ARRAY [OUT]`: runs a phase's queries through
+//!   the `tdb` facade (the array opened untimed, unless the phase times the
+//!   open), touching every result byte; a write phase reads ARRAY's cells
+//!   (untimed), then times creating OUT with ARRAY's schema and writing them
+//!   into it as one fragment;
 //! - `tdb-bench memcpy`: this machine's single-core copy bandwidth;
 //! - `tdb-bench zstd FILE THREADS`: raw zstd decoding of the chunks of a
 //!   tile file (W1's), on `THREADS` threads: the physical limits reads are
@@ -24,6 +26,8 @@ struct Phase {
     aggregates: Vec<(String, String)>,
     #[serde(default)]
     time_open: bool,
+    #[serde(default)]
+    write: bool,
 }
 
 #[derive(Deserialize)]
@@ -44,10 +48,13 @@ fn main() {
         .collect::<Vec<_>>()
         .as_slice()
     {
-        ["phase", phase, array] => phase_cmd(phase, array),
+        ["phase", phase, array] => phase_cmd(phase, array, None),
+        ["phase", phase, array, out] => phase_cmd(phase, array, Some(out)),
         ["memcpy"] => memcpy(),
         ["zstd", file, threads] => zstd_cmd(file, threads),
-        _ => Err("usage: tdb-bench phase PHASE.json ARRAY | memcpy | zstd FILE THREADS".into()),
+        _ => {
+            Err("usage: tdb-bench phase PHASE.json ARRAY [OUT] | memcpy | zstd FILE THREADS".into())
+        }
     };
     match result {
         Ok(v) => println!("{v}"),
@@ -73,10 +80,13 @@ fn peak_kib() -> u64 {
         .unwrap_or(0)
 }
 
-fn phase_cmd(phase: &str, array: &str) -> Result<serde_json::Value, Error> {
+fn phase_cmd(phase: &str, array: &str, out: Option<&str>) -> Result<serde_json::Value, Error> {
     let phase: Phase = serde_json::from_slice(&std::fs::read(phase)?)?;
     let start = Instant::now();
     let a = Array::open(array)?;
+    if phase.write {
+        return write(&phase, &a, out.ok_or("a write phase needs OUT")?);
+    }
     let start = if phase.time_open {
         start
     } else {
@@ -84,6 +94,43 @@ fn phase_cmd(phase: &str, array: &str) -> Result<serde_json::Value, Error> {
     };
     let (cells, check) = run(&phase, &a)?;
     Ok(report(start.elapsed().as_secs_f64(), cells, check))
+}
+
+/// Reads every cell of `a` (dense: row-major over the whole domain; sparse:
+/// unordered, coordinates too), then times creating `out` with `a`'s schema
+/// and writing the cells there. The check sums the attributes written.
+fn write(phase: &Phase, a: &Array, out: &str) -> Result<serde_json::Value, Error> {
+    let schema = a.schema();
+    let dense = schema.array_type == tdb_format::ArrayType::Dense;
+    let layout = if dense {
+        ResultLayout::RowMajor
+    } else {
+        ResultLayout::Unordered
+    };
+    let mut cells = tdb::Batch::default();
+    for batch in a.read(
+        ReadSpec::new(phase.fields.clone())
+            .with_layout(layout)
+            .with_budget(1 << 30),
+    )? {
+        cells.append(&batch?);
+    }
+    let check: f64 = cells
+        .fields
+        .iter()
+        .filter(|f| schema.attribute(&f.name).is_some())
+        .map(touch)
+        .sum();
+    let start = Instant::now();
+    let copy = Array::create_in(
+        tdb::LocalStorage::new(out),
+        "",
+        schema,
+        &[],
+        tdb::OpenOptions::new(),
+    )?;
+    let written = copy.write(tdb::WriteSpec::new(cells.fields).with_layout(layout))?;
+    Ok(report(start.elapsed().as_secs_f64(), written.cells, check))
 }
 
 fn run(phase: &Phase, a: &Array) -> Result<(u64, f64), Error> {
