@@ -4,6 +4,7 @@
 //! scrub's report) and `export` (query results as JSON or CSV); `values` is
 //! the conformance format's value encoding they all share.
 
+pub mod demo;
 pub mod export;
 pub mod import;
 pub mod inspect;

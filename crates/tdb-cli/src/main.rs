@@ -169,6 +169,16 @@ enum Command {
         #[arg(long)]
         key: Option<String>,
     },
+    /// tdb end to end: create a dense and a sparse array under DIR from
+    /// generated data (a few million cells each), print their schemas,
+    /// read slices back (each checked against the data) with timings.
+    Demo {
+        /// Where the two arrays go (DIR/dense, DIR/sparse; must not exist).
+        dir: PathBuf,
+        /// About this many cells per array.
+        #[arg(long, default_value_t = 4_000_000)]
+        cells: u64,
+    },
     /// Print an array's schema: a readable dump, or the conformance JSON
     /// summary.
     Schema {
@@ -227,6 +237,17 @@ mod progress {
         if let Ok(style) = ProgressStyle::with_template(
             "{msg:>8} [{bar:30}] {bytes}/{total_bytes} ({bytes_per_sec}, {eta})",
         ) {
+            bar.set_style(style.progress_chars("=> "));
+        }
+        bar
+    }
+
+    /// A bar over `total` cells.
+    pub fn cells(total: u64, what: &'static str) -> ProgressBar {
+        let bar = ProgressBar::new(total).with_message(what);
+        if let Ok(style) =
+            ProgressStyle::with_template("{msg} [{bar:30}] {human_pos}/{human_len} cells ({eta})")
+        {
             bar.set_style(style.progress_chars("=> "));
         }
         bar
@@ -580,6 +601,31 @@ fn run(cli: Cli) -> Result<bool, CliError> {
                 written.fragment,
                 started.elapsed()
             );
+            Ok(true)
+        }
+        Command::Demo { dir, cells } => {
+            let mut bar: Option<indicatif::ProgressBar> = None;
+            let mut phase = "";
+            let stdout = std::io::stdout();
+            tdb_cli::demo::run(&dir, cells, &mut stdout.lock(), &mut |what, done| {
+                if what != phase {
+                    if let Some(b) = bar.take() {
+                        b.finish_and_clear();
+                    }
+                    phase = what;
+                    bar = match done {
+                        _ if what.is_empty() => None,
+                        Some((_, total)) => Some(progress::cells(total, what)),
+                        None => Some(progress::spinner(what)),
+                    };
+                }
+                if let (Some(b), Some((n, _))) = (&bar, done) {
+                    b.set_position(n);
+                }
+            })?;
+            if let Some(b) = bar {
+                b.finish_and_clear();
+            }
             Ok(true)
         }
         Command::Schema {

@@ -1,0 +1,294 @@
+//! `tdb demo DIR`: tdb end to end on generated data. Creates a dense and a
+//! sparse array under DIR, writes a few million cells into each, prints
+//! their schemas, reads slices back and checks every answer against the
+//! data it generated (a wrong answer is an error, not a line of output).
+
+use crate::CliError;
+use std::io::Write;
+use std::path::Path;
+use std::time::{Duration, Instant};
+use tdb::{Array, ArraySchema, Datatype, FieldBuffer, OpenOptions, Range, ReadSpec, Subarray};
+use tdb::{WriteSpec, VAR_NUM};
+use tdb_filters::Filter;
+use tdb_format::{ArrayType, Layout};
+use tdb_schema::{AttributeBuilder, DimensionBuilder};
+
+/// How the demo reports progress: told the phase, cells done and cells
+/// in all (`None` for work of unknown length); an empty phase ends the
+/// last one, before the demo prints.
+pub type Progress<'a> = &'a mut dyn FnMut(&'static str, Option<(u64, u64)>);
+
+/// The dense array's value at `(y, x)`: smooth, so it compresses.
+fn dense_value(y: i64, x: i64) -> f64 {
+    ((y * 31 + x * 17) % 1000) as f64 / 10.0
+}
+
+/// Sparse point `i` of `n`, on a `side` × `side` grid: a bijection of the
+/// grid's cells (an odd multiplier modulo a power of two), so coordinates
+/// are scattered and never repeat.
+fn sparse_point(i: u64, side: u64) -> (i64, i64) {
+    let cell = i.wrapping_mul(2_654_435_761) & (side * side - 1);
+    ((cell / side) as i64, (cell % side) as i64)
+}
+
+fn ints<T: Copy>(values: impl Iterator<Item = T>, bytes: impl Fn(T) -> [u8; 8]) -> Vec<u8> {
+    values.flat_map(bytes).collect()
+}
+
+fn elapsed(d: Duration) -> String {
+    format!("{:.1} ms", d.as_secs_f64() * 1000.0)
+}
+
+fn mismatch(what: &str, got: impl std::fmt::Display, want: impl std::fmt::Display) -> CliError {
+    CliError::Output(format!("demo: {what}: read {got}, wrote {want}"))
+}
+
+/// Runs the demo with about `cells` cells per array, writing to `out` and
+/// reporting progress to `progress`.
+pub fn run(
+    dir: &Path,
+    cells: u64,
+    out: &mut dyn Write,
+    progress: Progress<'_>,
+) -> Result<(), CliError> {
+    let io = |e: std::io::Error| CliError::Output(e.to_string());
+    let side = ((cells as f64).sqrt() as i64).max(16);
+    // The sparse grid: the power of two whose square holds every point.
+    let grid = (cells.max(256) as f64).sqrt().ceil() as u64;
+    let grid = grid.next_power_of_two();
+    let points = cells.max(256);
+    writeln!(
+        out,
+        "tdb demo in {}: a dense {side} x {side} array and {points} sparse points",
+        dir.display()
+    )
+    .map_err(io)?;
+
+    // Dense: FLOAT64 over a side x side grid, BYTESHUFFLE + ZSTD.
+    let tile = 256.min(side);
+    let schema = ArraySchema::builder(ArrayType::Dense)
+        .dimension(DimensionBuilder::range("y", 0i64..=side - 1).tile_extent(tile))
+        .dimension(DimensionBuilder::range("x", 0i64..=side - 1).tile_extent(tile))
+        .attribute(
+            AttributeBuilder::new("a", Datatype::Float64)
+                .filters([Filter::Byteshuffle, Filter::Zstd { level: 3 }]),
+        )
+        .build()?;
+    let dense_dir = dir.join("dense");
+    let dense = Array::create_in(
+        tdb::LocalStorage::new(&dense_dir),
+        "",
+        &schema,
+        &[],
+        OpenOptions::new(),
+    )?;
+    let total = (side * side) as u64;
+    let mut a = FieldBuffer::new("a", Datatype::Float64, 1, false);
+    a.data.reserve(total as usize * 8);
+    for y in 0..side {
+        for x in 0..side {
+            a.data.extend_from_slice(&dense_value(y, x).to_le_bytes());
+        }
+        if y % 64 == 0 {
+            progress("generating dense cells", Some(((y * side) as u64, total)));
+        }
+    }
+    progress("writing the dense array", None);
+    let started = Instant::now();
+    let written = dense.write(WriteSpec::new(vec![a]))?;
+    let took = started.elapsed();
+    progress("", None);
+    writeln!(
+        out,
+        "wrote {} dense cells ({} MiB) in {} ({:.0} MiB/s)",
+        written.cells,
+        total * 8 >> 20,
+        elapsed(took),
+        (total * 8) as f64 / 1048576.0 / took.as_secs_f64()
+    )
+    .map_err(io)?;
+
+    // Sparse: INT64 points on a grid, a FLOAT64 and a var-length string.
+    let schema = ArraySchema::builder(ArrayType::Sparse)
+        .capacity(10_000)
+        .cell_order(Layout::Hilbert)
+        .dimension(DimensionBuilder::range("y", 0i64..=grid as i64 - 1))
+        .dimension(DimensionBuilder::range("x", 0i64..=grid as i64 - 1))
+        .attribute(
+            AttributeBuilder::new("v", Datatype::Float64).filters([Filter::Zstd { level: 3 }]),
+        )
+        .attribute(
+            AttributeBuilder::new("name", Datatype::StringUtf8)
+                .var()
+                .filters([Filter::Zstd { level: 3 }]),
+        )
+        .build()?;
+    let sparse_dir = dir.join("sparse");
+    let sparse = Array::create_in(
+        tdb::LocalStorage::new(&sparse_dir),
+        "",
+        &schema,
+        &[],
+        OpenOptions::new(),
+    )?;
+    let coords: Vec<(i64, i64)> = (0..points).map(|i| sparse_point(i, grid)).collect();
+    let mut y = FieldBuffer::new("y", Datatype::Int64, 1, false);
+    y.data = ints(coords.iter().map(|c| c.0), i64::to_le_bytes);
+    let mut x = FieldBuffer::new("x", Datatype::Int64, 1, false);
+    x.data = ints(coords.iter().map(|c| c.1), i64::to_le_bytes);
+    let mut v = FieldBuffer::new("v", Datatype::Float64, 1, false);
+    v.data = ints(0..points, |i| (i as f64).to_le_bytes());
+    let mut name = FieldBuffer::new("name", Datatype::StringUtf8, VAR_NUM, false);
+    for i in 0..points {
+        name.push(format!("point-{i}").as_bytes(), true);
+        if i % 65_536 == 0 {
+            progress("generating sparse cells", Some((i, points)));
+        }
+    }
+    progress(
+        "writing the sparse array (sorting into Hilbert order)",
+        None,
+    );
+    let started = Instant::now();
+    let written = sparse.write(WriteSpec::new(vec![y, x, v, name]))?;
+    progress("", None);
+    writeln!(
+        out,
+        "wrote {} sparse cells in {}",
+        written.cells,
+        elapsed(started.elapsed())
+    )
+    .map_err(io)?;
+
+    let dense = Array::open(&dense_dir)?;
+    let sparse = Array::open(&sparse_dir)?;
+    writeln!(
+        out,
+        "\nschema of {}:\n{}",
+        dense_dir.display(),
+        dense.schema()
+    )
+    .map_err(io)?;
+    writeln!(
+        out,
+        "schema of {}:\n{}",
+        sparse_dir.display(),
+        sparse.schema()
+    )
+    .map_err(io)?;
+
+    // Reads, each checked against the generated data.
+    // Both arrays have two INT64 dimensions.
+    let box_of = |(y0, y1): (i64, i64), (x0, x1): (i64, i64)| -> Subarray {
+        let mut s = Subarray::new(2);
+        for (d, (lo, hi)) in [(0, (y0, y1)), (1, (x0, x1))] {
+            s.add_range(
+                d,
+                Range::from_bounds(&lo.to_le_bytes(), &hi.to_le_bytes(), false),
+            );
+        }
+        s
+    };
+    let sum_f64 = |f: &FieldBuffer| -> f64 {
+        f.data
+            .chunks_exact(8)
+            .map(|c| f64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
+            .sum()
+    };
+    let read_all = |a: &Array, spec: ReadSpec| -> Result<tdb::Batch, CliError> {
+        let mut all = tdb::Batch::default();
+        for batch in a.read(spec)? {
+            all.append(&batch?);
+        }
+        Ok(all)
+    };
+    writeln!(out, "reads (each checked against the data written):").map_err(io)?;
+
+    let (lo, hi) = (side / 3, (side / 3 + 255).min(side - 1));
+    let started = Instant::now();
+    let got = read_all(
+        &dense,
+        ReadSpec::new(["a"]).with_subarray(box_of((lo, hi), (lo, hi))),
+    )?;
+    let took = started.elapsed();
+    let want: f64 = (lo..=hi)
+        .flat_map(|y| (lo..=hi).map(move |x| dense_value(y, x)))
+        .sum();
+    let got_sum = got.field("a").map_or(0.0, sum_f64);
+    if got.num_cells != ((hi - lo + 1) * (hi - lo + 1)) as u64 || got_sum != want {
+        return Err(mismatch("dense slice", got_sum, want));
+    }
+    writeln!(
+        out,
+        "  dense [{lo}, {hi}] x [{lo}, {hi}]: {} cells, sum {got_sum}, {}",
+        got.num_cells,
+        elapsed(took)
+    )
+    .map_err(io)?;
+
+    let column = side / 2;
+    let started = Instant::now();
+    let got = read_all(
+        &dense,
+        ReadSpec::new(["a"]).with_subarray(box_of((0, side - 1), (column, column))),
+    )?;
+    let took = started.elapsed();
+    let want: f64 = (0..side).map(|y| dense_value(y, column)).sum();
+    let got_sum = got.field("a").map_or(0.0, sum_f64);
+    if got_sum != want {
+        return Err(mismatch("dense column", got_sum, want));
+    }
+    writeln!(
+        out,
+        "  dense column x = {column}: {} cells, sum {got_sum}, {}",
+        got.num_cells,
+        elapsed(took)
+    )
+    .map_err(io)?;
+
+    let edge = (grid as i64 / 10).max(1) - 1;
+    let started = Instant::now();
+    let got = read_all(
+        &sparse,
+        ReadSpec::new(["y", "x", "v"]).with_subarray(box_of((0, edge), (0, edge))),
+    )?;
+    let took = started.elapsed();
+    let inside = |&(y, x): &(i64, i64)| y <= edge && x <= edge;
+    let want = coords.iter().filter(|c| inside(c)).count() as u64;
+    if got.num_cells != want {
+        return Err(mismatch("sparse box", got.num_cells, want));
+    }
+    writeln!(
+        out,
+        "  sparse box [0, {edge}]²: {} points, {}",
+        got.num_cells,
+        elapsed(took)
+    )
+    .map_err(io)?;
+
+    let limit = (points / 100).max(1);
+    let started = Instant::now();
+    let got = read_all(
+        &sparse,
+        ReadSpec::new(["v", "name"]).with_condition(format!("v < {limit}")),
+    )?;
+    let took = started.elapsed();
+    let names = got.field("name").map_or(0, |f| f.column().len()) as u64;
+    if got.num_cells != limit || names != limit {
+        return Err(mismatch("sparse condition", got.num_cells, limit));
+    }
+    writeln!(
+        out,
+        "  sparse where v < {limit}: {} points with their names, {}",
+        got.num_cells,
+        elapsed(took)
+    )
+    .map_err(io)?;
+    writeln!(
+        out,
+        "\ntry: tdb export {} --subarray \"0:3;0:3\" --format csv",
+        dense_dir.display()
+    )
+    .map_err(io)?;
+    Ok(())
+}
