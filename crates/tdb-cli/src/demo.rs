@@ -102,7 +102,7 @@ pub fn run(
         out,
         "wrote {} dense cells ({} MiB) in {} ({:.0} MiB/s)",
         written.cells,
-        total * 8 >> 20,
+        (total * 8) >> 20,
         elapsed(took),
         (total * 8) as f64 / 1048576.0 / took.as_secs_f64()
     )
