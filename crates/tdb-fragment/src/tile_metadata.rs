@@ -389,25 +389,26 @@ impl FieldStats {
         let num = Num::of(self.datatype).filter(|_| !self.var && self.cell_val_num == 1);
         if let Some(num) = num {
             if min_max && !self.chars() {
-                let (mut lo, mut hi) = sentinels(num);
+                let (lo, hi) = sentinels(num);
                 let (mut lov, mut hiv) = (decode(num, &lo), decode(num, &hi));
+                // Where the extremes are; their bytes are copied once.
+                let (mut lo_at, mut hi_at) = (None, None);
                 for &i in order {
                     if null(i) {
                         continue;
                     }
-                    let b = cell(i);
-                    let v = decode(num, b);
+                    let v = decode(num, cell(i));
                     if !keeps_min(lov, v) {
                         lov = v;
-                        lo = b.to_vec();
+                        lo_at = Some(i);
                     }
                     if !keeps_max(hiv, v) {
                         hiv = v;
-                        hi = b.to_vec();
+                        hi_at = Some(i);
                     }
                 }
-                m.min = lo;
-                m.max = hi;
+                m.min = lo_at.map_or(lo, |i| cell(i).to_vec());
+                m.max = hi_at.map_or(hi, |i| cell(i).to_vec());
             }
             if self.sum() {
                 for &i in order {

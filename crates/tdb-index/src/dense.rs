@@ -368,13 +368,16 @@ pub fn written_cells(
     }
     let mut out = Vec::new();
     let mut at = from.clone();
+    // Row by row along the last dimension, the fastest of a row-major walk.
+    let last = n - 1;
+    let run = usize::try_from(to[last] - from[last] + 1).ok()?;
     loop {
         let pos = (0..n).try_fold(0usize, |p, d| {
             let off = usize::try_from(at[d] - tile_lo[d]).ok()?;
             p.checked_add(off.checked_mul(stride[d])?)
         })?;
-        out.push(pos);
-        let mut d = n;
+        out.extend((0..run).map(|j| pos + j * stride[last]));
+        let mut d = last;
         loop {
             if d == 0 {
                 return Some(out);
@@ -531,10 +534,17 @@ impl WriteGrid {
             in_stride[d] = acc;
             acc *= dims[d].hi - dims[d].lo + 1;
         }
-        // Walk the box in the cell order (global input counts in it).
+        // Walk the box in the cell order (global input counts in it), a
+        // run along the fastest dimension at a time.
         let mut at = from.clone();
         let mut k = 0i128;
         let base = i128::from(self.bases.get(t as usize).copied().unwrap_or(0));
+        let fast = cell_dims[0];
+        let run = to[fast] - from[fast] + 1;
+        let (pos_step, src_step) = match self.input {
+            InputOrder::Global => (cell_stride[fast], 1),
+            _ => (cell_stride[fast], in_stride[fast]),
+        };
         loop {
             let mut pos = 0i128;
             let mut src = 0i128;
@@ -542,13 +552,22 @@ impl WriteGrid {
                 pos += (at[d] - corner[d]) * cell_stride[d];
                 src += (at[d] - dims[d].lo) * in_stride[d];
             }
-            let src = match self.input {
-                InputOrder::Global => base + k,
-                _ => src,
-            };
-            *out.get_mut(usize::try_from(pos).ok()?)? = usize::try_from(src).ok()?;
-            k += 1;
-            let mut i = 0;
+            if self.input == InputOrder::Global {
+                src = base + k;
+            }
+            // Both ends checked, the steps in between are in range.
+            let last_pos = usize::try_from(pos + (run - 1) * pos_step).ok()?;
+            usize::try_from(src + (run - 1) * src_step).ok()?;
+            if last_pos >= out.len() {
+                return None;
+            }
+            let (pos, src) = (pos as usize, src as usize);
+            let (pos_step, src_step) = (pos_step as usize, src_step as usize);
+            for j in 0..run as usize {
+                out[pos + j * pos_step] = src + j * src_step;
+            }
+            k += run;
+            let mut i = 1;
             loop {
                 if i == n {
                     return Some(());

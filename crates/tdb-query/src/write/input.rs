@@ -27,6 +27,13 @@ impl<'a> InField<'a> {
         self.col.cell(i)
     }
 
+    /// `n` fixed-size cells from cell `i` on, back to back (the caller
+    /// checked them against the cell count).
+    pub fn cells(&self, i: usize, n: usize) -> &'a [u8] {
+        let size = self.col.cell_size();
+        &self.col.fixed[i * size..(i + n) * size]
+    }
+
     /// Cell `i`'s validity byte (1 for non-nullable fields).
     pub fn valid(&self, i: usize) -> u8 {
         u8::from(!self.col.is_null(i))

@@ -105,7 +105,24 @@ pub(crate) fn field_tiles(
         let mut offsets: Vec<u64> = Vec::new();
         let mut var_data = Vec::new();
         let mut validity = Vec::new();
-        for &s in scratch.iter() {
+        // Fixed cells of a non-nullable field: runs of consecutive input
+        // cells are copied whole.
+        let runs = !var && !nullable && field.cell_size().is_some();
+        let mut k = 0;
+        while runs && k < scratch.len() {
+            let s = scratch[k];
+            let mut end = k + 1;
+            if s != FILL {
+                while end < scratch.len() && scratch[end] == s + (end - k) {
+                    end += 1;
+                }
+                fixed.extend_from_slice(field.cells(s, end - k));
+            } else {
+                fixed.extend_from_slice(&fill);
+            }
+            k = end;
+        }
+        for &s in scratch.iter().filter(|_| !runs) {
             let (cell, valid) = if s == FILL {
                 (fill.as_slice(), 0)
             } else {
