@@ -210,15 +210,26 @@ pub fn write_json(batch: &Batch, out: &mut dyn Write) -> std::io::Result<()> {
     writeln!(out)
 }
 
+/// A CSV writer over `out`: fields quoted only where RFC 4180 needs it
+/// (`,`, `"`, line breaks; a lone empty field, so its row is not blank),
+/// rows ended by `\n`. The same crate reads what `tdb import` takes.
+fn csv_writer(out: &mut dyn Write) -> csv::Writer<&mut dyn Write> {
+    csv::WriterBuilder::new()
+        .terminator(csv::Terminator::Any(b'\n'))
+        .from_writer(out)
+}
+
 /// The CSV header row.
 pub fn write_csv_header(fields: &[String], out: &mut dyn Write) -> std::io::Result<()> {
-    let row: Vec<String> = fields.iter().map(|f| csv_quote(f)).collect();
-    writeln!(out, "{}", row.join(","))
+    let mut w = csv_writer(out);
+    w.write_record(fields)?;
+    w.flush()
 }
 
 /// One CSV row per cell of `batch`.
 pub fn write_csv_rows(batch: &Batch, out: &mut dyn Write) -> std::io::Result<()> {
     let columns: Vec<_> = batch.fields.iter().map(|f| f.column()).collect();
+    let mut w = csv_writer(out);
     let mut row = Vec::with_capacity(columns.len());
     for i in 0..batch.num_cells as usize {
         row.clear();
@@ -226,20 +237,12 @@ pub fn write_csv_rows(batch: &Batch, out: &mut dyn Write) -> std::io::Result<()>
             row.push(if c.is_null(i) {
                 String::new()
             } else {
-                csv_quote(&values::text(c.datatype, c.cell_val_num, c.cell(i)))
+                values::text(c.datatype, c.cell_val_num, c.cell(i))
             });
         }
-        writeln!(out, "{}", row.join(","))?;
+        w.write_record(&row)?;
     }
-    Ok(())
-}
-
-fn csv_quote(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_owned()
-    }
+    w.flush()
 }
 
 #[cfg(test)]
@@ -275,6 +278,20 @@ mod tests {
             String::from_utf8(out).unwrap(),
             "d,s,v\n1,ab,0.5 -0.0\n2,\",\"\"c\"\"\",NaN 1.0\n3,,2.0 3.0\n"
         );
+    }
+
+    #[test]
+    fn a_row_of_one_null_field_is_not_blank() {
+        let mut s = FieldBuffer::new("s", Datatype::StringUtf8, VAR_NUM, true);
+        s.push(b"x", true);
+        s.push(b"", false);
+        let mut b = Batch::default();
+        b.num_cells = 2;
+        b.fields = vec![s];
+        let mut out = Vec::new();
+        write_csv_rows(&b, &mut out).unwrap();
+        // A blank line would be skipped by CSV readers, losing the cell.
+        assert_eq!(String::from_utf8(out).unwrap(), "x\n\"\"\n");
     }
 
     #[test]
