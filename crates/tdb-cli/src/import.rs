@@ -18,21 +18,12 @@ use tdb_format::Scalar;
 
 /// An empty buffer for the dimension or attribute `name` of `schema`.
 fn buffer(schema: &ArraySchema, name: &str) -> Result<FieldBuffer, String> {
-    if let Some(d) = schema.dimension(name) {
-        return Ok(FieldBuffer::new(name, d.datatype, d.cell_val_num, false));
-    }
-    if let Some(a) = schema.attribute(name) {
-        return Ok(FieldBuffer::new(
-            name,
-            a.datatype,
-            a.cell_val_num,
-            a.nullable,
-        ));
-    }
-    Err(format!(
-        "{name:?} is no dimension or attribute (there are: {})",
-        schema.field_names()
-    ))
+    FieldBuffer::for_field(schema, name).map_err(|_| {
+        format!(
+            "{name:?} is no dimension or attribute (there are: {})",
+            schema.field_names()
+        )
+    })
 }
 
 /// Appends one cell's bytes to `b`, checking a fixed cell's size.

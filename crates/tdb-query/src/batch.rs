@@ -47,6 +47,11 @@ impl FieldBuffer {
         }
     }
 
+    /// An empty buffer for the dimension or attribute `name` of `schema`.
+    pub fn for_field(schema: &tdb_schema::ArraySchema, name: &str) -> crate::Result<Self> {
+        Ok(crate::read::FieldInfo::resolve(schema, name)?.empty_buffer())
+    }
+
     /// The buffer as a column view.
     pub fn column(&self) -> Column<'_> {
         let (fixed, var): (&[u8], &[u8]) = match self.offsets {

@@ -62,6 +62,11 @@ impl FieldInfo {
         })
     }
 
+    /// An empty result buffer of this field's shape.
+    pub fn empty_buffer(&self) -> crate::FieldBuffer {
+        crate::FieldBuffer::new(&self.name, self.datatype, self.cell_val_num, self.nullable)
+    }
+
     pub fn is_var(&self) -> bool {
         self.cell_val_num == VAR_NUM
     }

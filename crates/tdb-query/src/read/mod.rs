@@ -21,7 +21,8 @@ use crate::batch::{Batch, FieldBuffer};
 use crate::condition::{self, BoundCondition};
 use crate::{Column, QueryError, ReadSpec, Result, ResultLayout, Snapshot, Subarray};
 use bytes::Bytes;
-use fields::{frag_field, special_field, FieldInfo, FragField, Kind};
+pub(crate) use fields::FieldInfo;
+use fields::{frag_field, special_field, FragField, Kind};
 use plan::{CellRef, FragPlan, DELETE_TS_SLOT, TIMESTAMPS_SLOT};
 use slabs::{DenseFrag, Results, Slab};
 use std::collections::HashMap;
@@ -1065,8 +1066,7 @@ impl<'a> Reader<'a> {
     }
 
     fn empty_buffer(&self, slot: usize) -> FieldBuffer {
-        let f = &self.fields[slot];
-        FieldBuffer::new(&f.name, f.datatype, f.cell_val_num, f.nullable)
+        self.fields[slot].empty_buffer()
     }
 
     /// Calls `f` with each run of the batch's slabs `parts` for field
