@@ -43,6 +43,17 @@ fn mismatch(what: &str, got: impl std::fmt::Display, want: impl std::fmt::Displa
     CliError::Output(format!("demo: {what}: read {got}, wrote {want}"))
 }
 
+/// A new, unencrypted array at `dir`.
+fn create(dir: &Path, schema: &ArraySchema) -> Result<Array, CliError> {
+    Ok(Array::create_in(
+        tdb::LocalStorage::new(dir),
+        "",
+        schema,
+        &[],
+        OpenOptions::new(),
+    )?)
+}
+
 /// Runs the demo with about `cells` cells per array, writing to `out` and
 /// reporting progress to `progress`.
 pub fn run(
@@ -75,13 +86,7 @@ pub fn run(
         )
         .build()?;
     let dense_dir = dir.join("dense");
-    let dense = Array::create_in(
-        tdb::LocalStorage::new(&dense_dir),
-        "",
-        &schema,
-        &[],
-        OpenOptions::new(),
-    )?;
+    let dense = create(&dense_dir, &schema)?;
     let total = (side * side) as u64;
     let mut a = FieldBuffer::new("a", Datatype::Float64, 1, false);
     a.data.reserve(total as usize * 8);
@@ -124,13 +129,7 @@ pub fn run(
         )
         .build()?;
     let sparse_dir = dir.join("sparse");
-    let sparse = Array::create_in(
-        tdb::LocalStorage::new(&sparse_dir),
-        "",
-        &schema,
-        &[],
-        OpenOptions::new(),
-    )?;
+    let sparse = create(&sparse_dir, &schema)?;
     let coords: Vec<(i64, i64)> = (0..points).map(|i| sparse_point(i, grid)).collect();
     let mut y = FieldBuffer::new("y", Datatype::Int64, 1, false);
     y.data = ints(coords.iter().map(|c| c.0), i64::to_le_bytes);

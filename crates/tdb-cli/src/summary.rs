@@ -194,11 +194,9 @@ pub fn parse(v: &Value) -> Result<(ArraySchema, Vec<Enumeration>), String> {
     if let Some(p) = &coords {
         b = b.coords_filter_pipeline(p.clone());
     }
-    let mut dims = Vec::new();
-    for d in list(v, "dims")? {
-        let dim = parse_dimension(d, coords.as_ref())?;
-        dims.push((dim.0.clone(), dim.1));
-        b = b.dimension(dim.2);
+    let dims = list(v, "dims")?;
+    for d in dims {
+        b = b.dimension(parse_dimension(d, coords.as_ref())?);
     }
     for a in list(v, "attrs")? {
         b = b.attribute(parse_attribute(a)?);
@@ -223,15 +221,18 @@ pub fn parse(v: &Value) -> Result<(ArraySchema, Vec<Enumeration>), String> {
         }
         let ranges = ranges
             .iter()
-            .zip(&dims)
-            .map(
-                |(r, (name, (datatype, var)))| match r.as_array().map(Vec::as_slice) {
-                    Some([lo, hi]) => crate::values::range(*datatype, *var, lo, hi)
+            .zip(dims)
+            .map(|(r, d)| {
+                let name = name_of(d, "a dimension")?;
+                let datatype = datatype_of(d, name)?;
+                let var = datatype == Datatype::StringAscii;
+                match r.as_array().map(Vec::as_slice) {
+                    Some([lo, hi]) => crate::values::range(datatype, var, lo, hi)
                         .map_err(|e| format!("current_domain of {name}: {e}")),
                     _ => Err(format!("current_domain of {name}: give [lo, hi]")),
-                },
-            )
-            .collect::<Result<_, _>>()?;
+                }
+            })
+            .collect::<Result<_, String>>()?;
         b = b.current_domain(ranges);
     }
     let schema = b.build().map_err(|e| e.to_string())?;
@@ -261,12 +262,8 @@ fn name_of<'a>(v: &'a Value, what: &str) -> Result<&'a str, String> {
         .ok_or_else(|| format!("{what} without a name"))
 }
 
-/// A dimension's builder, with its name, datatype and var-ness (for the
-/// current domain).
-fn parse_dimension(
-    d: &Value,
-    coords: Option<&FilterPipeline>,
-) -> Result<(String, (Datatype, bool), DimensionBuilder), String> {
+/// A dimension's builder.
+fn parse_dimension(d: &Value, coords: Option<&FilterPipeline>) -> Result<DimensionBuilder, String> {
     let name = name_of(d, "a dimension")?;
     let what = format!("dimension {name}");
     let datatype = datatype_of(d, &what)?;
@@ -289,8 +286,7 @@ fn parse_dimension(
             b = b.filter_pipeline(p);
         }
     }
-    let var = datatype == Datatype::StringAscii;
-    Ok((name.to_owned(), (datatype, var), b))
+    Ok(b)
 }
 
 fn parse_attribute(a: &Value) -> Result<AttributeBuilder, String> {

@@ -4,14 +4,10 @@
 
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
-fn tdb(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tdb"))
-        .args(args)
-        .output()
-        .unwrap()
-}
+mod common;
+use common::tdb;
 
 fn fixture_copy(case: &str, tmp: &Path) -> PathBuf {
     let src = tdb_testdata::root().join(case).join("array");

@@ -4,7 +4,7 @@
 //! refused with the row and field at fault, and writes nothing.
 
 use std::path::Path;
-use std::process::{Command, Output};
+
 use tdb::{Array, LocalStorage, OpenOptions, ReadSpec};
 use tdb_cli::export::{default_fields, export, Format};
 use tdb_cli::import::{read_csv, read_json, write_spec};
@@ -124,12 +124,8 @@ fn every_tiledb_array_exported_imports_to_the_same_cells() {
     );
 }
 
-fn tdb(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tdb"))
-        .args(args)
-        .output()
-        .unwrap()
-}
+mod common;
+use common::tdb;
 
 fn sparse_array(dir: &Path) -> String {
     let schema = dir.join("schema.json");

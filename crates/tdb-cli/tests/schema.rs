@@ -8,6 +8,9 @@ use tdb_cli::error_report;
 use tdb_cli::schema::{load, summary};
 use tdb_storage::LocalStorage;
 
+mod common;
+use common::tdb;
+
 fn arrays() -> Vec<tdb_testdata::Object> {
     let arrays: Vec<_> = tdb_testdata::objects()
         .into_iter()
@@ -15,6 +18,21 @@ fn arrays() -> Vec<tdb_testdata::Object> {
         .collect();
     assert!(arrays.len() > 180, "only {} arrays", arrays.len());
     arrays
+}
+
+/// The top-level keys of summary `want` where `ours` differs, one line each.
+fn differences(ours: &Value, want: &Value) -> String {
+    let keys = want.as_object().unwrap().keys();
+    keys.filter(|k| ours[k.as_str()] != want[k.as_str()])
+        .map(|k| {
+            format!(
+                "  {k}: ours {} wanted {}",
+                ours[k.as_str()],
+                want[k.as_str()]
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 #[test]
@@ -28,18 +46,11 @@ fn summaries_match_what_tiledb_reported() {
         let ours = summary(&entry.schema, &enumerations).unwrap();
         let expected = &object.expected.as_ref().unwrap()["schema"];
         if &ours != expected {
-            let keys = expected.as_object().unwrap().keys();
-            let diff: Vec<String> = keys
-                .filter(|k| ours[k.as_str()] != expected[k.as_str()])
-                .map(|k| {
-                    format!(
-                        "  {k}: ours {} TileDB {}",
-                        ours[k.as_str()],
-                        expected[k.as_str()]
-                    )
-                })
-                .collect();
-            failures.push(format!("{}:\n{}", object.case, diff.join("\n")));
+            failures.push(format!(
+                "{}:\n{}",
+                object.case,
+                differences(&ours, expected)
+            ));
         }
     }
     assert!(arrays.len() > 180, "only {} arrays", arrays.len());
@@ -198,18 +209,7 @@ fn every_tiledb_schema_summary_creates_the_schema_it_describes() {
         }
         let want = as_v22(&expected["schema"]);
         if ours != want {
-            let keys = want.as_object().unwrap().keys();
-            let diff: Vec<String> = keys
-                .filter(|k| ours[k.as_str()] != want[k.as_str()])
-                .map(|k| {
-                    format!(
-                        "  {k}: ours {} given {}",
-                        ours[k.as_str()],
-                        want[k.as_str()]
-                    )
-                })
-                .collect();
-            failures.push(format!("{}:\n{}", object.case, diff.join("\n")));
+            failures.push(format!("{}:\n{}", object.case, differences(&ours, &want)));
         }
     }
     assert!(
@@ -256,15 +256,12 @@ fn create_refuses_bad_schema_files_and_writes_nothing() {
         let file = dir.path().join("schema.json");
         std::fs::write(&file, text).unwrap();
         let target = dir.path().join("array");
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_tdb"))
-            .args([
-                "create",
-                target.to_str().unwrap(),
-                "--schema",
-                file.to_str().unwrap(),
-            ])
-            .output()
-            .unwrap();
+        let out = tdb(&[
+            "create",
+            target.to_str().unwrap(),
+            "--schema",
+            file.to_str().unwrap(),
+        ]);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{what}: {stderr}");
         assert!(stderr.contains(message), "{what}: {stderr}");
@@ -285,12 +282,6 @@ fn create_makes_an_array_that_reads_empty() {
     )
     .unwrap();
     let target = dir.path().join("array");
-    let tdb = |args: &[&str]| {
-        std::process::Command::new(env!("CARGO_BIN_EXE_tdb"))
-            .args(args)
-            .output()
-            .unwrap()
-    };
     let t = target.to_str().unwrap();
     let out = tdb(&["create", t, "--schema", file.to_str().unwrap()]);
     assert!(
