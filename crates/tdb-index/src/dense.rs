@@ -555,18 +555,21 @@ impl WriteGrid {
             if self.input == InputOrder::Global {
                 src = base + k;
             }
-            // Both ends checked, the steps in between are in range.
-            let last_pos = usize::try_from(pos + (run - 1) * pos_step).ok()?;
-            usize::try_from(src + (run - 1) * src_step).ok()?;
+            // The run's first and last cells are checked; the steps are
+            // positive, so every cell between them is in range too.
+            let usize_of = |v: i128| usize::try_from(v).ok();
+            let (pos, src) = (usize_of(pos)?, usize_of(src)?);
+            let (pos_step, src_step) = (usize_of(pos_step)?, usize_of(src_step)?);
+            let run = usize_of(run).filter(|&r| r > 0)?;
+            let last_pos = pos.checked_add((run - 1).checked_mul(pos_step)?)?;
+            src.checked_add((run - 1).checked_mul(src_step)?)?;
             if last_pos >= out.len() {
                 return None;
             }
-            let (pos, src) = (pos as usize, src as usize);
-            let (pos_step, src_step) = (pos_step as usize, src_step as usize);
-            for j in 0..run as usize {
+            for j in 0..run {
                 out[pos + j * pos_step] = src + j * src_step;
             }
-            k += run;
+            k += run as i128;
             let mut i = 1;
             loop {
                 if i == n {
