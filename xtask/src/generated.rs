@@ -292,6 +292,8 @@ struct Write {
     /// Sparse: the number of cells.
     cells: usize,
     seed: u64,
+    /// Global-order writes: submitted in parts cut before these cells.
+    splits: Vec<usize>,
 }
 
 fn case(name: &str, array_type: ArrayType, dims: Vec<Dim>, attrs: Vec<Attr>) -> Case {
@@ -320,6 +322,7 @@ fn dense_write(t: u64, layout: ResultLayout, rect: Vec<(i64, i64)>) -> Write {
         rect,
         cells: 0,
         seed: t,
+        splits: Vec::new(),
     }
 }
 
@@ -330,6 +333,7 @@ fn sparse_write(t: u64, layout: ResultLayout, cells: usize) -> Write {
         rect: Vec::new(),
         cells,
         seed: t,
+        splits: Vec::new(),
     }
 }
 
@@ -536,6 +540,27 @@ fn cases() -> Vec<Case> {
     c.capacity = 8;
     c.writes.push(sparse_write(10, GlobalOrder, 60));
     out.push(c);
+    // Global-order writes in parts (cut inside tiles, on tile bounds, one
+    // cell long) make one fragment.
+    let mut c = case("dense_global_parts", Dense, two(), attrs());
+    let mut w = dense_write(10, GlobalOrder, vec![(4, 11), (0, 7)]);
+    w.splits = vec![1, 16, 37];
+    c.writes.push(w);
+    out.push(c);
+    let one = || vec![dim("d", Int64, 0, 999, 50)];
+    for (name, dims, order) in [
+        ("sparse_global_parts", two(), Layout::RowMajor),
+        ("hilbert_global_parts", one(), Layout::Hilbert),
+    ] {
+        let mut c = case(name, Sparse, dims, attrs());
+        c.cell_order = order;
+        c.capacity = 8;
+        let mut w = sparse_write(10, GlobalOrder, 60);
+        w.splits = vec![3, 4, 16, 45];
+        c.writes.push(w);
+        c.queries.push(global_read());
+        out.push(c);
+    }
     let mut c = case(
         "duplicates",
         Sparse,
@@ -720,7 +745,9 @@ impl Case {
                 .product()
         } else {
             // Distinct coordinates (unless duplicates are allowed), sorted
-            // when the write is in global order (one dimension only).
+            // when the write is in global order: space tiles, then cells,
+            // both row-major (cases with other orders have one dimension,
+            // where every order is the coordinates' own).
             let mut points: Vec<Vec<i64>> = Vec::new();
             let mut seen = std::collections::HashSet::new();
             while points.len() < w.cells {
@@ -737,7 +764,14 @@ impl Case {
                 }
             }
             if w.layout == ResultLayout::GlobalOrder {
-                points.sort();
+                let tiles = |p: &Vec<i64>| -> Vec<i64> {
+                    self.dims
+                        .iter()
+                        .zip(p)
+                        .map(|(d, &v)| (v - d.lo) / d.extent.max(1))
+                        .collect()
+                };
+                points.sort_by_key(|p| (tiles(p), p.clone()));
             }
             for (i, d) in self.dims.iter().enumerate() {
                 let var = d.datatype == Datatype::StringAscii;
@@ -790,7 +824,22 @@ impl Case {
             if let Some(s) = sub {
                 spec = spec.with_subarray(s);
             }
-            array.write(spec).map_err(err)?;
+            if w.splits.is_empty() {
+                array.write(spec).map_err(err)?;
+            } else {
+                // One fragment from several parts, each a run of cells.
+                spec.fields = Vec::new();
+                let mut writer = array.writer(spec).map_err(err)?;
+                let mut bounds = vec![0];
+                bounds.extend(w.splits.iter().copied());
+                bounds.push(n);
+                for r in bounds.windows(2) {
+                    let part: Vec<FieldBuffer> =
+                        fields.iter().map(|f| f.slice(r[0]..r[1])).collect();
+                    writer.submit(&part).map_err(|e| err(e.into()))?;
+                }
+                writer.finish().map_err(|e| err(e.into()))?;
+            }
             if self.writes.len() == 1 && self.delete.is_none() {
                 let name = format!("written_{i}");
                 let (layout, ordered) = match (self.array_type, w.layout) {

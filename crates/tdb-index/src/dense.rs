@@ -458,6 +458,16 @@ impl WriteGrid {
         Some(w)
     }
 
+    /// Whether the rectangle covers whole space tiles only (each range
+    /// starts and ends on tile bounds), as TileDB's global-order dense
+    /// writes require.
+    pub fn tile_aligned(&self) -> bool {
+        self.grid.dims.iter().all(|d| {
+            (d.lo - d.origin).rem_euclid(d.extent) == 0
+                && (d.hi + 1 - d.origin).rem_euclid(d.extent) == 0
+        })
+    }
+
     /// Tiles the rectangle touches.
     pub fn tile_num(&self) -> Option<u64> {
         self.grid

@@ -51,15 +51,11 @@ pub fn sort_cells<'c>(
             cell_order: Layout::Hilbert,
             ..
         } => {
-            let dims = &domain.dimensions;
             let bits = crate::hilbert::bits(n);
             let mut hilbert = vec![0u64; cells];
             let mut buckets = vec![0u64; n];
             for &i in order.iter() {
-                for (d, dim) in dims.iter().enumerate().take(n) {
-                    buckets[d] = crate::hilbert::bucket(dim, coord(i, d), bits);
-                }
-                hilbert[i] = crate::hilbert::value(&buckets, bits);
+                hilbert[i] = hilbert_key(domain, n, &coord, i, bits, &mut buckets);
             }
             order.sort_by(|&a, &b| {
                 hilbert[a]
@@ -72,32 +68,107 @@ pub fn sort_cells<'c>(
             tile_order,
             cell_order,
         } => {
-            let dims = &domain.dimensions;
             let col_tiles = tile_order == Layout::ColMajor;
             let col_cells = cell_order == Layout::ColMajor;
-            // Space tile of every cell per dimension, once (`None` where a
-            // dimension has no tiles: var-size or no extent).
+            // Space tile of every cell per dimension, once.
             let mut tile_of: Vec<Option<u64>> = vec![None; cells * n];
             for &i in order.iter() {
-                for d in 0..n {
-                    tile_of[i * n + d] = crate::dense::tile_index(&dims[d], coord(i, d));
-                }
+                tile_key(domain, &coord, i, &mut tile_of[i * n..(i + 1) * n]);
             }
             order.sort_by(|&a, &b| {
-                for k in 0..n {
-                    let d = if col_tiles { n - 1 - k } else { k };
-                    let o = match (tile_of[a * n + d], tile_of[b * n + d]) {
-                        (Some(x), Some(y)) => x.cmp(&y),
-                        _ => Ordering::Equal,
-                    };
-                    if o != Ordering::Equal {
-                        return o;
-                    }
-                }
-                by_coords(a, b, col_cells).then_with(|| tie(a, b))
+                cmp_tile_keys(
+                    &tile_of[a * n..(a + 1) * n],
+                    &tile_of[b * n..(b + 1) * n],
+                    col_tiles,
+                )
+                .then_with(|| by_coords(a, b, col_cells))
+                .then_with(|| tie(a, b))
             });
         }
     }
+}
+
+/// Cells `a` and `b` compared in `order_kind`, one pair at a time (the
+/// keys [`sort_cells`] computes once per cell are computed here per call):
+/// how a writer checks that cells said to be in an order are.
+pub fn cmp_cells<'c>(
+    domain: &Domain,
+    ops: &[RangeOps],
+    order_kind: CellOrder,
+    coord: &impl Fn(usize, usize) -> &'c [u8],
+    a: usize,
+    b: usize,
+) -> Ordering {
+    let n = ops.len();
+    match order_kind {
+        CellOrder::RowMajor => cmp_coords(ops, coord, a, b, false),
+        CellOrder::ColMajor => cmp_coords(ops, coord, a, b, true),
+        CellOrder::Global {
+            cell_order: Layout::Hilbert,
+            ..
+        } => {
+            let bits = crate::hilbert::bits(n);
+            let mut buckets = vec![0u64; n];
+            let ha = hilbert_key(domain, n, coord, a, bits, &mut buckets);
+            let hb = hilbert_key(domain, n, coord, b, bits, &mut buckets);
+            ha.cmp(&hb)
+                .then_with(|| cmp_coords(ops, coord, a, b, false))
+        }
+        CellOrder::Global {
+            tile_order,
+            cell_order,
+        } => {
+            let (mut ta, mut tb) = (vec![None; n], vec![None; n]);
+            tile_key(domain, coord, a, &mut ta);
+            tile_key(domain, coord, b, &mut tb);
+            cmp_tile_keys(&ta, &tb, tile_order == Layout::ColMajor)
+                .then_with(|| cmp_coords(ops, coord, a, b, cell_order == Layout::ColMajor))
+        }
+    }
+}
+
+/// Cell `i`'s Hilbert value over its bucketed coordinates.
+fn hilbert_key<'c>(
+    domain: &Domain,
+    n: usize,
+    coord: &impl Fn(usize, usize) -> &'c [u8],
+    i: usize,
+    bits: u32,
+    buckets: &mut [u64],
+) -> u64 {
+    for (d, dim) in domain.dimensions.iter().enumerate().take(n) {
+        buckets[d] = crate::hilbert::bucket(dim, coord(i, d), bits);
+    }
+    crate::hilbert::value(buckets, bits)
+}
+
+/// Cell `i`'s space tile per dimension (`None` where a dimension has no
+/// tiles: var-size or no extent).
+fn tile_key<'c>(
+    domain: &Domain,
+    coord: &impl Fn(usize, usize) -> &'c [u8],
+    i: usize,
+    out: &mut [Option<u64>],
+) {
+    for (d, (dim, t)) in domain.dimensions.iter().zip(out).enumerate() {
+        *t = crate::dense::tile_index(dim, coord(i, d));
+    }
+}
+
+/// Two cells' space tiles compared in the tile order.
+fn cmp_tile_keys(a: &[Option<u64>], b: &[Option<u64>], col_tiles: bool) -> Ordering {
+    let n = a.len();
+    for k in 0..n {
+        let d = if col_tiles { n - 1 - k } else { k };
+        let o = match (a[d], b[d]) {
+            (Some(x), Some(y)) => x.cmp(&y),
+            _ => Ordering::Equal,
+        };
+        if o != Ordering::Equal {
+            return o;
+        }
+    }
+    Ordering::Equal
 }
 
 /// Cells `a` and `b` compared by coordinates, the first dimension slowest

@@ -68,6 +68,29 @@ impl FieldBuffer {
         }
     }
 
+    /// A copy of cells `cells` (clamped to the buffer), offsets rebased:
+    /// how a large write is cut into parts.
+    pub fn slice(&self, cells: std::ops::Range<usize>) -> FieldBuffer {
+        let mut out = FieldBuffer::new(
+            &self.name,
+            self.datatype,
+            self.cell_val_num,
+            self.validity.is_some(),
+        );
+        out.extend_from(self, cells);
+        out
+    }
+
+    /// Appends cells `cells` of `other` (a buffer of the same shape;
+    /// clamped to it).
+    pub fn extend_from(&mut self, other: &FieldBuffer, cells: std::ops::Range<usize>) {
+        let col = other.column();
+        let end = cells.end.min(col.len());
+        for i in cells.start.min(end)..end {
+            self.push(col.cell(i), !col.is_null(i));
+        }
+    }
+
     /// Empties the buffer, keeping its allocations.
     pub fn clear(&mut self) {
         self.data.clear();

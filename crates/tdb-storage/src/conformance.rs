@@ -166,6 +166,29 @@ pub fn run(s: &dyn Storage) {
     assert!(s.write_stream("arr/__schema/s3", &mut failing).is_err());
     assert_eq!(s.read("arr/__schema/s3").unwrap(), None);
 
+    // Uploads fill side by side and appear only when finished; one
+    // dropped unfinished leaves nothing (and the old file untouched).
+    let mut u1 = s.upload("arr/__schema/u1").unwrap();
+    let mut u2 = s.upload("arr/__schema/s1").unwrap();
+    u1.put(b(b"12")).unwrap();
+    u2.put(b(b"never")).unwrap();
+    u1.put(b(b"34")).unwrap();
+    assert_eq!(s.read("arr/__schema/u1").unwrap(), None);
+    assert!(s
+        .list_dir("arr/__schema")
+        .unwrap()
+        .files
+        .iter()
+        .all(|f| f.key != "arr/__schema/u1"));
+    u1.finish().unwrap();
+    drop(u2);
+    assert_eq!(&s.read("arr/__schema/u1").unwrap().unwrap()[..], b"1234");
+    assert_eq!(
+        &s.read("arr/__schema/s1").unwrap().unwrap()[..],
+        b"replaced"
+    );
+    s.delete("arr/__schema/u1").unwrap();
+
     // Deletes: a missing file is fine; a prefix takes everything below it.
     s.delete("arr/__schema/s2").unwrap();
     s.delete("arr/__schema/s2").unwrap();

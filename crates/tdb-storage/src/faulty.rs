@@ -4,7 +4,7 @@
 
 use crate::{
     ListableStorage, Listing, ObjectMeta, RangeRead, RangeRequest, ReadableStorage, Result,
-    StorageError, WritableStorage,
+    StorageError, Upload, WritableStorage,
 };
 use bytes::Bytes;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -91,13 +91,14 @@ impl<S: WritableStorage> WritableStorage for FaultyStorage<S> {
         self.inner.write(key, data)
     }
 
-    fn write_stream(
-        &self,
-        key: &str,
-        parts: &mut dyn Iterator<Item = Result<Bytes>>,
-    ) -> Result<()> {
-        self.check(key)?;
-        self.inner.write_stream(key, parts)
+    /// An upload is one mutation, counted when it finishes: that is when
+    /// the file would appear, so a fault there leaves none.
+    fn upload<'a>(&'a self, key: &str) -> Result<Box<dyn Upload + 'a>> {
+        Ok(Box::new(FaultyUpload {
+            storage: self,
+            key: key.to_owned(),
+            inner: self.inner.upload(key)?,
+        }))
     }
 
     fn delete(&self, key: &str) -> Result<()> {
@@ -108,6 +109,24 @@ impl<S: WritableStorage> WritableStorage for FaultyStorage<S> {
     fn delete_prefix(&self, dir: &str) -> Result<()> {
         self.check(dir)?;
         self.inner.delete_prefix(dir)
+    }
+}
+
+struct FaultyUpload<'a, S> {
+    storage: &'a FaultyStorage<S>,
+    key: String,
+    inner: Box<dyn Upload + 'a>,
+}
+
+impl<S: Send + Sync> Upload for FaultyUpload<'_, S> {
+    fn put(&mut self, part: Bytes) -> Result<()> {
+        self.inner.put(part)
+    }
+
+    fn finish(self: Box<Self>) -> Result<()> {
+        // A fault drops the inner upload unfinished: no file.
+        self.storage.check(&self.key)?;
+        self.inner.finish()
     }
 }
 

@@ -5,7 +5,7 @@
 //! (whole objects and batches of byte ranges, suffix ranges included, a
 //! missing key as `None`), [`ListableStorage`] (listings that carry sizes, so
 //! nobody asks for a size per file) and [`WritableStorage`] (whole-object
-//! writes from bytes or a stream of parts, deletes). Nothing here renames or
+//! writes from bytes or uploaded part by part, deletes). Nothing here renames or
 //! needs empty directories: an S3-like backend implements the same traits.
 //! [`Storage`] is all three. Two backends ship: [`LocalStorage`] (a
 //! directory) and [`MemoryStorage`]; [`RecordingStorage`] wraps any backend
@@ -108,18 +108,42 @@ pub trait WritableStorage: Send + Sync + std::fmt::Debug {
     /// bytes or the new ones, never a mix, and never a half-written file.
     fn write(&self, key: &str, data: Bytes) -> Result<()>;
 
-    /// Writes a whole file from consecutive parts, so a large data file
-    /// need not sit whole in memory. The same all-or-nothing visibility as
-    /// [`WritableStorage::write`]; an error from `parts` aborts the write
+    /// Starts writing a whole file from consecutive parts (an object
+    /// store's multipart upload), so a large data file need not sit whole
+    /// in memory and several files can fill side by side. Nothing is
+    /// visible until [`Upload::finish`]; an upload dropped unfinished
+    /// leaves no file and the old one, if any, untouched.
+    fn upload<'a>(&'a self, key: &str) -> Result<Box<dyn Upload + 'a>>;
+
+    /// Writes a whole file from the parts an iterator yields, through
+    /// [`WritableStorage::upload`]; an error from `parts` aborts the write
     /// and leaves no file.
-    fn write_stream(&self, key: &str, parts: &mut dyn Iterator<Item = Result<Bytes>>)
-        -> Result<()>;
+    fn write_stream(
+        &self,
+        key: &str,
+        parts: &mut dyn Iterator<Item = Result<Bytes>>,
+    ) -> Result<()> {
+        let mut upload = self.upload(key)?;
+        for part in parts {
+            upload.put(part?)?;
+        }
+        upload.finish()
+    }
 
     /// Deletes a file; a missing one is not an error (as on object stores).
     fn delete(&self, key: &str) -> Result<()>;
 
     /// Deletes every file below `dir`.
     fn delete_prefix(&self, dir: &str) -> Result<()>;
+}
+
+/// One file being written part by part ([`WritableStorage::upload`]).
+pub trait Upload: Send {
+    /// Appends the next part.
+    fn put(&mut self, part: Bytes) -> Result<()>;
+
+    /// Makes the file visible, whole, with every part put.
+    fn finish(self: Box<Self>) -> Result<()>;
 }
 
 /// A backend that reads, lists and writes.

@@ -2,7 +2,7 @@
 
 use crate::{
     check_path, join, ByteRange, ListableStorage, Listing, ObjectMeta, RangeRead, RangeRequest,
-    ReadableStorage, Result, StorageError, WritableStorage,
+    ReadableStorage, Result, StorageError, Upload, WritableStorage,
 };
 use bytes::Bytes;
 use std::collections::HashMap;
@@ -57,9 +57,9 @@ impl LocalStorage {
         Ok(Some((file, md.len())))
     }
 
-    /// Writes aside, then renames into place, so readers never see a
-    /// partial file.
-    fn write_with(&self, key: &str, fill: impl FnOnce(&mut fs::File) -> Result<()>) -> Result<()> {
+    /// A file written aside under a temporary name, renamed into place
+    /// when finished, so readers never see a partial file.
+    fn begin(&self, key: &str) -> Result<LocalUpload> {
         let full = self.resolve(key)?;
         if check_path(key)?.is_empty() {
             return Err(StorageError::wrong_kind(key, "is the root"));
@@ -68,17 +68,61 @@ impl LocalStorage {
         fs::create_dir_all(parent).map_err(|e| io_err(key, e))?;
         let n = TEMP_FILES.fetch_add(1, Ordering::Relaxed);
         let tmp = parent.join(format!(".tdb-tmp-{}-{n}", std::process::id()));
-        let result = (|| {
-            let mut f = fs::File::create(&tmp).map_err(|e| io_err(key, e))?;
-            fill(&mut f)?;
-            f.sync_all().map_err(|e| io_err(key, e))?;
-            fs::rename(&tmp, &full).map_err(|e| io_err(key, e))
-        })();
-        if result.is_err() {
+        let file = fs::File::create(&tmp).map_err(|e| io_err(key, e))?;
+        Ok(LocalUpload {
+            key: key.to_owned(),
+            full,
+            tmp,
+            file: Some(file),
+        })
+    }
+}
+
+/// A file being written under its temporary name.
+struct LocalUpload {
+    key: String,
+    full: PathBuf,
+    tmp: PathBuf,
+    /// `None` once finished.
+    file: Option<fs::File>,
+}
+
+impl Upload for LocalUpload {
+    fn put(&mut self, part: Bytes) -> Result<()> {
+        let Some(f) = self.file.as_mut() else {
+            return Err(StorageError::wrong_kind(
+                &self.key,
+                "upload already finished",
+            ));
+        };
+        f.write_all(&part).map_err(|e| io_err(&self.key, e))
+    }
+
+    fn finish(mut self: Box<Self>) -> Result<()> {
+        let Some(f) = self.file.take() else {
+            return Err(StorageError::wrong_kind(
+                &self.key,
+                "upload already finished",
+            ));
+        };
+        let done = f
+            .sync_all()
+            .and_then(|()| fs::rename(&self.tmp, &self.full))
+            .map_err(|e| io_err(&self.key, e));
+        if done.is_err() {
             // Best effort: the temporary file is invisible to readers anyway.
-            let _ = fs::remove_file(&tmp);
+            let _ = fs::remove_file(&self.tmp);
         }
-        result
+        done
+    }
+}
+
+impl Drop for LocalUpload {
+    fn drop(&mut self) {
+        if self.file.take().is_some() {
+            // Abandoned unfinished: best effort, as above.
+            let _ = fs::remove_file(&self.tmp);
+        }
     }
 }
 
@@ -201,20 +245,13 @@ impl ListableStorage for LocalStorage {
 
 impl WritableStorage for LocalStorage {
     fn write(&self, key: &str, data: Bytes) -> Result<()> {
-        self.write_with(key, |f| f.write_all(&data).map_err(|e| io_err(key, e)))
+        let mut upload = Box::new(self.begin(key)?);
+        upload.put(data)?;
+        upload.finish()
     }
 
-    fn write_stream(
-        &self,
-        key: &str,
-        parts: &mut dyn Iterator<Item = Result<Bytes>>,
-    ) -> Result<()> {
-        self.write_with(key, |f| {
-            for part in parts {
-                f.write_all(&part?).map_err(|e| io_err(key, e))?;
-            }
-            Ok(())
-        })
+    fn upload<'a>(&'a self, key: &str) -> Result<Box<dyn Upload + 'a>> {
+        Ok(Box::new(self.begin(key)?))
     }
 
     fn delete(&self, key: &str) -> Result<()> {

@@ -2,7 +2,7 @@
 
 use crate::{
     check_path, ListableStorage, Listing, ObjectMeta, RangeRead, RangeRequest, ReadableStorage,
-    Result, StorageError, WritableStorage,
+    Result, StorageError, Upload, WritableStorage,
 };
 use bytes::Bytes;
 use std::collections::BTreeMap;
@@ -126,16 +126,13 @@ impl WritableStorage for MemoryStorage {
         Ok(())
     }
 
-    fn write_stream(
-        &self,
-        key: &str,
-        parts: &mut dyn Iterator<Item = Result<Bytes>>,
-    ) -> Result<()> {
-        let mut data = Vec::new();
-        for part in parts {
-            data.extend_from_slice(&part?);
-        }
-        self.write(key, Bytes::from(data))
+    fn upload<'a>(&'a self, key: &str) -> Result<Box<dyn Upload + 'a>> {
+        check_path(key)?;
+        Ok(Box::new(MemoryUpload {
+            storage: self,
+            key: key.to_owned(),
+            data: Vec::new(),
+        }))
     }
 
     fn delete(&self, key: &str) -> Result<()> {
@@ -156,5 +153,23 @@ impl WritableStorage for MemoryStorage {
         let prefix = dir_prefix(k);
         files.retain(|key, _| !key.starts_with(&prefix));
         Ok(())
+    }
+}
+
+/// Parts gathered until finished, then stored whole.
+struct MemoryUpload<'a> {
+    storage: &'a MemoryStorage,
+    key: String,
+    data: Vec<u8>,
+}
+
+impl Upload for MemoryUpload<'_> {
+    fn put(&mut self, part: Bytes) -> Result<()> {
+        self.data.extend_from_slice(&part);
+        Ok(())
+    }
+
+    fn finish(self: Box<Self>) -> Result<()> {
+        self.storage.write(&self.key, Bytes::from(self.data))
     }
 }

@@ -3,7 +3,7 @@
 
 use crate::{
     ByteRange, ListableStorage, Listing, ObjectMeta, RangeRead, RangeRequest, ReadableStorage,
-    Result, WritableStorage,
+    Result, Upload, WritableStorage,
 };
 use bytes::Bytes;
 use std::fmt;
@@ -46,12 +46,22 @@ pub enum Request {
         /// The file.
         key: String,
     },
-    /// `write` or `write_stream`: bytes written.
+    /// `write`: bytes written.
     Write {
         /// The file.
         key: String,
         /// Bytes written.
         bytes: u64,
+    },
+    /// A finished `upload` (or `write_stream`): bytes written, in how
+    /// many parts.
+    Upload {
+        /// The file.
+        key: String,
+        /// Bytes written.
+        bytes: u64,
+        /// Parts put.
+        parts: u64,
     },
     /// `delete`.
     Delete {
@@ -84,6 +94,9 @@ impl fmt::Display for Request {
             }
             Request::Size { key } => write!(f, "size {key}"),
             Request::Write { key, bytes } => write!(f, "write {key}: {bytes} B"),
+            Request::Upload { key, bytes, parts } => {
+                write!(f, "upload {key}: {bytes} B in {parts} parts")
+            }
             Request::Delete { key } => write!(f, "delete {key}"),
             Request::DeletePrefix { dir } => write!(f, "delete_prefix {dir}"),
         }
@@ -206,23 +219,14 @@ impl<S: WritableStorage> WritableStorage for RecordingStorage<S> {
         Ok(())
     }
 
-    fn write_stream(
-        &self,
-        key: &str,
-        parts: &mut dyn Iterator<Item = Result<Bytes>>,
-    ) -> Result<()> {
-        let mut bytes = 0;
-        let mut counted = parts.inspect(|p| {
-            if let Ok(p) = p {
-                bytes += p.len() as u64;
-            }
-        });
-        self.inner.write_stream(key, &mut counted)?;
-        self.push(Request::Write {
+    fn upload<'a>(&'a self, key: &str) -> Result<Box<dyn Upload + 'a>> {
+        Ok(Box::new(RecordedUpload {
+            storage: self,
             key: key.to_owned(),
-            bytes,
-        });
-        Ok(())
+            bytes: 0,
+            parts: 0,
+            inner: self.inner.upload(key)?,
+        }))
     }
 
     fn delete(&self, key: &str) -> Result<()> {
@@ -238,6 +242,35 @@ impl<S: WritableStorage> WritableStorage for RecordingStorage<S> {
         self.push(Request::DeletePrefix {
             dir: dir.to_owned(),
         });
+        Ok(())
+    }
+}
+
+struct RecordedUpload<'a, S> {
+    storage: &'a RecordingStorage<S>,
+    key: String,
+    bytes: u64,
+    parts: u64,
+    inner: Box<dyn Upload + 'a>,
+}
+
+impl<S: Send + Sync> Upload for RecordedUpload<'_, S> {
+    fn put(&mut self, part: Bytes) -> Result<()> {
+        self.bytes += part.len() as u64;
+        self.parts += 1;
+        self.inner.put(part)
+    }
+
+    fn finish(self: Box<Self>) -> Result<()> {
+        let RecordedUpload {
+            storage,
+            key,
+            bytes,
+            parts,
+            inner,
+        } = *self;
+        inner.finish()?;
+        storage.push(Request::Upload { key, bytes, parts });
         Ok(())
     }
 }

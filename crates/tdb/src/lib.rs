@@ -23,7 +23,7 @@ use thiserror::Error;
 
 pub use copy::{copy, CopySummary};
 pub use group::{Group, MemberChange};
-pub use tdb_query::write::{now_ms, WriteSpec, Written};
+pub use tdb_query::write::{now_ms, FragmentWriter, WriteSpec, Written};
 pub use tdb_schema::{Enumeration, SchemaEntry};
 
 pub use tdb_format::Datatype;
@@ -197,6 +197,26 @@ impl<S: tdb_storage::Storage> Array<S> {
         };
         let open = &self.snapshot.open;
         Ok(tdb_query::write_fragment(
+            &self.storage,
+            &open.dir,
+            open.schemas.latest(),
+            open.key(),
+            &spec,
+        )?)
+    }
+
+    /// Starts a fragment written in parts (global-order writes take any
+    /// number, each continuing where the last ended; memory stays at a
+    /// tile per field however large the write), stamped as
+    /// [`Array::write`] stamps. The spec's fields, if any, are the first
+    /// part; [`FragmentWriter::finish`] commits.
+    pub fn writer(&self, spec: WriteSpec) -> Result<FragmentWriter<'_, S>> {
+        let spec = match spec.timestamps {
+            Some(_) => spec,
+            None => spec.at(self.options.stamp()),
+        };
+        let open = &self.snapshot.open;
+        Ok(FragmentWriter::new(
             &self.storage,
             &open.dir,
             open.schemas.latest(),

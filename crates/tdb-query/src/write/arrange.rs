@@ -1,13 +1,13 @@
 //! How a write's cells are laid into tiles: a dense write's rectangle over
 //! the space tiles it touches, a sparse write's cells sorted into the
-//! global order and cut every `capacity` cells.
+//! global order and cut every `capacity` cells, or cells already in the
+//! global order cut as they come.
 
 use super::input::Input;
-use super::WriteSpec;
-use crate::{QueryError, Result, ResultLayout};
+use crate::{QueryError, Result, ResultLayout, Subarray};
 use tdb_index::dense::{InputOrder, WriteGrid};
 use tdb_index::order::{cmp_coords, sort_cells, CellOrder};
-use tdb_index::{DomainOps, RTree, DEFAULT_FANOUT};
+use tdb_index::DomainOps;
 use tdb_schema::{ArraySchema, NDRange, Range};
 
 /// How a write's cells are laid into tiles.
@@ -23,72 +23,104 @@ pub(crate) enum Arrangement<'s> {
         order: Vec<usize>,
         capacity: usize,
         mbrs: Vec<NDRange>,
-        domain: NDRange,
+    },
+    /// Cells already in the global order: input cells `start..end`,
+    /// `tile_cells` per tile (global-order writes, dense or sparse).
+    Run {
+        start: usize,
+        end: usize,
+        tile_cells: usize,
     },
 }
 
+/// The rectangle a dense write covers: the spec's one range per
+/// dimension, or the whole domain.
+pub(crate) fn dense_subarray(schema: &ArraySchema, given: Option<&Subarray>) -> Result<NDRange> {
+    let ops = DomainOps::new(&schema.domain)?;
+    if let Some(sub) = given {
+        sub.check(schema, &ops)?;
+    }
+    let dims = &schema.domain.dimensions;
+    let mut subarray: NDRange = Vec::with_capacity(dims.len());
+    for (d, dim) in dims.iter().enumerate() {
+        let ranges = given.map(|s| s.ranges(d)).unwrap_or(&[]);
+        let r = match ranges {
+            [] => dim
+                .bounds()
+                .map(|(lo, hi)| Range::from_bounds(lo, hi, false)),
+            [r] => Some(r.clone()),
+            _ => {
+                return Err(QueryError::Subarray {
+                    dim: dim.name.clone(),
+                    reason: "a dense write covers one range per dimension".into(),
+                })
+            }
+        }
+        .ok_or_else(|| QueryError::Subarray {
+            dim: dim.name.clone(),
+            reason: "no domain to write".into(),
+        })?;
+        subarray.push(r);
+    }
+    Ok(subarray)
+}
+
+/// Where a dense write of `subarray` in `order` puts its cells.
+pub(crate) fn write_grid(
+    schema: &ArraySchema,
+    subarray: &NDRange,
+    order: InputOrder,
+) -> Result<WriteGrid> {
+    WriteGrid::new(
+        &schema.domain,
+        schema.tile_order,
+        schema.cell_order,
+        subarray,
+        order,
+    )
+    .ok_or_else(|| QueryError::invalid("dense writes need integer dimensions with tile extents"))
+}
+
+/// The minimum bounding rectangle of a sparse write's `cells`.
+pub(crate) fn mbr(
+    ops: &DomainOps,
+    input: &Input<'_>,
+    cells: impl IntoIterator<Item = usize>,
+) -> NDRange {
+    let dims: Vec<_> = (0..ops.dims().len()).filter_map(|d| input.dim(d)).collect();
+    let mut mbr = NDRange::new();
+    for i in cells {
+        let cell: NDRange = dims
+            .iter()
+            .map(|f| {
+                let v = f.cell(i);
+                Range::from_bounds(v, v, f.col.is_var())
+            })
+            .collect();
+        ops.expand(&mut mbr, &cell);
+    }
+    mbr
+}
+
 impl<'s> Arrangement<'s> {
+    /// A dense write in row- or column-major order (global-order writes
+    /// stream through [`Arrangement::Run`]).
     pub(crate) fn dense(
         schema: &'s ArraySchema,
-        input: &Input<'_>,
-        spec: &WriteSpec,
+        layout: ResultLayout,
+        subarray: NDRange,
     ) -> Result<Self> {
-        let order = match spec.layout.unwrap_or(ResultLayout::RowMajor) {
+        let order = match layout {
             ResultLayout::RowMajor => InputOrder::RowMajor,
             ResultLayout::ColMajor => InputOrder::ColMajor,
-            ResultLayout::GlobalOrder => InputOrder::Global,
-            ResultLayout::Unordered => {
-                return Err(QueryError::invalid(
-                    "a dense write takes row-major, col-major or global-order cells, not unordered ones",
-                ))
+            _ => {
+                return Err(QueryError::invalid(format!(
+                    "a dense write takes row-major, col-major or global-order cells, not {}",
+                    layout.name()
+                )))
             }
         };
-        let ops = DomainOps::new(&schema.domain)?;
-        if let Some(sub) = &spec.subarray {
-            sub.check(schema, &ops)?;
-        }
-        let dims = &schema.domain.dimensions;
-        let mut subarray: NDRange = Vec::with_capacity(dims.len());
-        for (d, dim) in dims.iter().enumerate() {
-            let given = spec.subarray.as_ref().map(|s| s.ranges(d)).unwrap_or(&[]);
-            let r = match given {
-                [] => dim
-                    .bounds()
-                    .map(|(lo, hi)| Range::from_bounds(lo, hi, false)),
-                [r] => Some(r.clone()),
-                _ => {
-                    return Err(QueryError::Subarray {
-                        dim: dim.name.clone(),
-                        reason: "a dense write covers one range per dimension".into(),
-                    })
-                }
-            }
-            .ok_or_else(|| QueryError::Subarray {
-                dim: dim.name.clone(),
-                reason: "no domain to write".into(),
-            })?;
-            subarray.push(r);
-        }
-        let grid = WriteGrid::new(
-            &schema.domain,
-            schema.tile_order,
-            schema.cell_order,
-            &subarray,
-            order,
-        )
-        .ok_or_else(|| {
-            QueryError::invalid("dense writes need integer dimensions with tile extents")
-        })?;
-        let want = grid.input_cells().unwrap_or(u64::MAX);
-        if input.cells as u64 != want {
-            return Err(QueryError::bad_input(
-                &input
-                    .fields
-                    .first()
-                    .map_or(String::new(), |f| f.buf.name.clone()),
-                format!("{} cells given, the subarray holds {want}", input.cells),
-            ));
-        }
+        let grid = write_grid(schema, &subarray, order)?;
         Ok(Arrangement::Dense {
             grid,
             subarray,
@@ -96,11 +128,9 @@ impl<'s> Arrangement<'s> {
         })
     }
 
-    pub(crate) fn sparse(
-        schema: &ArraySchema,
-        input: &Input<'_>,
-        layout: ResultLayout,
-    ) -> Result<Self> {
+    /// A sparse write of unordered cells, sorted here into the global
+    /// order.
+    pub(crate) fn sparse(schema: &ArraySchema, input: &Input<'_>) -> Result<Self> {
         let domain_ops = DomainOps::new(&schema.domain)?;
         let ops = domain_ops.dims();
         let n = ops.len();
@@ -113,12 +143,6 @@ impl<'s> Arrangement<'s> {
             tile_order: schema.tile_order,
             cell_order: schema.cell_order,
         };
-        if !matches!(layout, ResultLayout::Unordered | ResultLayout::GlobalOrder) {
-            return Err(QueryError::invalid(format!(
-                "a sparse write takes unordered or global-order cells, not {}",
-                layout.name()
-            )));
-        }
         let mut order: Vec<usize> = (0..input.cells).collect();
         sort_cells(
             &mut order,
@@ -129,105 +153,70 @@ impl<'s> Arrangement<'s> {
             coord,
             |a, b| a.cmp(&b),
         );
-        if layout == ResultLayout::GlobalOrder {
-            // Cells said to be in the global order must already be sorted.
-            if let Some(i) = order.iter().enumerate().position(|(k, &c)| k != c) {
-                return Err(QueryError::bad_input(
-                    &dims[0].buf.name,
-                    format!("cell {i} is out of the global order the write says it keeps"),
-                ));
-            }
-        }
         if !schema.allows_dups {
             if let Some(w) = order
                 .windows(2)
                 .find(|w| cmp_coords(ops, &coord, w[0], w[1], false).is_eq())
             {
-                let at: Vec<String> = (0..n)
-                    .map(|d| {
-                        crate::spec::show_value(
-                            schema.domain.dimensions[d].datatype,
-                            coord(w[1], d),
-                        )
-                    })
-                    .collect();
-                return Err(QueryError::bad_input(
-                    &dims[0].buf.name,
-                    format!(
-                        "cells {} and {} both have coordinates ({}) and the array does not allow duplicates",
-                        w[0],
-                        w[1],
-                        at.join(", ")
-                    ),
-                ));
+                return Err(duplicate(schema, input, w[0], w[1]));
             }
         }
         let capacity = usize::try_from(schema.capacity.max(1)).unwrap_or(usize::MAX);
-        let cell = |i: usize| -> NDRange {
-            (0..n)
-                .map(|d| {
-                    let v = coord(i, d);
-                    Range::from_bounds(v, v, dims[d].col.is_var())
-                })
-                .collect()
-        };
         let mbrs: Vec<NDRange> = order
             .chunks(capacity)
-            .map(|tile| {
-                let mut mbr = NDRange::new();
-                for &i in tile {
-                    domain_ops.expand(&mut mbr, &cell(i));
-                }
-                mbr
-            })
+            .map(|tile| mbr(&domain_ops, input, tile.iter().copied()))
             .collect();
-        let mut domain = NDRange::new();
-        for m in &mbrs {
-            domain_ops.expand(&mut domain, m);
-        }
         Ok(Arrangement::Sparse {
             order,
             capacity,
             mbrs,
-            domain,
         })
     }
 
-    /// The fragment's non-empty domain.
-    pub(crate) fn non_empty_domain(&self) -> Option<NDRange> {
-        match self {
-            Arrangement::Dense { subarray, .. } => Some(subarray.clone()),
-            Arrangement::Sparse { domain, order, .. } => {
-                (!order.is_empty()).then(|| domain.clone())
-            }
-        }
-    }
-
-    /// Tiles in the fragment.
+    /// Tiles in the arrangement.
     pub(crate) fn tile_num(&self) -> u64 {
         match self {
             Arrangement::Dense { grid, .. } => grid.tile_num().unwrap_or(0),
             Arrangement::Sparse { mbrs, .. } => mbrs.len() as u64,
+            Arrangement::Run {
+                start,
+                end,
+                tile_cells,
+            } => (end - start).div_ceil(*tile_cells) as u64,
         }
     }
 
     /// Tile `t`'s cells in the cell order: input cell indices, or
     /// [`tdb_index::dense::FILL`].
     pub(crate) fn sources(&self, t: u64, out: &mut Vec<usize>) -> Result<()> {
+        let mut take = |cells: &mut dyn Iterator<Item = usize>| {
+            out.clear();
+            out.extend(cells);
+        };
         match self {
-            Arrangement::Dense { grid, .. } => grid
-                .sources(t, out)
-                .ok_or_else(|| QueryError::invalid(format!("no tile {t} in the write"))),
+            Arrangement::Dense { grid, .. } => {
+                return grid
+                    .sources(t, out)
+                    .ok_or_else(|| QueryError::invalid(format!("no tile {t} in the write")))
+            }
             Arrangement::Sparse {
                 order, capacity, ..
             } => {
                 let a = (t as usize).saturating_mul(*capacity).min(order.len());
                 let b = a.saturating_add(*capacity).min(order.len());
-                out.clear();
-                out.extend_from_slice(&order[a..b]);
-                Ok(())
+                take(&mut order[a..b].iter().copied());
+            }
+            Arrangement::Run {
+                start,
+                end,
+                tile_cells,
+            } => {
+                let a = start.saturating_add((t as usize).saturating_mul(*tile_cells));
+                let a = a.min(*end);
+                take(&mut (a..a.saturating_add(*tile_cells).min(*end)));
             }
         }
+        Ok(())
     }
 
     /// The positions in tile `t` whose cells the write gave, in the order
@@ -247,32 +236,47 @@ impl<'s> Arrangement<'s> {
             )
             .map(Some)
             .ok_or_else(|| QueryError::invalid(format!("no tile {t} in the write"))),
-            Arrangement::Sparse { .. } => Ok(None),
+            Arrangement::Sparse { .. } | Arrangement::Run { .. } => Ok(None),
         }
     }
 
     /// Cells in the last tile as TileDB's footer stores them: a dense
     /// tile's whole extent, a sparse fragment's last tile's cells.
     pub(crate) fn last_tile_cell_num(&self) -> u64 {
+        let last = |cells: usize, per: usize| match cells % per {
+            0 if cells == 0 => 0,
+            0 => per as u64,
+            r => r as u64,
+        };
         match self {
             Arrangement::Dense { grid, .. } => grid.tile_cells() as u64,
             Arrangement::Sparse {
                 order, capacity, ..
-            } => match order.len() % capacity {
-                0 if order.is_empty() => 0,
-                0 => *capacity as u64,
-                r => r as u64,
-            },
+            } => last(order.len(), *capacity),
+            Arrangement::Run {
+                start,
+                end,
+                tile_cells,
+            } => last(end - start, *tile_cells),
         }
     }
+}
 
-    /// The fragment's R-tree: the sparse tiles' MBRs, or none for dense.
-    pub(crate) fn rtree(&self, schema: &ArraySchema) -> Result<RTree> {
-        Ok(match self {
-            Arrangement::Sparse { mbrs, .. } => {
-                RTree::build(&schema.domain, mbrs.clone(), DEFAULT_FANOUT)?
-            }
-            Arrangement::Dense { .. } => RTree::empty(DEFAULT_FANOUT),
+/// The error for two cells with the same coordinates where the array
+/// allows no duplicates.
+pub(crate) fn duplicate(schema: &ArraySchema, input: &Input<'_>, a: usize, b: usize) -> QueryError {
+    let dims = &schema.domain.dimensions;
+    let at: Vec<String> = (0..dims.len())
+        .filter_map(|d| {
+            let v = input.dim(d)?.cell(b);
+            Some(crate::spec::show_value(dims[d].datatype, v))
         })
-    }
+        .collect();
+    QueryError::bad_input(
+        input.dim(0).map_or("", |f| f.buf.name.as_str()),
+        format!(
+            "cells {a} and {b} both have coordinates ({}) and the array does not allow duplicates",
+            at.join(", ")
+        ),
+    )
 }

@@ -4,60 +4,34 @@
 //! TileDB's writer filters it, on one bounded pool.
 
 use super::arrange::Arrangement;
+use super::files::{Built, FieldFiles};
 use super::input::InField;
 use crate::{QueryError, Result};
 use tdb_format::{DataField, DataPart, FormatVersion};
-use tdb_fragment::tile_metadata::{FieldStats, TileMetadata};
+use tdb_fragment::tile_metadata::FieldStats;
 use tdb_index::dense::FILL;
 use tdb_schema::ArraySchema;
 use tdb_tile::TileFilters;
 
-/// One field's filtered files and per-tile records.
-#[derive(Debug, Default)]
-pub(crate) struct FieldTiles {
-    /// The fixed-size data (or offsets) file.
-    pub fixed: Vec<u8>,
-    /// The var data file (var-size fields).
-    pub var: Vec<u8>,
-    /// The validity file (nullable fields).
-    pub validity: Vec<u8>,
-    /// Tile offsets in each file.
-    pub fixed_offsets: Vec<u64>,
-    pub var_offsets: Vec<u64>,
-    pub validity_offsets: Vec<u64>,
-    /// Unfiltered var tile sizes.
-    pub var_sizes: Vec<u64>,
-    /// Per-tile metadata.
-    pub metadata: Vec<TileMetadata>,
-}
-
-/// One tile of one field, built and filtered.
-#[derive(Default)]
-struct Built {
-    fixed: Vec<u8>,
-    var: Vec<u8>,
-    validity: Vec<u8>,
-    var_size: u64,
-    metadata: TileMetadata,
-}
-
-/// Builds and filters every tile of `field`. Where a dense tile reaches
+/// Builds and filters every tile of `field` in `sources` and appends them
+/// to `files` in order (`first_tile`: the fragment's number of the first,
+/// for errors). Where a dense tile reaches
 /// beyond the write, TileDB's writer leaves zeros: a fixed cell of zero
 /// bytes, a var cell of one zero value, validity 0 (not the fill value:
 /// readers never return those cells from this fragment).
-/// `idx` is the field's index in the footer, `data_field` what its files
-/// are named after.
+/// `data_field` is what its files are named after.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn field_tiles(
     schema: &ArraySchema,
     field: &InField<'_>,
-    idx: usize,
     data_field: &DataField,
     sources: &Arrangement<'_>,
     key: Option<&[u8; 32]>,
     fragment: &str,
+    first_tile: u64,
     threads: usize,
-) -> Result<FieldTiles> {
+    files: &mut FieldFiles<'_>,
+) -> Result<()> {
     let var = field.col.is_var();
     let nullable = field.col.validity.is_some();
     let encrypted = key.is_some();
@@ -88,6 +62,7 @@ pub(crate) fn field_tiles(
         )
         .with_key(key)
     }
+    let idx = files.idx;
     let stats = FieldStats::of_index(schema, idx)
         .ok_or_else(|| QueryError::invalid(format!("{}: no footer field {idx}", field.buf.name)))?;
     let fill = vec![
@@ -145,10 +120,11 @@ pub(crate) fn field_tiles(
             nullable.then_some(validity.as_slice()),
             order.as_deref(),
         );
-        let location = |p: DataPart| format!("{fragment}/{}: tile {t}", data_field.file_name(p));
+        let tile = first_tile + t;
+        let location = |p: DataPart| format!("{fragment}/{}: tile {tile}", data_field.file_name(p));
         let tile_err = |p: DataPart, e: tdb_tile::TileError| QueryError::Tile {
             file: format!("{fragment}/{}", data_field.file_name(p)),
-            tile: t,
+            tile,
             source: Box::new(e),
         };
         if let Some(vpf) = &var_pf {
@@ -191,8 +167,7 @@ pub(crate) fn field_tiles(
         }
         Ok(b)
     };
-    // Tiles in runs, one run per worker at a time, joined in order.
-    let mut out = FieldTiles::default();
+    // Tiles in runs, one run per worker at a time, appended in order.
     let batch = (threads.max(1) * 4) as u64;
     let mut first = 0u64;
     while first < tile_num {
@@ -220,21 +195,10 @@ pub(crate) fn field_tiles(
         });
         for run in built {
             for b in run? {
-                out.fixed_offsets.push(out.fixed.len() as u64);
-                out.fixed.extend_from_slice(&b.fixed);
-                if var {
-                    out.var_offsets.push(out.var.len() as u64);
-                    out.var.extend_from_slice(&b.var);
-                    out.var_sizes.push(b.var_size);
-                }
-                if nullable {
-                    out.validity_offsets.push(out.validity.len() as u64);
-                    out.validity.extend_from_slice(&b.validity);
-                }
-                out.metadata.push(b.metadata);
+                files.push(b)?;
             }
         }
         first = last;
     }
-    Ok(out)
+    Ok(())
 }

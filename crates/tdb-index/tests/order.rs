@@ -1,0 +1,98 @@
+//! One pair at a time ([`cmp_cells`], how writers check cells said to be
+//! in order) agrees with [`sort_cells`] (how writers and readers sort) in
+//! every order; `WriteGrid::tile_aligned` is TileDB's "coincides with tile
+//! bounds".
+
+use tdb_format::{ArrayType, Datatype, Layout};
+use tdb_index::dense::{InputOrder, WriteGrid};
+use tdb_index::order::{cmp_cells, sort_cells, CellOrder};
+use tdb_index::DomainOps;
+use tdb_schema::{ArraySchema, AttributeBuilder, DimensionBuilder, Range};
+
+fn domain() -> tdb_schema::Domain {
+    ArraySchema::builder(ArrayType::Sparse)
+        .dimension(DimensionBuilder::range("x", -8i32..=23).tile_extent(4i32))
+        .dimension(DimensionBuilder::range("y", 0i64..=99).tile_extent(10i64))
+        .attribute(AttributeBuilder::new("a", Datatype::Int32))
+        .build()
+        .unwrap()
+        .domain
+}
+
+#[test]
+fn pairwise_comparison_agrees_with_the_sort() {
+    let domain = domain();
+    let ops = DomainOps::new(&domain).unwrap();
+    let mut state = 7u64;
+    let cells: Vec<[Vec<u8>; 2]> = (0..300)
+        .map(|_| {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1442695040888963407);
+            let x = (state >> 40) as i32 % 32 - 8;
+            let y = (state >> 20) as i64 % 100;
+            [x.to_le_bytes().to_vec(), y.to_le_bytes().to_vec()]
+        })
+        .collect();
+    let coord = |i: usize, d: usize| cells[i][d].as_slice();
+    let mut kinds = vec![CellOrder::RowMajor, CellOrder::ColMajor];
+    for tile_order in [Layout::RowMajor, Layout::ColMajor] {
+        for cell_order in [Layout::RowMajor, Layout::ColMajor, Layout::Hilbert] {
+            kinds.push(CellOrder::Global {
+                tile_order,
+                cell_order,
+            });
+        }
+    }
+    for kind in kinds {
+        let mut order: Vec<usize> = (0..cells.len()).collect();
+        sort_cells(
+            &mut order,
+            cells.len(),
+            &domain,
+            ops.dims(),
+            kind,
+            coord,
+            |a, b| a.cmp(&b),
+        );
+        for w in order.windows(2) {
+            let o = cmp_cells(&domain, ops.dims(), kind, &coord, w[0], w[1]);
+            assert!(o.is_le(), "{kind:?}: cells {} and {}", w[0], w[1]);
+            assert_eq!(
+                cmp_cells(&domain, ops.dims(), kind, &coord, w[1], w[0]),
+                o.reverse()
+            );
+        }
+        // And it is not trivially true: some pair is strictly ordered.
+        assert!(order
+            .windows(2)
+            .any(|w| cmp_cells(&domain, ops.dims(), kind, &coord, w[0], w[1]).is_lt()));
+    }
+}
+
+#[test]
+fn tile_aligned_means_starting_and_ending_on_tile_bounds() {
+    let domain = domain();
+    let rect = |x: (i32, i32), y: (i64, i64)| {
+        vec![
+            Range::from_bounds(&x.0.to_le_bytes(), &x.1.to_le_bytes(), false),
+            Range::from_bounds(&y.0.to_le_bytes(), &y.1.to_le_bytes(), false),
+        ]
+    };
+    let aligned = |x, y| {
+        WriteGrid::new(
+            &domain,
+            Layout::RowMajor,
+            Layout::RowMajor,
+            &rect(x, y),
+            InputOrder::RowMajor,
+        )
+        .unwrap()
+        .tile_aligned()
+    };
+    assert!(aligned((-8, 23), (0, 99)));
+    assert!(aligned((-4, 3), (10, 29)));
+    assert!(!aligned((-3, 3), (10, 29)));
+    assert!(!aligned((-4, 4), (10, 29)));
+    assert!(!aligned((-4, 3), (10, 28)));
+}

@@ -1,0 +1,531 @@
+//! One fragment written from one or more parts of cells.
+//!
+//! Row-major and column-major dense writes and unordered sparse writes
+//! take their cells in one part: they are arranged (sorted) whole.
+//! Global-order writes, dense or sparse, take any number of parts, each
+//! continuing the global order of the one before (as TileDB's global-order
+//! writer): whole tiles are built, filtered and uploaded as soon as their
+//! cells are in, and fewer than a tile's cells wait for the next part. The
+//! writer's memory is therefore a tile per field plus the tiles in flight,
+//! whatever the write's size. Nothing is visible before [`FragmentWriter::finish`]
+//! writes the fragment metadata and, last, the commit file; a writer
+//! dropped unfinished, or one that failed, leaves no file behind.
+
+use super::arrange::{self, Arrangement};
+use super::files::FieldFiles;
+use super::input::{self, Input};
+use super::tiles::field_tiles;
+use super::{now_ms, WriteSpec, Written};
+use crate::{FieldBuffer, QueryError, Result, ResultLayout};
+use tdb_format::{names, ArrayType, DataField, FormatVersion, TimestampedName};
+use tdb_fragment::fragment_metadata::{Field, Footer, FragmentMetadata, Section, SectionData};
+use tdb_fragment::tile_metadata::{self, TileMetadata};
+use tdb_index::dense::InputOrder;
+use tdb_index::order::{cmp_cells, CellOrder};
+use tdb_index::{DomainOps, RTree, DEFAULT_FANOUT};
+use tdb_schema::{NDRange, SchemaEntry};
+use tdb_storage::WritableStorage;
+
+/// A fragment being written: [`FragmentWriter::submit`] each part of the
+/// cells, then [`FragmentWriter::finish`] to commit it.
+pub struct FragmentWriter<'a, S: WritableStorage + ?Sized> {
+    storage: &'a S,
+    dir: String,
+    entry: &'a SchemaEntry,
+    key: Option<&'a [u8; 32]>,
+    layout: ResultLayout,
+    name: TimestampedName,
+    frag_dir: String,
+    footer: Footer,
+    /// One per written field, in [`input::check`]'s order (attributes,
+    /// then dimensions), with the data file it fills.
+    files: Vec<(Field, DataField, FieldFiles<'a>)>,
+    threads: usize,
+    /// Dense writes: the rectangle, and for global order its cell count.
+    subarray: Option<NDRange>,
+    expected_cells: Option<u64>,
+    /// Cells per tile: the capacity, or a dense tile's cells.
+    tile_cells: usize,
+    /// Global-order writes: fewer than a tile's cells, waiting for more.
+    carry: Vec<FieldBuffer>,
+    carry_cells: usize,
+    /// Sparse global-order writes: the coordinates of the last cell given.
+    last: Option<Vec<Vec<u8>>>,
+    tiles: u64,
+    cells: u64,
+    mbrs: Vec<NDRange>,
+    last_tile_cells: u64,
+    parts: u64,
+    /// A part failed half way: the fragment cannot be finished.
+    failed: bool,
+}
+
+impl<'a, S: WritableStorage + ?Sized> FragmentWriter<'a, S> {
+    /// Starts a fragment of the array at `dir` whose schema in force is
+    /// `entry` (`key` for encrypted arrays), laid out as `spec` says; the
+    /// spec's fields, when it has any, are the first part.
+    pub fn new(
+        storage: &'a S,
+        dir: &str,
+        entry: &'a SchemaEntry,
+        key: Option<&'a [u8; 32]>,
+        spec: &WriteSpec,
+    ) -> Result<Self> {
+        let s = &entry.schema;
+        let dense = s.array_type == ArrayType::Dense;
+        let (t1, t2) = spec.timestamps.unwrap_or_else(|| {
+            let t = now_ms();
+            (t, t)
+        });
+        if t1 > t2 {
+            return Err(QueryError::invalid(format!(
+                "timestamp range {t1}..{t2} is reversed"
+            )));
+        }
+        let layout = spec.layout.unwrap_or(if dense {
+            ResultLayout::RowMajor
+        } else {
+            ResultLayout::Unordered
+        });
+        let (subarray, expected_cells, tile_cells) = if dense {
+            if layout == ResultLayout::Unordered {
+                return Err(QueryError::invalid(
+                    "a dense write takes row-major, col-major or global-order cells, not unordered ones",
+                ));
+            }
+            let sub = arrange::dense_subarray(s, spec.subarray.as_ref())?;
+            let grid = arrange::write_grid(s, &sub, InputOrder::RowMajor)?;
+            if layout == ResultLayout::GlobalOrder && !grid.tile_aligned() {
+                return Err(QueryError::invalid(
+                    "a global-order dense write must cover whole space tiles: its subarray must start and end on tile bounds (as in TileDB)",
+                ));
+            }
+            let expected = grid.input_cells().ok_or_else(|| {
+                QueryError::invalid("the subarray holds more cells than can be counted")
+            })?;
+            (Some(sub), Some(expected), grid.tile_cells())
+        } else {
+            if !matches!(layout, ResultLayout::Unordered | ResultLayout::GlobalOrder) {
+                return Err(QueryError::invalid(format!(
+                    "a sparse write takes unordered or global-order cells, not {}",
+                    layout.name()
+                )));
+            }
+            if spec.subarray.is_some() {
+                return Err(QueryError::invalid(
+                    "a sparse write takes coordinates, not a subarray",
+                ));
+            }
+            let capacity = usize::try_from(s.capacity.max(1)).unwrap_or(usize::MAX);
+            (None, None, capacity)
+        };
+        let name = TimestampedName::generate(t1, t2, Some(FormatVersion::WRITTEN))
+            .map_err(|e| QueryError::invalid(e.to_string()))?;
+        let frag_name = name.to_string();
+        let frag_dir = tdb_storage::join(&tdb_storage::join(dir, names::FRAGMENTS_DIR), &frag_name);
+        let footer = Footer::new_written(s, &entry.name, dense, None, 0, 0);
+        let mut written: Vec<(Field, bool, bool)> = s
+            .attributes
+            .iter()
+            .enumerate()
+            .map(|(i, a)| (Field::Attribute(i), a.is_var(), a.nullable))
+            .collect();
+        if !dense {
+            written.extend(
+                s.domain
+                    .dimensions
+                    .iter()
+                    .enumerate()
+                    .map(|(d, dim)| (Field::Dimension(d), dim.is_var(), false)),
+            );
+        }
+        let mut files = Vec::with_capacity(written.len());
+        for (field, var, nullable) in written {
+            let (Some(idx), Some(data_field)) =
+                (footer.field_index(field), footer.data_field(field, s))
+            else {
+                return Err(QueryError::invalid(format!("{field:?}: not in the footer")));
+            };
+            let f = FieldFiles::open(storage, &frag_dir, idx, &data_field, var, nullable)?;
+            files.push((field, data_field, f));
+        }
+        let mut w = FragmentWriter {
+            storage,
+            dir: dir.to_owned(),
+            entry,
+            key,
+            layout,
+            name,
+            frag_dir,
+            footer,
+            files,
+            threads: crate::threads(),
+            subarray,
+            expected_cells,
+            tile_cells: tile_cells.max(1),
+            carry: Vec::new(),
+            carry_cells: 0,
+            last: None,
+            tiles: 0,
+            cells: 0,
+            mbrs: Vec::new(),
+            last_tile_cells: 0,
+            parts: 0,
+            failed: false,
+        };
+        if !spec.fields.is_empty() {
+            w.submit(&spec.fields)?;
+        }
+        Ok(w)
+    }
+
+    /// The fragment this writer makes.
+    pub fn fragment(&self) -> &TimestampedName {
+        &self.name
+    }
+
+    /// Adds the next part of the cells. Only global-order writes take more
+    /// than one; each must continue the global order where the last ended.
+    /// A part that is refused (bad input) changes nothing; one that fails
+    /// while writing leaves a writer that can only be dropped.
+    pub fn submit(&mut self, fields: &[FieldBuffer]) -> Result<()> {
+        if self.failed {
+            return Err(QueryError::invalid(
+                "an earlier part of this write failed: start the write again",
+            ));
+        }
+        if self.parts > 0 && self.layout != ResultLayout::GlobalOrder {
+            return Err(QueryError::invalid(format!(
+                "only global-order writes take several parts; this one is {}",
+                self.layout.name()
+            )));
+        }
+        let s = &self.entry.schema;
+        let input = input::check(s, fields)?;
+        if self.layout == ResultLayout::GlobalOrder && s.array_type == ArrayType::Sparse {
+            self.check_order(&input)?;
+        }
+        if let Some(want) = self.expected_cells {
+            let total = self.cells + self.carry_cells as u64 + input.cells as u64;
+            if total > want || (self.layout != ResultLayout::GlobalOrder && total != want) {
+                return Err(QueryError::bad_input(
+                    input.fields.first().map_or("", |f| f.buf.name.as_str()),
+                    format!("{total} cells given, the subarray holds {want}"),
+                ));
+            }
+        }
+        self.parts += 1;
+        let done = if self.layout == ResultLayout::GlobalOrder {
+            self.stream(&input)
+        } else {
+            self.whole(&input)
+        };
+        if done.is_err() {
+            self.failed = true;
+        }
+        done
+    }
+
+    /// A part that is the whole write: arranged (sorted) whole.
+    fn whole(&mut self, input: &Input<'_>) -> Result<()> {
+        let s = &self.entry.schema;
+        let arrangement = match &self.subarray {
+            Some(sub) => Arrangement::dense(s, self.layout, sub.clone())?,
+            None => Arrangement::sparse(s, input)?,
+        };
+        self.push_tiles(input, &arrangement)?;
+        if let Arrangement::Sparse { mbrs, .. } = arrangement {
+            self.mbrs = mbrs;
+        }
+        self.cells = input.cells as u64;
+        Ok(())
+    }
+
+    /// A global-order part: whole tiles now, the rest carried.
+    fn stream(&mut self, input: &Input<'_>) -> Result<()> {
+        let tc = self.tile_cells;
+        let mut start = 0;
+        if self.carry_cells > 0 {
+            start = (tc - self.carry_cells).min(input.cells);
+            self.carry_more(input, 0..start);
+            if self.carry_cells == tc {
+                let carry = std::mem::take(&mut self.carry);
+                let carried = input::check(&self.entry.schema, &carry)?;
+                self.push_tiles(
+                    &carried,
+                    &Arrangement::Run {
+                        start: 0,
+                        end: tc,
+                        tile_cells: tc,
+                    },
+                )?;
+                self.cells += tc as u64;
+                self.carry = carry;
+                self.carry.iter_mut().for_each(FieldBuffer::clear);
+                self.carry_cells = 0;
+            }
+        }
+        let full = (input.cells - start) / tc * tc;
+        if full > 0 {
+            self.push_tiles(
+                input,
+                &Arrangement::Run {
+                    start,
+                    end: start + full,
+                    tile_cells: tc,
+                },
+            )?;
+            self.cells += full as u64;
+        }
+        self.carry_more(input, start + full..input.cells);
+        Ok(())
+    }
+
+    /// Copies `cells` of `input` to the carry.
+    fn carry_more(&mut self, input: &Input<'_>, cells: std::ops::Range<usize>) {
+        if cells.is_empty() {
+            return;
+        }
+        if self.carry.is_empty() {
+            self.carry = input.fields.iter().map(|f| f.buf.slice(0..0)).collect();
+        }
+        for (c, f) in self.carry.iter_mut().zip(&input.fields) {
+            c.extend_from(f.buf, cells.clone());
+        }
+        self.carry_cells += cells.len();
+    }
+
+    /// Builds, filters and uploads `arrangement`'s tiles of every field.
+    fn push_tiles(&mut self, input: &Input<'_>, arrangement: &Arrangement<'_>) -> Result<()> {
+        let s = &self.entry.schema;
+        let frag_name = self.name.to_string();
+        for (f, (field, data_field, files)) in input.fields.iter().zip(&mut self.files) {
+            if f.field != *field {
+                return Err(QueryError::invalid(format!(
+                    "{}: fields out of step with the fragment's files",
+                    f.buf.name
+                )));
+            }
+            field_tiles(
+                s,
+                f,
+                data_field,
+                arrangement,
+                self.key,
+                &frag_name,
+                self.tiles,
+                self.threads,
+                files,
+            )?;
+        }
+        let n = arrangement.tile_num();
+        if let Arrangement::Run {
+            start,
+            end,
+            tile_cells,
+        } = *arrangement
+        {
+            if s.array_type == ArrayType::Sparse {
+                let ops = DomainOps::new(&s.domain)?;
+                for a in (start..end).step_by(tile_cells) {
+                    self.mbrs
+                        .push(arrange::mbr(&ops, input, a..(a + tile_cells).min(end)));
+                }
+            }
+        }
+        self.tiles += n;
+        self.last_tile_cells = arrangement.last_tile_cell_num();
+        Ok(())
+    }
+
+    /// Sparse global order: every cell after the one before it (after the
+    /// previous part's last), strictly where duplicates are not allowed.
+    fn check_order(&mut self, input: &Input<'_>) -> Result<()> {
+        const PREVIOUS: usize = usize::MAX;
+        let s = &self.entry.schema;
+        let ops = DomainOps::new(&s.domain)?;
+        let n = ops.dims().len();
+        let dims: Vec<_> = (0..n).filter_map(|d| input.dim(d)).collect();
+        if dims.len() != n || input.cells == 0 {
+            return Ok(());
+        }
+        let last = self.last.take();
+        let coord = |i: usize, d: usize| -> &[u8] {
+            match (&last, i) {
+                (Some(l), PREVIOUS) => &l[d],
+                _ => dims[d].cell(i),
+            }
+        };
+        let kind = CellOrder::Global {
+            tile_order: s.tile_order,
+            cell_order: s.cell_order,
+        };
+        let first = last.as_ref().map(|_| (PREVIOUS, 0));
+        let bad = first
+            .into_iter()
+            .chain((1..input.cells).map(|i| (i - 1, i)))
+            .map(|(a, b)| (a, b, cmp_cells(&s.domain, ops.dims(), kind, &coord, a, b)))
+            .find(|&(_, _, o)| o.is_gt() || (o.is_eq() && !s.allows_dups));
+        if let Some((a, b, o)) = bad {
+            let which = |i: usize| match i {
+                PREVIOUS => "the previous part's last cell".to_owned(),
+                i => format!("cell {i}"),
+            };
+            let err = if o.is_gt() {
+                QueryError::bad_input(
+                    &dims[0].buf.name,
+                    format!(
+                        "{} comes before {} in the global order the write says it keeps",
+                        which(b),
+                        which(a)
+                    ),
+                )
+            } else if a == PREVIOUS {
+                QueryError::bad_input(
+                    &dims[0].buf.name,
+                    "cell 0 has the coordinates of the previous part's last cell and the array does not allow duplicates",
+                )
+            } else {
+                arrange::duplicate(s, input, a, b)
+            };
+            self.last = last;
+            return Err(err);
+        }
+        self.last = Some(
+            dims.iter()
+                .map(|f| f.cell(input.cells - 1).to_vec())
+                .collect(),
+        );
+        Ok(())
+    }
+
+    /// Writes the last tile, the fragment metadata and, last, the commit:
+    /// from then on readers see the fragment.
+    pub fn finish(mut self) -> Result<Written> {
+        if self.failed {
+            return Err(QueryError::invalid(
+                "an earlier part of this write failed: start the write again",
+            ));
+        }
+        let s = &self.entry.schema;
+        let dense = s.array_type == ArrayType::Dense;
+        if self.carry_cells > 0 && !dense {
+            let carry = std::mem::take(&mut self.carry);
+            let carried = input::check(s, &carry)?;
+            let n = self.carry_cells;
+            self.push_tiles(
+                &carried,
+                &Arrangement::Run {
+                    start: 0,
+                    end: n,
+                    tile_cells: self.tile_cells,
+                },
+            )?;
+            self.cells += n as u64;
+            self.carry_cells = 0;
+        }
+        if let Some(want) = self.expected_cells {
+            let given = self.cells + self.carry_cells as u64;
+            if given != want {
+                return Err(QueryError::invalid(format!(
+                    "{given} cells written, the subarray holds {want}: a dense write fills its whole subarray"
+                )));
+            }
+        }
+        let tile_num = self.tiles;
+        let domain = match &self.subarray {
+            Some(sub) => Some(sub.clone()),
+            None if self.mbrs.is_empty() => None,
+            None => {
+                let ops = DomainOps::new(&s.domain)?;
+                let mut d = NDRange::new();
+                for m in &self.mbrs {
+                    ops.expand(&mut d, m);
+                }
+                Some(d)
+            }
+        };
+        self.footer.non_empty_domain = domain;
+        self.footer.sparse_tile_num = if dense { 0 } else { tile_num };
+        self.footer.last_tile_cell_num = if dense {
+            self.tile_cells as u64
+        } else {
+            self.last_tile_cells
+        };
+        let rtree = if dense {
+            RTree::empty(DEFAULT_FANOUT)
+        } else {
+            RTree::build(&s.domain, std::mem::take(&mut self.mbrs), DEFAULT_FANOUT)?
+        };
+        let mut meta = FragmentMetadata::new(self.name.clone(), self.footer.clone());
+        let mut bytes = Vec::new();
+        rtree.write(&mut bytes);
+        meta.set_section(Section::RTree, SectionData::RTree(bytes));
+        // Every footer field gets every section: one entry per tile in the
+        // offsets sections (zero where the field has no such file), TileDB's
+        // statistics in the others (`tdb_fragment::tile_metadata::sections`).
+        let field_num = meta.footer.fields().len();
+        let zeros = vec![0u64; tile_num as usize];
+        for i in 0..field_num {
+            for section in [
+                Section::TileOffsets(i),
+                Section::VarOffsets(i),
+                Section::VarSizes(i),
+                Section::ValidityOffsets(i),
+            ] {
+                meta.set_section(section, SectionData::U64s(zeros.clone()));
+            }
+        }
+        let mut stats: Vec<Vec<TileMetadata>> = vec![Vec::new(); field_num];
+        for (_, _, files) in self.files {
+            let r = files.finish()?;
+            let i = r.idx;
+            meta.footer.file_sizes[i] = r.sizes[0];
+            meta.footer.file_var_sizes[i] = r.sizes[1];
+            meta.footer.file_validity_sizes[i] = r.sizes[2];
+            meta.set_section(Section::TileOffsets(i), SectionData::U64s(r.fixed_offsets));
+            if let Some(o) = r.var_offsets {
+                meta.set_section(Section::VarOffsets(i), SectionData::U64s(o));
+                meta.set_section(Section::VarSizes(i), SectionData::U64s(r.var_sizes));
+            }
+            if let Some(o) = r.validity_offsets {
+                meta.set_section(Section::ValidityOffsets(i), SectionData::U64s(o));
+            }
+            stats[i] = r.metadata;
+        }
+        for (i, tiles) in stats.iter().enumerate() {
+            let (mins, maxes, sums, nulls) =
+                tile_metadata::sections(s, i, tile_num as usize, tiles);
+            meta.set_section(Section::Mins(i), SectionData::Bounds(mins));
+            meta.set_section(Section::Maxes(i), SectionData::Bounds(maxes));
+            meta.set_section(Section::Sums(i), SectionData::Sums(sums));
+            meta.set_section(Section::NullCounts(i), SectionData::U64s(nulls));
+        }
+        let per_field: Vec<&[TileMetadata]> = stats.iter().map(Vec::as_slice).collect();
+        meta.set_section(
+            Section::FragmentSummaries,
+            SectionData::Summaries(tile_metadata::fragment_summaries(s, &per_field)),
+        );
+        meta.set_section(
+            Section::ProcessedConditions,
+            SectionData::Conditions(Vec::new()),
+        );
+        let bytes = meta.write_file(s, self.key)?;
+        super::write(
+            self.storage,
+            &tdb_storage::join(&self.frag_dir, names::FRAGMENT_METADATA_FILE),
+            bytes,
+        )?;
+        // The commit, last: the fragment exists for readers from here on.
+        let commit = tdb_storage::join(
+            &tdb_storage::join(&self.dir, names::COMMITS_DIR),
+            &format!("{}{}", self.name, names::WRT_EXT),
+        );
+        super::write(self.storage, &commit, Vec::new())?;
+        Ok(Written {
+            fragment: self.name,
+            cells: self.cells,
+            tiles: tile_num,
+        })
+    }
+}

@@ -1,0 +1,359 @@
+//! Global-order writes in several parts make one fragment: the same bytes,
+//! file for file, as the same cells written in one go; the parts stream
+//! (each tile is uploaded as it fills); a part that breaks the order is
+//! refused and changes nothing; an unfinished or failed write leaves
+//! nothing a reader sees.
+
+use tdb::{
+    ArraySchema, Batch, Datatype, FieldBuffer, OpenOptions, ReadSpec, ResultLayout, Subarray,
+    WriteSpec,
+};
+use tdb_format::{ArrayType, Layout};
+use tdb_schema::{AttributeBuilder, DimensionBuilder, Range};
+use tdb_storage::{ListableStorage, MemoryStorage, ReadableStorage, RecordingStorage, Request};
+
+type Array = tdb::Array<RecordingStorage<MemoryStorage>>;
+
+fn schema(array_type: ArrayType, cell_order: Layout) -> ArraySchema {
+    ArraySchema::builder(array_type)
+        .dimension(DimensionBuilder::range("x", 0i32..=15).tile_extent(4i32))
+        .dimension(DimensionBuilder::range("y", 0i32..=15).tile_extent(4i32))
+        .attribute(AttributeBuilder::new("a", Datatype::Float64))
+        .attribute(
+            AttributeBuilder::new("s", Datatype::StringAscii)
+                .var()
+                .nullable(true),
+        )
+        .cell_order(cell_order)
+        .capacity(5)
+        .build()
+        .unwrap()
+}
+
+fn create(s: &ArraySchema) -> Array {
+    let storage = RecordingStorage::new(MemoryStorage::new());
+    Array::create_in(storage, "arr", s, &[], OpenOptions::new()).unwrap()
+}
+
+/// Cells at `coords` (sparse: with their coordinates).
+fn cells(coords: &[(i32, i32)], with_coords: bool) -> Vec<FieldBuffer> {
+    let mut x = FieldBuffer::new("x", Datatype::Int32, 1, false);
+    let mut y = FieldBuffer::new("y", Datatype::Int32, 1, false);
+    let mut a = FieldBuffer::new("a", Datatype::Float64, 1, false);
+    let mut s = FieldBuffer::new("s", Datatype::StringAscii, u32::MAX, true);
+    for &(i, j) in coords {
+        x.push(&i.to_le_bytes(), true);
+        y.push(&j.to_le_bytes(), true);
+        a.push(&(f64::from(i) * 0.5 - f64::from(j)).to_le_bytes(), true);
+        let text = "abcdefg".repeat(usize::try_from(i + j).unwrap() % 4);
+        s.push(text.as_bytes(), (i + j) % 5 != 0);
+    }
+    let mut out = vec![a, s];
+    if with_coords {
+        out.extend([x, y]);
+    }
+    out
+}
+
+fn parts_of(fields: &[FieldBuffer], splits: &[usize]) -> Vec<Vec<FieldBuffer>> {
+    let n = fields[0].column().len();
+    let mut bounds = vec![0];
+    bounds.extend(splits.iter().copied().filter(|&s| s < n));
+    bounds.push(n);
+    bounds
+        .windows(2)
+        .map(|w| fields.iter().map(|f| f.slice(w[0]..w[1])).collect())
+        .collect()
+}
+
+/// Every file of fragment `name`, by file name.
+fn fragment_files(array: &Array, name: &str) -> Vec<(String, Vec<u8>)> {
+    let dir = format!("arr/__fragments/{name}");
+    let store = array.storage().inner();
+    store
+        .list_prefix(&dir)
+        .unwrap()
+        .into_iter()
+        .map(|f| {
+            let bytes = store.read(&f.key).unwrap().unwrap().to_vec();
+            (f.key[dir.len() + 1..].to_owned(), bytes)
+        })
+        .collect()
+}
+
+/// Everything committed, in the global order.
+fn read_global(array: &mut Array) -> Batch {
+    read_global_in(array, None)
+}
+
+/// The same, inside `sub`.
+fn read_global_in(array: &mut Array, sub: Option<&Subarray>) -> Batch {
+    array.reopen().unwrap();
+    let mut spec = ReadSpec::new(["x", "y", "a", "s"]).with_layout(ResultLayout::GlobalOrder);
+    if let Some(sub) = sub {
+        spec = spec.with_subarray(sub.clone());
+    }
+    array.read_all(spec).unwrap()
+}
+
+fn coords_scattered(n: usize) -> Vec<(i32, i32)> {
+    // Distinct cells in no particular order.
+    let mut out: Vec<(i32, i32)> = (0..256).map(|k| (k / 16, k % 16)).collect();
+    let mut state = 0x2545_f491_u64;
+    for i in (1..out.len()).rev() {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1);
+        out.swap(i, (state >> 33) as usize % (i + 1));
+    }
+    out.truncate(n);
+    out
+}
+
+fn global_coords(b: &Batch) -> Vec<(i32, i32)> {
+    let v = |name: &str| -> Vec<i32> {
+        b.field(name)
+            .unwrap()
+            .data
+            .chunks(4)
+            .map(|c| i32::from_le_bytes(c.try_into().unwrap()))
+            .collect()
+    };
+    v("x").into_iter().zip(v("y")).collect()
+}
+
+#[test]
+fn sparse_parts_make_the_fragment_one_unordered_write_makes() {
+    for order in [Layout::RowMajor, Layout::ColMajor, Layout::Hilbert] {
+        let mut array = create(&schema(ArrayType::Sparse, order));
+        let scattered = coords_scattered(61);
+        let whole = array
+            .write(WriteSpec::new(cells(&scattered, true)).at(10))
+            .unwrap();
+        let sorted = global_coords(&read_global(&mut array));
+        assert_eq!(sorted.len(), 61);
+        // Parts cut inside tiles, on tile bounds, of one cell, of nothing.
+        for (t, splits) in [
+            (20, vec![]),
+            (21, vec![1, 2, 3, 17, 40]),
+            (22, vec![5, 10, 15, 60]),
+            (23, vec![0, 0, 33]),
+        ] {
+            let fields = cells(&sorted, true);
+            let mut w = array
+                .writer(
+                    WriteSpec::new(Vec::new())
+                        .with_layout(ResultLayout::GlobalOrder)
+                        .at(t),
+                )
+                .unwrap();
+            for part in parts_of(&fields, &splits) {
+                w.submit(&part).unwrap();
+            }
+            let written = w.finish().unwrap();
+            assert_eq!(
+                (written.cells, written.tiles),
+                (61, 13),
+                "{order:?} {splits:?}"
+            );
+            assert_eq!(
+                fragment_files(&array, &written.fragment.to_string()),
+                fragment_files(&array, &whole.fragment.to_string()),
+                "{order:?}: parts {splits:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn dense_parts_make_the_fragment_one_row_major_write_makes() {
+    for order in [Layout::RowMajor, Layout::ColMajor] {
+        let mut array = create(&schema(ArrayType::Dense, order));
+        let mut sub = Subarray::new(2);
+        sub.add_range(0, range(4, 11));
+        sub.add_range(1, range(0, 7));
+        let row_major: Vec<(i32, i32)> = (4..=11)
+            .flat_map(|i| (0..=7).map(move |j| (i, j)))
+            .collect();
+        let whole = array
+            .write(
+                WriteSpec::new(cells(&row_major, false))
+                    .with_subarray(sub.clone())
+                    .at(10),
+            )
+            .unwrap();
+        let global = global_coords(&read_global_in(&mut array, Some(&sub)));
+        let fields = cells(&global, false);
+        let mut w = array
+            .writer(
+                WriteSpec::new(Vec::new())
+                    .with_layout(ResultLayout::GlobalOrder)
+                    .with_subarray(sub.clone())
+                    .at(20),
+            )
+            .unwrap();
+        for part in parts_of(&fields, &[7, 16, 17, 50]) {
+            w.submit(&part).unwrap();
+        }
+        let written = w.finish().unwrap();
+        assert_eq!((written.cells, written.tiles), (64, 4));
+        assert_eq!(
+            fragment_files(&array, &written.fragment.to_string()),
+            fragment_files(&array, &whole.fragment.to_string()),
+            "{order:?}"
+        );
+    }
+}
+
+#[test]
+fn parts_are_uploaded_a_tile_at_a_time() {
+    let mut array = create(&schema(ArrayType::Sparse, Layout::RowMajor));
+    let sorted = {
+        array
+            .write(WriteSpec::new(cells(&coords_scattered(40), true)).at(10))
+            .unwrap();
+        global_coords(&read_global(&mut array))
+    };
+    array.storage().take();
+    let fields = cells(&sorted, true);
+    let mut w = array
+        .writer(
+            WriteSpec::new(Vec::new())
+                .with_layout(ResultLayout::GlobalOrder)
+                .at(20),
+        )
+        .unwrap();
+    for part in parts_of(&fields, &[12, 26]) {
+        w.submit(&part).unwrap();
+    }
+    // Nothing is visible before the end, yet every whole tile so far has
+    // gone out (the uploads record parts only when they finish).
+    assert!(array.storage().take().is_empty());
+    w.finish().unwrap();
+    let uploads: Vec<(String, u64)> = array
+        .storage()
+        .take()
+        .into_iter()
+        .filter_map(|r| match r {
+            Request::Upload { key, parts, .. } => {
+                Some((key.rsplit('/').next().unwrap().to_owned(), parts))
+            }
+            _ => None,
+        })
+        .collect();
+    // 40 cells, capacity 5: eight tiles in every file of every field.
+    for file in [
+        "a0.tdb",
+        "a1.tdb",
+        "a1_var.tdb",
+        "a1_validity.tdb",
+        "d0.tdb",
+        "d1.tdb",
+    ] {
+        assert!(
+            uploads.contains(&(file.to_owned(), 8)),
+            "{file} in {uploads:?}"
+        );
+    }
+}
+
+fn range(lo: i32, hi: i32) -> Range {
+    Range::from_bounds(&lo.to_le_bytes(), &hi.to_le_bytes(), false)
+}
+
+/// Keys under `arr/__fragments` and `arr/__commits`.
+fn fragment_keys(array: &Array) -> Vec<String> {
+    let store = array.storage().inner();
+    ["arr/__fragments", "arr/__commits"]
+        .iter()
+        .flat_map(|d| store.list_prefix(d).unwrap())
+        .map(|f| f.key)
+        .collect()
+}
+
+#[test]
+fn a_part_out_of_order_is_refused_and_the_write_goes_on() {
+    let mut array = create(&schema(ArrayType::Sparse, Layout::RowMajor));
+    let spec = || {
+        WriteSpec::new(Vec::new())
+            .with_layout(ResultLayout::GlobalOrder)
+            .at(5)
+    };
+    let mut w = array.writer(spec()).unwrap();
+    w.submit(&cells(&[(0, 1), (0, 2), (1, 0)], true)).unwrap();
+    // Before the last cell given: refused, naming the previous part.
+    let e = w.submit(&cells(&[(0, 3)], true)).unwrap_err().to_string();
+    assert!(e.contains("previous part's last cell"), "{e}");
+    // The same coordinates as the last cell: no duplicates allowed.
+    let e = w.submit(&cells(&[(1, 0)], true)).unwrap_err().to_string();
+    assert!(e.contains("does not allow duplicates"), "{e}");
+    // Out of order inside a part.
+    let e = w
+        .submit(&cells(&[(1, 2), (1, 1)], true))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("cell 1 comes before cell 0"), "{e}");
+    w.submit(&cells(&[(1, 1), (3, 3)], true)).unwrap();
+    let written = w.finish().unwrap();
+    assert_eq!(written.cells, 5);
+    assert_eq!(
+        global_coords(&read_global(&mut array)),
+        vec![(0, 1), (0, 2), (1, 0), (1, 1), (3, 3)]
+    );
+
+    // Only global-order writes take parts.
+    let mut w = array
+        .writer(WriteSpec::new(cells(&[(0, 0)], true)).at(6))
+        .unwrap();
+    let e = w.submit(&cells(&[(0, 1)], true)).unwrap_err().to_string();
+    assert!(
+        e.contains("only global-order writes take several parts"),
+        "{e}"
+    );
+}
+
+#[test]
+fn unfinished_or_short_writes_leave_nothing() {
+    let dense = create(&schema(ArrayType::Dense, Layout::RowMajor));
+    let before = fragment_keys(&dense);
+    let mut sub = Subarray::new(2);
+    sub.add_range(0, range(0, 3));
+    sub.add_range(1, range(0, 7));
+    let spec = || {
+        WriteSpec::new(Vec::new())
+            .with_layout(ResultLayout::GlobalOrder)
+            .with_subarray(sub.clone())
+            .at(5)
+    };
+    // Fewer cells than the subarray holds: refused at the end.
+    let mut w = dense.writer(spec()).unwrap();
+    let coords: Vec<(i32, i32)> = (0..20).map(|k| (k / 8, k % 8)).collect();
+    w.submit(&cells(&coords, false)).unwrap();
+    let e = w.finish().unwrap_err().to_string();
+    assert!(e.contains("20 cells written, the subarray holds 32"), "{e}");
+    assert_eq!(fragment_keys(&dense), before);
+    // More than it holds: refused when given.
+    let mut w = dense.writer(spec()).unwrap();
+    let coords: Vec<(i32, i32)> = (0..33).map(|k| (k / 8, k % 8)).collect();
+    assert!(w.submit(&cells(&coords, false)).is_err());
+    // Dropped half way: nothing.
+    let mut w = dense.writer(spec()).unwrap();
+    w.submit(&cells(&coords[..16], false)).unwrap();
+    drop(w);
+    assert_eq!(fragment_keys(&dense), before);
+    // A global-order dense write covers whole tiles, as in TileDB.
+    let mut sub = Subarray::new(2);
+    sub.add_range(0, range(1, 4));
+    sub.add_range(1, range(0, 3));
+    let e = dense
+        .writer(
+            WriteSpec::new(Vec::new())
+                .with_layout(ResultLayout::GlobalOrder)
+                .with_subarray(sub),
+        )
+        .err()
+        .unwrap();
+    let e = format!("{e:?}");
+    assert!(e.contains("whole space tiles"), "{e}");
+    assert_eq!(fragment_keys(&dense), before);
+}
