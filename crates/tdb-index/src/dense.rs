@@ -399,9 +399,6 @@ pub enum InputOrder {
     RowMajor,
     /// Column-major over the subarray.
     ColMajor,
-    /// The array's global order: tile by tile in the tile order, each
-    /// tile's cells of the subarray in the cell order.
-    Global,
 }
 
 /// Where a dense write of one rectangle puts its input cells: the tiles
@@ -413,8 +410,6 @@ pub enum InputOrder {
 pub struct WriteGrid {
     grid: FragmentGrid,
     input: InputOrder,
-    /// Global input: the first input cell of each tile.
-    bases: Vec<u64>,
     tile_cells: usize,
 }
 
@@ -436,26 +431,11 @@ impl WriteGrid {
         let tile_cells = grid.dims.iter().try_fold(1usize, |acc, d| {
             acc.checked_mul(usize::try_from(d.extent).ok()?)
         })?;
-        let mut w = WriteGrid {
+        Some(WriteGrid {
             grid,
             input,
-            bases: Vec::new(),
             tile_cells,
-        };
-        if input == InputOrder::Global {
-            let n = w.tile_num()?;
-            let mut base = 0u64;
-            w.bases.reserve(usize::try_from(n).ok()?);
-            for t in 0..n {
-                w.bases.push(base);
-                let (from, to, _) = w.tile_box(t)?;
-                let cells = from.iter().zip(&to).try_fold(1u64, |acc, (f, t)| {
-                    acc.checked_mul(u64::try_from(t - f + 1).ok()?)
-                })?;
-                base = base.checked_add(cells)?;
-            }
-        }
-        Some(w)
+        })
     }
 
     /// Whether the rectangle covers whole space tiles only (each range
@@ -544,26 +524,18 @@ impl WriteGrid {
             in_stride[d] = acc;
             acc *= dims[d].hi - dims[d].lo + 1;
         }
-        // Walk the box in the cell order (global input counts in it), a
-        // run along the fastest dimension at a time.
+        // Walk the box in the cell order, a run along the fastest
+        // dimension at a time.
         let mut at = from.clone();
-        let mut k = 0i128;
-        let base = i128::from(self.bases.get(t as usize).copied().unwrap_or(0));
         let fast = cell_dims[0];
         let run = to[fast] - from[fast] + 1;
-        let (pos_step, src_step) = match self.input {
-            InputOrder::Global => (cell_stride[fast], 1),
-            _ => (cell_stride[fast], in_stride[fast]),
-        };
+        let (pos_step, src_step) = (cell_stride[fast], in_stride[fast]);
         loop {
             let mut pos = 0i128;
             let mut src = 0i128;
             for d in 0..n {
                 pos += (at[d] - corner[d]) * cell_stride[d];
                 src += (at[d] - dims[d].lo) * in_stride[d];
-            }
-            if self.input == InputOrder::Global {
-                src = base + k;
             }
             // The run's first and last cells are checked; the steps are
             // positive, so every cell between them is in range too.
@@ -579,7 +551,6 @@ impl WriteGrid {
             for j in 0..run {
                 out[pos + j * pos_step] = src + j * src_step;
             }
-            k += run as i128;
             let mut i = 1;
             loop {
                 if i == n {
@@ -716,7 +687,7 @@ mod tests {
     }
     /// Every input cell lands where `FragmentGrid::position` says a reader
     /// finds it, in every tile/cell/input order; the other positions are
-    /// fill; global input counts tile by tile in the cell order.
+    /// fill.
     #[test]
     fn write_grid_puts_each_input_cell_where_readers_look() {
         use tdb_format::Layout::{ColMajor, RowMajor};
@@ -729,11 +700,7 @@ mod tests {
             (ColMajor, RowMajor),
         ] {
             let grid = FragmentGrid::new(&d, to, co, &sub).unwrap();
-            for input in [
-                InputOrder::RowMajor,
-                InputOrder::ColMajor,
-                InputOrder::Global,
-            ] {
+            for input in [InputOrder::RowMajor, InputOrder::ColMajor] {
                 let w = WriteGrid::new(&d, to, co, &sub, input).unwrap();
                 assert_eq!(w.input_cells(), Some(8 * 6 * 3));
                 let tiles: Vec<Vec<usize>> = (0..w.tile_num().unwrap())
@@ -753,19 +720,14 @@ mod tests {
                                 (c1 - lo[1]) as usize,
                                 (c2 - lo[2]) as usize,
                             );
-                            // Global input: checked below, as the held
-                            // sources running 0, 1, 2, ... tile by tile.
                             let want = match input {
-                                InputOrder::RowMajor => Some((i0 * 6 + i1) * 3 + i2),
-                                InputOrder::ColMajor => Some((i2 * 6 + i1) * 8 + i0),
-                                InputOrder::Global => None,
+                                InputOrder::RowMajor => (i0 * 6 + i1) * 3 + i2,
+                                InputOrder::ColMajor => (i2 * 6 + i1) * 8 + i0,
                             };
-                            if let Some(want) = want {
-                                assert_eq!(
-                                    tiles[t as usize][c as usize], want,
-                                    "{to:?} {co:?} {input:?}"
-                                );
-                            }
+                            assert_eq!(
+                                tiles[t as usize][c as usize], want,
+                                "{to:?} {co:?} {input:?}"
+                            );
                             seen += 1;
                         }
                     }
@@ -778,9 +740,6 @@ mod tests {
                     .collect();
                 assert_eq!(seen, 8 * 6 * 3);
                 assert_eq!(held.len(), seen);
-                if input == InputOrder::Global {
-                    assert_eq!(held, (0..seen).collect::<Vec<_>>());
-                }
             }
         }
     }
