@@ -188,6 +188,10 @@ pub fn run(s: &dyn Storage) {
         b"replaced"
     );
     s.delete("arr/__schema/u1").unwrap();
+    // An upload abandoned before its first part leaves no trace at all,
+    // not even a directory.
+    drop(s.upload("fresh/below/f").unwrap());
+    assert!(!s.list_dir("").unwrap().dirs.iter().any(|d| d == "fresh"));
 
     // Deletes: a missing file is fine; a prefix takes everything below it.
     s.delete("arr/__schema/s2").unwrap();

@@ -58,22 +58,19 @@ impl LocalStorage {
     }
 
     /// A file written aside under a temporary name, renamed into place
-    /// when finished, so readers never see a partial file.
+    /// when finished, so readers never see a partial file. Nothing is
+    /// made on disk (not even the parent directory) before the first
+    /// part, so an upload abandoned before any leaves no trace.
     fn begin(&self, key: &str) -> Result<LocalUpload> {
         let full = self.resolve(key)?;
         if check_path(key)?.is_empty() {
             return Err(StorageError::wrong_kind(key, "is the root"));
         }
-        let parent = full.parent().unwrap_or(&self.root);
-        fs::create_dir_all(parent).map_err(|e| io_err(key, e))?;
-        let n = TEMP_FILES.fetch_add(1, Ordering::Relaxed);
-        let tmp = parent.join(format!(".tdb-tmp-{}-{n}", std::process::id()));
-        let file = fs::File::create(&tmp).map_err(|e| io_err(key, e))?;
         Ok(LocalUpload {
             key: key.to_owned(),
             full,
-            tmp,
-            file: Some(file),
+            open: None,
+            finished: false,
         })
     }
 }
@@ -82,24 +79,50 @@ impl LocalStorage {
 struct LocalUpload {
     key: String,
     full: PathBuf,
-    tmp: PathBuf,
-    /// `None` once finished.
-    file: Option<fs::File>,
+    /// The temporary file and its path, once the first part came.
+    open: Option<(fs::File, PathBuf)>,
+    finished: bool,
 }
 
-impl Upload for LocalUpload {
-    fn put(&mut self, part: Bytes) -> Result<()> {
-        let Some(f) = self.file.as_mut() else {
+impl LocalUpload {
+    fn file(&mut self) -> Result<&mut fs::File> {
+        if self.finished {
             return Err(StorageError::wrong_kind(
                 &self.key,
                 "upload already finished",
             ));
-        };
-        f.write_all(&part).map_err(|e| io_err(&self.key, e))
+        }
+        if self.open.is_none() {
+            let parent = self
+                .full
+                .parent()
+                .ok_or_else(|| StorageError::wrong_kind(&self.key, "has no parent directory"))?;
+            fs::create_dir_all(parent).map_err(|e| io_err(&self.key, e))?;
+            let n = TEMP_FILES.fetch_add(1, Ordering::Relaxed);
+            let tmp = parent.join(format!(".tdb-tmp-{}-{n}", std::process::id()));
+            let f = fs::File::create(&tmp).map_err(|e| io_err(&self.key, e))?;
+            return Ok(&mut self.open.insert((f, tmp)).0);
+        }
+        match &mut self.open {
+            Some((f, _)) => Ok(f),
+            None => Err(StorageError::wrong_kind(
+                &self.key,
+                "upload already finished",
+            )),
+        }
+    }
+}
+
+impl Upload for LocalUpload {
+    fn put(&mut self, part: Bytes) -> Result<()> {
+        let key = self.key.clone();
+        self.file()?.write_all(&part).map_err(|e| io_err(&key, e))
     }
 
     fn finish(mut self: Box<Self>) -> Result<()> {
-        let Some(f) = self.file.take() else {
+        self.file()?;
+        self.finished = true;
+        let Some((f, tmp)) = self.open.take() else {
             return Err(StorageError::wrong_kind(
                 &self.key,
                 "upload already finished",
@@ -107,11 +130,11 @@ impl Upload for LocalUpload {
         };
         let done = f
             .sync_all()
-            .and_then(|()| fs::rename(&self.tmp, &self.full))
+            .and_then(|()| fs::rename(&tmp, &self.full))
             .map_err(|e| io_err(&self.key, e));
         if done.is_err() {
             // Best effort: the temporary file is invisible to readers anyway.
-            let _ = fs::remove_file(&self.tmp);
+            let _ = fs::remove_file(&tmp);
         }
         done
     }
@@ -119,9 +142,9 @@ impl Upload for LocalUpload {
 
 impl Drop for LocalUpload {
     fn drop(&mut self) {
-        if self.file.take().is_some() {
+        if let Some((_, tmp)) = self.open.take() {
             // Abandoned unfinished: best effort, as above.
-            let _ = fs::remove_file(&self.tmp);
+            let _ = fs::remove_file(&tmp);
         }
     }
 }
