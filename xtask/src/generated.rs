@@ -18,7 +18,7 @@ use std::path::Path;
 use std::process::Command;
 use tdb::{
     Array, ArraySchema, Batch, Datatype, FieldBuffer, MetadataEntry, MetadataValue, OpenOptions,
-    ResultLayout, Subarray, WriteSpec, VAR_NUM,
+    ResultLayout, SchemaEvolution, Subarray, WriteSpec, VAR_NUM,
 };
 use tdb_cli::{error_report, values};
 use tdb_filters::Filter;
@@ -277,6 +277,8 @@ struct Case {
     metadata: Option<(u64, Vec<MetadataEntry>)>,
     /// A delete after everything, at this timestamp.
     delete: Option<(u64, String)>,
+    /// A schema evolution after the writes, at this timestamp.
+    evolve: Option<(u64, SchemaEvolution)>,
     /// Queries TileDB answers and tdb must match (no known result).
     queries: Vec<Value>,
 }
@@ -311,6 +313,7 @@ fn case(name: &str, array_type: ArrayType, dims: Vec<Dim>, attrs: Vec<Attr>) -> 
         writes: Vec::new(),
         metadata: None,
         delete: None,
+        evolve: None,
         queries: Vec::new(),
     }
 }
@@ -665,6 +668,61 @@ fn cases() -> Vec<Case> {
         }
         out.push(c);
     }
+    // Schema evolution: an attribute dropped, two added (one enumerated,
+    // with a new enumeration); reads before it use the old schema, reads
+    // after it fill the new attributes in the old fragments.
+    for array_type in [Dense, Sparse] {
+        let name = if array_type == Dense {
+            "dense_evolved"
+        } else {
+            "sparse_evolved"
+        };
+        let mut c = case(name, array_type, one(), attrs2());
+        if array_type == Dense {
+            c.writes.push(dense_write(10, RowMajor, vec![(0, 40)]));
+            c.writes.push(dense_write(20, RowMajor, vec![(30, 63)]));
+        } else {
+            c.writes.push(sparse_write(10, Unordered, 30));
+            c.writes.push(sparse_write(20, Unordered, 30));
+        }
+        let mut data = Vec::new();
+        let mut offsets = Vec::new();
+        for v in ["red", "green", "blue"] {
+            offsets.extend_from_slice(&(data.len() as u64).to_le_bytes());
+            data.extend_from_slice(v.as_bytes());
+        }
+        let colors = tdb::Enumeration::new(
+            "colors",
+            tdb::Enumeration::new_path(),
+            StringUtf8,
+            VAR_NUM,
+            data,
+            offsets,
+        );
+        c.evolve = Some((
+            30,
+            SchemaEvolution::new()
+                .drop_attribute("s")
+                .add_attribute(AttributeBuilder::new("b", Float64).nullable(true))
+                .add_enumeration(colors)
+                .add_attribute(AttributeBuilder::new("e", UInt8).enumeration("colors")),
+        ));
+        let layout = if array_type == Dense {
+            "row-major"
+        } else {
+            "unordered"
+        };
+        for t in [json!(25), Value::Null] {
+            c.queries.push(query(
+                &format!("at_{t}"),
+                layout,
+                Value::Null,
+                t,
+                array_type == Dense,
+            ));
+        }
+        out.push(c);
+    }
     out
 }
 
@@ -840,7 +898,7 @@ impl Case {
                 }
                 writer.finish().map_err(|e| err(e.into()))?;
             }
-            if self.writes.len() == 1 && self.delete.is_none() {
+            if self.writes.len() == 1 && self.delete.is_none() && self.evolve.is_none() {
                 let name = format!("written_{i}");
                 let (layout, ordered) = match (self.array_type, w.layout) {
                     (ArrayType::Sparse, _) => ("unordered", false),
@@ -874,6 +932,15 @@ impl Case {
             )
             .map_err(err)?;
             at.write_metadata(entries.clone()).map_err(err)?;
+        }
+        if let Some((t, evolution)) = &self.evolve {
+            let at = Array::open_in(
+                LocalStorage::new(dir.join("array")),
+                "",
+                options.clone().at(*t),
+            )
+            .map_err(err)?;
+            at.evolve(evolution).map_err(err)?;
         }
         if let Some((t, condition)) = &self.delete {
             let at = Array::open_in(LocalStorage::new(dir.join("array")), "", options.at(*t))

@@ -13,7 +13,7 @@ use tdb_format::names::{
     COMMITS_DIR, DEL_EXT, ENUMERATIONS_DIR, GROUP_DETAILS_DIR, GROUP_FILE, METADATA_DIR, SCHEMA_DIR,
 };
 use tdb_format::{FormatVersion, TimestampedName};
-use tdb_schema::{ArraySchema, Enumeration, SchemaEntry, SchemaError};
+use tdb_schema::{ArraySchema, Enumeration, Evolved, SchemaEntry, SchemaError};
 use tdb_storage::{join, WritableStorage};
 
 /// Creates an array at `dir`: checks `schema` by TileDB's rules, refuses a
@@ -60,6 +60,22 @@ pub fn write_schema<S: WritableStorage + ?Sized>(
         timestamps: Some(name),
         schema,
     })
+}
+
+/// Stores an evolved schema of the array at `dir`: the enumeration files
+/// it needs first, then its schema file stamped `timestamps` (last: from
+/// then on it is the schema in force), as TileDB's `evolve_array_schema`.
+pub fn write_evolved_schema<S: WritableStorage + ?Sized>(
+    storage: &S,
+    dir: &str,
+    evolved: &Evolved,
+    timestamps: (u64, u64),
+    key: Option<&[u8; 32]>,
+) -> Result<SchemaEntry> {
+    for e in &evolved.enumerations {
+        write_enumeration(storage, dir, e, key)?;
+    }
+    write_schema(storage, dir, &evolved.schema, timestamps, key)
 }
 
 /// Writes an enumeration file where the schema's reference (its `path`)

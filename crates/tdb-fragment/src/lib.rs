@@ -23,8 +23,8 @@ pub use array_metadata::{ArrayMetadata, MetadataEntry, MetadataFile, MetadataVal
 pub use commits::{ConsolidatedCommit, ConsolidatedCommits, IgnoreFile, VacuumFile};
 pub use condition::{Condition, DeleteCommit, UpdateCommit, UpdateValue};
 pub use create::{
-    create_array, create_group, write_delete, write_enumeration, write_group_details,
-    write_metadata, write_schema,
+    create_array, create_group, write_delete, write_enumeration, write_evolved_schema,
+    write_group_details, write_metadata, write_schema,
 };
 pub use directory::{
     select_latest_schema, ArrayDirectory, CommitLocation, ConditionCommit, DirectoryListing,

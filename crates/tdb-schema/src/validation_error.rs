@@ -316,6 +316,12 @@ pub enum ValidationError {
         /// What is wrong with its offsets.
         reason: String,
     },
+    /// `ArraySchemaEvolution::evolve_schema`: a change that cannot apply.
+    #[error("schema evolution: {reason}")]
+    Evolution {
+        /// Which change, and why.
+        reason: String,
+    },
     /// `ArraySchema::add_enumeration`.
     #[error("enumeration {name:?} is added twice; enumeration names must be unique")]
     DuplicateEnumeration {

@@ -24,7 +24,7 @@ use thiserror::Error;
 pub use copy::{copy, CopySummary};
 pub use group::{Group, MemberChange};
 pub use tdb_query::write::{now_ms, FragmentWriter, WriteSpec, Written};
-pub use tdb_schema::{Enumeration, SchemaEntry};
+pub use tdb_schema::{Enumeration, SchemaEntry, SchemaEvolution};
 
 pub use tdb_format::Datatype;
 pub use tdb_format::ObjectType;
@@ -223,6 +223,38 @@ impl<S: tdb_storage::Storage> Array<S> {
             open.key(),
             &spec,
         )?)
+    }
+
+    /// Evolves the schema as TileDB's `ArraySchemaEvolution` does and
+    /// stores the result as the new schema in force (fragments written
+    /// before keep theirs: a dropped attribute disappears from every read,
+    /// an added one reads its fill value where older fragments lack it).
+    /// Stamped as metadata writes are; with no window, never at or before
+    /// the latest schema's timestamp, so the new schema is the latest even
+    /// within the millisecond the array was made. [`Array::reopen`] to
+    /// read and write with it.
+    pub fn evolve(&self, evolution: &SchemaEvolution) -> Result<SchemaEntry> {
+        let open = &self.snapshot.open;
+        let latest = open.schemas.latest();
+        let known = latest
+            .schema
+            .enumerations
+            .iter()
+            .map(|e| tdb_fragment::load_enumeration(&self.storage, &open.dir, &e.path, open.key()))
+            .collect::<std::result::Result<Vec<_>, _>>()
+            .map_err(Error::Write)?;
+        let evolved = evolution
+            .apply(&latest.schema, &known)
+            .map_err(|e| Error::Write(tdb_fragment::FragmentError::schema(&open.dir, e)))?;
+        let t = match self.options.window {
+            Some(w) => w.end,
+            None => {
+                let last = latest.timestamps.as_ref().map_or(0, |n| n.t2);
+                now_ms().max(last.saturating_add(1))
+            }
+        };
+        tdb_fragment::write_evolved_schema(&self.storage, &open.dir, &evolved, (t, t), open.key())
+            .map_err(Error::Write)
     }
 
     /// Commits one batch of array metadata changes as one file (the
