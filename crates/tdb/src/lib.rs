@@ -191,18 +191,22 @@ impl<S: tdb_storage::Storage> Array<S> {
     /// array stays open at its window: [`Array::reopen`] to read what was
     /// written.
     pub fn write(&self, spec: WriteSpec) -> Result<Written> {
-        let spec = match spec.timestamps {
-            Some(_) => spec,
-            None => spec.at(self.options.stamp()),
-        };
         let open = &self.snapshot.open;
         Ok(tdb_query::write_fragment(
             &self.storage,
             &open.dir,
             open.schemas.latest(),
             open.key(),
-            &spec,
+            &self.stamped(spec),
         )?)
+    }
+
+    /// `spec`, stamped with the open window's end unless it has timestamps.
+    fn stamped(&self, spec: WriteSpec) -> WriteSpec {
+        match spec.timestamps {
+            Some(_) => spec,
+            None => spec.at(self.options.stamp()),
+        }
     }
 
     /// Starts a fragment written in parts (global-order writes take any
@@ -211,17 +215,13 @@ impl<S: tdb_storage::Storage> Array<S> {
     /// [`Array::write`] stamps. The spec's fields, if any, are the first
     /// part; [`FragmentWriter::finish`] commits.
     pub fn writer(&self, spec: WriteSpec) -> Result<FragmentWriter<'_, S>> {
-        let spec = match spec.timestamps {
-            Some(_) => spec,
-            None => spec.at(self.options.stamp()),
-        };
         let open = &self.snapshot.open;
         Ok(FragmentWriter::new(
             &self.storage,
             &open.dir,
             open.schemas.latest(),
             open.key(),
-            &spec,
+            &self.stamped(spec),
         )?)
     }
 
