@@ -27,7 +27,7 @@ use tdb_format::{
 use tdb_index::{DomainOps, NDRange, RTree, RangeOps};
 use tdb_schema::{ArraySchema, Range as DimRange, SchemaField, SchemaHistory};
 use tdb_storage::{join, ByteRange, RangeRead, RangeRequest};
-use tdb_tile::{TileData, TileFilters};
+use tdb_tile::TileData;
 
 /// What kind of problem a [`Problem`] is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -731,8 +731,7 @@ impl<'a, S: ReadStorage + ?Sized> Scrub<'a, S> {
             let Some(pf) = schema.part_filters(&df, w.part, encrypted) else {
                 return;
             };
-            let filters = TileFilters::new(&pf.pipeline, pf.datatype, pf.cell_size, schema.version)
-                .with_key(self.key);
+            let filters = pf.tile_filters(schema.version, self.key);
             let loc = format!("{} tile {t}", w.path);
             let problem = |kind, detail: String| {
                 Problem::new(kind, w.path.as_str(), detail).at(t, Some(w.range.start))

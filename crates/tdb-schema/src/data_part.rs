@@ -25,6 +25,19 @@ pub struct PartFilters {
     pub nullable: bool,
 }
 
+impl PartFilters {
+    /// How tiles of this part are filtered and unfiltered at format
+    /// `version`, with the array's key (or none).
+    pub fn tile_filters<'a>(
+        &'a self,
+        version: tdb_format::FormatVersion,
+        key: Option<&'a [u8; 32]>,
+    ) -> tdb_tile::TileFilters<'a> {
+        tdb_tile::TileFilters::new(&self.pipeline, self.datatype, self.cell_size, version)
+            .with_key(key)
+    }
+}
+
 /// An attribute or a dimension of a schema, by index.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum SchemaField {

@@ -173,8 +173,7 @@ pub(crate) fn decode_tiles<'a>(
         part: usize,
         key: Option<&'a [u8; 32]>,
     ) -> TileFilters<'a> {
-        let pf = &job.field.parts[part].1;
-        TileFilters::new(&pf.pipeline, pf.datatype, pf.cell_size, job.version).with_key(key)
+        job.field.parts[part].1.tile_filters(job.version, key)
     }
     let filters = |job: &TileJob<'a>, part: usize| part_filters(job, part, key);
     let tile_error = |job: &TileJob<'_>, part: usize, e: tdb_tile::TileError| QueryError::Tile {
@@ -497,13 +496,7 @@ mod tests {
     }
 
     fn filtered(ff: &FragField, part: usize, tile: &[u8], offsets: Option<&[u64]>) -> Bytes {
-        let pf = &ff.parts[part].1;
-        let f = TileFilters::new(
-            &pf.pipeline,
-            pf.datatype,
-            pf.cell_size,
-            FormatVersion::WRITTEN,
-        );
+        let f = ff.parts[part].1.tile_filters(FormatVersion::WRITTEN, None);
         let mut out = Vec::new();
         f.filter("t", tile, offsets, &mut out).unwrap();
         Bytes::from(out)
@@ -565,13 +558,7 @@ mod tests {
             );
         }
         // Break chunk 3 of `a`'s tile (its zstd frame's magic number).
-        let pf = &fa.parts[0].1;
-        let f = TileFilters::new(
-            &pf.pipeline,
-            pf.datatype,
-            pf.cell_size,
-            FormatVersion::WRITTEN,
-        );
+        let f = fa.parts[0].1.tile_filters(FormatVersion::WRITTEN, None);
         let chunks = f.chunks("t", &ba[0]).unwrap();
         assert!(chunks.len() > 4, "{}", chunks.len());
         let at = chunks[3].data.as_ptr() as usize - ba[0].as_ptr() as usize;

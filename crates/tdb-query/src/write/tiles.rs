@@ -11,7 +11,6 @@ use tdb_format::{DataField, DataPart, FormatVersion};
 use tdb_fragment::tile_metadata::FieldStats;
 use tdb_index::dense::FILL;
 use tdb_schema::ArraySchema;
-use tdb_tile::TileFilters;
 
 /// Builds and filters every tile of `field` in `sources` and appends them
 /// to `files` in order (`first_tile`: the fragment's number of the first,
@@ -53,15 +52,6 @@ pub(crate) fn field_tiles(
     } else {
         None
     };
-    fn filters<'p>(pf: &'p tdb_schema::PartFilters, key: Option<&'p [u8; 32]>) -> TileFilters<'p> {
-        TileFilters::new(
-            &pf.pipeline,
-            pf.datatype,
-            pf.cell_size,
-            FormatVersion::WRITTEN,
-        )
-        .with_key(key)
-    }
     let idx = files.idx;
     let stats = FieldStats::of_index(schema, idx)
         .ok_or_else(|| QueryError::invalid(format!("{}: no footer field {idx}", field.buf.name)))?;
@@ -128,7 +118,7 @@ pub(crate) fn field_tiles(
             source: Box::new(e),
         };
         if let Some(vpf) = &var_pf {
-            let f = filters(vpf, key);
+            let f = vpf.tile_filters(FormatVersion::WRITTEN, key);
             f.filter(
                 &location(DataPart::Var),
                 &var_data,
@@ -142,7 +132,8 @@ pub(crate) fn field_tiles(
             } else {
                 offsets.iter().flat_map(|o| o.to_le_bytes()).collect()
             };
-            filters(&fixed_pf, key)
+            fixed_pf
+                .tile_filters(FormatVersion::WRITTEN, key)
                 .filter(
                     &location(DataPart::Fixed),
                     &offsets_bytes,
@@ -151,12 +142,13 @@ pub(crate) fn field_tiles(
                 )
                 .map_err(|e| tile_err(DataPart::Fixed, e))?;
         } else {
-            filters(&fixed_pf, key)
+            fixed_pf
+                .tile_filters(FormatVersion::WRITTEN, key)
                 .filter(&location(DataPart::Fixed), &fixed, None, &mut b.fixed)
                 .map_err(|e| tile_err(DataPart::Fixed, e))?;
         }
         if let Some(vpf) = &validity_pf {
-            filters(vpf, key)
+            vpf.tile_filters(FormatVersion::WRITTEN, key)
                 .filter(
                     &location(DataPart::Validity),
                     &validity,
