@@ -186,6 +186,15 @@ fn whole_range(dt: Datatype, domain: &[u8]) -> Option<Vec<u8>> {
     }
 }
 
+/// What every schema made here goes through last (built or evolved): WebP
+/// extents set as TileDB sets them, then TileDB's rules with the
+/// enumerations' values at hand.
+pub(crate) fn finish(s: &mut ArraySchema, enumerations: &[Enumeration]) -> Result<()> {
+    set_webp_extents(s);
+    crate::validate::check(s, enumerations)?;
+    Ok(())
+}
+
 /// WebP filters take their image tile's rows and columns from the first two
 /// dimensions' tile extents, as TileDB sets them when it checks a schema
 /// (`ArraySchema::check_webp_filter`); validation judges the result.
@@ -351,7 +360,6 @@ impl ArraySchemaBuilder {
         for a in self.attributes {
             s.attributes.push(a.build()?);
         }
-        set_webp_extents(&mut s);
         s.enumerations = self
             .enumerations
             .iter()
@@ -360,7 +368,7 @@ impl ArraySchemaBuilder {
                 path: e.path.clone(),
             })
             .collect();
-        crate::validate::check(&s, &self.enumerations)?;
+        finish(&mut s, &self.enumerations)?;
         Ok(s)
     }
 }

@@ -1,13 +1,14 @@
 //! Schema evolution as TileDB 2.30's `ArraySchemaEvolution::evolve_schema`
 //! does it: add enumerations, extend them, add attributes, drop
 //! attributes, drop enumerations, expand the current domain, in that order,
-//! then check the result by the schema rules. The evolved schema is stored
+//! then finish the result as the builder does (WebP extents, the schema
+//! rules). The evolved schema is stored
 //! as a new schema file (at the written format version) beside the old
 //! ones, and fragments keep naming the schema they were written with: that
 //! is `tdb-fragment`'s job; here the new schema and the enumeration files
 //! it needs are worked out.
 
-use crate::validate::check;
+use crate::builder::finish;
 use crate::value::decode;
 use crate::{
     ArraySchema, AttributeBuilder, Enumeration, EnumerationRef, Range, Result, ValidationError,
@@ -88,15 +89,9 @@ impl SchemaEvolution {
         self
     }
 
-    /// The enumerations this evolution extends: their values are needed
-    /// by [`SchemaEvolution::apply`].
-    pub fn extended_enumerations(&self) -> impl Iterator<Item = &str> {
-        self.extend_enumerations.iter().map(|(n, _)| n.as_str())
-    }
-
-    /// The schema after the changes, from `schema` and the enumerations
-    /// `known` (at least those extended, and those attributes added here
-    /// refer to that already exist). Refused changes name what is wrong.
+    /// The schema after the changes, from `schema` and the values of its
+    /// enumerations `known` (at least those extended, and those that added
+    /// attributes refer to). Refused changes name what is wrong.
     pub fn apply(&self, schema: &ArraySchema, known: &[Enumeration]) -> Result<Evolved> {
         let mut s = schema.clone();
         let mut values: Vec<Enumeration> = known.to_vec();
@@ -171,7 +166,7 @@ impl SchemaEvolution {
             .into_iter()
             .filter(|v| s.enumeration(&v.name).is_some())
             .collect();
-        check(&s, &used)?;
+        finish(&mut s, &used)?;
         files.retain(|f| s.enumeration(&f.name).is_some_and(|r| r.path == f.path));
         Ok(Evolved {
             schema: s,
