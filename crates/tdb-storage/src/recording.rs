@@ -53,6 +53,14 @@ pub enum Request {
         /// Bytes written.
         bytes: u64,
     },
+    /// One part put into an upload, when it is put (before the upload
+    /// finishes and the file appears).
+    Put {
+        /// The file.
+        key: String,
+        /// Bytes in the part.
+        bytes: u64,
+    },
     /// A finished `upload` (or `write_stream`): bytes written, in how
     /// many parts.
     Upload {
@@ -94,6 +102,7 @@ impl fmt::Display for Request {
             }
             Request::Size { key } => write!(f, "size {key}"),
             Request::Write { key, bytes } => write!(f, "write {key}: {bytes} B"),
+            Request::Put { key, bytes } => write!(f, "put {key}: {bytes} B"),
             Request::Upload { key, bytes, parts } => {
                 write!(f, "upload {key}: {bytes} B in {parts} parts")
             }
@@ -256,9 +265,15 @@ struct RecordedUpload<'a, S> {
 
 impl<S: Send + Sync> Upload for RecordedUpload<'_, S> {
     fn put(&mut self, part: Bytes) -> Result<()> {
-        self.bytes += part.len() as u64;
+        let bytes = part.len() as u64;
+        self.inner.put(part)?;
+        self.bytes += bytes;
         self.parts += 1;
-        self.inner.put(part)
+        self.storage.push(Request::Put {
+            key: self.key.clone(),
+            bytes,
+        });
+        Ok(())
     }
 
     fn finish(self: Box<Self>) -> Result<()> {

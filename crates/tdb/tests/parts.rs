@@ -226,30 +226,37 @@ fn parts_are_uploaded_a_tile_at_a_time() {
     for part in parts_of(&fields, &[12, 26]) {
         w.submit(&part).unwrap();
     }
-    // Nothing is visible before the end, yet every whole tile so far has
-    // gone out (the uploads record parts only when they finish).
-    assert!(array.storage().take().is_empty());
-    w.finish().unwrap();
-    let uploads: Vec<(String, u64)> = array
-        .storage()
-        .take()
-        .into_iter()
-        .filter_map(|r| match r {
-            Request::Upload { key, parts, .. } => {
-                Some((key.rsplit('/').next().unwrap().to_owned(), parts))
-            }
-            _ => None,
-        })
-        .collect();
-    // 40 cells, capacity 5: eight tiles in every file of every field.
-    for file in [
+    // Every tile has gone out as a part before the end, yet no file is
+    // there before it: 40 cells, capacity 5, eight tiles in every file.
+    let files = [
         "a0.tdb",
         "a1.tdb",
         "a1_var.tdb",
         "a1_validity.tdb",
         "d0.tdb",
         "d1.tdb",
-    ] {
+    ];
+    let name = |key: &str| key.rsplit('/').next().unwrap_or_default().to_owned();
+    let before = array.storage().take();
+    for file in files {
+        let puts = before
+            .iter()
+            .filter(|r| matches!(r, Request::Put { key, .. } if name(key) == file))
+            .count();
+        assert_eq!(puts, 8, "{file} in {before:?}");
+    }
+    assert!(!before.iter().any(|r| matches!(r, Request::Upload { .. })));
+    w.finish().unwrap();
+    let uploads: Vec<(String, u64)> = array
+        .storage()
+        .take()
+        .into_iter()
+        .filter_map(|r| match r {
+            Request::Upload { key, parts, .. } => Some((name(&key), parts)),
+            _ => None,
+        })
+        .collect();
+    for file in files {
         assert!(
             uploads.contains(&(file.to_owned(), 8)),
             "{file} in {uploads:?}"
