@@ -11,7 +11,7 @@ use crate::open::{
     dir_label, object_files, object_kind, read_files, read_fragment_metadata, schema_history,
     ObjectKind, ReadStorage,
 };
-use crate::tile_metadata::{has_min_max, FieldStats};
+use crate::tile_metadata::{self, has_min_max, FieldStats};
 use crate::{
     Footer, FragmentError, FragmentMetadata, Result, Section, SectionData, TimeWindow,
     TimestampedFile,
@@ -25,7 +25,7 @@ use tdb_format::{
     classify, single_generic_tile, DataPart, EncryptionType, FormatVersion, ObjectFile,
 };
 use tdb_index::{DomainOps, NDRange, RTree, RangeOps};
-use tdb_schema::{ArraySchema, Range as DimRange, SchemaField, SchemaHistory};
+use tdb_schema::{ArraySchema, Range as DimRange, SchemaHistory};
 use tdb_storage::{join, ByteRange, RangeRead, RangeRequest};
 use tdb_tile::TileData;
 
@@ -919,37 +919,40 @@ impl<'a, S: ReadStorage + ?Sized> Scrub<'a, S> {
         }
         let footer = &frag.meta.footer;
         if let (true, Field::Attribute(a)) = (footer.version >= 11, field) {
+            let tile = (t, fixed.data.as_slice(), validity.as_deref());
             if !footer.dense {
-                self.tile_metadata(frag, i, a, t, &fixed.data, validity.as_deref(), fixed_want);
+                self.tile_metadata(frag, i, a, tile, None, fixed_want);
             } else if footer.version >= DENSE_TILE_METADATA_VERSION {
                 // A dense tile's metadata covers the cells the write gave,
                 // visited in row-major order of their coordinates, not the
                 // fill values around them.
-                if let Some((data, validity)) =
-                    written_cells(frag, t, &fixed.data, validity.as_deref())
-                {
-                    self.tile_metadata(frag, i, a, t, &data, validity.as_deref(), fixed_want);
+                if let Some(order) = written_cells(frag, t, &fixed.data, validity.as_deref()) {
+                    self.tile_metadata(frag, i, a, tile, Some(&order), fixed_want);
                 }
             }
         }
     }
 
     /// Tile null count, min, max and sum against the data, where TileDB
-    /// computes them (`TileMetadataGenerator`): null counts of nullable
-    /// attributes; min, max and sum of fixed-size numeric attributes with
-    /// one value per cell (nulls skipped).
-    #[allow(clippy::too_many_arguments)]
+    /// computes them (`TileMetadataGenerator`, replicated by
+    /// [`FieldStats`] and stored as [`tile_metadata::sections`] stores
+    /// them): null counts of nullable attributes; min, max and sum of
+    /// fixed-size attributes with one value per cell (nulls skipped). The
+    /// tile is `(index, fixed data, validity)`; `order` the positions the
+    /// write gave, in TileDB's visiting order (`None`: all).
     fn tile_metadata(
         &mut self,
         frag: &Frag<'_>,
         i: usize,
         a: usize,
-        t: u64,
-        data: &[u8],
-        validity: Option<&[u8]>,
+        (t, data, validity): (u64, &[u8], Option<&[u8]>),
+        order: Option<&[usize]>,
         want: &Want,
     ) {
-        let Some(attr) = frag.schema.attributes.get(a) else {
+        let (Some(attr), Some(fs)) = (
+            frag.schema.attributes.get(a),
+            FieldStats::of_index(frag.schema, i),
+        ) else {
             return;
         };
         let tile_num = frag.tile_num as usize;
@@ -964,16 +967,31 @@ impl<'a, S: ReadStorage + ?Sized> Scrub<'a, S> {
                 .at(t, Some(want.range.start)),
             );
         };
-        if let (Some(v), Some(SectionData::U64s(counts)), true) = (
-            validity,
-            frag.meta.section(Section::NullCounts(i)),
-            counts_nulls(attr),
-        ) {
-            if counts.len() == tile_num {
-                let nulls = v.iter().filter(|&&b| b == 0).count() as u64;
-                if counts[ti] != nulls {
-                    problem("null count", counts[ti].to_string(), nulls.to_string());
+        let stored_nulls = match frag.meta.section(Section::NullCounts(i)) {
+            Some(SectionData::U64s(counts)) if counts.len() == tile_num => counts.get(ti).copied(),
+            _ => None,
+        };
+        if attr.is_var() {
+            // Var-size values are not at hand here: only the null count,
+            // which TileDB takes over the written cells where the field has
+            // a min and max, and leaves 0 otherwise.
+            if let (Some(v), Some(stored)) = (validity, stored_nulls) {
+                let nulls = match order {
+                    _ if !has_min_max(attr.datatype, false, true, attr.cell_val_num) => 0,
+                    Some(o) => o.iter().filter(|&&p| v.get(p) == Some(&0)).count(),
+                    None => v.iter().filter(|&&b| b == 0).count(),
+                } as u64;
+                if stored != nulls {
+                    problem("null count", stored.to_string(), nulls.to_string());
                 }
+            }
+            return;
+        }
+        let stats = fs.tile(data, None, validity, order);
+        let (mins, maxes, sums, nulls) = tile_metadata::sections(frag.schema, i, 1, &[stats]);
+        if let (Some(stored), Some(&computed)) = (stored_nulls, nulls.first()) {
+            if stored != computed {
+                problem("null count", stored.to_string(), computed.to_string());
             }
         }
         // Lossy filters: the data read back is not what the writer saw.
@@ -982,32 +1000,31 @@ impl<'a, S: ReadStorage + ?Sized> Scrub<'a, S> {
             .filters
             .iter()
             .any(|f| matches!(f, Filter::ScaleFloat { .. } | Filter::Webp { .. }));
-        if attr.is_var() || attr.cell_val_num != 1 || lossy {
-            return;
-        }
-        let fs = FieldStats::new(frag.schema, SchemaField::Attribute(a));
-        let stats = fs.tile(data, None, validity, None);
-        if stats.min.is_empty() {
+        if attr.cell_val_num != 1 || lossy {
             return;
         }
         let size = attr.datatype.size() as usize;
         for (what, section, computed) in [
-            ("min", Section::Mins(i), &stats.min),
-            ("max", Section::Maxes(i), &stats.max),
+            ("min", Section::Mins(i), &mins),
+            ("max", Section::Maxes(i), &maxes),
         ] {
-            if let Some(SectionData::Bounds(b)) = frag.meta.section(section) {
+            if let (Some(SectionData::Bounds(b)), Some(computed)) =
+                (frag.meta.section(section), computed.value(0, Some(size)))
+            {
                 if b.fixed.len() == tile_num * size {
                     if let Some(stored) = b.value(ti, Some(size)) {
-                        if stored != computed.as_slice() {
+                        if stored != computed {
                             problem(what, format!("{stored:?}"), format!("{computed:?}"));
                         }
                     }
                 }
             }
         }
-        if let Some(SectionData::Sums(sums)) = frag.meta.section(Section::Sums(i)) {
-            if sums.len() == tile_num && sums[ti] != stats.sum {
-                problem("sum", sums[ti].to_string(), stats.sum.to_string());
+        if let (Some(SectionData::Sums(stored)), Some(computed)) =
+            (frag.meta.section(Section::Sums(i)), sums.first())
+        {
+            if stored.len() == tile_num && stored[ti] != *computed {
+                problem("sum", stored[ti].to_string(), computed.to_string());
             }
         }
     }
@@ -1019,42 +1036,26 @@ impl<'a, S: ReadStorage + ?Sized> Scrub<'a, S> {
 /// include the fill.
 const DENSE_TILE_METADATA_VERSION: u32 = 16;
 
-/// The cells of dense tile `t` the write gave, in the order TileDB's writer
-/// visits them, as fixed data and validity; `None` when the domain's
-/// arithmetic does not apply or the sizes disagree (the size checks report
-/// those).
+/// The positions in dense tile `t` the write gave, in the order TileDB's
+/// writer visits them; `None` when the domain's arithmetic does not apply
+/// or the sizes disagree (the size checks report those).
 fn written_cells(
     frag: &Frag<'_>,
     t: u64,
     data: &[u8],
     validity: Option<&[u8]>,
-) -> Option<(Vec<u8>, Option<Vec<u8>>)> {
+) -> Option<Vec<usize>> {
     let schema = frag.schema;
     let cells = usize::try_from(frag.cells(t)?).ok()?;
     if cells == 0 || data.len() % cells != 0 || validity.is_some_and(|v| v.len() != cells) {
         return None;
     }
-    let size = data.len() / cells;
-    let positions = tdb_index::dense::written_cells(
+    tdb_index::dense::written_cells(
         &schema.domain,
         schema.tile_order,
         schema.cell_order,
         frag.meta.footer.non_empty_domain.as_ref()?,
         t,
         cells,
-    )?;
-    let mut out = Vec::with_capacity(positions.len() * size);
-    for &p in &positions {
-        out.extend_from_slice(data.get(p * size..(p + 1) * size)?);
-    }
-    // Positions are below `cells`, the validity's length (checked above).
-    let validity = validity.map(|v| positions.iter().map(|&p| v[p]).collect());
-    Some((out, validity))
-}
-
-/// Whether TileDB counts an attribute's nulls per tile: always for
-/// fixed-size attributes; var-size ones only when they have a min and max
-/// (CHAR and STRING_ASCII; for the others it stores 0).
-fn counts_nulls(attr: &tdb_schema::Attribute) -> bool {
-    !attr.is_var() || has_min_max(attr.datatype, false, true, attr.cell_val_num)
+    )
 }
