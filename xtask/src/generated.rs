@@ -878,16 +878,15 @@ impl Case {
         let mut known = Vec::new();
         for (i, w) in self.writes.iter().enumerate() {
             let (fields, n, sub, json_sub) = self.cells(w);
-            let mut spec = WriteSpec::new(fields.clone()).with_layout(w.layout).at(w.t);
+            let mut spec = WriteSpec::new(Vec::new()).with_layout(w.layout).at(w.t);
             if let Some(s) = sub {
                 spec = spec.with_subarray(s);
             }
+            // One fragment, from one part or from several runs of cells.
+            let mut writer = array.writer(spec).map_err(err)?;
             if w.splits.is_empty() {
-                array.write(spec).map_err(err)?;
+                writer.submit(&fields).map_err(|e| err(e.into()))?;
             } else {
-                // One fragment from several parts, each a run of cells.
-                spec.fields = Vec::new();
-                let mut writer = array.writer(spec).map_err(err)?;
                 let mut bounds = vec![0];
                 bounds.extend(w.splits.iter().copied());
                 bounds.push(n);
@@ -896,8 +895,8 @@ impl Case {
                         fields.iter().map(|f| f.slice(r[0]..r[1])).collect();
                     writer.submit(&part).map_err(|e| err(e.into()))?;
                 }
-                writer.finish().map_err(|e| err(e.into()))?;
             }
+            writer.finish().map_err(|e| err(e.into()))?;
             if self.writes.len() == 1 && self.delete.is_none() && self.evolve.is_none() {
                 let name = format!("written_{i}");
                 let (layout, ordered) = match (self.array_type, w.layout) {

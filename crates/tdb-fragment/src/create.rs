@@ -6,7 +6,7 @@
 //! directory is made. Each of these files is one whole-object write, so it
 //! is either there whole or not at all.
 
-use crate::open::{object_kind, ReadStorage};
+use crate::open::{dir_label, object_kind, ReadStorage};
 use crate::{DeleteCommit, FragmentError, GroupDetails, MetadataFile, Result};
 use bytes::Bytes;
 use tdb_format::names::{
@@ -168,14 +168,6 @@ fn named(
         .map_err(|e| FragmentError::format(folder, "file name", e))?;
     let path = format!("{folder}/{name}{ext}");
     Ok((name, path))
-}
-
-fn dir_label(dir: &str) -> &str {
-    if dir.is_empty() {
-        "."
-    } else {
-        dir
-    }
 }
 
 /// Refuses a directory that already holds an array or group.

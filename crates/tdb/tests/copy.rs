@@ -47,6 +47,12 @@ fn copies_of_v22_arrays_are_tiledbs_bytes() {
             .iter()
             .map(|f| f.name().to_owned())
             .collect();
+        assert_eq!(
+            array.fragments().len(),
+            summary.fragments.len(),
+            "{}",
+            obj.case
+        );
         for (f, (name, _)) in array.fragments().iter().zip(&summary.fragments) {
             let footer = &f.metadata.footer;
             let schema = &array

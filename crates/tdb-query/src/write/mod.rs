@@ -115,14 +115,12 @@ pub fn write_fragment<S: WritableStorage + ?Sized>(
     key: Option<&[u8; 32]>,
     spec: &WriteSpec,
 ) -> Result<Written> {
-    let layout = WriteSpec {
-        layout: spec.layout,
-        subarray: spec.subarray.clone(),
-        fields: Vec::new(),
-        timestamps: spec.timestamps,
-    };
-    let mut writer = FragmentWriter::new(storage, dir, schema, key, &layout)?;
-    writer.submit(&spec.fields)?;
+    let mut writer = FragmentWriter::new(storage, dir, schema, key, spec)?;
+    if spec.fields.is_empty() {
+        // The writer takes an empty spec as "parts to come"; one write of
+        // nothing is refused as the cells' check refuses it.
+        writer.submit(&[])?;
+    }
     writer.finish()
 }
 
