@@ -107,14 +107,11 @@ fn write(phase: &Phase, a: &Array, out: &str) -> Result<serde_json::Value, Error
     } else {
         ResultLayout::Unordered
     };
-    let mut cells = tdb::Batch::default();
-    for batch in a.read(
+    let cells = a.read_all(
         ReadSpec::new(phase.fields.clone())
             .with_layout(layout)
             .with_budget(1 << 30),
-    )? {
-        cells.append(&batch?);
-    }
+    )?;
     let check: f64 = cells
         .fields
         .iter()
@@ -122,13 +119,7 @@ fn write(phase: &Phase, a: &Array, out: &str) -> Result<serde_json::Value, Error
         .map(touch)
         .sum();
     let start = Instant::now();
-    let copy = Array::create_in(
-        tdb::LocalStorage::new(out),
-        "",
-        schema,
-        &[],
-        tdb::OpenOptions::new(),
-    )?;
+    let copy = Array::create(out, schema)?;
     let written = copy.write(tdb::WriteSpec::new(cells.fields).with_layout(layout))?;
     Ok(report(start.elapsed().as_secs_f64(), written.cells, check))
 }

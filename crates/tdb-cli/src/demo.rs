@@ -7,7 +7,7 @@ use crate::CliError;
 use std::io::Write;
 use std::path::Path;
 use std::time::{Duration, Instant};
-use tdb::{Array, ArraySchema, Datatype, FieldBuffer, OpenOptions, Range, ReadSpec, Subarray};
+use tdb::{Array, ArraySchema, Datatype, FieldBuffer, Range, ReadSpec, Subarray};
 use tdb::{WriteSpec, VAR_NUM};
 use tdb_filters::Filter;
 use tdb_format::{ArrayType, Layout};
@@ -43,17 +43,6 @@ fn mismatch(what: &str, got: impl std::fmt::Display, want: impl std::fmt::Displa
     CliError::Output(format!("demo: {what}: read {got}, wrote {want}"))
 }
 
-/// A new, unencrypted array at `dir`.
-fn create(dir: &Path, schema: &ArraySchema) -> Result<Array, CliError> {
-    Ok(Array::create_in(
-        tdb::LocalStorage::new(dir),
-        "",
-        schema,
-        &[],
-        OpenOptions::new(),
-    )?)
-}
-
 /// Runs the demo with about `cells` cells per array, writing to `out` and
 /// reporting progress to `progress`.
 pub fn run(
@@ -86,7 +75,7 @@ pub fn run(
         )
         .build()?;
     let dense_dir = dir.join("dense");
-    let dense = create(&dense_dir, &schema)?;
+    let dense = Array::create(&dense_dir, &schema)?;
     let total = (side * side) as u64;
     let mut a = FieldBuffer::new("a", Datatype::Float64, 1, false);
     a.data.reserve(total as usize * 8);
@@ -129,7 +118,7 @@ pub fn run(
         )
         .build()?;
     let sparse_dir = dir.join("sparse");
-    let sparse = create(&sparse_dir, &schema)?;
+    let sparse = Array::create(&sparse_dir, &schema)?;
     let coords: Vec<(i64, i64)> = (0..points).map(|i| sparse_point(i, grid)).collect();
     let mut y = FieldBuffer::new("y", Datatype::Int64, 1, false);
     y.data = ints(coords.iter().map(|c| c.0), i64::to_le_bytes);
@@ -194,21 +183,11 @@ pub fn run(
             .map(|c| f64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
             .sum()
     };
-    let read_all = |a: &Array, spec: ReadSpec| -> Result<tdb::Batch, CliError> {
-        let mut all = tdb::Batch::default();
-        for batch in a.read(spec)? {
-            all.append(&batch?);
-        }
-        Ok(all)
-    };
     writeln!(out, "reads (each checked against the data written):").map_err(io)?;
 
     let (lo, hi) = (side / 3, (side / 3 + 255).min(side - 1));
     let started = Instant::now();
-    let got = read_all(
-        &dense,
-        ReadSpec::new(["a"]).with_subarray(box_of((lo, hi), (lo, hi))),
-    )?;
+    let got = dense.read_all(ReadSpec::new(["a"]).with_subarray(box_of((lo, hi), (lo, hi))))?;
     let took = started.elapsed();
     let want: f64 = (lo..=hi)
         .flat_map(|y| (lo..=hi).map(move |x| dense_value(y, x)))
@@ -227,10 +206,8 @@ pub fn run(
 
     let column = side / 2;
     let started = Instant::now();
-    let got = read_all(
-        &dense,
-        ReadSpec::new(["a"]).with_subarray(box_of((0, side - 1), (column, column))),
-    )?;
+    let got = dense
+        .read_all(ReadSpec::new(["a"]).with_subarray(box_of((0, side - 1), (column, column))))?;
     let took = started.elapsed();
     let want: f64 = (0..side).map(|y| dense_value(y, column)).sum();
     let got_sum = got.field("a").map_or(0.0, sum_f64);
@@ -247,10 +224,8 @@ pub fn run(
 
     let edge = (grid as i64 / 10).max(1) - 1;
     let started = Instant::now();
-    let got = read_all(
-        &sparse,
-        ReadSpec::new(["y", "x", "v"]).with_subarray(box_of((0, edge), (0, edge))),
-    )?;
+    let got = sparse
+        .read_all(ReadSpec::new(["y", "x", "v"]).with_subarray(box_of((0, edge), (0, edge))))?;
     let took = started.elapsed();
     let inside = |&(y, x): &(i64, i64)| y <= edge && x <= edge;
     let want = coords.iter().filter(|c| inside(c)).count() as u64;
@@ -267,10 +242,8 @@ pub fn run(
 
     let limit = (points / 100).max(1);
     let started = Instant::now();
-    let got = read_all(
-        &sparse,
-        ReadSpec::new(["v", "name"]).with_condition(format!("v < {limit}")),
-    )?;
+    let got =
+        sparse.read_all(ReadSpec::new(["v", "name"]).with_condition(format!("v < {limit}")))?;
     let took = started.elapsed();
     let names = got.field("name").map_or(0, |f| f.column().len()) as u64;
     if got.num_cells != limit || names != limit {
