@@ -2,7 +2,7 @@
 //! fragments with timestamps and format versions, and the header of every
 //! generic tile, from tdb-format and tdb-storage alone.
 
-use crate::{summary, CliError};
+use crate::CliError;
 use serde::Serialize;
 use std::fmt::{self, Write as _};
 use tdb_format::{classify, names, ObjectFile};
@@ -383,7 +383,10 @@ pub fn fragment_info(
             .zip(&schema.domain.dimensions)
             .map(|(r, d)| {
                 let (lo, hi) = r.bounds();
-                [summary::cell(d.datatype, lo), summary::cell(d.datatype, hi)]
+                [
+                    crate::values::cell(d.datatype, 1, lo),
+                    crate::values::cell(d.datatype, 1, hi),
+                ]
             })
             .collect()
     });

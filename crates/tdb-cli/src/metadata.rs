@@ -18,14 +18,8 @@ pub fn parse_value(text: &str, datatype: Option<&str>) -> Result<MetadataValue, 
     };
     let bytes = crate::values::to_bytes(datatype, &value)
         .map_err(|e| CliError::Usage(format!("value {text}: {e}")))?;
-    let size = datatype.size();
-    if size == 0 || bytes.len() as u64 % size != 0 {
-        return Err(CliError::Usage(format!(
-            "value {text}: not whole {} values",
-            datatype.name()
-        )));
-    }
-    let n = u32::try_from(bytes.len() as u64 / size)
+    // Whole values of the datatype: `MetadataValue::new` refuses others.
+    let n = u32::try_from(bytes.len() as u64 / datatype.size().max(1))
         .map_err(|_| CliError::Usage(format!("value {text}: too many values")))?;
     Ok(MetadataValue::new(datatype, n, bytes)?)
 }

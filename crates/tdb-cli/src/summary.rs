@@ -134,12 +134,6 @@ fn filter(f: &Filter) -> Value {
     json!({"type": f.filter_type().name(), "options": o})
 }
 
-/// One value of a one-value cell (a dimension bound), in the conformance
-/// encoding.
-pub fn cell(datatype: Datatype, bytes: &[u8]) -> Value {
-    value(datatype, 1, bytes)
-}
-
 /// An enumeration of the `enumerations` list.
 pub fn enumeration(e: &Enumeration) -> Result<Value, tdb_schema::SchemaError> {
     let values: Vec<Value> = e
@@ -437,7 +431,8 @@ fn parse_filter(f: &Value) -> Result<Filter, String> {
         FilterType::ScaleFloat => Filter::ScaleFloat {
             scale: float(FilterOption::ScaleFloatFactor, 1.0)?,
             offset: float(FilterOption::ScaleFloatOffset, 0.0)?,
-            byte_width: int(FilterOption::ScaleFloatBytewidth, 8)? as u64,
+            byte_width: u64::try_from(int(FilterOption::ScaleFloatBytewidth, 8)?)
+                .map_err(|_| format!("{name}: a negative byte width"))?,
         },
         FilterType::Webp => Filter::Webp {
             quality: float(FilterOption::WebpQuality, 100.0)? as f32,
