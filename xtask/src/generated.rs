@@ -685,20 +685,8 @@ fn cases() -> Vec<Case> {
             c.writes.push(sparse_write(10, Unordered, 30));
             c.writes.push(sparse_write(20, Unordered, 30));
         }
-        let mut data = Vec::new();
-        let mut offsets = Vec::new();
-        for v in ["red", "green", "blue"] {
-            offsets.extend_from_slice(&(data.len() as u64).to_le_bytes());
-            data.extend_from_slice(v.as_bytes());
-        }
-        let colors = tdb::Enumeration::new(
-            "colors",
-            tdb::Enumeration::new_path(),
-            StringUtf8,
-            VAR_NUM,
-            data,
-            offsets,
-        );
+        let colors =
+            tdb::Enumeration::from_values("colors", StringUtf8, VAR_NUM, ["red", "green", "blue"]);
         c.evolve = Some((
             30,
             SchemaEvolution::new()

@@ -329,21 +329,12 @@ fn parse_enumeration(e: &Value) -> Result<Enumeration, String> {
         .and_then(Value::as_u64)
         .and_then(|n| u32::try_from(n).ok())
         .ok_or_else(|| format!("{what}: cell_val_num is missing"))?;
-    let (mut data, mut offsets) = (Vec::new(), Vec::new());
-    for value in list(e, "values").map_err(|m| format!("{what}: {m}"))? {
-        if cell_val_num == VAR_NUM {
-            offsets.extend_from_slice(&(data.len() as u64).to_le_bytes());
-        }
-        data.extend(crate::values::to_bytes(datatype, value).map_err(|m| format!("{what}: {m}"))?);
-    }
-    let mut enumeration = Enumeration::new(
-        name,
-        Enumeration::new_path(),
-        datatype,
-        cell_val_num,
-        data,
-        offsets,
-    );
+    let values = list(e, "values")
+        .map_err(|m| format!("{what}: {m}"))?
+        .iter()
+        .map(|v| crate::values::to_bytes(datatype, v).map_err(|m| format!("{what}: {m}")))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut enumeration = Enumeration::from_values(name, datatype, cell_val_num, values);
     enumeration.ordered = e.get("ordered").and_then(Value::as_bool).unwrap_or(false);
     Ok(enumeration)
 }

@@ -56,6 +56,37 @@ impl Enumeration {
         }
     }
 
+    /// An unordered enumeration of `values`, stored in a fresh file
+    /// ([`Enumeration::new_path`]).
+    pub fn from_values<V: AsRef<[u8]>>(
+        name: impl Into<String>,
+        datatype: Datatype,
+        cell_val_num: u32,
+        values: impl IntoIterator<Item = V>,
+    ) -> Self {
+        let mut e = Enumeration::new(
+            name,
+            Enumeration::new_path(),
+            datatype,
+            cell_val_num,
+            Vec::new(),
+            Vec::new(),
+        );
+        for v in values {
+            e.push(v.as_ref());
+        }
+        e
+    }
+
+    /// Appends one value (its offset too, for var-length values).
+    pub(crate) fn push(&mut self, value: &[u8]) {
+        if self.cell_val_num == VAR_NUM {
+            self.offsets
+                .extend_from_slice(&(self.data.len() as u64).to_le_bytes());
+        }
+        self.data.extend_from_slice(value);
+    }
+
     /// A fresh file name for a new enumeration (`__<random label>_<version>`),
     /// as TileDB names them.
     pub fn new_path() -> String {

@@ -199,11 +199,7 @@ fn extend(old: &Enumeration, added: &[Vec<u8>]) -> Result<Enumeration> {
                 old.name
             ));
         }
-        if var {
-            e.offsets
-                .extend_from_slice(&(e.data.len() as u64).to_le_bytes());
-        }
-        e.data.extend_from_slice(v);
+        e.push(v);
     }
     Ok(e)
 }

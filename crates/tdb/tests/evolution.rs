@@ -14,20 +14,11 @@ use tdb_storage::{ListableStorage, MemoryStorage};
 type Array = tdb::Array<MemoryStorage>;
 
 fn colors() -> Enumeration {
-    let names = ["red", "green", "blue"];
-    let mut data = Vec::new();
-    let mut offsets = Vec::new();
-    for n in names {
-        offsets.extend_from_slice(&(data.len() as u64).to_le_bytes());
-        data.extend_from_slice(n.as_bytes());
-    }
-    Enumeration::new(
+    Enumeration::from_values(
         "colors",
-        Enumeration::new_path(),
         Datatype::StringAscii,
         VAR_NUM,
-        data,
-        offsets,
+        ["red", "green", "blue"],
     )
 }
 
