@@ -4,8 +4,8 @@ use crate::{Error, OpenOptions, Result};
 use std::path::Path;
 use tdb_format::ObjectType;
 use tdb_fragment::{
-    ArrayMetadata, GroupMember, GroupMemberEntry, GroupMembers, MetadataEntry, MetadataFile,
-    ObjectKind, OpenGroup, ReadStorage, TimeWindow,
+    ArrayMetadata, GroupMember, GroupMemberEntry, GroupMembers, MetadataEntry, ObjectKind,
+    OpenGroup, ReadStorage, TimeWindow,
 };
 use tdb_storage::{LocalStorage, Storage};
 
@@ -164,17 +164,13 @@ impl<S: Storage> Group<S> {
     /// Commits one batch of group metadata changes as one file (the last
     /// change of a key wins). An empty batch writes nothing.
     pub fn write_metadata(&self, changes: impl IntoIterator<Item = MetadataEntry>) -> Result<()> {
-        let file = MetadataFile::from_changes(changes);
-        let t = self.options.stamp();
-        tdb_fragment::write_metadata(
+        crate::commit_metadata(
             &self.storage,
             &self.dir,
-            &file,
-            (t, t),
+            changes,
+            self.options.stamp(),
             self.options.key.as_ref(),
         )
-        .map_err(Error::Write)?;
-        Ok(())
     }
 
     /// The member keyed `key` (its name), or else the one member whose URI

@@ -262,11 +262,13 @@ impl<S: tdb_storage::Storage> Array<S> {
     /// empty batch writes nothing, as in TileDB.
     pub fn write_metadata(&self, changes: impl IntoIterator<Item = MetadataEntry>) -> Result<()> {
         let open = &self.snapshot.open;
-        let file = tdb_fragment::MetadataFile::from_changes(changes);
-        let t = self.options.stamp();
-        tdb_fragment::write_metadata(&self.storage, &open.dir, &file, (t, t), open.key())
-            .map_err(Error::Write)?;
-        Ok(())
+        commit_metadata(
+            &self.storage,
+            &open.dir,
+            changes,
+            self.options.stamp(),
+            open.key(),
+        )
     }
 
     /// Sets metadata `key` to `value`: [`Array::write_metadata`] of one change.
@@ -391,6 +393,20 @@ impl<S: tdb_fragment::ReadStorage> Array<S> {
         }
         Ok(all)
     }
+}
+
+/// One batch of metadata changes (an array's or a group's) committed as
+/// one file stamped `t`.
+fn commit_metadata<S: tdb_storage::WritableStorage + ?Sized>(
+    storage: &S,
+    dir: &str,
+    changes: impl IntoIterator<Item = MetadataEntry>,
+    t: u64,
+    key: Option<&[u8; 32]>,
+) -> Result<()> {
+    let file = tdb_fragment::MetadataFile::from_changes(changes);
+    tdb_fragment::write_metadata(storage, dir, &file, (t, t), key).map_err(Error::Write)?;
+    Ok(())
 }
 
 /// A read in progress: batches of results in order.
