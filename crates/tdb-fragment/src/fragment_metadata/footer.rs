@@ -463,17 +463,11 @@ impl Footer {
     /// The footer of a fragment about to be written at the written format
     /// version (v22) with `schema` (named `schema_name`): every per-field
     /// array sized for the schema's attributes, `__coords` and dimensions
-    /// (no timestamps or delete metadata), sizes and offsets zero until the
-    /// writer fills them. `last_tile_cell_num` is TileDB's: a dense tile's
-    /// whole extent, the cells of a sparse fragment's last tile.
-    pub fn new_written(
-        schema: &ArraySchema,
-        schema_name: &str,
-        dense: bool,
-        non_empty_domain: Option<NDRange>,
-        sparse_tile_num: u64,
-        last_tile_cell_num: u64,
-    ) -> Footer {
+    /// (no timestamps or delete metadata); the non-empty domain, tile
+    /// counts, sizes and offsets empty or zero until the writer fills them
+    /// (`last_tile_cell_num` as TileDB's: a dense tile's whole extent, the
+    /// cells of a sparse fragment's last tile).
+    pub fn new_written(schema: &ArraySchema, schema_name: &str) -> Footer {
         let (a, d) = (schema.attributes.len(), schema.domain.dimensions.len());
         let version = FormatVersion::WRITTEN.get();
         let (num, _, _) = counts(version, a, d, false, false);
@@ -481,10 +475,10 @@ impl Footer {
         Footer {
             version,
             array_schema_name: schema_name.to_owned(),
-            dense,
-            non_empty_domain,
-            sparse_tile_num,
-            last_tile_cell_num,
+            dense: schema.array_type == tdb_format::ArrayType::Dense,
+            non_empty_domain: None,
+            sparse_tile_num: 0,
+            last_tile_cell_num: 0,
             has_timestamps: false,
             has_delete_meta: false,
             file_sizes: zeros(),

@@ -123,7 +123,7 @@ impl<'a, S: WritableStorage + ?Sized> FragmentWriter<'a, S> {
             .map_err(|e| QueryError::invalid(e.to_string()))?;
         let frag_name = name.to_string();
         let frag_dir = tdb_storage::join(&tdb_storage::join(dir, names::FRAGMENTS_DIR), &frag_name);
-        let footer = Footer::new_written(s, &entry.name, dense, None, 0, 0);
+        let footer = Footer::new_written(s, &entry.name);
         let mut written: Vec<(Field, bool, bool)> = s
             .attributes
             .iter()
