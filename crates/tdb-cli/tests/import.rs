@@ -101,7 +101,13 @@ fn every_tiledb_array_exported_imports_to_the_same_cells() {
                     let again = exported(&copy, format);
                     let same = match format {
                         Format::Csv => rows(&text, dups) == rows(&again, dups),
-                        Format::Json => dups || text == again,
+                        // Duplicates come back in any order: compare rows.
+                        Format::Json if dups => {
+                            non_utf8_text(&array)
+                                || rows(&exported(&array, Format::Csv), true)
+                                    == rows(&exported(&copy, Format::Csv), true)
+                        }
+                        Format::Json => text == again,
                     };
                     if !same {
                         failures.push(format!("{} ({format:?}): cells differ", object.case));
