@@ -212,21 +212,12 @@ fn dim(name: &'static str, datatype: Datatype, lo: i64, hi: i64, extent: i64) ->
 
 impl Dim {
     fn builder(&self) -> DimensionBuilder {
-        let (lo, hi, e) = (self.lo, self.hi, self.extent);
-        let b = DimensionBuilder::new(self.name, self.datatype);
-        match self.datatype {
-            Datatype::Int8 => b.domain(lo as i8, hi as i8).tile_extent(e as i8),
-            Datatype::UInt8 => b.domain(lo as u8, hi as u8).tile_extent(e as u8),
-            Datatype::Int16 => b.domain(lo as i16, hi as i16).tile_extent(e as i16),
-            Datatype::UInt16 => b.domain(lo as u16, hi as u16).tile_extent(e as u16),
-            Datatype::Int32 => b.domain(lo as i32, hi as i32).tile_extent(e as i32),
-            Datatype::UInt32 => b.domain(lo as u32, hi as u32).tile_extent(e as u32),
-            Datatype::UInt64 => b.domain(lo as u64, hi as u64).tile_extent(e as u64),
-            Datatype::Float32 => b.domain(lo as f32, hi as f32).tile_extent(e as f32),
-            Datatype::Float64 => b.domain(lo as f64, hi as f64).tile_extent(e as f64),
-            Datatype::StringAscii => DimensionBuilder::string(self.name),
-            _ => b.domain(lo, hi).tile_extent(e),
+        if self.datatype == Datatype::StringAscii {
+            return DimensionBuilder::string(self.name);
         }
+        DimensionBuilder::new(self.name, self.datatype)
+            .domain_bytes(self.coord(self.lo), self.coord(self.hi))
+            .tile_extent_bytes(self.coord(self.extent))
     }
 
     /// One coordinate's bytes.
