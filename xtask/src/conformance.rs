@@ -163,6 +163,16 @@ fn cases(dir: &Path) -> Result<Vec<(String, PathBuf)>, String> {
 
 /// Checks one case directory; `Err` holds the first difference.
 pub fn check_case(case: &Path, options: &Options) -> Result<(), String> {
+    let (expected, key) = read_expected(case)?;
+    if expected["kind"] == "group" {
+        check_group(&case.join("group"), &expected, key.as_ref(), options)
+    } else {
+        check_array(&case.join("array"), "", &expected, key.as_ref(), options)
+    }
+}
+
+/// A case's `expected.json` and the encryption key it names.
+pub(crate) fn read_expected(case: &Path) -> Result<(Value, Option<[u8; 32]>), String> {
     let file = case.join("expected.json");
     let text = std::fs::read_to_string(&file).map_err(|e| format!("expected.json: {e}"))?;
     let expected: Value = serde_json::from_str(&text).map_err(|e| format!("expected.json: {e}"))?;
@@ -173,14 +183,11 @@ pub fn check_case(case: &Path, options: &Options) -> Result<(), String> {
             })?),
             None => None,
         };
-    if expected["kind"] == "group" {
-        check_group(&case.join("group"), &expected, key.as_ref(), options)
-    } else {
-        check_array(&case.join("array"), "", &expected, key.as_ref(), options)
-    }
+    Ok((expected, key))
 }
 
-fn chain(e: &dyn std::error::Error) -> String {
+/// An error and its causes on one line.
+pub(crate) fn chain(e: &dyn std::error::Error) -> String {
     one_line(
         &error_report(e)
             .replace("error: ", "")

@@ -844,7 +844,7 @@ impl Case {
     /// Writes the array under `dir/array` and the case's `expected.json`
     /// stub; returns the queries whose answers are known.
     fn write(&self, dir: &Path) -> Result<Vec<Known>, String> {
-        let err = |e: tdb::Error| error_report(&e).trim_end().replace('\n', " / ");
+        let err = |e: tdb::Error| crate::conformance::chain(&e);
         let schema = self.schema()?;
         let mut options = OpenOptions::new();
         if self.encrypted {
@@ -982,9 +982,7 @@ pub(crate) fn generated(root: &Path, python: &Path) -> Result<(usize, usize), St
         if failed.contains_key(name) {
             continue;
         }
-        let exp: Value = fs::read(out.join(name).join("expected.json"))
-            .map_err(|e| e.to_string())
-            .and_then(|b| serde_json::from_slice(&b).map_err(|e| e.to_string()))?;
+        let (exp, _) = crate::conformance::read_expected(&out.join(name))?;
         for k in queries {
             let got = exp["queries"]
                 .as_array()

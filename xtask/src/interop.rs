@@ -107,21 +107,13 @@ enum Copied {
 /// Copies the array of the case at `case` into `out/array` with
 /// `tdb::copy` (the case's key, if any, for both sides).
 fn copy_case(case: &Path, out: &Path) -> Copied {
-    let exp: serde_json::Value = match fs::read(case.join("expected.json"))
-        .map_err(|e| e.to_string())
-        .and_then(|b| serde_json::from_slice(&b).map_err(|e| e.to_string()))
-    {
+    let (exp, key) = match crate::conformance::read_expected(case) {
         Ok(v) => v,
-        Err(e) => return Copied::Failed(format!("expected.json: {e}")),
+        Err(e) => return Copied::Failed(e),
     };
     if exp.get("kind").and_then(|k| k.as_str()).unwrap_or("array") != "array" {
         return Copied::Skipped("groups are not copied yet".into());
     }
-    let key: Option<[u8; 32]> = exp
-        .get("encryption")
-        .and_then(|e| e.get("key"))
-        .and_then(|k| k.as_str())
-        .and_then(|k| k.as_bytes().try_into().ok());
     let mut options = tdb::OpenOptions::new();
     if let Some(k) = &key {
         options = match options.key(k) {
@@ -146,7 +138,7 @@ fn copy_case(case: &Path, out: &Path) -> Copied {
             Err(e) => Copied::Failed(format!("expected.json: {e}")),
         },
         Err(tdb::Error::Unsupported(what)) => Copied::Skipped(what),
-        Err(e) => Copied::Failed(error_report(&e).trim_end().replace('\n', " / ")),
+        Err(e) => Copied::Failed(crate::conformance::chain(&e)),
     }
 }
 
