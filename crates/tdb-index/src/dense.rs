@@ -248,6 +248,90 @@ impl FragmentGrid {
         })
     }
 
+    /// Tile `t`'s part of the rectangle (per dimension, inclusive) and the
+    /// tile's low corner.
+    fn tile_box(&self, t: u64) -> Option<(Vec<i128>, Vec<i128>, Vec<i128>)> {
+        let dims = &self.dims;
+        let n = dims.len();
+        if dims.iter().any(|g| g.span <= 0 || g.hi < g.lo) {
+            return None;
+        }
+        let mut rest = i128::from(t);
+        let mut corner = vec![0i128; n];
+        let order: Vec<usize> = if self.tile_col {
+            (0..n).collect()
+        } else {
+            (0..n).rev().collect()
+        };
+        for d in order {
+            let g = &dims[d];
+            corner[d] = g.origin + (g.first + rest % g.span) * g.extent;
+            rest /= g.span;
+        }
+        if rest != 0 {
+            return None;
+        }
+        let from = (0..n).map(|d| dims[d].lo.max(corner[d])).collect();
+        let to = (0..n)
+            .map(|d| dims[d].hi.min(corner[d] + dims[d].extent - 1))
+            .collect();
+        Some((from, to, corner))
+    }
+
+    /// The cells of tile `t` inside the non-empty domain (the rest is
+    /// fill), as positions in the tile's cell order, listed in row-major
+    /// order of their coordinates: see [`written_cells`].
+    pub fn written_cells(&self, t: u64, tile_cells: usize) -> Option<Vec<usize>> {
+        let dims = &self.dims;
+        let n = dims.len();
+        if n == 0 {
+            return None;
+        }
+        let (from, to, corner) = self.tile_box(t)?;
+        // Strides of a cell's offset from the tile's corner, by cell order.
+        let mut stride = vec![0usize; n];
+        let mut acc = 1usize;
+        let fastest: Vec<usize> = if self.cell_col {
+            (0..n).collect()
+        } else {
+            (0..n).rev().collect()
+        };
+        for d in fastest {
+            stride[d] = acc;
+            acc = acc.checked_mul(usize::try_from(dims[d].extent).ok()?)?;
+        }
+        if acc != tile_cells {
+            return None;
+        }
+        if (0..n).any(|d| from[d] > to[d]) {
+            return Some(Vec::new());
+        }
+        let mut out = Vec::new();
+        let mut at = from.clone();
+        // Row by row along the last dimension, the fastest of a row-major walk.
+        let last = n - 1;
+        let run = usize::try_from(to[last] - from[last] + 1).ok()?;
+        loop {
+            let pos = (0..n).try_fold(0usize, |p, d| {
+                let off = usize::try_from(at[d] - corner[d]).ok()?;
+                p.checked_add(off.checked_mul(stride[d])?)
+            })?;
+            out.extend((0..run).map(|j| pos + j * stride[last]));
+            let mut d = last;
+            loop {
+                if d == 0 {
+                    return Some(out);
+                }
+                d -= 1;
+                if at[d] < to[d] {
+                    at[d] += 1;
+                    break;
+                }
+                at[d] = from[d];
+            }
+        }
+    }
+
     /// The fragment's non-empty domain, per dimension, as integers.
     pub fn bounds(&self) -> impl Iterator<Item = (i128, i128)> + '_ {
         self.dims.iter().map(|d| (d.lo, d.hi))
@@ -308,88 +392,7 @@ pub fn written_cells(
     tile: u64,
     tile_cells: usize,
 ) -> Option<Vec<usize>> {
-    use tdb_format::Layout;
-    let dims = &domain.dimensions;
-    let n = dims.len();
-    if ned.len() != n || n == 0 {
-        return None;
-    }
-    // Per dimension: domain low bound, extent, the non-empty range, and
-    // the first tile and number of tiles the non-empty range touches.
-    let mut per_dim = Vec::with_capacity(n);
-    for (d, r) in dims.iter().zip(ned) {
-        let (lo, extent) = origin_and_extent(d)?;
-        let (nlo, nhi) = int_range(d, r)?;
-        if nhi < nlo || nlo < lo {
-            return None;
-        }
-        let first = (nlo - lo) / extent;
-        let count = (nhi - lo) / extent - first + 1;
-        per_dim.push((lo, extent, nlo, nhi, first, count));
-    }
-    // Dimension indexes from the fastest-varying to the slowest.
-    let fastest_first = |layout: Layout| -> Vec<usize> {
-        if layout == Layout::ColMajor {
-            (0..n).collect()
-        } else {
-            (0..n).rev().collect()
-        }
-    };
-    // The tile's low corner, from its number in the grid of touched tiles.
-    let mut rest = i128::from(tile);
-    let mut tile_lo = vec![0i128; n];
-    for &d in &fastest_first(tile_order) {
-        let (lo, extent, _, _, first, count) = per_dim[d];
-        tile_lo[d] = lo + (first + rest % count) * extent;
-        rest /= count;
-    }
-    if rest != 0 {
-        return None;
-    }
-    // Strides of a cell's offset from the tile's corner, by cell order.
-    let mut stride = vec![0usize; n];
-    let mut acc = 1usize;
-    for &d in &fastest_first(cell_order) {
-        stride[d] = acc;
-        acc = acc.checked_mul(usize::try_from(per_dim[d].1).ok()?)?;
-    }
-    if acc != tile_cells {
-        return None;
-    }
-    // The box of written cells in this tile, walked row-major.
-    let (mut from, mut to) = (vec![0i128; n], vec![0i128; n]);
-    for d in 0..n {
-        let (_, extent, nlo, nhi, _, _) = per_dim[d];
-        from[d] = nlo.max(tile_lo[d]);
-        to[d] = nhi.min(tile_lo[d] + extent - 1);
-        if from[d] > to[d] {
-            return Some(Vec::new());
-        }
-    }
-    let mut out = Vec::new();
-    let mut at = from.clone();
-    // Row by row along the last dimension, the fastest of a row-major walk.
-    let last = n - 1;
-    let run = usize::try_from(to[last] - from[last] + 1).ok()?;
-    loop {
-        let pos = (0..n).try_fold(0usize, |p, d| {
-            let off = usize::try_from(at[d] - tile_lo[d]).ok()?;
-            p.checked_add(off.checked_mul(stride[d])?)
-        })?;
-        out.extend((0..run).map(|j| pos + j * stride[last]));
-        let mut d = last;
-        loop {
-            if d == 0 {
-                return Some(out);
-            }
-            d -= 1;
-            if at[d] < to[d] {
-                at[d] += 1;
-                break;
-            }
-            at[d] = from[d];
-        }
-    }
+    FragmentGrid::new(domain, tile_order, cell_order, ned)?.written_cells(tile, tile_cells)
 }
 
 /// The order of a dense write's input cells over its subarray.
@@ -438,6 +441,12 @@ impl WriteGrid {
         })
     }
 
+    /// Tile `t`'s written cells in TileDB's metadata order: see
+    /// [`FragmentGrid::written_cells`].
+    pub fn written_cells(&self, t: u64) -> Option<Vec<usize>> {
+        self.grid.written_cells(t, self.tile_cells)
+    }
+
     /// Whether the rectangle covers whole space tiles only (each range
     /// starts and ends on tile bounds), as TileDB's global-order dense
     /// writes require.
@@ -468,37 +477,10 @@ impl WriteGrid {
         })
     }
 
-    /// Tile `t`'s part of the rectangle (per dimension, inclusive) and the
-    /// tile's low corner.
-    fn tile_box(&self, t: u64) -> Option<(Vec<i128>, Vec<i128>, Vec<i128>)> {
-        let dims = &self.grid.dims;
-        let n = dims.len();
-        let mut rest = i128::from(t);
-        let mut corner = vec![0i128; n];
-        let order: Vec<usize> = if self.grid.tile_col {
-            (0..n).collect()
-        } else {
-            (0..n).rev().collect()
-        };
-        for d in order {
-            let g = &dims[d];
-            corner[d] = g.origin + (g.first + rest % g.span) * g.extent;
-            rest /= g.span;
-        }
-        if rest != 0 {
-            return None;
-        }
-        let from = (0..n).map(|d| dims[d].lo.max(corner[d])).collect();
-        let to = (0..n)
-            .map(|d| dims[d].hi.min(corner[d] + dims[d].extent - 1))
-            .collect();
-        Some((from, to, corner))
-    }
-
     /// Fills `out` with tile `t`'s cells in the cell order: the input cell
     /// each holds, or [`FILL`]. `None` for a tile beyond the grid.
     pub fn sources(&self, t: u64, out: &mut Vec<usize>) -> Option<()> {
-        let (from, to, corner) = self.tile_box(t)?;
+        let (from, to, corner) = self.grid.tile_box(t)?;
         let dims = &self.grid.dims;
         let n = dims.len();
         out.clear();

@@ -11,13 +11,9 @@ use tdb_index::DomainOps;
 use tdb_schema::{ArraySchema, NDRange, Range};
 
 /// How a write's cells are laid into tiles.
-pub(crate) enum Arrangement<'s> {
+pub(crate) enum Arrangement {
     /// A dense write: the subarray's tiles.
-    Dense {
-        grid: WriteGrid,
-        subarray: NDRange,
-        schema: &'s ArraySchema,
-    },
+    Dense { grid: WriteGrid },
     /// A sparse write: cells in global order, `capacity` per tile.
     Sparse {
         order: Vec<usize>,
@@ -102,13 +98,13 @@ pub(crate) fn mbr(
     mbr
 }
 
-impl<'s> Arrangement<'s> {
+impl Arrangement {
     /// A dense write in row- or column-major order (global-order writes
     /// stream through [`Arrangement::Run`]).
     pub(crate) fn dense(
-        schema: &'s ArraySchema,
+        schema: &ArraySchema,
         layout: ResultLayout,
-        subarray: NDRange,
+        subarray: &NDRange,
     ) -> Result<Self> {
         let order = match layout {
             ResultLayout::RowMajor => InputOrder::RowMajor,
@@ -120,12 +116,8 @@ impl<'s> Arrangement<'s> {
                 )))
             }
         };
-        let grid = write_grid(schema, &subarray, order)?;
-        Ok(Arrangement::Dense {
-            grid,
-            subarray,
-            schema,
-        })
+        let grid = write_grid(schema, subarray, order)?;
+        Ok(Arrangement::Dense { grid })
     }
 
     /// A sparse write of unordered cells, sorted here into the global
@@ -222,20 +214,12 @@ impl<'s> Arrangement<'s> {
     /// The positions in tile `t` whose cells the write gave, in the order
     /// TileDB's writer visits them for tile metadata; `None`: every
     /// position, in order.
-    pub(crate) fn stats_order(&self, t: u64, tile_cells: usize) -> Result<Option<Vec<usize>>> {
+    pub(crate) fn stats_order(&self, t: u64) -> Result<Option<Vec<usize>>> {
         match self {
-            Arrangement::Dense {
-                subarray, schema, ..
-            } => tdb_index::dense::written_cells(
-                &schema.domain,
-                schema.tile_order,
-                schema.cell_order,
-                subarray,
-                t,
-                tile_cells,
-            )
-            .map(Some)
-            .ok_or_else(|| QueryError::invalid(format!("no tile {t} in the write"))),
+            Arrangement::Dense { grid, .. } => grid
+                .written_cells(t)
+                .map(Some)
+                .ok_or_else(|| QueryError::invalid(format!("no tile {t} in the write"))),
             Arrangement::Sparse { .. } | Arrangement::Run { .. } => Ok(None),
         }
     }

@@ -24,7 +24,7 @@ pub(crate) fn field_tiles(
     schema: &ArraySchema,
     field: &InField<'_>,
     data_field: &DataField,
-    sources: &Arrangement<'_>,
+    sources: &Arrangement,
     key: Option<&[u8; 32]>,
     fragment: &str,
     first_tile: u64,
@@ -103,7 +103,7 @@ pub(crate) fn field_tiles(
                 validity.push(valid);
             }
         }
-        let order = sources.stats_order(t, cells)?;
+        let order = sources.stats_order(t)?;
         b.metadata = stats.tile(
             if var { &var_data } else { &fixed },
             var.then_some(offsets.as_slice()),

@@ -230,7 +230,7 @@ impl<'a, S: WritableStorage + ?Sized> FragmentWriter<'a, S> {
     fn whole(&mut self, input: &Input<'_>) -> Result<()> {
         let s = &self.entry.schema;
         let arrangement = match &self.subarray {
-            Some(sub) => Arrangement::dense(s, self.layout, sub.clone())?,
+            Some(sub) => Arrangement::dense(s, self.layout, sub)?,
             None => Arrangement::sparse(s, input)?,
         };
         self.push_tiles(input, &arrangement)?;
@@ -296,7 +296,7 @@ impl<'a, S: WritableStorage + ?Sized> FragmentWriter<'a, S> {
     }
 
     /// Builds, filters and uploads `arrangement`'s tiles of every field.
-    fn push_tiles(&mut self, input: &Input<'_>, arrangement: &Arrangement<'_>) -> Result<()> {
+    fn push_tiles(&mut self, input: &Input<'_>, arrangement: &Arrangement) -> Result<()> {
         let s = &self.entry.schema;
         let frag_name = self.name.to_string();
         for (f, (field, data_field, files)) in input.fields.iter().zip(&mut self.files) {
