@@ -15,11 +15,13 @@ mod consolidated;
 mod footer;
 mod legacy;
 mod sections;
+mod written;
 
 pub use consolidated::{ConsolidatedEntry, ConsolidatedFragmentMeta};
 pub use footer::{Field, Footer, FooterRead, OptionalSection, SectionOffsets};
 pub use legacy::LegacyMetadata;
 pub use sections::{FieldSummary, Section, SectionData, SumValue, TileBounds};
+pub use written::{WrittenField, WrittenShape};
 
 use crate::{FragmentError, Result};
 use std::collections::HashMap;

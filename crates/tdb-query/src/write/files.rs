@@ -6,6 +6,7 @@
 use crate::{QueryError, Result};
 use bytes::Bytes;
 use tdb_format::{DataField, DataPart};
+use tdb_fragment::fragment_metadata::WrittenField;
 use tdb_fragment::tile_metadata::TileMetadata;
 use tdb_storage::{Upload, WritableStorage};
 
@@ -78,18 +79,6 @@ pub(crate) struct FieldFiles<'a> {
     metadata: Vec<TileMetadata>,
 }
 
-/// A finished field: its file sizes and per-tile records.
-#[derive(Debug, Default)]
-pub(crate) struct FieldRecord {
-    pub idx: usize,
-    pub sizes: [u64; 3],
-    pub fixed_offsets: Vec<u64>,
-    pub var_offsets: Option<Vec<u64>>,
-    pub var_sizes: Vec<u64>,
-    pub validity_offsets: Option<Vec<u64>>,
-    pub metadata: Vec<TileMetadata>,
-}
-
 impl<'a> FieldFiles<'a> {
     /// Starts the files of `field` (footer index `idx`) in `frag_dir`.
     pub fn open<S: WritableStorage + ?Sized>(
@@ -131,12 +120,12 @@ impl<'a> FieldFiles<'a> {
 
     /// Makes the field's files visible (still uncommitted: no reader
     /// looks at a fragment without its commit file).
-    pub fn finish(self) -> Result<FieldRecord> {
+    pub fn finish(self) -> Result<WrittenField> {
         let (fixed_size, fixed_offsets) = self.fixed.finish()?;
-        let (var_size, var_offsets) = match self.var {
+        let (var_size, var) = match self.var {
             Some(f) => {
                 let (s, o) = f.finish()?;
-                (s, Some(o))
+                (s, Some((o, self.var_sizes)))
             }
             None => (0, None),
         };
@@ -147,12 +136,11 @@ impl<'a> FieldFiles<'a> {
             }
             None => (0, None),
         };
-        Ok(FieldRecord {
+        Ok(WrittenField {
             idx: self.idx,
             sizes: [fixed_size, var_size, validity_size],
             fixed_offsets,
-            var_offsets,
-            var_sizes: self.var_sizes,
+            var,
             validity_offsets,
             metadata: self.metadata,
         })

@@ -18,8 +18,7 @@ use super::tiles::field_tiles;
 use super::{now_ms, WriteSpec, Written};
 use crate::{FieldBuffer, QueryError, Result, ResultLayout};
 use tdb_format::{names, ArrayType, DataField, FormatVersion, TimestampedName};
-use tdb_fragment::fragment_metadata::{Field, Footer, FragmentMetadata, Section, SectionData};
-use tdb_fragment::tile_metadata::{self, TileMetadata};
+use tdb_fragment::fragment_metadata::{Field, Footer, FragmentMetadata, WrittenShape};
 use tdb_index::dense::InputOrder;
 use tdb_index::order::{cmp_cells, CellOrder};
 use tdb_index::{DomainOps, RTree, DEFAULT_FANOUT};
@@ -445,71 +444,27 @@ impl<'a, S: WritableStorage + ?Sized> FragmentWriter<'a, S> {
                 Some(d)
             }
         };
-        self.footer.non_empty_domain = domain;
-        self.footer.sparse_tile_num = if dense { 0 } else { tile_num };
-        self.footer.last_tile_cell_num = if dense {
-            self.tile_cells as u64
-        } else {
-            self.last_tile_cells
-        };
         let rtree = if dense {
             RTree::empty(DEFAULT_FANOUT)
         } else {
             RTree::build(&s.domain, std::mem::take(&mut self.mbrs), DEFAULT_FANOUT)?
         };
-        let mut meta = FragmentMetadata::new(self.name.clone(), self.footer.clone());
-        let mut bytes = Vec::new();
-        rtree.write(&mut bytes);
-        meta.set_section(Section::RTree, SectionData::RTree(bytes));
-        // Every footer field gets every section: one entry per tile in the
-        // offsets sections (zero where the field has no such file), TileDB's
-        // statistics in the others (`tdb_fragment::tile_metadata::sections`).
-        let field_num = meta.footer.fields().len();
-        let zeros = vec![0u64; tile_num as usize];
-        for i in 0..field_num {
-            for section in [
-                Section::TileOffsets(i),
-                Section::VarOffsets(i),
-                Section::VarSizes(i),
-                Section::ValidityOffsets(i),
-            ] {
-                meta.set_section(section, SectionData::U64s(zeros.clone()));
-            }
-        }
-        let mut stats: Vec<Vec<TileMetadata>> = vec![Vec::new(); field_num];
-        for (_, _, files) in self.files {
-            let r = files.finish()?;
-            let i = r.idx;
-            meta.footer.file_sizes[i] = r.sizes[0];
-            meta.footer.file_var_sizes[i] = r.sizes[1];
-            meta.footer.file_validity_sizes[i] = r.sizes[2];
-            meta.set_section(Section::TileOffsets(i), SectionData::U64s(r.fixed_offsets));
-            if let Some(o) = r.var_offsets {
-                meta.set_section(Section::VarOffsets(i), SectionData::U64s(o));
-                meta.set_section(Section::VarSizes(i), SectionData::U64s(r.var_sizes));
-            }
-            if let Some(o) = r.validity_offsets {
-                meta.set_section(Section::ValidityOffsets(i), SectionData::U64s(o));
-            }
-            stats[i] = r.metadata;
-        }
-        for (i, tiles) in stats.iter().enumerate() {
-            let (mins, maxes, sums, nulls) =
-                tile_metadata::sections(s, i, tile_num as usize, tiles);
-            meta.set_section(Section::Mins(i), SectionData::Bounds(mins));
-            meta.set_section(Section::Maxes(i), SectionData::Bounds(maxes));
-            meta.set_section(Section::Sums(i), SectionData::Sums(sums));
-            meta.set_section(Section::NullCounts(i), SectionData::U64s(nulls));
-        }
-        let per_field: Vec<&[TileMetadata]> = stats.iter().map(Vec::as_slice).collect();
-        meta.set_section(
-            Section::FragmentSummaries,
-            SectionData::Summaries(tile_metadata::fragment_summaries(s, &per_field)),
-        );
-        meta.set_section(
-            Section::ProcessedConditions,
-            SectionData::Conditions(Vec::new()),
-        );
+        let shape = WrittenShape {
+            non_empty_domain: domain,
+            tile_num,
+            last_tile_cell_num: if dense {
+                self.tile_cells as u64
+            } else {
+                self.last_tile_cells
+            },
+        };
+        let fields = self
+            .files
+            .into_iter()
+            .map(|(_, _, files)| files.finish())
+            .collect::<Result<Vec<_>>>()?;
+        let meta =
+            FragmentMetadata::written(s, self.name.clone(), self.footer, shape, &rtree, fields);
         let bytes = meta.write_file(s, self.key)?;
         super::write(
             self.storage,
