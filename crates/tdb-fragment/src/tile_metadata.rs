@@ -97,62 +97,122 @@ impl Num {
     }
 }
 
-/// A decoded numeric value.
-#[derive(Debug, Clone, Copy, PartialEq, PartialOrd)]
-enum V {
-    I(i64),
-    U(u64),
-    F(f64),
+/// Runs `$body` with `$t` bound to the Rust type of `$num`: the one
+/// datatype switch, outside the loops over cells.
+macro_rules! with_num {
+    ($num:expr, $t:ident => $body:expr) => {
+        match $num {
+            Num::I8 => {
+                type $t = i8;
+                $body
+            }
+            Num::I16 => {
+                type $t = i16;
+                $body
+            }
+            Num::I32 => {
+                type $t = i32;
+                $body
+            }
+            Num::I64 => {
+                type $t = i64;
+                $body
+            }
+            Num::U8 => {
+                type $t = u8;
+                $body
+            }
+            Num::U16 => {
+                type $t = u16;
+                $body
+            }
+            Num::U32 => {
+                type $t = u32;
+                $body
+            }
+            Num::U64 => {
+                type $t = u64;
+                $body
+            }
+            Num::F32 => {
+                type $t = f32;
+                $body
+            }
+            Num::F64 => {
+                type $t = f64;
+                $body
+            }
+        }
+    };
 }
 
-fn decode(num: Num, b: &[u8]) -> V {
-    let mut a = [0u8; 8];
-    a[..b.len().min(8)].copy_from_slice(&b[..b.len().min(8)]);
-    match num {
-        Num::I8 => V::I(i64::from(a[0] as i8)),
-        Num::I16 => V::I(i64::from(i16::from_le_bytes([a[0], a[1]]))),
-        Num::I32 => V::I(i64::from(i32::from_le_bytes([a[0], a[1], a[2], a[3]]))),
-        Num::I64 => V::I(i64::from_le_bytes(a)),
-        Num::U8 => V::U(u64::from(a[0])),
-        Num::U16 => V::U(u64::from(u16::from_le_bytes([a[0], a[1]]))),
-        Num::U32 => V::U(u64::from(u32::from_le_bytes([a[0], a[1], a[2], a[3]]))),
-        Num::U64 => V::U(u64::from_le_bytes(a)),
-        Num::F32 => V::F(f64::from(f32::from_le_bytes([a[0], a[1], a[2], a[3]]))),
-        Num::F64 => V::F(f64::from_le_bytes(a)),
-    }
+/// What TileDB sums a type into: `int64`, `uint64` or `double`, kept as
+/// the raw `u64` the fragment metadata stores.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SumKind {
+    Signed,
+    Unsigned,
+    Float,
 }
 
-/// The type's (max, lowest) as little-endian bytes: the starting bounds.
-fn sentinels(num: Num) -> (Vec<u8>, Vec<u8>) {
-    match num {
-        Num::I8 => (i8::MAX.to_le_bytes().into(), i8::MIN.to_le_bytes().into()),
-        Num::I16 => (i16::MAX.to_le_bytes().into(), i16::MIN.to_le_bytes().into()),
-        Num::I32 => (i32::MAX.to_le_bytes().into(), i32::MIN.to_le_bytes().into()),
-        Num::I64 => (i64::MAX.to_le_bytes().into(), i64::MIN.to_le_bytes().into()),
-        Num::U8 => (u8::MAX.to_le_bytes().into(), u8::MIN.to_le_bytes().into()),
-        Num::U16 => (u16::MAX.to_le_bytes().into(), u16::MIN.to_le_bytes().into()),
-        Num::U32 => (u32::MAX.to_le_bytes().into(), u32::MIN.to_le_bytes().into()),
-        Num::U64 => (u64::MAX.to_le_bytes().into(), u64::MIN.to_le_bytes().into()),
-        Num::F32 => (f32::MAX.to_le_bytes().into(), f32::MIN.to_le_bytes().into()),
-        Num::F64 => (f64::MAX.to_le_bytes().into(), f64::MIN.to_le_bytes().into()),
-    }
+/// A fixed-size numeric cell as the metadata rules use it.
+trait Cell: Copy + PartialOrd {
+    const SIZE: usize;
+    /// The starting bounds: the type's max and lowest.
+    const MAX: Self;
+    const LOWEST: Self;
+    const SUM: SumKind;
+    /// An integer of at most 4 bytes: fewer than 2^31 of them cannot
+    /// overflow an `int64` sum, so such sums need no saturation checks.
+    const SMALL: bool;
+    /// `b` holds exactly `SIZE` bytes.
+    fn read(b: &[u8]) -> Self;
+    fn bytes(self) -> Vec<u8>;
+    /// The value in its sum's raw form.
+    fn raw(self) -> u64;
 }
 
-/// TileDB's `min = (min < v) ? min : v`: replaced unless strictly less.
-fn keeps_min(cur: V, v: V) -> bool {
-    cur.partial_cmp(&v) == Some(Ordering::Less)
+macro_rules! cell {
+    ($t:ty, $kind:ident, $small:expr, $raw:expr) => {
+        impl Cell for $t {
+            const SIZE: usize = std::mem::size_of::<$t>();
+            const MAX: Self = <$t>::MAX;
+            const LOWEST: Self = <$t>::MIN;
+            const SUM: SumKind = SumKind::$kind;
+            const SMALL: bool = $small;
+            fn read(b: &[u8]) -> Self {
+                let mut a = [0u8; std::mem::size_of::<$t>()];
+                a.copy_from_slice(b);
+                <$t>::from_le_bytes(a)
+            }
+            fn bytes(self) -> Vec<u8> {
+                self.to_le_bytes().to_vec()
+            }
+            fn raw(self) -> u64 {
+                let f: fn($t) -> u64 = $raw;
+                f(self)
+            }
+        }
+    };
 }
 
-fn keeps_max(cur: V, v: V) -> bool {
-    cur.partial_cmp(&v) == Some(Ordering::Greater)
-}
+cell!(i8, Signed, true, |v| i64::from(v) as u64);
+cell!(i16, Signed, true, |v| i64::from(v) as u64);
+cell!(i32, Signed, true, |v| i64::from(v) as u64);
+cell!(i64, Signed, false, |v| v as u64);
+cell!(u8, Unsigned, true, u64::from);
+cell!(u16, Unsigned, true, u64::from);
+cell!(u32, Unsigned, true, u64::from);
+cell!(u64, Unsigned, false, |v| v);
+cell!(f32, Float, false, |v| f64::from(v).to_bits());
+cell!(f64, Float, false, f64::to_bits);
 
-/// Adds `v` to the raw sum `sum` of kind `num`; `false` once saturated
+/// Adds raw value `v` to the raw sum `sum`; `false` once saturated
 /// (TileDB stops summing there).
-fn add(num: Num, sum: &mut u64, v: V) -> bool {
-    match (num, v) {
-        (Num::F32 | Num::F64, V::F(v)) => {
-            let s = f64::from_bits(*sum);
+fn add(kind: SumKind, sum: &mut u64, v: u64) -> bool {
+    match kind {
+        SumKind::Float => {
+            let (s, v) = (f64::from_bits(*sum), f64::from_bits(v));
             if (s < 0.0) == (v < 0.0) && s.abs() > f64::MAX - v.abs() {
                 *sum = if s < 0.0 { f64::MIN } else { f64::MAX }.to_bits();
                 return false;
@@ -160,28 +220,114 @@ fn add(num: Num, sum: &mut u64, v: V) -> bool {
             *sum = (s + v).to_bits();
             true
         }
-        (_, V::I(v)) => {
-            let s = *sum as i64;
-            if s > 0 && v > 0 && s > i64::MAX - v {
-                *sum = i64::MAX as u64;
-                return false;
+        SumKind::Signed => match (*sum as i64).checked_add(v as i64) {
+            Some(s) => {
+                *sum = s as u64;
+                true
             }
-            if s < 0 && v < 0 && s < i64::MIN - v {
-                *sum = i64::MIN as u64;
-                return false;
+            None => {
+                *sum = if (v as i64) < 0 { i64::MIN } else { i64::MAX } as u64;
+                false
             }
-            *sum = s.wrapping_add(v) as u64;
-            true
-        }
-        (_, V::U(v)) => {
-            if *sum > u64::MAX - v {
+        },
+        SumKind::Unsigned => match sum.checked_add(v) {
+            Some(s) => {
+                *sum = s;
+                true
+            }
+            None => {
                 *sum = u64::MAX;
-                return false;
+                false
             }
-            *sum += v;
-            true
+        },
+    }
+}
+
+/// Running numeric bounds, TileDB's `min = (min < v) ? min : v`: a bound
+/// is replaced unless strictly better, so a NaN replaces it and the next
+/// value replaces the NaN.
+struct NumBounds<T> {
+    lo: T,
+    hi: T,
+}
+
+impl<T: Cell> NumBounds<T> {
+    fn new() -> Self {
+        NumBounds {
+            lo: T::MAX,
+            hi: T::LOWEST,
         }
-        _ => true,
+    }
+
+    #[inline]
+    fn min(&mut self, v: T) {
+        self.lo = if self.lo < v { self.lo } else { v };
+    }
+
+    #[inline]
+    fn max(&mut self, v: T) {
+        self.hi = if self.hi > v { self.hi } else { v };
+    }
+}
+
+/// Min/max (when `min_max`) and sum (when `sum`) of the non-null cells of
+/// `data` at `order` (all, in order, when `None`), into `m`.
+fn numeric<T: Cell>(
+    data: &[u8],
+    validity: Option<&[u8]>,
+    order: Option<&[usize]>,
+    (min_max, sum): (bool, bool),
+    m: &mut TileMetadata,
+) {
+    let mut b = NumBounds::<T>::new();
+    if let (None, None) = (order, validity) {
+        // Every cell, in order: passes the compiler can vectorize.
+        let cells = || data.chunks_exact(T::SIZE).map(T::read);
+        if min_max {
+            for v in cells() {
+                b.min(v);
+                b.max(v);
+            }
+            m.min = b.lo.bytes();
+            m.max = b.hi.bytes();
+        }
+        if sum && T::SMALL && data.len() / T::SIZE < 1 << 31 {
+            m.sum = cells().fold(0u64, |s, v| s.wrapping_add(v.raw()));
+        } else if sum {
+            for v in cells() {
+                if !add(T::SUM, &mut m.sum, v.raw()) {
+                    break;
+                }
+            }
+        }
+        return;
+    }
+    let mut summing = sum;
+    let visit = |v: T| {
+        if min_max {
+            b.min(v);
+            b.max(v);
+        }
+        if summing {
+            summing = add(T::SUM, &mut m.sum, v.raw());
+        }
+    };
+    let cell = |i: usize| data.get(i * T::SIZE..(i + 1) * T::SIZE).map(T::read);
+    let valid = |i: usize| validity.is_none_or(|v| v.get(i) != Some(&0));
+    match order {
+        None => (0..data.len() / T::SIZE)
+            .filter(|&i| valid(i))
+            .filter_map(cell)
+            .for_each(visit),
+        Some(o) => o
+            .iter()
+            .filter(|&&i| valid(i))
+            .filter_map(|&i| cell(i))
+            .for_each(visit),
+    }
+    if min_max {
+        m.min = b.lo.bytes();
+        m.max = b.hi.bytes();
     }
 }
 
@@ -208,6 +354,54 @@ fn var_less(a: &[u8], b: &[u8]) -> bool {
     match strncmp(a, b, a.len().min(b.len())) {
         Ordering::Equal => a.len() < b.len(),
         o => o == Ordering::Less,
+    }
+}
+
+/// Running string bounds: `strncmp` over `n` bytes for fixed-size cells;
+/// [`var_less`] for var-size ones (`var`).
+struct StrBounds<'a> {
+    var: bool,
+    n: usize,
+    lo: Option<&'a [u8]>,
+    hi: Option<&'a [u8]>,
+}
+
+impl<'a> StrBounds<'a> {
+    fn new(var: bool, n: usize) -> Self {
+        StrBounds {
+            var,
+            n,
+            lo: None,
+            hi: None,
+        }
+    }
+
+    fn less(&self, a: &[u8], b: &[u8]) -> bool {
+        if self.var {
+            var_less(a, b)
+        } else {
+            strncmp(a, b, self.n) == Ordering::Less
+        }
+    }
+
+    fn min(&mut self, v: &'a [u8]) {
+        if self.lo.is_none_or(|lo| self.less(v, lo)) {
+            self.lo = Some(v);
+        }
+    }
+
+    fn max(&mut self, v: &'a [u8]) {
+        if self.hi.is_none_or(|hi| self.less(hi, v)) {
+            self.hi = Some(v);
+        }
+    }
+
+    /// Into `m`'s min and max, where a value was seen.
+    fn store(&self, min: &mut Vec<u8>, max: &mut Vec<u8>) {
+        if let (Some(lo), Some(hi)) = (self.lo, self.hi) {
+            *min = lo.to_vec();
+            *max = hi.to_vec();
+        }
     }
 }
 
@@ -316,26 +510,6 @@ impl FieldStats {
             Some(o) => o.len(),
             None => data.len().checked_div(self.cell_size).unwrap_or(0),
         };
-        let cell = |i: usize| -> &[u8] {
-            match offsets {
-                Some(o) => {
-                    let end = o.get(i + 1).map_or(data.len(), |&e| e as usize);
-                    data.get(o[i] as usize..end).unwrap_or(&[])
-                }
-                None => data
-                    .get(i * self.cell_size..(i + 1) * self.cell_size)
-                    .unwrap_or(&[]),
-            }
-        };
-        let null = |i: usize| validity.is_some_and(|v| v.get(i) == Some(&0));
-        let all: Vec<usize>;
-        let order = match order {
-            Some(o) => o,
-            None => {
-                all = (0..cells).collect();
-                &all
-            }
-        };
         let mut m = TileMetadata {
             cell_num: cells as u64,
             ..TileMetadata::default()
@@ -343,79 +517,48 @@ impl FieldStats {
         if self.is_dim && self.dense {
             return m;
         }
+        let null = |i: usize| validity.is_some_and(|v| v.get(i) == Some(&0));
         let min_max = self.min_max();
         if self.nullable {
             m.null_count = if !min_max && self.var {
                 0
-            } else if !min_max {
-                // TileDB counts the whole tile here, written or not.
+            } else if !min_max || order.is_none() {
+                // Without min and max TileDB counts the whole tile,
+                // written or not.
                 validity.map_or(0, |v| v.iter().filter(|&&b| b == 0).count() as u64)
             } else {
-                order.iter().filter(|&&i| null(i)).count() as u64
+                order.map_or(0, |o| o.iter().filter(|&&i| null(i)).count() as u64)
             };
         }
         if min_max && self.chars() {
-            let mut bounds: Option<(&[u8], &[u8])> = None;
-            for &i in order {
-                if null(i) {
-                    continue;
+            let cell = |i: usize| -> &[u8] {
+                match offsets {
+                    Some(o) => {
+                        let end = o.get(i + 1).map_or(data.len(), |&e| e as usize);
+                        data.get(o[i] as usize..end).unwrap_or(&[])
+                    }
+                    None => data
+                        .get(i * self.cell_size..(i + 1) * self.cell_size)
+                        .unwrap_or(&[]),
                 }
-                let v = cell(i);
-                bounds = Some(match bounds {
-                    None => (v, v),
-                    Some((lo, hi)) if self.var => (
-                        if var_less(v, lo) { v } else { lo },
-                        if var_less(hi, v) { v } else { hi },
-                    ),
-                    Some((lo, hi)) => (
-                        if strncmp(lo, v, self.cell_size) == Ordering::Greater {
-                            v
-                        } else {
-                            lo
-                        },
-                        if strncmp(hi, v, self.cell_size) == Ordering::Less {
-                            v
-                        } else {
-                            hi
-                        },
-                    ),
-                });
+            };
+            let mut b = StrBounds::new(self.var, self.cell_size);
+            let mut visit = |i: usize| {
+                if !null(i) {
+                    b.min(cell(i));
+                    b.max(cell(i));
+                }
+            };
+            match order {
+                Some(o) => o.iter().copied().for_each(&mut visit),
+                None => (0..cells).for_each(&mut visit),
             }
-            if let Some((lo, hi)) = bounds {
-                m.min = lo.to_vec();
-                m.max = hi.to_vec();
-            }
+            b.store(&mut m.min, &mut m.max);
         }
-        let num = Num::of(self.datatype).filter(|_| !self.var && self.cell_val_num == 1);
-        if let Some(num) = num {
-            if min_max && !self.chars() {
-                let (lo, hi) = sentinels(num);
-                let (mut lov, mut hiv) = (decode(num, &lo), decode(num, &hi));
-                // Where the extremes are; their bytes are copied once.
-                let (mut lo_at, mut hi_at) = (None, None);
-                for &i in order {
-                    if null(i) {
-                        continue;
-                    }
-                    let v = decode(num, cell(i));
-                    if !keeps_min(lov, v) {
-                        lov = v;
-                        lo_at = Some(i);
-                    }
-                    if !keeps_max(hiv, v) {
-                        hiv = v;
-                        hi_at = Some(i);
-                    }
-                }
-                m.min = lo_at.map_or(lo, |i| cell(i).to_vec());
-                m.max = hi_at.map_or(hi, |i| cell(i).to_vec());
-            }
-            if self.sum() {
-                for &i in order {
-                    if !null(i) && !add(num, &mut m.sum, decode(num, cell(i))) {
-                        break;
-                    }
-                }
+        if let Some(num) = Num::of(self.datatype).filter(|_| !self.var && self.cell_val_num == 1) {
+            let what = (min_max && !self.chars(), self.sum());
+            if what.0 || what.1 {
+                with_num!(num, T => numeric::<T>(data, validity, order, what, &mut m));
             }
         }
         m
@@ -515,74 +658,53 @@ pub fn fragment_summaries(
                 s.min = vec![0; n];
                 s.max = vec![0; n];
             }
-        } else if f.var {
-            if f.min_max() {
-                let mut b: Option<(&[u8], &[u8])> = None;
-                for t in kept() {
-                    b = Some(match b {
-                        None => (&t.min, &t.max),
-                        Some((lo, hi)) => (
-                            if var_less(&t.min, lo) { &t.min } else { lo },
-                            if var_less(hi, &t.max) { &t.max } else { hi },
-                        ),
-                    });
-                }
-                if let Some((lo, hi)) = b {
-                    s.min = lo.to_vec();
-                    s.max = hi.to_vec();
-                }
-            }
-        } else if f.chars() && f.min_max() {
-            let n = f.cell_val_num as usize;
-            let mut b: Option<(&[u8], &[u8])> = None;
+        } else if f.min_max() && f.var {
+            let mut b = StrBounds::new(true, 0);
             for t in kept() {
-                b = Some(match b {
-                    None => (&t.min, &t.max),
-                    Some((lo, hi)) => (
-                        if strncmp(lo, &t.min, n) == Ordering::Greater {
-                            &t.min
-                        } else {
-                            lo
-                        },
-                        if strncmp(hi, &t.max, n) == Ordering::Less {
-                            &t.max
-                        } else {
-                            hi
-                        },
-                    ),
-                });
+                b.min(&t.min);
+                b.max(&t.max);
             }
-            if let Some((lo, hi)) = b {
-                s.min = lo.to_vec();
-                s.max = hi.to_vec();
+            b.store(&mut s.min, &mut s.max);
+        } else if f.min_max() && f.chars() {
+            // TileDB steps through the stored bounds only for the tiles it
+            // keeps, so the k-th kept tile is compared by tile k's bounds
+            // (zeros for an all-null tile).
+            let n = f.cell_val_num as usize;
+            let zeros = vec![0u8; n];
+            fn stored<'v>(v: &'v [u8], null: bool, zeros: &'v [u8]) -> &'v [u8] {
+                if null || v.len() != zeros.len() {
+                    zeros
+                } else {
+                    v
+                }
             }
-        } else if !(f.dense && f.is_dim) {
+            let mut b = StrBounds::new(false, n);
+            for (t, _) in tiles.iter().zip(kept()) {
+                let null = f.nullable && t.null_count == t.cell_num;
+                b.min(stored(&t.min, null, &zeros));
+                b.max(stored(&t.max, null, &zeros));
+            }
+            b.store(&mut s.min, &mut s.max);
+        } else if !(f.var || f.dense && f.is_dim) {
             if let Some(num) = Num::of(f.datatype).filter(|_| f.cell_val_num == 1) {
-                if f.min_max() {
-                    let (mut lo, mut hi) = sentinels(num);
-                    for t in kept() {
-                        if !keeps_min(decode(num, &lo), decode(num, &t.min)) {
-                            lo = t.min.clone();
+                with_num!(num, T => {
+                    if f.min_max() {
+                        let mut b = NumBounds::<T>::new();
+                        for t in kept().filter(|t| t.min.len() == T::SIZE && t.max.len() == T::SIZE) {
+                            b.min(T::read(&t.min));
+                            b.max(T::read(&t.max));
                         }
-                        if !keeps_max(decode(num, &hi), decode(num, &t.max)) {
-                            hi = t.max.clone();
+                        s.min = b.lo.bytes();
+                        s.max = b.hi.bytes();
+                    }
+                    if f.sum() {
+                        for t in kept() {
+                            if !add(T::SUM, &mut s.sum, t.sum) {
+                                break;
+                            }
                         }
                     }
-                    s.min = lo;
-                    s.max = hi;
-                }
-                if f.sum() {
-                    let kind = match num {
-                        Num::F32 | Num::F64 => |x: u64| V::F(f64::from_bits(x)),
-                        Num::U8 | Num::U16 | Num::U32 | Num::U64 => |x: u64| V::U(x),
-                        _ => |x: u64| V::I(x as i64),
-                    };
-                    for t in kept() {
-                        if !add(num, &mut s.sum, kind(t.sum)) {
-                            break;
-                        }
-                    }
-                }
+                });
             }
         }
         out.push(s);
@@ -654,5 +776,123 @@ mod tests {
         assert_eq!(m.min, b"ab");
         assert_eq!(m.max, b"abz");
         assert_eq!(strncmp(b"a\0x", b"a\0y", 3), Ordering::Equal);
+    }
+
+    fn fixed(datatype: Datatype, cell_val_num: u32, nullable: bool) -> FieldStats {
+        FieldStats {
+            datatype,
+            is_dim: false,
+            coords: false,
+            var: false,
+            cell_val_num,
+            cell_size: (datatype.size() * u64::from(cell_val_num)) as usize,
+            nullable,
+            dense: false,
+        }
+    }
+
+    #[test]
+    fn numeric_statistics_skip_nulls_and_follow_the_order_given() {
+        let f = fixed(Datatype::Int32, 1, true);
+        let data: Vec<u8> = [5i32, -7, 9, 2]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        let m = f.tile(&data, None, Some(&[1, 0, 1, 1]), None);
+        assert_eq!(
+            (m.min, m.max, m.sum as i64, m.null_count),
+            (
+                2i32.to_le_bytes().to_vec(),
+                9i32.to_le_bytes().to_vec(),
+                16,
+                1
+            )
+        );
+        // Only positions 3 and 2 were written.
+        let m = f.tile(&data, None, Some(&[1, 1, 1, 1]), Some(&[3, 2]));
+        assert_eq!(
+            (m.min, m.max, m.sum as i64),
+            (2i32.to_le_bytes().to_vec(), 9i32.to_le_bytes().to_vec(), 11)
+        );
+        // All null: the starting bounds stay.
+        let m = f.tile(&data, None, Some(&[0; 4]), None);
+        assert_eq!(
+            (m.min, m.max),
+            (
+                i32::MAX.to_le_bytes().to_vec(),
+                i32::MIN.to_le_bytes().to_vec()
+            )
+        );
+        // Integer sums saturate either way and stop.
+        let f = fixed(Datatype::Int64, 1, false);
+        let low: Vec<u8> = [i64::MIN + 1, -2, 5]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        assert_eq!(f.tile(&low, None, None, None).sum, i64::MIN as u64);
+        let f = fixed(Datatype::UInt64, 1, false);
+        let high: Vec<u8> = [u64::MAX - 1, 2, 0]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        assert_eq!(f.tile(&high, None, None, None).sum, u64::MAX);
+    }
+
+    #[test]
+    fn whole_tile_passes_agree_with_the_cell_by_cell_walk() {
+        use Datatype::*;
+        // Bytes that make negatives, extremes and (for floats) NaNs.
+        let data: Vec<u8> = (0..4096u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+            .collect();
+        for t in [
+            Int8, Int16, Int32, Int64, UInt8, UInt16, UInt32, UInt64, Float32, Float64,
+        ] {
+            let f = fixed(t, 1, true);
+            let cells = data.len() / t.size() as usize;
+            let fast = f.tile(&data, None, None, None);
+            let walked = f.tile(&data, None, Some(&vec![1; cells]), None);
+            assert_eq!(fast, walked, "{t:?}");
+            let ordered: Vec<usize> = (0..cells).collect();
+            assert_eq!(fast, f.tile(&data, None, None, Some(&ordered)), "{t:?}");
+        }
+    }
+
+    #[test]
+    fn fixed_char_fragment_bounds_step_through_kept_tiles_only() {
+        let schema = tdb_schema::ArraySchema::builder(ArrayType::Sparse)
+            .dimension(
+                tdb_schema::DimensionBuilder::new("d", Datatype::Int32)
+                    .domain(0i32, 99)
+                    .tile_extent(10i32),
+            )
+            .attribute(
+                tdb_schema::AttributeBuilder::new("c", Datatype::Char)
+                    .cell_val_num(2)
+                    .nullable(true),
+            )
+            .build()
+            .unwrap();
+        let tile = |min: &[u8], max: &[u8], nulls: u64| TileMetadata {
+            min: min.to_vec(),
+            max: max.to_vec(),
+            null_count: nulls,
+            cell_num: 2,
+            ..TileMetadata::default()
+        };
+        // Tile 1 is all null: the second kept tile (2) is compared by
+        // tile 1's stored bounds, zeros, so "zz" is never seen and the
+        // zeros win the min.
+        let tiles = [
+            tile(b"mm", b"nn", 0),
+            tile(b"", b"", 2),
+            tile(b"aa", b"zz", 0),
+        ];
+        let s = &fragment_summaries(&schema, &[&tiles])[0];
+        assert_eq!(
+            (s.min.as_slice(), s.max.as_slice()),
+            (&b"\0\0"[..], &b"nn"[..])
+        );
+        assert_eq!(s.null_count, 2);
     }
 }

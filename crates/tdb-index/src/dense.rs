@@ -278,6 +278,22 @@ impl FragmentGrid {
         Some((from, to, corner))
     }
 
+    /// Whether [`FragmentGrid::written_cells`] of tile `t` would be every
+    /// position in order: the rectangle holds the whole tile and its cells
+    /// are stored row-major (or it has one dimension). Spares building
+    /// the list for the common case.
+    pub fn writes_tile_in_order(&self, t: u64) -> bool {
+        let Some((from, to, corner)) = self.tile_box(t) else {
+            return false;
+        };
+        (!self.cell_col || self.dims.len() == 1)
+            && self
+                .dims
+                .iter()
+                .enumerate()
+                .all(|(d, g)| from[d] == corner[d] && to[d] == corner[d] + g.extent - 1)
+    }
+
     /// The cells of tile `t` inside the non-empty domain (the rest is
     /// fill), as positions in the tile's cell order, listed in row-major
     /// order of their coordinates: see [`written_cells`].
@@ -445,6 +461,11 @@ impl WriteGrid {
     /// [`FragmentGrid::written_cells`].
     pub fn written_cells(&self, t: u64) -> Option<Vec<usize>> {
         self.grid.written_cells(t, self.tile_cells)
+    }
+
+    /// See [`FragmentGrid::writes_tile_in_order`].
+    pub fn writes_tile_in_order(&self, t: u64) -> bool {
+        self.grid.writes_tile_in_order(t)
     }
 
     /// Whether the rectangle covers whole space tiles only (each range
@@ -639,6 +660,40 @@ mod tests {
             None,
             "wrong cell count"
         );
+    }
+
+    #[test]
+    fn tiles_written_in_order_are_exactly_those_listing_every_position() {
+        use tdb_format::Layout::{ColMajor, RowMajor};
+        for dims in [vec![(1, 7, 3), (1, 5, 2)], vec![(1, 9, 3)]] {
+            let d = domain(&dims);
+            let cells: usize = dims.iter().map(|&(_, _, e)| e as usize).product();
+            let neds: Vec<NDRange> = if dims.len() == 2 {
+                vec![
+                    vec![range(1, 6), range(1, 4)],
+                    vec![range(2, 6), range(1, 5)],
+                ]
+            } else {
+                vec![vec![range(1, 9)], vec![range(2, 7)]]
+            };
+            for ned in &neds {
+                for (tile_order, cell_order) in [
+                    (RowMajor, RowMajor),
+                    (RowMajor, ColMajor),
+                    (ColMajor, ColMajor),
+                ] {
+                    let g = FragmentGrid::new(&d, tile_order, cell_order, ned).unwrap();
+                    let mut whole = 0;
+                    for t in 0..tile_count(&d, ned).unwrap() {
+                        let listed = g.written_cells(t, cells).unwrap();
+                        let identity = listed == (0..cells).collect::<Vec<_>>();
+                        assert_eq!(g.writes_tile_in_order(t), identity, "{ned:?} tile {t}");
+                        whole += usize::from(identity);
+                    }
+                    assert!(whole > 0 || (cell_order == ColMajor && dims.len() == 2));
+                }
+            }
+        }
     }
 
     #[test]

@@ -216,6 +216,7 @@ impl Arrangement {
     /// position, in order.
     pub(crate) fn stats_order(&self, t: u64) -> Result<Option<Vec<usize>>> {
         match self {
+            Arrangement::Dense { grid, .. } if grid.writes_tile_in_order(t) => Ok(None),
             Arrangement::Dense { grid, .. } => grid
                 .written_cells(t)
                 .map(Some)
