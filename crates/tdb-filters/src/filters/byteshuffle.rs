@@ -44,9 +44,20 @@ pub(super) fn shuffle(size: usize, src: &[u8], out: &mut Vec<u8>) {
         out.extend_from_slice(src);
         return;
     }
-    out.reserve(src.len());
-    for j in 0..size {
-        out.extend(elements.iter().skip(j).step_by(size));
+    let n = elements.len() / size;
+    let base = out.len();
+    out.resize(base + whole, 0);
+    let planes = &mut out[base..];
+    let done = match size {
+        8 => shuffle8(elements, n, planes),
+        4 => shuffle4(elements, n, planes),
+        _ => 0,
+    };
+    // Cells the word transposes did not take, one at a time.
+    for i in done..n {
+        for j in 0..size {
+            planes[j * n + i] = elements[i * size + j];
+        }
     }
     out.extend_from_slice(tail);
 }
@@ -80,31 +91,92 @@ fn word(p: &[u8], at: usize) -> u64 {
         .map_or(0, u64::from_le_bytes)
 }
 
+/// Transposes the 8×8 byte matrix whose row `k` is word `k` (byte `j` of
+/// word `k` goes to byte `k` of word `j`) by swapping 4-, 2- and 1-byte
+/// blocks between words. A transpose undoes itself, so shuffling and
+/// unshuffling both use it.
+fn transpose8(r: &mut [u64; 8]) {
+    for j in 0..4 {
+        let t = ((r[j] >> 32) ^ r[j + 4]) & 0x0000_0000_FFFF_FFFF;
+        r[j] ^= t << 32;
+        r[j + 4] ^= t;
+    }
+    for j in [0, 1, 4, 5] {
+        let t = ((r[j] >> 16) ^ r[j + 2]) & 0x0000_FFFF_0000_FFFF;
+        r[j] ^= t << 16;
+        r[j + 2] ^= t;
+    }
+    for j in [0, 2, 4, 6] {
+        let t = ((r[j] >> 8) ^ r[j + 1]) & 0x00FF_00FF_00FF_00FF;
+        r[j] ^= t << 8;
+        r[j + 1] ^= t;
+    }
+}
+
+/// Transposes two 4×4 byte matrices at once: the low and the high halves
+/// of the four words, as [`transpose8`] does.
+fn transpose4(r: &mut [u64; 4]) {
+    for j in [0, 1] {
+        let t = ((r[j] >> 16) ^ r[j + 2]) & 0x0000_FFFF_0000_FFFF;
+        r[j] ^= t << 16;
+        r[j + 2] ^= t;
+    }
+    for j in [0, 2] {
+        let t = ((r[j] >> 8) ^ r[j + 1]) & 0x00FF_00FF_00FF_00FF;
+        r[j] ^= t << 8;
+        r[j + 1] ^= t;
+    }
+}
+
+/// 8-byte elements, eight cells at a time: the cells as eight words,
+/// transposed, are the eight planes' bytes for those cells. Returns the
+/// cells done.
+fn shuffle8(cells: &[u8], n: usize, planes: &mut [u8]) -> usize {
+    let mut i = 0;
+    while i + 8 <= n {
+        let mut r: [u64; 8] = std::array::from_fn(|k| word(cells, (i + k) * 8));
+        transpose8(&mut r);
+        for (j, w) in r.iter().enumerate() {
+            planes[j * n + i..j * n + i + 8].copy_from_slice(&w.to_le_bytes());
+        }
+        i += 8;
+    }
+    i
+}
+
 /// 8-byte elements, eight cells at a time: eight words (byte `k` of word
-/// `j` = byte `j` of cell `k`) are transposed as an 8×8 byte matrix by
-/// swapping 4-, 2- and 1-byte blocks between words, leaving word `k` = cell
-/// `k`. Plain word arithmetic, a few operations per byte, no strided
-/// stores. Returns how many cells it wrote (a multiple of 8).
+/// `j` = byte `j` of cell `k`), transposed, are the eight cells.
 fn unshuffle8(planes: &[u8], n: usize, out: &mut Vec<u8>) -> usize {
     let mut i = 0;
     while i + 8 <= n {
         let mut r: [u64; 8] = std::array::from_fn(|j| word(planes, j * n + i));
-        for j in 0..4 {
-            let t = ((r[j] >> 32) ^ r[j + 4]) & 0x0000_0000_FFFF_FFFF;
-            r[j] ^= t << 32;
-            r[j + 4] ^= t;
-        }
-        for j in [0, 1, 4, 5] {
-            let t = ((r[j] >> 16) ^ r[j + 2]) & 0x0000_FFFF_0000_FFFF;
-            r[j] ^= t << 16;
-            r[j + 2] ^= t;
-        }
-        for j in [0, 2, 4, 6] {
-            let t = ((r[j] >> 8) ^ r[j + 1]) & 0x00FF_00FF_00FF_00FF;
-            r[j] ^= t << 8;
-            r[j + 1] ^= t;
-        }
+        transpose8(&mut r);
         out.extend_from_slice(r.map(u64::to_le_bytes).as_flattened());
+        i += 8;
+    }
+    i
+}
+
+/// 4-byte elements, eight cells at a time: word `j` holds cell `j` (low
+/// half) and cell `j + 4` (high half); transposed, word `j` is plane `j`'s
+/// bytes for the eight cells.
+fn shuffle4(cells: &[u8], n: usize, planes: &mut [u8]) -> usize {
+    let cell = |k: usize| {
+        let at = k * 4;
+        u64::from(u32::from_le_bytes([
+            cells[at],
+            cells[at + 1],
+            cells[at + 2],
+            cells[at + 3],
+        ]))
+    };
+    let mut i = 0;
+    while i + 8 <= n {
+        let mut r: [u64; 4] = std::array::from_fn(|j| cell(i + j) | cell(i + j + 4) << 32);
+        transpose4(&mut r);
+        for (j, w) in r.iter().enumerate() {
+            planes[j * n + i..j * n + i + 8].copy_from_slice(&w.to_le_bytes());
+        }
         i += 8;
     }
     i
@@ -112,21 +184,12 @@ fn unshuffle8(planes: &[u8], n: usize, out: &mut Vec<u8>) -> usize {
 
 /// 4-byte elements, eight cells at a time: per plane a word of eight
 /// bytes; its two halves are the two 4×4 byte matrices of cells `i..i+4`
-/// and `i+4..i+8`, transposed as in [`unshuffle8`].
+/// and `i+4..i+8`.
 fn unshuffle4(planes: &[u8], n: usize, out: &mut Vec<u8>) -> usize {
     let mut i = 0;
     while i + 8 <= n {
         let mut r: [u64; 4] = std::array::from_fn(|j| word(planes, j * n + i));
-        for j in [0, 1] {
-            let t = ((r[j] >> 16) ^ r[j + 2]) & 0x0000_FFFF_0000_FFFF;
-            r[j] ^= t << 16;
-            r[j + 2] ^= t;
-        }
-        for j in [0, 2] {
-            let t = ((r[j] >> 8) ^ r[j + 1]) & 0x00FF_00FF_00FF_00FF;
-            r[j] ^= t << 8;
-            r[j + 1] ^= t;
-        }
+        transpose4(&mut r);
         // Word j now holds cell j (low half) and cell j + 4 (high half).
         let low = r.map(|w| (w as u32).to_le_bytes());
         let high = r.map(|w| ((w >> 32) as u32).to_le_bytes());
@@ -259,8 +322,8 @@ mod tests {
 
         #[test]
         fn matches_the_definition(
-            data in proptest::collection::vec(any::<u8>(), 0..300),
-            size in proptest::sample::select(vec![1usize, 2, 4, 8]),
+            data in proptest::collection::vec(any::<u8>(), 0..700),
+            size in proptest::sample::select(vec![1usize, 2, 3, 4, 8, 16]),
         ) {
             let n = data.len() / size;
             let mut expected = data.clone();
@@ -269,9 +332,10 @@ mod tests {
                     expected[j * n + i] = data[i * size + j];
                 }
             }
-            let mut got = Vec::new();
+            let mut got = vec![0xEE];
             shuffle(size, &data, &mut got);
-            prop_assert_eq!(got, expected);
+            prop_assert_eq!(got[0], 0xEE);
+            prop_assert_eq!(&got[1..], &expected[..]);
         }
     }
 }
