@@ -94,12 +94,20 @@ fn filters(c: &mut Criterion) {
         let st = stage(datatype);
         let filtered: Vec<(Vec<u8>, Vec<u8>)> = data
             .chunks(CHUNK)
-            .map(|c| pipeline.forward_chunk(&st, c.to_vec()).expect(name))
+            .map(|c| {
+                pipeline
+                    .forward_chunk(&st, &mut Workspace::default(), c.to_vec())
+                    .expect(name)
+            })
             .collect();
         group.bench_function(BenchmarkId::new("forward", name), |b| {
             b.iter(|| {
                 for c in data.chunks(CHUNK) {
-                    black_box(pipeline.forward_chunk(&st, c.to_vec()).unwrap());
+                    black_box(
+                        pipeline
+                            .forward_chunk(&st, &mut Workspace::default(), c.to_vec())
+                            .unwrap(),
+                    );
                 }
             })
         });

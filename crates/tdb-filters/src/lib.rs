@@ -18,9 +18,10 @@
 //! ]);
 //! let stage = Stage::new(Datatype::Int64, FormatVersion::WRITTEN);
 //! let cells: Vec<u8> = (0..1000i64).flat_map(|i| (i * i).to_le_bytes()).collect();
-//! // What TileDB stores for the chunk: its filters' metadata and data.
-//! let (metadata, data) = pipeline.forward_chunk(&stage, cells.clone())?;
+//! // One workspace per thread, for every chunk it filters either way.
 //! let (mut ws, mut out) = (Workspace::default(), Unfiltered::default());
+//! // What TileDB stores for the chunk: its filters' metadata and data.
+//! let (metadata, data) = pipeline.forward_chunk(&stage, &mut ws, cells.clone())?;
 //! pipeline.reverse_chunk(&stage, &mut ws, &metadata, &data, &mut out)?;
 //! assert_eq!(out.data, cells);
 //! # Ok::<(), tdb_filters::FilterError>(())

@@ -64,14 +64,21 @@ impl FilterPipeline {
         })
     }
 
-    /// Filters one chunk forward. `st.datatype` is the field's datatype.
-    /// Returns the chunk's metadata and data as TileDB stores them.
-    pub fn forward_chunk(&self, st: &Stage<'_>, chunk: Vec<u8>) -> Result<(Vec<u8>, Vec<u8>)> {
+    /// Filters one chunk forward. `st.datatype` is the field's datatype;
+    /// `ws` the calling thread's workspace (its codec contexts serve every
+    /// chunk the thread filters). Returns the chunk's metadata and data as
+    /// TileDB stores them.
+    pub fn forward_chunk(
+        &self,
+        st: &Stage<'_>,
+        ws: &mut Workspace,
+        chunk: Vec<u8>,
+    ) -> Result<(Vec<u8>, Vec<u8>)> {
         let mut metadata = Parts::new();
         let mut data = Parts::one(chunk);
         for (filter, datatype) in self.filters.iter().zip(self.stage_types(st.datatype)) {
             let stage = Stage { datatype, ..*st };
-            (metadata, data) = filter.forward(&stage, metadata, data)?;
+            (metadata, data) = filter.forward(&stage, &mut ws.codecs, metadata, data)?;
         }
         Ok((metadata.concat(), data.concat()))
     }

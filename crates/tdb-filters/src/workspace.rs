@@ -1,7 +1,8 @@
-//! What reversing keeps from one chunk to the next on one thread: the
+//! What filtering keeps from one chunk to the next on one thread: the
 //! intermediate buffers, the stage datatypes, and the codec contexts whose
-//! set-up costs more than a small chunk's decoding (a zstd context is a
-//! ~160 KiB allocation, zlib's window 32 KiB, AES's key schedule).
+//! set-up costs more than a small chunk's coding (a zstd context is a
+//! ~160 KiB allocation and, compressing, tables to clear; zlib's window
+//! 32 KiB; AES's key schedule).
 
 use crate::buffer::Unfiltered;
 use crate::{FilterError, Result};
@@ -14,6 +15,8 @@ use tdb_format::Datatype;
 #[derive(Default)]
 pub struct Codecs {
     zstd: Option<zstd::bulk::Decompressor<'static>>,
+    /// The compression context and the level it is set to.
+    zstd_out: Option<(i32, zstd::bulk::Compressor<'static>)>,
     inflate: Option<flate2::Decompress>,
     /// The cipher and the key it was made for: a workspace may serve
     /// several arrays in turn, and a cipher for another key must not be
@@ -25,6 +28,7 @@ impl std::fmt::Debug for Codecs {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Codecs")
             .field("zstd", &self.zstd.is_some())
+            .field("zstd_out", &self.zstd_out.is_some())
             .field("inflate", &self.inflate.is_some())
             .field("aes", &self.aes.is_some())
             .finish()
@@ -43,6 +47,25 @@ impl Codecs {
                 .map_err(|e| FilterError::unsupported(filter, format!("no zstd context: {e}")))?,
         };
         Ok(self.zstd.insert(d))
+    }
+
+    /// The zstd compression context, at `level`.
+    pub(crate) fn zstd_compressor(
+        &mut self,
+        filter: &'static str,
+        level: i32,
+    ) -> Result<&mut zstd::bulk::Compressor<'static>> {
+        let no =
+            |e: std::io::Error| FilterError::unsupported(filter, format!("no zstd context: {e}"));
+        let c = match self.zstd_out.take() {
+            Some((l, c)) if l == level => c,
+            Some((_, mut c)) => {
+                c.set_compression_level(level).map_err(no)?;
+                c
+            }
+            None => zstd::bulk::Compressor::new(level).map_err(no)?,
+        };
+        Ok(&mut self.zstd_out.insert((level, c)).1)
     }
 
     /// The zlib inflate state, reset for a new stream.
@@ -64,8 +87,9 @@ impl Codecs {
     }
 }
 
-/// One thread's state for reversing chunks: give the same workspace to
-/// every chunk a thread decodes, so nothing above is set up twice.
+/// One thread's state for filtering chunks, either way: give the same
+/// workspace to every chunk a thread codes, so nothing above is set up
+/// twice.
 #[derive(Debug, Default)]
 pub struct Workspace {
     /// Intermediate outputs; stages alternate between them.
@@ -82,9 +106,10 @@ mod tests {
     use crate::{Filter, FilterPipeline, Stage};
     use tdb_format::FormatVersion;
 
-    /// One workspace decodes chunks of several pipelines in turn, a corrupt
-    /// chunk among them, and each comes out as a fresh workspace decodes it:
-    /// no codec state leaks from one chunk (or one failure) to the next.
+    /// One workspace codes chunks of several pipelines in turn (decoding a
+    /// corrupt chunk among them), and each comes out as a fresh workspace
+    /// codes it: no codec state leaks from one chunk (or one failure) to
+    /// the next.
     #[test]
     fn one_workspace_serves_many_chunks_and_pipelines() {
         let key = [7u8; 32];
@@ -98,13 +123,20 @@ mod tests {
             FilterPipeline::new([Filter::None, Filter::Zstd { level: 1 }, Filter::None]),
             FilterPipeline::new([Filter::None, Filter::None]),
         ];
-        let mut ws = Workspace::default();
+        let (mut ws, mut fws) = (Workspace::default(), Workspace::default());
         for round in 0..3i32 {
             for (k, p) in pipelines.iter().enumerate() {
                 let cells: Vec<u8> = (0..5000i32)
                     .flat_map(|i| (i / (k as i32 + 2) + round).to_le_bytes())
                     .collect();
-                let (m, d) = p.forward_chunk(&st, cells.clone()).unwrap();
+                let (m, d) = p.forward_chunk(&st, &mut fws, cells.clone()).unwrap();
+                if !p.filters.contains(&Filter::InternalAes256Gcm) {
+                    // Codec contexts reused at other levels code as new ones.
+                    let fresh = p
+                        .forward_chunk(&st, &mut Workspace::default(), cells.clone())
+                        .unwrap();
+                    assert_eq!((&m, &d), (&fresh.0, &fresh.1), "round {round} pipeline {k}");
+                }
                 // A chunk cut short fails and leaves the workspace usable.
                 let mut out = Unfiltered::default();
                 if k < 5 {
@@ -130,7 +162,9 @@ mod tests {
         use std::io::Write;
         let st = Stage::new(Datatype::UInt8, FormatVersion::WRITTEN);
         let p = FilterPipeline::new([Filter::Gzip { level: 6 }]);
-        let (m, d) = p.forward_chunk(&st, b"abcdefgh".repeat(100)).unwrap();
+        let (m, d) = p
+            .forward_chunk(&st, &mut Workspace::default(), b"abcdefgh".repeat(100))
+            .unwrap();
         let mut ws = Workspace::default();
         let mut out = Unfiltered::default();
         p.reverse_chunk(&st, &mut ws, &m, &d, &mut out).unwrap();

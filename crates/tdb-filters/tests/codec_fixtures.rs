@@ -67,7 +67,7 @@ fn pin_strings(case: &str, name: &str, filters: Vec<Filter>, ordered: bool) {
         }
         let forward = reverse.with_string_offsets(StringOffsets::Forward(&out.offsets));
         let (meta, data) = p
-            .forward_chunk(&forward, out.data.clone())
+            .forward_chunk(&forward, &mut Workspace::default(), out.data.clone())
             .unwrap_or_else(|e| panic!("{ctx}: {e}"));
         assert_eq!(meta, chunk.metadata, "{ctx}: metadata");
         assert_eq!(data, chunk.data, "{ctx}: data");

@@ -114,7 +114,12 @@ fn pin_case(case: &str) -> Tally {
                         Parts::one(out.metadata)
                     };
                     let (m2, d2) = filter
-                        .forward(&stage, meta_in, Parts::one(out.data))
+                        .forward(
+                            &stage,
+                            &mut Codecs::default(),
+                            meta_in,
+                            Parts::one(out.data),
+                        )
                         .unwrap_or_else(|e| panic!("{ctx}: {e}"));
                     assert_eq!(m2.concat(), input.metadata, "{ctx}: {filter:?} metadata");
                     assert_eq!(d2.concat(), input.data, "{ctx}: {filter:?} data");

@@ -104,11 +104,12 @@ fn round_trip(filters: &[Filter], datatype: Datatype, data: &[u8]) -> Option<Vec
         filters: filters.to_vec(),
     };
     let st = stage(datatype);
-    let (metadata, filtered) = match pipeline.forward_chunk(&st, data.to_vec()) {
-        Ok(x) => x,
-        Err(FilterError::BadInput { .. }) => return None,
-        Err(e) => panic!("{filters:?} on {datatype:?}: {e}"),
-    };
+    let (metadata, filtered) =
+        match pipeline.forward_chunk(&st, &mut Workspace::default(), data.to_vec()) {
+            Ok(x) => x,
+            Err(FilterError::BadInput { .. }) => return None,
+            Err(e) => panic!("{filters:?} on {datatype:?}: {e}"),
+        };
     let (mut out, mut scratch) = (Unfiltered::default(), Workspace::default());
     {
         out.clear();
@@ -209,7 +210,7 @@ proptest! {
         }
         let pipeline = FilterPipeline { max_chunk_size: 65536, filters };
         let forward = stage(datatype).with_string_offsets(StringOffsets::Forward(&offsets));
-        let (metadata, filtered) = pipeline.forward_chunk(&forward, data.clone()).unwrap();
+        let (metadata, filtered) = pipeline.forward_chunk(&forward, &mut Workspace::default(), data.clone()).unwrap();
         let reverse = stage(datatype).with_string_offsets(StringOffsets::Reverse);
         let (mut out, mut scratch) = (Unfiltered::default(), Workspace::default());
         { out.clear(); pipeline.reverse_chunk(&reverse, &mut scratch, &metadata, &filtered, &mut out) }.unwrap();

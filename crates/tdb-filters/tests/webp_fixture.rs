@@ -107,7 +107,9 @@ fn tiledb_tile_unfilters_to_the_cells_and_tdb_forward_round_trips() {
     assert_eq!((unfiltered, cells.len()), (192, 192));
     assert_eq!(unfilter(&pipeline, &st, metadata, data), cells);
 
-    let (meta, again) = pipeline.forward_chunk(&st, cells.clone()).unwrap();
+    let (meta, again) = pipeline
+        .forward_chunk(&st, &mut Workspace::default(), cells.clone())
+        .unwrap();
     assert_eq!(meta[..4], 1u32.to_le_bytes());
     assert_eq!(meta[4..], (again.len() as u32).to_le_bytes());
     assert_eq!(unfilter(&pipeline, &st, &meta, &again), cells);

@@ -12,6 +12,7 @@ mod batch;
 mod column;
 pub mod condition;
 mod error;
+mod pool;
 mod read;
 mod snapshot;
 mod spec;

@@ -5,7 +5,7 @@
 
 use crate::tile::TileFilters;
 use crate::{Result, TileError};
-use tdb_filters::{Filter, FilterPipeline};
+use tdb_filters::{Filter, FilterPipeline, Workspace};
 use tdb_format::{
     single_generic_tile, Datatype, EncryptionType, FormatVersion, GenericTile, GenericTileHeader,
 };
@@ -92,7 +92,13 @@ pub fn write_generic_tile(
     }
     let filters = TileFilters::new(&pipeline, Datatype::Char, 1, version).with_key(key);
     let mut filtered = Vec::new();
-    filters.filter(location, data, None, &mut filtered)?;
+    filters.filter(
+        location,
+        &mut Workspace::default(),
+        data,
+        None,
+        &mut filtered,
+    )?;
     let mut serialized = Vec::new();
     pipeline.write(version, &mut serialized);
     let tile = GenericTile {

@@ -216,10 +216,12 @@ impl<'a> TileFilters<'a> {
 
     /// Filters a whole tile the way TileDB's writer does and appends the
     /// filtered tile to `out`. `var_offsets` are the cell offsets of a
-    /// var-size data tile.
+    /// var-size data tile. `ws` is the calling thread's workspace, kept
+    /// across chunks and tiles.
     pub fn filter(
         &self,
         location: &str,
+        ws: &mut Workspace,
         tile: &[u8],
         var_offsets: Option<&[u64]>,
         out: &mut Vec<u8>,
@@ -243,7 +245,7 @@ impl<'a> TileFilters<'a> {
             let chunk = tile[r.start as usize..r.end as usize].to_vec();
             let (metadata, data) =
                 self.pipeline
-                    .forward_chunk(&stage, chunk)
+                    .forward_chunk(&stage, ws, chunk)
                     .map_err(|source| TileError::Filter {
                         location: location.to_owned(),
                         chunk: i as u64,
@@ -290,7 +292,8 @@ mod tests {
             .collect();
         let f = TileFilters::new(&p, Datatype::UInt64, 8, FormatVersion::WRITTEN);
         let mut filtered = Vec::new();
-        f.filter("t", &tile, None, &mut filtered).unwrap();
+        f.filter("t", &mut Workspace::default(), &tile, None, &mut filtered)
+            .unwrap();
         let chunks = f.chunks("t", &filtered).unwrap();
         assert_eq!(chunks.len(), 16);
         assert_eq!(f.unfilter_whole("t", &filtered, false).unwrap().data, tile);
@@ -361,7 +364,8 @@ mod tests {
         let p = pipeline(vec![]);
         let f = TileFilters::new(&p, Datatype::UInt8, 1, FormatVersion::WRITTEN);
         let mut filtered = Vec::new();
-        f.filter("t", b"abc", None, &mut filtered).unwrap();
+        f.filter("t", &mut Workspace::default(), b"abc", None, &mut filtered)
+            .unwrap();
         assert_eq!(
             f.unfilter_whole("t", &filtered, false).unwrap().data,
             b"abc"

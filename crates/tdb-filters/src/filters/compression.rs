@@ -69,6 +69,7 @@ fn is_string(datatype: Datatype) -> bool {
 /// Forward over one chunk.
 pub(crate) fn forward(
     st: &Stage<'_>,
+    codecs: &mut Codecs,
     codec: Codec,
     metadata: Parts,
     data: Parts,
@@ -107,7 +108,7 @@ pub(crate) fn forward(
     let mut out = Vec::with_capacity(data.byte_len() / 2 + 64);
     for part in metadata.iter().chain(data.iter()) {
         let start = out.len();
-        compress_part(st, codec, part, &mut out)?;
+        compress_part(st, codecs, codec, part, &mut out)?;
         meta.extend_from_slice(&to_u32(name, part.len(), "part")?.to_le_bytes());
         meta.extend_from_slice(&to_u32(name, out.len() - start, "compressed part")?.to_le_bytes());
     }
@@ -167,7 +168,13 @@ pub(crate) fn reverse(
     Ok(())
 }
 
-fn compress_part(st: &Stage<'_>, codec: Codec, part: &[u8], out: &mut Vec<u8>) -> Result<()> {
+fn compress_part(
+    st: &Stage<'_>,
+    codecs: &mut Codecs,
+    codec: Codec,
+    part: &[u8],
+    out: &mut Vec<u8>,
+) -> Result<()> {
     let name = codec.name();
     let io = |e: std::io::Error| FilterError::bad_input(name, e.to_string());
     match codec {
@@ -187,11 +194,16 @@ fn compress_part(st: &Stage<'_>, codec: Codec, part: &[u8], out: &mut Vec<u8>) -
         }
         Codec::Zstd(level) => {
             let level = if level < -7 { 3 } else { level };
-            let bound = zstd::zstd_safe::compress_bound(part.len());
-            let start = out.len();
-            out.resize(start + bound, 0);
-            let n = zstd::bulk::compress_to_buffer(part, &mut out[start..], level).map_err(io)?;
-            out.truncate(start + n);
+            // Into the vector's spare room after what it holds: no zeroing
+            // of what zstd writes anyway.
+            out.reserve(zstd::zstd_safe::compress_bound(part.len()));
+            let start = out.len() as u64;
+            let mut tail = std::io::Cursor::new(&mut *out);
+            tail.set_position(start);
+            codecs
+                .zstd_compressor(name, level)?
+                .compress_to_buffer(part, &mut tail)
+                .map_err(io)?;
         }
         Codec::Lz4 => {
             let start = out.len();

@@ -14,15 +14,20 @@ use crate::buffer::{take_data, to_u32, MetaReader, Parts, Stage, Unfiltered};
 use crate::workspace::Codecs;
 use crate::{FilterError, Result};
 use aes_gcm::aead::AeadInPlace;
-use aes_gcm::{Aes256Gcm, KeyInit, Nonce, Tag};
+use aes_gcm::{Nonce, Tag};
 
 const NAME: &str = tdb_format::FilterType::InternalAes256Gcm.name();
 const IV_BYTES: usize = 12;
 const TAG_BYTES: usize = 16;
 
 /// Forward over one chunk.
-pub(crate) fn forward(st: &Stage<'_>, metadata: Parts, data: Parts) -> Result<(Parts, Parts)> {
-    encrypt(st, metadata, data, &mut random_iv)
+pub(crate) fn forward(
+    st: &Stage<'_>,
+    codecs: &mut Codecs,
+    metadata: Parts,
+    data: Parts,
+) -> Result<(Parts, Parts)> {
+    encrypt(st, codecs, metadata, data, &mut random_iv)
 }
 
 /// A fresh IV from the operating system, as TileDB takes one from OpenSSL's
@@ -42,12 +47,13 @@ fn random_iv() -> Result<[u8; IV_BYTES]> {
 /// Forward with IVs from `next_iv`, one per part in storage order.
 fn encrypt(
     st: &Stage<'_>,
+    codecs: &mut Codecs,
     metadata: Parts,
     data: Parts,
     next_iv: &mut dyn FnMut() -> Result<[u8; IV_BYTES]>,
 ) -> Result<(Parts, Parts)> {
     let key = st.key.ok_or(FilterError::MissingKey)?;
-    let cipher = Aes256Gcm::new(key.into());
+    let cipher = codecs.cipher(key);
     let count = |p: &Parts| to_u32(NAME, p.count(), "part count");
     let total = metadata.count() + data.count();
     let mut own = Vec::with_capacity(8 + total * (8 + IV_BYTES + TAG_BYTES));
@@ -167,7 +173,14 @@ mod tests {
         let mut meta = Parts::one(vec![1, 2, 3]);
         meta.push(vec![]);
         let data = Parts::one(b"hello, tiles".to_vec());
-        let (m, d) = encrypt(&stage(Some(KEY)), meta, data, &mut fixed_ivs()).unwrap();
+        let (m, d) = encrypt(
+            &stage(Some(KEY)),
+            &mut Codecs::default(),
+            meta,
+            data,
+            &mut fixed_ivs(),
+        )
+        .unwrap();
         assert_eq!((m.count(), d.count()), (1, 1));
         let (m, d) = (m.concat(), d.concat());
         assert_eq!(m.len(), 8 + 3 * 36);
@@ -180,8 +193,20 @@ mod tests {
         assert_eq!(out.metadata, [1, 2, 3]);
         assert_eq!(out.data, b"hello, tiles");
         // Random IVs differ between calls.
-        let one = forward(&stage(Some(KEY)), Parts::new(), Parts::one(vec![0; 4])).unwrap();
-        let two = forward(&stage(Some(KEY)), Parts::new(), Parts::one(vec![0; 4])).unwrap();
+        let one = forward(
+            &stage(Some(KEY)),
+            &mut Codecs::default(),
+            Parts::new(),
+            Parts::one(vec![0; 4]),
+        )
+        .unwrap();
+        let two = forward(
+            &stage(Some(KEY)),
+            &mut Codecs::default(),
+            Parts::new(),
+            Parts::one(vec![0; 4]),
+        )
+        .unwrap();
         assert_ne!(one, two);
     }
 
@@ -189,6 +214,7 @@ mod tests {
     fn keys_and_tampering() {
         let (m, d) = encrypt(
             &stage(Some(KEY)),
+            &mut Codecs::default(),
             Parts::one(vec![4; 9]),
             Parts::one(vec![5; 30]),
             &mut fixed_ivs(),
@@ -197,7 +223,12 @@ mod tests {
         let (m, d) = (m.concat(), d.concat());
         assert_eq!(back(None, &m, &d), Err(FilterError::MissingKey));
         assert_eq!(
-            forward(&stage(None), Parts::new(), Parts::new()),
+            forward(
+                &stage(None),
+                &mut Codecs::default(),
+                Parts::new(),
+                Parts::new()
+            ),
             Err(FilterError::MissingKey)
         );
         let mut wrong = *KEY;
@@ -243,7 +274,9 @@ mod tests {
                        data in proptest::collection::vec(any::<u8>(), 0..300)) {
             let mut parts = Parts::new();
             meta.iter().for_each(|p| parts.push(p.clone()));
-            let (m, d) = forward(&stage(Some(KEY)), parts, Parts::one(data.clone())).unwrap();
+            let (m, d) = forward(
+            &stage(Some(KEY)),
+            &mut Codecs::default(), parts, Parts::one(data.clone())).unwrap();
             let out = back(Some(KEY), &m.concat(), &d.concat()).unwrap();
             prop_assert_eq!(out.metadata, meta.concat());
             prop_assert_eq!(out.data, data);
@@ -325,7 +358,14 @@ mod tests {
                 Parts::new()
             };
             let mut next = || Ok(ivs.next().unwrap().unwrap());
-            let (m2, d2) = encrypt(&aes_st, meta_in, Parts::one(plain.data), &mut next).unwrap();
+            let (m2, d2) = encrypt(
+                &aes_st,
+                &mut Codecs::default(),
+                meta_in,
+                Parts::one(plain.data),
+                &mut next,
+            )
+            .unwrap();
             assert_eq!(
                 (m2.concat(), d2.concat()),
                 (m.to_vec(), d.to_vec()),

@@ -73,9 +73,16 @@ impl Filter {
     }
 
     /// Runs the filter forward over one chunk's metadata and data streams.
-    pub fn forward(&self, st: &Stage<'_>, metadata: Parts, data: Parts) -> Result<(Parts, Parts)> {
+    /// `codecs` are the calling thread's, kept across chunks.
+    pub fn forward(
+        &self,
+        st: &Stage<'_>,
+        codecs: &mut Codecs,
+        metadata: Parts,
+        data: Parts,
+    ) -> Result<(Parts, Parts)> {
         if let Some(codec) = self.codec(st) {
-            return compression::forward(st, codec, metadata, data);
+            return compression::forward(st, codecs, codec, metadata, data);
         }
         match *self {
             Filter::None => Ok((metadata, data)),
@@ -95,7 +102,7 @@ impl Filter {
                 offset,
                 byte_width,
             } => scale_float::forward(st, scale, offset, byte_width, metadata, data),
-            Filter::InternalAes256Gcm => encryption::forward(st, metadata, data),
+            Filter::InternalAes256Gcm => encryption::forward(st, codecs, metadata, data),
             Filter::Webp {
                 format,
                 lossless,

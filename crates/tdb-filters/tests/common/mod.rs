@@ -327,7 +327,7 @@ pub fn pin_chunks(
             cells.extend_from_slice(&out.data);
 
             let (meta, data) = head
-                .forward_chunk(st, out.data.clone())
+                .forward_chunk(st, &mut Workspace::default(), out.data.clone())
                 .unwrap_or_else(|e| panic!("{ctx}: {e}"));
             let mut mid = Unfiltered::default();
             if tail.filters.is_empty() {

@@ -235,7 +235,7 @@ pub(crate) fn decode_tiles<'a>(
             }
         }
     }
-    let decoded = decode_all(&runs, threads, Workspace::default, |ws, run| {
+    let decoded = crate::pool::map_all(&runs, threads, Workspace::default, |ws, run| {
         let job = &jobs[run.job];
         let is_var = job.fetch.parts[run.part].0 == DataPart::Var;
         let mut out = TileData::default();
@@ -410,53 +410,6 @@ fn finish_tile(
     Ok(out)
 }
 
-/// Runs `f` over `jobs` on up to `threads` workers (one bounded pool per
-/// call), each worker with its own state from `init`.
-fn decode_all<J: Sync, T: Send, S>(
-    jobs: &[J],
-    threads: usize,
-    init: impl Fn() -> S + Sync,
-    f: impl Fn(&mut S, &J) -> Result<T> + Sync,
-) -> Result<Vec<T>> {
-    let n = jobs.len();
-    let threads = threads.clamp(1, n.max(1));
-    if threads == 1 {
-        let mut state = init();
-        return jobs.iter().map(|j| f(&mut state, j)).collect();
-    }
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let mut results: Vec<Option<Result<T>>> = (0..n).map(|_| None).collect();
-    let chunks: Vec<Vec<(usize, Result<T>)>> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads)
-            .map(|_| {
-                s.spawn(|| {
-                    let mut state = init();
-                    let mut done = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                        if i >= n {
-                            break;
-                        }
-                        done.push((i, f(&mut state, &jobs[i])));
-                    }
-                    done
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_default())
-            .collect()
-    });
-    for (i, r) in chunks.into_iter().flatten() {
-        results[i] = Some(r);
-    }
-    results
-        .into_iter()
-        .map(|r| r.unwrap_or_else(|| Err(QueryError::invalid("a decode worker panicked"))))
-        .collect()
-}
-
 /// Decoded tiles by key.
 pub(crate) type TileMap = HashMap<TileKey, DecodedTile>;
 
@@ -498,7 +451,14 @@ mod tests {
     fn filtered(ff: &FragField, part: usize, tile: &[u8], offsets: Option<&[u64]>) -> Bytes {
         let f = ff.parts[part].1.tile_filters(FormatVersion::WRITTEN, None);
         let mut out = Vec::new();
-        f.filter("t", tile, offsets, &mut out).unwrap();
+        f.filter(
+            "t",
+            &mut tdb_filters::Workspace::default(),
+            tile,
+            offsets,
+            &mut out,
+        )
+        .unwrap();
         Bytes::from(out)
     }
 

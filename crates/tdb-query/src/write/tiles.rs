@@ -1,12 +1,14 @@
 //! One field's tiles of a new fragment: cells gathered from the input in
 //! tile order (fill where a dense tile reaches beyond the write), tile
 //! metadata computed over the written cells, every part filtered as
-//! TileDB's writer filters it, on one bounded pool.
+//! TileDB's writer filters it, on one bounded pool, and uploaded in order
+//! as they are done.
 
 use super::arrange::Arrangement;
 use super::files::{Built, FieldFiles};
 use super::input::InField;
 use crate::{QueryError, Result};
+use tdb_filters::Workspace;
 use tdb_format::{DataField, DataPart, FormatVersion};
 use tdb_fragment::tile_metadata::FieldStats;
 use tdb_index::dense::FILL;
@@ -62,7 +64,7 @@ pub(crate) fn field_tiles(
             .unwrap_or(field.buf.datatype.size() as usize)
     ];
     let tile_num = sources.tile_num();
-    let build = |t: u64, scratch: &mut Vec<usize>| -> Result<Built> {
+    let build = |t: u64, (scratch, ws): &mut (Vec<usize>, Workspace)| -> Result<Built> {
         sources.sources(t, scratch)?;
         let mut b = Built::default();
         let cells = scratch.len();
@@ -121,6 +123,7 @@ pub(crate) fn field_tiles(
             let f = vpf.tile_filters(FormatVersion::WRITTEN, key);
             f.filter(
                 &location(DataPart::Var),
+                ws,
                 &var_data,
                 Some(&offsets),
                 &mut b.var,
@@ -136,6 +139,7 @@ pub(crate) fn field_tiles(
                 .tile_filters(FormatVersion::WRITTEN, key)
                 .filter(
                     &location(DataPart::Fixed),
+                    ws,
                     &offsets_bytes,
                     None,
                     &mut b.fixed,
@@ -144,13 +148,14 @@ pub(crate) fn field_tiles(
         } else {
             fixed_pf
                 .tile_filters(FormatVersion::WRITTEN, key)
-                .filter(&location(DataPart::Fixed), &fixed, None, &mut b.fixed)
+                .filter(&location(DataPart::Fixed), ws, &fixed, None, &mut b.fixed)
                 .map_err(|e| tile_err(DataPart::Fixed, e))?;
         }
         if let Some(vpf) = &validity_pf {
             vpf.tile_filters(FormatVersion::WRITTEN, key)
                 .filter(
                     &location(DataPart::Validity),
+                    ws,
                     &validity,
                     None,
                     &mut b.validity,
@@ -159,38 +164,15 @@ pub(crate) fn field_tiles(
         }
         Ok(b)
     };
-    // Tiles in runs, one run per worker at a time, appended in order.
-    let batch = (threads.max(1) * 4) as u64;
-    let mut first = 0u64;
-    while first < tile_num {
-        let last = (first + batch).min(tile_num);
-        let per = (last - first).div_ceil(threads.max(1) as u64);
-        let built: Vec<Result<Vec<Built>>> = std::thread::scope(|s| {
-            let handles: Vec<_> = (first..last)
-                .step_by(per.max(1) as usize)
-                .map(|a| {
-                    let b = (a + per).min(last);
-                    let build = &build;
-                    s.spawn(move || {
-                        let mut scratch = Vec::new();
-                        (a..b).map(|t| build(t, &mut scratch)).collect()
-                    })
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| {
-                    h.join()
-                        .unwrap_or_else(|_| Err(QueryError::invalid("a tile worker panicked")))
-                })
-                .collect()
-        });
-        for run in built {
-            for b in run? {
-                files.push(b)?;
-            }
-        }
-        first = last;
-    }
-    Ok(())
+    // Uploaded in order on this thread while the workers build the next,
+    // a few tiles per worker in flight.
+    let threads = threads.max(1);
+    crate::pool::map_ordered(
+        usize::try_from(tile_num).unwrap_or(usize::MAX),
+        threads,
+        threads * 4,
+        Default::default,
+        |state, t| build(t as u64, state),
+        |_, b| files.push(b),
+    )
 }

@@ -1,0 +1,251 @@
+//! The bounded worker pools reads and writes run their tiles on: one
+//! pool per call, at most `threads` workers, each with its own state (a
+//! filter workspace), a worker's panic turned into an error.
+
+use crate::{QueryError, Result};
+use std::collections::BTreeMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{mpsc, Condvar, Mutex};
+
+/// `f` on every job, results in the jobs' order (all held at once: for
+/// reads, whose results are as large as the budget allows anyway).
+pub(crate) fn map_all<J: Sync, T: Send, S>(
+    jobs: &[J],
+    threads: usize,
+    init: impl Fn() -> S + Sync,
+    f: impl Fn(&mut S, &J) -> Result<T> + Sync,
+) -> Result<Vec<T>> {
+    let n = jobs.len();
+    let threads = threads.clamp(1, n.max(1));
+    if threads == 1 {
+        let mut state = init();
+        return jobs.iter().map(|j| f(&mut state, j)).collect();
+    }
+    let next = AtomicUsize::new(0);
+    let mut results: Vec<Option<Result<T>>> = (0..n).map(|_| None).collect();
+    let chunks: Vec<Vec<(usize, Result<T>)>> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut state = init();
+                    let mut done = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        if i >= n {
+                            break;
+                        }
+                        done.push((i, guarded(|| f(&mut state, &jobs[i]))));
+                    }
+                    done
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_default())
+            .collect()
+    });
+    for (i, r) in chunks.into_iter().flatten() {
+        results[i] = Some(r);
+    }
+    results
+        .into_iter()
+        .map(|r| r.unwrap_or_else(|| Err(panicked())))
+        .collect()
+}
+
+/// `f` on jobs `0..n`, each result handed to `sink` on the calling thread
+/// in job order as soon as it and those before it are done, so the caller
+/// works (uploads) while the workers compute the next. No worker starts
+/// a job more than `window` ahead of the last one sunk: at most `window`
+/// results are held, however many jobs there are. Stops at the first
+/// error, `f`'s or `sink`'s.
+pub(crate) fn map_ordered<T: Send, S>(
+    n: usize,
+    threads: usize,
+    window: usize,
+    init: impl Fn() -> S + Sync,
+    f: impl Fn(&mut S, usize) -> Result<T> + Sync,
+    mut sink: impl FnMut(usize, T) -> Result<()>,
+) -> Result<()> {
+    let threads = threads.clamp(1, n.max(1));
+    let window = window.max(1);
+    if threads == 1 {
+        let mut state = init();
+        for i in 0..n {
+            sink(i, f(&mut state, i)?)?;
+        }
+        return Ok(());
+    }
+    struct Gate {
+        next: usize,
+        sunk: usize,
+        stop: bool,
+    }
+    let gate = Mutex::new(Gate {
+        next: 0,
+        sunk: 0,
+        stop: false,
+    });
+    let moved = Condvar::new();
+    let (tx, rx) = mpsc::channel::<(usize, Result<T>)>();
+    // The next job a worker may start, `None` when there is none (or the
+    // run stopped). A poisoned lock means a worker panicked holding it,
+    // which the code under it cannot do: stop then too.
+    let claim = || -> Option<usize> {
+        let mut g = gate.lock().ok()?;
+        loop {
+            if g.stop || g.next >= n {
+                return None;
+            }
+            if g.next < g.sunk + window {
+                g.next += 1;
+                return Some(g.next - 1);
+            }
+            g = moved.wait(g).ok()?;
+        }
+    };
+    let advance = |sunk: usize, stop: bool| {
+        if let Ok(mut g) = gate.lock() {
+            g.sunk = sunk;
+            g.stop |= stop;
+        }
+        moved.notify_all();
+    };
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            let tx = tx.clone();
+            let (claim, f, init) = (&claim, &f, &init);
+            s.spawn(move || {
+                let mut state = init();
+                while let Some(i) = claim() {
+                    if tx.send((i, guarded(|| f(&mut state, i)))).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+        drop(tx);
+        let mut held: BTreeMap<usize, Result<T>> = BTreeMap::new();
+        let mut sunk = 0;
+        let result = 'run: loop {
+            while let Some(r) = held.remove(&sunk) {
+                if let Err(e) = r.and_then(|t| guarded(|| sink(sunk, t))) {
+                    break 'run Err(e);
+                }
+                sunk += 1;
+                advance(sunk, false);
+            }
+            if sunk == n {
+                break Ok(());
+            }
+            match rx.recv() {
+                Ok((i, r)) => {
+                    held.insert(i, r);
+                }
+                // Every worker gone with jobs unsunk.
+                Err(_) => break Err(panicked()),
+            }
+        };
+        advance(sunk, true);
+        result
+    })
+}
+
+/// `f`, its panic turned into an error.
+fn guarded<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|_| Err(panicked()))
+}
+
+fn panicked() -> QueryError {
+    QueryError::invalid("a tile worker panicked")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn results_are_sunk_in_order_with_a_bounded_window() {
+        for threads in [1, 2, 4] {
+            let in_flight = AtomicUsize::new(0);
+            let most = AtomicUsize::new(0);
+            let mut seen = Vec::new();
+            map_ordered(
+                100,
+                threads,
+                3,
+                || (),
+                |_, i| {
+                    let now = in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+                    most.fetch_max(now, Ordering::SeqCst);
+                    // Later jobs finish first, to make the order work.
+                    std::thread::sleep(std::time::Duration::from_micros((100 - i as u64) % 7 * 50));
+                    Ok(i * 2)
+                },
+                |i, v| {
+                    in_flight.fetch_sub(1, Ordering::SeqCst);
+                    seen.push((i, v));
+                    Ok(())
+                },
+            )
+            .unwrap();
+            assert_eq!(seen, (0..100).map(|i| (i, i * 2)).collect::<Vec<_>>());
+            assert!(most.load(Ordering::SeqCst) <= 3, "threads {threads}");
+        }
+    }
+
+    #[test]
+    fn the_first_error_or_panic_stops_the_run() {
+        for threads in [1, 2] {
+            let mut sunk = 0;
+            let e = map_ordered(
+                50,
+                threads,
+                4,
+                || (),
+                |_, i| {
+                    if i == 10 {
+                        Err(QueryError::invalid("job 10"))
+                    } else {
+                        Ok(i)
+                    }
+                },
+                |_, _| {
+                    sunk += 1;
+                    Ok(())
+                },
+            )
+            .unwrap_err();
+            assert!(e.to_string().contains("job 10"), "{e}");
+            assert_eq!(sunk, 10);
+        }
+        let e = map_ordered(
+            20,
+            2,
+            4,
+            || (),
+            |_, i| if i == 5 { panic!("boom") } else { Ok(i) },
+            |_, _| Ok(()),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("panicked"), "{e}");
+        let e = map_ordered(
+            20,
+            2,
+            4,
+            || (),
+            |_, i| Ok(i),
+            |i, _| {
+                if i == 3 {
+                    Err(QueryError::invalid("sink 3"))
+                } else {
+                    Ok(())
+                }
+            },
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("sink 3"), "{e}");
+    }
+}
