@@ -36,21 +36,38 @@ def copy_view(doc):
               "description", "case"):
         doc.pop(k, None)
     if isinstance(doc.get("schema"), dict):
-        schema = {k: v for k, v in doc["schema"].items() if k != "schema_format_version"}
-        # From v5 TileDB loads a dimension without filters with a copy of the
-        # coordinate filters; older schemas keep them empty. A copy is v22.
-        coords = schema.get("coords_filters")
-        dims = []
-        for d in schema.get("dims", []):
-            d = dict(d)
-            if isinstance(d.get("filters"), dict) and not d["filters"].get("filters"):
-                d["filters"] = coords
-            dims.append(d)
-        schema["dims"] = dims
-        doc["schema"] = schema
+        doc["schema"] = copied_schema(doc["schema"])
+    # A group's member arrays are copies too.
+    members = doc.get("member_arrays")
+    if isinstance(members, dict):
+        doc["member_arrays"] = {p: member_view(m) for p, m in members.items()}
+    elif isinstance(members, list):
+        doc["member_arrays"] = [member_view(m) for m in members]
     keep = ("timestamp_range", "sparse", "cell_num", "nonempty_domain")
     doc["fragments"] = [{k: f.get(k) for k in keep} for f in doc.get("fragments", [])]
     return doc
+
+
+def copied_schema(schema):
+    schema = {k: v for k, v in schema.items() if k != "schema_format_version"}
+    # From v5 TileDB loads a dimension without filters with a copy of the
+    # coordinate filters; older schemas keep them empty. A copy is v22.
+    coords = schema.get("coords_filters")
+    dims = []
+    for d in schema.get("dims", []):
+        d = dict(d)
+        if isinstance(d.get("filters"), dict) and not d["filters"].get("filters"):
+            d["filters"] = coords
+        dims.append(d)
+    schema["dims"] = dims
+    return schema
+
+
+def member_view(m):
+    m = dict(m)
+    if isinstance(m.get("schema"), dict):
+        m["schema"] = copied_schema(m["schema"])
+    return m
 
 
 def close(a, b):

@@ -105,15 +105,14 @@ enum Copied {
 }
 
 /// Copies the array of the case at `case` into `out/array` with
-/// `tdb::copy` (the case's key, if any, for both sides).
+/// `tdb::copy`, or its group into `out/group` with `tdb::copy_group` (the
+/// case's key, if any, for both sides).
 fn copy_case(case: &Path, out: &Path) -> Copied {
     let (exp, key) = match crate::conformance::read_expected(case) {
         Ok(v) => v,
         Err(e) => return Copied::Failed(e),
     };
-    if exp.get("kind").and_then(|k| k.as_str()).unwrap_or("array") != "array" {
-        return Copied::Skipped("groups are not copied yet".into());
-    }
+    let group = exp.get("kind").and_then(|k| k.as_str()) == Some("group");
     let mut options = tdb::OpenOptions::new();
     if let Some(k) = &key {
         options = match options.key(k) {
@@ -124,14 +123,24 @@ fn copy_case(case: &Path, out: &Path) -> Copied {
     if let Err(e) = fs::create_dir_all(out) {
         return Copied::Failed(format!("cannot make {}: {e}", out.display()));
     }
-    let result = tdb::Array::open_with(case.join("array"), options).and_then(|array| {
-        tdb::copy(
-            &array,
-            &LocalStorage::new(out.join("array")),
-            "",
-            key.as_ref(),
-        )
-    });
+    let result = if group {
+        tdb::Group::open_in(LocalStorage::new(case.join("group")), "", options)
+            .and_then(|g| {
+                tdb::copy_group(&g, &LocalStorage::new(out.join("group")), "", key.as_ref())
+            })
+            .map(|_| ())
+    } else {
+        tdb::Array::open_with(case.join("array"), options)
+            .and_then(|array| {
+                tdb::copy(
+                    &array,
+                    &LocalStorage::new(out.join("array")),
+                    "",
+                    key.as_ref(),
+                )
+            })
+            .map(|_| ())
+    };
     match result {
         Ok(_) => match fs::copy(case.join("expected.json"), out.join("expected.json")) {
             Ok(_) => Copied::Done,

@@ -91,9 +91,11 @@ enum Command {
     /// Copy an array into a new one at the current format version (v22),
     /// fragment by fragment with the same timestamps, keeping schemas,
     /// array metadata and deletes, so every read (time travel included)
-    /// answers the same. Also upgrades old arrays and re-encrypts.
+    /// answers the same. Also upgrades old arrays and re-encrypts. A group
+    /// is copied with its metadata and member history, and the member
+    /// arrays and groups stored inside it.
     Copy {
-        /// The array to copy.
+        /// The array or group to copy.
         src: PathBuf,
         /// Where the copy goes (must not hold an array or group).
         dst: PathBuf,
@@ -475,6 +477,21 @@ fn run(cli: Cli) -> Result<bool, CliError> {
                 options = options.key(&k)?;
             }
             let to_key = key_bytes(to_key.as_deref())?;
+            let from = LocalStorage::new(&src);
+            if tdb_fragment::object_kind(&from, "")? == Some(tdb_fragment::ObjectKind::Group) {
+                let group = tdb::Group::open_in(from, "", options)?;
+                let s = tdb::copy_group(&group, &LocalStorage::new(&dst), "", to_key.as_ref())?;
+                println!(
+                    "{} -> {}: {} member arrays, {} subgroups, {} member commits, {} metadata files",
+                    src.display(),
+                    dst.display(),
+                    s.arrays.len(),
+                    s.groups.len(),
+                    s.details_files,
+                    s.metadata_files
+                );
+                return Ok(true);
+            }
             let array = tdb::Array::open_with(&src, options)?;
             let summary = tdb::copy(&array, &LocalStorage::new(&dst), "", to_key.as_ref())?;
             let cells: u64 = summary.fragments.iter().map(|(_, c)| c).sum();

@@ -146,6 +146,62 @@ pub trait Upload: Send {
     fn finish(self: Box<Self>) -> Result<()>;
 }
 
+// A borrowed backend is a backend: one storage can serve many arrays and
+// groups (a group's members) without being cloned.
+impl<T: ReadableStorage + ?Sized> ReadableStorage for &T {
+    fn read(&self, key: &str) -> Result<Option<Bytes>> {
+        (**self).read(key)
+    }
+
+    fn read_ranges(&self, requests: &[RangeRequest]) -> Result<Vec<Option<RangeRead>>> {
+        (**self).read_ranges(requests)
+    }
+
+    fn size(&self, key: &str) -> Result<Option<u64>> {
+        (**self).size(key)
+    }
+
+    fn read_range(&self, key: &str, range: ByteRange) -> Result<Option<RangeRead>> {
+        (**self).read_range(key, range)
+    }
+}
+
+impl<T: ListableStorage + ?Sized> ListableStorage for &T {
+    fn list_dir(&self, dir: &str) -> Result<Listing> {
+        (**self).list_dir(dir)
+    }
+
+    fn list_prefix(&self, dir: &str) -> Result<Vec<ObjectMeta>> {
+        (**self).list_prefix(dir)
+    }
+}
+
+impl<T: WritableStorage + ?Sized> WritableStorage for &T {
+    fn write(&self, key: &str, data: Bytes) -> Result<()> {
+        (**self).write(key, data)
+    }
+
+    fn upload<'a>(&'a self, key: &str) -> Result<Box<dyn Upload + 'a>> {
+        (**self).upload(key)
+    }
+
+    fn write_stream(
+        &self,
+        key: &str,
+        parts: &mut dyn Iterator<Item = Result<Bytes>>,
+    ) -> Result<()> {
+        (**self).write_stream(key, parts)
+    }
+
+    fn delete(&self, key: &str) -> Result<()> {
+        (**self).delete(key)
+    }
+
+    fn delete_prefix(&self, dir: &str) -> Result<()> {
+        (**self).delete_prefix(dir)
+    }
+}
+
 /// A backend that reads, lists and writes.
 pub trait Storage: ReadableStorage + ListableStorage + WritableStorage {}
 

@@ -6,11 +6,12 @@
 //! every delete commit as a delete. It is also how arrays are re-encrypted
 //! (`to_key`) or decrypted.
 
-use crate::{Array, Error, Result};
+use crate::{Array, Error, Group, OpenOptions, Result};
 use tdb_format::ArrayType;
 use tdb_fragment::{
-    write_delete, write_enumeration, write_metadata, write_schema, CommitLocation, DeleteCommit,
-    FragmentError, MetadataFile, ReadStorage,
+    write_delete, write_enumeration, write_group_details, write_metadata, write_schema,
+    CommitLocation, DeleteCommit, FragmentError, GroupDetails, MetadataFile, ObjectKind,
+    ReadStorage, TimeWindow, TimestampedFile,
 };
 use tdb_query::{ReadSpec, ResultLayout, Subarray, WriteSpec};
 use tdb_storage::{join, ByteRange, RangeRequest, Storage};
@@ -182,7 +183,135 @@ pub fn copy<S: ReadStorage, D: Storage>(
     Ok(summary)
 }
 
-fn read_whole<S: ReadStorage>(storage: &S, key: &str) -> Result<Vec<u8>> {
+/// What a group copy wrote.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct GroupCopySummary {
+    /// Group metadata files, this group's and its subgroups'.
+    pub metadata_files: usize,
+    /// Member details files (each a commit of member changes).
+    pub details_files: usize,
+    /// Member arrays copied, by path below the group.
+    pub arrays: Vec<(String, CopySummary)>,
+    /// Member groups copied, by path below the group.
+    pub groups: Vec<String>,
+}
+
+/// Copies the group `src` into a new group at `dir` of `dst`, encrypted
+/// with `to_key` (or not): every metadata file and every member commit
+/// with its timestamps (so the group answers the same at every time), and
+/// every member stored inside the group (relative URIs) that is there, an
+/// array by [`copy`] and a group by this, with the group's key. Members
+/// named by absolute URI, or outside the group, are recorded as they were
+/// and not copied: the copy points where the original pointed.
+pub fn copy_group<S: ReadStorage, D: Storage>(
+    src: &Group<S>,
+    dst: &D,
+    dir: &str,
+    to_key: Option<&[u8; 32]>,
+) -> Result<GroupCopySummary> {
+    let mut summary = GroupCopySummary::default();
+    let from = GroupSource {
+        storage: src.storage(),
+        dir: &src.dir,
+        open: &src.open,
+        key: src.options.key.as_ref(),
+    };
+    copy_group_files(&from, dst, dir, to_key, "", &mut summary)?;
+    Ok(summary)
+}
+
+/// A group being copied.
+struct GroupSource<'a, S: ?Sized> {
+    storage: &'a S,
+    dir: &'a str,
+    open: &'a tdb_fragment::OpenGroup,
+    key: Option<&'a [u8; 32]>,
+}
+
+/// One group's files, then its members'; `at` is its path below the group
+/// the copy started from.
+fn copy_group_files<S: ReadStorage + ?Sized, D: Storage>(
+    src: &GroupSource<'_, S>,
+    dst: &D,
+    dir: &str,
+    to_key: Option<&[u8; 32]>,
+    at: &str,
+    summary: &mut GroupCopySummary,
+) -> Result<()> {
+    let (storage, key) = (src.storage, src.key);
+    tdb_fragment::create_group(dst, dir).map_err(Error::Write)?;
+    let directory = &src.open.directory;
+    for f in &directory.metadata {
+        let bytes = read_whole(storage, &join(src.dir, &f.path))?;
+        let file = MetadataFile::parse(&f.path, &bytes, key)?;
+        if write_metadata(dst, dir, &file, f.name.timestamp_range(), to_key)
+            .map_err(Error::Write)?
+            .is_some()
+        {
+            summary.metadata_files += 1;
+        }
+    }
+    let mut inside = std::collections::BTreeSet::new();
+    for f in &directory.details {
+        let details = group_details(storage, src.dir, f, key)?;
+        // Members removed since are copied too: the group at an earlier
+        // time has them.
+        inside.extend(
+            details
+                .entries
+                .iter()
+                .filter(|e| e.member.relative && tdb_storage::check_path(&e.member.uri).is_ok())
+                .map(|e| e.member.uri.clone()),
+        );
+        write_group_details(dst, dir, &details, f.name.timestamp_range().0, to_key)
+            .map_err(Error::Write)?;
+        summary.details_files += 1;
+    }
+    let options = || -> Result<OpenOptions> {
+        Ok(match key {
+            Some(k) => OpenOptions::new().key(k)?,
+            None => OpenOptions::new(),
+        })
+    };
+    for uri in inside {
+        let (from, to, path) = (join(src.dir, &uri), join(dir, &uri), join(at, &uri));
+        match tdb_fragment::object_kind(storage, &from)? {
+            Some(ObjectKind::Array) => {
+                let array = Array::open_in(storage, &from, options()?)?;
+                summary.arrays.push((path, copy(&array, dst, &to, to_key)?));
+            }
+            Some(ObjectKind::Group) => {
+                let open =
+                    tdb_fragment::OpenGroup::open(storage, &from, TimeWindow::ALL, &from, key)?;
+                let sub = GroupSource {
+                    storage,
+                    dir: &from,
+                    open: &open,
+                    key,
+                };
+                copy_group_files(&sub, dst, &to, to_key, &path, summary)?;
+                summary.groups.push(path);
+            }
+            // A member that is not there: the copy keeps it as dangling as
+            // the original's.
+            None => {}
+        }
+    }
+    Ok(())
+}
+
+fn group_details<S: ReadStorage + ?Sized>(
+    storage: &S,
+    dir: &str,
+    f: &TimestampedFile,
+    key: Option<&[u8; 32]>,
+) -> Result<GroupDetails> {
+    let bytes = read_whole(storage, &join(dir, &f.path))?;
+    Ok(GroupDetails::parse(&f.path, &bytes, key)?)
+}
+
+fn read_whole<S: ReadStorage + ?Sized>(storage: &S, key: &str) -> Result<Vec<u8>> {
     Ok(storage
         .read(key)
         .map_err(|e| FragmentError::storage(key, e))?

@@ -31,9 +31,9 @@ pub enum MemberChange {
 #[derive(Debug)]
 pub struct Group<S = LocalStorage> {
     storage: S,
-    dir: String,
-    options: OpenOptions,
-    open: OpenGroup,
+    pub(crate) dir: String,
+    pub(crate) options: OpenOptions,
+    pub(crate) open: OpenGroup,
 }
 
 impl Group<LocalStorage> {

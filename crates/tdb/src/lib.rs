@@ -21,7 +21,7 @@ mod group;
 use std::path::Path;
 use thiserror::Error;
 
-pub use copy::{copy, CopySummary};
+pub use copy::{copy, copy_group, CopySummary, GroupCopySummary};
 pub use group::{Group, MemberChange};
 pub use tdb_query::write::{now_ms, FragmentWriter, WriteSpec, Written};
 pub use tdb_schema::{Enumeration, SchemaEntry, SchemaEvolution};
