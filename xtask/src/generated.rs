@@ -941,6 +941,80 @@ impl Case {
     }
 }
 
+/// The generated group case: a group tdb builds through its API over
+/// time (member arrays and a subgroup added, a member removed, metadata
+/// put, changed and deleted at a later time). TileDB reports its members,
+/// metadata, subgroups and member arrays; tdb must read them alike.
+const GROUP_CASE: &str = "group_members";
+
+fn write_group(dir: &Path) -> Result<(), String> {
+    use tdb::{Group, MemberChange};
+    let err = |e: tdb::Error| crate::conformance::chain(&e);
+    fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let storage = LocalStorage::new(dir.join("group"));
+    let at = |t: u64| OpenOptions::new().at(t);
+    let member = |path: &str, array_type: ArrayType, n: i64| -> Result<(), String> {
+        let schema = ArraySchema::builder(array_type)
+            .dimension(DimensionBuilder::range("d", 0i64..=n - 1).tile_extent(4i64))
+            .attribute(AttributeBuilder::new("a", Datatype::Int64))
+            .build()
+            .map_err(|e| e.to_string())?;
+        let a = Array::create_in(&storage, path, &schema, &[], at(5)).map_err(err)?;
+        let column = |name: &str, f: &dyn Fn(i64) -> i64| {
+            let mut b = FieldBuffer::new(name, Datatype::Int64, 1, false);
+            b.data = (0..n).flat_map(|i| f(i).to_le_bytes()).collect();
+            b
+        };
+        let values = column("a", &|i| i * 10 - 3);
+        let spec = if array_type == ArrayType::Dense {
+            WriteSpec::new(vec![values])
+        } else {
+            WriteSpec::new(vec![column("d", &|i| n - 1 - i), values])
+        };
+        a.write(spec.at(7)).map_err(err)?;
+        Ok(())
+    };
+    let add = |uri: &str| MemberChange::Add {
+        uri: uri.into(),
+        relative: true,
+        name: Some(uri.into()),
+    };
+    let g = Group::create_in(&storage, "", at(10)).map_err(err)?;
+    member("dense", ArrayType::Dense, 8)?;
+    member("gone", ArrayType::Dense, 4)?;
+    let sub = Group::create_in(&storage, "sub", at(10)).map_err(err)?;
+    member("sub/sparse", ArrayType::Sparse, 5)?;
+    sub.change_members(&[add("sparse")]).map_err(err)?;
+    g.change_members(&[add("dense"), add("sub"), add("gone")])
+        .map_err(err)?;
+    g.write_metadata(metadata_entries()).map_err(err)?;
+    let later = Group::open_in(&storage, "", at(20)).map_err(err)?;
+    later
+        .change_members(&[MemberChange::Remove("gone".into())])
+        .map_err(err)?;
+    later
+        .write_metadata([
+            MetadataEntry::Delete {
+                key: "float".into(),
+            },
+            MetadataEntry::Put {
+                key: "text".into(),
+                value: MetadataValue::new(Datatype::StringAscii, 5, b"later".to_vec())
+                    .map_err(|e| e.to_string())?,
+            },
+        ])
+        .map_err(err)?;
+    let exp = json!({
+        "case": GROUP_CASE,
+        "description": "a group written by tdb through its API (cargo xtask interop)",
+        "kind": "group",
+        "encryption": Value::Null,
+        "queries": [],
+    });
+    let text = serde_json::to_string_pretty(&exp).map_err(|e| e.to_string())?;
+    fs::write(dir.join("expected.json"), text).map_err(|e| e.to_string())
+}
+
 /// The generated pass: `(passed, failed)`, a line per failed case.
 pub(crate) fn generated(root: &Path, python: &Path) -> Result<(usize, usize), String> {
     let out = root.join("target/interop/generated");
@@ -951,6 +1025,9 @@ pub(crate) fn generated(root: &Path, python: &Path) -> Result<(usize, usize), St
     // The first failure of each case.
     let mut failed: BTreeMap<String, String> = BTreeMap::new();
     let mut known = Vec::new();
+    if let Err(e) = write_group(&out.join(GROUP_CASE)) {
+        failed.insert(GROUP_CASE.into(), format!("tdb could not write it: {e}"));
+    }
     for c in &all {
         match c.write(&out.join(&c.name)) {
             Ok(k) => known.push((c.name.clone(), k)),
@@ -969,10 +1046,11 @@ pub(crate) fn generated(root: &Path, python: &Path) -> Result<(usize, usize), St
         .map_err(|e| format!("expect.py: {e}"))?;
     eprint!("{}", String::from_utf8_lossy(&output.stderr));
     for line in String::from_utf8_lossy(&output.stdout).lines() {
-        if let Some(c) = all.iter().find(|c| line.contains(&format!("/{}:", c.name))) {
+        let names = all.iter().map(|c| c.name.as_str()).chain([GROUP_CASE]);
+        if let Some(name) = names.into_iter().find(|n| line.contains(&format!("/{n}:"))) {
             if line.starts_with("FAIL") {
                 failed
-                    .entry(c.name.clone())
+                    .entry(name.to_owned())
                     .or_insert_with(|| format!("TileDB could not read it: {line}"));
             }
         }
@@ -1013,10 +1091,11 @@ pub(crate) fn generated(root: &Path, python: &Path) -> Result<(usize, usize), St
     for (name, why) in &failed {
         println!("FAIL generated/{name}: {why}");
     }
+    let cases = all.len() + 1;
     println!(
-        "generated: {} arrays written by tdb, read by TileDB and by tdb: {} failed",
+        "generated: {} arrays and a group written by tdb, read by TileDB and by tdb: {} failed",
         all.len(),
         failed.len()
     );
-    Ok((all.len().saturating_sub(failed.len()), failed.len()))
+    Ok((cases.saturating_sub(failed.len()), failed.len()))
 }
