@@ -1,13 +1,15 @@
 //! `tdb demo DIR`: tdb end to end on generated data. Creates a dense and a
-//! sparse array under DIR, writes a few million cells into each, prints
-//! their schemas, reads slices back and checks every answer against the
-//! data it generated (a wrong answer is an error, not a line of output).
+//! sparse array under DIR, writes a few million cells into each (the dense
+//! one streamed in global order, a band of tiles at a time, so it never
+//! holds its cells whole), prints their schemas, reads slices back and
+//! checks every answer against the data it generated, cell by cell (a
+//! wrong answer is an error, not a line of output).
 
 use crate::CliError;
 use std::io::Write;
 use std::path::Path;
 use std::time::{Duration, Instant};
-use tdb::{Array, ArraySchema, Datatype, FieldBuffer, Range, ReadSpec, Subarray};
+use tdb::{Array, ArraySchema, Datatype, FieldBuffer, Range, ReadSpec, ResultLayout, Subarray};
 use tdb::{WriteSpec, VAR_NUM};
 use tdb_filters::Filter;
 use tdb_format::{ArrayType, Layout};
@@ -23,16 +25,39 @@ fn dense_value(y: i64, x: i64) -> f64 {
     ((y * 31 + x * 17) % 1000) as f64 / 10.0
 }
 
-/// Sparse point `i` of `n`, on a `side` × `side` grid: a bijection of the
-/// grid's cells (an odd multiplier modulo a power of two), so coordinates
-/// are scattered and never repeat.
+/// Scatters the sparse points: odd, so invertible modulo a power of two.
+const SCATTER: u64 = 2_654_435_761;
+
+/// Sparse point `i` of `n`, on a `side` × `side` grid (`side` a power of
+/// two): a bijection of the grid's cells, so coordinates are scattered and
+/// never repeat.
 fn sparse_point(i: u64, side: u64) -> (i64, i64) {
-    let cell = i.wrapping_mul(2_654_435_761) & (side * side - 1);
+    let cell = i.wrapping_mul(SCATTER) & (side * side - 1);
     ((cell / side) as i64, (cell % side) as i64)
 }
 
-fn ints<T: Copy>(values: impl Iterator<Item = T>, bytes: impl Fn(T) -> [u8; 8]) -> Vec<u8> {
-    values.flat_map(bytes).collect()
+/// The point number at `(y, x)` ([`sparse_point`] inverted), whether or
+/// not that many points were written.
+fn sparse_index(y: i64, x: i64, side: u64) -> u64 {
+    // SCATTER's inverse modulo 2^64, by Newton's iteration (each step
+    // doubles the bits that are right).
+    let mut inverse = SCATTER;
+    for _ in 0..6 {
+        inverse = inverse.wrapping_mul(2u64.wrapping_sub(SCATTER.wrapping_mul(inverse)));
+    }
+    (y as u64 * side + x as u64).wrapping_mul(inverse) & (side * side - 1)
+}
+
+fn f64s(f: &FieldBuffer) -> impl Iterator<Item = f64> + '_ {
+    f.data
+        .chunks_exact(8)
+        .map(|c| f64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
+}
+
+fn i64s(f: &FieldBuffer) -> impl Iterator<Item = i64> + '_ {
+    f.data
+        .chunks_exact(8)
+        .map(|c| i64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
 }
 
 fn elapsed(d: Duration) -> String {
@@ -52,7 +77,10 @@ pub fn run(
     progress: Progress<'_>,
 ) -> Result<(), CliError> {
     let io = |e: std::io::Error| CliError::Output(e.to_string());
+    // Whole tiles of 256 (global-order dense writes take whole tiles).
     let side = ((cells as f64).sqrt() as i64).max(16);
+    let tile = 256.min(side);
+    let side = (side + tile - 1) / tile * tile;
     // The sparse grid: the power of two whose square holds every point.
     let grid = (cells.max(256) as f64).sqrt().ceil() as u64;
     let grid = grid.next_power_of_two();
@@ -65,7 +93,6 @@ pub fn run(
     .map_err(io)?;
 
     // Dense: FLOAT64 over a side x side grid, BYTESHUFFLE + ZSTD.
-    let tile = 256.min(side);
     let schema = ArraySchema::builder(ArrayType::Dense)
         .dimension(DimensionBuilder::range("y", 0i64..=side - 1).tile_extent(tile))
         .dimension(DimensionBuilder::range("x", 0i64..=side - 1).tile_extent(tile))
@@ -77,19 +104,30 @@ pub fn run(
     let dense_dir = dir.join("dense");
     let dense = Array::create(&dense_dir, &schema)?;
     let total = (side * side) as u64;
-    let mut a = FieldBuffer::new("a", Datatype::Float64, 1, false);
-    a.data.reserve(total as usize * 8);
-    for y in 0..side {
-        for x in 0..side {
-            a.data.extend_from_slice(&dense_value(y, x).to_le_bytes());
-        }
-        if y % 64 == 0 {
-            progress("generating dense cells", Some(((y * side) as u64, total)));
-        }
-    }
-    progress("writing the dense array", None);
     let started = Instant::now();
-    let written = dense.write(WriteSpec::new(vec![a]))?;
+    // A band of tiles at a time, in the global order: tile by tile along
+    // the band, each tile's cells row by row.
+    let mut writer =
+        dense.writer(WriteSpec::new(Vec::new()).with_layout(ResultLayout::GlobalOrder))?;
+    let mut a = FieldBuffer::new("a", Datatype::Float64, 1, false);
+    for band in (0..side).step_by(tile as usize) {
+        a.clear();
+        for tx in (0..side).step_by(tile as usize) {
+            for y in band..band + tile {
+                for x in tx..tx + tile {
+                    a.data.extend_from_slice(&dense_value(y, x).to_le_bytes());
+                }
+            }
+        }
+        writer
+            .submit(std::slice::from_ref(&a))
+            .map_err(tdb::Error::from)?;
+        progress(
+            "writing the dense array",
+            Some(((band + tile) as u64 * side as u64, total)),
+        );
+    }
+    let written = writer.finish().map_err(tdb::Error::from)?;
     let took = started.elapsed();
     progress("", None);
     writeln!(
@@ -119,15 +157,15 @@ pub fn run(
         .build()?;
     let sparse_dir = dir.join("sparse");
     let sparse = Array::create(&sparse_dir, &schema)?;
-    let coords: Vec<(i64, i64)> = (0..points).map(|i| sparse_point(i, grid)).collect();
     let mut y = FieldBuffer::new("y", Datatype::Int64, 1, false);
-    y.data = ints(coords.iter().map(|c| c.0), i64::to_le_bytes);
     let mut x = FieldBuffer::new("x", Datatype::Int64, 1, false);
-    x.data = ints(coords.iter().map(|c| c.1), i64::to_le_bytes);
     let mut v = FieldBuffer::new("v", Datatype::Float64, 1, false);
-    v.data = ints(0..points, |i| (i as f64).to_le_bytes());
     let mut name = FieldBuffer::new("name", Datatype::StringUtf8, VAR_NUM, false);
     for i in 0..points {
+        let (py, px) = sparse_point(i, grid);
+        y.data.extend_from_slice(&py.to_le_bytes());
+        x.data.extend_from_slice(&px.to_le_bytes());
+        v.data.extend_from_slice(&(i as f64).to_le_bytes());
         name.push(format!("point-{i}").as_bytes(), true);
         if i % 65_536 == 0 {
             progress("generating sparse cells", Some((i, points)));
@@ -177,12 +215,7 @@ pub fn run(
         }
         s
     };
-    let sum_f64 = |f: &FieldBuffer| -> f64 {
-        f.data
-            .chunks_exact(8)
-            .map(|c| f64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
-            .sum()
-    };
+    let sum_f64 = |f: &FieldBuffer| -> f64 { f64s(f).sum() };
     writeln!(out, "reads (each checked against the data written):").map_err(io)?;
 
     let (lo, hi) = (side / 3, (side / 3 + 255).min(side - 1));
@@ -227,10 +260,23 @@ pub fn run(
     let got = sparse
         .read_all(ReadSpec::new(["y", "x", "v"]).with_subarray(box_of((0, edge), (0, edge))))?;
     let took = started.elapsed();
-    let inside = |&(y, x): &(i64, i64)| y <= edge && x <= edge;
-    let want = coords.iter().filter(|c| inside(c)).count() as u64;
+    let want = (0..points)
+        .map(|i| sparse_point(i, grid))
+        .filter(|&(y, x)| y <= edge && x <= edge)
+        .count() as u64;
     if got.num_cells != want {
         return Err(mismatch("sparse box", got.num_cells, want));
+    }
+    // Every point is one written, with its value.
+    let (ys, xs, vs) = (got.field("y"), got.field("x"), got.field("v"));
+    let (Some(ys), Some(xs), Some(vs)) = (ys, xs, vs) else {
+        return Err(mismatch("sparse box", "missing fields", "y, x, v"));
+    };
+    for ((py, px), pv) in i64s(ys).zip(i64s(xs)).zip(f64s(vs)) {
+        let i = sparse_index(py, px, grid);
+        if py > edge || px > edge || i >= points || pv != i as f64 {
+            return Err(mismatch(&format!("sparse point ({py}, {px})"), pv, i));
+        }
     }
     writeln!(
         out,
@@ -245,9 +291,30 @@ pub fn run(
     let got =
         sparse.read_all(ReadSpec::new(["v", "name"]).with_condition(format!("v < {limit}")))?;
     let took = started.elapsed();
-    let names = got.field("name").map_or(0, |f| f.column().len()) as u64;
-    if got.num_cells != limit || names != limit {
+    let (Some(vs), Some(names)) = (got.field("v"), got.field("name")) else {
+        return Err(mismatch("sparse condition", "missing fields", "v, name"));
+    };
+    let names = names.column();
+    if got.num_cells != limit || names.len() as u64 != limit {
         return Err(mismatch("sparse condition", got.num_cells, limit));
+    }
+    // Each point below the limit once, with its own name.
+    let mut seen = vec![false; limit as usize];
+    for (k, pv) in f64s(vs).enumerate() {
+        let want = format!("point-{pv}");
+        let slot = seen
+            .get_mut(pv as usize)
+            .filter(|s| !**s && pv.fract() == 0.0);
+        match slot {
+            Some(s) if names.cell(k) == want.as_bytes() => *s = true,
+            _ => {
+                return Err(mismatch(
+                    "sparse condition point",
+                    pv,
+                    "a point below the limit",
+                ))
+            }
+        }
     }
     writeln!(
         out,

@@ -51,18 +51,22 @@ pub fn sort_cells<'c>(
             cell_order: Layout::Hilbert,
             ..
         } => {
+            // Sorted as (key, cell) pairs side by side, not through a
+            // key table each comparison looks up at random.
             let bits = crate::hilbert::bits(n);
-            let mut hilbert = vec![0u64; cells];
             let mut buckets = vec![0u64; n];
-            for &i in order.iter() {
-                hilbert[i] = hilbert_key(domain, n, &coord, i, bits, &mut buckets);
-            }
-            order.sort_by(|&a, &b| {
-                hilbert[a]
-                    .cmp(&hilbert[b])
+            let mut keyed: Vec<(u64, usize)> = order
+                .iter()
+                .map(|&i| (hilbert_key(domain, n, &coord, i, bits, &mut buckets), i))
+                .collect();
+            keyed.sort_by(|&(ka, a), &(kb, b)| {
+                ka.cmp(&kb)
                     .then_with(|| by_coords(a, b, false))
                     .then_with(|| tie(a, b))
             });
+            for (slot, (_, i)) in order.iter_mut().zip(keyed) {
+                *slot = i;
+            }
         }
         CellOrder::Global {
             tile_order,

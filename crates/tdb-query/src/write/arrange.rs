@@ -84,18 +84,27 @@ pub(crate) fn mbr(
     cells: impl IntoIterator<Item = usize>,
 ) -> NDRange {
     let dims: Vec<_> = (0..ops.dims().len()).filter_map(|d| input.dim(d)).collect();
-    let mut mbr = NDRange::new();
+    // Per dimension the lowest and highest value, borrowed from the input
+    // until the end (a range per cell would allocate per cell).
+    let mut bounds: Vec<(&[u8], &[u8])> = Vec::new();
     for i in cells {
-        let cell: NDRange = dims
-            .iter()
-            .map(|f| {
-                let v = f.cell(i);
-                Range::from_bounds(v, v, f.col.is_var())
-            })
-            .collect();
-        ops.expand(&mut mbr, &cell);
+        if bounds.is_empty() {
+            bounds = dims.iter().map(|f| (f.cell(i), f.cell(i))).collect();
+            continue;
+        }
+        for ((f, o), (lo, hi)) in dims.iter().zip(ops.dims()).zip(bounds.iter_mut()) {
+            let v = f.cell(i);
+            if o.cmp_values(v, lo).is_lt() {
+                *lo = v;
+            } else if o.cmp_values(v, hi).is_gt() {
+                *hi = v;
+            }
+        }
     }
-    mbr
+    dims.iter()
+        .zip(bounds)
+        .map(|(f, (lo, hi))| Range::from_bounds(lo, hi, f.col.is_var()))
+        .collect()
 }
 
 impl Arrangement {

@@ -83,7 +83,7 @@ pub(crate) fn field_tiles(
                 while end < scratch.len() && scratch[end] == s + (end - k) {
                     end += 1;
                 }
-                fixed.extend_from_slice(field.cells(s, end - k));
+                push_cells(&mut fixed, field.cells(s, end - k));
             } else {
                 fixed.extend_from_slice(&fill);
             }
@@ -99,7 +99,7 @@ pub(crate) fn field_tiles(
                 offsets.push(var_data.len() as u64);
                 var_data.extend_from_slice(cell);
             } else {
-                fixed.extend_from_slice(cell);
+                push_cells(&mut fixed, cell);
             }
             if nullable {
                 validity.push(valid);
@@ -175,4 +175,25 @@ pub(crate) fn field_tiles(
         |state, t| build(t as u64, state),
         |_, b| files.push(b),
     )
+}
+
+/// Appends `bytes` to `out`. Cells put one at a time (sorted sparse cells)
+/// are mostly a few bytes: copies of a width the compiler knows, not a
+/// `memcpy` call each.
+#[inline]
+fn push_cells(out: &mut Vec<u8>, bytes: &[u8]) {
+    fn fixed<const N: usize>(out: &mut Vec<u8>, bytes: &[u8]) {
+        match <[u8; N]>::try_from(bytes) {
+            Ok(a) => out.extend_from_slice(&a),
+            Err(_) => out.extend_from_slice(bytes),
+        }
+    }
+    match bytes.len() {
+        1 => out.push(bytes[0]),
+        2 => fixed::<2>(out, bytes),
+        4 => fixed::<4>(out, bytes),
+        8 => fixed::<8>(out, bytes),
+        16 => fixed::<16>(out, bytes),
+        _ => out.extend_from_slice(bytes),
+    }
 }
