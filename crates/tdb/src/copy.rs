@@ -34,7 +34,8 @@ pub struct CopySummary {
 /// of `dst`, encrypted with `to_key` (or not). Refuses a `dir` that already
 /// holds an array. Per-cell timestamps of fragments consolidated with
 /// timestamps, and update commits, are not copied yet: such arrays are
-/// refused rather than copied wrong.
+/// refused rather than copied wrong. Sparse fragments of dense arrays
+/// (written by TileDB before 2.5) are copied as such.
 pub fn copy<S: ReadStorage, D: Storage>(
     src: &Array<S>,
     dst: &D,
@@ -103,12 +104,33 @@ pub fn copy<S: ReadStorage, D: Storage>(
         let target = names
             .get(&schema_entry.name)
             .ok_or_else(|| unsupported("a fragment whose schema is missing"))?;
-        if schema_entry.schema.array_type == ArrayType::Dense && !dense_frag {
-            return Err(unsupported("sparse fragments of dense arrays"));
-        }
-        let one = snap
+        // A sparse fragment of a dense array (TileDB before 2.5 wrote them;
+        // 2.30 still reads them) is written as one: its cells in the global
+        // order of the array's space tiles, `capacity` to a tile, under
+        // the array's schema (the footer names it).
+        let sparse_in_dense = schema_entry.schema.array_type == ArrayType::Dense && !dense_frag;
+        let sparse_view;
+        let target = if sparse_in_dense {
+            let mut view = target.clone();
+            view.schema.array_type = ArrayType::Sparse;
+            sparse_view = view;
+            &sparse_view
+        } else {
+            target
+        };
+        let mut one = snap
             .fragment_alone(fi)
             .ok_or_else(|| unsupported("a fragment that vanished"))?;
+        if sparse_in_dense {
+            // Read as the sparse fragment it is: its cells and coordinates,
+            // not the dense array's every cell.
+            let entries = one.open.schemas.entries().iter().cloned().map(|mut e| {
+                e.schema.array_type = ArrayType::Sparse;
+                e
+            });
+            one.open.schemas = tdb_schema::SchemaHistory::new(entries.collect())
+                .map_err(|e| unsupported(&format!("a sparse fragment of a dense array: {e}")))?;
+        }
         let (t1, t2) = f.file.name.timestamp_range();
         let schema = one.schema().clone();
         let fields: Vec<String> = schema

@@ -116,3 +116,40 @@ fn copies_of_v22_arrays_are_tiledbs_bytes() {
         "{fragments} fragments, {files} files"
     );
 }
+
+/// A dense array with a sparse fragment (TileDB 2.3.3 wrote it; 2.30
+/// reads it, `cargo xtask interop` checks that TileDB reads the copy): the
+/// copy keeps the fragment sparse and reads the same at every time.
+#[test]
+fn sparse_fragments_of_dense_arrays_are_copied_as_such() {
+    use tdb::{OpenOptions, ReadSpec};
+    let src_dir = tdb_testdata::root().join("legacy/2.3.3/dense_with_sparse_fragments/array");
+    let src = Array::open(&src_dir).unwrap();
+    let dst = MemoryStorage::new();
+    tdb::copy(&src, &dst, "", None).unwrap();
+    let copy = tdb::Array::open_in(&dst, "", OpenOptions::new()).unwrap();
+    let kinds = |a: &[tdb::LoadedFragment]| -> Vec<bool> {
+        a.iter().map(|f| f.metadata.footer.dense).collect()
+    };
+    assert_eq!(kinds(src.fragments()), [true, false, true]);
+    assert_eq!(kinds(copy.fragments()), kinds(src.fragments()));
+    let fields: Vec<String> = src
+        .schema()
+        .attributes
+        .iter()
+        .map(|a| a.name.clone())
+        .collect();
+    for t in [1, 2, 3] {
+        let theirs = Array::open_with(&src_dir, OpenOptions::new().at(t))
+            .unwrap()
+            .read_all(ReadSpec::new(fields.clone()))
+            .unwrap()
+            .fields;
+        let ours = tdb::Array::open_in(&dst, "", OpenOptions::new().at(t))
+            .unwrap()
+            .read_all(ReadSpec::new(fields.clone()))
+            .unwrap()
+            .fields;
+        assert_eq!(theirs, ours, "at {t}");
+    }
+}
