@@ -67,6 +67,10 @@ pub const VALIDITY_SUFFIX: &str = "_validity";
 pub const LEGACY_COORDS_STEM: &str = "__coords";
 /// Per-cell timestamps (file stem, v14+).
 pub const TIMESTAMPS_STEM: &str = "t";
+/// The name of the per-cell timestamps as a field (TileDB's
+/// `constants::timestamps`): UINT64, one per cell, in fragments consolidated
+/// with timestamps.
+pub const TIMESTAMPS_FIELD: &str = "__timestamps";
 /// Per-cell delete timestamps (file stem, v15+).
 pub const DELETE_TIMESTAMPS_STEM: &str = "dt";
 /// Per-cell delete condition indexes (file stem, v15+).

@@ -455,7 +455,8 @@ impl FieldStats {
     }
 
     /// The rules for footer field `idx` (attributes, `__coords`,
-    /// dimensions); `None` beyond them.
+    /// dimensions, then timestamps and delete metadata where the footer
+    /// has them); `None` beyond them.
     pub fn of_index(schema: &ArraySchema, idx: usize) -> Option<FieldStats> {
         let a = schema.attributes.len();
         let dims = &schema.domain.dimensions;
@@ -477,6 +478,19 @@ impl FieldStats {
             })
         } else if idx - a - 1 < dims.len() {
             Some(Self::new(schema, SchemaField::Dimension(idx - a - 1)))
+        } else if idx - a - 1 - dims.len() < 3 {
+            // Timestamps, delete timestamps, delete condition indexes:
+            // TileDB treats each as a UINT64 attribute.
+            Some(FieldStats {
+                datatype: Datatype::UInt64,
+                is_dim: false,
+                coords: false,
+                var: false,
+                cell_val_num: 1,
+                cell_size: 8,
+                nullable: false,
+                dense: schema.array_type == ArrayType::Dense,
+            })
         } else {
             None
         }

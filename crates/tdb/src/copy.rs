@@ -32,10 +32,11 @@ pub struct CopySummary {
 
 /// Copies `src` (opened over its whole history) into a new array at `dir`
 /// of `dst`, encrypted with `to_key` (or not). Refuses a `dir` that already
-/// holds an array. Per-cell timestamps of fragments consolidated with
-/// timestamps, and update commits, are not copied yet: such arrays are
-/// refused rather than copied wrong. Sparse fragments of dense arrays
-/// (written by TileDB before 2.5) are copied as such.
+/// holds an array. Fragments consolidated with timestamps keep every
+/// version of a cell with its timestamp; sparse fragments of dense arrays
+/// (written by TileDB before 2.5) are copied as such. Delete metadata of
+/// consolidated fragments and update commits are not copied yet: such
+/// arrays are refused rather than copied wrong.
 pub fn copy<S: ReadStorage, D: Storage>(
     src: &Array<S>,
     dst: &D,
@@ -93,8 +94,10 @@ pub fn copy<S: ReadStorage, D: Storage>(
     // newer fragment over it) with the schema it was written with.
     for (fi, f) in snap.fragments.iter().enumerate() {
         let footer = &f.metadata.footer;
-        if footer.has_timestamps || footer.has_delete_meta {
-            return Err(unsupported("fragments consolidated with timestamps"));
+        if footer.has_delete_meta {
+            return Err(unsupported(
+                "fragments consolidated with delete metadata (delete timestamps)",
+            ));
         }
         let dense_frag = footer.dense;
         let schema_entry = open
@@ -121,15 +124,19 @@ pub fn copy<S: ReadStorage, D: Storage>(
         let mut one = snap
             .fragment_alone(fi)
             .ok_or_else(|| unsupported("a fragment that vanished"))?;
-        if sparse_in_dense {
+        let with_timestamps = footer.has_timestamps;
+        if sparse_in_dense || with_timestamps {
             // Read as the sparse fragment it is: its cells and coordinates,
-            // not the dense array's every cell.
+            // not the dense array's every cell; with per-cell timestamps,
+            // every version of a cell (duplicates kept, in stored order),
+            // not the latest alone.
             let entries = one.open.schemas.entries().iter().cloned().map(|mut e| {
                 e.schema.array_type = ArrayType::Sparse;
+                e.schema.allows_dups |= with_timestamps;
                 e
             });
             one.open.schemas = tdb_schema::SchemaHistory::new(entries.collect())
-                .map_err(|e| unsupported(&format!("a sparse fragment of a dense array: {e}")))?;
+                .map_err(|e| unsupported(&format!("a sparse fragment: {e}")))?;
         }
         let (t1, t2) = f.file.name.timestamp_range();
         let schema = one.schema().clone();
@@ -143,6 +150,7 @@ pub fn copy<S: ReadStorage, D: Storage>(
                     .into_iter()
                     .flatten(),
             )
+            .chain(with_timestamps.then(|| tdb_format::names::TIMESTAMPS_FIELD.to_owned()))
             .collect();
         let mut read = ReadSpec::new(fields.clone());
         let mut write = WriteSpec::new(Vec::new()).between(t1, t2);

@@ -1,6 +1,7 @@
 //! `tdb::copy` writes what TileDB 2.30 writes: for every unencrypted v22
-//! array of the corpus, each copied fragment's data files and fragment
-//! metadata are TileDB's bytes, except where TileDB's output is not a
+//! array of the corpus (fragments consolidated with timestamps included),
+//! each copied fragment's data files and fragment metadata are TileDB's
+//! bytes, except where TileDB's output is not a
 //! function of the cells (lossy filters, whose input a copy no longer
 //! has; LZ4, whose encoder is liblz4's and not lz4_flex's; the schema's
 //! name in the footer, a fresh uuid).
@@ -20,7 +21,7 @@ fn not_reproducible(f: &Filter) -> bool {
 
 #[test]
 fn copies_of_v22_arrays_are_tiledbs_bytes() {
-    let (mut files, mut fragments) = (0, 0);
+    let (mut files, mut fragments, mut with_timestamps) = (0, 0, 0);
     for obj in tdb_testdata::objects() {
         if obj.key.is_some() || !obj.files.iter().any(|f| f.starts_with("__schema/")) {
             continue;
@@ -109,12 +110,16 @@ fn copies_of_v22_arrays_are_tiledbs_bytes() {
                 files += 1;
             }
             fragments += 1;
+            with_timestamps += usize::from(footer.has_timestamps);
         }
     }
     assert!(
         fragments > 50 && files > 150,
         "{fragments} fragments, {files} files"
     );
+    // Fragments consolidated with timestamps (every version of a cell, with
+    // its timestamp in `t.tdb`) are among them.
+    assert!(with_timestamps >= 3, "{with_timestamps} with timestamps");
 }
 
 /// A dense array with a sparse fragment (TileDB 2.3.3 wrote it; 2.30

@@ -462,15 +462,16 @@ impl Footer {
 
     /// The footer of a fragment about to be written at the written format
     /// version (v22) with `schema` (named `schema_name`): every per-field
-    /// array sized for the schema's attributes, `__coords` and dimensions
-    /// (no timestamps or delete metadata); the non-empty domain, tile
+    /// array sized for the schema's attributes, `__coords` and dimensions,
+    /// and per-cell timestamps when `has_timestamps` (a fragment consolidated
+    /// with timestamps; no delete metadata); the non-empty domain, tile
     /// counts, sizes and offsets empty or zero until the writer fills them
     /// (`last_tile_cell_num` as TileDB's: a dense tile's whole extent, the
     /// cells of a sparse fragment's last tile).
-    pub fn new_written(schema: &ArraySchema, schema_name: &str) -> Footer {
+    pub fn new_written(schema: &ArraySchema, schema_name: &str, has_timestamps: bool) -> Footer {
         let (a, d) = (schema.attributes.len(), schema.domain.dimensions.len());
         let version = FormatVersion::WRITTEN.get();
-        let (num, _, _) = counts(version, a, d, false, false);
+        let (num, _, _) = counts(version, a, d, has_timestamps, false);
         let zeros = || vec![0u64; num];
         Footer {
             version,
@@ -479,7 +480,7 @@ impl Footer {
             non_empty_domain: None,
             sparse_tile_num: 0,
             last_tile_cell_num: 0,
-            has_timestamps: false,
+            has_timestamps,
             has_delete_meta: false,
             file_sizes: zeros(),
             file_var_sizes: zeros(),

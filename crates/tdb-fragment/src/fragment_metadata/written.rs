@@ -130,7 +130,7 @@ mod tests {
             ))
             .build()
             .unwrap();
-        let footer = Footer::new_written(&schema, "__1_1_x");
+        let footer = Footer::new_written(&schema, "__1_1_x", false);
         let name = TimestampedName::generate(1, 1, None).unwrap();
         let meta = FragmentMetadata::written(
             &schema,

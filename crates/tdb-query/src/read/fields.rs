@@ -4,7 +4,7 @@
 
 use crate::column::{cell_size, VAR_NUM};
 use crate::{QueryError, Result};
-use tdb_format::{DataField, DataPart, Datatype};
+use tdb_format::{ArrayType, DataField, DataPart, Datatype};
 use tdb_fragment::fragment_metadata::Field;
 use tdb_fragment::Footer;
 use tdb_schema::{ArraySchema, PartFilters};
@@ -14,6 +14,8 @@ use tdb_schema::{ArraySchema, PartFilters};
 pub(crate) enum Kind {
     Dim(usize),
     Attr(usize),
+    /// The per-cell timestamps of fragments consolidated with timestamps.
+    Timestamps,
 }
 
 /// One field the read needs (requested, or read for the condition or the
@@ -54,6 +56,17 @@ impl FieldInfo {
                 nullable: a.nullable,
                 fill: a.fill.clone(),
                 fill_validity: a.fill_validity,
+            });
+        }
+        if name == tdb_format::names::TIMESTAMPS_FIELD && schema.array_type == ArrayType::Sparse {
+            return Ok(FieldInfo {
+                name: name.to_owned(),
+                kind: Kind::Timestamps,
+                datatype: Datatype::UInt64,
+                cell_val_num: 1,
+                nullable: false,
+                fill: Vec::new(),
+                fill_validity: 0,
             });
         }
         Err(QueryError::UnknownField {
@@ -112,6 +125,8 @@ pub(crate) fn frag_field(
                 (Field::Dimension(d), None)
             }
         }
+        Kind::Timestamps if footer.has_timestamps => (Field::Timestamps, None),
+        Kind::Timestamps => return None,
         Kind::Attr(_) => {
             let a = schema
                 .attributes

@@ -326,7 +326,7 @@ impl<'a> Reader<'a> {
         }
     }
 
-    fn build_plans(&mut self) {
+    fn build_plans(&mut self) -> Result<()> {
         let snapshot = self.snapshot;
         let encrypted = self.key().is_some();
         for frag in &snapshot.fragments {
@@ -347,11 +347,23 @@ impl<'a> Reader<'a> {
                 .by_name(&frag.metadata.footer.array_schema_name)
                 .map_or(snapshot.schema(), |e| &e.schema);
             let footer = &frag.metadata.footer;
-            let fields = self
+            let fields: Vec<_> = self
                 .fields
                 .iter()
                 .map(|f| frag_field(footer, schema, f, encrypted))
                 .collect();
+            // Per-cell timestamps are read where fragments have them only.
+            if let Some((f, _)) = self
+                .fields
+                .iter()
+                .zip(&fields)
+                .find(|(f, ff)| f.kind == Kind::Timestamps && ff.is_none())
+            {
+                return Err(QueryError::invalid(format!(
+                    "{}: fragment {} has no per-cell timestamps (only fragments consolidated with timestamps do)",
+                    f.name, frag.file.path
+                )));
+            }
             self.plans.push(FragPlan {
                 file: &frag.file,
                 meta: frag.metadata.clone(),
@@ -369,6 +381,7 @@ impl<'a> Reader<'a> {
                 leaves: Vec::new(),
             });
         }
+        Ok(())
     }
 
     fn frag_fields<'p>(plan: &'p FragPlan<'_>) -> Vec<(usize, &'p FragField)> {
@@ -498,7 +511,7 @@ impl<'a> Reader<'a> {
 
     fn after_deletes(&mut self) -> Result<()> {
         // Every field the read touches is known now.
-        self.build_plans();
+        self.build_plans()?;
         let schema = self.snapshot.schema();
         let one_cell_per_coordinate = schema.allows_dups || self.plans.len() == 1;
         self.minmax_skip = schema.array_type == ArrayType::Sparse

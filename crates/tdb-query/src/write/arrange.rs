@@ -154,7 +154,10 @@ impl Arrangement {
             coord,
             |a, b| a.cmp(&b),
         );
-        if !schema.allows_dups {
+        // Cells with their own timestamps may share coordinates (a
+        // coordinate's versions, as consolidation with timestamps keeps
+        // them), in the order given.
+        if !schema.allows_dups && !input.has_timestamps() {
             if let Some(w) = order
                 .windows(2)
                 .find(|w| cmp_coords(ops, &coord, w[0], w[1], false).is_eq())

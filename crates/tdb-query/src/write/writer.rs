@@ -122,7 +122,14 @@ impl<'a, S: WritableStorage + ?Sized> FragmentWriter<'a, S> {
             .map_err(|e| QueryError::invalid(e.to_string()))?;
         let frag_name = name.to_string();
         let frag_dir = tdb_storage::join(&tdb_storage::join(dir, names::FRAGMENTS_DIR), &frag_name);
-        let footer = Footer::new_written(s, &entry.name);
+        // Per-cell timestamps (a fragment as consolidation with timestamps
+        // writes it) come with the first part, sparse only.
+        let timestamps = !dense
+            && spec
+                .fields
+                .iter()
+                .any(|f| f.name == names::TIMESTAMPS_FIELD);
+        let footer = Footer::new_written(s, &entry.name, timestamps);
         let mut written: Vec<(Field, bool, bool)> = s
             .attributes
             .iter()
@@ -137,6 +144,9 @@ impl<'a, S: WritableStorage + ?Sized> FragmentWriter<'a, S> {
                     .enumerate()
                     .map(|(d, dim)| (Field::Dimension(d), dim.is_var(), false)),
             );
+        }
+        if timestamps {
+            written.push((Field::Timestamps, false, false));
         }
         let mut files = Vec::with_capacity(written.len());
         for (field, var, nullable) in written {
@@ -201,6 +211,13 @@ impl<'a, S: WritableStorage + ?Sized> FragmentWriter<'a, S> {
         }
         let s = &self.entry.schema;
         let input = input::check(s, fields)?;
+        if input.fields.len() != self.files.len() {
+            return Err(QueryError::invalid(format!(
+                "{} fields given, the fragment has {} (per-cell timestamps come with every part or none)",
+                input.fields.len(),
+                self.files.len()
+            )));
+        }
         if self.layout == ResultLayout::GlobalOrder && s.array_type == ArrayType::Sparse {
             self.check_order(&input)?;
         }
@@ -364,7 +381,9 @@ impl<'a, S: WritableStorage + ?Sized> FragmentWriter<'a, S> {
             .into_iter()
             .chain((1..input.cells).map(|i| (i - 1, i)))
             .map(|(a, b)| (a, b, cmp_cells(&s.domain, ops.dims(), kind, &coord, a, b)))
-            .find(|&(_, _, o)| o.is_gt() || (o.is_eq() && !s.allows_dups));
+            .find(|&(_, _, o)| {
+                o.is_gt() || (o.is_eq() && !s.allows_dups && !input.has_timestamps())
+            });
         if let Some((a, b, o)) = bad {
             let which = |i: usize| match i {
                 PREVIOUS => "the previous part's last cell".to_owned(),
