@@ -1015,6 +1015,84 @@ fn write_group(dir: &Path) -> Result<(), String> {
     fs::write(dir.join("expected.json"), text).map_err(|e| e.to_string())
 }
 
+/// The generated case of array metadata consolidation: metadata changed
+/// at 2, 3 and 4 (a key deleted and put again), consolidated and vacuumed
+/// by tdb. TileDB must see the latest metadata now and, as after its own
+/// consolidation, none in windows that end inside the consolidated span.
+const METADATA_CASE: &str = "metadata_consolidated";
+
+fn write_consolidated_metadata(dir: &Path) -> Result<(), String> {
+    let err = |e: tdb::Error| crate::conformance::chain(&e);
+    fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let storage = LocalStorage::new(dir.join("array"));
+    let at = |t: u64| OpenOptions::new().at(t);
+    let schema = ArraySchema::builder(ArrayType::Sparse)
+        .dimension(DimensionBuilder::range("d", 0i64..=9).tile_extent(5i64))
+        .attribute(AttributeBuilder::new("a", Datatype::Int64))
+        .build()
+        .map_err(|e| e.to_string())?;
+    Array::create_in(&storage, "", &schema, &[], at(1)).map_err(err)?;
+    let put = |key: &str, v: i64| MetadataEntry::Put {
+        key: key.into(),
+        value: MetadataValue::new(Datatype::Int64, 1, v.to_le_bytes().to_vec()).expect("one value"),
+    };
+    let changes = [
+        vec![put("k1", 1), put("shared", 10)],
+        vec![
+            put("k2", 2),
+            MetadataEntry::Delete {
+                key: "shared".into(),
+            },
+        ],
+        vec![put("k3", 3), put("shared", 30)],
+    ];
+    for (t, change) in (2..).zip(changes) {
+        let a = Array::open_in(&storage, "", at(t)).map_err(err)?;
+        a.write_metadata(change).map_err(err)?;
+    }
+    let a = Array::open_in(&storage, "", OpenOptions::new()).map_err(err)?;
+    a.consolidate_metadata()
+        .map_err(err)?
+        .ok_or("nothing consolidated")?;
+    a.vacuum_metadata().map_err(err)?;
+    let exp = json!({
+        "case": METADATA_CASE,
+        "description": "array metadata consolidated and vacuumed by tdb (cargo xtask interop)",
+        "kind": "array",
+        "encryption": Value::Null,
+        "metadata_at": [{"timestamp": 2}, {"timestamp": 3}, {"timestamp": 4}],
+        "queries": [],
+    });
+    let text = serde_json::to_string_pretty(&exp).map_err(|e| e.to_string())?;
+    fs::write(dir.join("expected.json"), text).map_err(|e| e.to_string())
+}
+
+/// What TileDB must report of [`METADATA_CASE`]: the keys seen at 2, 3, 4.
+fn check_consolidated_metadata(exp: &Value) -> Result<(), String> {
+    let keys = |v: &Value| -> Vec<String> {
+        v.as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|e| e["key"].as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let at: Vec<Vec<String>> = exp["metadata_at"]
+        .as_array()
+        .ok_or("no metadata_at")?
+        .iter()
+        .map(|m| keys(&m["metadata"]))
+        .collect();
+    let want = vec![vec![], vec![], vec!["k1", "k2", "k3", "shared"]];
+    if at != want {
+        return Err(format!(
+            "TileDB sees metadata {at:?} at 2, 3, 4; want {want:?}"
+        ));
+    }
+    Ok(())
+}
+
 /// The generated pass: `(passed, failed)`, a line per failed case.
 pub(crate) fn generated(root: &Path, python: &Path) -> Result<(usize, usize), String> {
     let out = root.join("target/interop/generated");
@@ -1027,6 +1105,9 @@ pub(crate) fn generated(root: &Path, python: &Path) -> Result<(usize, usize), St
     let mut known = Vec::new();
     if let Err(e) = write_group(&out.join(GROUP_CASE)) {
         failed.insert(GROUP_CASE.into(), format!("tdb could not write it: {e}"));
+    }
+    if let Err(e) = write_consolidated_metadata(&out.join(METADATA_CASE)) {
+        failed.insert(METADATA_CASE.into(), format!("tdb could not write it: {e}"));
     }
     for c in &all {
         match c.write(&out.join(&c.name)) {
@@ -1046,7 +1127,10 @@ pub(crate) fn generated(root: &Path, python: &Path) -> Result<(usize, usize), St
         .map_err(|e| format!("expect.py: {e}"))?;
     eprint!("{}", String::from_utf8_lossy(&output.stderr));
     for line in String::from_utf8_lossy(&output.stdout).lines() {
-        let names = all.iter().map(|c| c.name.as_str()).chain([GROUP_CASE]);
+        let names = all
+            .iter()
+            .map(|c| c.name.as_str())
+            .chain([GROUP_CASE, METADATA_CASE]);
         if let Some(name) = names.into_iter().find(|n| line.contains(&format!("/{n}:"))) {
             if line.starts_with("FAIL") {
                 failed
@@ -1056,6 +1140,12 @@ pub(crate) fn generated(root: &Path, python: &Path) -> Result<(usize, usize), St
         }
     }
     // What TileDB read is what tdb wrote.
+    if !failed.contains_key(METADATA_CASE) {
+        let (exp, _) = crate::conformance::read_expected(&out.join(METADATA_CASE))?;
+        if let Err(e) = check_consolidated_metadata(&exp) {
+            failed.insert(METADATA_CASE.into(), e);
+        }
+    }
     for (name, queries) in &known {
         if failed.contains_key(name) {
             continue;
@@ -1091,10 +1181,10 @@ pub(crate) fn generated(root: &Path, python: &Path) -> Result<(usize, usize), St
     for (name, why) in &failed {
         println!("FAIL generated/{name}: {why}");
     }
-    let cases = all.len() + 1;
+    let cases = all.len() + 2;
     println!(
         "generated: {} arrays and a group written by tdb, read by TileDB and by tdb: {} failed",
-        all.len(),
+        all.len() + 1,
         failed.len()
     );
     Ok((cases.saturating_sub(failed.len()), failed.len()))

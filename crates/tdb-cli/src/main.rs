@@ -138,6 +138,37 @@ enum Command {
         #[arg(long)]
         key: Option<String>,
     },
+    /// Consolidate an array as TileDB does. `--mode array_meta`: the array
+    /// metadata files the window sees become one file (spanning their
+    /// timestamps) and a vacuum list naming them; readers see the same
+    /// metadata. Modes fragments, commits and fragment_meta are not
+    /// written yet.
+    Consolidate {
+        /// The array directory.
+        path: PathBuf,
+        /// fragments, commits, fragment_meta or array_meta.
+        #[arg(long, default_value = "fragments")]
+        mode: String,
+        /// The window to consolidate: `T` (up to T) or `T1..T2`
+        /// (ms since the epoch); default: everything.
+        #[arg(long)]
+        at: Option<String>,
+        /// The AES-256-GCM key of an encrypted array (32 bytes).
+        #[arg(long)]
+        key: Option<String>,
+    },
+    /// Remove what consolidation replaced, as TileDB's vacuum does (`--mode
+    /// array_meta`: the metadata files vacuum lists name, then the lists).
+    Vacuum {
+        /// The array directory.
+        path: PathBuf,
+        /// fragments, commits, fragment_meta or array_meta.
+        #[arg(long, default_value = "fragments")]
+        mode: String,
+        /// The AES-256-GCM key of an encrypted array (32 bytes).
+        #[arg(long)]
+        key: Option<String>,
+    },
     /// Create an empty array from a JSON schema: the summary `tdb schema
     /// --json` prints (keys left out take TileDB's defaults), or a
     /// conformance case's expected.json. Written at format v22.
@@ -264,6 +295,19 @@ mod progress {
 }
 
 /// Opens an array for a change: at `at` if given, with `key`.
+/// Only array metadata consolidation and vacuuming are written so far.
+fn require_array_meta(what: &str, mode: &str) -> Result<(), CliError> {
+    match mode {
+        "array_meta" => Ok(()),
+        "fragments" | "commits" | "fragment_meta" => Err(CliError::Usage(format!(
+            "{what} of {mode} is not written yet; --mode array_meta is"
+        ))),
+        other => Err(CliError::Usage(format!(
+            "--mode takes fragments, commits, fragment_meta or array_meta, not {other:?}"
+        ))),
+    }
+}
+
 fn open_for_change(
     path: &std::path::Path,
     at: Option<u64>,
@@ -546,6 +590,44 @@ fn run(cli: Cli) -> Result<bool, CliError> {
             let array = open_for_change(&path, at, key.as_deref())?;
             let commit = array.delete(&condition)?;
             println!("{}: committed {commit}", path.display());
+            Ok(true)
+        }
+        Command::Consolidate {
+            path,
+            mode,
+            at,
+            key,
+        } => {
+            require_array_meta("consolidation", &mode)?;
+            let mut options = tdb::OpenOptions::new();
+            if at.is_some() {
+                let w = window(at.as_deref())?;
+                options = options.between(w.start, w.end);
+            }
+            if let Some(k) = key_bytes(key.as_deref())? {
+                options = options.key(&k)?;
+            }
+            let array = tdb::Array::open_with(&path, options)?;
+            match array.consolidate_metadata()? {
+                Some(done) => println!(
+                    "{}: {} metadata files consolidated into {}; vacuum list {}",
+                    path.display(),
+                    done.replaced.len(),
+                    done.file.as_deref().unwrap_or("no file (no key left)"),
+                    done.vacuum_list
+                ),
+                None => println!(
+                    "{}: fewer than two metadata files, nothing to do",
+                    path.display()
+                ),
+            }
+            Ok(true)
+        }
+        Command::Vacuum { path, mode, key } => {
+            require_array_meta("vacuuming", &mode)?;
+            let array = open_for_change(&path, None, key.as_deref())?;
+            let n = array.vacuum_metadata()?;
+            println!("{}: {n} files removed", path.display());
             Ok(true)
         }
         Command::Create { path, schema, key } => {

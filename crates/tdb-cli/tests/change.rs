@@ -87,3 +87,32 @@ fn delete_then_export() {
     let out = tdb(&["delete", dense.to_str().unwrap(), "--condition", "a < 5"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn consolidate_and_vacuum_array_metadata() {
+    let tmp = tempfile::tempdir().unwrap();
+    let arr = fixture_copy("metadata_types", tmp.path());
+    let p = arr.to_str().unwrap();
+    for (k, v) in [("a", "1"), ("b", "2"), ("a", "3")] {
+        assert!(tdb(&["metadata", p, "set", k, v]).status.success());
+    }
+    let meta_files = || std::fs::read_dir(arr.join("__meta")).unwrap().count();
+    let before = json(&tdb(&["metadata", p]));
+    let files = meta_files();
+    assert!(files >= 4, "{files}");
+    // Modes not written yet say so and change nothing.
+    let out = tdb(&["consolidate", p]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not written yet"));
+    let out = tdb(&["consolidate", p, "--mode", "array_meta"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(meta_files(), files + 2, "the new file and its vacuum list");
+    assert_eq!(json(&tdb(&["metadata", p])), before);
+    assert!(tdb(&["vacuum", p, "--mode", "array_meta"]).status.success());
+    assert_eq!(meta_files(), 1);
+    assert_eq!(json(&tdb(&["metadata", p])), before);
+}

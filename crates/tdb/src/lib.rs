@@ -299,6 +299,39 @@ impl<S: tdb_storage::Storage> Array<S> {
         )?)
     }
 
+    /// Consolidates the array metadata files the array's window sees into
+    /// one, as TileDB's array metadata consolidation does (a file of every
+    /// live key spanning their timestamps, then a vacuum list naming them);
+    /// `None` when there are fewer than two. Readers see the same metadata
+    /// before and after; [`Array::vacuum_metadata`] then removes the old
+    /// files.
+    pub fn consolidate_metadata(&self) -> Result<Option<tdb_fragment::MetadataConsolidation>> {
+        let open = &self.snapshot.open;
+        tdb_fragment::consolidate_metadata(
+            &self.storage,
+            &open.dir,
+            &open.directory.array_metadata,
+            open.key(),
+        )
+        .map_err(Error::Write)
+    }
+
+    /// Removes the array metadata files that consolidations replaced, then
+    /// their vacuum lists (over the array's whole history, as TileDB
+    /// vacuums). Returns how many files went.
+    pub fn vacuum_metadata(&self) -> Result<usize> {
+        let open = &self.snapshot.open;
+        let all =
+            tdb_fragment::OpenArray::open(&self.storage, &open.dir, TimeWindow::ALL, open.key())?;
+        tdb_fragment::vacuum_files(
+            &self.storage,
+            &open.dir,
+            &all.directory.array_metadata_to_vacuum,
+            &all.directory.array_metadata_vac_to_vacuum,
+        )
+        .map_err(Error::Write)
+    }
+
     /// Opens the array again, now (everything committed so far).
     pub fn reopen(&mut self) -> Result<()> {
         let open = &self.snapshot.open;
