@@ -270,6 +270,8 @@ struct Case {
     delete: Option<(u64, String)>,
     /// A schema evolution after the writes, at this timestamp.
     evolve: Option<(u64, SchemaEvolution)>,
+    /// Commits (and array metadata) consolidated and vacuumed by tdb last.
+    consolidate: bool,
     /// Queries TileDB answers and tdb must match (no known result).
     queries: Vec<Value>,
 }
@@ -305,6 +307,7 @@ fn case(name: &str, array_type: ArrayType, dims: Vec<Dim>, attrs: Vec<Attr>) -> 
         metadata: None,
         delete: None,
         evolve: None,
+        consolidate: false,
         queries: Vec::new(),
     }
 }
@@ -659,6 +662,27 @@ fn cases() -> Vec<Case> {
         }
         out.push(c);
     }
+    // The same history with its commits (the delete's among them) and
+    // metadata consolidated and vacuumed by tdb: TileDB reads the
+    // fragments, the delete and time travel through the `.con` alone.
+    let mut c = case("sparse_deletes_consolidated", Sparse, one(), attrs2());
+    c.duplicates = true;
+    c.capacity = 5;
+    c.writes.push(sparse_write(10, Unordered, 30));
+    c.writes.push(sparse_write(20, Unordered, 30));
+    c.metadata = Some((25, metadata_entries()));
+    c.delete = Some((30, "a < 0 or s == None".into()));
+    c.consolidate = true;
+    for t in [json!(15), json!(25), Value::Null] {
+        c.queries.push(query(
+            &format!("at_{t}"),
+            "unordered",
+            Value::Null,
+            t,
+            false,
+        ));
+    }
+    out.push(c);
     // Schema evolution: an attribute dropped, two added (one enumerated,
     // with a new enumeration); reads before it use the old schema, reads
     // after it fill the new attributes in the old fragments.
@@ -921,9 +945,23 @@ impl Case {
             at.evolve(evolution).map_err(err)?;
         }
         if let Some((t, condition)) = &self.delete {
-            let at = Array::open_in(LocalStorage::new(dir.join("array")), "", options.at(*t))
-                .map_err(err)?;
+            let at = Array::open_in(
+                LocalStorage::new(dir.join("array")),
+                "",
+                options.clone().at(*t),
+            )
+            .map_err(err)?;
             at.delete(condition).map_err(err)?;
+        }
+        if self.consolidate {
+            let now =
+                Array::open_in(LocalStorage::new(dir.join("array")), "", options).map_err(err)?;
+            now.consolidate_commits()
+                .map_err(err)?
+                .ok_or("no commit to consolidate")?;
+            now.vacuum_commits().map_err(err)?;
+            now.consolidate_metadata().map_err(err)?;
+            now.vacuum_metadata().map_err(err)?;
         }
         let mut exp = json!({
             "case": self.name,

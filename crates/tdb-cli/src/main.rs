@@ -138,11 +138,11 @@ enum Command {
         #[arg(long)]
         key: Option<String>,
     },
-    /// Consolidate an array as TileDB does. `--mode array_meta`: the array
-    /// metadata files the window sees become one file (spanning their
-    /// timestamps) and a vacuum list naming them; readers see the same
-    /// metadata. Modes fragments, commits and fragment_meta are not
-    /// written yet.
+    /// Consolidate an array as TileDB does. `--mode commits`: every commit
+    /// into one `.con` file (deletes embedded); `--mode array_meta`: the
+    /// array metadata files the window sees into one file spanning their
+    /// timestamps, and a vacuum list naming them. Readers see the same
+    /// array. Modes fragments and fragment_meta are not written yet.
     Consolidate {
         /// The array directory.
         path: PathBuf,
@@ -158,7 +158,9 @@ enum Command {
         key: Option<String>,
     },
     /// Remove what consolidation replaced, as TileDB's vacuum does (`--mode
-    /// array_meta`: the metadata files vacuum lists name, then the lists).
+    /// commits`: the commit files `.con` files list, then redundant `.con`
+    /// and `.ign` files; `--mode array_meta`: the metadata files vacuum
+    /// lists name, then the lists).
     Vacuum {
         /// The array directory.
         path: PathBuf,
@@ -295,12 +297,12 @@ mod progress {
 }
 
 /// Opens an array for a change: at `at` if given, with `key`.
-/// Only array metadata consolidation and vacuuming are written so far.
-fn require_array_meta(what: &str, mode: &str) -> Result<(), CliError> {
+/// Commits and array metadata are consolidated and vacuumed so far.
+fn written_mode(what: &str, mode: &str) -> Result<(), CliError> {
     match mode {
-        "array_meta" => Ok(()),
-        "fragments" | "commits" | "fragment_meta" => Err(CliError::Usage(format!(
-            "{what} of {mode} is not written yet; --mode array_meta is"
+        "array_meta" | "commits" => Ok(()),
+        "fragments" | "fragment_meta" => Err(CliError::Usage(format!(
+            "{what} of {mode} is not written yet; --mode commits and array_meta are"
         ))),
         other => Err(CliError::Usage(format!(
             "--mode takes fragments, commits, fragment_meta or array_meta, not {other:?}"
@@ -598,7 +600,7 @@ fn run(cli: Cli) -> Result<bool, CliError> {
             at,
             key,
         } => {
-            require_array_meta("consolidation", &mode)?;
+            written_mode("consolidation", &mode)?;
             let mut options = tdb::OpenOptions::new();
             if at.is_some() {
                 let w = window(at.as_deref())?;
@@ -608,6 +610,13 @@ fn run(cli: Cli) -> Result<bool, CliError> {
                 options = options.key(&k)?;
             }
             let array = tdb::Array::open_with(&path, options)?;
+            if mode == "commits" {
+                match array.consolidate_commits()? {
+                    Some(con) => println!("{}: commits consolidated into {con}", path.display()),
+                    None => println!("{}: no commit, nothing to do", path.display()),
+                }
+                return Ok(true);
+            }
             match array.consolidate_metadata()? {
                 Some(done) => println!(
                     "{}: {} metadata files consolidated into {}; vacuum list {}",
@@ -624,9 +633,13 @@ fn run(cli: Cli) -> Result<bool, CliError> {
             Ok(true)
         }
         Command::Vacuum { path, mode, key } => {
-            require_array_meta("vacuuming", &mode)?;
+            written_mode("vacuuming", &mode)?;
             let array = open_for_change(&path, None, key.as_deref())?;
-            let n = array.vacuum_metadata()?;
+            let n = if mode == "commits" {
+                array.vacuum_commits()?
+            } else {
+                array.vacuum_metadata()?
+            };
             println!("{}: {n} files removed", path.display());
             Ok(true)
         }

@@ -116,3 +116,26 @@ fn consolidate_and_vacuum_array_metadata() {
     assert_eq!(meta_files(), 1);
     assert_eq!(json(&tdb(&["metadata", p])), before);
 }
+
+#[test]
+fn consolidate_and_vacuum_commits() {
+    let tmp = tempfile::tempdir().unwrap();
+    let arr = fixture_copy("sparse_2d_int", tmp.path());
+    let p = arr.to_str().unwrap();
+    assert!(tdb(&["delete", p, "--condition", "a < 0"]).status.success());
+    let cells = || tdb(&["export", p, "--format", "csv"]).stdout;
+    let before = cells();
+    let commits = || std::fs::read_dir(arr.join("__commits")).unwrap().count();
+    let n = commits();
+    assert!(n >= 2, "{n}");
+    let out = tdb(&["consolidate", p, "--mode", "commits"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(commits(), n + 1);
+    assert!(tdb(&["vacuum", p, "--mode", "commits"]).status.success());
+    assert_eq!(commits(), 1, "the .con alone");
+    assert_eq!(cells(), before);
+}

@@ -1,7 +1,8 @@
-//! Array metadata consolidation and vacuuming, as TileDB 2.30's
-//! `ArrayMetaConsolidator` does them.
+//! Consolidation and vacuuming of an array's small files, as TileDB 2.30
+//! does them: array metadata (`ArrayMetaConsolidator`) and commits
+//! (`CommitsConsolidator`).
 //!
-//! Consolidating replays the metadata files a window sees into one file of
+//! Metadata: consolidating replays the metadata files a window sees into one file of
 //! every live key (named with the first file's start and the last file's
 //! end timestamp), then writes a vacuum list `<that name>.vac` naming the
 //! files it replaces (relative to the array, `/__meta/<name>`, as TileDB
@@ -11,14 +12,25 @@
 //! new file's end still see the old files alone. Vacuuming deletes the
 //! files the lists name, then the lists: stopped at any delete, what is
 //! left still reads the same.
+//!
+//! Commits: every commit `.con` files list (less those `.ign` files name),
+//! then root `.ok` and `__commits/` `.wrt` and `.del` commits not listed,
+//! go into one new `.con` (deletes embed their file), named for the first
+//! entry's start and the last one's end timestamp (their whole span where
+//! that would be reversed). Vacuuming deletes the
+//! listed commit files that exist; once one `.con` lists every commit,
+//! the other `.con` files, then the `.ign` files (in that order, so an
+//! ignored commit never shows again through an older `.con`).
 
 use crate::array_metadata::ArrayMetadata;
+use crate::commits::{ConsolidatedCommit, ConsolidatedCommits, IgnoreFile};
 use crate::create::{put, write_metadata};
 use crate::directory::TimestampedFile;
-use crate::open::ReadStorage;
+use crate::open::{list_object, ReadStorage};
 use crate::{FragmentError, MetadataFile, Result, VacuumFile};
-use tdb_format::names::{METADATA_DIR, VAC_EXT};
-use tdb_format::TimestampedName;
+use std::collections::{BTreeMap, HashSet};
+use tdb_format::names::{COMMITS_DIR, CON_EXT, DEL_EXT, METADATA_DIR, VAC_EXT};
+use tdb_format::{FormatVersion, TimestampedName};
 use tdb_storage::{join, WritableStorage};
 
 /// What a metadata consolidation wrote.
@@ -105,4 +117,139 @@ pub fn vacuum_files<S: WritableStorage + ?Sized>(
             .map_err(|e| FragmentError::storage(&key, e))?;
     }
     Ok(to_vacuum.len() + lists.len())
+}
+
+fn read_file<S: ReadStorage + ?Sized>(storage: &S, dir: &str, path: &str) -> Result<Vec<u8>> {
+    let key = join(dir, path);
+    Ok(storage
+        .read(&key)
+        .map_err(|e| FragmentError::storage(&key, e))?
+        .ok_or_else(|| FragmentError::missing(&key, "file"))?
+        .to_vec())
+}
+
+/// What the `.con` files of an array list: every commit once, less those
+/// `.ign` files name, sorted (TileDB sorts their URIs) with the delete
+/// files they embed; and each `.con` file with its entries as written.
+struct Listed {
+    commits: BTreeMap<String, Option<Vec<u8>>>,
+    files: Vec<(String, Vec<String>)>,
+}
+
+fn listed_commits<S: ReadStorage + ?Sized>(
+    storage: &S,
+    dir: &str,
+    con: &[String],
+    ign: &[String],
+) -> Result<Listed> {
+    let mut ignored = HashSet::new();
+    for f in ign {
+        ignored.extend(IgnoreFile::parse(f, &read_file(storage, dir, f)?)?.commits);
+    }
+    let mut listed = BTreeMap::new();
+    let mut files = Vec::with_capacity(con.len());
+    for f in con {
+        let parsed = ConsolidatedCommits::parse(f, &read_file(storage, dir, f)?)?;
+        let mut entries = Vec::with_capacity(parsed.commits.len());
+        for c in parsed.commits {
+            entries.push(c.path.clone());
+            if !ignored.contains(&c.path) {
+                listed.entry(c.path).or_insert(c.embedded);
+            }
+        }
+        files.push((f.clone(), entries));
+    }
+    Ok(Listed {
+        commits: listed,
+        files,
+    })
+}
+
+/// Consolidates the commits of the array at `dir` into one `.con` file
+/// (named at `version`, the array's write version, which must be 12 or
+/// later as TileDB requires); returns its path, or `None` when there is no
+/// commit.
+pub fn consolidate_commits<S: ReadStorage + WritableStorage + ?Sized>(
+    storage: &S,
+    dir: &str,
+    version: FormatVersion,
+) -> Result<Option<String>> {
+    if version.get() < 12 {
+        return Err(FragmentError::invalid(
+            if dir.is_empty() { "." } else { dir },
+            "array",
+            "commits are consolidated from format version 12 on",
+        ));
+    }
+    let listing = list_object(storage, dir)?;
+    let files = listing.commit_files();
+    let listed = listed_commits(storage, dir, &files.con, &files.ign)?.commits;
+    let mut commits: Vec<ConsolidatedCommit> = Vec::new();
+    for (path, embedded) in &listed {
+        commits.push(match embedded {
+            Some(tile) => ConsolidatedCommit::delete(path.clone(), tile.clone()),
+            None => ConsolidatedCommit::commit(path.clone()),
+        });
+    }
+    for path in files.ok.iter().chain(&files.commits) {
+        if listed.contains_key(path) {
+            continue;
+        }
+        commits.push(if path.ends_with(DEL_EXT) {
+            ConsolidatedCommit::delete(path.clone(), read_file(storage, dir, path)?)
+        } else {
+            ConsolidatedCommit::commit(path.clone())
+        });
+    }
+    let (Some(first), Some(last)) = (commits.first(), commits.last()) else {
+        return Ok(None);
+    };
+    let stamp = |c: &ConsolidatedCommit| {
+        let stem = c.path.rsplit('/').next().unwrap_or(&c.path);
+        TimestampedName::parse(stem).map_err(|e| FragmentError::format(&c.path, "commit name", e))
+    };
+    // TileDB names it for the first entry's start and the last one's end
+    // in path order; with timestamps of different lengths (1 beside a
+    // time in ms) that range can come out reversed, which no reader
+    // accepts: then the entries' whole span.
+    let (mut t1, mut t2) = (stamp(first)?.t1, stamp(last)?.t2);
+    if t1 > t2 {
+        let names = commits.iter().map(stamp).collect::<Result<Vec<_>>>()?;
+        t1 = names.iter().map(|n| n.t1).min().unwrap_or(t1);
+        t2 = names.iter().map(|n| n.t2).max().unwrap_or(t2);
+    }
+    let name = TimestampedName::generate(t1, t2, Some(version))
+        .map_err(|e| FragmentError::format(COMMITS_DIR, "file name", e))?;
+    let path = format!("{COMMITS_DIR}/{name}{CON_EXT}");
+    put(
+        storage,
+        &join(dir, &path),
+        ConsolidatedCommits::new(commits).write(),
+    )?;
+    Ok(Some(path))
+}
+
+/// What vacuuming commits removes: the listed commit files that exist,
+/// then (once one `.con` lists every commit) the other `.con` files, then
+/// the `.ign` files; in that order, paths relative to `dir`.
+pub fn commits_to_vacuum<S: ReadStorage + ?Sized>(storage: &S, dir: &str) -> Result<Vec<String>> {
+    let listing = list_object(storage, dir)?;
+    let files = listing.commit_files();
+    let Listed {
+        commits: listed,
+        files: cons,
+    } = listed_commits(storage, dir, &files.con, &files.ign)?;
+    let mut out: Vec<String> = listed
+        .keys()
+        .filter(|p| listing.contains(p))
+        .cloned()
+        .collect();
+    let complete = cons.iter().find(|(_, entries)| {
+        entries.len() == listed.len() && entries.iter().all(|e| listed.contains_key(e))
+    });
+    if let Some((keep, _)) = complete {
+        out.extend(files.con.iter().filter(|c| *c != keep).cloned());
+        out.extend(files.ign.iter().cloned());
+    }
+    Ok(out)
 }

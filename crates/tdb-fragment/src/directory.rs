@@ -120,6 +120,18 @@ fn last_part(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
 }
 
+/// An array's commit files by kind (paths relative to the array).
+pub(crate) struct CommitFiles {
+    /// Consolidated commits (`__commits/*.con`).
+    pub con: Vec<String>,
+    /// Ignore files (`__commits/*.ign`).
+    pub ign: Vec<String>,
+    /// Fragment and delete commits (`__commits/*.wrt`, `*.del`).
+    pub commits: Vec<String>,
+    /// Pre-v12 fragment commits (`<fragment>.ok` in the root).
+    pub ok: Vec<String>,
+}
+
 /// Where a delete or update commit's serialized condition lives.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -210,6 +222,36 @@ impl DirectoryListing {
                 .and_then(|r| r.strip_prefix('/'))
                 .is_some_and(|r| !r.contains('/'))
         })
+    }
+
+    /// The commit files, as commit consolidation and vacuuming see them,
+    /// each kind in listing order.
+    pub(crate) fn commit_files(&self) -> CommitFiles {
+        let paths = |ext: &str| -> Vec<String> {
+            self.in_dir(COMMITS_DIR)
+                .filter(|(f, _)| f.path.ends_with(ext))
+                .map(|(f, _)| f.path.clone())
+                .collect()
+        };
+        CommitFiles {
+            con: paths(CON_EXT),
+            ign: paths(IGN_EXT),
+            commits: self
+                .in_dir(COMMITS_DIR)
+                .filter(|(f, _)| f.path.ends_with(WRT_EXT) || f.path.ends_with(DEL_EXT))
+                .map(|(f, _)| f.path.clone())
+                .collect(),
+            ok: self
+                .root_files()
+                .filter(|(f, _)| f.path.ends_with(OK_EXT))
+                .map(|(f, _)| f.path.clone())
+                .collect(),
+        }
+    }
+
+    /// Whether `path` is listed.
+    pub(crate) fn contains(&self, path: &str) -> bool {
+        self.has(path)
     }
 
     fn root_files(&self) -> impl Iterator<Item = &(ListedFile, ObjectFile)> {

@@ -23,7 +23,10 @@ mod verify;
 pub use array_metadata::{ArrayMetadata, MetadataEntry, MetadataFile, MetadataValue};
 pub use commits::{ConsolidatedCommit, ConsolidatedCommits, IgnoreFile, VacuumFile};
 pub use condition::{Condition, DeleteCommit, UpdateCommit, UpdateValue};
-pub use consolidate::{consolidate_metadata, vacuum_files, MetadataConsolidation};
+pub use consolidate::{
+    commits_to_vacuum, consolidate_commits, consolidate_metadata, vacuum_files,
+    MetadataConsolidation,
+};
 pub use create::{
     create_array, create_group, write_delete, write_enumeration, write_evolved_schema,
     write_group_details, write_metadata, write_schema,

@@ -332,6 +332,26 @@ impl<S: tdb_storage::Storage> Array<S> {
         .map_err(Error::Write)
     }
 
+    /// Consolidates the array's commits into one `.con` file, as TileDB's
+    /// commit consolidation does (every commit listed once, deletes
+    /// embedded); `None` when there is none. Readers see the same
+    /// fragments and deletes; [`Array::vacuum_commits`] then removes the
+    /// files it replaced.
+    pub fn consolidate_commits(&self) -> Result<Option<String>> {
+        let open = &self.snapshot.open;
+        let version = open.schemas.latest().schema.written_version();
+        tdb_fragment::consolidate_commits(&self.storage, &open.dir, version).map_err(Error::Write)
+    }
+
+    /// Removes the commit files consolidated commits list, then the
+    /// consolidated commits and ignore files a newer one makes redundant.
+    /// Returns how many files went.
+    pub fn vacuum_commits(&self) -> Result<usize> {
+        let open = &self.snapshot.open;
+        let files = tdb_fragment::commits_to_vacuum(&self.storage, &open.dir)?;
+        tdb_fragment::vacuum_files(&self.storage, &open.dir, &files, &[]).map_err(Error::Write)
+    }
+
     /// Opens the array again, now (everything committed so far).
     pub fn reopen(&mut self) -> Result<()> {
         let open = &self.snapshot.open;
