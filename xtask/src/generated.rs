@@ -270,7 +270,8 @@ struct Case {
     delete: Option<(u64, String)>,
     /// A schema evolution after the writes, at this timestamp.
     evolve: Option<(u64, SchemaEvolution)>,
-    /// Commits (and array metadata) consolidated and vacuumed by tdb last.
+    /// Commits, fragment metadata (and array metadata) consolidated and
+    /// vacuumed by tdb last.
     consolidate: bool,
     /// Queries TileDB answers and tdb must match (no known result).
     queries: Vec<Value>,
@@ -662,9 +663,10 @@ fn cases() -> Vec<Case> {
         }
         out.push(c);
     }
-    // The same history with its commits (the delete's among them) and
-    // metadata consolidated and vacuumed by tdb: TileDB reads the
-    // fragments, the delete and time travel through the `.con` alone.
+    // The same history with its commits (the delete's among them),
+    // fragment metadata and metadata consolidated and vacuumed by tdb:
+    // TileDB reads the fragments, the delete and time travel through the
+    // `.con` alone and the footers through tdb's `.meta`.
     let mut c = case("sparse_deletes_consolidated", Sparse, one(), attrs2());
     c.duplicates = true;
     c.capacity = 5;
@@ -962,6 +964,10 @@ impl Case {
             now.vacuum_commits().map_err(err)?;
             now.consolidate_metadata().map_err(err)?;
             now.vacuum_metadata().map_err(err)?;
+            now.consolidate_fragment_metadata()
+                .map_err(err)?
+                .ok_or("no fragment metadata to consolidate")?;
+            now.vacuum_fragment_metadata().map_err(err)?;
         }
         let mut exp = json!({
             "case": self.name,

@@ -141,8 +141,9 @@ enum Command {
     /// Consolidate an array as TileDB does. `--mode commits`: every commit
     /// into one `.con` file (deletes embedded); `--mode array_meta`: the
     /// array metadata files the window sees into one file spanning their
-    /// timestamps, and a vacuum list naming them. Readers see the same
-    /// array. Modes fragments and fragment_meta are not written yet.
+    /// timestamps, and a vacuum list naming them; `--mode fragment_meta`:
+    /// the footers of the fragments the window sees into one `.meta` file.
+    /// Readers see the same array. Mode fragments is not written yet.
     Consolidate {
         /// The array directory.
         path: PathBuf,
@@ -160,7 +161,8 @@ enum Command {
     /// Remove what consolidation replaced, as TileDB's vacuum does (`--mode
     /// commits`: the commit files `.con` files list, then redundant `.con`
     /// and `.ign` files; `--mode array_meta`: the metadata files vacuum
-    /// lists name, then the lists).
+    /// lists name, then the lists; `--mode fragment_meta`: every `.meta`
+    /// file but the latest).
     Vacuum {
         /// The array directory.
         path: PathBuf,
@@ -297,12 +299,12 @@ mod progress {
 }
 
 /// Opens an array for a change: at `at` if given, with `key`.
-/// Commits and array metadata are consolidated and vacuumed so far.
+/// Every mode but fragments is consolidated and vacuumed so far.
 fn written_mode(what: &str, mode: &str) -> Result<(), CliError> {
     match mode {
-        "array_meta" | "commits" => Ok(()),
-        "fragments" | "fragment_meta" => Err(CliError::Usage(format!(
-            "{what} of {mode} is not written yet; --mode commits and array_meta are"
+        "array_meta" | "commits" | "fragment_meta" => Ok(()),
+        "fragments" => Err(CliError::Usage(format!(
+            "{what} of fragments is not written yet; --mode commits, fragment_meta and array_meta are"
         ))),
         other => Err(CliError::Usage(format!(
             "--mode takes fragments, commits, fragment_meta or array_meta, not {other:?}"
@@ -617,6 +619,19 @@ fn run(cli: Cli) -> Result<bool, CliError> {
                 }
                 return Ok(true);
             }
+            if mode == "fragment_meta" {
+                match array.consolidate_fragment_metadata()? {
+                    Some(meta) => println!(
+                        "{}: fragment metadata consolidated into {meta}",
+                        path.display()
+                    ),
+                    None => println!(
+                        "{}: fewer than two fragments, nothing to do",
+                        path.display()
+                    ),
+                }
+                return Ok(true);
+            }
             match array.consolidate_metadata()? {
                 Some(done) => println!(
                     "{}: {} metadata files consolidated into {}; vacuum list {}",
@@ -635,10 +650,10 @@ fn run(cli: Cli) -> Result<bool, CliError> {
         Command::Vacuum { path, mode, key } => {
             written_mode("vacuuming", &mode)?;
             let array = open_for_change(&path, None, key.as_deref())?;
-            let n = if mode == "commits" {
-                array.vacuum_commits()?
-            } else {
-                array.vacuum_metadata()?
+            let n = match mode.as_str() {
+                "commits" => array.vacuum_commits()?,
+                "fragment_meta" => array.vacuum_fragment_metadata()?,
+                _ => array.vacuum_metadata()?,
             };
             println!("{}: {n} files removed", path.display());
             Ok(true)

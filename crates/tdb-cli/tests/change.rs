@@ -139,3 +139,28 @@ fn consolidate_and_vacuum_commits() {
     assert_eq!(commits(), 1, "the .con alone");
     assert_eq!(cells(), before);
 }
+
+#[test]
+fn consolidate_and_vacuum_fragment_metadata() {
+    let tmp = tempfile::tempdir().unwrap();
+    let arr = fixture_copy("consolidated_commits", tmp.path());
+    let p = arr.to_str().unwrap();
+    let cells = || tdb(&["export", p, "--format", "csv"]).stdout;
+    let before = cells();
+    let metas = || {
+        std::fs::read_dir(arr.join("__fragment_meta"))
+            .map(|r| r.count())
+            .unwrap_or(0)
+    };
+    assert_eq!(metas(), 0);
+    for _ in 0..2 {
+        let out = tdb(&["consolidate", p, "--mode", "fragment_meta"]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    assert_eq!(metas(), 2);
+    assert_eq!(cells(), before);
+    // Both end at the same time: vacuum keeps both, as TileDB's would.
+    assert!(tdb(&["vacuum", p, "--mode", "fragment_meta"]).status.success());
+    assert_eq!(metas(), 2);
+    assert_eq!(cells(), before);
+}

@@ -1,6 +1,7 @@
 //! Consolidation and vacuuming of an array's small files, as TileDB 2.30
-//! does them: array metadata (`ArrayMetaConsolidator`) and commits
-//! (`CommitsConsolidator`).
+//! does them: array metadata (`ArrayMetaConsolidator`), commits
+//! (`CommitsConsolidator`) and fragment metadata
+//! (`FragmentMetaConsolidator`).
 //!
 //! Metadata: consolidating replays the metadata files a window sees into one file of
 //! every live key (named with the first file's start and the last file's
@@ -21,15 +22,24 @@
 //! listed commit files that exist; once one `.con` lists every commit,
 //! the other `.con` files, then the `.ign` files (in that order, so an
 //! ignored commit never shows again through an older `.con`).
+//!
+//! Fragment metadata: the footers of the fragments a read sees (format
+//! v3 and later) go into one `__fragment_meta/<name>.meta` file, named for
+//! the first fragment's start and the last one's end timestamp, so opening
+//! the array reads one file instead of one per fragment. Vacuuming deletes
+//! every `.meta` file but those ending last.
 
 use crate::array_metadata::ArrayMetadata;
 use crate::commits::{ConsolidatedCommit, ConsolidatedCommits, IgnoreFile};
 use crate::create::{put, write_metadata};
 use crate::directory::TimestampedFile;
-use crate::open::{list_object, ReadStorage};
+use crate::fragment_metadata::{ConsolidatedEntry, ConsolidatedFragmentMeta};
+use crate::open::{list_object, LoadedFragment, ReadStorage};
 use crate::{FragmentError, MetadataFile, Result, VacuumFile};
 use std::collections::{BTreeMap, HashSet};
-use tdb_format::names::{COMMITS_DIR, CON_EXT, DEL_EXT, METADATA_DIR, VAC_EXT};
+use tdb_format::names::{
+    COMMITS_DIR, CON_EXT, DEL_EXT, FRAGMENT_META_DIR, METADATA_DIR, META_EXT, VAC_EXT,
+};
 use tdb_format::{FormatVersion, TimestampedName};
 use tdb_storage::{join, WritableStorage};
 
@@ -252,4 +262,75 @@ pub fn commits_to_vacuum<S: ReadStorage + ?Sized>(storage: &S, dir: &str) -> Res
         out.extend(files.ign.iter().cloned());
     }
     Ok(out)
+}
+
+/// Consolidates the footers of `fragments` (those a read of the array at
+/// `dir` sees, in its order) into one consolidated fragment metadata file
+/// named at `version` (the array's write version, 12 or later: older
+/// arrays keep such files in their root); returns its path, or `None`
+/// with fewer than two fragments of format v3 or later. `schemas` finds
+/// each footer's schema; `key` encrypts the file.
+pub fn consolidate_fragment_metadata<'s, S: WritableStorage + ?Sized>(
+    storage: &S,
+    dir: &str,
+    fragments: &[LoadedFragment],
+    schemas: &dyn Fn(&str) -> Option<&'s tdb_schema::ArraySchema>,
+    version: FormatVersion,
+    key: Option<&[u8; 32]>,
+) -> Result<Option<String>> {
+    if version.get() < 12 {
+        return Err(FragmentError::invalid(
+            if dir.is_empty() { "." } else { dir },
+            "array",
+            "fragment metadata is consolidated here from format version 12 on",
+        ));
+    }
+    let kept: Vec<&LoadedFragment> = fragments
+        .iter()
+        .filter(|f| f.metadata.footer.version > 2)
+        .collect();
+    let (Some(first), Some(last)) = (kept.first(), kept.last()) else {
+        return Ok(None);
+    };
+    if kept.len() < 2 {
+        return Ok(None);
+    }
+    let name = TimestampedName::generate(first.file.name.t1, last.file.name.t2, Some(version))
+        .map_err(|e| FragmentError::format(FRAGMENT_META_DIR, "file name", e))?;
+    let path = format!("{FRAGMENT_META_DIR}/{name}{META_EXT}");
+    let file = ConsolidatedFragmentMeta {
+        entries: kept
+            .iter()
+            .map(|f| ConsolidatedEntry {
+                stored_name: f
+                    .file
+                    .path
+                    .rsplit('/')
+                    .next()
+                    .unwrap_or(&f.file.path)
+                    .to_owned(),
+                offset: 0,
+                footer: f.metadata.footer.clone(),
+            })
+            .collect(),
+    };
+    let bytes = file.write(version, key, schemas, &path)?;
+    put(storage, &join(dir, &path), bytes)?;
+    Ok(Some(path))
+}
+
+/// The consolidated fragment metadata files vacuuming removes: all but
+/// those ending at the latest timestamp (`files` as the array directory
+/// lists them, paths relative to the array).
+pub fn fragment_metadata_to_vacuum(files: &[String]) -> Vec<String> {
+    let end = |p: &String| {
+        let stem = p.rsplit('/').next().unwrap_or(p);
+        TimestampedName::parse(stem).ok().map(|n| n.t2)
+    };
+    let latest = files.iter().filter_map(end).max();
+    files
+        .iter()
+        .filter(|p| end(p).is_some() && end(p) != latest)
+        .cloned()
+        .collect()
 }

@@ -24,8 +24,8 @@ pub use array_metadata::{ArrayMetadata, MetadataEntry, MetadataFile, MetadataVal
 pub use commits::{ConsolidatedCommit, ConsolidatedCommits, IgnoreFile, VacuumFile};
 pub use condition::{Condition, DeleteCommit, UpdateCommit, UpdateValue};
 pub use consolidate::{
-    commits_to_vacuum, consolidate_commits, consolidate_metadata, vacuum_files,
-    MetadataConsolidation,
+    commits_to_vacuum, consolidate_commits, consolidate_fragment_metadata, consolidate_metadata,
+    fragment_metadata_to_vacuum, vacuum_files, MetadataConsolidation,
 };
 pub use create::{
     create_array, create_group, write_delete, write_enumeration, write_evolved_schema,

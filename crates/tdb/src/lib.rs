@@ -352,6 +352,34 @@ impl<S: tdb_storage::Storage> Array<S> {
         tdb_fragment::vacuum_files(&self.storage, &open.dir, &files, &[]).map_err(Error::Write)
     }
 
+    /// Consolidates the footers of the fragments the array's window sees
+    /// into one `__fragment_meta/*.meta` file, as TileDB's fragment
+    /// metadata consolidation does, so opening reads one file instead of
+    /// one per fragment; `None` with fewer than two fragments.
+    pub fn consolidate_fragment_metadata(&self) -> Result<Option<String>> {
+        let open = &self.snapshot.open;
+        let schemas = |name: &str| open.schemas.by_name(name).map(|e| &e.schema);
+        tdb_fragment::consolidate_fragment_metadata(
+            &self.storage,
+            &open.dir,
+            &self.snapshot.fragments,
+            &schemas,
+            open.schemas.latest().schema.written_version(),
+            open.key(),
+        )
+        .map_err(Error::Write)
+    }
+
+    /// Removes every consolidated fragment metadata file but the latest.
+    /// Returns how many went.
+    pub fn vacuum_fragment_metadata(&self) -> Result<usize> {
+        let open = &self.snapshot.open;
+        let all =
+            tdb_fragment::OpenArray::open(&self.storage, &open.dir, TimeWindow::ALL, open.key())?;
+        let files = tdb_fragment::fragment_metadata_to_vacuum(&all.directory.fragment_metadata);
+        tdb_fragment::vacuum_files(&self.storage, &open.dir, &files, &[]).map_err(Error::Write)
+    }
+
     /// Opens the array again, now (everything committed so far).
     pub fn reopen(&mut self) -> Result<()> {
         let open = &self.snapshot.open;
