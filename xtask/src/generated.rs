@@ -273,6 +273,8 @@ struct Case {
     /// Commits, fragment metadata (and array metadata) consolidated and
     /// vacuumed by tdb last.
     consolidate: bool,
+    /// Fragments consolidated and vacuumed by tdb after the writes.
+    consolidate_fragments: bool,
     /// Queries TileDB answers and tdb must match (no known result).
     queries: Vec<Value>,
 }
@@ -309,6 +311,7 @@ fn case(name: &str, array_type: ArrayType, dims: Vec<Dim>, attrs: Vec<Attr>) -> 
         delete: None,
         evolve: None,
         consolidate: false,
+        consolidate_fragments: false,
         queries: Vec::new(),
     }
 }
@@ -685,6 +688,31 @@ fn cases() -> Vec<Case> {
         ));
     }
     out.push(c);
+    // Fragments overwriting each other's cells, consolidated and vacuumed
+    // by tdb: TileDB answers time travel into the merged fragment from its
+    // per-cell timestamps.
+    for (name, dups) in [
+        ("sparse_fragments_consolidated", false),
+        ("sparse_fragments_consolidated_dups", true),
+    ] {
+        let mut c = case(name, Sparse, one(), attrs2());
+        c.duplicates = dups;
+        c.capacity = 7;
+        for t in [10, 20, 30] {
+            c.writes.push(sparse_write(t, Unordered, 25));
+        }
+        c.consolidate_fragments = true;
+        for t in [json!(15), json!(25), Value::Null] {
+            c.queries.push(query(
+                &format!("at_{t}"),
+                "unordered",
+                Value::Null,
+                t,
+                false,
+            ));
+        }
+        out.push(c);
+    }
     // Schema evolution: an attribute dropped, two added (one enumerated,
     // with a new enumeration); reads before it use the old schema, reads
     // after it fill the new attributes in the old fragments.
@@ -954,6 +982,14 @@ impl Case {
             )
             .map_err(err)?;
             at.delete(condition).map_err(err)?;
+        }
+        if self.consolidate_fragments {
+            let now = Array::open_in(LocalStorage::new(dir.join("array")), "", options.clone())
+                .map_err(err)?;
+            now.consolidate_fragments()
+                .map_err(err)?
+                .ok_or("no fragments to consolidate")?;
+            now.vacuum_fragments().map_err(err)?;
         }
         if self.consolidate {
             let now =

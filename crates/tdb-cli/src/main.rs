@@ -143,7 +143,9 @@ enum Command {
     /// array metadata files the window sees into one file spanning their
     /// timestamps, and a vacuum list naming them; `--mode fragment_meta`:
     /// the footers of the fragments the window sees into one `.meta` file.
-    /// Readers see the same array. Mode fragments is not written yet.
+    /// `--mode fragments` (the default): the fragments the window sees into
+    /// one keeping every cell's timestamp (sparse arrays; dense ones not
+    /// yet). Readers see the same array.
     Consolidate {
         /// The array directory.
         path: PathBuf,
@@ -159,7 +161,8 @@ enum Command {
         key: Option<String>,
     },
     /// Remove what consolidation replaced, as TileDB's vacuum does (`--mode
-    /// commits`: the commit files `.con` files list, then redundant `.con`
+    /// fragments`: the replaced fragments' commits and directories, then the
+    /// vacuum lists; `--mode commits`: the commit files `.con` files list, then redundant `.con`
     /// and `.ign` files; `--mode array_meta`: the metadata files vacuum
     /// lists name, then the lists; `--mode fragment_meta`: every `.meta`
     /// file but the latest).
@@ -299,13 +302,10 @@ mod progress {
 }
 
 /// Opens an array for a change: at `at` if given, with `key`.
-/// Every mode but fragments is consolidated and vacuumed so far.
-fn written_mode(what: &str, mode: &str) -> Result<(), CliError> {
+/// The consolidation modes TileDB knows.
+fn known_mode(mode: &str) -> Result<(), CliError> {
     match mode {
-        "array_meta" | "commits" | "fragment_meta" => Ok(()),
-        "fragments" => Err(CliError::Usage(format!(
-            "{what} of fragments is not written yet; --mode commits, fragment_meta and array_meta are"
-        ))),
+        "fragments" | "array_meta" | "commits" | "fragment_meta" => Ok(()),
         other => Err(CliError::Usage(format!(
             "--mode takes fragments, commits, fragment_meta or array_meta, not {other:?}"
         ))),
@@ -602,7 +602,7 @@ fn run(cli: Cli) -> Result<bool, CliError> {
             at,
             key,
         } => {
-            written_mode("consolidation", &mode)?;
+            known_mode(&mode)?;
             let mut options = tdb::OpenOptions::new();
             if at.is_some() {
                 let w = window(at.as_deref())?;
@@ -612,6 +612,22 @@ fn run(cli: Cli) -> Result<bool, CliError> {
                 options = options.key(&k)?;
             }
             let array = tdb::Array::open_with(&path, options)?;
+            if mode == "fragments" {
+                match array.consolidate_fragments()? {
+                    Some(done) => println!(
+                        "{}: {} fragments consolidated into {}; vacuum list {}",
+                        path.display(),
+                        done.replaced.len(),
+                        done.written.fragment,
+                        done.vacuum_list
+                    ),
+                    None => println!(
+                        "{}: fewer than two fragments, nothing to do",
+                        path.display()
+                    ),
+                }
+                return Ok(true);
+            }
             if mode == "commits" {
                 match array.consolidate_commits()? {
                     Some(con) => println!("{}: commits consolidated into {con}", path.display()),
@@ -648,9 +664,10 @@ fn run(cli: Cli) -> Result<bool, CliError> {
             Ok(true)
         }
         Command::Vacuum { path, mode, key } => {
-            written_mode("vacuuming", &mode)?;
+            known_mode(&mode)?;
             let array = open_for_change(&path, None, key.as_deref())?;
             let n = match mode.as_str() {
+                "fragments" => array.vacuum_fragments()?,
                 "commits" => array.vacuum_commits()?,
                 "fragment_meta" => array.vacuum_fragment_metadata()?,
                 _ => array.vacuum_metadata()?,

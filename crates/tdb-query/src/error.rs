@@ -50,6 +50,9 @@ pub enum QueryError {
     /// A query that cannot run as asked (layout, fields, state).
     #[error("{0}")]
     Invalid(String),
+    /// Something TileDB does that tdb does not do yet.
+    #[error("not supported yet: {0}")]
+    Unsupported(String),
     /// The array directory or a fragment's metadata could not be read.
     #[error("array directory")]
     Fragment(#[from] FragmentError),

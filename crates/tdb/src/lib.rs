@@ -380,6 +380,30 @@ impl<S: tdb_storage::Storage> Array<S> {
         tdb_fragment::vacuum_files(&self.storage, &open.dir, &files, &[]).map_err(Error::Write)
     }
 
+    /// Consolidates the fragments the array's window sees into one, as
+    /// TileDB's fragment consolidation does for sparse arrays: every cell
+    /// with its timestamp, so reads at every time answer as before; then a
+    /// vacuum list naming the fragments replaced. `None` with fewer than
+    /// two. Dense arrays, delete commits in the window and fragments under
+    /// older schemas are not consolidated yet.
+    pub fn consolidate_fragments(&self) -> Result<Option<tdb_query::FragmentConsolidation>> {
+        Ok(tdb_query::consolidate_fragments(
+            &self.storage,
+            &self.snapshot,
+        )?)
+    }
+
+    /// Removes the fragments consolidations replaced (their commits and
+    /// directories), then the vacuum lists. Returns how many fragments went.
+    pub fn vacuum_fragments(&self) -> Result<usize> {
+        let open = &self.snapshot.open;
+        Ok(tdb_query::vacuum_fragments(
+            &self.storage,
+            &open.dir,
+            open.key(),
+        )?)
+    }
+
     /// Opens the array again, now (everything committed so far).
     pub fn reopen(&mut self) -> Result<()> {
         let open = &self.snapshot.open;

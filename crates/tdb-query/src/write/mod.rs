@@ -124,7 +124,11 @@ pub fn write_fragment<S: WritableStorage + ?Sized>(
     writer.finish()
 }
 
-fn write<S: WritableStorage + ?Sized>(storage: &S, key: &str, bytes: Vec<u8>) -> Result<()> {
+pub(crate) fn write<S: WritableStorage + ?Sized>(
+    storage: &S,
+    key: &str,
+    bytes: Vec<u8>,
+) -> Result<()> {
     storage
         .write(key, Bytes::from(bytes))
         .map_err(|source| QueryError::Storage {

@@ -1,0 +1,153 @@
+//! Sparse fragment consolidation: for the four fragments TileDB
+//! consolidated in `consolidated_before_vacuum`, tdb's consolidated
+//! fragment is TileDB's, file for file; reads at every time answer the same
+//! before and after consolidating and vacuuming; stopped at any write or
+//! delete, the array reads as before.
+
+use tdb::{Datatype, FieldBuffer, OpenOptions, ReadSpec, WriteSpec};
+use tdb_format::ArrayType;
+use tdb_schema::{ArraySchema, AttributeBuilder, DimensionBuilder};
+use tdb_storage::{FaultyStorage, MemoryStorage};
+
+/// Cells (sorted, so layouts do not matter) seen at each of 1..=4 and now.
+fn seen(open: &dyn Fn(Option<u64>) -> tdb::Result<Vec<FieldBuffer>>) -> Vec<Vec<Vec<u8>>> {
+    [Some(1), Some(2), Some(3), Some(4), None]
+        .into_iter()
+        .map(|t| {
+            let fields = open(t).unwrap();
+            let n = fields[0].column().len();
+            let mut rows: Vec<Vec<u8>> = (0..n)
+                .map(|i| {
+                    fields
+                        .iter()
+                        .flat_map(|f| f.column().cell(i).to_vec())
+                        .collect()
+                })
+                .collect();
+            rows.sort();
+            rows
+        })
+        .collect()
+}
+
+fn fields(a: &tdb::Array<impl tdb_fragment::ReadStorage>) -> Vec<String> {
+    let s = a.schema();
+    s.domain
+        .dimensions
+        .iter()
+        .map(|d| d.name.clone())
+        .chain(s.attributes.iter().map(|a| a.name.clone()))
+        .collect()
+}
+
+#[test]
+fn tdbs_consolidated_fragment_is_tiledbs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tdb_testdata::root().join("consolidated_before_vacuum/array");
+    tdb_testdata::copy_dir(&src, tmp.path()).unwrap();
+    // TileDB's consolidated fragment, set aside: tdb consolidates the four.
+    let a = tdb::Array::open(tmp.path()).unwrap();
+    let theirs = a.fragments()[0].file.path.clone();
+    assert!(a.fragments()[0].metadata.footer.has_timestamps);
+    let stem = theirs.trim_start_matches("__fragments/").to_owned();
+    let saved = tempfile::tempdir().unwrap();
+    tdb_testdata::copy_dir(&tmp.path().join(&theirs), saved.path()).unwrap();
+    std::fs::remove_dir_all(tmp.path().join(&theirs)).unwrap();
+    for ext in ["wrt", "vac"] {
+        std::fs::remove_file(tmp.path().join(format!("__commits/{stem}.{ext}"))).unwrap();
+    }
+    let at = |t: Option<u64>| {
+        let options = t.map_or(OpenOptions::new(), |t| OpenOptions::new().at(t));
+        let a = tdb::Array::open_with(tmp.path(), options)?;
+        Ok(a.read_all(ReadSpec::new(fields(&a)))?.fields)
+    };
+    let before = seen(&at);
+    let a = tdb::Array::open(tmp.path()).unwrap();
+    assert_eq!(a.fragments().len(), 4);
+    let done = a.consolidate_fragments().unwrap().unwrap();
+    assert_eq!(done.replaced.len(), 4);
+    let ours = format!("__fragments/{}", done.written.fragment);
+    assert!(ours.starts_with("__fragments/__1_4_"), "{ours}");
+    for entry in std::fs::read_dir(saved.path()).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        let theirs = std::fs::read(saved.path().join(&name)).unwrap();
+        let mine = std::fs::read(tmp.path().join(&ours).join(&name)).unwrap();
+        assert!(theirs == mine, "{name} differs from TileDB's");
+    }
+    assert_eq!(seen(&at), before, "consolidated, not vacuumed");
+    assert_eq!(a.vacuum_fragments().unwrap(), 4);
+    assert_eq!(tdb::Array::open(tmp.path()).unwrap().fragments().len(), 1);
+    // As after TileDB's own vacuum: windows ending inside the merged span
+    // still answer, from the per-cell timestamps.
+    assert_eq!(seen(&at), before, "vacuumed");
+}
+
+fn ints(name: &str, v: &[i32]) -> FieldBuffer {
+    let mut b = FieldBuffer::new(name, Datatype::Int32, 1, false);
+    b.data = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+    b
+}
+
+/// Fragments at 1..=4 overwriting some cells (no duplicates allowed).
+fn array() -> FaultyStorage<MemoryStorage> {
+    let store = FaultyStorage::new(MemoryStorage::new());
+    let schema = ArraySchema::builder(ArrayType::Sparse)
+        .dimension(DimensionBuilder::range("d", 0i32..=99).tile_extent(10i32))
+        .attribute(AttributeBuilder::new("a", Datatype::Int32))
+        .capacity(3)
+        .build()
+        .unwrap();
+    let a = tdb::Array::create_in(&store, "", &schema, &[], OpenOptions::new().at(1)).unwrap();
+    for t in 1..=4u64 {
+        let t32 = t as i32;
+        let d: Vec<i32> = (0..5).map(|i| i * 3 + t32 % 2).collect();
+        let v: Vec<i32> = d.iter().map(|x| x * 100 + t32).collect();
+        a.write(WriteSpec::new(vec![ints("d", &d), ints("a", &v)]).at(t))
+            .unwrap();
+    }
+    store
+}
+
+#[test]
+fn consolidation_or_vacuum_stopped_anywhere_reads_as_before() {
+    let reads = |store: &FaultyStorage<MemoryStorage>| {
+        let at = |t: Option<u64>| {
+            let options = t.map_or(OpenOptions::new(), |t| OpenOptions::new().at(t));
+            let a = tdb::Array::open_in(store, "", options)?;
+            Ok(a.read_all(ReadSpec::new(fields(&a)))?.fields)
+        };
+        seen(&at)
+    };
+    let store = array();
+    let before = reads(&store);
+    store.fail_from(u64::MAX);
+    let a = tdb::Array::open_in(&store, "", OpenOptions::new()).unwrap();
+    a.consolidate_fragments().unwrap().unwrap();
+    let writes = store.mutations();
+    assert!(writes >= 4, "{writes}");
+    assert_eq!(reads(&store), before);
+    store.fail_from(u64::MAX);
+    let removed = a.vacuum_fragments().unwrap();
+    let deletes = store.mutations();
+    assert_eq!(removed, 4);
+    assert_eq!(reads(&store), before);
+    for n in 1..=writes {
+        let store = array();
+        let a = tdb::Array::open_in(&store, "", OpenOptions::new()).unwrap();
+        store.fail_from(n);
+        assert!(a.consolidate_fragments().is_err(), "write {n}");
+        store.fail_from(u64::MAX);
+        assert_eq!(reads(&store), before, "consolidation stopped at write {n}");
+    }
+    for n in 1..=deletes {
+        let store = array();
+        let a = tdb::Array::open_in(&store, "", OpenOptions::new()).unwrap();
+        a.consolidate_fragments().unwrap();
+        store.fail_from(n);
+        assert!(a.vacuum_fragments().is_err(), "delete {n}");
+        store.fail_from(u64::MAX);
+        assert_eq!(reads(&store), before, "vacuum stopped at delete {n}");
+        a.vacuum_fragments().unwrap();
+        assert_eq!(reads(&store), before);
+    }
+}
