@@ -1,7 +1,7 @@
 //! `cargo xtask interop [DIR | --generated]`: does TileDB read what tdb
 //! wrote?
 //!
-//! Three passes, the first two over a directory of conformance cases
+//! Four passes, three over a directory of conformance cases
 //! (default `testdata/arrays`, any directory in FORMAT.md's shape works):
 //!
 //! 1. Copies: `tdb::copy` writes every array case anew (format v22, new
@@ -11,6 +11,12 @@
 //!    fragment's timestamps, cells and non-empty domain, every query).
 //!    Cases tdb cannot copy yet (groups; fragments consolidated with
 //!    timestamps; update commits) are listed as skipped, never passed.
+//! 1b. Consolidations: every array case with two or more fragments is
+//!    copied as it is under `target/interop/consolidated`, its fragments
+//!    consolidated and vacuumed there by tdb; real TileDB must give the
+//!    case's schema, metadata and query answers (unordered ones as
+//!    multisets). Arrays tdb does not consolidate yet (dense, deletes in
+//!    the window, older schemas) are listed as skipped.
 //! 2. Rewrites: the check re-encodes what tdb can write
 //!    in place: every file that is one generic tile (schemas, array metadata,
 //!    enumerations, group details, ...) of every fixture is unfiltered and
@@ -175,7 +181,7 @@ fn copies(root: &Path, corpus: &Path, python: &Path) -> Result<(usize, usize, us
     if !out.exists() {
         return Ok((0, failed, skipped));
     }
-    let (cases, bad) = check(root, python, corpus, &out, true)?;
+    let (cases, bad) = check(root, python, corpus, &out, Some("--copy"))?;
     Ok((cases - bad, failed + bad, skipped))
 }
 
@@ -186,12 +192,12 @@ fn check(
     python: &Path,
     corpus: &Path,
     out: &Path,
-    copy_mode: bool,
+    mode: Option<&str>,
 ) -> Result<(usize, usize), String> {
     let mut cmd = Command::new(python);
     cmd.current_dir(root).arg("xtask/interop/check.py");
-    if copy_mode {
-        cmd.arg("--copy");
+    if let Some(m) = mode {
+        cmd.arg(m);
     }
     let output = cmd
         .arg(corpus)
@@ -211,6 +217,75 @@ fn check(
         [cases, bad] if bad <= cases => Ok((cases, bad)),
         _ => Err(format!("check.py ended with {last:?}")),
     }
+}
+
+/// Consolidates (fragments) and vacuums, in place, a copy of the case at
+/// `case` under `out`: `Ok(false)` when tdb does not consolidate such an
+/// array yet.
+fn consolidate_case(case: &Path, out: &Path) -> Result<bool, String> {
+    let (_, key) = crate::conformance::read_expected(case)?;
+    tdb_testdata::copy_dir(case, out).map_err(|e| format!("copying {}: {e}", case.display()))?;
+    let mut options = tdb::OpenOptions::new();
+    if let Some(k) = &key {
+        options = options.key(k).map_err(|e| error_report(&e))?;
+    }
+    let array = tdb::Array::open_with(out.join("array"), options).map_err(|e| error_report(&e))?;
+    match array.consolidate_fragments() {
+        Ok(Some(_)) => {}
+        Ok(None) => return Err("fewer than two fragments to consolidate".into()),
+        Err(tdb::Error::Unsupported(_)) => {
+            fs::remove_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
+            return Ok(false);
+        }
+        Err(e) => return Err(crate::conformance::chain(&e)),
+    }
+    array
+        .vacuum_fragments()
+        .map_err(|e| crate::conformance::chain(&e))?;
+    Ok(true)
+}
+
+/// The consolidation pass: every array case whose expected.json lists at
+/// least two fragments is copied under `target/interop/consolidated`,
+/// consolidated and vacuumed there by tdb; real TileDB must then give the
+/// case's schema, metadata and query answers. `(passed, failed, skipped)`.
+fn consolidations(
+    root: &Path,
+    corpus: &Path,
+    python: &Path,
+) -> Result<(usize, usize, usize), String> {
+    let out = root.join("target/interop/consolidated");
+    if out.exists() {
+        fs::remove_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
+    }
+    let (mut failed, mut skipped) = (0, 0);
+    for case in tdb_testdata::case_dirs(corpus) {
+        let rel = case.strip_prefix(corpus).unwrap_or(&case);
+        let (exp, _) = crate::conformance::read_expected(&case)?;
+        let fragments = exp["fragments"].as_array().map_or(0, Vec::len);
+        if exp.get("kind").and_then(|k| k.as_str()).unwrap_or("array") != "array" || fragments < 2 {
+            continue;
+        }
+        match consolidate_case(&case, &out.join(rel)) {
+            Ok(true) => {}
+            Ok(false) => {
+                skipped += 1;
+                println!("skip consolidating {}: not supported yet", rel.display());
+            }
+            Err(why) => {
+                failed += 1;
+                println!(
+                    "FAIL {}: tdb could not consolidate it: {why}",
+                    rel.display()
+                );
+            }
+        }
+    }
+    if !out.exists() {
+        return Ok((0, failed, skipped));
+    }
+    let (cases, bad) = check(root, python, corpus, &out, Some("--consolidated"))?;
+    Ok((cases - bad, failed + bad, skipped))
 }
 
 pub(crate) fn interop(args: &[String], reference: &Writer) -> Result<(), String> {
@@ -261,10 +336,16 @@ pub(crate) fn interop(args: &[String], reference: &Writer) -> Result<(), String>
     if tiles == 0 {
         return Err("interop: no generic tile re-encoded; the check would prove nothing".into());
     }
-    let (cases, bad) = check(&root, &venv.join("bin/python"), &corpus, &out, false)?;
+    let (cases, bad) = check(&root, &venv.join("bin/python"), &corpus, &out, None)?;
+    let (con_passed, con_failed, con_skipped) =
+        consolidations(&root, &corpus, &venv.join("bin/python"))?;
     let (gen_passed, gen_failed) = crate::generated::generated(&root, &venv.join("bin/python"))?;
     println!("copies: {skipped} skipped (not supported yet)");
-    let (passed, failed) = (passed + cases - bad + gen_passed, failed + bad + gen_failed);
+    println!("consolidations: {con_skipped} skipped (not supported yet)");
+    let (passed, failed) = (
+        passed + cases - bad + gen_passed + con_passed,
+        failed + bad + gen_failed + con_failed,
+    );
     println!("{passed} passed, {failed} failed");
     if failed > 0 {
         return Err(format!("interop: {failed} failed"));

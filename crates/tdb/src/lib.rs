@@ -387,10 +387,10 @@ impl<S: tdb_storage::Storage> Array<S> {
     /// two. Dense arrays, delete commits in the window and fragments under
     /// older schemas are not consolidated yet.
     pub fn consolidate_fragments(&self) -> Result<Option<tdb_query::FragmentConsolidation>> {
-        Ok(tdb_query::consolidate_fragments(
-            &self.storage,
-            &self.snapshot,
-        )?)
+        match tdb_query::consolidate_fragments(&self.storage, &self.snapshot) {
+            Err(tdb_query::QueryError::Unsupported(what)) => Err(Error::Unsupported(what)),
+            done => Ok(done?),
+        }
     }
 
     /// Removes the fragments consolidations replaced (their commits and
