@@ -4,19 +4,13 @@
 //! Four passes, three over a directory of conformance cases
 //! (default `testdata/arrays`, any directory in FORMAT.md's shape works):
 //!
-//! 1. Copies: `tdb::copy` writes every array case anew (format v22, new
+//! 1. Copies: `tdb::copy` writes every case anew (format v22, new
 //!    fragment and schema names, same timestamps, same key) under
 //!    `target/interop/copies`; real TileDB then opens each copy and must
 //!    give the case's expected.json answers (schema, metadata, every
-//!    fragment's timestamps, cells and non-empty domain, every query).
-//!    Cases tdb cannot copy yet (groups; fragments consolidated with
-//!    timestamps; update commits) are listed as skipped, never passed.
-//! 1b. Consolidations: every array case with two or more fragments is
-//!    copied as it is under `target/interop/consolidated`, its fragments
-//!    consolidated and vacuumed there by tdb; real TileDB must give the
-//!    case's schema, metadata and query answers (unordered ones as
-//!    multisets). Arrays tdb does not consolidate yet (dense, deletes in
-//!    the window, older schemas) are listed as skipped.
+//!    fragment's timestamps, cells and non-empty domain, every query; a
+//!    group's members, subgroups and member arrays). Cases tdb cannot copy
+//!    yet are listed as skipped, never passed.
 //! 2. Rewrites: the check re-encodes what tdb can write
 //!    in place: every file that is one generic tile (schemas, array metadata,
 //!    enumerations, group details, ...) of every fixture is unfiltered and
@@ -28,7 +22,13 @@
 //!    is also written anew by `tdb-fragment` (every section re-encoded, laid
 //!    out again, a footer pointing at where each landed), so TileDB reads
 //!    tdb's footers and sections too.
-//! 3. Generated: arrays tdb writes through its API ([`crate::generated`]);
+//! 3. Consolidations: every array case with two or more fragments is
+//!    copied as it is under `target/interop/consolidated`, its fragments
+//!    consolidated and vacuumed there by tdb; real TileDB must give the
+//!    case's schema, metadata and query answers (unordered ones as
+//!    multisets). Arrays tdb does not consolidate yet (dense, deletes in
+//!    the window, older schemas) are listed as skipped.
+//! 4. Generated: arrays tdb writes through its API ([`crate::generated`]);
 //!    `--generated` runs this pass alone.
 
 use crate::{venv_for, workspace_root, Writer};
