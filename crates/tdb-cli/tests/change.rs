@@ -196,17 +196,9 @@ fn consolidate_and_vacuum_fragments() {
     );
     // What TileDB left after the same steps (consolidated_commits_then_fragments):
     // the .con, an ignore file for its commits, the new fragment's commit.
-    let kinds = |dir: &std::path::Path| -> Vec<String> {
-        let mut k: Vec<String> = std::fs::read_dir(dir.join("__commits"))
-            .unwrap()
-            .map(|e| {
-                let name = e.unwrap().file_name().to_string_lossy().into_owned();
-                name.rsplit('.').next().unwrap_or("").to_owned()
-            })
-            .collect();
-        k.sort();
-        k
-    };
     let theirs = tdb_testdata::root().join("consolidated_commits_then_fragments/array");
-    assert_eq!(kinds(&arr), kinds(&theirs));
+    assert_eq!(
+        tdb_testdata::commit_kinds(&arr),
+        tdb_testdata::commit_kinds(&theirs)
+    );
 }

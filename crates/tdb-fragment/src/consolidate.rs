@@ -129,6 +129,19 @@ pub fn vacuum_files<S: WritableStorage + ?Sized>(
     Ok(to_vacuum.len() + lists.len())
 }
 
+/// TileDB's rule for what lives in `__commits/` and `__fragment_meta/`:
+/// arrays of format version 12 and later.
+fn from_v12(dir: &str, version: FormatVersion, what: &str) -> Result<()> {
+    if version.get() < 12 {
+        return Err(FragmentError::invalid(
+            if dir.is_empty() { "." } else { dir },
+            "array",
+            format!("{what} from format version 12 on"),
+        ));
+    }
+    Ok(())
+}
+
 fn read_file<S: ReadStorage + ?Sized>(storage: &S, dir: &str, path: &str) -> Result<Vec<u8>> {
     let key = join(dir, path);
     Ok(storage
@@ -184,13 +197,7 @@ pub fn consolidate_commits<S: ReadStorage + WritableStorage + ?Sized>(
     dir: &str,
     version: FormatVersion,
 ) -> Result<Option<String>> {
-    if version.get() < 12 {
-        return Err(FragmentError::invalid(
-            if dir.is_empty() { "." } else { dir },
-            "array",
-            "commits are consolidated from format version 12 on",
-        ));
-    }
+    from_v12(dir, version, "commits are consolidated")?;
     let listing = list_object(storage, dir)?;
     let files = listing.commit_files();
     let listed = listed_commits(storage, dir, &files.con, &files.ign)?.commits;
@@ -278,13 +285,7 @@ pub fn consolidate_fragment_metadata<'s, S: WritableStorage + ?Sized>(
     version: FormatVersion,
     key: Option<&[u8; 32]>,
 ) -> Result<Option<String>> {
-    if version.get() < 12 {
-        return Err(FragmentError::invalid(
-            if dir.is_empty() { "." } else { dir },
-            "array",
-            "fragment metadata is consolidated here from format version 12 on",
-        ));
-    }
+    from_v12(dir, version, "fragment metadata is consolidated here")?;
     let kept: Vec<&LoadedFragment> = fragments
         .iter()
         .filter(|f| f.metadata.footer.version > 2)

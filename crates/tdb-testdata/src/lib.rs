@@ -51,6 +51,24 @@ pub fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
+/// The kinds (extensions: `con`, `ign`, `wrt`, ...) of the files in the
+/// `__commits/` directory of the array at `dir`, sorted: what a test of
+/// consolidating or vacuuming compares with what TileDB left.
+pub fn commit_kinds(dir: &Path) -> Vec<String> {
+    let mut kinds: Vec<String> = fs::read_dir(dir.join("__commits"))
+        .map(|r| {
+            r.filter_map(|e| e.ok())
+                .map(|e| {
+                    let name = e.file_name().to_string_lossy().into_owned();
+                    name.rsplit('.').next().unwrap_or("").to_owned()
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    kinds.sort();
+    kinds
+}
+
 /// Every case directory (holding `expected.json`) under `dir`, sorted.
 pub fn case_dirs(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();

@@ -140,18 +140,10 @@ fn vacuuming_tiledbs_consolidated_commits_leaves_what_tiledb_left() {
     };
     let before = cells(&a);
     assert_eq!(a.vacuum_commits().unwrap(), 4);
-    let kinds = |dir: &std::path::Path| -> Vec<String> {
-        let mut k: Vec<String> = std::fs::read_dir(dir.join("__commits"))
-            .unwrap()
-            .map(|e| {
-                let name = e.unwrap().file_name().to_string_lossy().into_owned();
-                name.rsplit('.').next().unwrap_or("").to_owned()
-            })
-            .collect();
-        k.sort();
-        k
-    };
     let theirs = tdb_testdata::root().join("consolidated_commits_vacuumed/array");
-    assert_eq!(kinds(tmp.path()), kinds(&theirs));
+    assert_eq!(
+        tdb_testdata::commit_kinds(tmp.path()),
+        tdb_testdata::commit_kinds(&theirs)
+    );
     assert_eq!(cells(&tdb::Array::open(tmp.path()).unwrap()), before);
 }
