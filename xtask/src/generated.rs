@@ -986,7 +986,7 @@ impl Case {
         if self.consolidate_fragments {
             let now = Array::open_in(LocalStorage::new(dir.join("array")), "", options.clone())
                 .map_err(err)?;
-            now.consolidate_fragments()
+            now.consolidate_fragments(tdb::DEFAULT_BUDGET)
                 .map_err(err)?
                 .ok_or("no fragments to consolidate")?;
             now.vacuum_fragments().map_err(err)?;

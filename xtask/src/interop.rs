@@ -230,7 +230,7 @@ fn consolidate_case(case: &Path, out: &Path) -> Result<bool, String> {
         options = options.key(k).map_err(|e| error_report(&e))?;
     }
     let array = tdb::Array::open_with(out.join("array"), options).map_err(|e| error_report(&e))?;
-    match array.consolidate_fragments() {
+    match array.consolidate_fragments(tdb::DEFAULT_BUDGET) {
         Ok(Some(_)) => {}
         Ok(None) => return Err("fewer than two fragments to consolidate".into()),
         Err(tdb::Error::Unsupported(_)) => {

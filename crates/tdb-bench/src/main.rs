@@ -59,7 +59,15 @@ fn main() {
     match result {
         Ok(v) => println!("{v}"),
         Err(e) => {
-            eprintln!("tdb-bench: {e}");
+            // The whole chain: a facade error's message names the step,
+            // its sources the cause.
+            let mut text = e.to_string();
+            let mut source = e.source();
+            while let Some(s) = source {
+                text = format!("{text}: {s}");
+                source = s.source();
+            }
+            eprintln!("tdb-bench: {text}");
             std::process::exit(1);
         }
     }

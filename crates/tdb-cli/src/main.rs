@@ -159,6 +159,10 @@ enum Command {
         /// The AES-256-GCM key of an encrypted array (32 bytes).
         #[arg(long)]
         key: Option<String>,
+        /// Memory for merging fragments, in bytes (default 1 GiB): a larger
+        /// array takes more batches, not more memory.
+        #[arg(long)]
+        budget: Option<u64>,
     },
     /// Remove what consolidation replaced, as TileDB's vacuum does (`--mode
     /// fragments`: the replaced fragments' commits and directories, then the
@@ -601,6 +605,7 @@ fn run(cli: Cli) -> Result<bool, CliError> {
             mode,
             at,
             key,
+            budget,
         } => {
             known_mode(&mode)?;
             let mut options = tdb::OpenOptions::new();
@@ -613,7 +618,7 @@ fn run(cli: Cli) -> Result<bool, CliError> {
             }
             let array = tdb::Array::open_with(&path, options)?;
             if mode == "fragments" {
-                match array.consolidate_fragments()? {
+                match array.consolidate_fragments(budget.unwrap_or(tdb::DEFAULT_BUDGET))? {
                     Some(done) => println!(
                         "{}: {} fragments consolidated into {}; vacuum list {}",
                         path.display(),

@@ -15,14 +15,15 @@
 //!
 //! Not yet: dense arrays, fragments under older schemas, delete commits in
 //! the window (TileDB's delete metadata), TileDB's step and amplification
-//! selection (every fragment of the window is merged), and a memory budget
-//! (the cells are merged in memory).
+//! selection (every fragment of the window is merged).
 
 use crate::write::{FragmentWriter, WriteSpec, Written};
-use crate::{FieldBuffer, QueryError, ReadSpec, Result, ResultLayout, Snapshot, SyncRead};
+use crate::{Batch, FieldBuffer, QueryError, ReadSpec, Result, ResultLayout, Snapshot, SyncRead};
 use tdb_format::names::{COMMITS_DIR, IGN_EXT, TIMESTAMPS_FIELD, VAC_EXT};
 use tdb_format::{ArrayType, Datatype, FormatVersion, TimestampedName};
 use tdb_fragment::{IgnoreFile, OpenArray, TimeWindow, VacuumFile};
+use tdb_index::order::{cmp_cells, CellOrder};
+use tdb_index::DomainOps;
 use tdb_schema::SchemaHistory;
 use tdb_storage::{join, Storage};
 
@@ -42,11 +43,54 @@ fn unsupported(what: &str) -> QueryError {
     QueryError::Unsupported(format!("consolidating {what}"))
 }
 
-/// Consolidates the fragments `snapshot` sees (at least two) into one;
-/// `None` with fewer.
+/// One input fragment of a merge: its global-order read, the batch at
+/// hand and the next cell in it, and the timestamp of every cell when the
+/// fragment keeps none of its own.
+struct Input<'a, S: Storage> {
+    read: SyncRead<'a, S>,
+    batch: Option<Batch>,
+    at: usize,
+    stamp: Option<[u8; 8]>,
+}
+
+impl<S: Storage> Input<'_, S> {
+    /// Reads the next batch once this one is done; `batch` is `None` at
+    /// the end.
+    fn refill(&mut self) -> Result<()> {
+        while self
+            .batch
+            .as_ref()
+            .is_none_or(|b| self.at >= b.num_cells as usize)
+        {
+            self.at = 0;
+            match self.read.next() {
+                Some(b) => self.batch = Some(b?),
+                None => {
+                    self.batch = None;
+                    return Ok(());
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn field(&self, k: usize) -> &FieldBuffer {
+        &self
+            .batch
+            .as_ref()
+            .expect("a refilled input has a batch")
+            .fields[k]
+    }
+}
+
+/// Consolidates the fragments `snapshot` sees (at least two) into one,
+/// streaming: each fragment is read in the global order under a share of
+/// `budget` bytes and merged cell by cell into a global-order write, so
+/// memory does not grow with the array. `None` with fewer than two.
 pub fn consolidate_fragments<S: Storage>(
     storage: &S,
     snapshot: &Snapshot,
+    budget: u64,
 ) -> Result<Option<FragmentConsolidation>> {
     let open = &snapshot.open;
     let latest = open.schemas.latest();
@@ -77,57 +121,119 @@ pub fn consolidate_fragments<S: Storage>(
         .map(|d| d.name.clone())
         .chain(schema.attributes.iter().map(|a| a.name.clone()))
         .collect();
-    let mut merged: Vec<FieldBuffer> = names
-        .iter()
-        .map(|n| {
-            FieldBuffer::for_field(schema, n)
-                .map_err(|_| QueryError::invalid(format!("{n}: no such field")))
-        })
-        .collect::<Result<_>>()?;
-    let mut stamps = FieldBuffer::new(TIMESTAMPS_FIELD, Datatype::UInt64, 1, false);
-    // Newest fragment first: the writer's sort keeps a coordinate's
-    // versions in input order, and TileDB stores them newest first.
-    for i in (0..frags.len()).rev() {
-        let f = &frags[i];
+    let empty = || -> Result<Vec<FieldBuffer>> {
+        let mut fields: Vec<FieldBuffer> = names
+            .iter()
+            .map(|n| {
+                FieldBuffer::for_field(schema, n)
+                    .map_err(|_| QueryError::invalid(format!("{n}: no such field")))
+            })
+            .collect::<Result<_>>()?;
+        fields.push(FieldBuffer::new(
+            TIMESTAMPS_FIELD,
+            Datatype::UInt64,
+            1,
+            false,
+        ));
+        Ok(fields)
+    };
+    // Each fragment alone, every version of its cells (duplicates kept),
+    // read in the global order under its share of the budget.
+    let mut alone = Vec::with_capacity(frags.len());
+    for i in 0..frags.len() {
         let mut one = snapshot
             .fragment_alone(i)
             .ok_or_else(|| QueryError::invalid("a fragment vanished"))?;
-        let own = f.metadata.footer.has_timestamps;
-        // Every version of a cell, not the latest alone.
         let entries = one.open.schemas.entries().iter().cloned().map(|mut e| {
             e.schema.allows_dups = true;
             e
         });
         one.open.schemas = SchemaHistory::new(entries.collect())
             .map_err(|e| QueryError::invalid(e.to_string()))?;
+        alone.push(one);
+    }
+    let share = (budget / (frags.len() as u64 + 1)).max(1);
+    let mut inputs = Vec::with_capacity(frags.len());
+    for (f, one) in frags.iter().zip(&alone) {
+        let own = f.metadata.footer.has_timestamps;
         let mut fields = names.clone();
         if own {
             fields.push(TIMESTAMPS_FIELD.to_owned());
         }
-        let read = ReadSpec::new(fields).with_layout(ResultLayout::Unordered);
-        for batch in SyncRead::new(storage, &one, read)? {
-            let batch = batch?;
-            let n = batch.num_cells as usize;
-            for (m, b) in merged.iter_mut().zip(&batch.fields) {
-                m.extend_from(b, 0..n);
+        let read = ReadSpec::new(fields)
+            .with_layout(ResultLayout::GlobalOrder)
+            .with_budget(share);
+        inputs.push(Input {
+            read: SyncRead::new(storage, one, read)?,
+            batch: None,
+            at: 0,
+            stamp: (!own).then(|| f.file.name.t1.to_le_bytes()),
+        });
+    }
+    let (t1, t2) = (frags[0].file.name.t1, frags[frags.len() - 1].file.name.t2);
+    let spec = WriteSpec::new(Vec::new())
+        .with_layout(ResultLayout::GlobalOrder)
+        .with_cell_timestamps()
+        .between(t1, t2);
+    let mut writer = FragmentWriter::new(storage, &open.dir, latest, open.key(), &spec)?;
+    let ops = DomainOps::new(&schema.domain)?;
+    let kind = CellOrder::Global {
+        tile_order: schema.tile_order,
+        cell_order: schema.cell_order,
+    };
+    let dims = names.len() - schema.attributes.len();
+    let part_cells = usize::try_from(schema.capacity.max(1)).unwrap_or(usize::MAX);
+    let mut part = empty()?;
+    let mut in_part = 0usize;
+    // Merge: the least cell in the global order next; of equal
+    // coordinates the newest fragment's first (its versions are stored
+    // newest first too), as TileDB stores a coordinate's versions.
+    loop {
+        for input in inputs.iter_mut() {
+            input.refill()?;
+        }
+        let mut best: Option<usize> = None;
+        for (k, input) in inputs.iter().enumerate() {
+            if input.batch.is_none() {
+                continue;
             }
-            match batch.fields.get(names.len()) {
-                Some(t) if own => stamps.extend_from(t, 0..n),
-                _ => {
-                    let t1 = f.file.name.t1.to_le_bytes();
-                    for _ in 0..n {
-                        stamps.push(&t1, true);
+            best = Some(match best {
+                None => k,
+                Some(b) => {
+                    let coord = |i: usize, d: usize| -> &[u8] {
+                        let input = &inputs[if i == 0 { b } else { k }];
+                        input.field(d).column().cell(input.at)
+                    };
+                    match cmp_cells(&schema.domain, ops.dims(), kind, &coord, 0, 1) {
+                        std::cmp::Ordering::Greater | std::cmp::Ordering::Equal => k,
+                        std::cmp::Ordering::Less => b,
                     }
                 }
-            }
+            });
+        }
+        let Some(b) = best else { break };
+        let input = &mut inputs[b];
+        for (d, out) in part.iter_mut().enumerate().take(names.len()) {
+            out.extend_from(input.field(d), input.at..input.at + 1);
+        }
+        let stamps = &mut part[names.len()];
+        match input.stamp {
+            Some(t) => stamps.push(&t, true),
+            None => stamps.extend_from(input.field(names.len()), input.at..input.at + 1),
+        }
+        input.at += 1;
+        in_part += 1;
+        if in_part == part_cells {
+            writer.submit(&part)?;
+            part.iter_mut().for_each(FieldBuffer::clear);
+            in_part = 0;
         }
     }
-    merged.push(stamps);
-    let (t1, t2) = (frags[0].file.name.t1, frags[frags.len() - 1].file.name.t2);
-    let spec = WriteSpec::new(merged)
-        .with_layout(ResultLayout::Unordered)
-        .between(t1, t2);
-    let written = FragmentWriter::new(storage, &open.dir, latest, open.key(), &spec)?.finish()?;
+    debug_assert!(dims > 0);
+    if in_part > 0 {
+        writer.submit(&part)?;
+    }
+    let written = writer.finish()?;
     // The vacuum list last: until it is there, the inputs stay visible.
     let replaced: Vec<String> = frags.iter().map(|f| f.file.path.clone()).collect();
     let list = VacuumFile::new(replaced.iter().map(|p| format!("/{p}")).collect());

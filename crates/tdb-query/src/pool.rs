@@ -8,6 +8,12 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{mpsc, Condvar, Mutex};
 
+/// Fewer jobs than this many per worker run on the calling thread:
+/// starting threads costs more than a few small tiles (reads in many small
+/// pieces, writes in many small parts), and callers cut large work into
+/// many jobs.
+const FEW: usize = 2;
+
 /// `f` on every job, results in the jobs' order (all held at once: for
 /// reads, whose results are as large as the budget allows anyway).
 pub(crate) fn map_all<J: Sync, T: Send, S>(
@@ -18,7 +24,7 @@ pub(crate) fn map_all<J: Sync, T: Send, S>(
 ) -> Result<Vec<T>> {
     let n = jobs.len();
     let threads = threads.clamp(1, n.max(1));
-    if threads == 1 {
+    if threads == 1 || n < FEW * threads {
         let mut state = init();
         return jobs.iter().map(|j| f(&mut state, j)).collect();
     }
@@ -71,7 +77,7 @@ pub(crate) fn map_ordered<T: Send, S>(
 ) -> Result<()> {
     let threads = threads.clamp(1, n.max(1));
     let window = window.max(1);
-    if threads == 1 {
+    if threads == 1 || n < FEW * threads {
         let mut state = init();
         for i in 0..n {
             sink(i, f(&mut state, i)?)?;

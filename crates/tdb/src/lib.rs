@@ -34,7 +34,7 @@ pub use tdb_fragment::{
 };
 pub use tdb_query::{
     AggregateOp, AggregateResult, AggregateValue, Batch, Column, FieldBuffer, ReadSpec,
-    ResultLayout, Snapshot, Subarray, VAR_NUM,
+    ResultLayout, Snapshot, Subarray, DEFAULT_BUDGET, VAR_NUM,
 };
 pub use tdb_schema::{ArraySchema, Range};
 pub use tdb_storage::{LocalStorage, MemoryStorage};
@@ -385,9 +385,14 @@ impl<S: tdb_storage::Storage> Array<S> {
     /// with its timestamp, so reads at every time answer as before; then a
     /// vacuum list naming the fragments replaced. `None` with fewer than
     /// two. Dense arrays, delete commits in the window and fragments under
-    /// older schemas are not consolidated yet.
-    pub fn consolidate_fragments(&self) -> Result<Option<tdb_query::FragmentConsolidation>> {
-        match tdb_query::consolidate_fragments(&self.storage, &self.snapshot) {
+    /// older schemas are not consolidated yet. The fragments are read and
+    /// merged under `budget` bytes (`tdb::DEFAULT_BUDGET` is the reads'
+    /// default): a larger array takes more batches, not more memory.
+    pub fn consolidate_fragments(
+        &self,
+        budget: u64,
+    ) -> Result<Option<tdb_query::FragmentConsolidation>> {
+        match tdb_query::consolidate_fragments(&self.storage, &self.snapshot, budget) {
             Err(tdb_query::QueryError::Unsupported(what)) => Err(Error::Unsupported(what)),
             done => Ok(done?),
         }

@@ -64,7 +64,10 @@ fn tdbs_consolidated_fragment_is_tiledbs() {
     let before = seen(&at);
     let a = tdb::Array::open(tmp.path()).unwrap();
     assert_eq!(a.fragments().len(), 4);
-    let done = a.consolidate_fragments().unwrap().unwrap();
+    let done = a
+        .consolidate_fragments(tdb::DEFAULT_BUDGET)
+        .unwrap()
+        .unwrap();
     assert_eq!(done.replaced.len(), 4);
     let ours = format!("__fragments/{}", done.written.fragment);
     assert!(ours.starts_with("__fragments/__1_4_"), "{ours}");
@@ -122,7 +125,9 @@ fn consolidation_or_vacuum_stopped_anywhere_reads_as_before() {
     let before = reads(&store);
     store.fail_from(u64::MAX);
     let a = tdb::Array::open_in(&store, "", OpenOptions::new()).unwrap();
-    a.consolidate_fragments().unwrap().unwrap();
+    a.consolidate_fragments(tdb::DEFAULT_BUDGET)
+        .unwrap()
+        .unwrap();
     let writes = store.mutations();
     assert!(writes >= 4, "{writes}");
     assert_eq!(reads(&store), before);
@@ -135,14 +140,17 @@ fn consolidation_or_vacuum_stopped_anywhere_reads_as_before() {
         let store = array();
         let a = tdb::Array::open_in(&store, "", OpenOptions::new()).unwrap();
         store.fail_from(n);
-        assert!(a.consolidate_fragments().is_err(), "write {n}");
+        assert!(
+            a.consolidate_fragments(tdb::DEFAULT_BUDGET).is_err(),
+            "write {n}"
+        );
         store.fail_from(u64::MAX);
         assert_eq!(reads(&store), before, "consolidation stopped at write {n}");
     }
     for n in 1..=deletes {
         let store = array();
         let a = tdb::Array::open_in(&store, "", OpenOptions::new()).unwrap();
-        a.consolidate_fragments().unwrap();
+        a.consolidate_fragments(tdb::DEFAULT_BUDGET).unwrap();
         store.fail_from(n);
         assert!(a.vacuum_fragments().is_err(), "delete {n}");
         store.fail_from(u64::MAX);
@@ -150,4 +158,38 @@ fn consolidation_or_vacuum_stopped_anywhere_reads_as_before() {
         a.vacuum_fragments().unwrap();
         assert_eq!(reads(&store), before);
     }
+}
+
+/// An array 20 times larger than the budget consolidates through it (each
+/// fragment read in batches within its share), into the same cells.
+#[test]
+fn an_array_twenty_times_the_budget_consolidates() {
+    let store = MemoryStorage::new();
+    let schema = ArraySchema::builder(ArrayType::Sparse)
+        .dimension(DimensionBuilder::range("d", 0i32..=999_999).tile_extent(1000i32))
+        .attribute(AttributeBuilder::new("a", Datatype::Int32))
+        .capacity(32)
+        .build()
+        .unwrap();
+    let a = tdb::Array::create_in(&store, "", &schema, &[], OpenOptions::new().at(1)).unwrap();
+    let per = 5_000;
+    for t in 1..=4u64 {
+        let d: Vec<i32> = (0..per).map(|i| i * 7 + t as i32).collect();
+        let v: Vec<i32> = d.iter().map(|x| x ^ 0x55).collect();
+        a.write(WriteSpec::new(vec![ints("d", &d), ints("a", &v)]).at(t))
+            .unwrap();
+    }
+    let bytes = 4 * per as u64 * 8;
+    let budget = bytes / 20;
+    let at = |t: Option<u64>| {
+        let options = t.map_or(OpenOptions::new(), |t| OpenOptions::new().at(t));
+        let a = tdb::Array::open_in(&store, "", options)?;
+        Ok(a.read_all(ReadSpec::new(fields(&a)))?.fields)
+    };
+    let before = seen(&at);
+    let a = tdb::Array::open_in(&store, "", OpenOptions::new()).unwrap();
+    let done = a.consolidate_fragments(budget).unwrap().unwrap();
+    assert_eq!(done.written.cells, 4 * per as u64);
+    a.vacuum_fragments().unwrap();
+    assert_eq!(seen(&at), before);
 }

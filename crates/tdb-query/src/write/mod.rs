@@ -47,6 +47,11 @@ pub struct WriteSpec {
     /// The fragment's timestamp range; `None` is now (milliseconds since
     /// the epoch, as TileDB).
     pub timestamps: Option<(u64, u64)>,
+    /// Sparse writes: every cell comes with its own timestamp (a
+    /// `__timestamps` field), as in fragments consolidated with
+    /// timestamps. Implied when the spec's fields hold one; set it for a
+    /// writer whose parts come later.
+    pub cell_timestamps: bool,
 }
 
 impl WriteSpec {
@@ -58,6 +63,7 @@ impl WriteSpec {
             subarray: None,
             fields,
             timestamps: None,
+            cell_timestamps: false,
         }
     }
 
@@ -82,6 +88,13 @@ impl WriteSpec {
     /// The fragment's timestamp range (copies of consolidated fragments).
     pub fn between(mut self, t1: u64, t2: u64) -> Self {
         self.timestamps = Some((t1, t2));
+        self
+    }
+
+    /// Every cell comes with its own timestamp (a `__timestamps` field in
+    /// every part).
+    pub fn with_cell_timestamps(mut self) -> Self {
+        self.cell_timestamps = true;
         self
     }
 }

@@ -125,10 +125,11 @@ impl<'a, S: WritableStorage + ?Sized> FragmentWriter<'a, S> {
         // Per-cell timestamps (a fragment as consolidation with timestamps
         // writes it) come with the first part, sparse only.
         let timestamps = !dense
-            && spec
-                .fields
-                .iter()
-                .any(|f| f.name == names::TIMESTAMPS_FIELD);
+            && (spec.cell_timestamps
+                || spec
+                    .fields
+                    .iter()
+                    .any(|f| f.name == names::TIMESTAMPS_FIELD));
         let footer = Footer::new_written(s, &entry.name, timestamps);
         let mut written: Vec<(Field, bool, bool)> = s
             .attributes
