@@ -259,6 +259,14 @@ fn phases(s: &Sizes) -> Vec<Phase> {
         ),
         bytes: (cells / 10 * 17) as u64,
     });
+    // W5: consolidating the 1,000 fragments (a copy, made untimed).
+    out.push(Phase {
+        workload: "W5",
+        name: "consolidate the fragments".into(),
+        array: "fragments".into(),
+        spec: json!({"fields": ["a"], "queries": [], "consolidate": true}),
+        bytes: 0,
+    });
     // W5: many small fragments; open and read one cell.
     for (array, what) in [
         ("fragments", "open + one cell"),
@@ -392,11 +400,12 @@ pub(crate) fn bench(args: &[String], reference: &Writer) -> Result<(), String> {
         let spec = work.join(format!("phase{k}.json"));
         std::fs::write(&spec, p.spec.to_string())
             .map_err(|e| format!("{}: {e}", spec.display()))?;
-        // Write phases write a new array here, removed before every run.
-        let out = p.spec["write"]
-            .as_bool()
-            .unwrap_or(false)
-            .then(|| work.join(format!("written{k}")));
+        // Write and consolidation phases write an array here, removed
+        // before every run.
+        let writes = ["write", "consolidate"]
+            .iter()
+            .any(|k| p.spec[*k].as_bool().unwrap_or(false));
+        let out = writes.then(|| work.join(format!("written{k}")));
         let with_out = |c: &mut Command| -> Result<(), String> {
             if let Some(out) = &out {
                 if out.exists() {

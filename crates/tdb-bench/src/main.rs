@@ -28,6 +28,8 @@ struct Phase {
     time_open: bool,
     #[serde(default)]
     write: bool,
+    #[serde(default)]
+    consolidate: bool,
 }
 
 #[derive(Deserialize)]
@@ -90,6 +92,9 @@ fn peak_kib() -> u64 {
 
 fn phase_cmd(phase: &str, array: &str, out: Option<&str>) -> Result<serde_json::Value, Error> {
     let phase: Phase = serde_json::from_slice(&std::fs::read(phase)?)?;
+    if phase.consolidate {
+        return consolidate(&phase, array, out.ok_or("a consolidation phase needs OUT")?);
+    }
     let start = Instant::now();
     let a = Array::open(array)?;
     if phase.write {
@@ -130,6 +135,36 @@ fn write(phase: &Phase, a: &Array, out: &str) -> Result<serde_json::Value, Error
     let copy = Array::create(out, schema)?;
     let written = copy.write(tdb::WriteSpec::new(cells.fields).with_layout(layout))?;
     Ok(report(start.elapsed().as_secs_f64(), written.cells, check))
+}
+
+/// Copies `array` to `out` (untimed), then times opening the copy and
+/// consolidating its fragments; the cells and check are a read of the
+/// consolidated copy's `fields` (untimed).
+fn consolidate(phase: &Phase, array: &str, out: &str) -> Result<serde_json::Value, Error> {
+    copy_dir(std::path::Path::new(array), std::path::Path::new(out))?;
+    let start = Instant::now();
+    let a = Array::open(out)?;
+    a.consolidate_fragments(tdb::DEFAULT_BUDGET)?
+        .ok_or("fewer than two fragments to consolidate")?;
+    let seconds = start.elapsed().as_secs_f64();
+    let a = Array::open(out)?;
+    let cells = a.read_all(ReadSpec::new(phase.fields.clone()))?;
+    let check = cells.fields.iter().map(touch).sum();
+    Ok(report(seconds, cells.num_cells, check))
+}
+
+fn copy_dir(from: &std::path::Path, to: &std::path::Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(to)?;
+    for e in std::fs::read_dir(from)? {
+        let e = e?;
+        let target = to.join(e.file_name());
+        if e.file_type()?.is_dir() {
+            copy_dir(&e.path(), &target)?;
+        } else {
+            std::fs::copy(e.path(), target)?;
+        }
+    }
+    Ok(())
 }
 
 fn run(phase: &Phase, a: &Array) -> Result<(u64, f64), Error> {
