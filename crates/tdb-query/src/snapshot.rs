@@ -52,12 +52,22 @@ impl Snapshot {
     /// only one: no other fragment over it, no delete or update applied,
     /// the schema in force when it was written (at its end timestamp).
     /// Reads of it return exactly the cells the fragment holds, which is
-    /// what a copy rewrites. Clones the directory, not the other footers.
+    /// what a copy rewrites and consolidation merges. A view for reading:
+    /// its directory keeps the window and schemas, not the listings (a
+    /// merge holds one view per fragment at once, so each must stay small).
     pub fn fragment_alone(&self, i: usize) -> Option<Snapshot> {
         let f = self.fragments.get(i)?;
         let mut open = self.open.clone();
-        open.directory.conditions.clear();
-        open.directory.window.end = f.file.name.timestamp_range().1;
+        open.listing = tdb_fragment::DirectoryListing::new(&[]);
+        let d = &mut open.directory;
+        d.conditions.clear();
+        d.window.end = f.file.name.timestamp_range().1;
+        d.unfiltered_fragments.clear();
+        d.consolidated_commits.clear();
+        d.fragment_metadata.clear();
+        d.array_metadata.clear();
+        d.array_metadata_to_vacuum.clear();
+        d.array_metadata_vac_to_vacuum.clear();
         Some(Snapshot {
             open,
             fragments: vec![f.clone()],
