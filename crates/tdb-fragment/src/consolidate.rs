@@ -23,6 +23,11 @@
 //! the other `.con` files, then the `.ign` files (in that order, so an
 //! ignored commit never shows again through an older `.con`).
 //!
+//! Fragments (consolidated in `tdb-query`, which reads and writes cells):
+//! vacuuming writes an ignore file for the replaced fragments' commits a
+//! `.con` holds, deletes each one's commit file and directory (a directory
+//! without its commit is never read), then the vacuum lists.
+//!
 //! Fragment metadata: the footers of the fragments a read sees (format
 //! v3 and later) go into one `__fragment_meta/<name>.meta` file, named for
 //! the first fragment's start and the last one's end timestamp, so opening
@@ -31,15 +36,14 @@
 
 use crate::array_metadata::ArrayMetadata;
 use crate::commits::{ConsolidatedCommit, ConsolidatedCommits, IgnoreFile};
-use crate::create::{put, write_metadata};
-use crate::directory::TimestampedFile;
+use crate::create::{named, put, span_name, write_ignore_file, write_vacuum_list};
+use crate::directory::TimeWindow;
+use crate::directory::{last_part, DirectoryListing};
 use crate::fragment_metadata::{ConsolidatedEntry, ConsolidatedFragmentMeta};
-use crate::open::{list_object, LoadedFragment, ReadStorage};
-use crate::{FragmentError, MetadataFile, Result, VacuumFile};
-use std::collections::{BTreeMap, HashSet};
-use tdb_format::names::{
-    COMMITS_DIR, CON_EXT, DEL_EXT, FRAGMENT_META_DIR, METADATA_DIR, META_EXT, VAC_EXT,
-};
+use crate::open::{dir_label, list_object, read_files, LoadedFragment, OpenArray, ReadStorage};
+use crate::{FragmentError, Result};
+use std::collections::{BTreeMap, HashMap, HashSet};
+use tdb_format::names::{COMMITS_DIR, CON_EXT, DEL_EXT, FRAGMENT_META_DIR, METADATA_DIR, META_EXT};
 use tdb_format::{FormatVersion, TimestampedName};
 use tdb_storage::{join, WritableStorage};
 
@@ -56,54 +60,46 @@ pub struct MetadataConsolidation {
     pub replaced: Vec<String>,
 }
 
-/// Consolidates the array metadata `files` of the array at `dir` (those a
-/// window sees, in the directory's order); nothing when there are fewer
-/// than two, as in TileDB. `key` decrypts the files and encrypts the new
-/// one.
+/// Consolidates the array metadata files `open` sees (its window; read in
+/// one batch); nothing when there are fewer than two, as in TileDB. The
+/// array's key decrypts them and encrypts the new file.
 pub fn consolidate_metadata<S: ReadStorage + WritableStorage + ?Sized>(
     storage: &S,
-    dir: &str,
-    files: &[TimestampedFile],
-    key: Option<&[u8; 32]>,
+    open: &OpenArray,
 ) -> Result<Option<MetadataConsolidation>> {
+    let files = &open.directory.array_metadata;
     if files.len() < 2 {
         return Ok(None);
     }
-    let mut contents = Vec::with_capacity(files.len());
-    for f in files {
-        let path = join(dir, &f.path);
-        let bytes = storage
-            .read(&path)
-            .map_err(|e| FragmentError::storage(&path, e))?
-            .ok_or_else(|| FragmentError::missing(&path, "metadata file"))?;
-        contents.push((f.name.clone(), bytes));
-    }
-    let named: Vec<(TimestampedName, &[u8])> = contents
+    let paths: Vec<&str> = files.iter().map(|f| f.path.as_str()).collect();
+    let contents = read_files(storage, &open.dir, &open.listing, &paths)?;
+    let named_files: Vec<(TimestampedName, &[u8])> = files
         .iter()
-        .map(|(n, b)| (n.clone(), b.as_ref()))
+        .map(|f| (f.name.clone(), contents[f.path.as_str()].as_slice()))
         .collect();
-    let state = ArrayMetadata::from_files(&named, key)?;
+    let state = ArrayMetadata::from_files(&named_files, open.key())?;
     // TileDB names the file for the replayed files' span: the first start
     // and the last end, in replay order.
-    let replay = crate::array_metadata::in_tiledb_order(&named);
-    let (first, last) = match (replay.first(), replay.last()) {
-        (Some(a), Some(b)) => (a.0.t1, b.0.t2),
-        _ => return Ok(None),
+    let replay = crate::array_metadata::in_tiledb_order(&named_files);
+    let (Some(first), Some(last)) = (replay.first(), replay.last()) else {
+        return Ok(None);
     };
-    let file: MetadataFile = state.to_file();
-    let written = write_metadata(storage, dir, &file, (first, last), key)?;
-    let name = match &written {
-        Some(path) => path.clone(),
-        None => {
-            let name = TimestampedName::generate(first, last, None)
-                .map_err(|e| FragmentError::format(METADATA_DIR, "file name", e))?;
-            format!("{METADATA_DIR}/{name}")
-        }
+    let (_, path) = named(METADATA_DIR, first.0.t1, last.0.t2, None, "")?;
+    // TileDB writes no empty metadata file: the vacuum list alone then
+    // empties the map.
+    let file = state.to_file();
+    let written = if file.entries.is_empty() {
+        None
+    } else {
+        put(
+            storage,
+            &join(&open.dir, &path),
+            file.write(&path, open.key())?,
+        )?;
+        Some(path.clone())
     };
     let replaced: Vec<String> = files.iter().map(|f| f.path.clone()).collect();
-    let list = VacuumFile::new(replaced.iter().map(|p| format!("/{p}")).collect());
-    let vacuum_list = format!("{name}{VAC_EXT}");
-    put(storage, &join(dir, &vacuum_list), list.write())?;
+    let vacuum_list = write_vacuum_list(storage, &open.dir, &path, &replaced)?;
     Ok(Some(MetadataConsolidation {
         file: written,
         vacuum_list,
@@ -111,22 +107,40 @@ pub fn consolidate_metadata<S: ReadStorage + WritableStorage + ?Sized>(
     }))
 }
 
-/// Vacuums what metadata consolidation replaced: the files the lists name
-/// (`to_vacuum`), then the lists (`lists`), paths relative to `dir` as the
-/// array directory gives them. Returns how many files went.
-pub fn vacuum_files<S: WritableStorage + ?Sized>(
+/// Vacuums what array metadata consolidations replaced in the array at
+/// `dir` (over its whole history; `key` for encrypted arrays): the files
+/// the vacuum lists name, then the lists. Returns how many files went.
+pub fn vacuum_metadata<S: ReadStorage + WritableStorage + ?Sized>(
     storage: &S,
     dir: &str,
-    to_vacuum: &[String],
-    lists: &[String],
+    key: Option<&[u8; 32]>,
 ) -> Result<usize> {
-    for path in to_vacuum.iter().chain(lists) {
+    let all = OpenArray::open(storage, dir, TimeWindow::ALL, key)?;
+    let d = &all.directory;
+    delete_files(
+        storage,
+        dir,
+        d.array_metadata_to_vacuum
+            .iter()
+            .chain(&d.array_metadata_vac_to_vacuum),
+    )
+}
+
+/// Deletes `paths` (relative to `dir`) in order; how many.
+fn delete_files<'p, S: WritableStorage + ?Sized>(
+    storage: &S,
+    dir: &str,
+    paths: impl IntoIterator<Item = &'p String>,
+) -> Result<usize> {
+    let mut n = 0;
+    for path in paths {
         let key = join(dir, path);
         storage
             .delete(&key)
             .map_err(|e| FragmentError::storage(&key, e))?;
+        n += 1;
     }
-    Ok(to_vacuum.len() + lists.len())
+    Ok(n)
 }
 
 /// TileDB's rule for what lives in `__commits/` and `__fragment_meta/`:
@@ -134,21 +148,12 @@ pub fn vacuum_files<S: WritableStorage + ?Sized>(
 fn from_v12(dir: &str, version: FormatVersion, what: &str) -> Result<()> {
     if version.get() < 12 {
         return Err(FragmentError::invalid(
-            if dir.is_empty() { "." } else { dir },
+            dir_label(dir),
             "array",
             format!("{what} from format version 12 on"),
         ));
     }
     Ok(())
-}
-
-fn read_file<S: ReadStorage + ?Sized>(storage: &S, dir: &str, path: &str) -> Result<Vec<u8>> {
-    let key = join(dir, path);
-    Ok(storage
-        .read(&key)
-        .map_err(|e| FragmentError::storage(&key, e))?
-        .ok_or_else(|| FragmentError::missing(&key, "file"))?
-        .to_vec())
 }
 
 /// What the `.con` files of an array list: every commit once, less those
@@ -159,20 +164,25 @@ struct Listed {
     files: Vec<(String, Vec<String>)>,
 }
 
+/// Reads the `.con` and `.ign` files of `listing` (one batch) into what
+/// they list.
 fn listed_commits<S: ReadStorage + ?Sized>(
     storage: &S,
     dir: &str,
+    listing: &DirectoryListing,
     con: &[String],
     ign: &[String],
 ) -> Result<Listed> {
+    let paths: Vec<&str> = con.iter().chain(ign).map(String::as_str).collect();
+    let contents = read_files(storage, dir, listing, &paths)?;
     let mut ignored = HashSet::new();
     for f in ign {
-        ignored.extend(IgnoreFile::parse(f, &read_file(storage, dir, f)?)?.commits);
+        ignored.extend(IgnoreFile::parse(f, &contents[f.as_str()])?.commits);
     }
     let mut listed = BTreeMap::new();
     let mut files = Vec::with_capacity(con.len());
     for f in con {
-        let parsed = ConsolidatedCommits::parse(f, &read_file(storage, dir, f)?)?;
+        let parsed = ConsolidatedCommits::parse(f, &contents[f.as_str()])?;
         let mut entries = Vec::with_capacity(parsed.commits.len());
         for c in parsed.commits {
             entries.push(c.path.clone());
@@ -200,7 +210,20 @@ pub fn consolidate_commits<S: ReadStorage + WritableStorage + ?Sized>(
     from_v12(dir, version, "commits are consolidated")?;
     let listing = list_object(storage, dir)?;
     let files = listing.commit_files();
-    let listed = listed_commits(storage, dir, &files.con, &files.ign)?.commits;
+    let listed = listed_commits(storage, dir, &listing, &files.con, &files.ign)?.commits;
+    // Delete commits not listed yet embed their files: read in one batch.
+    let new: Vec<&String> = files
+        .ok
+        .iter()
+        .chain(&files.commits)
+        .filter(|p| !listed.contains_key(*p))
+        .collect();
+    let deletes: Vec<&str> = new
+        .iter()
+        .filter(|p| p.ends_with(DEL_EXT))
+        .map(|p| p.as_str())
+        .collect();
+    let mut del_files: HashMap<String, Vec<u8>> = read_files(storage, dir, &listing, &deletes)?;
     let mut commits: Vec<ConsolidatedCommit> = Vec::new();
     for (path, embedded) in &listed {
         commits.push(match embedded {
@@ -208,36 +231,17 @@ pub fn consolidate_commits<S: ReadStorage + WritableStorage + ?Sized>(
             None => ConsolidatedCommit::commit(path.clone()),
         });
     }
-    for path in files.ok.iter().chain(&files.commits) {
-        if listed.contains_key(path) {
-            continue;
-        }
-        commits.push(if path.ends_with(DEL_EXT) {
-            ConsolidatedCommit::delete(path.clone(), read_file(storage, dir, path)?)
-        } else {
-            ConsolidatedCommit::commit(path.clone())
+    for path in new {
+        commits.push(match del_files.remove(path.as_str()) {
+            Some(tile) => ConsolidatedCommit::delete(path.clone(), tile),
+            None => ConsolidatedCommit::commit(path.clone()),
         });
     }
-    let (Some(first), Some(last)) = (commits.first(), commits.last()) else {
+    if commits.is_empty() {
         return Ok(None);
-    };
-    let stamp = |c: &ConsolidatedCommit| {
-        let stem = c.path.rsplit('/').next().unwrap_or(&c.path);
-        TimestampedName::parse(stem).map_err(|e| FragmentError::format(&c.path, "commit name", e))
-    };
-    // TileDB names it for the first entry's start and the last one's end
-    // in path order; with timestamps of different lengths (1 beside a
-    // time in ms) that range can come out reversed, which no reader
-    // accepts: then the entries' whole span.
-    let (mut t1, mut t2) = (stamp(first)?.t1, stamp(last)?.t2);
-    if t1 > t2 {
-        let names = commits.iter().map(stamp).collect::<Result<Vec<_>>>()?;
-        t1 = names.iter().map(|n| n.t1).min().unwrap_or(t1);
-        t2 = names.iter().map(|n| n.t2).max().unwrap_or(t2);
     }
-    let name = TimestampedName::generate(t1, t2, Some(version))
-        .map_err(|e| FragmentError::format(COMMITS_DIR, "file name", e))?;
-    let path = format!("{COMMITS_DIR}/{name}{CON_EXT}");
+    let entries: Vec<String> = commits.iter().map(|c| c.path.clone()).collect();
+    let path = format!("{COMMITS_DIR}/{}{CON_EXT}", span_name(&entries, version)?);
     put(
         storage,
         &join(dir, &path),
@@ -246,21 +250,21 @@ pub fn consolidate_commits<S: ReadStorage + WritableStorage + ?Sized>(
     Ok(Some(path))
 }
 
-/// What vacuuming commits removes: the listed commit files that exist,
-/// then (once one `.con` lists every commit) the other `.con` files, then
-/// the `.ign` files; in that order, paths relative to `dir`.
-pub fn commits_to_vacuum<S: ReadStorage + ?Sized>(storage: &S, dir: &str) -> Result<Vec<String>> {
+/// Vacuums the commits of the array at `dir` that consolidated commits
+/// replaced: the listed commit files that exist, then (once one `.con`
+/// lists every commit) the other `.con` files, then the `.ign` files.
+/// Returns how many files went.
+pub fn vacuum_commits<S: ReadStorage + WritableStorage + ?Sized>(
+    storage: &S,
+    dir: &str,
+) -> Result<usize> {
     let listing = list_object(storage, dir)?;
     let files = listing.commit_files();
     let Listed {
         commits: listed,
         files: cons,
-    } = listed_commits(storage, dir, &files.con, &files.ign)?;
-    let mut out: Vec<String> = listed
-        .keys()
-        .filter(|p| listing.contains(p))
-        .cloned()
-        .collect();
+    } = listed_commits(storage, dir, &listing, &files.con, &files.ign)?;
+    let mut out: Vec<String> = listed.keys().filter(|p| listing.has(p)).cloned().collect();
     let complete = cons.iter().find(|(_, entries)| {
         entries.len() == listed.len() && entries.iter().all(|e| listed.contains_key(e))
     });
@@ -268,7 +272,7 @@ pub fn commits_to_vacuum<S: ReadStorage + ?Sized>(storage: &S, dir: &str) -> Res
         out.extend(files.con.iter().filter(|c| *c != keep).cloned());
         out.extend(files.ign.iter().cloned());
     }
-    Ok(out)
+    delete_files(storage, dir, &out)
 }
 
 /// Consolidates the footers of `fragments` (those a read of the array at
@@ -296,20 +300,18 @@ pub fn consolidate_fragment_metadata<'s, S: WritableStorage + ?Sized>(
     if kept.len() < 2 {
         return Ok(None);
     }
-    let name = TimestampedName::generate(first.file.name.t1, last.file.name.t2, Some(version))
-        .map_err(|e| FragmentError::format(FRAGMENT_META_DIR, "file name", e))?;
-    let path = format!("{FRAGMENT_META_DIR}/{name}{META_EXT}");
+    let (_, path) = named(
+        FRAGMENT_META_DIR,
+        first.file.name.t1,
+        last.file.name.t2,
+        Some(version),
+        META_EXT,
+    )?;
     let file = ConsolidatedFragmentMeta {
         entries: kept
             .iter()
             .map(|f| ConsolidatedEntry {
-                stored_name: f
-                    .file
-                    .path
-                    .rsplit('/')
-                    .next()
-                    .unwrap_or(&f.file.path)
-                    .to_owned(),
+                stored_name: last_part(&f.file.path).to_owned(),
                 offset: 0,
                 footer: f.metadata.footer.clone(),
             })
@@ -320,18 +322,54 @@ pub fn consolidate_fragment_metadata<'s, S: WritableStorage + ?Sized>(
     Ok(Some(path))
 }
 
-/// The consolidated fragment metadata files vacuuming removes: all but
-/// those ending at the latest timestamp (`files` as the array directory
-/// lists them, paths relative to the array).
-pub fn fragment_metadata_to_vacuum(files: &[String]) -> Vec<String> {
-    let end = |p: &String| {
-        let stem = p.rsplit('/').next().unwrap_or(p);
-        TimestampedName::parse(stem).ok().map(|n| n.t2)
-    };
+/// Vacuums the consolidated fragment metadata files of the array at `dir`
+/// but those ending at the latest timestamp, as TileDB does. Returns how
+/// many went.
+pub fn vacuum_fragment_metadata<S: ReadStorage + WritableStorage + ?Sized>(
+    storage: &S,
+    dir: &str,
+    key: Option<&[u8; 32]>,
+) -> Result<usize> {
+    let all = OpenArray::open(storage, dir, TimeWindow::ALL, key)?;
+    let files = &all.directory.fragment_metadata;
+    let end = |p: &String| TimestampedName::parse(last_part(p)).ok().map(|n| n.t2);
     let latest = files.iter().filter_map(end).max();
-    files
-        .iter()
-        .filter(|p| end(p).is_some() && end(p) != latest)
-        .cloned()
-        .collect()
+    delete_files(
+        storage,
+        dir,
+        files
+            .iter()
+            .filter(|p| end(p).is_some() && end(p) != latest),
+    )
+}
+
+/// Vacuums the fragments consolidations replaced in the array at `dir`
+/// (over its whole history; `key` for encrypted arrays). Returns how many
+/// fragments went.
+pub fn vacuum_fragments<S: ReadStorage + WritableStorage + ?Sized>(
+    storage: &S,
+    dir: &str,
+    key: Option<&[u8; 32]>,
+) -> Result<usize> {
+    let all = OpenArray::open(storage, dir, TimeWindow::ALL, key)?;
+    let f = all.directory.filtered_fragments(true)?;
+    if !f.commits_to_ignore.is_empty() {
+        write_ignore_file(storage, dir, &f.commits_to_ignore, FormatVersion::WRITTEN)?;
+    }
+    // Each commit file, wherever it is listed (one a `.con` also holds is
+    // ignored from now on but may exist on its own too), then the
+    // directories, then the lists.
+    delete_files(
+        storage,
+        dir,
+        f.commits_to_vacuum.iter().chain(&f.commits_to_ignore),
+    )?;
+    for frag in &f.fragments_to_vacuum {
+        let key = join(dir, frag);
+        storage
+            .delete_prefix(&key)
+            .map_err(|e| FragmentError::storage(&key, e))?;
+    }
+    delete_files(storage, dir, &f.vac_files_to_vacuum)?;
+    Ok(f.fragments_to_vacuum.len())
 }

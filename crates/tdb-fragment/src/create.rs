@@ -6,11 +6,15 @@
 //! directory is made. Each of these files is one whole-object write, so it
 //! is either there whole or not at all.
 
+use crate::directory::last_part;
 use crate::open::{dir_label, object_kind, ReadStorage};
-use crate::{DeleteCommit, FragmentError, GroupDetails, MetadataFile, Result};
+use crate::{
+    DeleteCommit, FragmentError, GroupDetails, IgnoreFile, MetadataFile, Result, VacuumFile,
+};
 use bytes::Bytes;
 use tdb_format::names::{
-    COMMITS_DIR, DEL_EXT, ENUMERATIONS_DIR, GROUP_DETAILS_DIR, GROUP_FILE, METADATA_DIR, SCHEMA_DIR,
+    COMMITS_DIR, DEL_EXT, ENUMERATIONS_DIR, GROUP_DETAILS_DIR, GROUP_FILE, IGN_EXT, METADATA_DIR,
+    SCHEMA_DIR, VAC_EXT,
 };
 use tdb_format::{FormatVersion, TimestampedName};
 use tdb_schema::{ArraySchema, Enumeration, Evolved, SchemaEntry, SchemaError};
@@ -156,8 +160,68 @@ pub fn write_group_details<S: WritableStorage + ?Sized>(
     Ok(path)
 }
 
+/// Writes the vacuum list `<replacing>.vac` naming the files or fragments
+/// a consolidated `replacing` (a path relative to `dir`, without
+/// extension) replaces, each as TileDB writes them from v19: relative to
+/// the array, with a leading `/`. Returns its path.
+pub fn write_vacuum_list<S: WritableStorage + ?Sized>(
+    storage: &S,
+    dir: &str,
+    replacing: &str,
+    replaced: &[String],
+) -> Result<String> {
+    let list = VacuumFile::new(replaced.iter().map(|p| format!("/{p}")).collect());
+    let path = format!("{replacing}{VAC_EXT}");
+    put(storage, &join(dir, &path), list.write())?;
+    Ok(path)
+}
+
+/// Writes an ignore file `__commits/<name>.ign` listing `commits` (paths
+/// relative to the array) that a `.con` holds but no reader may follow any
+/// more, named for their span at `version`. Returns its path.
+pub fn write_ignore_file<S: WritableStorage + ?Sized>(
+    storage: &S,
+    dir: &str,
+    commits: &[String],
+    version: FormatVersion,
+) -> Result<String> {
+    let name = span_name(commits, version)?;
+    let path = format!("{COMMITS_DIR}/{name}{IGN_EXT}");
+    put(
+        storage,
+        &join(dir, &path),
+        IgnoreFile::new(commits.to_vec()).write(),
+    )?;
+    Ok(path)
+}
+
+/// The name TileDB gives a file that stands for `paths` (commits, in
+/// their order): the first one's start and the last one's end timestamp
+/// (`generate_consolidated_fragment_name`). With timestamps of different
+/// lengths (1 beside a time in ms) path order can make that range
+/// reversed, which no reader accepts: then their whole span.
+pub(crate) fn span_name(paths: &[String], version: FormatVersion) -> Result<TimestampedName> {
+    let stamp = |p: &String| {
+        TimestampedName::parse(last_part(p)).map_err(|e| FragmentError::format(p, "commit name", e))
+    };
+    let (Some(first), Some(last)) = (paths.first(), paths.last()) else {
+        return Err(FragmentError::invalid(
+            COMMITS_DIR,
+            "file name",
+            "no commit to name it for",
+        ));
+    };
+    let (mut t1, mut t2) = (stamp(first)?.t1, stamp(last)?.t2);
+    if t1 > t2 {
+        let names = paths.iter().map(stamp).collect::<Result<Vec<_>>>()?;
+        t1 = names.iter().map(|n| n.t1).min().unwrap_or(t1);
+        t2 = names.iter().map(|n| n.t2).max().unwrap_or(t2);
+    }
+    Ok(named(COMMITS_DIR, t1, t2, Some(version), "")?.0)
+}
+
 /// A fresh name `__t1_t2_<uuid>[_v]`, and its path `folder/<name>ext`.
-fn named(
+pub(crate) fn named(
     folder: &str,
     t1: u64,
     t2: u64,

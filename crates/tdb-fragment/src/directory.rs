@@ -116,7 +116,7 @@ impl TimestampedFile {
     }
 }
 
-fn last_part(path: &str) -> &str {
+pub(crate) fn last_part(path: &str) -> &str {
     path.rsplit('/').next().unwrap_or(path)
 }
 
@@ -249,16 +249,12 @@ impl DirectoryListing {
         }
     }
 
-    /// Whether `path` is listed.
-    pub(crate) fn contains(&self, path: &str) -> bool {
-        self.has(path)
-    }
-
     fn root_files(&self) -> impl Iterator<Item = &(ListedFile, ObjectFile)> {
         self.files.iter().filter(|(f, _)| !f.path.contains('/'))
     }
 
-    fn has(&self, path: &str) -> bool {
+    /// Whether `path` is listed.
+    pub(crate) fn has(&self, path: &str) -> bool {
         self.files
             .binary_search_by(|(f, _)| f.path.as_str().cmp(path))
             .is_ok()

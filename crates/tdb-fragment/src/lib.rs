@@ -24,12 +24,12 @@ pub use array_metadata::{ArrayMetadata, MetadataEntry, MetadataFile, MetadataVal
 pub use commits::{ConsolidatedCommit, ConsolidatedCommits, IgnoreFile, VacuumFile};
 pub use condition::{Condition, DeleteCommit, UpdateCommit, UpdateValue};
 pub use consolidate::{
-    commits_to_vacuum, consolidate_commits, consolidate_fragment_metadata, consolidate_metadata,
-    fragment_metadata_to_vacuum, vacuum_files, MetadataConsolidation,
+    consolidate_commits, consolidate_fragment_metadata, consolidate_metadata, vacuum_commits,
+    vacuum_fragment_metadata, vacuum_fragments, vacuum_metadata, MetadataConsolidation,
 };
 pub use create::{
     create_array, create_group, write_delete, write_enumeration, write_evolved_schema,
-    write_group_details, write_metadata, write_schema,
+    write_group_details, write_ignore_file, write_metadata, write_schema, write_vacuum_list,
 };
 pub use directory::{
     select_latest_schema, ArrayDirectory, CommitLocation, ConditionCommit, DirectoryListing,

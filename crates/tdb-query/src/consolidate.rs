@@ -1,5 +1,6 @@
-//! Fragment consolidation and vacuuming, as TileDB 2.30 does them for
-//! sparse arrays (so far).
+//! Fragment consolidation, as TileDB 2.30 does it for sparse arrays (so
+//! far). Vacuuming what it replaced is file-level:
+//! `tdb_fragment::vacuum_fragments`.
 //!
 //! Consolidating merges the fragments a window sees into one whose name
 //! spans their timestamps: every cell of every fragment, each with its
@@ -9,9 +10,7 @@
 //! and, last, a vacuum list `__commits/<name>.vac` naming the fragments it
 //! replaces. Reads at every time answer as before (the inputs stay visible
 //! to windows that end inside the merged span, the per-cell timestamps
-//! answer the rest). Vacuuming then writes an ignore file for commits only
-//! a `.con` holds, deletes each replaced fragment's commit and directory,
-//! and the vacuum lists last.
+//! answer the rest).
 //!
 //! Not yet: dense arrays, fragments under older schemas, delete commits in
 //! the window (TileDB's delete metadata), TileDB's step and amplification
@@ -19,13 +18,13 @@
 
 use crate::write::{FragmentWriter, WriteSpec, Written};
 use crate::{Batch, FieldBuffer, QueryError, ReadSpec, Result, ResultLayout, Snapshot, SyncRead};
-use tdb_format::names::{COMMITS_DIR, IGN_EXT, TIMESTAMPS_FIELD, VAC_EXT};
-use tdb_format::{ArrayType, Datatype, FormatVersion, TimestampedName};
-use tdb_fragment::{IgnoreFile, OpenArray, TimeWindow, VacuumFile};
+use tdb_format::names::{COMMITS_DIR, TIMESTAMPS_FIELD};
+use tdb_format::{ArrayType, Datatype};
+use tdb_fragment::write_vacuum_list;
 use tdb_index::order::{cmp_cells, CellOrder};
 use tdb_index::DomainOps;
 use tdb_schema::SchemaHistory;
-use tdb_storage::{join, Storage};
+use tdb_storage::Storage;
 
 /// What a fragment consolidation wrote.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -236,63 +235,15 @@ pub fn consolidate_fragments<S: Storage>(
     let written = writer.finish()?;
     // The vacuum list last: until it is there, the inputs stay visible.
     let replaced: Vec<String> = frags.iter().map(|f| f.file.path.clone()).collect();
-    let list = VacuumFile::new(replaced.iter().map(|p| format!("/{p}")).collect());
-    let vacuum_list = format!("{COMMITS_DIR}/{}{VAC_EXT}", written.fragment);
-    super::write::write(storage, &join(&open.dir, &vacuum_list), list.write())?;
+    let vacuum_list = write_vacuum_list(
+        storage,
+        &open.dir,
+        &format!("{COMMITS_DIR}/{}", written.fragment),
+        &replaced,
+    )?;
     Ok(Some(FragmentConsolidation {
         written,
         vacuum_list,
         replaced,
     }))
-}
-
-/// Vacuums the fragments consolidations replaced in the array at `dir`
-/// (over its whole history): an ignore file for commits only a `.con`
-/// holds, then each fragment's commit and directory, then the vacuum
-/// lists. Returns how many fragments went.
-pub fn vacuum_fragments<S: Storage>(
-    storage: &S,
-    dir: &str,
-    key: Option<&[u8; 32]>,
-) -> Result<usize> {
-    let all = OpenArray::open(storage, dir, TimeWindow::ALL, key)?;
-    let f = all.directory.filtered_fragments(true)?;
-    let storage_err = |file: &str, e| QueryError::Storage {
-        file: file.to_owned(),
-        source: e,
-    };
-    if let (Some(first), Some(last)) = (f.commits_to_ignore.first(), f.commits_to_ignore.last()) {
-        let stamp = |p: &str| {
-            TimestampedName::parse(p.rsplit('/').next().unwrap_or(p))
-                .map_err(|e| QueryError::invalid(format!("{p}: {e}")))
-        };
-        let name = TimestampedName::generate(
-            stamp(first)?.t1,
-            stamp(last)?.t2,
-            Some(FormatVersion::WRITTEN),
-        )
-        .map_err(|e| QueryError::invalid(e.to_string()))?;
-        let path = join(dir, &format!("{COMMITS_DIR}/{name}{IGN_EXT}"));
-        let ign = IgnoreFile::new(f.commits_to_ignore.clone());
-        super::write::write(storage, &path, ign.write())?;
-    }
-    // Each replaced fragment's commit file, wherever it is listed (one a
-    // `.con` also holds is ignored from now on, but may exist on its own
-    // too), then its directory: a directory without its commit is never
-    // read.
-    for commit in f.commits_to_vacuum.iter().chain(&f.commits_to_ignore) {
-        let path = join(dir, commit);
-        storage.delete(&path).map_err(|e| storage_err(&path, e))?;
-    }
-    for frag in &f.fragments_to_vacuum {
-        let path = join(dir, frag);
-        storage
-            .delete_prefix(&path)
-            .map_err(|e| storage_err(&path, e))?;
-    }
-    for vac in &f.vac_files_to_vacuum {
-        let path = join(dir, vac);
-        storage.delete(&path).map_err(|e| storage_err(&path, e))?;
-    }
-    Ok(f.fragments_to_vacuum.len())
 }

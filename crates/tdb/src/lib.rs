@@ -306,14 +306,7 @@ impl<S: tdb_storage::Storage> Array<S> {
     /// before and after; [`Array::vacuum_metadata`] then removes the old
     /// files.
     pub fn consolidate_metadata(&self) -> Result<Option<tdb_fragment::MetadataConsolidation>> {
-        let open = &self.snapshot.open;
-        tdb_fragment::consolidate_metadata(
-            &self.storage,
-            &open.dir,
-            &open.directory.array_metadata,
-            open.key(),
-        )
-        .map_err(Error::Write)
+        tdb_fragment::consolidate_metadata(&self.storage, &self.snapshot.open).map_err(Error::Write)
     }
 
     /// Removes the array metadata files that consolidations replaced, then
@@ -321,15 +314,7 @@ impl<S: tdb_storage::Storage> Array<S> {
     /// vacuums). Returns how many files went.
     pub fn vacuum_metadata(&self) -> Result<usize> {
         let open = &self.snapshot.open;
-        let all =
-            tdb_fragment::OpenArray::open(&self.storage, &open.dir, TimeWindow::ALL, open.key())?;
-        tdb_fragment::vacuum_files(
-            &self.storage,
-            &open.dir,
-            &all.directory.array_metadata_to_vacuum,
-            &all.directory.array_metadata_vac_to_vacuum,
-        )
-        .map_err(Error::Write)
+        tdb_fragment::vacuum_metadata(&self.storage, &open.dir, open.key()).map_err(Error::Write)
     }
 
     /// Consolidates the array's commits into one `.con` file, as TileDB's
@@ -347,9 +332,7 @@ impl<S: tdb_storage::Storage> Array<S> {
     /// consolidated commits and ignore files a newer one makes redundant.
     /// Returns how many files went.
     pub fn vacuum_commits(&self) -> Result<usize> {
-        let open = &self.snapshot.open;
-        let files = tdb_fragment::commits_to_vacuum(&self.storage, &open.dir)?;
-        tdb_fragment::vacuum_files(&self.storage, &open.dir, &files, &[]).map_err(Error::Write)
+        tdb_fragment::vacuum_commits(&self.storage, &self.snapshot.open.dir).map_err(Error::Write)
     }
 
     /// Consolidates the footers of the fragments the array's window sees
@@ -374,10 +357,8 @@ impl<S: tdb_storage::Storage> Array<S> {
     /// Returns how many went.
     pub fn vacuum_fragment_metadata(&self) -> Result<usize> {
         let open = &self.snapshot.open;
-        let all =
-            tdb_fragment::OpenArray::open(&self.storage, &open.dir, TimeWindow::ALL, open.key())?;
-        let files = tdb_fragment::fragment_metadata_to_vacuum(&all.directory.fragment_metadata);
-        tdb_fragment::vacuum_files(&self.storage, &open.dir, &files, &[]).map_err(Error::Write)
+        tdb_fragment::vacuum_fragment_metadata(&self.storage, &open.dir, open.key())
+            .map_err(Error::Write)
     }
 
     /// Consolidates the fragments the array's window sees into one, as
@@ -402,11 +383,7 @@ impl<S: tdb_storage::Storage> Array<S> {
     /// directories), then the vacuum lists. Returns how many fragments went.
     pub fn vacuum_fragments(&self) -> Result<usize> {
         let open = &self.snapshot.open;
-        Ok(tdb_query::vacuum_fragments(
-            &self.storage,
-            &open.dir,
-            open.key(),
-        )?)
+        tdb_fragment::vacuum_fragments(&self.storage, &open.dir, open.key()).map_err(Error::Write)
     }
 
     /// Opens the array again, now (everything committed so far).

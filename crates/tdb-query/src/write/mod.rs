@@ -137,7 +137,7 @@ pub fn write_fragment<S: WritableStorage + ?Sized>(
     writer.finish()
 }
 
-pub(crate) fn write<S: WritableStorage + ?Sized>(
+fn write<S: WritableStorage + ?Sized>(
     storage: &S,
     key: &str,
     bytes: Vec<u8>,
