@@ -23,7 +23,6 @@ use tdb_format::{ArrayType, Datatype};
 use tdb_fragment::write_vacuum_list;
 use tdb_index::order::{cmp_cells, CellOrder};
 use tdb_index::DomainOps;
-use tdb_schema::SchemaHistory;
 use tdb_storage::Storage;
 
 /// What a fragment consolidation wrote.
@@ -136,19 +135,13 @@ pub fn consolidate_fragments<S: Storage>(
         ));
         Ok(fields)
     };
-    // Each fragment alone, every version of its cells (duplicates kept),
-    // read in the global order under its share of the budget.
+    // Each fragment alone, every version of its cells, read in the global
+    // order under its share of the budget.
     let mut alone = Vec::with_capacity(frags.len());
     for i in 0..frags.len() {
-        let mut one = snapshot
-            .fragment_alone(i)
+        let one = snapshot
+            .sparse_fragment_alone(i)?
             .ok_or_else(|| QueryError::invalid("a fragment vanished"))?;
-        let entries = one.open.schemas.entries().iter().cloned().map(|mut e| {
-            e.schema.allows_dups = true;
-            e
-        });
-        one.open.schemas = SchemaHistory::new(entries.collect())
-            .map_err(|e| QueryError::invalid(e.to_string()))?;
         alone.push(one);
     }
     let share = (budget / (frags.len() as u64 + 1)).max(1);

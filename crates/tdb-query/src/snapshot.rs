@@ -2,8 +2,8 @@
 //! fragment's footer and the enumerations its schema refers to.
 
 use std::collections::HashMap;
-use tdb_fragment::{LoadedFragment, OpenArray, ReadStorage, Result, TimeWindow};
-use tdb_schema::{ArraySchema, Enumeration};
+use tdb_fragment::{FragmentError, LoadedFragment, OpenArray, ReadStorage, Result, TimeWindow};
+use tdb_schema::{ArraySchema, Enumeration, SchemaHistory};
 
 /// An opened array: schemas, visible fragments with their footers, and
 /// enumerations. Reads borrow it; it holds no cell data.
@@ -48,11 +48,32 @@ impl Snapshot {
         &self.open.schema().schema
     }
 
+    /// Sparse fragment `i` alone, as a read of every cell it stores: read
+    /// under a sparse view of its schemas that allows duplicates, so a
+    /// fragment consolidated with timestamps gives every version of a cell
+    /// (in stored order) and a sparse fragment of a dense array its cells
+    /// and coordinates rather than the dense array's every cell. What copy
+    /// and consolidation read.
+    pub fn sparse_fragment_alone(&self, i: usize) -> Result<Option<Snapshot>> {
+        let Some(mut one) = self.fragment_alone(i) else {
+            return Ok(None);
+        };
+        let entries = one.open.schemas.entries().iter().cloned().map(|mut e| {
+            e.schema.array_type = tdb_format::ArrayType::Sparse;
+            e.schema.allows_dups = true;
+            e
+        });
+        one.open.schemas = SchemaHistory::new(entries.collect())
+            .map_err(|e| FragmentError::schema(&one.open.dir, e))?;
+        Ok(Some(one))
+    }
+
     /// Fragment `i` (of [`Snapshot::fragments`]) as if it were the array's
     /// only one: no other fragment over it, no delete or update applied,
     /// the schema in force when it was written (at its end timestamp).
-    /// Reads of it return exactly the cells the fragment holds, which is
-    /// what a copy rewrites and consolidation merges. A view for reading:
+    /// Reads of a dense fragment return exactly the cells it holds (what a
+    /// copy rewrites; sparse fragments: [`Snapshot::sparse_fragment_alone`]).
+    /// A view for reading:
     /// its directory keeps the window and schemas, not the listings (a
     /// merge holds one view per fragment at once, so each must stay small).
     pub fn fragment_alone(&self, i: usize) -> Option<Snapshot> {

@@ -121,23 +121,15 @@ pub fn copy<S: ReadStorage, D: Storage>(
         } else {
             target
         };
-        let mut one = snap
-            .fragment_alone(fi)
-            .ok_or_else(|| unsupported("a fragment that vanished"))?;
-        let with_timestamps = footer.has_timestamps;
-        if sparse_in_dense || with_timestamps {
-            // Read as the sparse fragment it is: its cells and coordinates,
-            // not the dense array's every cell; with per-cell timestamps,
-            // every version of a cell (duplicates kept, in stored order),
-            // not the latest alone.
-            let entries = one.open.schemas.entries().iter().cloned().map(|mut e| {
-                e.schema.array_type = ArrayType::Sparse;
-                e.schema.allows_dups |= with_timestamps;
-                e
-            });
-            one.open.schemas = tdb_schema::SchemaHistory::new(entries.collect())
-                .map_err(|e| unsupported(&format!("a sparse fragment: {e}")))?;
+        // A sparse fragment is read as one (every cell it stores, versions
+        // with their timestamps included); a dense one over its domain.
+        let one = if dense_frag {
+            snap.fragment_alone(fi)
+        } else {
+            snap.sparse_fragment_alone(fi)?
         }
+        .ok_or_else(|| unsupported("a fragment that vanished"))?;
+        let with_timestamps = footer.has_timestamps;
         let (t1, t2) = f.file.name.timestamp_range();
         let schema = one.schema().clone();
         let fields: Vec<String> = schema

@@ -137,11 +137,7 @@ pub fn write_fragment<S: WritableStorage + ?Sized>(
     writer.finish()
 }
 
-fn write<S: WritableStorage + ?Sized>(
-    storage: &S,
-    key: &str,
-    bytes: Vec<u8>,
-) -> Result<()> {
+fn write<S: WritableStorage + ?Sized>(storage: &S, key: &str, bytes: Vec<u8>) -> Result<()> {
     storage
         .write(key, Bytes::from(bytes))
         .map_err(|source| QueryError::Storage {
