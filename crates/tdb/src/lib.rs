@@ -71,13 +71,24 @@ pub enum Error {
     },
     /// Planning or running a query.
     #[error("query failed")]
-    Query(#[from] tdb_query::QueryError),
+    Query(#[source] tdb_query::QueryError),
     /// Something tdb does not do yet; the message says what.
     #[error("not supported yet: {0}")]
     Unsupported(String),
     /// A key that is not 32 bytes.
     #[error("an AES-256-GCM key is 32 bytes, not {0}")]
     KeyLength(usize),
+}
+
+impl From<tdb_query::QueryError> for Error {
+    /// A query crate's "not supported yet" stays one here, whichever call
+    /// met it.
+    fn from(e: tdb_query::QueryError) -> Self {
+        match e {
+            tdb_query::QueryError::Unsupported(what) => Error::Unsupported(what),
+            e => Error::Query(e),
+        }
+    }
 }
 
 /// This crate's result type.
@@ -373,10 +384,11 @@ impl<S: tdb_storage::Storage> Array<S> {
         &self,
         budget: u64,
     ) -> Result<Option<tdb_query::FragmentConsolidation>> {
-        match tdb_query::consolidate_fragments(&self.storage, &self.snapshot, budget) {
-            Err(tdb_query::QueryError::Unsupported(what)) => Err(Error::Unsupported(what)),
-            done => Ok(done?),
-        }
+        Ok(tdb_query::consolidate_fragments(
+            &self.storage,
+            &self.snapshot,
+            budget,
+        )?)
     }
 
     /// Removes the fragments consolidations replaced (their commits and
