@@ -3,18 +3,15 @@
 //! write or delete; vacuuming TileDB's `consolidated_commits` leaves what
 //! TileDB's own vacuum left (`consolidated_commits_vacuumed`).
 
-use tdb::{Datatype, FieldBuffer, OpenOptions, ReadSpec, WriteSpec};
+use tdb::{Datatype, OpenOptions, ReadSpec, WriteSpec};
 use tdb_format::ArrayType;
 use tdb_schema::{ArraySchema, AttributeBuilder, DimensionBuilder};
 use tdb_storage::{FaultyStorage, ListableStorage, MemoryStorage};
 
-type Store = FaultyStorage<MemoryStorage>;
+mod common;
+use common::*;
 
-fn ints(name: &str, v: &[i32]) -> FieldBuffer {
-    let mut b = FieldBuffer::new(name, Datatype::Int32, 1, false);
-    b.data = v.iter().flat_map(|x| x.to_le_bytes()).collect();
-    b
-}
+type Store = FaultyStorage<MemoryStorage>;
 
 /// Fragments at 1, 2, 3, a delete at 4, a fragment at 5.
 fn array() -> Store {

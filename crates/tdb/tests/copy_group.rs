@@ -4,12 +4,14 @@
 //! removed since included), absolute members are kept as references.
 
 use tdb::{
-    ArraySchema, Datatype, FieldBuffer, Group, MemberChange, MetadataEntry, MetadataValue,
-    OpenOptions, ReadSpec, WriteSpec,
+    ArraySchema, Datatype, FieldBuffer, Group, MemberChange, OpenOptions, ReadSpec, WriteSpec,
 };
 use tdb_format::ArrayType;
 use tdb_schema::{AttributeBuilder, DimensionBuilder};
 use tdb_storage::MemoryStorage;
+
+mod common;
+use common::*;
 
 fn at(t: u64) -> OpenOptions {
     OpenOptions::new().at(t)
@@ -31,13 +33,6 @@ fn cells(storage: &MemoryStorage, dir: &str) -> Vec<u8> {
     let a = tdb::Array::open_in(storage, dir, OpenOptions::new()).unwrap();
     let got = a.read_all(ReadSpec::new(vec!["a".to_owned()])).unwrap();
     got.fields[0].data.clone()
-}
-
-fn put(key: &str, v: i64) -> MetadataEntry {
-    MetadataEntry::Put {
-        key: key.into(),
-        value: MetadataValue::new(Datatype::Int64, 1, v.to_le_bytes().to_vec()).unwrap(),
-    }
 }
 
 fn add(uri: &str, relative: bool, name: &str) -> MemberChange {
@@ -64,19 +59,19 @@ fn a_group_copy_answers_the_same_at_every_time() {
     let sub = Group::create_in(&mem, "g/sub", at(10)).unwrap();
     array(&mem, "g/sub/b", &[5, 6]);
     sub.change_members(&[add("b", true, "b")]).unwrap();
-    sub.write_metadata([put("k", 9)]).unwrap();
+    sub.write_metadata([put_int("k", 9)]).unwrap();
     g.change_members(&[
         add("a", true, "a"),
         add("sub", true, "sub"),
         add("s3://elsewhere/x", false, "ext"),
     ])
     .unwrap();
-    g.write_metadata([put("k", 1)]).unwrap();
+    g.write_metadata([put_int("k", 1)]).unwrap();
     let later = Group::open_in(&mem, "g", at(20)).unwrap();
     later
         .change_members(&[MemberChange::Remove("a".into())])
         .unwrap();
-    later.write_metadata([put("k", 2)]).unwrap();
+    later.write_metadata([put_int("k", 2)]).unwrap();
 
     let dst = MemoryStorage::new();
     let src = Group::open_in(&mem, "g", OpenOptions::new()).unwrap();

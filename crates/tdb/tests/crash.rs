@@ -6,21 +6,18 @@
 //! keeps the first whole and nothing of the second.
 
 use tdb::{
-    ArraySchema, Datatype, FieldBuffer, Group, MemberChange, MetadataEntry, MetadataValue,
-    OpenOptions, ReadSpec, Subarray, WriteSpec,
+    ArraySchema, Datatype, FieldBuffer, Group, MemberChange, MetadataEntry, OpenOptions, ReadSpec,
+    Subarray, WriteSpec,
 };
 use tdb_format::ArrayType;
-use tdb_schema::{AttributeBuilder, DimensionBuilder, Range};
+use tdb_schema::{AttributeBuilder, DimensionBuilder};
 use tdb_storage::{FaultyStorage, MemoryStorage};
+
+mod common;
+use common::*;
 
 type Store = FaultyStorage<MemoryStorage>;
 type Array = tdb::Array<Store>;
-
-fn ints(name: &str, v: &[i32]) -> FieldBuffer {
-    let mut b = FieldBuffer::new(name, Datatype::Int32, 1, false);
-    b.data = v.iter().flat_map(|x| x.to_le_bytes()).collect();
-    b
-}
 
 fn strings(name: &str, v: &[Option<&str>]) -> FieldBuffer {
     let mut b = FieldBuffer::new(name, Datatype::StringAscii, u32::MAX, true);
@@ -73,14 +70,6 @@ fn dense_cells(lo: i32, hi: i32, t: u64) -> WriteSpec {
     WriteSpec::new(vec![nullable(ints("a", &xs)), strings("s", &s)])
         .with_subarray(sub)
         .at(t)
-}
-
-fn range(lo: i32, hi: i32) -> Range {
-    Range::from_bounds(&lo.to_le_bytes(), &hi.to_le_bytes(), false)
-}
-
-fn int_value(v: i64) -> MetadataValue {
-    MetadataValue::new(Datatype::Int64, 1, v.to_le_bytes().to_vec()).unwrap()
 }
 
 /// Everything a reader sees, fragment names aside (they are fresh UUIDs).

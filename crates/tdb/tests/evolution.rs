@@ -8,8 +8,11 @@ use tdb::{
     WriteSpec,
 };
 use tdb_format::ArrayType;
-use tdb_schema::{AttributeBuilder, DimensionBuilder, Range, SchemaChange, VAR_NUM};
+use tdb_schema::{AttributeBuilder, DimensionBuilder, SchemaChange, VAR_NUM};
 use tdb_storage::{ListableStorage, MemoryStorage};
+
+mod common;
+use common::*;
 
 type Array = tdb::Array<MemoryStorage>;
 
@@ -20,10 +23,6 @@ fn colors() -> Enumeration {
         VAR_NUM,
         ["red", "green", "blue"],
     )
-}
-
-fn range(lo: i32, hi: i32) -> Range {
-    Range::from_bounds(&lo.to_le_bytes(), &hi.to_le_bytes(), false)
 }
 
 fn create() -> Array {

@@ -9,6 +9,9 @@ use tdb_format::ArrayType;
 use tdb_schema::{ArraySchema, AttributeBuilder, DimensionBuilder};
 use tdb_storage::{FaultyStorage, MemoryStorage};
 
+mod common;
+use common::*;
+
 /// Cells (sorted, so layouts do not matter) seen at each of 1..=4 and now.
 fn seen(open: &dyn Fn(Option<u64>) -> tdb::Result<Vec<FieldBuffer>>) -> Vec<Vec<Vec<u8>>> {
     [Some(1), Some(2), Some(3), Some(4), None]
@@ -83,12 +86,6 @@ fn tdbs_consolidated_fragment_is_tiledbs() {
     // As after TileDB's own vacuum: windows ending inside the merged span
     // still answer, from the per-cell timestamps.
     assert_eq!(seen(&at), before, "vacuumed");
-}
-
-fn ints(name: &str, v: &[i32]) -> FieldBuffer {
-    let mut b = FieldBuffer::new(name, Datatype::Int32, 1, false);
-    b.data = v.iter().flat_map(|x| x.to_le_bytes()).collect();
-    b
 }
 
 /// Fragments at 1..=4 overwriting some cells (no duplicates allowed).

@@ -8,18 +8,10 @@ use tdb_format::ArrayType;
 use tdb_schema::{ArraySchema, AttributeBuilder, DimensionBuilder};
 use tdb_storage::{FaultyStorage, ListableStorage, MemoryStorage};
 
+mod common;
+use common::*;
+
 type Store = FaultyStorage<MemoryStorage>;
-
-fn int(v: i64) -> MetadataValue {
-    MetadataValue::new(Datatype::Int64, 1, v.to_le_bytes().to_vec()).unwrap()
-}
-
-fn put(key: &str, v: i64) -> MetadataEntry {
-    MetadataEntry::Put {
-        key: key.into(),
-        value: int(v),
-    }
-}
 
 /// An array whose metadata was changed at 2, 3 and 4.
 fn array() -> Store {
@@ -32,18 +24,18 @@ fn array() -> Store {
     tdb::Array::create_in(&store, "", &schema, &[], OpenOptions::new().at(1)).unwrap();
     let at = |t: u64| tdb::Array::open_in(&store, "", OpenOptions::new().at(t)).unwrap();
     at(2)
-        .write_metadata([put("k1", 1), put("shared", 10)])
+        .write_metadata([put_int("k1", 1), put_int("shared", 10)])
         .unwrap();
     at(3)
         .write_metadata([
-            put("k2", 2),
+            put_int("k2", 2),
             MetadataEntry::Delete {
                 key: "shared".into(),
             },
         ])
         .unwrap();
     at(4)
-        .write_metadata([put("k3", 3), put("shared", 30)])
+        .write_metadata([put_int("k3", 3), put_int("shared", 30)])
         .unwrap();
     store
 }
