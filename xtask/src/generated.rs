@@ -645,17 +645,9 @@ fn cases() -> Vec<Case> {
             .push(query(&format!("at_{t}"), "row-major", Value::Null, t, true));
     }
     out.push(c);
-    for encrypted in [false, true] {
-        let suffix = if encrypted { "_encrypted" } else { "" };
-        let mut c = case(&format!("sparse_deletes{suffix}"), Sparse, one(), attrs2());
-        c.encrypted = encrypted;
-        c.duplicates = true;
-        c.capacity = 5;
-        c.writes.push(sparse_write(10, Unordered, 30));
-        c.writes.push(sparse_write(20, Unordered, 30));
-        c.metadata = Some((25, metadata_entries()));
-        c.delete = Some((30, "a < 0 or s == None".into()));
-        for t in [json!(25), Value::Null] {
+    // Unordered reads at these times and now.
+    let at_times = |c: &mut Case, times: &[i64]| {
+        for t in times.iter().map(|t| json!(t)).chain([Value::Null]) {
             c.queries.push(query(
                 &format!("at_{t}"),
                 "unordered",
@@ -664,30 +656,29 @@ fn cases() -> Vec<Case> {
                 false,
             ));
         }
+    };
+    // Two fragments, metadata and a delete; plain, encrypted, and with its
+    // commits (the delete's among them), fragment metadata and metadata
+    // consolidated and vacuumed by tdb, so TileDB reads the fragments, the
+    // delete and time travel through tdb's `.con` alone and the footers
+    // through tdb's `.meta`.
+    for (suffix, encrypted, consolidate) in [
+        ("", false, false),
+        ("_encrypted", true, false),
+        ("_consolidated", false, true),
+    ] {
+        let mut c = case(&format!("sparse_deletes{suffix}"), Sparse, one(), attrs2());
+        c.encrypted = encrypted;
+        c.duplicates = true;
+        c.capacity = 5;
+        c.writes.push(sparse_write(10, Unordered, 30));
+        c.writes.push(sparse_write(20, Unordered, 30));
+        c.metadata = Some((25, metadata_entries()));
+        c.delete = Some((30, "a < 0 or s == None".into()));
+        c.consolidate = consolidate;
+        at_times(&mut c, if consolidate { &[15, 25] } else { &[25] });
         out.push(c);
     }
-    // The same history with its commits (the delete's among them),
-    // fragment metadata and metadata consolidated and vacuumed by tdb:
-    // TileDB reads the fragments, the delete and time travel through the
-    // `.con` alone and the footers through tdb's `.meta`.
-    let mut c = case("sparse_deletes_consolidated", Sparse, one(), attrs2());
-    c.duplicates = true;
-    c.capacity = 5;
-    c.writes.push(sparse_write(10, Unordered, 30));
-    c.writes.push(sparse_write(20, Unordered, 30));
-    c.metadata = Some((25, metadata_entries()));
-    c.delete = Some((30, "a < 0 or s == None".into()));
-    c.consolidate = true;
-    for t in [json!(15), json!(25), Value::Null] {
-        c.queries.push(query(
-            &format!("at_{t}"),
-            "unordered",
-            Value::Null,
-            t,
-            false,
-        ));
-    }
-    out.push(c);
     // Fragments overwriting each other's cells, consolidated and vacuumed
     // by tdb: TileDB answers time travel into the merged fragment from its
     // per-cell timestamps.
@@ -702,15 +693,7 @@ fn cases() -> Vec<Case> {
             c.writes.push(sparse_write(t, Unordered, 25));
         }
         c.consolidate_fragments = true;
-        for t in [json!(15), json!(25), Value::Null] {
-            c.queries.push(query(
-                &format!("at_{t}"),
-                "unordered",
-                Value::Null,
-                t,
-                false,
-            ));
-        }
+        at_times(&mut c, &[15, 25]);
         out.push(c);
     }
     // Schema evolution: an attribute dropped, two added (one enumerated,
