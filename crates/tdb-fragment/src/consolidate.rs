@@ -67,15 +67,13 @@ pub fn consolidate_metadata<S: ReadStorage + WritableStorage + ?Sized>(
     storage: &S,
     open: &OpenArray,
 ) -> Result<Option<MetadataConsolidation>> {
-    let files = &open.directory.array_metadata;
-    if files.len() < 2 {
+    if open.directory.array_metadata.len() < 2 {
         return Ok(None);
     }
-    let paths: Vec<&str> = files.iter().map(|f| f.path.as_str()).collect();
-    let contents = read_files(storage, &open.dir, &open.listing, &paths)?;
+    let files = open.metadata_files(storage)?;
     let named_files: Vec<(TimestampedName, &[u8])> = files
         .iter()
-        .map(|f| (f.name.clone(), contents[f.path.as_str()].as_slice()))
+        .map(|(f, bytes)| (f.name.clone(), bytes.as_slice()))
         .collect();
     let state = ArrayMetadata::from_files(&named_files, open.key())?;
     // TileDB names the file for the replayed files' span: the first start
@@ -98,7 +96,7 @@ pub fn consolidate_metadata<S: ReadStorage + WritableStorage + ?Sized>(
         )?;
         Some(path.clone())
     };
-    let replaced: Vec<String> = files.iter().map(|f| f.path.clone()).collect();
+    let replaced: Vec<String> = files.iter().map(|(f, _)| f.path.clone()).collect();
     let vacuum_list = write_vacuum_list(storage, &open.dir, &path, &replaced)?;
     Ok(Some(MetadataConsolidation {
         file: written,

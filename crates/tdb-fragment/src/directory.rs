@@ -154,6 +154,18 @@ pub enum CommitLocation {
     },
 }
 
+impl CommitLocation {
+    /// The file holding the condition's generic tile, and its bytes there.
+    pub fn range(&self) -> (&str, tdb_storage::ByteRange) {
+        match self {
+            CommitLocation::File { path, size } => (path, tdb_storage::ByteRange::new(0, *size)),
+            CommitLocation::Consolidated { path, offset, size } => {
+                (path, tdb_storage::ByteRange::new(*offset, *size))
+            }
+        }
+    }
+}
+
 /// A delete or update commit a read in the window applies.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]

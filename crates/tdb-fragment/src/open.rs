@@ -299,14 +299,27 @@ impl OpenArray {
     /// The array metadata at the window: one batched read of the visible
     /// metadata files.
     pub fn metadata<S: ReadStorage + ?Sized>(&self, storage: &S) -> Result<ArrayMetadata> {
-        let files = &self.directory.array_metadata;
-        let paths: Vec<&str> = files.iter().map(|f| f.path.as_str()).collect();
-        let contents = read_files(storage, &self.dir, &self.listing, &paths)?;
+        let files = self.metadata_files(storage)?;
         let named: Vec<(TimestampedName, &[u8])> = files
             .iter()
-            .map(|f| (f.name.clone(), contents[f.path.as_str()].as_slice()))
+            .map(|(f, bytes)| (f.name.clone(), bytes.as_slice()))
             .collect();
         ArrayMetadata::from_files(&named, self.key.as_ref())
+    }
+
+    /// The visible array metadata files with their bytes (still encrypted
+    /// where the array is), in the directory's order: one batched read.
+    pub fn metadata_files<S: ReadStorage + ?Sized>(
+        &self,
+        storage: &S,
+    ) -> Result<Vec<(&TimestampedFile, Vec<u8>)>> {
+        let files = &self.directory.array_metadata;
+        let paths: Vec<&str> = files.iter().map(|f| f.path.as_str()).collect();
+        let mut contents = read_files(storage, &self.dir, &self.listing, &paths)?;
+        Ok(files
+            .iter()
+            .map(|f| (f, contents.remove(f.path.as_str()).unwrap_or_default()))
+            .collect())
     }
 }
 

@@ -10,11 +10,11 @@ use crate::{Array, Error, Group, OpenOptions, Result};
 use tdb_format::ArrayType;
 use tdb_fragment::{
     write_delete, write_enumeration, write_group_details, write_metadata, write_schema,
-    CommitLocation, DeleteCommit, FragmentError, GroupDetails, MetadataFile, ObjectKind,
-    ReadStorage, TimeWindow, TimestampedFile,
+    DeleteCommit, FragmentError, GroupDetails, MetadataFile, ObjectKind, ReadStorage, TimeWindow,
+    TimestampedFile,
 };
 use tdb_query::{ReadSpec, ResultLayout, Subarray, WriteSpec};
-use tdb_storage::{join, ByteRange, RangeRequest, Storage};
+use tdb_storage::{join, RangeRequest, Storage};
 
 /// What a copy wrote.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -79,9 +79,9 @@ pub fn copy<S: ReadStorage, D: Storage>(
         names.insert(entry.name.clone(), new);
         summary.schemas += 1;
     }
-    // Array metadata, file by file with the same timestamps.
-    for f in &open.directory.array_metadata {
-        let bytes = read_whole(&src.storage, &join(&open.dir, &f.path))?;
+    // Array metadata, file by file with the same timestamps (read in one
+    // batch).
+    for (f, bytes) in open.metadata_files(&src.storage)? {
         let file = MetadataFile::parse(&f.path, &bytes, key)?;
         let written = write_metadata(dst, dir, &file, f.name.timestamp_range(), to_key)
             .map_err(Error::Write)?;
@@ -174,31 +174,27 @@ pub fn copy<S: ReadStorage, D: Storage>(
             .fragments
             .push((written.fragment.to_string(), written.cells));
     }
-    // Deletes, as deletes, with their timestamps.
-    for c in &open.directory.conditions {
-        let (path, bytes) = match &c.location {
-            CommitLocation::File { path, .. } => (
-                path.clone(),
-                read_whole(&src.storage, &join(&open.dir, path))?,
-            ),
-            CommitLocation::Consolidated { path, offset, size } => {
-                let r = src
-                    .storage
-                    .read_ranges(&[RangeRequest::new(
-                        join(&open.dir, path),
-                        ByteRange::new(*offset, *size),
-                    )])
-                    .map_err(|e| FragmentError::storage(path, e))?;
-                let bytes = r
-                    .into_iter()
-                    .next()
-                    .flatten()
-                    .ok_or_else(|| FragmentError::missing(path, "consolidated commits"))?;
-                (path.clone(), bytes.bytes.to_vec())
-            }
-            _ => return Err(unsupported("a delete commit stored in an unknown way")),
-        };
-        let del = DeleteCommit::parse(&path, &bytes, key)?;
+    // Deletes, as deletes, with their timestamps; their conditions read in
+    // one batch.
+    let deletes = &open.directory.conditions;
+    let requests: Vec<RangeRequest> = deletes
+        .iter()
+        .map(|c| {
+            let (path, range) = c.location.range();
+            RangeRequest::new(join(&open.dir, path), range)
+        })
+        .collect();
+    let got = if requests.is_empty() {
+        Vec::new()
+    } else {
+        src.storage
+            .read_ranges(&requests)
+            .map_err(|e| FragmentError::storage(&open.dir, e))?
+    };
+    for (c, bytes) in deletes.iter().zip(got) {
+        let (path, _) = c.location.range();
+        let bytes = bytes.ok_or_else(|| FragmentError::missing(path, "delete commit"))?;
+        let del = DeleteCommit::parse(path, &bytes.bytes, key)?;
         write_delete(dst, dir, &del, c.name.timestamp_range(), to_key).map_err(Error::Write)?;
         summary.deletes += 1;
     }

@@ -29,10 +29,10 @@ use std::collections::HashMap;
 use std::ops::Range;
 use tdb_format::{ArrayType, DataPart, FormatVersion};
 use tdb_fragment::fragment_metadata::{Field, Section};
-use tdb_fragment::{CommitLocation, DeleteCommit, ReadStorage};
+use tdb_fragment::{DeleteCommit, ReadStorage};
 use tdb_index::dense::{int_value, push_int};
 use tdb_index::DomainOps;
-use tdb_storage::{join, ByteRange, RangeRead, RangeRequest};
+use tdb_storage::{join, RangeRead, RangeRequest};
 use tiles::{Coalesced, TileFetch, TileMap};
 
 /// What the reader wants next.
@@ -485,19 +485,8 @@ impl<'a> Reader<'a> {
                 if c.is_update {
                     continue;
                 }
-                let (path, range) = match &c.location {
-                    CommitLocation::File { path, size } => (path.clone(), ByteRange::new(0, *size)),
-                    CommitLocation::Consolidated {
-                        path, offset, size, ..
-                    } => (path.clone(), ByteRange::new(*offset, *size)),
-                    _ => {
-                        return Err(QueryError::invalid(format!(
-                            "{}: a delete commit stored in a way this reader does not know",
-                            c.marker
-                        )))
-                    }
-                };
-                requests.push(RangeRequest::new(join(self.dir(), &path), range));
+                let (path, range) = c.location.range();
+                requests.push(RangeRequest::new(join(self.dir(), path), range));
                 wanted.push((c.timestamp(), c.marker.clone()));
             }
         }
