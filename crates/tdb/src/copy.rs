@@ -13,6 +13,7 @@ use tdb_fragment::{
     DeleteCommit, FragmentError, GroupDetails, MetadataFile, ObjectKind, ReadStorage, TimeWindow,
     TimestampedFile,
 };
+use tdb_query::write::FragmentWriter;
 use tdb_query::{ReadSpec, ResultLayout, Subarray, WriteSpec};
 use tdb_storage::{join, RangeRequest, Storage};
 
@@ -160,16 +161,31 @@ pub fn copy<S: ReadStorage, D: Storage>(
                 .with_layout(ResultLayout::RowMajor);
             write = write.with_subarray(sub).with_layout(ResultLayout::RowMajor);
         } else {
-            read = read.with_layout(ResultLayout::Unordered);
-            write = write.with_layout(ResultLayout::Unordered);
+            // Sparse: streamed, batch by batch in the global order (the
+            // stored order, versions included) into a global-order write.
+            read = read.with_layout(ResultLayout::GlobalOrder);
+            write = write.with_layout(ResultLayout::GlobalOrder);
+            if with_timestamps {
+                write = write.with_cell_timestamps();
+            }
         }
         let query = tdb_query::SyncRead::new(&src.storage, &one, read)?;
-        let mut all = tdb_query::Batch::default();
-        for b in query {
-            all.append(&b?);
-        }
-        write.fields = all.fields;
-        let written = tdb_query::write_fragment(dst, dir, target, to_key, &write)?;
+        let written = if dense_frag {
+            // A dense write takes its subarray's cells in one part (a
+            // global-order one would need whole tiles).
+            let mut all = tdb_query::Batch::default();
+            for b in query {
+                all.append(&b?);
+            }
+            write.fields = all.fields;
+            tdb_query::write_fragment(dst, dir, target, to_key, &write)?
+        } else {
+            let mut writer = FragmentWriter::new(dst, dir, target, to_key, &write)?;
+            for b in query {
+                writer.submit(&b?.fields)?;
+            }
+            writer.finish()?
+        };
         summary
             .fragments
             .push((written.fragment.to_string(), written.cells));
