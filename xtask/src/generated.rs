@@ -969,9 +969,13 @@ impl Case {
         if self.consolidate_fragments {
             let now = Array::open_in(LocalStorage::new(dir.join("array")), "", options.clone())
                 .map_err(err)?;
-            now.consolidate_fragments(tdb::DEFAULT_BUDGET)
+            if now
+                .consolidate_fragments(&tdb::FragmentSelection::default(), tdb::DEFAULT_BUDGET)
                 .map_err(err)?
-                .ok_or("no fragments to consolidate")?;
+                .is_empty()
+            {
+                return Err("no fragments to consolidate".into());
+            }
             now.vacuum_fragments().map_err(err)?;
         }
         if self.consolidate {

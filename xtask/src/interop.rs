@@ -22,12 +22,10 @@
 //!    is also written anew by `tdb-fragment` (every section re-encoded, laid
 //!    out again, a footer pointing at where each landed), so TileDB reads
 //!    tdb's footers and sections too.
-//! 3. Consolidations: every array case with two or more fragments is
-//!    copied as it is under `target/interop/consolidated`, its fragments
-//!    consolidated and vacuumed there by tdb; real TileDB must give the
-//!    case's schema, metadata and query answers (unordered ones as
-//!    multisets). Arrays tdb does not consolidate yet (dense, deletes in
-//!    the window, older schemas) are listed as skipped.
+//! 3. Consolidations ([`crate::consolidations`]): every array case with
+//!    two or more fragments consolidated and vacuumed by tdb in a copy,
+//!    read by TileDB; and the fragments tdb chooses compared with TileDB's
+//!    own consolidation of another copy under the same settings.
 //! 4. Generated: arrays tdb writes through its API ([`crate::generated`]);
 //!    `--generated` runs this pass alone.
 
@@ -187,7 +185,7 @@ fn copies(root: &Path, corpus: &Path, python: &Path) -> Result<(usize, usize, us
 
 /// Runs check.py over `out` (copies or rewrites of `corpus`), echoing its
 /// lines: `(cases, failed)`.
-fn check(
+pub(crate) fn check(
     root: &Path,
     python: &Path,
     corpus: &Path,
@@ -217,75 +215,6 @@ fn check(
         [cases, bad] if bad <= cases => Ok((cases, bad)),
         _ => Err(format!("check.py ended with {last:?}")),
     }
-}
-
-/// Consolidates (fragments) and vacuums, in place, a copy of the case at
-/// `case` under `out`: `Ok(false)` when tdb does not consolidate such an
-/// array yet.
-fn consolidate_case(case: &Path, out: &Path) -> Result<bool, String> {
-    let (_, key) = crate::conformance::read_expected(case)?;
-    tdb_testdata::copy_dir(case, out).map_err(|e| format!("copying {}: {e}", case.display()))?;
-    let mut options = tdb::OpenOptions::new();
-    if let Some(k) = &key {
-        options = options.key(k).map_err(|e| error_report(&e))?;
-    }
-    let array = tdb::Array::open_with(out.join("array"), options).map_err(|e| error_report(&e))?;
-    match array.consolidate_fragments(tdb::DEFAULT_BUDGET) {
-        Ok(Some(_)) => {}
-        Ok(None) => return Err("fewer than two fragments to consolidate".into()),
-        Err(tdb::Error::Unsupported(_)) => {
-            fs::remove_dir_all(out).map_err(|e| format!("{}: {e}", out.display()))?;
-            return Ok(false);
-        }
-        Err(e) => return Err(crate::conformance::chain(&e)),
-    }
-    array
-        .vacuum_fragments()
-        .map_err(|e| crate::conformance::chain(&e))?;
-    Ok(true)
-}
-
-/// The consolidation pass: every array case whose expected.json lists at
-/// least two fragments is copied under `target/interop/consolidated`,
-/// consolidated and vacuumed there by tdb; real TileDB must then give the
-/// case's schema, metadata and query answers. `(passed, failed, skipped)`.
-fn consolidations(
-    root: &Path,
-    corpus: &Path,
-    python: &Path,
-) -> Result<(usize, usize, usize), String> {
-    let out = root.join("target/interop/consolidated");
-    if out.exists() {
-        fs::remove_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
-    }
-    let (mut failed, mut skipped) = (0, 0);
-    for case in tdb_testdata::case_dirs(corpus) {
-        let rel = case.strip_prefix(corpus).unwrap_or(&case);
-        let (exp, _) = crate::conformance::read_expected(&case)?;
-        let fragments = exp["fragments"].as_array().map_or(0, Vec::len);
-        if exp.get("kind").and_then(|k| k.as_str()).unwrap_or("array") != "array" || fragments < 2 {
-            continue;
-        }
-        match consolidate_case(&case, &out.join(rel)) {
-            Ok(true) => {}
-            Ok(false) => {
-                skipped += 1;
-                println!("skip consolidating {}: not supported yet", rel.display());
-            }
-            Err(why) => {
-                failed += 1;
-                println!(
-                    "FAIL {}: tdb could not consolidate it: {why}",
-                    rel.display()
-                );
-            }
-        }
-    }
-    if !out.exists() {
-        return Ok((0, failed, skipped));
-    }
-    let (cases, bad) = check(root, python, corpus, &out, Some("--consolidated"))?;
-    Ok((cases - bad, failed + bad, skipped))
 }
 
 pub(crate) fn interop(args: &[String], reference: &Writer) -> Result<(), String> {
@@ -338,7 +267,7 @@ pub(crate) fn interop(args: &[String], reference: &Writer) -> Result<(), String>
     }
     let (cases, bad) = check(&root, &venv.join("bin/python"), &corpus, &out, None)?;
     let (con_passed, con_failed, con_skipped) =
-        consolidations(&root, &corpus, &venv.join("bin/python"))?;
+        crate::consolidations::consolidations(&root, &corpus, &venv.join("bin/python"))?;
     let (gen_passed, gen_failed) = crate::generated::generated(&root, &venv.join("bin/python"))?;
     println!("copies: {skipped} skipped (not supported yet)");
     println!("consolidations: {con_skipped} skipped (not supported yet)");

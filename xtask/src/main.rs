@@ -17,6 +17,7 @@
 
 mod bench;
 mod conformance;
+mod consolidations;
 mod generated;
 mod interop;
 

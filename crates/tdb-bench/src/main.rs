@@ -144,8 +144,11 @@ fn consolidate(phase: &Phase, array: &str, out: &str) -> Result<serde_json::Valu
     copy_dir(std::path::Path::new(array), std::path::Path::new(out))?;
     let start = Instant::now();
     let a = Array::open(out)?;
-    a.consolidate_fragments(tdb::DEFAULT_BUDGET)?
-        .ok_or("fewer than two fragments to consolidate")?;
+    if a.consolidate_fragments(&tdb::FragmentSelection::default(), tdb::DEFAULT_BUDGET)?
+        .is_empty()
+    {
+        return Err("no fragments to consolidate".into());
+    }
     let seconds = start.elapsed().as_secs_f64();
     let a = Array::open(out)?;
     let cells = a.read_all(ReadSpec::new(phase.fields.clone()))?;

@@ -163,6 +163,28 @@ enum Command {
         /// array takes more batches, not more memory.
         #[arg(long)]
         budget: Option<u64>,
+        /// Fragments: consolidation steps at most (TileDB's
+        /// `sm.consolidation.steps`; default: until one run is left).
+        #[arg(long)]
+        steps: Option<u32>,
+        /// Fragments: fewest fragments a step merges (`step_min_frags`).
+        #[arg(long)]
+        step_min_frags: Option<u32>,
+        /// Fragments: most fragments a step merges (`step_max_frags`).
+        #[arg(long)]
+        step_max_frags: Option<u32>,
+        /// Fragments: smallest size ratio of adjacent fragments a step
+        /// merges, in [0, 1] (`step_size_ratio`; default 0).
+        #[arg(long)]
+        step_size_ratio: Option<f32>,
+        /// Fragments: the most cells a dense merge may write per cell its
+        /// inputs hold (`amplification`; default 1).
+        #[arg(long)]
+        amplification: Option<f32>,
+        /// Fragments: merge exactly these fragments (names, comma-separated)
+        /// instead of choosing.
+        #[arg(long, value_delimiter = ',')]
+        fragments: Vec<String>,
     },
     /// Remove what consolidation replaced, as TileDB's vacuum does (`--mode
     /// fragments`: the replaced fragments' commits and directories, then the
@@ -305,7 +327,6 @@ mod progress {
     }
 }
 
-/// Opens an array for a change: at `at` if given, with `key`.
 /// The consolidation modes TileDB knows.
 fn known_mode(mode: &str) -> Result<(), CliError> {
     match mode {
@@ -316,6 +337,7 @@ fn known_mode(mode: &str) -> Result<(), CliError> {
     }
 }
 
+/// Opens an array for a change: at `at` if given, with `key`.
 fn open_for_change(
     path: &std::path::Path,
     at: Option<u64>,
@@ -606,6 +628,12 @@ fn run(cli: Cli) -> Result<bool, CliError> {
             at,
             key,
             budget,
+            steps,
+            step_min_frags,
+            step_max_frags,
+            step_size_ratio,
+            amplification,
+            fragments,
         } => {
             known_mode(&mode)?;
             let mut options = tdb::OpenOptions::new();
@@ -618,18 +646,35 @@ fn run(cli: Cli) -> Result<bool, CliError> {
             }
             let array = tdb::Array::open_with(&path, options)?;
             if mode == "fragments" {
-                match array.consolidate_fragments(budget.unwrap_or(tdb::DEFAULT_BUDGET))? {
-                    Some(done) => println!(
+                let budget = budget.unwrap_or(tdb::DEFAULT_BUDGET);
+                let bar = progress::spinner("consolidating fragments");
+                let done = if fragments.is_empty() {
+                    let mut selection = tdb::FragmentSelection::default();
+                    selection.steps = steps.unwrap_or(selection.steps);
+                    selection.min_frags = step_min_frags.unwrap_or(selection.min_frags);
+                    selection.max_frags = step_max_frags.unwrap_or(selection.max_frags);
+                    selection.size_ratio = step_size_ratio.unwrap_or(selection.size_ratio);
+                    selection.amplification = amplification.unwrap_or(selection.amplification);
+                    array.consolidate_fragments(&selection, budget)?
+                } else {
+                    let names: Vec<&str> = fragments.iter().map(String::as_str).collect();
+                    array
+                        .consolidate_fragment_list(&names, budget)?
+                        .into_iter()
+                        .collect()
+                };
+                bar.finish_and_clear();
+                if done.is_empty() {
+                    println!("{}: no fragments to merge, nothing to do", path.display());
+                }
+                for step in done {
+                    println!(
                         "{}: {} fragments consolidated into {}; vacuum list {}",
                         path.display(),
-                        done.replaced.len(),
-                        done.written.fragment,
-                        done.vacuum_list
-                    ),
-                    None => println!(
-                        "{}: fewer than two fragments, nothing to do",
-                        path.display()
-                    ),
+                        step.replaced.len(),
+                        step.written.fragment,
+                        step.vacuum_list
+                    );
                 }
                 return Ok(true);
             }

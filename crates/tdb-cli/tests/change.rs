@@ -202,3 +202,38 @@ fn consolidate_and_vacuum_fragments() {
         tdb_testdata::commit_kinds(&theirs)
     );
 }
+
+#[test]
+fn consolidate_chosen_or_listed_fragments() {
+    let tmp = tempfile::tempdir().unwrap();
+    let arr = fixture_copy("consolidated_commits", tmp.path());
+    let p = arr.to_str().unwrap();
+    let cells = || tdb(&["export", p, "--format", "csv"]).stdout;
+    let before = cells();
+    let mut names: Vec<String> = std::fs::read_dir(arr.join("__fragments"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    // Settings TileDB refuses are refused.
+    let out = tdb(&["consolidate", p, "--step-size-ratio", "2"]);
+    assert!(!out.status.success());
+    // Only max below TileDB's default min: refused, as TileDB refuses it.
+    let out = tdb(&["consolidate", p, "--step-max-frags", "2"]);
+    assert!(!out.status.success());
+    // One step of two fragments: the first pair.
+    let two = ["--steps", "1", "--step-min-frags", "2", "--step-max-frags", "2"];
+    let out = tdb(&[&["consolidate", p][..], &two].concat());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("2 fragments consolidated into __1_2_"), "{text}");
+    // A list: exactly those two.
+    let list = format!("{},{}", names[2], names[3]);
+    let out = tdb(&["consolidate", p, "--fragments", &list]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("2 fragments consolidated into __3_4_"), "{text}");
+    assert!(tdb(&["vacuum", p]).status.success());
+    let left = std::fs::read_dir(arr.join("__fragments")).unwrap().count();
+    assert_eq!(left, 2);
+    assert_eq!(cells(), before);
+}

@@ -334,6 +334,9 @@ pub struct LoadedFragment {
     pub metadata: FragmentMetadata,
     /// Whether the footer came from a consolidated fragment metadata file.
     pub from_consolidated: bool,
+    /// The size of its `__fragment_metadata.tdb`, when its footer was read
+    /// from there (a read learns the size for free).
+    pub metadata_file_size: Option<u64>,
 }
 
 impl OpenArray {
@@ -374,6 +377,7 @@ impl OpenArray {
                     metadata: FragmentMetadata::new(f.name.clone(), footer),
                     file: f.clone(),
                     from_consolidated: true,
+                    metadata_file_size: None,
                 })),
                 None => {
                     own.push((i, f));
@@ -393,13 +397,51 @@ impl OpenArray {
             &mut 0,
         )?;
         for ((i, f), metadata) in own.into_iter().zip(read) {
+            let (metadata, size) = metadata?;
             loaded[i] = Some(LoadedFragment {
                 file: f.clone(),
-                metadata: metadata?,
+                metadata,
                 from_consolidated: false,
+                metadata_file_size: Some(size),
             });
         }
         Ok(loaded.into_iter().flatten().collect())
+    }
+}
+
+impl OpenArray {
+    /// A fragment's size as TileDB's fragment info reports it (and its
+    /// consolidation weighs fragments by): the data file sizes its footer
+    /// records plus its metadata file's size (asked of `storage` when its
+    /// footer came from consolidated fragment metadata, as TileDB asks).
+    pub fn fragment_size<S: ReadStorage + ?Sized>(
+        &self,
+        storage: &S,
+        f: &LoadedFragment,
+    ) -> Result<u64> {
+        let footer = &f.metadata.footer;
+        let data: u64 = footer
+            .file_sizes
+            .iter()
+            .chain(&footer.file_var_sizes)
+            .chain(&footer.file_validity_sizes)
+            .fold(0u64, |a, b| a.saturating_add(*b));
+        let meta = match f.metadata_file_size {
+            Some(n) => n,
+            None => {
+                let file = join(&join(&self.dir, &f.file.path), FRAGMENT_METADATA_FILE);
+                storage
+                    .size(&file)
+                    .map_err(|e| FragmentError::storage(dir_label(&self.dir), e))?
+                    .ok_or_else(|| {
+                        FragmentError::missing(
+                            &format!("{}/{FRAGMENT_METADATA_FILE}", f.file.path),
+                            "the file",
+                        )
+                    })?
+            }
+        };
+        Ok(data.saturating_add(meta))
     }
 }
 
@@ -424,7 +466,8 @@ pub(crate) fn fragment_schema<'a>(
 /// listing whether a path exists (a v1–v2 fragment with a coordinates file
 /// is sparse: the metadata does not say). Adds the bytes fetched to
 /// `bytes_read`. The outer error is a storage failure; each fragment's own
-/// answer says whether its metadata is there and readable.
+/// answer says whether its metadata is there and readable, and with it the
+/// file's size.
 pub(crate) fn read_fragment_metadata<S: ReadStorage + ?Sized>(
     storage: &S,
     dir: &str,
@@ -433,9 +476,10 @@ pub(crate) fn read_fragment_metadata<S: ReadStorage + ?Sized>(
     has_file: &dyn Fn(&str) -> bool,
     key: Option<&[u8; 32]>,
     bytes_read: &mut u64,
-) -> Result<Vec<Result<FragmentMetadata>>> {
+) -> Result<Vec<Result<(FragmentMetadata, u64)>>> {
     let lookup = |name: &str| schemas.by_name(name).map(|e| &e.schema);
-    let mut out: Vec<Option<Result<FragmentMetadata>>> = fragments.iter().map(|_| None).collect();
+    let mut out: Vec<Option<Result<(FragmentMetadata, u64)>>> =
+        fragments.iter().map(|_| None).collect();
     let mut pending: Vec<(usize, u64)> = fragments
         .iter()
         .enumerate()
@@ -491,7 +535,7 @@ pub(crate) fn read_fragment_metadata<S: ReadStorage + ?Sized>(
                     Err(e) => Err(e),
                 }
             };
-            out[*i] = Some(parsed);
+            out[*i] = Some(parsed.map(|m| (m, read.file_size)));
         }
         pending = again;
     }

@@ -392,7 +392,7 @@ impl<'a, S: ReadStorage + ?Sized> Scrub<'a, S> {
             &mut self.sink.summary.bytes_read,
         )?;
         let meta = match read.into_iter().next() {
-            Some(Ok(meta)) => meta,
+            Some(Ok((meta, _))) => meta,
             Some(Err(e)) => {
                 self.sink.push(bad_meta(error_chain(&e)));
                 return Ok(());

@@ -127,6 +127,24 @@ pub fn dense_cell_num(domain: &Domain, nd: &NDRange) -> Option<u64> {
     tile_count(domain, nd)?.checked_mul(cell_num_per_tile(domain)?)
 }
 
+/// The number of cells in the rectangle `nd` of an integer domain
+/// (TileDB's `Domain::cell_num`), saturating at `u64::MAX` as TileDB's
+/// does. `None` for non-integer dimensions or a rectangle of the wrong rank.
+pub fn cell_count(domain: &Domain, nd: &NDRange) -> Option<u64> {
+    if nd.len() != domain.dimensions.len() {
+        return None;
+    }
+    domain
+        .dimensions
+        .iter()
+        .zip(nd)
+        .try_fold(1u64, |acc, (dim, r)| {
+            let (lo, hi) = int_range(dim, r)?;
+            let n = u64::try_from(hi - lo + 1).unwrap_or(if hi < lo { 0 } else { u64::MAX });
+            Some(acc.saturating_mul(n))
+        })
+}
+
 /// One integer dimension's value as `i128` (every dense dimension type
 /// fits), for cell arithmetic. `None` for non-integer types or bad sizes.
 pub fn int_value(datatype: Datatype, bytes: &[u8]) -> Option<i128> {
@@ -619,6 +637,8 @@ mod tests {
         assert_eq!(tile_count(&domain, &nd), Some(3));
         assert_eq!(cell_num_per_tile(&domain), Some(15));
         assert_eq!(dense_cell_num(&domain, &nd), Some(45));
+        assert_eq!(cell_count(&domain, &nd), Some(35));
+        assert_eq!(cell_count(&domain, &vec![range(1, 7)]), None);
     }
 
     #[test]

@@ -22,7 +22,9 @@ pub mod write;
 pub use aggregate::{AggregateOp, AggregateResult, AggregateValue};
 pub use batch::{Batch, FieldBuffer};
 pub use column::{Column, Columns, VAR_NUM};
-pub use consolidate::{consolidate_fragments, FragmentConsolidation};
+pub use consolidate::{
+    consolidate_fragment_list, consolidate_fragments, FragmentConsolidation, FragmentSelection,
+};
 pub use error::{QueryError, Result};
 pub use read::{aggregate, AggregateStep, Aggregation, ReadStep, Reader, SyncRead};
 pub use snapshot::Snapshot;

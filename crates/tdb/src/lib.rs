@@ -33,8 +33,9 @@ pub use tdb_fragment::{
     TimeWindow,
 };
 pub use tdb_query::{
-    AggregateOp, AggregateResult, AggregateValue, Batch, Column, FieldBuffer, ReadSpec,
-    ResultLayout, Snapshot, Subarray, DEFAULT_BUDGET, VAR_NUM,
+    AggregateOp, AggregateResult, AggregateValue, Batch, Column, FieldBuffer,
+    FragmentConsolidation, FragmentSelection, ReadSpec, ResultLayout, Snapshot, Subarray,
+    DEFAULT_BUDGET, VAR_NUM,
 };
 pub use tdb_schema::{ArraySchema, Range};
 pub use tdb_storage::{LocalStorage, MemoryStorage};
@@ -372,21 +373,46 @@ impl<S: tdb_storage::Storage> Array<S> {
             .map_err(Error::Write)
     }
 
-    /// Consolidates the fragments the array's window sees into one, as
-    /// TileDB's fragment consolidation does for sparse arrays: every cell
-    /// with its timestamp, so reads at every time answer as before; then a
-    /// vacuum list naming the fragments replaced. `None` with fewer than
-    /// two. Dense arrays, delete commits in the window and fragments under
-    /// older schemas are not consolidated yet. The fragments are read and
-    /// merged under `budget` bytes (`tdb::DEFAULT_BUDGET` is the reads'
-    /// default): a larger array takes more batches, not more memory.
+    /// Consolidates the fragments whose timestamps lie in the array's
+    /// window, as TileDB's fragment consolidation does for sparse arrays
+    /// with the same settings (`FragmentSelection::default()` is TileDB's:
+    /// every fragment of the window in one step): every cell with its
+    /// timestamp, so reads at every time answer as before; then a vacuum
+    /// list naming the fragments replaced. Returns the steps taken.
+    /// Dense arrays, delete commits in the window and fragments under older
+    /// schemas are not consolidated yet. The fragments are read and merged
+    /// under `budget` bytes (`tdb::DEFAULT_BUDGET` is the reads' default):
+    /// a larger array takes more batches, not more memory.
     pub fn consolidate_fragments(
         &self,
+        selection: &FragmentSelection,
         budget: u64,
-    ) -> Result<Option<tdb_query::FragmentConsolidation>> {
+    ) -> Result<Vec<tdb_query::FragmentConsolidation>> {
+        let open = &self.snapshot.open;
         Ok(tdb_query::consolidate_fragments(
             &self.storage,
-            &self.snapshot,
+            &open.dir,
+            open.key(),
+            self.options.window.unwrap_or(TimeWindow::ALL),
+            selection,
+            budget,
+        )?)
+    }
+
+    /// Consolidates exactly the fragments `names` (fragment names, or
+    /// paths ending in them), whatever the window, as TileDB's
+    /// consolidation of a fragment list does; `None` for fewer than two.
+    pub fn consolidate_fragment_list(
+        &self,
+        names: &[&str],
+        budget: u64,
+    ) -> Result<Option<tdb_query::FragmentConsolidation>> {
+        let open = &self.snapshot.open;
+        Ok(tdb_query::consolidate_fragment_list(
+            &self.storage,
+            &open.dir,
+            open.key(),
+            names,
             budget,
         )?)
     }

@@ -4,7 +4,7 @@
 //! before and after consolidating and vacuuming; stopped at any write or
 //! delete, the array reads as before.
 
-use tdb::{Datatype, FieldBuffer, OpenOptions, ReadSpec, WriteSpec};
+use tdb::{Datatype, FieldBuffer, FragmentSelection, OpenOptions, ReadSpec, WriteSpec};
 use tdb_format::ArrayType;
 use tdb_schema::{ArraySchema, AttributeBuilder, DimensionBuilder};
 use tdb_storage::{FaultyStorage, MemoryStorage};
@@ -68,8 +68,9 @@ fn tdbs_consolidated_fragment_is_tiledbs() {
     let a = tdb::Array::open(tmp.path()).unwrap();
     assert_eq!(a.fragments().len(), 4);
     let done = a
-        .consolidate_fragments(tdb::DEFAULT_BUDGET)
+        .consolidate_fragments(&FragmentSelection::default(), tdb::DEFAULT_BUDGET)
         .unwrap()
+        .pop()
         .unwrap();
     assert_eq!(done.replaced.len(), 4);
     let ours = format!("__fragments/{}", done.written.fragment);
@@ -122,9 +123,10 @@ fn consolidation_or_vacuum_stopped_anywhere_reads_as_before() {
     let before = reads(&store);
     store.fail_from(u64::MAX);
     let a = tdb::Array::open_in(&store, "", OpenOptions::new()).unwrap();
-    a.consolidate_fragments(tdb::DEFAULT_BUDGET)
-        .unwrap()
+    let steps = a
+        .consolidate_fragments(&FragmentSelection::default(), tdb::DEFAULT_BUDGET)
         .unwrap();
+    assert_eq!(steps.len(), 1);
     let writes = store.mutations();
     assert!(writes >= 4, "{writes}");
     assert_eq!(reads(&store), before);
@@ -138,7 +140,8 @@ fn consolidation_or_vacuum_stopped_anywhere_reads_as_before() {
         let a = tdb::Array::open_in(&store, "", OpenOptions::new()).unwrap();
         store.fail_from(n);
         assert!(
-            a.consolidate_fragments(tdb::DEFAULT_BUDGET).is_err(),
+            a.consolidate_fragments(&FragmentSelection::default(), tdb::DEFAULT_BUDGET)
+                .is_err(),
             "write {n}"
         );
         store.fail_from(u64::MAX);
@@ -147,7 +150,8 @@ fn consolidation_or_vacuum_stopped_anywhere_reads_as_before() {
     for n in 1..=deletes {
         let store = array();
         let a = tdb::Array::open_in(&store, "", OpenOptions::new()).unwrap();
-        a.consolidate_fragments(tdb::DEFAULT_BUDGET).unwrap();
+        a.consolidate_fragments(&FragmentSelection::default(), tdb::DEFAULT_BUDGET)
+            .unwrap();
         store.fail_from(n);
         assert!(a.vacuum_fragments().is_err(), "delete {n}");
         store.fail_from(u64::MAX);
@@ -185,8 +189,96 @@ fn an_array_twenty_times_the_budget_consolidates() {
     };
     let before = seen(&at);
     let a = tdb::Array::open_in(&store, "", OpenOptions::new()).unwrap();
-    let done = a.consolidate_fragments(budget).unwrap().unwrap();
+    let done = a
+        .consolidate_fragments(&FragmentSelection::default(), budget)
+        .unwrap()
+        .pop()
+        .unwrap();
     assert_eq!(done.written.cells, 4 * per as u64);
     a.vacuum_fragments().unwrap();
     assert_eq!(seen(&at), before);
+}
+
+/// Steps of at most two fragments: the first merges the first pair, the
+/// second sees that merge in place of its inputs (TileDB's steps); reads
+/// answer as before at every time.
+#[test]
+fn steps_merge_runs_and_see_earlier_steps() {
+    let store = array();
+    let at = |t: Option<u64>| {
+        let options = t.map_or(OpenOptions::new(), |t| OpenOptions::new().at(t));
+        let a = tdb::Array::open_in(&store, "", options)?;
+        Ok(a.read_all(ReadSpec::new(fields(&a)))?.fields)
+    };
+    let before = seen(&at);
+    let a = tdb::Array::open_in(&store, "", OpenOptions::new()).unwrap();
+    let mut pairs = FragmentSelection::default();
+    pairs.steps = 2;
+    pairs.max_frags = 2;
+    pairs.min_frags = 2;
+    let steps = a
+        .consolidate_fragments(&pairs, tdb::DEFAULT_BUDGET)
+        .unwrap();
+    let spans: Vec<(usize, u64, u64)> = steps
+        .iter()
+        .map(|s| {
+            (
+                s.replaced.len(),
+                s.written.fragment.t1,
+                s.written.fragment.t2,
+            )
+        })
+        .collect();
+    // Sizes within 25% of each other (metadata files dominate these tiny
+    // fragments): the earliest pair, then the merged pair with the third.
+    assert_eq!(spans, [(2, 1, 2), (2, 1, 3)], "{steps:?}");
+    assert_eq!(seen(&at), before, "consolidated");
+    a.vacuum_fragments().unwrap();
+    assert_eq!(seen(&at), before, "vacuumed");
+    let names: Vec<String> = tdb::Array::open_in(&store, "", OpenOptions::new())
+        .unwrap()
+        .fragments()
+        .iter()
+        .map(|f| f.file.file_name()[..6].to_owned())
+        .collect();
+    assert_eq!(names, ["__1_3_", "__4_4_"]);
+}
+
+/// An explicit list merges exactly those fragments, even apart in time;
+/// a name that is not there refuses the whole list.
+#[test]
+fn a_list_merges_exactly_its_fragments() {
+    let store = array();
+    let a = tdb::Array::open_in(&store, "", OpenOptions::new()).unwrap();
+    let names: Vec<String> = a
+        .fragments()
+        .iter()
+        .map(|f| f.file.file_name().to_owned())
+        .collect();
+    let missing = [
+        names[0].as_str(),
+        "__9_9_00000000000000000000000000000000_22",
+    ];
+    assert!(a
+        .consolidate_fragment_list(&missing, tdb::DEFAULT_BUDGET)
+        .is_err());
+    assert!(a
+        .consolidate_fragment_list(&[names[0].as_str()], tdb::DEFAULT_BUDGET)
+        .unwrap()
+        .is_none());
+    let with_dir = format!("__fragments/{}", names[3]);
+    let done = a
+        .consolidate_fragment_list(&[names[1].as_str(), &with_dir], tdb::DEFAULT_BUDGET)
+        .unwrap()
+        .unwrap();
+    assert_eq!(done.replaced.len(), 2);
+    assert_eq!((done.written.fragment.t1, done.written.fragment.t2), (2, 4));
+    a.vacuum_fragments().unwrap();
+    let left: Vec<String> = tdb::Array::open_in(&store, "", OpenOptions::new())
+        .unwrap()
+        .fragments()
+        .iter()
+        .map(|f| f.file.file_name()[..6].to_owned())
+        .collect();
+    assert_eq!(left, ["__1_1_", "__2_4_", "__3_3_"]);
 }

@@ -1,43 +1,16 @@
-//! Fragment consolidation, as TileDB 2.30 does it for sparse arrays (so
-//! far). Vacuuming what it replaced is file-level:
-//! `tdb_fragment::vacuum_fragments`.
-//!
-//! Consolidating merges the fragments a window sees into one whose name
-//! spans their timestamps: every cell of every fragment, each with its
-//! timestamp (the fragment's start, or its own where the fragment already
-//! keeps per-cell timestamps), in the global order, a coordinate's
-//! versions newest first, as TileDB writes them; then the fragment's commit
-//! and, last, a vacuum list `__commits/<name>.vac` naming the fragments it
-//! replaces. Reads at every time answer as before (the inputs stay visible
-//! to windows that end inside the merged span, the per-cell timestamps
-//! answer the rest).
-//!
-//! Not yet: dense arrays, fragments under older schemas, delete commits in
-//! the window (TileDB's delete metadata), TileDB's step and amplification
-//! selection (every fragment of the window is merged).
+//! The sparse merge: the chosen fragments' cells, every version with its
+//! timestamp, into one fragment in the global order.
 
 use crate::write::{FragmentWriter, WriteSpec, Written};
 use crate::{Batch, FieldBuffer, QueryError, ReadSpec, Result, ResultLayout, Snapshot, SyncRead};
-use tdb_format::names::{COMMITS_DIR, TIMESTAMPS_FIELD};
-use tdb_format::{ArrayType, Datatype};
-use tdb_fragment::write_vacuum_list;
+use tdb_format::names::TIMESTAMPS_FIELD;
+use tdb_format::Datatype;
+use tdb_fragment::LoadedFragment;
 use tdb_index::order::{cmp_cells, CellOrder};
 use tdb_index::DomainOps;
 use tdb_storage::Storage;
 
-/// What a fragment consolidation wrote.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct FragmentConsolidation {
-    /// The new fragment.
-    pub written: Written,
-    /// Its vacuum list (`__commits/<name>.vac`).
-    pub vacuum_list: String,
-    /// The fragments it replaces.
-    pub replaced: Vec<String>,
-}
-
-fn unsupported(what: &str) -> QueryError {
+pub(super) fn unsupported(what: &str) -> QueryError {
     QueryError::Unsupported(format!("consolidating {what}"))
 }
 
@@ -81,28 +54,26 @@ impl<S: Storage> Input<'_, S> {
     }
 }
 
-/// Consolidates the fragments `snapshot` sees (at least two) into one,
-/// streaming: each fragment is read in the global order under a share of
-/// `budget` bytes and merged cell by cell into a global-order write, so
-/// memory does not grow with the array. `None` with fewer than two.
-pub fn consolidate_fragments<S: Storage>(
+/// Merges fragments `chosen` of `snapshot` (indices in its time order, at
+/// least two) into one, streaming: each is read alone in the global order
+/// under a share of `budget` bytes and merged cell by cell into a
+/// global-order write, so memory does not grow with the array. Of equal
+/// coordinates the newest fragment's cells come first, as TileDB stores a
+/// coordinate's versions.
+pub(super) fn merge_sparse<S: Storage>(
     storage: &S,
     snapshot: &Snapshot,
+    chosen: &[usize],
     budget: u64,
-) -> Result<Option<FragmentConsolidation>> {
+) -> Result<Written> {
     let open = &snapshot.open;
     let latest = open.schemas.latest();
-    if latest.schema.array_type == ArrayType::Dense {
-        return Err(unsupported("dense fragments"));
-    }
-    if !open.directory.conditions.is_empty() {
+    let frags: Vec<&LoadedFragment> = chosen.iter().map(|&i| &snapshot.fragments[i]).collect();
+    let first = frags[0].file.name.t1;
+    if open.directory.conditions.iter().any(|c| c.name.t2 >= first) {
         return Err(unsupported(
             "fragments with delete or update commits in the window",
         ));
-    }
-    let frags = &snapshot.fragments;
-    if frags.len() < 2 {
-        return Ok(None);
     }
     if frags.iter().any(|f| {
         f.metadata.footer.array_schema_name != latest.name || f.metadata.footer.has_delete_meta
@@ -138,7 +109,7 @@ pub fn consolidate_fragments<S: Storage>(
     // Each fragment alone, every version of its cells, read in the global
     // order under its share of the budget.
     let mut alone = Vec::with_capacity(frags.len());
-    for i in 0..frags.len() {
+    for &i in chosen {
         let one = snapshot
             .sparse_fragment_alone(i)?
             .ok_or_else(|| QueryError::invalid("a fragment vanished"))?;
@@ -162,7 +133,7 @@ pub fn consolidate_fragments<S: Storage>(
             stamp: (!own).then(|| f.file.name.t1.to_le_bytes()),
         });
     }
-    let (t1, t2) = (frags[0].file.name.t1, frags[frags.len() - 1].file.name.t2);
+    let (t1, t2) = (first, frags[frags.len() - 1].file.name.t2);
     let spec = WriteSpec::new(Vec::new())
         .with_layout(ResultLayout::GlobalOrder)
         .with_cell_timestamps()
@@ -225,18 +196,5 @@ pub fn consolidate_fragments<S: Storage>(
     if in_part > 0 {
         writer.submit(&part)?;
     }
-    let written = writer.finish()?;
-    // The vacuum list last: until it is there, the inputs stay visible.
-    let replaced: Vec<String> = frags.iter().map(|f| f.file.path.clone()).collect();
-    let vacuum_list = write_vacuum_list(
-        storage,
-        &open.dir,
-        &format!("{COMMITS_DIR}/{}", written.fragment),
-        &replaced,
-    )?;
-    Ok(Some(FragmentConsolidation {
-        written,
-        vacuum_list,
-        replaced,
-    }))
+    writer.finish()
 }

@@ -1,0 +1,178 @@
+//! Fragment consolidation, as TileDB 2.30 does it for sparse arrays (so
+//! far). Vacuuming what it replaced is file-level:
+//! `tdb_fragment::vacuum_fragments`.
+//!
+//! A step chooses fragments of the window by TileDB's rule
+//! ([`FragmentSelection`], or an explicit list) and merges them into one
+//! whose name spans their timestamps: every cell of every fragment, each
+//! with its timestamp (the fragment's start, or its own where the fragment
+//! already keeps per-cell timestamps), in the global order, a coordinate's
+//! versions newest first, as TileDB writes them; then the fragment's
+//! commit and, last, a vacuum list `__commits/<name>.vac` naming the
+//! fragments it replaces. Reads at every time answer as before (the inputs
+//! stay visible to windows that end inside the merged span, the per-cell
+//! timestamps answer the rest).
+//!
+//! Not yet: dense arrays, fragments under older schemas, delete commits in
+//! the window (TileDB's delete metadata), `max_fragment_size` (one fragment
+//! is written however large).
+
+mod merge;
+mod select;
+
+pub use select::FragmentSelection;
+
+use crate::write::Written;
+use crate::{QueryError, Result, Snapshot};
+use select::{Candidate, DenseRules};
+use tdb_format::names::COMMITS_DIR;
+use tdb_format::ArrayType;
+use tdb_fragment::{write_vacuum_list, TimeWindow};
+use tdb_index::{DomainOps, NDRange};
+use tdb_storage::Storage;
+
+/// What one fragment consolidation step wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct FragmentConsolidation {
+    /// The new fragment.
+    pub written: Written,
+    /// Its vacuum list (`__commits/<name>.vac`).
+    pub vacuum_list: String,
+    /// The fragments it replaces.
+    pub replaced: Vec<String>,
+}
+
+/// Consolidates the fragments of the array at `dir` whose timestamps lie
+/// in `window`, step by step as TileDB does with the same settings: each
+/// step merges the run `selection` chooses, the next step sees its result
+/// in place of its inputs. Reads and merges under `budget` bytes: a larger
+/// array takes more batches, not more memory. Returns the steps taken
+/// (none when no run of two or more fragments qualifies).
+pub fn consolidate_fragments<S: Storage>(
+    storage: &S,
+    dir: &str,
+    key: Option<&[u8; 32]>,
+    window: TimeWindow,
+    selection: &FragmentSelection,
+    budget: u64,
+) -> Result<Vec<FragmentConsolidation>> {
+    selection.validate()?;
+    let mut steps = Vec::new();
+    while steps.len() < selection.steps as usize {
+        let snapshot = Snapshot::load(storage, dir, TimeWindow::ALL, key)?;
+        let in_window: Vec<usize> = (0..snapshot.fragments.len())
+            .filter(|&i| window.contains(snapshot.fragments[i].file.name.timestamp_range()))
+            .collect();
+        if in_window.len() < 2 {
+            break;
+        }
+        let schema = snapshot.schema();
+        let ops = DomainOps::new(&schema.domain)?;
+        let candidates: Vec<Candidate> = in_window
+            .iter()
+            .map(|&i| {
+                let f = &snapshot.fragments[i];
+                let non_empty = f
+                    .metadata
+                    .footer
+                    .non_empty_domain
+                    .clone()
+                    .unwrap_or_default();
+                // TileDB counts a dense fragment's cells in whole tiles.
+                let cells = if f.metadata.footer.dense {
+                    tdb_index::dense::dense_cell_num(&schema.domain, &non_empty)
+                } else {
+                    tdb_index::dense::cell_count(&schema.domain, &non_empty)
+                };
+                Ok(Candidate {
+                    size: snapshot.open.fragment_size(storage, f)?,
+                    cells: cells.unwrap_or(u64::MAX),
+                    non_empty,
+                })
+            })
+            .collect::<Result<_>>()?;
+        let dense = (schema.array_type == ArrayType::Dense).then(|| {
+            let mut anterior = NDRange::new();
+            for f in &snapshot.fragments {
+                if f.file.name.t1 < window.start {
+                    if let Some(ned) = &f.metadata.footer.non_empty_domain {
+                        ops.expand(&mut anterior, ned);
+                    }
+                }
+            }
+            DenseRules {
+                domain: &schema.domain,
+                anterior: (!anterior.is_empty()).then_some(anterior),
+            }
+        });
+        let Some((run, _union)) = select::choose(selection, &candidates, dense.as_ref(), &ops)
+        else {
+            break;
+        };
+        let chosen: Vec<usize> = in_window[run].to_vec();
+        steps.push(merge_chosen(storage, &snapshot, &chosen, budget)?);
+    }
+    Ok(steps)
+}
+
+/// Consolidates exactly the fragments `names` (their names, or paths
+/// ending in them) of the array at `dir`, as TileDB's consolidation of a
+/// fragment list does: every one must exist, whatever the window. `None`
+/// for fewer than two names.
+pub fn consolidate_fragment_list<S: Storage>(
+    storage: &S,
+    dir: &str,
+    key: Option<&[u8; 32]>,
+    names: &[&str],
+    budget: u64,
+) -> Result<Option<FragmentConsolidation>> {
+    if names.len() < 2 {
+        return Ok(None);
+    }
+    let snapshot = Snapshot::load(storage, dir, TimeWindow::ALL, key)?;
+    let wanted: std::collections::HashSet<&str> = names
+        .iter()
+        .map(|n| n.rsplit('/').next().unwrap_or(n))
+        .collect();
+    let chosen: Vec<usize> = (0..snapshot.fragments.len())
+        .filter(|&i| wanted.contains(snapshot.fragments[i].file.file_name()))
+        .collect();
+    if chosen.len() != names.len() {
+        return Err(QueryError::invalid(format!(
+            "cannot consolidate: found {} of {} required fragments",
+            chosen.len(),
+            names.len()
+        )));
+    }
+    merge_chosen(storage, &snapshot, &chosen, budget).map(Some)
+}
+
+/// Merges fragments `chosen` of `snapshot`, then writes the vacuum list
+/// naming them: until it is there, the inputs stay visible.
+fn merge_chosen<S: Storage>(
+    storage: &S,
+    snapshot: &Snapshot,
+    chosen: &[usize],
+    budget: u64,
+) -> Result<FragmentConsolidation> {
+    if snapshot.schema().array_type == ArrayType::Dense {
+        return Err(merge::unsupported("dense fragments"));
+    }
+    let written = merge::merge_sparse(storage, snapshot, chosen, budget)?;
+    let replaced: Vec<String> = chosen
+        .iter()
+        .map(|&i| snapshot.fragments[i].file.path.clone())
+        .collect();
+    let vacuum_list = write_vacuum_list(
+        storage,
+        &snapshot.open.dir,
+        &format!("{COMMITS_DIR}/{}", written.fragment),
+        &replaced,
+    )?;
+    Ok(FragmentConsolidation {
+        written,
+        vacuum_list,
+        replaced,
+    })
+}

@@ -1,0 +1,248 @@
+//! Pass 3 of `cargo xtask interop`: consolidations.
+//!
+//! Every array case with two or more fragments is copied as it is under
+//! `target/interop/consolidated`, its fragments consolidated (TileDB's
+//! default settings) and vacuumed there by tdb; real TileDB must then give
+//! the case's schema, metadata and query answers (unordered ones as
+//! multisets). Arrays tdb does not consolidate yet (dense, deletes in the
+//! window, older schemas) are listed as skipped.
+//!
+//! And the fragments tdb chooses are TileDB's: for each of [`SETTINGS`],
+//! another copy of every case is consolidated by tdb and one by TileDB
+//! (`xtask/interop/consolidate.py`) with the same settings, and the vacuum
+//! lists both write must name the same fragments (by timestamp span: the
+//! merged fragments' names differ by their UUIDs).
+
+use crate::conformance::{chain, read_expected};
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use tdb::FragmentSelection;
+use tdb_format::TimestampedName;
+
+/// The settings the choices are compared under: TileDB's defaults, and
+/// steps of two or three fragments of similar sizes.
+const SETTINGS: [(&str, &str); 2] = [
+    ("defaults", "{}"),
+    (
+        "runs",
+        r#"{"sm.consolidation.steps": 2, "sm.consolidation.step_min_frags": 2,
+            "sm.consolidation.step_max_frags": 3, "sm.consolidation.step_size_ratio": 0.5}"#,
+    ),
+];
+
+/// The [`FragmentSelection`] of one of [`SETTINGS`].
+fn selection(json: &str) -> Result<FragmentSelection, String> {
+    let v: serde_json::Value = serde_json::from_str(json).map_err(|e| e.to_string())?;
+    let mut s = FragmentSelection::default();
+    let int = |k: &str| v.get(k).and_then(|x| x.as_u64()).map(|x| x as u32);
+    let float = |k: &str| v.get(k).and_then(|x| x.as_f64()).map(|x| x as f32);
+    s.steps = int("sm.consolidation.steps").unwrap_or(s.steps);
+    s.min_frags = int("sm.consolidation.step_min_frags").unwrap_or(s.min_frags);
+    s.max_frags = int("sm.consolidation.step_max_frags").unwrap_or(s.max_frags);
+    s.size_ratio = float("sm.consolidation.step_size_ratio").unwrap_or(s.size_ratio);
+    s.amplification = float("sm.consolidation.amplification").unwrap_or(s.amplification);
+    Ok(s)
+}
+
+/// What the vacuum lists of an array say, as (merged span, input spans)
+/// pairs, spans being `t1_t2`: the lists found now and not in `before`.
+type Choices = BTreeSet<(String, Vec<String>)>;
+
+fn vacuum_lists(array: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut dirs = vec![array.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        let Ok(entries) = fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let path = e.path();
+            let name = e.file_name().to_string_lossy().into_owned();
+            if path.is_dir() {
+                if dir == array && (name == "__commits" || name == "__fragments") {
+                    dirs.push(path);
+                }
+            } else if name.ends_with(".vac") {
+                found.push(path);
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+fn span(name: &str) -> Result<String, String> {
+    let last = name
+        .trim_end_matches('/')
+        .rsplit('/')
+        .next()
+        .unwrap_or(name);
+    let n = TimestampedName::parse(last).map_err(|e| format!("{name:?}: {e}"))?;
+    Ok(format!("{}_{}", n.t1, n.t2))
+}
+
+fn choices(array: &Path, before: &[PathBuf]) -> Result<Choices, String> {
+    let mut out = Choices::new();
+    for path in vacuum_lists(array) {
+        if before.iter().any(|b| b.file_name() == path.file_name()) {
+            continue;
+        }
+        let text = fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let stem = path.file_stem().and_then(|s| s.to_str()).unwrap_or("");
+        let mut inputs = text
+            .lines()
+            .filter(|l| !l.is_empty())
+            .map(span)
+            .collect::<Result<Vec<_>, _>>()?;
+        inputs.sort();
+        out.insert((span(stem)?, inputs));
+    }
+    Ok(out)
+}
+
+/// Consolidates the fragments of the array copied at `out` with
+/// `selection`: `Ok(false)` when tdb does not consolidate such an array
+/// yet.
+fn tdb_consolidates(
+    out: &Path,
+    key: Option<&[u8; 32]>,
+    selection: &FragmentSelection,
+) -> Result<bool, String> {
+    let mut options = tdb::OpenOptions::new();
+    if let Some(k) = key {
+        options = options.key(k).map_err(|e| chain(&e))?;
+    }
+    let array = tdb::Array::open_with(out.join("array"), options).map_err(|e| chain(&e))?;
+    match array.consolidate_fragments(selection, tdb::DEFAULT_BUDGET) {
+        Ok(_) => Ok(true),
+        Err(tdb::Error::Unsupported(_)) => Ok(false),
+        Err(e) => Err(chain(&e)),
+    }
+}
+
+fn vacuum(out: &Path, key: Option<&[u8; 32]>) -> Result<(), String> {
+    let mut options = tdb::OpenOptions::new();
+    if let Some(k) = key {
+        options = options.key(k).map_err(|e| chain(&e))?;
+    }
+    let array = tdb::Array::open_with(out.join("array"), options).map_err(|e| chain(&e))?;
+    array.vacuum_fragments().map_err(|e| chain(&e))?;
+    Ok(())
+}
+
+fn fresh(dir: &Path) -> Result<(), String> {
+    if dir.exists() {
+        fs::remove_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    }
+    Ok(())
+}
+
+fn copy(case: &Path, out: &Path) -> Result<(), String> {
+    tdb_testdata::copy_dir(case, out).map_err(|e| format!("copying {}: {e}", case.display()))
+}
+
+/// The consolidation pass (see the module's docs): `(passed, failed,
+/// skipped)`.
+pub(crate) fn consolidations(
+    root: &Path,
+    corpus: &Path,
+    python: &Path,
+) -> Result<(usize, usize, usize), String> {
+    let out = root.join("target/interop/consolidated");
+    let choice_root = root.join("target/interop/choices");
+    fresh(&out)?;
+    fresh(&choice_root)?;
+    let (mut failed, mut skipped) = (0, 0);
+    // Per setting: (case, tdb's choices, TileDB's copy).
+    let mut compared: Vec<Vec<(PathBuf, Choices, PathBuf)>> = vec![Vec::new(); SETTINGS.len()];
+    for case in tdb_testdata::case_dirs(corpus) {
+        let rel = case.strip_prefix(corpus).unwrap_or(&case).to_path_buf();
+        let (exp, key) = read_expected(&case)?;
+        let fragments = exp["fragments"].as_array().map_or(0, Vec::len);
+        if exp.get("kind").and_then(|k| k.as_str()).unwrap_or("array") != "array" || fragments < 2 {
+            continue;
+        }
+        let before = vacuum_lists(&case.join("array"));
+        for (s, (label, json)) in SETTINGS.iter().enumerate() {
+            let selection = selection(json)?;
+            // The default setting's copy is vacuumed and read by TileDB too.
+            let mine = if s == 0 {
+                out.join(&rel)
+            } else {
+                choice_root.join(label).join("tdb").join(&rel)
+            };
+            copy(&case, &mine)?;
+            match tdb_consolidates(&mine, key.as_ref(), &selection) {
+                Ok(true) => {}
+                Ok(false) => {
+                    fresh(&mine)?;
+                    if s == 0 {
+                        skipped += 1;
+                        println!("skip consolidating {}: not supported yet", rel.display());
+                    }
+                    continue;
+                }
+                Err(why) => {
+                    failed += 1;
+                    println!(
+                        "FAIL {} ({label}): tdb could not consolidate it: {why}",
+                        rel.display()
+                    );
+                    fresh(&mine)?;
+                    continue;
+                }
+            }
+            let chose = choices(&mine.join("array"), &before)?;
+            if s == 0 {
+                vacuum(&mine, key.as_ref())?;
+            }
+            let theirs = choice_root.join(label).join("tiledb").join(&rel);
+            copy(&case, &theirs)?;
+            compared[s].push((rel.clone(), chose, theirs));
+        }
+    }
+    // TileDB consolidates its copies, one process per setting.
+    let mut same = 0;
+    for (s, (label, json)) in SETTINGS.iter().enumerate() {
+        if compared[s].is_empty() {
+            continue;
+        }
+        let output = Command::new(python)
+            .current_dir(root)
+            .arg("xtask/interop/consolidate.py")
+            .arg(json)
+            .args(compared[s].iter().map(|(_, _, theirs)| theirs))
+            .output()
+            .map_err(|e| format!("consolidate.py: {e}"))?;
+        let text = String::from_utf8_lossy(&output.stdout);
+        eprint!("{}", String::from_utf8_lossy(&output.stderr));
+        for line in text.lines().filter(|l| l.starts_with("FAIL")) {
+            println!("{line}");
+        }
+        for (rel, chose, theirs) in &compared[s] {
+            let before = vacuum_lists(&corpus.join(rel).join("array"));
+            match choices(&theirs.join("array"), &before) {
+                Ok(theirs) if &theirs == chose => same += 1,
+                Ok(theirs) => {
+                    failed += 1;
+                    println!(
+                        "FAIL {} ({label}): tdb merged {chose:?}, TileDB {theirs:?}",
+                        rel.display()
+                    );
+                }
+                Err(why) => {
+                    failed += 1;
+                    println!("FAIL {} ({label}): {why}", rel.display());
+                }
+            }
+        }
+    }
+    println!("consolidations: tdb chose TileDB's fragments in {same} runs");
+    if !out.exists() {
+        return Ok((same, failed, skipped));
+    }
+    let (cases, bad) = crate::interop::check(root, python, corpus, &out, Some("--consolidated"))?;
+    Ok((cases - bad + same, failed + bad, skipped))
+}
