@@ -179,18 +179,20 @@ fn copies(root: &Path, corpus: &Path, python: &Path) -> Result<(usize, usize, us
     if !out.exists() {
         return Ok((0, failed, skipped));
     }
-    let (cases, bad) = check(root, python, corpus, &out, Some("--copy"))?;
+    let (cases, bad) = check(root, python, corpus, &out, Some("--copy"), None)?;
     Ok((cases - bad, failed + bad, skipped))
 }
 
-/// Runs check.py over `out` (copies or rewrites of `corpus`), echoing its
-/// lines: `(cases, failed)`.
+/// Runs check.py over `out` (copies or rewrites of `corpus`; cases under
+/// `reference`, where there, are what to compare with instead), echoing
+/// its lines: `(cases, failed)`.
 pub(crate) fn check(
     root: &Path,
     python: &Path,
     corpus: &Path,
     out: &Path,
     mode: Option<&str>,
+    reference: Option<&Path>,
 ) -> Result<(usize, usize), String> {
     let mut cmd = Command::new(python);
     cmd.current_dir(root).arg("xtask/interop/check.py");
@@ -200,6 +202,7 @@ pub(crate) fn check(
     let output = cmd
         .arg(corpus)
         .arg(out)
+        .args(reference)
         .output()
         .map_err(|e| format!("check.py: {e}"))?;
     let text = String::from_utf8_lossy(&output.stdout);
@@ -265,7 +268,7 @@ pub(crate) fn interop(args: &[String], reference: &Writer) -> Result<(), String>
     if tiles == 0 {
         return Err("interop: no generic tile re-encoded; the check would prove nothing".into());
     }
-    let (cases, bad) = check(&root, &venv.join("bin/python"), &corpus, &out, None)?;
+    let (cases, bad) = check(&root, &venv.join("bin/python"), &corpus, &out, None, None)?;
     let (con_passed, con_failed, con_skipped) =
         crate::consolidations::consolidations(&root, &corpus, &venv.join("bin/python"))?;
     let (gen_passed, gen_failed) = crate::generated::generated(&root, &venv.join("bin/python"))?;

@@ -222,16 +222,33 @@ fn consolidate_chosen_or_listed_fragments() {
     let out = tdb(&["consolidate", p, "--step-max-frags", "2"]);
     assert!(!out.status.success());
     // One step of two fragments: the first pair.
-    let two = ["--steps", "1", "--step-min-frags", "2", "--step-max-frags", "2"];
+    let two = [
+        "--steps",
+        "1",
+        "--step-min-frags",
+        "2",
+        "--step-max-frags",
+        "2",
+    ];
     let out = tdb(&[&["consolidate", p][..], &two].concat());
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(text.contains("2 fragments consolidated into __1_2_"), "{text}");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        text.contains("2 fragments consolidated into __1_2_"),
+        "{text}"
+    );
     // A list: exactly those two.
     let list = format!("{},{}", names[2], names[3]);
     let out = tdb(&["consolidate", p, "--fragments", &list]);
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("2 fragments consolidated into __3_4_"), "{text}");
+    assert!(
+        text.contains("2 fragments consolidated into __3_4_"),
+        "{text}"
+    );
     assert!(tdb(&["vacuum", p]).status.success());
     let left = std::fs::read_dir(arr.join("__fragments")).unwrap().count();
     assert_eq!(left, 2);

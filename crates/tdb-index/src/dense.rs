@@ -145,6 +145,28 @@ pub fn cell_count(domain: &Domain, nd: &NDRange) -> Option<u64> {
         })
 }
 
+/// `nd` grown to the bounds of the tiles it touches (TileDB's
+/// `expand_to_tiles` without a current domain): what a dense fragment whose
+/// non-empty domain is `nd` stores tiles for. `None` for non-integer
+/// dimensions, a missing extent, or tiles past the datatype's range.
+pub fn expand_to_tiles(domain: &Domain, nd: &NDRange) -> Option<NDRange> {
+    if nd.len() != domain.dimensions.len() {
+        return None;
+    }
+    domain
+        .dimensions
+        .iter()
+        .zip(nd)
+        .map(|(dim, r)| {
+            let (origin, extent) = origin_and_extent(dim)?;
+            let (lo, hi) = int_range(dim, r)?;
+            let low = origin + (lo - origin).div_euclid(extent) * extent;
+            let high = origin + (hi - origin).div_euclid(extent) * extent + extent - 1;
+            int_range_of(dim, low, high)
+        })
+        .collect()
+}
+
 /// One integer dimension's value as `i128` (every dense dimension type
 /// fits), for cell arithmetic. `None` for non-integer types or bad sizes.
 pub fn int_value(datatype: Datatype, bytes: &[u8]) -> Option<i128> {
@@ -638,6 +660,9 @@ mod tests {
         assert_eq!(cell_num_per_tile(&domain), Some(15));
         assert_eq!(dense_cell_num(&domain, &nd), Some(45));
         assert_eq!(cell_count(&domain, &nd), Some(35));
+        let tiles = expand_to_tiles(&domain, &vec![range(2, 7), range(3, 3)]).unwrap();
+        assert_eq!(tiles, vec![range(1, 9), range(1, 5)]);
+        assert_eq!(cell_count(&domain, &tiles), dense_cell_num(&domain, &nd));
         assert_eq!(cell_count(&domain, &vec![range(1, 7)]), None);
     }
 

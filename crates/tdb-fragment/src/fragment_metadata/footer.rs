@@ -402,7 +402,10 @@ impl Footer {
             offsets.tile_sums = r.u64s(fixed_n as u64, "tile sums offsets")?;
             offsets.tile_null_counts = r.u64s(fixed_n as u64, "tile null counts offsets")?;
         }
-        if version >= 12 {
+        // TileDB writes this offset from v11 on but reads it from v12: the
+        // v11 fragments recent TileDB writes (consolidating an old array)
+        // end with it, the ones TileDB 2.x wrote at v11 do not.
+        if version >= 12 || (version == 11 && r.input.len() == 8) {
             offsets.fragment_summary = Some(r.u64("fragment min max sum null count offset")?);
         }
         if version >= 16 {

@@ -1,6 +1,5 @@
-//! Fragment consolidation, as TileDB 2.30 does it for sparse arrays (so
-//! far). Vacuuming what it replaced is file-level:
-//! `tdb_fragment::vacuum_fragments`.
+//! Fragment consolidation, as TileDB 2.30 does it. Vacuuming what it
+//! replaced is file-level: `tdb_fragment::vacuum_fragments`.
 //!
 //! A step chooses fragments of the window by TileDB's rule
 //! ([`FragmentSelection`], or an explicit list) and merges them into one
@@ -13,10 +12,13 @@
 //! stay visible to windows that end inside the merged span, the per-cell
 //! timestamps answer the rest).
 //!
-//! Not yet: dense arrays, fragments under older schemas, delete commits in
-//! the window (TileDB's delete metadata), `max_fragment_size` (one fragment
-//! is written however large).
+//! Dense arrays merge without timestamps ([`dense`]'s docs).
+//!
+//! Not yet: fragments under older schemas, delete commits in the window
+//! (TileDB's delete metadata), `max_fragment_size` (one fragment is
+//! written however large).
 
+mod dense;
 mod merge;
 mod select;
 
@@ -106,8 +108,7 @@ pub fn consolidate_fragments<S: Storage>(
                 anterior: (!anterior.is_empty()).then_some(anterior),
             }
         });
-        let Some((run, _union)) = select::choose(selection, &candidates, dense.as_ref(), &ops)
-        else {
+        let Some(run) = select::choose(selection, &candidates, dense.as_ref(), &ops) else {
             break;
         };
         let chosen: Vec<usize> = in_window[run].to_vec();
@@ -145,6 +146,34 @@ pub fn consolidate_fragment_list<S: Storage>(
             names.len()
         )));
     }
+    if snapshot.schema().array_type == ArrayType::Dense {
+        // Fill values in the merged tiles would cover an older fragment's
+        // cells: TileDB refuses such a list.
+        let domain = &snapshot.schema().domain;
+        let ops = DomainOps::new(domain)?;
+        let union = union(&snapshot, &chosen)?;
+        let tiles = tdb_index::dense::expand_to_tiles(domain, &union).unwrap_or(union);
+        let newest = chosen
+            .iter()
+            .map(|&i| snapshot.fragments[i].file.name.t2)
+            .max()
+            .unwrap_or(0);
+        for (i, f) in snapshot.fragments.iter().enumerate() {
+            let older = !chosen.contains(&i) && f.file.name.t1 <= newest;
+            if older
+                && f.metadata
+                    .footer
+                    .non_empty_domain
+                    .as_ref()
+                    .is_some_and(|ned| ops.overlaps(&tiles, ned))
+            {
+                return Err(QueryError::invalid(format!(
+                    "cannot consolidate: fragment {} is not listed, was written before the listed ones end and lies under the tiles they cover",
+                    f.file.file_name()
+                )));
+            }
+        }
+    }
     merge_chosen(storage, &snapshot, &chosen, budget).map(Some)
 }
 
@@ -156,10 +185,11 @@ fn merge_chosen<S: Storage>(
     chosen: &[usize],
     budget: u64,
 ) -> Result<FragmentConsolidation> {
-    if snapshot.schema().array_type == ArrayType::Dense {
-        return Err(merge::unsupported("dense fragments"));
-    }
-    let written = merge::merge_sparse(storage, snapshot, chosen, budget)?;
+    let written = if snapshot.schema().array_type == ArrayType::Dense {
+        dense::merge_dense(storage, snapshot, chosen, &union(snapshot, chosen)?, budget)?
+    } else {
+        merge::merge_sparse(storage, snapshot, chosen, budget)?
+    };
     let replaced: Vec<String> = chosen
         .iter()
         .map(|&i| snapshot.fragments[i].file.path.clone())
@@ -175,4 +205,16 @@ fn merge_chosen<S: Storage>(
         vacuum_list,
         replaced,
     })
+}
+
+/// The union of the non-empty domains of fragments `chosen`.
+fn union(snapshot: &Snapshot, chosen: &[usize]) -> Result<NDRange> {
+    let ops = DomainOps::new(&snapshot.schema().domain)?;
+    let mut union = NDRange::new();
+    for &i in chosen {
+        if let Some(ned) = &snapshot.fragments[i].metadata.footer.non_empty_domain {
+            ops.expand(&mut union, ned);
+        }
+    }
+    Ok(union)
 }

@@ -122,14 +122,14 @@ impl DenseRules<'_> {
     }
 }
 
-/// The run of `candidates` the next step merges, with the union of its
-/// non-empty domains; `None` when there is none of at least two.
+/// The run of `candidates` the next step merges; `None` when there is
+/// none of at least two.
 pub(crate) fn choose(
     selection: &FragmentSelection,
     candidates: &[Candidate],
     dense: Option<&DenseRules<'_>>,
     ops: &DomainOps,
-) -> Option<(std::ops::Range<usize>, NDRange)> {
+) -> Option<std::ops::Range<usize>> {
     let n = candidates.len();
     let max = (selection.max_frags as usize).min(n);
     let min = (selection.min_frags as usize).min(n);
@@ -181,11 +181,7 @@ pub(crate) fn choose(
             if i == 0 {
                 return None;
             }
-            let mut union = NDRange::new();
-            for c in &candidates[j..=j + i] {
-                ops.expand(&mut union, &c.non_empty);
-            }
-            return Some((j..j + i + 1, union));
+            return Some(j..j + i + 1);
         }
     }
     None
@@ -228,7 +224,7 @@ mod tests {
 
     fn run(s: &FragmentSelection, c: &[Candidate]) -> Option<std::ops::Range<usize>> {
         let ops = DomainOps::new(&domain()).unwrap();
-        choose(s, c, None, &ops).map(|(run, _)| run)
+        choose(s, c, None, &ops)
     }
 
     fn with(min: u32, max: u32, ratio: f32) -> FragmentSelection {
@@ -311,8 +307,7 @@ mod tests {
         let s = FragmentSelection::default();
         // Adjacent whole tiles: the union is what they hold.
         let c = at(&[(1, 10), (11, 20)]);
-        let got = choose(&s, &c, Some(&rules(None)), &ops).unwrap();
-        assert_eq!(got, (0..2, r(1, 20)));
+        assert_eq!(choose(&s, &c, Some(&rules(None)), &ops), Some(0..2));
         // A gap: the union writes 30 cells for 20 held.
         let c = at(&[(1, 10), (21, 30)]);
         assert_eq!(choose(&s, &c, Some(&rules(None)), &ops), None);
@@ -327,7 +322,6 @@ mod tests {
         // An earlier candidate under a later run's union stops that run.
         let c = at(&[(5, 5), (1, 10), (11, 20)]);
         let s2 = with(2, 2, 0.0);
-        let got = choose(&s2, &c, Some(&rules(None)), &ops).unwrap();
-        assert_eq!(got.0, 0..2, "{got:?}");
+        assert_eq!(choose(&s2, &c, Some(&rules(None)), &ops), Some(0..2));
     }
 }

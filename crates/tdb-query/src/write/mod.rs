@@ -22,7 +22,7 @@ mod writer;
 use crate::{QueryError, Result, ResultLayout, Subarray};
 use bytes::Bytes;
 use tdb_format::TimestampedName;
-use tdb_schema::SchemaEntry;
+use tdb_schema::{NDRange, SchemaEntry};
 use tdb_storage::WritableStorage;
 
 pub use crate::batch::FieldBuffer;
@@ -52,6 +52,10 @@ pub struct WriteSpec {
     /// timestamps. Implied when the spec's fields hold one; set it for a
     /// writer whose parts come later.
     pub cell_timestamps: bool,
+    /// Dense global-order writes of whole tiles whose cells outside this
+    /// rectangle are fill values: the fragment records it as its non-empty
+    /// domain (what TileDB's dense consolidation writes).
+    pub(crate) non_empty_domain: Option<NDRange>,
 }
 
 impl WriteSpec {
@@ -64,6 +68,7 @@ impl WriteSpec {
             fields,
             timestamps: None,
             cell_timestamps: false,
+            non_empty_domain: None,
         }
     }
 
@@ -95,6 +100,12 @@ impl WriteSpec {
     /// every part).
     pub fn with_cell_timestamps(mut self) -> Self {
         self.cell_timestamps = true;
+        self
+    }
+
+    /// See [`WriteSpec::non_empty_domain`].
+    pub(crate) fn recording(mut self, non_empty_domain: NDRange) -> Self {
+        self.non_empty_domain = Some(non_empty_domain);
         self
     }
 }

@@ -42,6 +42,9 @@ pub struct FragmentWriter<'a, S: WritableStorage + ?Sized> {
     threads: usize,
     /// Dense writes: the rectangle, and for global order its cell count.
     subarray: Option<NDRange>,
+    /// What the fragment records as its non-empty domain, when not the
+    /// subarray (dense consolidation).
+    recorded: Option<NDRange>,
     expected_cells: Option<u64>,
     /// Cells per tile: the capacity, or a dense tile's cells.
     tile_cells: usize,
@@ -102,6 +105,14 @@ impl<'a, S: WritableStorage + ?Sized> FragmentWriter<'a, S> {
             let expected = grid.input_cells().ok_or_else(|| {
                 QueryError::invalid("the subarray holds more cells than can be counted")
             })?;
+            if let Some(ned) = &spec.non_empty_domain {
+                let ops = DomainOps::new(&s.domain)?;
+                if layout != ResultLayout::GlobalOrder || !ops.covers(&sub, ned) {
+                    return Err(QueryError::invalid(
+                        "a recorded non-empty domain needs a global-order write covering it",
+                    ));
+                }
+            }
             (Some(sub), Some(expected), grid.tile_cells())
         } else {
             if !matches!(layout, ResultLayout::Unordered | ResultLayout::GlobalOrder) {
@@ -171,6 +182,7 @@ impl<'a, S: WritableStorage + ?Sized> FragmentWriter<'a, S> {
             files,
             threads: crate::threads(),
             subarray,
+            recorded: spec.non_empty_domain.clone(),
             expected_cells,
             tile_cells: tile_cells.max(1),
             carry: Vec::new(),
@@ -452,7 +464,7 @@ impl<'a, S: WritableStorage + ?Sized> FragmentWriter<'a, S> {
             }
         }
         let tile_num = self.tiles;
-        let domain = match &self.subarray {
+        let domain = match self.recorded.as_ref().or(self.subarray.as_ref()) {
             Some(sub) => Some(sub.clone()),
             None if self.mbrs.is_empty() => None,
             None => {

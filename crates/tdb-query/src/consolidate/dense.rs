@@ -1,0 +1,70 @@
+//! The dense merge, as TileDB's: the chosen fragments alone read over the
+//! whole tiles their union touches, in the global order (newest fragment
+//! winning per cell, fill values where none wrote), streamed into one
+//! global-order fragment of those tiles that records the union as its
+//! non-empty domain. Dense fragments keep no per-cell timestamps: inside
+//! the merged span, time travel after vacuuming sees the merge whole.
+
+use super::merge::unsupported;
+use crate::write::{FragmentWriter, WriteSpec, Written};
+use crate::{ReadSpec, Result, ResultLayout, Snapshot, Subarray, SyncRead};
+use tdb_index::NDRange;
+use tdb_storage::Storage;
+
+/// Merges dense fragments `chosen` of `snapshot` (time order), whose
+/// non-empty domains' union is `union`, under `budget` bytes.
+pub(super) fn merge_dense<S: Storage>(
+    storage: &S,
+    snapshot: &Snapshot,
+    chosen: &[usize],
+    union: &NDRange,
+    budget: u64,
+) -> Result<Written> {
+    let open = &snapshot.open;
+    let latest = open.schemas.latest();
+    let schema = &latest.schema;
+    if chosen
+        .iter()
+        .any(|&i| snapshot.fragments[i].metadata.footer.array_schema_name != latest.name)
+    {
+        return Err(unsupported("fragments written under older schemas"));
+    }
+    if schema.current_domain.ranges.is_some() {
+        return Err(unsupported(
+            "dense fragments of arrays with a current domain",
+        ));
+    }
+    let tiles = tdb_index::dense::expand_to_tiles(&schema.domain, union)
+        .ok_or_else(|| unsupported("dense fragments whose tiles pass the datatype's range"))?;
+    let mut subarray = Subarray::new(tiles.len());
+    for (d, r) in tiles.iter().enumerate() {
+        subarray.add_range(d, r.clone());
+    }
+    // The chosen fragments as if they were the array's only ones.
+    let mut only = Snapshot {
+        open: open.clone(),
+        fragments: chosen
+            .iter()
+            .map(|&i| snapshot.fragments[i].clone())
+            .collect(),
+        enumerations: snapshot.enumerations.clone(),
+    };
+    only.open.directory.conditions.clear();
+    let attributes: Vec<String> = schema.attributes.iter().map(|a| a.name.clone()).collect();
+    let read = ReadSpec::new(attributes)
+        .with_subarray(subarray.clone())
+        .with_layout(ResultLayout::GlobalOrder)
+        .with_budget((budget / 2).max(1));
+    let first = &snapshot.fragments[chosen[0]].file.name;
+    let last = &snapshot.fragments[chosen[chosen.len() - 1]].file.name;
+    let spec = WriteSpec::new(Vec::new())
+        .with_layout(ResultLayout::GlobalOrder)
+        .with_subarray(subarray)
+        .between(first.t1, last.t2)
+        .recording(union.clone());
+    let mut writer = FragmentWriter::new(storage, &open.dir, latest, open.key(), &spec)?;
+    for batch in SyncRead::new(storage, &only, read)? {
+        writer.submit(&batch?.fields)?;
+    }
+    writer.finish()
+}
