@@ -33,6 +33,15 @@ fn seen(open: &dyn Fn(Option<u64>) -> tdb::Result<Vec<FieldBuffer>>) -> Vec<Vec<
         .collect()
 }
 
+/// [`seen`] of the array at the root of `store`.
+fn seen_in<S: tdb_fragment::ReadStorage>(store: &S) -> Vec<Vec<Vec<u8>>> {
+    seen(&|t: Option<u64>| {
+        let options = t.map_or(OpenOptions::new(), |t| OpenOptions::new().at(t));
+        let a = tdb::Array::open_in(store, "", options)?;
+        Ok(a.read_all(ReadSpec::new(fields(&a)))?.fields)
+    })
+}
+
 fn fields(a: &tdb::Array<impl tdb_fragment::ReadStorage>) -> Vec<String> {
     let s = a.schema();
     s.domain
@@ -59,12 +68,9 @@ fn tdbs_consolidated_fragment_is_tiledbs() {
     for ext in ["wrt", "vac"] {
         std::fs::remove_file(tmp.path().join(format!("__commits/{stem}.{ext}"))).unwrap();
     }
-    let at = |t: Option<u64>| {
-        let options = t.map_or(OpenOptions::new(), |t| OpenOptions::new().at(t));
-        let a = tdb::Array::open_with(tmp.path(), options)?;
-        Ok(a.read_all(ReadSpec::new(fields(&a)))?.fields)
-    };
-    let before = seen(&at);
+    let local = tdb::LocalStorage::new(tmp.path());
+    let at = || seen_in(&local);
+    let before = at();
     let a = tdb::Array::open(tmp.path()).unwrap();
     assert_eq!(a.fragments().len(), 4);
     let done = a
@@ -81,12 +87,12 @@ fn tdbs_consolidated_fragment_is_tiledbs() {
         let mine = std::fs::read(tmp.path().join(&ours).join(&name)).unwrap();
         assert!(theirs == mine, "{name} differs from TileDB's");
     }
-    assert_eq!(seen(&at), before, "consolidated, not vacuumed");
+    assert_eq!(at(), before, "consolidated, not vacuumed");
     assert_eq!(a.vacuum_fragments().unwrap(), 4);
     assert_eq!(tdb::Array::open(tmp.path()).unwrap().fragments().len(), 1);
     // As after TileDB's own vacuum: windows ending inside the merged span
     // still answer, from the per-cell timestamps.
-    assert_eq!(seen(&at), before, "vacuumed");
+    assert_eq!(at(), before, "vacuumed");
 }
 
 /// Fragments at 1..=4 overwriting some cells (no duplicates allowed).
@@ -111,16 +117,8 @@ fn array() -> FaultyStorage<MemoryStorage> {
 
 #[test]
 fn consolidation_or_vacuum_stopped_anywhere_reads_as_before() {
-    let reads = |store: &FaultyStorage<MemoryStorage>| {
-        let at = |t: Option<u64>| {
-            let options = t.map_or(OpenOptions::new(), |t| OpenOptions::new().at(t));
-            let a = tdb::Array::open_in(store, "", options)?;
-            Ok(a.read_all(ReadSpec::new(fields(&a)))?.fields)
-        };
-        seen(&at)
-    };
     let store = array();
-    let before = reads(&store);
+    let before = seen_in(&store);
     store.fail_from(u64::MAX);
     let a = tdb::Array::open_in(&store, "", OpenOptions::new()).unwrap();
     let steps = a
@@ -129,12 +127,12 @@ fn consolidation_or_vacuum_stopped_anywhere_reads_as_before() {
     assert_eq!(steps.len(), 1);
     let writes = store.mutations();
     assert!(writes >= 4, "{writes}");
-    assert_eq!(reads(&store), before);
+    assert_eq!(seen_in(&store), before);
     store.fail_from(u64::MAX);
     let removed = a.vacuum_fragments().unwrap();
     let deletes = store.mutations();
     assert_eq!(removed, 4);
-    assert_eq!(reads(&store), before);
+    assert_eq!(seen_in(&store), before);
     for n in 1..=writes {
         let store = array();
         let a = tdb::Array::open_in(&store, "", OpenOptions::new()).unwrap();
@@ -145,7 +143,11 @@ fn consolidation_or_vacuum_stopped_anywhere_reads_as_before() {
             "write {n}"
         );
         store.fail_from(u64::MAX);
-        assert_eq!(reads(&store), before, "consolidation stopped at write {n}");
+        assert_eq!(
+            seen_in(&store),
+            before,
+            "consolidation stopped at write {n}"
+        );
     }
     for n in 1..=deletes {
         let store = array();
@@ -155,9 +157,9 @@ fn consolidation_or_vacuum_stopped_anywhere_reads_as_before() {
         store.fail_from(n);
         assert!(a.vacuum_fragments().is_err(), "delete {n}");
         store.fail_from(u64::MAX);
-        assert_eq!(reads(&store), before, "vacuum stopped at delete {n}");
+        assert_eq!(seen_in(&store), before, "vacuum stopped at delete {n}");
         a.vacuum_fragments().unwrap();
-        assert_eq!(reads(&store), before);
+        assert_eq!(seen_in(&store), before);
     }
 }
 
@@ -182,12 +184,8 @@ fn an_array_twenty_times_the_budget_consolidates() {
     }
     let bytes = 4 * per as u64 * 8;
     let budget = bytes / 20;
-    let at = |t: Option<u64>| {
-        let options = t.map_or(OpenOptions::new(), |t| OpenOptions::new().at(t));
-        let a = tdb::Array::open_in(&store, "", options)?;
-        Ok(a.read_all(ReadSpec::new(fields(&a)))?.fields)
-    };
-    let before = seen(&at);
+    let at = || seen_in(&store);
+    let before = at();
     let a = tdb::Array::open_in(&store, "", OpenOptions::new()).unwrap();
     let done = a
         .consolidate_fragments(&FragmentSelection::default(), budget)
@@ -196,7 +194,7 @@ fn an_array_twenty_times_the_budget_consolidates() {
         .unwrap();
     assert_eq!(done.written.cells, 4 * per as u64);
     a.vacuum_fragments().unwrap();
-    assert_eq!(seen(&at), before);
+    assert_eq!(at(), before);
 }
 
 /// Steps of at most two fragments: the first merges the first pair, the
@@ -205,12 +203,8 @@ fn an_array_twenty_times_the_budget_consolidates() {
 #[test]
 fn steps_merge_runs_and_see_earlier_steps() {
     let store = array();
-    let at = |t: Option<u64>| {
-        let options = t.map_or(OpenOptions::new(), |t| OpenOptions::new().at(t));
-        let a = tdb::Array::open_in(&store, "", options)?;
-        Ok(a.read_all(ReadSpec::new(fields(&a)))?.fields)
-    };
-    let before = seen(&at);
+    let at = || seen_in(&store);
+    let before = at();
     let a = tdb::Array::open_in(&store, "", OpenOptions::new()).unwrap();
     let mut pairs = FragmentSelection::default();
     pairs.steps = 2;
@@ -232,9 +226,9 @@ fn steps_merge_runs_and_see_earlier_steps() {
     // Sizes within 25% of each other (metadata files dominate these tiny
     // fragments): the earliest pair, then the merged pair with the third.
     assert_eq!(spans, [(2, 1, 2), (2, 1, 3)], "{steps:?}");
-    assert_eq!(seen(&at), before, "consolidated");
+    assert_eq!(at(), before, "consolidated");
     a.vacuum_fragments().unwrap();
-    assert_eq!(seen(&at), before, "vacuumed");
+    assert_eq!(at(), before, "vacuumed");
     let names: Vec<String> = tdb::Array::open_in(&store, "", OpenOptions::new())
         .unwrap()
         .fragments()
