@@ -51,29 +51,19 @@ fn selection(json: &str) -> Result<FragmentSelection, String> {
     Ok(s)
 }
 
-/// What the vacuum lists of an array say, as (merged span, input spans)
-/// pairs, spans being `t1_t2`: the lists found now and not in `before`.
+/// What the fragment vacuum lists of an array say, as (merged span, input
+/// spans) pairs, spans being `t1_t2`.
 type Choices = BTreeSet<(String, Vec<String>)>;
 
+/// The fragment vacuum lists of an array: in `__commits/` (v12+) or at its
+/// root (older arrays); `__meta/` holds the metadata ones.
 fn vacuum_lists(array: &Path) -> Vec<PathBuf> {
-    let mut found = Vec::new();
-    let mut dirs = vec![array.to_path_buf()];
-    while let Some(dir) = dirs.pop() {
-        let Ok(entries) = fs::read_dir(&dir) else {
-            continue;
-        };
-        for e in entries.flatten() {
-            let path = e.path();
-            let name = e.file_name().to_string_lossy().into_owned();
-            if path.is_dir() {
-                if dir == array && (name == "__commits" || name == "__fragments") {
-                    dirs.push(path);
-                }
-            } else if name.ends_with(".vac") {
-                found.push(path);
-            }
-        }
-    }
+    let mut found: Vec<PathBuf> = [array.to_path_buf(), array.join("__commits")]
+        .iter()
+        .filter_map(|dir| fs::read_dir(dir).ok())
+        .flat_map(|entries| entries.flatten().map(|e| e.path()))
+        .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "vac"))
+        .collect();
     found.sort();
     found
 }
@@ -88,6 +78,8 @@ fn span(name: &str) -> Result<String, String> {
     Ok(format!("{}_{}", n.t1, n.t2))
 }
 
+/// The choices the vacuum lists of `array` record, but for those in
+/// `before` (the case's own, from consolidations TileDB made).
 fn choices(array: &Path, before: &[PathBuf]) -> Result<Choices, String> {
     let mut out = Choices::new();
     for path in vacuum_lists(array) {
@@ -107,6 +99,15 @@ fn choices(array: &Path, before: &[PathBuf]) -> Result<Choices, String> {
     Ok(out)
 }
 
+/// The array of the case copied at `out`, opened with its key.
+fn open(out: &Path, key: Option<&[u8; 32]>) -> Result<tdb::Array<tdb::LocalStorage>, String> {
+    let mut options = tdb::OpenOptions::new();
+    if let Some(k) = key {
+        options = options.key(k).map_err(|e| chain(&e))?;
+    }
+    tdb::Array::open_with(out.join("array"), options).map_err(|e| chain(&e))
+}
+
 /// Consolidates the fragments of the array copied at `out` with
 /// `selection`: `Ok(false)` when tdb does not consolidate such an array
 /// yet.
@@ -115,12 +116,7 @@ fn tdb_consolidates(
     key: Option<&[u8; 32]>,
     selection: &FragmentSelection,
 ) -> Result<bool, String> {
-    let mut options = tdb::OpenOptions::new();
-    if let Some(k) = key {
-        options = options.key(k).map_err(|e| chain(&e))?;
-    }
-    let array = tdb::Array::open_with(out.join("array"), options).map_err(|e| chain(&e))?;
-    match array.consolidate_fragments(selection, tdb::DEFAULT_BUDGET) {
+    match open(out, key)?.consolidate_fragments(selection, tdb::DEFAULT_BUDGET) {
         Ok(_) => Ok(true),
         Err(tdb::Error::Unsupported(_)) => Ok(false),
         Err(e) => Err(chain(&e)),
@@ -128,12 +124,7 @@ fn tdb_consolidates(
 }
 
 fn vacuum(out: &Path, key: Option<&[u8; 32]>) -> Result<(), String> {
-    let mut options = tdb::OpenOptions::new();
-    if let Some(k) = key {
-        options = options.key(k).map_err(|e| chain(&e))?;
-    }
-    let array = tdb::Array::open_with(out.join("array"), options).map_err(|e| chain(&e))?;
-    array.vacuum_fragments().map_err(|e| chain(&e))?;
+    open(out, key)?.vacuum_fragments().map_err(|e| chain(&e))?;
     Ok(())
 }
 

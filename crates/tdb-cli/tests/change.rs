@@ -1,28 +1,16 @@
-//! `tdb metadata` and `tdb delete` change a copy of a TileDB-written array;
-//! the changes read back through tdb (TileDB reading such changes is
-//! `cargo xtask interop`'s generated pass).
+//! `tdb metadata`, `tdb delete`, `tdb consolidate` and `tdb vacuum` change
+//! a copy of a TileDB-written array; the changes read back through tdb
+//! (TileDB reading such changes is `cargo xtask interop`'s generated and
+//! consolidation passes).
 
 use serde_json::Value;
-use std::path::{Path, PathBuf};
 use std::process::Output;
 
 mod common;
-use common::tdb;
-
-fn fixture_copy(case: &str, tmp: &Path) -> PathBuf {
-    let src = tdb_testdata::root().join(case).join("array");
-    let dst = tmp.join(case);
-    tdb_testdata::copy_dir(&src, &dst).unwrap();
-    dst
-}
+use common::{fixture_copy, ok, tdb};
 
 fn json(out: &Output) -> Value {
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    serde_json::from_str(&ok(out)).unwrap()
 }
 
 #[test]
@@ -123,8 +111,9 @@ fn consolidate_and_vacuum_commits() {
     let arr = fixture_copy("sparse_2d_int", tmp.path());
     let p = arr.to_str().unwrap();
     assert!(tdb(&["delete", p, "--condition", "a < 0"]).status.success());
-    let cells = || tdb(&["export", p, "--format", "csv"]).stdout;
+    let cells = || ok(&tdb(&["export", p, "--format", "csv"]));
     let before = cells();
+    assert!(before.lines().count() > 1, "cells to compare: {before}");
     let commits = || std::fs::read_dir(arr.join("__commits")).unwrap().count();
     let n = commits();
     assert!(n >= 2, "{n}");
@@ -145,8 +134,9 @@ fn consolidate_and_vacuum_fragment_metadata() {
     let tmp = tempfile::tempdir().unwrap();
     let arr = fixture_copy("consolidated_commits", tmp.path());
     let p = arr.to_str().unwrap();
-    let cells = || tdb(&["export", p, "--format", "csv"]).stdout;
+    let cells = || ok(&tdb(&["export", p, "--format", "csv"]));
     let before = cells();
+    assert!(before.lines().count() > 1, "cells to compare: {before}");
     let metas = || {
         std::fs::read_dir(arr.join("__fragment_meta"))
             .map(|r| r.count())
@@ -176,8 +166,9 @@ fn consolidate_and_vacuum_fragments() {
     let tmp = tempfile::tempdir().unwrap();
     let arr = fixture_copy("consolidated_commits", tmp.path());
     let p = arr.to_str().unwrap();
-    let cells = |at: &str| tdb(&["export", p, "--format", "csv", "--at", at]).stdout;
+    let cells = |at: &str| ok(&tdb(&["export", p, "--format", "csv", "--at", at]));
     let before: Vec<_> = ["2", "4"].iter().map(|t| cells(t)).collect();
+    assert!(before.iter().all(|c| c.lines().count() > 1), "{before:?}");
     let fragments = || std::fs::read_dir(arr.join("__fragments")).unwrap().count();
     assert_eq!(fragments(), 4);
     let out = tdb(&["consolidate", p]);
@@ -208,19 +199,29 @@ fn consolidate_chosen_or_listed_fragments() {
     let tmp = tempfile::tempdir().unwrap();
     let arr = fixture_copy("consolidated_commits", tmp.path());
     let p = arr.to_str().unwrap();
-    let cells = || tdb(&["export", p, "--format", "csv"]).stdout;
+    let cells = || ok(&tdb(&["export", p, "--format", "csv"]));
     let before = cells();
+    assert!(before.lines().count() > 1, "cells to compare: {before}");
     let mut names: Vec<String> = std::fs::read_dir(arr.join("__fragments"))
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
     names.sort();
     // Settings TileDB refuses are refused.
-    let out = tdb(&["consolidate", p, "--step-size-ratio", "2"]);
-    assert!(!out.status.success());
+    let refused = |args: &[&str], why: &str| {
+        let out = tdb(&[&["consolidate", p][..], args].concat());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && err.contains(why), "{err}");
+    };
+    refused(
+        &["--step-size-ratio", "2"],
+        "step_size_ratio 2 is not in [0, 1]",
+    );
     // Only max below TileDB's default min: refused, as TileDB refuses it.
-    let out = tdb(&["consolidate", p, "--step-max-frags", "2"]);
-    assert!(!out.status.success());
+    refused(
+        &["--step-max-frags", "2"],
+        "is larger than step_max_frags 2",
+    );
     // One step of two fragments: the first pair.
     let two = [
         "--steps",

@@ -3,19 +3,8 @@
 //! member arrays (TileDB reading copies is `cargo xtask interop`'s copy
 //! pass).
 
-use std::process::Output;
-
 mod common;
-use common::tdb;
-
-fn ok(out: &Output) -> String {
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
+use common::{ok, tdb};
 
 fn export(dir: &std::path::Path) -> String {
     ok(&tdb(&["export", dir.to_str().unwrap(), "--format", "csv"]))

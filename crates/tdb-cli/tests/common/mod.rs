@@ -1,5 +1,7 @@
 //! What the command-line tests share.
+#![allow(dead_code)]
 
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 /// Runs the `tdb` binary with `args` and waits for it.
@@ -8,4 +10,22 @@ pub fn tdb(args: &[&str]) -> Output {
         .args(args)
         .output()
         .unwrap()
+}
+
+/// The output of a run that must succeed (its stderr when it did not).
+pub fn ok(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A copy of fixture `case`'s array under `tmp`.
+pub fn fixture_copy(case: &str, tmp: &Path) -> PathBuf {
+    let src = tdb_testdata::root().join(case).join("array");
+    let dst = tmp.join(case);
+    tdb_testdata::copy_dir(&src, &dst).unwrap();
+    dst
 }

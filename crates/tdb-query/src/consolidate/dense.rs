@@ -5,7 +5,7 @@
 //! non-empty domain. Dense fragments keep no per-cell timestamps: inside
 //! the merged span, time travel after vacuuming sees the merge whole.
 
-use super::merge::unsupported;
+use super::unsupported;
 use crate::write::{FragmentWriter, WriteSpec, Written};
 use crate::{ReadSpec, Result, ResultLayout, Snapshot, Subarray, SyncRead};
 use tdb_index::NDRange;
@@ -23,12 +23,6 @@ pub(super) fn merge_dense<S: Storage>(
     let open = &snapshot.open;
     let latest = open.schemas.latest();
     let schema = &latest.schema;
-    if chosen
-        .iter()
-        .any(|&i| snapshot.fragments[i].metadata.footer.array_schema_name != latest.name)
-    {
-        return Err(unsupported("fragments written under older schemas"));
-    }
     if schema.current_domain.ranges.is_some() {
         return Err(unsupported(
             "dense fragments of arrays with a current domain",

@@ -1,6 +1,7 @@
 //! The sparse merge: the chosen fragments' cells, every version with its
 //! timestamp, into one fragment in the global order.
 
+use super::unsupported;
 use crate::write::{FragmentWriter, WriteSpec, Written};
 use crate::{Batch, FieldBuffer, QueryError, ReadSpec, Result, ResultLayout, Snapshot, SyncRead};
 use tdb_format::names::TIMESTAMPS_FIELD;
@@ -9,10 +10,6 @@ use tdb_fragment::LoadedFragment;
 use tdb_index::order::{cmp_cells, CellOrder};
 use tdb_index::DomainOps;
 use tdb_storage::Storage;
-
-pub(super) fn unsupported(what: &str) -> QueryError {
-    QueryError::Unsupported(format!("consolidating {what}"))
-}
 
 /// One input fragment of a merge: its global-order read, the batch at
 /// hand and the next cell in it, and the timestamp of every cell when the
@@ -75,12 +72,8 @@ pub(super) fn merge_sparse<S: Storage>(
             "fragments with delete or update commits in the window",
         ));
     }
-    if frags.iter().any(|f| {
-        f.metadata.footer.array_schema_name != latest.name || f.metadata.footer.has_delete_meta
-    }) {
-        return Err(unsupported(
-            "fragments written under older schemas or with delete metadata",
-        ));
+    if frags.iter().any(|f| f.metadata.footer.has_delete_meta) {
+        return Err(unsupported("fragments with delete metadata"));
     }
     let schema = &latest.schema;
     let names: Vec<String> = schema
@@ -144,7 +137,6 @@ pub(super) fn merge_sparse<S: Storage>(
         tile_order: schema.tile_order,
         cell_order: schema.cell_order,
     };
-    let dims = names.len() - schema.attributes.len();
     let part_cells = usize::try_from(schema.capacity.max(1)).unwrap_or(usize::MAX);
     let mut part = empty()?;
     let mut in_part = 0usize;
@@ -192,7 +184,6 @@ pub(super) fn merge_sparse<S: Storage>(
             in_part = 0;
         }
     }
-    debug_assert!(dims > 0);
     if in_part > 0 {
         writer.submit(&part)?;
     }

@@ -33,6 +33,10 @@ use tdb_fragment::{write_vacuum_list, TimeWindow};
 use tdb_index::{DomainOps, NDRange};
 use tdb_storage::Storage;
 
+fn unsupported(what: &str) -> QueryError {
+    QueryError::Unsupported(format!("consolidating {what}"))
+}
+
 /// What one fragment consolidation step wrote.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -185,6 +189,14 @@ fn merge_chosen<S: Storage>(
     chosen: &[usize],
     budget: u64,
 ) -> Result<FragmentConsolidation> {
+    // TileDB reads older fragments with the latest schema; not yet here.
+    let latest = &snapshot.open.schemas.latest().name;
+    if chosen
+        .iter()
+        .any(|&i| &snapshot.fragments[i].metadata.footer.array_schema_name != latest)
+    {
+        return Err(unsupported("fragments written under older schemas"));
+    }
     let written = if snapshot.schema().array_type == ArrayType::Dense {
         dense::merge_dense(storage, snapshot, chosen, &union(snapshot, chosen)?, budget)?
     } else {
