@@ -7,8 +7,9 @@
 //! multisets). Dense arrays merge without timestamps and TileDB's own
 //! dense merges change some answers (aggregates over tiles' fill values):
 //! a dense case is compared with TileDB's own consolidation of it,
-//! vacuumed, on the queries whose window holds each merged span whole or
-//! misses it.
+//! vacuumed (its fragments' timestamps, cell counts and non-empty domains,
+//! and its answers), on the queries whose window holds each merged span
+//! whole or misses it.
 //! Arrays tdb does not consolidate yet (deletes in the window, older
 //! schemas) are listed as skipped.
 //!

@@ -141,7 +141,7 @@ fn write(phase: &Phase, a: &Array, out: &str) -> Result<serde_json::Value, Error
 /// consolidating its fragments; the cells and check are a read of the
 /// consolidated copy's `fields` (untimed).
 fn consolidate(phase: &Phase, array: &str, out: &str) -> Result<serde_json::Value, Error> {
-    copy_dir(std::path::Path::new(array), std::path::Path::new(out))?;
+    tdb_testdata::copy_dir(std::path::Path::new(array), std::path::Path::new(out))?;
     let start = Instant::now();
     let a = Array::open(out)?;
     if a.consolidate_fragments(&tdb::FragmentSelection::default(), tdb::DEFAULT_BUDGET)?
@@ -154,20 +154,6 @@ fn consolidate(phase: &Phase, array: &str, out: &str) -> Result<serde_json::Valu
     let cells = a.read_all(ReadSpec::new(phase.fields.clone()))?;
     let check = cells.fields.iter().map(touch).sum();
     Ok(report(seconds, cells.num_cells, check))
-}
-
-fn copy_dir(from: &std::path::Path, to: &std::path::Path) -> std::io::Result<()> {
-    std::fs::create_dir_all(to)?;
-    for e in std::fs::read_dir(from)? {
-        let e = e?;
-        let target = to.join(e.file_name());
-        if e.file_type()?.is_dir() {
-            copy_dir(&e.path(), &target)?;
-        } else {
-            std::fs::copy(e.path(), target)?;
-        }
-    }
-    Ok(())
 }
 
 fn run(phase: &Phase, a: &Array) -> Result<(u64, f64), Error> {

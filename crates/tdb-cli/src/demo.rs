@@ -39,14 +39,20 @@ fn sparse_point(i: u64, side: u64) -> (i64, i64) {
 /// The point number at `(y, x)` ([`sparse_point`] inverted), whether or
 /// not that many points were written.
 fn sparse_index(y: i64, x: i64, side: u64) -> u64 {
-    // SCATTER's inverse modulo 2^64, by Newton's iteration (each step
-    // doubles the bits that are right).
-    let mut inverse = SCATTER;
-    for _ in 0..6 {
-        inverse = inverse.wrapping_mul(2u64.wrapping_sub(SCATTER.wrapping_mul(inverse)));
-    }
-    (y as u64 * side + x as u64).wrapping_mul(inverse) & (side * side - 1)
+    (y as u64 * side + x as u64).wrapping_mul(SCATTER_INVERSE) & (side * side - 1)
 }
+
+/// SCATTER's inverse modulo 2^64, by Newton's iteration (each step
+/// doubles the bits that are right), worked out once at compile time.
+const SCATTER_INVERSE: u64 = {
+    let mut inverse = SCATTER;
+    let mut step = 0;
+    while step < 6 {
+        inverse = inverse.wrapping_mul(2u64.wrapping_sub(SCATTER.wrapping_mul(inverse)));
+        step += 1;
+    }
+    inverse
+};
 
 fn f64s(f: &FieldBuffer) -> impl Iterator<Item = f64> + '_ {
     f.data

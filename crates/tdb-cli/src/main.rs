@@ -143,9 +143,10 @@ enum Command {
     /// array metadata files the window sees into one file spanning their
     /// timestamps, and a vacuum list naming them; `--mode fragment_meta`:
     /// the footers of the fragments the window sees into one `.meta` file.
-    /// `--mode fragments` (the default): the fragments the window sees into
-    /// one keeping every cell's timestamp (sparse arrays; dense ones not
-    /// yet). Readers see the same array.
+    /// `--mode fragments` (the default): fragments of the window chosen by
+    /// TileDB's rule (or `--fragments`) into one, sparse ones keeping every
+    /// cell's timestamp, dense ones merged over whole tiles. Readers see
+    /// the same array.
     Consolidate {
         /// The array directory.
         path: PathBuf,
@@ -343,14 +344,24 @@ fn open_for_change(
     at: Option<u64>,
     key: Option<&str>,
 ) -> Result<tdb::Array<LocalStorage>, CliError> {
-    let mut options = tdb::OpenOptions::new();
+    let mut options = open_options(None, key)?;
     if let Some(t) = at {
         options = options.at(t);
+    }
+    Ok(tdb::Array::open_with(path, options)?)
+}
+
+/// Open options from `--at` (`T` or `T1..T2`) and `--key`.
+fn open_options(at: Option<&str>, key: Option<&str>) -> Result<tdb::OpenOptions, CliError> {
+    let mut options = tdb::OpenOptions::new();
+    if at.is_some() {
+        let w = window(at)?;
+        options = options.between(w.start, w.end);
     }
     if let Some(k) = key_bytes(key)? {
         options = options.key(&k)?;
     }
-    Ok(tdb::Array::open_with(path, options)?)
+    Ok(options)
 }
 
 /// Which cells a read or an aggregate sees.
@@ -388,14 +399,7 @@ impl ReadArgs {
         path: &std::path::Path,
         fields: Option<&str>,
     ) -> Result<(tdb::Array<LocalStorage>, tdb::ReadSpec), CliError> {
-        let mut options = tdb::OpenOptions::new();
-        if self.at.is_some() {
-            let w = window(self.at.as_deref())?;
-            options = options.between(w.start, w.end);
-        }
-        if let Some(k) = key_bytes(self.key.as_deref())? {
-            options = options.key(&k)?;
-        }
+        let options = open_options(self.at.as_deref(), self.key.as_deref())?;
         let array = tdb::Array::open_with(path, options)?;
         let schema = array.schema();
         let fields = match fields {
@@ -546,10 +550,7 @@ fn run(cli: Cli) -> Result<bool, CliError> {
             key,
             to_key,
         } => {
-            let mut options = tdb::OpenOptions::new();
-            if let Some(k) = key_bytes(key.as_deref())? {
-                options = options.key(&k)?;
-            }
+            let options = open_options(None, key.as_deref())?;
             let to_key = key_bytes(to_key.as_deref())?;
             let from = LocalStorage::new(&src);
             if tdb_fragment::object_kind(&from, "")? == Some(tdb_fragment::ObjectKind::Group) {
@@ -636,14 +637,7 @@ fn run(cli: Cli) -> Result<bool, CliError> {
             fragments,
         } => {
             known_mode(&mode)?;
-            let mut options = tdb::OpenOptions::new();
-            if at.is_some() {
-                let w = window(at.as_deref())?;
-                options = options.between(w.start, w.end);
-            }
-            if let Some(k) = key_bytes(key.as_deref())? {
-                options = options.key(&k)?;
-            }
+            let options = open_options(at.as_deref(), key.as_deref())?;
             let array = tdb::Array::open_with(&path, options)?;
             if mode == "fragments" {
                 let budget = budget.unwrap_or(tdb::DEFAULT_BUDGET);
@@ -732,10 +726,7 @@ fn run(cli: Cli) -> Result<bool, CliError> {
                 reason: e.to_string(),
             })?;
             let (schema, enumerations) = tdb_cli::schema::from_json(&file, &text)?;
-            let mut options = tdb::OpenOptions::new();
-            if let Some(k) = key_bytes(key.as_deref())? {
-                options = options.key(&k)?;
-            }
+            let options = open_options(None, key.as_deref())?;
             tdb::Array::create_in(
                 LocalStorage::new(&path),
                 "",

@@ -37,14 +37,15 @@
 use crate::array_metadata::ArrayMetadata;
 use crate::commits::{ConsolidatedCommit, ConsolidatedCommits, IgnoreFile};
 use crate::create::{named, put, span_name, write_ignore_file, write_vacuum_list};
+use crate::directory::DirectoryListing;
 use crate::directory::TimeWindow;
-use crate::directory::{last_part, DirectoryListing};
 use crate::fragment_metadata::{ConsolidatedEntry, ConsolidatedFragmentMeta};
 use crate::open::{dir_label, list_object, read_files, LoadedFragment, OpenArray, ReadStorage};
 use crate::{FragmentError, Result};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use tdb_format::names::{COMMITS_DIR, CON_EXT, DEL_EXT, FRAGMENT_META_DIR, METADATA_DIR, META_EXT};
 use tdb_format::{FormatVersion, TimestampedName};
+use tdb_storage::last_component;
 use tdb_storage::{join, WritableStorage};
 
 /// What a metadata consolidation wrote.
@@ -309,7 +310,7 @@ pub fn consolidate_fragment_metadata<'s, S: WritableStorage + ?Sized>(
         entries: kept
             .iter()
             .map(|f| ConsolidatedEntry {
-                stored_name: last_part(&f.file.path).to_owned(),
+                stored_name: last_component(&f.file.path).to_owned(),
                 offset: 0,
                 footer: f.metadata.footer.clone(),
             })
@@ -330,7 +331,7 @@ pub fn vacuum_fragment_metadata<S: ReadStorage + WritableStorage + ?Sized>(
 ) -> Result<usize> {
     let all = OpenArray::open(storage, dir, TimeWindow::ALL, key)?;
     let files = &all.directory.fragment_metadata;
-    let end = |p: &String| TimestampedName::parse(last_part(p)).ok().map(|n| n.t2);
+    let end = |p: &String| TimestampedName::parse(last_component(p)).ok().map(|n| n.t2);
     let latest = files.iter().filter_map(end).max();
     delete_files(
         storage,

@@ -6,7 +6,6 @@
 //! directory is made. Each of these files is one whole-object write, so it
 //! is either there whole or not at all.
 
-use crate::directory::last_part;
 use crate::open::{dir_label, object_kind, ReadStorage};
 use crate::{
     DeleteCommit, FragmentError, GroupDetails, IgnoreFile, MetadataFile, Result, VacuumFile,
@@ -18,6 +17,7 @@ use tdb_format::names::{
 };
 use tdb_format::{FormatVersion, TimestampedName};
 use tdb_schema::{ArraySchema, Enumeration, Evolved, SchemaEntry, SchemaError};
+use tdb_storage::last_component;
 use tdb_storage::{join, WritableStorage};
 
 /// Creates an array at `dir`: checks `schema` by TileDB's rules, refuses a
@@ -179,7 +179,7 @@ pub fn write_vacuum_list<S: WritableStorage + ?Sized>(
 /// Writes an ignore file `__commits/<name>.ign` listing `commits` (paths
 /// relative to the array) that a `.con` holds but no reader may follow any
 /// more, named for their span at `version`. Returns its path.
-pub fn write_ignore_file<S: WritableStorage + ?Sized>(
+pub(crate) fn write_ignore_file<S: WritableStorage + ?Sized>(
     storage: &S,
     dir: &str,
     commits: &[String],
@@ -202,7 +202,8 @@ pub fn write_ignore_file<S: WritableStorage + ?Sized>(
 /// reversed, which no reader accepts: then their whole span.
 pub(crate) fn span_name(paths: &[String], version: FormatVersion) -> Result<TimestampedName> {
     let stamp = |p: &String| {
-        TimestampedName::parse(last_part(p)).map_err(|e| FragmentError::format(p, "commit name", e))
+        TimestampedName::parse(last_component(p))
+            .map_err(|e| FragmentError::format(p, "commit name", e))
     };
     let (Some(first), Some(last)) = (paths.first(), paths.last()) else {
         return Err(FragmentError::invalid(

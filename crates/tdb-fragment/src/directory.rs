@@ -28,6 +28,7 @@ use crate::{FragmentError, Result};
 use std::collections::{BTreeSet, HashMap, HashSet};
 use tdb_format::names::*;
 use tdb_format::{classify, ObjectFile, TimestampedName};
+use tdb_storage::last_component;
 
 /// One file of a listing.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -103,7 +104,7 @@ impl TimestampedFile {
     /// The last path component (a fragment's or schema's name, with any
     /// extension).
     pub fn file_name(&self) -> &str {
-        last_part(&self.path)
+        last_component(&self.path)
     }
 
     /// The format version the name implies (TileDB's `FragmentID`).
@@ -114,10 +115,6 @@ impl TimestampedFile {
     fn is_vacuum_file(&self) -> bool {
         self.path.ends_with(VAC_EXT)
     }
-}
-
-pub(crate) fn last_part(path: &str) -> &str {
-    path.rsplit('/').next().unwrap_or(path)
 }
 
 /// An array's commit files by kind (paths relative to the array).
@@ -239,25 +236,20 @@ impl DirectoryListing {
     /// The commit files, as commit consolidation and vacuuming see them,
     /// each kind in listing order.
     pub(crate) fn commit_files(&self) -> CommitFiles {
-        let paths = |ext: &str| -> Vec<String> {
-            self.in_dir(COMMITS_DIR)
-                .filter(|(f, _)| f.path.ends_with(ext))
+        fn ending<'a>(
+            files: impl Iterator<Item = &'a (ListedFile, ObjectFile)>,
+            exts: &[&str],
+        ) -> Vec<String> {
+            files
+                .filter(|(f, _)| exts.iter().any(|e| f.path.ends_with(e)))
                 .map(|(f, _)| f.path.clone())
                 .collect()
-        };
+        }
         CommitFiles {
-            con: paths(CON_EXT),
-            ign: paths(IGN_EXT),
-            commits: self
-                .in_dir(COMMITS_DIR)
-                .filter(|(f, _)| f.path.ends_with(WRT_EXT) || f.path.ends_with(DEL_EXT))
-                .map(|(f, _)| f.path.clone())
-                .collect(),
-            ok: self
-                .root_files()
-                .filter(|(f, _)| f.path.ends_with(OK_EXT))
-                .map(|(f, _)| f.path.clone())
-                .collect(),
+            con: ending(self.in_dir(COMMITS_DIR), &[CON_EXT]),
+            ign: ending(self.in_dir(COMMITS_DIR), &[IGN_EXT]),
+            commits: ending(self.in_dir(COMMITS_DIR), &[WRT_EXT, DEL_EXT]),
+            ok: ending(self.root_files(), &[OK_EXT]),
         }
     }
 
@@ -422,7 +414,7 @@ impl DirectoryListing {
 
         // v12+: commits in `.con` files, then `__commits/` itself.
         for c in consolidated.iter().filter(|c| c.ends_with(WRT_EXT)) {
-            let stem = &last_part(c)[..last_part(c).len() - WRT_EXT.len()];
+            let stem = &last_component(c)[..last_component(c).len() - WRT_EXT.len()];
             let name = marker_name(c, stem)?;
             fragments.push(TimestampedFile::new(
                 format!("{FRAGMENTS_DIR}/{stem}"),
@@ -432,7 +424,7 @@ impl DirectoryListing {
         for (f, kind) in &commits {
             match kind {
                 ObjectFile::WriteCommit(n) if !consolidated.contains(&f.path) => {
-                    let stem = last_part(&f.path).trim_end_matches(WRT_EXT);
+                    let stem = last_component(&f.path).trim_end_matches(WRT_EXT);
                     fragments.push(TimestampedFile::new(
                         format!("{FRAGMENTS_DIR}/{stem}"),
                         n.clone(),
@@ -561,7 +553,7 @@ impl DirectoryListing {
 
 /// Parses a condition marker's or commit's name (TileDB's `FragmentID`).
 fn marker_name(file: &str, marker: &str) -> Result<TimestampedName> {
-    TimestampedName::parse(last_part(marker))
+    TimestampedName::parse(last_component(marker))
         .map_err(|e| FragmentError::format(file, format!("commit name {marker:?}"), e))
 }
 
@@ -667,8 +659,8 @@ pub const CONSOLIDATION_WITH_TIMESTAMPS_MIN_VERSION: u32 = 15;
 pub fn select_latest_schema(schemas: &[String], timestamp: u64) -> Option<&str> {
     schemas
         .iter()
-        .filter(|p| last_part(p) != LEGACY_SCHEMA_FILE)
-        .rfind(|p| TimestampedName::parse(last_part(p)).is_ok_and(|n| n.t2 <= timestamp))
+        .filter(|p| last_component(p) != LEGACY_SCHEMA_FILE)
+        .rfind(|p| TimestampedName::parse(last_component(p)).is_ok_and(|n| n.t2 <= timestamp))
         .or_else(|| schemas.first())
         .map(String::as_str)
 }
@@ -718,6 +710,23 @@ pub struct FilteredFragments {
 }
 
 impl ArrayDirectory {
+    /// A directory of nothing but `window` and the schema files: what a
+    /// view reading fragments it was handed needs.
+    pub(crate) fn bare(window: TimeWindow, schemas: Vec<String>) -> Self {
+        ArrayDirectory {
+            window,
+            schemas,
+            unfiltered_fragments: Vec::new(),
+            consolidated_commits: BTreeSet::new(),
+            fragment_metadata: Vec::new(),
+            array_metadata: Vec::new(),
+            array_metadata_to_vacuum: Vec::new(),
+            array_metadata_vac_to_vacuum: Vec::new(),
+            conditions: Vec::new(),
+            vacuum_lists: HashMap::new(),
+        }
+    }
+
     /// TileDB's `filtered_fragment_uris(full_overlap_only)`: reads pass
     /// `dense` (true for dense arrays), fragment info and vacuuming pass
     /// `true`.
@@ -731,7 +740,7 @@ impl ArrayDirectory {
         )?;
         let (mut commits_to_vacuum, mut commits_to_ignore) = (Vec::new(), Vec::new());
         for path in &f.to_vacuum {
-            let name = last_part(path);
+            let name = last_component(path);
             let commit = match self
                 .unfiltered_fragments
                 .iter()

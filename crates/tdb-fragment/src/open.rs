@@ -280,6 +280,21 @@ impl OpenArray {
         })
     }
 
+    /// The array as a read of fragments handed to it sees it, its window
+    /// ending at `end`: the same key and schemas, but no listing, commits,
+    /// deletes or metadata files, so it stays small (a merge holds one per
+    /// input fragment).
+    pub fn reading_view(&self, end: u64) -> OpenArray {
+        let window = TimeWindow::new(self.directory.window.start, end);
+        OpenArray {
+            dir: self.dir.clone(),
+            listing: DirectoryListing::new(&[]),
+            directory: ArrayDirectory::bare(window, self.directory.schemas.clone()),
+            schemas: self.schemas.clone(),
+            key: self.key,
+        }
+    }
+
     /// The AES-256-GCM key the array was opened with.
     pub fn key(&self) -> Option<&[u8; 32]> {
         self.key.as_ref()
@@ -336,7 +351,7 @@ pub struct LoadedFragment {
     pub from_consolidated: bool,
     /// The size of its `__fragment_metadata.tdb`, when its footer was read
     /// from there (a read learns the size for free).
-    pub metadata_file_size: Option<u64>,
+    pub(crate) metadata_file_size: Option<u64>,
 }
 
 impl OpenArray {

@@ -1,6 +1,7 @@
 //! The bounded worker pools reads and writes run their tiles on: one
 //! pool per call, at most `threads` workers, each with its own state (a
-//! filter workspace), a worker's panic turned into an error.
+//! filter workspace). A job's panic (or the sink's) is an error, whether
+//! it ran on a worker or, for few jobs, on the calling thread.
 
 use crate::{QueryError, Result};
 use std::collections::BTreeMap;
@@ -26,7 +27,7 @@ pub(crate) fn map_all<J: Sync, T: Send, S>(
     let threads = threads.clamp(1, n.max(1));
     if threads == 1 || n < FEW * threads {
         let mut state = init();
-        return jobs.iter().map(|j| f(&mut state, j)).collect();
+        return jobs.iter().map(|j| guarded(|| f(&mut state, j))).collect();
     }
     let next = AtomicUsize::new(0);
     let mut results: Vec<Option<Result<T>>> = (0..n).map(|_| None).collect();
@@ -80,7 +81,8 @@ pub(crate) fn map_ordered<T: Send, S>(
     if threads == 1 || n < FEW * threads {
         let mut state = init();
         for i in 0..n {
-            sink(i, f(&mut state, i)?)?;
+            let t = guarded(|| f(&mut state, i))?;
+            guarded(|| sink(i, t))?;
         }
         return Ok(());
     }
@@ -165,7 +167,7 @@ fn guarded<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
 }
 
 fn panicked() -> QueryError {
-    QueryError::invalid("a tile worker panicked")
+    QueryError::invalid("a tile job panicked")
 }
 
 #[cfg(test)]

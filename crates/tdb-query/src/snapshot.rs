@@ -73,24 +73,12 @@ impl Snapshot {
     /// the schema in force when it was written (at its end timestamp).
     /// Reads of a dense fragment return exactly the cells it holds (what a
     /// copy rewrites; sparse fragments: [`Snapshot::sparse_fragment_alone`]).
-    /// A view for reading:
-    /// its directory keeps the window and schemas, not the listings (a
-    /// merge holds one view per fragment at once, so each must stay small).
+    /// A small view ([`OpenArray::reading_view`]): a merge holds one per
+    /// fragment at once.
     pub fn fragment_alone(&self, i: usize) -> Option<Snapshot> {
         let f = self.fragments.get(i)?;
-        let mut open = self.open.clone();
-        open.listing = tdb_fragment::DirectoryListing::new(&[]);
-        let d = &mut open.directory;
-        d.conditions.clear();
-        d.window.end = f.file.name.timestamp_range().1;
-        d.unfiltered_fragments.clear();
-        d.consolidated_commits.clear();
-        d.fragment_metadata.clear();
-        d.array_metadata.clear();
-        d.array_metadata_to_vacuum.clear();
-        d.array_metadata_vac_to_vacuum.clear();
         Some(Snapshot {
-            open,
+            open: self.open.reading_view(f.file.name.timestamp_range().1),
             fragments: vec![f.clone()],
             enumerations: self.enumerations.clone(),
         })

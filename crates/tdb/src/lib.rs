@@ -374,13 +374,13 @@ impl<S: tdb_storage::Storage> Array<S> {
     }
 
     /// Consolidates the fragments whose timestamps lie in the array's
-    /// window, as TileDB's fragment consolidation does for sparse arrays
-    /// with the same settings (`FragmentSelection::default()` is TileDB's:
-    /// every fragment of the window in one step): every cell with its
-    /// timestamp, so reads at every time answer as before; then a vacuum
-    /// list naming the fragments replaced. Returns the steps taken.
-    /// Dense arrays, delete commits in the window and fragments under older
-    /// schemas are not consolidated yet. The fragments are read and merged
+    /// window, as TileDB's fragment consolidation does with the same
+    /// settings (`FragmentSelection::default()` is TileDB's: every fragment
+    /// of the window in one step): sparse fragments keep every cell's
+    /// timestamp, so reads at every time answer as before; dense ones merge
+    /// over whole tiles, as TileDB's; then a vacuum list naming the
+    /// fragments replaced. Returns the steps taken. Delete commits in the
+    /// window and fragments under older schemas are not consolidated yet. The fragments are read and merged
     /// under `budget` bytes (`tdb::DEFAULT_BUDGET` is the reads' default):
     /// a larger array takes more batches, not more memory.
     pub fn consolidate_fragments(

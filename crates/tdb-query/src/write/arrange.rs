@@ -180,7 +180,7 @@ impl Arrangement {
     /// Tiles in the arrangement.
     pub(crate) fn tile_num(&self) -> u64 {
         match self {
-            Arrangement::Dense { grid, .. } => grid.tile_num().unwrap_or(0),
+            Arrangement::Dense { grid } => grid.tile_num().unwrap_or(0),
             Arrangement::Sparse { mbrs, .. } => mbrs.len() as u64,
             Arrangement::Run {
                 start,
@@ -198,7 +198,7 @@ impl Arrangement {
             out.extend(cells);
         };
         match self {
-            Arrangement::Dense { grid, .. } => {
+            Arrangement::Dense { grid } => {
                 return grid
                     .sources(t, out)
                     .ok_or_else(|| QueryError::invalid(format!("no tile {t} in the write")))
@@ -228,8 +228,8 @@ impl Arrangement {
     /// position, in order.
     pub(crate) fn stats_order(&self, t: u64) -> Result<Option<Vec<usize>>> {
         match self {
-            Arrangement::Dense { grid, .. } if grid.writes_tile_in_order(t) => Ok(None),
-            Arrangement::Dense { grid, .. } => grid
+            Arrangement::Dense { grid } if grid.writes_tile_in_order(t) => Ok(None),
+            Arrangement::Dense { grid } => grid
                 .written_cells(t)
                 .map(Some)
                 .ok_or_else(|| QueryError::invalid(format!("no tile {t} in the write"))),
@@ -246,7 +246,7 @@ impl Arrangement {
             r => r as u64,
         };
         match self {
-            Arrangement::Dense { grid, .. } => grid.tile_cells() as u64,
+            Arrangement::Dense { grid } => grid.tile_cells() as u64,
             Arrangement::Sparse {
                 order, capacity, ..
             } => last(order.len(), *capacity),
