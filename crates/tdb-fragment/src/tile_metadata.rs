@@ -508,6 +508,25 @@ impl FieldStats {
         matches!(self.datatype, Datatype::Char | Datatype::StringAscii)
     }
 
+    /// A tile's null count by TileDB's rules: 0 for fields that are not
+    /// nullable and for var-size ones without a min and max; over the whole
+    /// tile (written or not) for other fields without them; else over the
+    /// cells `order` lists (`None`: all). `validity` and `order` as for
+    /// [`FieldStats::tile`].
+    pub fn null_count(&self, validity: Option<&[u8]>, order: Option<&[usize]>) -> u64 {
+        let (Some(v), true) = (validity, self.nullable) else {
+            return 0;
+        };
+        let min_max = self.min_max();
+        if !min_max && self.var {
+            return 0;
+        }
+        match order {
+            Some(o) if min_max => o.iter().filter(|&&i| v.get(i) == Some(&0)).count() as u64,
+            _ => v.iter().filter(|&&b| b == 0).count() as u64,
+        }
+    }
+
     /// Metadata of one tile: `data` is its fixed cells, or for var-size
     /// fields its var bytes with `offsets` (one start per cell, from 0);
     /// `validity` one byte per cell for nullable fields. `order` lists the
@@ -533,17 +552,7 @@ impl FieldStats {
         }
         let null = |i: usize| validity.is_some_and(|v| v.get(i) == Some(&0));
         let min_max = self.min_max();
-        if self.nullable {
-            m.null_count = if !min_max && self.var {
-                0
-            } else if !min_max || order.is_none() {
-                // Without min and max TileDB counts the whole tile,
-                // written or not.
-                validity.map_or(0, |v| v.iter().filter(|&&b| b == 0).count() as u64)
-            } else {
-                order.map_or(0, |o| o.iter().filter(|&&i| null(i)).count() as u64)
-            };
-        }
+        m.null_count = self.null_count(validity, order);
         if min_max && self.chars() {
             let cell = |i: usize| -> &[u8] {
                 match offsets {

@@ -11,7 +11,7 @@ use crate::open::{
     dir_label, object_files, object_kind, read_files, read_fragment_metadata, schema_history,
     ObjectKind, ReadStorage,
 };
-use crate::tile_metadata::{self, has_min_max, FieldStats};
+use crate::tile_metadata::{self, FieldStats};
 use crate::{
     Footer, FragmentError, FragmentMetadata, Result, Section, SectionData, TimeWindow,
     TimestampedFile,
@@ -975,12 +975,8 @@ impl<'a, S: ReadStorage + ?Sized> Scrub<'a, S> {
             // Var-size values are not at hand here: only the null count,
             // which TileDB takes over the written cells where the field has
             // a min and max, and leaves 0 otherwise.
-            if let (Some(v), Some(stored)) = (validity, stored_nulls) {
-                let nulls = match order {
-                    _ if !has_min_max(attr.datatype, false, true, attr.cell_val_num) => 0,
-                    Some(o) => o.iter().filter(|&&p| v.get(p) == Some(&0)).count(),
-                    None => v.iter().filter(|&&b| b == 0).count(),
-                } as u64;
+            if let (Some(_), Some(stored)) = (validity, stored_nulls) {
+                let nulls = fs.null_count(validity, order);
                 if stored != nulls {
                     problem("null count", stored.to_string(), nulls.to_string());
                 }

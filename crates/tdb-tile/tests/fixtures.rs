@@ -201,10 +201,9 @@ fn every_data_tile_unfilters_and_deterministic_pipelines_are_byte_exact() {
             let bytes = obj.read(rel);
             let key = (fragment.to_string(), format!("{which:?}"));
             let var_field = f.field_cell_size.is_none();
-            let (pipeline, datatype, cell_size) = (f.pipeline.clone(), f.datatype, f.cell_size);
-            let filters = TileFilters::new(&pipeline, datatype, cell_size, version)
-                .with_key(obj.key.as_ref());
-            if pipeline
+            let cell_size = f.cell_size;
+            let filters = f.tile_filters(version, obj.key.as_ref());
+            if f.pipeline
                 .filters
                 .iter()
                 .any(|f| matches!(f, Filter::Webp { .. }))
@@ -259,7 +258,7 @@ fn every_data_tile_unfilters_and_deterministic_pipelines_are_byte_exact() {
                 filters
                     .filter(&at, &mut ws, data, offsets, &mut again)
                     .unwrap_or_else(|e| panic!("{e}"));
-                if deterministic(&pipeline) {
+                if deterministic(&f.pipeline) {
                     assert_eq!(
                         &again, filtered,
                         "{at}: forward differs from TileDB's bytes"

@@ -72,7 +72,7 @@ impl ConsolidatedFragmentMeta {
             heads.push((name, offset));
         }
         let mut entries = Vec::with_capacity(heads.len());
-        for (stored_name, offset) in heads {
+        for (stored_name, offset) in heads.iter().cloned() {
             let at = usize::try_from(offset)
                 .ok()
                 .filter(|o| *o <= content.len())
@@ -83,8 +83,15 @@ impl ConsolidatedFragmentMeta {
                         format!("{offset} beyond the tile's {} bytes", content.len()),
                     )
                 })?;
+            // Footers lie back to back: each ends where the next begins.
+            let end = heads
+                .iter()
+                .filter_map(|(_, o)| usize::try_from(*o).ok())
+                .filter(|o| *o > at && *o <= content.len())
+                .min()
+                .unwrap_or(content.len());
             let label = format!("{file}: footer of {stored_name}");
-            let (footer, _) = Footer::parse_fields(&content[at..], schemas, &label)?;
+            let (footer, _) = Footer::parse_fields(&content[at..end], schemas, &label)?;
             entries.push(ConsolidatedEntry {
                 stored_name,
                 offset,

@@ -298,9 +298,10 @@ impl Footer {
         Ok(FooterRead::Done(footer))
     }
 
-    /// Parses a footer's fields from the front of `input` (as consolidated
-    /// fragment metadata stores them), returning it and the bytes it took.
-    /// `file` names the containing file in errors.
+    /// Parses a footer's fields from `input`, which holds that footer and
+    /// nothing after it (its file's footer, or its stretch of consolidated
+    /// fragment metadata), returning it and the bytes it took. `file` names
+    /// the containing file in errors.
     pub fn parse_fields<'s>(
         input: &[u8],
         schemas: &dyn Fn(&str) -> Option<&'s ArraySchema>,
@@ -403,8 +404,9 @@ impl Footer {
             offsets.tile_null_counts = r.u64s(fixed_n as u64, "tile null counts offsets")?;
         }
         // TileDB writes this offset from v11 on but reads it from v12: the
-        // v11 fragments recent TileDB writes (consolidating an old array)
-        // end with it, the ones TileDB 2.x wrote at v11 do not.
+        // v11 footers recent TileDB writes (consolidating an old array) end
+        // with it, the ones TileDB 2.x wrote at v11 do not; the footer's
+        // length tells them apart.
         if version >= 12 || (version == 11 && r.input.len() == 8) {
             offsets.fragment_summary = Some(r.u64("fragment min max sum null count offset")?);
         }
@@ -469,8 +471,8 @@ impl Footer {
     /// and per-cell timestamps when `has_timestamps` (a fragment consolidated
     /// with timestamps; no delete metadata); the non-empty domain, tile
     /// counts, sizes and offsets empty or zero until the writer fills them
-    /// (`last_tile_cell_num` as TileDB's: a dense tile's whole extent, the
-    /// cells of a sparse fragment's last tile).
+    /// (it sets `last_tile_cell_num` as TileDB does: a dense tile's whole
+    /// extent, the cells of a sparse fragment's last tile).
     pub fn new_written(schema: &ArraySchema, schema_name: &str, has_timestamps: bool) -> Footer {
         let (a, d) = (schema.attributes.len(), schema.domain.dimensions.len());
         let version = FormatVersion::WRITTEN.get();
