@@ -37,12 +37,23 @@ fn timestamps_read_from_tiledb_and_refused_where_there_are_none() {
     let dir = tdb_testdata::root().join("consolidated_after_vacuum/array");
     let a = tdb::Array::open(&dir).unwrap();
     let got = a
-        .read_all(ReadSpec::new(vec![TIMESTAMPS_FIELD.to_owned()]))
+        .read_all(ReadSpec::new(vec![
+            "a".to_owned(),
+            TIMESTAMPS_FIELD.to_owned(),
+        ]))
         .unwrap();
-    // The latest version of each of the 10 cells, written at 1 to 4.
-    let ts = values(&got.fields[0]);
+    // The latest version of each of the 10 cells, written at 1 to 4: the
+    // generator wrote `a = i + 100 t` at time t, so each cell's timestamp
+    // is its value's hundreds.
+    let ts = values(&got.fields[1]);
+    let a_values: Vec<u64> = got.fields[0]
+        .data
+        .chunks_exact(4)
+        .map(|c| i32::from_le_bytes(c.try_into().unwrap()) as u64)
+        .collect();
     assert_eq!(ts.len(), 10);
-    assert!(ts.iter().all(|t| (1..=4).contains(t)), "{ts:?}");
+    let from_values: Vec<u64> = a_values.iter().map(|v| v / 100).collect();
+    assert_eq!(ts, from_values, "values {a_values:?}");
     assert!(ts.contains(&1) && ts.contains(&4), "{ts:?}");
     let plain = tdb::Array::open(tdb_testdata::root().join("sparse_2d_int/array")).unwrap();
     let e = plain

@@ -62,12 +62,7 @@ fn tdbs_merged_dense_fragment_is_tiledbs() {
         (1, 3)
     );
     let ours = format!("__fragments/{}", done[0].written.fragment);
-    for entry in std::fs::read_dir(saved.path()).unwrap() {
-        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
-        let theirs = std::fs::read(saved.path().join(&name)).unwrap();
-        let mine = std::fs::read(tmp.path().join(&ours).join(&name)).unwrap();
-        assert!(theirs == mine, "{name} differs from TileDB's");
-    }
+    assert_same_files(saved.path(), &tmp.path().join(&ours));
     a.vacuum_fragments().unwrap();
     assert_eq!(cells(tmp.path(), None), before);
 }

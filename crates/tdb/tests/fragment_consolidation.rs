@@ -2,7 +2,8 @@
 //! consolidated in `consolidated_before_vacuum`, tdb's consolidated
 //! fragment is TileDB's, file for file; reads at every time answer the same
 //! before and after consolidating and vacuuming; stopped at any write or
-//! delete, the array reads as before.
+//! delete, the array reads as before; an array 20 times the budget is read
+//! in batches within it; steps and lists merge what TileDB's would.
 
 use tdb::{Datatype, FieldBuffer, FragmentSelection, OpenOptions, ReadSpec, WriteSpec};
 use tdb_format::ArrayType;
@@ -81,12 +82,7 @@ fn tdbs_consolidated_fragment_is_tiledbs() {
     assert_eq!(done.replaced.len(), 4);
     let ours = format!("__fragments/{}", done.written.fragment);
     assert!(ours.starts_with("__fragments/__1_4_"), "{ours}");
-    for entry in std::fs::read_dir(saved.path()).unwrap() {
-        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
-        let theirs = std::fs::read(saved.path().join(&name)).unwrap();
-        let mine = std::fs::read(tmp.path().join(&ours).join(&name)).unwrap();
-        assert!(theirs == mine, "{name} differs from TileDB's");
-    }
+    assert_same_files(saved.path(), &tmp.path().join(&ours));
     assert_eq!(at(), before, "consolidated, not vacuumed");
     assert_eq!(a.vacuum_fragments().unwrap(), 4);
     assert_eq!(tdb::Array::open(tmp.path()).unwrap().fragments().len(), 1);
@@ -167,7 +163,7 @@ fn consolidation_or_vacuum_stopped_anywhere_reads_as_before() {
 /// fragment read in batches within its share), into the same cells.
 #[test]
 fn an_array_twenty_times_the_budget_consolidates() {
-    let store = MemoryStorage::new();
+    let store = tdb_storage::RecordingStorage::new(MemoryStorage::new());
     let schema = ArraySchema::builder(ArrayType::Sparse)
         .dimension(DimensionBuilder::range("d", 0i32..=999_999).tile_extent(1000i32))
         .attribute(AttributeBuilder::new("a", Datatype::Int32))
@@ -187,12 +183,39 @@ fn an_array_twenty_times_the_budget_consolidates() {
     let at = || seen_in(&store);
     let before = at();
     let a = tdb::Array::open_in(&store, "", OpenOptions::new()).unwrap();
+    let inputs: Vec<String> = a.fragments().iter().map(|f| f.file.path.clone()).collect();
+    store.take();
     let done = a
         .consolidate_fragments(&FragmentSelection::default(), budget)
         .unwrap()
         .pop()
         .unwrap();
     assert_eq!(done.written.cells, 4 * per as u64);
+    // The inputs' tiles came in many batches, none larger than the budget.
+    let batches: Vec<u64> = store
+        .take()
+        .iter()
+        .filter_map(|r| match r {
+            tdb_storage::Request::ReadRanges { ranges } => Some(
+                ranges
+                    .iter()
+                    .filter(|(key, _, _)| {
+                        !key.ends_with("__fragment_metadata.tdb")
+                            && inputs.iter().any(|f| key.starts_with(f.as_str()))
+                    })
+                    .map(|(_, _, bytes)| bytes.unwrap_or(0))
+                    .sum::<u64>(),
+            ),
+            _ => None,
+        })
+        .filter(|&b| b > 0)
+        .collect();
+    assert!(batches.len() >= 20, "{} batches", batches.len());
+    let most = batches.iter().max().copied().unwrap_or(0);
+    assert!(
+        most <= budget,
+        "a batch of {most} bytes under a budget of {budget}"
+    );
     a.vacuum_fragments().unwrap();
     assert_eq!(at(), before);
 }

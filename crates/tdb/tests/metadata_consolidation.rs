@@ -1,6 +1,7 @@
 //! Array metadata consolidation and vacuuming: the metadata reads the same
-//! at every time before vacuuming, and as TileDB's consolidated fixture
-//! reads after (windows ending inside the consolidated span see nothing);
+//! at every time before vacuuming, and by TileDB's rule after (windows
+//! ending inside the consolidated span see nothing): for the writes of
+//! `consolidated_array_meta`, what TileDB saw after its own consolidation;
 //! stopped at any write or delete, the array reads as before.
 
 use tdb::{Datatype, MetadataEntry, MetadataValue, OpenOptions};
@@ -61,7 +62,7 @@ fn meta_files(store: &Store) -> usize {
 }
 
 #[test]
-fn consolidated_metadata_reads_the_same_and_vacuums_as_tiledb() {
+fn consolidated_metadata_reads_the_same_before_vacuum_and_by_tiledbs_rule_after() {
     let store = array();
     let before = seen(&store);
     assert_eq!(before[4].len(), 4, "{:?}", before[4]);
@@ -116,5 +117,65 @@ fn consolidation_or_vacuum_stopped_at_any_write_reads_as_before() {
         a.vacuum_metadata().unwrap();
         assert_eq!(meta_files(&store), 1);
         assert_eq!(seen(&store)[4], before[4]);
+    }
+}
+
+/// The writes of `consolidated_array_meta` (xtask/fixtures/gen_current.py),
+/// consolidated and vacuumed by tdb, read at 1, 2 and 3 as TileDB read
+/// its own consolidation of them (the case's `metadata_at`).
+#[test]
+fn tdbs_consolidation_reads_as_tiledbs_consolidated_array_meta() {
+    let case = tdb_testdata::root().join("consolidated_array_meta");
+    let tmp = tempfile::tempdir().unwrap();
+    tdb_testdata::copy_dir(&case.join("array"), tmp.path()).unwrap();
+    std::fs::remove_dir_all(tmp.path().join("__meta")).unwrap();
+    let at = |t: u64| tdb::Array::open_with(tmp.path(), OpenOptions::new().at(t)).unwrap();
+    for t in 1..=3u64 {
+        let text = format!("v{t}");
+        let shared =
+            MetadataValue::new(Datatype::StringUtf8, text.len() as u32, text.into_bytes()).unwrap();
+        at(t)
+            .write_metadata([
+                put_int(&format!("k{t}"), t as i64),
+                MetadataEntry::Put {
+                    key: "shared".into(),
+                    value: shared,
+                },
+            ])
+            .unwrap();
+    }
+    let a = at(u64::MAX);
+    a.consolidate_metadata().unwrap().unwrap();
+    a.vacuum_metadata().unwrap();
+    let expected: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(case.join("expected.json")).unwrap()).unwrap();
+    for want in expected["metadata_at"].as_array().unwrap() {
+        let t = want["timestamp"].as_u64().unwrap();
+        let want: Vec<(String, String)> = want["metadata"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| {
+                (
+                    m["key"].as_str().unwrap().to_owned(),
+                    m["value"].to_string(),
+                )
+            })
+            .collect();
+        let got: Vec<(String, String)> = at(t)
+            .metadata()
+            .unwrap()
+            .iter()
+            .map(|(k, v)| {
+                let value = match v.datatype {
+                    Datatype::Int64 => {
+                        format!("[{}]", i64::from_le_bytes(v.bytes[..8].try_into().unwrap()))
+                    }
+                    _ => format!("{:?}", String::from_utf8_lossy(&v.bytes)),
+                };
+                (k.to_owned(), value)
+            })
+            .collect();
+        assert_eq!(got, want, "at {t}");
     }
 }

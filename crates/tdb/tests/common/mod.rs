@@ -27,3 +27,25 @@ pub fn put_int(key: &str, v: i64) -> MetadataEntry {
         value: int_value(v),
     }
 }
+
+/// The files of directory `ours` are those of `theirs` (TileDB's), name
+/// for name and byte for byte.
+pub fn assert_same_files(theirs: &std::path::Path, ours: &std::path::Path) {
+    let names = |dir: &std::path::Path| -> Vec<String> {
+        let mut n: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        n.sort();
+        n
+    };
+    let files = names(theirs);
+    assert_eq!(names(ours), files, "the files differ from TileDB's");
+    for name in files {
+        let (t, o) = (
+            std::fs::read(theirs.join(&name)).unwrap(),
+            std::fs::read(ours.join(&name)).unwrap(),
+        );
+        assert!(t == o, "{name} differs from TileDB's");
+    }
+}
