@@ -10,8 +10,8 @@
 //! vacuumed (its fragments' timestamps, cell counts and non-empty domains,
 //! and its answers), on the queries whose window holds each merged span
 //! whole or misses it.
-//! Arrays tdb does not consolidate yet (deletes in the window, older
-//! schemas) are listed as skipped.
+//! Arrays tdb does not consolidate yet (older schemas) are listed as
+//! skipped.
 //!
 //! And the fragments tdb chooses are TileDB's: for each of [`SETTINGS`],
 //! another copy of every case is consolidated by tdb and one by TileDB

@@ -182,6 +182,11 @@ enum Command {
         /// inputs hold (`amplification`; default 1).
         #[arg(long)]
         amplification: Option<f32>,
+        /// Fragments: drop the cells delete commits removed instead of
+        /// keeping them with when they were deleted (`purge_deleted_cells`;
+        /// reads before the delete no longer see them).
+        #[arg(long)]
+        purge_deleted_cells: bool,
         /// Fragments: merge exactly these fragments (names, comma-separated)
         /// instead of choosing.
         #[arg(long, value_delimiter = ',')]
@@ -634,6 +639,7 @@ fn run(cli: Cli) -> Result<bool, CliError> {
             step_max_frags,
             step_size_ratio,
             amplification,
+            purge_deleted_cells,
             fragments,
         } => {
             known_mode(&mode)?;
@@ -649,11 +655,12 @@ fn run(cli: Cli) -> Result<bool, CliError> {
                     selection.max_frags = step_max_frags.unwrap_or(selection.max_frags);
                     selection.size_ratio = step_size_ratio.unwrap_or(selection.size_ratio);
                     selection.amplification = amplification.unwrap_or(selection.amplification);
+                    selection.purge_deleted_cells = purge_deleted_cells;
                     array.consolidate_fragments(&selection, budget)?
                 } else {
                     let names: Vec<&str> = fragments.iter().map(String::as_str).collect();
                     array
-                        .consolidate_fragment_list(&names, budget)?
+                        .consolidate_fragment_list(&names, purge_deleted_cells, budget)?
                         .into_iter()
                         .collect()
                 };

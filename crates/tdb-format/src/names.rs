@@ -75,6 +75,14 @@ pub const TIMESTAMPS_FIELD: &str = "__timestamps";
 pub const DELETE_TIMESTAMPS_STEM: &str = "dt";
 /// Per-cell delete condition indexes (file stem, v15+).
 pub const DELETE_CONDITION_INDEX_STEM: &str = "dci";
+/// The per-cell delete timestamps as a field (TileDB's
+/// `constants::delete_timestamps`): UINT64, when each cell was deleted
+/// (`u64::MAX`: never), in fragments consolidated with delete metadata.
+pub const DELETE_TIMESTAMPS_FIELD: &str = "__delete_timestamps";
+/// The per-cell delete condition indexes as a field (TileDB's
+/// `constants::delete_condition_index`): UINT64, which of the fragment's
+/// processed conditions deleted each cell (`u64::MAX`: none).
+pub const DELETE_CONDITION_INDEX_FIELD: &str = "__delete_condition_index";
 
 /// A fresh random label as TileDB's `random_label` makes them for fragment,
 /// schema, metadata and enumeration names: 32 lowercase hex digits.

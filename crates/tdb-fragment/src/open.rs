@@ -4,7 +4,8 @@
 
 use crate::directory::{DirectoryListing, ListedFile};
 use crate::fragment_metadata::{
-    ConsolidatedFragmentMeta, Footer, FooterRead, FragmentMetadata, LegacyMetadata,
+    ConsolidatedFragmentMeta, Footer, FooterRead, FragmentMetadata, LegacyMetadata, Section,
+    SectionData,
 };
 use crate::{
     ArrayDirectory, ArrayMetadata, FragmentError, GroupDirectory, GroupMembers, Result, TimeWindow,
@@ -425,6 +426,65 @@ impl OpenArray {
 }
 
 impl OpenArray {
+    /// The processed conditions (delete and update commits already applied
+    /// to their cells, by TileDB's condition markers) of fragments `frags`,
+    /// read in one batch; fragments whose footer has no such section
+    /// (before v16) have none.
+    pub fn processed_conditions<S: ReadStorage + ?Sized>(
+        &self,
+        storage: &S,
+        frags: &[&LoadedFragment],
+    ) -> Result<Vec<Vec<String>>> {
+        let mut requests = Vec::new();
+        let mut asked = Vec::new();
+        for (i, f) in frags.iter().enumerate() {
+            if f.metadata.footer.offsets.processed_conditions.is_none() {
+                continue;
+            }
+            // The last section ends where the footer starts: found from
+            // the file's size when the footer came from elsewhere.
+            let mut footer = std::borrow::Cow::Borrowed(&f.metadata.footer);
+            if footer.offset.is_none() {
+                footer.to_mut().locate(self.metadata_file_size(storage, f)?);
+            }
+            let name = f.file.file_name();
+            let r = footer.section_range(Section::ProcessedConditions, name)?;
+            let file = join(&join(&self.dir, &f.file.path), FRAGMENT_METADATA_FILE);
+            requests.push(RangeRequest::new(
+                file,
+                ByteRange::new(r.start, r.end - r.start),
+            ));
+            asked.push(i);
+        }
+        let reads = storage
+            .read_ranges(&requests)
+            .map_err(|e| FragmentError::storage(dir_label(&self.dir), e))?;
+        let mut out = vec![Vec::new(); frags.len()];
+        for (i, read) in asked.into_iter().zip(reads) {
+            let f = frags[i];
+            let read = read.ok_or_else(|| {
+                FragmentError::missing(
+                    &format!("{}/{FRAGMENT_METADATA_FILE}", f.file.path),
+                    "the file",
+                )
+            })?;
+            let schema = self
+                .schemas
+                .by_name(&f.metadata.footer.array_schema_name)
+                .unwrap_or_else(|| self.schemas.latest());
+            if let SectionData::Conditions(c) = f.metadata.footer.read_section(
+                Section::ProcessedConditions,
+                &read.bytes,
+                self.key(),
+                &schema.schema,
+                f.file.file_name(),
+            )? {
+                out[i] = c;
+            }
+        }
+        Ok(out)
+    }
+
     /// A fragment's size as TileDB's fragment info reports it (and its
     /// consolidation weighs fragments by): the data file sizes its footer
     /// records plus its metadata file's size (asked of `storage` when its
@@ -441,22 +501,30 @@ impl OpenArray {
             .chain(&footer.file_var_sizes)
             .chain(&footer.file_validity_sizes)
             .fold(0u64, |a, b| a.saturating_add(*b));
-        let meta = match f.metadata_file_size {
-            Some(n) => n,
-            None => {
-                let file = join(&join(&self.dir, &f.file.path), FRAGMENT_METADATA_FILE);
-                storage
-                    .size(&file)
-                    .map_err(|e| FragmentError::storage(dir_label(&self.dir), e))?
-                    .ok_or_else(|| {
-                        FragmentError::missing(
-                            &format!("{}/{FRAGMENT_METADATA_FILE}", f.file.path),
-                            "the file",
-                        )
-                    })?
-            }
-        };
-        Ok(data.saturating_add(meta))
+        Ok(data.saturating_add(self.metadata_file_size(storage, f)?))
+    }
+
+    /// The size of a fragment's `__fragment_metadata.tdb`: known from the
+    /// footer's suffix read, else asked of `storage` (footers read from
+    /// consolidated fragment metadata).
+    fn metadata_file_size<S: ReadStorage + ?Sized>(
+        &self,
+        storage: &S,
+        f: &LoadedFragment,
+    ) -> Result<u64> {
+        if let Some(n) = f.metadata_file_size {
+            return Ok(n);
+        }
+        let file = join(&join(&self.dir, &f.file.path), FRAGMENT_METADATA_FILE);
+        storage
+            .size(&file)
+            .map_err(|e| FragmentError::storage(dir_label(&self.dir), e))?
+            .ok_or_else(|| {
+                FragmentError::missing(
+                    &format!("{}/{FRAGMENT_METADATA_FILE}", f.file.path),
+                    "the file",
+                )
+            })
     }
 }
 

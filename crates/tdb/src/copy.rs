@@ -7,7 +7,7 @@
 //! (`to_key`) or decrypted.
 
 use crate::{Array, Error, Group, OpenOptions, Result};
-use tdb_format::ArrayType;
+use tdb_format::{names, ArrayType};
 use tdb_fragment::{
     write_delete, write_enumeration, write_group_details, write_metadata, write_schema,
     DeleteCommit, FragmentError, GroupDetails, MetadataFile, ObjectKind, ReadStorage, TimeWindow,
@@ -35,8 +35,9 @@ pub struct CopySummary {
 /// of `dst`, encrypted with `to_key` (or not). Refuses a `dir` that already
 /// holds an array. Fragments consolidated with timestamps keep every
 /// version of a cell with its timestamp; sparse fragments of dense arrays
-/// (written by TileDB before 2.5) are copied as such. Delete metadata of
-/// consolidated fragments and update commits are not copied yet: such
+/// (written by TileDB before 2.5) are copied as such, and fragments
+/// merged over delete commits keep their delete metadata (and name the
+/// copied commits as processed). Update commits are not copied yet: such
 /// arrays are refused rather than copied wrong.
 pub fn copy<S: ReadStorage, D: Storage>(
     src: &Array<S>,
@@ -91,15 +92,42 @@ pub fn copy<S: ReadStorage, D: Storage>(
         }
         summary.metadata_files += 1;
     }
+    // Deletes, as deletes, with their timestamps (before the fragments,
+    // whose processed conditions name them); their conditions read in one
+    // batch.
+    let deletes = &open.directory.conditions;
+    let requests: Vec<RangeRequest> = deletes
+        .iter()
+        .map(|c| {
+            let (path, range) = c.location.range();
+            RangeRequest::new(join(&open.dir, path), range)
+        })
+        .collect();
+    let got = if requests.is_empty() {
+        Vec::new()
+    } else {
+        src.storage
+            .read_ranges(&requests)
+            .map_err(|e| FragmentError::storage(&open.dir, e))?
+    };
+    // Each commit's new path by its old condition marker, for the processed
+    // conditions of fragments merged over them.
+    let mut renamed = std::collections::HashMap::new();
+    for (c, bytes) in deletes.iter().zip(got) {
+        let (path, _) = c.location.range();
+        let bytes = bytes.ok_or_else(|| FragmentError::missing(path, "delete commit"))?;
+        let del = DeleteCommit::parse(path, &bytes.bytes, key)?;
+        let new =
+            write_delete(dst, dir, &del, c.name.timestamp_range(), to_key).map_err(Error::Write)?;
+        renamed.insert(c.marker.clone(), new);
+        summary.deletes += 1;
+    }
+    let frags: Vec<&tdb_fragment::LoadedFragment> = snap.fragments.iter().collect();
+    let processed = open.processed_conditions(&src.storage, &frags)?;
     // Fragments, oldest first, each read alone (no deletes applied, no
     // newer fragment over it) with the schema it was written with.
-    for (fi, f) in snap.fragments.iter().enumerate() {
+    for ((fi, f), applied) in snap.fragments.iter().enumerate().zip(processed) {
         let footer = &f.metadata.footer;
-        if footer.has_delete_meta {
-            return Err(unsupported(
-                "fragments consolidated with delete metadata (delete timestamps)",
-            ));
-        }
         let dense_frag = footer.dense;
         let schema_entry = open
             .schemas
@@ -143,10 +171,29 @@ pub fn copy<S: ReadStorage, D: Storage>(
                     .into_iter()
                     .flatten(),
             )
-            .chain(with_timestamps.then(|| tdb_format::names::TIMESTAMPS_FIELD.to_owned()))
+            .chain(with_timestamps.then(|| names::TIMESTAMPS_FIELD.to_owned()))
+            .chain(
+                footer
+                    .has_delete_meta
+                    .then(|| {
+                        [
+                            names::DELETE_TIMESTAMPS_FIELD,
+                            names::DELETE_CONDITION_INDEX_FIELD,
+                        ]
+                        .map(str::to_owned)
+                    })
+                    .into_iter()
+                    .flatten(),
+            )
             .collect();
         let mut read = ReadSpec::new(fields.clone());
-        let mut write = WriteSpec::new(Vec::new()).between(t1, t2);
+        let applied = applied
+            .into_iter()
+            .map(|m| renamed.get(&m).cloned().unwrap_or(m))
+            .collect();
+        let mut write = WriteSpec::new(Vec::new())
+            .between(t1, t2)
+            .with_processed_conditions(applied);
         if dense_frag {
             let ned = footer
                 .non_empty_domain
@@ -167,6 +214,9 @@ pub fn copy<S: ReadStorage, D: Storage>(
             write = write.with_layout(ResultLayout::GlobalOrder);
             if with_timestamps {
                 write = write.with_cell_timestamps();
+            }
+            if footer.has_delete_meta {
+                write = write.with_delete_metadata();
             }
         }
         let query = tdb_query::SyncRead::new(&src.storage, &one, read)?;
@@ -189,30 +239,6 @@ pub fn copy<S: ReadStorage, D: Storage>(
         summary
             .fragments
             .push((written.fragment.to_string(), written.cells));
-    }
-    // Deletes, as deletes, with their timestamps; their conditions read in
-    // one batch.
-    let deletes = &open.directory.conditions;
-    let requests: Vec<RangeRequest> = deletes
-        .iter()
-        .map(|c| {
-            let (path, range) = c.location.range();
-            RangeRequest::new(join(&open.dir, path), range)
-        })
-        .collect();
-    let got = if requests.is_empty() {
-        Vec::new()
-    } else {
-        src.storage
-            .read_ranges(&requests)
-            .map_err(|e| FragmentError::storage(&open.dir, e))?
-    };
-    for (c, bytes) in deletes.iter().zip(got) {
-        let (path, _) = c.location.range();
-        let bytes = bytes.ok_or_else(|| FragmentError::missing(path, "delete commit"))?;
-        let del = DeleteCommit::parse(path, &bytes.bytes, key)?;
-        write_delete(dst, dir, &del, c.name.timestamp_range(), to_key).map_err(Error::Write)?;
-        summary.deletes += 1;
     }
     Ok(summary)
 }

@@ -379,8 +379,10 @@ impl<S: tdb_storage::Storage> Array<S> {
     /// of the window in one step): sparse fragments keep every cell's
     /// timestamp, so reads at every time answer as before; dense ones merge
     /// over whole tiles, as TileDB's; then a vacuum list naming the
-    /// fragments replaced. Returns the steps taken. Delete commits in the
-    /// window and fragments under older schemas are not consolidated yet. The fragments are read and merged
+    /// fragments replaced. Returns the steps taken. Delete commits are
+    /// carried on as TileDB's delete metadata (or their cells purged:
+    /// [`FragmentSelection::purge_deleted_cells`]); fragments under older
+    /// schemas are not consolidated yet. The fragments are read and merged
     /// under `budget` bytes (`tdb::DEFAULT_BUDGET` is the reads' default):
     /// a larger array takes more batches, not more memory.
     pub fn consolidate_fragments(
@@ -401,10 +403,12 @@ impl<S: tdb_storage::Storage> Array<S> {
 
     /// Consolidates exactly the fragments `names` (fragment names, or
     /// paths ending in them), whatever the window, as TileDB's
-    /// consolidation of a fragment list does; `None` for fewer than two.
+    /// consolidation of a fragment list does (deleted cells dropped with
+    /// `purge_deleted_cells`); `None` for fewer than two.
     pub fn consolidate_fragment_list(
         &self,
         names: &[&str],
+        purge_deleted_cells: bool,
         budget: u64,
     ) -> Result<Option<tdb_query::FragmentConsolidation>> {
         let open = &self.snapshot.open;
@@ -413,6 +417,7 @@ impl<S: tdb_storage::Storage> Array<S> {
             &open.dir,
             open.key(),
             names,
+            purge_deleted_cells,
             budget,
         )?)
     }

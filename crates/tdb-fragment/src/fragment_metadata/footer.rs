@@ -22,7 +22,7 @@ use super::sections::Section;
 use super::{metadata_file, put_u64s, Reader};
 use crate::{FragmentError, Result};
 use std::ops::Range;
-use tdb_format::{le, DataField, FormatVersion};
+use tdb_format::{le, names, DataField, FormatVersion};
 use tdb_schema::{
     ArraySchema, Domain, NDRange, Range as DimRange, SchemaField, LEGACY_SCHEMA_NAME,
 };
@@ -48,6 +48,27 @@ pub enum Field {
     DeleteTimestamps,
     /// Per-cell delete condition index (`dci`, v15+).
     DeleteConditionIndex,
+}
+
+impl Field {
+    /// The per-cell fields consolidated sparse fragments may keep, by the
+    /// names TileDB queries give them: UINT64, one value per cell.
+    pub const PER_CELL: [(&'static str, Field); 3] = [
+        (names::TIMESTAMPS_FIELD, Field::Timestamps),
+        (names::DELETE_TIMESTAMPS_FIELD, Field::DeleteTimestamps),
+        (
+            names::DELETE_CONDITION_INDEX_FIELD,
+            Field::DeleteConditionIndex,
+        ),
+    ];
+
+    /// The per-cell field called `name` (see [`Field::PER_CELL`]).
+    pub fn per_cell(name: &str) -> Option<Field> {
+        Self::PER_CELL
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, f)| *f)
+    }
 }
 
 /// One optional section of a v23+ footer, in file order.
@@ -469,14 +490,20 @@ impl Footer {
     /// version (v22) with `schema` (named `schema_name`): every per-field
     /// array sized for the schema's attributes, `__coords` and dimensions,
     /// and per-cell timestamps when `has_timestamps` (a fragment consolidated
-    /// with timestamps; no delete metadata); the non-empty domain, tile
+    /// with timestamps) and delete metadata when `has_delete_meta` (one
+    /// consolidated over delete commits); the non-empty domain, tile
     /// counts, sizes and offsets empty or zero until the writer fills them
     /// (it sets `last_tile_cell_num` as TileDB does: a dense tile's whole
     /// extent, the cells of a sparse fragment's last tile).
-    pub fn new_written(schema: &ArraySchema, schema_name: &str, has_timestamps: bool) -> Footer {
+    pub fn new_written(
+        schema: &ArraySchema,
+        schema_name: &str,
+        has_timestamps: bool,
+        has_delete_meta: bool,
+    ) -> Footer {
         let (a, d) = (schema.attributes.len(), schema.domain.dimensions.len());
         let version = FormatVersion::WRITTEN.get();
-        let (num, _, _) = counts(version, a, d, has_timestamps, false);
+        let (num, _, _) = counts(version, a, d, has_timestamps, has_delete_meta);
         let zeros = || vec![0u64; num];
         Footer {
             version,
@@ -486,7 +513,7 @@ impl Footer {
             sparse_tile_num: 0,
             last_tile_cell_num: 0,
             has_timestamps,
-            has_delete_meta: false,
+            has_delete_meta,
             file_sizes: zeros(),
             file_var_sizes: zeros(),
             file_validity_sizes: zeros(),

@@ -2,7 +2,8 @@
 //! laid out as TileDB 2.30 lays it: one entry per tile in each field's
 //! offsets sections (zeros where the field has no such file), TileDB's
 //! tile statistics and fragment summaries ([`crate::tile_metadata`]), an
-//! empty processed-conditions list.
+//! empty processed-conditions list unless set
+//! ([`FragmentMetadata::set_processed_conditions`]).
 
 use super::{Footer, FragmentMetadata, Section, SectionData};
 use crate::tile_metadata::{self, TileMetadata};
@@ -114,6 +115,16 @@ impl FragmentMetadata {
         );
         meta
     }
+
+    /// The delete and update commits a merged fragment has applied, by
+    /// TileDB's condition markers (their paths in the array): reads skip
+    /// them for its cells, its delete condition indexes point into them.
+    pub fn set_processed_conditions(&mut self, markers: Vec<String>) {
+        self.set_section(
+            Section::ProcessedConditions,
+            SectionData::Conditions(markers),
+        );
+    }
 }
 
 #[cfg(test)]
@@ -130,7 +141,7 @@ mod tests {
             ))
             .build()
             .unwrap();
-        let footer = Footer::new_written(&schema, "__1_1_x", false);
+        let footer = Footer::new_written(&schema, "__1_1_x", false, false);
         let name = TimestampedName::generate(1, 1, None).unwrap();
         let meta = FragmentMetadata::written(
             &schema,

@@ -196,6 +196,54 @@ impl BoundCondition {
     }
 }
 
+/// A delete commit as reads (and merges) apply it.
+#[derive(Debug, Clone)]
+pub(crate) struct BoundDelete {
+    /// When the delete was made.
+    pub timestamp: u64,
+    /// TileDB's condition marker: the commit's path in the array.
+    pub marker: String,
+    /// The stored condition: the negation of the delete's.
+    pub condition: BoundCondition,
+}
+
+impl BoundDelete {
+    /// Parses delete commit `marker`'s `bytes` (decrypted with `key`) and
+    /// binds its condition to `schema`.
+    pub fn parse(
+        marker: &str,
+        timestamp: u64,
+        bytes: &[u8],
+        key: Option<&[u8; 32]>,
+        schema: &ArraySchema,
+        enumerations: &HashMap<String, Enumeration>,
+    ) -> Result<Self> {
+        let commit = tdb_fragment::DeleteCommit::parse(marker, bytes, key)?;
+        Ok(BoundDelete {
+            timestamp,
+            marker: marker.to_owned(),
+            condition: BoundCondition::stored(&commit.condition, schema, enumerations)?,
+        })
+    }
+
+    /// Which of the cells in `columns` this delete removes: those its
+    /// stored condition rejects, written (`cell_ts`) at or before it —
+    /// TileDB applies a delete to cells as old as itself.
+    pub fn removes(
+        &self,
+        columns: &dyn Columns,
+        cell_ts: impl Fn(usize) -> u64,
+    ) -> Result<Vec<bool>> {
+        let mut keep = vec![true; columns.cell_num()];
+        self.condition.evaluate(columns, &mut keep)?;
+        Ok(keep
+            .iter()
+            .enumerate()
+            .map(|(i, k)| !k && cell_ts(i) <= self.timestamp)
+            .collect())
+    }
+}
+
 /// `condition` with every EQ/NE against an empty value on a var-length
 /// string field turned into the membership test the parser makes of
 /// `s == ''` (see [`BoundCondition::stored`]).

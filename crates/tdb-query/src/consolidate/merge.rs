@@ -1,30 +1,56 @@
 //! The sparse merge: the chosen fragments' cells, every version with its
 //! timestamp, into one fragment in the global order.
+//!
+//! Delete commits are carried on as TileDB 2.30 carries them. When one
+//! was made at or after the first input's start, or an input already
+//! keeps delete metadata, the merged fragment keeps every cell and records
+//! for each when it was deleted (`__delete_timestamps`, `u64::MAX` for
+//! never) and by which commit (`__delete_condition_index`, into the
+//! fragment's processed conditions: every delete commit the merge saw), so
+//! reads at every time still answer as before. With `purge` (TileDB's
+//! `sm.consolidation.purge_deleted_cells`) deleted cells are dropped
+//! instead, and where duplicates are not allowed so is every older
+//! version of a coordinate behind a deleted one.
 
 use super::unsupported;
+use crate::condition::BoundDelete;
 use crate::write::{FragmentWriter, WriteSpec, Written};
 use crate::{Batch, FieldBuffer, QueryError, ReadSpec, Result, ResultLayout, Snapshot, SyncRead};
-use tdb_format::names::TIMESTAMPS_FIELD;
+use tdb_format::names::{DELETE_CONDITION_INDEX_FIELD, DELETE_TIMESTAMPS_FIELD, TIMESTAMPS_FIELD};
 use tdb_format::Datatype;
-use tdb_fragment::LoadedFragment;
+use tdb_fragment::{LoadedFragment, TimeWindow};
 use tdb_index::order::{cmp_cells, CellOrder};
 use tdb_index::DomainOps;
-use tdb_storage::Storage;
+use tdb_storage::{join, RangeRequest, Storage};
+
+/// Never: the delete timestamp and condition index of a cell no delete
+/// removed.
+const NEVER: (u64, u64) = (u64::MAX, u64::MAX);
 
 /// One input fragment of a merge: its global-order read, the batch at
-/// hand and the next cell in it, and the timestamp of every cell when the
-/// fragment keeps none of its own.
+/// hand and the next cell in it.
 struct Input<'a, S: Storage> {
     read: SyncRead<'a, S>,
     batch: Option<Batch>,
     at: usize,
-    stamp: Option<[u8; 8]>,
+    /// The timestamp of every cell when the fragment keeps none of its own.
+    stamp: [u8; 8],
+    /// Where the batch holds its per-cell timestamps and delete metadata.
+    own_ts: Option<usize>,
+    own_deletes: Option<usize>,
+    /// Per delete commit of the merge: whether this fragment applied it
+    /// already (its processed conditions).
+    processed: Vec<bool>,
+    /// This fragment's condition indexes as the merge's.
+    renumber: Vec<u64>,
+    /// The batch's cells' delete timestamps and condition indexes.
+    deleted: Vec<(u64, u64)>,
 }
 
 impl<S: Storage> Input<'_, S> {
     /// Reads the next batch once this one is done; `batch` is `None` at
-    /// the end.
-    fn refill(&mut self) -> Result<()> {
+    /// the end. Each batch's cells are checked against `deletes`.
+    fn refill(&mut self, deletes: &[BoundDelete]) -> Result<()> {
         while self
             .batch
             .as_ref()
@@ -32,7 +58,11 @@ impl<S: Storage> Input<'_, S> {
         {
             self.at = 0;
             match self.read.next() {
-                Some(b) => self.batch = Some(b?),
+                Some(b) => {
+                    let b = b?;
+                    self.deleted = self.deletions(&b, deletes)?;
+                    self.batch = Some(b);
+                }
                 None => {
                     self.batch = None;
                     return Ok(());
@@ -40,6 +70,47 @@ impl<S: Storage> Input<'_, S> {
             }
         }
         Ok(())
+    }
+
+    /// When and by which commit each cell of `batch` was deleted: the
+    /// first of `deletes` (in time order) this fragment has not applied
+    /// that removes it, unless the fragment's own metadata says it went
+    /// earlier.
+    fn deletions(&self, batch: &Batch, deletes: &[BoundDelete]) -> Result<Vec<(u64, u64)>> {
+        let n = batch.num_cells as usize;
+        let mut out = vec![NEVER; n];
+        if deletes.is_empty() && self.own_deletes.is_none() {
+            return Ok(out);
+        }
+        let stamps: Vec<u64> = match self.own_ts {
+            Some(k) => tdb_format::le::u64_values(&batch.fields[k].data).collect(),
+            None => vec![u64::from_le_bytes(self.stamp); n],
+        };
+        for (c, delete) in deletes.iter().enumerate() {
+            if self.processed[c] {
+                continue;
+            }
+            let gone = delete.removes(batch, |i| stamps[i])?;
+            for (o, g) in out.iter_mut().zip(gone) {
+                if g && *o == NEVER {
+                    *o = (delete.timestamp, c as u64);
+                }
+            }
+        }
+        if let Some(k) = self.own_deletes {
+            let times = tdb_format::le::u64_values(&batch.fields[k].data);
+            let indexes = tdb_format::le::u64_values(&batch.fields[k + 1].data);
+            for ((o, t), i) in out.iter_mut().zip(times).zip(indexes) {
+                if o.0 >= t {
+                    let i = usize::try_from(i)
+                        .ok()
+                        .and_then(|i| self.renumber.get(i).copied())
+                        .unwrap_or(u64::MAX);
+                    *o = (t, i);
+                }
+            }
+        }
+        Ok(out)
     }
 
     fn field(&self, k: usize) -> &FieldBuffer {
@@ -51,30 +122,83 @@ impl<S: Storage> Input<'_, S> {
     }
 }
 
+/// The delete commits of `snapshot` made in `window`, in time order,
+/// bound to the latest schema (read in one batch).
+fn load_deletes<S: Storage>(
+    storage: &S,
+    snapshot: &Snapshot,
+    window: TimeWindow,
+) -> Result<Vec<BoundDelete>> {
+    let open = &snapshot.open;
+    let commits: Vec<_> = open
+        .directory
+        .conditions
+        .iter()
+        .filter(|c| window.contains(c.name.timestamp_range()))
+        .collect();
+    if commits.iter().any(|c| c.is_update) {
+        return Err(unsupported("arrays with update commits"));
+    }
+    let requests: Vec<RangeRequest> = commits
+        .iter()
+        .map(|c| {
+            let (path, range) = c.location.range();
+            RangeRequest::new(join(&open.dir, path), range)
+        })
+        .collect();
+    let reads = storage
+        .read_ranges(&requests)
+        .map_err(|e| tdb_fragment::FragmentError::storage(&open.dir, e))?;
+    commits
+        .iter()
+        .zip(reads)
+        .map(|(c, read)| {
+            let read = read.ok_or_else(|| {
+                QueryError::from(tdb_fragment::FragmentError::missing(
+                    &c.marker,
+                    "delete commit",
+                ))
+            })?;
+            BoundDelete::parse(
+                &c.marker,
+                c.timestamp(),
+                &read.bytes,
+                open.key(),
+                &open.schemas.latest().schema,
+                &snapshot.enumerations,
+            )
+        })
+        .collect()
+}
+
 /// Merges fragments `chosen` of `snapshot` (indices in its time order, at
 /// least two) into one, streaming: each is read alone in the global order
 /// under a share of `budget` bytes and merged cell by cell into a
 /// global-order write, so memory does not grow with the array. Of equal
 /// coordinates the newest fragment's cells come first, as TileDB stores a
-/// coordinate's versions.
+/// coordinate's versions. The delete commits of `window` apply (see the
+/// module's docs; `purge` drops deleted cells).
 pub(super) fn merge_sparse<S: Storage>(
     storage: &S,
     snapshot: &Snapshot,
     chosen: &[usize],
+    window: TimeWindow,
+    purge: bool,
     budget: u64,
 ) -> Result<Written> {
     let open = &snapshot.open;
     let latest = open.schemas.latest();
     let frags: Vec<&LoadedFragment> = chosen.iter().map(|&i| &snapshot.fragments[i]).collect();
     let first = frags[0].file.name.t1;
-    if open.directory.conditions.iter().any(|c| c.name.t2 >= first) {
-        return Err(unsupported(
-            "fragments with delete or update commits in the window",
-        ));
-    }
-    if frags.iter().any(|f| f.metadata.footer.has_delete_meta) {
-        return Err(unsupported("fragments with delete metadata"));
-    }
+    let deletes = load_deletes(storage, snapshot, window)?;
+    let markers: Vec<String> = deletes.iter().map(|d| d.marker.clone()).collect();
+    // TileDB applies the commits only when one is as new as the inputs or
+    // an input already carries some.
+    let applies = deletes.iter().any(|d| d.timestamp >= first)
+        || frags.iter().any(|f| f.metadata.footer.has_delete_meta);
+    let deletes = if applies { deletes } else { Vec::new() };
+    let keep_meta = applies && !purge;
+    let processed = open.processed_conditions(storage, &frags)?;
     let schema = &latest.schema;
     let names: Vec<String> = schema
         .domain
@@ -91,16 +215,17 @@ pub(super) fn merge_sparse<S: Storage>(
                     .map_err(|_| QueryError::invalid(format!("{n}: no such field")))
             })
             .collect::<Result<_>>()?;
-        fields.push(FieldBuffer::new(
-            TIMESTAMPS_FIELD,
-            Datatype::UInt64,
-            1,
-            false,
-        ));
+        let mut per_cell = vec![TIMESTAMPS_FIELD];
+        if keep_meta {
+            per_cell.extend([DELETE_TIMESTAMPS_FIELD, DELETE_CONDITION_INDEX_FIELD]);
+        }
+        for name in per_cell {
+            fields.push(FieldBuffer::new(name, Datatype::UInt64, 1, false));
+        }
         Ok(fields)
     };
-    // Each fragment alone, every version of its cells, read in the global
-    // order under its share of the budget.
+    // Each fragment alone, every version of its cells (deleted ones too),
+    // read in the global order under its share of the budget.
     let mut alone = Vec::with_capacity(frags.len());
     for &i in chosen {
         let one = snapshot
@@ -110,12 +235,18 @@ pub(super) fn merge_sparse<S: Storage>(
     }
     let share = (budget / (frags.len() as u64 + 1)).max(1);
     let mut inputs = Vec::with_capacity(frags.len());
-    for (f, one) in frags.iter().zip(&alone) {
-        let own = f.metadata.footer.has_timestamps;
+    for ((f, one), applied) in frags.iter().zip(&alone).zip(processed) {
+        let footer = &f.metadata.footer;
         let mut fields = names.clone();
-        if own {
+        let own_ts = footer.has_timestamps.then(|| {
             fields.push(TIMESTAMPS_FIELD.to_owned());
-        }
+            fields.len() - 1
+        });
+        let own_deletes = footer.has_delete_meta.then(|| {
+            fields.push(DELETE_TIMESTAMPS_FIELD.to_owned());
+            fields.push(DELETE_CONDITION_INDEX_FIELD.to_owned());
+            fields.len() - 2
+        });
         let read = ReadSpec::new(fields)
             .with_layout(ResultLayout::GlobalOrder)
             .with_budget(share);
@@ -123,14 +254,31 @@ pub(super) fn merge_sparse<S: Storage>(
             read: SyncRead::new(storage, one, read)?,
             batch: None,
             at: 0,
-            stamp: (!own).then(|| f.file.name.t1.to_le_bytes()),
+            stamp: f.file.name.t1.to_le_bytes(),
+            own_ts,
+            own_deletes,
+            processed: markers.iter().map(|m| applied.contains(m)).collect(),
+            renumber: applied
+                .iter()
+                .map(|m| {
+                    markers
+                        .iter()
+                        .position(|x| x == m)
+                        .map_or(u64::MAX, |p| p as u64)
+                })
+                .collect(),
+            deleted: Vec::new(),
         });
     }
     let (t1, t2) = (first, frags[frags.len() - 1].file.name.t2);
-    let spec = WriteSpec::new(Vec::new())
+    let mut spec = WriteSpec::new(Vec::new())
         .with_layout(ResultLayout::GlobalOrder)
         .with_cell_timestamps()
+        .with_processed_conditions(markers)
         .between(t1, t2);
+    if keep_meta {
+        spec = spec.with_delete_metadata();
+    }
     let mut writer = FragmentWriter::new(storage, &open.dir, latest, open.key(), &spec)?;
     let ops = DomainOps::new(&schema.domain)?;
     let kind = CellOrder::Global {
@@ -140,12 +288,16 @@ pub(super) fn merge_sparse<S: Storage>(
     let part_cells = usize::try_from(schema.capacity.max(1)).unwrap_or(usize::MAX);
     let mut part = empty()?;
     let mut in_part = 0usize;
+    // Purging without duplicates: the coordinates of the last deleted
+    // cell, whose older versions go with it.
+    let mut purged: Option<Vec<Vec<u8>>> = None;
+    let dims = schema.domain.dimensions.len();
     // Merge: the least cell in the global order next; of equal
     // coordinates the newest fragment's first (its versions are stored
     // newest first too), as TileDB stores a coordinate's versions.
     loop {
         for input in inputs.iter_mut() {
-            input.refill()?;
+            input.refill(&deletes)?;
         }
         let mut best: Option<usize> = None;
         for (k, input) in inputs.iter().enumerate() {
@@ -168,15 +320,46 @@ pub(super) fn merge_sparse<S: Storage>(
         }
         let Some(b) = best else { break };
         let input = &mut inputs[b];
+        let at = input.at;
+        input.at += 1;
+        let (deleted_at, condition) = input.deleted.get(at).copied().unwrap_or(NEVER);
+        if purge {
+            if let Some(p) = &purged {
+                let coord = |i: usize, d: usize| -> &[u8] {
+                    if i == 0 {
+                        &p[d]
+                    } else {
+                        input.field(d).column().cell(at)
+                    }
+                };
+                if cmp_cells(&schema.domain, ops.dims(), kind, &coord, 0, 1).is_eq() {
+                    continue;
+                }
+                purged = None;
+            }
+            if deleted_at != u64::MAX && deleted_at <= window.end {
+                if !schema.allows_dups {
+                    purged = Some(
+                        (0..dims)
+                            .map(|d| input.field(d).column().cell(at).to_vec())
+                            .collect(),
+                    );
+                }
+                continue;
+            }
+        }
         for (d, out) in part.iter_mut().enumerate().take(names.len()) {
-            out.extend_from(input.field(d), input.at..input.at + 1);
+            out.extend_from(input.field(d), at..at + 1);
         }
         let stamps = &mut part[names.len()];
-        match input.stamp {
-            Some(t) => stamps.push(&t, true),
-            None => stamps.extend_from(input.field(names.len()), input.at..input.at + 1),
+        match input.own_ts {
+            Some(k) => stamps.extend_from(input.field(k), at..at + 1),
+            None => stamps.push(&input.stamp, true),
         }
-        input.at += 1;
+        if keep_meta {
+            part[names.len() + 1].push(&deleted_at.to_le_bytes(), true);
+            part[names.len() + 2].push(&condition.to_le_bytes(), true);
+        }
         in_part += 1;
         if in_part == part_cells {
             writer.submit(&part)?;

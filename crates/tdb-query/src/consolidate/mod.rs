@@ -14,9 +14,11 @@
 //!
 //! Dense arrays merge without timestamps ([`dense`]'s docs).
 //!
-//! Not yet: fragments under older schemas, delete commits in the window
-//! (TileDB's delete metadata), `max_fragment_size` (one fragment is
-//! written however large).
+//! Delete commits are carried on as TileDB's delete metadata, or their
+//! cells purged ([`merge`]'s docs).
+//!
+//! Not yet: fragments under older schemas, `max_fragment_size` (one
+//! fragment is written however large).
 
 mod dense;
 mod merge;
@@ -116,20 +118,30 @@ pub fn consolidate_fragments<S: Storage>(
             break;
         };
         let chosen: Vec<usize> = in_window[run].to_vec();
-        steps.push(merge_chosen(storage, &snapshot, &chosen, budget)?);
+        steps.push(merge_chosen(
+            storage,
+            &snapshot,
+            &chosen,
+            window,
+            selection.purge_deleted_cells,
+            budget,
+        )?);
     }
     Ok(steps)
 }
 
 /// Consolidates exactly the fragments `names` (their names, or paths
 /// ending in them) of the array at `dir`, as TileDB's consolidation of a
-/// fragment list does: every one must exist, whatever the window. `None`
-/// for fewer than two names.
+/// fragment list does: every one must exist, whatever the window. Deleted
+/// cells are dropped with `purge_deleted_cells` (see
+/// [`FragmentSelection::purge_deleted_cells`]). `None` for fewer than two
+/// names.
 pub fn consolidate_fragment_list<S: Storage>(
     storage: &S,
     dir: &str,
     key: Option<&[u8; 32]>,
     names: &[&str],
+    purge_deleted_cells: bool,
     budget: u64,
 ) -> Result<Option<FragmentConsolidation>> {
     if names.len() < 2 {
@@ -178,7 +190,15 @@ pub fn consolidate_fragment_list<S: Storage>(
             }
         }
     }
-    merge_chosen(storage, &snapshot, &chosen, budget).map(Some)
+    merge_chosen(
+        storage,
+        &snapshot,
+        &chosen,
+        TimeWindow::ALL,
+        purge_deleted_cells,
+        budget,
+    )
+    .map(Some)
 }
 
 /// Merges fragments `chosen` of `snapshot`, then writes the vacuum list
@@ -187,6 +207,8 @@ fn merge_chosen<S: Storage>(
     storage: &S,
     snapshot: &Snapshot,
     chosen: &[usize],
+    window: TimeWindow,
+    purge_deleted_cells: bool,
     budget: u64,
 ) -> Result<FragmentConsolidation> {
     // TileDB reads older fragments with the latest schema; not yet here.
@@ -200,7 +222,14 @@ fn merge_chosen<S: Storage>(
     let written = if snapshot.schema().array_type == ArrayType::Dense {
         dense::merge_dense(storage, snapshot, chosen, &union(snapshot, chosen)?, budget)?
     } else {
-        merge::merge_sparse(storage, snapshot, chosen, budget)?
+        merge::merge_sparse(
+            storage,
+            snapshot,
+            chosen,
+            window,
+            purge_deleted_cells,
+            budget,
+        )?
     };
     let replaced: Vec<String> = chosen
         .iter()

@@ -32,6 +32,10 @@ pub struct FragmentSelection {
     /// Largest ratio of cells a dense merge writes to the cells its inputs
     /// hold (`amplification`); dense arrays only.
     pub amplification: f32,
+    /// Not a choice but what the merge does with cells delete commits
+    /// removed (`purge_deleted_cells`): drop them, instead of keeping them
+    /// with when they were deleted so earlier reads still see them.
+    pub purge_deleted_cells: bool,
 }
 
 impl Default for FragmentSelection {
@@ -42,6 +46,7 @@ impl Default for FragmentSelection {
             max_frags: u32::MAX,
             size_ratio: 0.0,
             amplification: 1.0,
+            purge_deleted_cells: false,
         }
     }
 }

@@ -14,8 +14,9 @@ use tdb_schema::{ArraySchema, PartFilters};
 pub(crate) enum Kind {
     Dim(usize),
     Attr(usize),
-    /// The per-cell timestamps of fragments consolidated with timestamps.
-    Timestamps,
+    /// A per-cell field of consolidated sparse fragments: timestamps, or
+    /// delete metadata (see `Field::PER_CELL`).
+    PerCell(Field),
 }
 
 /// One field the read needs (requested, or read for the condition or the
@@ -58,10 +59,10 @@ impl FieldInfo {
                 fill_validity: a.fill_validity,
             });
         }
-        if name == tdb_format::names::TIMESTAMPS_FIELD && schema.array_type == ArrayType::Sparse {
+        if let Some(f) = Field::per_cell(name).filter(|_| schema.array_type == ArrayType::Sparse) {
             return Ok(FieldInfo {
                 name: name.to_owned(),
-                kind: Kind::Timestamps,
+                kind: Kind::PerCell(f),
                 datatype: Datatype::UInt64,
                 cell_val_num: 1,
                 nullable: false,
@@ -125,8 +126,7 @@ pub(crate) fn frag_field(
                 (Field::Dimension(d), None)
             }
         }
-        Kind::Timestamps if footer.has_timestamps => (Field::Timestamps, None),
-        Kind::Timestamps => return None,
+        Kind::PerCell(f) => (f, None),
         Kind::Attr(_) => {
             let a = schema
                 .attributes

@@ -18,7 +18,7 @@ mod tiles;
 pub use aggregate::{aggregate, AggregateStep, Aggregation};
 
 use crate::batch::{Batch, FieldBuffer};
-use crate::condition::{self, BoundCondition};
+use crate::condition::{self, BoundCondition, BoundDelete};
 use crate::{Column, QueryError, ReadSpec, Result, ResultLayout, Snapshot, Subarray};
 use bytes::Bytes;
 pub(crate) use fields::FieldInfo;
@@ -29,7 +29,7 @@ use std::collections::HashMap;
 use std::ops::Range;
 use tdb_format::{ArrayType, DataPart, FormatVersion};
 use tdb_fragment::fragment_metadata::{Field, Section};
-use tdb_fragment::{DeleteCommit, ReadStorage};
+use tdb_fragment::ReadStorage;
 use tdb_index::dense::{int_value, push_int};
 use tdb_index::DomainOps;
 use tdb_storage::{join, RangeRead, RangeRequest};
@@ -75,7 +75,7 @@ pub struct Reader<'a> {
     /// Slots of the requested fields, in order.
     requested: Vec<usize>,
     condition: Option<BoundCondition>,
-    deletes: Vec<(u64, BoundCondition)>,
+    deletes: Vec<BoundDelete>,
     /// Range operations of each dimension.
     ops: DomainOps,
     /// One per visible fragment whose non-empty domain meets the
@@ -298,18 +298,20 @@ impl<'a> Reader<'a> {
                             "delete commit",
                         ))
                     })?;
-                    let commit = DeleteCommit::parse(&file, &read.bytes, self.key())?;
-                    let bound = BoundCondition::stored(
-                        &commit.condition,
+                    let delete = BoundDelete::parse(
+                        &file,
+                        ts,
+                        &read.bytes,
+                        self.key(),
                         schema,
                         &self.snapshot.enumerations,
                     )?;
-                    for f in bound.fields() {
+                    for f in delete.condition.fields() {
                         if !self.fields.iter().any(|x| &x.name == f) {
                             self.fields.push(FieldInfo::resolve(schema, f)?);
                         }
                     }
-                    self.deletes.push((ts, bound));
+                    self.deletes.push(delete);
                 }
                 self.after_deletes()
             }
@@ -352,18 +354,29 @@ impl<'a> Reader<'a> {
                 .iter()
                 .map(|f| frag_field(footer, schema, f, encrypted))
                 .collect();
-            // Per-cell timestamps are read where fragments have them only.
+            // Per-cell fields are read where fragments have them only.
             if let Some((f, _)) = self
                 .fields
                 .iter()
                 .zip(&fields)
-                .find(|(f, ff)| f.kind == Kind::Timestamps && ff.is_none())
+                .find(|(f, ff)| matches!(f.kind, Kind::PerCell(_)) && ff.is_none())
             {
+                let (what, kept_by) = if f.kind == Kind::PerCell(Field::Timestamps) {
+                    ("per-cell timestamps", "consolidated with timestamps")
+                } else {
+                    ("delete metadata", "merged over delete commits")
+                };
                 return Err(QueryError::invalid(format!(
-                    "{}: fragment {} has no per-cell timestamps (only fragments consolidated with timestamps do)",
+                    "{}: fragment {} has no {what} (only fragments {kept_by} do)",
                     f.name, frag.file.path
                 )));
             }
+            // A read of the delete metadata itself (a merge carrying it
+            // on) sees deleted cells too, as TileDB's does.
+            let reads_delete_meta = self
+                .fields
+                .iter()
+                .any(|f| f.kind == Kind::PerCell(Field::DeleteTimestamps));
             self.plans.push(FragPlan {
                 file: &frag.file,
                 meta: frag.metadata.clone(),
@@ -373,8 +386,7 @@ impl<'a> Reader<'a> {
                     .has_timestamps
                     .then(|| special_field(footer, schema, Field::Timestamps, encrypted))
                     .flatten(),
-                delete_timestamps: footer
-                    .has_delete_meta
+                delete_timestamps: (footer.has_delete_meta && !reads_delete_meta)
                     .then(|| special_field(footer, schema, Field::DeleteTimestamps, encrypted))
                     .flatten(),
                 tiles: Vec::new(),

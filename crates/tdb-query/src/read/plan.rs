@@ -5,7 +5,7 @@ use super::fields::{FieldInfo, FragField, Kind};
 use super::slabs::{Results, Slab};
 use super::tiles::{DecodedTile, TileMap};
 use crate::column::{Column, Columns};
-use crate::condition::BoundCondition;
+use crate::condition::{BoundCondition, BoundDelete};
 use crate::{QueryError, Result, ResultLayout, Subarray};
 use std::cmp::Ordering;
 use std::collections::HashMap;
@@ -185,7 +185,7 @@ pub(crate) fn sparse_cells(
     ops: &[RangeOps],
     subarray: &Subarray,
     window: (u64, u64),
-    deletes: &[(u64, BoundCondition)],
+    deletes: &[BoundDelete],
     condition: Option<&BoundCondition>,
     layout: ResultLayout,
 ) -> Result<Results> {
@@ -246,11 +246,12 @@ pub(crate) fn sparse_cells(
                     }
                 }
             }
-            // Consolidated delete metadata.
+            // Consolidated delete metadata: the time each cell was deleted
+            // (`u64::MAX`: never).
             if plan.delete_timestamps.is_some() {
                 if let Some(tile) = tiles.get(&(fi, DELETE_TS_SLOT, t)) {
                     for (i, d) in tdb_format::le::u64_values(&tile.fixed).enumerate() {
-                        if d <= window.1 {
+                        if d <= window.1 && d != u64::MAX {
                             if let Some(m) = mask.get_mut(i) {
                                 *m = false;
                             }
@@ -258,20 +259,15 @@ pub(crate) fn sparse_cells(
                     }
                 }
             }
-            // Delete commits store the negation of the delete's condition
-            // (TileDB's `deletes_and_updates.cc`): a cell older than the
-            // delete survives only where the stored condition holds.
-            for (del_ts, cond) in deletes {
-                let mut keep = vec![true; n];
-                cond.evaluate(&tc, &mut keep)?;
-                for i in 0..n {
-                    let cell_ts = ts
-                        .as_ref()
-                        .and_then(|v| v.get(i).copied())
-                        .unwrap_or(frag_ts);
-                    if !keep[i] && cell_ts < *del_ts {
-                        mask[i] = false;
-                    }
+            // Delete commits.
+            let cell_ts = |i: usize| {
+                ts.as_ref()
+                    .and_then(|v| v.get(i).copied())
+                    .unwrap_or(frag_ts)
+            };
+            for delete in deletes {
+                for (m, gone) in mask.iter_mut().zip(delete.removes(&tc, cell_ts)?) {
+                    *m &= !gone;
                 }
             }
             if schema.allows_dups {

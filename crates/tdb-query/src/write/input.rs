@@ -7,7 +7,7 @@ use crate::batch::FieldBuffer;
 use crate::column::{cell_size, Column, VAR_NUM};
 use crate::spec::show_value;
 use crate::{QueryError, Result};
-use tdb_format::{names, ArrayType, Datatype};
+use tdb_format::{ArrayType, Datatype};
 use tdb_fragment::fragment_metadata::Field;
 use tdb_index::RangeOps;
 use tdb_schema::ArraySchema;
@@ -85,10 +85,10 @@ pub(crate) fn check<'a>(schema: &ArraySchema, buffers: &'a [FieldBuffer]) -> Res
                 }
                 let d = &schema.domain.dimensions[i];
                 (Field::Dimension(i), d.datatype, d.cell_val_num, false)
-            } else if name == names::TIMESTAMPS_FIELD && !dense {
-                // Per-cell timestamps, as a fragment consolidated with
-                // timestamps keeps them.
-                (Field::Timestamps, Datatype::UInt64, 1, false)
+            } else if let Some(f) = Field::per_cell(name).filter(|_| !dense) {
+                // Per-cell timestamps and delete metadata, as fragments
+                // consolidated with timestamps and deletes keep them.
+                (f, Datatype::UInt64, 1, false)
             } else {
                 return Err(QueryError::UnknownField {
                     name: name.to_owned(),

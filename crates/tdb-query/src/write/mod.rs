@@ -52,6 +52,16 @@ pub struct WriteSpec {
     /// timestamps. Implied when the spec's fields hold one; set it for a
     /// writer whose parts come later.
     pub cell_timestamps: bool,
+    /// Sparse writes: every cell comes with its delete metadata (the
+    /// `__delete_timestamps` and `__delete_condition_index` fields), as in
+    /// fragments consolidated over delete commits. Implied when the spec's
+    /// fields hold them; set it for a writer whose parts come later.
+    pub delete_metadata: bool,
+    /// The delete and update commits the fragment has applied (TileDB's
+    /// condition markers, e.g. `__commits/__2_2_<uuid>_22.del`): reads do
+    /// not apply them to its cells again, and its delete condition indexes
+    /// point into this list. Empty for plain writes.
+    pub processed_conditions: Vec<String>,
     /// Dense global-order writes of whole tiles whose cells outside this
     /// rectangle are fill values: the fragment records it as its non-empty
     /// domain (what TileDB's dense consolidation writes).
@@ -68,6 +78,8 @@ impl WriteSpec {
             fields,
             timestamps: None,
             cell_timestamps: false,
+            delete_metadata: false,
+            processed_conditions: Vec::new(),
             non_empty_domain: None,
         }
     }
@@ -100,6 +112,19 @@ impl WriteSpec {
     /// every part).
     pub fn with_cell_timestamps(mut self) -> Self {
         self.cell_timestamps = true;
+        self
+    }
+
+    /// Every cell comes with its delete metadata (both fields in every
+    /// part).
+    pub fn with_delete_metadata(mut self) -> Self {
+        self.delete_metadata = true;
+        self
+    }
+
+    /// See [`WriteSpec::processed_conditions`].
+    pub fn with_processed_conditions(mut self, markers: Vec<String>) -> Self {
+        self.processed_conditions = markers;
         self
     }
 

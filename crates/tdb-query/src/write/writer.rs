@@ -45,6 +45,8 @@ pub struct FragmentWriter<'a, S: WritableStorage + ?Sized> {
     /// What the fragment records as its non-empty domain, when not the
     /// subarray (dense consolidation).
     recorded: Option<NDRange>,
+    /// Condition markers for the metadata (see `WriteSpec::processed_conditions`).
+    processed_conditions: Vec<String>,
     expected_cells: Option<u64>,
     /// Cells per tile: the capacity, or a dense tile's cells.
     tile_cells: usize,
@@ -133,15 +135,19 @@ impl<'a, S: WritableStorage + ?Sized> FragmentWriter<'a, S> {
             .map_err(|e| QueryError::invalid(e.to_string()))?;
         let frag_name = name.to_string();
         let frag_dir = tdb_storage::join(&tdb_storage::join(dir, names::FRAGMENTS_DIR), &frag_name);
-        // Per-cell timestamps (a fragment as consolidation with timestamps
-        // writes it) come with the first part, sparse only.
-        let timestamps = !dense
-            && (spec.cell_timestamps
-                || spec
-                    .fields
-                    .iter()
-                    .any(|f| f.name == names::TIMESTAMPS_FIELD));
-        let footer = Footer::new_written(s, &entry.name, timestamps);
+        // Per-cell timestamps and delete metadata (a fragment as
+        // consolidation writes it) come with the first part, sparse only.
+        let given = |field: Field| {
+            spec.fields
+                .iter()
+                .any(|f| Field::per_cell(&f.name) == Some(field))
+        };
+        let timestamps = !dense && (spec.cell_timestamps || given(Field::Timestamps));
+        let delete_meta = !dense
+            && (spec.delete_metadata
+                || given(Field::DeleteTimestamps)
+                || given(Field::DeleteConditionIndex));
+        let footer = Footer::new_written(s, &entry.name, timestamps, delete_meta);
         let mut written: Vec<(Field, bool, bool)> = s
             .attributes
             .iter()
@@ -159,6 +165,10 @@ impl<'a, S: WritableStorage + ?Sized> FragmentWriter<'a, S> {
         }
         if timestamps {
             written.push((Field::Timestamps, false, false));
+        }
+        if delete_meta {
+            written.push((Field::DeleteTimestamps, false, false));
+            written.push((Field::DeleteConditionIndex, false, false));
         }
         let mut files = Vec::with_capacity(written.len());
         for (field, var, nullable) in written {
@@ -183,6 +193,7 @@ impl<'a, S: WritableStorage + ?Sized> FragmentWriter<'a, S> {
             threads: crate::threads(),
             subarray,
             recorded: spec.non_empty_domain.clone(),
+            processed_conditions: spec.processed_conditions.clone(),
             expected_cells,
             tile_cells: tile_cells.max(1),
             carry: Vec::new(),
@@ -226,7 +237,7 @@ impl<'a, S: WritableStorage + ?Sized> FragmentWriter<'a, S> {
         let input = input::check(s, fields)?;
         if input.fields.len() != self.files.len() {
             return Err(QueryError::invalid(format!(
-                "{} fields given, the fragment has {} (per-cell timestamps come with every part or none)",
+                "{} fields given, the fragment has {} (per-cell timestamps and delete metadata come with every part or none)",
                 input.fields.len(),
                 self.files.len()
             )));
@@ -495,8 +506,9 @@ impl<'a, S: WritableStorage + ?Sized> FragmentWriter<'a, S> {
             .into_iter()
             .map(|(_, _, files)| files.finish())
             .collect::<Result<Vec<_>>>()?;
-        let meta =
+        let mut meta =
             FragmentMetadata::written(s, self.name.clone(), self.footer, shape, &rtree, fields);
+        meta.set_processed_conditions(self.processed_conditions);
         let bytes = meta.write_file(s, self.key)?;
         super::write(
             self.storage,

@@ -1,0 +1,169 @@
+//! Fragment consolidation over delete commits, against TileDB's own: for
+//! the writes and deletes of `delete_consolidated_*` (t=1 write, t=2
+//! delete, t=3 write, t=4 delete), tdb's merged fragment is TileDB's file
+//! for file — keeping delete metadata, purging, and merging a fragment that
+//! already keeps some — and reads at every time answer as before.
+
+use tdb::{FragmentSelection, ReadSpec};
+
+mod common;
+use common::*;
+
+/// Every cell `(d, a, s)` of the array at `dir` read at `at` (or now),
+/// sorted: reads return a coordinate's duplicates in no set order.
+fn cells(dir: &std::path::Path, at: Option<u64>) -> Vec<(i32, i32, Vec<u8>)> {
+    let options = at.map_or(tdb::OpenOptions::new(), |t| tdb::OpenOptions::new().at(t));
+    let a = tdb::Array::open_with(dir, options).unwrap();
+    let got = a.read_all(ReadSpec::new(["d", "a", "s"])).unwrap();
+    assert!(got.num_cells > 0);
+    let int = |f: &tdb::FieldBuffer, i: usize| {
+        i32::from_le_bytes(f.data[i * 4..i * 4 + 4].try_into().unwrap())
+    };
+    let (d, a, s) = (&got.fields[0], &got.fields[1], got.fields[2].column());
+    let mut v: Vec<_> = (0..got.num_cells as usize)
+        .map(|i| (int(d, i), int(a, i), s.cell(i).to_vec()))
+        .collect();
+    v.sort();
+    v
+}
+
+/// A copy of fixture `case` without TileDB's fragment spanning `t1..=t2`
+/// (its directory, commit and vacuum list): the array as it was before
+/// TileDB merged it. Returns the copy and TileDB's fragment, saved.
+fn before_merge(case: &str, t1: u64, t2: u64) -> (tempfile::TempDir, tempfile::TempDir) {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tdb_testdata::root().join(case).join("array");
+    tdb_testdata::copy_dir(&src, tmp.path()).unwrap();
+    let prefix = format!("__{t1}_{t2}_");
+    let saved = tempfile::tempdir().unwrap();
+    let mut found = false;
+    for dir in ["__fragments", "__commits"] {
+        for e in std::fs::read_dir(tmp.path().join(dir)).unwrap() {
+            let e = e.unwrap();
+            let name = e.file_name().to_string_lossy().into_owned();
+            if !name.starts_with(&prefix) {
+                continue;
+            }
+            if dir == "__fragments" {
+                tdb_testdata::copy_dir(&e.path(), saved.path()).unwrap();
+                std::fs::remove_dir_all(e.path()).unwrap();
+                found = true;
+            } else {
+                std::fs::remove_file(e.path()).unwrap();
+            }
+        }
+    }
+    assert!(found, "{case} has no fragment {prefix}*");
+    (tmp, saved)
+}
+
+/// Consolidates the array at `dir` with TileDB's defaults (and `purge`)
+/// and checks the one merged fragment spans `t1..=t2` and is TileDB's.
+fn merge_matches(dir: &std::path::Path, theirs: &std::path::Path, purge: bool, span: (u64, u64)) {
+    let a = tdb::Array::open(dir).unwrap();
+    let mut selection = FragmentSelection::default();
+    selection.purge_deleted_cells = purge;
+    let done = a
+        .consolidate_fragments(&selection, tdb::DEFAULT_BUDGET)
+        .unwrap();
+    assert_eq!(done.len(), 1);
+    let f = &done[0].written.fragment;
+    assert_eq!((f.t1, f.t2), span);
+    assert_same_files(theirs, &dir.join(format!("__fragments/{f}")));
+}
+
+#[test]
+fn a_merge_over_deletes_keeps_tiledbs_delete_metadata() {
+    let (tmp, theirs) = before_merge("delete_consolidated_meta", 1, 3);
+    let before: Vec<_> = (1..=4).map(|t| cells(tmp.path(), Some(t))).collect();
+    merge_matches(tmp.path(), theirs.path(), false, (1, 3));
+    tdb::Array::open(tmp.path())
+        .unwrap()
+        .vacuum_fragments()
+        .unwrap();
+    // Reads before, between and after the deletes answer as before.
+    for (t, want) in (1..=4).zip(before) {
+        assert_eq!(cells(tmp.path(), Some(t)), want, "read at t={t}");
+    }
+}
+
+/// A copy of fixture `case` holding its schema and delete commits only,
+/// with the writes `deletes_between_writes` (xtask/fixtures/gen_current.py)
+/// made, at the same times, made again by tdb: the array as it was before
+/// TileDB merged (and vacuumed) it.
+fn rewritten(case: &str, t1: u64, t2: u64) -> (tempfile::TempDir, tempfile::TempDir) {
+    let (tmp, saved) = before_merge(case, t1, t2);
+    std::fs::remove_dir_all(tmp.path().join("__fragments")).unwrap();
+    for e in std::fs::read_dir(tmp.path().join("__commits")).unwrap() {
+        let path = e.unwrap().path();
+        if path.extension().is_some_and(|x| x != "del") {
+            std::fs::remove_file(path).unwrap();
+        }
+    }
+    let a = tdb::Array::open(tmp.path()).unwrap();
+    let write = |t: u64, d: std::ops::Range<i32>, a0: i32, prefix: &str| {
+        let d: Vec<i32> = d.collect();
+        let values: Vec<i32> = (0..d.len() as i32).map(|i| a0 + i).collect();
+        let mut s = tdb::FieldBuffer::for_field(a.schema(), "s").unwrap();
+        for i in 0..d.len() {
+            s.push(format!("{prefix}{i}").as_bytes(), true);
+        }
+        a.write(tdb::WriteSpec::new(vec![ints("d", &d), ints("a", &values), s]).at(t))
+            .unwrap();
+    };
+    write(1, 0..10, 0, "x");
+    write(3, 5..15, 10, "y");
+    (tmp, saved)
+}
+
+#[test]
+fn a_merge_with_duplicates_keeps_each_deleted_cell_as_tiledb() {
+    let (tmp, theirs) = rewritten("delete_consolidated_dups", 1, 3);
+    let before: Vec<_> = (1..=4).map(|t| cells(tmp.path(), Some(t))).collect();
+    merge_matches(tmp.path(), theirs.path(), false, (1, 3));
+    tdb::Array::open(tmp.path())
+        .unwrap()
+        .vacuum_fragments()
+        .unwrap();
+    for (t, want) in (1..=4).zip(before) {
+        assert_eq!(cells(tmp.path(), Some(t)), want, "read at t={t}");
+    }
+}
+
+#[test]
+fn a_purging_merge_drops_deleted_cells_and_their_older_versions_as_tiledb() {
+    let (tmp, theirs) = rewritten("delete_consolidated_purge", 1, 3);
+    let now = cells(tmp.path(), None);
+    merge_matches(tmp.path(), theirs.path(), true, (1, 3));
+    tdb::Array::open(tmp.path())
+        .unwrap()
+        .vacuum_fragments()
+        .unwrap();
+    // Reads after the deletes answer as before; the deleted cells are gone
+    // for earlier reads too (TileDB's answers: the fixture's expected.json).
+    assert_eq!(cells(tmp.path(), None), now);
+    let fixture = tdb_testdata::root().join("delete_consolidated_purge/array");
+    for t in 1..=4 {
+        assert_eq!(
+            cells(tmp.path(), Some(t)),
+            cells(&fixture, Some(t)),
+            "read at t={t}"
+        );
+    }
+}
+
+#[test]
+fn a_second_merge_renumbers_the_first_ones_conditions() {
+    // The fragment TileDB merged over the t=2 and t=4 deletes, merged
+    // again with a t=5 write over a t=6 delete.
+    let (tmp, theirs) = before_merge("delete_consolidated_twice", 1, 5);
+    let before: Vec<_> = (1..=6).map(|t| cells(tmp.path(), Some(t))).collect();
+    merge_matches(tmp.path(), theirs.path(), false, (1, 5));
+    tdb::Array::open(tmp.path())
+        .unwrap()
+        .vacuum_fragments()
+        .unwrap();
+    for (t, want) in (1..=6).zip(before) {
+        assert_eq!(cells(tmp.path(), Some(t)), want, "read at t={t}");
+    }
+}
