@@ -126,6 +126,10 @@ fn writes_and_deletes_of_an_array_opened_at_t_are_stamped_t() {
     assert_eq!(w.fragment.timestamp_range(), (100, 100));
     let del = arr.delete("a < 0").unwrap();
     assert!(del.starts_with("__commits/__100_100_"), "{del}");
+    // A delete removes the cells written at its own timestamp too, as
+    // TileDB's (it applies a delete to fragments starting at or before it).
+    let mut arr = arr;
+    assert_eq!(remaining(&mut arr), [2, 3, 4]);
 }
 
 /// tdb's delete commit for TileDB's own deletes of the fixtures is the
