@@ -10,8 +10,9 @@
 //! vacuumed (its fragments' timestamps, cell counts and non-empty domains,
 //! and its answers), on the queries whose window holds each merged span
 //! whole or misses it.
-//! Arrays tdb does not consolidate yet (older schemas) are listed as
-//! skipped.
+//! Arrays with several schemas are compared with TileDB's own
+//! consolidation too (a merge under the latest schema drops the attributes
+//! it dropped). Arrays tdb does not consolidate yet are listed as skipped.
 //!
 //! And the fragments tdb chooses are TileDB's: for each of [`SETTINGS`],
 //! another copy of every case is consolidated by tdb and one by TileDB
@@ -171,6 +172,17 @@ fn fresh(dir: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// Whether the array at `dir` has more than one schema (it was evolved).
+fn evolved(dir: &Path) -> bool {
+    fs::read_dir(dir.join("__schema")).is_ok_and(|entries| {
+        entries
+            .flatten()
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+            .count()
+            > 1
+    })
+}
+
 fn copy(case: &Path, out: &Path) -> Result<(), String> {
     tdb_testdata::copy_dir(case, out).map_err(|e| format!("copying {}: {e}", case.display()))
 }
@@ -189,8 +201,9 @@ pub(crate) fn consolidations(
     let (mut failed, mut skipped) = (0, 0);
     // Per setting: (case, tdb's choices, TileDB's copy).
     let mut compared: Vec<Vec<(PathBuf, Choices, PathBuf)>> = vec![Vec::new(); SETTINGS.len()];
-    // Dense cases tdb merged with the default settings, and their keys.
-    let mut dense = Vec::new();
+    // Cases compared with TileDB's own consolidation (dense ones, and those
+    // whose fragments were written under older schemas), and their keys.
+    let mut referenced = Vec::new();
     for case in tdb_testdata::case_dirs(corpus) {
         let rel = case.strip_prefix(corpus).unwrap_or(&case).to_path_buf();
         let (exp, key) = read_expected(&case)?;
@@ -231,9 +244,12 @@ pub(crate) fn consolidations(
             let chose = choices(&mine.join("array"), &before)?;
             if s == 0 {
                 vacuum(&mine, key.as_ref())?;
-                if exp["schema"]["array_type"] == "dense" {
+                let dense = exp["schema"]["array_type"] == "dense";
+                if dense {
                     drop_unanswerable(&mine, &chose)?;
-                    dense.push((rel.clone(), key));
+                }
+                if dense || evolved(&case.join("array")) {
+                    referenced.push((rel.clone(), key));
                 }
             }
             let theirs = choice_root.join(label).join("tiledb").join(&rel);
@@ -282,12 +298,13 @@ pub(crate) fn consolidations(
         return Ok((same, failed, skipped));
     }
     // TileDB's own dense merges change some answers (aggregates over the
-    // tiles' fill values, which TileDB's tile statistics then count): a
-    // dense case is compared with TileDB's own consolidation, vacuumed,
-    // under the same queries.
+    // tiles' fill values, which TileDB's tile statistics then count), and
+    // merges under the latest schema lose the attributes it dropped (time
+    // travel then reads them as fill values): such a case is compared with
+    // TileDB's own consolidation, vacuumed, under the same queries.
     let reference = root.join("target/interop/consolidated-reference");
     fresh(&reference)?;
-    for (rel, key) in &dense {
+    for (rel, key) in &referenced {
         let theirs = reference.join(rel);
         copy(
             &choice_root.join(SETTINGS[0].0).join("tiledb").join(rel),

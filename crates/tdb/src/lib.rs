@@ -382,7 +382,7 @@ impl<S: tdb_storage::Storage> Array<S> {
     /// fragments replaced. Returns the steps taken. Delete commits are
     /// carried on as TileDB's delete metadata (or their cells purged:
     /// [`FragmentSelection::purge_deleted_cells`]); fragments under older
-    /// schemas are not consolidated yet. The fragments are read and merged
+    /// schemas merge under the latest, as TileDB's. The fragments are read and merged
     /// under `budget` bytes (`tdb::DEFAULT_BUDGET` is the reads' default):
     /// a larger array takes more batches, not more memory.
     pub fn consolidate_fragments(

@@ -91,6 +91,27 @@ fn tdbs_consolidated_fragment_is_tiledbs() {
     assert_eq!(at(), before, "vacuumed");
 }
 
+/// Fragments written under three schemas (an attribute added, then
+/// another dropped) merge under the latest as TileDB's: the added
+/// attribute's fill values where it was not written, the dropped one gone;
+/// reads at the latest time answer as before.
+#[test]
+fn fragments_under_older_schemas_merge_under_the_latest_as_tiledbs() {
+    let (tmp, theirs) = before_merge("schema_evolution_consolidated", 2, 6);
+    let local = tdb::LocalStorage::new(tmp.path());
+    let a = tdb::Array::open(tmp.path()).unwrap();
+    let schemas: std::collections::BTreeSet<_> = a
+        .fragments()
+        .iter()
+        .map(|f| f.metadata.footer.array_schema_name.clone())
+        .collect();
+    assert_eq!(schemas.len(), 3);
+    let now = seen_in(&local).pop();
+    merge_matches(tmp.path(), theirs.path(), false, (2, 6));
+    a.vacuum_fragments().unwrap();
+    assert_eq!(seen_in(&local).pop(), now);
+}
+
 /// Fragments at 1..=4 overwriting some cells (no duplicates allowed).
 fn array() -> FaultyStorage<MemoryStorage> {
     let store = FaultyStorage::new(MemoryStorage::new());

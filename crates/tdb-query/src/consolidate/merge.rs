@@ -38,8 +38,8 @@ struct Input<'a, S: Storage> {
     /// Where the batch holds its per-cell timestamps and delete metadata.
     own_ts: Option<usize>,
     own_deletes: Option<usize>,
-    /// Per delete commit of the merge: whether this fragment applied it
-    /// already (its processed conditions).
+    /// Per delete commit of the merge: whether this fragment's delete
+    /// metadata holds it already (its processed conditions).
     processed: Vec<bool>,
     /// This fragment's condition indexes as the merge's.
     renumber: Vec<u64>,
@@ -225,12 +225,15 @@ pub(super) fn merge_sparse<S: Storage>(
         Ok(fields)
     };
     // Each fragment alone, every version of its cells (deleted ones too),
-    // read in the global order under its share of the budget.
+    // read in the global order under its share of the budget, under the
+    // latest schema as TileDB reads them: attributes added since read as
+    // their fill values, dropped ones are gone.
     let mut alone = Vec::with_capacity(frags.len());
     for &i in chosen {
-        let one = snapshot
+        let mut one = snapshot
             .sparse_fragment_alone(i)?
             .ok_or_else(|| QueryError::invalid("a fragment vanished"))?;
+        one.open = one.open.reading_view(open.directory.window.end);
         alone.push(one);
     }
     let share = (budget / (frags.len() as u64 + 1)).max(1);
@@ -257,7 +260,12 @@ pub(super) fn merge_sparse<S: Storage>(
             stamp: f.file.name.t1.to_le_bytes(),
             own_ts,
             own_deletes,
-            processed: markers.iter().map(|m| applied.contains(m)).collect(),
+            // TileDB skips a fragment's processed conditions only where its
+            // delete metadata stands for them.
+            processed: markers
+                .iter()
+                .map(|m| own_deletes.is_some() && applied.contains(m))
+                .collect(),
             renumber: applied
                 .iter()
                 .map(|m| {

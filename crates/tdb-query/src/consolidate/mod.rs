@@ -17,7 +17,11 @@
 //! Delete commits are carried on as TileDB's delete metadata, or their
 //! cells purged ([`merge`]'s docs).
 //!
-//! Not yet: fragments under older schemas, `max_fragment_size` (one
+//! Fragments written under older schemas are read under the latest one,
+//! as TileDB reads them (added attributes as fill values, dropped ones
+//! gone).
+//!
+//! Not yet: `max_fragment_size` (one
 //! fragment is written however large).
 
 mod dense;
@@ -211,14 +215,6 @@ fn merge_chosen<S: Storage>(
     purge_deleted_cells: bool,
     budget: u64,
 ) -> Result<FragmentConsolidation> {
-    // TileDB reads older fragments with the latest schema; not yet here.
-    let latest = &snapshot.open.schemas.latest().name;
-    if chosen
-        .iter()
-        .any(|&i| &snapshot.fragments[i].metadata.footer.array_schema_name != latest)
-    {
-        return Err(unsupported("fragments written under older schemas"));
-    }
     let written = if snapshot.schema().array_type == ArrayType::Dense {
         dense::merge_dense(storage, snapshot, chosen, &union(snapshot, chosen)?, budget)?
     } else {

@@ -49,3 +49,53 @@ pub fn assert_same_files(theirs: &std::path::Path, ours: &std::path::Path) {
         assert!(t == o, "{name} differs from TileDB's");
     }
 }
+
+/// A copy of fixture `case` without TileDB's fragment spanning `t1..=t2`
+/// (its directory, commit and vacuum list): the array as it was before
+/// TileDB merged it. Returns the copy and TileDB's fragment, saved.
+pub fn before_merge(case: &str, t1: u64, t2: u64) -> (tempfile::TempDir, tempfile::TempDir) {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tdb_testdata::root().join(case).join("array");
+    tdb_testdata::copy_dir(&src, tmp.path()).unwrap();
+    let prefix = format!("__{t1}_{t2}_");
+    let saved = tempfile::tempdir().unwrap();
+    let mut found = false;
+    for dir in ["__fragments", "__commits"] {
+        for e in std::fs::read_dir(tmp.path().join(dir)).unwrap() {
+            let e = e.unwrap();
+            let name = e.file_name().to_string_lossy().into_owned();
+            if !name.starts_with(&prefix) {
+                continue;
+            }
+            if dir == "__fragments" {
+                tdb_testdata::copy_dir(&e.path(), saved.path()).unwrap();
+                std::fs::remove_dir_all(e.path()).unwrap();
+                found = true;
+            } else {
+                std::fs::remove_file(e.path()).unwrap();
+            }
+        }
+    }
+    assert!(found, "{case} has no fragment {prefix}*");
+    (tmp, saved)
+}
+
+/// Consolidates the array at `dir` with TileDB's defaults (and `purge`)
+/// and checks the one merged fragment spans `t1..=t2` and is TileDB's.
+pub fn merge_matches(
+    dir: &std::path::Path,
+    theirs: &std::path::Path,
+    purge: bool,
+    span: (u64, u64),
+) {
+    let a = tdb::Array::open(dir).unwrap();
+    let mut selection = tdb::FragmentSelection::default();
+    selection.purge_deleted_cells = purge;
+    let done = a
+        .consolidate_fragments(&selection, tdb::DEFAULT_BUDGET)
+        .unwrap();
+    assert_eq!(done.len(), 1);
+    let f = &done[0].written.fragment;
+    assert_eq!((f.t1, f.t2), span);
+    assert_same_files(theirs, &dir.join(format!("__fragments/{f}")));
+}
