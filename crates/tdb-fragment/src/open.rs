@@ -8,8 +8,8 @@ use crate::fragment_metadata::{
     SectionData,
 };
 use crate::{
-    ArrayDirectory, ArrayMetadata, FragmentError, GroupDirectory, GroupMembers, Result, TimeWindow,
-    TimestampedFile,
+    ArrayDirectory, ArrayMetadata, ConditionCommit, DeleteCommit, FragmentError, GroupDirectory,
+    GroupMembers, Result, TimeWindow, TimestampedFile,
 };
 use std::collections::HashMap;
 use tdb_format::names::{
@@ -321,6 +321,42 @@ impl OpenArray {
             .map(|(f, bytes)| (f.name.clone(), bytes.as_slice()))
             .collect();
         ArrayMetadata::from_files(&named, self.key.as_ref())
+    }
+
+    /// The delete commits the window holds, in time order, each parsed
+    /// (and decrypted): one batched read. Update commits are left out.
+    pub fn delete_commits<S: ReadStorage + ?Sized>(
+        &self,
+        storage: &S,
+    ) -> Result<Vec<(&ConditionCommit, DeleteCommit)>> {
+        let deletes: Vec<&ConditionCommit> = self
+            .directory
+            .conditions
+            .iter()
+            .filter(|c| !c.is_update)
+            .collect();
+        if deletes.is_empty() {
+            return Ok(Vec::new());
+        }
+        let requests: Vec<RangeRequest> = deletes
+            .iter()
+            .map(|c| {
+                let (path, range) = c.location.range();
+                RangeRequest::new(join(&self.dir, path), range)
+            })
+            .collect();
+        let reads = storage
+            .read_ranges(&requests)
+            .map_err(|e| FragmentError::storage(dir_label(&self.dir), e))?;
+        deletes
+            .into_iter()
+            .zip(reads)
+            .map(|(c, read)| {
+                let (path, _) = c.location.range();
+                let read = read.ok_or_else(|| FragmentError::missing(path, "delete commit"))?;
+                Ok((c, DeleteCommit::parse(&c.marker, &read.bytes, self.key())?))
+            })
+            .collect()
     }
 
     /// The visible array metadata files with their bytes (still encrypted

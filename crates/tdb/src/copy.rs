@@ -10,12 +10,12 @@ use crate::{Array, Error, Group, OpenOptions, Result};
 use tdb_format::{names, ArrayType};
 use tdb_fragment::{
     write_delete, write_enumeration, write_group_details, write_metadata, write_schema,
-    DeleteCommit, FragmentError, GroupDetails, MetadataFile, ObjectKind, ReadStorage, TimeWindow,
+    FragmentError, GroupDetails, MetadataFile, ObjectKind, ReadStorage, TimeWindow,
     TimestampedFile,
 };
 use tdb_query::write::FragmentWriter;
 use tdb_query::{ReadSpec, ResultLayout, Subarray, WriteSpec};
-use tdb_storage::{join, RangeRequest, Storage};
+use tdb_storage::{join, Storage};
 
 /// What a copy wrote.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -93,30 +93,11 @@ pub fn copy<S: ReadStorage, D: Storage>(
         summary.metadata_files += 1;
     }
     // Deletes, as deletes, with their timestamps (before the fragments,
-    // whose processed conditions name them); their conditions read in one
-    // batch.
-    let deletes = &open.directory.conditions;
-    let requests: Vec<RangeRequest> = deletes
-        .iter()
-        .map(|c| {
-            let (path, range) = c.location.range();
-            RangeRequest::new(join(&open.dir, path), range)
-        })
-        .collect();
-    let got = if requests.is_empty() {
-        Vec::new()
-    } else {
-        src.storage
-            .read_ranges(&requests)
-            .map_err(|e| FragmentError::storage(&open.dir, e))?
-    };
+    // whose processed conditions name them).
     // Each commit's new path by its old condition marker, for the processed
     // conditions of fragments merged over them.
     let mut renamed = std::collections::HashMap::new();
-    for (c, bytes) in deletes.iter().zip(got) {
-        let (path, _) = c.location.range();
-        let bytes = bytes.ok_or_else(|| FragmentError::missing(path, "delete commit"))?;
-        let del = DeleteCommit::parse(path, &bytes.bytes, key)?;
+    for (c, del) in open.delete_commits(&src.storage)? {
         let new =
             write_delete(dst, dir, &del, c.name.timestamp_range(), to_key).map_err(Error::Write)?;
         renamed.insert(c.marker.clone(), new);

@@ -27,19 +27,28 @@ fn cells(dir: &std::path::Path, at: Option<u64>) -> Vec<(i32, i32, Vec<u8>)> {
     v
 }
 
+/// Merges the array at `dir` (see `merge_matches`: TileDB's fragment
+/// `theirs`, spanning `span`), keeping deleted cells, vacuums, and checks
+/// reads at each of `times` answer as before.
+fn merge_reads_as_before(
+    dir: &std::path::Path,
+    theirs: &std::path::Path,
+    span: (u64, u64),
+    times: std::ops::RangeInclusive<u64>,
+) {
+    let before: Vec<_> = times.clone().map(|t| cells(dir, Some(t))).collect();
+    merge_matches(dir, theirs, false, span);
+    tdb::Array::open(dir).unwrap().vacuum_fragments().unwrap();
+    for (t, want) in times.zip(before) {
+        assert_eq!(cells(dir, Some(t)), want, "read at t={t}");
+    }
+}
+
 #[test]
 fn a_merge_over_deletes_keeps_tiledbs_delete_metadata() {
-    let (tmp, theirs) = before_merge("delete_consolidated_meta", 1, 3);
-    let before: Vec<_> = (1..=4).map(|t| cells(tmp.path(), Some(t))).collect();
-    merge_matches(tmp.path(), theirs.path(), false, (1, 3));
-    tdb::Array::open(tmp.path())
-        .unwrap()
-        .vacuum_fragments()
-        .unwrap();
     // Reads before, between and after the deletes answer as before.
-    for (t, want) in (1..=4).zip(before) {
-        assert_eq!(cells(tmp.path(), Some(t)), want, "read at t={t}");
-    }
+    let (tmp, theirs) = before_merge("delete_consolidated_meta", 1, 3);
+    merge_reads_as_before(tmp.path(), theirs.path(), (1, 3), 1..=4);
 }
 
 /// A copy of fixture `case` holding its schema and delete commits only,
@@ -74,15 +83,7 @@ fn rewritten(case: &str, t1: u64, t2: u64) -> (tempfile::TempDir, tempfile::Temp
 #[test]
 fn a_merge_with_duplicates_keeps_each_deleted_cell_as_tiledb() {
     let (tmp, theirs) = rewritten("delete_consolidated_dups", 1, 3);
-    let before: Vec<_> = (1..=4).map(|t| cells(tmp.path(), Some(t))).collect();
-    merge_matches(tmp.path(), theirs.path(), false, (1, 3));
-    tdb::Array::open(tmp.path())
-        .unwrap()
-        .vacuum_fragments()
-        .unwrap();
-    for (t, want) in (1..=4).zip(before) {
-        assert_eq!(cells(tmp.path(), Some(t)), want, "read at t={t}");
-    }
+    merge_reads_as_before(tmp.path(), theirs.path(), (1, 3), 1..=4);
 }
 
 #[test]
@@ -112,13 +113,5 @@ fn a_second_merge_renumbers_the_first_ones_conditions() {
     // The fragment TileDB merged over the t=2 and t=4 deletes, merged
     // again with a t=5 write over a t=6 delete.
     let (tmp, theirs) = before_merge("delete_consolidated_twice", 1, 5);
-    let before: Vec<_> = (1..=6).map(|t| cells(tmp.path(), Some(t))).collect();
-    merge_matches(tmp.path(), theirs.path(), false, (1, 5));
-    tdb::Array::open(tmp.path())
-        .unwrap()
-        .vacuum_fragments()
-        .unwrap();
-    for (t, want) in (1..=6).zip(before) {
-        assert_eq!(cells(tmp.path(), Some(t)), want, "read at t={t}");
-    }
+    merge_reads_as_before(tmp.path(), theirs.path(), (1, 5), 1..=6);
 }

@@ -208,17 +208,14 @@ pub(crate) struct BoundDelete {
 }
 
 impl BoundDelete {
-    /// Parses delete commit `marker`'s `bytes` (decrypted with `key`) and
-    /// binds its condition to `schema`.
-    pub fn parse(
+    /// Binds delete commit `marker`'s condition to `schema`.
+    pub fn bind(
         marker: &str,
         timestamp: u64,
-        bytes: &[u8],
-        key: Option<&[u8; 32]>,
+        commit: &tdb_fragment::DeleteCommit,
         schema: &ArraySchema,
         enumerations: &HashMap<String, Enumeration>,
     ) -> Result<Self> {
-        let commit = tdb_fragment::DeleteCommit::parse(marker, bytes, key)?;
         Ok(BoundDelete {
             timestamp,
             marker: marker.to_owned(),

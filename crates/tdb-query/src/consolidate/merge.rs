@@ -21,7 +21,7 @@ use tdb_format::Datatype;
 use tdb_fragment::{LoadedFragment, TimeWindow};
 use tdb_index::order::{cmp_cells, CellOrder};
 use tdb_index::DomainOps;
-use tdb_storage::{join, RangeRequest, Storage};
+use tdb_storage::Storage;
 
 /// Never: the delete timestamp and condition index of a cell no delete
 /// removed.
@@ -130,40 +130,17 @@ fn load_deletes<S: Storage>(
     window: TimeWindow,
 ) -> Result<Vec<BoundDelete>> {
     let open = &snapshot.open;
-    let commits: Vec<_> = open
-        .directory
-        .conditions
-        .iter()
-        .filter(|c| window.contains(c.name.timestamp_range()))
-        .collect();
-    if commits.iter().any(|c| c.is_update) {
+    if open.directory.conditions.iter().any(|c| c.is_update) {
         return Err(unsupported("arrays with update commits"));
     }
-    let requests: Vec<RangeRequest> = commits
-        .iter()
-        .map(|c| {
-            let (path, range) = c.location.range();
-            RangeRequest::new(join(&open.dir, path), range)
-        })
-        .collect();
-    let reads = storage
-        .read_ranges(&requests)
-        .map_err(|e| tdb_fragment::FragmentError::storage(&open.dir, e))?;
-    commits
-        .iter()
-        .zip(reads)
-        .map(|(c, read)| {
-            let read = read.ok_or_else(|| {
-                QueryError::from(tdb_fragment::FragmentError::missing(
-                    &c.marker,
-                    "delete commit",
-                ))
-            })?;
-            BoundDelete::parse(
+    open.delete_commits(storage)?
+        .into_iter()
+        .filter(|(c, _)| window.contains(c.name.timestamp_range()))
+        .map(|(c, commit)| {
+            BoundDelete::bind(
                 &c.marker,
                 c.timestamp(),
-                &read.bytes,
-                open.key(),
+                &commit,
                 &open.schemas.latest().schema,
                 &snapshot.enumerations,
             )

@@ -29,7 +29,7 @@ use std::collections::HashMap;
 use std::ops::Range;
 use tdb_format::{ArrayType, DataPart, FormatVersion};
 use tdb_fragment::fragment_metadata::{Field, Section};
-use tdb_fragment::ReadStorage;
+use tdb_fragment::{DeleteCommit, ReadStorage};
 use tdb_index::dense::{int_value, push_int};
 use tdb_index::DomainOps;
 use tdb_storage::{join, RangeRead, RangeRequest};
@@ -298,14 +298,9 @@ impl<'a> Reader<'a> {
                             "delete commit",
                         ))
                     })?;
-                    let delete = BoundDelete::parse(
-                        &file,
-                        ts,
-                        &read.bytes,
-                        self.key(),
-                        schema,
-                        &self.snapshot.enumerations,
-                    )?;
+                    let commit = DeleteCommit::parse(&file, &read.bytes, self.key())?;
+                    let delete =
+                        BoundDelete::bind(&file, ts, &commit, schema, &self.snapshot.enumerations)?;
                     for f in delete.condition.fields() {
                         if !self.fields.iter().any(|x| &x.name == f) {
                             self.fields.push(FieldInfo::resolve(schema, f)?);
