@@ -255,3 +255,39 @@ fn consolidate_chosen_or_listed_fragments() {
     assert_eq!(left, 2);
     assert_eq!(cells(), before);
 }
+
+/// `delete_query` (writes at 1, 2 and 4, a delete at 3) merged with and
+/// without `--purge-deleted-cells`: reads now answer the same either way;
+/// a read at 2 still sees the deleted cells only where they were kept.
+#[test]
+fn consolidate_over_deletes_keeps_or_purges_deleted_cells() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = |name: &str, purge: bool| -> (String, String) {
+        let arr = fixture_copy("delete_query", &tmp.path().join(name));
+        let p = arr.to_str().unwrap();
+        let cells = |at: &[&str]| ok(&tdb(&[&["export", p, "--format", "csv"][..], at].concat()));
+        let (now, at2) = (cells(&[]), cells(&["--at", "2"]));
+        let mut args = vec!["consolidate", p];
+        if purge {
+            args.push("--purge-deleted-cells");
+        }
+        let text = ok(&tdb(&args));
+        assert!(
+            text.contains("3 fragments consolidated into __1_4_"),
+            "{text}"
+        );
+        ok(&tdb(&["vacuum", p]));
+        assert_eq!(cells(&[]), now, "read now");
+        (at2, cells(&["--at", "2"]))
+    };
+    let (before, kept) = run("kept", false);
+    assert_eq!(
+        kept, before,
+        "deleted cells kept for reads before the delete"
+    );
+    let (before, purged) = run("purged", true);
+    assert!(
+        purged.lines().count() < before.lines().count(),
+        "purged:\n{purged}\nbefore:\n{before}"
+    );
+}
