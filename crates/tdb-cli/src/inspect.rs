@@ -270,7 +270,7 @@ pub fn inspect(
     match kind {
         ObjectKind::Array => inspect_array(storage, dir, window, key, &mut report)?,
         ObjectKind::Group => {
-            let group = OpenGroup::open(storage, dir, window, dir, key)?;
+            let group = OpenGroup::open(storage, dir, window, key)?;
             report.group = Some(GroupReport {
                 metadata: metadata(&group.metadata),
                 members: group

@@ -142,15 +142,17 @@ enum Command {
     /// into one `.con` file (deletes embedded); `--mode array_meta`: the
     /// array metadata files the window sees into one file spanning their
     /// timestamps, and a vacuum list naming them; `--mode fragment_meta`:
-    /// the footers of the fragments the window sees into one `.meta` file.
+    /// the footers of the fragments the window sees into one `.meta` file;
+    /// `--mode group_meta` (PATH a group): its metadata files into one, the
+    /// vacuum list naming them by absolute URI as TileDB's.
     /// `--mode fragments` (the default): fragments of the window chosen by
     /// TileDB's rule (or `--fragments`) into one, sparse ones keeping every
     /// cell's timestamp, dense ones merged over whole tiles. Readers see
     /// the same array.
     Consolidate {
-        /// The array directory.
+        /// The array directory (a group's with `--mode group_meta`).
         path: PathBuf,
-        /// fragments, commits, fragment_meta or array_meta.
+        /// fragments, commits, fragment_meta, array_meta or group_meta.
         #[arg(long, default_value = "fragments")]
         mode: String,
         /// The window to consolidate: `T` (up to T) or `T1..T2`
@@ -197,11 +199,12 @@ enum Command {
     /// vacuum lists; `--mode commits`: the commit files `.con` files list, then redundant `.con`
     /// and `.ign` files; `--mode array_meta`: the metadata files vacuum
     /// lists name, then the lists; `--mode fragment_meta`: every `.meta`
-    /// file but the latest).
+    /// file but the latest; `--mode group_meta`: a group's metadata files
+    /// its vacuum lists name, then the lists).
     Vacuum {
-        /// The array directory.
+        /// The array directory (a group's with `--mode group_meta`).
         path: PathBuf,
-        /// fragments, commits, fragment_meta or array_meta.
+        /// fragments, commits, fragment_meta, array_meta or group_meta.
         #[arg(long, default_value = "fragments")]
         mode: String,
         /// The AES-256-GCM key of an encrypted array (32 bytes).
@@ -336,9 +339,9 @@ mod progress {
 /// The consolidation modes TileDB knows.
 fn known_mode(mode: &str) -> Result<(), CliError> {
     match mode {
-        "fragments" | "array_meta" | "commits" | "fragment_meta" => Ok(()),
+        "fragments" | "array_meta" | "commits" | "fragment_meta" | "group_meta" => Ok(()),
         other => Err(CliError::Usage(format!(
-            "--mode takes fragments, commits, fragment_meta or array_meta, not {other:?}"
+            "--mode takes fragments, commits, fragment_meta, array_meta or group_meta, not {other:?}"
         ))),
     }
 }
@@ -644,6 +647,22 @@ fn run(cli: Cli) -> Result<bool, CliError> {
         } => {
             known_mode(&mode)?;
             let options = open_options(at.as_deref(), key.as_deref())?;
+            if mode == "group_meta" {
+                let group = tdb::Group::open_in(LocalStorage::new(&path), "", options)?;
+                match group.consolidate_metadata()? {
+                    Some(c) => println!(
+                        "{}: {} group metadata files consolidated; vacuum list {}",
+                        path.display(),
+                        c.replaced.len(),
+                        c.vacuum_list
+                    ),
+                    None => println!(
+                        "{}: fewer than two metadata files, nothing to do",
+                        path.display()
+                    ),
+                }
+                return Ok(true);
+            }
             let array = tdb::Array::open_with(&path, options)?;
             if mode == "fragments" {
                 let budget = budget.unwrap_or(tdb::DEFAULT_BUDGET);
@@ -716,6 +735,13 @@ fn run(cli: Cli) -> Result<bool, CliError> {
         }
         Command::Vacuum { path, mode, key } => {
             known_mode(&mode)?;
+            if mode == "group_meta" {
+                let options = open_options(None, key.as_deref())?;
+                let group = tdb::Group::open_in(LocalStorage::new(&path), "", options)?;
+                let n = group.vacuum_metadata()?;
+                println!("{}: {n} files removed", path.display());
+                return Ok(true);
+            }
             let array = open_for_change(&path, None, key.as_deref())?;
             let n = match mode.as_str() {
                 "fragments" => array.vacuum_fragments()?,

@@ -291,3 +291,43 @@ fn consolidate_over_deletes_keeps_or_purges_deleted_cells() {
         "purged:\n{purged}\nbefore:\n{before}"
     );
 }
+
+/// A group's metadata files (TileDB's three of `group_meta_consolidated`,
+/// its own merge removed) consolidated and vacuumed with `--mode
+/// group_meta`: one file is left, and the list named the three by URI.
+#[test]
+fn consolidate_and_vacuum_group_metadata() {
+    let tmp = tempfile::tempdir().unwrap();
+    let g = tmp.path().join("g");
+    let src = tdb_testdata::root().join("group_meta_consolidated/group");
+    tdb_testdata::copy_dir(&src, &g).unwrap();
+    let meta = g.join("__meta");
+    for e in std::fs::read_dir(&meta).unwrap() {
+        let path = e.unwrap().path();
+        if path
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .starts_with("__1_3_")
+        {
+            std::fs::remove_file(path).unwrap();
+        }
+    }
+    let p = g.to_str().unwrap();
+    let text = ok(&tdb(&["consolidate", p, "--mode", "group_meta"]));
+    assert!(
+        text.contains("3 group metadata files consolidated"),
+        "{text}"
+    );
+    let list = std::fs::read_dir(&meta)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|x| x == "vac"))
+        .unwrap();
+    let lines = std::fs::read_to_string(list).unwrap();
+    assert_eq!(lines.lines().count(), 3);
+    assert!(lines.lines().all(|l| l.starts_with("file:///")), "{lines}");
+    let text = ok(&tdb(&["vacuum", p, "--mode", "group_meta"]));
+    assert!(text.contains("4 files removed"), "{text}");
+    assert_eq!(std::fs::read_dir(&meta).unwrap().count(), 1);
+}

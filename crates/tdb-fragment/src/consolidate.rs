@@ -3,11 +3,13 @@
 //! (`CommitsConsolidator`) and fragment metadata
 //! (`FragmentMetaConsolidator`).
 //!
-//! Metadata: consolidating replays the metadata files a window sees into one file of
+//! Metadata (an array's, or a group's: `GroupMetaConsolidator`):
+//! consolidating replays the metadata files a window sees into one file of
 //! every live key (named with the first file's start and the last file's
 //! end timestamp), then writes a vacuum list `<that name>.vac` naming the
 //! files it replaces (relative to the array, `/__meta/<name>`, as TileDB
-//! writes them from format v19). Each is one whole-object write, the list
+//! writes them from format v19; a group's by absolute URI, as TileDB
+//! writes those). Each is one whole-object write, the list
 //! last: stopped between the two, the array holds the new file beside the
 //! old ones, which replay to the same state, and windows ending before the
 //! new file's end still see the old files alone. Vacuuming deletes the
@@ -36,12 +38,14 @@
 
 use crate::array_metadata::ArrayMetadata;
 use crate::commits::{ConsolidatedCommit, ConsolidatedCommits, IgnoreFile};
-use crate::create::{named, put, span_name, write_ignore_file, write_vacuum_list};
+use crate::create::{named, put, span_name, write_ignore_file, write_vacuum_lines};
 use crate::directory::DirectoryListing;
 use crate::directory::TimeWindow;
 use crate::fragment_metadata::{ConsolidatedEntry, ConsolidatedFragmentMeta};
-use crate::open::{dir_label, list_object, read_files, LoadedFragment, OpenArray, ReadStorage};
-use crate::{FragmentError, Result};
+use crate::open::{
+    dir_label, list_object, read_files, LoadedFragment, OpenArray, OpenGroup, ReadStorage,
+};
+use crate::{FragmentError, Result, TimestampedFile};
 use std::collections::{BTreeMap, HashMap, HashSet};
 use tdb_format::names::{COMMITS_DIR, CON_EXT, DEL_EXT, FRAGMENT_META_DIR, METADATA_DIR, META_EXT};
 use tdb_format::{FormatVersion, TimestampedName};
@@ -72,11 +76,49 @@ pub fn consolidate_metadata<S: ReadStorage + WritableStorage + ?Sized>(
         return Ok(None);
     }
     let files = open.metadata_files(storage)?;
+    let files: Vec<(&TimestampedFile, &[u8])> =
+        files.iter().map(|(f, b)| (*f, b.as_slice())).collect();
+    merge_metadata(storage, &open.dir, &files, open.key(), |p| format!("/{p}"))
+}
+
+/// Consolidates the group metadata files `open` sees, as
+/// [`consolidate_metadata`] does an array's, except that the vacuum list
+/// names them by absolute URI (`<group URI>/__meta/<name>`), as TileDB's
+/// `GroupMetaConsolidator` writes it: the group's URI is
+/// [`OpenGroup::uri`].
+pub fn consolidate_group_metadata<S: ReadStorage + WritableStorage + ?Sized>(
+    storage: &S,
+    dir: &str,
+    open: &OpenGroup,
+    key: Option<&[u8; 32]>,
+) -> Result<Option<MetadataConsolidation>> {
+    if open.metadata_files.len() < 2 {
+        return Ok(None);
+    }
+    let files: Vec<(&TimestampedFile, &[u8])> = open
+        .metadata_files
+        .iter()
+        .map(|(f, b)| (f, b.as_slice()))
+        .collect();
+    let base = open.uri.trim_end_matches('/');
+    merge_metadata(storage, dir, &files, key, |p| format!("{base}/{p}"))
+}
+
+/// Replays metadata `files` (decrypted with `key`) into one file of every
+/// live key in `__meta/` of the object at `dir`, then writes the vacuum
+/// list naming each replaced file as `entry(path)`.
+fn merge_metadata<S: WritableStorage + ?Sized>(
+    storage: &S,
+    dir: &str,
+    files: &[(&TimestampedFile, &[u8])],
+    key: Option<&[u8; 32]>,
+    entry: impl Fn(&str) -> String,
+) -> Result<Option<MetadataConsolidation>> {
     let named_files: Vec<(TimestampedName, &[u8])> = files
         .iter()
-        .map(|(f, bytes)| (f.name.clone(), bytes.as_slice()))
+        .map(|(f, bytes)| (f.name.clone(), *bytes))
         .collect();
-    let state = ArrayMetadata::from_files(&named_files, open.key())?;
+    let state = ArrayMetadata::from_files(&named_files, key)?;
     // TileDB names the file for the replayed files' span: the first start
     // and the last end, in replay order.
     let replay = crate::array_metadata::in_tiledb_order(&named_files);
@@ -90,20 +132,34 @@ pub fn consolidate_metadata<S: ReadStorage + WritableStorage + ?Sized>(
     let written = if file.entries.is_empty() {
         None
     } else {
-        put(
-            storage,
-            &join(&open.dir, &path),
-            file.write(&path, open.key())?,
-        )?;
+        put(storage, &join(dir, &path), file.write(&path, key)?)?;
         Some(path.clone())
     };
     let replaced: Vec<String> = files.iter().map(|(f, _)| f.path.clone()).collect();
-    let vacuum_list = write_vacuum_list(storage, &open.dir, &path, &replaced)?;
+    let lines = replaced.iter().map(|p| entry(p)).collect();
+    let vacuum_list = write_vacuum_lines(storage, dir, &path, lines)?;
     Ok(Some(MetadataConsolidation {
         file: written,
         vacuum_list,
         replaced,
     }))
+}
+
+/// Vacuums what group metadata consolidations replaced in the group at
+/// `dir` (over its whole history): the files the lists name, then the
+/// lists. Returns how many files went.
+pub fn vacuum_group_metadata<S: ReadStorage + WritableStorage + ?Sized>(
+    storage: &S,
+    dir: &str,
+    key: Option<&[u8; 32]>,
+) -> Result<usize> {
+    let all = OpenGroup::open(storage, dir, TimeWindow::ALL, key)?;
+    let d = &all.directory;
+    delete_files(
+        storage,
+        dir,
+        d.metadata_to_vacuum.iter().chain(&d.metadata_vac_to_vacuum),
+    )
 }
 
 /// Vacuums what array metadata consolidations replaced in the array at

@@ -170,9 +170,19 @@ pub fn write_vacuum_list<S: WritableStorage + ?Sized>(
     replacing: &str,
     replaced: &[String],
 ) -> Result<String> {
-    let list = VacuumFile::new(replaced.iter().map(|p| format!("/{p}")).collect());
+    let lines = replaced.iter().map(|p| format!("/{p}")).collect();
+    write_vacuum_lines(storage, dir, replacing, lines)
+}
+
+/// Writes the vacuum list `<replacing>.vac` of exactly `lines`.
+pub(crate) fn write_vacuum_lines<S: WritableStorage + ?Sized>(
+    storage: &S,
+    dir: &str,
+    replacing: &str,
+    lines: Vec<String>,
+) -> Result<String> {
     let path = format!("{replacing}{VAC_EXT}");
-    put(storage, &join(dir, &path), list.write())?;
+    put(storage, &join(dir, &path), VacuumFile::new(lines).write())?;
     Ok(path)
 }
 

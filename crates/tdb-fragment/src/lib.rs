@@ -24,8 +24,9 @@ pub use array_metadata::{ArrayMetadata, MetadataEntry, MetadataFile, MetadataVal
 pub use commits::{ConsolidatedCommit, ConsolidatedCommits, IgnoreFile, VacuumFile};
 pub use condition::{Condition, DeleteCommit, UpdateCommit, UpdateValue};
 pub use consolidate::{
-    consolidate_commits, consolidate_fragment_metadata, consolidate_metadata, vacuum_commits,
-    vacuum_fragment_metadata, vacuum_fragments, vacuum_metadata, MetadataConsolidation,
+    consolidate_commits, consolidate_fragment_metadata, consolidate_group_metadata,
+    consolidate_metadata, vacuum_commits, vacuum_fragment_metadata, vacuum_fragments,
+    vacuum_group_metadata, vacuum_metadata, MetadataConsolidation,
 };
 pub use create::{
     create_array, create_group, write_delete, write_enumeration, write_evolved_schema,

@@ -665,24 +665,31 @@ pub(crate) fn read_fragment_metadata<S: ReadStorage + ?Sized>(
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct OpenGroup {
+    /// The URI its vacuum lists name files under (see [`OpenGroup::open`]).
+    pub uri: String,
     /// The directory resolved for the window.
     pub directory: GroupDirectory,
     /// The members in force.
     pub members: GroupMembers,
     /// The group's metadata.
     pub metadata: ArrayMetadata,
+    /// The metadata files it was replayed from, with their bytes (still
+    /// encrypted where the group is).
+    pub metadata_files: Vec<(TimestampedFile, Vec<u8>)>,
 }
 
 impl OpenGroup {
-    /// Opens the group at `dir` for `window`. `group_uri` is the URI the
-    /// group's vacuum lists were written under (TileDB writes them absolute).
+    /// Opens the group at `dir` for `window`. Its vacuum lists name files
+    /// by absolute URI (TileDB writes them so): the group's URI is what
+    /// `storage` says `dir` is (`ReadableStorage::uri`), else `dir` itself.
     pub fn open<S: ReadStorage + ?Sized>(
         storage: &S,
         dir: &str,
         window: TimeWindow,
-        group_uri: &str,
         key: Option<&[u8; 32]>,
     ) -> Result<Self> {
+        let group_uri = storage.uri(dir).unwrap_or_else(|| dir.to_owned());
+        let group_uri = group_uri.as_str();
         let listing = list_object(storage, dir)?;
         // Vacuum lists first would cost a second round trip; group files
         // are small, so every details, metadata and vacuum file comes in one.
@@ -701,10 +708,17 @@ impl OpenGroup {
         };
         let members = GroupMembers::resolve(&named(&directory.details), key)?;
         let metadata = ArrayMetadata::from_files(&named(&directory.metadata), key)?;
+        let metadata_files = directory
+            .metadata
+            .iter()
+            .map(|f| (f.clone(), contents[f.path.as_str()].clone()))
+            .collect();
         Ok(OpenGroup {
+            uri: group_uri.to_owned(),
             directory,
             members,
             metadata,
+            metadata_files,
         })
     }
 }

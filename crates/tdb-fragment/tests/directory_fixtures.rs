@@ -148,10 +148,12 @@ fn groups_resolve_their_details_and_metadata() {
             .iter()
             .filter(|f| f.starts_with("__group/"))
             .collect();
+        // The fixture's vacuum lists name files where the corpus was
+        // written, so here they hide nothing.
         let meta: Vec<_> = o
             .files
             .iter()
-            .filter(|f| f.starts_with("__meta/"))
+            .filter(|f| f.starts_with("__meta/") && !f.ends_with(".vac"))
             .collect();
         assert_eq!(g.details.len(), details.len(), "{}", o.case);
         assert_eq!(g.metadata.len(), meta.len(), "{}", o.case);
@@ -220,6 +222,17 @@ fn every_commit_file_parses_and_writes_back() {
                     let v = VacuumFile::parse(f, &bytes).unwrap();
                     assert_eq!(v.write(), bytes, "{}: {f}", o.case);
                     for e in &v.entries {
+                        // Group metadata lists name files by absolute URI
+                        // (where the corpus was written); others fragments.
+                        if f.starts_with("__meta/") {
+                            let name = e.rsplit('/').next().unwrap();
+                            assert!(
+                                o.files.contains(&format!("__meta/{name}")),
+                                "{}: {f}: {e} names no metadata file",
+                                o.case
+                            );
+                            continue;
+                        }
                         let p = VacuumFile::array_relative_path(f, e).unwrap();
                         assert!(
                             o.files.iter().any(|x| x.starts_with(&format!("{p}/"))),

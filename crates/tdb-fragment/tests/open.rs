@@ -99,7 +99,7 @@ fn io_trace_v9_array_with_fragments_in_the_root() {
 fn io_trace_group() {
     let o = object("group_basic");
     let storage = RecordingStorage::new(LocalStorage::new(&o.dir));
-    let g = OpenGroup::open(&storage, "", TimeWindow::ALL, "", None).unwrap();
+    let g = OpenGroup::open(&storage, "", TimeWindow::ALL, None).unwrap();
     assert_eq!(g.members.len(), 3);
     insta::assert_snapshot!(storage.trace());
 }

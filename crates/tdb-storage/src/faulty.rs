@@ -73,6 +73,10 @@ impl<S: ReadableStorage> ReadableStorage for FaultyStorage<S> {
     fn size(&self, key: &str) -> Result<Option<u64>> {
         self.inner.size(key)
     }
+
+    fn uri(&self, key: &str) -> Option<String> {
+        self.inner.uri(key)
+    }
 }
 
 impl<S: ListableStorage> ListableStorage for FaultyStorage<S> {

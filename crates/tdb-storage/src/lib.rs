@@ -80,6 +80,14 @@ pub trait ReadableStorage: Send + Sync + std::fmt::Debug {
         let mut out = self.read_ranges(&[RangeRequest::new(key, range)])?;
         Ok(out.pop().flatten())
     }
+
+    /// The URI TileDB would name `key` by (`file:///abs/path` for local
+    /// files), where the backend knows one: TileDB writes some lists of
+    /// files (group metadata vacuum lists) as absolute URIs.
+    fn uri(&self, key: &str) -> Option<String> {
+        let _ = key;
+        None
+    }
 }
 
 /// Lists directories (key prefixes).
@@ -163,6 +171,10 @@ impl<T: ReadableStorage + ?Sized> ReadableStorage for &T {
 
     fn read_range(&self, key: &str, range: ByteRange) -> Result<Option<RangeRead>> {
         (**self).read_range(key, range)
+    }
+
+    fn uri(&self, key: &str) -> Option<String> {
+        (**self).uri(key)
     }
 }
 

@@ -273,6 +273,14 @@ impl ReadableStorage for LocalStorage {
         Ok(self.open(key)?.map(|(_, size)| size))
     }
 
+    /// `file://` and the absolute path, made absolute without resolving
+    /// links, as TileDB makes local paths absolute.
+    fn uri(&self, key: &str) -> Option<String> {
+        let path = std::path::absolute(self.resolve(key).ok()?).ok()?;
+        let path = path.to_str()?.trim_end_matches('/');
+        Some(format!("file://{path}"))
+    }
+
     fn read_range(&self, key: &str, range: ByteRange) -> Result<Option<RangeRead>> {
         let Some((mut file, size)) = self.open(key)? else {
             return Ok(None);
@@ -363,6 +371,20 @@ impl WritableStorage for LocalStorage {
 mod tests {
     use super::*;
     use crate::{ListableStorage, WritableStorage};
+
+    #[test]
+    fn uris_are_absolute_file_uris_as_tiledbs() {
+        let s = LocalStorage::new("/data/g");
+        assert_eq!(s.uri("").as_deref(), Some("file:///data/g"));
+        assert_eq!(
+            s.uri("__meta/x").as_deref(),
+            Some("file:///data/g/__meta/x")
+        );
+        let cwd = std::env::current_dir().unwrap();
+        let rel = LocalStorage::new("g").uri("").unwrap();
+        assert_eq!(rel, format!("file://{}/g", cwd.display()));
+        assert_eq!(s.uri("../x"), None, "keys leaving the root are refused");
+    }
 
     #[test]
     fn handles_on_one_directory_write_side_by_side() {

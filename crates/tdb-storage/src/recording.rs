@@ -193,6 +193,10 @@ impl<S: ReadableStorage> ReadableStorage for RecordingStorage<S> {
         });
         self.inner.size(key)
     }
+
+    fn uri(&self, key: &str) -> Option<String> {
+        self.inner.uri(key)
+    }
 }
 
 impl<S: ListableStorage> ListableStorage for RecordingStorage<S> {

@@ -323,8 +323,7 @@ fn copy_group_files<S: ReadStorage + ?Sized, D: Storage>(
                 summary.arrays.push((path, copy(&array, dst, &to, to_key)?));
             }
             Some(ObjectKind::Group) => {
-                let open =
-                    tdb_fragment::OpenGroup::open(storage, &from, TimeWindow::ALL, &from, key)?;
+                let open = tdb_fragment::OpenGroup::open(storage, &from, TimeWindow::ALL, key)?;
                 let sub = GroupSource {
                     storage,
                     dir: &from,

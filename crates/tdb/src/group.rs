@@ -52,7 +52,7 @@ impl<S: ReadStorage> Group<S> {
     /// Opens the group at key prefix `dir` of `storage` with `options`.
     pub fn open_in(storage: S, dir: &str, options: OpenOptions) -> Result<Self> {
         let window = options.window.unwrap_or(TimeWindow::ALL);
-        let open = OpenGroup::open(&storage, dir, window, dir, options.key.as_ref())?;
+        let open = OpenGroup::open(&storage, dir, window, options.key.as_ref())?;
         Ok(Group {
             storage,
             dir: dir.to_owned(),
@@ -83,7 +83,6 @@ impl<S: ReadStorage> Group<S> {
             &self.storage,
             &self.dir,
             TimeWindow::ALL,
-            &self.dir,
             self.options.key.as_ref(),
         )?;
         Ok(())
@@ -91,6 +90,28 @@ impl<S: ReadStorage> Group<S> {
 }
 
 impl<S: Storage> Group<S> {
+    /// Consolidates the group metadata files the window sees into one, as
+    /// TileDB's `GroupMetaConsolidator`: the replayed keys in one file
+    /// spanning their timestamps, then a vacuum list naming the files it
+    /// replaces by absolute URI (which TileDB's vacuum matches). Reads see
+    /// the same metadata. `None` when there are fewer than two files.
+    pub fn consolidate_metadata(&self) -> Result<Option<tdb_fragment::MetadataConsolidation>> {
+        tdb_fragment::consolidate_group_metadata(
+            &self.storage,
+            &self.dir,
+            &self.open,
+            self.options.key.as_ref(),
+        )
+        .map_err(Error::Write)
+    }
+
+    /// Removes what group metadata consolidations replaced: the files the
+    /// vacuum lists name, then the lists. Returns how many files went.
+    pub fn vacuum_metadata(&self) -> Result<usize> {
+        tdb_fragment::vacuum_group_metadata(&self.storage, &self.dir, self.options.key.as_ref())
+            .map_err(Error::Write)
+    }
+
     /// Creates a group at key prefix `dir` of `storage` and opens it; a
     /// directory that already holds an array or group is refused.
     pub fn create_in(storage: S, dir: &str, options: OpenOptions) -> Result<Self> {

@@ -125,7 +125,7 @@ pub fn resolve(obj: &Object, at: Option<u64>) -> ArrayMetadata {
         .iter()
         .any(|f| f == names::GROUP_FILE || f.starts_with(names::GROUP_DETAILS_DIR));
     let md = if is_group {
-        OpenGroup::open(&storage, "", window, "", key).map(|g| g.metadata)
+        OpenGroup::open(&storage, "", window, key).map(|g| g.metadata)
     } else {
         OpenArray::open(&storage, "", window, key).and_then(|a| a.metadata(&storage))
     };
@@ -135,7 +135,7 @@ pub fn resolve(obj: &Object, at: Option<u64>) -> ArrayMetadata {
 /// The members of the group `obj` in force now, through `OpenGroup`.
 pub fn members(obj: &Object) -> GroupMembers {
     let storage = LocalStorage::new(&obj.dir);
-    OpenGroup::open(&storage, "", TimeWindow::ALL, "", obj.key.as_ref())
+    OpenGroup::open(&storage, "", TimeWindow::ALL, obj.key.as_ref())
         .unwrap_or_else(|e| panic!("{}: {e}", obj.case))
         .members
 }
