@@ -1010,8 +1010,11 @@ impl Case {
 
 /// The generated group case: a group tdb builds through its API over
 /// time (member arrays and a subgroup added, a member removed, metadata
-/// put, changed and deleted at a later time). TileDB reports its members,
-/// metadata, subgroups and member arrays; tdb must read them alike.
+/// put, changed and deleted at a later time), its metadata then
+/// consolidated by tdb. TileDB reports its members, metadata, subgroups
+/// and member arrays; then TileDB's vacuum must remove exactly the files
+/// tdb's vacuum list names (absolute URIs, as TileDB writes them), and tdb
+/// must read the group alike.
 const GROUP_CASE: &str = "group_members";
 
 fn write_group(dir: &Path) -> Result<(), String> {
@@ -1071,9 +1074,14 @@ fn write_group(dir: &Path) -> Result<(), String> {
             },
         ])
         .map_err(err)?;
+    Group::open_in(&storage, "", OpenOptions::new())
+        .map_err(err)?
+        .consolidate_metadata()
+        .map_err(err)?
+        .ok_or("no group metadata consolidated")?;
     let exp = json!({
         "case": GROUP_CASE,
-        "description": "a group written by tdb through its API (cargo xtask interop)",
+        "description": "a group written by tdb through its API, its metadata consolidated (cargo xtask interop)",
         "kind": "group",
         "encryption": Value::Null,
         "queries": [],
@@ -1132,6 +1140,37 @@ fn write_consolidated_metadata(dir: &Path) -> Result<(), String> {
     });
     let text = serde_json::to_string_pretty(&exp).map_err(|e| e.to_string())?;
     fs::write(dir.join("expected.json"), text).map_err(|e| e.to_string())
+}
+
+/// TileDB vacuums [`GROUP_CASE`]'s metadata: only the file tdb merged
+/// must be left (TileDB matched tdb's vacuum list).
+fn tiledb_vacuums_group_metadata(root: &Path, python: &Path, group: &Path) -> Result<(), String> {
+    let output = Command::new(python)
+        .current_dir(root)
+        .args([
+            "-c",
+            "import sys, tiledb; tiledb.Group.vacuum_metadata(sys.argv[1])",
+        ])
+        .arg(group)
+        .output()
+        .map_err(|e| format!("python: {e}"))?;
+    if !output.status.success() {
+        return Err(format!(
+            "TileDB's vacuum failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        ));
+    }
+    let left: Vec<String> = fs::read_dir(group.join("__meta"))
+        .map_err(|e| e.to_string())?
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    if left.len() != 1 || !left[0].starts_with("__10_20_") {
+        return Err(format!(
+            "after TileDB's vacuum __meta/ holds {left:?}, not tdb's merged file alone"
+        ));
+    }
+    Ok(())
 }
 
 /// What TileDB must report of [`METADATA_CASE`]: the keys seen at 2, 3, 4.
@@ -1211,6 +1250,12 @@ pub(crate) fn generated(root: &Path, python: &Path) -> Result<(usize, usize), St
         let (exp, _) = crate::conformance::read_expected(&out.join(METADATA_CASE))?;
         if let Err(e) = check_consolidated_metadata(&exp) {
             failed.insert(METADATA_CASE.into(), e);
+        }
+    }
+    if !failed.contains_key(GROUP_CASE) {
+        let group = out.join(GROUP_CASE).join("group");
+        if let Err(e) = tiledb_vacuums_group_metadata(root, python, &group) {
+            failed.insert(GROUP_CASE.into(), e);
         }
     }
     for (name, queries) in &known {
