@@ -186,6 +186,33 @@ fn evolved(dir: &Path) -> bool {
     })
 }
 
+/// Drops from `case`'s expected.json the min and max of every aggregate
+/// whose sum is NaN: TileDB's threads make those depend on the order its
+/// tiles finish (5.75 one run, NaN the next), so a report of them does not
+/// say what TileDB answers (check.py ignores them likewise).
+fn drop_order_dependent(case: &Path) -> Result<(), String> {
+    let path = case.join("expected.json");
+    let text = fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut exp: serde_json::Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+    for q in exp["queries"].as_array_mut().into_iter().flatten() {
+        for ops in q["aggregates"]
+            .as_object_mut()
+            .into_iter()
+            .flat_map(|a| a.values_mut())
+        {
+            if let Some(ops) = ops
+                .as_object_mut()
+                .filter(|o| o.get("sum") == Some(&"NaN".into()))
+            {
+                ops.remove("min");
+                ops.remove("max");
+            }
+        }
+    }
+    let text = serde_json::to_string_pretty(&exp).map_err(|e| e.to_string())?;
+    fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
 fn copy(case: &Path, out: &Path) -> Result<(), String> {
     tdb_testdata::copy_dir(case, out).map_err(|e| format!("copying {}: {e}", case.display()))
 }
@@ -331,6 +358,9 @@ pub(crate) fn consolidations(
     // check.py left in each copy's expected.json what TileDB reports of
     // tdb's consolidated bytes (fragments included): tdb must read them
     // alike.
+    for case in tdb_testdata::case_dirs(&out) {
+        drop_order_dependent(&case)?;
+    }
     let mut report = Vec::new();
     let (_, tdb_bad) =
         crate::conformance::run(&out, &crate::conformance::Options::default(), &mut report)?;
