@@ -33,6 +33,7 @@ mod error;
 mod filters;
 mod pipeline;
 mod run;
+mod simd;
 mod workspace;
 
 pub use buffer::{Parts, Stage, StringOffsets, Unfiltered};

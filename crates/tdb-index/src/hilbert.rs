@@ -6,6 +6,9 @@
 use tdb_format::{Datatype, Scalar};
 use tdb_schema::Dimension;
 
+/// The most dimensions a Hilbert value has bits for: beyond, [`bits`] is 0.
+pub const MAX_DIMS: usize = 63;
+
 /// Bits per dimension for `dim_num` dimensions (63 bits shared).
 pub fn bits(dim_num: usize) -> u32 {
     (63 / dim_num.max(1)) as u32
@@ -50,25 +53,25 @@ fn as_f64(datatype: Datatype, b: &[u8]) -> Option<f64> {
 /// `bits` bits each).
 pub fn value(coords: &[u64], bits: u32) -> u64 {
     let n = coords.len();
-    if n == 0 || bits == 0 {
+    if n == 0 || n > MAX_DIMS || bits == 0 {
         return 0;
     }
-    let mut x = coords.to_vec();
-    // Axes to transpose: inverse undo.
+    let mut x = [0u64; MAX_DIMS];
+    let x = &mut x[..n];
+    x.copy_from_slice(coords);
+    // Axes to transpose: inverse undo. Without branches: the bits tested
+    // are as good as random, and mispredictions cost more than the work.
+    let set = |v: u64, q: u64| 0u64.wrapping_sub(u64::from(v & q != 0));
     let mut q = 1u64 << (bits - 1);
     while q > 1 {
         let p = q - 1;
-        if x[0] & q != 0 {
-            x[0] ^= p;
-        }
+        x[0] ^= p & set(x[0], q);
         for i in 1..n {
-            if x[i] & q != 0 {
-                x[0] ^= p;
-            } else {
-                let t = (x[0] ^ x[i]) & p;
-                x[0] ^= t;
-                x[i] ^= t;
-            }
+            // Bit q of x[i] set: invert x[0]'s low bits; else swap them.
+            let invert = set(x[i], q);
+            let t = (x[0] ^ x[i]) & p & !invert;
+            x[0] ^= (p & invert) | t;
+            x[i] ^= t;
         }
         q >>= 1;
     }
@@ -88,14 +91,11 @@ pub fn value(coords: &[u64], bits: u32) -> u64 {
     }
     // Interleave the transpose, most significant bit first.
     let mut ret = 0u64;
-    let mut h = 1u64;
+    let mut at = 0u32;
     for j in 0..bits {
-        let c = 1u64 << j;
-        for i in (0..n).rev() {
-            if x[i] & c != 0 {
-                ret |= h;
-            }
-            h = h.wrapping_shl(1);
+        for xi in x.iter().rev() {
+            ret |= ((xi >> j) & 1) << at;
+            at += 1;
         }
     }
     ret

@@ -112,9 +112,10 @@ pub fn cmp_cells<'c>(
             ..
         } => {
             let bits = crate::hilbert::bits(n);
-            let mut buckets = vec![0u64; n];
-            let ha = hilbert_key(domain, n, coord, a, bits, &mut buckets);
-            let hb = hilbert_key(domain, n, coord, b, bits, &mut buckets);
+            let mut buckets = [0u64; crate::hilbert::MAX_DIMS];
+            let buckets = &mut buckets[..n.min(crate::hilbert::MAX_DIMS)];
+            let ha = hilbert_key(domain, n, coord, a, bits, buckets);
+            let hb = hilbert_key(domain, n, coord, b, bits, buckets);
             ha.cmp(&hb)
                 .then_with(|| cmp_coords(ops, coord, a, b, false))
         }
@@ -122,10 +123,21 @@ pub fn cmp_cells<'c>(
             tile_order,
             cell_order,
         } => {
-            let (mut ta, mut tb) = (vec![None; n], vec![None; n]);
-            tile_key(domain, coord, a, &mut ta);
-            tile_key(domain, coord, b, &mut tb);
-            cmp_tile_keys(&ta, &tb, tile_order == Layout::ColMajor)
+            // Tiles compared dimension by dimension in the tile order,
+            // each worked out only when the ones before it tie.
+            let dims = &domain.dimensions;
+            let col_tiles = tile_order == Layout::ColMajor;
+            (0..dims.len())
+                .map(|k| if col_tiles { dims.len() - 1 - k } else { k })
+                .map(|d| {
+                    let tile = |i| crate::dense::tile_index(&dims[d], coord(i, d));
+                    match (tile(a), tile(b)) {
+                        (Some(x), Some(y)) => x.cmp(&y),
+                        _ => Ordering::Equal,
+                    }
+                })
+                .find(|o| o.is_ne())
+                .unwrap_or(Ordering::Equal)
                 .then_with(|| cmp_coords(ops, coord, a, b, cell_order == Layout::ColMajor))
         }
     }
@@ -140,8 +152,9 @@ fn hilbert_key<'c>(
     bits: u32,
     buckets: &mut [u64],
 ) -> u64 {
-    for (d, dim) in domain.dimensions.iter().enumerate().take(n) {
-        buckets[d] = crate::hilbert::bucket(dim, coord(i, d), bits);
+    let dims = domain.dimensions.iter().take(n);
+    for (d, (dim, bucket)) in dims.zip(buckets.iter_mut()).enumerate() {
+        *bucket = crate::hilbert::bucket(dim, coord(i, d), bits);
     }
     crate::hilbert::value(buckets, bits)
 }

@@ -131,8 +131,13 @@ fn decode<T: WindowInt>(metadata: &[u8], data: &[u8], out: &mut Unfiltered) -> R
         }
         let width = usize::from(bits / 8);
         let packed = take_data(NAME, &mut input, size / T::BYTES * width, "reduced window")?;
-        for v in packed.chunks_exact(width) {
-            T::load_narrow(v).wrapping_add(min).store(&mut out.data);
+        let start = out.data.len();
+        out.data.resize(start + size, 0);
+        let dst = &mut out.data[start..];
+        match width {
+            1 => widen::<T, 1>(packed, min, dst),
+            2 => widen::<T, 2>(packed, min, dst),
+            _ => widen::<T, 4>(packed, min, dst),
         }
     }
     if left != 0 || !input.is_empty() {
@@ -147,6 +152,13 @@ fn decode<T: WindowInt>(metadata: &[u8], data: &[u8], out: &mut Unfiltered) -> R
     }
     out.metadata.extend_from_slice(meta.rest());
     Ok(())
+}
+
+/// One reduced window back to full width: each `W`-byte value plus `min`.
+fn widen<T: WindowInt, const W: usize>(packed: &[u8], min: T, dst: &mut [u8]) {
+    for (value, narrow) in dst.chunks_exact_mut(T::BYTES).zip(packed.chunks_exact(W)) {
+        T::load_narrow(narrow).wrapping_add(min).write(value);
+    }
 }
 
 #[cfg(test)]

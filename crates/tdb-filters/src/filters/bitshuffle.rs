@@ -15,6 +15,7 @@
 
 use super::framed;
 use crate::buffer::{Parts, Stage, Unfiltered};
+use crate::simd::with_avx2;
 use crate::Result;
 
 const NAME: &str = tdb_format::FilterType::Bitshuffle.name();
@@ -90,39 +91,170 @@ fn transpose8(mut x: u64) -> u64 {
     x ^ t ^ (t << 28)
 }
 
-/// Each group of 8 elements gives, per element byte `j`, one byte to each
-/// of the 8 rows of byte `j`: gather byte `j` of the 8 elements into a word,
-/// transpose its bits, scatter the word's bytes down the rows.
+/// Transposes `src` (elements) into `dst` (rows). Elements come in chunks
+/// of `8 * size`, one element-sized word in each row: a chunk is a square
+/// bit matrix, transposed whole ([`square`]); groups of 8 left over after
+/// the last whole chunk go one at a time.
 fn transpose(size: usize, src: &[u8], dst: &mut [u8]) {
-    let row = src.len() / size / 8;
-    for (g, group) in src.chunks_exact(8 * size).enumerate() {
-        for j in 0..size {
-            let mut x = 0u64;
-            for (m, element) in group.chunks_exact(size).enumerate() {
-                x |= u64::from(element[j]) << (8 * m);
+    shuffle(size, src, dst, Direction::Forward);
+}
+
+/// The inverse of [`transpose`]: rows in `src`, elements out to `dst`.
+fn untranspose(size: usize, src: &[u8], dst: &mut [u8]) {
+    shuffle(size, src, dst, Direction::Reverse);
+}
+
+fn shuffle(size: usize, src: &[u8], dst: &mut [u8], direction: Direction) {
+    match size {
+        1 => squares::<u8>(src, dst, direction),
+        2 => squares::<u16>(src, dst, direction),
+        4 => squares::<u32>(src, dst, direction),
+        8 => squares::<u64>(src, dst, direction),
+        _ => by_groups(size, 0, src, dst, direction),
+    }
+}
+
+/// [`by_squares`] in 256-bit vectors where the CPU has them.
+fn squares<W: Word>(src: &[u8], dst: &mut [u8], direction: Direction) {
+    with_avx2(
+        #[inline(always)]
+        || by_squares::<W>(src, dst, direction),
+    );
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Direction {
+    /// Elements to rows.
+    Forward,
+    /// Rows to elements.
+    Reverse,
+}
+
+/// A word as wide as an element: `BITS` of them make a square bit matrix.
+trait Word: Copy + Default {
+    const BITS: usize;
+    fn load(bytes: &[u8]) -> Self;
+    fn store(self, bytes: &mut [u8]);
+    /// Swaps bit `e + j` of `a` with bit `e` of `b` wherever `mask` (bits
+    /// whose index has bit `j` clear) has bit `e`.
+    fn swap(a: &mut Self, b: &mut Self, j: usize, mask: u64);
+}
+
+macro_rules! word {
+    ($($t:ty),*) => {$(
+        impl Word for $t {
+            const BITS: usize = <$t>::BITS as usize;
+            #[inline(always)]
+            fn load(bytes: &[u8]) -> Self {
+                let mut le = [0; std::mem::size_of::<$t>()];
+                le.copy_from_slice(bytes);
+                <$t>::from_le_bytes(le)
             }
-            let t = transpose8(x).to_le_bytes();
-            for (k, &b) in t.iter().enumerate() {
-                dst[(8 * j + k) * row + g] = b;
+            #[inline(always)]
+            fn store(self, bytes: &mut [u8]) {
+                bytes.copy_from_slice(&self.to_le_bytes());
+            }
+            #[inline(always)]
+            fn swap(a: &mut Self, b: &mut Self, j: usize, mask: u64) {
+                let t = ((*a >> j) ^ *b) & mask as $t;
+                *b ^= t;
+                *a ^= t << j;
+            }
+        }
+    )*};
+}
+word!(u8, u16, u32, u64);
+
+/// Transposes the `W::BITS` square bit matrix in `w[..W::BITS]`: bit `e`
+/// of word `r` goes to bit `r` of word `e`. Halves, then quarters, ... swap
+/// their off-diagonal blocks; each stage is one loop of independent swaps,
+/// which the compiler turns into vector code.
+#[inline(always)]
+fn square<W: Word>(w: &mut [W; 64]) {
+    /// Bits whose index has bit `level` clear.
+    const MASKS: [u64; 6] = [
+        0x5555_5555_5555_5555,
+        0x3333_3333_3333_3333,
+        0x0F0F_0F0F_0F0F_0F0F,
+        0x00FF_00FF_00FF_00FF,
+        0x0000_FFFF_0000_FFFF,
+        0x0000_0000_FFFF_FFFF,
+    ];
+    let w = &mut w[..W::BITS];
+    for level in (0..W::BITS.trailing_zeros() as usize).rev() {
+        let j = 1 << level;
+        for block in w.chunks_exact_mut(2 * j) {
+            let (lo, hi) = block.split_at_mut(j);
+            for (a, b) in lo.iter_mut().zip(hi) {
+                W::swap(a, b, j, MASKS[level]);
             }
         }
     }
 }
 
-/// The inverse of [`transpose`]: gather a byte from each of the 8 rows of
-/// element byte `j`, transpose, and the word's byte `m` is byte `j` of the
-/// group's element `m`.
-fn untranspose(size: usize, src: &[u8], dst: &mut [u8]) {
+/// One direction over whole chunks of `W::BITS` elements (each one word in
+/// each of the `W::BITS` rows), then the groups after them.
+#[inline(always)]
+fn by_squares<W: Word>(src: &[u8], dst: &mut [u8], direction: Direction) {
+    let size = W::BITS / 8;
     let row = src.len() / size / 8;
-    for (g, group) in dst.chunks_exact_mut(8 * size).enumerate() {
+    let chunks = row / size;
+    let mut w = [W::default(); 64];
+    for c in 0..chunks {
+        let elements = c * W::BITS * size..(c + 1) * W::BITS * size;
+        let word = |r: usize| r * row + c * size..r * row + (c + 1) * size;
+        match direction {
+            Direction::Forward => {
+                for (w, e) in w.iter_mut().zip(src[elements].chunks_exact(size)) {
+                    *w = W::load(e);
+                }
+                square(&mut w);
+                for (r, w) in w[..W::BITS].iter().enumerate() {
+                    w.store(&mut dst[word(r)]);
+                }
+            }
+            Direction::Reverse => {
+                for (r, w) in w[..W::BITS].iter_mut().enumerate() {
+                    *w = W::load(&src[word(r)]);
+                }
+                square(&mut w);
+                for (w, e) in w.iter().zip(dst[elements].chunks_exact_mut(size)) {
+                    w.store(e);
+                }
+            }
+        }
+    }
+    by_groups(size, chunks * size, src, dst, direction);
+}
+
+/// One direction over the groups of 8 elements from group `first` on: per
+/// element byte `j`, gather byte `j` of the 8 elements (forward) or a byte
+/// from each of the 8 rows of byte `j` (reverse) into a word, transpose its
+/// bits, scatter the word's bytes.
+fn by_groups(size: usize, first: usize, src: &[u8], dst: &mut [u8], direction: Direction) {
+    let row = src.len() / size / 8;
+    for g in first..row {
+        let group = 8 * size * g..8 * size * (g + 1);
         for j in 0..size {
             let mut x = 0u64;
-            for k in 0..8 {
-                x |= u64::from(src[(8 * j + k) * row + g]) << (8 * k);
-            }
-            let t = transpose8(x).to_le_bytes();
-            for (element, &b) in group.chunks_exact_mut(size).zip(&t) {
-                element[j] = b;
+            match direction {
+                Direction::Forward => {
+                    for (m, element) in src[group.clone()].chunks_exact(size).enumerate() {
+                        x |= u64::from(element[j]) << (8 * m);
+                    }
+                    for (k, b) in transpose8(x).to_le_bytes().into_iter().enumerate() {
+                        dst[(8 * j + k) * row + g] = b;
+                    }
+                }
+                Direction::Reverse => {
+                    for k in 0..8 {
+                        x |= u64::from(src[(8 * j + k) * row + g]) << (8 * k);
+                    }
+                    let t = transpose8(x).to_le_bytes();
+                    for (element, b) in dst[group.clone()].chunks_exact_mut(size).zip(t) {
+                        element[j] = b;
+                    }
+                }
             }
         }
     }
@@ -290,7 +422,18 @@ mod tests {
                 .collect();
             let mut dst = vec![0; src.len()];
             transpose(size, &src, &mut dst);
-            prop_assert_eq!(dst, reference(size, &src));
+            prop_assert_eq!(&dst, &reference(size, &src));
+            // The square kernel and the group-at-a-time one agree both ways.
+            let mut groups = vec![0; src.len()];
+            by_groups(size, 0, &src, &mut groups, Direction::Forward);
+            prop_assert_eq!(&dst, &groups);
+            let mut squares = vec![0; src.len()];
+            untranspose(size, &src, &mut squares);
+            by_groups(size, 0, &src, &mut groups, Direction::Reverse);
+            prop_assert_eq!(&squares, &groups);
+            let mut back = vec![0; src.len()];
+            untranspose(size, &dst, &mut back);
+            prop_assert_eq!(back, src);
         }
     }
 }

@@ -101,24 +101,50 @@ pub(crate) fn decompress(
     out.reserve(expected_len);
     out.extend_from_slice(head);
     let mut values = head.chunks_exact(width).map(load);
-    let (Some(mut prev2), Some(mut prev)) = (values.next(), values.next()) else {
+    let (Some(first), Some(second)) = (values.next(), values.next()) else {
         return Ok(());
     };
-    let n = u32::from(bitsize);
-    let mut bits = BitReader::new(packed);
-    for _ in 2..count {
-        let code = bits.get(n + 1)?;
-        let magnitude = code & ((1u64 << n) - 1);
-        let dd = if code >> n == 1 {
-            magnitude.wrapping_neg()
-        } else {
-            magnitude
-        };
-        let next = prev.wrapping_add(prev.wrapping_sub(prev2)).wrapping_add(dd);
-        out.extend_from_slice(&next.to_le_bytes()[..width]);
-        (prev2, prev) = (prev, next);
+    let start = out.len();
+    out.resize(start + (count - 2) * width, 0);
+    let dst = &mut out[start..];
+    let (n, first_delta) = (u32::from(bitsize), second.wrapping_sub(first));
+    match width {
+        1 => unpack::<1>(packed, n, second, first_delta, dst),
+        2 => unpack::<2>(packed, n, second, first_delta, dst),
+        4 => unpack::<4>(packed, n, second, first_delta, dst),
+        _ => unpack::<8>(packed, n, second, first_delta, dst),
     }
     Ok(())
+}
+
+/// Decodes the packed double deltas (each a sign bit and `n` bits of
+/// magnitude, most significant bit first in little-endian `u64` words) into
+/// the values of `W` bytes after `prev`, whose delta from the value before
+/// it is `delta`; `dst` has room for exactly those values, and `packed`
+/// holds their codes (checked by the caller).
+fn unpack<const W: usize>(packed: &[u8], n: u32, mut prev: u64, mut delta: u64, dst: &mut [u8]) {
+    let word = |i: usize| {
+        packed
+            .get(8 * i..8 * i + 8)
+            .and_then(|b| <[u8; 8]>::try_from(b).ok())
+            .map_or(0, u64::from_le_bytes)
+    };
+    let (code_bits, magnitude) = (n + 1, (1u64 << n) - 1);
+    let mut pos = 0usize;
+    for value in dst.chunks_exact_mut(W) {
+        // The code starts `pos % 64` bits into word `pos / 64` and may run
+        // into the next: read both as one 128-bit window.
+        let (i, skip) = (pos / 64, pos % 64);
+        let window = (u128::from(word(i)) << 64 | u128::from(word(i + 1))) << skip;
+        let code = (window >> (128 - code_bits)) as u64;
+        pos += code_bits as usize;
+        // Sign and magnitude to two's complement without a branch.
+        let negative = code >> n;
+        let dd = ((code & magnitude) ^ negative.wrapping_neg()).wrapping_add(negative);
+        delta = delta.wrapping_add(dd);
+        prev = prev.wrapping_add(delta);
+        value.copy_from_slice(&prev.to_le_bytes()[..W]);
+    }
 }
 
 fn corrupt(reason: impl Into<String>) -> FilterError {
@@ -201,40 +227,6 @@ impl<'a> BitWriter<'a> {
         if self.free < 64 {
             self.out.extend_from_slice(&self.word.to_le_bytes());
         }
-    }
-}
-
-/// Reads what [`BitWriter`] wrote.
-struct BitReader<'a> {
-    words: &'a [u8],
-    /// Bits consumed.
-    pos: usize,
-}
-
-impl<'a> BitReader<'a> {
-    fn new(words: &'a [u8]) -> Self {
-        BitReader { words, pos: 0 }
-    }
-
-    fn word(&self, i: usize) -> Result<u64> {
-        self.words
-            .get(i * 8..i * 8 + 8)
-            .and_then(|b| b.try_into().ok())
-            .map(u64::from_le_bytes)
-            .ok_or_else(|| corrupt("packed double deltas end early"))
-    }
-
-    /// The next `n` bits, `n` in 1..=63.
-    fn get(&mut self, n: u32) -> Result<u64> {
-        let (i, off) = (self.pos / 64, (self.pos % 64) as u32);
-        self.pos += n as usize;
-        let avail = 64 - off;
-        let first = self.word(i)? << off;
-        if n <= avail {
-            return Ok(first >> (64 - n));
-        }
-        let low = n - avail;
-        Ok(((first >> off) << low) | (self.word(i + 1)? >> (64 - low)))
     }
 }
 

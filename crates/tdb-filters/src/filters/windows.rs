@@ -19,6 +19,8 @@ pub(crate) trait WindowInt: Copy + Ord + Default {
     fn load_narrow(bytes: &[u8]) -> Self;
     /// Appends the low `n` bytes of the value.
     fn store_narrow(self, n: usize, out: &mut Vec<u8>);
+    /// Writes the value into exactly [`Self::BYTES`] bytes.
+    fn write(self, out: &mut [u8]);
     /// Appends the value.
     fn store(self, out: &mut Vec<u8>) {
         self.store_narrow(Self::BYTES, out);
@@ -52,6 +54,9 @@ macro_rules! window_int {
                 let mut le = [if negative { 0xff } else { 0 }; std::mem::size_of::<$t>()];
                 le[..bytes.len()].copy_from_slice(bytes);
                 <$t>::from_le_bytes(le)
+            }
+            fn write(self, out: &mut [u8]) {
+                out.copy_from_slice(&self.to_le_bytes());
             }
             fn store_narrow(self, n: usize, out: &mut Vec<u8>) {
                 out.extend_from_slice(&self.to_le_bytes()[..n]);
