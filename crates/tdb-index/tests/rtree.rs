@@ -233,3 +233,27 @@ fn errors_name_what_was_bad_without_repeating_the_cause() {
     let e = t.tile_overlap(&d, &[Range::Fixed(vec![0; 3])]).unwrap_err();
     assert!(e.to_string().starts_with("subarray dimension 0"), "{e}");
 }
+
+/// `leaves_where` finds exactly the leaves a test over every leaf finds, in
+/// order, and tests fewer nodes than there are leaves for a narrow query.
+#[test]
+fn leaves_where_finds_the_leaves_a_full_scan_finds() {
+    let (d, t) = tree25();
+    let ops = tdb_index::DomainOps::new(&d).unwrap();
+    for (lo, hi) in [(0, 249), (35, 47), (95, 95), (240, 300), (-5, -1), (89, 90)] {
+        let q = [i32r(lo, hi)];
+        let scan: Vec<u64> = (0..t.leaves().len() as u64)
+            .filter(|&i| ops.overlaps(&t.leaves()[i as usize], &q))
+            .collect();
+        let mut tested = 0;
+        let found = t.leaves_where(|mbr| {
+            tested += 1;
+            ops.overlaps(mbr, &q)
+        });
+        assert_eq!(found, scan, "[{lo}, {hi}]");
+        if hi - lo < 20 {
+            assert!(tested < 25, "[{lo}, {hi}]: {tested} nodes tested");
+        }
+    }
+    assert!(RTree::empty(10).leaves_where(|_| true).is_empty());
+}

@@ -385,7 +385,7 @@ impl<'a> Reader<'a> {
                     .then(|| special_field(footer, schema, Field::DeleteTimestamps, encrypted))
                     .flatten(),
                 tiles: Vec::new(),
-                leaves: Vec::new(),
+                rtree: tdb_index::RTree::empty(tdb_index::DEFAULT_FANOUT),
             });
         }
         Ok(())
@@ -537,17 +537,19 @@ impl<'a> Reader<'a> {
             if meta.footer.dense {
                 continue;
             }
-            plan.leaves = match (meta.legacy_mbrs(), meta.section(Section::RTree)) {
-                (Some(m), _) => m.to_vec(),
+            plan.rtree = match (meta.legacy_mbrs(), meta.section(Section::RTree)) {
+                (Some(m), _) => tdb_index::RTree::build(
+                    &plan.schema.domain,
+                    m.to_vec(),
+                    tdb_index::DEFAULT_FANOUT,
+                )?,
                 (None, Some(tdb_fragment::SectionData::RTree(bytes))) => {
                     let version = FormatVersion::new(meta.footer.version).map_err(|e| {
                         QueryError::invalid(format!("fragment {}: {e}", plan.file.path))
                     })?;
                     tdb_index::RTree::parse(bytes, &plan.schema.domain, version)?
-                        .leaves()
-                        .to_vec()
                 }
-                _ => Vec::new(),
+                _ => tdb_index::RTree::empty(tdb_index::DEFAULT_FANOUT),
             };
         }
         self.tile_max = (0..self.plans.len())
@@ -637,14 +639,11 @@ impl<'a> Reader<'a> {
                 total = total.saturating_add(tiles.saturating_mul(self.tile_max[i]));
             } else {
                 let tile_num = plan.tile_num();
-                for (t, mbr) in plan.leaves.iter().enumerate() {
-                    if plan::mbr_overlaps(self.ops.dims(), mbr, p) {
-                        let t = t as u64;
-                        let cells = plan.cells(t, tile_num);
-                        total = total
-                            .saturating_add(self.tile_bytes(i, t))
-                            .saturating_add(cells.saturating_mul(64));
-                    }
+                for t in plan.tiles_overlapping(self.ops.dims(), p) {
+                    let cells = plan.cells(t, tile_num);
+                    total = total
+                        .saturating_add(self.tile_bytes(i, t))
+                        .saturating_add(cells.saturating_mul(64));
                 }
             }
         }
@@ -746,12 +745,9 @@ impl<'a> Reader<'a> {
                     }
                     answered
                 };
-                plan.leaves
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, mbr)| plan::mbr_overlaps(self.ops.dims(), mbr, &self.current))
-                    .filter(|(t, mbr)| !from_md(*t as u64, mbr))
-                    .map(|(t, _)| t as u64)
+                plan.tiles_overlapping(self.ops.dims(), &self.current)
+                    .into_iter()
+                    .filter(|&t| !from_md(t, &plan.leaves()[t as usize]))
                     .filter(|&t| {
                         skip.is_none_or(|c| {
                             c.may_match(&|f| {
@@ -781,7 +777,7 @@ impl<'a> Reader<'a> {
                     });
                 for &t in &tiles {
                     let whole = || {
-                        plan.leaves.get(t as usize).is_some_and(|mbr| {
+                        plan.leaves().get(t as usize).is_some_and(|mbr| {
                             plan::mbr_within(self.ops.dims(), mbr, &self.current)
                         })
                     };

@@ -13,7 +13,7 @@ use tdb_fragment::fragment_metadata::{Section, SectionData};
 use tdb_fragment::{FragmentMetadata, TimestampedFile};
 use tdb_index::dense::{int_range, int_value, origin_and_extent};
 use tdb_index::order::{cmp_coords, sort_cells, CellOrder};
-use tdb_index::RangeOps;
+use tdb_index::{NDRange, RTree, RangeOps};
 use tdb_schema::{ArraySchema, Range};
 
 /// Where a result cell comes from: a cell of a decoded tile, or fill.
@@ -36,12 +36,23 @@ pub(crate) struct FragPlan<'a> {
     pub delete_timestamps: Option<FragField>,
     /// Candidate tiles (those the subarray may touch).
     pub tiles: Vec<u64>,
-    /// Sparse fragments: each tile's MBR (R-tree leaves, or the MBRs of
-    /// fragments too old for an R-tree).
-    pub leaves: Vec<Vec<Range>>,
+    /// Sparse fragments: the R-tree over each tile's MBR (parsed, or built
+    /// over the MBRs of fragments too old for one).
+    pub rtree: RTree,
 }
 
 impl FragPlan<'_> {
+    /// Each tile's MBR (sparse fragments).
+    pub fn leaves(&self) -> &[NDRange] {
+        self.rtree.leaves()
+    }
+
+    /// The tiles whose MBR overlaps `piece`, in order, found through the
+    /// R-tree (a piece of a large read touches few of its tiles).
+    pub fn tiles_overlapping(&self, ops: &[RangeOps], piece: &Subarray) -> Vec<u64> {
+        self.rtree.leaves_where(|mbr| mbr_overlaps(ops, mbr, piece))
+    }
+
     /// Cells tile `t` holds.
     pub fn cells(&self, t: u64, tile_num: u64) -> u64 {
         let f = &self.meta.footer;
@@ -214,7 +225,7 @@ pub(crate) fn sparse_cells(
             let mut mask = vec![true; n];
             // Subarray: per cell only in tiles it holds in part.
             let inside = plan
-                .leaves
+                .leaves()
                 .get(t as usize)
                 .is_some_and(|mbr| mbr_within(ops, mbr, subarray));
             for (d, o) in ops.iter().enumerate().filter(|_| !inside) {
