@@ -14,6 +14,7 @@
 //! `i` at bit `i % 8` of the row's byte `i / 8`.
 
 use super::framed;
+use super::windows::WindowInt;
 use crate::buffer::{Parts, Stage, Unfiltered};
 use crate::simd::with_avx2;
 use crate::Result;
@@ -35,7 +36,7 @@ pub(crate) fn forward(st: &Stage<'_>, metadata: Parts, data: Parts) -> Result<(P
         })
         .collect();
     framed::forward(NAME, metadata, &parts, |part, out| {
-        by_blocks(size, part, out, transpose);
+        by_blocks(size, part, out, Direction::Forward);
         Ok(())
     })
 }
@@ -49,18 +50,14 @@ pub(crate) fn reverse(
 ) -> Result<()> {
     let size = st.datatype_size();
     framed::reverse(NAME, metadata, data, out, |part, out| {
-        by_blocks(size, part, out, untranspose);
+        by_blocks(size, part, out, Direction::Reverse);
         Ok(())
     })
 }
 
-/// One direction of the transpose: `n` elements of `size` bytes from `src`
-/// into `dst`, both `n * size` bytes, `n` a multiple of 8.
-type Kernel = fn(usize, &[u8], &mut [u8]);
-
-/// Applies `kernel` to one part the way TileDB and Blosc cut it, appending
-/// the result (of the part's size) to `out`.
-fn by_blocks(size: usize, part: &[u8], out: &mut Vec<u8>, kernel: Kernel) {
+/// Transposes one part in `direction` the way TileDB and Blosc cut it,
+/// appending the result (of the part's size) to `out`.
+fn by_blocks(size: usize, part: &[u8], out: &mut Vec<u8>, direction: Direction) {
     if part.len() % size != 0 || part.len() % 8 != 0 {
         out.extend_from_slice(part);
         return;
@@ -74,7 +71,7 @@ fn by_blocks(size: usize, part: &[u8], out: &mut Vec<u8>, kernel: Kernel) {
         let (src_head, src_tail) = src.split_at(shuffled);
         let (dst_head, dst_tail) = dst.split_at_mut(shuffled);
         if shuffled > 0 {
-            kernel(size, src_head, dst_head);
+            transpose(size, src_head, dst_head, direction);
         }
         dst_tail.copy_from_slice(src_tail);
     }
@@ -91,20 +88,13 @@ fn transpose8(mut x: u64) -> u64 {
     x ^ t ^ (t << 28)
 }
 
-/// Transposes `src` (elements) into `dst` (rows). Elements come in chunks
-/// of `8 * size`, one element-sized word in each row: a chunk is a square
-/// bit matrix, transposed whole ([`square`]); groups of 8 left over after
-/// the last whole chunk go one at a time.
-fn transpose(size: usize, src: &[u8], dst: &mut [u8]) {
-    shuffle(size, src, dst, Direction::Forward);
-}
-
-/// The inverse of [`transpose`]: rows in `src`, elements out to `dst`.
-fn untranspose(size: usize, src: &[u8], dst: &mut [u8]) {
-    shuffle(size, src, dst, Direction::Reverse);
-}
-
-fn shuffle(size: usize, src: &[u8], dst: &mut [u8], direction: Direction) {
+/// One direction of the transpose: `n` elements of `size` bytes (forward:
+/// `src`; reverse: `dst`) and their `8 * size` rows of `n / 8` bytes, `n`
+/// a multiple of 8. Elements come in chunks of `8 * size`, one
+/// element-sized word in each row: a chunk is a square bit matrix,
+/// transposed whole ([`square`]); groups of 8 left over after the last
+/// whole chunk go one at a time.
+fn transpose(size: usize, src: &[u8], dst: &mut [u8], direction: Direction) {
     match size {
         1 => squares::<u8>(src, dst, direction),
         2 => squares::<u16>(src, dst, direction),
@@ -131,10 +121,7 @@ enum Direction {
 }
 
 /// A word as wide as an element: `BITS` of them make a square bit matrix.
-trait Word: Copy + Default {
-    const BITS: usize;
-    fn load(bytes: &[u8]) -> Self;
-    fn store(self, bytes: &mut [u8]);
+trait Word: WindowInt {
     /// Swaps bit `e + j` of `a` with bit `e` of `b` wherever `mask` (bits
     /// whose index has bit `j` clear) has bit `e`.
     fn swap(a: &mut Self, b: &mut Self, j: usize, mask: u64);
@@ -143,17 +130,6 @@ trait Word: Copy + Default {
 macro_rules! word {
     ($($t:ty),*) => {$(
         impl Word for $t {
-            const BITS: usize = <$t>::BITS as usize;
-            #[inline(always)]
-            fn load(bytes: &[u8]) -> Self {
-                let mut le = [0; std::mem::size_of::<$t>()];
-                le.copy_from_slice(bytes);
-                <$t>::from_le_bytes(le)
-            }
-            #[inline(always)]
-            fn store(self, bytes: &mut [u8]) {
-                bytes.copy_from_slice(&self.to_le_bytes());
-            }
             #[inline(always)]
             fn swap(a: &mut Self, b: &mut Self, j: usize, mask: u64) {
                 let t = ((*a >> j) ^ *b) & mask as $t;
@@ -180,8 +156,9 @@ fn square<W: Word>(w: &mut [W; 64]) {
         0x0000_FFFF_0000_FFFF,
         0x0000_0000_FFFF_FFFF,
     ];
-    let w = &mut w[..W::BITS];
-    for level in (0..W::BITS.trailing_zeros() as usize).rev() {
+    let bits = usize::from(W::BITS);
+    let w = &mut w[..bits];
+    for level in (0..bits.trailing_zeros() as usize).rev() {
         let j = 1 << level;
         for block in w.chunks_exact_mut(2 * j) {
             let (lo, hi) = block.split_at_mut(j);
@@ -196,12 +173,12 @@ fn square<W: Word>(w: &mut [W; 64]) {
 /// each of the `W::BITS` rows), then the groups after them.
 #[inline(always)]
 fn by_squares<W: Word>(src: &[u8], dst: &mut [u8], direction: Direction) {
-    let size = W::BITS / 8;
+    let (bits, size) = (usize::from(W::BITS), W::BYTES);
     let row = src.len() / size / 8;
     let chunks = row / size;
     let mut w = [W::default(); 64];
     for c in 0..chunks {
-        let elements = c * W::BITS * size..(c + 1) * W::BITS * size;
+        let elements = c * bits * size..(c + 1) * bits * size;
         let word = |r: usize| r * row + c * size..r * row + (c + 1) * size;
         match direction {
             Direction::Forward => {
@@ -209,17 +186,17 @@ fn by_squares<W: Word>(src: &[u8], dst: &mut [u8], direction: Direction) {
                     *w = W::load(e);
                 }
                 square(&mut w);
-                for (r, w) in w[..W::BITS].iter().enumerate() {
-                    w.store(&mut dst[word(r)]);
+                for (r, w) in w[..bits].iter().enumerate() {
+                    w.write(&mut dst[word(r)]);
                 }
             }
             Direction::Reverse => {
-                for (r, w) in w[..W::BITS].iter_mut().enumerate() {
+                for (r, w) in w[..bits].iter_mut().enumerate() {
                     *w = W::load(&src[word(r)]);
                 }
                 square(&mut w);
                 for (w, e) in w.iter().zip(dst[elements].chunks_exact_mut(size)) {
-                    w.store(e);
+                    w.write(e);
                 }
             }
         }
@@ -316,10 +293,10 @@ mod tests {
         for size in [1usize, 2, 4, 8] {
             let src: Vec<u8> = (0..size * 64).map(|i| (i * 131 + 7) as u8).collect();
             let mut dst = vec![0; src.len()];
-            transpose(size, &src, &mut dst);
+            transpose(size, &src, &mut dst, Direction::Forward);
             assert_eq!(dst, reference(size, &src), "size {size}");
             let mut again = vec![0; src.len()];
-            untranspose(size, &dst, &mut again);
+            transpose(size, &dst, &mut again, Direction::Reverse);
             assert_eq!(again, src);
         }
     }
@@ -421,18 +398,18 @@ mod tests {
                 .map(|i| (seed.rotate_left(i as u32 % 64) ^ i as u64) as u8)
                 .collect();
             let mut dst = vec![0; src.len()];
-            transpose(size, &src, &mut dst);
+            transpose(size, &src, &mut dst, Direction::Forward);
             prop_assert_eq!(&dst, &reference(size, &src));
             // The square kernel and the group-at-a-time one agree both ways.
             let mut groups = vec![0; src.len()];
             by_groups(size, 0, &src, &mut groups, Direction::Forward);
             prop_assert_eq!(&dst, &groups);
             let mut squares = vec![0; src.len()];
-            untranspose(size, &src, &mut squares);
+            transpose(size, &src, &mut squares, Direction::Reverse);
             by_groups(size, 0, &src, &mut groups, Direction::Reverse);
             prop_assert_eq!(&squares, &groups);
             let mut back = vec![0; src.len()];
-            untranspose(size, &dst, &mut back);
+            transpose(size, &dst, &mut back, Direction::Reverse);
             prop_assert_eq!(back, src);
         }
     }

@@ -1,5 +1,6 @@
 //! What bit-width reduction and positive delta share: the integer type a
 //! stage is read as, and TileDB's split of each data part into windows.
+//! (BITSHUFFLE's kernel reads and writes its words through [`WindowInt`].)
 
 use crate::buffer::{to_u32, Stage};
 use crate::{FilterError, Result};
@@ -44,6 +45,7 @@ macro_rules! window_int {
         impl WindowInt for $t {
             const BYTES: usize = std::mem::size_of::<$t>();
             const BITS: u8 = <$t>::BITS as u8;
+            #[inline(always)]
             fn load(bytes: &[u8]) -> Self {
                 let mut le = [0u8; std::mem::size_of::<$t>()];
                 le.copy_from_slice(bytes);
@@ -55,6 +57,7 @@ macro_rules! window_int {
                 le[..bytes.len()].copy_from_slice(bytes);
                 <$t>::from_le_bytes(le)
             }
+            #[inline(always)]
             fn write(self, out: &mut [u8]) {
                 out.copy_from_slice(&self.to_le_bytes());
             }
