@@ -80,13 +80,10 @@ pub fn sort_cells<'c>(
                 tile_key(domain, &coord, i, &mut tile_of[i * n..(i + 1) * n]);
             }
             order.sort_by(|&a, &b| {
-                cmp_tile_keys(
-                    &tile_of[a * n..(a + 1) * n],
-                    &tile_of[b * n..(b + 1) * n],
-                    col_tiles,
-                )
-                .then_with(|| by_coords(a, b, col_cells))
-                .then_with(|| tie(a, b))
+                let (ta, tb) = (&tile_of[a * n..(a + 1) * n], &tile_of[b * n..(b + 1) * n]);
+                cmp_tiles(n, col_tiles, |d| (ta[d], tb[d]))
+                    .then_with(|| by_coords(a, b, col_cells))
+                    .then_with(|| tie(a, b))
             });
         }
     }
@@ -123,22 +120,14 @@ pub fn cmp_cells<'c>(
             tile_order,
             cell_order,
         } => {
-            // Tiles compared dimension by dimension in the tile order,
-            // each worked out only when the ones before it tie.
+            // Each dimension's tiles worked out only when the ones before
+            // tie: no key vectors per pair.
             let dims = &domain.dimensions;
-            let col_tiles = tile_order == Layout::ColMajor;
-            (0..dims.len())
-                .map(|k| if col_tiles { dims.len() - 1 - k } else { k })
-                .map(|d| {
-                    let tile = |i| crate::dense::tile_index(&dims[d], coord(i, d));
-                    match (tile(a), tile(b)) {
-                        (Some(x), Some(y)) => x.cmp(&y),
-                        _ => Ordering::Equal,
-                    }
-                })
-                .find(|o| o.is_ne())
-                .unwrap_or(Ordering::Equal)
-                .then_with(|| cmp_coords(ops, coord, a, b, cell_order == Layout::ColMajor))
+            let tile = |d: usize, i| crate::dense::tile_index(&dims[d], coord(i, d));
+            cmp_tiles(dims.len(), tile_order == Layout::ColMajor, |d| {
+                (tile(d, a), tile(d, b))
+            })
+            .then_with(|| cmp_coords(ops, coord, a, b, cell_order == Layout::ColMajor))
         }
     }
 }
@@ -172,17 +161,21 @@ fn tile_key<'c>(
     }
 }
 
-/// Two cells' space tiles compared in the tile order.
-fn cmp_tile_keys(a: &[Option<u64>], b: &[Option<u64>], col_tiles: bool) -> Ordering {
-    let n = a.len();
+/// Two cells' space tiles compared in the tile order: `tiles(d)` gives
+/// both cells' tile on dimension `d` (`None` where it has no tiles), asked
+/// only while the dimensions before tie.
+#[inline]
+fn cmp_tiles(
+    n: usize,
+    col_tiles: bool,
+    tiles: impl Fn(usize) -> (Option<u64>, Option<u64>),
+) -> Ordering {
     for k in 0..n {
         let d = if col_tiles { n - 1 - k } else { k };
-        let o = match (a[d], b[d]) {
-            (Some(x), Some(y)) => x.cmp(&y),
-            _ => Ordering::Equal,
-        };
-        if o != Ordering::Equal {
-            return o;
+        if let (Some(x), Some(y)) = tiles(d) {
+            if x != y {
+                return x.cmp(&y);
+            }
         }
     }
     Ordering::Equal
