@@ -12,14 +12,11 @@ const CHUNK: usize = 64 * 1024;
 
 /// Slowly rising i64 values with noise: timestamps, ids, sensor counts.
 fn ints() -> Vec<u8> {
-    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut rng = tdb_testdata::XorShift::new(0x2545_f491_4f6c_dd1d);
     let mut v = 1_000_000i64;
     let mut out = Vec::with_capacity(MIB);
     while out.len() < MIB {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        v += (x % 16) as i64;
+        v += (rng.next_u64() % 16) as i64;
         out.extend_from_slice(&v.to_le_bytes());
     }
     out

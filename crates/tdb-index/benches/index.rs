@@ -29,13 +29,8 @@ fn range(lo: i64, hi: i64) -> Range {
 
 /// `n` uniform random cells, as coordinate bytes per dimension.
 fn cells(n: usize) -> [Vec<[u8; 8]>; 2] {
-    let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
-    let mut next = move || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        ((x % 1_000_000) as i64).to_le_bytes()
-    };
+    let mut rng = tdb_testdata::XorShift::new(0x9E37_79B9_7F4A_7C15);
+    let mut next = move || ((rng.next_u64() % 1_000_000) as i64).to_le_bytes();
     let xs = (0..n).map(|_| next()).collect();
     let ys = (0..n).map(|_| next()).collect();
     [xs, ys]

@@ -226,15 +226,12 @@ fn every_truncation_is_a_typed_error() {
 }
 
 /// A random subarray inside the domain (fixed dimensions) or among the
-/// leaves' bounds (strings), from a small xorshift generator.
-struct Rng(u64);
+/// leaves' bounds (strings).
+struct Rng(tdb_testdata::XorShift);
 
 impl Rng {
     fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
+        self.0.next_u64()
     }
 
     fn pick<'a>(&mut self, v: &'a [Vec<u8>]) -> &'a [u8] {
@@ -280,7 +277,7 @@ fn candidates(tree: &RTree, domain: &Domain, d: usize) -> Vec<Vec<u8>> {
 fn tile_overlap_agrees_with_a_scan_of_the_leaves() {
     let mut queries = 0;
     let (mut full, mut partial) = (0, 0);
-    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut rng = Rng(tdb_testdata::XorShift::new(0x9e37_79b9_7f4a_7c15));
     let mut seen = std::collections::BTreeSet::new();
     for f in fragments() {
         let tree = parse(f);

@@ -94,13 +94,8 @@ fn batch() -> (ArraySchema, Batch) {
         .attribute(AttributeBuilder::new("s", Datatype::StringAscii).var())
         .build()
         .expect("schema");
-    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
-    let mut next = move || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
+    let mut rng = tdb_testdata::XorShift::new(0x2545_f491_4f6c_dd1d);
+    let mut next = move || rng.next_u64();
     let mut a = FieldBuffer::new("a", Datatype::Float64, 1, false);
     let mut i = FieldBuffer::new("i", Datatype::Int64, 1, false);
     let mut s = FieldBuffer::new("s", Datatype::StringAscii, u32::MAX, false);

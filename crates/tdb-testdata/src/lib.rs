@@ -1,6 +1,7 @@
 //! Test-only access to the fixture corpus in `testdata/arrays` (written by
 //! real TileDB through `cargo xtask fixtures`): every case, every TileDB
-//! object in it (group members on their own), every file of each object.
+//! object in it (group members on their own), every file of each object;
+//! and [`XorShift`] for generated test and bench data.
 
 use serde_json::Value;
 use std::fs;
@@ -183,4 +184,24 @@ pub fn objects_in(root: &Path) -> Vec<Object> {
         }
     }
     out
+}
+
+/// A small deterministic xorshift generator for generated test and bench
+/// data (the same seed gives the same data on every machine).
+#[derive(Debug, Clone)]
+pub struct XorShift(u64);
+
+impl XorShift {
+    /// A generator from `seed` (non-zero).
+    pub fn new(seed: u64) -> Self {
+        XorShift(seed.max(1))
+    }
+
+    /// The next value.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
 }
