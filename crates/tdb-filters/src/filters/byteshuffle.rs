@@ -8,6 +8,7 @@
 
 use super::framed;
 use crate::buffer::{Parts, Stage, Unfiltered};
+use crate::simd::with_avx2;
 use crate::Result;
 
 const NAME: &str = tdb_format::FilterType::Byteshuffle.name();
@@ -48,15 +49,25 @@ pub(super) fn shuffle(size: usize, src: &[u8], out: &mut Vec<u8>) {
     let base = out.len();
     out.resize(base + whole, 0);
     let planes = &mut out[base..];
-    let done = match size {
-        8 => shuffle8(elements, n, planes),
-        4 => shuffle4(elements, n, planes),
-        _ => 0,
-    };
-    // Cells the word transposes did not take, one at a time.
-    for i in done..n {
-        for j in 0..size {
-            planes[j * n + i] = elements[i * size + j];
+    match size {
+        2 => with_avx2(
+            #[inline(always)]
+            || split::<2>(elements, n, planes),
+        ),
+        4 => with_avx2(
+            #[inline(always)]
+            || split::<4>(elements, n, planes),
+        ),
+        8 => with_avx2(
+            #[inline(always)]
+            || split::<8>(elements, n, planes),
+        ),
+        _ => {
+            for i in 0..n {
+                for j in 0..size {
+                    planes[j * n + i] = elements[i * size + j];
+                }
+            }
         }
     }
     out.extend_from_slice(tail);
@@ -71,133 +82,77 @@ pub(super) fn unshuffle(size: usize, src: &[u8], out: &mut Vec<u8>) {
         return;
     }
     let n = planes.len() / size;
-    out.reserve(src.len());
-    let done = match size {
-        8 => unshuffle8(planes, n, out),
-        4 => unshuffle4(planes, n, out),
-        _ => 0,
-    };
-    // Cells the word transposes did not take, one at a time.
-    for i in done..n {
-        out.extend((0..size).map(|j| planes[j * n + i]));
+    let base = out.len();
+    out.resize(base + whole, 0);
+    let cells = &mut out[base..];
+    match size {
+        2 => with_avx2(
+            #[inline(always)]
+            || join::<2>(planes, n, cells),
+        ),
+        4 => with_avx2(
+            #[inline(always)]
+            || join::<4>(planes, n, cells),
+        ),
+        8 => with_avx2(
+            #[inline(always)]
+            || join::<8>(planes, n, cells),
+        ),
+        _ => {
+            for i in 0..n {
+                for j in 0..size {
+                    cells[i * size + j] = planes[j * n + i];
+                }
+            }
+        }
     }
     out.extend_from_slice(tail);
 }
 
-/// Eight consecutive bytes of `p` from `at` as a little-endian word.
-fn word(p: &[u8], at: usize) -> u64 {
-    p.get(at..at + 8)
-        .and_then(|b| b.try_into().ok())
-        .map_or(0, u64::from_le_bytes)
-}
-
-/// Transposes the 8×8 byte matrix whose row `k` is word `k` (byte `j` of
-/// word `k` goes to byte `k` of word `j`) by swapping 4-, 2- and 1-byte
-/// blocks between words. A transpose undoes itself, so shuffling and
-/// unshuffling both use it.
-fn transpose8(r: &mut [u64; 8]) {
-    for j in 0..4 {
-        let t = ((r[j] >> 32) ^ r[j + 4]) & 0x0000_0000_FFFF_FFFF;
-        r[j] ^= t << 32;
-        r[j + 4] ^= t;
+/// The `n` cells of `SIZE` bytes from their planes (plane `j`: byte `j` of
+/// every cell). Written byte by byte, one cell per iteration, with every
+/// plane a slice of exactly `n` bytes (no bounds checks left in the loop),
+/// so the compiler vectorizes it as interleaving loads (with AVX2: 13 GiB/s
+/// for 8-byte cells, 46 for 4-byte, against 4.8 for 64-bit word
+/// transposes). Into a zeroed buffer: filling the buffer on the stack a
+/// block at a time and appending measured slower (8.7 GiB/s against 10.9
+/// through the whole filter).
+#[inline(always)]
+fn join<const SIZE: usize>(planes: &[u8], n: usize, cells: &mut [u8]) {
+    let mut rest = planes;
+    let p: [&[u8]; SIZE] = std::array::from_fn(|_| {
+        let (plane, next) = rest.split_at(n.min(rest.len()));
+        rest = next;
+        plane
+    });
+    if p.iter().any(|plane| plane.len() != n) || cells.len() < n * SIZE {
+        return;
     }
-    for j in [0, 1, 4, 5] {
-        let t = ((r[j] >> 16) ^ r[j + 2]) & 0x0000_FFFF_0000_FFFF;
-        r[j] ^= t << 16;
-        r[j + 2] ^= t;
-    }
-    for j in [0, 2, 4, 6] {
-        let t = ((r[j] >> 8) ^ r[j + 1]) & 0x00FF_00FF_00FF_00FF;
-        r[j] ^= t << 8;
-        r[j + 1] ^= t;
-    }
-}
-
-/// Transposes two 4×4 byte matrices at once: the low and the high halves
-/// of the four words, as [`transpose8`] does.
-fn transpose4(r: &mut [u64; 4]) {
-    for j in [0, 1] {
-        let t = ((r[j] >> 16) ^ r[j + 2]) & 0x0000_FFFF_0000_FFFF;
-        r[j] ^= t << 16;
-        r[j + 2] ^= t;
-    }
-    for j in [0, 2] {
-        let t = ((r[j] >> 8) ^ r[j + 1]) & 0x00FF_00FF_00FF_00FF;
-        r[j] ^= t << 8;
-        r[j + 1] ^= t;
-    }
-}
-
-/// 8-byte elements, eight cells at a time: the cells as eight words,
-/// transposed, are the eight planes' bytes for those cells. Returns the
-/// cells done.
-fn shuffle8(cells: &[u8], n: usize, planes: &mut [u8]) -> usize {
-    let mut i = 0;
-    while i + 8 <= n {
-        let mut r: [u64; 8] = std::array::from_fn(|k| word(cells, (i + k) * 8));
-        transpose8(&mut r);
-        for (j, w) in r.iter().enumerate() {
-            planes[j * n + i..j * n + i + 8].copy_from_slice(&w.to_le_bytes());
+    for (k, cell) in cells[..n * SIZE].chunks_exact_mut(SIZE).enumerate() {
+        for j in 0..SIZE {
+            cell[j] = p[j][k];
         }
-        i += 8;
     }
-    i
 }
 
-/// 8-byte elements, eight cells at a time: eight words (byte `k` of word
-/// `j` = byte `j` of cell `k`), transposed, are the eight cells.
-fn unshuffle8(planes: &[u8], n: usize, out: &mut Vec<u8>) -> usize {
-    let mut i = 0;
-    while i + 8 <= n {
-        let mut r: [u64; 8] = std::array::from_fn(|j| word(planes, j * n + i));
-        transpose8(&mut r);
-        out.extend_from_slice(r.map(u64::to_le_bytes).as_flattened());
-        i += 8;
+/// The inverse of [`join`]: the planes of `n` cells of `SIZE` bytes.
+#[inline(always)]
+fn split<const SIZE: usize>(cells: &[u8], n: usize, planes: &mut [u8]) {
+    let mut rest = planes;
+    let p: [&mut [u8]; SIZE] = std::array::from_fn(|_| {
+        let at = n.min(rest.len());
+        let (plane, next) = std::mem::take(&mut rest).split_at_mut(at);
+        rest = next;
+        plane
+    });
+    if p.iter().any(|plane| plane.len() != n) || cells.len() < n * SIZE {
+        return;
     }
-    i
-}
-
-/// 4-byte elements, eight cells at a time: word `j` holds cell `j` (low
-/// half) and cell `j + 4` (high half); transposed, word `j` is plane `j`'s
-/// bytes for the eight cells.
-fn shuffle4(cells: &[u8], n: usize, planes: &mut [u8]) -> usize {
-    let cell = |k: usize| {
-        let at = k * 4;
-        u64::from(u32::from_le_bytes([
-            cells[at],
-            cells[at + 1],
-            cells[at + 2],
-            cells[at + 3],
-        ]))
-    };
-    let mut i = 0;
-    while i + 8 <= n {
-        let mut r: [u64; 4] = std::array::from_fn(|j| cell(i + j) | cell(i + j + 4) << 32);
-        transpose4(&mut r);
-        for (j, w) in r.iter().enumerate() {
-            planes[j * n + i..j * n + i + 8].copy_from_slice(&w.to_le_bytes());
+    for (k, cell) in cells[..n * SIZE].chunks_exact(SIZE).enumerate() {
+        for j in 0..SIZE {
+            p[j][k] = cell[j];
         }
-        i += 8;
     }
-    i
-}
-
-/// 4-byte elements, eight cells at a time: per plane a word of eight
-/// bytes; its two halves are the two 4×4 byte matrices of cells `i..i+4`
-/// and `i+4..i+8`.
-fn unshuffle4(planes: &[u8], n: usize, out: &mut Vec<u8>) -> usize {
-    let mut i = 0;
-    while i + 8 <= n {
-        let mut r: [u64; 4] = std::array::from_fn(|j| word(planes, j * n + i));
-        transpose4(&mut r);
-        // Word j now holds cell j (low half) and cell j + 4 (high half).
-        let low = r.map(|w| (w as u32).to_le_bytes());
-        let high = r.map(|w| ((w >> 32) as u32).to_le_bytes());
-        out.extend_from_slice(low.as_flattened());
-        out.extend_from_slice(high.as_flattened());
-        i += 8;
-    }
-    i
 }
 
 #[cfg(test)]
@@ -299,9 +254,10 @@ mod tests {
             prop_assert_eq!(back(t, &meta, &out).unwrap().data, data);
         }
 
-        /// The word transposes give what the definition gives, for every
-        /// length (whole groups of eight cells, the cells after them, the
-        /// bytes after the last whole cell).
+        /// The vectorized loops give what the definition gives, for every
+        /// element size and length (the bytes after the last whole cell
+        /// too), run with AVX2 where the CPU has it and as built for the
+        /// baseline target.
         #[test]
         fn unshuffle_matches_the_definition(
             data in proptest::collection::vec(any::<u8>(), 0..700),
@@ -318,6 +274,15 @@ mod tests {
             unshuffle(size, &data, &mut got);
             prop_assert_eq!(got[0], 0xEE);
             prop_assert_eq!(&got[1..], &expected[..]);
+            let whole = n * size;
+            let mut baseline = vec![0; whole];
+            match size {
+                2 => join::<2>(&data[..whole], n, &mut baseline),
+                4 => join::<4>(&data[..whole], n, &mut baseline),
+                8 => join::<8>(&data[..whole], n, &mut baseline),
+                _ => baseline.copy_from_slice(&expected[..whole]),
+            }
+            prop_assert_eq!(&baseline[..], &expected[..whole]);
         }
 
         #[test]
@@ -336,6 +301,15 @@ mod tests {
             shuffle(size, &data, &mut got);
             prop_assert_eq!(got[0], 0xEE);
             prop_assert_eq!(&got[1..], &expected[..]);
+            let whole = n * size;
+            let mut baseline = vec![0; whole];
+            match size {
+                2 => split::<2>(&data[..whole], n, &mut baseline),
+                4 => split::<4>(&data[..whole], n, &mut baseline),
+                8 => split::<8>(&data[..whole], n, &mut baseline),
+                _ => baseline.copy_from_slice(&expected[..whole]),
+            }
+            prop_assert_eq!(&baseline[..], &expected[..whole]);
         }
     }
 }
