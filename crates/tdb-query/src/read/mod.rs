@@ -1186,6 +1186,7 @@ impl<'a> Reader<'a> {
             valid: f.fill_validity,
         };
         let (mut data, mut validity) = (&mut out.data[..], out.validity.as_deref_mut());
+        let mut jobs: Vec<CopyJob<'_, '_>> = Vec::new();
         self.for_each_run(slot, parts, keep, |source, slab| {
             let n = slab.len as usize;
             let (d, rest) = std::mem::take(&mut data).split_at_mut(n * size);
@@ -1195,8 +1196,9 @@ impl<'a> Reader<'a> {
                 validity = Some(b);
                 a
             });
-            copy_run((d, v, source, slab), size, fill);
+            jobs.push((d, v, source, slab));
         });
+        copy_runs(jobs, size, fill, cells * size);
         out
     }
 }
@@ -1211,6 +1213,40 @@ struct Fill<'a> {
 /// Where one run of fixed-size cells goes (data and validity slices of the
 /// batch), where it comes from (none: fill), and which cells.
 type CopyJob<'o, 't> = (&'o mut [u8], Option<&'o mut [u8]>, Option<Column<'t>>, Slab);
+
+/// Batches of at least this many bytes are copied on every core: a large
+/// dense read's copy into its results was a serial stage between the
+/// parallel decoding of one piece and the next.
+const PARALLEL_COPY: usize = 1 << 20;
+
+/// Copies `jobs` (`bytes` in all), split among the cores in consecutive
+/// shares of about equal bytes when there are enough of them.
+fn copy_runs(jobs: Vec<CopyJob<'_, '_>>, size: usize, fill: Fill<'_>, bytes: usize) {
+    let threads = crate::threads().min(jobs.len());
+    if bytes < PARALLEL_COPY || threads <= 1 {
+        jobs.into_iter().for_each(|job| copy_run(job, size, fill));
+        return;
+    }
+    let share = bytes.div_ceil(threads);
+    let mut shares: Vec<Vec<CopyJob<'_, '_>>> = Vec::new();
+    let (mut current, mut filled) = (Vec::new(), 0);
+    for job in jobs {
+        filled += job.0.len();
+        current.push(job);
+        if filled >= share {
+            shares.push(std::mem::take(&mut current));
+            filled = 0;
+        }
+    }
+    shares.push(current);
+    let mine = shares.swap_remove(0);
+    std::thread::scope(|s| {
+        for share in shares {
+            s.spawn(move || share.into_iter().for_each(|job| copy_run(job, size, fill)));
+        }
+        mine.into_iter().for_each(|job| copy_run(job, size, fill));
+    });
+}
 
 /// Copies one run: whole byte ranges where the cells are adjacent in their
 /// tile, else cell by cell; fill where there is no source.
@@ -1322,5 +1358,71 @@ impl<S: ReadStorage + ?Sized> Iterator for SyncRead<'_, S> {
             self.finished = true;
         }
         r.transpose()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tdb_format::Datatype;
+
+    /// Runs of every kind (whole ranges, strided cells, fill), enough bytes
+    /// to be shared among threads, land where the serial copy puts them.
+    #[test]
+    fn copies_shared_among_threads_match_the_serial_copy() {
+        let cells = 1u64 << 20;
+        let fixed: Vec<u8> = (0..cells as u32).flat_map(u32::to_le_bytes).collect();
+        let validity: Vec<u8> = (0..cells).map(|i| u8::from(i % 5 != 0)).collect();
+        let col = Column {
+            datatype: Datatype::UInt32,
+            cell_val_num: 1,
+            fixed: &fixed,
+            offsets: &[],
+            var: &[],
+            validity: Some(&validity),
+        };
+        let slab = |cell, stride, len| Slab {
+            frag: 0,
+            tile: 0,
+            cell,
+            stride,
+            len,
+        };
+        let runs: Vec<(Option<Column<'_>>, Slab)> = (0..3000u64)
+            .map(|k| match k % 3 {
+                0 => (Some(col), slab(k * 97, 1, 300)),
+                1 => (Some(col), slab(k * 13, 3, 100)),
+                _ => (None, Slab::fill(50)),
+            })
+            .collect();
+        let total: usize = runs.iter().map(|(_, s)| s.len as usize).sum();
+        assert!(total * 4 >= PARALLEL_COPY);
+        let fill = Fill {
+            bytes: &[0xAB; 4],
+            valid: 0,
+        };
+        let copy = |shared: bool| -> (Vec<u8>, Vec<u8>) {
+            let (mut data, mut valid) = (vec![0u8; total * 4], vec![7u8; total]);
+            let (mut d, mut v) = (&mut data[..], &mut valid[..]);
+            let mut jobs = Vec::new();
+            for &(source, s) in &runs {
+                let n = s.len as usize;
+                let (a, rest) = std::mem::take(&mut d).split_at_mut(n * 4);
+                d = rest;
+                let (b, rest) = std::mem::take(&mut v).split_at_mut(n);
+                v = rest;
+                jobs.push((a, Some(b), source, s));
+            }
+            if shared {
+                copy_runs(jobs, 4, fill, total * 4);
+            } else {
+                jobs.into_iter().for_each(|job| copy_run(job, 4, fill));
+            }
+            (data, valid)
+        };
+        let serial = copy(false);
+        assert_eq!(serial.0[300 * 4..301 * 4], 13u32.to_le_bytes());
+        assert_eq!(serial.0[400 * 4..401 * 4], [0xAB; 4]);
+        assert_eq!(copy(true), serial);
     }
 }
