@@ -1186,6 +1186,10 @@ impl<'a> Reader<'a> {
             valid: f.fill_validity,
         };
         let (mut data, mut validity) = (&mut out.data[..], out.validity.as_deref_mut());
+        // Long runs (dense slabs) are gathered and copied on every core;
+        // short ones (sparse cells) straight away.
+        let bytes = cells * size;
+        let share = bytes >= PARALLEL_COPY && bytes / parts.len().max(1) >= PARALLEL_RUN;
         let mut jobs: Vec<CopyJob<'_, '_>> = Vec::new();
         self.for_each_run(slot, parts, keep, |source, slab| {
             let n = slab.len as usize;
@@ -1196,9 +1200,13 @@ impl<'a> Reader<'a> {
                 validity = Some(b);
                 a
             });
-            jobs.push((d, v, source, slab));
+            if share {
+                jobs.push((d, v, source, slab));
+            } else {
+                copy_run((d, v, source, slab), size, fill);
+            }
         });
-        copy_runs(jobs, size, fill, cells * size);
+        copy_runs(jobs, size, fill, bytes);
         out
     }
 }
@@ -1214,10 +1222,13 @@ struct Fill<'a> {
 /// batch), where it comes from (none: fill), and which cells.
 type CopyJob<'o, 't> = (&'o mut [u8], Option<&'o mut [u8]>, Option<Column<'t>>, Slab);
 
-/// Batches of at least this many bytes are copied on every core: a large
-/// dense read's copy into its results was a serial stage between the
-/// parallel decoding of one piece and the next.
+/// Batches of at least this many bytes, in runs of this many on average,
+/// are copied on every core: a large dense read's copy into its results
+/// was a serial stage between the parallel decoding of one piece and the
+/// next. Short runs are not worth gathering (a sparse read's cells, each
+/// its own run: gathering them took more time and memory than the copy).
 const PARALLEL_COPY: usize = 1 << 20;
+const PARALLEL_RUN: usize = 512;
 
 /// Copies `jobs` (`bytes` in all), split among the cores in consecutive
 /// shares of about equal bytes when there are enough of them.
