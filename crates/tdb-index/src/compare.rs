@@ -29,7 +29,12 @@ pub struct RangeOps {
     covered: fn(&Range, &Range) -> bool,
     expand: fn(&Range, &mut Range),
     ratio: fn(&Range, &Range) -> f64,
+    /// Fixed-size dimensions: [`RangeOps::retain_within`] over a column.
+    retain: Option<RetainFn>,
 }
+
+/// [`RangeOps::retain_within`] for one fixed-size datatype.
+type RetainFn = fn(&[Range], &[u8], &mut [bool]);
 
 impl RangeOps {
     /// The operations for dimension `index` of a domain. Fails for datatypes
@@ -37,7 +42,7 @@ impl RangeOps {
     /// wider strings, geometries, ANY).
     pub fn new(dim: &Dimension, index: usize) -> Result<Self> {
         use Datatype::*;
-        let ops = |size: usize, cmp, o, c, e, r| RangeOps {
+        let ops = |size: usize, cmp, o, c, e, r, k| RangeOps {
             datatype: dim.datatype,
             var: false,
             size,
@@ -46,6 +51,7 @@ impl RangeOps {
             covered: c,
             expand: e,
             ratio: r,
+            retain: Some(k),
         };
         macro_rules! fixed {
             ($t:ty) => {
@@ -56,6 +62,7 @@ impl RangeOps {
                     covered_fixed::<$t>,
                     expand_fixed::<$t>,
                     ratio_fixed::<$t>,
+                    retain_fixed::<$t>,
                 )
             };
         }
@@ -80,6 +87,7 @@ impl RangeOps {
                 covered: covered_str,
                 expand: expand_str,
                 ratio: ratio_str,
+                retain: None,
             },
             datatype => {
                 return Err(IndexError::UnsupportedDatatype {
@@ -106,6 +114,23 @@ impl RangeOps {
     pub fn contains(&self, r: &Range, v: &[u8]) -> bool {
         let (lo, hi) = r.bounds();
         self.cmp_values(lo, v) != Ordering::Greater && self.cmp_values(v, hi) != Ordering::Greater
+    }
+
+    /// Clears `mask[i]` where value `i` of `values`, a column of this
+    /// dimension's fixed-size values, lies in none of `ranges`: what
+    /// [`RangeOps::contains`] says cell by cell, with the bounds decoded
+    /// once and the values compared as numbers (a sparse read checks every
+    /// cell of the tiles a subarray holds in part). `false`, the mask
+    /// untouched, for var-size dimensions or a column of the wrong length:
+    /// check those cell by cell.
+    pub fn retain_within(&self, ranges: &[Range], values: &[u8], mask: &mut [bool]) -> bool {
+        match self.retain {
+            Some(retain) if values.len() == mask.len() * self.size => {
+                retain(ranges, values, mask);
+                true
+            }
+            _ => false,
+        }
     }
 
     /// Whether `a` and `b` share at least one point (bounds inclusive).
@@ -389,6 +414,23 @@ fn cmp_fixed<T: Coord>(a: &[u8], b: &[u8]) -> Ordering {
     T::read(a)
         .partial_cmp(&T::read(b))
         .unwrap_or(Ordering::Equal)
+}
+
+/// `contains` as numbers: out only where a bound compares greater, so NaN
+/// is inside, as [`cmp_fixed`] has it equal to everything.
+fn retain_fixed<T: Coord>(ranges: &[Range], values: &[u8], mask: &mut [bool]) {
+    let values = values.chunks_exact(T::SIZE).map(T::read);
+    if let [r] = ranges {
+        let (lo, hi) = bounds::<T>(r);
+        for (m, v) in mask.iter_mut().zip(values) {
+            *m &= !(lo > v || v > hi);
+        }
+        return;
+    }
+    let bounds: Vec<(T, T)> = ranges.iter().map(bounds::<T>).collect();
+    for (m, v) in mask.iter_mut().zip(values) {
+        *m = *m && bounds.iter().any(|&(lo, hi)| !(lo > v || v > hi));
+    }
 }
 
 fn overlaps_fixed<T: Coord>(a: &Range, b: &Range) -> bool {

@@ -206,3 +206,55 @@ fn ranges_of_the_wrong_shape_are_refused() {
     };
     assert!(o.check(&bad, || "x".into()).is_err());
 }
+
+/// A column checked at once gives what `contains` gives cell by cell:
+/// one range and several, signed, unsigned, floats with NaN (inside, as
+/// NaN compares equal to every bound); strings are left to the caller.
+#[test]
+fn retain_within_agrees_with_contains() {
+    fn check(o: &RangeOps, ranges: &[Range], values: &[Vec<u8>]) {
+        let column: Vec<u8> = values.concat();
+        let mut mask: Vec<bool> = (0..values.len()).map(|i| i % 7 != 3).collect();
+        let expected: Vec<bool> = values
+            .iter()
+            .zip(&mask)
+            .map(|(v, &m)| m && ranges.iter().any(|r| o.contains(r, v)))
+            .collect();
+        assert!(o.retain_within(ranges, &column, &mut mask));
+        assert_eq!(mask, expected, "{:?}", o.datatype());
+        // A column of the wrong length is refused, the mask untouched.
+        assert!(!o.retain_within(ranges, &column[1..], &mut mask));
+        assert_eq!(mask, expected);
+    }
+    let ints: Vec<Vec<u8>> = (-40i64..40)
+        .map(|v| (v * 3).to_le_bytes().to_vec())
+        .collect();
+    let o = ops(Datatype::Int64);
+    check(&o, &[r!(i64: -10, 20)], &ints);
+    check(
+        &o,
+        &[r!(i64: -100, -50), r!(i64: 0, 0), r!(i64: 30, 60)],
+        &ints,
+    );
+    let o = ops(Datatype::UInt8);
+    let bytes: Vec<Vec<u8>> = (0..=255u8).map(|v| vec![v]).collect();
+    check(&o, &[r!(u8: 200, 250)], &bytes);
+    let o = ops(Datatype::Float64);
+    let floats: Vec<Vec<u8>> = [
+        -2.5,
+        -0.0,
+        0.0,
+        1.0,
+        BELOW_ONE,
+        f64::NAN,
+        7.0,
+        f64::INFINITY,
+    ]
+    .iter()
+    .map(|v: &f64| v.to_le_bytes().to_vec())
+    .collect();
+    check(&o, &[r!(f64: -1.0, 1.0)], &floats);
+    check(&o, &[r!(f64: -3.0, -2.0), r!(f64: 6.5, 8.0)], &floats);
+    let mut mask = vec![true; 2];
+    assert!(!ops(Datatype::StringAscii).retain_within(&[s("a", "c")], b"bz", &mut mask));
+}

@@ -236,10 +236,12 @@ pub(crate) fn sparse_cells(
                 let Some(col) = tc.column(&fields[dim_slots[d]].name) else {
                     continue;
                 };
-                for (i, m) in mask.iter_mut().enumerate() {
-                    if *m {
-                        let v = col.cell(i);
-                        *m = r.iter().any(|r| o.contains(r, v));
+                if !o.retain_within(r, col.fixed, &mut mask) {
+                    for (i, m) in mask.iter_mut().enumerate() {
+                        if *m {
+                            let v = col.cell(i);
+                            *m = r.iter().any(|r| o.contains(r, v));
+                        }
                     }
                 }
             }
