@@ -604,6 +604,9 @@ impl<'a> Reader<'a> {
     /// gains where it reads much (W3, 4M cells: whole 0.084 -> 0.045 s,
     /// condition 0.116 -> 0.09) and loses a little where it reads little
     /// (W3's 1% boxes 0.078 -> 0.087, W4's 10% range 0.018 -> 0.019).
+    /// Sparse aggregates answered from tile metadata are not cut for it: a
+    /// tile across a cut would be read instead of answered (W3's sum and
+    /// count 0.0013 -> 0.0086 s).
     const PIECE_TARGET: u64 = 8 << 20;
 
     /// Bytes tile `t` of fragment `i` holds while read: every field part
@@ -680,7 +683,7 @@ impl<'a> Reader<'a> {
             let estimate = self.estimate(&p);
             let cut = if estimate > self.tile_budget() {
                 partition::split(schema, &p, &order, false)
-            } else if estimate > Self::PIECE_TARGET {
+            } else if estimate > Self::PIECE_TARGET && !self.md_sparse {
                 partition::split(schema, &p, &order, true)
             } else {
                 None
