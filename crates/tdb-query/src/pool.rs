@@ -161,6 +161,51 @@ pub(crate) fn map_ordered<T: Send, S>(
     })
 }
 
+/// `f` on every item, the items cut into up to `threads` consecutive
+/// shares of about equal `weight`, one thread each (the calling thread
+/// takes the first). For items that own what they write (disjoint slices
+/// of one buffer), which [`map_all`]'s shared jobs cannot be.
+pub(crate) fn for_each_share<T: Send>(
+    items: Vec<T>,
+    threads: usize,
+    weight: impl Fn(&T) -> usize,
+    f: impl Fn(T) + Sync,
+) -> Result<()> {
+    let threads = threads.clamp(1, items.len().max(1));
+    let total: usize = items.iter().map(&weight).sum();
+    let share = total.div_ceil(threads).max(1);
+    let mut shares: Vec<Vec<T>> = Vec::with_capacity(threads);
+    let (mut current, mut filled) = (Vec::new(), 0);
+    for item in items {
+        filled += weight(&item);
+        current.push(item);
+        if filled >= share && shares.len() + 1 < threads {
+            shares.push(std::mem::take(&mut current));
+            filled = 0;
+        }
+    }
+    shares.push(current);
+    let f = &f;
+    let run = |share: Vec<T>| {
+        guarded(|| {
+            share.into_iter().for_each(f);
+            Ok(())
+        })
+    };
+    let mine = shares.remove(0);
+    std::thread::scope(|s| {
+        let others: Vec<_> = shares
+            .into_iter()
+            .map(|share| s.spawn(move || run(share)))
+            .collect();
+        let first = run(mine);
+        others
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err(panicked())))
+            .fold(first, Result::and)
+    })
+}
+
 /// `f`, its panic turned into an error.
 fn guarded<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
     catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|_| Err(panicked()))
@@ -202,6 +247,41 @@ mod tests {
             assert_eq!(seen, (0..100).map(|i| (i, i * 2)).collect::<Vec<_>>());
             assert!(most.load(Ordering::SeqCst) <= 3, "threads {threads}");
         }
+    }
+
+    #[test]
+    fn shares_run_every_item_once_on_up_to_threads_threads() {
+        for threads in [1, 2, 3, 8] {
+            let mut out = vec![0u32; 1000];
+            // Items own their slot: weights 1..=1000, so shares differ in
+            // length but not much in weight.
+            let items: Vec<(usize, &mut u32)> = out.iter_mut().enumerate().collect();
+            let seen = Mutex::new(std::collections::HashSet::new());
+            for_each_share(
+                items,
+                threads,
+                |(i, _)| i + 1,
+                |(i, slot)| {
+                    *slot = i as u32 * 2;
+                    seen.lock().unwrap().insert(std::thread::current().id());
+                },
+            )
+            .unwrap();
+            assert!(out.iter().enumerate().all(|(i, &v)| v == i as u32 * 2));
+            assert!(seen.lock().unwrap().len() <= threads, "{threads}");
+        }
+        let e = for_each_share(
+            (0..100).collect(),
+            2,
+            |_| 1,
+            |i: i32| {
+                if i == 70 {
+                    panic!("boom")
+                }
+            },
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("panicked"), "{e}");
     }
 
     #[test]

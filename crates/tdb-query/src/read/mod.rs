@@ -1051,7 +1051,7 @@ impl<'a> Reader<'a> {
                 let fields = slots
                     .iter()
                     .map(|&s| self.materialize(s, &parts, None))
-                    .collect();
+                    .collect::<Result<_>>()?;
                 let b = Batch { num_cells, fields };
                 let mut mask = vec![true; num_cells as usize];
                 cond.evaluate(&b, &mut mask)?;
@@ -1079,7 +1079,7 @@ impl<'a> Reader<'a> {
             .requested
             .iter()
             .map(|&s| self.materialize(s, &parts, keep.as_deref()))
-            .collect();
+            .collect::<Result<_>>()?;
         Ok(Some(Batch { num_cells, fields }))
     }
 
@@ -1133,7 +1133,7 @@ impl<'a> Reader<'a> {
         slot: usize,
         parts: &[(Slab, usize, u64)],
         keep: Option<&[bool]>,
-    ) -> FieldBuffer {
+    ) -> Result<FieldBuffer> {
         let f = &self.fields[slot];
         let mut out = self.empty_buffer(slot);
         let cells: usize = parts.iter().map(|p| p.0.len as usize).sum();
@@ -1156,7 +1156,7 @@ impl<'a> Reader<'a> {
                     push_int(f.datatype, v, &mut out.data);
                 }
             }
-            return out;
+            return Ok(out);
         }
         if f.is_var() {
             if let Some(o) = &mut out.offsets {
@@ -1178,7 +1178,7 @@ impl<'a> Reader<'a> {
                     }
                 }
             });
-            return out;
+            return Ok(out);
         }
         // Fixed-size cells: every run's bytes have a known place, so the
         // buffer is sized once and each run is copied into its slice.
@@ -1195,7 +1195,7 @@ impl<'a> Reader<'a> {
         // Long runs (dense slabs) are gathered and copied on every core;
         // short ones (sparse cells) straight away.
         let bytes = cells * size;
-        let share = bytes >= PARALLEL_COPY && bytes / parts.len().max(1) >= PARALLEL_RUN;
+        let shared = bytes >= PARALLEL_COPY && bytes / parts.len().max(1) >= PARALLEL_RUN;
         let mut jobs: Vec<CopyJob<'_, '_>> = Vec::new();
         self.for_each_run(slot, parts, keep, |source, slab| {
             let n = slab.len as usize;
@@ -1206,14 +1206,19 @@ impl<'a> Reader<'a> {
                 validity = Some(b);
                 a
             });
-            if share {
+            if shared {
                 jobs.push((d, v, source, slab));
             } else {
                 copy_run((d, v, source, slab), size, fill);
             }
         });
-        copy_runs(jobs, size, fill, bytes);
-        out
+        crate::pool::for_each_share(
+            jobs,
+            crate::threads(),
+            |job| job.0.len(),
+            |job| copy_run(job, size, fill),
+        )?;
+        Ok(out)
     }
 }
 
@@ -1235,35 +1240,6 @@ type CopyJob<'o, 't> = (&'o mut [u8], Option<&'o mut [u8]>, Option<Column<'t>>, 
 /// its own run: gathering them took more time and memory than the copy).
 const PARALLEL_COPY: usize = 1 << 20;
 const PARALLEL_RUN: usize = 512;
-
-/// Copies `jobs` (`bytes` in all), split among the cores in consecutive
-/// shares of about equal bytes when there are enough of them.
-fn copy_runs(jobs: Vec<CopyJob<'_, '_>>, size: usize, fill: Fill<'_>, bytes: usize) {
-    let threads = crate::threads().min(jobs.len());
-    if bytes < PARALLEL_COPY || threads <= 1 {
-        jobs.into_iter().for_each(|job| copy_run(job, size, fill));
-        return;
-    }
-    let share = bytes.div_ceil(threads);
-    let mut shares: Vec<Vec<CopyJob<'_, '_>>> = Vec::new();
-    let (mut current, mut filled) = (Vec::new(), 0);
-    for job in jobs {
-        filled += job.0.len();
-        current.push(job);
-        if filled >= share {
-            shares.push(std::mem::take(&mut current));
-            filled = 0;
-        }
-    }
-    shares.push(current);
-    let mine = shares.swap_remove(0);
-    std::thread::scope(|s| {
-        for share in shares {
-            s.spawn(move || share.into_iter().for_each(|job| copy_run(job, size, fill)));
-        }
-        mine.into_iter().for_each(|job| copy_run(job, size, fill));
-    });
-}
 
 /// Copies one run: whole byte ranges where the cells are adjacent in their
 /// tile, else cell by cell; fill where there is no source.
@@ -1431,7 +1407,14 @@ mod tests {
                 jobs.push((a, Some(b), source, s));
             }
             if shared {
-                copy_runs(jobs, 4, fill, total * 4);
+                // Two threads whatever the machine has.
+                crate::pool::for_each_share(
+                    jobs,
+                    2,
+                    |job| job.0.len(),
+                    |job| copy_run(job, 4, fill),
+                )
+                .unwrap();
             } else {
                 jobs.into_iter().for_each(|job| copy_run(job, 4, fill));
             }
