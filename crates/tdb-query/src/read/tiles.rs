@@ -301,13 +301,15 @@ pub(crate) fn decode_tiles<'a>(
         let job = &jobs[run.job];
         let is_var = job.fetch.parts[run.part].0 == DataPart::Var;
         let size = usize::try_from(unfiltered_size(run.chunks)).unwrap_or(0);
-        // A part's first run's buffer becomes the part's: room for all of it.
+        // A part's first run's buffer becomes the part's: room for all of
+        // it. (A kept buffer or none: `take` allocates nothing, whatever a
+        // header claims.)
         let part_size = match run.first {
             0 => usize::try_from(unfiltered_size(&parsed[run.job][run.part])).unwrap_or(0),
             _ => size,
         };
         let mut out = TileData {
-            data: spare.take(part_size.min(1 << 26)),
+            data: spare.take(part_size),
             ..TileData::default()
         };
         if run.skip {
