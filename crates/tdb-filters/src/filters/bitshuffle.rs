@@ -15,6 +15,7 @@
 
 use super::framed;
 use super::windows::WindowInt;
+use super::Direction;
 use crate::buffer::{Parts, Stage, Unfiltered};
 use crate::simd::with_avx2;
 use crate::Result;
@@ -110,14 +111,6 @@ fn squares<W: Word>(src: &[u8], dst: &mut [u8], direction: Direction) {
         #[inline(always)]
         || by_squares::<W>(src, dst, direction),
     );
-}
-
-#[derive(Clone, Copy, PartialEq)]
-enum Direction {
-    /// Elements to rows.
-    Forward,
-    /// Rows to elements.
-    Reverse,
 }
 
 /// A word as wide as an element: `BITS` of them make a square bit matrix.

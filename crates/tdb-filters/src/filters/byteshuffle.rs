@@ -6,7 +6,7 @@
 //! bytes after the last whole element are copied as they are. The framing is
 //! [`framed`](super::framed)'s.
 
-use super::framed;
+use super::{framed, Direction};
 use crate::buffer::{Parts, Stage, Unfiltered};
 use crate::simd::with_avx2;
 use crate::Result;
@@ -39,33 +39,48 @@ pub(crate) fn reverse(
 
 /// Appends the byte shuffle of `src` with `size`-byte elements to `out`.
 pub(super) fn shuffle(size: usize, src: &[u8], out: &mut Vec<u8>) {
+    by_planes(size, src, out, Direction::Forward);
+}
+
+/// Appends the inverse of [`shuffle`] of `src` to `out`.
+pub(super) fn unshuffle(size: usize, src: &[u8], out: &mut Vec<u8>) {
+    by_planes(size, src, out, Direction::Reverse);
+}
+
+/// Appends `src`'s whole `size`-byte elements turned into byte planes
+/// (forward) or back (reverse), then the bytes after them as they are.
+fn by_planes(size: usize, src: &[u8], out: &mut Vec<u8>, direction: Direction) {
     let whole = src.len() - src.len() % size.max(1);
-    let (elements, tail) = src.split_at(whole);
-    if size <= 1 || elements.len() <= size {
+    let (body, tail) = src.split_at(whole);
+    if size <= 1 || body.len() <= size {
         out.extend_from_slice(src);
         return;
     }
-    let n = elements.len() / size;
+    let n = body.len() / size;
     let base = out.len();
     out.resize(base + whole, 0);
-    let planes = &mut out[base..];
+    let dst = &mut out[base..];
     match size {
         2 => with_avx2(
             #[inline(always)]
-            || split::<2>(elements, n, planes),
+            || planes::<2>(body, n, dst, direction),
         ),
         4 => with_avx2(
             #[inline(always)]
-            || split::<4>(elements, n, planes),
+            || planes::<4>(body, n, dst, direction),
         ),
         8 => with_avx2(
             #[inline(always)]
-            || split::<8>(elements, n, planes),
+            || planes::<8>(body, n, dst, direction),
         ),
         _ => {
             for i in 0..n {
                 for j in 0..size {
-                    planes[j * n + i] = elements[i * size + j];
+                    let (cell, plane) = (i * size + j, j * n + i);
+                    match direction {
+                        Direction::Forward => dst[plane] = body[cell],
+                        Direction::Reverse => dst[cell] = body[plane],
+                    }
                 }
             }
         }
@@ -73,40 +88,12 @@ pub(super) fn shuffle(size: usize, src: &[u8], out: &mut Vec<u8>) {
     out.extend_from_slice(tail);
 }
 
-/// Appends the inverse of [`shuffle`] of `src` to `out`.
-pub(super) fn unshuffle(size: usize, src: &[u8], out: &mut Vec<u8>) {
-    let whole = src.len() - src.len() % size.max(1);
-    let (planes, tail) = src.split_at(whole);
-    if size <= 1 || planes.len() <= size {
-        out.extend_from_slice(src);
-        return;
+#[inline(always)]
+fn planes<const SIZE: usize>(src: &[u8], n: usize, dst: &mut [u8], direction: Direction) {
+    match direction {
+        Direction::Forward => split::<SIZE>(src, n, dst),
+        Direction::Reverse => join::<SIZE>(src, n, dst),
     }
-    let n = planes.len() / size;
-    let base = out.len();
-    out.resize(base + whole, 0);
-    let cells = &mut out[base..];
-    match size {
-        2 => with_avx2(
-            #[inline(always)]
-            || join::<2>(planes, n, cells),
-        ),
-        4 => with_avx2(
-            #[inline(always)]
-            || join::<4>(planes, n, cells),
-        ),
-        8 => with_avx2(
-            #[inline(always)]
-            || join::<8>(planes, n, cells),
-        ),
-        _ => {
-            for i in 0..n {
-                for j in 0..size {
-                    cells[i * size + j] = planes[j * n + i];
-                }
-            }
-        }
-    }
-    out.extend_from_slice(tail);
 }
 
 /// The `n` cells of `SIZE` bytes from their planes (plane `j`: byte `j` of

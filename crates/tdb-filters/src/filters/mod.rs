@@ -28,6 +28,15 @@ use crate::{Filter, Result};
 use compression::Codec;
 use tdb_format::Datatype;
 
+/// Which way a transposing filter (BITSHUFFLE, BYTESHUFFLE) runs.
+#[derive(Clone, Copy, PartialEq)]
+enum Direction {
+    /// Elements to rows (bit rows, byte planes): writing.
+    Forward,
+    /// Rows to elements: reading.
+    Reverse,
+}
+
 impl Filter {
     /// The datatype this filter hands to the next one, given its input's
     /// (TileDB's `Filter::output_datatype`).
