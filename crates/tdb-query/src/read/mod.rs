@@ -884,6 +884,7 @@ impl<'a> Reader<'a> {
             })
             .collect::<Result<Vec<_>>>()?;
         let decoded = tiles::decode_tiles(&jobs, self.key(), crate::threads(), &self.spare)?;
+        self.spare.release();
         for (f, tile) in fetches.iter().zip(decoded) {
             self.tiles.insert(f.key, tile);
         }

@@ -137,7 +137,8 @@ impl Coalesced {
 /// cost the kernel a fault each (about 4 µs per 4 KiB on this project's
 /// machine: a 64 MiB dense read spent a third of its time there), and the
 /// allocator hands large freed buffers back to the kernel. Holds at most
-/// `limit` bytes of capacity: what the last piece held, within the budget.
+/// `limit` bytes of capacity, and only between a piece's end and the next
+/// piece's decoding, when the reader holds neither tiles nor a batch.
 #[derive(Debug)]
 pub(crate) struct Spare {
     bufs: Mutex<Vec<Vec<u8>>>,
@@ -176,6 +177,14 @@ impl Spare {
         if buf.capacity() > 0 && held + buf.capacity() <= self.limit {
             buf.clear();
             bufs.push(buf);
+        }
+    }
+
+    /// Frees what no tile took: a piece's tiles, its batch and buffers
+    /// kept from a larger piece would together pass the budget.
+    pub fn release(&self) {
+        if let Ok(mut bufs) = self.bufs.lock() {
+            *bufs = Vec::new();
         }
     }
 
@@ -595,6 +604,12 @@ mod tests {
             spare.keep_tiles(tiles);
         }
         assert!(spare.bufs.lock().unwrap().len() >= 2);
+        // What no tile took is freed once a piece is decoded.
+        let held = Spare::new(1 << 30);
+        held.keep(vec![1; 100]);
+        assert_eq!(held.take(1000).capacity(), 0, "none fits: a fresh buffer");
+        held.release();
+        assert!(held.bufs.lock().unwrap().is_empty());
         // Break chunk 3 of `a`'s tile (its zstd frame's magic number).
         let f = fa.parts[0].1.tile_filters(FormatVersion::WRITTEN, None);
         let chunks = f.chunks("t", &ba[0]).unwrap();
