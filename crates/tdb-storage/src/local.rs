@@ -7,7 +7,7 @@ use crate::{
 use bytes::Bytes;
 use std::collections::HashMap;
 use std::fs;
-use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -226,11 +226,24 @@ fn read_at(file: &mut fs::File, key: &str, offset: u64, len: u64, size: u64) -> 
         len,
         size,
     })?;
-    file.seek(SeekFrom::Start(offset))
-        .map_err(|e| io_err(key, e))?;
     let mut buf = vec![0u8; n];
-    file.read_exact(&mut buf).map_err(|e| io_err(key, e))?;
+    positioned_read(file, offset, &mut buf).map_err(|e| io_err(key, e))?;
     Ok(Bytes::from(buf))
+}
+
+/// Fills `buf` from `offset`: one `pread` per call on Unix (opening an
+/// array of many fragments reads a footer from each: a seek for every one
+/// was a quarter of the system calls).
+#[cfg(unix)]
+fn positioned_read(file: &mut fs::File, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+    std::os::unix::fs::FileExt::read_exact_at(file, buf, offset)
+}
+
+#[cfg(not(unix))]
+fn positioned_read(file: &mut fs::File, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+    use std::io::{Read, Seek, SeekFrom};
+    file.seek(SeekFrom::Start(offset))?;
+    file.read_exact(buf)
 }
 
 impl ReadableStorage for LocalStorage {
@@ -243,7 +256,7 @@ impl ReadableStorage for LocalStorage {
 
     fn read_ranges(&self, requests: &[RangeRequest]) -> Result<Vec<Option<RangeRead>>> {
         // On one thread: spreading many small files over threads measured
-        // slower here (1,000 fragment footers: 20 ms on one thread, 50 ms
+        // slower here (1,000 fragment footers: 14 ms on one thread, 40 ms
         // on two). Each file is opened once however many of its ranges
         // are asked for.
         let mut open: HashMap<&str, Option<(fs::File, u64)>> = HashMap::new();
@@ -317,15 +330,19 @@ impl ListableStorage for LocalStorage {
                 continue; // a write in progress: not an object yet
             }
             let path = join(key, name);
-            let md = entry.metadata().map_err(|e| io_err(&path, e))?;
-            if md.is_dir() {
+            // The entry's type comes with the listing: only files are
+            // asked for more (their size). An array of many fragments
+            // lists a directory per fragment.
+            let kind = entry.file_type().map_err(|e| io_err(&path, e))?;
+            if kind.is_dir() {
                 listing.dirs.push(path);
-            } else {
-                listing.files.push(ObjectMeta {
-                    key: path,
-                    size: md.len(),
-                });
+                continue;
             }
+            let md = entry.metadata().map_err(|e| io_err(&path, e))?;
+            listing.files.push(ObjectMeta {
+                key: path,
+                size: md.len(),
+            });
         }
         listing.files.sort();
         listing.dirs.sort();
