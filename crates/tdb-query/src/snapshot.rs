@@ -2,7 +2,11 @@
 //! fragment's footer and the enumerations its schema refers to.
 
 use std::collections::HashMap;
-use tdb_fragment::{FragmentError, LoadedFragment, OpenArray, ReadStorage, Result, TimeWindow};
+use std::sync::{Arc, Mutex, MutexGuard};
+use tdb_fragment::{
+    FragmentError, FragmentMetadata, LoadedFragment, OpenArray, ReadStorage, Result, Section,
+    SectionData, TimeWindow,
+};
 use tdb_schema::{ArraySchema, Enumeration, SchemaHistory};
 
 /// An opened array: schemas, visible fragments with their footers, and
@@ -16,6 +20,45 @@ pub struct Snapshot {
     pub fragments: Vec<LoadedFragment>,
     /// The enumerations of the schema in force, by name.
     pub enumerations: HashMap<String, Enumeration>,
+    /// Fragment metadata sections earlier reads loaded.
+    sections: SectionCache,
+}
+
+/// Fragment metadata sections (tile offsets, R-trees, tile statistics)
+/// that reads of a snapshot loaded, by fragment path: TileDB loads them
+/// once per opened array, and many small reads of one array (slices,
+/// boxes) should not each fetch and inflate them again. Sections depend on
+/// the fragment's files and the array's key only, so clones of a snapshot
+/// (and its one-fragment views) share it. It holds at most every section
+/// of the visible fragments: what one read of the whole array loads.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct SectionCache(Arc<Mutex<HashMap<String, HashMap<Section, SectionData>>>>);
+
+impl SectionCache {
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, HashMap<Section, SectionData>>> {
+        // A panic elsewhere cannot leave a half-inserted section behind.
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Copies the sections cached for `fragment` into `meta`.
+    pub(crate) fn restore(&self, fragment: &str, meta: &mut FragmentMetadata) {
+        if let Some(cached) = self.lock().get(fragment) {
+            for (&section, data) in cached {
+                if meta.section(section).is_none() {
+                    meta.set_section(section, data.clone());
+                }
+            }
+        }
+    }
+
+    /// Keeps a section `fragment`'s metadata just loaded.
+    pub(crate) fn keep(&self, fragment: &str, section: Section, data: &SectionData) {
+        self.lock()
+            .entry(fragment.to_owned())
+            .or_default()
+            .entry(section)
+            .or_insert_with(|| data.clone());
+    }
 }
 
 impl Snapshot {
@@ -40,7 +83,25 @@ impl Snapshot {
             open,
             fragments,
             enumerations,
+            sections: SectionCache::default(),
         })
+    }
+
+    /// The same snapshot with only the fragments `chosen` (indexes into
+    /// [`Snapshot::fragments`]), read at `open`'s window: what a merge of
+    /// some fragments reads.
+    pub(crate) fn with_fragments(&self, open: OpenArray, chosen: &[usize]) -> Snapshot {
+        Snapshot {
+            open,
+            fragments: chosen.iter().map(|&i| self.fragments[i].clone()).collect(),
+            enumerations: self.enumerations.clone(),
+            sections: self.sections.clone(),
+        }
+    }
+
+    /// Sections earlier reads of this snapshot loaded.
+    pub(crate) fn sections(&self) -> &SectionCache {
+        &self.sections
     }
 
     /// The schema reads use (the one in force at the window's end).
@@ -81,6 +142,7 @@ impl Snapshot {
             open: self.open.reading_view(f.file.name.timestamp_range().1),
             fragments: vec![f.clone()],
             enumerations: self.enumerations.clone(),
+            sections: self.sections.clone(),
         })
     }
 }

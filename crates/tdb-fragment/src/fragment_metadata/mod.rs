@@ -236,8 +236,9 @@ impl FragmentMetadata {
         Ok(self.sections.entry(section).or_insert(data))
     }
 
-    /// Sets a section's content (`written` building a new fragment).
-    pub(crate) fn set_section(&mut self, section: Section, data: SectionData) {
+    /// Sets a section's content: `written` building a new fragment, or a
+    /// reader restoring one it loaded before.
+    pub fn set_section(&mut self, section: Section, data: SectionData) {
         self.sections.insert(section, data);
     }
 

@@ -38,14 +38,7 @@ pub(super) fn merge_dense<S: Storage>(
         subarray.add_range(d, r.clone());
     }
     // The chosen fragments as if they were the array's only ones.
-    let only = Snapshot {
-        open: open.reading_view(open.directory.window.end),
-        fragments: chosen
-            .iter()
-            .map(|&i| snapshot.fragments[i].clone())
-            .collect(),
-        enumerations: snapshot.enumerations.clone(),
-    };
+    let only = snapshot.with_fragments(open.reading_view(open.directory.window.end), chosen);
     let attributes: Vec<String> = schema.attributes.iter().map(|a| a.name.clone()).collect();
     let read = ReadSpec::new(attributes)
         .with_subarray(subarray.clone())

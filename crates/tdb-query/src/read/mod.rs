@@ -283,12 +283,15 @@ impl<'a> Reader<'a> {
                         ))
                     })?;
                     let plan = &mut self.plans[i];
-                    plan.meta.load_section(
+                    let data = plan.meta.load_section(
                         section,
                         &bytes,
                         self.snapshot.open.key(),
                         plan.schema,
                     )?;
+                    self.snapshot
+                        .sections()
+                        .keep(&plan.file.path, section, data);
                 }
                 self.start_partitions()
             }
@@ -375,9 +378,11 @@ impl<'a> Reader<'a> {
                 .fields
                 .iter()
                 .any(|f| f.kind == Kind::PerCell(Field::DeleteTimestamps));
+            let mut meta = frag.metadata.clone();
+            snapshot.sections().restore(&frag.file.path, &mut meta);
             self.plans.push(FragPlan {
                 file: &frag.file,
-                meta: frag.metadata.clone(),
+                meta,
                 schema,
                 fields,
                 timestamps: footer
