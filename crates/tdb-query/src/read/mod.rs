@@ -1105,12 +1105,26 @@ impl<'a> Reader<'a> {
     ) {
         let info = &self.fields[slot];
         let mut at = 0usize;
+        // Consecutive slabs mostly share a tile (a sparse read's cells are
+        // each a slab): it is looked up once per run of them.
+        let mut last: Option<((u32, u64), Option<Column<'t>>)> = None;
         for &(slab, _, _) in parts {
             let len = slab.len as usize;
-            let tile = (!slab.is_fill())
-                .then(|| self.tiles.get(&(slab.frag as usize, slot, slab.tile)))
-                .flatten()
-                .map(|t| t.column(info.datatype, info.cell_val_num));
+            let tile = if slab.is_fill() {
+                None
+            } else {
+                match last {
+                    Some((key, col)) if key == (slab.frag, slab.tile) => col,
+                    _ => {
+                        let col = self
+                            .tiles
+                            .get(&(slab.frag as usize, slot, slab.tile))
+                            .map(|t| t.column(info.datatype, info.cell_val_num));
+                        last = Some(((slab.frag, slab.tile), col));
+                        col
+                    }
+                }
+            };
             let Some(keep) = keep else {
                 f(tile, slab);
                 at += len;

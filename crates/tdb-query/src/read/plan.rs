@@ -184,6 +184,126 @@ fn tile_columns<'a>(
     TileColumns { cols, n }
 }
 
+/// What one sparse read checks each candidate tile's cells against.
+struct TileCheck<'r, 'p> {
+    schema: &'r ArraySchema,
+    plans: &'r [FragPlan<'p>],
+    fields: &'r [FieldInfo],
+    tiles: &'r TileMap,
+    ops: &'r [RangeOps],
+    subarray: &'r Subarray,
+    window: (u64, u64),
+    deletes: &'r [BoundDelete],
+    condition: Option<&'r BoundCondition>,
+    dim_slots: &'r [usize],
+}
+
+/// The cells of one tile a sparse read keeps: runs of adjacent cells
+/// (first, count), and with per-cell timestamps each kept cell's.
+struct KeptCells {
+    runs: Vec<(u32, u32)>,
+    stamps: Option<Vec<u64>>,
+}
+
+impl TileCheck<'_, '_> {
+    /// Tile `t` of fragment `fi`: its cells inside the subarray and the
+    /// window, not deleted, and with duplicates passing the condition.
+    fn kept(&self, fi: usize, t: u64) -> Result<KeptCells> {
+        let (plan, fields, tiles) = (&self.plans[fi], self.fields, self.tiles);
+        let n = plan.cells(t, plan.tile_num()) as usize;
+        let frag_ts = plan.file.name.t1;
+        let fills = fills_for(plan, fields, n);
+        let tc = tile_columns(fields, &fills, tiles, fi, t, n);
+        let mut mask = vec![true; n];
+        // Subarray: per cell only in tiles it holds in part.
+        let inside = plan
+            .leaves()
+            .get(t as usize)
+            .is_some_and(|mbr| mbr_within(self.ops, mbr, self.subarray));
+        for (d, o) in self.ops.iter().enumerate().filter(|_| !inside) {
+            let r = self.subarray.ranges(d);
+            if r.is_empty() {
+                continue;
+            }
+            let Some(col) = tc.column(&fields[self.dim_slots[d]].name) else {
+                continue;
+            };
+            if !o.retain_within(r, col.fixed, &mut mask) {
+                for (i, m) in mask.iter_mut().enumerate() {
+                    if *m {
+                        let v = col.cell(i);
+                        *m = r.iter().any(|r| o.contains(r, v));
+                    }
+                }
+            }
+        }
+        // Per-cell timestamps.
+        let ts: Option<Vec<u64>> = plan.timestamps.as_ref().and_then(|_| {
+            tiles
+                .get(&(fi, TIMESTAMPS_SLOT, t))
+                .map(|tile| tdb_format::le::u64_values(&tile.fixed).collect())
+        });
+        if let Some(ts) = &ts {
+            for (i, m) in mask.iter_mut().enumerate() {
+                let x = ts.get(i).copied().unwrap_or(frag_ts);
+                if x < self.window.0 || x > self.window.1 {
+                    *m = false;
+                }
+            }
+        }
+        // Consolidated delete metadata: the time each cell was deleted
+        // (`u64::MAX`: never).
+        if plan.delete_timestamps.is_some() {
+            if let Some(tile) = tiles.get(&(fi, DELETE_TS_SLOT, t)) {
+                for (i, d) in tdb_format::le::u64_values(&tile.fixed).enumerate() {
+                    if d <= self.window.1 && d != u64::MAX {
+                        if let Some(m) = mask.get_mut(i) {
+                            *m = false;
+                        }
+                    }
+                }
+            }
+        }
+        // Delete commits.
+        let cell_ts = |i: usize| {
+            ts.as_ref()
+                .and_then(|v| v.get(i).copied())
+                .unwrap_or(frag_ts)
+        };
+        for delete in self.deletes {
+            for (m, gone) in mask.iter_mut().zip(delete.removes(&tc, cell_ts)?) {
+                *m &= !gone;
+            }
+        }
+        if self.schema.allows_dups {
+            if let Some(c) = self.condition {
+                c.evaluate(&tc, &mut mask)?;
+            }
+        }
+        let mut runs = Vec::new();
+        let mut i = 0;
+        while i < n {
+            if !mask[i] {
+                i += 1;
+                continue;
+            }
+            let start = i;
+            while i < n && mask[i] {
+                i += 1;
+            }
+            // Tiles hold at most u32::MAX cells (`CellRef::cell`).
+            runs.push((start as u32, (i - start) as u32));
+        }
+        let stamps = ts.map(|ts| {
+            runs.iter()
+                .flat_map(|&(s, l)| s as usize..(s + l) as usize)
+                .map(|i| ts.get(i).copied().unwrap_or(frag_ts))
+                .collect()
+        });
+        Ok(KeptCells { runs, stamps })
+    }
+}
+
 /// The sparse result: cells of candidate tiles inside the subarray and the
 /// window, not deleted, deduplicated (newest wins) unless the schema allows
 /// duplicates, passing the condition, in `layout` order.
@@ -213,115 +333,56 @@ pub(crate) fn sparse_cells(
                 .ok_or_else(|| QueryError::invalid("coordinates not read"))
         })
         .collect::<Result<_>>()?;
+    // Each candidate tile's cells are checked on the pool: the subarray,
+    // the window, deletes and (with duplicates) the condition; what is
+    // kept is gathered here in tile order.
+    let jobs: Vec<(usize, u64)> = plans
+        .iter()
+        .enumerate()
+        .flat_map(|(fi, plan)| plan.tiles.iter().map(move |&t| (fi, t)))
+        .collect();
+    let check = TileCheck {
+        schema,
+        plans,
+        fields,
+        tiles,
+        ops,
+        subarray,
+        window,
+        deletes,
+        condition,
+        dim_slots: &dim_slots,
+    };
+    let kept = crate::pool::map_all(
+        &jobs,
+        crate::threads(),
+        || (),
+        |_, &(fi, t)| check.kept(fi, t),
+    )?;
     let mut refs: Vec<CellRef> = Vec::new();
     let mut stamps: Vec<u64> = Vec::new();
-    for (fi, plan) in plans.iter().enumerate() {
-        let tile_num = plan.tile_num();
-        let frag_ts = plan.file.name.t1;
-        for &t in &plan.tiles {
-            let n = plan.cells(t, tile_num) as usize;
-            let fills = fills_for(plan, fields, n);
-            let tc = tile_columns(fields, &fills, tiles, fi, t, n);
-            let mut mask = vec![true; n];
-            // Subarray: per cell only in tiles it holds in part.
-            let inside = plan
-                .leaves()
-                .get(t as usize)
-                .is_some_and(|mbr| mbr_within(ops, mbr, subarray));
-            for (d, o) in ops.iter().enumerate().filter(|_| !inside) {
-                let r = subarray.ranges(d);
-                if r.is_empty() {
-                    continue;
-                }
-                let Some(col) = tc.column(&fields[dim_slots[d]].name) else {
-                    continue;
-                };
-                if !o.retain_within(r, col.fixed, &mut mask) {
-                    for (i, m) in mask.iter_mut().enumerate() {
-                        if *m {
-                            let v = col.cell(i);
-                            *m = r.iter().any(|r| o.contains(r, v));
-                        }
-                    }
-                }
-            }
-            // Per-cell timestamps.
-            let ts: Option<Vec<u64>> = plan.timestamps.as_ref().and_then(|_| {
-                tiles
-                    .get(&(fi, TIMESTAMPS_SLOT, t))
-                    .map(|tile| tdb_format::le::u64_values(&tile.fixed).collect())
-            });
-            if let Some(ts) = &ts {
-                for (i, m) in mask.iter_mut().enumerate() {
-                    let x = ts.get(i).copied().unwrap_or(frag_ts);
-                    if x < window.0 || x > window.1 {
-                        *m = false;
-                    }
-                }
-            }
-            // Consolidated delete metadata: the time each cell was deleted
-            // (`u64::MAX`: never).
-            if plan.delete_timestamps.is_some() {
-                if let Some(tile) = tiles.get(&(fi, DELETE_TS_SLOT, t)) {
-                    for (i, d) in tdb_format::le::u64_values(&tile.fixed).enumerate() {
-                        if d <= window.1 && d != u64::MAX {
-                            if let Some(m) = mask.get_mut(i) {
-                                *m = false;
-                            }
-                        }
-                    }
-                }
-            }
-            // Delete commits.
-            let cell_ts = |i: usize| {
-                ts.as_ref()
-                    .and_then(|v| v.get(i).copied())
-                    .unwrap_or(frag_ts)
-            };
-            for delete in deletes {
-                for (m, gone) in mask.iter_mut().zip(delete.removes(&tc, cell_ts)?) {
-                    *m &= !gone;
-                }
-            }
-            if schema.allows_dups {
-                if let Some(c) = condition {
-                    c.evaluate(&tc, &mut mask)?;
-                }
-            }
+    for (&(fi, t), kept) in jobs.iter().zip(kept) {
+        let frag_ts = plans[fi].file.name.t1;
+        let mut at = 0;
+        for (start, len) in kept.runs {
             if direct {
-                let mut i = 0;
-                while i < n {
-                    if !mask[i] {
-                        i += 1;
-                        continue;
-                    }
-                    let start = i;
-                    while i < n && mask[i] {
-                        i += 1;
-                    }
-                    direct_out.slabs.push(Slab {
-                        frag: fi as u32,
-                        tile: t,
-                        cell: start as u64,
-                        stride: 1,
-                        len: (i - start) as u64,
-                    });
-                }
+                direct_out.slabs.push(Slab {
+                    frag: fi as u32,
+                    tile: t,
+                    cell: u64::from(start),
+                    stride: 1,
+                    len: u64::from(len),
+                });
                 continue;
             }
-            for (i, m) in mask.iter().enumerate() {
-                if *m {
-                    refs.push(CellRef {
-                        frag: fi as u32,
-                        cell: i as u32,
-                        tile: t,
-                    });
-                    stamps.push(
-                        ts.as_ref()
-                            .and_then(|v| v.get(i).copied())
-                            .unwrap_or(frag_ts),
-                    );
-                }
+            for cell in start..start + len {
+                refs.push(CellRef {
+                    frag: fi as u32,
+                    cell,
+                    tile: t,
+                });
+                stamps.push(kept.stamps.as_ref().map_or(frag_ts, |s| s[at]));
+                at += 1;
             }
         }
     }
