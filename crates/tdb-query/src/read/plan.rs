@@ -210,7 +210,15 @@ impl TileCheck<'_, '_> {
     /// window, not deleted, and with duplicates passing the condition.
     fn kept(&self, fi: usize, t: u64) -> Result<KeptCells> {
         let (plan, fields, tiles) = (&self.plans[fi], self.fields, self.tiles);
-        let n = plan.cells(t, plan.tile_num()) as usize;
+        let n = plan.cells(t, plan.tile_num());
+        // Kept cells are indexed in 32 bits (`CellRef::cell`, the runs).
+        if n > u64::from(u32::MAX) {
+            return Err(QueryError::invalid(format!(
+                "fragment {}: tile {t} holds {n} cells, more than a sparse read indexes (2^32)",
+                plan.file.path
+            )));
+        }
+        let n = n as usize;
         let frag_ts = plan.file.name.t1;
         let fills = fills_for(plan, fields, n);
         let tc = tile_columns(fields, &fills, tiles, fi, t, n);
@@ -291,7 +299,6 @@ impl TileCheck<'_, '_> {
             while i < n && mask[i] {
                 i += 1;
             }
-            // Tiles hold at most u32::MAX cells (`CellRef::cell`).
             runs.push((start as u32, (i - start) as u32));
         }
         let stamps = ts.map(|ts| {
