@@ -29,8 +29,10 @@ pub struct Snapshot {
 /// once per opened array, and many small reads of one array (slices,
 /// boxes) should not each fetch and inflate them again. Sections depend on
 /// the fragment's files and the array's key only, so clones of a snapshot
-/// (and its one-fragment views) share it. It holds at most every section
-/// of the visible fragments: what one read of the whole array loads.
+/// share it. It holds at most every section of the visible fragments: what
+/// one read of the whole array loads. Views of some fragments (what copies
+/// and merges read, one reader per input held at once) start their own,
+/// which goes with them: sharing would hold every input's sections twice.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct SectionCache(Arc<Mutex<HashMap<String, HashMap<Section, SectionData>>>>);
 
@@ -95,7 +97,7 @@ impl Snapshot {
             open,
             fragments: chosen.iter().map(|&i| self.fragments[i].clone()).collect(),
             enumerations: self.enumerations.clone(),
-            sections: self.sections.clone(),
+            sections: SectionCache::default(),
         }
     }
 
@@ -142,7 +144,7 @@ impl Snapshot {
             open: self.open.reading_view(f.file.name.timestamp_range().1),
             fragments: vec![f.clone()],
             enumerations: self.enumerations.clone(),
-            sections: self.sections.clone(),
+            sections: SectionCache::default(),
         })
     }
 }
