@@ -241,59 +241,41 @@ mod tests {
             prop_assert_eq!(back(t, &meta, &out).unwrap().data, data);
         }
 
-        /// The vectorized loops give what the definition gives, for every
-        /// element size and length (the bytes after the last whole cell
-        /// too), run with AVX2 where the CPU has it and as built for the
-        /// baseline target.
-        #[test]
-        fn unshuffle_matches_the_definition(
-            data in proptest::collection::vec(any::<u8>(), 0..700),
-            size in proptest::sample::select(vec![1usize, 2, 3, 4, 8, 16]),
-        ) {
-            let n = data.len() / size;
-            let mut expected = data.clone();
-            for i in 0..n {
-                for j in 0..size {
-                    expected[i * size + j] = data[j * n + i];
-                }
-            }
-            let mut got = vec![0xEE];
-            unshuffle(size, &data, &mut got);
-            prop_assert_eq!(got[0], 0xEE);
-            prop_assert_eq!(&got[1..], &expected[..]);
-            let whole = n * size;
-            let mut baseline = vec![0; whole];
-            match size {
-                2 => join::<2>(&data[..whole], n, &mut baseline),
-                4 => join::<4>(&data[..whole], n, &mut baseline),
-                8 => join::<8>(&data[..whole], n, &mut baseline),
-                _ => baseline.copy_from_slice(&expected[..whole]),
-            }
-            prop_assert_eq!(&baseline[..], &expected[..whole]);
-        }
-
+        /// The vectorized loops give what the definition gives, both ways,
+        /// for every element size and length (the bytes after the last
+        /// whole cell too), run with AVX2 where the CPU has it and as built
+        /// for the baseline target.
         #[test]
         fn matches_the_definition(
             data in proptest::collection::vec(any::<u8>(), 0..700),
             size in proptest::sample::select(vec![1usize, 2, 3, 4, 8, 16]),
+            reverse in any::<bool>(),
         ) {
+            let direction = if reverse { Direction::Reverse } else { Direction::Forward };
             let n = data.len() / size;
             let mut expected = data.clone();
             for i in 0..n {
                 for j in 0..size {
-                    expected[j * n + i] = data[i * size + j];
+                    let (cell, plane) = (i * size + j, j * n + i);
+                    match direction {
+                        Direction::Forward => expected[plane] = data[cell],
+                        Direction::Reverse => expected[cell] = data[plane],
+                    }
                 }
             }
             let mut got = vec![0xEE];
-            shuffle(size, &data, &mut got);
+            match direction {
+                Direction::Forward => shuffle(size, &data, &mut got),
+                Direction::Reverse => unshuffle(size, &data, &mut got),
+            }
             prop_assert_eq!(got[0], 0xEE);
             prop_assert_eq!(&got[1..], &expected[..]);
             let whole = n * size;
             let mut baseline = vec![0; whole];
             match size {
-                2 => split::<2>(&data[..whole], n, &mut baseline),
-                4 => split::<4>(&data[..whole], n, &mut baseline),
-                8 => split::<8>(&data[..whole], n, &mut baseline),
+                2 => planes::<2>(&data[..whole], n, &mut baseline, direction),
+                4 => planes::<4>(&data[..whole], n, &mut baseline, direction),
+                8 => planes::<8>(&data[..whole], n, &mut baseline, direction),
                 _ => baseline.copy_from_slice(&expected[..whole]),
             }
             prop_assert_eq!(&baseline[..], &expected[..whole]);
