@@ -34,32 +34,34 @@ pub struct Snapshot {
 /// and merges read, one reader per input held at once) start their own,
 /// which goes with them: sharing would hold every input's sections twice.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct SectionCache(Arc<Mutex<HashMap<String, HashMap<Section, SectionData>>>>);
+pub(crate) struct SectionCache(Arc<Mutex<SectionsByFragment>>);
+
+type SectionsByFragment = HashMap<String, HashMap<Section, Arc<SectionData>>>;
 
 impl SectionCache {
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, HashMap<Section, SectionData>>> {
+    fn lock(&self) -> MutexGuard<'_, SectionsByFragment> {
         // A panic elsewhere cannot leave a half-inserted section behind.
         self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Copies the sections cached for `fragment` into `meta`.
+    /// Shares the sections cached for `fragment` with `meta`.
     pub(crate) fn restore(&self, fragment: &str, meta: &mut FragmentMetadata) {
         if let Some(cached) = self.lock().get(fragment) {
             for (&section, data) in cached {
                 if meta.section(section).is_none() {
-                    meta.set_section(section, data.clone());
+                    meta.set_section(section, Arc::clone(data));
                 }
             }
         }
     }
 
     /// Keeps a section `fragment`'s metadata just loaded.
-    pub(crate) fn keep(&self, fragment: &str, section: Section, data: &SectionData) {
+    pub(crate) fn keep(&self, fragment: &str, section: Section, data: &Arc<SectionData>) {
         self.lock()
             .entry(fragment.to_owned())
             .or_default()
             .entry(section)
-            .or_insert_with(|| data.clone());
+            .or_insert_with(|| Arc::clone(data));
     }
 }
 

@@ -26,6 +26,7 @@ pub use written::{WrittenField, WrittenShape};
 use crate::{FragmentError, Result};
 use std::collections::HashMap;
 use std::ops::Range;
+use std::sync::Arc;
 use tdb_format::le::{self, PResult};
 use tdb_format::names::FRAGMENT_METADATA_FILE;
 use tdb_format::{FormatVersion, TimestampedName};
@@ -107,7 +108,9 @@ pub struct FragmentMetadata {
     pub name: TimestampedName,
     /// The footer (for v1–v2, what the single tile says).
     pub footer: Footer,
-    sections: HashMap<Section, SectionData>,
+    /// Shared: a read's plan and the snapshot's cache of what reads loaded
+    /// hold the same sections without copying them.
+    sections: HashMap<Section, Arc<SectionData>>,
     /// v1–v2 store the leaf MBRs instead of an R-tree.
     legacy_mbrs: Option<Vec<NDRange>>,
 }
@@ -127,13 +130,13 @@ impl FragmentMetadata {
     pub fn from_legacy(name: TimestampedName, legacy: LegacyMetadata) -> Self {
         let mut sections = HashMap::new();
         for (i, v) in legacy.tile_offsets.into_iter().enumerate() {
-            sections.insert(Section::TileOffsets(i), SectionData::U64s(v));
+            sections.insert(Section::TileOffsets(i), Arc::new(SectionData::U64s(v)));
         }
         for (i, v) in legacy.tile_var_offsets.into_iter().enumerate() {
-            sections.insert(Section::VarOffsets(i), SectionData::U64s(v));
+            sections.insert(Section::VarOffsets(i), Arc::new(SectionData::U64s(v)));
         }
         for (i, v) in legacy.tile_var_sizes.into_iter().enumerate() {
-            sections.insert(Section::VarSizes(i), SectionData::U64s(v));
+            sections.insert(Section::VarSizes(i), Arc::new(SectionData::U64s(v)));
         }
         FragmentMetadata {
             name,
@@ -233,17 +236,25 @@ impl FragmentMetadata {
         let data = self
             .footer
             .read_section(section, bytes, key, schema, &self.name.to_string())?;
-        Ok(self.sections.entry(section).or_insert(data))
+        Ok(self
+            .sections
+            .entry(section)
+            .or_insert_with(|| Arc::new(data)))
     }
 
     /// Sets a section's content: `written` building a new fragment, or a
     /// reader restoring one it loaded before.
-    pub fn set_section(&mut self, section: Section, data: SectionData) {
-        self.sections.insert(section, data);
+    pub fn set_section(&mut self, section: Section, data: impl Into<Arc<SectionData>>) {
+        self.sections.insert(section, data.into());
     }
 
     /// A section loaded earlier.
     pub fn section(&self, section: Section) -> Option<&SectionData> {
+        self.sections.get(&section).map(|d| &**d)
+    }
+
+    /// A section loaded earlier, to share (a cache of loaded sections).
+    pub fn shared_section(&self, section: Section) -> Option<&Arc<SectionData>> {
         self.sections.get(&section)
     }
 
@@ -258,7 +269,7 @@ impl FragmentMetadata {
     }
 
     fn u64s(&self, section: Section) -> Result<&[u64]> {
-        match self.sections.get(&section) {
+        match self.section(section) {
             Some(SectionData::U64s(v)) => Ok(v),
             _ => Err(FragmentError::missing(
                 &self.file(),

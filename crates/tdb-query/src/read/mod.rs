@@ -283,15 +283,17 @@ impl<'a> Reader<'a> {
                         ))
                     })?;
                     let plan = &mut self.plans[i];
-                    let data = plan.meta.load_section(
+                    plan.meta.load_section(
                         section,
                         &bytes,
                         self.snapshot.open.key(),
                         plan.schema,
                     )?;
-                    self.snapshot
-                        .sections()
-                        .keep(&plan.file.path, section, data);
+                    if let Some(data) = plan.meta.shared_section(section) {
+                        self.snapshot
+                            .sections()
+                            .keep(&plan.file.path, section, data);
+                    }
                 }
                 self.start_partitions()
             }
