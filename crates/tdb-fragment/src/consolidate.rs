@@ -39,7 +39,6 @@
 use crate::array_metadata::ArrayMetadata;
 use crate::commits::{ConsolidatedCommit, ConsolidatedCommits, IgnoreFile};
 use crate::create::{named, put, span_name, write_ignore_file, write_vacuum_lines};
-use crate::directory::DirectoryListing;
 use crate::directory::TimeWindow;
 use crate::fragment_metadata::{ConsolidatedEntry, ConsolidatedFragmentMeta};
 use crate::open::{
@@ -219,17 +218,15 @@ struct Listed {
     files: Vec<(String, Vec<String>)>,
 }
 
-/// Reads the `.con` and `.ign` files of `listing` (one batch) into what
-/// they list.
+/// Reads the `.con` and `.ign` files (one batch) into what they list.
 fn listed_commits<S: ReadStorage + ?Sized>(
     storage: &S,
     dir: &str,
-    listing: &DirectoryListing,
     con: &[String],
     ign: &[String],
 ) -> Result<Listed> {
     let paths: Vec<&str> = con.iter().chain(ign).map(String::as_str).collect();
-    let contents = read_files(storage, dir, listing, &paths)?;
+    let contents = read_files(storage, dir, &paths)?;
     let mut ignored = HashSet::new();
     for f in ign {
         ignored.extend(IgnoreFile::parse(f, &contents[f.as_str()])?.commits);
@@ -265,7 +262,7 @@ pub fn consolidate_commits<S: ReadStorage + WritableStorage + ?Sized>(
     from_v12(dir, version, "commits are consolidated")?;
     let listing = list_object(storage, dir)?;
     let files = listing.commit_files();
-    let listed = listed_commits(storage, dir, &listing, &files.con, &files.ign)?.commits;
+    let listed = listed_commits(storage, dir, &files.con, &files.ign)?.commits;
     // Delete commits not listed yet embed their files: read in one batch.
     let new: Vec<&String> = files
         .ok
@@ -278,7 +275,7 @@ pub fn consolidate_commits<S: ReadStorage + WritableStorage + ?Sized>(
         .filter(|p| p.ends_with(DEL_EXT))
         .map(|p| p.as_str())
         .collect();
-    let mut del_files: HashMap<String, Vec<u8>> = read_files(storage, dir, &listing, &deletes)?;
+    let mut del_files: HashMap<String, Vec<u8>> = read_files(storage, dir, &deletes)?;
     let mut commits: Vec<ConsolidatedCommit> = Vec::new();
     for (path, embedded) in &listed {
         commits.push(match embedded {
@@ -318,7 +315,7 @@ pub fn vacuum_commits<S: ReadStorage + WritableStorage + ?Sized>(
     let Listed {
         commits: listed,
         files: cons,
-    } = listed_commits(storage, dir, &listing, &files.con, &files.ign)?;
+    } = listed_commits(storage, dir, &files.con, &files.ign)?;
     let mut out: Vec<String> = listed.keys().filter(|p| listing.has(p)).cloned().collect();
     let complete = cons.iter().find(|(_, entries)| {
         entries.len() == listed.len() && entries.iter().all(|e| listed.contains_key(e))

@@ -35,16 +35,17 @@ use tdb_storage::last_component;
 pub struct ListedFile {
     /// Path relative to the array or group directory, `/`-separated.
     pub path: String,
-    /// Size in bytes.
-    pub size: u64,
+    /// Size in bytes, where the listing gave it (see
+    /// [`tdb_storage::ObjectMeta::size`]).
+    pub size: Option<u64>,
 }
 
 impl ListedFile {
-    /// A listed file.
-    pub fn new(path: impl Into<String>, size: u64) -> Self {
+    /// A listed file, of known size or not.
+    pub fn new(path: impl Into<String>, size: impl Into<Option<u64>>) -> Self {
         ListedFile {
             path: path.into(),
-            size,
+            size: size.into(),
         }
     }
 }
@@ -137,8 +138,6 @@ pub enum CommitLocation {
     File {
         /// The file.
         path: String,
-        /// Its size.
-        size: u64,
     },
     /// Embedded in a consolidated commits file.
     Consolidated {
@@ -155,7 +154,7 @@ impl CommitLocation {
     /// The file holding the condition's generic tile, and its bytes there.
     pub fn range(&self) -> (&str, tdb_storage::ByteRange) {
         match self {
-            CommitLocation::File { path, size } => (path, tdb_storage::ByteRange::new(0, *size)),
+            CommitLocation::File { path } => (path, tdb_storage::ByteRange::Whole),
             CommitLocation::Consolidated { path, offset, size } => {
                 (path, tdb_storage::ByteRange::new(*offset, *size))
             }
@@ -258,17 +257,10 @@ impl DirectoryListing {
     }
 
     /// Whether `path` is listed.
-    pub(crate) fn has(&self, path: &str) -> bool {
+    pub fn has(&self, path: &str) -> bool {
         self.files
             .binary_search_by(|(f, _)| f.path.as_str().cmp(path))
             .is_ok()
-    }
-
-    fn size(&self, path: &str) -> Option<u64> {
-        self.files
-            .binary_search_by(|(f, _)| f.path.as_str().cmp(path))
-            .ok()
-            .map(|i| self.files[i].0.size)
     }
 
     /// The files whose bytes [`DirectoryListing::resolve`] (or
@@ -442,7 +434,6 @@ impl DirectoryListing {
                         is_update: matches!(kind, ObjectFile::UpdateCommit(_)),
                         location: CommitLocation::File {
                             path: f.path.clone(),
-                            size: f.size,
                         },
                     });
                 }
@@ -543,11 +534,6 @@ impl DirectoryListing {
             metadata_to_vacuum: meta.to_vacuum,
             metadata_vac_to_vacuum: meta.vac_to_vacuum,
         })
-    }
-
-    /// The size of a listed file.
-    pub fn file_size(&self, path: &str) -> Option<u64> {
-        self.size(path)
     }
 }
 

@@ -73,26 +73,32 @@ pub fn object_kind<S: ReadStorage + ?Sized>(storage: &S, dir: &str) -> Result<Op
 #[derive(Debug, Clone, Default)]
 #[non_exhaustive]
 pub struct ObjectFiles {
-    /// Every file, relative to the object, with its size, sorted.
+    /// Every file, relative to the object, with its size (always given:
+    /// asked of the storage where the listing had none), sorted.
     pub files: Vec<ListedFile>,
     /// TileDB objects stored inside it (group members kept in the group's
     /// directory): their path relative to it, and what they are.
     pub nested: Vec<(String, ObjectKind)>,
 }
 
-/// Every file of the object at `dir` and the objects nested in it, from one
-/// recursive listing.
+/// Every file of the object at `dir`, with its size, and the objects nested
+/// in it, from one recursive listing (and a size request per file whose size
+/// it lacks: what checks and reports of every file need).
 pub fn object_files<S: ReadStorage + ?Sized>(storage: &S, dir: &str) -> Result<ObjectFiles> {
-    let all = storage
-        .list_prefix(dir)
-        .map_err(|e| FragmentError::storage(dir_label(dir), e))?;
-    let relative: Vec<ListedFile> = all
-        .iter()
-        .map(|f| {
-            let rel = f.key.strip_prefix(dir).unwrap_or(&f.key);
-            ListedFile::new(rel.trim_start_matches('/'), f.size)
-        })
-        .collect();
+    let storage_err = |e| FragmentError::storage(dir_label(dir), e);
+    let all = storage.list_prefix(dir).map_err(storage_err)?;
+    let mut relative: Vec<ListedFile> = Vec::with_capacity(all.len());
+    for f in &all {
+        let size = match f.size {
+            Some(n) => n,
+            None => storage
+                .size(&f.key)
+                .map_err(storage_err)?
+                .ok_or_else(|| FragmentError::missing(&f.key, "file (listed, then gone)"))?,
+        };
+        let rel = f.key.strip_prefix(dir).unwrap_or(&f.key);
+        relative.push(ListedFile::new(rel.trim_start_matches('/'), size));
+    }
     // Candidate children: top-level directories that are not the format's own.
     let mut children: HashMap<&str, (Vec<&str>, Vec<&str>)> = HashMap::new();
     for f in &relative {
@@ -177,19 +183,15 @@ pub fn list_object<S: ReadStorage + ?Sized>(storage: &S, dir: &str) -> Result<Di
     Ok(DirectoryListing::new(&files).with_root_dirs(dirs.iter().map(String::as_str)))
 }
 
-/// Reads whole files whose sizes the listing gave, in one batch.
+/// Reads whole listed files (of `dir`) in one batch.
 pub(crate) fn read_files<S: ReadStorage + ?Sized>(
     storage: &S,
     dir: &str,
-    listing: &DirectoryListing,
     paths: &[&str],
 ) -> Result<HashMap<String, Vec<u8>>> {
     let requests: Vec<RangeRequest> = paths
         .iter()
-        .map(|p| {
-            let size = listing.file_size(p).unwrap_or(0);
-            RangeRequest::new(join(dir, p), ByteRange::new(0, size))
-        })
+        .map(|p| RangeRequest::new(join(dir, p), ByteRange::Whole))
         .collect();
     if requests.is_empty() {
         return Ok(HashMap::new());
@@ -269,7 +271,7 @@ impl OpenArray {
         let schema_files = listing.schema_files();
         let mut wanted: Vec<&str> = listing.files_to_read();
         wanted.extend(schema_files.iter().map(String::as_str));
-        let contents = read_files(storage, dir, &listing, &wanted)?;
+        let contents = read_files(storage, dir, &wanted)?;
         let directory = listing.resolve(&contents, window)?;
         let schemas = schema_history(dir, &schema_files, &contents, key)?;
         Ok(OpenArray {
@@ -367,7 +369,7 @@ impl OpenArray {
     ) -> Result<Vec<(&TimestampedFile, Vec<u8>)>> {
         let files = &self.directory.array_metadata;
         let paths: Vec<&str> = files.iter().map(|f| f.path.as_str()).collect();
-        let mut contents = read_files(storage, &self.dir, &self.listing, &paths)?;
+        let mut contents = read_files(storage, &self.dir, &paths)?;
         Ok(files
             .iter()
             .map(|f| (f, contents.remove(f.path.as_str()).unwrap_or_default()))
@@ -405,7 +407,10 @@ impl OpenArray {
         let fragments = self.fragments()?;
         let key = self.key.as_ref();
         let schemas = |name: &str| self.schemas.by_name(name).map(|e| &e.schema);
-        let mut consolidated: HashMap<String, Footer> = HashMap::new();
+        // Footers stay in their entries; the map holds where each is (a
+        // map of footers would move every one at each growth).
+        let mut entries: Vec<Option<Footer>> = Vec::new();
+        let mut consolidated: HashMap<String, usize> = HashMap::new();
         if !fragments.is_empty() && !self.directory.fragment_metadata.is_empty() {
             let paths: Vec<&str> = self
                 .directory
@@ -413,18 +418,23 @@ impl OpenArray {
                 .iter()
                 .map(String::as_str)
                 .collect();
-            let contents = read_files(storage, &self.dir, &self.listing, &paths)?;
+            let contents = read_files(storage, &self.dir, &paths)?;
             for path in &paths {
                 let meta = ConsolidatedFragmentMeta::parse(&contents[*path], key, &schemas, path)?;
+                consolidated.reserve(meta.entries.len());
                 for e in meta.entries {
-                    consolidated.insert(e.fragment_name().to_owned(), e.footer);
+                    consolidated.insert(e.fragment_name().to_owned(), entries.len());
+                    entries.push(Some(e.footer));
                 }
             }
         }
         let mut loaded: Vec<Option<LoadedFragment>> = Vec::with_capacity(fragments.len());
         let mut own: Vec<(usize, &TimestampedFile)> = Vec::new();
         for (i, f) in fragments.iter().enumerate() {
-            match consolidated.remove(f.file_name()) {
+            let footer = consolidated
+                .get(f.file_name())
+                .and_then(|&k| entries[k].take());
+            match footer {
                 Some(footer) => loaded.push(Some(LoadedFragment {
                     metadata: FragmentMetadata::new(f.name.clone(), footer),
                     file: f.clone(),
@@ -438,7 +448,7 @@ impl OpenArray {
             }
         }
         let files: Vec<&TimestampedFile> = own.iter().map(|(_, f)| *f).collect();
-        let has_file = |p: &str| self.listing.file_size(p).is_some();
+        let has_file = |p: &str| self.listing.has(p);
         let read = read_fragment_metadata(
             storage,
             &self.dir,
@@ -698,7 +708,7 @@ impl OpenGroup {
         wanted.extend(group_files.iter().map(String::as_str));
         wanted.sort_unstable();
         wanted.dedup();
-        let contents = read_files(storage, dir, &listing, &wanted)?;
+        let contents = read_files(storage, dir, &wanted)?;
         let directory = listing.resolve_group(&contents, window, group_uri)?;
         let named = |files: &[TimestampedFile]| -> Vec<(TimestampedName, &[u8])> {
             files

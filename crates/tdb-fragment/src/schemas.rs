@@ -19,7 +19,7 @@ pub fn load_schemas<S: ReadStorage + ?Sized>(
     let listing = list_object(storage, dir)?;
     let files = listing.schema_files();
     let paths: Vec<&str> = files.iter().map(String::as_str).collect();
-    let contents = read_files(storage, dir, &listing, &paths)?;
+    let contents = read_files(storage, dir, &paths)?;
     schema_history(dir, &files, &contents, key)
 }
 

@@ -166,7 +166,7 @@ pub fn verify_array<S: ReadStorage + ?Sized>(
     let schema_files = listing.schema_files();
     let mut wanted = listing.files_to_read();
     wanted.extend(schema_files.iter().map(String::as_str));
-    let contents = read_files(storage, dir, &listing, &wanted)?;
+    let contents = read_files(storage, dir, &wanted)?;
     sink.summary.bytes_read += contents.values().map(|b| b.len() as u64).sum::<u64>();
     // An encrypted array scrubbed without its key is a usage error, not a
     // corrupt array: every tile would fail to decrypt.
@@ -231,7 +231,11 @@ pub fn verify_array<S: ReadStorage + ?Sized>(
         ));
     }
     sink.summary.fragments = committed.intersection(&present).count();
-    let sizes: HashMap<&str, u64> = files.iter().map(|f| (f.path.as_str(), f.size)).collect();
+    // `object_files` gives every size.
+    let sizes: HashMap<&str, u64> = files
+        .iter()
+        .map(|f| (f.path.as_str(), f.size.unwrap_or_default()))
+        .collect();
     let mut scrub = Scrub {
         storage,
         dir,

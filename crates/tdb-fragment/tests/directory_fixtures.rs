@@ -294,13 +294,18 @@ fn delete_commits_are_listed_with_their_locations() {
         }
         assert_eq!(dir.conditions.len(), dels.len() + embedded, "{}", o.case);
         for c in &dir.conditions {
-            let (path, offset, size) = match &c.location {
-                CommitLocation::File { path, size } => (path, 0, *size),
-                CommitLocation::Consolidated { path, offset, size } => (path, *offset, *size),
+            let (path, range) = match &c.location {
+                CommitLocation::File { path } => (path, None),
+                CommitLocation::Consolidated { path, offset, size } => {
+                    (path, Some(*offset as usize..(offset + size) as usize))
+                }
                 other => panic!("{other:?}"),
             };
             let bytes = o.read(path);
-            let tile = &bytes[offset as usize..(offset + size) as usize];
+            let tile = match range {
+                Some(r) => &bytes[r],
+                None => &bytes[..],
+            };
             DeleteCommit::parse(&c.marker, tile, key(&o)).unwrap();
             // Opened before the delete: not applied.
             let (l, contents) = listing(&o);

@@ -103,7 +103,7 @@ impl ListableStorage for MemoryStorage {
                 }
                 None => listing.files.push(ObjectMeta {
                     key: k.clone(),
-                    size: v.len() as u64,
+                    size: Some(v.len() as u64),
                 }),
             }
         }

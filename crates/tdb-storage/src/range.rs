@@ -16,6 +16,9 @@ pub enum ByteRange {
     /// The last `n` bytes, or the whole file when it is shorter (HTTP's
     /// suffix range): how a footer is found without asking for the size.
     Suffix(u64),
+    /// The whole file, whatever its size: how a listed file whose size the
+    /// listing did not give is read in a batch.
+    Whole,
 }
 
 impl ByteRange {
@@ -41,6 +44,7 @@ impl ByteRange {
                 let len = n.min(size);
                 Ok((size - len, len))
             }
+            ByteRange::Whole => Ok((0, size)),
         }
     }
 }
@@ -50,6 +54,7 @@ impl std::fmt::Display for ByteRange {
         match self {
             ByteRange::Bounded { offset, len } => write!(f, "{offset}+{len}"),
             ByteRange::Suffix(n) => write!(f, "last {n}"),
+            ByteRange::Whole => f.write_str("whole"),
         }
     }
 }

@@ -71,8 +71,15 @@ impl ConsolidatedFragmentMeta {
             let offset = r.u64("footer offset")?;
             heads.push((name, offset));
         }
+        // Footers lie back to back: each ends where the next begins.
+        let mut starts: Vec<usize> = heads
+            .iter()
+            .filter_map(|(_, o)| usize::try_from(*o).ok())
+            .filter(|o| *o <= content.len())
+            .collect();
+        starts.sort_unstable();
         let mut entries = Vec::with_capacity(heads.len());
-        for (stored_name, offset) in heads.iter().cloned() {
+        for (stored_name, offset) in heads {
             let at = usize::try_from(offset)
                 .ok()
                 .filter(|o| *o <= content.len())
@@ -83,12 +90,9 @@ impl ConsolidatedFragmentMeta {
                         format!("{offset} beyond the tile's {} bytes", content.len()),
                     )
                 })?;
-            // Footers lie back to back: each ends where the next begins.
-            let end = heads
-                .iter()
-                .filter_map(|(_, o)| usize::try_from(*o).ok())
-                .filter(|o| *o > at && *o <= content.len())
-                .min()
+            let end = starts
+                .get(starts.partition_point(|o| *o <= at))
+                .copied()
                 .unwrap_or(content.len());
             let label = format!("{file}: footer of {stored_name}");
             let (footer, _) = Footer::parse_fields(&content[at..end], schemas, &label)?;
