@@ -57,35 +57,66 @@ impl std::fmt::Debug for Test {
 }
 
 /// Sets `out[i]` to whether `node` holds for cell `i`.
+///
+/// As TileDB 2.30's sparse readers combine: a test on a field the cells do
+/// not have (an attribute added after their fragment was written; `cols`
+/// has no such column) clears the bitmap it is applied to, so it is false
+/// under an AND, and under an OR it also clears what the alternatives
+/// before it matched (`a == 1 or c == 5` keeps no cell of such a fragment,
+/// `c == 5 or a == 1` keeps those with `a == 1`). An OR's result is ANDed
+/// into its parent's bitmap whatever the parent (TileDB flattens nested
+/// ORs, so only a stored tree could nest them).
 pub(super) fn eval(node: &Node, cols: &dyn Columns, out: &mut [bool]) -> Result<()> {
-    match node {
-        Node::Leaf(l) => leaf(l, cols, out),
-        Node::And(children) | Node::Or(children) => {
-            let and = matches!(node, Node::And(_));
-            out.fill(and);
-            let mut tmp = vec![false; out.len()];
-            for c in children {
-                eval(c, cols, &mut tmp)?;
-                for (o, t) in out.iter_mut().zip(&tmp) {
-                    if and {
-                        *o &= *t;
-                    } else {
-                        *o |= *t;
-                    }
-                }
-            }
-            Ok(())
-        }
-    }
+    out.fill(true);
+    apply(node, cols, false, out)
 }
 
-fn leaf(l: &Leaf, cols: &dyn Columns, out: &mut [bool]) -> Result<()> {
-    let Some(col) = cols.column(&l.field) else {
-        // TileDB's sparse reader: a field the cells do not have (an
-        // attribute added after their fragment was written) matches nothing.
-        out.fill(false);
-        return Ok(());
+/// Applies `node` to `bits` under an AND (`or` false: `bits &= node`) or
+/// an OR (`bits |= node`).
+fn apply(node: &Node, cols: &dyn Columns, or: bool, bits: &mut [bool]) -> Result<()> {
+    let combine = |bits: &mut [bool], with: &[bool], or: bool| {
+        for (b, w) in bits.iter_mut().zip(with) {
+            if or {
+                *b |= *w;
+            } else {
+                *b &= *w;
+            }
+        }
     };
+    match node {
+        Node::Leaf(l) => {
+            let Some(col) = cols.column(&l.field) else {
+                bits.fill(false);
+                return Ok(());
+            };
+            let mut hit = vec![false; bits.len()];
+            leaf(l, &col, &mut hit)?;
+            combine(bits, &hit, or);
+        }
+        Node::And(children) if !or => {
+            for c in children {
+                apply(c, cols, false, bits)?;
+            }
+        }
+        Node::And(children) => {
+            let mut all = vec![true; bits.len()];
+            for c in children {
+                apply(c, cols, false, &mut all)?;
+            }
+            combine(bits, &all, true);
+        }
+        Node::Or(children) => {
+            let mut any = vec![false; bits.len()];
+            for c in children {
+                apply(c, cols, true, &mut any)?;
+            }
+            combine(bits, &any, false);
+        }
+    }
+    Ok(())
+}
+
+fn leaf(l: &Leaf, col: &Column<'_>, out: &mut [bool]) -> Result<()> {
     let shape_err = |what: String| {
         QueryError::condition(
             l.field.clone(),
@@ -117,7 +148,7 @@ fn leaf(l: &Leaf, cols: &dyn Columns, out: &mut [bool]) -> Result<()> {
             return Ok(());
         }
         Test::Const(b) => out.fill(*b),
-        Test::Cmp { kernel, value, .. } => kernel(&col, value, out),
+        Test::Cmp { kernel, value, .. } => kernel(col, value, out),
         Test::Member { set, inside } => {
             for (i, o) in out.iter_mut().enumerate() {
                 *o = set.contains(col.cell(i)) == *inside;

@@ -393,3 +393,48 @@ fn evaluate_checks_column_shapes() {
     b.evaluate(&cols, &mut mask).unwrap();
     assert_eq!(mask, [false, false]);
 }
+
+/// Cells of a fragment written before `c` was added (only `a` in the
+/// columns), as TileDB 2.30 answered the same conditions on such cells in
+/// `schema_evolution_conditions` (a = 1, 2, 3, 4): a test on the missing
+/// field is false, and inside an OR it clears the alternatives before it.
+#[test]
+fn a_field_the_cells_lack_fails_and_clears_the_or_before_it() {
+    let (s, e) = load("schema_evolution_conditions");
+    let mut cols = Batch {
+        num_cells: 4,
+        ..Default::default()
+    };
+    let mut a = FieldBuffer::new("a", Datatype::Int32, 1, false);
+    a.data
+        .extend([1i32, 2, 3, 4].iter().flat_map(|v| v.to_le_bytes()));
+    cols.fields.push(a);
+    let kept = |cond: &str| {
+        let b = BoundCondition::new(&parse(cond, &s).unwrap(), &s, &e).unwrap();
+        let mut mask = vec![true; 4];
+        b.evaluate(&cols, &mut mask).unwrap();
+        mask
+    };
+    let none = [false; 4];
+    assert_eq!(kept("c != 100"), none);
+    assert_eq!(kept("not (c == 5)"), none);
+    assert_eq!(kept("c in [5, 7]"), none);
+    assert_eq!(kept("a == 1 and c != 100"), none);
+    assert_eq!(kept("a == 1 or c == 5"), none);
+    assert_eq!(kept("c == 5 or a == 1"), [true, false, false, false]);
+    assert_eq!(
+        kept("a == 1 or c == 5 or a == 3"),
+        [false, false, true, false]
+    );
+    assert_eq!(
+        kept("c == 5 or a == 1 or a == 3"),
+        [true, false, true, false]
+    );
+    assert_eq!(kept("(a == 1 and a == 1) or c == 5"), none);
+    assert_eq!(
+        kept("c == 5 or (a == 2 and a == 2)"),
+        [false, true, false, false]
+    );
+    assert_eq!(kept("a < 4 and (a == 3 or c == 5)"), none);
+    assert_eq!(kept("a == 1 or a == 3"), [true, false, true, false]);
+}

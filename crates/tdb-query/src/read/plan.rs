@@ -3,7 +3,7 @@
 
 use super::fields::{FieldInfo, FragField, Kind};
 use super::slabs::{Results, Slab};
-use super::tiles::{DecodedTile, TileMap};
+use super::tiles::TileMap;
 use crate::column::{Column, Columns};
 use crate::condition::{BoundCondition, BoundDelete};
 use crate::{QueryError, Result, ResultLayout, Subarray};
@@ -91,8 +91,9 @@ impl FragPlan<'_> {
     }
 }
 
-/// The columns of one tile of one fragment, by field name; fields the
-/// fragment lacks read as fill.
+/// The columns of one tile of one fragment, by field name. Fields the
+/// fragment lacks have none: conditions and deletes take them as TileDB's
+/// sparse readers do (see `condition::eval`), not as fill values.
 pub(crate) struct TileColumns<'a> {
     pub cols: HashMap<&'a str, Column<'a>>,
     pub n: usize,
@@ -105,25 +106,6 @@ impl Columns for TileColumns<'_> {
     fn cell_num(&self) -> usize {
         self.n
     }
-}
-
-/// Fill tiles for fields a fragment lacks, n cells each.
-pub(crate) fn fill_tile(field: &FieldInfo, n: usize) -> DecodedTile {
-    let mut t = DecodedTile::default();
-    if field.is_var() {
-        for i in 0..n {
-            t.offsets.push((i * field.fill.len()) as u64);
-            t.var.extend_from_slice(&field.fill);
-        }
-    } else {
-        for _ in 0..n {
-            t.fixed.extend_from_slice(&field.fill);
-        }
-    }
-    if field.nullable {
-        t.validity = Some(vec![field.fill_validity; n]);
-    }
-    t
 }
 
 /// Whether a leaf MBR may hold cells of the subarray.
@@ -153,34 +135,22 @@ pub(crate) fn mbr_within(ops: &[RangeOps], mbr: &[Range], subarray: &Subarray) -
 pub(crate) const TIMESTAMPS_SLOT: usize = usize::MAX - 1;
 pub(crate) const DELETE_TS_SLOT: usize = usize::MAX - 2;
 
-/// Fill tiles of `n` cells for the fields `plan`'s fragment lacks.
-fn fills_for(plan: &FragPlan<'_>, fields: &[FieldInfo], n: usize) -> Vec<Option<DecodedTile>> {
-    fields
-        .iter()
-        .enumerate()
-        .map(|(s, f)| plan.fields[s].is_none().then(|| fill_tile(f, n)))
-        .collect()
-}
-
-/// The columns of tile `t` of fragment `fi`: its decoded tiles, or `fills`
-/// for the fields it lacks.
+/// The columns of tile `t` of fragment `fi` (`n` cells): its decoded tiles.
 fn tile_columns<'a>(
     fields: &'a [FieldInfo],
-    fills: &'a [Option<DecodedTile>],
     tiles: &'a TileMap,
     fi: usize,
     t: u64,
     n: usize,
 ) -> TileColumns<'a> {
-    let mut cols = HashMap::new();
-    for (s, f) in fields.iter().enumerate() {
-        let tile = match (&fills[s], tiles.get(&(fi, s, t))) {
-            (Some(fill), _) => fill,
-            (None, Some(tile)) => tile,
-            (None, None) => continue,
-        };
-        cols.insert(f.name.as_str(), tile.column(f.datatype, f.cell_val_num));
-    }
+    let cols = fields
+        .iter()
+        .enumerate()
+        .filter_map(|(s, f)| {
+            let tile = tiles.get(&(fi, s, t))?;
+            Some((f.name.as_str(), tile.column(f.datatype, f.cell_val_num)))
+        })
+        .collect();
     TileColumns { cols, n }
 }
 
@@ -220,8 +190,7 @@ impl TileCheck<'_, '_> {
         }
         let n = n as usize;
         let frag_ts = plan.file.name.t1;
-        let fills = fills_for(plan, fields, n);
-        let tc = tile_columns(fields, &fills, tiles, fi, t, n);
+        let tc = tile_columns(fields, tiles, fi, t, n);
         let mut mask = vec![true; n];
         // Subarray: per cell only in tiles it holds in part.
         let inside = plan
@@ -502,8 +471,7 @@ fn filter_by_condition(
         let fi = r.frag as usize;
         let plan = &plans[fi];
         let n = plan.cells(r.tile, plan.tile_num()) as usize;
-        let fills = fills_for(plan, fields, n);
-        let tc = tile_columns(fields, &fills, tiles, fi, r.tile, n);
+        let tc = tile_columns(fields, tiles, fi, r.tile, n);
         let mut mask = vec![true; n];
         cond.evaluate(&tc, &mut mask)?;
         by_tile.insert((r.frag, r.tile), mask);
