@@ -13,10 +13,11 @@ use tdb_storage::{FaultyStorage, MemoryStorage};
 mod common;
 use common::*;
 
-/// Cells (sorted, so layouts do not matter) seen at each of 1..=4 and now.
+/// Cells (sorted, so layouts do not matter) seen at each of 1..=6 and now.
 fn seen(open: &dyn Fn(Option<u64>) -> tdb::Result<Vec<FieldBuffer>>) -> Vec<Vec<Vec<u8>>> {
-    [Some(1), Some(2), Some(3), Some(4), None]
-        .into_iter()
+    (1..=6)
+        .map(Some)
+        .chain([None])
         .map(|t| {
             let fields = open(t).unwrap();
             let n = fields[0].column().len();
@@ -110,6 +111,36 @@ fn fragments_under_older_schemas_merge_under_the_latest_as_tiledbs() {
     merge_matches(tmp.path(), theirs.path(), false, (2, 6));
     a.vacuum_fragments().unwrap();
     assert_eq!(seen_in(&local).pop(), now);
+}
+
+/// A delete on an attribute added after a fragment was written deletes
+/// that fragment's cells (TileDB tests the field as absent there, not as
+/// its fill value): merged, they stay deleted from the delete's time on,
+/// as in TileDB's own consolidation of the case.
+#[test]
+fn a_delete_on_an_attribute_a_fragment_lacks_deletes_its_cells_through_a_merge() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tdb_testdata::root().join("schema_evolution_conditions/array");
+    tdb_testdata::copy_dir(&src, tmp.path()).unwrap();
+    let local = tdb::LocalStorage::new(tmp.path());
+    let before = seen_in(&local);
+    // At 4, `c == 6` (made at 4) took the cells of the fragment at 1.
+    let coords = |rows: &[Vec<u8>]| -> Vec<i32> {
+        rows.iter()
+            .map(|r| i32::from_le_bytes(r[..4].try_into().unwrap()))
+            .collect()
+    };
+    assert_eq!(coords(&before[2]), [0, 1, 2, 3, 10, 11, 12]);
+    assert_eq!(coords(&before[3]), [10, 12]);
+    let a = tdb::Array::open(tmp.path()).unwrap();
+    let done = a
+        .consolidate_fragments(&FragmentSelection::default(), tdb::DEFAULT_BUDGET)
+        .unwrap();
+    assert_eq!(done.len(), 1);
+    assert_eq!(done[0].replaced.len(), 3);
+    assert_eq!(seen_in(&local), before, "consolidated");
+    a.vacuum_fragments().unwrap();
+    assert_eq!(seen_in(&local), before, "vacuumed");
 }
 
 /// Fragments at 1..=4 overwriting some cells (no duplicates allowed).

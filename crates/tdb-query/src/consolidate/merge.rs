@@ -13,12 +13,13 @@
 //! version of a coordinate behind a deleted one.
 
 use super::unsupported;
+use crate::column::{Column, Columns};
 use crate::condition::BoundDelete;
 use crate::write::{FragmentWriter, WriteSpec, Written};
 use crate::{Batch, FieldBuffer, QueryError, ReadSpec, Result, ResultLayout, Snapshot, SyncRead};
 use tdb_format::names::{DELETE_CONDITION_INDEX_FIELD, DELETE_TIMESTAMPS_FIELD, TIMESTAMPS_FIELD};
 use tdb_format::Datatype;
-use tdb_fragment::{LoadedFragment, TimeWindow};
+use tdb_fragment::{LoadedFragment, OpenArray, TimeWindow};
 use tdb_index::order::{cmp_cells, CellOrder};
 use tdb_index::DomainOps;
 use tdb_storage::Storage;
@@ -45,6 +46,30 @@ struct Input<'a, S: Storage> {
     renumber: Vec<u64>,
     /// The batch's cells' delete timestamps and condition indexes.
     deleted: Vec<(u64, u64)>,
+    /// Attributes of the latest schema this fragment was written without:
+    /// deletes test them as absent (see `condition::eval`), not as the fill
+    /// values the batch holds, as TileDB evaluates them on the fragment's
+    /// own schema.
+    lacks: Vec<String>,
+}
+
+/// A batch's columns without the attributes its fragment lacks.
+struct Own<'a> {
+    batch: &'a Batch,
+    lacks: &'a [String],
+}
+
+impl Columns for Own<'_> {
+    fn column(&self, field: &str) -> Option<Column<'_>> {
+        if self.lacks.iter().any(|l| l == field) {
+            return None;
+        }
+        self.batch.column(field)
+    }
+
+    fn cell_num(&self) -> usize {
+        self.batch.cell_num()
+    }
 }
 
 impl<S: Storage> Input<'_, S> {
@@ -90,7 +115,11 @@ impl<S: Storage> Input<'_, S> {
             if self.processed[c] {
                 continue;
             }
-            let gone = delete.removes(batch, |i| stamps[i])?;
+            let own = Own {
+                batch,
+                lacks: &self.lacks,
+            };
+            let gone = delete.removes(&own, |i| stamps[i])?;
             for (o, g) in out.iter_mut().zip(gone) {
                 if g && *o == NEVER {
                     *o = (delete.timestamp, c as u64);
@@ -120,6 +149,21 @@ impl<S: Storage> Input<'_, S> {
             .expect("a refilled input has a batch")
             .fields[k]
     }
+}
+
+/// The attributes of the latest schema fragment `f` was written without.
+fn lacks(open: &OpenArray, f: &LoadedFragment) -> Vec<String> {
+    let Some(own) = open.schemas.by_name(&f.metadata.footer.array_schema_name) else {
+        return Vec::new();
+    };
+    open.schemas
+        .latest()
+        .schema
+        .attributes
+        .iter()
+        .filter(|a| !own.schema.attributes.iter().any(|o| o.name == a.name))
+        .map(|a| a.name.clone())
+        .collect()
 }
 
 /// The delete commits of `snapshot` made in `window`, in time order,
@@ -253,6 +297,7 @@ pub(super) fn merge_sparse<S: Storage>(
                 })
                 .collect(),
             deleted: Vec::new(),
+            lacks: lacks(open, f),
         });
     }
     let (t1, t2) = (first, frags[frags.len() - 1].file.name.t2);
