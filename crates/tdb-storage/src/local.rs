@@ -8,7 +8,7 @@ use bytes::Bytes;
 use std::collections::HashMap;
 use std::fs;
 use std::io::{self, Write};
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Files under a root directory. Keys are paths relative to the root.
@@ -287,11 +287,21 @@ impl ReadableStorage for LocalStorage {
     }
 
     /// `file://` and the absolute path, made absolute without resolving
-    /// links, as TileDB makes local paths absolute.
+    /// links and with `.` and `..` taken out by the letter, as TileDB makes
+    /// local paths absolute (a `..` above the root names nothing).
     fn uri(&self, key: &str) -> Option<String> {
         let path = std::path::absolute(self.resolve(key).ok()?).ok()?;
-        let path = path.to_str()?.trim_end_matches('/');
-        Some(format!("file://{path}"))
+        let mut parts: Vec<&str> = Vec::new();
+        for part in path.components() {
+            match part {
+                Component::Normal(p) => parts.push(p.to_str()?),
+                Component::ParentDir => {
+                    parts.pop()?;
+                }
+                Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
+            }
+        }
+        Some(format!("file:///{}", parts.join("/")))
     }
 
     fn read_range(&self, key: &str, range: ByteRange) -> Result<Option<RangeRead>> {
@@ -401,6 +411,11 @@ mod tests {
         let rel = LocalStorage::new("g").uri("").unwrap();
         assert_eq!(rel, format!("file://{}/g", cwd.display()));
         assert_eq!(s.uri("../x"), None, "keys leaving the root are refused");
+        // Roots are taken by the letter, as TileDB's `Posix::abs_path`.
+        let dotted = LocalStorage::new("/data/./x/../g/");
+        assert_eq!(dotted.uri("a").as_deref(), Some("file:///data/g/a"));
+        assert_eq!(LocalStorage::new("/").uri("").as_deref(), Some("file:///"));
+        assert_eq!(LocalStorage::new("/data/../..").uri(""), None);
     }
 
     #[test]
