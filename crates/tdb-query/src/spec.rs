@@ -70,6 +70,15 @@ impl Subarray {
         self
     }
 
+    /// Replaces the ranges of dimension `dim`.
+    pub(crate) fn set_ranges(&mut self, dim: usize, ranges: Vec<Range>) -> &mut Self {
+        if self.ranges.len() <= dim {
+            self.ranges.resize(dim + 1, Vec::new());
+        }
+        self.ranges[dim] = ranges;
+        self
+    }
+
     /// The ranges of dimension `dim` (empty: the whole domain).
     pub fn ranges(&self, dim: usize) -> &[Range] {
         self.ranges.get(dim).map_or(&[], Vec::as_slice)

@@ -679,23 +679,50 @@ impl<'a> Reader<'a> {
         total
     }
 
-    /// Takes pieces off the stack, cutting each in two while its estimate
-    /// exceeds the tile budget, and plans the first that fits. A piece that
-    /// cannot be cut (one cell; Hilbert global order; a non-integer
-    /// dimension first in the layout's order) is read as it is.
-    fn next_partition(&mut self) -> Result<()> {
+    /// `p` in two halves when its estimate passes the tile budget, or the
+    /// piece size aimed at (at tile boundaries only).
+    fn cut(&self, p: &Subarray) -> Option<(Subarray, Subarray)> {
         let schema = self.snapshot.schema();
         let order = partition::split_order(schema, self.spec.layout);
+        let bounds = |d: usize, piece: &Subarray| self.tile_bounds(d, piece);
+        let estimate = self.estimate(p);
+        let tiles_only = if estimate > self.tile_budget() {
+            false
+        } else if estimate > Self::PIECE_TARGET && !self.md_sparse {
+            true
+        } else {
+            return None;
+        };
+        partition::split(schema, self.ops.dims(), p, &order, tiles_only, &bounds)
+    }
+
+    /// The bounds along dimension `d` of the MBRs of every sparse tile
+    /// `piece` overlaps (see `partition::TileBounds`).
+    fn tile_bounds(&self, d: usize, piece: &Subarray) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut out = Vec::new();
+        for plan in self.plans.iter().filter(|p| !p.meta.footer.dense) {
+            for t in plan.tiles_overlapping(self.ops.dims(), piece) {
+                if let Some(r) = usize::try_from(t)
+                    .ok()
+                    .and_then(|t| plan.leaves().get(t))
+                    .and_then(|mbr| mbr.get(d))
+                {
+                    let (lo, hi) = r.bounds();
+                    out.push((lo.to_vec(), hi.to_vec()));
+                }
+            }
+        }
+        out
+    }
+
+    /// Takes pieces off the stack, cutting each in two while its estimate
+    /// exceeds the tile budget, and plans the first that fits. A piece that
+    /// cannot be cut (one cell, or one tile along a float or string
+    /// dimension; Hilbert global order; a float or string dimension first
+    /// in the global order) is read as it is.
+    fn next_partition(&mut self) -> Result<()> {
         while let Some(p) = self.partitions.pop() {
-            let estimate = self.estimate(&p);
-            let cut = if estimate > self.tile_budget() {
-                partition::split(schema, &p, &order, false)
-            } else if estimate > Self::PIECE_TARGET && !self.md_sparse {
-                partition::split(schema, &p, &order, true)
-            } else {
-                None
-            };
-            if let Some((a, b)) = cut {
+            if let Some((a, b)) = self.cut(&p) {
                 self.partitions.push(b);
                 self.partitions.push(a);
                 continue;

@@ -9,12 +9,29 @@
 //! then, inside one tile, by value in cell order. Every coordinate lies in
 //! exactly one piece, so deduplication (newest wins) and deletes stay
 //! exact; a tile overlapping several pieces is read once per piece.
+//!
+//! Integer dimensions are cut at tile boundaries or midpoints. Float and
+//! string dimensions are cut where the data says: just after a bound of a
+//! tile's MBR that lies inside the piece, the median of those (`left ≤ u`,
+//! `right ≥` the value right after `u`: the next float up, or `u` followed
+//! by a zero byte). A bisection of strings by value could go on forever
+//! (between two strings lie infinitely many); a bound used is outside both
+//! halves, so each cut leaves fewer candidates and cutting ends. Where the
+//! tiles' bounds all span the piece (data ordered along another dimension)
+//! it is read whole. Such a dimension is not cut in the global order,
+//! whose tiles it would split across pieces.
 
 use super::plan::int_ranges;
 use crate::{ResultLayout, Subarray};
-use tdb_format::Layout;
+use std::cmp::Ordering;
+use tdb_format::{Datatype, Layout};
 use tdb_index::dense::{int_range_of, origin_and_extent};
-use tdb_schema::ArraySchema;
+use tdb_index::RangeOps;
+use tdb_schema::{ArraySchema, Range};
+
+/// The bounds along dimension `d` of the MBRs of the sparse tiles a piece
+/// overlaps (every fragment's): where float and string dimensions are cut.
+pub(crate) type TileBounds<'a> = dyn Fn(usize, &Subarray) -> Vec<(Vec<u8>, Vec<u8>)> + 'a;
 
 /// How finely one step of the split sequence cuts its dimension.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,14 +105,23 @@ fn clip(schema: &ArraySchema, sub: &Subarray, d: usize, lo: i128, hi: i128) -> O
 /// first dimension to cut lies in one tile). `None` when nothing can be cut.
 pub(crate) fn split(
     schema: &ArraySchema,
+    ops: &[RangeOps],
     sub: &Subarray,
     order: &[(usize, Grain)],
     tiles_only: bool,
+    tile_bounds: &TileBounds<'_>,
 ) -> Option<(Subarray, Subarray)> {
     for &(d, grain) in order {
         let Some(ranges) = int_ranges(schema, sub, d) else {
-            // Cells along a non-integer dimension cannot be cut in order.
-            return None;
+            if grain == Grain::Tile {
+                return None;
+            }
+            match split_at_tile_bound(ops, sub, d, &tile_bounds(d, sub)) {
+                Some(halves) => return Some(halves),
+                // One value: the next dimension varies within it.
+                None if one_value(&ops[d], sub.ranges(d)) => continue,
+                None => return None,
+            }
         };
         let lo = ranges.iter().map(|r| r.0).min()?;
         let hi = ranges.iter().map(|r| r.1).max()?;
@@ -124,6 +150,117 @@ pub(crate) fn split(
     None
 }
 
+/// Whether `ranges` (not the whole dimension) hold a single value.
+fn one_value(ops: &RangeOps, ranges: &[Range]) -> bool {
+    let Some(first) = ranges.first() else {
+        return false;
+    };
+    let v = first.bounds().0;
+    ranges.iter().all(|r| {
+        let (lo, hi) = r.bounds();
+        ops.cmp_values(lo, v) == Ordering::Equal && ops.cmp_values(hi, v) == Ordering::Equal
+    })
+}
+
+/// The value right after `v` along a float or string dimension.
+fn successor(datatype: Datatype, v: &[u8]) -> Option<Vec<u8>> {
+    match datatype {
+        Datatype::Float32 => {
+            let x = f32::from_le_bytes(v.try_into().ok()?);
+            Some(x.next_up().to_le_bytes().to_vec())
+        }
+        Datatype::Float64 => {
+            let x = f64::from_le_bytes(v.try_into().ok()?);
+            Some(x.next_up().to_le_bytes().to_vec())
+        }
+        t if t.is_string() => Some([v, &[0]].concat()),
+        _ => None,
+    }
+}
+
+/// `sub` cut along float or string dimension `d` after the median of the
+/// tile bounds (`bounds`, of the MBRs the piece overlaps) that lie inside
+/// it, below its top; `None` when none does.
+fn split_at_tile_bound(
+    ops: &[RangeOps],
+    sub: &Subarray,
+    d: usize,
+    bounds: &[(Vec<u8>, Vec<u8>)],
+) -> Option<(Subarray, Subarray)> {
+    let o = &ops[d];
+    let min = |a: &[u8], b: &'_ [u8]| -> Vec<u8> {
+        if o.cmp_values(b, a) == Ordering::Less {
+            b
+        } else {
+            a
+        }
+        .to_vec()
+    };
+    let max = |a: &[u8], b: &'_ [u8]| -> Vec<u8> {
+        if o.cmp_values(a, b) == Ordering::Less {
+            b
+        } else {
+            a
+        }
+        .to_vec()
+    };
+    // The cells the piece can hold lie within the tiles' bounds.
+    let (first, rest) = bounds.split_first()?;
+    let (mut lo, mut hi) = first.clone();
+    for (a, b) in rest {
+        lo = min(&lo, a);
+        hi = max(&hi, b);
+    }
+    let ranges: Vec<Range> = match sub.ranges(d) {
+        [] => vec![Range::from_bounds(&lo, &hi, o.datatype().is_string())],
+        rs => rs.to_vec(),
+    };
+    // A cut at or above the lowest range's start and below the highest
+    // range's end (and the tiles' top) leaves ranges on both sides.
+    let (mut bottom, mut top) = ranges.first()?.bounds();
+    for r in &ranges {
+        let (a, b) = r.bounds();
+        if o.cmp_values(a, bottom) == Ordering::Less {
+            bottom = a;
+        }
+        if o.cmp_values(b, top) == Ordering::Greater {
+            top = b;
+        }
+    }
+    let top = min(top, &hi);
+    let mut candidates: Vec<&[u8]> = bounds
+        .iter()
+        .flat_map(|(a, b)| [a.as_slice(), b.as_slice()])
+        .filter(|b| {
+            o.cmp_values(b, &top) == Ordering::Less && o.cmp_values(b, bottom) != Ordering::Less
+        })
+        .collect();
+    if candidates.is_empty() {
+        return None;
+    }
+    candidates.sort_by(|a, b| o.cmp_values(a, b));
+    let at = candidates[candidates.len() / 2];
+    let next = successor(o.datatype(), at)?;
+    let var = o.datatype().is_string();
+    let (mut left, mut right) = (Vec::new(), Vec::new());
+    for r in &ranges {
+        let (a, b) = r.bounds();
+        if o.cmp_values(a, at) != Ordering::Greater {
+            left.push(Range::from_bounds(a, &min(b, at), var));
+        }
+        if o.cmp_values(b, &next) != Ordering::Less {
+            right.push(Range::from_bounds(&max(a, &next), b, var));
+        }
+    }
+    if left.is_empty() || right.is_empty() {
+        return None;
+    }
+    let (mut l, mut r) = (sub.clone(), sub.clone());
+    l.set_ranges(d, left);
+    r.set_ranges(d, right);
+    Some((l, r))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -149,6 +286,17 @@ mod tests {
             .unwrap()
     }
 
+    /// [`split`] with no tile bounds (integer dimensions need none).
+    fn cut(
+        s: &ArraySchema,
+        sub: &Subarray,
+        order: &[(usize, Grain)],
+        tiles_only: bool,
+    ) -> Option<(Subarray, Subarray)> {
+        let ops = tdb_index::DomainOps::new(&s.domain).unwrap();
+        split(s, ops.dims(), sub, order, tiles_only, &|_, _| Vec::new())
+    }
+
     fn bounds(s: &ArraySchema, sub: &Subarray, d: usize) -> Vec<(i128, i128)> {
         int_ranges(s, sub, d).unwrap()
     }
@@ -159,14 +307,14 @@ mod tests {
         let order = split_order(&s, ResultLayout::RowMajor);
         // Rows 1..=10 in tiles of 4: the cut falls on a tile boundary, so
         // no tile is read by both pieces.
-        let (a, b) = split(&s, &Subarray::new(2), &order, false).unwrap();
+        let (a, b) = cut(&s, &Subarray::new(2), &order, false).unwrap();
         assert_eq!(bounds(&s, &a, 0), [(1, 8)]);
         assert_eq!(bounds(&s, &b, 0), [(9, 10)]);
         assert_eq!(bounds(&s, &b, 1), [(0, 99)]);
         // Rows 9..=10 lie in one tile: cut by value only when the budget
         // needs it, never merely to keep pieces small.
-        assert!(split(&s, &b, &order, true).is_none());
-        let (c, d) = split(&s, &b, &order, false).unwrap();
+        assert!(cut(&s, &b, &order, true).is_none());
+        let (c, d) = cut(&s, &b, &order, false).unwrap();
         assert_eq!(
             (bounds(&s, &c, 0), bounds(&s, &d, 0)),
             (vec![(9, 9)], vec![(10, 10)])
@@ -177,7 +325,7 @@ mod tests {
             0,
             Range::from_bounds(&3i32.to_le_bytes(), &3i32.to_le_bytes(), false),
         );
-        let (a, b) = split(&s, &one, &order, false).unwrap();
+        let (a, b) = cut(&s, &one, &order, false).unwrap();
         assert_eq!(
             (bounds(&s, &a, 1), bounds(&s, &b, 1)),
             (vec![(0, 49)], vec![(50, 99)])
@@ -190,7 +338,7 @@ mod tests {
         let s = schema(Layout::ColMajor, Layout::RowMajor);
         let order = split_order(&s, ResultLayout::GlobalOrder);
         // Col-major tiles: the last dimension first, at a multiple of 10.
-        let (a, b) = split(&s, &Subarray::new(2), &order, false).unwrap();
+        let (a, b) = cut(&s, &Subarray::new(2), &order, false).unwrap();
         assert_eq!(
             (bounds(&s, &a, 1), bounds(&s, &b, 1)),
             (vec![(0, 49)], vec![(50, 99)])
@@ -199,7 +347,7 @@ mod tests {
         let mut two = Subarray::new(2);
         let r = |lo: i64, hi: i64| Range::from_bounds(&lo.to_le_bytes(), &hi.to_le_bytes(), false);
         two.add_range(1, r(5, 12)).add_range(1, r(70, 71));
-        let (a, b) = split(&s, &two, &order, false).unwrap();
+        let (a, b) = cut(&s, &two, &order, false).unwrap();
         assert_eq!(bounds(&s, &a, 1), [(5, 12)]);
         assert_eq!(bounds(&s, &b, 1), [(70, 71)]);
         // Hilbert global order cannot be cut.
@@ -219,6 +367,191 @@ mod tests {
             1,
             Range::from_bounds(&7i64.to_le_bytes(), &7i64.to_le_bytes(), false),
         );
-        assert!(split(&s, &one, &split_order(&s, ResultLayout::ColMajor), false).is_none());
+        assert!(cut(&s, &one, &split_order(&s, ResultLayout::ColMajor), false).is_none());
+    }
+
+    /// A sparse schema with a float64 and a string dimension.
+    fn float_string() -> ArraySchema {
+        ArraySchema::builder(ArrayType::Sparse)
+            .dimension(
+                Dimension::builder("f", Datatype::Float64)
+                    .domain(0f64, 100.0)
+                    .tile_extent(10f64),
+            )
+            .dimension(tdb_schema::DimensionBuilder::string("s"))
+            .dimension(
+                Dimension::builder("i", Datatype::Int32)
+                    .domain(0i32, 9)
+                    .tile_extent(10i32),
+            )
+            .attribute(Attribute::builder("a", Datatype::Int32))
+            .build()
+            .unwrap()
+    }
+
+    /// Cuts `sub` again and again, as the reader does, with the tiles of
+    /// `mbrs` (per dimension: lo, hi) that a piece overlaps: the pieces.
+    fn pieces(
+        s: &ArraySchema,
+        sub: Subarray,
+        layout: ResultLayout,
+        mbrs: &[Vec<(Vec<u8>, Vec<u8>)>],
+    ) -> Vec<Subarray> {
+        let ops = tdb_index::DomainOps::new(&s.domain).unwrap();
+        let bounds = |d: usize, piece: &Subarray| -> Vec<(Vec<u8>, Vec<u8>)> {
+            mbrs.iter()
+                .filter(|mbr| {
+                    mbr.iter().enumerate().all(|(k, (lo, hi))| {
+                        let r = Range::from_bounds(lo, hi, k == 1);
+                        let rs = piece.ranges(k);
+                        rs.is_empty() || rs.iter().any(|p| ops.dims()[k].overlaps(p, &r))
+                    })
+                })
+                .map(|mbr| mbr[d].clone())
+                .collect()
+        };
+        let order = split_order(s, layout);
+        let (mut stack, mut out) = (vec![sub], Vec::new());
+        while let Some(p) = stack.pop() {
+            assert!(out.len() < 100, "cutting does not end");
+            // As the reader's estimate: one tile always fits.
+            if bounds(0, &p).len() <= 1 {
+                out.push(p);
+                continue;
+            }
+            match split(s, ops.dims(), &p, &order, false, &bounds) {
+                Some((a, b)) => {
+                    stack.push(b);
+                    stack.push(a);
+                }
+                None => out.push(p),
+            }
+        }
+        out
+    }
+
+    fn f(v: f64) -> Vec<u8> {
+        v.to_le_bytes().to_vec()
+    }
+
+    fn fbounds(sub: &Subarray) -> Vec<(f64, f64)> {
+        let v = |b: &[u8]| f64::from_le_bytes(b.try_into().unwrap());
+        sub.ranges(0)
+            .iter()
+            .map(|r| (v(r.bounds().0), v(r.bounds().1)))
+            .collect()
+    }
+
+    #[test]
+    fn float_dimensions_are_cut_after_tile_bounds_until_one_tile_is_left() {
+        let s = float_string();
+        let whole = |lo: f64, hi: f64| {
+            vec![
+                (f(lo), f(hi)),
+                (b"a".to_vec(), b"z".to_vec()),
+                (0i32.to_le_bytes().to_vec(), 9i32.to_le_bytes().to_vec()),
+            ]
+        };
+        let mbrs: Vec<_> = (0..4)
+            .map(|t| whole(t as f64 * 10.0, t as f64 * 10.0 + 9.5))
+            .collect();
+        let got = pieces(&s, Subarray::new(3), ResultLayout::RowMajor, &mbrs);
+        // The first cut follows the median bound, 19.5; every piece then
+        // holds one tile, and the pieces cover the data without a gap.
+        let up = |v: f64| v.next_up();
+        assert_eq!(
+            got.iter().map(fbounds).collect::<Vec<_>>(),
+            [
+                vec![(0.0, 9.5)],
+                vec![(up(9.5), 19.5)],
+                vec![(up(19.5), 29.5)],
+                vec![(up(29.5), 39.5)],
+            ]
+        );
+        // A subarray's own ranges are kept where they lie: the cut falls
+        // inside them, and a range wholly on one side stays there.
+        let mut sub = Subarray::new(3);
+        sub.add_range(0, Range::from_bounds(&f(5.0), &f(25.0), false))
+            .add_range(0, Range::from_bounds(&f(31.0), &f(32.0), false));
+        let got = pieces(&s, sub, ResultLayout::Unordered, &mbrs);
+        assert_eq!(
+            got.iter().map(fbounds).collect::<Vec<_>>(),
+            [
+                vec![(5.0, 9.5)],
+                vec![(up(9.5), 10.0)],
+                vec![(up(10.0), 19.5)],
+                vec![(up(19.5), 20.0)],
+                vec![(up(20.0), 25.0)],
+                vec![(31.0, 32.0)],
+            ]
+        );
+        // Tiles whose bounds overlap give fewer places to cut, never a
+        // wrong one: the pieces follow each other without a gap.
+        let wide = [whole(0.0, 40.0), whole(1.0, 2.0)];
+        let got = pieces(&s, Subarray::new(3), ResultLayout::RowMajor, &wide);
+        assert_eq!(
+            got.iter().map(fbounds).collect::<Vec<_>>(),
+            [
+                vec![(0.0, 0.0)],
+                vec![(up(0.0), 1.0)],
+                vec![(up(1.0), 2.0)],
+                vec![(up(2.0), 40.0)],
+            ]
+        );
+        // The global order's tiles would be split: no cut.
+        assert_eq!(
+            pieces(&s, Subarray::new(3), ResultLayout::GlobalOrder, &mbrs).len(),
+            1
+        );
+    }
+
+    #[test]
+    fn string_dimensions_are_cut_before_the_next_string_and_one_string_passes_on() {
+        let s = float_string();
+        let tile = |lo: &str, hi: &str, i: (i32, i32)| {
+            vec![
+                (f(1.0), f(1.0)),
+                (lo.as_bytes().to_vec(), hi.as_bytes().to_vec()),
+                (i.0.to_le_bytes().to_vec(), i.1.to_le_bytes().to_vec()),
+            ]
+        };
+        let mbrs = [
+            tile("a", "c", (0, 9)),
+            tile("c", "f", (0, 9)),
+            tile("g", "k", (0, 9)),
+        ];
+        // f holds one value in every tile (a single range pins it): s is cut.
+        let mut sub = Subarray::new(3);
+        sub.add_range(0, Range::from_bounds(&f(1.0), &f(1.0), false));
+        let got = pieces(&s, sub.clone(), ResultLayout::RowMajor, &mbrs);
+        let strs = |p: &Subarray| -> Vec<(String, String)> {
+            p.ranges(1)
+                .iter()
+                .map(|r| {
+                    let (a, b) = r.bounds();
+                    (
+                        String::from_utf8_lossy(a).into(),
+                        String::from_utf8_lossy(b).into(),
+                    )
+                })
+                .collect()
+        };
+        assert_eq!(
+            got.iter().map(strs).collect::<Vec<_>>(),
+            [
+                vec![("a".into(), "a".into())],
+                vec![("a\0".into(), "c".into())],
+                vec![("c\0".into(), "f".into())],
+                vec![("f\0".into(), "g".into())],
+                vec![("g\0".into(), "k".into())],
+            ]
+        );
+        // One string: the integer dimension after it is cut.
+        sub.add_range(1, Range::from_bounds(b"c", b"c", true));
+        let got = pieces(&s, sub, ResultLayout::RowMajor, &mbrs);
+        assert_eq!(got.len(), 10);
+        assert!(got
+            .iter()
+            .all(|p| strs(p) == [("c".to_owned(), "c".to_owned())]));
     }
 }
