@@ -79,7 +79,7 @@ fn a_sparse_read_over_budget_goes_piece_by_piece() {
 }
 
 /// A sparse array over a float and a string dimension (two overlapping
-/// fragments, 50 cells a tile), written by tdb.
+/// fragments, 50 cells a tile, column-major cells), written by tdb.
 fn float_and_string_dims() -> (tdb_storage::MemoryStorage, Snapshot) {
     use tdb_format::{ArrayType, Datatype};
     use tdb_query::{FieldBuffer, ResultLayout, WriteSpec};
@@ -89,6 +89,9 @@ fn float_and_string_dims() -> (tdb_storage::MemoryStorage, Snapshot) {
         .dimension(DimensionBuilder::string("s"))
         .attribute(AttributeBuilder::new("a", Datatype::Int32))
         .capacity(50)
+        // Cells ordered by `s` within a space tile of `f`: a cut of `f`
+        // inside a tile would put the global order out of order.
+        .cell_order(tdb_format::Layout::ColMajor)
         .build()
         .unwrap();
     let storage = tdb_storage::MemoryStorage::new();
@@ -144,6 +147,7 @@ fn float_and_string_dimensions_are_read_piece_by_piece() {
         ResultLayout::RowMajor,
         ResultLayout::ColMajor,
         ResultLayout::Unordered,
+        ResultLayout::GlobalOrder,
     ] {
         let spec = ReadSpec::new(["f", "s", "a"]).with_layout(layout);
         let (whole, rounds) = run(&storage, &snap, spec.clone());

@@ -18,16 +18,18 @@
 //! (between two strings lie infinitely many); a bound used is outside both
 //! halves, so each cut leaves fewer candidates and cutting ends. Where the
 //! tiles' bounds all span the piece (data ordered along another dimension)
-//! it is read whole. Such a dimension is not cut in the global order,
-//! whose tiles it would split across pieces.
+//! it is read whole. In the global order a float dimension is first cut at
+//! space tile boundaries (found by a search over the floats, as TileDB's
+//! arithmetic places them) and a string dimension, which has no tiles, is
+//! passed by until the cell order reaches it.
 
 use super::plan::int_ranges;
 use crate::{ResultLayout, Subarray};
 use std::cmp::Ordering;
 use tdb_format::{Datatype, Layout};
-use tdb_index::dense::{int_range_of, origin_and_extent};
+use tdb_index::dense::{int_range_of, origin_and_extent, tile_index};
 use tdb_index::RangeOps;
-use tdb_schema::{ArraySchema, Range};
+use tdb_schema::{ArraySchema, Dimension, Range};
 
 /// The bounds along dimension `d` of the MBRs of the sparse tiles a piece
 /// overlaps (every fragment's): where float and string dimensions are cut.
@@ -114,7 +116,10 @@ pub(crate) fn split(
     for &(d, grain) in order {
         let Some(ranges) = int_ranges(schema, sub, d) else {
             if grain == Grain::Tile {
-                return None;
+                match split_at_space_tile(schema, &ops[d], sub, d)? {
+                    Some(halves) => return Some(halves),
+                    None => continue,
+                }
             }
             match split_at_tile_bound(ops, sub, d, &tile_bounds(d, sub)) {
                 Some(halves) => return Some(halves),
@@ -178,6 +183,66 @@ fn successor(datatype: Datatype, v: &[u8]) -> Option<Vec<u8>> {
     }
 }
 
+/// The lesser of two values along one dimension (the first on a tie).
+fn min_of<'v>(o: &RangeOps, a: &'v [u8], b: &'v [u8]) -> &'v [u8] {
+    if o.cmp_values(b, a) == Ordering::Less {
+        b
+    } else {
+        a
+    }
+}
+
+/// The greater of two values along one dimension (the first on a tie).
+fn max_of<'v>(o: &RangeOps, a: &'v [u8], b: &'v [u8]) -> &'v [u8] {
+    if o.cmp_values(a, b) == Ordering::Less {
+        b
+    } else {
+        a
+    }
+}
+
+/// The lowest start and highest end of `ranges`.
+fn span<'r>(o: &RangeOps, ranges: &'r [Range]) -> Option<(&'r [u8], &'r [u8])> {
+    let (mut bottom, mut top) = ranges.first()?.bounds();
+    for r in ranges {
+        let (a, b) = r.bounds();
+        bottom = min_of(o, bottom, a);
+        top = max_of(o, top, b);
+    }
+    Some((bottom, top))
+}
+
+/// `sub` with dimension `d`'s `ranges` cut after `at`: the parts at or
+/// below it, and those from `next` (the value right after it) on; `None`
+/// when either side is empty.
+fn cut_after(
+    o: &RangeOps,
+    sub: &Subarray,
+    d: usize,
+    ranges: &[Range],
+    at: &[u8],
+) -> Option<(Subarray, Subarray)> {
+    let next = successor(o.datatype(), at)?;
+    let var = o.datatype().is_string();
+    let (mut left, mut right) = (Vec::new(), Vec::new());
+    for r in ranges {
+        let (a, b) = r.bounds();
+        if o.cmp_values(a, at) != Ordering::Greater {
+            left.push(Range::from_bounds(a, min_of(o, b, at), var));
+        }
+        if o.cmp_values(b, &next) != Ordering::Less {
+            right.push(Range::from_bounds(max_of(o, a, &next), b, var));
+        }
+    }
+    if left.is_empty() || right.is_empty() {
+        return None;
+    }
+    let (mut l, mut r) = (sub.clone(), sub.clone());
+    l.set_ranges(d, left);
+    r.set_ranges(d, right);
+    Some((l, r))
+}
+
 /// `sub` cut along float or string dimension `d` after the median of the
 /// tile bounds (`bounds`, of the MBRs the piece overlaps) that lie inside
 /// it, below its top; `None` when none does.
@@ -188,77 +253,110 @@ fn split_at_tile_bound(
     bounds: &[(Vec<u8>, Vec<u8>)],
 ) -> Option<(Subarray, Subarray)> {
     let o = &ops[d];
-    let min = |a: &[u8], b: &'_ [u8]| -> Vec<u8> {
-        if o.cmp_values(b, a) == Ordering::Less {
-            b
-        } else {
-            a
-        }
-        .to_vec()
-    };
-    let max = |a: &[u8], b: &'_ [u8]| -> Vec<u8> {
-        if o.cmp_values(a, b) == Ordering::Less {
-            b
-        } else {
-            a
-        }
-        .to_vec()
-    };
     // The cells the piece can hold lie within the tiles' bounds.
     let (first, rest) = bounds.split_first()?;
-    let (mut lo, mut hi) = first.clone();
+    let (mut lo, mut hi) = (first.0.as_slice(), first.1.as_slice());
     for (a, b) in rest {
-        lo = min(&lo, a);
-        hi = max(&hi, b);
+        lo = min_of(o, lo, a);
+        hi = max_of(o, hi, b);
     }
     let ranges: Vec<Range> = match sub.ranges(d) {
-        [] => vec![Range::from_bounds(&lo, &hi, o.datatype().is_string())],
+        [] => vec![Range::from_bounds(lo, hi, o.datatype().is_string())],
         rs => rs.to_vec(),
     };
     // A cut at or above the lowest range's start and below the highest
     // range's end (and the tiles' top) leaves ranges on both sides.
-    let (mut bottom, mut top) = ranges.first()?.bounds();
-    for r in &ranges {
-        let (a, b) = r.bounds();
-        if o.cmp_values(a, bottom) == Ordering::Less {
-            bottom = a;
-        }
-        if o.cmp_values(b, top) == Ordering::Greater {
-            top = b;
-        }
-    }
-    let top = min(top, &hi);
+    let (bottom, top) = span(o, &ranges)?;
+    let top = min_of(o, top, hi);
     let mut candidates: Vec<&[u8]> = bounds
         .iter()
         .flat_map(|(a, b)| [a.as_slice(), b.as_slice()])
         .filter(|b| {
-            o.cmp_values(b, &top) == Ordering::Less && o.cmp_values(b, bottom) != Ordering::Less
+            o.cmp_values(b, top) == Ordering::Less && o.cmp_values(b, bottom) != Ordering::Less
         })
         .collect();
     if candidates.is_empty() {
         return None;
     }
     candidates.sort_by(|a, b| o.cmp_values(a, b));
-    let at = candidates[candidates.len() / 2];
-    let next = successor(o.datatype(), at)?;
-    let var = o.datatype().is_string();
-    let (mut left, mut right) = (Vec::new(), Vec::new());
-    for r in &ranges {
-        let (a, b) = r.bounds();
-        if o.cmp_values(a, at) != Ordering::Greater {
-            left.push(Range::from_bounds(a, &min(b, at), var));
+    cut_after(o, sub, d, &ranges, candidates[candidates.len() / 2])
+}
+
+/// `sub` cut along float dimension `d` at the space tile boundary amid the
+/// tiles it spans, as the global order needs: `Some(None)` when it spans
+/// one tile or `d` has no tiles (a string dimension, which the tile order
+/// passes by), `None` when that cannot be worked out.
+fn split_at_space_tile(
+    schema: &ArraySchema,
+    o: &RangeOps,
+    sub: &Subarray,
+    d: usize,
+) -> Option<Option<(Subarray, Subarray)>> {
+    let dim = &schema.domain.dimensions[d];
+    if dim.is_var() || dim.tile_extent.is_none() {
+        return Some(None);
+    }
+    let ranges: Vec<Range> = match sub.ranges(d) {
+        [] => {
+            let (lo, hi) = dim.bounds()?;
+            vec![Range::from_bounds(lo, hi, false)]
         }
-        if o.cmp_values(b, &next) != Ordering::Less {
-            right.push(Range::from_bounds(&max(a, &next), b, var));
+        rs => rs.to_vec(),
+    };
+    let (bottom, top) = span(o, &ranges)?;
+    let (first, last) = (tile_index(dim, bottom)?, tile_index(dim, top)?);
+    if first >= last {
+        return Some(None);
+    }
+    let k = first + (last - first) / 2;
+    let at = last_in_tile(dim, bottom, top, k)?;
+    cut_after(o, sub, d, &ranges, &at).map(Some)
+}
+
+/// A float's bytes to its place among the floats, and back.
+type FloatKeys = (fn(&[u8]) -> Option<u64>, fn(u64) -> Vec<u8>);
+
+/// The greatest float in `[lo, hi]` whose space tile is at most `k`, where
+/// `lo`'s is and `hi`'s is not: a binary search over the floats in order
+/// (tile indexes grow with the value, and TileDB's float arithmetic
+/// decides where a tile ends, not the extent's multiples).
+fn last_in_tile(dim: &Dimension, lo: &[u8], hi: &[u8], k: u64) -> Option<Vec<u8>> {
+    // Floats as unsigned integers in the same order (sign bit flipped for
+    // positives, every bit for negatives).
+    let (key, value): FloatKeys = match dim.datatype {
+        Datatype::Float32 => (
+            |b| {
+                let x = u32::from_le_bytes(b.try_into().ok()?);
+                Some(u64::from(if x >> 31 == 1 { !x } else { x | 1 << 31 }))
+            },
+            |k| {
+                let k = k as u32;
+                let x = if k >> 31 == 1 { k & !(1 << 31) } else { !k };
+                x.to_le_bytes().to_vec()
+            },
+        ),
+        Datatype::Float64 => (
+            |b| {
+                let x = u64::from_le_bytes(b.try_into().ok()?);
+                Some(if x >> 63 == 1 { !x } else { x | 1 << 63 })
+            },
+            |k| {
+                let x = if k >> 63 == 1 { k & !(1 << 63) } else { !k };
+                x.to_le_bytes().to_vec()
+            },
+        ),
+        _ => return None,
+    };
+    let (mut yes, mut no) = (key(lo)?, key(hi)?);
+    while no > yes + 1 {
+        let mid = yes + (no - yes) / 2;
+        if tile_index(dim, &value(mid))? <= k {
+            yes = mid;
+        } else {
+            no = mid;
         }
     }
-    if left.is_empty() || right.is_empty() {
-        return None;
-    }
-    let (mut l, mut r) = (sub.clone(), sub.clone());
-    l.set_ranges(d, left);
-    r.set_ranges(d, right);
-    Some((l, r))
+    Some(value(yes))
 }
 
 #[cfg(test)]
@@ -498,10 +596,19 @@ mod tests {
                 vec![(up(2.0), 40.0)],
             ]
         );
-        // The global order's tiles would be split: no cut.
+        // The global order cuts at space tiles (multiples of 10 here)
+        // first: each piece starts where a tile does.
+        let got = pieces(&s, Subarray::new(3), ResultLayout::GlobalOrder, &mbrs);
+        let below = |v: f64| v.next_down();
         assert_eq!(
-            pieces(&s, Subarray::new(3), ResultLayout::GlobalOrder, &mbrs).len(),
-            1
+            got.iter().map(fbounds).collect::<Vec<_>>(),
+            [
+                vec![(0.0, below(10.0))],
+                vec![(10.0, below(20.0))],
+                vec![(20.0, below(30.0))],
+                vec![(30.0, below(60.0))],
+                vec![(60.0, 100.0)],
+            ]
         );
     }
 
