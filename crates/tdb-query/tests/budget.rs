@@ -170,6 +170,32 @@ fn float_and_string_dimensions_are_read_piece_by_piece() {
     }
 }
 
+/// The same on TileDB's bytes: a float dimension whose domain starts at
+/// -100 (space tiles of 25) and a string dimension holding `e` and `e\0`,
+/// column-major cells, two overlapping fragments.
+#[test]
+fn a_tiledb_array_over_float_and_string_dimensions_goes_piece_by_piece() {
+    use tdb_query::ResultLayout;
+    let dir = tdb_testdata::root().join("sparse_float_string_pieces/array");
+    let storage = LocalStorage::new(&dir);
+    let snap = Snapshot::load(&storage, "", TimeWindow::ALL, None).unwrap();
+    for layout in [
+        ResultLayout::RowMajor,
+        ResultLayout::ColMajor,
+        ResultLayout::GlobalOrder,
+    ] {
+        let spec = ReadSpec::new(["f", "s", "a"]).with_layout(layout);
+        let (whole, rounds) = run(&storage, &snap, spec.clone());
+        assert_eq!(whole.num_cells, 600);
+        let (pieces, more) = run(&storage, &snap, spec.with_budget(4096));
+        assert!(
+            more > rounds + 4,
+            "{layout:?}: {more} rounds against {rounds}"
+        );
+        assert!(pieces == whole, "{layout:?}: the cells differ");
+    }
+}
+
 /// A budget too small for one tile is an error before any tile is read,
 /// and it says what budget would do.
 #[test]
