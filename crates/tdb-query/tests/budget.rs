@@ -196,6 +196,28 @@ fn a_tiledb_array_over_float_and_string_dimensions_goes_piece_by_piece() {
     }
 }
 
+/// A global-order read of one fragment in Hilbert order goes in runs of
+/// its tiles (no subarray cut keeps that order), on TileDB's bytes: the
+/// same cells in the same order; over two fragments it is read whole.
+#[test]
+fn a_hilbert_global_order_read_of_one_fragment_goes_in_runs_of_tiles() {
+    use tdb_query::ResultLayout;
+    for (case, at, cut) in [
+        ("sparse_hilbert", TimeWindow::ALL, true),
+        ("sparse_hilbert_multi", TimeWindow::until(1), true),
+        ("sparse_hilbert_multi", TimeWindow::ALL, false),
+    ] {
+        let dir = tdb_testdata::root().join(case).join("array");
+        let storage = LocalStorage::new(&dir);
+        let snap = Snapshot::load(&storage, "", at, None).unwrap();
+        let spec = ReadSpec::new(["x", "y", "a"]).with_layout(ResultLayout::GlobalOrder);
+        let (whole, rounds) = run(&storage, &snap, spec.clone());
+        let (pieces, more) = run(&storage, &snap, spec.with_budget(4096));
+        assert_eq!(more > rounds, cut, "{case}: {more} rounds against {rounds}");
+        assert!(pieces == whole, "{case}: the cells differ");
+    }
+}
+
 /// A budget too small for one tile is an error before any tile is read,
 /// and it says what budget would do.
 #[test]

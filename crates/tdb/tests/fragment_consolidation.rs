@@ -247,25 +247,82 @@ fn stopped_anywhere_reads_as_before(array: fn() -> FaultyStorage<MemoryStorage>)
 }
 
 /// An array 20 times larger than the budget consolidates through it (each
-/// fragment read in batches within its share), into the same cells.
+/// fragment read in batches within its share), into the same cells: over
+/// an integer dimension, a float and a string one, and float dimensions in
+/// Hilbert order (each input read in runs of its tiles).
 #[test]
 fn an_array_twenty_times_the_budget_consolidates() {
-    let store = tdb_storage::RecordingStorage::new(MemoryStorage::new());
-    let schema = ArraySchema::builder(ArrayType::Sparse)
+    let per = 5_000;
+    let ids = |t: u64| -> Vec<i32> { (0..per).map(|i| i * 7 + t as i32).collect() };
+    let floats = |name: &str, v: &[f64]| {
+        let mut b = FieldBuffer::new(name, Datatype::Float64, 1, false);
+        b.data = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+        b
+    };
+    let int_dim = ArraySchema::builder(ArrayType::Sparse)
         .dimension(DimensionBuilder::range("d", 0i32..=999_999).tile_extent(1000i32))
         .attribute(AttributeBuilder::new("a", Datatype::Int32))
         .capacity(32)
         .build()
         .unwrap();
-    let a = tdb::Array::create_in(&store, "", &schema, &[], OpenOptions::new().at(1)).unwrap();
-    let per = 5_000;
-    for t in 1..=4u64 {
-        let d: Vec<i32> = (0..per).map(|i| i * 7 + t as i32).collect();
+    merges_within_budget(&int_dim, &|t| {
+        let d = ids(t);
         let v: Vec<i32> = d.iter().map(|x| x ^ 0x55).collect();
-        a.write(WriteSpec::new(vec![ints("d", &d), ints("a", &v)]).at(t))
-            .unwrap();
+        vec![ints("d", &d), ints("a", &v)]
+    });
+    let float_string = ArraySchema::builder(ArrayType::Sparse)
+        .dimension(DimensionBuilder::range("f", 0f64..=1e6).tile_extent(1e4))
+        .dimension(DimensionBuilder::string("s"))
+        .attribute(AttributeBuilder::new("a", Datatype::Int32))
+        .capacity(32)
+        .build()
+        .unwrap();
+    merges_within_budget(&float_string, &|t| {
+        let d = ids(t);
+        let f: Vec<f64> = d.iter().map(|&x| f64::from(x) / 3.0).collect();
+        let mut s = FieldBuffer::new("s", Datatype::StringAscii, u32::MAX, false);
+        let mut offsets = Vec::new();
+        for x in &d {
+            offsets.push(s.data.len() as u64);
+            s.data.extend_from_slice(format!("k{}", x % 97).as_bytes());
+        }
+        s.offsets = Some(offsets);
+        vec![floats("f", &f), s, ints("a", &d)]
+    });
+    let hilbert = ArraySchema::builder(ArrayType::Sparse)
+        .dimension(DimensionBuilder::range("x", 0f64..=1000.0).tile_extent(100.0))
+        .dimension(DimensionBuilder::range("y", 0f64..=1000.0).tile_extent(100.0))
+        .attribute(AttributeBuilder::new("a", Datatype::Int32))
+        .cell_order(tdb_format::Layout::Hilbert)
+        .capacity(32)
+        .build()
+        .unwrap();
+    merges_within_budget(&hilbert, &|t| {
+        let d = ids(t);
+        let x: Vec<f64> = d.iter().map(|&v| f64::from(v % 997)).collect();
+        let y: Vec<f64> = d
+            .iter()
+            .map(|&v| f64::from(v / 997) * 25.0 + t as f64)
+            .collect();
+        vec![floats("x", &x), floats("y", &y), ints("a", &d)]
+    });
+}
+
+/// Writes `cells(t)` at 1..=4 into a new array of `schema` (no coordinate
+/// twice, `a` an INT32 last), consolidates it under a twentieth of its cells' bytes
+/// and checks the inputs were read in batches within that, and that reads
+/// answer as before.
+fn merges_within_budget(schema: &ArraySchema, cells: &dyn Fn(u64) -> Vec<FieldBuffer>) {
+    let store = tdb_storage::RecordingStorage::new(MemoryStorage::new());
+    let a = tdb::Array::create_in(&store, "", schema, &[], OpenOptions::new().at(1)).unwrap();
+    let (mut bytes, mut cell_num) = (0, 0);
+    for t in 1..=4u64 {
+        let fields = cells(t);
+        bytes += fields.iter().map(|f| f.data.len() as u64).sum::<u64>();
+        // The last field is `a`, an INT32.
+        cell_num += fields.last().map_or(0, |f| f.data.len() as u64 / 4);
+        a.write(WriteSpec::new(fields).at(t)).unwrap();
     }
-    let bytes = 4 * per as u64 * 8;
     let budget = bytes / 20;
     let at = || seen_in(&store);
     let before = at();
@@ -277,7 +334,7 @@ fn an_array_twenty_times_the_budget_consolidates() {
         .unwrap()
         .pop()
         .unwrap();
-    assert_eq!(done.written.cells, 4 * per as u64);
+    assert_eq!(done.written.cells, cell_num);
     // The inputs' tiles came in many batches, none larger than the budget.
     let batches: Vec<u64> = store
         .take()

@@ -109,9 +109,11 @@ pub struct Reader<'a> {
     with_states: bool,
     last_states: Option<Vec<CellState>>,
     /// Pieces of the subarray still to read, the next last; the piece
-    /// being read. Each piece's tiles fit half the budget.
-    partitions: Vec<Subarray>,
+    /// being read, and the run of tiles it is kept to (see `Piece`). Each
+    /// piece's tiles fit half the budget.
+    partitions: Vec<Piece>,
     current: Subarray,
+    current_run: Option<std::ops::Range<u64>>,
     /// The largest tile of each fragment, all fields read, filtered and
     /// unfiltered bytes.
     tile_max: Vec<u64>,
@@ -122,6 +124,15 @@ pub struct Reader<'a> {
     /// skipped one (duplicates allowed, or one fragment), since the
     /// condition applies to the newest cell of each coordinate.
     minmax_skip: bool,
+}
+
+/// A piece of a read: part of the subarray and, in a Hilbert global-order
+/// read of one fragment, a run of that fragment's tiles (stored in that
+/// order, so consecutive runs come out in it, which no subarray cut does).
+#[derive(Debug, Clone)]
+struct Piece {
+    sub: Subarray,
+    run: Option<std::ops::Range<u64>>,
 }
 
 /// What a dense result cell is, for aggregates.
@@ -206,6 +217,7 @@ impl<'a> Reader<'a> {
             with_states: false,
             last_states: None,
             partitions: Vec::new(),
+            current_run: None,
             current: Subarray::default(),
             tile_max: Vec::new(),
             emitted: false,
@@ -589,7 +601,10 @@ impl<'a> Reader<'a> {
                 ),
             });
         }
-        self.partitions = vec![self.spec.subarray.clone()];
+        self.partitions = vec![Piece {
+            sub: self.spec.subarray.clone(),
+            run: None,
+        }];
         self.next_partition()
     }
 
@@ -647,9 +662,25 @@ impl<'a> Reader<'a> {
         total
     }
 
+    /// The tiles of sparse fragment `plan` that piece `sub` (kept to tiles
+    /// `run`) overlaps.
+    fn piece_tiles(
+        &self,
+        plan: &FragPlan<'_>,
+        sub: &Subarray,
+        run: Option<&std::ops::Range<u64>>,
+    ) -> Vec<u64> {
+        let mut tiles = plan.tiles_overlapping(self.ops.dims(), sub);
+        if let Some(run) = run {
+            tiles.retain(|t| run.contains(t));
+        }
+        tiles
+    }
+
     /// What reading piece `p` holds at once: its tiles, and per candidate
     /// cell the plan's bookkeeping.
-    fn estimate(&self, p: &Subarray) -> u64 {
+    fn estimate(&self, piece: &Piece) -> u64 {
+        let p = &piece.sub;
         let schema = self.snapshot.schema();
         let dims = schema.domain.dimensions.len() as u64;
         let mut total = 0u64;
@@ -659,7 +690,7 @@ impl<'a> Reader<'a> {
                 total = total.saturating_add(tiles.saturating_mul(self.tile_max[i]));
             } else {
                 let tile_num = plan.tile_num();
-                for t in plan.tiles_overlapping(self.ops.dims(), p) {
+                for t in self.piece_tiles(plan, p, piece.run.as_ref()) {
                     let cells = plan.cells(t, tile_num);
                     total = total
                         .saturating_add(self.tile_bytes(i, t))
@@ -681,7 +712,7 @@ impl<'a> Reader<'a> {
 
     /// `p` in two halves when its estimate passes the tile budget, or the
     /// piece size aimed at (at tile boundaries only).
-    fn cut(&self, p: &Subarray) -> Option<(Subarray, Subarray)> {
+    fn cut(&self, p: &Piece) -> Option<(Piece, Piece)> {
         let schema = self.snapshot.schema();
         let order = partition::split_order(schema, self.spec.layout);
         let bounds = |d: usize, piece: &Subarray| self.tile_bounds(d, piece);
@@ -693,7 +724,28 @@ impl<'a> Reader<'a> {
         } else {
             return None;
         };
-        partition::split(schema, self.ops.dims(), p, &order, tiles_only, &bounds)
+        if order.is_empty() {
+            // The Hilbert global order: no subarray cut keeps it, but one
+            // fragment's tiles are stored in it, so runs of them do.
+            let [plan] = self.plans.as_slice() else {
+                return None;
+            };
+            let run = p.run.clone().unwrap_or(0..plan.tile_num());
+            let tiles = self.piece_tiles(plan, &p.sub, Some(&run));
+            let (a, b) = partition::split_run(&tiles, run)?;
+            let half = |run| Piece {
+                sub: p.sub.clone(),
+                run: Some(run),
+            };
+            return Some((half(a), half(b)));
+        }
+        let (a, b) =
+            partition::split(schema, self.ops.dims(), &p.sub, &order, tiles_only, &bounds)?;
+        let half = |sub| Piece {
+            sub,
+            run: p.run.clone(),
+        };
+        Some((half(a), half(b)))
     }
 
     /// The bounds along dimension `d` of the MBRs of every sparse tile
@@ -717,9 +769,9 @@ impl<'a> Reader<'a> {
 
     /// Takes pieces off the stack, cutting each in two while its estimate
     /// exceeds the tile budget, and plans the first that fits. A piece that
-    /// cannot be cut (one cell, or one tile along a float or string
-    /// dimension; Hilbert global order; a float or string dimension first
-    /// in the global order) is read as it is.
+    /// cannot be cut (one cell; one tile, or tiles all spanning it, along a
+    /// float or string dimension; the Hilbert global order over several
+    /// fragments) is read as it is.
     fn next_partition(&mut self) -> Result<()> {
         while let Some(p) = self.partitions.pop() {
             if let Some((a, b)) = self.cut(&p) {
@@ -727,7 +779,8 @@ impl<'a> Reader<'a> {
                 self.partitions.push(a);
                 continue;
             }
-            self.current = p;
+            self.current = p.sub;
+            self.current_run = p.run;
             return self.plan_tiles();
         }
         self.phase = Phase::Emit;
@@ -792,8 +845,10 @@ impl<'a> Reader<'a> {
                     }
                     answered
                 };
+                let run = self.current_run.as_ref();
                 plan.tiles_overlapping(self.ops.dims(), &self.current)
                     .into_iter()
+                    .filter(|t| run.is_none_or(|r| r.contains(t)))
                     .filter(|&t| !from_md(t, &plan.leaves()[t as usize]))
                     .filter(|&t| {
                         skip.is_none_or(|c| {

@@ -45,7 +45,7 @@ pub(crate) enum Grain {
 }
 
 /// The dimensions a read may split, in order. Empty where no split keeps
-/// the result order (Hilbert global order).
+/// the result order (Hilbert global order: see `split_run`).
 pub(crate) fn split_order(schema: &ArraySchema, layout: ResultLayout) -> Vec<(usize, Grain)> {
     let n = schema.domain.dimensions.len();
     let forward: Vec<usize> = (0..n).collect();
@@ -182,6 +182,19 @@ fn successor(datatype: Datatype, v: &[u8]) -> Option<Vec<u8>> {
         _ => None,
     }
 }
+
+/// A run of one fragment's tiles cut in two at the middle one of
+/// `tiles` (those of the run the piece overlaps, in order); `None` with
+/// fewer than two.
+pub(crate) fn split_run(tiles: &[u64], run: Range64) -> Option<(Range64, Range64)> {
+    if tiles.len() < 2 {
+        return None;
+    }
+    let at = tiles[tiles.len() / 2];
+    Some((run.start..at, at..run.end))
+}
+
+type Range64 = std::ops::Range<u64>;
 
 /// The lesser of two values along one dimension (the first on a tie).
 fn min_of<'v>(o: &RangeOps, a: &'v [u8], b: &'v [u8]) -> &'v [u8] {
