@@ -8,7 +8,10 @@
 //! the last first, global order splits at tile boundaries in tile order and
 //! then, inside one tile, by value in cell order. Every coordinate lies in
 //! exactly one piece, so deduplication (newest wins) and deletes stay
-//! exact; a tile overlapping several pieces is read once per piece.
+//! exact; a tile overlapping several pieces is read once per piece. Dense
+//! row- and col-major results follow a dimension's ranges in the order
+//! given (sparse ones are sorted): a dense dimension with several ranges
+//! is cut between them first.
 //!
 //! Integer dimensions are cut at tile boundaries or midpoints. Float and
 //! string dimensions are cut where the data says: just after a bound of a
@@ -26,7 +29,7 @@
 use super::plan::int_ranges;
 use crate::{ResultLayout, Subarray};
 use std::cmp::Ordering;
-use tdb_format::{Datatype, Layout};
+use tdb_format::{ArrayType, Datatype, Layout};
 use tdb_index::dense::{int_range_of, origin_and_extent, tile_index};
 use tdb_index::RangeOps;
 use tdb_schema::{ArraySchema, Dimension, Range};
@@ -114,6 +117,15 @@ pub(crate) fn split(
     tile_bounds: &TileBounds<'_>,
 ) -> Option<(Subarray, Subarray)> {
     for &(d, grain) in order {
+        let given = sub.ranges(d);
+        if schema.array_type == ArrayType::Dense && grain == Grain::Value && given.len() > 1 {
+            // Dense results follow a dimension's ranges in the order given
+            // (overlapping ones repeat cells): cut between them.
+            let (mut left, mut right) = (sub.clone(), sub.clone());
+            left.set_ranges(d, given[..given.len() / 2].to_vec());
+            right.set_ranges(d, given[given.len() / 2..].to_vec());
+            return Some((left, right));
+        }
         let Some(ranges) = int_ranges(schema, sub, d) else {
             if grain == Grain::Tile {
                 match split_at_space_tile(schema, &ops[d], sub, d)? {
@@ -464,6 +476,33 @@ mod tests {
         // Hilbert global order cannot be cut.
         let h = schema(Layout::RowMajor, Layout::Hilbert);
         assert!(split_order(&h, ResultLayout::GlobalOrder).is_empty());
+    }
+
+    #[test]
+    fn a_dense_dimension_with_several_ranges_is_cut_between_them_in_their_order() {
+        let s = ArraySchema::builder(ArrayType::Dense)
+            .dimension(
+                Dimension::builder("r", Datatype::Int32)
+                    .domain(1i32, 16)
+                    .tile_extent(4i32),
+            )
+            .attribute(Attribute::builder("a", Datatype::Int32))
+            .build()
+            .unwrap();
+        let r = |lo: i32, hi: i32| Range::from_bounds(&lo.to_le_bytes(), &hi.to_le_bytes(), false);
+        let mut sub = Subarray::new(1);
+        sub.add_range(0, r(9, 14))
+            .add_range(0, r(2, 5))
+            .add_range(0, r(4, 7));
+        // Results follow the ranges as given: a cut by value (at 8) would
+        // put 2..=7 before 9..=14.
+        let (a, b) = cut(&s, &sub, &split_order(&s, ResultLayout::RowMajor), false).unwrap();
+        assert_eq!(bounds(&s, &a, 0), [(9, 14)]);
+        assert_eq!(bounds(&s, &b, 0), [(2, 5), (4, 7)]);
+        // The global order does not follow them: cut at a tile boundary.
+        let (a, b) = cut(&s, &sub, &split_order(&s, ResultLayout::GlobalOrder), false).unwrap();
+        assert_eq!(bounds(&s, &a, 0), [(2, 5), (4, 7)]);
+        assert_eq!(bounds(&s, &b, 0), [(9, 14)]);
     }
 
     #[test]
