@@ -157,14 +157,18 @@ pub fn expand_to_tiles(domain: &Domain, nd: &NDRange) -> Option<NDRange> {
         .dimensions
         .iter()
         .zip(nd)
-        .map(|(dim, r)| {
-            let (origin, extent) = origin_and_extent(dim)?;
-            let (lo, hi) = int_range(dim, r)?;
-            let low = origin + (lo - origin).div_euclid(extent) * extent;
-            let high = origin + (hi - origin).div_euclid(extent) * extent + extent - 1;
-            int_range_of(dim, low, high)
-        })
+        .map(|(dim, r)| expand_range_to_tiles(dim, r))
         .collect()
+}
+
+/// `r` on `dim` widened to the whole tiles it touches; `None` where `dim`
+/// has no integer tiles or they pass its datatype's range.
+pub fn expand_range_to_tiles(dim: &Dimension, r: &Range) -> Option<Range> {
+    let (origin, extent) = origin_and_extent(dim)?;
+    let (lo, hi) = int_range(dim, r)?;
+    let low = origin + (lo - origin).div_euclid(extent) * extent;
+    let high = origin + (hi - origin).div_euclid(extent) * extent + extent - 1;
+    int_range_of(dim, low, high)
 }
 
 /// One integer dimension's value as `i128` (every dense dimension type

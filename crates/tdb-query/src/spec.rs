@@ -92,8 +92,16 @@ impl Subarray {
     /// Checks every range against `schema` (whose dimensions `ops`
     /// compares): no more dimensions than the array's, each range well
     /// formed, not reversed, inside the domain (string dimensions have
-    /// none).
-    pub(crate) fn check(&self, schema: &ArraySchema, ops: &DomainOps) -> Result<()> {
+    /// none). With `whole_tiles` ranges may reach the ends of the domain's
+    /// edge tiles: dense consolidation reads and writes whole tiles, which
+    /// pass a domain that is no multiple of its tile extent, as TileDB's
+    /// own do (it sets those subarrays unchecked).
+    pub(crate) fn check(
+        &self,
+        schema: &ArraySchema,
+        ops: &DomainOps,
+        whole_tiles: bool,
+    ) -> Result<()> {
         let dims = schema.domain.dimensions.len();
         if self.dim_num() > dims {
             return Err(QueryError::Subarray {
@@ -119,7 +127,18 @@ impl Subarray {
                         show(hi)
                     )));
                 }
-                if let Some((dlo, dhi)) = dim.bounds() {
+                let tiled = whole_tiles
+                    .then(|| {
+                        let (lo, hi) = dim.bounds()?;
+                        let domain = Range::from_bounds(lo, hi, false);
+                        tdb_index::dense::expand_range_to_tiles(dim, &domain)
+                    })
+                    .flatten();
+                let bounds = match &tiled {
+                    Some(r) => Some(r.bounds()),
+                    None => dim.bounds(),
+                };
+                if let Some((dlo, dhi)) = bounds {
                     if o.cmp_values(lo, dlo) == Ordering::Less
                         || o.cmp_values(hi, dhi) == Ordering::Greater
                     {
@@ -164,6 +183,9 @@ pub struct ReadSpec {
     /// batch of results. A budget too small for one tile is an error
     /// before any tile is fetched.
     pub budget: u64,
+    /// Ranges may reach the ends of the domain's edge tiles (dense
+    /// consolidation's reads: see [`Subarray::check_within`]).
+    pub(crate) whole_tiles: bool,
 }
 
 /// The default memory budget (TileDB's default `sm.mem.total_budget` is
@@ -180,7 +202,15 @@ impl ReadSpec {
             layout: ResultLayout::RowMajor,
             condition: None,
             budget: DEFAULT_BUDGET,
+            whole_tiles: false,
         }
+    }
+
+    /// The same read with ranges allowed up to the ends of the domain's
+    /// edge tiles.
+    pub(crate) fn over_whole_tiles(mut self) -> Self {
+        self.whole_tiles = true;
+        self
     }
 
     /// The same read over `subarray`.

@@ -1,5 +1,7 @@
 //! Dense fragment consolidation: for the writes TileDB consolidated in
-//! `consolidated_dense`, tdb's merged fragment is TileDB's file for file;
+//! `consolidated_dense` and `consolidated_dense_edge_tiles` (a domain that
+//! is no multiple of its tile extent), tdb's merged fragment is TileDB's
+//! file for file;
 //! a merge of fragments that leave a gap records their union, not the
 //! tiles, and reads answer as before; a list that would cover an older
 //! fragment with fill values is refused.
@@ -35,8 +37,34 @@ fn cells(dir: &std::path::Path, at: Option<u64>) -> Vec<u8> {
 
 #[test]
 fn tdbs_merged_dense_fragment_is_tiledbs() {
+    // The writes xtask/fixtures/gen_current.py made, at the same times.
+    let first: Vec<f32> = (0..12).map(|x| x as f32).collect();
+    merged_as_tiledb(
+        "consolidated_dense",
+        &[
+            (1, 1, 12, &first),
+            (2, 3, 6, &[-1.0; 4]),
+            (3, 6, 9, &[-2.0; 4]),
+        ],
+    );
+    // A domain of 1..=10 in tiles of 4: the merge covers the last tile
+    // whole (to 12), past the domain, as TileDB's does.
+    merged_as_tiledb(
+        "consolidated_dense_edge_tiles",
+        &[
+            (1, 1, 10, &first[..10]),
+            (2, 3, 6, &[-1.0; 4]),
+            (3, 8, 10, &[-2.0; 3]),
+        ],
+    );
+}
+
+/// Makes again, in a copy of `case` without TileDB's merged fragment, the
+/// `writes` (time, first and last cell, values) it merged; tdb's merge of
+/// them must be TileDB's file for file, and read as they did.
+fn merged_as_tiledb(case: &str, writes: &[(u64, i32, i32, &[f32])]) {
     let tmp = tempfile::tempdir().unwrap();
-    let src = tdb_testdata::root().join("consolidated_dense/array");
+    let src = tdb_testdata::root().join(case).join("array");
     tdb_testdata::copy_dir(&src, tmp.path()).unwrap();
     let a = tdb::Array::open(tmp.path()).unwrap();
     let theirs = a.fragments()[0].file.path.clone();
@@ -45,26 +73,26 @@ fn tdbs_merged_dense_fragment_is_tiledbs() {
     tdb_testdata::copy_dir(&tmp.path().join(&theirs), saved.path()).unwrap();
     std::fs::remove_dir_all(tmp.path().join(&theirs)).unwrap();
     std::fs::remove_file(tmp.path().join(format!("__commits/{stem}.wrt"))).unwrap();
-    // The writes xtask/fixtures/gen_current.py made, at the same times.
     let a = tdb::Array::open(tmp.path()).unwrap();
-    let first: Vec<f32> = (0..12).map(|x| x as f32).collect();
-    write(&a, 1, 1, 12, &first);
-    write(&a, 2, 3, 6, &[-1.0; 4]);
-    write(&a, 3, 6, 9, &[-2.0; 4]);
+    for &(t, lo, hi, v) in writes {
+        write(&a, t, lo, hi, v);
+    }
     let before = cells(tmp.path(), None);
     let a = tdb::Array::open(tmp.path()).unwrap();
     let done = a
         .consolidate_fragments(&FragmentSelection::default(), tdb::DEFAULT_BUDGET)
         .unwrap();
-    assert_eq!(done.len(), 1);
+    assert_eq!(done.len(), 1, "{case}");
+    let last = writes.last().map_or(0, |w| w.0);
     assert_eq!(
         (done[0].written.fragment.t1, done[0].written.fragment.t2),
-        (1, 3)
+        (1, last),
+        "{case}"
     );
     let ours = format!("__fragments/{}", done[0].written.fragment);
     assert_same_files(saved.path(), &tmp.path().join(&ours));
     a.vacuum_fragments().unwrap();
-    assert_eq!(cells(tmp.path(), None), before);
+    assert_eq!(cells(tmp.path(), None), before, "{case}");
 }
 
 /// A 1-D INT32 domain 1..=12 in tiles of 4, attribute `a` FLOAT32.

@@ -43,7 +43,8 @@ pub(super) fn merge_dense<S: Storage>(
     let read = ReadSpec::new(attributes)
         .with_subarray(subarray.clone())
         .with_layout(ResultLayout::GlobalOrder)
-        .with_budget((budget / 2).max(1));
+        .with_budget((budget / 2).max(1))
+        .over_whole_tiles();
     let first = &snapshot.fragments[chosen[0]].file.name;
     let last = &snapshot.fragments[chosen[chosen.len() - 1]].file.name;
     let spec = WriteSpec::new(Vec::new())

@@ -165,7 +165,7 @@ impl<'a> Reader<'a> {
             requested.push(s);
         }
         let ops = DomainOps::new(&schema.domain)?;
-        spec.subarray.check(schema, &ops)?;
+        spec.subarray.check(schema, &ops, spec.whole_tiles)?;
         let sparse = schema.array_type == ArrayType::Sparse;
         if sparse {
             for d in &schema.domain.dimensions {

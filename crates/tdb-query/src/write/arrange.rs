@@ -30,11 +30,16 @@ pub(crate) enum Arrangement {
 }
 
 /// The rectangle a dense write covers: the spec's one range per
-/// dimension, or the whole domain.
-pub(crate) fn dense_subarray(schema: &ArraySchema, given: Option<&Subarray>) -> Result<NDRange> {
+/// dimension, or the whole domain. `whole_tiles`: ranges may reach the
+/// ends of the domain's edge tiles (a dense merge's).
+pub(crate) fn dense_subarray(
+    schema: &ArraySchema,
+    given: Option<&Subarray>,
+    whole_tiles: bool,
+) -> Result<NDRange> {
     let ops = DomainOps::new(&schema.domain)?;
     if let Some(sub) = given {
-        sub.check(schema, &ops)?;
+        sub.check(schema, &ops, whole_tiles)?;
     }
     let dims = &schema.domain.dimensions;
     let mut subarray: NDRange = Vec::with_capacity(dims.len());

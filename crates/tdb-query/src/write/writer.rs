@@ -97,7 +97,9 @@ impl<'a, S: WritableStorage + ?Sized> FragmentWriter<'a, S> {
                     "a dense write takes row-major, col-major or global-order cells, not unordered ones",
                 ));
             }
-            let sub = arrange::dense_subarray(s, spec.subarray.as_ref())?;
+            // A merge (recording its union) writes whole tiles.
+            let merge = spec.non_empty_domain.is_some();
+            let sub = arrange::dense_subarray(s, spec.subarray.as_ref(), merge)?;
             let grid = arrange::write_grid(s, &sub, InputOrder::RowMajor)?;
             if layout == ResultLayout::GlobalOrder && !grid.tile_aligned() {
                 return Err(QueryError::invalid(
