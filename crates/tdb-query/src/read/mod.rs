@@ -739,13 +739,59 @@ impl<'a> Reader<'a> {
             };
             return Some((half(a), half(b)));
         }
-        let (a, b) =
-            partition::split(schema, self.ops.dims(), &p.sub, &order, tiles_only, &bounds)?;
+        let in_order = self.range_cuts(&p.sub)?;
+        let (a, b) = partition::split(
+            schema,
+            self.ops.dims(),
+            &p.sub,
+            &order,
+            tiles_only,
+            in_order,
+            &bounds,
+        )?;
         let half = |sub| Piece {
             sub,
             run: p.run.clone(),
         };
         Some((half(a), half(b)))
+    }
+
+    /// Whether piece `sub` is cut between ranges (`Some(true)`), anywhere
+    /// (`Some(false)`) or not at all. Where results may follow the ranges
+    /// as given (`partition::follows_ranges`), a sparse read of one
+    /// dimension does so only if every cell it keeps comes from one
+    /// fragment, known only at its end: with several ranges out of order
+    /// (or overlapping) and several fragments in reach, no cut keeps the
+    /// answer TileDB gives unpartitioned, and the piece is read whole.
+    fn range_cuts(&self, sub: &Subarray) -> Option<bool> {
+        let schema = self.snapshot.schema();
+        if !partition::follows_ranges(schema, self.spec.layout) {
+            return Some(false);
+        }
+        if schema.array_type == ArrayType::Dense {
+            return Some(true);
+        }
+        let o = &self.ops.dims()[0];
+        let ranges = sub.ranges(0);
+        let in_order = ranges
+            .windows(2)
+            .all(|w| o.cmp_values(w[0].bounds().1, w[1].bounds().0).is_lt());
+        if in_order {
+            // Range order is the coordinates' order.
+            return Some(false);
+        }
+        let reach = self
+            .plans
+            .iter()
+            .filter(|p| {
+                p.meta
+                    .footer
+                    .non_empty_domain
+                    .as_ref()
+                    .is_none_or(|ned| plan::mbr_overlaps(self.ops.dims(), ned, sub))
+            })
+            .count();
+        (reach <= 1).then_some(true)
     }
 
     /// The bounds along dimension `d` of the MBRs of every sparse tile

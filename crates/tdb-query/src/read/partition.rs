@@ -8,10 +8,10 @@
 //! the last first, global order splits at tile boundaries in tile order and
 //! then, inside one tile, by value in cell order. Every coordinate lies in
 //! exactly one piece, so deduplication (newest wins) and deletes stay
-//! exact; a tile overlapping several pieces is read once per piece. Dense
+//! exact; a tile overlapping several pieces is read once per piece. Where
 //! row- and col-major results follow a dimension's ranges in the order
-//! given (sparse ones are sorted): a dense dimension with several ranges
-//! is cut between them first.
+//! given ([`follows_ranges`]), a dimension with several ranges is cut
+//! between them first.
 //!
 //! Integer dimensions are cut at tile boundaries or midpoints. Float and
 //! string dimensions are cut where the data says: just after a bound of a
@@ -107,19 +107,23 @@ fn clip(schema: &ArraySchema, sub: &Subarray, d: usize, lo: i128, hi: i128) -> O
 /// than one value (or tile), both halves non-empty, in result order. Cuts
 /// fall on tile boundaries wherever the span crosses one, so each tile
 /// stays in one piece; with `tiles_only`, nowhere else (`None` when the
-/// first dimension to cut lies in one tile). `None` when nothing can be cut.
+/// first dimension to cut lies in one tile). `in_range_order`: results
+/// follow each dimension's ranges as given (see [`follows_ranges`]), so a
+/// dimension with several is cut between them. `None` when nothing can be
+/// cut.
 pub(crate) fn split(
     schema: &ArraySchema,
     ops: &[RangeOps],
     sub: &Subarray,
     order: &[(usize, Grain)],
     tiles_only: bool,
+    in_range_order: bool,
     tile_bounds: &TileBounds<'_>,
 ) -> Option<(Subarray, Subarray)> {
     for &(d, grain) in order {
         let given = sub.ranges(d);
-        if schema.array_type == ArrayType::Dense && grain == Grain::Value && given.len() > 1 {
-            // Dense results follow a dimension's ranges in the order given
+        if in_range_order && grain == Grain::Value && given.len() > 1 {
+            // Results follow the dimension's ranges in the order given
             // (overlapping ones repeat cells): cut between them.
             let (mut left, mut right) = (sub.clone(), sub.clone());
             left.set_ranges(d, given[..given.len() / 2].to_vec());
@@ -165,6 +169,17 @@ pub(crate) fn split(
         }
     }
     None
+}
+
+/// Whether a read's results follow each dimension's ranges in the order
+/// given rather than the coordinates' order: dense row- and col-major
+/// reads, and sparse ones of one dimension whose kept cells all come from
+/// one fragment (TileDB's legacy sparse reader sorts them otherwise). For
+/// those, pieces are cut between ranges, and the sparse choice is made
+/// per piece, as TileDB's partitions make it per partition.
+pub(crate) fn follows_ranges(schema: &ArraySchema, layout: ResultLayout) -> bool {
+    matches!(layout, ResultLayout::RowMajor | ResultLayout::ColMajor)
+        && (schema.array_type == ArrayType::Dense || schema.domain.dimensions.len() == 1)
 }
 
 /// Whether `ranges` (not the whole dimension) hold a single value.
@@ -417,7 +432,14 @@ mod tests {
         tiles_only: bool,
     ) -> Option<(Subarray, Subarray)> {
         let ops = tdb_index::DomainOps::new(&s.domain).unwrap();
-        split(s, ops.dims(), sub, order, tiles_only, &|_, _| Vec::new())
+        let layout = match order.first() {
+            Some((_, Grain::Tile)) => ResultLayout::GlobalOrder,
+            _ => ResultLayout::RowMajor,
+        };
+        let in_order = follows_ranges(s, layout);
+        split(s, ops.dims(), sub, order, tiles_only, in_order, &|_, _| {
+            Vec::new()
+        })
     }
 
     fn bounds(s: &ArraySchema, sub: &Subarray, d: usize) -> Vec<(i128, i128)> {
@@ -569,7 +591,7 @@ mod tests {
                 out.push(p);
                 continue;
             }
-            match split(s, ops.dims(), &p, &order, false, &bounds) {
+            match split(s, ops.dims(), &p, &order, false, false, &bounds) {
                 Some((a, b)) => {
                     stack.push(b);
                     stack.push(a);

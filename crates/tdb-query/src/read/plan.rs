@@ -428,7 +428,19 @@ pub(crate) fn sparse_cells(
     }
     let mut out: Vec<CellRef> = Vec::with_capacity(order.len());
     let multi = (0..dims.len()).any(|d| subarray.ranges(d).len() > 1);
-    if multi && matches!(layout, ResultLayout::RowMajor | ResultLayout::ColMajor) {
+    let one_fragment = order.windows(2).all(|w| refs[w[0]].frag == refs[w[1]].frag);
+    if multi && n == 1 && one_fragment && super::partition::follows_ranges(schema, layout) {
+        // One dimension, every cell from one fragment: TileDB's legacy
+        // reader leaves the cells range by range, in the order the ranges
+        // were given (it sorts them only when fragments mix).
+        for r in subarray.ranges(0) {
+            let (lo, hi) = r.bounds();
+            let o = &ops[0];
+            let first = order.partition_point(|&i| o.cmp_values(at(i, 0), lo) == Ordering::Less);
+            let end = order.partition_point(|&i| o.cmp_values(at(i, 0), hi) != Ordering::Greater);
+            out.extend(order[first..end.max(first)].iter().map(|&i| refs[i]));
+        }
+    } else if multi && matches!(layout, ResultLayout::RowMajor | ResultLayout::ColMajor) {
         // Ordered layouts return a cell once per range combination that
         // holds it (overlapping ranges repeat cells, as TileDB does).
         for i in order {
