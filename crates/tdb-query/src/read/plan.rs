@@ -169,15 +169,20 @@ struct TileCheck<'r, 'p> {
 }
 
 /// The cells of one tile a sparse read keeps: runs of adjacent cells
-/// (first, count), and with per-cell timestamps each kept cell's.
+/// (first, count), with per-cell timestamps each kept cell's, and where
+/// duplicates are not allowed whether each kept cell is deleted.
 struct KeptCells {
     runs: Vec<(u32, u32)>,
     stamps: Option<Vec<u64>>,
+    deleted: Option<Vec<bool>>,
 }
 
 impl TileCheck<'_, '_> {
     /// Tile `t` of fragment `fi`: its cells inside the subarray and the
-    /// window, not deleted, and with duplicates passing the condition.
+    /// window, and with duplicates not deleted and passing the condition.
+    /// Without duplicates deletes apply after deduplication, as TileDB's
+    /// readers apply them: a deleted cell still hides the older versions
+    /// of its coordinates, so its deletion is returned, not applied.
     fn kept(&self, fi: usize, t: u64) -> Result<KeptCells> {
         let (plan, fields, tiles) = (&self.plans[fi], self.fields, self.tiles);
         let n = plan.cells(t, plan.tile_num());
@@ -228,14 +233,15 @@ impl TileCheck<'_, '_> {
                 }
             }
         }
+        let mut deleted = vec![false; n];
         // Consolidated delete metadata: the time each cell was deleted
         // (`u64::MAX`: never).
         if plan.delete_timestamps.is_some() {
             if let Some(tile) = tiles.get(&(fi, DELETE_TS_SLOT, t)) {
                 for (i, d) in tdb_format::le::u64_values(&tile.fixed).enumerate() {
                     if d <= self.window.1 && d != u64::MAX {
-                        if let Some(m) = mask.get_mut(i) {
-                            *m = false;
+                        if let Some(g) = deleted.get_mut(i) {
+                            *g = true;
                         }
                     }
                 }
@@ -248,11 +254,14 @@ impl TileCheck<'_, '_> {
                 .unwrap_or(frag_ts)
         };
         for delete in self.deletes {
-            for (m, gone) in mask.iter_mut().zip(delete.removes(&tc, cell_ts)?) {
-                *m &= !gone;
+            for (g, gone) in deleted.iter_mut().zip(delete.removes(&tc, cell_ts)?) {
+                *g |= gone;
             }
         }
         if self.schema.allows_dups {
+            for (m, g) in mask.iter_mut().zip(&deleted) {
+                *m &= !g;
+            }
             if let Some(c) = self.condition {
                 c.evaluate(&tc, &mut mask)?;
             }
@@ -270,13 +279,19 @@ impl TileCheck<'_, '_> {
             }
             runs.push((start as u32, (i - start) as u32));
         }
+        let kept = || runs.iter().flat_map(|&(s, l)| s as usize..(s + l) as usize);
         let stamps = ts.map(|ts| {
-            runs.iter()
-                .flat_map(|&(s, l)| s as usize..(s + l) as usize)
+            kept()
                 .map(|i| ts.get(i).copied().unwrap_or(frag_ts))
                 .collect()
         });
-        Ok(KeptCells { runs, stamps })
+        let deleted = (!self.schema.allows_dups && deleted.contains(&true))
+            .then(|| kept().map(|i| deleted[i]).collect());
+        Ok(KeptCells {
+            runs,
+            stamps,
+            deleted,
+        })
     }
 }
 
@@ -337,6 +352,8 @@ pub(crate) fn sparse_cells(
     )?;
     let mut refs: Vec<CellRef> = Vec::new();
     let mut stamps: Vec<u64> = Vec::new();
+    // Per candidate, whether it is deleted (duplicates not allowed).
+    let mut gone: Vec<bool> = Vec::new();
     for (&(fi, t), kept) in jobs.iter().zip(kept) {
         let frag_ts = plans[fi].file.name.t1;
         let mut at = 0;
@@ -358,6 +375,7 @@ pub(crate) fn sparse_cells(
                     tile: t,
                 });
                 stamps.push(kept.stamps.as_ref().map_or(frag_ts, |s| s[at]));
+                gone.push(kept.deleted.as_ref().is_some_and(|d| d[at]));
                 at += 1;
             }
         }
@@ -397,6 +415,9 @@ pub(crate) fn sparse_cells(
                 .then_with(|| refs[b].frag.cmp(&refs[a].frag))
         });
         order.dedup_by(|b, a| by_coords(*a, *b, false) == Ordering::Equal);
+        // Deleted survivors go, older versions of their coordinates with
+        // them.
+        order.retain(|&i| !gone[i]);
         if let Some(c) = condition {
             // The condition applies to the surviving (newest) cells.
             order = filter_by_condition(c, &order, &refs, plans, fields, tiles)?;
