@@ -23,7 +23,8 @@ pub use aggregate::{AggregateOp, AggregateResult, AggregateValue};
 pub use batch::{Batch, FieldBuffer};
 pub use column::{Column, Columns, VAR_NUM};
 pub use consolidate::{
-    consolidate_fragment_list, consolidate_fragments, FragmentConsolidation, FragmentSelection,
+    consolidate_fragment_list, consolidate_fragments, dense_merge_specs, FragmentConsolidation,
+    FragmentSelection,
 };
 pub use error::{QueryError, Result};
 pub use read::{aggregate, AggregateStep, Aggregation, ReadStep, Reader, SyncRead};

@@ -175,7 +175,19 @@ pub fn copy<S: ReadStorage, D: Storage>(
         let mut write = WriteSpec::new(Vec::new())
             .between(t1, t2)
             .with_processed_conditions(applied);
-        if dense_frag {
+        // A dense fragment spanning several times is a merge: its tiles
+        // hold what the merge read past its non-empty domain (fill values),
+        // not the zeros a write leaves there, so it is laid out again as a
+        // merge, streamed.
+        let merged = dense_frag && t1 < t2;
+        if merged {
+            let ned = footer
+                .non_empty_domain
+                .as_ref()
+                .ok_or_else(|| unsupported("a dense fragment without a non-empty domain"))?;
+            (read, write) =
+                tdb_query::dense_merge_specs(&schema, ned, (t1, t2), tdb_query::DEFAULT_BUDGET)?;
+        } else if dense_frag {
             let ned = footer
                 .non_empty_domain
                 .clone()
@@ -201,7 +213,7 @@ pub fn copy<S: ReadStorage, D: Storage>(
             }
         }
         let query = tdb_query::SyncRead::new(&src.storage, &one, read)?;
-        let written = if dense_frag {
+        let written = if dense_frag && !merged {
             // A dense write takes its subarray's cells in one part (a
             // global-order one would need whole tiles).
             let mut all = tdb_query::Batch::default();

@@ -9,6 +9,7 @@ use super::unsupported;
 use crate::write::{FragmentWriter, WriteSpec, Written};
 use crate::{ReadSpec, Result, ResultLayout, Snapshot, Subarray, SyncRead};
 use tdb_index::NDRange;
+use tdb_schema::ArraySchema;
 use tdb_storage::Storage;
 
 /// Merges dense fragments `chosen` of `snapshot` (time order), whose
@@ -31,30 +32,45 @@ pub(super) fn merge_dense<S: Storage>(
             "dense fragments of arrays with a current domain (TileDB 2.30 fails on them too)",
         ));
     }
+    let first = &snapshot.fragments[chosen[0]].file.name;
+    let last = &snapshot.fragments[chosen[chosen.len() - 1]].file.name;
+    let (read, spec) = dense_merge_specs(schema, union, (first.t1, last.t2), budget)?;
+    // The chosen fragments as if they were the array's only ones.
+    let only = snapshot.with_fragments(open.reading_view(open.directory.window.end), chosen);
+    let mut writer = FragmentWriter::new(storage, &open.dir, latest, open.key(), &spec)?;
+    for batch in SyncRead::new(storage, &only, read)? {
+        writer.submit(&batch?.fields)?;
+    }
+    writer.finish()
+}
+
+/// The read and the write that lay out a dense merge as TileDB's does: the
+/// whole tiles of `union` read in the global order under half of `budget`
+/// (fill values where no input wrote, past the domain too), streamed into
+/// a global-order write of those tiles that records `union` and spans
+/// `t1..=t2`. A copy rewrites a merged fragment with them, byte for byte.
+pub fn dense_merge_specs(
+    schema: &ArraySchema,
+    union: &NDRange,
+    (t1, t2): (u64, u64),
+    budget: u64,
+) -> Result<(ReadSpec, WriteSpec)> {
     let tiles = tdb_index::dense::expand_to_tiles(&schema.domain, union)
         .ok_or_else(|| unsupported("dense fragments whose tiles pass the datatype's range"))?;
     let mut subarray = Subarray::new(tiles.len());
     for (d, r) in tiles.iter().enumerate() {
         subarray.add_range(d, r.clone());
     }
-    // The chosen fragments as if they were the array's only ones.
-    let only = snapshot.with_fragments(open.reading_view(open.directory.window.end), chosen);
     let attributes: Vec<String> = schema.attributes.iter().map(|a| a.name.clone()).collect();
     let read = ReadSpec::new(attributes)
         .with_subarray(subarray.clone())
         .with_layout(ResultLayout::GlobalOrder)
         .with_budget((budget / 2).max(1))
         .over_whole_tiles();
-    let first = &snapshot.fragments[chosen[0]].file.name;
-    let last = &snapshot.fragments[chosen[chosen.len() - 1]].file.name;
-    let spec = WriteSpec::new(Vec::new())
+    let write = WriteSpec::new(Vec::new())
         .with_layout(ResultLayout::GlobalOrder)
         .with_subarray(subarray)
-        .between(first.t1, last.t2)
+        .between(t1, t2)
         .recording(union.clone());
-    let mut writer = FragmentWriter::new(storage, &open.dir, latest, open.key(), &spec)?;
-    for batch in SyncRead::new(storage, &only, read)? {
-        writer.submit(&batch?.fields)?;
-    }
-    writer.finish()
+    Ok((read, write))
 }

@@ -25,6 +25,7 @@
 //! fragment is written however large).
 
 mod dense;
+pub use dense::dense_merge_specs;
 mod merge;
 mod select;
 
