@@ -924,9 +924,15 @@ impl<'a, S: ReadStorage + ?Sized> Scrub<'a, S> {
         let footer = &frag.meta.footer;
         if let (true, Field::Attribute(a)) = (footer.version >= 11, field) {
             let tile = (t, fixed.data.as_slice(), validity.as_deref());
-            if !footer.dense {
+            // A dense fragment spanning several times is a merge: TileDB's
+            // merge writes whole tiles in the global order (fill values
+            // included, past the domain too), and their metadata covers
+            // every cell as stored.
+            let merged = frag.meta.name.t1 < frag.meta.name.t2;
+            let dense_stats = footer.version >= DENSE_TILE_METADATA_VERSION;
+            if !footer.dense || (merged && dense_stats) {
                 self.tile_metadata(frag, i, a, tile, None, fixed_want);
-            } else if footer.version >= DENSE_TILE_METADATA_VERSION {
+            } else if dense_stats {
                 // A dense tile's metadata covers the cells the write gave,
                 // visited in row-major order of their coordinates, not the
                 // fill values around them.
