@@ -409,12 +409,19 @@ pub(crate) fn sparse_cells(
     let mut order: Vec<usize> = (0..refs.len()).collect();
     if !schema.allows_dups {
         // Newest wins per coordinate: sort by coordinates, newest first.
+        // A coordinate is its bytes, as TileDB compares them when it
+        // deduplicates (`memcmp`): -0.0 and 0.0 are two cells, though they
+        // sort as equal values.
+        let same_bytes = |a: usize, b: usize| (0..n).all(|d| at(a, d) == at(b, d));
+        let by_bytes =
+            |a: usize, b: usize| (0..n).map(|d| at(a, d).cmp(at(b, d))).find(|o| o.is_ne());
         order.sort_by(|&a, &b| {
             by_coords(a, b, false)
+                .then_with(|| by_bytes(a, b).unwrap_or(Ordering::Equal))
                 .then_with(|| stamps[b].cmp(&stamps[a]))
                 .then_with(|| refs[b].frag.cmp(&refs[a].frag))
         });
-        order.dedup_by(|b, a| by_coords(*a, *b, false) == Ordering::Equal);
+        order.dedup_by(|b, a| same_bytes(*a, *b));
         // Deleted survivors go, older versions of their coordinates with
         // them.
         order.retain(|&i| !gone[i]);
@@ -444,7 +451,17 @@ pub(crate) fn sparse_cells(
             ops,
             kind,
             at,
-            |a, b| tie(&refs[a], &refs[b]),
+            |a, b| {
+                let (a, b) = (&refs[a], &refs[b]);
+                // Equal values (duplicates, or -0.0 and 0.0): TileDB's
+                // global-order reader takes the newest fragment's first,
+                // its legacy row- and col-major reader the oldest's.
+                if layout == ResultLayout::GlobalOrder && a.frag != b.frag {
+                    b.frag.cmp(&a.frag)
+                } else {
+                    tie(a, b)
+                }
+            },
         );
     }
     let mut out: Vec<CellRef> = Vec::with_capacity(order.len());
