@@ -115,7 +115,11 @@ fn every_tiledb_array_exported_imports_to_the_same_cells() {
                     checked += 1;
                 }
                 Err(e) if empty => {
-                    assert!(e.contains("do not fill") || e.contains("0 cells"), "{e}");
+                    assert!(
+                        e.contains("do not fill") || e.contains("0 cells"),
+                        "{} ({format:?}): {e}",
+                        object.case
+                    );
                 }
                 Err(e) => failures.push(format!("{} ({format:?}): {e}", object.case)),
             }

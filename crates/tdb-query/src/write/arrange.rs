@@ -5,8 +5,9 @@
 
 use super::input::Input;
 use crate::{QueryError, Result, ResultLayout, Subarray};
+use std::cmp::Ordering;
 use tdb_index::dense::{InputOrder, WriteGrid};
-use tdb_index::order::{cmp_coords, sort_cells, CellOrder};
+use tdb_index::order::{sort_cells, CellOrder};
 use tdb_index::DomainOps;
 use tdb_schema::{ArraySchema, NDRange, Range};
 
@@ -149,6 +150,15 @@ impl Arrangement {
             tile_order: schema.tile_order,
             cell_order: schema.cell_order,
         };
+        // A coordinate is its bytes, as TileDB checks duplicates
+        // (`memcmp`): -0.0 and 0.0 are two that sort as equal values; ties
+        // go by bytes, so equal ones end up side by side, then as given.
+        let bytes = |a: usize, b: usize| {
+            (0..n)
+                .map(|d| coord(a, d).cmp(coord(b, d)))
+                .find(|o| o.is_ne())
+                .unwrap_or(Ordering::Equal)
+        };
         let mut order: Vec<usize> = (0..input.cells).collect();
         sort_cells(
             &mut order,
@@ -157,16 +167,13 @@ impl Arrangement {
             ops,
             kind,
             coord,
-            |a, b| a.cmp(&b),
+            |a, b| bytes(a, b).then(a.cmp(&b)),
         );
         // Cells with their own timestamps may share coordinates (a
         // coordinate's versions, as consolidation with timestamps keeps
         // them), in the order given.
         if !schema.allows_dups && !input.has_timestamps() {
-            if let Some(w) = order
-                .windows(2)
-                .find(|w| cmp_coords(ops, &coord, w[0], w[1], false).is_eq())
-            {
+            if let Some(w) = order.windows(2).find(|w| bytes(w[0], w[1]).is_eq()) {
                 return Err(duplicate(schema, input, w[0], w[1]));
             }
         }

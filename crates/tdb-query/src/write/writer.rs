@@ -407,8 +407,11 @@ impl<'a, S: WritableStorage + ?Sized> FragmentWriter<'a, S> {
             .into_iter()
             .chain((1..input.cells).map(|i| (i - 1, i)))
             .map(|(a, b)| (a, b, cmp_cells(&s.domain, ops.dims(), kind, &coord, a, b)))
-            .find(|&(_, _, o)| {
-                o.is_gt() || (o.is_eq() && !s.allows_dups && !input.has_timestamps())
+            .find(|&(a, b, o)| {
+                // Duplicates are equal bytes (TileDB's `memcmp`), not
+                // values: -0.0 follows 0.0.
+                let same = || (0..n).all(|d| coord(a, d) == coord(b, d));
+                o.is_gt() || (o.is_eq() && !s.allows_dups && !input.has_timestamps() && same())
             });
         if let Some((a, b, o)) = bad {
             let which = |i: usize| match i {
