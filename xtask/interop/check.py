@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """TileDB reads the copy tdb re-encoded exactly as it read TileDB's own bytes.
 
-Usage: <venv-0.36.1>/bin/python xtask/interop/check.py [--copy | --consolidated] CORPUS COPY [REFERENCE]
+Usage: <venv-0.36.1>/bin/python xtask/interop/check.py [--copy | --consolidated] CORPUS COPY [REFERENCE] [--only CASE]
 
 With --copy, COPY holds arrays tdb wrote anew (`tdb copy`, at format v22, with new
 fragment and schema names): what a copy changes by design is left out of the comparison
@@ -164,10 +164,11 @@ def same(want, got):
     return True
 
 
-def main(corpus, copy, mode=None, reference=None):
+def main(corpus, copy, mode=None, reference=None, only=None):
     view = {"--copy": copy_view, "--consolidated": consolidated_view}.get(mode, without_sizes)
     failed = 0
-    cases = list(expect.find_cases(copy))
+    cases = [c for c in expect.find_cases(copy)
+             if only is None or os.path.relpath(c, copy) == only]
     for case_dir in cases:
         rel = os.path.relpath(case_dir, copy)
         with open(os.path.join(corpus, rel, "expected.json")) as f:
@@ -221,10 +222,15 @@ def main(corpus, copy, mode=None, reference=None):
 
 if __name__ == "__main__":
     args = sys.argv[1:]
+    only = None
+    if "--only" in args:
+        i = args.index("--only")
+        only = args[i + 1] if i + 1 < len(args) else None
+        args = args[:i] + args[i + 2:]
     mode = args[0] if args and args[0] in ("--copy", "--consolidated") else None
     if mode:
         args = args[1:]
-    if len(args) not in (2, 3):
+    if len(args) not in (2, 3) or ("--only" in sys.argv and only is None):
         print(__doc__, file=sys.stderr)
         sys.exit(2)
-    sys.exit(main(*args[:2], mode, *args[2:]))
+    sys.exit(main(*args[:2], mode, *args[2:], only=only))
