@@ -181,6 +181,23 @@ fn cmp_tiles(
     Ordering::Equal
 }
 
+/// Cells `a` and `b` (over `n` dimensions) compared by their coordinates'
+/// bytes, dimension by dimension: whether they are the same coordinates as
+/// TileDB decides it when it deduplicates and checks writes (`memcmp`:
+/// -0.0 and 0.0 differ, though [`cmp_coords`] finds them equal), and an
+/// order that puts equal ones side by side among values that tie.
+pub fn cmp_coord_bytes<'c>(
+    n: usize,
+    coord: &impl Fn(usize, usize) -> &'c [u8],
+    a: usize,
+    b: usize,
+) -> Ordering {
+    (0..n)
+        .map(|d| coord(a, d).cmp(coord(b, d)))
+        .find(|o| o.is_ne())
+        .unwrap_or(Ordering::Equal)
+}
+
 /// Cells `a` and `b` compared by coordinates, the first dimension slowest
 /// (row-major) or the last (`col_major`).
 pub fn cmp_coords<'c>(

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use tdb_fragment::fragment_metadata::{Section, SectionData};
 use tdb_fragment::{FragmentMetadata, TimestampedFile};
 use tdb_index::dense::{int_range, int_value, origin_and_extent};
-use tdb_index::order::{cmp_coords, sort_cells, CellOrder};
+use tdb_index::order::{cmp_coord_bytes, cmp_coords, sort_cells, CellOrder};
 use tdb_index::{NDRange, RTree, RangeOps};
 use tdb_schema::{ArraySchema, Range};
 
@@ -412,16 +412,14 @@ pub(crate) fn sparse_cells(
         // A coordinate is its bytes, as TileDB compares them when it
         // deduplicates (`memcmp`): -0.0 and 0.0 are two cells, though they
         // sort as equal values.
-        let same_bytes = |a: usize, b: usize| (0..n).all(|d| at(a, d) == at(b, d));
-        let by_bytes =
-            |a: usize, b: usize| (0..n).map(|d| at(a, d).cmp(at(b, d))).find(|o| o.is_ne());
+        let by_bytes = |a: usize, b: usize| cmp_coord_bytes(n, &at, a, b);
         order.sort_by(|&a, &b| {
             by_coords(a, b, false)
-                .then_with(|| by_bytes(a, b).unwrap_or(Ordering::Equal))
+                .then_with(|| by_bytes(a, b))
                 .then_with(|| stamps[b].cmp(&stamps[a]))
                 .then_with(|| refs[b].frag.cmp(&refs[a].frag))
         });
-        order.dedup_by(|b, a| same_bytes(*a, *b));
+        order.dedup_by(|b, a| by_bytes(*a, *b).is_eq());
         // Deleted survivors go, older versions of their coordinates with
         // them.
         order.retain(|&i| !gone[i]);

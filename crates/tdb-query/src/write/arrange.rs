@@ -5,9 +5,8 @@
 
 use super::input::Input;
 use crate::{QueryError, Result, ResultLayout, Subarray};
-use std::cmp::Ordering;
 use tdb_index::dense::{InputOrder, WriteGrid};
-use tdb_index::order::{sort_cells, CellOrder};
+use tdb_index::order::{cmp_coord_bytes, sort_cells, CellOrder};
 use tdb_index::DomainOps;
 use tdb_schema::{ArraySchema, NDRange, Range};
 
@@ -150,15 +149,10 @@ impl Arrangement {
             tile_order: schema.tile_order,
             cell_order: schema.cell_order,
         };
-        // A coordinate is its bytes, as TileDB checks duplicates
-        // (`memcmp`): -0.0 and 0.0 are two that sort as equal values; ties
-        // go by bytes, so equal ones end up side by side, then as given.
-        let bytes = |a: usize, b: usize| {
-            (0..n)
-                .map(|d| coord(a, d).cmp(coord(b, d)))
-                .find(|o| o.is_ne())
-                .unwrap_or(Ordering::Equal)
-        };
+        // A coordinate is its bytes, as TileDB checks duplicates: ties
+        // between equal values go by bytes, so equal coordinates end up
+        // side by side, then as given.
+        let bytes = |a: usize, b: usize| cmp_coord_bytes(n, &coord, a, b);
         let mut order: Vec<usize> = (0..input.cells).collect();
         sort_cells(
             &mut order,

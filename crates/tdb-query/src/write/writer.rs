@@ -20,7 +20,7 @@ use crate::{FieldBuffer, QueryError, Result, ResultLayout};
 use tdb_format::{names, ArrayType, DataField, FormatVersion, TimestampedName};
 use tdb_fragment::fragment_metadata::{Field, Footer, FragmentMetadata, WrittenShape};
 use tdb_index::dense::InputOrder;
-use tdb_index::order::{cmp_cells, CellOrder};
+use tdb_index::order::{cmp_cells, cmp_coord_bytes, CellOrder};
 use tdb_index::{DomainOps, RTree, DEFAULT_FANOUT};
 use tdb_schema::{NDRange, SchemaEntry};
 use tdb_storage::WritableStorage;
@@ -410,7 +410,7 @@ impl<'a, S: WritableStorage + ?Sized> FragmentWriter<'a, S> {
             .find(|&(a, b, o)| {
                 // Duplicates are equal bytes (TileDB's `memcmp`), not
                 // values: -0.0 follows 0.0.
-                let same = || (0..n).all(|d| coord(a, d) == coord(b, d));
+                let same = || cmp_coord_bytes(n, &coord, a, b).is_eq();
                 o.is_gt() || (o.is_eq() && !s.allows_dups && !input.has_timestamps() && same())
             });
         if let Some((a, b, o)) = bad {
