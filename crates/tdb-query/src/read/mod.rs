@@ -108,12 +108,10 @@ pub struct Reader<'a> {
     /// fold only cells a fragment wrote and the condition kept).
     with_states: bool,
     last_states: Option<Vec<CellState>>,
-    /// Pieces of the subarray still to read, the next last; the piece
-    /// being read, and the run of tiles it is kept to (see `Piece`). Each
+    /// Pieces still to read, the next last; the piece being read. Each
     /// piece's tiles fit half the budget.
     partitions: Vec<Piece>,
-    current: Subarray,
-    current_run: Option<std::ops::Range<u64>>,
+    current: Piece,
     /// The largest tile of each fragment, all fields read, filtered and
     /// unfiltered bytes.
     tile_max: Vec<u64>,
@@ -129,10 +127,21 @@ pub struct Reader<'a> {
 /// A piece of a read: part of the subarray and, in a Hilbert global-order
 /// read of one fragment, a run of that fragment's tiles (stored in that
 /// order, so consecutive runs come out in it, which no subarray cut does).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 struct Piece {
     sub: Subarray,
     run: Option<std::ops::Range<u64>>,
+}
+
+impl Piece {
+    /// The tiles of sparse fragment `plan` this piece overlaps.
+    fn tiles(&self, plan: &FragPlan<'_>, ops: &[tdb_index::RangeOps]) -> Vec<u64> {
+        let mut tiles = plan.tiles_overlapping(ops, &self.sub);
+        if let Some(run) = &self.run {
+            tiles.retain(|t| run.contains(t));
+        }
+        tiles
+    }
 }
 
 /// What a dense result cell is, for aggregates.
@@ -217,8 +226,7 @@ impl<'a> Reader<'a> {
             with_states: false,
             last_states: None,
             partitions: Vec::new(),
-            current_run: None,
-            current: Subarray::default(),
+            current: Piece::default(),
             tile_max: Vec::new(),
             emitted: false,
             minmax_skip: false,
@@ -662,21 +670,6 @@ impl<'a> Reader<'a> {
         total
     }
 
-    /// The tiles of sparse fragment `plan` that piece `sub` (kept to tiles
-    /// `run`) overlaps.
-    fn piece_tiles(
-        &self,
-        plan: &FragPlan<'_>,
-        sub: &Subarray,
-        run: Option<&std::ops::Range<u64>>,
-    ) -> Vec<u64> {
-        let mut tiles = plan.tiles_overlapping(self.ops.dims(), sub);
-        if let Some(run) = run {
-            tiles.retain(|t| run.contains(t));
-        }
-        tiles
-    }
-
     /// What reading piece `p` holds at once: its tiles, and per candidate
     /// cell the plan's bookkeeping.
     fn estimate(&self, piece: &Piece) -> u64 {
@@ -690,7 +683,7 @@ impl<'a> Reader<'a> {
                 total = total.saturating_add(tiles.saturating_mul(self.tile_max[i]));
             } else {
                 let tile_num = plan.tile_num();
-                for t in self.piece_tiles(plan, p, piece.run.as_ref()) {
+                for t in piece.tiles(plan, self.ops.dims()) {
                     let cells = plan.cells(t, tile_num);
                     total = total
                         .saturating_add(self.tile_bytes(i, t))
@@ -731,8 +724,11 @@ impl<'a> Reader<'a> {
                 return None;
             };
             let run = p.run.clone().unwrap_or(0..plan.tile_num());
-            let tiles = self.piece_tiles(plan, &p.sub, Some(&run));
-            let (a, b) = partition::split_run(&tiles, run)?;
+            let whole = Piece {
+                sub: p.sub.clone(),
+                run: Some(run.clone()),
+            };
+            let (a, b) = partition::split_run(&whole.tiles(plan, self.ops.dims()), run)?;
             let half = |run| Piece {
                 sub: p.sub.clone(),
                 run: Some(run),
@@ -825,8 +821,7 @@ impl<'a> Reader<'a> {
                 self.partitions.push(a);
                 continue;
             }
-            self.current = p.sub;
-            self.current_run = p.run;
+            self.current = p;
             return self.plan_tiles();
         }
         self.phase = Phase::Emit;
@@ -841,7 +836,7 @@ impl<'a> Reader<'a> {
         // whose non-empty domain holds it (sparse fragments overlay these
         // once their coordinates are read); only those tiles are fetched.
         self.results = if schema.array_type == ArrayType::Dense {
-            let ranges = plan::dense_coords(schema, &self.current)?;
+            let ranges = plan::dense_coords(schema, &self.current.sub)?;
             let frags: Vec<DenseFrag> = self
                 .plans
                 .iter()
@@ -882,7 +877,7 @@ impl<'a> Reader<'a> {
                 let md_fields = &self.md_fields;
                 let mut from_md = |t: u64, mbr: &[tdb_schema::Range]| {
                     let answered = md
-                        && plan::mbr_within(self.ops.dims(), mbr, &self.current)
+                        && plan::mbr_within(self.ops.dims(), mbr, &self.current.sub)
                         && md_fields.iter().all(|(slot, ops)| {
                             aggregate::tile_metadata(plan, &fields[*slot], *slot, ops, t).is_some()
                         });
@@ -891,10 +886,9 @@ impl<'a> Reader<'a> {
                     }
                     answered
                 };
-                let run = self.current_run.as_ref();
-                plan.tiles_overlapping(self.ops.dims(), &self.current)
+                self.current
+                    .tiles(plan, self.ops.dims())
                     .into_iter()
-                    .filter(|t| run.is_none_or(|r| r.contains(t)))
                     .filter(|&t| !from_md(t, &plan.leaves()[t as usize]))
                     .filter(|&t| {
                         skip.is_none_or(|c| {
@@ -926,7 +920,7 @@ impl<'a> Reader<'a> {
                 for &t in &tiles {
                     let whole = || {
                         plan.leaves().get(t as usize).is_some_and(|mbr| {
-                            plan::mbr_within(self.ops.dims(), mbr, &self.current)
+                            plan::mbr_within(self.ops.dims(), mbr, &self.current.sub)
                         })
                     };
                     if optional && whole() {
@@ -1036,7 +1030,7 @@ impl<'a> Reader<'a> {
                 &self.fields,
                 &self.tiles,
                 self.ops.dims(),
-                &self.current,
+                &self.current.sub,
                 (window.start, window.end),
                 &self.deletes,
                 self.condition.as_ref(),
