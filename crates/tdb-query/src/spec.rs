@@ -184,7 +184,7 @@ pub struct ReadSpec {
     /// before any tile is fetched.
     pub budget: u64,
     /// Ranges may reach the ends of the domain's edge tiles (dense
-    /// consolidation's reads: see [`Subarray::check_within`]).
+    /// consolidation's reads: see `Subarray::check`).
     pub(crate) whole_tiles: bool,
 }
 

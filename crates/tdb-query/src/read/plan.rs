@@ -452,8 +452,9 @@ pub(crate) fn sparse_cells(
             |a, b| {
                 let (a, b) = (&refs[a], &refs[b]);
                 // Equal values (duplicates, or -0.0 and 0.0): TileDB's
-                // global-order reader takes the newest fragment's first,
-                // its legacy row- and col-major reader the oldest's.
+                // global-order reader takes the newest fragment's first;
+                // row- and col-major take the oldest's (TileDB's legacy
+                // reader has no fixed order there).
                 if layout == ResultLayout::GlobalOrder && a.frag != b.frag {
                     b.frag.cmp(&a.frag)
                 } else {
