@@ -196,14 +196,16 @@ fn fragment_dependent(exp: &serde_json::Value) -> bool {
     let one_dim = exp["schema"]["dims"]
         .as_array()
         .is_some_and(|d| d.len() == 1);
+    // Whether range bound `a` lies before `b` (numbers or strings; any
+    // other pair counts as not, which only costs a comparison with
+    // TileDB's own consolidation).
+    let before = |a: &serde_json::Value, b: &serde_json::Value| match (a, b) {
+        (serde_json::Value::String(a), serde_json::Value::String(b)) => a < b,
+        _ => matches!((a.as_f64(), b.as_f64()), (Some(a), Some(b)) if a < b),
+    };
     let out_of_order = |q: &serde_json::Value| {
-        let ranges: Vec<(f64, f64)> = q["subarray"][0]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|r| Some((r[0].as_f64()?, r[1].as_f64()?)))
-            .collect();
-        ranges.windows(2).any(|w| w[0].1 >= w[1].0)
+        let ranges = q["subarray"][0].as_array().map_or(&[][..], Vec::as_slice);
+        ranges.windows(2).any(|w| !before(&w[0][1], &w[1][0]))
     };
     sparse
         && one_dim

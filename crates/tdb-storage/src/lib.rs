@@ -4,8 +4,9 @@
 //! root, shaped after object stores rather than POSIX: [`ReadableStorage`]
 //! (whole objects and batches of byte ranges, suffix ranges included, a
 //! missing key as `None`), [`ListableStorage`] (listings that carry sizes
-//! where the backend learns them free, as object stores do) and [`WritableStorage`] (whole-object
-//! writes from bytes or uploaded part by part, deletes). Nothing here renames or
+//! where the backend learns them free, as object stores do) and
+//! [`WritableStorage`] (whole-object writes from bytes or uploaded part by
+//! part, deletes). Nothing here renames or
 //! needs empty directories: an S3-like backend implements the same traits.
 //! [`Storage`] is all three. Two backends ship: [`LocalStorage`] (a
 //! directory) and [`MemoryStorage`]; [`RecordingStorage`] wraps any backend
