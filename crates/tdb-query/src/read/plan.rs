@@ -233,7 +233,9 @@ impl TileCheck<'_, '_> {
                 }
             }
         }
-        let mut deleted = vec![false; n];
+        // Which cells a delete took; none asked for where nothing deletes.
+        let deletes = plan.delete_timestamps.is_some() || !self.deletes.is_empty();
+        let mut deleted = if deletes { vec![false; n] } else { Vec::new() };
         // Consolidated delete metadata: the time each cell was deleted
         // (`u64::MAX`: never).
         if plan.delete_timestamps.is_some() {
@@ -259,6 +261,7 @@ impl TileCheck<'_, '_> {
             }
         }
         if self.schema.allows_dups {
+            // (`deleted` is empty where nothing deletes.)
             for (m, g) in mask.iter_mut().zip(&deleted) {
                 *m &= !g;
             }
