@@ -64,9 +64,11 @@ pub fn run(s: &dyn Storage) {
     assert_eq!(s.read("arr/missing").unwrap(), None);
     assert_eq!(s.size("arr/__fragments/f1/a0.tdb").unwrap(), Some(10));
     assert_eq!(s.size("arr/missing").unwrap(), None);
+    // A directory is no file: local backends say so; on object stores it
+    // is only a prefix, so nothing is there.
     assert!(matches!(
         s.read("arr/__schema"),
-        Err(StorageError::WrongKind { .. })
+        Err(StorageError::WrongKind { .. }) | Ok(None)
     ));
 
     // Batched ranges: bounded, empty, suffix (longer than the file too),
@@ -219,6 +221,36 @@ pub fn run(s: &dyn Storage) {
     // not even a directory.
     drop(s.upload("fresh/below/f").unwrap());
     assert!(!s.list_dir("").unwrap().dirs.iter().any(|d| d == "fresh"));
+
+    // Conditional creates: a file that exists is neither replaced nor
+    // touched, and of racing creators of one key exactly one wins.
+    s.create("arr/__commits/c1", b(b"first")).unwrap();
+    assert!(matches!(
+        s.create("arr/__commits/c1", b(b"second")),
+        Err(StorageError::AlreadyExists { .. })
+    ));
+    assert_eq!(&s.read("arr/__commits/c1").unwrap().unwrap()[..], b"first");
+    let wins: Vec<bool> = std::thread::scope(|scope| {
+        let racers: Vec<_> = (0..8u8)
+            .map(|i| {
+                scope.spawn(
+                    move || match s.create("arr/__commits/race", Bytes::from(vec![i; 3])) {
+                        Ok(()) => true,
+                        Err(StorageError::AlreadyExists { .. }) => false,
+                        Err(e) => panic!("racing create: {e}"),
+                    },
+                )
+            })
+            .collect();
+        racers.into_iter().map(|r| r.join().unwrap()).collect()
+    });
+    assert_eq!(wins.iter().filter(|w| **w).count(), 1, "one creator wins");
+    let winner = wins.iter().position(|w| *w).unwrap() as u8;
+    assert_eq!(
+        &s.read("arr/__commits/race").unwrap().unwrap()[..],
+        &[winner; 3]
+    );
+    s.delete_prefix("arr/__commits").unwrap();
 
     // Deletes: a missing file is fine; a prefix takes everything below it.
     s.delete("arr/__schema/s2").unwrap();

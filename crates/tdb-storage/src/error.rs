@@ -40,6 +40,26 @@ pub enum StorageError {
         /// What was expected.
         reason: &'static str,
     },
+    /// A file that must be new exists already: a conditional create
+    /// ([`crate::WritableStorage::create`]) lost to another writer.
+    #[error("{path}: already exists")]
+    AlreadyExists {
+        /// The key.
+        path: String,
+    },
+    /// A remote backend's failure that is none of the above (credentials,
+    /// a missing bucket, an endpoint that does not answer, retries spent):
+    /// names the URI and says what to check or set.
+    #[error("{uri}: {message}")]
+    Backend {
+        /// The URI (or key) the request was for.
+        uri: String,
+        /// What failed and what to check or set.
+        message: String,
+        /// The backend's own error.
+        #[source]
+        source: Option<Box<dyn std::error::Error + Send + Sync>>,
+    },
     /// An operating-system error.
     #[error("{path}: I/O failed")]
     Io {
@@ -65,6 +85,11 @@ impl StorageError {
             path: path.to_owned(),
             reason,
         }
+    }
+
+    /// Whether a conditional create found the file there already.
+    pub fn is_already_exists(&self) -> bool {
+        matches!(self, StorageError::AlreadyExists { .. })
     }
 
     /// Whether the error means the key does not exist.

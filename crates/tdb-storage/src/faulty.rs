@@ -95,6 +95,11 @@ impl<S: WritableStorage> WritableStorage for FaultyStorage<S> {
         self.inner.write(key, data)
     }
 
+    fn create(&self, key: &str, data: Bytes) -> Result<()> {
+        self.check(key)?;
+        self.inner.create(key, data)
+    }
+
     /// An upload is one mutation, counted when it finishes: that is when
     /// the file would appear, so a fault there leaves none.
     fn upload<'a>(&'a self, key: &str) -> Result<Box<dyn Upload + 'a>> {

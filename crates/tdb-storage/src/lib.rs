@@ -44,9 +44,23 @@ pub struct ObjectMeta {
     /// the time of opening an array of 1,000 fragments), so it gives none.
     /// Ask [`ReadableStorage::size`], or read with [`ByteRange::Whole`].
     pub size: Option<u64>,
+    /// The object's entity tag, where the backend has one (object stores).
+    pub e_tag: Option<String>,
+    /// The object's version, where the backend keeps versions.
+    pub version: Option<String>,
 }
 
 impl ObjectMeta {
+    /// A file known by its key (and its size, where known) alone.
+    pub fn new(key: impl Into<String>, size: Option<u64>) -> Self {
+        ObjectMeta {
+            key: key.into(),
+            size,
+            e_tag: None,
+            version: None,
+        }
+    }
+
     /// The last component of the key.
     pub fn name(&self) -> &str {
         last_component(&self.key)
@@ -120,6 +134,13 @@ pub trait WritableStorage: Send + Sync + std::fmt::Debug {
     /// bytes or the new ones, never a mix, and never a half-written file.
     fn write(&self, key: &str, data: Bytes) -> Result<()>;
 
+    /// Writes a whole file that must not exist yet:
+    /// [`StorageError::AlreadyExists`] when it does, and then nothing is
+    /// written. Of two writers creating one key exactly one wins (an object
+    /// store's conditional put), so names that can collide (array and
+    /// group creation, schemas, commits) never replace another's file.
+    fn create(&self, key: &str, data: Bytes) -> Result<()>;
+
     /// Starts writing a whole file from consecutive parts (an object
     /// store's multipart upload), so a large data file need not sit whole
     /// in memory and several files can fill side by side. Nothing is
@@ -158,65 +179,78 @@ pub trait Upload: Send {
     fn finish(self: Box<Self>) -> Result<()>;
 }
 
-// A borrowed backend is a backend: one storage can serve many arrays and
-// groups (a group's members) without being cloned.
-impl<T: ReadableStorage + ?Sized> ReadableStorage for &T {
-    fn read(&self, key: &str) -> Result<Option<Bytes>> {
-        (**self).read(key)
-    }
+// A borrowed or shared backend is a backend: one storage serves many arrays
+// and groups (a group's members) without being cloned, and an
+// `Arc<dyn Storage>` chosen at run time (by URI) serves like any other.
+macro_rules! forward_storage {
+    ($t:ty) => {
+        impl<T: ReadableStorage + ?Sized> ReadableStorage for $t {
+            fn read(&self, key: &str) -> Result<Option<Bytes>> {
+                (**self).read(key)
+            }
 
-    fn read_ranges(&self, requests: &[RangeRequest]) -> Result<Vec<Option<RangeRead>>> {
-        (**self).read_ranges(requests)
-    }
+            fn read_ranges(&self, requests: &[RangeRequest]) -> Result<Vec<Option<RangeRead>>> {
+                (**self).read_ranges(requests)
+            }
 
-    fn size(&self, key: &str) -> Result<Option<u64>> {
-        (**self).size(key)
-    }
+            fn size(&self, key: &str) -> Result<Option<u64>> {
+                (**self).size(key)
+            }
 
-    fn read_range(&self, key: &str, range: ByteRange) -> Result<Option<RangeRead>> {
-        (**self).read_range(key, range)
-    }
+            fn read_range(&self, key: &str, range: ByteRange) -> Result<Option<RangeRead>> {
+                (**self).read_range(key, range)
+            }
 
-    fn uri(&self, key: &str) -> Option<String> {
-        (**self).uri(key)
-    }
+            fn uri(&self, key: &str) -> Option<String> {
+                (**self).uri(key)
+            }
+        }
+
+        impl<T: ListableStorage + ?Sized> ListableStorage for $t {
+            fn list_dir(&self, dir: &str) -> Result<Listing> {
+                (**self).list_dir(dir)
+            }
+
+            fn list_prefix(&self, dir: &str) -> Result<Vec<ObjectMeta>> {
+                (**self).list_prefix(dir)
+            }
+        }
+
+        impl<T: WritableStorage + ?Sized> WritableStorage for $t {
+            fn write(&self, key: &str, data: Bytes) -> Result<()> {
+                (**self).write(key, data)
+            }
+
+            fn create(&self, key: &str, data: Bytes) -> Result<()> {
+                (**self).create(key, data)
+            }
+
+            fn upload<'a>(&'a self, key: &str) -> Result<Box<dyn Upload + 'a>> {
+                (**self).upload(key)
+            }
+
+            fn write_stream(
+                &self,
+                key: &str,
+                parts: &mut dyn Iterator<Item = Result<Bytes>>,
+            ) -> Result<()> {
+                (**self).write_stream(key, parts)
+            }
+
+            fn delete(&self, key: &str) -> Result<()> {
+                (**self).delete(key)
+            }
+
+            fn delete_prefix(&self, dir: &str) -> Result<()> {
+                (**self).delete_prefix(dir)
+            }
+        }
+    };
 }
 
-impl<T: ListableStorage + ?Sized> ListableStorage for &T {
-    fn list_dir(&self, dir: &str) -> Result<Listing> {
-        (**self).list_dir(dir)
-    }
-
-    fn list_prefix(&self, dir: &str) -> Result<Vec<ObjectMeta>> {
-        (**self).list_prefix(dir)
-    }
-}
-
-impl<T: WritableStorage + ?Sized> WritableStorage for &T {
-    fn write(&self, key: &str, data: Bytes) -> Result<()> {
-        (**self).write(key, data)
-    }
-
-    fn upload<'a>(&'a self, key: &str) -> Result<Box<dyn Upload + 'a>> {
-        (**self).upload(key)
-    }
-
-    fn write_stream(
-        &self,
-        key: &str,
-        parts: &mut dyn Iterator<Item = Result<Bytes>>,
-    ) -> Result<()> {
-        (**self).write_stream(key, parts)
-    }
-
-    fn delete(&self, key: &str) -> Result<()> {
-        (**self).delete(key)
-    }
-
-    fn delete_prefix(&self, dir: &str) -> Result<()> {
-        (**self).delete_prefix(dir)
-    }
-}
+forward_storage!(&T);
+forward_storage!(std::sync::Arc<T>);
+forward_storage!(Box<T>);
 
 /// A backend that reads, lists and writes.
 pub trait Storage: ReadableStorage + ListableStorage + WritableStorage {}

@@ -71,6 +71,7 @@ impl LocalStorage {
             full,
             open: None,
             finished: false,
+            create: false,
             unflushed: 0,
             flusher: None,
         })
@@ -84,6 +85,8 @@ struct LocalUpload {
     /// The temporary file and its path, once the first part came.
     open: Option<(fs::File, PathBuf)>,
     finished: bool,
+    /// Whether finishing must fail rather than replace an existing file.
+    create: bool,
     /// Bytes put since the flusher was last asked to sync.
     unflushed: u64,
     flusher: Option<Flusher>,
@@ -184,12 +187,22 @@ impl Upload for LocalUpload {
             ));
         };
         let flushed = self.flusher.take().map_or(Ok(()), Flusher::stop);
-        let done = flushed
-            .and_then(|()| f.sync_all())
+        let synced = flushed.and_then(|()| f.sync_all());
+        if self.create {
+            let linked = synced.and_then(|()| fs::hard_link(&tmp, &self.full));
+            // Best effort: the temporary file is invisible to readers anyway.
+            let _ = fs::remove_file(&tmp);
+            return linked.map_err(|e| match e.kind() {
+                io::ErrorKind::AlreadyExists => StorageError::AlreadyExists {
+                    path: self.key.clone(),
+                },
+                _ => io_err(&self.key, e),
+            });
+        }
+        let done = synced
             .and_then(|()| fs::rename(&tmp, &self.full))
             .map_err(|e| io_err(&self.key, e));
         if done.is_err() {
-            // Best effort: the temporary file is invisible to readers anyway.
             let _ = fs::remove_file(&tmp);
         }
         done
@@ -348,10 +361,7 @@ impl ListableStorage for LocalStorage {
             if kind.is_dir() {
                 listing.dirs.push(path);
             } else {
-                listing.files.push(ObjectMeta {
-                    key: path,
-                    size: None,
-                });
+                listing.files.push(ObjectMeta::new(path, None));
             }
         }
         listing.files.sort();
@@ -363,6 +373,16 @@ impl ListableStorage for LocalStorage {
 impl WritableStorage for LocalStorage {
     fn write(&self, key: &str, data: Bytes) -> Result<()> {
         let mut upload = Box::new(self.begin(key)?);
+        upload.put(data)?;
+        upload.finish()
+    }
+
+    /// Written aside like any file, then linked into place: a hard link
+    /// fails when the name exists, atomically, where a rename would
+    /// replace it.
+    fn create(&self, key: &str, data: Bytes) -> Result<()> {
+        let mut upload = Box::new(self.begin(key)?);
+        upload.create = true;
         upload.put(data)?;
         upload.finish()
     }

@@ -101,10 +101,9 @@ impl ListableStorage for MemoryStorage {
                         listing.dirs.push(d);
                     }
                 }
-                None => listing.files.push(ObjectMeta {
-                    key: k.clone(),
-                    size: Some(v.len() as u64),
-                }),
+                None => listing
+                    .files
+                    .push(ObjectMeta::new(k.clone(), Some(v.len() as u64))),
             }
         }
         // Keys sort with '/' among other bytes, so a directory's files can
@@ -121,6 +120,21 @@ impl WritableStorage for MemoryStorage {
         let mut files = self.write_lock();
         if k.is_empty() || has_below(&files, k) {
             return Err(StorageError::wrong_kind(key, "is a directory"));
+        }
+        files.insert(k.to_owned(), data);
+        Ok(())
+    }
+
+    fn create(&self, key: &str, data: Bytes) -> Result<()> {
+        let k = check_path(key)?;
+        let mut files = self.write_lock();
+        if k.is_empty() || has_below(&files, k) {
+            return Err(StorageError::wrong_kind(key, "is a directory"));
+        }
+        if files.contains_key(k) {
+            return Err(StorageError::AlreadyExists {
+                path: key.to_owned(),
+            });
         }
         files.insert(k.to_owned(), data);
         Ok(())

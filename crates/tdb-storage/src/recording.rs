@@ -53,6 +53,13 @@ pub enum Request {
         /// Bytes written.
         bytes: u64,
     },
+    /// `create`: bytes written to a file that had to be new.
+    Create {
+        /// The file.
+        key: String,
+        /// Bytes written.
+        bytes: u64,
+    },
     /// One part put into an upload, when it is put (before the upload
     /// finishes and the file appears).
     Put {
@@ -102,6 +109,7 @@ impl fmt::Display for Request {
             }
             Request::Size { key } => write!(f, "size {key}"),
             Request::Write { key, bytes } => write!(f, "write {key}: {bytes} B"),
+            Request::Create { key, bytes } => write!(f, "create {key}: {bytes} B"),
             Request::Put { key, bytes } => write!(f, "put {key}: {bytes} B"),
             Request::Upload { key, bytes, parts } => {
                 write!(f, "upload {key}: {bytes} B in {parts} parts")
@@ -226,6 +234,16 @@ impl<S: WritableStorage> WritableStorage for RecordingStorage<S> {
         let bytes = data.len() as u64;
         self.inner.write(key, data)?;
         self.push(Request::Write {
+            key: key.to_owned(),
+            bytes,
+        });
+        Ok(())
+    }
+
+    fn create(&self, key: &str, data: Bytes) -> Result<()> {
+        let bytes = data.len() as u64;
+        self.inner.create(key, data)?;
+        self.push(Request::Create {
             key: key.to_owned(),
             bytes,
         });

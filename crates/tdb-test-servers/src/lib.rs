@@ -1,0 +1,304 @@
+//! Real storage servers on loopback, for tests and `cargo xtask`: moto's
+//! S3 server (from PyPI) and Azurite's blob service (from npm), each
+//! installed on first use under `target/servers/` and started on a free
+//! port of 127.0.0.1. A server stops when its handle drops.
+//!
+//! Installs are shared by every test process: the first takes a lock
+//! directory, installs, and leaves a stamp; the others wait for the stamp.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The S3 server's release, pinned so every machine runs the same one.
+pub const MOTO: &str = "moto[server]==5.2.5";
+/// Used only to create Azurite containers (object_store cannot).
+pub const AZURE_BLOB: &str = "azure-storage-blob==12.31.1";
+/// Azurite's release.
+pub const AZURITE: &str = "azurite@3.35.0";
+
+/// Azurite's well-known development account.
+pub const AZURITE_ACCOUNT: &str = "devstoreaccount1";
+/// Azurite's well-known development key (public, in Azure's docs).
+pub const AZURITE_KEY: &str =
+    "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
+
+/// What went wrong starting a server.
+pub type Error = String;
+
+fn workspace_root() -> PathBuf {
+    let here = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    here.ancestors()
+        .nth(2)
+        .map(Path::to_path_buf)
+        .unwrap_or(here)
+}
+
+/// `target/servers`, or `$TDB_SERVERS_DIR`.
+pub fn servers_dir() -> PathBuf {
+    std::env::var_os("TDB_SERVERS_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("target/servers"))
+}
+
+fn run(cmd: &mut Command) -> Result<(), Error> {
+    let out = cmd
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| format!("{cmd:?}: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{cmd:?} failed ({}): {}{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ))
+    }
+}
+
+/// Runs `install` once across processes: `stamp` marks it done.
+fn once(name: &str, install: impl FnOnce(&Path) -> Result<(), Error>) -> Result<PathBuf, Error> {
+    let dir = servers_dir().join(name);
+    let stamp = dir.join(".installed");
+    if stamp.exists() {
+        return Ok(dir);
+    }
+    std::fs::create_dir_all(servers_dir()).map_err(|e| e.to_string())?;
+    let lock = servers_dir().join(format!("{name}.lock"));
+    let start = Instant::now();
+    loop {
+        match std::fs::create_dir(&lock) {
+            Ok(()) => break,
+            Err(_) if stamp.exists() => return Ok(dir),
+            Err(_) if start.elapsed() > Duration::from_secs(600) => {
+                return Err(format!(
+                    "{}: another process has held it for 10 minutes (remove it if none runs)",
+                    lock.display()
+                ))
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(200)),
+        }
+    }
+    let done = if stamp.exists() {
+        Ok(())
+    } else {
+        install(&dir).and_then(|()| std::fs::write(&stamp, b"").map_err(|e| e.to_string()))
+    };
+    let _ = std::fs::remove_dir(&lock);
+    done.map(|()| dir)
+}
+
+/// The Python venv holding moto's server and Azure's client.
+pub fn python_venv() -> Result<PathBuf, Error> {
+    once("venv", |dir| {
+        let python = std::env::var("TDB_PYTHON").unwrap_or_else(|_| "python3".to_owned());
+        run(Command::new(python).args(["-m", "venv"]).arg(dir))?;
+        run(Command::new(dir.join("bin/python")).args([
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--disable-pip-version-check",
+            MOTO,
+            AZURE_BLOB,
+        ]))
+    })
+}
+
+fn azurite_install() -> Result<PathBuf, Error> {
+    once("azurite", |dir| {
+        std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+        run(Command::new("npm")
+            .args(["install", "--no-audit", "--no-fund", "--silent", "--prefix"])
+            .arg(dir)
+            .arg(AZURITE))
+    })
+}
+
+fn free_port() -> Result<u16, Error> {
+    let l = TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+    Ok(l.local_addr().map_err(|e| e.to_string())?.port())
+}
+
+fn wait_for(addr: SocketAddr, child: &mut Child, what: &str) -> Result<(), Error> {
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(60) {
+        if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+            return Ok(());
+        }
+        if let Ok(Some(status)) = child.try_wait() {
+            return Err(format!("{what} exited at start: {status}"));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    Err(format!("{what} did not listen on {addr} within 60 s"))
+}
+
+/// A server process, stopped on drop.
+#[derive(Debug)]
+struct Process(Child);
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// moto's S3 server on loopback. Any key pair signs requests to it.
+#[derive(Debug)]
+pub struct S3Server {
+    _process: Process,
+    port: u16,
+}
+
+impl S3Server {
+    /// Installs (once) and starts a server.
+    pub fn start() -> Result<S3Server, Error> {
+        let venv = python_venv()?;
+        let port = free_port()?;
+        let log = std::fs::File::create(servers_dir().join(format!("moto-{port}.log")))
+            .map_err(|e| e.to_string())?;
+        let mut child = Command::new(venv.join("bin/moto_server"))
+            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().map_err(|e| e.to_string())?)
+            .stderr(log)
+            .spawn()
+            .map_err(|e| format!("moto_server: {e}"))?;
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        if let Err(e) = wait_for(addr, &mut child, "moto_server") {
+            let _ = child.kill();
+            return Err(e);
+        }
+        Ok(S3Server {
+            _process: Process(child),
+            port,
+        })
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    pub fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// `127.0.0.1:PORT`, as TileDB's `vfs.s3.endpoint_override` takes it.
+    pub fn host_port(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// Creates a bucket (moto takes unsigned requests).
+    pub fn create_bucket(&self, bucket: &str) -> Result<(), Error> {
+        let mut s = TcpStream::connect(("127.0.0.1", self.port)).map_err(|e| e.to_string())?;
+        write!(
+            s,
+            "PUT /{bucket} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+            self.port
+        )
+        .map_err(|e| e.to_string())?;
+        let mut answer = String::new();
+        s.read_to_string(&mut answer).map_err(|e| e.to_string())?;
+        if answer.starts_with("HTTP/1.1 200") || answer.starts_with("HTTP/1.0 200") {
+            Ok(())
+        } else {
+            Err(format!(
+                "creating bucket {bucket}: {}",
+                answer.lines().next().unwrap_or("")
+            ))
+        }
+    }
+
+    /// The environment object_store (and tdb) read to reach this server.
+    pub fn env(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("AWS_ENDPOINT_URL", self.endpoint()),
+            ("AWS_ACCESS_KEY_ID", "testing".to_owned()),
+            ("AWS_SECRET_ACCESS_KEY", "testing".to_owned()),
+            ("AWS_REGION", "us-east-1".to_owned()),
+            ("AWS_ALLOW_HTTP", "true".to_owned()),
+        ]
+    }
+}
+
+/// Azurite's blob service on loopback, with its development account.
+#[derive(Debug)]
+pub struct Azurite {
+    _process: Process,
+    _data: PathBuf,
+    port: u16,
+}
+
+impl Azurite {
+    /// Installs (once) and starts a server, keeping its data in a fresh
+    /// directory under `target/servers`.
+    pub fn start() -> Result<Azurite, Error> {
+        let dir = azurite_install()?;
+        let port = free_port()?;
+        let data = servers_dir().join(format!("azurite-data-{port}"));
+        let _ = std::fs::remove_dir_all(&data);
+        std::fs::create_dir_all(&data).map_err(|e| e.to_string())?;
+        let log = std::fs::File::create(servers_dir().join(format!("azurite-{port}.log")))
+            .map_err(|e| e.to_string())?;
+        let mut child = Command::new(dir.join("node_modules/.bin/azurite-blob"))
+            .args(["--blobHost", "127.0.0.1", "--blobPort", &port.to_string()])
+            .arg("--location")
+            .arg(&data)
+            .args(["--skipApiVersionCheck", "--loose"])
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().map_err(|e| e.to_string())?)
+            .stderr(log)
+            .spawn()
+            .map_err(|e| format!("azurite-blob: {e}"))?;
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        if let Err(e) = wait_for(addr, &mut child, "azurite-blob") {
+            let _ = child.kill();
+            return Err(e);
+        }
+        Ok(Azurite {
+            _process: Process(child),
+            _data: data,
+            port,
+        })
+    }
+
+    /// The account's blob endpoint, `http://127.0.0.1:PORT/devstoreaccount1`.
+    pub fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}/{AZURITE_ACCOUNT}", self.port)
+    }
+
+    /// Creates a container, through Azure's Python client.
+    pub fn create_container(&self, name: &str) -> Result<(), Error> {
+        let venv = python_venv()?;
+        let conn = format!(
+            "DefaultEndpointsProtocol=http;AccountName={AZURITE_ACCOUNT};AccountKey={AZURITE_KEY};BlobEndpoint={};",
+            self.endpoint()
+        );
+        run(Command::new(venv.join("bin/python")).args([
+            "-c",
+            "import sys; from azure.storage.blob import BlobServiceClient as C; \
+             C.from_connection_string(sys.argv[1]).create_container(sys.argv[2])",
+            &conn,
+            name,
+        ]))
+    }
+
+    /// The settings (object_store keys) that reach this server.
+    pub fn config(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("azure_storage_account_name", AZURITE_ACCOUNT.to_owned()),
+            ("azure_storage_account_key", AZURITE_KEY.to_owned()),
+            ("azure_storage_endpoint", self.endpoint()),
+            ("allow_http", "true".to_owned()),
+        ]
+    }
+}
+
+impl Drop for Azurite {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self._data);
+    }
+}
