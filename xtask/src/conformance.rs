@@ -435,11 +435,7 @@ fn check_query(opened: &mut Opened<'_>, q: &Value, budget: Option<u64>) -> Resul
 /// TileDB-Py reports them: an undefined answer is `null` for integer fields
 /// and `"NaN"` for the others; float sums and means to 1e-12 relative
 /// (TileDB sums on several threads, so its last bits vary between runs).
-fn check_aggregates(
-    array: &Array<LocalStorage>,
-    spec: ReadSpec,
-    expected: &Value,
-) -> Result<(), String> {
+fn check_aggregates(array: &Array, spec: ReadSpec, expected: &Value) -> Result<(), String> {
     let want = expected
         .as_object()
         .ok_or_else(|| format!("aggregates: not an object: {}", short(expected)))?;

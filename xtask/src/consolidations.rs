@@ -106,7 +106,7 @@ fn choices(array: &Path, before: &[PathBuf]) -> Result<Choices, String> {
 }
 
 /// The array of the case copied at `out`, opened with its key.
-fn open(out: &Path, key: Option<&[u8; 32]>) -> Result<tdb::Array<tdb::LocalStorage>, String> {
+fn open(out: &Path, key: Option<&[u8; 32]>) -> Result<tdb::Array, String> {
     let mut options = tdb::OpenOptions::new();
     if let Some(k) = key {
         options = options.key(k).map_err(|e| chain(&e))?;

@@ -6,7 +6,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use tdb_cli::{error_report, inspect, CliError};
 use tdb_fragment::TimeWindow;
-use tdb_storage::LocalStorage;
 
 #[derive(Parser)]
 #[command(
@@ -17,6 +16,27 @@ use tdb_storage::LocalStorage;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// A storage setting for every path and URI the command opens,
+    /// `KEY=VALUE`, repeatable: TileDB's config names
+    /// (`vfs.s3.endpoint_override=host:port`, `vfs.s3.scheme=http`,
+    /// `vfs.s3.aws_access_key_id=...`, `vfs.azure.storage_account_name=...`)
+    /// or object_store's keys (`aws_endpoint=...`). Paths may be URIs:
+    /// s3://, az://, abfs(s)://, gs://, http(s)://, file://; the environment
+    /// (AWS_*, AZURE_*, GOOGLE_*) applies first.
+    #[arg(long = "config", global = true, value_name = "KEY=VALUE")]
+    config: Vec<String>,
+}
+
+/// The storage settings of this run (`--config`), set once at start.
+static CONFIG: std::sync::OnceLock<tdb::StorageConfig> = std::sync::OnceLock::new();
+
+fn config() -> &'static tdb::StorageConfig {
+    CONFIG.get_or_init(tdb::StorageConfig::new)
+}
+
+/// The storage at a local path or URI, with this run's settings.
+fn storage(path: &std::path::Path) -> Result<tdb::AnyStorage, CliError> {
+    Ok(tdb::storage(path, config())?)
 }
 
 #[derive(Subcommand)]
@@ -351,7 +371,7 @@ fn open_for_change(
     path: &std::path::Path,
     at: Option<u64>,
     key: Option<&str>,
-) -> Result<tdb::Array<LocalStorage>, CliError> {
+) -> Result<tdb::Array, CliError> {
     let mut options = open_options(None, key)?;
     if let Some(t) = at {
         options = options.at(t);
@@ -361,7 +381,7 @@ fn open_for_change(
 
 /// Open options from `--at` (`T` or `T1..T2`) and `--key`.
 fn open_options(at: Option<&str>, key: Option<&str>) -> Result<tdb::OpenOptions, CliError> {
-    let mut options = tdb::OpenOptions::new();
+    let mut options = tdb::OpenOptions::new().storage_config(config().clone());
     if at.is_some() {
         let w = window(at)?;
         options = options.between(w.start, w.end);
@@ -406,7 +426,7 @@ impl ReadArgs {
         &self,
         path: &std::path::Path,
         fields: Option<&str>,
-    ) -> Result<(tdb::Array<LocalStorage>, tdb::ReadSpec), CliError> {
+    ) -> Result<(tdb::Array, tdb::ReadSpec), CliError> {
         let options = open_options(self.at.as_deref(), self.key.as_deref())?;
         let array = tdb::Array::open_with(path, options)?;
         let schema = array.schema();
@@ -475,10 +495,15 @@ fn window(at: Option<&str>) -> Result<TimeWindow, CliError> {
 
 /// Runs a command; `Ok(false)` when it worked but found the object unclean.
 fn run(cli: Cli) -> Result<bool, CliError> {
+    let mut settings = tdb::StorageConfig::new();
+    for pair in &cli.config {
+        settings = settings.parse_pair(pair).map_err(tdb::Error::Storage)?;
+    }
+    let _ = CONFIG.set(settings);
     match cli.command {
         Command::Verify { path, json, key } => {
             let key = key_bytes(key.as_deref())?;
-            let storage = LocalStorage::new(&path);
+            let storage = storage(&path)?;
             let mut problems = Vec::new();
             let summary = tdb_fragment::verify_array(&storage, "", key.as_ref(), &mut |p| {
                 if !json {
@@ -513,7 +538,7 @@ fn run(cli: Cli) -> Result<bool, CliError> {
         } => {
             let key = key_bytes(key.as_deref())?;
             let window = window(at.as_deref())?;
-            let storage = LocalStorage::new(&path);
+            let storage = storage(&path)?;
             let report =
                 inspect::inspect(&storage, "", window, key.as_ref()).map_err(|e| match e {
                     CliError::NotAnObject(_) => CliError::NotAnObject(path.display().to_string()),
@@ -560,10 +585,10 @@ fn run(cli: Cli) -> Result<bool, CliError> {
         } => {
             let options = open_options(None, key.as_deref())?;
             let to_key = key_bytes(to_key.as_deref())?;
-            let from = LocalStorage::new(&src);
+            let from = storage(&src)?;
             if tdb_fragment::object_kind(&from, "")? == Some(tdb_fragment::ObjectKind::Group) {
                 let group = tdb::Group::open_in(from, "", options)?;
-                let s = tdb::copy_group(&group, &LocalStorage::new(&dst), "", to_key.as_ref())?;
+                let s = tdb::copy_group(&group, &storage(&dst)?, "", to_key.as_ref())?;
                 println!(
                     "{} -> {}: {} member arrays, {} subgroups, {} member commits, {} metadata files",
                     src.display(),
@@ -576,7 +601,7 @@ fn run(cli: Cli) -> Result<bool, CliError> {
                 return Ok(true);
             }
             let array = tdb::Array::open_with(&src, options)?;
-            let summary = tdb::copy(&array, &LocalStorage::new(&dst), "", to_key.as_ref())?;
+            let summary = tdb::copy(&array, &storage(&dst)?, "", to_key.as_ref())?;
             let cells: u64 = summary.fragments.iter().map(|(_, c)| c).sum();
             println!(
                 "{} -> {}: {} schemas, {} fragments ({cells} cells), {} metadata files, {} deletes",
@@ -648,7 +673,7 @@ fn run(cli: Cli) -> Result<bool, CliError> {
             known_mode(&mode)?;
             let options = open_options(at.as_deref(), key.as_deref())?;
             if mode == "group_meta" {
-                let group = tdb::Group::open_in(LocalStorage::new(&path), "", options)?;
+                let group = tdb::Group::open_in(storage(&path)?, "", options)?;
                 match group.consolidate_metadata()? {
                     Some(c) => println!(
                         "{}: {} group metadata files consolidated; vacuum list {}",
@@ -737,7 +762,7 @@ fn run(cli: Cli) -> Result<bool, CliError> {
             known_mode(&mode)?;
             if mode == "group_meta" {
                 let options = open_options(None, key.as_deref())?;
-                let group = tdb::Group::open_in(LocalStorage::new(&path), "", options)?;
+                let group = tdb::Group::open_in(storage(&path)?, "", options)?;
                 let n = group.vacuum_metadata()?;
                 println!("{}: {n} files removed", path.display());
                 return Ok(true);
@@ -760,13 +785,7 @@ fn run(cli: Cli) -> Result<bool, CliError> {
             })?;
             let (schema, enumerations) = tdb_cli::schema::from_json(&file, &text)?;
             let options = open_options(None, key.as_deref())?;
-            tdb::Array::create_in(
-                LocalStorage::new(&path),
-                "",
-                &schema,
-                &enumerations,
-                options,
-            )?;
+            tdb::Array::create_in(storage(&path)?, "", &schema, &enumerations, options)?;
             println!("{}: created", path.display());
             Ok(true)
         }
@@ -853,7 +872,7 @@ fn run(cli: Cli) -> Result<bool, CliError> {
             key,
         } => {
             let key = key_bytes(key.as_deref())?;
-            let storage = LocalStorage::new(&path);
+            let storage = storage(&path)?;
             let (entry, enumerations) = tdb_cli::schema::load(&storage, at, key.as_ref())?;
             let schema = entry.schema;
             if json {

@@ -9,7 +9,7 @@ use tdb::{Array, LocalStorage, OpenOptions, ReadSpec};
 use tdb_cli::export::{default_fields, export, Format};
 use tdb_cli::import::{read_csv, read_json, write_spec};
 
-fn exported(array: &Array<LocalStorage>, format: Format) -> String {
+fn exported(array: &Array, format: Format) -> String {
     let spec = ReadSpec::new(default_fields(array.schema()));
     let mut out = Vec::new();
     export(array, spec, format, &mut out).unwrap();
@@ -27,11 +27,7 @@ fn rows(text: &str, dups: bool) -> Vec<String> {
 }
 
 /// A new, empty array with `array`'s schema, created from its summary.
-fn empty_like(
-    array: &Array<LocalStorage>,
-    key: Option<&[u8; 32]>,
-    dir: &Path,
-) -> Array<LocalStorage> {
+fn empty_like(array: &Array, key: Option<&[u8; 32]>, dir: &Path) -> Array {
     let summary = tdb_cli::schema::snapshot_summary(array.snapshot()).unwrap();
     let (schema, enumerations) =
         tdb_cli::schema::from_json("summary", &summary.to_string()).unwrap();
@@ -39,12 +35,13 @@ fn empty_like(
     if let Some(k) = key {
         options = options.key(k).unwrap();
     }
-    Array::create_in(LocalStorage::new(dir), "", &schema, &enumerations, options).unwrap()
+    let storage: tdb::AnyStorage = std::sync::Arc::new(LocalStorage::new(dir));
+    Array::create_in(storage, "", &schema, &enumerations, options).unwrap()
 }
 
 /// Whether a string field holds bytes that are not UTF-8, which CSV cannot
 /// carry both ways (JSON can).
-fn non_utf8_text(array: &Array<LocalStorage>) -> bool {
+fn non_utf8_text(array: &Array) -> bool {
     let result: serde_json::Value = serde_json::from_str(&exported(array, Format::Json)).unwrap();
     let fields = result["fields"].as_object().unwrap();
     fields.iter().any(|(name, f)| {

@@ -12,8 +12,8 @@ use crate::{
 };
 use bytes::Bytes;
 use tdb_format::names::{
-    COMMITS_DIR, DEL_EXT, ENUMERATIONS_DIR, GROUP_DETAILS_DIR, GROUP_FILE, IGN_EXT, METADATA_DIR,
-    SCHEMA_DIR, VAC_EXT,
+    COMMITS_DIR, DEL_EXT, ENUMERATIONS_DIR, GROUP_DETAILS_DIR, GROUP_FILE, IGN_EXT, LOCK_FILE,
+    METADATA_DIR, SCHEMA_DIR, VAC_EXT,
 };
 use tdb_format::{FormatVersion, TimestampedName};
 use tdb_schema::{ArraySchema, Enumeration, Evolved, SchemaEntry, SchemaError};
@@ -21,9 +21,12 @@ use tdb_storage::last_component;
 use tdb_storage::{join, WritableStorage};
 
 /// Creates an array at `dir`: checks `schema` by TileDB's rules, refuses a
-/// directory that already holds a TileDB object, then writes the
-/// enumerations and the schema file (last: it is what makes the directory
-/// an array) stamped `timestamp`. `key` encrypts both (AES-256-GCM).
+/// directory that already holds a TileDB object, claims the directory by
+/// creating its `__lock.tdb` (a legacy file TileDB reads past: schema
+/// names are unique, so only a fixed name makes two creators collide, and
+/// exactly one wins), then writes the enumerations and the schema file
+/// (last: it is what makes the directory an array) stamped `timestamp`.
+/// `key` encrypts both (AES-256-GCM).
 pub fn create_array<S: ReadStorage + WritableStorage + ?Sized>(
     storage: &S,
     dir: &str,
@@ -36,6 +39,7 @@ pub fn create_array<S: ReadStorage + WritableStorage + ?Sized>(
         .validate()
         .map_err(|e| FragmentError::schema(dir_label(dir), SchemaError::from(e)))?;
     refuse_existing(storage, dir)?;
+    claim(storage, dir, LOCK_FILE)?;
     for e in enumerations {
         write_enumeration(storage, dir, e, key)?;
     }
@@ -104,7 +108,20 @@ pub fn create_group<S: ReadStorage + WritableStorage + ?Sized>(
     dir: &str,
 ) -> Result<()> {
     refuse_existing(storage, dir)?;
-    put(storage, &join(dir, GROUP_FILE), Vec::new())
+    claim(storage, dir, GROUP_FILE)
+}
+
+/// Creates the file whose existence claims `dir` for one creator.
+fn claim<S: WritableStorage + ?Sized>(storage: &S, dir: &str, marker: &str) -> Result<()> {
+    let key = join(dir, marker);
+    match storage.create(&key, Bytes::new()) {
+        Err(e) if e.is_already_exists() => Err(FragmentError::invalid(
+            dir_label(dir),
+            "directory",
+            format!("another writer created an object here first ({marker} exists)"),
+        )),
+        other => other.map_err(|e| FragmentError::storage(&key, e)),
+    }
 }
 
 /// Writes one batch of metadata changes of the array or group at `dir` as
@@ -257,13 +274,15 @@ fn refuse_existing<S: ReadStorage + ?Sized>(storage: &S, dir: &str) -> Result<()
     }
 }
 
-/// One whole-object write.
+/// One whole-object write of a file that must be new: every file written
+/// here has a fresh name (or is a marker whose existence is the point), so
+/// finding one there means another writer made it, and it stays.
 pub(crate) fn put<S: WritableStorage + ?Sized>(
     storage: &S,
     key: &str,
     bytes: Vec<u8>,
 ) -> Result<()> {
     storage
-        .write(key, Bytes::from(bytes))
+        .create(key, Bytes::from(bytes))
         .map_err(|e| FragmentError::storage(key, e))
 }

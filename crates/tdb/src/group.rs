@@ -1,13 +1,13 @@
 //! Groups: named collections of arrays and groups, with their own metadata.
 
-use crate::{Error, OpenOptions, Result};
+use crate::{AnyStorage, Error, OpenOptions, Result};
 use std::path::Path;
 use tdb_format::ObjectType;
 use tdb_fragment::{
     ArrayMetadata, GroupMember, GroupMemberEntry, GroupMembers, MetadataEntry, ObjectKind,
     OpenGroup, ReadStorage, TimeWindow,
 };
-use tdb_storage::{LocalStorage, Storage};
+use tdb_storage::Storage;
 
 /// One change to a group's members.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,22 +29,31 @@ pub enum MemberChange {
 
 /// A group opened at a time window, over any storage backend.
 #[derive(Debug)]
-pub struct Group<S = LocalStorage> {
+pub struct Group<S = AnyStorage> {
     storage: S,
     pub(crate) dir: String,
     pub(crate) options: OpenOptions,
     pub(crate) open: OpenGroup,
 }
 
-impl Group<LocalStorage> {
-    /// Opens the group in directory `path`, now, unencrypted.
+impl Group<AnyStorage> {
+    /// Opens the group at a local path or URI ([`crate::storage`]), now,
+    /// unencrypted.
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
-        Group::open_in(LocalStorage::new(path.as_ref()), "", OpenOptions::new())
+        Group::open_with(path, OpenOptions::new())
     }
 
-    /// Creates a group in directory `path` (made if missing) and opens it.
+    /// Opens the group at a local path or URI with `options`.
+    pub fn open_with(path: impl AsRef<Path>, options: OpenOptions) -> Result<Self> {
+        let storage = crate::storage(path, &options.config)?;
+        Group::open_in(storage, "", options)
+    }
+
+    /// Creates a group at a local path or URI (a directory is made if
+    /// missing) and opens it.
     pub fn create(path: impl AsRef<Path>) -> Result<Self> {
-        Group::create_in(LocalStorage::new(path.as_ref()), "", OpenOptions::new())
+        let storage = crate::storage(path, &crate::StorageConfig::new())?;
+        Group::create_in(storage, "", OpenOptions::new())
     }
 }
 

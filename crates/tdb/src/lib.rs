@@ -10,6 +10,12 @@
 //! # Ok::<(), tdb::Error>(())
 //! ```
 //!
+//! Arrays and groups open by path or URI: local paths and `file://`, and
+//! `s3://`, `az://`, `abfs(s)://`, `gs://` and `http(s)://` through
+//! `tdb-object-store`, configured by the environment object_store reads
+//! (`AWS_*`, `AZURE_*`, `GOOGLE_*`) and by [`OpenOptions::config`], which
+//! takes TileDB's config names too (`vfs.s3.endpoint_override`, ...).
+//!
 //! An [`Array`] is opened at a time window ([`OpenOptions`]); reads return
 //! their cells in [`Batch`]es whose size the query's memory budget bounds.
 //! Every layer below is a crate of its own (`tdb-storage`, `tdb-schema`,
@@ -19,6 +25,7 @@ mod copy;
 mod group;
 
 use std::path::Path;
+use std::sync::Arc;
 use thiserror::Error;
 
 pub use copy::{copy, copy_group, CopySummary, GroupCopySummary};
@@ -32,13 +39,30 @@ pub use tdb_fragment::{
     ArrayMetadata, GroupMember, GroupMembers, LoadedFragment, MetadataEntry, MetadataValue,
     TimeWindow,
 };
+pub use tdb_object_store::{Config as StorageConfig, ObjectStorage};
 pub use tdb_query::{
     AggregateOp, AggregateResult, AggregateValue, Batch, Column, FieldBuffer,
     FragmentConsolidation, FragmentSelection, ReadSpec, ResultLayout, Snapshot, Subarray,
     DEFAULT_BUDGET, VAR_NUM,
 };
 pub use tdb_schema::{ArraySchema, Range};
-pub use tdb_storage::{LocalStorage, MemoryStorage};
+pub use tdb_storage::{LocalStorage, MemoryStorage, Storage};
+
+/// Storage chosen at run time by path or URI ([`storage`]).
+pub type AnyStorage = Arc<dyn Storage>;
+
+/// The storage a path or URI names: a local directory for a plain path or
+/// `file://`, an object store prefix for `s3://`, `az://`, `abfs(s)://`,
+/// `gs://` and `http(s)://`, configured by the environment and `config`.
+/// Makes no request.
+pub fn storage(path: impl AsRef<Path>, config: &StorageConfig) -> Result<AnyStorage> {
+    let path = path.as_ref();
+    match path.to_str() {
+        Some(uri) => tdb_object_store::open(uri, config).map_err(Error::Storage),
+        // Not UTF-8, so no URI: a local path.
+        None => Ok(Arc::new(LocalStorage::new(path))),
+    }
+}
 
 /// Everything that can go wrong; the variants wrap each layer's error, which
 /// names the file, tile or field at fault.
@@ -73,6 +97,10 @@ pub enum Error {
     /// Planning or running a query.
     #[error("query failed")]
     Query(#[source] tdb_query::QueryError),
+    /// A path or URI that names no storage tdb can reach, or settings it
+    /// cannot use: says what to set.
+    #[error("cannot reach the storage")]
+    Storage(#[source] tdb_object_store::OpenError),
     /// Something tdb does not do yet; the message says what.
     #[error("not supported yet: {0}")]
     Unsupported(String),
@@ -101,12 +129,29 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 pub struct OpenOptions {
     window: Option<TimeWindow>,
     key: Option<[u8; 32]>,
+    config: StorageConfig,
 }
 
 impl OpenOptions {
     /// Now, unencrypted.
     pub fn new() -> Self {
         OpenOptions::default()
+    }
+
+    /// One storage setting for paths and URIs opened with these options:
+    /// TileDB's config names (`vfs.s3.endpoint_override`,
+    /// `vfs.s3.aws_access_key_id`, `vfs.azure.storage_account_name`, ...)
+    /// or object_store's keys (`aws_endpoint`, ...); the environment
+    /// applies first.
+    pub fn config(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.config = self.config.set(key, value);
+        self
+    }
+
+    /// Storage settings for paths and URIs opened with these options.
+    pub fn storage_config(mut self, config: StorageConfig) -> Self {
+        self.config = config;
+        self
     }
 
     /// Opens as of timestamp `t` (ms since the epoch): everything written
@@ -140,22 +185,24 @@ impl OpenOptions {
 
 /// An array opened at a time window, over any storage backend.
 #[derive(Debug)]
-pub struct Array<S = LocalStorage> {
+pub struct Array<S = AnyStorage> {
     storage: S,
     snapshot: Snapshot,
     options: OpenOptions,
 }
 
-impl Array<LocalStorage> {
-    /// Opens the array in directory `path`, now, unencrypted.
+impl Array<AnyStorage> {
+    /// Opens the array at a local path or URI ([`storage`]), now,
+    /// unencrypted.
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
         Array::open_with(path, OpenOptions::new())
     }
 
-    /// Opens the array in directory `path` with `options`.
+    /// Opens the array at a local path or URI with `options`.
     pub fn open_with(path: impl AsRef<Path>, options: OpenOptions) -> Result<Self> {
         let path = path.as_ref();
-        Array::open_in(LocalStorage::new(path), "", options).map_err(|e| match e {
+        let storage = storage(path, &options.config)?;
+        Array::open_in(storage, "", options).map_err(|e| match e {
             Error::Open(source) => Error::OpenAt {
                 path: path.display().to_string(),
                 source,
@@ -163,13 +210,22 @@ impl Array<LocalStorage> {
             other => other,
         })
     }
-}
 
-impl Array<LocalStorage> {
-    /// Creates an array in directory `path` (made if missing) and opens it.
+    /// Creates an array at a local path or URI (a directory is made if
+    /// missing) and opens it.
     pub fn create(path: impl AsRef<Path>, schema: &ArraySchema) -> Result<Self> {
-        let path = path.as_ref();
-        Array::create_in(LocalStorage::new(path), "", schema, &[], OpenOptions::new())
+        Array::create_with(path, schema, OpenOptions::new())
+    }
+
+    /// Creates an array at a local path or URI with `options` (the key
+    /// encrypts it; the storage settings reach it) and opens it.
+    pub fn create_with(
+        path: impl AsRef<Path>,
+        schema: &ArraySchema,
+        options: OpenOptions,
+    ) -> Result<Self> {
+        let storage = storage(path, &options.config)?;
+        Array::create_in(storage, "", schema, &[], options)
     }
 }
 

@@ -17,7 +17,7 @@ fn floats(name: &str, v: &[f32]) -> FieldBuffer {
     b
 }
 
-fn write(a: &tdb::Array<tdb::LocalStorage>, t: u64, lo: i32, hi: i32, v: &[f32]) {
+fn write(a: &tdb::Array, t: u64, lo: i32, hi: i32, v: &[f32]) {
     let mut sub = Subarray::new(1);
     sub.add_range(0, range(lo, hi));
     a.write(
@@ -96,7 +96,7 @@ fn merged_as_tiledb(case: &str, writes: &[(u64, i32, i32, &[f32])]) {
 }
 
 /// A 1-D INT32 domain 1..=12 in tiles of 4, attribute `a` FLOAT32.
-fn dense_array(dir: &std::path::Path) -> tdb::Array<tdb::LocalStorage> {
+fn dense_array(dir: &std::path::Path) -> tdb::Array {
     let src = tdb_testdata::root().join("consolidated_dense/array");
     tdb_testdata::copy_dir(&src, dir).unwrap();
     for sub in ["__fragments", "__commits"] {

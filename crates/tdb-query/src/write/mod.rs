@@ -173,9 +173,10 @@ pub fn write_fragment<S: WritableStorage + ?Sized>(
     writer.finish()
 }
 
+/// Writes a file that must be new (a commit): never replaces another's.
 fn write<S: WritableStorage + ?Sized>(storage: &S, key: &str, bytes: Vec<u8>) -> Result<()> {
     storage
-        .write(key, Bytes::from(bytes))
+        .create(key, Bytes::from(bytes))
         .map_err(|source| QueryError::Storage {
             file: key.to_owned(),
             source,
