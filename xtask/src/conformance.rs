@@ -1,6 +1,8 @@
-//! `cargo xtask conformance DIR [--only CASE]... [--no-queries] [--budget BYTES]`: runs every
-//! conformance case under `DIR` (format: `/work/shared/conformance/FORMAT.md`)
-//! through tdb and compares what tdb reports with `expected.json`.
+//! `cargo xtask conformance DIR [--only CASE]... [--no-queries] [--budget BYTES] [--config K=V]...`:
+//! runs every conformance case under `DIR` (format: `/work/shared/conformance/FORMAT.md`)
+//! through tdb and compares what tdb reports with `expected.json`. `DIR` is a
+//! local directory or a URI (`s3://bucket/prefix`, `az://...`, `gs://...`),
+//! reached with the environment's settings (`AWS_*`, ...) and `--config`'s.
 //!
 //! Cases are the names `DIR/cases.json` lists (a list of case paths relative
 //! to `DIR`), plus every `legacy/<version>/<case>` it does not list; without
@@ -23,9 +25,10 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
+use tdb::StorageConfig;
 use tdb::{Array, OpenOptions, ReadSpec, ResultLayout, Subarray, TimeWindow};
 use tdb_cli::{error_report, inspect, schema, values};
-use tdb_storage::LocalStorage;
+use tdb_storage::last_component;
 
 /// What to run.
 #[derive(Debug, Clone, Default)]
@@ -36,6 +39,8 @@ pub struct Options {
     pub skip_queries: bool,
     /// Run every query under this memory budget (bytes).
     pub budget: Option<u64>,
+    /// Storage settings for a corpus behind a URI.
+    pub config: StorageConfig,
 }
 
 /// `cargo xtask conformance`: `Ok(true)` when every case passed.
@@ -56,13 +61,21 @@ pub fn conformance(args: &[String]) -> Result<bool, String> {
                         .map_err(|_| format!("--budget {b:?}: not a number of bytes"))?,
                 );
             }
+            "--config" => {
+                let pair = it.next().ok_or("--config needs KEY=VALUE")?;
+                options.config = options
+                    .config
+                    .clone()
+                    .parse_pair(pair)
+                    .map_err(|e| e.to_string())?;
+            }
             s if s.starts_with("--") => return Err(format!("conformance: unknown option {s}")),
             s if dir.is_none() => dir = Some(PathBuf::from(s)),
             s => return Err(format!("conformance: one directory only, not also {s:?}")),
         }
     }
     let dir = dir.ok_or(
-        "usage: cargo xtask conformance DIR [--only CASE]... [--no-queries] [--budget BYTES]",
+        "usage: cargo xtask conformance DIR [--only CASE]... [--no-queries] [--budget BYTES] [--config KEY=VALUE]...",
     )?;
     let stdout = std::io::stdout();
     let (_, failed) = run(&dir, &options, &mut stdout.lock())?;
@@ -72,7 +85,7 @@ pub fn conformance(args: &[String]) -> Result<bool, String> {
 /// Runs the cases of `dir`, printing one line per case and the totals to
 /// `out`; returns `(passed, failed)`.
 pub fn run(dir: &Path, options: &Options, out: &mut dyn Write) -> Result<(usize, usize), String> {
-    let mut cases = cases(dir)?;
+    let mut cases = cases(dir, &options.config)?;
     if !options.only.is_empty() {
         for name in &options.only {
             if !cases.iter().any(|(n, _)| n == name) {
@@ -116,27 +129,51 @@ fn one_line(s: &str) -> String {
         .join(" / ")
 }
 
-/// `(name, directory)` of every case of `dir`.
-fn cases(dir: &Path) -> Result<Vec<(String, PathBuf)>, String> {
-    if !dir.is_dir() {
-        return Err(format!("{}: not a directory", dir.display()));
+/// The storage a corpus path or URI names, with `config`.
+pub(crate) fn corpus_storage(
+    dir: &Path,
+    config: &StorageConfig,
+) -> Result<tdb::AnyStorage, String> {
+    tdb::storage(dir, config).map_err(|e| format!("{}: {}", dir.display(), chain(&e)))
+}
+
+/// `(name, directory)` of every case of `dir` (a directory or a URI): the
+/// names `cases.json` lists and the legacy cases it does not, or without
+/// it every directory holding an `expected.json` (not looking inside one).
+pub(crate) fn cases(dir: &Path, config: &StorageConfig) -> Result<Vec<(String, PathBuf)>, String> {
+    let storage = corpus_storage(dir, config)?;
+    let err = |e: tdb_storage::StorageError| format!("{}: {}", dir.display(), chain(&e));
+    let mut found: Vec<String> = storage
+        .list_prefix("")
+        .map_err(err)?
+        .into_iter()
+        .filter(|f| last_component(&f.key) == "expected.json")
+        .map(|f| {
+            f.key
+                .rsplit_once('/')
+                .map_or(String::new(), |(d, _)| d.to_owned())
+        })
+        .collect();
+    found.sort();
+    // A case's own directories are not cases (only its array or group).
+    let mut all: Vec<String> = Vec::new();
+    for case in found {
+        if !all
+            .iter()
+            .any(|c| c.is_empty() || case.starts_with(&format!("{c}/")))
+        {
+            all.push(case);
+        }
     }
-    let name_of = |p: &Path| {
-        p.strip_prefix(dir)
-            .unwrap_or(p)
-            .to_string_lossy()
-            .replace('\\', "/")
+    if all.is_empty() {
+        return Err(format!("{}: no conformance case there", dir.display()));
+    }
+    let Some(text) = storage.read("cases.json").map_err(err)? else {
+        return Ok(all.into_iter().map(|n| (n.clone(), dir.join(n))).collect());
     };
     let list = dir.join("cases.json");
-    if !list.exists() {
-        return Ok(tdb_testdata::case_dirs(dir)
-            .into_iter()
-            .map(|p| (name_of(&p), p))
-            .collect());
-    }
-    let text = std::fs::read_to_string(&list).map_err(|e| format!("{}: {e}", list.display()))?;
     let names: Value =
-        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", list.display()))?;
+        serde_json::from_slice(&text).map_err(|e| format!("{}: {e}", list.display()))?;
     let mut out: Vec<(String, PathBuf)> = names
         .as_array()
         .ok_or_else(|| format!("{}: not a list of case names", list.display()))?
@@ -149,13 +186,9 @@ fn cases(dir: &Path) -> Result<Vec<(String, PathBuf)>, String> {
                 .ok_or_else(|| format!("{}: {n} is not a case name", list.display()))
         })
         .collect::<Result<_, _>>()?;
-    let legacy = dir.join("legacy");
-    if legacy.is_dir() {
-        for p in tdb_testdata::case_dirs(&legacy) {
-            let name = name_of(&p);
-            if !out.iter().any(|(n, _)| *n == name) {
-                out.push((name, p));
-            }
+    for name in all.into_iter().filter(|n| n.starts_with("legacy/")) {
+        if !out.iter().any(|(n, _)| *n == name) {
+            out.push((name.clone(), dir.join(name)));
         }
     }
     Ok(out)
@@ -163,7 +196,7 @@ fn cases(dir: &Path) -> Result<Vec<(String, PathBuf)>, String> {
 
 /// Checks one case directory; `Err` holds the first difference.
 pub fn check_case(case: &Path, options: &Options) -> Result<(), String> {
-    let (expected, key) = read_expected(case)?;
+    let (expected, key) = read_expected(case, &options.config)?;
     if expected["kind"] == "group" {
         check_group(&case.join("group"), &expected, key.as_ref(), options)
     } else {
@@ -171,11 +204,18 @@ pub fn check_case(case: &Path, options: &Options) -> Result<(), String> {
     }
 }
 
-/// A case's `expected.json` and the encryption key it names.
-pub(crate) fn read_expected(case: &Path) -> Result<(Value, Option<[u8; 32]>), String> {
-    let file = case.join("expected.json");
-    let text = std::fs::read_to_string(&file).map_err(|e| format!("expected.json: {e}"))?;
-    let expected: Value = serde_json::from_str(&text).map_err(|e| format!("expected.json: {e}"))?;
+/// A case's `expected.json` and the encryption key it names; `case` is a
+/// directory or a URI.
+pub(crate) fn read_expected(
+    case: &Path,
+    config: &StorageConfig,
+) -> Result<(Value, Option<[u8; 32]>), String> {
+    let text = corpus_storage(case, config)?
+        .read("expected.json")
+        .map_err(|e| format!("expected.json: {}", chain(&e)))?
+        .ok_or("expected.json: missing")?;
+    let expected: Value =
+        serde_json::from_slice(&text).map_err(|e| format!("expected.json: {e}"))?;
     let key: Option<[u8; 32]> =
         match expected["encryption"]["key"].as_str() {
             Some(k) => Some(k.as_bytes().try_into().map_err(|_| {
@@ -198,6 +238,7 @@ pub(crate) fn chain(e: &dyn std::error::Error) -> String {
 /// The arrays of one directory opened at each window a check asks for.
 struct Opened<'a> {
     dir: &'a Path,
+    config: &'a StorageConfig,
     key: Option<&'a [u8; 32]>,
     arrays: HashMap<(u64, u64), Array>,
 }
@@ -206,7 +247,7 @@ impl Opened<'_> {
     fn at(&mut self, window: TimeWindow) -> Result<&Array, String> {
         let slot = (window.start, window.end);
         if !self.arrays.contains_key(&slot) {
-            let mut options = OpenOptions::new();
+            let mut options = OpenOptions::new().storage_config(self.config.clone());
             if window != TimeWindow::ALL {
                 options = options.between(window.start, window.end);
             }
@@ -233,6 +274,7 @@ fn check_array(
 ) -> Result<(), String> {
     let mut opened = Opened {
         dir,
+        config: &options.config,
         key,
         arrays: HashMap::new(),
     };
@@ -341,7 +383,8 @@ fn check_group(
     options: &Options,
 ) -> Result<(), String> {
     let group_at = |sub: &Path, at: &str, expected: &Value| -> Result<(), String> {
-        let report = inspect::inspect(&LocalStorage::new(sub), "", TimeWindow::ALL, key)
+        let storage = corpus_storage(sub, &options.config)?;
+        let report = inspect::inspect(&storage, "", TimeWindow::ALL, key)
             .map_err(|e| format!("{at}: {}", chain(&e)))?;
         let got = json(&report.group);
         for field in ["metadata", "members"] {

@@ -191,7 +191,7 @@ fn evolved(dir: &Path) -> bool {
 /// spread over fragments, which a merge changes: TileDB returns a sparse
 /// read of one dimension over ranges out of order (or overlapping) range
 /// by range when every cell comes from one fragment, sorted otherwise.
-fn fragment_dependent(exp: &serde_json::Value) -> bool {
+pub(crate) fn fragment_dependent(exp: &serde_json::Value) -> bool {
     let sparse = exp["schema"]["array_type"] == "sparse";
     let one_dim = exp["schema"]["dims"]
         .as_array()
@@ -264,7 +264,7 @@ pub(crate) fn consolidations(
     let mut referenced = Vec::new();
     for case in tdb_testdata::case_dirs(corpus) {
         let rel = case.strip_prefix(corpus).unwrap_or(&case).to_path_buf();
-        let (exp, key) = read_expected(&case)?;
+        let (exp, key) = read_expected(&case, &tdb::StorageConfig::new())?;
         let fragments = exp["fragments"].as_array().map_or(0, Vec::len);
         if exp.get("kind").and_then(|k| k.as_str()).unwrap_or("array") != "array" || fragments < 2 {
             continue;

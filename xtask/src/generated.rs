@@ -1247,7 +1247,10 @@ pub(crate) fn generated(root: &Path, python: &Path) -> Result<(usize, usize), St
     }
     // What TileDB read is what tdb wrote.
     if !failed.contains_key(METADATA_CASE) {
-        let (exp, _) = crate::conformance::read_expected(&out.join(METADATA_CASE))?;
+        let (exp, _) = crate::conformance::read_expected(
+            &out.join(METADATA_CASE),
+            &tdb::StorageConfig::new(),
+        )?;
         if let Err(e) = check_consolidated_metadata(&exp) {
             failed.insert(METADATA_CASE.into(), e);
         }
@@ -1262,7 +1265,8 @@ pub(crate) fn generated(root: &Path, python: &Path) -> Result<(usize, usize), St
         if failed.contains_key(name) {
             continue;
         }
-        let (exp, _) = crate::conformance::read_expected(&out.join(name))?;
+        let (exp, _) =
+            crate::conformance::read_expected(&out.join(name), &tdb::StorageConfig::new())?;
         for k in queries {
             let got = exp["queries"]
                 .as_array()

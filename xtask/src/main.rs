@@ -8,7 +8,9 @@
 //!   other writers' directories inside it); then one
 //!   expectation pass with the first row's (current) TileDB completes every
 //!   case's `expected.json` with what TileDB reports.
-//! - `interop`: TileDB reads what tdb wrote (see `interop.rs`).
+//! - `interop [DIR | --generated | --storage s3 [DIR]]`: TileDB reads what
+//!   tdb wrote (see `interop.rs`); `--storage s3` runs the checks on a
+//!   loopback S3 server (see `object_stores.rs`).
 //! - `bench [--quick] [--only W..] [--json FILE]`: tdb against TileDB on the
 //!   same arrays, in one run (see `bench.rs`).
 //! - `conformance DIR [--only CASE]... [--no-queries] [--budget BYTES]`: every conformance
@@ -20,6 +22,7 @@ mod conformance;
 mod consolidations;
 mod generated;
 mod interop;
+mod object_stores;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
@@ -193,7 +196,7 @@ fn fixtures(args: &[String]) -> Result<(), String> {
 }
 
 const USAGE: &str = "usage: cargo xtask fixtures [--only TILEDB_PY_VERSION]...
-       cargo xtask interop [DIR | --generated]
+       cargo xtask interop [DIR | --generated | --storage s3 [DIR]]
        cargo xtask bench [--quick] [--only W..] [--json FILE]
        cargo xtask conformance DIR [--only CASE]... [--no-queries] [--budget BYTES]";
 
@@ -214,6 +217,8 @@ fn main() -> ExitCode {
         Some("bench") => {
             read_writers(&workspace_root()).and_then(|w| bench::bench(&args[1..], &w[0]))
         }
+        // A writer process of the S3 pass's concurrency check.
+        Some("s3-writer") => object_stores::writer(&args[1..]),
         Some("interop") => {
             read_writers(&workspace_root()).and_then(|w| interop::interop(&args[1..], &w[0]))
         }

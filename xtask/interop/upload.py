@@ -1,0 +1,39 @@
+#!/usr/bin/env python3
+"""TileDB writes a corpus of conformance cases into an object store, file by file, through its
+own VFS (its S3 client: single puts and multipart uploads), so tdb then reads bytes TileDB
+itself put there.
+
+Usage: <venv-0.36.1>/bin/python xtask/interop/upload.py CORPUS URI
+with TDB_TILEDB_CONFIG (a JSON object) holding the settings that reach the store.
+"""
+import json
+import os
+import sys
+
+import tiledb
+
+
+def main(corpus, uri):
+    cfg = json.loads(os.environ.get("TDB_TILEDB_CONFIG", "{}"))
+    vfs = tiledb.VFS(config=tiledb.Config(cfg))
+    uri = uri.rstrip("/")
+    n = 0
+    for dirpath, dirnames, filenames in os.walk(corpus):
+        dirnames.sort()
+        for fn in sorted(filenames):
+            path = os.path.join(dirpath, fn)
+            rel = os.path.relpath(path, corpus).replace(os.sep, "/")
+            with open(path, "rb") as src:
+                data = src.read()
+            with vfs.open("%s/%s" % (uri, rel), "wb") as dst:
+                dst.write(data)
+            n += 1
+    print("upload: TileDB wrote %d files under %s" % (n, uri))
+    return 0 if n else 1
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        print(__doc__, file=sys.stderr)
+        sys.exit(2)
+    sys.exit(main(sys.argv[1], sys.argv[2]))
