@@ -18,10 +18,12 @@ mod config;
 mod error;
 mod fetch;
 mod runtime;
+mod stats;
 mod upload;
 
 pub use config::{Config, Scheme, Tuning, MIN_PART_SIZE};
 pub use error::OpenError;
+pub use stats::RequestStats;
 
 use bytes::Bytes;
 use error::{is_missing, storage_error};
@@ -44,6 +46,8 @@ pub struct ObjectStorage {
     /// The URI of the root, without a trailing `/`: names every error.
     base: String,
     tuning: Tuning,
+    /// The requests sent through `store`, shared by clones.
+    counters: Arc<stats::Counters>,
 }
 
 /// Whether `uri` names a remote store (anything but a plain path or
@@ -75,13 +79,13 @@ impl ObjectStorage {
     /// endpoint shows at the first one, as an error that names the URI.
     pub fn open(uri: &str, config: &Config) -> std::result::Result<Self, OpenError> {
         let r = config::resolve(uri, config)?;
-        Ok(ObjectStorage {
-            scheme: r.scheme,
-            store: r.store,
-            root: r.root,
-            base: uri.trim_end_matches('/').to_owned(),
-            tuning: r.tuning,
-        })
+        Ok(Self::counted(
+            r.scheme,
+            r.store,
+            r.root,
+            uri.trim_end_matches('/'),
+            r.tuning,
+        ))
     }
 
     /// Storage over any object store (object_store's own in-memory store,
@@ -97,13 +101,45 @@ impl ObjectStorage {
             path: root.to_owned(),
             reason: leak_reason(e),
         })?;
-        Ok(ObjectStorage {
+        Ok(Self::counted(
             scheme,
             store,
             root,
-            base: base.trim_end_matches('/').to_owned(),
+            base.trim_end_matches('/'),
             tuning,
-        })
+        ))
+    }
+
+    fn counted(
+        scheme: Scheme,
+        store: Arc<dyn ObjectStore>,
+        root: Path,
+        base: &str,
+        tuning: Tuning,
+    ) -> Self {
+        let counters = Arc::new(stats::Counters::default());
+        let store = Arc::new(stats::CountingStore {
+            inner: store,
+            counters: counters.clone(),
+        });
+        ObjectStorage {
+            scheme,
+            store,
+            root,
+            base: base.to_owned(),
+            tuning,
+            counters,
+        }
+    }
+
+    /// The requests sent so far (by this storage and its clones).
+    pub fn stats(&self) -> RequestStats {
+        self.counters.take(false)
+    }
+
+    /// The requests sent so far, counting again from zero.
+    pub fn take_stats(&self) -> RequestStats {
+        self.counters.take(true)
     }
 
     /// Which kind of store this is.

@@ -39,7 +39,7 @@ pub use tdb_fragment::{
     ArrayMetadata, GroupMember, GroupMembers, LoadedFragment, MetadataEntry, MetadataValue,
     TimeWindow,
 };
-pub use tdb_object_store::{Config as StorageConfig, ObjectStorage};
+pub use tdb_object_store::{Config as StorageConfig, ObjectStorage, RequestStats};
 pub use tdb_query::{
     AggregateOp, AggregateResult, AggregateValue, Batch, Column, FieldBuffer,
     FragmentConsolidation, FragmentSelection, ReadSpec, ResultLayout, Snapshot, Subarray,
