@@ -112,11 +112,10 @@ def main():
     phase = json.load(open(sys.argv[1]))
     path = sys.argv[2]
     cores = str(os.cpu_count() or 1)
-    ctx = tiledb.Ctx(
-        tiledb.Config(
-            {"sm.compute_concurrency_level": cores, "sm.io_concurrency_level": cores}
-        )
-    )
+    cfg = {"sm.compute_concurrency_level": cores, "sm.io_concurrency_level": cores}
+    # An object store's settings (cargo xtask bench --storage s3).
+    cfg.update(json.loads(os.environ.get("TDB_TILEDB_CONFIG", "{}")))
+    ctx = tiledb.Ctx(tiledb.Config(cfg))
     if phase.get("consolidate"):
         seconds, cells, check = consolidate(phase, path, sys.argv[3], ctx)
     elif phase.get("write"):

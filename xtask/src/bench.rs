@@ -11,6 +11,11 @@
 //! engines disagree on cells or checksum fails the run. Printed and written
 //! as JSON: per phase the medians, their ratio (TileDB time / tdb time) and
 //! each side's peak resident set.
+//!
+//! `--storage s3` runs the read phases against a loopback S3 server
+//! (moto) behind a proxy that holds every request back 10 ms, as a remote
+//! store would: TileDB writes the arrays there (its own VFS), both engines
+//! read them through the proxy, which counts each side's requests.
 
 use crate::{run, venv_for, workspace_root, Writer};
 use serde_json::{json, Value};
@@ -357,12 +362,18 @@ pub(crate) fn bench(args: &[String], reference: &Writer) -> Result<(), String> {
     let mut quick = false;
     let mut only: Vec<String> = Vec::new();
     let mut json_out = None;
+    let mut s3 = false;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
             "--quick" => quick = true,
             "--only" => only.push(it.next().ok_or("--only needs a workload")?.clone()),
             "--json" => json_out = Some(PathBuf::from(it.next().ok_or("--json needs a file")?)),
+            "--storage" => match it.next().map(String::as_str) {
+                Some("s3") => s3 = true,
+                Some("local") => s3 = false,
+                _ => return Err("bench: --storage takes local or s3".into()),
+            },
             other => return Err(format!("bench: unknown argument {other:?}")),
         }
     }
@@ -387,24 +398,41 @@ pub(crate) fn bench(args: &[String], reference: &Writer) -> Result<(), String> {
     std::fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
     let mut rows: Vec<Value> = Vec::new();
     let mut failures = Vec::new();
+    let remote = if s3 {
+        Some(Remote::start(&root, &python)?)
+    } else {
+        None
+    };
     println!(
-        "{:<4} {:<48} {:>10} {:>10} {:>7} {:>9} {:>9}",
-        "", "phase", "tdb s", "TileDB s", "ratio", "tdb MiB", "TileDB MiB"
+        "{:<4} {:<48} {:>10} {:>10} {:>7} {:>9} {:>9}{}",
+        "",
+        "phase",
+        "tdb s",
+        "TileDB s",
+        "ratio",
+        "tdb MiB",
+        "TileDB MiB",
+        if s3 { "   tdb req TileDB req" } else { "" }
     );
     for (k, p) in phases(&sizes).iter().enumerate() {
         if !selected(p.workload) {
             continue;
         }
         let dir = workload_dir(&root, &python, p.workload, scale)?;
-        let array = dir.join(&p.array);
+        let writes = ["write", "consolidate"]
+            .iter()
+            .any(|k| p.spec[*k].as_bool().unwrap_or(false));
+        let array = match &remote {
+            // Reads only: the arrays live in the server.
+            Some(_) if writes => continue,
+            Some(r) => PathBuf::from(r.array(&root, &python, &dir, p.workload, scale, &p.array)?),
+            None => dir.join(&p.array),
+        };
         let spec = work.join(format!("phase{k}.json"));
         std::fs::write(&spec, p.spec.to_string())
             .map_err(|e| format!("{}: {e}", spec.display()))?;
         // Write and consolidation phases write an array here, removed
         // before every run.
-        let writes = ["write", "consolidate"]
-            .iter()
-            .any(|k| p.spec[*k].as_bool().unwrap_or(false));
         let out = writes.then(|| work.join(format!("written{k}")));
         let with_out = |c: &mut Command| -> Result<(), String> {
             if let Some(out) = &out {
@@ -418,23 +446,42 @@ pub(crate) fn bench(args: &[String], reference: &Writer) -> Result<(), String> {
         let tdb_cmd = || {
             let mut c = Command::new(&tdb);
             c.arg("phase").arg(&spec).arg(&array);
+            if let Some(r) = &remote {
+                c.envs(r.tdb_env());
+            }
             with_out(&mut c)?;
             measure(&mut c)
         };
         let tiledb_cmd = || {
             let mut c = Command::new(&python);
             c.arg(&tiledb_phase).arg(&spec).arg(&array);
+            if let Some(r) = &remote {
+                c.env("TDB_TILEDB_CONFIG", r.tiledb_config());
+            }
             with_out(&mut c)?;
             measure(&mut c)
+        };
+        // Requests one run of each engine sends (through the proxy).
+        let requests = |m: &dyn Fn() -> Result<Measure, String>| -> Result<(Measure, u64), String> {
+            if let Some(r) = &remote {
+                r.proxy.requests(true);
+            }
+            let got = m()?;
+            Ok((got, remote.as_ref().map_or(0, |r| r.proxy.requests(true))))
         };
         if sizes.warm_up {
             tdb_cmd()?;
             tiledb_cmd()?;
         }
         let (mut a, mut b) = (Vec::new(), Vec::new());
+        let (mut a_req, mut b_req) = (0, 0);
         for _ in 0..sizes.reps {
-            a.push(tdb_cmd()?);
-            b.push(tiledb_cmd()?);
+            let (m, n) = requests(&tdb_cmd)?;
+            a.push(m);
+            a_req = n;
+            let (m, n) = requests(&tiledb_cmd)?;
+            b.push(m);
+            b_req = n;
         }
         let (x, y) = (a[0], b[0]);
         let agree = x.cells == y.cells
@@ -450,7 +497,7 @@ pub(crate) fn bench(args: &[String], reference: &Writer) -> Result<(), String> {
         let peak = |v: &[Measure]| v.iter().map(|m| m.peak_kib).max().unwrap_or(0) as f64 / 1024.0;
         let (tdb_mib, tiledb_mib) = (peak(&a), peak(&b));
         println!(
-            "{:<4} {:<48} {:>10.4} {:>10.4} {:>7.2} {:>9.1} {:>9.1}{}",
+            "{:<4} {:<48} {:>10.4} {:>10.4} {:>7.2} {:>9.1} {:>9.1}{}{}",
             p.workload,
             p.name,
             tdb_s,
@@ -458,6 +505,11 @@ pub(crate) fn bench(args: &[String], reference: &Writer) -> Result<(), String> {
             tiledb_s / tdb_s,
             tdb_mib,
             tiledb_mib,
+            if s3 {
+                format!(" {a_req:>9} {b_req:>10}")
+            } else {
+                String::new()
+            },
             if agree { "" } else { "  MISMATCH" }
         );
         rows.push(json!({
@@ -469,10 +521,13 @@ pub(crate) fn bench(args: &[String], reference: &Writer) -> Result<(), String> {
             "tdb_peak_mib": tdb_mib,
             "tiledb_peak_mib": tiledb_mib,
             "bytes": p.bytes,
+            "storage": if s3 { "s3" } else { "local" },
+            "tdb_requests": remote.as_ref().map(|_| a_req),
+            "tiledb_requests": remote.as_ref().map(|_| b_req),
         }));
     }
     // The physical limits: memory copy, and raw zstd on W1's tile bytes.
-    if selected("W1") {
+    if selected("W1") && !s3 {
         let gbps = |m: Measure| m.cells as f64 / m.seconds / 1e9;
         let memcpy = measure(Command::new(&tdb).arg("memcpy"))?;
         println!("machine: memcpy {:.1} GB/s (one core)", gbps(memcpy));
@@ -536,4 +591,82 @@ fn find_file(dir: &Path, name: &str) -> Option<PathBuf> {
         }
     }
     None
+}
+
+/// The S3 side of `--storage s3`: the server, the latency proxy in front
+/// of it, and the workloads uploaded so far.
+struct Remote {
+    server: tdb_test_servers::S3Server,
+    proxy: tdb_test_servers::LatencyProxy,
+    uploaded: std::cell::RefCell<Vec<String>>,
+}
+
+/// What each request to the server costs through the proxy.
+const LATENCY: std::time::Duration = std::time::Duration::from_millis(10);
+const BENCH_BUCKET: &str = "bench";
+
+impl Remote {
+    fn start(_root: &Path, _python: &Path) -> Result<Remote, String> {
+        let server = tdb_test_servers::S3Server::start()?;
+        server.create_bucket(BENCH_BUCKET)?;
+        let proxy = tdb_test_servers::LatencyProxy::start(server.port(), LATENCY)?;
+        Ok(Remote {
+            server,
+            proxy,
+            uploaded: Default::default(),
+        })
+    }
+
+    /// TileDB's config for `port` (the server's own, or the proxy's).
+    fn config_for(port: u16) -> String {
+        json!({
+            "vfs.s3.endpoint_override": format!("127.0.0.1:{port}"),
+            "vfs.s3.scheme": "http",
+            "vfs.s3.use_virtual_addressing": "false",
+            "vfs.s3.region": "us-east-1",
+            "vfs.s3.aws_access_key_id": "testing",
+            "vfs.s3.aws_secret_access_key": "testing",
+        })
+        .to_string()
+    }
+
+    /// TileDB's config, through the proxy.
+    fn tiledb_config(&self) -> String {
+        Self::config_for(self.proxy.port())
+    }
+
+    /// tdb's environment, through the proxy.
+    fn tdb_env(&self) -> Vec<(&'static str, String)> {
+        let mut env = self.server.env();
+        for (k, v) in &mut env {
+            if *k == "AWS_ENDPOINT_URL" {
+                *v = format!("http://127.0.0.1:{}", self.proxy.port());
+            }
+        }
+        env
+    }
+
+    /// The URI of `array` of workload `w`, which TileDB puts in the server
+    /// (straight, not through the proxy) the first time it is asked for.
+    fn array(
+        &self,
+        root: &Path,
+        python: &Path,
+        dir: &Path,
+        w: &str,
+        scale: &str,
+        array: &str,
+    ) -> Result<String, String> {
+        let base = format!("s3://{BENCH_BUCKET}/{scale}/{w}");
+        if !self.uploaded.borrow().iter().any(|u| u == w) {
+            run(Command::new(python)
+                .current_dir(root)
+                .env("TDB_TILEDB_CONFIG", Self::config_for(self.server.port()))
+                .arg("xtask/interop/upload.py")
+                .arg(dir)
+                .arg(&base))?;
+            self.uploaded.borrow_mut().push(w.to_owned());
+        }
+        Ok(format!("{base}/{array}"))
+    }
 }

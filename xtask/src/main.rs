@@ -197,7 +197,7 @@ fn fixtures(args: &[String]) -> Result<(), String> {
 
 const USAGE: &str = "usage: cargo xtask fixtures [--only TILEDB_PY_VERSION]...
        cargo xtask interop [DIR | --generated | --storage s3 [DIR]]
-       cargo xtask bench [--quick] [--only W..] [--json FILE]
+       cargo xtask bench [--quick] [--only W..] [--json FILE] [--storage local|s3]
        cargo xtask conformance DIR [--only CASE]... [--no-queries] [--budget BYTES]";
 
 fn main() -> ExitCode {

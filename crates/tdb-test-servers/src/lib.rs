@@ -302,3 +302,116 @@ impl Drop for Azurite {
         let _ = std::fs::remove_dir_all(&self._data);
     }
 }
+
+/// A TCP proxy on loopback in front of a server that holds each HTTP
+/// request back for a fixed latency (what a request to a remote object
+/// store costs) and counts the requests. A request starts when a client
+/// sends after the server has answered (or first, on a new connection):
+/// HTTP/1.1 without pipelining, as the object store clients speak it.
+#[derive(Debug)]
+pub struct LatencyProxy {
+    port: u16,
+    requests: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl LatencyProxy {
+    /// Starts a proxy to `127.0.0.1:upstream` adding `latency` per request.
+    pub fn start(upstream: u16, latency: Duration) -> Result<LatencyProxy, Error> {
+        use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+        use std::sync::Arc;
+        let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+        let port = listener.local_addr().map_err(|e| e.to_string())?.port();
+        let requests = Arc::new(AtomicU64::new(0));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (count, halt) = (requests.clone(), stop.clone());
+        std::thread::Builder::new()
+            .name("latency-proxy".into())
+            .spawn(move || {
+                for client in listener.incoming() {
+                    if halt.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    let Ok(client) = client else { continue };
+                    let Ok(server) = TcpStream::connect(("127.0.0.1", upstream)) else {
+                        continue;
+                    };
+                    let _ = client.set_nodelay(true);
+                    let _ = server.set_nodelay(true);
+                    // Set when the server has sent since the client last did.
+                    let answered = Arc::new(AtomicBool::new(true));
+                    let (c2, s2) = match (client.try_clone(), server.try_clone()) {
+                        (Ok(c), Ok(s)) => (c, s),
+                        _ => continue,
+                    };
+                    let (up_answered, up_count) = (answered.clone(), count.clone());
+                    std::thread::spawn(move || {
+                        pump(client, s2, |_| {
+                            if up_answered.swap(false, Ordering::SeqCst) {
+                                up_count.fetch_add(1, Ordering::Relaxed);
+                                std::thread::sleep(latency);
+                            }
+                        })
+                    });
+                    std::thread::spawn(move || {
+                        pump(server, c2, |_| answered.store(true, Ordering::SeqCst))
+                    });
+                }
+            })
+            .map_err(|e| e.to_string())?;
+        Ok(LatencyProxy {
+            port,
+            requests,
+            stop,
+        })
+    }
+
+    /// The proxy's port on 127.0.0.1.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Requests seen so far; `reset` counts again from zero.
+    pub fn requests(&self, reset: bool) -> u64 {
+        use std::sync::atomic::Ordering;
+        if reset {
+            self.requests.swap(0, Ordering::Relaxed)
+        } else {
+            self.requests.load(Ordering::Relaxed)
+        }
+    }
+}
+
+impl Drop for LatencyProxy {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        // Wakes the accept loop so it sees the flag.
+        let _ = TcpStream::connect(("127.0.0.1", self.port));
+    }
+}
+
+/// Copies `from` to `to` until either closes, calling `seen` before
+/// forwarding each read.
+fn pump(mut from: TcpStream, mut to: TcpStream, seen: impl Fn(usize)) {
+    let mut buf = vec![0u8; 64 << 10];
+    loop {
+        match from.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                seen(n);
+                if to.write_all(&buf[..n]).is_err() {
+                    break;
+                }
+            }
+        }
+    }
+    let _ = to.shutdown(std::net::Shutdown::Both);
+    let _ = from.shutdown(std::net::Shutdown::Both);
+}
+
+impl S3Server {
+    /// The server's port on 127.0.0.1.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+}
