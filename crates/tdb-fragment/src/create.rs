@@ -118,7 +118,10 @@ fn claim<S: WritableStorage + ?Sized>(storage: &S, dir: &str, marker: &str) -> R
         Err(e) if e.is_already_exists() => Err(FragmentError::invalid(
             dir_label(dir),
             "directory",
-            format!("another writer created an object here first ({marker} exists)"),
+            format!(
+                "another writer created an object here first ({marker} exists; \
+                 if no object ever appears, a creation stopped before it finished: remove {marker})"
+            ),
         )),
         other => other.map_err(|e| FragmentError::storage(&key, e)),
     }

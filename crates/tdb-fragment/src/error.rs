@@ -84,7 +84,8 @@ impl FragmentError {
     /// A storage failure on `file`.
     pub fn storage(file: &str, source: StorageError) -> Self {
         FragmentError::Storage {
-            file: file.to_owned(),
+            // The root directory is "" to storage; "." to a reader.
+            file: crate::open::dir_label(file).to_owned(),
             source,
         }
     }

@@ -31,7 +31,9 @@ pub struct Tuning {
     /// (`vfs.min_batch_gap`, TileDB's default 500 KB).
     pub coalesce_gap: u64,
     /// A coalesced request grows to at most this many bytes
-    /// (`vfs.max_batch_size`).
+    /// (`vfs.max_batch_size`): a large batch goes as several requests at
+    /// once, which a store serves side by side, rather than as one long
+    /// stream.
     pub max_request: u64,
     /// Requests in flight at once (`vfs.s3.max_parallel_ops`).
     pub concurrency: usize,
@@ -47,7 +49,7 @@ impl Default for Tuning {
     fn default() -> Self {
         Tuning {
             coalesce_gap: 500 << 10,
-            max_request: 100 << 20,
+            max_request: 8 << 20,
             concurrency: 16,
             part_size: MIN_PART_SIZE,
         }

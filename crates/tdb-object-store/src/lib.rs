@@ -99,7 +99,7 @@ impl ObjectStorage {
     ) -> Result<Self> {
         let root = Path::parse(check_path(root)?).map_err(|e| StorageError::InvalidPath {
             path: root.to_owned(),
-            reason: leak_reason(e),
+            reason: path_reason(e),
         })?;
         Ok(Self::counted(
             scheme,
@@ -170,7 +170,7 @@ impl ObjectStorage {
         }
         Path::parse(parts.join("/")).map_err(|e| StorageError::InvalidPath {
             path: key.to_owned(),
-            reason: leak_reason(e),
+            reason: path_reason(e),
         })
     }
 
@@ -226,8 +226,9 @@ impl ObjectStorage {
     }
 }
 
-/// object_store's path errors carry their text; ours take a static reason.
-fn leak_reason(_: object_store::path::Error) -> &'static str {
+/// Why object_store refused a path (its errors carry text; ours a static
+/// reason).
+fn path_reason(_: object_store::path::Error) -> &'static str {
     "not a valid object store path"
 }
 
@@ -261,6 +262,10 @@ impl ReadableStorage for ObjectStorage {
 
     fn uri(&self, key: &str) -> Option<String> {
         check_path(key).ok().map(|_| self.uri_of(key))
+    }
+
+    fn remote(&self) -> bool {
+        true
     }
 }
 

@@ -8,6 +8,7 @@ use crate::{runtime, ObjectStorage};
 use bytes::Bytes;
 use object_store::path::Path;
 use object_store::{MultipartUpload, ObjectStoreExt, PutMode, PutPayload};
+use std::collections::VecDeque;
 use tdb_storage::{Result, StorageError, Upload};
 use tokio::task::JoinHandle;
 
@@ -16,7 +17,7 @@ pub(crate) struct PartUpload<'a> {
     key: String,
     path: Path,
     /// Bytes put but not yet sent, less than a part in all.
-    pending: Vec<Bytes>,
+    pending: VecDeque<Bytes>,
     pending_len: usize,
     /// The multipart upload, once the first whole part came.
     upload: Option<Box<dyn MultipartUpload>>,
@@ -31,7 +32,7 @@ impl<'a> PartUpload<'a> {
             storage,
             key: key.to_owned(),
             path,
-            pending: Vec::new(),
+            pending: VecDeque::new(),
             pending_len: 0,
             upload: None,
             in_flight: Vec::new(),
@@ -48,16 +49,18 @@ impl<'a> PartUpload<'a> {
         let mut parts = Vec::new();
         let mut left = n;
         while left > 0 {
-            let first = &mut self.pending[0];
+            let Some(first) = self.pending.front_mut() else {
+                break; // never: `n` is at most what is pending
+            };
             if first.len() <= left {
                 left -= first.len();
-                parts.push(self.pending.remove(0));
+                parts.extend(self.pending.pop_front());
             } else {
                 parts.push(first.split_to(left));
                 left = 0;
             }
         }
-        self.pending_len -= n;
+        self.pending_len = self.pending_len.saturating_sub(n);
         parts.into_iter().collect()
     }
 
@@ -149,7 +152,7 @@ impl Upload for PartUpload<'_> {
             return Ok(());
         }
         self.pending_len += part.len();
-        self.pending.push(part);
+        self.pending.push_back(part);
         let size = self.storage.tuning.part_size.max(crate::MIN_PART_SIZE);
         while self.pending_len >= size {
             let p = self.take(size);

@@ -77,6 +77,10 @@ impl<S: ReadableStorage> ReadableStorage for FaultyStorage<S> {
     fn uri(&self, key: &str) -> Option<String> {
         self.inner.uri(key)
     }
+
+    fn remote(&self) -> bool {
+        self.inner.remote()
+    }
 }
 
 impl<S: ListableStorage> ListableStorage for FaultyStorage<S> {

@@ -106,6 +106,13 @@ pub trait ReadableStorage: Send + Sync + std::fmt::Debug {
         let _ = key;
         None
     }
+
+    /// Whether each request costs milliseconds (an object store) rather
+    /// than microseconds (a local disk): readers then fetch in fewer,
+    /// larger batches.
+    fn remote(&self) -> bool {
+        false
+    }
 }
 
 /// Lists directories (key prefixes).
@@ -203,6 +210,10 @@ macro_rules! forward_storage {
 
             fn uri(&self, key: &str) -> Option<String> {
                 (**self).uri(key)
+            }
+
+            fn remote(&self) -> bool {
+                (**self).remote()
             }
         }
 

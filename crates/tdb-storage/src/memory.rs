@@ -30,6 +30,22 @@ impl MemoryStorage {
     fn write_lock(&self) -> std::sync::RwLockWriteGuard<'_, BTreeMap<String, Bytes>> {
         self.files.write().unwrap_or_else(|p| p.into_inner())
     }
+
+    /// Stores a whole file, replacing an existing one only if `replace`.
+    fn put(&self, key: &str, data: Bytes, replace: bool) -> Result<()> {
+        let k = check_path(key)?;
+        let mut files = self.write_lock();
+        if k.is_empty() || has_below(&files, k) {
+            return Err(StorageError::wrong_kind(key, "is a directory"));
+        }
+        if !replace && files.contains_key(k) {
+            return Err(StorageError::AlreadyExists {
+                path: key.to_owned(),
+            });
+        }
+        files.insert(k.to_owned(), data);
+        Ok(())
+    }
 }
 
 fn dir_prefix(key: &str) -> String {
@@ -116,28 +132,11 @@ impl ListableStorage for MemoryStorage {
 
 impl WritableStorage for MemoryStorage {
     fn write(&self, key: &str, data: Bytes) -> Result<()> {
-        let k = check_path(key)?;
-        let mut files = self.write_lock();
-        if k.is_empty() || has_below(&files, k) {
-            return Err(StorageError::wrong_kind(key, "is a directory"));
-        }
-        files.insert(k.to_owned(), data);
-        Ok(())
+        self.put(key, data, true)
     }
 
     fn create(&self, key: &str, data: Bytes) -> Result<()> {
-        let k = check_path(key)?;
-        let mut files = self.write_lock();
-        if k.is_empty() || has_below(&files, k) {
-            return Err(StorageError::wrong_kind(key, "is a directory"));
-        }
-        if files.contains_key(k) {
-            return Err(StorageError::AlreadyExists {
-                path: key.to_owned(),
-            });
-        }
-        files.insert(k.to_owned(), data);
-        Ok(())
+        self.put(key, data, false)
     }
 
     fn upload<'a>(&'a self, key: &str) -> Result<Box<dyn Upload + 'a>> {

@@ -205,6 +205,10 @@ impl<S: ReadableStorage> ReadableStorage for RecordingStorage<S> {
     fn uri(&self, key: &str) -> Option<String> {
         self.inner.uri(key)
     }
+
+    fn remote(&self) -> bool {
+        self.inner.remote()
+    }
 }
 
 impl<S: ListableStorage> ListableStorage for RecordingStorage<S> {

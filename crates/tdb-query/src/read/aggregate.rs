@@ -313,6 +313,7 @@ pub fn aggregate<S: ReadStorage + ?Sized>(
     requests: &[(String, AggregateOp)],
 ) -> Result<Vec<AggregateResult>> {
     let mut agg = Aggregation::new(snapshot, spec, requests)?;
+    agg.reader.set_remote(storage.remote());
     loop {
         match agg.step()? {
             AggregateStep::Need(r) => agg.push(super::fetch(storage, &r)?)?,

@@ -122,6 +122,8 @@ pub struct Reader<'a> {
     /// skipped one (duplicates allowed, or one fragment), since the
     /// condition applies to the newest cell of each coordinate.
     minmax_skip: bool,
+    /// The piece size aimed at below the budget ([`Reader::set_remote`]).
+    piece_target: u64,
 }
 
 /// A piece of a read: part of the subarray and, in a Hilbert global-order
@@ -230,6 +232,7 @@ impl<'a> Reader<'a> {
             tile_max: Vec::new(),
             emitted: false,
             minmax_skip: false,
+            piece_target: Self::PIECE_TARGET,
         })
     }
 
@@ -639,6 +642,24 @@ impl<'a> Reader<'a> {
     /// count 0.0013 -> 0.0086 s).
     const PIECE_TARGET: u64 = 8 << 20;
 
+    /// The piece size reads from remote storage aim at: there each piece
+    /// costs a round trip of requests (milliseconds each), which outweighs
+    /// the page faults a larger piece takes (W3's 4M cells from S3 through
+    /// 10 ms of latency: 44 requests in 8 MiB pieces; see
+    /// docs/performance.md).
+    const REMOTE_PIECE_TARGET: u64 = 64 << 20;
+
+    /// Aims pieces at sizes that suit remote storage (`remote`), where
+    /// each batch of requests costs milliseconds, or local storage.
+    /// [`SyncRead`] sets it from its storage.
+    pub fn set_remote(&mut self, remote: bool) {
+        self.piece_target = if remote {
+            Self::REMOTE_PIECE_TARGET
+        } else {
+            Self::PIECE_TARGET
+        };
+    }
+
     /// Bytes tile `t` of fragment `i` holds while read: every field part
     /// fetched (filtered) and unfiltered.
     fn tile_bytes(&self, i: usize, t: u64) -> u64 {
@@ -712,7 +733,7 @@ impl<'a> Reader<'a> {
         let estimate = self.estimate(p);
         let tiles_only = if estimate > self.tile_budget() {
             false
-        } else if estimate > Self::PIECE_TARGET && !self.md_sparse {
+        } else if estimate > self.piece_target && !self.md_sparse {
             true
         } else {
             return None;
@@ -1462,9 +1483,11 @@ pub struct SyncRead<'a, S: ?Sized> {
 impl<'a, S: ReadStorage + ?Sized> SyncRead<'a, S> {
     /// Starts `spec` over `snapshot`, fetching from `storage`.
     pub fn new(storage: &'a S, snapshot: &'a Snapshot, spec: ReadSpec) -> Result<Self> {
+        let mut reader = Reader::new(snapshot, spec)?;
+        reader.set_remote(storage.remote());
         Ok(SyncRead {
             storage,
-            reader: Reader::new(snapshot, spec)?,
+            reader,
             finished: false,
         })
     }
