@@ -617,22 +617,9 @@ impl Remote {
         })
     }
 
-    /// TileDB's config for `port` (the server's own, or the proxy's).
-    fn config_for(port: u16) -> String {
-        json!({
-            "vfs.s3.endpoint_override": format!("127.0.0.1:{port}"),
-            "vfs.s3.scheme": "http",
-            "vfs.s3.use_virtual_addressing": "false",
-            "vfs.s3.region": "us-east-1",
-            "vfs.s3.aws_access_key_id": "testing",
-            "vfs.s3.aws_secret_access_key": "testing",
-        })
-        .to_string()
-    }
-
     /// TileDB's config, through the proxy.
     fn tiledb_config(&self) -> String {
-        Self::config_for(self.proxy.port())
+        tdb_test_servers::S3Server::tiledb_config_for(self.proxy.port())
     }
 
     /// tdb's environment, through the proxy.
@@ -661,7 +648,10 @@ impl Remote {
         if !self.uploaded.borrow().iter().any(|u| u == w) {
             run(Command::new(python)
                 .current_dir(root)
-                .env("TDB_TILEDB_CONFIG", Self::config_for(self.server.port()))
+                .env(
+                    "TDB_TILEDB_CONFIG",
+                    tdb_test_servers::S3Server::tiledb_config_for(self.server.port()),
+                )
                 .arg("xtask/interop/upload.py")
                 .arg(dir)
                 .arg(&base))?;

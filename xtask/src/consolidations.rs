@@ -169,7 +169,7 @@ fn drop_unanswerable(copy: &Path, merged: &Choices) -> Result<(), String> {
     fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))
 }
 
-fn fresh(dir: &Path) -> Result<(), String> {
+pub(crate) fn fresh(dir: &Path) -> Result<(), String> {
     if dir.exists() {
         fs::remove_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     }

@@ -19,6 +19,7 @@
 //!    it; tdb and TileDB then read every cell from the server.
 
 use crate::conformance::{self, chain, Options};
+use crate::consolidations::fresh;
 use crate::interop::{check, copy_case, Copied};
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -42,26 +43,6 @@ fn store_config(server: &S3Server) -> StorageConfig {
         })
 }
 
-/// The TileDB config that reaches `server`, as JSON.
-fn tiledb_config(server: &S3Server) -> String {
-    serde_json::json!({
-        "vfs.s3.endpoint_override": server.host_port(),
-        "vfs.s3.scheme": "http",
-        "vfs.s3.use_virtual_addressing": "false",
-        "vfs.s3.region": "us-east-1",
-        "vfs.s3.aws_access_key_id": "testing",
-        "vfs.s3.aws_secret_access_key": "testing",
-    })
-    .to_string()
-}
-
-fn fresh(dir: &Path) -> Result<(), String> {
-    if dir.exists() {
-        fs::remove_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    }
-    Ok(())
-}
-
 /// The whole pass: `(passed, failed, skipped)`.
 pub(crate) fn s3(
     root: &Path,
@@ -71,7 +52,7 @@ pub(crate) fn s3(
     let server = S3Server::start()?;
     server.create_bucket(BUCKET)?;
     let config = store_config(&server);
-    let tiledb = tiledb_config(&server);
+    let tiledb = S3Server::tiledb_config_for(server.port());
     let base = format!("s3://{BUCKET}");
 
     // 1. TileDB writes the corpus into the server.

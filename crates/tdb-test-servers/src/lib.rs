@@ -138,9 +138,49 @@ fn wait_for(addr: SocketAddr, child: &mut Child, what: &str) -> Result<(), Error
     Err(format!("{what} did not listen on {addr} within 60 s"))
 }
 
-/// A server process, stopped on drop.
+/// A server process, stopped on drop, and by a watchdog when this process
+/// ends without dropping it (servers kept in statics for a whole test
+/// binary are never dropped).
 #[derive(Debug)]
 struct Process(Child);
+
+impl Process {
+    /// Starts `cmd` (a server for 127.0.0.1:`port`, logging to
+    /// `target/servers/<name>-<port>.log`) and waits until it listens.
+    fn serve(mut cmd: Command, name: &str, port: u16) -> Result<Process, Error> {
+        let log = std::fs::File::create(servers_dir().join(format!("{name}-{port}.log")))
+            .map_err(|e| e.to_string())?;
+        let mut child = cmd
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().map_err(|e| e.to_string())?)
+            .stderr(log)
+            .spawn()
+            .map_err(|e| format!("{name}: {e}"))?;
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        if let Err(e) = wait_for(addr, &mut child, name) {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(e);
+        }
+        Ok(Process::new(child))
+    }
+
+    fn new(child: Child) -> Process {
+        let script = format!(
+            "while kill -0 {} 2>/dev/null; do sleep 1; done; kill {} 2>/dev/null",
+            std::process::id(),
+            child.id()
+        );
+        // Best effort: without a shell the server lives until killed.
+        let _ = Command::new("sh")
+            .args(["-c", &script])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn();
+        Process(child)
+    }
+}
 
 impl Drop for Process {
     fn drop(&mut self) {
@@ -161,22 +201,10 @@ impl S3Server {
     pub fn start() -> Result<S3Server, Error> {
         let venv = python_venv()?;
         let port = free_port()?;
-        let log = std::fs::File::create(servers_dir().join(format!("moto-{port}.log")))
-            .map_err(|e| e.to_string())?;
-        let mut child = Command::new(venv.join("bin/moto_server"))
-            .args(["-H", "127.0.0.1", "-p", &port.to_string()])
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().map_err(|e| e.to_string())?)
-            .stderr(log)
-            .spawn()
-            .map_err(|e| format!("moto_server: {e}"))?;
-        let addr = SocketAddr::from(([127, 0, 0, 1], port));
-        if let Err(e) = wait_for(addr, &mut child, "moto_server") {
-            let _ = child.kill();
-            return Err(e);
-        }
+        let mut cmd = Command::new(venv.join("bin/moto_server"));
+        cmd.args(["-H", "127.0.0.1", "-p", &port.to_string()]);
         Ok(S3Server {
-            _process: Process(child),
+            _process: Process::serve(cmd, "moto", port)?,
             port,
         })
     }
@@ -212,6 +240,16 @@ impl S3Server {
         }
     }
 
+    /// TileDB's config (a JSON object) for an S3 server at 127.0.0.1:`port`
+    /// (this one's, or a proxy's in front of it).
+    pub fn tiledb_config_for(port: u16) -> String {
+        format!(
+            "{{\"vfs.s3.endpoint_override\": \"127.0.0.1:{port}\", \"vfs.s3.scheme\": \"http\", \
+             \"vfs.s3.use_virtual_addressing\": \"false\", \"vfs.s3.region\": \"us-east-1\", \
+             \"vfs.s3.aws_access_key_id\": \"testing\", \"vfs.s3.aws_secret_access_key\": \"testing\"}}"
+        )
+    }
+
     /// The environment object_store (and tdb) read to reach this server.
     pub fn env(&self) -> Vec<(&'static str, String)> {
         vec![
@@ -241,25 +279,13 @@ impl Azurite {
         let data = servers_dir().join(format!("azurite-data-{port}"));
         let _ = std::fs::remove_dir_all(&data);
         std::fs::create_dir_all(&data).map_err(|e| e.to_string())?;
-        let log = std::fs::File::create(servers_dir().join(format!("azurite-{port}.log")))
-            .map_err(|e| e.to_string())?;
-        let mut child = Command::new(dir.join("node_modules/.bin/azurite-blob"))
-            .args(["--blobHost", "127.0.0.1", "--blobPort", &port.to_string()])
+        let mut cmd = Command::new(dir.join("node_modules/.bin/azurite-blob"));
+        cmd.args(["--blobHost", "127.0.0.1", "--blobPort", &port.to_string()])
             .arg("--location")
             .arg(&data)
-            .args(["--skipApiVersionCheck", "--loose"])
-            .stdin(Stdio::null())
-            .stdout(log.try_clone().map_err(|e| e.to_string())?)
-            .stderr(log)
-            .spawn()
-            .map_err(|e| format!("azurite-blob: {e}"))?;
-        let addr = SocketAddr::from(([127, 0, 0, 1], port));
-        if let Err(e) = wait_for(addr, &mut child, "azurite-blob") {
-            let _ = child.kill();
-            return Err(e);
-        }
+            .args(["--skipApiVersionCheck", "--loose"]);
         Ok(Azurite {
-            _process: Process(child),
+            _process: Process::serve(cmd, "azurite", port)?,
             _data: data,
             port,
         })
