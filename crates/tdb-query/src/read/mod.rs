@@ -642,12 +642,14 @@ impl<'a> Reader<'a> {
     /// count 0.0013 -> 0.0086 s).
     const PIECE_TARGET: u64 = 8 << 20;
 
-    /// The piece size reads from remote storage aim at: there each piece
-    /// costs a round trip of requests (milliseconds each), which outweighs
-    /// the page faults a larger piece takes (W3's 4M cells from S3 through
-    /// 10 ms of latency: 44 requests in 8 MiB pieces; see
-    /// docs/performance.md).
-    const REMOTE_PIECE_TARGET: u64 = 64 << 20;
+    /// The piece size reads from remote storage aim at (the budget's half
+    /// still bounds it): there each piece costs a round trip of requests
+    /// (milliseconds each), which outweighs the page faults a larger piece
+    /// takes. W3's 4M cells from S3 through 10 ms of latency: 44 GETs and
+    /// 0.35 s in pieces aimed at 64 MiB, 17 GETs at 128 MiB, 12 GETs and
+    /// 0.12 s at 256 MiB (TileDB: 15, 0.26 s); W2 4096² then holds 167 MiB
+    /// at its peak (TileDB 186 MiB). See docs/performance.md.
+    const REMOTE_PIECE_TARGET: u64 = 256 << 20;
 
     /// Aims pieces at sizes that suit remote storage (`remote`), where
     /// each batch of requests costs milliseconds, or local storage.
