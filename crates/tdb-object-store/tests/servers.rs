@@ -128,3 +128,72 @@ fn an_unreachable_endpoint_says_what_to_set() {
         "{text}"
     );
 }
+
+/// A server that answers every request with `status`, counting them.
+fn always(status: &'static str) -> (u16, std::sync::Arc<std::sync::atomic::AtomicU64>) {
+    use std::io::{Read, Write};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let count = std::sync::Arc::new(AtomicU64::new(0));
+    let seen = count.clone();
+    std::thread::spawn(move || {
+        for conn in listener.incoming() {
+            let Ok(mut conn) = conn else { continue };
+            let seen = seen.clone();
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 8192];
+                // One request per read (no bodies here), answered, the
+                // connection kept for the next.
+                while let Ok(n) = conn.read(&mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    seen.fetch_add(1, Ordering::SeqCst);
+                    let answer =
+                        format!("HTTP/1.1 {status}\r\nContent-Length: 0\r\nRetry-After: 0\r\n\r\n");
+                    if conn.write_all(answer.as_bytes()).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+    });
+    (port, count)
+}
+
+/// Throttling and server errors are retried, a bounded number of times
+/// (`vfs.s3.connect_max_tries`), and then fail naming the URI.
+#[test]
+fn retries_on_throttling_and_server_errors_are_bounded() {
+    for status in ["503 Service Unavailable", "500 Internal Server Error"] {
+        let (port, count) = always(status);
+        let config = Config::new()
+            .set("vfs.s3.endpoint_override", format!("127.0.0.1:{port}"))
+            .set("vfs.s3.scheme", "http")
+            .set("vfs.s3.use_virtual_addressing", "false")
+            .set("vfs.s3.connect_max_tries", "2")
+            .set("aws_access_key_id", "k")
+            .set("aws_secret_access_key", "s")
+            .set("aws_region", "us-east-1");
+        let s = ObjectStorage::open("s3://bucket/x", &config).unwrap();
+        let started = std::time::Instant::now();
+        let e = s.read("a").unwrap_err();
+        let text = e.to_string();
+        assert!(
+            matches!(e, StorageError::Backend { .. }),
+            "{status}: {text}"
+        );
+        assert!(text.contains("s3://bucket/x/a"), "{status}: {text}");
+        // The first try and two retries, then no more.
+        assert_eq!(
+            count.load(std::sync::atomic::Ordering::SeqCst),
+            3,
+            "{status}"
+        );
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "{status}"
+        );
+    }
+}
