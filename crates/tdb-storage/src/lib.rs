@@ -6,8 +6,9 @@
 //! missing key as `None`), [`ListableStorage`] (listings that carry sizes
 //! where the backend learns them free, as object stores do) and
 //! [`WritableStorage`] (whole-object writes from bytes or uploaded part by
-//! part, deletes). Nothing here renames or
-//! needs empty directories: an S3-like backend implements the same traits.
+//! part, conditional creates that never replace a file, deletes). Nothing
+//! here renames or needs empty directories: object stores implement the
+//! same traits (`tdb-object-store`).
 //! [`Storage`] is all three. Two backends ship: [`LocalStorage`] (a
 //! directory) and [`MemoryStorage`]; [`RecordingStorage`] wraps any backend
 //! and records every request, so tests can pin a read's I/O trace;
