@@ -95,8 +95,7 @@ fn once(name: &str, install: impl FnOnce(&Path) -> Result<(), Error>) -> Result<
 /// The Python venv holding moto's server and Azure's client.
 pub fn python_venv() -> Result<PathBuf, Error> {
     once("venv", |dir| {
-        let python = std::env::var("TDB_PYTHON").unwrap_or_else(|_| "python3".to_owned());
-        run(Command::new(python).args(["-m", "venv"]).arg(dir))?;
+        run(Command::new(python()?).args(["-m", "venv"]).arg(dir))?;
         run(Command::new(dir.join("bin/python")).args([
             "-m",
             "pip",
@@ -107,6 +106,39 @@ pub fn python_venv() -> Result<PathBuf, Error> {
             AZURE_BLOB,
         ]))
     })
+}
+
+/// A Python 3 to make the venv with: `$TDB_PYTHON`, `python3` on the
+/// path, or the newest pyenv one.
+fn python() -> Result<PathBuf, Error> {
+    if let Some(p) = std::env::var_os("TDB_PYTHON") {
+        return Ok(PathBuf::from(p));
+    }
+    let works = |p: &Path| {
+        Command::new(p)
+            .arg("--version")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    if works(Path::new("python3")) {
+        return Ok(PathBuf::from("python3"));
+    }
+    let pyenv = std::env::var_os("PYENV_ROOT")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".pyenv")));
+    let mut found: Vec<PathBuf> = pyenv
+        .and_then(|p| std::fs::read_dir(p.join("versions")).ok())
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok().map(|e| e.path().join("bin/python3")))
+        .filter(|p| works(p))
+        .collect();
+    found.sort();
+    found
+        .pop()
+        .ok_or_else(|| "no Python 3: set TDB_PYTHON, or put python3 on the path".to_owned())
 }
 
 fn azurite_install() -> Result<PathBuf, Error> {
