@@ -212,6 +212,14 @@ pub(crate) fn read_ranges(
     s: &ObjectStorage,
     requests: &[RangeRequest],
 ) -> Result<Vec<Option<RangeRead>>> {
+    runtime::block_on(read_ranges_async(s, requests))?
+}
+
+/// [`read_ranges`] as a future, for a fetch started ahead.
+pub(crate) async fn read_ranges_async(
+    s: &ObjectStorage,
+    requests: &[RangeRequest],
+) -> Result<Vec<Option<RangeRead>>> {
     // Every key is checked before any request goes out.
     let mut paths: Vec<(&str, Path)> = Vec::new();
     let mut index: HashMap<&str, usize> = HashMap::new();
@@ -242,11 +250,10 @@ pub(crate) fn read_ranges(
             Box::pin(async move { (j, fetch(store, path, &job.want).await) }) as BoxFuture<'_, _>
         })
         .collect();
-    let results: Vec<Fetched> = runtime::block_on(
-        stream::iter(futures)
-            .buffer_unordered(t.concurrency.max(1))
-            .collect(),
-    )?;
+    let results: Vec<Fetched> = stream::iter(futures)
+        .buffer_unordered(t.concurrency.max(1))
+        .collect()
+        .await;
     let mut out: Vec<Option<RangeRead>> = vec![None; requests.len()];
     for (j, result) in results {
         let job = &jobs[j];

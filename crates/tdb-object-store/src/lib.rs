@@ -226,6 +226,22 @@ impl ObjectStorage {
     }
 }
 
+/// A batch fetched ahead on the runtime.
+struct Ahead(tokio::task::JoinHandle<Result<Vec<Option<RangeRead>>>>);
+
+impl tdb_storage::PendingRanges for Ahead {
+    fn wait(self: Box<Self>) -> Result<Vec<Option<RangeRead>>> {
+        match runtime::block_on(self.0)? {
+            Ok(answers) => answers,
+            Err(join) => Err(StorageError::Backend {
+                uri: String::new(),
+                message: "a read ahead's task failed".to_owned(),
+                source: Some(Box::new(join)),
+            }),
+        }
+    }
+}
+
 /// Why object_store refused a path (its errors carry text; ours a static
 /// reason).
 fn path_reason(_: object_store::path::Error) -> &'static str {
@@ -266,6 +282,15 @@ impl ReadableStorage for ObjectStorage {
 
     fn remote(&self) -> bool {
         true
+    }
+
+    fn read_ranges_ahead(
+        &self,
+        requests: &[RangeRequest],
+    ) -> Option<Box<dyn tdb_storage::PendingRanges>> {
+        let (me, requests) = (self.clone(), requests.to_vec());
+        let task = runtime::spawn(async move { fetch::read_ranges_async(&me, &requests).await });
+        Some(Box::new(Ahead(task.ok()?)))
     }
 }
 

@@ -81,6 +81,13 @@ impl<S: ReadableStorage> ReadableStorage for FaultyStorage<S> {
     fn remote(&self) -> bool {
         self.inner.remote()
     }
+
+    fn read_ranges_ahead(
+        &self,
+        requests: &[RangeRequest],
+    ) -> Option<Box<dyn crate::PendingRanges>> {
+        self.inner.read_ranges_ahead(requests)
+    }
 }
 
 impl<S: ListableStorage> ListableStorage for FaultyStorage<S> {

@@ -110,10 +110,29 @@ pub trait ReadableStorage: Send + Sync + std::fmt::Debug {
 
     /// Whether each request costs milliseconds (an object store) rather
     /// than microseconds (a local disk): readers then fetch in fewer,
-    /// larger batches.
+    /// larger batches, and the next while they decode one.
     fn remote(&self) -> bool {
         false
     }
+
+    /// Starts fetching a batch in the background, where the backend can
+    /// (object stores: on their own I/O threads), for a reader to take
+    /// later with [`PendingRanges::wait`]: the answers are those
+    /// [`ReadableStorage::read_ranges`] would give. `None`: the backend
+    /// fetches only when asked (local disks, where a read ahead costs more
+    /// in memory than it saves).
+    fn read_ranges_ahead(&self, requests: &[RangeRequest]) -> Option<Box<dyn PendingRanges>> {
+        let _ = requests;
+        None
+    }
+}
+
+/// A batch being fetched in the background
+/// ([`ReadableStorage::read_ranges_ahead`]); dropping it abandons the
+/// answers.
+pub trait PendingRanges: Send {
+    /// Waits for the answers, as [`ReadableStorage::read_ranges`] gives them.
+    fn wait(self: Box<Self>) -> Result<Vec<Option<RangeRead>>>;
 }
 
 /// Lists directories (key prefixes).
@@ -215,6 +234,13 @@ macro_rules! forward_storage {
 
             fn remote(&self) -> bool {
                 (**self).remote()
+            }
+
+            fn read_ranges_ahead(
+                &self,
+                requests: &[RangeRequest],
+            ) -> Option<Box<dyn PendingRanges>> {
+                (**self).read_ranges_ahead(requests)
             }
         }
 

@@ -206,6 +206,10 @@ impl<S: ReadableStorage> ReadableStorage for RecordingStorage<S> {
         self.inner.uri(key)
     }
 
+    /// Says what the inner backend says, so traces show a remote
+    /// backend's piece sizes; reads ahead are not started
+    /// ([`ReadableStorage::read_ranges_ahead`] stays `None`), so every batch
+    /// is recorded where the reader takes it.
     fn remote(&self) -> bool {
         self.inner.remote()
     }

@@ -122,8 +122,26 @@ pub struct Reader<'a> {
     /// skipped one (duplicates allowed, or one fragment), since the
     /// condition applies to the newest cell of each coordinate.
     minmax_skip: bool,
-    /// The piece size aimed at below the budget ([`Reader::set_remote`]).
-    piece_target: u64,
+    /// Whether the storage is remote ([`Reader::set_remote`]).
+    remote: bool,
+    /// The next piece, planned while the current one is handed out
+    /// ([`Reader::plan_ahead`]).
+    ahead: Option<PlannedPiece>,
+}
+
+/// A piece planned: everything [`Reader::plan_piece`] works out, which
+/// [`Reader::install`] makes the reader's state.
+struct PlannedPiece {
+    piece: Piece,
+    /// Dense result cells.
+    results: Results,
+    /// Per fragment plan, the tiles the piece reads.
+    tiles: Vec<Vec<u64>>,
+    /// Tiles aggregates answer from metadata instead.
+    md_answered: Vec<(usize, u64)>,
+    fetches: Vec<TileFetch>,
+    /// The requests for `fetches`; `None` when there are none.
+    coalesced: Option<Coalesced>,
 }
 
 /// A piece of a read: part of the subarray and, in a Hilbert global-order
@@ -232,7 +250,8 @@ impl<'a> Reader<'a> {
             tile_max: Vec::new(),
             emitted: false,
             minmax_skip: false,
-            piece_target: Self::PIECE_TARGET,
+            remote: false,
+            ahead: None,
         })
     }
 
@@ -269,7 +288,7 @@ impl<'a> Reader<'a> {
                     self.spare.keep_tiles(self.tiles.drain().map(|(_, t)| t));
                     self.results = Results::default();
                     self.next = (0, 0);
-                    if !self.partitions.is_empty() {
+                    if self.ahead.is_some() || !self.partitions.is_empty() {
                         self.next_partition()?;
                         continue;
                     }
@@ -655,11 +674,18 @@ impl<'a> Reader<'a> {
     /// each batch of requests costs milliseconds, or local storage.
     /// [`SyncRead`] sets it from its storage.
     pub fn set_remote(&mut self, remote: bool) {
-        self.piece_target = if remote {
-            Self::REMOTE_PIECE_TARGET
+        self.remote = remote;
+    }
+
+    /// The piece size aimed at below the tile budget: on remote storage
+    /// at most half of it too, so that the next piece can be fetched while
+    /// one is read ([`Reader::plan_ahead`]).
+    fn piece_aim(&self) -> u64 {
+        if self.remote {
+            Self::REMOTE_PIECE_TARGET.min(self.tile_budget() / 2)
         } else {
             Self::PIECE_TARGET
-        };
+        }
     }
 
     /// Bytes tile `t` of fragment `i` holds while read: every field part
@@ -735,7 +761,7 @@ impl<'a> Reader<'a> {
         let estimate = self.estimate(p);
         let tiles_only = if estimate > self.tile_budget() {
             false
-        } else if estimate > self.piece_target && !self.md_sparse {
+        } else if estimate > self.piece_aim() && !self.md_sparse {
             true
         } else {
             return None;
@@ -838,28 +864,78 @@ impl<'a> Reader<'a> {
     /// float or string dimension; the Hilbert global order over several
     /// fragments) is read as it is.
     fn next_partition(&mut self) -> Result<()> {
+        if let Some(planned) = self.ahead.take() {
+            return self.install(planned);
+        }
+        match self.next_piece() {
+            Some(p) => {
+                self.current = p;
+                self.plan_tiles()
+            }
+            None => {
+                self.phase = Phase::Emit;
+                Ok(())
+            }
+        }
+    }
+
+    /// The next piece that fits, cutting those that do not.
+    fn next_piece(&mut self) -> Option<Piece> {
         while let Some(p) = self.partitions.pop() {
             if let Some((a, b)) = self.cut(&p) {
                 self.partitions.push(b);
                 self.partitions.push(a);
                 continue;
             }
-            self.current = p;
-            return self.plan_tiles();
+            return Some(p);
         }
-        self.phase = Phase::Emit;
-        Ok(())
+        None
     }
 
-    /// Plans the current piece: its result cells (dense) and the tiles of
-    /// every fragment it needs.
+    /// Plans the next piece while the current one is handed out, and
+    /// returns the requests it will ask for, so that a driver can fetch
+    /// them ahead (remote storage, where they cost milliseconds) and answer
+    /// the reader's next [`ReadStep::Need`], which asks exactly for them,
+    /// from that fetch. `None` when there is nothing to fetch ahead: no
+    /// next piece, one that needs no tile, the current piece not yet
+    /// fetched, or two pieces' tiles that would not fit the tile budget
+    /// together (the next piece is then planned when its turn comes).
+    pub fn plan_ahead(&mut self) -> Result<Option<Vec<RangeRequest>>> {
+        if self.ahead.is_some() || !matches!(self.phase, Phase::Emit) {
+            return Ok(None);
+        }
+        let Some(piece) = self.next_piece() else {
+            return Ok(None);
+        };
+        let both = self
+            .estimate(&self.current)
+            .saturating_add(self.estimate(&piece));
+        if both > self.tile_budget() {
+            self.partitions.push(piece);
+            return Ok(None);
+        }
+        let planned = self.plan_piece(&piece)?;
+        let requests = planned.coalesced.as_ref().map(|c| c.requests.clone());
+        self.ahead = Some(planned);
+        Ok(requests)
+    }
+
+    /// Plans the current piece and makes it the one being read.
     fn plan_tiles(&mut self) -> Result<()> {
+        let planned = self.plan_piece(&self.current)?;
+        self.install(planned)
+    }
+
+    /// What reading `piece` takes: its result cells (dense), the tiles of
+    /// every fragment it needs, and the fetches for them. Changes nothing,
+    /// so the next piece can be planned (and fetched) while one is read.
+    fn plan_piece(&self, piece: &Piece) -> Result<PlannedPiece> {
         let schema = self.snapshot.schema();
         // Dense arrays: each result cell from the newest dense fragment
         // whose non-empty domain holds it (sparse fragments overlay these
         // once their coordinates are read); only those tiles are fetched.
-        self.results = if schema.array_type == ArrayType::Dense {
-            let ranges = plan::dense_coords(schema, &self.current.sub)?;
+        let results = if schema.array_type == ArrayType::Dense {
+            let ranges = plan::dense_coords(schema, &piece.sub)?;
             let frags: Vec<DenseFrag> = self
                 .plans
                 .iter()
@@ -875,11 +951,12 @@ impl<'a> Reader<'a> {
             Results::default()
         };
         let mut fetches = Vec::new();
-        for (i, plan) in self.plans.iter_mut().enumerate() {
+        let mut md_answered = Vec::new();
+        let mut tiles_of = Vec::with_capacity(self.plans.len());
+        for (i, plan) in self.plans.iter().enumerate() {
             let meta = &plan.meta;
             let tiles: Vec<u64> = if meta.footer.dense {
-                let mut set: Vec<u64> = self
-                    .results
+                let mut set: Vec<u64> = results
                     .slabs
                     .iter()
                     .filter(|r| r.frag as usize == i)
@@ -900,16 +977,16 @@ impl<'a> Reader<'a> {
                 let md_fields = &self.md_fields;
                 let mut from_md = |t: u64, mbr: &[tdb_schema::Range]| {
                     let answered = md
-                        && plan::mbr_within(self.ops.dims(), mbr, &self.current.sub)
+                        && plan::mbr_within(self.ops.dims(), mbr, &piece.sub)
                         && md_fields.iter().all(|(slot, ops)| {
                             aggregate::tile_metadata(plan, &fields[*slot], *slot, ops, t).is_some()
                         });
                     if answered {
-                        self.md_answered.push((i, t));
+                        md_answered.push((i, t));
                     }
                     answered
                 };
-                self.current
+                piece
                     .tiles(plan, self.ops.dims())
                     .into_iter()
                     .filter(|&t| !from_md(t, &plan.leaves()[t as usize]))
@@ -942,9 +1019,9 @@ impl<'a> Reader<'a> {
                     });
                 for &t in &tiles {
                     let whole = || {
-                        plan.leaves().get(t as usize).is_some_and(|mbr| {
-                            plan::mbr_within(self.ops.dims(), mbr, &self.current.sub)
-                        })
+                        plan.leaves()
+                            .get(t as usize)
+                            .is_some_and(|mbr| plan::mbr_within(self.ops.dims(), mbr, &piece.sub))
                     };
                     if optional && whole() {
                         continue;
@@ -958,14 +1035,41 @@ impl<'a> Reader<'a> {
                     )?);
                 }
             }
+            tiles_of.push(tiles);
+        }
+        let coalesced = (!fetches.is_empty()).then(|| Coalesced::tiles(&fetches));
+        Ok(PlannedPiece {
+            piece: piece.clone(),
+            results,
+            tiles: tiles_of,
+            md_answered,
+            fetches,
+            coalesced,
+        })
+    }
+
+    /// Makes `planned` the piece being read: asks for its tiles, or
+    /// computes it at once when it needs none.
+    fn install(&mut self, planned: PlannedPiece) -> Result<()> {
+        let PlannedPiece {
+            piece,
+            results,
+            tiles,
+            md_answered,
+            fetches,
+            coalesced,
+        } = planned;
+        self.current = piece;
+        self.results = results;
+        self.md_answered.extend(md_answered);
+        for (plan, tiles) in self.plans.iter_mut().zip(tiles) {
             plan.tiles = tiles;
         }
-        if fetches.is_empty() {
+        let Some(coalesced) = coalesced else {
             self.compute()?;
             self.phase = Phase::Emit;
             return Ok(());
-        }
-        let coalesced = Coalesced::tiles(&fetches);
+        };
         self.pending_requests = Some(coalesced.requests.clone());
         self.phase = Phase::Tiles(fetches, coalesced);
         Ok(())
@@ -1469,17 +1573,27 @@ fn fetch<S: ReadStorage + ?Sized>(
 ) -> Result<Vec<Option<RangeRead>>> {
     storage
         .read_ranges(requests)
-        .map_err(|source| QueryError::Storage {
-            file: requests.first().map_or(String::new(), |r| r.key.clone()),
-            source,
-        })
+        .map_err(|source| storage_error(requests, source))
+}
+
+/// A failed batch, named by its first file.
+fn storage_error(requests: &[RangeRequest], source: tdb_storage::StorageError) -> QueryError {
+    QueryError::Storage {
+        file: requests.first().map_or(String::new(), |r| r.key.clone()),
+        source,
+    }
 }
 
 /// Drives a [`Reader`] over a storage backend: an iterator of batches.
+/// Over remote storage it fetches the next piece's tiles while the
+/// current piece's batches are handed out ([`Reader::plan_ahead`],
+/// [`ReadableStorage::read_ranges_ahead`](tdb_storage::ReadableStorage::read_ranges_ahead)).
 pub struct SyncRead<'a, S: ?Sized> {
     storage: &'a S,
     reader: Reader<'a>,
     finished: bool,
+    /// Requests being fetched ahead, and their answers to come.
+    ahead: Option<(Vec<RangeRequest>, Box<dyn tdb_storage::PendingRanges>)>,
 }
 
 impl<'a, S: ReadStorage + ?Sized> SyncRead<'a, S> {
@@ -1491,6 +1605,7 @@ impl<'a, S: ReadStorage + ?Sized> SyncRead<'a, S> {
             storage,
             reader,
             finished: false,
+            ahead: None,
         })
     }
 
@@ -1498,8 +1613,22 @@ impl<'a, S: ReadStorage + ?Sized> SyncRead<'a, S> {
         loop {
             match self.reader.step()? {
                 ReadStep::Need(requests) => {
-                    let got = fetch(self.storage, &requests)?;
+                    let got = match self.ahead.take() {
+                        Some((asked, pending)) if asked == requests => pending
+                            .wait()
+                            .map_err(|source| storage_error(&requests, source))?,
+                        // Another need came first (never, by `plan_ahead`'s
+                        // promise): those answers go unused.
+                        _ => fetch(self.storage, &requests)?,
+                    };
                     self.reader.push(got)?;
+                    if self.storage.remote() {
+                        if let Some(next) = self.reader.plan_ahead()? {
+                            if let Some(p) = self.storage.read_ranges_ahead(&next) {
+                                self.ahead = Some((next, p));
+                            }
+                        }
+                    }
                 }
                 ReadStep::Batch(b) => return Ok(Some(b)),
                 ReadStep::Done => return Ok(None),

@@ -1,0 +1,130 @@
+//! Over remote storage a read fetches the next piece while it hands out
+//! the current one: the answers are the same cells in the same order,
+//! fetched ahead only while two pieces fit the tile budget together.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use tdb_fragment::TimeWindow;
+use tdb_query::{Batch, ReadSpec, ResultLayout, Snapshot, SyncRead};
+use tdb_storage::{
+    ByteRange, ListableStorage, Listing, LocalStorage, PendingRanges, RangeRead, RangeRequest,
+    ReadableStorage, Result,
+};
+
+/// A local directory that says it is remote and "fetches ahead" by
+/// reading at once, counting the batches taken that way.
+#[derive(Debug)]
+struct Remote {
+    local: LocalStorage,
+    ahead: AtomicUsize,
+}
+
+struct Ready(Result<Vec<Option<RangeRead>>>);
+
+impl PendingRanges for Ready {
+    fn wait(self: Box<Self>) -> Result<Vec<Option<RangeRead>>> {
+        self.0
+    }
+}
+
+impl ReadableStorage for Remote {
+    fn read(&self, key: &str) -> Result<Option<bytes::Bytes>> {
+        self.local.read(key)
+    }
+    fn read_ranges(&self, requests: &[RangeRequest]) -> Result<Vec<Option<RangeRead>>> {
+        self.local.read_ranges(requests)
+    }
+    fn size(&self, key: &str) -> Result<Option<u64>> {
+        self.local.size(key)
+    }
+    fn read_range(&self, key: &str, range: ByteRange) -> Result<Option<RangeRead>> {
+        self.local.read_range(key, range)
+    }
+    fn remote(&self) -> bool {
+        true
+    }
+    fn read_ranges_ahead(&self, requests: &[RangeRequest]) -> Option<Box<dyn PendingRanges>> {
+        self.ahead.fetch_add(1, Ordering::SeqCst);
+        Some(Box::new(Ready(self.local.read_ranges(requests))))
+    }
+}
+
+impl ListableStorage for Remote {
+    fn list_dir(&self, dir: &str) -> Result<Listing> {
+        self.local.list_dir(dir)
+    }
+}
+
+fn joined(batches: impl Iterator<Item = tdb_query::Result<Batch>>) -> Batch {
+    let mut all = Batch::default();
+    for b in batches {
+        all.append(&b.unwrap());
+    }
+    all
+}
+
+#[test]
+fn pieces_fetched_ahead_give_the_same_cells_in_the_same_order() {
+    for (case, fields, layout) in [
+        (
+            "dense_multi_chunk",
+            &["r", "c", "a", "s"][..],
+            ResultLayout::RowMajor,
+        ),
+        (
+            "dense_multi_chunk",
+            &["a", "s"][..],
+            ResultLayout::GlobalOrder,
+        ),
+        (
+            "sparse_multi_range",
+            &["x", "y", "a", "s"][..],
+            ResultLayout::RowMajor,
+        ),
+        (
+            "sparse_float_string_pieces",
+            &["a"][..],
+            ResultLayout::ColMajor,
+        ),
+    ] {
+        let dir = tdb_testdata::root().join(case).join("array");
+        let local = LocalStorage::new(&dir);
+        let remote = Remote {
+            local: LocalStorage::new(&dir),
+            ahead: AtomicUsize::new(0),
+        };
+        let snap = Snapshot::load(&local, "", TimeWindow::ALL, None).unwrap();
+        let whole = joined(
+            SyncRead::new(
+                &local,
+                &snap,
+                ReadSpec::new(fields.iter().copied()).with_layout(layout),
+            )
+            .unwrap(),
+        );
+        // Budgets that cut the read in pieces: a few at a time fit, so some
+        // are fetched ahead; at the smallest two never fit together.
+        let mut aheads = Vec::new();
+        for budget in [8 << 10, 64 << 10, 1 << 20, 4 << 20, 8 << 20, 16 << 20] {
+            remote.ahead.store(0, Ordering::SeqCst);
+            let spec = ReadSpec::new(fields.iter().copied())
+                .with_layout(layout)
+                .with_budget(budget);
+            let Ok(read) = SyncRead::new(&remote, &snap, spec) else {
+                continue;
+            };
+            let got: Vec<_> = read.collect();
+            if got
+                .iter()
+                .any(|b| matches!(b, Err(tdb_query::QueryError::Budget { .. })))
+            {
+                continue; // a tile larger than half the budget
+            }
+            assert_eq!(joined(got.into_iter()), whole, "{case} at {budget} bytes");
+            aheads.push(remote.ahead.load(Ordering::SeqCst));
+        }
+        assert!(
+            aheads.iter().any(|n| *n > 0),
+            "{case}: no piece fetched ahead ({aheads:?})"
+        );
+    }
+}
