@@ -128,3 +128,39 @@ fn pieces_fetched_ahead_give_the_same_cells_in_the_same_order() {
         );
     }
 }
+
+/// Aggregates read ahead too, with the same answers.
+#[test]
+fn aggregates_fetched_ahead_give_the_same_answers() {
+    let dir = tdb_testdata::root().join("dense_multi_chunk").join("array");
+    let local = LocalStorage::new(&dir);
+    let remote = Remote {
+        local: LocalStorage::new(&dir),
+        ahead: AtomicUsize::new(0),
+    };
+    let snap = Snapshot::load(&local, "", TimeWindow::ALL, None).unwrap();
+    let requests: Vec<(String, tdb_query::AggregateOp)> = ["count", "sum", "min", "max"]
+        .iter()
+        .map(|op| {
+            (
+                "a".to_owned(),
+                tdb_query::AggregateOp::from_name(op).unwrap(),
+            )
+        })
+        .collect();
+    let want = tdb_query::aggregate(&local, &snap, ReadSpec::new(["a"]), &requests).unwrap();
+    let mut aheads = Vec::new();
+    for budget in [1 << 20, 2 << 20, 4 << 20, 8 << 20] {
+        remote.ahead.store(0, Ordering::SeqCst);
+        let spec = ReadSpec::new(["a"]).with_budget(budget);
+        let Ok(got) = tdb_query::aggregate(&remote, &snap, spec, &requests) else {
+            continue; // a tile larger than half the budget
+        };
+        assert_eq!(got, want, "at {budget} bytes");
+        aheads.push(remote.ahead.load(Ordering::SeqCst));
+    }
+    assert!(
+        aheads.iter().any(|n| *n > 0),
+        "no piece fetched ahead ({aheads:?})"
+    );
+}

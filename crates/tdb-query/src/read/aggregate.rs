@@ -314,9 +314,13 @@ pub fn aggregate<S: ReadStorage + ?Sized>(
 ) -> Result<Vec<AggregateResult>> {
     let mut agg = Aggregation::new(snapshot, spec, requests)?;
     agg.reader.set_remote(storage.remote());
+    let mut fetcher = super::Fetcher::new(storage);
     loop {
         match agg.step()? {
-            AggregateStep::Need(r) => agg.push(super::fetch(storage, &r)?)?,
+            AggregateStep::Need(r) => {
+                agg.push(fetcher.answer(&r)?)?;
+                fetcher.look_ahead(&mut agg.reader)?;
+            }
             AggregateStep::Done(results) => return Ok(results),
         }
     }

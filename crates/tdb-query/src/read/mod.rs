@@ -1589,11 +1589,52 @@ fn storage_error(requests: &[RangeRequest], source: tdb_storage::StorageError) -
 /// current piece's batches are handed out ([`Reader::plan_ahead`],
 /// [`ReadableStorage::read_ranges_ahead`](tdb_storage::ReadableStorage::read_ranges_ahead)).
 pub struct SyncRead<'a, S: ?Sized> {
-    storage: &'a S,
+    fetcher: Fetcher<'a, S>,
     reader: Reader<'a>,
     finished: bool,
+}
+
+/// How a synchronous driver answers a reader's needs: from storage, or
+/// from the batch it started fetching ahead (remote storage).
+pub(crate) struct Fetcher<'a, S: ?Sized> {
+    storage: &'a S,
     /// Requests being fetched ahead, and their answers to come.
     ahead: Option<(Vec<RangeRequest>, Box<dyn tdb_storage::PendingRanges>)>,
+}
+
+impl<'a, S: ReadStorage + ?Sized> Fetcher<'a, S> {
+    pub(crate) fn new(storage: &'a S) -> Self {
+        Fetcher {
+            storage,
+            ahead: None,
+        }
+    }
+
+    /// The answers to `requests`.
+    pub(crate) fn answer(&mut self, requests: &[RangeRequest]) -> Result<Vec<Option<RangeRead>>> {
+        match self.ahead.take() {
+            Some((asked, pending)) if asked == requests => pending
+                .wait()
+                .map_err(|source| storage_error(requests, source)),
+            // Another need came first (never, by `plan_ahead`'s promise):
+            // those answers go unused.
+            _ => fetch(self.storage, requests),
+        }
+    }
+
+    /// After an answer is pushed: on remote storage, plans the reader's
+    /// next piece and starts fetching it.
+    pub(crate) fn look_ahead(&mut self, reader: &mut Reader<'_>) -> Result<()> {
+        if !self.storage.remote() {
+            return Ok(());
+        }
+        if let Some(next) = reader.plan_ahead()? {
+            if let Some(p) = self.storage.read_ranges_ahead(&next) {
+                self.ahead = Some((next, p));
+            }
+        }
+        Ok(())
+    }
 }
 
 impl<'a, S: ReadStorage + ?Sized> SyncRead<'a, S> {
@@ -1602,10 +1643,9 @@ impl<'a, S: ReadStorage + ?Sized> SyncRead<'a, S> {
         let mut reader = Reader::new(snapshot, spec)?;
         reader.set_remote(storage.remote());
         Ok(SyncRead {
-            storage,
+            fetcher: Fetcher::new(storage),
             reader,
             finished: false,
-            ahead: None,
         })
     }
 
@@ -1613,22 +1653,9 @@ impl<'a, S: ReadStorage + ?Sized> SyncRead<'a, S> {
         loop {
             match self.reader.step()? {
                 ReadStep::Need(requests) => {
-                    let got = match self.ahead.take() {
-                        Some((asked, pending)) if asked == requests => pending
-                            .wait()
-                            .map_err(|source| storage_error(&requests, source))?,
-                        // Another need came first (never, by `plan_ahead`'s
-                        // promise): those answers go unused.
-                        _ => fetch(self.storage, &requests)?,
-                    };
+                    let got = self.fetcher.answer(&requests)?;
                     self.reader.push(got)?;
-                    if self.storage.remote() {
-                        if let Some(next) = self.reader.plan_ahead()? {
-                            if let Some(p) = self.storage.read_ranges_ahead(&next) {
-                                self.ahead = Some((next, p));
-                            }
-                        }
-                    }
+                    self.fetcher.look_ahead(&mut self.reader)?;
                 }
                 ReadStep::Batch(b) => return Ok(Some(b)),
                 ReadStep::Done => return Ok(None),
