@@ -64,7 +64,7 @@ struct DenseGrid {
 }
 
 /// An aggregation in progress: a state machine that does no I/O, like
-/// [`Reader`]. [`SyncAggregate`] drives it over a storage backend.
+/// [`Reader`]. [`aggregate`] drives it over a storage backend.
 pub struct Aggregation<'a> {
     reader: Reader<'a>,
     fields: Vec<FieldAgg>,

@@ -1,14 +1,14 @@
 //! Write queries: each writes one fragment that TileDB 2.30 reads.
 //!
-//! The cells are checked first ([`input`]); nothing is written when they
+//! The cells are checked first (`input.rs`); nothing is written when they
 //! do not fit the schema. A dense write lays its subarray's cells into the
 //! space tiles the subarray touches (fill where a tile reaches beyond it);
 //! a sparse write sorts its cells into the global order and cuts tiles of
 //! `capacity` cells; a global-order write, dense or sparse, may come in
 //! parts and is cut into tiles as it comes ([`FragmentWriter`]). Each
 //! field's tiles are built, measured (TileDB's tile metadata) and filtered
-//! on a bounded pool ([`tiles`]) and uploaded as they are done
-//! ([`files`]). The fragment metadata follows, and the commit file
+//! on a bounded pool (`tiles.rs`) and uploaded as they are done
+//! (`files.rs`). The fragment metadata follows, and the commit file
 //! (`__commits/<fragment>.wrt`) last: until it exists no reader sees the
 //! fragment, so a write that fails half way leaves nothing visible.
 
