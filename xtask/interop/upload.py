@@ -28,6 +28,8 @@ def main(corpus, uri):
             with vfs.open("%s/%s" % (uri, rel), "wb") as dst:
                 dst.write(data)
             n += 1
+            if n % 1000 == 0:  # large corpora take minutes: show it moves
+                print("upload: %d files so far" % n, flush=True)
     print("upload: TileDB wrote %d files under %s" % (n, uri))
     return 0 if n else 1
 

@@ -1,7 +1,7 @@
 //! URIs and settings: which store a URI names, and how TileDB's config
 //! names and object_store's own keys configure it.
 
-use crate::error::OpenError;
+use crate::error::{credentials, OpenError};
 use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
 use object_store::azure::{AzureConfigKey, MicrosoftAzureBuilder};
 use object_store::gcp::{GoogleCloudStorageBuilder, GoogleConfigKey};
@@ -318,9 +318,7 @@ pub(crate) fn resolve(uri: &str, config: &Config) -> Result<Resolved, OpenError>
                 || has(K::ContainerCredentialsFullUri)
                 || has(K::MetadataEndpoint))
             {
-                return Err(missing(
-                    "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or vfs.s3.aws_access_key_id and vfs.s3.aws_secret_access_key); AWS_SKIP_SIGNATURE=true for a public bucket; AWS_METADATA_ENDPOINT for an instance profile",
-                ));
+                return Err(missing(credentials(Scheme::S3)));
             }
             let store = b.with_retry(s.retry.clone()).build().map_err(build)?;
             (Scheme::S3, Arc::new(store))
@@ -339,9 +337,7 @@ pub(crate) fn resolve(uri: &str, config: &Config) -> Result<Resolved, OpenError>
                 || is_true(b.get_config_value(&K::UseEmulator))
                 || is_true(b.get_config_value(&K::SkipSignature)))
             {
-                return Err(missing(
-                    "AZURE_STORAGE_ACCOUNT_NAME with AZURE_STORAGE_ACCOUNT_KEY or AZURE_STORAGE_SAS_KEY (or vfs.azure.storage_account_name with vfs.azure.storage_account_key or vfs.azure.storage_sas_token); AZURE_STORAGE_USE_EMULATOR=true for Azurite",
-                ));
+                return Err(missing(credentials(Scheme::Azure)));
             }
             let store = b.with_retry(s.retry.clone()).build().map_err(build)?;
             (Scheme::Azure, Arc::new(store))
@@ -356,9 +352,7 @@ pub(crate) fn resolve(uri: &str, config: &Config) -> Result<Resolved, OpenError>
                 || has(K::ApplicationCredentials)
                 || is_true(b.get_config_value(&K::SkipSignature)))
             {
-                return Err(missing(
-                    "GOOGLE_SERVICE_ACCOUNT or GOOGLE_APPLICATION_CREDENTIALS (or vfs.gcs.service_account_key); GOOGLE_SKIP_SIGNATURE=true for a public bucket",
-                ));
+                return Err(missing(credentials(Scheme::Gcs)));
             }
             let store = b.with_retry(s.retry.clone()).build().map_err(build)?;
             (Scheme::Gcs, Arc::new(store))
@@ -370,12 +364,7 @@ pub(crate) fn resolve(uri: &str, config: &Config) -> Result<Resolved, OpenError>
             let store = b.with_retry(s.retry.clone()).build().map_err(build)?;
             (Scheme::Http, Arc::new(store))
         }
-        ObjectStoreScheme::Local | ObjectStoreScheme::Memory => {
-            return Err(OpenError::UnsupportedScheme {
-                uri: uri.to_owned(),
-                scheme: url.scheme().to_owned(),
-            })
-        }
+        // Local paths and `file://` are `LocalStorage`'s (`crate::open`).
         _ => {
             return Err(OpenError::UnsupportedScheme {
                 uri: uri.to_owned(),

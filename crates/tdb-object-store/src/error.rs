@@ -64,17 +64,17 @@ struct Names {
 fn names(scheme: Scheme) -> Names {
     match scheme {
         Scheme::S3 => Names {
-            credentials: "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or vfs.s3.aws_access_key_id and vfs.s3.aws_secret_access_key)",
+            credentials: "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or vfs.s3.aws_access_key_id and vfs.s3.aws_secret_access_key); AWS_SKIP_SIGNATURE=true for a public bucket; AWS_METADATA_ENDPOINT for an instance profile",
             endpoint: "AWS_ENDPOINT_URL (or vfs.s3.endpoint_override with vfs.s3.scheme)",
             container: "bucket",
         },
         Scheme::Azure => Names {
-            credentials: "AZURE_STORAGE_ACCOUNT_NAME with AZURE_STORAGE_ACCOUNT_KEY or AZURE_STORAGE_SAS_KEY (or vfs.azure.storage_account_name with vfs.azure.storage_account_key or vfs.azure.storage_sas_token)",
+            credentials: "AZURE_STORAGE_ACCOUNT_NAME with AZURE_STORAGE_ACCOUNT_KEY or AZURE_STORAGE_SAS_KEY (or vfs.azure.storage_account_name with vfs.azure.storage_account_key or vfs.azure.storage_sas_token); AZURE_STORAGE_USE_EMULATOR=true for Azurite",
             endpoint: "AZURE_STORAGE_ENDPOINT (or vfs.azure.blob_endpoint), or AZURE_STORAGE_USE_EMULATOR=true",
             container: "container",
         },
         Scheme::Gcs => Names {
-            credentials: "GOOGLE_SERVICE_ACCOUNT or GOOGLE_APPLICATION_CREDENTIALS (or vfs.gcs.service_account_key)",
+            credentials: "GOOGLE_SERVICE_ACCOUNT or GOOGLE_APPLICATION_CREDENTIALS (or vfs.gcs.service_account_key); GOOGLE_SKIP_SIGNATURE=true for a public bucket",
             endpoint: "the network route to storage.googleapis.com",
             container: "bucket",
         },
@@ -84,6 +84,12 @@ fn names(scheme: Scheme) -> Names {
             container: "server path",
         },
     }
+}
+
+/// What to set for credentials of a store: one text for the error before
+/// any request (none found) and after one (refused).
+pub(crate) fn credentials(scheme: Scheme) -> &'static str {
+    names(scheme).credentials
 }
 
 /// The whole chain of an error's messages, for classifying it.
@@ -98,11 +104,14 @@ fn chain(e: &(dyn std::error::Error + 'static)) -> String {
     out
 }
 
+/// What stores answer when the bucket or container itself is missing.
+const NO_CONTAINER: [&str; 3] = ["NoSuchBucket", "ContainerNotFound", "bucket does not exist"];
+
 /// What a failed request most likely means, and what to set about it.
 fn hint(scheme: Scheme, text: &str) -> Option<String> {
     let n = names(scheme);
     let has = |needles: &[&str]| needles.iter().any(|w| text.contains(w));
-    if has(&["NoSuchBucket", "ContainerNotFound", "bucket does not exist"]) {
+    if has(&NO_CONTAINER) {
         return Some(format!(
             "the {} does not exist: create it or correct the URI",
             n.container
@@ -173,9 +182,10 @@ pub(crate) fn storage_error(
 /// Whether object_store's error means the object is not there (and not
 /// that its bucket is missing, which must fail loudly).
 pub(crate) fn is_missing(e: &object_store::Error) -> bool {
-    matches!(e, object_store::Error::NotFound { .. })
-        && !chain(e).contains("NoSuchBucket")
-        && !chain(e).contains("ContainerNotFound")
+    matches!(e, object_store::Error::NotFound { .. }) && {
+        let text = chain(e);
+        !NO_CONTAINER.iter().any(|w| text.contains(w))
+    }
 }
 
 #[cfg(test)]

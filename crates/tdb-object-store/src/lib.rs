@@ -174,6 +174,12 @@ impl ObjectStorage {
         })
     }
 
+    /// The listing prefix of directory `dir`: `None` for the store's root.
+    fn prefix(&self, dir: &str) -> Result<Option<Path>> {
+        let path = self.path(dir)?;
+        Ok((!path.as_ref().is_empty()).then_some(path))
+    }
+
     /// The key of an object_store path below the root.
     fn key_of(&self, path: &Path) -> String {
         let full = path.as_ref();
@@ -296,8 +302,8 @@ impl ReadableStorage for ObjectStorage {
 
 impl ListableStorage for ObjectStorage {
     fn list_dir(&self, dir: &str) -> Result<Listing> {
-        let path = self.path(dir)?;
-        let prefix = (!path.as_ref().is_empty()).then_some(&path);
+        let prefix = self.prefix(dir)?;
+        let prefix = prefix.as_ref();
         let store = &self.store;
         let got = runtime::block_on(store.list_with_delimiter(prefix))?
             .map_err(|e| self.error(dir, e))?;
@@ -311,8 +317,8 @@ impl ListableStorage for ObjectStorage {
     }
 
     fn list_prefix(&self, dir: &str) -> Result<Vec<ObjectMeta>> {
-        let path = self.path(dir)?;
-        let prefix = (!path.as_ref().is_empty()).then_some(&path);
+        let prefix = self.prefix(dir)?;
+        let prefix = prefix.as_ref();
         let store = &self.store;
         let got: Vec<object_store::ObjectMeta> =
             runtime::block_on(store.list(prefix).try_collect())?.map_err(|e| self.error(dir, e))?;
@@ -360,8 +366,8 @@ impl WritableStorage for ObjectStorage {
         if self.scheme == Scheme::Http {
             return self.writable(dir).map(|_| ());
         }
-        let path = self.path(dir)?;
-        let prefix = (!path.as_ref().is_empty()).then_some(&path);
+        let prefix = self.prefix(dir)?;
+        let prefix = prefix.as_ref();
         let store = self.store.clone();
         let listed = store.list(prefix).map_ok(|m| m.location).boxed();
         let deleted: std::result::Result<Vec<Path>, _> =

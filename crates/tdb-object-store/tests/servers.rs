@@ -104,6 +104,20 @@ fn a_wrong_bucket_says_so() {
     }
 }
 
+/// `s3://bucket/x` at an S3 endpoint on loopback `port`, retrying `tries`
+/// times.
+fn at_port(port: u16, tries: u32) -> ObjectStorage {
+    let config = Config::new()
+        .set("vfs.s3.endpoint_override", format!("127.0.0.1:{port}"))
+        .set("vfs.s3.scheme", "http")
+        .set("vfs.s3.use_virtual_addressing", "false")
+        .set("vfs.s3.connect_max_tries", tries.to_string())
+        .set("aws_access_key_id", "k")
+        .set("aws_secret_access_key", "s")
+        .set("aws_region", "us-east-1");
+    ObjectStorage::open("s3://bucket/x", &config).unwrap()
+}
+
 #[test]
 fn an_unreachable_endpoint_says_what_to_set() {
     // A port nothing listens on; no retries, so the test is quick.
@@ -112,14 +126,7 @@ fn an_unreachable_endpoint_says_what_to_set() {
         .local_addr()
         .unwrap()
         .port();
-    let config = Config::new()
-        .set("vfs.s3.endpoint_override", format!("127.0.0.1:{port}"))
-        .set("vfs.s3.scheme", "http")
-        .set("vfs.s3.connect_max_tries", "0")
-        .set("aws_access_key_id", "k")
-        .set("aws_secret_access_key", "s")
-        .set("aws_region", "us-east-1");
-    let s = ObjectStorage::open("s3://bucket/x", &config).unwrap();
+    let s = at_port(port, 0);
     let e = s.read("a").unwrap_err();
     let text = e.to_string();
     assert!(matches!(e, StorageError::Backend { .. }), "{text}");
@@ -168,15 +175,7 @@ fn always(status: &'static str) -> (u16, std::sync::Arc<std::sync::atomic::Atomi
 fn retries_on_throttling_and_server_errors_are_bounded() {
     for status in ["503 Service Unavailable", "500 Internal Server Error"] {
         let (port, count) = always(status);
-        let config = Config::new()
-            .set("vfs.s3.endpoint_override", format!("127.0.0.1:{port}"))
-            .set("vfs.s3.scheme", "http")
-            .set("vfs.s3.use_virtual_addressing", "false")
-            .set("vfs.s3.connect_max_tries", "2")
-            .set("aws_access_key_id", "k")
-            .set("aws_secret_access_key", "s")
-            .set("aws_region", "us-east-1");
-        let s = ObjectStorage::open("s3://bucket/x", &config).unwrap();
+        let s = at_port(port, 2);
         let started = std::time::Instant::now();
         let e = s.read("a").unwrap_err();
         let text = e.to_string();
