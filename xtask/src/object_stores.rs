@@ -33,16 +33,6 @@ const BUCKET: &str = "tdb";
 pub(crate) const WRITERS: usize = 8;
 pub(crate) const FRAGMENTS: usize = 50;
 
-/// The object_store settings that reach `server`.
-fn store_config(server: &S3Server) -> StorageConfig {
-    server
-        .env()
-        .into_iter()
-        .fold(StorageConfig::new(), |c, (k, v)| {
-            c.set(k.to_ascii_lowercase(), v)
-        })
-}
-
 /// The whole pass: `(passed, failed, skipped)`.
 pub(crate) fn s3(
     root: &Path,
@@ -51,7 +41,7 @@ pub(crate) fn s3(
 ) -> Result<(usize, usize, usize), String> {
     let server = S3Server::start()?;
     server.create_bucket(BUCKET)?;
-    let config = store_config(&server);
+    let config: StorageConfig = server.settings().into_iter().collect();
     let tiledb = S3Server::tiledb_config_for(server.port());
     let base = format!("s3://{BUCKET}");
 

@@ -97,6 +97,14 @@ impl Config {
     }
 }
 
+impl<K: Into<String>, V: Into<String>> FromIterator<(K, V)> for Config {
+    fn from_iter<I: IntoIterator<Item = (K, V)>>(pairs: I) -> Self {
+        pairs
+            .into_iter()
+            .fold(Config::new(), |c, (k, v)| c.set(k, v))
+    }
+}
+
 /// What a URI resolved to: a store, the prefix inside it, and how to use it.
 pub(crate) struct Resolved {
     pub scheme: Scheme,

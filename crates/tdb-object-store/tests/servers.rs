@@ -15,10 +15,7 @@ fn s3() -> &'static S3Server {
 }
 
 fn s3_config(server: &S3Server) -> Config {
-    server
-        .env()
-        .into_iter()
-        .fold(Config::new(), |c, (k, v)| c.set(k.to_ascii_lowercase(), v))
+    server.settings().into_iter().collect()
 }
 
 /// Storage below `s3://BUCKET/prefix` in a new bucket.
@@ -37,10 +34,7 @@ fn s3_passes_the_storage_conformance_suite() {
 fn azurite_passes_the_storage_conformance_suite() {
     let server = Azurite::start().unwrap_or_else(|e| panic!("Azurite: {e}"));
     server.create_container("conformance").unwrap();
-    let config = server
-        .config()
-        .into_iter()
-        .fold(Config::new(), |c, (k, v)| c.set(k, v));
+    let config: Config = server.config().into_iter().collect();
     let s = ObjectStorage::open("az://conformance/a/b", &config).unwrap();
     tdb_storage::conformance::run(&s);
 }

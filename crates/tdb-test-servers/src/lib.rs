@@ -282,6 +282,15 @@ impl S3Server {
         )
     }
 
+    /// The same as object_store's keys (lowercase), for settings passed in
+    /// code rather than through the environment.
+    pub fn settings(&self) -> Vec<(String, String)> {
+        self.env()
+            .into_iter()
+            .map(|(k, v)| (k.to_ascii_lowercase(), v))
+            .collect()
+    }
+
     /// The environment object_store (and tdb) read to reach this server.
     pub fn env(&self) -> Vec<(&'static str, String)> {
         vec![

@@ -19,12 +19,7 @@ fn s3() -> &'static S3Server {
 fn bucket(name: &str) -> ObjectStorage {
     let server = s3();
     server.create_bucket(name).unwrap();
-    let config = server
-        .env()
-        .into_iter()
-        .fold(StorageConfig::new(), |c, (k, v)| {
-            c.set(k.to_ascii_lowercase(), v)
-        });
+    let config: StorageConfig = server.settings().into_iter().collect();
     ObjectStorage::open(&format!("s3://{name}"), &config).unwrap()
 }
 
