@@ -138,7 +138,9 @@ impl Coalesced {
 /// machine: a 64 MiB dense read spent a third of its time there), and the
 /// allocator hands large freed buffers back to the kernel. Holds at most
 /// `limit` bytes of capacity, and only between a piece's end and the next
-/// piece's decoding, when the reader holds neither tiles nor a batch.
+/// piece's decoding, when the reader holds no decoded tile nor a batch (on
+/// remote storage it may hold the next piece's fetched bytes, which
+/// `Reader::plan_ahead` fitted into the tile budget).
 #[derive(Debug)]
 pub(crate) struct Spare {
     bufs: Mutex<Vec<Vec<u8>>>,
