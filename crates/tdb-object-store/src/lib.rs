@@ -232,22 +232,6 @@ impl ObjectStorage {
     }
 }
 
-/// A batch fetched ahead on the runtime.
-struct Ahead(tokio::task::JoinHandle<Result<Vec<Option<RangeRead>>>>);
-
-impl tdb_storage::PendingRanges for Ahead {
-    fn wait(self: Box<Self>) -> Result<Vec<Option<RangeRead>>> {
-        match runtime::block_on(self.0)? {
-            Ok(answers) => answers,
-            Err(join) => Err(StorageError::Backend {
-                uri: String::new(),
-                message: "a read ahead's task failed".to_owned(),
-                source: Some(Box::new(join)),
-            }),
-        }
-    }
-}
-
 /// Why object_store refused a path (its errors carry text; ours a static
 /// reason).
 fn path_reason(_: object_store::path::Error) -> &'static str {
@@ -290,13 +274,22 @@ impl ReadableStorage for ObjectStorage {
         true
     }
 
-    fn read_ranges_ahead(
-        &self,
-        requests: &[RangeRequest],
-    ) -> Option<Box<dyn tdb_storage::PendingRanges>> {
-        let (me, requests) = (self.clone(), requests.to_vec());
+    /// Starts the batch on the runtime at once (a read ahead progresses
+    /// while the reader decodes); the future waits for its task from any
+    /// executor, tokio's or none.
+    fn read_ranges_async(&self, requests: Vec<RangeRequest>) -> tdb_storage::RangesFuture<'_> {
+        let me = self.clone();
         let task = runtime::spawn(async move { fetch::read_ranges_async(&me, &requests).await });
-        Some(Box::new(Ahead(task.ok()?)))
+        Box::pin(async move {
+            match task?.await {
+                Ok(answers) => answers,
+                Err(join) => Err(StorageError::Backend {
+                    uri: String::new(),
+                    message: "a batch's task on the I/O runtime failed".to_owned(),
+                    source: Some(Box::new(join)),
+                }),
+            }
+        })
     }
 }
 

@@ -6,6 +6,7 @@
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use std::collections::HashMap;
 use std::hint::black_box;
+use std::sync::Arc;
 use tdb_format::{ArrayType, Datatype};
 use tdb_fragment::{create_array, TimeWindow};
 use tdb_query::condition::{self, BoundCondition};
@@ -27,7 +28,7 @@ fn subarray(rows: (i32, i32), cols: (i32, i32)) -> Subarray {
     sub
 }
 
-fn dense_array() -> (MemoryStorage, Snapshot) {
+fn dense_array() -> (MemoryStorage, Arc<Snapshot>) {
     let schema = ArraySchema::builder(ArrayType::Dense)
         .dimension(DimensionBuilder::range("r", 0..=SIDE - 1).tile_extent(256))
         .dimension(DimensionBuilder::range("c", 0..=SIDE - 1).tile_extent(256))
@@ -40,7 +41,7 @@ fn dense_array() -> (MemoryStorage, Snapshot) {
     a.data = (0..SIDE * SIDE).flat_map(i32::to_le_bytes).collect();
     let spec = WriteSpec::new(vec![a]).with_subarray(subarray((0, SIDE - 1), (0, SIDE - 1)));
     tdb_query::write_fragment(&storage, "arr", &entry, None, &spec).expect("write");
-    let snap = Snapshot::load(&storage, "arr", TimeWindow::ALL, None).expect("open");
+    let snap = Arc::new(Snapshot::load(&storage, "arr", TimeWindow::ALL, None).expect("open"));
     (storage, snap)
 }
 
@@ -49,7 +50,7 @@ fn slab_copy(c: &mut Criterion) {
     let read = |sub: Subarray| {
         let spec = ReadSpec::new(["a"]).with_subarray(sub);
         let mut bytes = 0;
-        for batch in SyncRead::new(&storage, &snap, spec).expect("read") {
+        for batch in SyncRead::new(&storage, snap.clone(), spec).expect("read") {
             bytes += batch.expect("batch").fields[0].data.len();
         }
         bytes

@@ -5,7 +5,10 @@
 //! decoded (tiles unfiltered on a bounded pool) and copied into result
 //! buffers, batch by batch. Parsing and decoding do no I/O: the reader is a
 //! state machine that says which byte ranges it needs next
-//! ([`ReadStep::Need`]), so one reader serves local files and object stores.
+//! ([`ReadStep::Need`]) and hands out its decoding as work to run
+//! ([`ReadStep::Decode`]), so one reader serves local files and object
+//! stores, driven synchronously ([`SyncRead`]) or as a stream
+//! ([`ReadStream`]).
 
 pub mod aggregate;
 mod batch;
@@ -27,7 +30,10 @@ pub use consolidate::{
     FragmentSelection,
 };
 pub use error::{QueryError, Result};
-pub use read::{aggregate, AggregateStep, Aggregation, ReadStep, Reader, SyncRead};
+pub use read::{
+    aggregate, AggregateStep, Aggregation, DecodeWork, Decoded, ReadStep, ReadStream, Reader,
+    SyncRead,
+};
 pub use snapshot::Snapshot;
 pub use spec::{ReadSpec, ResultLayout, Subarray, DEFAULT_BUDGET};
 pub use write::{delete_cells, write_fragment, WriteSpec, Written};

@@ -2,6 +2,7 @@
 //! tile metadata, without reading them, and give the answers reading them
 //! gives (the fixture's own, from TileDB).
 
+use std::sync::Arc;
 use tdb_fragment::TimeWindow;
 use tdb_query::{aggregate, AggregateOp, AggregateValue, ReadSpec, Snapshot};
 use tdb_storage::{LocalStorage, RecordingStorage, Request};
@@ -30,7 +31,7 @@ fn whole_tiles_come_from_metadata_and_agree_with_tiledb() {
     let storage = RecordingStorage::new(LocalStorage::new(&dir));
     // At timestamp 1 one fragment is visible: no newer cell can replace
     // one of a tile, so its metadata answers for it.
-    let snap = Snapshot::load(&storage, "", TimeWindow::until(1), None).unwrap();
+    let snap = Arc::new(Snapshot::load(&storage, "", TimeWindow::until(1), None).unwrap());
     let requests: Vec<(String, AggregateOp)> = [
         ("i", AggregateOp::Count),
         ("i", AggregateOp::Sum),
@@ -45,7 +46,7 @@ fn whole_tiles_come_from_metadata_and_agree_with_tiledb() {
     .collect();
     let run = |spec: ReadSpec| {
         data_bytes(&storage, || {
-            aggregate(&storage, &snap, spec, &requests)
+            aggregate(&storage, snap.clone(), spec, &requests)
                 .unwrap()
                 .into_iter()
                 .map(|r| r.value)

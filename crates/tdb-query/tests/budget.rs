@@ -1,6 +1,7 @@
 //! A read with a budget smaller than its result returns the same cells, in
 //! the same order, over several batches.
 
+use std::sync::Arc;
 use tdb_fragment::TimeWindow;
 use tdb_query::{Batch, ReadSpec, Snapshot, SyncRead};
 use tdb_storage::LocalStorage;
@@ -10,10 +11,10 @@ use tdb_storage::ReadableStorage as _;
 fn a_small_budget_gives_the_same_cells_in_batches() {
     let dir = tdb_testdata::root().join("dense_multi_chunk").join("array");
     let storage = LocalStorage::new(&dir);
-    let snap = Snapshot::load(&storage, "", TimeWindow::ALL, None).unwrap();
+    let snap = Arc::new(Snapshot::load(&storage, "", TimeWindow::ALL, None).unwrap());
     let read = |budget: u64| -> Vec<Batch> {
         let spec = ReadSpec::new(["r", "c", "a", "s"]).with_budget(budget);
-        SyncRead::new(&storage, &snap, spec)
+        SyncRead::new(&storage, snap.clone(), spec)
             .unwrap()
             .map(Result::unwrap)
             .collect()
@@ -35,17 +36,19 @@ fn a_small_budget_gives_the_same_cells_in_batches() {
 /// requests it made.
 fn run<S: tdb_storage::ReadableStorage>(
     storage: &S,
-    snap: &Snapshot,
+    snap: &Arc<Snapshot>,
     spec: ReadSpec,
 ) -> (Batch, usize) {
-    let mut reader = tdb_query::Reader::new(snap, spec).unwrap();
+    let mut reader = tdb_query::Reader::new(snap.clone(), spec).unwrap();
     let (mut all, mut rounds) = (Batch::default(), 0);
     loop {
         match reader.step().unwrap() {
             tdb_query::ReadStep::Need(r) => {
                 rounds += 1;
-                reader.push(storage.read_ranges(&r).unwrap()).unwrap();
+                let got = storage.read_ranges(&r).unwrap();
+                reader.push(r.into_iter().zip(got)).unwrap();
             }
+            tdb_query::ReadStep::Decode(w) => reader.push_decoded(w.run().unwrap()).unwrap(),
             tdb_query::ReadStep::Batch(b) => all.append(&b),
             tdb_query::ReadStep::Done => return (all, rounds),
         }
@@ -61,7 +64,7 @@ fn a_sparse_read_over_budget_goes_piece_by_piece() {
     use tdb_query::ResultLayout;
     let dir = tdb_testdata::root().join("aggregates_sparse").join("array");
     let storage = LocalStorage::new(&dir);
-    let snap = Snapshot::load(&storage, "", TimeWindow::ALL, None).unwrap();
+    let snap = Arc::new(Snapshot::load(&storage, "", TimeWindow::ALL, None).unwrap());
     for layout in [
         ResultLayout::RowMajor,
         ResultLayout::GlobalOrder,
@@ -80,7 +83,7 @@ fn a_sparse_read_over_budget_goes_piece_by_piece() {
 
 /// A sparse array over a float and a string dimension (two overlapping
 /// fragments, 50 cells a tile, column-major cells), written by tdb.
-fn float_and_string_dims() -> (tdb_storage::MemoryStorage, Snapshot) {
+fn float_and_string_dims() -> (tdb_storage::MemoryStorage, Arc<Snapshot>) {
     use tdb_format::{ArrayType, Datatype};
     use tdb_query::{FieldBuffer, ResultLayout, WriteSpec};
     use tdb_schema::{ArraySchema, AttributeBuilder, DimensionBuilder};
@@ -124,7 +127,7 @@ fn float_and_string_dims() -> (tdb_storage::MemoryStorage, Snapshot) {
             .at(t);
         tdb_query::write_fragment(&storage, "arr", &entry, None, &spec).unwrap();
     }
-    let snap = Snapshot::load(&storage, "arr", TimeWindow::ALL, None).unwrap();
+    let snap = Arc::new(Snapshot::load(&storage, "arr", TimeWindow::ALL, None).unwrap());
     (storage, snap)
 }
 
@@ -178,7 +181,7 @@ fn a_tiledb_array_over_float_and_string_dimensions_goes_piece_by_piece() {
     use tdb_query::ResultLayout;
     let dir = tdb_testdata::root().join("sparse_float_string_pieces/array");
     let storage = LocalStorage::new(&dir);
-    let snap = Snapshot::load(&storage, "", TimeWindow::ALL, None).unwrap();
+    let snap = Arc::new(Snapshot::load(&storage, "", TimeWindow::ALL, None).unwrap());
     for layout in [
         ResultLayout::RowMajor,
         ResultLayout::ColMajor,
@@ -209,7 +212,7 @@ fn a_hilbert_global_order_read_of_one_fragment_goes_in_runs_of_tiles() {
     ] {
         let dir = tdb_testdata::root().join(case).join("array");
         let storage = LocalStorage::new(&dir);
-        let snap = Snapshot::load(&storage, "", at, None).unwrap();
+        let snap = Arc::new(Snapshot::load(&storage, "", at, None).unwrap());
         let spec = ReadSpec::new(["x", "y", "a"]).with_layout(ResultLayout::GlobalOrder);
         let (whole, rounds) = run(&storage, &snap, spec.clone());
         let (pieces, more) = run(&storage, &snap, spec.with_budget(4096));
@@ -224,9 +227,9 @@ fn a_hilbert_global_order_read_of_one_fragment_goes_in_runs_of_tiles() {
 fn a_budget_below_one_tile_is_refused_up_front() {
     let dir = tdb_testdata::root().join("dense_multi_chunk").join("array");
     let storage = LocalStorage::new(&dir);
-    let snap = Snapshot::load(&storage, "", TimeWindow::ALL, None).unwrap();
+    let snap = Arc::new(Snapshot::load(&storage, "", TimeWindow::ALL, None).unwrap());
     let mut reader =
-        tdb_query::Reader::new(&snap, ReadSpec::new(["a"]).with_budget(100_000)).unwrap();
+        tdb_query::Reader::new(snap.clone(), ReadSpec::new(["a"]).with_budget(100_000)).unwrap();
     let mut tile_requests = 0;
     let err = loop {
         match reader.step() {
@@ -236,7 +239,8 @@ fn a_budget_below_one_tile_is_refused_up_front() {
                     .filter(|r| !r.key.ends_with("__fragment_metadata.tdb"))
                     .count();
                 // The check runs once the sections are in.
-                if let Err(e) = reader.push(storage.read_ranges(&r).unwrap()) {
+                let got = storage.read_ranges(&r).unwrap();
+                if let Err(e) = reader.push(r.into_iter().zip(got)) {
                     break e;
                 }
             }
@@ -260,11 +264,11 @@ fn a_budget_below_one_tile_is_refused_up_front() {
 fn tiles_the_condition_rules_out_are_not_fetched() {
     let dir = tdb_testdata::root().join("sparse_2d_int").join("array");
     let storage = tdb_storage::RecordingStorage::new(LocalStorage::new(&dir));
-    let snap = Snapshot::load(&storage, "", TimeWindow::ALL, None).unwrap();
+    let snap = Arc::new(Snapshot::load(&storage, "", TimeWindow::ALL, None).unwrap());
     let tile_bytes = |condition: &str| -> (u64, u64) {
         storage.take();
         let spec = ReadSpec::new(["x", "y", "a"]).with_condition(condition);
-        let cells: u64 = SyncRead::new(&storage, &snap, spec)
+        let cells: u64 = SyncRead::new(&storage, snap.clone(), spec)
             .unwrap()
             .map(|b| b.unwrap().num_cells)
             .sum();

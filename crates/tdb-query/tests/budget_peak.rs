@@ -9,6 +9,7 @@
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use tdb_fragment::TimeWindow;
 use tdb_query::{ReadSpec, Snapshot, SyncRead};
 use tdb_storage::LocalStorage;
@@ -39,12 +40,12 @@ unsafe impl GlobalAlloc for Counting {
 static ALLOC: Counting = Counting;
 
 /// Peak bytes allocated beyond what was live when the read started.
-fn peak_of_read(storage: &LocalStorage, snap: &Snapshot, budget: u64) -> (usize, u64) {
+fn peak_of_read(storage: &LocalStorage, snap: &Arc<Snapshot>, budget: u64) -> (usize, u64) {
     let spec = ReadSpec::new(["r", "c", "a", "s"]).with_budget(budget);
     let base = CURRENT.load(Ordering::Relaxed);
     PEAK.store(base, Ordering::Relaxed);
     let mut cells = 0;
-    for batch in SyncRead::new(storage, snap, spec).unwrap() {
+    for batch in SyncRead::new(storage, snap.clone(), spec).unwrap() {
         cells += batch.unwrap().num_cells;
     }
     (PEAK.load(Ordering::Relaxed) - base, cells)
@@ -54,7 +55,7 @@ fn peak_of_read(storage: &LocalStorage, snap: &Snapshot, budget: u64) -> (usize,
 fn a_read_stays_within_its_budget() {
     let dir = tdb_testdata::root().join("dense_multi_chunk").join("array");
     let storage = LocalStorage::new(&dir);
-    let snap = Snapshot::load(&storage, "", TimeWindow::ALL, None).unwrap();
+    let snap = Arc::new(Snapshot::load(&storage, "", TimeWindow::ALL, None).unwrap());
     let budget: u64 = 2 << 20;
     let (small, cells) = peak_of_read(&storage, &snap, budget);
     let (whole, all) = peak_of_read(&storage, &snap, tdb_query::DEFAULT_BUDGET);

@@ -2,6 +2,7 @@
 //! fragments and a sparse box, on TileDB-written arrays. Each read's cell
 //! count is TileDB's for the same query (its expected.json).
 
+use std::sync::Arc;
 use tdb_fragment::TimeWindow;
 use tdb_query::{ReadSpec, ResultLayout, Snapshot, Subarray, SyncRead};
 use tdb_schema::Range;
@@ -27,7 +28,7 @@ fn read_traces(
 ) -> (Vec<String>, u64) {
     let dir = tdb_testdata::root().join(case).join("array");
     let storage = RecordingStorage::new(LocalStorage::new(&dir));
-    let snap = Snapshot::load(&storage, "", TimeWindow::ALL, None).unwrap();
+    let snap = Arc::new(Snapshot::load(&storage, "", TimeWindow::ALL, None).unwrap());
     storage.take();
     let fields = ["a", "s"];
     let mut traces = Vec::new();
@@ -36,7 +37,7 @@ fn read_traces(
         let spec = ReadSpec::new(fields)
             .with_subarray(subarray.clone())
             .with_layout(layout);
-        cells = SyncRead::new(&storage, &snap, spec)
+        cells = SyncRead::new(&storage, snap.clone(), spec)
             .unwrap()
             .map(|b| b.unwrap().num_cells)
             .sum();

@@ -3,10 +3,11 @@
 //! fetched ahead only while two pieces fit the tile budget together.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use tdb_fragment::TimeWindow;
 use tdb_query::{Batch, ReadSpec, ResultLayout, Snapshot, SyncRead};
 use tdb_storage::{
-    ByteRange, ListableStorage, Listing, LocalStorage, PendingRanges, RangeRead, RangeRequest,
+    ByteRange, ListableStorage, Listing, LocalStorage, RangeRead, RangeRequest, RangesFuture,
     ReadableStorage, Result,
 };
 
@@ -16,14 +17,6 @@ use tdb_storage::{
 struct Remote {
     local: LocalStorage,
     ahead: AtomicUsize,
-}
-
-struct Ready(Result<Vec<Option<RangeRead>>>);
-
-impl PendingRanges for Ready {
-    fn wait(self: Box<Self>) -> Result<Vec<Option<RangeRead>>> {
-        self.0
-    }
 }
 
 impl ReadableStorage for Remote {
@@ -42,9 +35,11 @@ impl ReadableStorage for Remote {
     fn remote(&self) -> bool {
         true
     }
-    fn read_ranges_ahead(&self, requests: &[RangeRequest]) -> Option<Box<dyn PendingRanges>> {
+    /// Only reads ahead come this way (the synchronous driver's other
+    /// batches are `read_ranges`).
+    fn read_ranges_async(&self, requests: Vec<RangeRequest>) -> RangesFuture<'_> {
         self.ahead.fetch_add(1, Ordering::SeqCst);
-        Some(Box::new(Ready(self.local.read_ranges(requests))))
+        Box::pin(std::future::ready(self.local.read_ranges(&requests)))
     }
 }
 
@@ -92,11 +87,11 @@ fn pieces_fetched_ahead_give_the_same_cells_in_the_same_order() {
             local: LocalStorage::new(&dir),
             ahead: AtomicUsize::new(0),
         };
-        let snap = Snapshot::load(&local, "", TimeWindow::ALL, None).unwrap();
+        let snap = Arc::new(Snapshot::load(&local, "", TimeWindow::ALL, None).unwrap());
         let whole = joined(
             SyncRead::new(
                 &local,
-                &snap,
+                snap.clone(),
                 ReadSpec::new(fields.iter().copied()).with_layout(layout),
             )
             .unwrap(),
@@ -109,7 +104,7 @@ fn pieces_fetched_ahead_give_the_same_cells_in_the_same_order() {
             let spec = ReadSpec::new(fields.iter().copied())
                 .with_layout(layout)
                 .with_budget(budget);
-            let Ok(read) = SyncRead::new(&remote, &snap, spec) else {
+            let Ok(read) = SyncRead::new(&remote, snap.clone(), spec) else {
                 continue;
             };
             let got: Vec<_> = read.collect();
@@ -138,7 +133,7 @@ fn aggregates_fetched_ahead_give_the_same_answers() {
         local: LocalStorage::new(&dir),
         ahead: AtomicUsize::new(0),
     };
-    let snap = Snapshot::load(&local, "", TimeWindow::ALL, None).unwrap();
+    let snap = Arc::new(Snapshot::load(&local, "", TimeWindow::ALL, None).unwrap());
     let requests: Vec<(String, tdb_query::AggregateOp)> = ["count", "sum", "min", "max"]
         .iter()
         .map(|op| {
@@ -148,12 +143,12 @@ fn aggregates_fetched_ahead_give_the_same_answers() {
             )
         })
         .collect();
-    let want = tdb_query::aggregate(&local, &snap, ReadSpec::new(["a"]), &requests).unwrap();
+    let want = tdb_query::aggregate(&local, snap.clone(), ReadSpec::new(["a"]), &requests).unwrap();
     let mut aheads = Vec::new();
     for budget in [1 << 20, 2 << 20, 4 << 20, 8 << 20] {
         remote.ahead.store(0, Ordering::SeqCst);
         let spec = ReadSpec::new(["a"]).with_budget(budget);
-        let Ok(got) = tdb_query::aggregate(&remote, &snap, spec, &requests) else {
+        let Ok(got) = tdb_query::aggregate(&remote, snap.clone(), spec, &requests) else {
             continue; // a tile larger than half the budget
         };
         assert_eq!(got, want, "at {budget} bytes");

@@ -1,6 +1,7 @@
 //! Writes refuse cells that do not fit the schema with a typed error and
 //! write nothing; a good write commits last and reads back.
 
+use std::sync::Arc;
 use tdb_format::{ArrayType, Datatype};
 use tdb_fragment::{create_array, OpenArray, TimeWindow};
 use tdb_query::{FieldBuffer, QueryError, ResultLayout, Snapshot, Subarray, WriteSpec};
@@ -128,10 +129,10 @@ fn a_sparse_write_reads_back_sorted_and_a_dense_one_in_its_subarray() {
         .at(7);
     let w = tdb_query::write_fragment(&storage, "arr", &entry, None, &spec).unwrap();
     assert_eq!((w.cells, w.fragment.timestamp_range()), (3, (7, 7)));
-    let snap = Snapshot::load(&storage, "arr", TimeWindow::ALL, None).unwrap();
+    let snap = Arc::new(Snapshot::load(&storage, "arr", TimeWindow::ALL, None).unwrap());
     let spec = tdb_query::ReadSpec::new(["x", "a", "s"]).with_layout(ResultLayout::GlobalOrder);
     let mut all = tdb_query::Batch::default();
-    for b in tdb_query::SyncRead::new(&storage, &snap, spec).unwrap() {
+    for b in tdb_query::SyncRead::new(&storage, snap.clone(), spec).unwrap() {
         all.append(&b.unwrap());
     }
     assert_eq!(all.fields[0].data, ints(&[1, 3, 5]));
@@ -156,10 +157,10 @@ fn a_sparse_write_reads_back_sorted_and_a_dense_one_in_its_subarray() {
     assert_eq!(w.tiles, 2);
     let open = OpenArray::open(&storage, "arr", TimeWindow::ALL, None).unwrap();
     assert_eq!(open.fragments().unwrap().len(), 1);
-    let snap = Snapshot::load(&storage, "arr", TimeWindow::ALL, None).unwrap();
+    let snap = Arc::new(Snapshot::load(&storage, "arr", TimeWindow::ALL, None).unwrap());
     let spec = tdb_query::ReadSpec::new(["a"]).with_subarray(sub);
     let mut all = tdb_query::Batch::default();
-    for b in tdb_query::SyncRead::new(&storage, &snap, spec).unwrap() {
+    for b in tdb_query::SyncRead::new(&storage, snap.clone(), spec).unwrap() {
         all.append(&b.unwrap());
     }
     // Given column-major (r fastest), read row-major.
@@ -201,9 +202,9 @@ fn signed_zeros_are_two_coordinates_and_equal_bytes_a_duplicate() {
     .with_layout(ResultLayout::Unordered);
     let w = tdb_query::write_fragment(&storage, "arr", &entry, None, &spec).unwrap();
     assert_eq!(w.cells, 2);
-    let snap = Snapshot::load(&storage, "arr", TimeWindow::ALL, None).unwrap();
+    let snap = Arc::new(Snapshot::load(&storage, "arr", TimeWindow::ALL, None).unwrap());
     let spec = tdb_query::ReadSpec::new(["f", "a"]);
-    let cells: u64 = tdb_query::SyncRead::new(&storage, &snap, spec)
+    let cells: u64 = tdb_query::SyncRead::new(&storage, snap.clone(), spec)
         .unwrap()
         .map(|b| b.unwrap().num_cells)
         .sum();

@@ -82,11 +82,8 @@ impl<S: ReadableStorage> ReadableStorage for FaultyStorage<S> {
         self.inner.remote()
     }
 
-    fn read_ranges_ahead(
-        &self,
-        requests: &[RangeRequest],
-    ) -> Option<Box<dyn crate::PendingRanges>> {
-        self.inner.read_ranges_ahead(requests)
+    fn read_ranges_async(&self, requests: Vec<RangeRequest>) -> crate::RangesFuture<'_> {
+        self.inner.read_ranges_async(requests)
     }
 }
 

@@ -115,24 +115,45 @@ pub trait ReadableStorage: Send + Sync + std::fmt::Debug {
         false
     }
 
-    /// Starts fetching a batch in the background, where the backend can
-    /// (object stores: on their own I/O threads), for a reader to take
-    /// later with [`PendingRanges::wait`]: the answers are those
-    /// [`ReadableStorage::read_ranges`] would give. `None`: the backend
-    /// fetches only when asked (local disks, where a read ahead costs more
-    /// in memory than it saves).
-    fn read_ranges_ahead(&self, requests: &[RangeRequest]) -> Option<Box<dyn PendingRanges>> {
-        let _ = requests;
-        None
+    /// [`ReadableStorage::read_ranges`] as a future, for async drivers and
+    /// for batches fetched ahead while a reader decodes. Backends that do
+    /// I/O of their own (object stores) start the batch when called, so
+    /// it progresses whether or not the future is polled yet. The default
+    /// reads at once, on the caller's thread: right for local disks, where
+    /// a batch takes microseconds from the page cache.
+    fn read_ranges_async(&self, requests: Vec<RangeRequest>) -> RangesFuture<'_> {
+        Box::pin(std::future::ready(self.read_ranges(&requests)))
     }
 }
 
-/// A batch being fetched in the background
-/// ([`ReadableStorage::read_ranges_ahead`]); dropping it abandons the
-/// answers.
-pub trait PendingRanges: Send {
-    /// Waits for the answers, as [`ReadableStorage::read_ranges`] gives them.
-    fn wait(self: Box<Self>) -> Result<Vec<Option<RangeRead>>>;
+/// The answers to a batch of range requests, to come
+/// ([`ReadableStorage::read_ranges_async`]); dropping it abandons them.
+pub type RangesFuture<'a> = std::pin::Pin<
+    Box<dyn std::future::Future<Output = Result<Vec<Option<RangeRead>>>> + Send + 'a>,
+>;
+
+/// Waits on `future` from synchronous code: the calling thread sleeps
+/// until the future's waker wakes it. For futures whose work runs
+/// elsewhere (an I/O runtime's threads), as [`ReadableStorage::read_ranges_async`]'s do.
+pub fn wait<F: std::future::Future>(future: F) -> F::Output {
+    struct Unpark(std::thread::Thread);
+    impl std::task::Wake for Unpark {
+        fn wake(self: std::sync::Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = std::task::Waker::from(std::sync::Arc::new(Unpark(std::thread::current())));
+    let mut cx = std::task::Context::from_waker(&waker);
+    let mut future = std::pin::pin!(future);
+    loop {
+        if let std::task::Poll::Ready(out) = future.as_mut().poll(&mut cx) {
+            return out;
+        }
+        // A wake between the poll and the park leaves the token set: the
+        // park returns at once (parks may also return spuriously; the
+        // loop polls again either way).
+        std::thread::park();
+    }
 }
 
 /// Lists directories (key prefixes).
@@ -236,11 +257,8 @@ macro_rules! forward_storage {
                 (**self).remote()
             }
 
-            fn read_ranges_ahead(
-                &self,
-                requests: &[RangeRequest],
-            ) -> Option<Box<dyn PendingRanges>> {
-                (**self).read_ranges_ahead(requests)
+            fn read_ranges_async(&self, requests: Vec<RangeRequest>) -> RangesFuture<'_> {
+                (**self).read_ranges_async(requests)
             }
         }
 

@@ -207,9 +207,9 @@ impl<S: ReadableStorage> ReadableStorage for RecordingStorage<S> {
     }
 
     /// Says what the inner backend says, so traces show a remote
-    /// backend's piece sizes; reads ahead are not started
-    /// ([`ReadableStorage::read_ranges_ahead`] stays `None`), so every batch
-    /// is recorded where the reader takes it.
+    /// backend's piece sizes. Async batches (reads ahead among them) go
+    /// through the default [`ReadableStorage::read_ranges_async`], a
+    /// recorded `read_ranges` at the moment they are asked for.
     fn remote(&self) -> bool {
         self.inner.remote()
     }

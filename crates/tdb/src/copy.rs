@@ -212,7 +212,7 @@ pub fn copy<S: ReadStorage, D: Storage>(
                 write = write.with_delete_metadata();
             }
         }
-        let query = tdb_query::SyncRead::new(&src.storage, &one, read)?;
+        let query = tdb_query::SyncRead::new(&src.storage, std::sync::Arc::new(one), read)?;
         let written = if dense_frag && !merged {
             // A dense write takes its subarray's cells in one part (a
             // global-order one would need whole tiles).

@@ -187,7 +187,8 @@ impl OpenOptions {
 #[derive(Debug)]
 pub struct Array<S = AnyStorage> {
     storage: S,
-    snapshot: Snapshot,
+    /// Shared with the reads in progress, which own a reference each.
+    snapshot: Arc<Snapshot>,
     options: OpenOptions,
 }
 
@@ -488,12 +489,12 @@ impl<S: tdb_storage::Storage> Array<S> {
     /// Opens the array again, now (everything committed so far).
     pub fn reopen(&mut self) -> Result<()> {
         let open = &self.snapshot.open;
-        self.snapshot = Snapshot::load(
+        self.snapshot = Arc::new(Snapshot::load(
             &self.storage,
             &open.dir.clone(),
             TimeWindow::ALL,
             open.key(),
-        )?;
+        )?);
         self.options.window = None;
         Ok(())
     }
@@ -503,7 +504,7 @@ impl<S: tdb_fragment::ReadStorage> Array<S> {
     /// Opens the array at key prefix `dir` of `storage` (`""`: its root).
     pub fn open_in(storage: S, dir: &str, options: OpenOptions) -> Result<Self> {
         let window = options.window.unwrap_or(TimeWindow::ALL);
-        let snapshot = Snapshot::load(&storage, dir, window, options.key.as_ref())?;
+        let snapshot = Arc::new(Snapshot::load(&storage, dir, window, options.key.as_ref())?);
         Ok(Array {
             storage,
             snapshot,
@@ -540,8 +541,21 @@ impl<S: tdb_fragment::ReadStorage> Array<S> {
     /// Starts a read: an iterator of batches.
     pub fn read(&self, spec: ReadSpec) -> Result<Query<'_, S>> {
         Ok(Query {
-            inner: tdb_query::SyncRead::new(&self.storage, &self.snapshot, spec)?,
+            inner: tdb_query::SyncRead::new(&self.storage, Arc::clone(&self.snapshot), spec)?,
         })
+    }
+
+    /// Starts a read as a `Stream` of batches (futures-core's trait), for
+    /// async code: fetches are the storage's futures (object stores fetch
+    /// on their own I/O runtime, so any executor drives it), tiles are
+    /// decoded off the executor, and the cells are those [`Array::read`]
+    /// gives.
+    pub fn read_stream(&self, spec: ReadSpec) -> Result<tdb_query::ReadStream<'_, S>> {
+        Ok(tdb_query::ReadStream::new(
+            &self.storage,
+            Arc::clone(&self.snapshot),
+            spec,
+        )?)
     }
 
     /// Aggregates over the cells `spec` selects (its subarray, condition
@@ -565,7 +579,7 @@ impl<S: tdb_fragment::ReadStorage> Array<S> {
     ) -> Result<Vec<AggregateResult>> {
         Ok(tdb_query::aggregate(
             &self.storage,
-            &self.snapshot,
+            Arc::clone(&self.snapshot),
             spec,
             requests,
         )?)

@@ -38,7 +38,7 @@ pub(super) fn merge_dense<S: Storage>(
     // The chosen fragments as if they were the array's only ones.
     let only = snapshot.with_fragments(open.reading_view(open.directory.window.end), chosen);
     let mut writer = FragmentWriter::new(storage, &open.dir, latest, open.key(), &spec)?;
-    for batch in SyncRead::new(storage, &only, read)? {
+    for batch in SyncRead::new(storage, std::sync::Arc::new(only), read)? {
         writer.submit(&batch?.fields)?;
     }
     writer.finish()

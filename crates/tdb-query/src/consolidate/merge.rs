@@ -255,11 +255,11 @@ pub(super) fn merge_sparse<S: Storage>(
             .sparse_fragment_alone(i)?
             .ok_or_else(|| QueryError::invalid("a fragment vanished"))?;
         one.open = one.open.reading_view(open.directory.window.end);
-        alone.push(one);
+        alone.push(std::sync::Arc::new(one));
     }
     let share = (budget / (frags.len() as u64 + 1)).max(1);
     let mut inputs = Vec::with_capacity(frags.len());
-    for ((f, one), applied) in frags.iter().zip(&alone).zip(processed) {
+    for ((f, one), applied) in frags.iter().zip(alone).zip(processed) {
         let footer = &f.metadata.footer;
         let mut fields = names.clone();
         let own_ts = footer.has_timestamps.then(|| {

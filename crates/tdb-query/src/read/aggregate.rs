@@ -6,13 +6,15 @@
 //! changes answers, not just speed: the metadata counts every cell of the
 //! tile in the mean's divisor, written or not, as TileDB does.
 
-use super::{CellState, ReadStep, Reader};
+use super::drive::Fetcher;
+use super::{CellState, DecodeWork, Decoded, Event, Reader};
 use crate::aggregate::{Accumulator, AggregateOp, AggregateResult};
 use crate::batch::Batch;
 use crate::read::fields::{FieldInfo, Kind};
 use crate::read::plan::FragPlan;
 use crate::{QueryError, ReadSpec, Result, Snapshot};
 use std::collections::HashMap;
+use std::sync::Arc;
 use tdb_format::{ArrayType, Datatype};
 use tdb_fragment::fragment_metadata::{Section, SectionData};
 use tdb_fragment::ReadStorage;
@@ -22,8 +24,11 @@ use tdb_storage::{RangeRead, RangeRequest};
 /// What an aggregation needs next.
 #[derive(Debug)]
 pub enum AggregateStep {
-    /// Fetch these ranges and [`Aggregation::push`] the answers, in order.
+    /// Fetch these ranges and [`Aggregation::push`] the answers (in any
+    /// order, as [`Reader::push`] takes them).
     Need(Vec<RangeRequest>),
+    /// Run this and give the result to [`Aggregation::push_decoded`].
+    Decode(DecodeWork),
     /// The answers, in the order asked.
     Done(Vec<AggregateResult>),
 }
@@ -65,8 +70,8 @@ struct DenseGrid {
 
 /// An aggregation in progress: a state machine that does no I/O, like
 /// [`Reader`]. [`aggregate`] drives it over a storage backend.
-pub struct Aggregation<'a> {
-    reader: Reader<'a>,
+pub struct Aggregation {
+    reader: Reader,
     fields: Vec<FieldAgg>,
     /// The requests in order: field index and op.
     requests: Vec<(usize, AggregateOp)>,
@@ -74,12 +79,12 @@ pub struct Aggregation<'a> {
     grid: Option<DenseGrid>,
 }
 
-impl<'a> Aggregation<'a> {
+impl Aggregation {
     /// Aggregates over the read `spec` describes (its subarray, condition,
     /// layout and budget; its fields are ignored): `requests` are
     /// `(field, op)` pairs, answered in their order.
     pub fn new(
-        snapshot: &'a Snapshot,
+        snapshot: Arc<Snapshot>,
         spec: ReadSpec,
         requests: &[(String, AggregateOp)],
     ) -> Result<Self> {
@@ -105,7 +110,7 @@ impl<'a> Aggregation<'a> {
         }
         let mut spec = spec;
         spec.fields = read_fields;
-        let mut reader = Reader::new(snapshot, spec)?;
+        let mut reader = Reader::new(Arc::clone(&snapshot), spec)?;
         let mut fields: Vec<FieldAgg> = Vec::new();
         let ops_of = |name: &str| -> Vec<AggregateOp> {
             requests
@@ -187,28 +192,33 @@ impl<'a> Aggregation<'a> {
     /// The next thing the aggregation needs, or its answers.
     pub fn step(&mut self) -> Result<AggregateStep> {
         loop {
-            let step = self.reader.step()?;
-            self.fold_metadata();
-            match step {
-                ReadStep::Need(r) => return Ok(AggregateStep::Need(r)),
-                ReadStep::Batch(b) => {
-                    let states = self.reader.last_states.take();
-                    self.fold(&b, states.as_deref())?;
-                }
-                ReadStep::Done => return Ok(AggregateStep::Done(self.finish())),
+            match self.reader.next_event()? {
+                Event::Need(r) => return Ok(AggregateStep::Need(r)),
+                Event::Decode(w) => return Ok(AggregateStep::Decode(w)),
+                Event::Batch(b, states) => self.fold(&b, states.as_deref())?,
+                Event::FromMetadata(tiles) => self.fold_metadata(tiles),
+                Event::Done => return Ok(AggregateStep::Done(self.finish())),
             }
         }
     }
 
-    /// The answers to the last [`AggregateStep::Need`], in its order.
-    pub fn push(&mut self, reads: Vec<Option<RangeRead>>) -> Result<()> {
-        self.reader.push(reads)
+    /// Answers to the last [`AggregateStep::Need`] ([`Reader::push`]).
+    pub fn push(
+        &mut self,
+        answers: impl IntoIterator<Item = (RangeRequest, Option<RangeRead>)>,
+    ) -> Result<()> {
+        self.reader.push(answers)
     }
 
-    /// Folds the sparse tiles the reader answered from their metadata
-    /// (it checked each field's metadata is there).
-    fn fold_metadata(&mut self) {
-        for (frag, tile) in std::mem::take(&mut self.reader.md_answered) {
+    /// The result of the last [`AggregateStep::Decode`]'s work.
+    pub fn push_decoded(&mut self, decoded: Decoded) -> Result<()> {
+        self.reader.push_decoded(decoded)
+    }
+
+    /// Folds sparse tiles the reader answered from their metadata (it
+    /// checked each field's metadata is there): (plan, tile).
+    fn fold_metadata(&mut self, tiles: Vec<(usize, u64)>) {
+        for (frag, tile) in tiles {
             let plan = &self.reader.plans[frag];
             let cells = plan.cells(tile, plan.tile_num());
             self.rows += cells;
@@ -308,19 +318,17 @@ impl<'a> Aggregation<'a> {
 /// the read `spec` describes.
 pub fn aggregate<S: ReadStorage + ?Sized>(
     storage: &S,
-    snapshot: &Snapshot,
+    snapshot: Arc<Snapshot>,
     spec: ReadSpec,
     requests: &[(String, AggregateOp)],
 ) -> Result<Vec<AggregateResult>> {
     let mut agg = Aggregation::new(snapshot, spec, requests)?;
     agg.reader.set_remote(storage.remote());
-    let mut fetcher = super::Fetcher::new(storage);
+    let mut fetcher = Fetcher::new(storage);
     loop {
         match agg.step()? {
-            AggregateStep::Need(r) => {
-                agg.push(fetcher.answer(&r)?)?;
-                fetcher.look_ahead(&mut agg.reader)?;
-            }
+            AggregateStep::Need(r) => fetcher.serve(&mut agg.reader, r)?,
+            AggregateStep::Decode(w) => agg.push_decoded(w.run()?)?,
             AggregateStep::Done(results) => return Ok(results),
         }
     }
@@ -336,7 +344,7 @@ pub(super) struct TileMd<'p> {
 /// Tile `tile` of `plan`'s metadata for `f`: `None` when the fragment lacks
 /// some of what `f`'s ops need.
 pub(super) fn tile_metadata<'p>(
-    plan: &'p FragPlan<'_>,
+    plan: &'p FragPlan,
     info: &FieldInfo,
     slot: usize,
     ops: &[AggregateOp],
@@ -401,7 +409,7 @@ impl DenseGrid {
     /// exactly one fragment intersects it without a newer fragment covering
     /// its part of the tile. Which fields the metadata serves is decided
     /// per field at the end.
-    fn md_tile(&self, tc: &[i128], plans: &[FragPlan<'_>], fields: usize) -> Option<MdTile> {
+    fn md_tile(&self, tc: &[i128], plans: &[FragPlan], fields: usize) -> Option<MdTile> {
         let boxes: Vec<(i128, i128)> = self
             .dims
             .iter()
@@ -456,7 +464,7 @@ impl DenseGrid {
             return None;
         }
         let corner: Vec<i128> = part.iter().map(|&(lo, _)| lo).collect();
-        let schema = plan.schema;
+        let schema = &plan.schema;
         let (tile, _) = cell_position(
             &schema.domain,
             schema.tile_order,

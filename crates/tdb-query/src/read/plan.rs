@@ -1,18 +1,12 @@
-//! The read's computation once bytes are in: which tiles, which cells, in
-//! which order, from which fragment.
+//! The plan of a read: per fragment, its metadata, schema and fields, the
+//! tiles a piece touches, and the dense coordinates a subarray covers.
 
-use super::fields::{FieldInfo, FragField, Kind};
-use super::slabs::{Results, Slab};
-use super::tiles::TileMap;
-use crate::column::{Column, Columns};
-use crate::condition::{BoundCondition, BoundDelete};
-use crate::{QueryError, Result, ResultLayout, Subarray};
-use std::cmp::Ordering;
-use std::collections::HashMap;
+use super::fields::{FieldInfo, FragField};
+use crate::{QueryError, Result, Subarray};
+use std::sync::Arc;
 use tdb_fragment::fragment_metadata::{Section, SectionData};
 use tdb_fragment::{FragmentMetadata, TimestampedFile};
 use tdb_index::dense::{int_range, int_value, origin_and_extent};
-use tdb_index::order::{cmp_coord_bytes, cmp_coords, sort_cells, CellOrder};
 use tdb_index::{NDRange, RTree, RangeOps};
 use tdb_schema::{ArraySchema, Range};
 
@@ -26,10 +20,11 @@ pub(crate) struct CellRef {
 
 /// Per fragment: its metadata (sections load into it), its schema and how
 /// each field slot is stored there.
-pub(crate) struct FragPlan<'a> {
-    pub file: &'a TimestampedFile,
+pub(crate) struct FragPlan {
+    pub file: TimestampedFile,
     pub meta: FragmentMetadata,
-    pub schema: &'a ArraySchema,
+    /// Shared by the plans of fragments written under one schema.
+    pub schema: Arc<ArraySchema>,
     /// By field slot (the reader's `fields` index).
     pub fields: Vec<Option<FragField>>,
     pub timestamps: Option<FragField>,
@@ -41,7 +36,7 @@ pub(crate) struct FragPlan<'a> {
     pub rtree: RTree,
 }
 
-impl FragPlan<'_> {
+impl FragPlan {
     /// Each tile's MBR (sparse fragments).
     pub fn leaves(&self) -> &[NDRange] {
         self.rtree.leaves()
@@ -84,27 +79,10 @@ impl FragPlan<'_> {
     pub fn tile_num(&self) -> u64 {
         let f = &self.meta.footer;
         if f.dense {
-            f.tile_num(self.schema).unwrap_or(0)
+            f.tile_num(&self.schema).unwrap_or(0)
         } else {
             f.sparse_tile_num
         }
-    }
-}
-
-/// The columns of one tile of one fragment, by field name. Fields the
-/// fragment lacks have none: conditions and deletes take them as TileDB's
-/// sparse readers do (see `condition::eval`), not as fill values.
-pub(crate) struct TileColumns<'a> {
-    pub cols: HashMap<&'a str, Column<'a>>,
-    pub n: usize,
-}
-
-impl Columns for TileColumns<'_> {
-    fn column(&self, field: &str) -> Option<Column<'_>> {
-        self.cols.get(field).copied()
-    }
-    fn cell_num(&self) -> usize {
-        self.n
     }
 }
 
@@ -135,419 +113,12 @@ pub(crate) fn mbr_within(ops: &[RangeOps], mbr: &[Range], subarray: &Subarray) -
 pub(crate) const TIMESTAMPS_SLOT: usize = usize::MAX - 1;
 pub(crate) const DELETE_TS_SLOT: usize = usize::MAX - 2;
 
-/// The columns of tile `t` of fragment `fi` (`n` cells): its decoded tiles.
-fn tile_columns<'a>(
-    fields: &'a [FieldInfo],
-    tiles: &'a TileMap,
-    fi: usize,
-    t: u64,
-    n: usize,
-) -> TileColumns<'a> {
-    let cols = fields
-        .iter()
-        .enumerate()
-        .filter_map(|(s, f)| {
-            let tile = tiles.get(&(fi, s, t))?;
-            Some((f.name.as_str(), tile.column(f.datatype, f.cell_val_num)))
-        })
-        .collect();
-    TileColumns { cols, n }
-}
-
-/// What one sparse read checks each candidate tile's cells against.
-struct TileCheck<'r, 'p> {
-    schema: &'r ArraySchema,
-    plans: &'r [FragPlan<'p>],
-    fields: &'r [FieldInfo],
-    tiles: &'r TileMap,
-    ops: &'r [RangeOps],
-    subarray: &'r Subarray,
-    window: (u64, u64),
-    deletes: &'r [BoundDelete],
-    condition: Option<&'r BoundCondition>,
-    dim_slots: &'r [usize],
-}
-
-/// The cells of one tile a sparse read keeps: runs of adjacent cells
-/// (first, count), with per-cell timestamps each kept cell's, and where
-/// duplicates are not allowed whether each kept cell is deleted.
-struct KeptCells {
-    runs: Vec<(u32, u32)>,
-    stamps: Option<Vec<u64>>,
-    deleted: Option<Vec<bool>>,
-}
-
-impl TileCheck<'_, '_> {
-    /// Tile `t` of fragment `fi`: its cells inside the subarray and the
-    /// window, and with duplicates not deleted and passing the condition.
-    /// Without duplicates deletes apply after deduplication, as TileDB's
-    /// readers apply them: a deleted cell still hides the older versions
-    /// of its coordinates, so its deletion is returned, not applied.
-    fn kept(&self, fi: usize, t: u64) -> Result<KeptCells> {
-        let (plan, fields, tiles) = (&self.plans[fi], self.fields, self.tiles);
-        let n = plan.cells(t, plan.tile_num());
-        // Kept cells are indexed in 32 bits (`CellRef::cell`, the runs).
-        if n > u64::from(u32::MAX) {
-            return Err(QueryError::invalid(format!(
-                "fragment {}: tile {t} holds {n} cells, more than a sparse read indexes (2^32)",
-                plan.file.path
-            )));
-        }
-        let n = n as usize;
-        let frag_ts = plan.file.name.t1;
-        let tc = tile_columns(fields, tiles, fi, t, n);
-        let mut mask = vec![true; n];
-        // Subarray: per cell only in tiles it holds in part.
-        let inside = plan
-            .leaves()
-            .get(t as usize)
-            .is_some_and(|mbr| mbr_within(self.ops, mbr, self.subarray));
-        for (d, o) in self.ops.iter().enumerate().filter(|_| !inside) {
-            let r = self.subarray.ranges(d);
-            if r.is_empty() {
-                continue;
-            }
-            let Some(col) = tc.column(&fields[self.dim_slots[d]].name) else {
-                continue;
-            };
-            if !o.retain_within(r, col.fixed, &mut mask) {
-                for (i, m) in mask.iter_mut().enumerate() {
-                    if *m {
-                        let v = col.cell(i);
-                        *m = r.iter().any(|r| o.contains(r, v));
-                    }
-                }
-            }
-        }
-        // Per-cell timestamps.
-        let ts: Option<Vec<u64>> = plan.timestamps.as_ref().and_then(|_| {
-            tiles
-                .get(&(fi, TIMESTAMPS_SLOT, t))
-                .map(|tile| tdb_format::le::u64_values(&tile.fixed).collect())
-        });
-        if let Some(ts) = &ts {
-            for (i, m) in mask.iter_mut().enumerate() {
-                let x = ts.get(i).copied().unwrap_or(frag_ts);
-                if x < self.window.0 || x > self.window.1 {
-                    *m = false;
-                }
-            }
-        }
-        // Which cells a delete took; none asked for where nothing deletes.
-        let deletes = plan.delete_timestamps.is_some() || !self.deletes.is_empty();
-        let mut deleted = if deletes { vec![false; n] } else { Vec::new() };
-        // Consolidated delete metadata: the time each cell was deleted
-        // (`u64::MAX`: never).
-        if plan.delete_timestamps.is_some() {
-            if let Some(tile) = tiles.get(&(fi, DELETE_TS_SLOT, t)) {
-                for (i, d) in tdb_format::le::u64_values(&tile.fixed).enumerate() {
-                    if d <= self.window.1 && d != u64::MAX {
-                        if let Some(g) = deleted.get_mut(i) {
-                            *g = true;
-                        }
-                    }
-                }
-            }
-        }
-        // Delete commits.
-        let cell_ts = |i: usize| {
-            ts.as_ref()
-                .and_then(|v| v.get(i).copied())
-                .unwrap_or(frag_ts)
-        };
-        for delete in self.deletes {
-            for (g, gone) in deleted.iter_mut().zip(delete.removes(&tc, cell_ts)?) {
-                *g |= gone;
-            }
-        }
-        if self.schema.allows_dups {
-            // (`deleted` is empty where nothing deletes.)
-            for (m, g) in mask.iter_mut().zip(&deleted) {
-                *m &= !g;
-            }
-            if let Some(c) = self.condition {
-                c.evaluate(&tc, &mut mask)?;
-            }
-        }
-        let mut runs = Vec::new();
-        let mut i = 0;
-        while i < n {
-            if !mask[i] {
-                i += 1;
-                continue;
-            }
-            let start = i;
-            while i < n && mask[i] {
-                i += 1;
-            }
-            runs.push((start as u32, (i - start) as u32));
-        }
-        let kept = || runs.iter().flat_map(|&(s, l)| s as usize..(s + l) as usize);
-        let stamps = ts.map(|ts| {
-            kept()
-                .map(|i| ts.get(i).copied().unwrap_or(frag_ts))
-                .collect()
-        });
-        let deleted = (!self.schema.allows_dups && deleted.contains(&true))
-            .then(|| kept().map(|i| deleted[i]).collect());
-        Ok(KeptCells {
-            runs,
-            stamps,
-            deleted,
-        })
-    }
-}
-
-/// The sparse result: cells of candidate tiles inside the subarray and the
-/// window, not deleted, deduplicated (newest wins) unless the schema allows
-/// duplicates, passing the condition, in `layout` order.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn sparse_cells(
-    schema: &ArraySchema,
-    plans: &[FragPlan<'_>],
-    fields: &[FieldInfo],
-    tiles: &TileMap,
-    ops: &[RangeOps],
-    subarray: &Subarray,
-    window: (u64, u64),
-    deletes: &[BoundDelete],
-    condition: Option<&BoundCondition>,
-    layout: ResultLayout,
-) -> Result<Results> {
-    let dims = &schema.domain.dimensions;
-    // Unordered reads with duplicates keep cells in the order found: each
-    // tile's kept cells go straight into slabs, no per-cell record.
-    let direct = schema.allows_dups && layout == ResultLayout::Unordered;
-    let mut direct_out = Results::default();
-    let dim_slots: Vec<usize> = (0..dims.len())
-        .map(|d| {
-            fields
-                .iter()
-                .position(|f| f.kind == Kind::Dim(d))
-                .ok_or_else(|| QueryError::invalid("coordinates not read"))
-        })
-        .collect::<Result<_>>()?;
-    // Each candidate tile's cells are checked on the pool: the subarray,
-    // the window, deletes and (with duplicates) the condition; what is
-    // kept is gathered here in tile order.
-    let jobs: Vec<(usize, u64)> = plans
-        .iter()
-        .enumerate()
-        .flat_map(|(fi, plan)| plan.tiles.iter().map(move |&t| (fi, t)))
-        .collect();
-    let check = TileCheck {
-        schema,
-        plans,
-        fields,
-        tiles,
-        ops,
-        subarray,
-        window,
-        deletes,
-        condition,
-        dim_slots: &dim_slots,
-    };
-    let kept = crate::pool::map_all(
-        &jobs,
-        crate::threads(),
-        || (),
-        |_, &(fi, t)| check.kept(fi, t),
-    )?;
-    let mut refs: Vec<CellRef> = Vec::new();
-    let mut stamps: Vec<u64> = Vec::new();
-    // Per candidate, whether it is deleted (duplicates not allowed).
-    let mut gone: Vec<bool> = Vec::new();
-    for (&(fi, t), kept) in jobs.iter().zip(kept) {
-        let frag_ts = plans[fi].file.name.t1;
-        let mut at = 0;
-        for (start, len) in kept.runs {
-            if direct {
-                direct_out.slabs.push(Slab {
-                    frag: fi as u32,
-                    tile: t,
-                    cell: u64::from(start),
-                    stride: 1,
-                    len: u64::from(len),
-                });
-                continue;
-            }
-            for cell in start..start + len {
-                refs.push(CellRef {
-                    frag: fi as u32,
-                    cell,
-                    tile: t,
-                });
-                stamps.push(kept.stamps.as_ref().map_or(frag_ts, |s| s[at]));
-                gone.push(kept.deleted.as_ref().is_some_and(|d| d[at]));
-                at += 1;
-            }
-        }
-    }
-    if direct {
-        return Ok(direct_out);
-    }
-    // Coordinates of every candidate, looked up once: comparisons index
-    // this table rather than the tile map. Candidates come tile by tile:
-    // each tile's columns are looked up once.
-    let n = dims.len();
-    let mut table: Vec<&[u8]> = Vec::with_capacity(refs.len() * n);
-    let mut cols: Vec<Column<'_>> = Vec::with_capacity(n);
-    let mut current = None;
-    for r in &refs {
-        if current != Some((r.frag, r.tile)) {
-            current = Some((r.frag, r.tile));
-            cols.clear();
-            for &slot in &dim_slots {
-                let f = &fields[slot];
-                let tile = tiles
-                    .get(&(r.frag as usize, slot, r.tile))
-                    .ok_or_else(|| QueryError::invalid("coordinates not decoded"))?;
-                cols.push(tile.column(f.datatype, f.cell_val_num));
-            }
-        }
-        table.extend(cols.iter().map(|c| c.cell(r.cell as usize)));
-    }
-    let at = |i: usize, d: usize| table[i * n + d];
-    let by_coords = |a: usize, b: usize, col_major: bool| cmp_coords(ops, &at, a, b, col_major);
-    let mut order: Vec<usize> = (0..refs.len()).collect();
-    if !schema.allows_dups {
-        // Newest wins per coordinate: sort by coordinates, newest first.
-        // A coordinate is its bytes, as TileDB compares them when it
-        // deduplicates (`memcmp`): -0.0 and 0.0 are two cells, though they
-        // sort as equal values.
-        let by_bytes = |a: usize, b: usize| cmp_coord_bytes(n, &at, a, b);
-        order.sort_by(|&a, &b| {
-            by_coords(a, b, false)
-                .then_with(|| by_bytes(a, b))
-                .then_with(|| stamps[b].cmp(&stamps[a]))
-                .then_with(|| refs[b].frag.cmp(&refs[a].frag))
-        });
-        order.dedup_by(|b, a| by_bytes(*a, *b).is_eq());
-        // Deleted survivors go, older versions of their coordinates with
-        // them.
-        order.retain(|&i| !gone[i]);
-        if let Some(c) = condition {
-            // The condition applies to the surviving (newest) cells.
-            order = filter_by_condition(c, &order, &refs, plans, fields, tiles)?;
-        }
-    }
-    let kind = match layout {
-        ResultLayout::RowMajor => Some(CellOrder::RowMajor),
-        ResultLayout::ColMajor => Some(CellOrder::ColMajor),
-        ResultLayout::GlobalOrder => Some(CellOrder::Global {
-            tile_order: schema.tile_order,
-            cell_order: schema.cell_order,
-        }),
-        // Unordered results keep the order they were found in (fragment,
-        // tile, cell), as TileDB's unordered reader returns tiles as they
-        // come; a schema without duplicates has them in coordinate order
-        // from the deduplication.
-        ResultLayout::Unordered => None,
-    };
-    if let Some(kind) = kind {
-        sort_cells(
-            &mut order,
-            refs.len(),
-            &schema.domain,
-            ops,
-            kind,
-            at,
-            |a, b| {
-                let (a, b) = (&refs[a], &refs[b]);
-                // Equal values (duplicates, or -0.0 and 0.0): TileDB's
-                // global-order reader takes the newest fragment's first;
-                // row- and col-major take the oldest's (TileDB's legacy
-                // reader has no fixed order there).
-                if layout == ResultLayout::GlobalOrder && a.frag != b.frag {
-                    b.frag.cmp(&a.frag)
-                } else {
-                    tie(a, b)
-                }
-            },
-        );
-    }
-    let mut out: Vec<CellRef> = Vec::with_capacity(order.len());
-    let multi = (0..dims.len()).any(|d| subarray.ranges(d).len() > 1);
-    let one_fragment = order.windows(2).all(|w| refs[w[0]].frag == refs[w[1]].frag);
-    if multi && n == 1 && one_fragment && super::partition::follows_ranges(schema, layout) {
-        // One dimension, every cell from one fragment: TileDB's legacy
-        // reader leaves the cells range by range, in the order the ranges
-        // were given (it sorts them only when fragments mix).
-        for r in subarray.ranges(0) {
-            let (lo, hi) = r.bounds();
-            let o = &ops[0];
-            let first = order.partition_point(|&i| o.cmp_values(at(i, 0), lo) == Ordering::Less);
-            let end = order.partition_point(|&i| o.cmp_values(at(i, 0), hi) != Ordering::Greater);
-            out.extend(order[first..end.max(first)].iter().map(|&i| refs[i]));
-        }
-    } else if multi && matches!(layout, ResultLayout::RowMajor | ResultLayout::ColMajor) {
-        // Ordered layouts return a cell once per range combination that
-        // holds it (overlapping ranges repeat cells, as TileDB does).
-        for i in order {
-            let mut times = 1usize;
-            for (d, o) in ops.iter().enumerate() {
-                let r = subarray.ranges(d);
-                if r.is_empty() {
-                    continue;
-                }
-                times *= r.iter().filter(|r| o.contains(r, at(i, d))).count();
-            }
-            out.extend(std::iter::repeat_n(refs[i], times));
-        }
-    } else {
-        out.extend(order.into_iter().map(|i| refs[i]));
-    }
-    Ok(Results::from_cells(&out))
-}
-
-fn tie(a: &CellRef, b: &CellRef) -> Ordering {
-    (a.frag, a.tile, a.cell).cmp(&(b.frag, b.tile, b.cell))
-}
-
-/// Keeps the cells of `order` where `cond` holds, evaluated tile by tile.
-fn filter_by_condition(
-    cond: &BoundCondition,
-    order: &[usize],
-    refs: &[CellRef],
-    plans: &[FragPlan<'_>],
-    fields: &[FieldInfo],
-    tiles: &TileMap,
-) -> Result<Vec<usize>> {
-    // Group by tile, evaluate each tile once.
-    let mut by_tile: HashMap<(u32, u64), Vec<bool>> = HashMap::new();
-    for &i in order {
-        let r = &refs[i];
-        if by_tile.contains_key(&(r.frag, r.tile)) {
-            continue;
-        }
-        let fi = r.frag as usize;
-        let plan = &plans[fi];
-        let n = plan.cells(r.tile, plan.tile_num()) as usize;
-        let tc = tile_columns(fields, tiles, fi, r.tile, n);
-        let mut mask = vec![true; n];
-        cond.evaluate(&tc, &mut mask)?;
-        by_tile.insert((r.frag, r.tile), mask);
-    }
-    Ok(order
-        .iter()
-        .copied()
-        .filter(|&i| {
-            let r = &refs[i];
-            by_tile
-                .get(&(r.frag, r.tile))
-                .and_then(|m| m.get(r.cell as usize))
-                .copied()
-                .unwrap_or(false)
-        })
-        .collect())
-}
-
 /// How many of a dense fragment's tiles the bounding box of `sub` touches
 /// (within the fragment's non-empty domain); `None` for non-integer
 /// domains.
-pub(crate) fn dense_tiles_touched(plan: &FragPlan<'_>, sub: &Subarray) -> Option<u64> {
+pub(crate) fn dense_tiles_touched(plan: &FragPlan, sub: &Subarray) -> Option<u64> {
     let ned = plan.meta.footer.non_empty_domain.as_ref()?;
-    let coords = dense_coords(plan.schema, sub).ok()?;
+    let coords = dense_coords(&plan.schema, sub).ok()?;
     let mut tiles: u64 = 1;
     for ((dim, r), ranges) in plan.schema.domain.dimensions.iter().zip(ned).zip(&coords) {
         let (origin, ext) = origin_and_extent(dim)?;

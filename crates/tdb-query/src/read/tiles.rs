@@ -6,7 +6,7 @@ use crate::column::Column;
 use crate::{QueryError, Result};
 use bytes::Bytes;
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use tdb_filters::Workspace;
 use tdb_format::{DataPart, Datatype, FormatVersion};
 use tdb_fragment::FragmentMetadata;
@@ -199,6 +199,92 @@ impl Spare {
                 self.keep(v);
             }
         }
+    }
+}
+
+/// A piece's tiles to unfilter, with everything the work needs owned, so
+/// a driver runs it where it likes ([`super::ReadStep::Decode`]): on the
+/// calling thread, or off an async executor's. The work itself runs on the
+/// reader's bounded pool.
+pub struct DecodeWork {
+    /// The piece it belongs to (see [`Decoded`]).
+    pub(super) piece: u64,
+    pub(super) fetches: Vec<TileFetch>,
+    /// Per fetch, its parts' bytes.
+    pub(super) bytes: Vec<Vec<Bytes>>,
+    /// Per fetch, what its tile is.
+    pub(super) jobs: Vec<TileInfo>,
+    pub(super) fields: Vec<FragField>,
+    pub(super) key: Option<[u8; 32]>,
+    pub(super) spare: Arc<Spare>,
+}
+
+/// What one tile of a [`DecodeWork`] is: its field (an index into the
+/// work's fields), format version, cell count, and the cells used when
+/// known (see [`TileJob::needed`]).
+pub(super) struct TileInfo {
+    pub field: usize,
+    pub version: FormatVersion,
+    pub cells: u64,
+    pub needed: Option<Vec<(u64, u64)>>,
+}
+
+/// Decoded tiles of one piece, for [`super::Reader::push_decoded`].
+pub struct Decoded {
+    pub(super) piece: u64,
+    pub(super) tiles: Vec<(TileKey, DecodedTile)>,
+}
+
+impl DecodeWork {
+    /// Unfilters every tile (CPU-bound; it blocks until done).
+    pub fn run(self) -> Result<Decoded> {
+        let jobs: Vec<TileJob<'_>> = self
+            .fetches
+            .iter()
+            .zip(&self.bytes)
+            .zip(&self.jobs)
+            .map(|((fetch, bytes), info)| TileJob {
+                fetch,
+                bytes,
+                field: &self.fields[info.field],
+                version: info.version,
+                cells: info.cells,
+                needed: info.needed.as_deref(),
+            })
+            .collect();
+        let decoded = decode_tiles(&jobs, self.key.as_ref(), crate::threads(), &self.spare)?;
+        self.spare.release();
+        Ok(Decoded {
+            piece: self.piece,
+            tiles: self.fetches.iter().map(|f| f.key).zip(decoded).collect(),
+        })
+    }
+
+    /// How many tiles (of one field each) it decodes.
+    pub fn tiles(&self) -> usize {
+        self.fetches.len()
+    }
+
+    /// The filtered bytes it decodes.
+    pub fn bytes(&self) -> u64 {
+        self.bytes.iter().flatten().map(|b| b.len() as u64).sum()
+    }
+}
+
+impl std::fmt::Debug for DecodeWork {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DecodeWork")
+            .field("tiles", &self.tiles())
+            .field("bytes", &self.bytes())
+            .finish()
+    }
+}
+
+impl std::fmt::Debug for Decoded {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Decoded")
+            .field("tiles", &self.tiles.len())
+            .finish()
     }
 }
 

@@ -8,9 +8,13 @@
 //! newest fragment winning. A sparse read's ordered cells are merged into
 //! slabs where they run on in one tile.
 
-use super::plan::CellRef;
+use super::fields::{FieldInfo, Kind};
+use super::plan::{CellRef, FragPlan};
+use super::tiles::TileMap;
 use crate::{QueryError, Result, ResultLayout};
+use std::collections::HashMap;
 use tdb_format::Layout;
+use tdb_index::dense::int_value;
 use tdb_index::dense::{origin_and_extent, FragmentGrid};
 use tdb_schema::{ArraySchema, NDRange};
 
@@ -467,6 +471,100 @@ impl Planner<'_> {
         }
         Ok(())
     }
+}
+
+/// A dense read's results with the cells of its sparse fragments laid
+/// over them, one cell at a time (only such reads pay per cell): `old`'s
+/// slabs cut around each cell a sparse fragment of `plans` holds.
+pub(crate) fn overlay_sparse(
+    schema: &ArraySchema,
+    plans: &[FragPlan],
+    fields: &[FieldInfo],
+    tiles: &TileMap,
+    old: Results,
+) -> Results {
+    let dims = schema.domain.dimensions.len();
+    let dim_slots: Vec<Option<usize>> = (0..dims)
+        .map(|d| fields.iter().position(|f| f.kind == Kind::Dim(d)))
+        .collect();
+    let mut sparse_maps: Vec<Option<HashMap<Vec<i128>, CellRef>>> = Vec::new();
+    for (i, plan) in plans.iter().enumerate() {
+        if plan.meta.footer.dense {
+            sparse_maps.push(None);
+            continue;
+        }
+        let mut map = HashMap::new();
+        let tile_num = plan.tile_num();
+        for &t in &plan.tiles {
+            let n = plan.cells(t, tile_num) as usize;
+            for c in 0..n {
+                let mut coords = Vec::with_capacity(dims);
+                for (d, slot) in dim_slots.iter().enumerate() {
+                    let dt = schema.domain.dimensions[d].datatype;
+                    let v = slot
+                        .and_then(|s| tiles.get(&(i, s, t)))
+                        .and_then(|tile| int_value(dt, tile.column(dt, 1).cell(c)));
+                    coords.push(v.unwrap_or(i128::MIN));
+                }
+                map.insert(
+                    coords,
+                    CellRef {
+                        frag: i as u32,
+                        cell: c as u32,
+                        tile: t,
+                    },
+                );
+            }
+        }
+        sparse_maps.push(Some(map));
+    }
+    // Sparse fragments of a dense array win over every dense fragment
+    // whatever their timestamps (TileDB 2.30 reads them so:
+    // `legacy/2.3.3/dense_with_sparse_fragments`); the newest wins.
+
+    let step = old.step_dim;
+    let mut out = Results {
+        dims: old.dims,
+        step_dim: step,
+        ..Results::default()
+    };
+    let mut key = Vec::with_capacity(dims);
+    for (k, slab) in old.slabs.iter().enumerate() {
+        let first = old.first_coords(k);
+        let mut from = 0;
+        for j in 0..slab.len {
+            key.clear();
+            key.extend_from_slice(first);
+            key[step] += i128::from(j);
+            let hit = sparse_maps
+                .iter()
+                .rev()
+                .find_map(|m| m.as_ref().and_then(|m| m.get(&key[..]).copied()));
+            let Some(h) = hit else { continue };
+            if j > from {
+                out.slabs.push(slab.part(from, j - from));
+                out.coords.extend_from_slice(first);
+                let at = out.coords.len() - dims + step;
+                out.coords[at] += i128::from(from);
+            }
+            out.slabs.push(Slab {
+                frag: h.frag,
+                tile: h.tile,
+                cell: u64::from(h.cell),
+                stride: 1,
+                len: 1,
+            });
+            out.coords.extend_from_slice(&key);
+            from = j + 1;
+        }
+        if slab.len > from {
+            out.slabs.push(slab.part(from, slab.len - from));
+            out.coords.extend_from_slice(first);
+            let at = out.coords.len() - dims + step;
+            out.coords[at] += i128::from(from);
+        }
+    }
+    out
 }
 
 #[cfg(test)]

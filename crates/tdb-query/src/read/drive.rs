@@ -1,0 +1,118 @@
+//! The synchronous driver: a reader's needs answered from a storage
+//! backend, its decoding run on the calling thread (over the bounded pool),
+//! its batches an iterator.
+
+use super::{ReadStep, Reader};
+use crate::{Batch, QueryError, ReadSpec, Result, Snapshot};
+use std::sync::Arc;
+use tdb_fragment::ReadStorage;
+use tdb_storage::{RangeRead, RangeRequest, RangesFuture};
+
+/// One batch of requests from `storage`.
+fn fetch<S: ReadStorage + ?Sized>(
+    storage: &S,
+    requests: &[RangeRequest],
+) -> Result<Vec<Option<RangeRead>>> {
+    storage
+        .read_ranges(requests)
+        .map_err(|source| storage_error(requests, source))
+}
+
+/// A failed batch, named by its first file.
+pub(super) fn storage_error(
+    requests: &[RangeRequest],
+    source: tdb_storage::StorageError,
+) -> QueryError {
+    QueryError::Storage {
+        file: requests.first().map_or(String::new(), |r| r.key.clone()),
+        source,
+    }
+}
+
+/// Drives a [`Reader`] over a storage backend: an iterator of batches.
+/// Over remote storage it fetches the next piece's tiles while the
+/// current piece is decoded and handed out ([`Reader::plan_ahead`],
+/// [`ReadableStorage::read_ranges_async`](tdb_storage::ReadableStorage::read_ranges_async)).
+pub struct SyncRead<'a, S: ?Sized> {
+    fetcher: Fetcher<'a, S>,
+    reader: Reader,
+    finished: bool,
+}
+
+/// How a synchronous driver answers a reader's needs: from storage, or
+/// from the batch it started fetching ahead (remote storage).
+pub(crate) struct Fetcher<'a, S: ?Sized> {
+    storage: &'a S,
+    /// Requests being fetched ahead, and their answers to come.
+    ahead: Option<(Vec<RangeRequest>, RangesFuture<'a>)>,
+}
+
+impl<'a, S: ReadStorage + ?Sized> Fetcher<'a, S> {
+    pub(crate) fn new(storage: &'a S) -> Self {
+        Fetcher {
+            storage,
+            ahead: None,
+        }
+    }
+
+    /// Fetches `requests` and pushes the answers into `reader`; then, on
+    /// remote storage, plans the reader's next piece and starts fetching
+    /// it, so that its I/O overlaps this piece's decoding.
+    pub(crate) fn serve(&mut self, reader: &mut Reader, requests: Vec<RangeRequest>) -> Result<()> {
+        let got = match self.ahead.take() {
+            Some((asked, pending)) if asked == requests => {
+                tdb_storage::wait(pending).map_err(|source| storage_error(&requests, source))?
+            }
+            // Another need came first (never, by `plan_ahead`'s promise):
+            // those answers go unused.
+            _ => fetch(self.storage, &requests)?,
+        };
+        reader.push(requests.into_iter().zip(got))?;
+        if self.storage.remote() {
+            if let Some(next) = reader.plan_ahead()? {
+                let pending = self.storage.read_ranges_async(next.clone());
+                self.ahead = Some((next, pending));
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<'a, S: ReadStorage + ?Sized> SyncRead<'a, S> {
+    /// Starts `spec` over `snapshot`, fetching from `storage`.
+    pub fn new(storage: &'a S, snapshot: Arc<Snapshot>, spec: ReadSpec) -> Result<Self> {
+        let mut reader = Reader::new(snapshot, spec)?;
+        reader.set_remote(storage.remote());
+        Ok(SyncRead {
+            fetcher: Fetcher::new(storage),
+            reader,
+            finished: false,
+        })
+    }
+
+    fn advance(&mut self) -> Result<Option<Batch>> {
+        loop {
+            match self.reader.step()? {
+                ReadStep::Need(requests) => self.fetcher.serve(&mut self.reader, requests)?,
+                ReadStep::Decode(work) => self.reader.push_decoded(work.run()?)?,
+                ReadStep::Batch(b) => return Ok(Some(b)),
+                ReadStep::Done => return Ok(None),
+            }
+        }
+    }
+}
+
+impl<S: ReadStorage + ?Sized> Iterator for SyncRead<'_, S> {
+    type Item = Result<Batch>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.finished {
+            return None;
+        }
+        let r = self.advance();
+        if !matches!(r, Ok(Some(_))) {
+            self.finished = true;
+        }
+        r.transpose()
+    }
+}

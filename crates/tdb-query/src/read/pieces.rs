@@ -1,0 +1,489 @@
+//! Pieces: the subarray cut in result order until each piece's tiles fit
+//! the tile budget (and, below it, the size reads aim at), and each piece
+//! planned (its dense result cells, the tiles of every fragment it needs,
+//! the fetches for them) without changing the reader, so the next can be
+//! planned and fetched while one is read.
+
+use super::dense::{self, DenseFrag, Results};
+use super::fields::Kind;
+use super::plan::{self, FragPlan};
+use super::tiles::{self, Coalesced, TileFetch};
+use super::{aggregate, partition, Answers, Phase, Reader};
+use crate::{Result, ResultLayout, Subarray};
+use tdb_format::{ArrayType, DataPart};
+use tdb_storage::RangeRequest;
+
+/// A piece planned: everything [`Reader::plan_piece`] works out, which
+/// [`Reader::install`] makes the reader's state.
+pub(super) struct PlannedPiece {
+    piece: Piece,
+    /// Dense result cells.
+    results: Results,
+    /// Per fragment plan, the tiles the piece reads.
+    tiles: Vec<Vec<u64>>,
+    /// Tiles aggregates answer from metadata instead.
+    md_answered: Vec<(usize, u64)>,
+    fetches: Vec<TileFetch>,
+    /// The requests for `fetches`; `None` when there are none.
+    coalesced: Option<Coalesced>,
+}
+
+/// A piece of a read: part of the subarray and, in a Hilbert global-order
+/// read of one fragment, a run of that fragment's tiles (stored in that
+/// order, so consecutive runs come out in it, which no subarray cut does).
+#[derive(Debug, Clone, Default)]
+pub(super) struct Piece {
+    pub sub: Subarray,
+    pub run: Option<std::ops::Range<u64>>,
+}
+
+impl Piece {
+    /// The tiles of sparse fragment `plan` this piece overlaps.
+    pub(super) fn tiles(&self, plan: &FragPlan, ops: &[tdb_index::RangeOps]) -> Vec<u64> {
+        let mut tiles = plan.tiles_overlapping(ops, &self.sub);
+        if let Some(run) = &self.run {
+            tiles.retain(|t| run.contains(t));
+        }
+        tiles
+    }
+}
+
+impl Reader {
+    /// Half the budget holds tiles, the other half one batch of results.
+    pub(super) fn tile_budget(&self) -> u64 {
+        self.spec.budget / 2
+    }
+
+    /// The piece size reads aim at even when the budget allows more: a
+    /// finished piece's pages go to the next one (its tile buffers through
+    /// [`tiles::Spare`], fetch and result buffers through the allocator)
+    /// instead of fresh pages faulted in, so the smaller the first piece,
+    /// the fewer faults, until per-piece costs win (measured on W2's dense
+    /// reads, tdb seconds: 4096² 0.30 in one piece, 0.055 in 32 MiB
+    /// pieces, 0.042 in 8 MiB, 0.050 in 4 MiB; 1024² 0.012 in one piece,
+    /// 0.0065 in 8 MiB). Pieces only shrink to it at space tile
+    /// boundaries. A dense read reads no tile twice for it; a sparse one
+    /// reads a data tile that straddles a cut once per piece, and still
+    /// gains where it reads much (W3, 4M cells: whole 0.084 -> 0.045 s,
+    /// condition 0.116 -> 0.09) and loses a little where it reads little
+    /// (W3's 1% boxes 0.078 -> 0.087, W4's 10% range 0.018 -> 0.019).
+    /// Sparse aggregates answered from tile metadata are not cut for it: a
+    /// tile across a cut would be read instead of answered (W3's sum and
+    /// count 0.0013 -> 0.0086 s).
+    pub(super) const PIECE_TARGET: u64 = 8 << 20;
+
+    /// The piece size reads from remote storage aim at (the budget's half
+    /// still bounds it): there each piece costs a round trip of requests
+    /// (milliseconds each), which outweighs the page faults a larger piece
+    /// takes. W3's 4M cells from S3 through 10 ms of latency: 44 GETs and
+    /// 0.35 s in pieces aimed at 64 MiB, 17 GETs at 128 MiB, 12 GETs and
+    /// 0.12 s at 256 MiB (TileDB: 15, 0.26 s); W2 4096² then holds 167 MiB
+    /// at its peak (TileDB 186 MiB). See docs/performance.md.
+    pub(super) const REMOTE_PIECE_TARGET: u64 = 256 << 20;
+
+    /// Aims pieces at sizes that suit remote storage (`remote`), where
+    /// each batch of requests costs milliseconds, or local storage.
+    /// [`SyncRead`] sets it from its storage.
+    pub fn set_remote(&mut self, remote: bool) {
+        self.remote = remote;
+    }
+
+    /// The piece size aimed at below the tile budget: on remote storage
+    /// at most half of it too, so that the next piece can be fetched while
+    /// one is read ([`Reader::plan_ahead`]).
+    pub(super) fn piece_aim(&self) -> u64 {
+        if self.remote {
+            Self::REMOTE_PIECE_TARGET.min(self.tile_budget() / 2)
+        } else {
+            Self::PIECE_TARGET
+        }
+    }
+
+    /// Bytes tile `t` of fragment `i` holds while read: every field part
+    /// fetched (filtered) and unfiltered.
+    pub(super) fn tile_bytes(&self, i: usize, t: u64) -> u64 {
+        let plan = &self.plans[i];
+        let cells = plan.cells(t, plan.tile_num());
+        let meta = &plan.meta;
+        let mut total = 0u64;
+        for (slot, ff) in Self::frag_fields(plan) {
+            for (part, _) in &ff.parts {
+                let (filtered, unfiltered) = match part {
+                    DataPart::Fixed => {
+                        let size = match self.fields.get(slot) {
+                            Some(f) if f.is_var() => 8,
+                            Some(f) => f.cell_size() as u64,
+                            None => 8,
+                        };
+                        (meta.tile_range(ff.index, t), cells.saturating_mul(size))
+                    }
+                    DataPart::Var => {
+                        let var = meta.var_tile_size(ff.index, t).unwrap_or(0);
+                        (meta.var_tile_range(ff.index, t), var)
+                    }
+                    DataPart::Validity => (meta.validity_tile_range(ff.index, t), cells),
+                };
+                let filtered = filtered.map_or(0, |r| r.end.saturating_sub(r.start));
+                total = total.saturating_add(filtered).saturating_add(unfiltered);
+            }
+        }
+        total
+    }
+
+    /// What reading piece `p` holds at once: its tiles, and per candidate
+    /// cell the plan's bookkeeping.
+    pub(super) fn estimate(&self, piece: &Piece) -> u64 {
+        let p = &piece.sub;
+        let schema = self.snapshot.schema();
+        let dims = schema.domain.dimensions.len() as u64;
+        let mut total = 0u64;
+        for (i, plan) in self.plans.iter().enumerate() {
+            if plan.meta.footer.dense {
+                let tiles = plan::dense_tiles_touched(plan, p).unwrap_or(u64::MAX);
+                total = total.saturating_add(tiles.saturating_mul(self.tile_max[i]));
+            } else {
+                let tile_num = plan.tile_num();
+                for t in piece.tiles(plan, self.ops.dims()) {
+                    let cells = plan.cells(t, tile_num);
+                    total = total
+                        .saturating_add(self.tile_bytes(i, t))
+                        .saturating_add(cells.saturating_mul(64));
+                }
+            }
+        }
+        if schema.array_type == ArrayType::Dense {
+            // Per slab: where its cells come from and its first coordinates.
+            let frags = self.plans.iter().filter(|p| p.meta.footer.dense).count() as u64;
+            let slabs = plan::dense_coords(schema, p)
+                .ok()
+                .and_then(|r| dense::slab_bound(schema, &r, self.spec.layout, frags))
+                .unwrap_or(u64::MAX);
+            total = total.saturating_add(slabs.saturating_mul(40 + 16 * dims));
+        }
+        total
+    }
+
+    /// `p` in two halves when its estimate passes the tile budget, or the
+    /// piece size aimed at (at tile boundaries only).
+    pub(super) fn cut(&self, p: &Piece) -> Option<(Piece, Piece)> {
+        let schema = self.snapshot.schema();
+        let order = partition::split_order(schema, self.spec.layout);
+        let bounds = |d: usize, piece: &Subarray| self.tile_bounds(d, piece);
+        let estimate = self.estimate(p);
+        let tiles_only = if estimate > self.tile_budget() {
+            false
+        } else if estimate > self.piece_aim() && !self.md_sparse {
+            true
+        } else {
+            return None;
+        };
+        if order.is_empty() {
+            // The Hilbert global order: no subarray cut keeps it, but one
+            // fragment's tiles are stored in it, so runs of them do.
+            let [plan] = self.plans.as_slice() else {
+                return None;
+            };
+            let run = p.run.clone().unwrap_or(0..plan.tile_num());
+            let whole = Piece {
+                sub: p.sub.clone(),
+                run: Some(run.clone()),
+            };
+            let (a, b) = partition::split_run(&whole.tiles(plan, self.ops.dims()), run)?;
+            let half = |run| Piece {
+                sub: p.sub.clone(),
+                run: Some(run),
+            };
+            return Some((half(a), half(b)));
+        }
+        let in_order = self.range_cuts(&p.sub)?;
+        let (a, b) = partition::split(
+            schema,
+            self.ops.dims(),
+            &p.sub,
+            &order,
+            tiles_only,
+            in_order,
+            &bounds,
+        )?;
+        let half = |sub| Piece {
+            sub,
+            run: p.run.clone(),
+        };
+        Some((half(a), half(b)))
+    }
+
+    /// Whether piece `sub` is cut between ranges (`Some(true)`), anywhere
+    /// (`Some(false)`) or not at all. Where results may follow the ranges
+    /// as given (`partition::follows_ranges`), a sparse read of one
+    /// dimension does so only if every cell it keeps comes from one
+    /// fragment, known only at its end: with several ranges out of order
+    /// (or overlapping) and several fragments in reach, no cut keeps the
+    /// answer TileDB gives unpartitioned, and the piece is read whole.
+    pub(super) fn range_cuts(&self, sub: &Subarray) -> Option<bool> {
+        let schema = self.snapshot.schema();
+        if !partition::follows_ranges(schema, self.spec.layout) {
+            return Some(false);
+        }
+        if schema.array_type == ArrayType::Dense {
+            return Some(true);
+        }
+        let o = &self.ops.dims()[0];
+        let ranges = sub.ranges(0);
+        let in_order = ranges
+            .windows(2)
+            .all(|w| o.cmp_values(w[0].bounds().1, w[1].bounds().0).is_lt());
+        if in_order {
+            // Range order is the coordinates' order.
+            return Some(false);
+        }
+        let reach = self
+            .plans
+            .iter()
+            .filter(|p| {
+                p.meta
+                    .footer
+                    .non_empty_domain
+                    .as_ref()
+                    .is_none_or(|ned| plan::mbr_overlaps(self.ops.dims(), ned, sub))
+            })
+            .count();
+        (reach <= 1).then_some(true)
+    }
+
+    /// The bounds along dimension `d` of the MBRs of every sparse tile
+    /// `piece` overlaps (see `partition::TileBounds`).
+    pub(super) fn tile_bounds(&self, d: usize, piece: &Subarray) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut out = Vec::new();
+        for plan in self.plans.iter().filter(|p| !p.meta.footer.dense) {
+            for t in plan.tiles_overlapping(self.ops.dims(), piece) {
+                if let Some(r) = usize::try_from(t)
+                    .ok()
+                    .and_then(|t| plan.leaves().get(t))
+                    .and_then(|mbr| mbr.get(d))
+                {
+                    let (lo, hi) = r.bounds();
+                    out.push((lo.to_vec(), hi.to_vec()));
+                }
+            }
+        }
+        out
+    }
+
+    /// Takes pieces off the stack, cutting each in two while its estimate
+    /// exceeds the tile budget, and plans the first that fits. A piece that
+    /// cannot be cut (one cell; one tile, or tiles all spanning it, along a
+    /// float or string dimension; the Hilbert global order over several
+    /// fragments) is read as it is.
+    pub(super) fn next_partition(&mut self) -> Result<()> {
+        if let Some(planned) = self.ahead.take() {
+            return self.install(planned);
+        }
+        match self.next_piece() {
+            Some(p) => {
+                self.current = p;
+                self.plan_tiles()
+            }
+            None => {
+                self.phase = Phase::Emit;
+                Ok(())
+            }
+        }
+    }
+
+    /// The next piece that fits, cutting those that do not.
+    pub(super) fn next_piece(&mut self) -> Option<Piece> {
+        while let Some(p) = self.partitions.pop() {
+            if let Some((a, b)) = self.cut(&p) {
+                self.partitions.push(b);
+                self.partitions.push(a);
+                continue;
+            }
+            return Some(p);
+        }
+        None
+    }
+
+    /// Plans the next piece while the current one is handed out, and
+    /// returns the requests it will ask for, so that a driver can fetch
+    /// them ahead (remote storage, where they cost milliseconds) and answer
+    /// the reader's next [`ReadStep::Need`], which asks exactly for them,
+    /// from that fetch. `None` when there is nothing to fetch ahead: no
+    /// next piece, one that needs no tile, the current piece not yet
+    /// fetched (from then on, while it is decoded too), or two pieces' tiles that would not fit the tile budget
+    /// together (the next piece is then planned when its turn comes).
+    pub fn plan_ahead(&mut self) -> Result<Option<Vec<RangeRequest>>> {
+        if self.ahead.is_some() || !matches!(self.phase, Phase::Decode(_) | Phase::Emit) {
+            return Ok(None);
+        }
+        let Some(piece) = self.next_piece() else {
+            return Ok(None);
+        };
+        let both = self
+            .estimate(&self.current)
+            .saturating_add(self.estimate(&piece));
+        if both > self.tile_budget() {
+            self.partitions.push(piece);
+            return Ok(None);
+        }
+        let planned = self.plan_piece(&piece)?;
+        let requests = planned.coalesced.as_ref().map(|c| c.requests.clone());
+        self.ahead = Some(planned);
+        Ok(requests)
+    }
+
+    /// Plans the current piece and makes it the one being read.
+    pub(super) fn plan_tiles(&mut self) -> Result<()> {
+        let planned = self.plan_piece(&self.current)?;
+        self.install(planned)
+    }
+
+    /// What reading `piece` takes: its result cells (dense), the tiles of
+    /// every fragment it needs, and the fetches for them. Changes nothing,
+    /// so the next piece can be planned (and fetched) while one is read.
+    pub(super) fn plan_piece(&self, piece: &Piece) -> Result<PlannedPiece> {
+        let schema = self.snapshot.schema();
+        // Dense arrays: each result cell from the newest dense fragment
+        // whose non-empty domain holds it (sparse fragments overlay these
+        // once their coordinates are read); only those tiles are fetched.
+        let results = if schema.array_type == ArrayType::Dense {
+            let ranges = plan::dense_coords(schema, &piece.sub)?;
+            let frags: Vec<DenseFrag> = self
+                .plans
+                .iter()
+                .enumerate()
+                .filter(|(_, p)| p.meta.footer.dense)
+                .filter_map(|(i, p)| {
+                    let ned = p.meta.footer.non_empty_domain.as_ref()?;
+                    DenseFrag::new(i as u32, schema, &p.schema.domain, ned)
+                })
+                .collect();
+            dense::dense_results(schema, &frags, &ranges, self.spec.layout)?
+        } else {
+            Results::default()
+        };
+        let mut fetches = Vec::new();
+        let mut md_answered = Vec::new();
+        let mut tiles_of = Vec::with_capacity(self.plans.len());
+        for (i, plan) in self.plans.iter().enumerate() {
+            let meta = &plan.meta;
+            let tiles: Vec<u64> = if meta.footer.dense {
+                let mut set: Vec<u64> = results
+                    .slabs
+                    .iter()
+                    .filter(|r| r.frag as usize == i)
+                    .map(|r| r.tile)
+                    .collect();
+                set.sort_unstable();
+                set.dedup();
+                set
+            } else {
+                let skip = self.condition.as_ref().filter(|_| self.minmax_skip);
+                let fields = &self.fields;
+                // Tiles aggregates answer from their metadata: held whole
+                // by the piece, every cell in the window and undeleted.
+                let md = self.md_sparse
+                    && meta.footer.version >= 11
+                    && plan.timestamps.is_none()
+                    && plan.delete_timestamps.is_none();
+                let md_fields = &self.md_fields;
+                let mut from_md = |t: u64, mbr: &[tdb_schema::Range]| {
+                    let answered = md
+                        && plan::mbr_within(self.ops.dims(), mbr, &piece.sub)
+                        && md_fields.iter().all(|(slot, ops)| {
+                            aggregate::tile_metadata(plan, &fields[*slot], *slot, ops, t).is_some()
+                        });
+                    if answered {
+                        md_answered.push((i, t));
+                    }
+                    answered
+                };
+                piece
+                    .tiles(plan, self.ops.dims())
+                    .into_iter()
+                    .filter(|&t| !from_md(t, &plan.leaves()[t as usize]))
+                    .filter(|&t| {
+                        skip.is_none_or(|c| {
+                            c.may_match(&|f| {
+                                let slot = fields.iter().position(|x| x.name == f)?;
+                                plan.tile_min_max(slot, &fields[slot], t)
+                            })
+                        })
+                    })
+                    .collect()
+            };
+            // Unordered reads with duplicates need no coordinates of a
+            // tile the piece holds whole (nothing to check or sort), unless
+            // asked for or named by the condition.
+            let coordinates_optional = !meta.footer.dense
+                && schema.allows_dups
+                && self.spec.layout == ResultLayout::Unordered
+                && self.deletes.is_empty();
+            for (slot, ff) in Self::frag_fields(plan) {
+                let optional = coordinates_optional
+                    && self.fields.get(slot).is_some_and(|f| {
+                        matches!(f.kind, Kind::Dim(_))
+                            && !self.requested.contains(&slot)
+                            && !self
+                                .condition
+                                .iter()
+                                .any(|c| c.fields().iter().any(|n| n == &f.name))
+                    });
+                for &t in &tiles {
+                    let whole = || {
+                        plan.leaves()
+                            .get(t as usize)
+                            .is_some_and(|mbr| plan::mbr_within(self.ops.dims(), mbr, &piece.sub))
+                    };
+                    if optional && whole() {
+                        continue;
+                    }
+                    fetches.push(tiles::plan_tile(
+                        self.dir(),
+                        &plan.file.path,
+                        meta,
+                        ff,
+                        (i, slot, t),
+                    )?);
+                }
+            }
+            tiles_of.push(tiles);
+        }
+        let coalesced = (!fetches.is_empty()).then(|| Coalesced::tiles(&fetches));
+        Ok(PlannedPiece {
+            piece: piece.clone(),
+            results,
+            tiles: tiles_of,
+            md_answered,
+            fetches,
+            coalesced,
+        })
+    }
+
+    /// Makes `planned` the piece being read: asks for its tiles, or
+    /// computes it at once when it needs none.
+    pub(super) fn install(&mut self, planned: PlannedPiece) -> Result<()> {
+        let PlannedPiece {
+            piece,
+            results,
+            tiles,
+            md_answered,
+            fetches,
+            coalesced,
+        } = planned;
+        self.current = piece;
+        self.pieces_started += 1;
+        self.results = results;
+        self.md_answered.extend(md_answered);
+        for (plan, tiles) in self.plans.iter_mut().zip(tiles) {
+            plan.tiles = tiles;
+        }
+        let Some(coalesced) = coalesced else {
+            self.compute()?;
+            self.phase = Phase::Emit;
+            return Ok(());
+        };
+        let answers = Answers::new(coalesced.requests.clone());
+        self.phase = Phase::Tiles(fetches, coalesced, answers);
+        Ok(())
+    }
+}
