@@ -15,6 +15,7 @@ mod error;
 pub mod fragment_metadata;
 mod group;
 mod open;
+mod opening;
 mod schemas;
 mod tile_file;
 pub mod tile_metadata;
@@ -47,5 +48,6 @@ pub use open::{
     list_object, object_files, object_kind, LoadedFragment, ObjectFiles, ObjectKind, OpenArray,
     OpenGroup, ReadStorage,
 };
+pub use opening::{OpenStep, OpenedArray, Opening};
 pub use schemas::{load_enumeration, load_referenced_enumerations, load_schemas};
 pub use verify::{verify_array, Problem, ProblemKind, VerifyReport};

@@ -3,9 +3,10 @@
 //! once), then fetches everything small it needs in one batch of ranges.
 
 use crate::directory::{DirectoryListing, ListedFile};
-use crate::fragment_metadata::{
-    ConsolidatedFragmentMeta, Footer, FooterRead, FragmentMetadata, LegacyMetadata, Section,
-    SectionData,
+use crate::fragment_metadata::{FragmentMetadata, Section, SectionData};
+use crate::opening::{
+    directory_listing, subdirs_to_list, whole_file_requests, whole_files, FooterAnswer,
+    FooterReads, Opening,
 };
 use crate::{
     ArrayDirectory, ArrayMetadata, ConditionCommit, DeleteCommit, FragmentError, GroupDirectory,
@@ -14,7 +15,7 @@ use crate::{
 use std::collections::HashMap;
 use tdb_format::names::{
     ARRAY_DIRS, COMMITS_DIR, FRAGMENT_METADATA_FILE, FRAGMENT_META_DIR, GROUP_DETAILS_DIR,
-    GROUP_FILE, LEGACY_COORDS_STEM, LEGACY_SCHEMA_FILE, METADATA_DIR, SCHEMA_DIR, TDB_EXT,
+    GROUP_FILE, LEGACY_SCHEMA_FILE, METADATA_DIR, SCHEMA_DIR,
 };
 use tdb_format::TimestampedName;
 use tdb_schema::{SchemaEntry, SchemaHistory};
@@ -141,7 +142,7 @@ pub fn object_files<S: ReadStorage + ?Sized>(storage: &S, dir: &str) -> Result<O
 /// (commit files say which fragments exist, and footers are read from the
 /// end of files whose names are known), nor are fragment directories,
 /// except pre-v5 ones, which their metadata file commits.
-const LISTED_DIRS: [&str; 5] = [
+pub(crate) const LISTED_DIRS: [&str; 5] = [
     SCHEMA_DIR,
     COMMITS_DIR,
     FRAGMENT_META_DIR,
@@ -157,30 +158,12 @@ pub fn list_object<S: ReadStorage + ?Sized>(storage: &S, dir: &str) -> Result<Di
             .list_dir(d)
             .map_err(|e| FragmentError::storage(d, e))
     };
-    let relative = |key: &str| {
-        key.strip_prefix(dir)
-            .map(|k| k.trim_start_matches('/').to_owned())
-            .unwrap_or_else(|| key.to_owned())
-    };
     let root = list(dir)?;
-    let mut files: Vec<ListedFile> = Vec::new();
-    let mut dirs: Vec<String> = Vec::new();
-    let take = |listing: tdb_storage::Listing, files: &mut Vec<ListedFile>| {
-        for f in listing.files {
-            files.push(ListedFile::new(relative(&f.key), f.size));
-        }
-    };
-    for d in &root.dirs {
-        let name = last_component(d);
-        let pre_v5_fragment =
-            TimestampedName::parse(name).is_ok_and(|n| n.implied_format_version() < 5);
-        if LISTED_DIRS.contains(&name) || pre_v5_fragment {
-            take(list(d)?, &mut files);
-        }
-        dirs.push(name.to_owned());
-    }
-    take(root, &mut files);
-    Ok(DirectoryListing::new(&files).with_root_dirs(dirs.iter().map(String::as_str)))
+    let subdirs = subdirs_to_list(&root)
+        .iter()
+        .map(|d| list(d))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(directory_listing(dir, &root, &subdirs))
 }
 
 /// Reads whole listed files (of `dir`) in one batch.
@@ -189,25 +172,13 @@ pub(crate) fn read_files<S: ReadStorage + ?Sized>(
     dir: &str,
     paths: &[&str],
 ) -> Result<HashMap<String, Vec<u8>>> {
-    let requests: Vec<RangeRequest> = paths
-        .iter()
-        .map(|p| RangeRequest::new(join(dir, p), ByteRange::Whole))
-        .collect();
-    if requests.is_empty() {
+    if paths.is_empty() {
         return Ok(HashMap::new());
     }
     let got = storage
-        .read_ranges(&requests)
+        .read_ranges(&whole_file_requests(dir, paths))
         .map_err(|e| FragmentError::storage(dir, e))?;
-    paths
-        .iter()
-        .zip(got)
-        .map(|(p, bytes)| {
-            let bytes =
-                bytes.ok_or_else(|| FragmentError::missing(p, "file (listed, then gone)"))?;
-            Ok(((*p).to_owned(), bytes.bytes.to_vec()))
-        })
-        .collect()
+    whole_files(paths, got)
 }
 
 /// Parses the schema files (in TileDB's order) into a history.
@@ -267,20 +238,24 @@ impl OpenArray {
         window: TimeWindow,
         key: Option<&[u8; 32]>,
     ) -> Result<Self> {
-        let listing = list_object(storage, dir)?;
-        let schema_files = listing.schema_files();
-        let mut wanted: Vec<&str> = listing.files_to_read();
-        wanted.extend(schema_files.iter().map(String::as_str));
-        let contents = read_files(storage, dir, &wanted)?;
-        let directory = listing.resolve(&contents, window)?;
-        let schemas = schema_history(dir, &schema_files, &contents, key)?;
-        Ok(OpenArray {
+        let opening = Opening::new(dir, window, key).directory_only();
+        Ok(opening.run(storage)?.open)
+    }
+
+    pub(crate) fn new(
+        dir: &str,
+        listing: DirectoryListing,
+        directory: ArrayDirectory,
+        schemas: SchemaHistory,
+        key: Option<&[u8; 32]>,
+    ) -> Self {
+        OpenArray {
             dir: dir.to_owned(),
             listing,
             directory,
             schemas,
             key: key.copied(),
-        })
+        }
     }
 
     /// The array as a read of fragments handed to it sees it, its window
@@ -404,70 +379,7 @@ impl OpenArray {
         &self,
         storage: &S,
     ) -> Result<Vec<LoadedFragment>> {
-        let fragments = self.fragments()?;
-        let key = self.key.as_ref();
-        let schemas = |name: &str| self.schemas.by_name(name).map(|e| &e.schema);
-        // Footers stay in their entries; the map holds where each is (a
-        // map of footers would move every one at each growth).
-        let mut entries: Vec<Option<Footer>> = Vec::new();
-        let mut consolidated: HashMap<String, usize> = HashMap::new();
-        if !fragments.is_empty() && !self.directory.fragment_metadata.is_empty() {
-            let paths: Vec<&str> = self
-                .directory
-                .fragment_metadata
-                .iter()
-                .map(String::as_str)
-                .collect();
-            let contents = read_files(storage, &self.dir, &paths)?;
-            for path in &paths {
-                let meta = ConsolidatedFragmentMeta::parse(&contents[*path], key, &schemas, path)?;
-                consolidated.reserve(meta.entries.len());
-                for e in meta.entries {
-                    consolidated.insert(e.fragment_name().to_owned(), entries.len());
-                    entries.push(Some(e.footer));
-                }
-            }
-        }
-        let mut loaded: Vec<Option<LoadedFragment>> = Vec::with_capacity(fragments.len());
-        let mut own: Vec<(usize, &TimestampedFile)> = Vec::new();
-        for (i, f) in fragments.iter().enumerate() {
-            let footer = consolidated
-                .get(f.file_name())
-                .and_then(|&k| entries[k].take());
-            match footer {
-                Some(footer) => loaded.push(Some(LoadedFragment {
-                    metadata: FragmentMetadata::new(f.name.clone(), footer),
-                    file: f.clone(),
-                    from_consolidated: true,
-                    metadata_file_size: None,
-                })),
-                None => {
-                    own.push((i, f));
-                    loaded.push(None);
-                }
-            }
-        }
-        let files: Vec<&TimestampedFile> = own.iter().map(|(_, f)| *f).collect();
-        let has_file = |p: &str| self.listing.has(p);
-        let read = read_fragment_metadata(
-            storage,
-            &self.dir,
-            &files,
-            &self.schemas,
-            &has_file,
-            key,
-            &mut 0,
-        )?;
-        for ((i, f), metadata) in own.into_iter().zip(read) {
-            let (metadata, size) = metadata?;
-            loaded[i] = Some(LoadedFragment {
-                file: f.clone(),
-                metadata,
-                from_consolidated: false,
-                metadata_file_size: Some(size),
-            });
-        }
-        Ok(loaded.into_iter().flatten().collect())
+        Ok(Opening::from_open(self.clone())?.run(storage)?.fragments)
     }
 }
 
@@ -605,70 +517,22 @@ pub(crate) fn read_fragment_metadata<S: ReadStorage + ?Sized>(
     has_file: &dyn Fn(&str) -> bool,
     key: Option<&[u8; 32]>,
     bytes_read: &mut u64,
-) -> Result<Vec<Result<(FragmentMetadata, u64)>>> {
-    let lookup = |name: &str| schemas.by_name(name).map(|e| &e.schema);
-    let mut out: Vec<Option<Result<(FragmentMetadata, u64)>>> =
-        fragments.iter().map(|_| None).collect();
-    let mut pending: Vec<(usize, u64)> = fragments
+) -> Result<Vec<Result<FooterAnswer>>> {
+    let own = fragments
         .iter()
+        .map(|f| (**f).clone())
         .enumerate()
-        .map(|(i, f)| {
-            let schema = &fragment_schema(schemas, f).schema;
-            (i, Footer::suffix_to_read(schema, f.format_version()))
-        })
         .collect();
-    while !pending.is_empty() {
-        let requests: Vec<RangeRequest> = pending
-            .iter()
-            .map(|(i, n)| {
-                let file = join(&join(dir, &fragments[*i].path), FRAGMENT_METADATA_FILE);
-                RangeRequest::new(file, ByteRange::Suffix(*n))
-            })
-            .collect();
+    let mut reads = FooterReads::new(dir, own, schemas);
+    while !reads.done() {
+        let requests = reads.requests();
         let got = storage
             .read_ranges(&requests)
             .map_err(|e| FragmentError::storage(dir_label(dir), e))?;
-        *bytes_read += got
-            .iter()
-            .flatten()
-            .map(|r| r.bytes.len() as u64)
-            .sum::<u64>();
-        let mut again = Vec::new();
-        for ((i, _), read) in pending.iter().zip(got) {
-            let f = fragments[*i];
-            let file = format!("{}/{FRAGMENT_METADATA_FILE}", f.path);
-            let Some(read) = read else {
-                out[*i] = Some(Err(FragmentError::missing(&file, "the file")));
-                continue;
-            };
-            let version = f.format_version();
-            let parsed = if version <= 2 {
-                let schema = &fragment_schema(schemas, f).schema;
-                let dense = !has_file(&format!("{}/{LEGACY_COORDS_STEM}{TDB_EXT}", f.path));
-                LegacyMetadata::parse(&read.bytes, schema, dense, key, &f.path)
-                    .map(|l| FragmentMetadata::from_legacy(f.name.clone(), l))
-            } else {
-                match Footer::parse(&read.bytes, read.file_size, &lookup, version, &f.path) {
-                    Ok(FooterRead::Done(footer)) => {
-                        Ok(FragmentMetadata::new(f.name.clone(), footer))
-                    }
-                    Ok(FooterRead::NeedMore(n)) if n > read.bytes.len() as u64 => {
-                        again.push((*i, n));
-                        continue;
-                    }
-                    Ok(FooterRead::NeedMore(n)) => Err(FragmentError::invalid(
-                        &file,
-                        "footer",
-                        format!("asks for {n} bytes after {} were read", read.bytes.len()),
-                    )),
-                    Err(e) => Err(e),
-                }
-            };
-            out[*i] = Some(parsed.map(|m| (m, read.file_size)));
-        }
-        pending = again;
+        reads.take(got, schemas, has_file, key);
     }
-    Ok(out.into_iter().flatten().collect())
+    *bytes_read += reads.bytes_read;
+    Ok(reads.finish().into_iter().map(|(_, _, r)| r).collect())
 }
 
 /// A group opened at a time window: its members and metadata.

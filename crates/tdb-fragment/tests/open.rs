@@ -2,8 +2,10 @@
 //! TileDB reported, and the requests it makes are pinned (I/O traces), so a
 //! change that adds a round trip or reads more bytes fails here.
 
-use tdb_fragment::{OpenArray, OpenGroup, TimeWindow};
-use tdb_storage::{LocalStorage, RecordingStorage};
+use tdb_fragment::{
+    load_referenced_enumerations, OpenArray, OpenGroup, OpenStep, OpenedArray, Opening, TimeWindow,
+};
+use tdb_storage::{ListableStorage, LocalStorage, ReadableStorage, RecordingStorage};
 use tdb_testdata::Object;
 
 fn object(case: &str) -> Object {
@@ -174,4 +176,135 @@ fn fragment_metadata_files_write_back_in_tiledbs_layout() {
         }
     }
     assert!(rewritten > 60, "{rewritten} metadata files rewritten");
+}
+
+/// Drives an opening the way an async driver may: each batch's answers
+/// last first, in two pushes; returns it with the steps it took
+/// (`L` a round of listings, `R` a batch of ranges).
+fn open_scrambled(storage: &LocalStorage, key: Option<&[u8; 32]>) -> (OpenedArray, String) {
+    let mut opening = Opening::new("", TimeWindow::ALL, key);
+    let mut steps = String::new();
+    loop {
+        match opening.step().unwrap() {
+            OpenStep::List(dirs) => {
+                steps.push('L');
+                let listings = dirs.iter().map(|d| storage.list_dir(d).unwrap()).collect();
+                opening.push_listings(listings).unwrap();
+            }
+            OpenStep::Need(requests) => {
+                steps.push('R');
+                let got = storage.read_ranges(&requests).unwrap();
+                let mut answers: Vec<_> = requests.into_iter().zip(got).collect();
+                answers.reverse();
+                let rest = answers.split_off(answers.len() / 2);
+                opening.push(answers).unwrap();
+                opening.push(rest).unwrap();
+            }
+            OpenStep::Done(opened) => return (*opened, steps),
+        }
+    }
+}
+
+/// The opening machine, driven with answers in any order, opens every
+/// array as the synchronous open does: the same fragments and footers,
+/// the same enumerations.
+#[test]
+fn an_opening_answered_in_any_order_opens_every_array_alike() {
+    let mut n = 0;
+    for o in tdb_testdata::objects() {
+        let Some(e) = &o.expected else { continue };
+        if e["kind"] != "array" {
+            continue;
+        }
+        let storage = LocalStorage::new(&o.dir);
+        let key = o.key.as_ref();
+        let (opened, _) = open_scrambled(&storage, key);
+        let open = OpenArray::open(&storage, "", TimeWindow::ALL, key).unwrap();
+        let fragments = open.load_fragments(&storage).unwrap();
+        let entry = open.schema();
+        let enumerations = load_referenced_enumerations(&storage, "", entry, key).unwrap();
+        // Footers and where they came from (sections sit in hash maps,
+        // whose order differs between runs).
+        let summary = |f: &[tdb_fragment::LoadedFragment]| -> Vec<String> {
+            f.iter()
+                .map(|f| {
+                    format!(
+                        "{:?} {:?} {}",
+                        f.file, f.metadata.footer, f.from_consolidated
+                    )
+                })
+                .collect()
+        };
+        assert_eq!(
+            summary(&opened.fragments),
+            summary(&fragments),
+            "{}",
+            o.case
+        );
+        assert_eq!(
+            format!("{:?}", opened.enumerations),
+            format!("{enumerations:?}"),
+            "{}",
+            o.case
+        );
+        assert_eq!(
+            format!("{:?}", opened.open.directory),
+            format!("{:?}", open.directory),
+            "{}",
+            o.case
+        );
+        n += 1;
+    }
+    assert!(n > 150, "{n} arrays");
+}
+
+/// The rounds an opening takes: listings, then one batch of schemas and
+/// commits, consolidated fragment metadata, footers, enumerations (each
+/// only where there is something to read).
+#[test]
+fn an_opening_takes_a_batch_per_kind_of_file() {
+    for (case, want) in [
+        // Root, subdirectories; files; footers.
+        ("dense_multi_chunk", "LLRR"),
+        // Footers from the consolidated file: no footer batch.
+        ("consolidated_fragment_meta", "LLRR"),
+        // Enumerations: one batch more.
+        ("enumeration", "LLRRR"),
+    ] {
+        let o = object(case);
+        let storage = LocalStorage::new(&o.dir);
+        let (_, steps) = open_scrambled(&storage, o.key.as_ref());
+        assert_eq!(steps, want, "{case}");
+    }
+}
+
+#[test]
+fn an_opening_refuses_what_it_did_not_ask_for() {
+    let o = object("dense_multi_chunk");
+    let storage = LocalStorage::new(&o.dir);
+    let mut opening = Opening::new("", TimeWindow::ALL, None);
+    assert!(opening.push([]).is_err());
+    assert!(opening.push_listings(Vec::new()).is_err());
+    let OpenStep::List(dirs) = opening.step().unwrap() else {
+        panic!("an opening starts with a listing");
+    };
+    assert!(opening.step().is_err(), "asked twice");
+    // Two listings where one was asked for.
+    let root = storage.list_dir(&dirs[0]).unwrap();
+    assert!(opening
+        .push_listings(vec![root.clone(), root.clone()])
+        .is_err());
+    opening.push_listings(vec![root]).unwrap();
+    let OpenStep::List(dirs) = opening.step().unwrap() else {
+        panic!("then its directories");
+    };
+    let listings = dirs.iter().map(|d| storage.list_dir(d).unwrap()).collect();
+    opening.push_listings(listings).unwrap();
+    let OpenStep::Need(requests) = opening.step().unwrap() else {
+        panic!("then its files");
+    };
+    let mut stranger = requests[0].clone();
+    stranger.key.push_str(".other");
+    let err = opening.push([(stranger, None)]).unwrap_err().to_string();
+    assert!(err.contains("not asked for"), "{err}");
 }

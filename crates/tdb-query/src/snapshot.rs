@@ -4,8 +4,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use tdb_fragment::{
-    FragmentError, FragmentMetadata, LoadedFragment, OpenArray, ReadStorage, Result, Section,
-    SectionData, TimeWindow,
+    FragmentError, FragmentMetadata, LoadedFragment, OpenArray, OpenedArray, Opening, ReadStorage,
+    Result, Section, SectionData, TimeWindow,
 };
 use tdb_schema::{ArraySchema, Enumeration, SchemaHistory};
 
@@ -65,30 +65,35 @@ impl SectionCache {
     }
 }
 
+/// What an [`Opening`] gives, however it was driven.
+impl From<OpenedArray> for Snapshot {
+    fn from(opened: OpenedArray) -> Self {
+        Snapshot {
+            enumerations: opened
+                .enumerations
+                .into_iter()
+                .map(|e| (e.name.clone(), e))
+                .collect(),
+            open: opened.open,
+            fragments: opened.fragments,
+            sections: SectionCache::default(),
+        }
+    }
+}
+
 impl Snapshot {
     /// Opens the array at `dir` of `storage` for `window` (`key` for
     /// encrypted arrays): listings, one batch of schemas and commits, one
-    /// batch of footers, one of enumerations. Errors are the array
-    /// directory's (nothing here is a query yet).
+    /// batch of footers, one of enumerations (an [`Opening`] driven over
+    /// `storage`). Errors are the array directory's (nothing here is a
+    /// query yet).
     pub fn load<S: ReadStorage + ?Sized>(
         storage: &S,
         dir: &str,
         window: TimeWindow,
         key: Option<&[u8; 32]>,
     ) -> Result<Self> {
-        let open = OpenArray::open(storage, dir, window, key)?;
-        let fragments = open.load_fragments(storage)?;
-        let entry = open.schema();
-        let enumerations = tdb_fragment::load_referenced_enumerations(storage, dir, entry, key)?
-            .into_iter()
-            .map(|e| (e.name.clone(), e))
-            .collect();
-        Ok(Snapshot {
-            open,
-            fragments,
-            enumerations,
-            sections: SectionCache::default(),
-        })
+        Ok(Snapshot::from(Opening::new(dir, window, key).run(storage)?))
     }
 
     /// The same snapshot with only the fragments `chosen` (indexes into

@@ -16,6 +16,7 @@
 //! a write at every step;
 //! [`conformance::run`] is the behaviour suite every backend must pass.
 
+mod answers;
 pub mod conformance;
 mod error;
 mod faulty;
@@ -25,6 +26,7 @@ mod path;
 mod range;
 mod recording;
 
+pub use answers::{Answers, Unasked};
 pub use error::{Result, StorageError};
 pub use faulty::FaultyStorage;
 pub use local::LocalStorage;

@@ -16,7 +16,6 @@
 //! thread of its own).
 
 mod aggregate;
-mod answers;
 mod dense;
 mod drive;
 mod emit;
@@ -36,7 +35,6 @@ pub use tiles::{DecodeWork, Decoded};
 use crate::batch::Batch;
 use crate::condition::{self, BoundCondition, BoundDelete};
 use crate::{QueryError, ReadSpec, Result, ResultLayout, Snapshot};
-use answers::Answers;
 use bytes::Bytes;
 use dense::Results;
 pub(crate) use fields::FieldInfo;
@@ -51,7 +49,7 @@ use tdb_fragment::fragment_metadata::{Field, Section};
 use tdb_fragment::DeleteCommit;
 use tdb_index::DomainOps;
 use tdb_schema::ArraySchema;
-use tdb_storage::{join, RangeRead, RangeRequest};
+use tdb_storage::{join, Answers, RangeRead, RangeRequest};
 use tiles::{Coalesced, TileFetch, TileMap};
 
 /// What the reader wants next.
@@ -362,7 +360,9 @@ impl Reader {
             _ => return Err(QueryError::invalid("push without a pending request")),
         };
         for (request, read) in answers {
-            pending.take(&request, read)?;
+            pending
+                .take(&request, read)
+                .map_err(|e| QueryError::invalid(e.to_string()))?;
         }
         if !pending.complete() {
             return Ok(());

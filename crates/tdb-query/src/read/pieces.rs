@@ -8,10 +8,10 @@ use super::dense::{self, DenseFrag, Results};
 use super::fields::Kind;
 use super::plan::{self, FragPlan};
 use super::tiles::{self, Coalesced, TileFetch};
-use super::{aggregate, partition, Answers, Phase, Reader};
+use super::{aggregate, partition, Phase, Reader};
 use crate::{Result, ResultLayout, Subarray};
 use tdb_format::{ArrayType, DataPart};
-use tdb_storage::RangeRequest;
+use tdb_storage::{Answers, RangeRequest};
 
 /// A piece planned: everything [`Reader::plan_piece`] works out, which
 /// [`Reader::install`] makes the reader's state.

@@ -1,13 +1,20 @@
-//! The answers to one batch of range requests, matched by range: a driver
-//! may answer in any order and in several pushes (an async driver pushes
-//! each answer as it lands).
+//! The answers to one batch of range requests, matched by range: what a
+//! state machine that asked for a batch (a reader, an open) collects, so
+//! that its driver may answer in any order and in several pushes (an async
+//! driver pushes each answer as it lands).
 
-use crate::{QueryError, Result};
+use crate::{RangeRead, RangeRequest};
 use std::collections::HashMap;
-use tdb_storage::{RangeRead, RangeRequest};
+
+/// An answer to a range that was not asked for, or that has its answer
+/// already: a driver's mistake.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("an answer to bytes {} of {}, which was not asked for (or has its answer already)", .0.range, .0.key)]
+pub struct Unasked(pub RangeRequest);
 
 /// A batch's requests and the answers in so far.
-pub(crate) struct Answers {
+#[derive(Debug)]
+pub struct Answers {
     requests: Vec<RangeRequest>,
     /// Per request, its answer once in (`Some(None)`: the file is missing).
     got: Vec<Option<Option<RangeRead>>>,
@@ -20,6 +27,7 @@ pub(crate) struct Answers {
 }
 
 impl Answers {
+    /// Waits for answers to `requests`.
     pub fn new(requests: Vec<RangeRequest>) -> Self {
         let mut index: HashMap<RangeRequest, Vec<usize>> = HashMap::new();
         for (i, r) in requests.iter().enumerate().rev() {
@@ -39,23 +47,22 @@ impl Answers {
         (!std::mem::replace(&mut self.asked, true)).then(|| self.requests.clone())
     }
 
-    /// Takes the answer to `request`.
-    pub fn take(&mut self, request: &RangeRequest, read: Option<RangeRead>) -> Result<()> {
+    /// Takes the answer to `request` (`None`: the file is missing).
+    pub fn take(&mut self, request: &RangeRequest, read: Option<RangeRead>) -> Result<(), Unasked> {
         let Some(i) = self.index.get_mut(request).and_then(Vec::pop) else {
-            return Err(QueryError::invalid(format!(
-                "an answer to bytes {} of {}, which the reader did not ask for (or already has)",
-                request.range, request.key
-            )));
+            return Err(Unasked(request.clone()));
         };
         self.got[i] = Some(read);
         self.missing -= 1;
         Ok(())
     }
 
+    /// Whether every request has its answer.
     pub fn complete(&self) -> bool {
         self.missing == 0
     }
 
+    /// How many requests wait for their answer.
     pub fn missing(&self) -> usize {
         self.missing
     }
@@ -69,8 +76,8 @@ impl Answers {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ByteRange;
     use bytes::Bytes;
-    use tdb_storage::ByteRange;
 
     fn read(b: &'static [u8]) -> Option<RangeRead> {
         Some(RangeRead {
