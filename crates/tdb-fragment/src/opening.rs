@@ -139,24 +139,31 @@ impl Opening {
         Ok(o)
     }
 
-    /// Runs the opening over `storage`, one listing or batch at a time.
-    pub fn run<S: ReadStorage + ?Sized>(mut self, storage: &S) -> Result<OpenedArray> {
+    /// Runs the opening over `storage`, one round of listings or one
+    /// batch of ranges at a time (the listings of a round concurrently
+    /// where the storage lists on its own I/O threads).
+    pub fn run<S: ReadStorage + ?Sized>(self, storage: &S) -> Result<OpenedArray> {
+        tdb_storage::wait(self.run_async(storage))
+    }
+
+    /// [`Opening::run`] for async code: each listing and batch awaited.
+    pub async fn run_async<S: ReadStorage + ?Sized>(mut self, storage: &S) -> Result<OpenedArray> {
         loop {
             match self.step()? {
                 OpenStep::List(dirs) => {
-                    let listings = dirs
-                        .iter()
-                        .map(|d| {
-                            storage
-                                .list_dir(d)
-                                .map_err(|e| FragmentError::storage(d, e))
-                        })
-                        .collect::<Result<Vec<_>>>()?;
+                    // Every listing of the round started before any is
+                    // awaited.
+                    let pending: Vec<_> = dirs.iter().map(|d| storage.list_dir_async(d)).collect();
+                    let mut listings = Vec::with_capacity(dirs.len());
+                    for (d, p) in dirs.iter().zip(pending) {
+                        listings.push(p.await.map_err(|e| FragmentError::storage(d, e))?);
+                    }
                     self.push_listings(listings)?;
                 }
                 OpenStep::Need(requests) => {
                     let got = storage
-                        .read_ranges(&requests)
+                        .read_ranges_async(requests.clone())
+                        .await
                         .map_err(|e| FragmentError::storage(&self.dir, e))?;
                     self.push(requests.into_iter().zip(got))?;
                 }

@@ -180,6 +180,23 @@ impl ObjectStorage {
         Ok((!path.as_ref().is_empty()).then_some(path))
     }
 
+    /// The immediate children of `dir`, sorted.
+    async fn listing(&self, dir: &str) -> Result<Listing> {
+        let prefix = self.prefix(dir)?;
+        let got = self
+            .store
+            .list_with_delimiter(prefix.as_ref())
+            .await
+            .map_err(|e| self.error(dir, e))?;
+        let mut listing = Listing {
+            files: got.objects.iter().map(|m| self.meta(m)).collect(),
+            dirs: got.common_prefixes.iter().map(|p| self.key_of(p)).collect(),
+        };
+        listing.files.sort();
+        listing.dirs.sort();
+        Ok(listing)
+    }
+
     /// The key of an object_store path below the root.
     fn key_of(&self, path: &Path) -> String {
         let full = path.as_ref();
@@ -279,34 +296,22 @@ impl ReadableStorage for ObjectStorage {
     /// executor, tokio's or none.
     fn read_ranges_async(&self, requests: Vec<RangeRequest>) -> tdb_storage::RangesFuture<'_> {
         let me = self.clone();
-        let task = runtime::spawn(async move { fetch::read_ranges_async(&me, &requests).await });
-        Box::pin(async move {
-            match task?.await {
-                Ok(answers) => answers,
-                Err(join) => Err(StorageError::Backend {
-                    uri: String::new(),
-                    message: "a batch's task on the I/O runtime failed".to_owned(),
-                    source: Some(Box::new(join)),
-                }),
-            }
-        })
+        Box::pin(runtime::started(async move {
+            fetch::read_ranges_async(&me, &requests).await
+        }))
     }
 }
 
 impl ListableStorage for ObjectStorage {
     fn list_dir(&self, dir: &str) -> Result<Listing> {
-        let prefix = self.prefix(dir)?;
-        let prefix = prefix.as_ref();
-        let store = &self.store;
-        let got = runtime::block_on(store.list_with_delimiter(prefix))?
-            .map_err(|e| self.error(dir, e))?;
-        let mut listing = Listing {
-            files: got.objects.iter().map(|m| self.meta(m)).collect(),
-            dirs: got.common_prefixes.iter().map(|p| self.key_of(p)).collect(),
-        };
-        listing.files.sort();
-        listing.dirs.sort();
-        Ok(listing)
+        runtime::block_on(self.listing(dir))?
+    }
+
+    /// Lists on the runtime, started at once (see
+    /// [`ObjectStorage::read_ranges_async`](ReadableStorage::read_ranges_async)).
+    fn list_dir_async(&self, dir: &str) -> tdb_storage::ListFuture<'_> {
+        let (me, dir) = (self.clone(), dir.to_owned());
+        Box::pin(runtime::started(async move { me.listing(&dir).await }))
     }
 
     fn list_prefix(&self, dir: &str) -> Result<Vec<ObjectMeta>> {

@@ -63,3 +63,23 @@ where
 {
     Ok(runtime()?.spawn(future))
 }
+
+/// Starts `future` on the runtime at once and gives a future of its
+/// output that any executor (tokio's or none) can wait on: what the async
+/// storage methods hand out, so their work goes on whether or not the
+/// caller polls yet (a read ahead).
+pub(crate) fn started<T: Send + 'static>(
+    future: impl Future<Output = Result<T>> + Send + 'static,
+) -> impl Future<Output = Result<T>> + Send + 'static {
+    let task = spawn(future);
+    async move {
+        match task?.await {
+            Ok(out) => out,
+            Err(join) => Err(StorageError::Backend {
+                uri: String::new(),
+                message: "a task on the I/O runtime failed".to_owned(),
+                source: Some(Box::new(join)),
+            }),
+        }
+    }
+}

@@ -134,6 +134,10 @@ pub type RangesFuture<'a> = std::pin::Pin<
     Box<dyn std::future::Future<Output = Result<Vec<Option<RangeRead>>>> + Send + 'a>,
 >;
 
+/// A directory's listing, to come ([`ListableStorage::list_dir_async`]).
+pub type ListFuture<'a> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<Listing>> + Send + 'a>>;
+
 /// Waits on `future` from synchronous code: the calling thread sleeps
 /// until the future's waker wakes it. For futures whose work runs
 /// elsewhere (an I/O runtime's threads), as [`ReadableStorage::read_ranges_async`]'s do.
@@ -163,6 +167,13 @@ pub trait ListableStorage: Send + Sync + std::fmt::Debug {
     /// The immediate children of `dir`. A directory that does not exist
     /// lists as empty, as a prefix with no objects does on object stores.
     fn list_dir(&self, dir: &str) -> Result<Listing>;
+
+    /// [`ListableStorage::list_dir`] as a future, for async drivers (of an
+    /// opening, say). As with [`ReadableStorage::read_ranges_async`], the
+    /// default lists at once, on the caller's thread.
+    fn list_dir_async(&self, dir: &str) -> ListFuture<'_> {
+        Box::pin(std::future::ready(self.list_dir(dir)))
+    }
 
     /// Every file below `dir`, at any depth, sorted by key.
     fn list_prefix(&self, dir: &str) -> Result<Vec<ObjectMeta>> {
@@ -267,6 +278,10 @@ macro_rules! forward_storage {
         impl<T: ListableStorage + ?Sized> ListableStorage for $t {
             fn list_dir(&self, dir: &str) -> Result<Listing> {
                 (**self).list_dir(dir)
+            }
+
+            fn list_dir_async(&self, dir: &str) -> ListFuture<'_> {
+                (**self).list_dir_async(dir)
             }
 
             fn list_prefix(&self, dir: &str) -> Result<Vec<ObjectMeta>> {

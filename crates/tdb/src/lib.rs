@@ -212,6 +212,23 @@ impl Array<AnyStorage> {
         })
     }
 
+    /// [`Array::open_with`] for async code: listings and reads awaited
+    /// (object stores do them on their own I/O runtime, so any executor
+    /// drives it). Read it with [`Array::read_stream`].
+    pub async fn open_async(path: impl AsRef<Path>, options: OpenOptions) -> Result<Self> {
+        let path = path.as_ref();
+        let storage = storage(path, &options.config)?;
+        Array::open_in_async(storage, "", options)
+            .await
+            .map_err(|e| match e {
+                Error::Open(source) => Error::OpenAt {
+                    path: path.display().to_string(),
+                    source,
+                },
+                other => other,
+            })
+    }
+
     /// Creates an array at a local path or URI (a directory is made if
     /// missing) and opens it.
     pub fn create(path: impl AsRef<Path>, schema: &ArraySchema) -> Result<Self> {
@@ -505,6 +522,18 @@ impl<S: tdb_fragment::ReadStorage> Array<S> {
     pub fn open_in(storage: S, dir: &str, options: OpenOptions) -> Result<Self> {
         let window = options.window.unwrap_or(TimeWindow::ALL);
         let snapshot = Arc::new(Snapshot::load(&storage, dir, window, options.key.as_ref())?);
+        Ok(Array {
+            storage,
+            snapshot,
+            options,
+        })
+    }
+
+    /// [`Array::open_in`] for async code (see [`Array::open_async`]).
+    pub async fn open_in_async(storage: S, dir: &str, options: OpenOptions) -> Result<Self> {
+        let window = options.window.unwrap_or(TimeWindow::ALL);
+        let opening = tdb_fragment::Opening::new(dir, window, options.key.as_ref());
+        let snapshot = Arc::new(Snapshot::from(opening.run_async(&storage).await?));
         Ok(Array {
             storage,
             snapshot,

@@ -147,3 +147,51 @@ fn opening_many_fragments_with_consolidated_metadata_costs_a_constant_number_of_
         "4 fragments: {few}; 40 fragments: {many}"
     );
 }
+
+/// The async path over S3, driven by an executor that is not tokio's: an
+/// awaited open and a stream of batches give the synchronous path's
+/// batches, with as many requests.
+#[test]
+fn an_async_open_and_stream_on_s3_give_the_sync_batches() {
+    let s = bucket("async-stream");
+    for (case, fields) in [
+        ("dense_multi_chunk", ["r", "c", "a", "s"]),
+        ("sparse_multi_range", ["x", "y", "a", "s"]),
+    ] {
+        upload(&s, case);
+        for budget in [tdb::DEFAULT_BUDGET, 2 << 20] {
+            let spec = ReadSpec::new(fields)
+                .with_layout(ResultLayout::RowMajor)
+                .with_budget(budget);
+            s.take_stats();
+            let array = Array::open_in(s.clone(), case, OpenOptions::new()).unwrap();
+            let want: Vec<tdb::Batch> = array
+                .read(spec.clone())
+                .unwrap()
+                .map(Result::unwrap)
+                .collect();
+            let sync = s.take_stats();
+            let opening = Array::open_in_async(s.clone(), case, OpenOptions::new());
+            let array = futures_executor::block_on(opening).unwrap();
+            let stream = array.read_stream(spec).unwrap();
+            let got: Vec<tdb::Batch> = futures_executor::block_on_stream(stream)
+                .map(Result::unwrap)
+                .collect();
+            let stream = s.take_stats();
+            assert_eq!(got, want, "{case} at {budget} bytes");
+            assert_eq!(
+                (stream.gets, stream.heads, stream.lists),
+                (sync.gets, sync.heads, sync.lists),
+                "{case} at {budget} bytes: stream {stream}; iterator {sync}"
+            );
+        }
+    }
+}
+
+/// The async open can be spawned on a multi-threaded executor.
+#[test]
+fn the_async_open_is_send() {
+    fn send<T: Send>(_: &T) {}
+    let opening = Array::open_in_async(LocalStorage::new("."), "none", OpenOptions::new());
+    send(&opening);
+}
