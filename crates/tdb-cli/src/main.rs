@@ -113,18 +113,23 @@ enum Command {
     /// array metadata and deletes, so every read (time travel included)
     /// answers the same. Also upgrades old arrays and re-encrypts. A group
     /// is copied with its metadata and member history, and the member
-    /// arrays and groups stored inside it.
+    /// arrays and groups stored inside it. The copy keeps SRC's encryption
+    /// unless --to-key or --decrypt says otherwise.
     Copy {
         /// The array or group to copy.
         src: PathBuf,
         /// Where the copy goes (must not hold an array or group).
         dst: PathBuf,
-        /// The AES-256-GCM key of an encrypted SRC (32 bytes).
+        /// The AES-256-GCM key of an encrypted SRC (32 bytes); the copy is
+        /// encrypted with it too.
         #[arg(long)]
         key: Option<String>,
-        /// Encrypt the copy with this key (32 bytes); default: unencrypted.
-        #[arg(long)]
+        /// Encrypt the copy with this key (32 bytes) instead.
+        #[arg(long, conflicts_with = "decrypt")]
         to_key: Option<String>,
+        /// Write the copy of an encrypted SRC unencrypted.
+        #[arg(long)]
+        decrypt: bool,
     },
     /// Print an array's metadata as JSON (`[{key, datatype, value_num,
     /// value}]`, TileDB's order), or change it: each change is one
@@ -582,15 +587,27 @@ fn run(cli: Cli) -> Result<bool, CliError> {
             dst,
             key,
             to_key,
+            decrypt,
         } => {
             let options = open_options(None, key.as_deref())?;
-            let to_key = key_bytes(to_key.as_deref())?;
+            // A copy keeps its source's encryption unless asked otherwise.
+            let to_key = match (to_key, decrypt) {
+                (Some(k), _) => key_bytes(Some(&k))?,
+                (None, true) => None,
+                (None, false) => key_bytes(key.as_deref())?,
+            };
+            let encryption = if to_key.is_some() {
+                "encrypted"
+            } else {
+                "unencrypted"
+            };
             let from = storage(&src)?;
             if tdb_fragment::object_kind(&from, "")? == Some(tdb_fragment::ObjectKind::Group) {
                 let group = tdb::Group::open_in(from, "", options)?;
                 let s = tdb::copy_group(&group, &storage(&dst)?, "", to_key.as_ref())?;
                 println!(
-                    "{} -> {}: {} member arrays, {} subgroups, {} member commits, {} metadata files",
+                    "{} -> {}: {} member arrays, {} subgroups, {} member commits, {} metadata \
+                     files; {encryption}",
                     src.display(),
                     dst.display(),
                     s.arrays.len(),
@@ -604,13 +621,15 @@ fn run(cli: Cli) -> Result<bool, CliError> {
             let summary = tdb::copy(&array, &storage(&dst)?, "", to_key.as_ref())?;
             let cells: u64 = summary.fragments.iter().map(|(_, c)| c).sum();
             println!(
-                "{} -> {}: {} schemas, {} fragments ({cells} cells), {} metadata files, {} deletes",
+                "{} -> {}: {} schemas, {} fragments ({cells} cells), {} metadata files, {} deletes, \
+                 {} vacuum lists; {encryption}",
                 src.display(),
                 dst.display(),
                 summary.schemas,
                 summary.fragments.len(),
                 summary.metadata_files,
-                summary.deletes
+                summary.deletes,
+                summary.vacuum_lists
             );
             Ok(true)
         }

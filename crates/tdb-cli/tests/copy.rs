@@ -70,3 +70,65 @@ fn a_group_copy_keeps_members_metadata_and_member_arrays() {
         );
     }
 }
+
+/// A copy keeps its source's encryption: with `--key` alone the copy
+/// opens only with that key; `--to-key` re-encrypts, `--decrypt` writes
+/// plaintext, and the two together are refused.
+#[test]
+fn a_copy_keeps_its_sources_encryption_unless_told_otherwise() {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tdb_testdata::root().join("encrypted_aes256").join("array");
+    let (key, other) = (
+        "0123456789abcdeF0123456789abcdeF",
+        "fedcba9876543210FEDCBA9876543210",
+    );
+    let copy = |name: &str, extra: &[&str]| {
+        let dst = tmp.path().join(name);
+        let mut args = vec!["copy", src.to_str().unwrap(), dst.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        let out = tdb(&args);
+        (dst, out)
+    };
+    let exports = |dst: &std::path::Path, key: Option<&str>| -> bool {
+        let mut args = vec!["export", dst.to_str().unwrap(), "--format", "csv"];
+        if let Some(k) = key {
+            args.extend(["--key", k]);
+        }
+        tdb(&args).status.success()
+    };
+    let theirs = ok(&tdb(&[
+        "export",
+        src.to_str().unwrap(),
+        "--format",
+        "csv",
+        "--key",
+        key,
+    ]));
+
+    let (same, out) = copy("same", &["--key", key]);
+    assert!(ok(&out).contains("; encrypted"));
+    assert!(!exports(&same, None), "a copy readable without the key");
+    assert_eq!(
+        ok(&tdb(&[
+            "export",
+            same.to_str().unwrap(),
+            "--format",
+            "csv",
+            "--key",
+            key
+        ])),
+        theirs
+    );
+
+    let (re, out) = copy("re", &["--key", key, "--to-key", other]);
+    assert!(ok(&out).contains("; encrypted"));
+    assert!(!exports(&re, Some(key)) && !exports(&re, None));
+    assert!(exports(&re, Some(other)));
+
+    let (plain, out) = copy("plain", &["--key", key, "--decrypt"]);
+    assert!(ok(&out).contains("; unencrypted"));
+    assert_eq!(export(&plain), theirs);
+
+    let (_, both) = copy("both", &["--key", key, "--to-key", other, "--decrypt"]);
+    assert!(!both.status.success());
+}

@@ -751,6 +751,45 @@ impl ArrayDirectory {
         })
     }
 
+    /// Every fragment committed and not yet vacuumed, whatever the window
+    /// and the vacuum lists say, by start timestamp (ties in listing
+    /// order): the array's whole history, which a copy keeps so that it
+    /// answers as its source at every time.
+    pub fn committed_fragments(&self) -> Vec<TimestampedFile> {
+        let mut all: Vec<TimestampedFile> = self
+            .unfiltered_fragments
+            .iter()
+            .filter(|e| !e.is_vacuum_file())
+            .cloned()
+            .collect();
+        all.sort_by_key(|e| e.name.t1);
+        all
+    }
+
+    /// The fragment vacuum lists, oldest first, each with the fragments it
+    /// names (paths relative to the array).
+    pub fn fragment_vacuum_lists(&self) -> Result<Vec<(TimestampedFile, Vec<String>)>> {
+        let mut out = Vec::new();
+        for vac in self
+            .unfiltered_fragments
+            .iter()
+            .filter(|e| e.is_vacuum_file())
+        {
+            let list = self
+                .vacuum_lists
+                .get(&vac.path)
+                .ok_or_else(|| FragmentError::missing(&vac.path, "contents (not read)"))?;
+            let paths = list
+                .entries
+                .iter()
+                .map(|line| vac_array_path(&vac.path, line))
+                .collect::<Result<Vec<_>>>()?;
+            out.push((vac.clone(), paths));
+        }
+        out.sort_by_key(|(v, _)| v.name.t1);
+        Ok(out)
+    }
+
     /// The fragments a read of a dense (`dense`) or sparse array sees.
     pub fn visible_fragments(&self, dense: bool) -> Result<Vec<TimestampedFile>> {
         Ok(self.filtered_fragments(dense)?.fragments)

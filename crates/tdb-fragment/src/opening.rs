@@ -172,6 +172,22 @@ impl Opening {
         }
     }
 
+    /// The footers of `fragments` of an array already open (which need
+    /// not be the ones its window shows: a copy keeps fragments vacuum
+    /// lists hide), and no enumeration.
+    pub fn fragments_of(open: OpenArray, fragments: Vec<TimestampedFile>) -> Result<Self> {
+        let mut o = Opening {
+            dir: open.dir.clone(),
+            window: open.directory.window,
+            key: open.key().copied(),
+            directory_only: false,
+            enumerations: false,
+            stage: Stage::Done(None),
+        };
+        o.stage = o.fragments_stage(open, fragments)?;
+        Ok(o)
+    }
+
     /// The next thing the opening needs, or the array.
     pub fn step(&mut self) -> Result<OpenStep> {
         let waiting = |what: &str| {
@@ -393,6 +409,11 @@ impl Opening {
     /// footers.
     fn after_open(&self, open: OpenArray) -> Result<Stage> {
         let fragments = open.fragments()?;
+        self.fragments_stage(open, fragments)
+    }
+
+    /// The footers of `fragments`.
+    fn fragments_stage(&self, open: OpenArray, fragments: Vec<TimestampedFile>) -> Result<Stage> {
         let paths: Vec<String> = if fragments.is_empty() {
             Vec::new()
         } else {

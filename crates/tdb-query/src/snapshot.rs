@@ -96,6 +96,22 @@ impl Snapshot {
         Ok(Snapshot::from(Opening::new(dir, window, key).run(storage)?))
     }
 
+    /// The same array with every fragment committed and not yet vacuumed,
+    /// those vacuum lists hide included
+    /// ([`tdb_fragment::ArrayDirectory::committed_fragments`]): what a copy
+    /// reads to keep the array's whole history. Their footers are read
+    /// from `storage`.
+    pub fn with_history<S: ReadStorage + ?Sized>(&self, storage: &S) -> Result<Snapshot> {
+        let all = self.open.directory.committed_fragments();
+        let opened = Opening::fragments_of(self.open.clone(), all)?.run(storage)?;
+        Ok(Snapshot {
+            open: self.open.clone(),
+            fragments: opened.fragments,
+            enumerations: self.enumerations.clone(),
+            sections: SectionCache::default(),
+        })
+    }
+
     /// The same snapshot with only the fragments `chosen` (indexes into
     /// [`Snapshot::fragments`]), read at `open`'s window: what a merge of
     /// some fragments reads.

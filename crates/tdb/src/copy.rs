@@ -2,9 +2,10 @@
 //! (v22), fragment by fragment, so time travel and deletes answer the same:
 //! every schema with its timestamps (each fragment is written with the
 //! schema in force when it was written), the enumerations, every array
-//! metadata file, every fragment a read sees with its timestamp range, and
-//! every delete commit as a delete. It is also how arrays are re-encrypted
-//! (`to_key`) or decrypted.
+//! metadata file, every fragment committed and not yet vacuumed (those a
+//! consolidation replaced too) with its timestamp range, every vacuum list
+//! naming the copies of what it named, and every delete commit as a
+//! delete. It is also how arrays are re-encrypted (`to_key`) or decrypted.
 
 use crate::{Array, Error, Group, OpenOptions, Result};
 use tdb_format::{names, ArrayType};
@@ -15,7 +16,7 @@ use tdb_fragment::{
 };
 use tdb_query::write::FragmentWriter;
 use tdb_query::{ReadSpec, ResultLayout, Subarray, WriteSpec};
-use tdb_storage::{join, Storage};
+use tdb_storage::{join, last_component, Storage};
 
 /// What a copy wrote.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -29,6 +30,8 @@ pub struct CopySummary {
     pub metadata_files: usize,
     /// Delete commits.
     pub deletes: usize,
+    /// Fragment vacuum lists (consolidations not yet vacuumed).
+    pub vacuum_lists: usize,
 }
 
 /// Copies `src` (opened over its whole history) into a new array at `dir`
@@ -45,7 +48,10 @@ pub fn copy<S: ReadStorage, D: Storage>(
     dir: &str,
     to_key: Option<&[u8; 32]>,
 ) -> Result<CopySummary> {
-    let snap = &src.snapshot;
+    // Every fragment, those consolidations replaced included: a read of
+    // the copy at an earlier time sees them as a read of the source does.
+    let history = src.snapshot.with_history(&src.storage)?;
+    let snap = &history;
     let open = &snap.open;
     let key = open.key();
     let unsupported = |what: &str| Error::Unsupported(format!("copying {what}"));
@@ -106,7 +112,9 @@ pub fn copy<S: ReadStorage, D: Storage>(
     let frags: Vec<&tdb_fragment::LoadedFragment> = snap.fragments.iter().collect();
     let processed = open.processed_conditions(&src.storage, &frags)?;
     // Fragments, oldest first, each read alone (no deletes applied, no
-    // newer fragment over it) with the schema it was written with.
+    // newer fragment over it) with the schema it was written with. Each
+    // one's new path by its old one, for the vacuum lists.
+    let mut copied = std::collections::HashMap::new();
     for ((fi, f), applied) in snap.fragments.iter().enumerate().zip(processed) {
         let footer = &f.metadata.footer;
         let dense_frag = footer.dense;
@@ -229,9 +237,41 @@ pub fn copy<S: ReadStorage, D: Storage>(
             }
             writer.finish()?
         };
+        copied.insert(
+            f.file.path.clone(),
+            format!("{}/{}", names::FRAGMENTS_DIR, written.fragment),
+        );
         summary
             .fragments
             .push((written.fragment.to_string(), written.cells));
+    }
+    // Vacuum lists, with their timestamps (a list hides what it names only
+    // in windows that hold it), naming the copies of what they named;
+    // each is named after the copy of the fragment it is named after.
+    for (vac, replaced) in open.directory.fragment_vacuum_lists()? {
+        let replaced: Vec<String> = replaced
+            .iter()
+            .filter_map(|p| copied.get(p).cloned())
+            .collect();
+        if replaced.is_empty() {
+            continue;
+        }
+        let stem = vac.file_name().trim_end_matches(names::VAC_EXT);
+        let replacing = match copied.iter().find(|(old, _)| last_component(old) == stem) {
+            Some((_, new)) => format!("{}/{}", names::COMMITS_DIR, last_component(new)),
+            None => {
+                let (t1, t2) = vac.name.timestamp_range();
+                let name = tdb_format::TimestampedName::generate(
+                    t1,
+                    t2,
+                    Some(tdb_format::FormatVersion::WRITTEN),
+                )
+                .map_err(|e| Error::Unsupported(format!("naming a vacuum list: {e}")))?;
+                format!("{}/{name}", names::COMMITS_DIR)
+            }
+        };
+        tdb_fragment::write_vacuum_list(dst, dir, &replacing, &replaced).map_err(Error::Write)?;
+        summary.vacuum_lists += 1;
     }
     Ok(summary)
 }

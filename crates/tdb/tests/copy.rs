@@ -48,13 +48,15 @@ fn copies_of_v22_arrays_are_tiledbs_bytes() {
             .iter()
             .map(|f| f.name().to_owned())
             .collect();
+        // Every fragment is copied, those a consolidation replaced too.
+        let history = array.snapshot().with_history(array.storage()).unwrap();
         assert_eq!(
-            array.fragments().len(),
+            history.fragments.len(),
             summary.fragments.len(),
             "{}",
             obj.case
         );
-        for (f, (name, _)) in array.fragments().iter().zip(&summary.fragments) {
+        for (f, (name, _)) in history.fragments.iter().zip(&summary.fragments) {
             let footer = &f.metadata.footer;
             let schema = &array
                 .snapshot()
@@ -211,4 +213,69 @@ fn delete_metadata_is_copied_naming_the_copied_commits() {
             "at {t}"
         );
     }
+}
+
+/// Every fixture whose consolidated fragments were not vacuumed, dense
+/// and sparse: the copy keeps the fragments they replace and the vacuum
+/// lists, so it reads as its source at every time a fragment starts or
+/// ends, and now.
+#[test]
+fn copies_keep_the_history_of_consolidations_not_yet_vacuumed() {
+    use tdb::{OpenOptions, ReadSpec, ResultLayout};
+    let mut cases = Vec::new();
+    for o in tdb_testdata::objects() {
+        let Some(e) = &o.expected else { continue };
+        if e["kind"] != "array" {
+            continue;
+        }
+        let options = || match &o.key {
+            Some(k) => OpenOptions::new().key(k).unwrap(),
+            None => OpenOptions::new(),
+        };
+        let src = Array::open_with(&o.dir, options()).unwrap();
+        let directory = &src.snapshot().open.directory;
+        let committed = directory.committed_fragments();
+        if committed.len() == src.fragments().len() {
+            continue;
+        }
+        let dst = MemoryStorage::new();
+        let summary = tdb::copy(&src, &dst, "", o.key.as_ref()).unwrap();
+        assert_eq!(summary.fragments.len(), committed.len(), "{}", o.case);
+        assert!(summary.vacuum_lists > 0, "{}", o.case);
+        let dense = src.schema().array_type == tdb_format::ArrayType::Dense;
+        let mut times: Vec<u64> = committed
+            .iter()
+            .flat_map(|f| {
+                let (t1, t2) = f.name.timestamp_range();
+                [t1, t2]
+            })
+            .collect();
+        times.push(u64::MAX);
+        times.sort_unstable();
+        times.dedup();
+        for t in times {
+            /// Every field of the schema in force at the array's window.
+            fn read<S: tdb_fragment::ReadStorage>(a: Array<S>) -> (usize, Vec<tdb::FieldBuffer>) {
+                let schema = a.schema();
+                let fields: Vec<String> = schema
+                    .domain
+                    .dimensions
+                    .iter()
+                    .map(|d| d.name.clone())
+                    .chain(schema.attributes.iter().map(|a| a.name.clone()))
+                    .collect();
+                let spec = ReadSpec::new(fields).with_layout(ResultLayout::RowMajor);
+                (a.fragments().len(), a.read_all(spec).unwrap().fields)
+            }
+            let at = |o: OpenOptions| if t == u64::MAX { o } else { o.at(t) };
+            let theirs = read(Array::open_with(&o.dir, at(options())).unwrap());
+            let ours = read(Array::open_in(&dst, "", at(options())).unwrap());
+            assert_eq!(ours, theirs, "{} at {t}", o.case);
+        }
+        cases.push((o.case.clone(), dense));
+    }
+    assert!(
+        cases.iter().any(|(_, d)| *d) && cases.iter().any(|(_, d)| !*d),
+        "dense and sparse cases: {cases:?}"
+    );
 }
