@@ -174,6 +174,7 @@ pub fn export<S: tdb_fragment::ReadStorage>(
     spec: ReadSpec,
     format: Format,
     out: &mut dyn Write,
+    progress: &mut dyn FnMut(u64),
 ) -> Result<u64, CliError> {
     let fields = spec.fields.clone();
     let io = |e: std::io::Error| CliError::Output(e.to_string());
@@ -189,6 +190,7 @@ pub fn export<S: tdb_fragment::ReadStorage>(
                 let batch = batch?;
                 write_csv_rows(&batch, out).map_err(io)?;
                 cells += batch.num_cells;
+                progress(batch.num_cells);
             }
             out.flush().map_err(io)?;
             Ok(cells)
@@ -196,12 +198,56 @@ pub fn export<S: tdb_fragment::ReadStorage>(
         Format::Json => {
             let mut all = Batch::default();
             for batch in array.read(spec)? {
-                all.append(&batch?);
+                let batch = batch?;
+                progress(batch.num_cells);
+                all.append(&batch);
             }
             write_json(&all, out).map_err(io)?;
             Ok(all.num_cells)
         }
     }
+}
+
+/// What [`export`] prints for a read of no cell: `fields` (of `schema`)
+/// with nothing in them.
+pub fn export_nothing(
+    schema: &ArraySchema,
+    fields: &[String],
+    format: Format,
+    out: &mut dyn Write,
+) -> Result<(), CliError> {
+    let io = |e: std::io::Error| CliError::Output(e.to_string());
+    match format {
+        Format::Csv => write_csv_header(fields, out).map_err(io)?,
+        Format::Json => {
+            let buffers = fields
+                .iter()
+                .map(|name| {
+                    let (datatype, cell_val_num, nullable) = schema
+                        .domain
+                        .dimensions
+                        .iter()
+                        .find(|d| &d.name == name)
+                        .map(|d| (d.datatype, d.cell_val_num, false))
+                        .or_else(|| {
+                            let a = schema.attributes.iter().find(|a| &a.name == name)?;
+                            Some((a.datatype, a.cell_val_num, a.nullable))
+                        })
+                        .ok_or_else(|| CliError::Usage(format!("no field named {name:?}")))?;
+                    Ok(tdb::FieldBuffer::new(
+                        name,
+                        datatype,
+                        cell_val_num,
+                        nullable,
+                    ))
+                })
+                .collect::<Result<Vec<_>, CliError>>()?;
+            let mut nothing = Batch::default();
+            nothing.fields = buffers;
+            write_json(&nothing, out).map_err(io)?;
+        }
+    }
+    out.flush().map_err(io)
 }
 
 /// The JSON form of a result, on one line.

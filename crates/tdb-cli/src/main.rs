@@ -569,10 +569,63 @@ fn run(cli: Cli) -> Result<bool, CliError> {
                     "--layout takes row-major, col-major, global-order or unordered, not {layout:?}"
                 ))
             })?;
-            let (array, spec) = read.open(&path, fields.as_deref())?;
+            let (array, mut spec) = read.open(&path, fields.as_deref())?;
             let stdout = std::io::stdout();
             let mut out = std::io::BufWriter::new(stdout.lock());
-            tdb_cli::export::export(&array, spec.with_layout(layout), format, &mut out)?;
+            let schema = array.schema();
+            // A dense read with no subarray covers the whole domain, fill
+            // values included (TileDB's rule), which can be billions of
+            // cells around the few written: export reads what was written.
+            let mut total = None;
+            if schema.array_type == tdb_format::ArrayType::Dense && read.subarray.is_none() {
+                let whole: Option<Vec<tdb::Range>> = schema
+                    .domain
+                    .dimensions
+                    .iter()
+                    .map(|d| {
+                        d.bounds()
+                            .map(|(lo, hi)| tdb::Range::from_bounds(lo, hi, false))
+                    })
+                    .collect();
+                let count = |nd: &Vec<tdb::Range>| tdb_index::dense::cell_count(&schema.domain, nd);
+                let whole = whole.and_then(|w| count(&w));
+                let Some(ned) = array.non_empty_domain()? else {
+                    eprintln!(
+                        "tdb: nothing was written to this array: no cells (--subarray '*' reads \
+                         the whole domain's fill values)"
+                    );
+                    tdb_cli::export::export_nothing(schema, &spec.fields, format, &mut out)?;
+                    return Ok(true);
+                };
+                let cells = count(&ned);
+                if cells != whole {
+                    eprintln!(
+                        "tdb: reading the non-empty domain ({} cells of the domain's {}); \
+                         --subarray '*' reads the whole domain, fill values included",
+                        cells.map_or("?".to_owned(), |c| c.to_string()),
+                        whole.map_or("?".to_owned(), |c| c.to_string()),
+                    );
+                }
+                let mut sub = tdb::Subarray::new(ned.len());
+                for (d, r) in ned.into_iter().enumerate() {
+                    sub.add_range(d, r);
+                }
+                spec = spec.with_subarray(sub);
+                total = cells;
+            }
+            let bar = match total {
+                Some(n) => progress::cells(n, "export"),
+                None => progress::spinner("export"),
+            };
+            let mut advance = |n: u64| bar.inc(n);
+            tdb_cli::export::export(
+                &array,
+                spec.with_layout(layout),
+                format,
+                &mut out,
+                &mut advance,
+            )?;
+            bar.finish_and_clear();
             Ok(true)
         }
         Command::Aggregate { path, aggs, read } => {

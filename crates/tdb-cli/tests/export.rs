@@ -268,3 +268,58 @@ fn aggregate_usage_errors_name_the_option() {
     let err = String::from_utf8(out.stderr).unwrap();
     assert!(err.contains("aggregate mean of `s`"), "{err}");
 }
+
+/// A dense array whose domain is 16 × 2^31 cells (tiledb-vector-search
+/// writes such): an export without `--subarray` reads the non-empty domain
+/// (the cells written), says so, and a dense array with nothing written
+/// exports no cell.
+#[test]
+fn a_dense_export_without_a_subarray_reads_what_was_written() {
+    use tdb::{ArraySchema, Datatype, FieldBuffer, Subarray, WriteSpec};
+    use tdb_schema::{AttributeBuilder, DimensionBuilder};
+    fn ok(out: &Output) -> String {
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let schema = ArraySchema::builder(tdb_format::ArrayType::Dense)
+        .dimension(DimensionBuilder::range("v", 0i32..=15).tile_extent(16i32))
+        .dimension(DimensionBuilder::range("i", 0i32..=i32::MAX - 1).tile_extent(1024i32))
+        .attribute(AttributeBuilder::new("a", Datatype::Float32))
+        .build()
+        .unwrap();
+    let range = |lo: i32, hi: i32| Range::from_bounds(&lo.to_le_bytes(), &hi.to_le_bytes(), false);
+    let written = tmp.path().join("written");
+    let array = Array::create(&written, &schema).unwrap();
+    let mut sub = Subarray::new(2);
+    sub.add_range(0, range(0, 15));
+    sub.add_range(1, range(10, 13));
+    let mut a = FieldBuffer::new("a", Datatype::Float32, 1, false);
+    a.data = (0..64).flat_map(|i| (i as f32).to_le_bytes()).collect();
+    array
+        .write(WriteSpec::new(vec![a]).with_subarray(sub))
+        .unwrap();
+    let out = tdb(&["--format", "csv"], &written);
+    let csv = ok(&out);
+    assert_eq!(csv.lines().count(), 1 + 64, "{csv}");
+    assert!(csv.lines().nth(1).unwrap().starts_with("0,10,"), "{csv}");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("non-empty domain (64 cells of the domain's 34359738352)"),
+        "{said}"
+    );
+
+    let empty = tmp.path().join("empty");
+    Array::create(&empty, &schema).unwrap();
+    let out = tdb(&["--format", "csv"], &empty);
+    assert_eq!(ok(&out), "v,i,a\n");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("nothing was written"));
+    let json = ok(&tdb(&["--format", "json"], &empty));
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["num_cells"], 0, "{json}");
+    assert_eq!(v["fields"].as_object().unwrap().len(), 3, "{json}");
+}

@@ -12,7 +12,7 @@ use tdb_cli::import::{read_csv, read_json, write_spec};
 fn exported(array: &Array, format: Format) -> String {
     let spec = ReadSpec::new(default_fields(array.schema()));
     let mut out = Vec::new();
-    export(array, spec, format, &mut out).unwrap();
+    export(array, spec, format, &mut out, &mut |_| {}).unwrap();
     String::from_utf8(out).unwrap()
 }
 

@@ -7,6 +7,7 @@ use tdb_fragment::{
     FragmentError, FragmentMetadata, LoadedFragment, OpenArray, OpenedArray, Opening, ReadStorage,
     Result, Section, SectionData, TimeWindow,
 };
+use tdb_index::{DomainOps, NDRange};
 use tdb_schema::{ArraySchema, Enumeration, SchemaHistory};
 
 /// An opened array: schemas, visible fragments with their footers, and
@@ -127,6 +128,35 @@ impl Snapshot {
     /// Sections earlier reads of this snapshot loaded.
     pub(crate) fn sections(&self) -> &SectionCache {
         &self.sections
+    }
+
+    /// The union of the visible fragments' non-empty domains (TileDB's
+    /// `nonempty_domain`): the box every written cell lies in; `None` when
+    /// nothing was written.
+    pub fn non_empty_domain(&self) -> crate::Result<Option<NDRange>> {
+        let all: Vec<usize> = (0..self.fragments.len()).collect();
+        self.non_empty_domain_of(&all)
+    }
+
+    /// The union of the non-empty domains of fragments `chosen` (indexes
+    /// into [`Snapshot::fragments`]).
+    pub fn non_empty_domain_of(&self, chosen: &[usize]) -> crate::Result<Option<NDRange>> {
+        let ops = DomainOps::new(&self.schema().domain)?;
+        let mut union: Option<NDRange> = None;
+        for &i in chosen {
+            let Some(ned) = self
+                .fragments
+                .get(i)
+                .and_then(|f| f.metadata.footer.non_empty_domain.as_ref())
+            else {
+                continue;
+            };
+            match &mut union {
+                Some(u) => ops.expand(u, ned),
+                None => union = Some(ned.clone()),
+            }
+        }
+        Ok(union)
     }
 
     /// The schema reads use (the one in force at the window's end).

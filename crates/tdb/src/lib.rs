@@ -562,6 +562,13 @@ impl<S: tdb_fragment::ReadStorage> Array<S> {
         &self.snapshot
     }
 
+    /// The box every cell written (and visible at the window) lies in,
+    /// one range per dimension (TileDB's `nonempty_domain`); `None` when
+    /// nothing was written.
+    pub fn non_empty_domain(&self) -> Result<Option<Vec<Range>>> {
+        Ok(self.snapshot.non_empty_domain()?)
+    }
+
     /// The array metadata at the window.
     pub fn metadata(&self) -> Result<ArrayMetadata> {
         Ok(self.snapshot.open.metadata(&self.storage)?)

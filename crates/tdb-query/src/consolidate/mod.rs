@@ -247,12 +247,5 @@ fn merge_chosen<S: Storage>(
 
 /// The union of the non-empty domains of fragments `chosen`.
 fn union(snapshot: &Snapshot, chosen: &[usize]) -> Result<NDRange> {
-    let ops = DomainOps::new(&snapshot.schema().domain)?;
-    let mut union = NDRange::new();
-    for &i in chosen {
-        if let Some(ned) = &snapshot.fragments[i].metadata.footer.non_empty_domain {
-            ops.expand(&mut union, ned);
-        }
-    }
-    Ok(union)
+    Ok(snapshot.non_empty_domain_of(chosen)?.unwrap_or_default())
 }
