@@ -82,7 +82,7 @@ pub fn run(
     out: &mut dyn Write,
     progress: Progress<'_>,
 ) -> Result<(), CliError> {
-    let io = |e: std::io::Error| CliError::Output(e.to_string());
+    let io = CliError::output;
     // Whole tiles of 256 (global-order dense writes take whole tiles).
     let side = ((cells as f64).sqrt() as i64).max(16);
     let tile = 256.min(side);

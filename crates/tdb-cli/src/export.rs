@@ -177,7 +177,7 @@ pub fn export<S: tdb_fragment::ReadStorage>(
     progress: &mut dyn FnMut(u64),
 ) -> Result<u64, CliError> {
     let fields = spec.fields.clone();
-    let io = |e: std::io::Error| CliError::Output(e.to_string());
+    let io = CliError::output;
     match format {
         Format::Csv => {
             // The header goes out with the first batch, so a read that
@@ -216,7 +216,7 @@ pub fn export_nothing(
     format: Format,
     out: &mut dyn Write,
 ) -> Result<(), CliError> {
-    let io = |e: std::io::Error| CliError::Output(e.to_string());
+    let io = CliError::output;
     match format {
         Format::Csv => write_csv_header(fields, out).map_err(io)?,
         Format::Json => {

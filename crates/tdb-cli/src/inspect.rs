@@ -39,6 +39,28 @@ pub struct Inspection {
     /// Subdirectories that are TileDB objects of their own (group members
     /// stored inside the group), not descended into.
     pub nested_objects: Vec<NestedObject>,
+    /// For encrypted arrays inspected without their key: what needs the
+    /// key and how to pass it (schema, fragment footers, metadata, deletes
+    /// and cells are then not shown).
+    pub needs_key: Option<String>,
+    /// For encrypted arrays inspected without their key: the fragments
+    /// committed in the window, from their names and listings alone.
+    pub committed_fragments: Vec<FragmentName>,
+}
+
+/// A fragment as its name and directory tell it, without reading it.
+#[derive(Debug, Serialize)]
+pub struct FragmentName {
+    /// Directory name.
+    pub name: String,
+    /// Timestamp range from the name.
+    pub timestamp_range: [u64; 2],
+    /// Format version, from the name.
+    pub format_version: u32,
+    /// Number of files in the fragment directory.
+    pub file_count: usize,
+    /// Bytes in the fragment directory.
+    pub bytes: u64,
 }
 
 /// One file.
@@ -266,8 +288,20 @@ pub fn inspect(
                 kind: k.name(),
             })
             .collect(),
+        needs_key: None,
+        committed_fragments: Vec::new(),
     };
+    // The headers of encrypted generic tiles are not: without the key, what
+    // they and the names say is all there is to show.
+    let encrypted = report
+        .files
+        .iter()
+        .flat_map(|f| f.generic_tiles.iter().flatten())
+        .any(|t| t.encryption != tdb_format::EncryptionType::NoEncryption.name());
     match kind {
+        ObjectKind::Array if encrypted && key.is_none() => {
+            inspect_without_key(storage, dir, window, &mut report)?
+        }
         ObjectKind::Array => inspect_array(storage, dir, window, key, &mut report)?,
         ObjectKind::Group => {
             let group = OpenGroup::open(storage, dir, window, key)?;
@@ -350,6 +384,56 @@ fn inspect_array(
         })
         .collect();
     report.metadata = metadata(&array.metadata(storage)?);
+    Ok(())
+}
+
+/// An encrypted array without its key: the fragments its commits and
+/// vacuum lists make visible at `window` (fragment info's rule, which needs
+/// no schema), from their names and files.
+fn inspect_without_key(
+    storage: &dyn Storage,
+    dir: &str,
+    window: TimeWindow,
+    report: &mut Inspection,
+) -> Result<(), CliError> {
+    report.needs_key = Some(
+        "the array is encrypted (AES-256-GCM): its schema, fragment footers, metadata, \
+         deletes and cells need its key; pass --key KEY (the 32 bytes it was written with)"
+            .to_owned(),
+    );
+    let listing = tdb_fragment::list_object(storage, dir)?;
+    let paths: Vec<&str> = listing.files_to_read();
+    let requests: Vec<RangeRequest> = paths
+        .iter()
+        .map(|p| RangeRequest::new(tdb_storage::join(dir, p), ByteRange::Whole))
+        .collect();
+    let got = storage.read_ranges(&requests)?;
+    let mut contents = std::collections::HashMap::new();
+    for (p, read) in paths.iter().zip(got) {
+        let read = read.ok_or_else(|| tdb_storage::StorageError::not_found(p))?;
+        contents.insert((*p).to_owned(), read.bytes.to_vec());
+    }
+    let directory = listing.resolve(&contents, window)?;
+    let files = &report.files;
+    report.committed_fragments = directory
+        .filtered_fragments(true)?
+        .fragments
+        .iter()
+        .map(|f| {
+            let inside = files.iter().filter(|file| {
+                file.path
+                    .strip_prefix(f.path.as_str())
+                    .is_some_and(|r| r.starts_with('/'))
+            });
+            FragmentName {
+                name: f.file_name().to_owned(),
+                timestamp_range: [f.name.t1, f.name.t2],
+                format_version: f.format_version(),
+                file_count: inside.clone().count(),
+                bytes: inside.map(|file| file.size).sum(),
+            }
+        })
+        .collect();
     Ok(())
 }
 
@@ -464,7 +548,28 @@ impl fmt::Display for Inspection {
         if let Some(schema) = &self.schema {
             writeln!(f, "schema in force: {schema}")?;
         }
-        if self.kind == "array" {
+        if let Some(why) = &self.needs_key {
+            writeln!(f, "needs the key: {why}")?;
+            let [t1, t2] = self.window;
+            writeln!(
+                f,
+                "fragments committed at [{t1},{t2}], from their names ({}):",
+                self.committed_fragments.len()
+            )?;
+            for fr in &self.committed_fragments {
+                writeln!(
+                    f,
+                    "  {}  t=[{},{}] v{}, {} files, {} bytes",
+                    fr.name,
+                    fr.timestamp_range[0],
+                    fr.timestamp_range[1],
+                    fr.format_version,
+                    fr.file_count,
+                    fr.bytes
+                )?;
+            }
+        }
+        if self.kind == "array" && self.needs_key.is_none() {
             let [t1, t2] = self.window;
             writeln!(f, "fragments at [{t1},{t2}] ({}):", self.fragments.len())?;
         }
@@ -539,7 +644,7 @@ impl fmt::Display for Inspection {
             }
             Ok(())
         };
-        if self.kind == "array" {
+        if self.kind == "array" && self.needs_key.is_none() {
             write_metadata(f, &self.metadata)?;
         }
         if let Some(g) = &self.group {

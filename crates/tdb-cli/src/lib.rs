@@ -72,4 +72,26 @@ pub enum CliError {
     /// Output could not be produced.
     #[error("output: {0}")]
     Output(String),
+    /// Whoever read the output stopped reading (`tdb export ... | head`):
+    /// not a failure, the command stops quietly.
+    #[error("output closed")]
+    OutputClosed,
+}
+
+impl CliError {
+    /// A failed write of the output.
+    pub fn output(e: std::io::Error) -> Self {
+        // The CSV writer's errors come wrapped, their kind inside.
+        let inner_kind = e
+            .get_ref()
+            .and_then(|inner| inner.downcast_ref::<csv::Error>())
+            .and_then(|c| match c.kind() {
+                csv::ErrorKind::Io(io) => Some(io.kind()),
+                _ => None,
+            });
+        match inner_kind.unwrap_or(e.kind()) {
+            std::io::ErrorKind::BrokenPipe => CliError::OutputClosed,
+            _ => CliError::Output(e.to_string()),
+        }
+    }
 }

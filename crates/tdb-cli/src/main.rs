@@ -326,6 +326,23 @@ enum MetadataAction {
     },
 }
 
+/// `println!` to stdout that fails with [`CliError`] where `println!`
+/// panics (stdout closed: `tdb export ... | head`).
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        writeln!(std::io::stdout().lock(), $($arg)*).map_err(CliError::output)?
+    }};
+}
+
+/// `print!` as [`outln!`] does it.
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        write!(std::io::stdout().lock(), $($arg)*).map_err(CliError::output)?
+    }};
+}
+
 /// Progress bars on stderr (drawn only when it is a terminal).
 mod progress {
     use indicatif::{ProgressBar, ProgressStyle};
@@ -468,7 +485,7 @@ fn key_bytes(key: Option<&str>) -> Result<Option<[u8; 32]>, CliError> {
 /// Prints `v` as pretty JSON on stdout.
 fn print_json(v: &impl serde::Serialize) -> Result<(), CliError> {
     let text = serde_json::to_string_pretty(v).map_err(|e| CliError::Output(e.to_string()))?;
-    println!("{text}");
+    outln!("{text}");
     Ok(())
 }
 
@@ -512,14 +529,16 @@ fn run(cli: Cli) -> Result<bool, CliError> {
             let mut problems = Vec::new();
             let summary = tdb_fragment::verify_array(&storage, "", key.as_ref(), &mut |p| {
                 if !json {
-                    println!("{p}");
+                    // A closed stdout stops the command at its summary.
+                    use std::io::Write as _;
+                    let _ = writeln!(std::io::stdout().lock(), "{p}");
                 }
                 problems.push(p);
             })?;
             if json {
                 print_json(&tdb_cli::verify::json(&summary, &problems))?;
             } else {
-                println!(
+                outln!(
                     "{}: {} files, {} fragments, {} tiles, {} bytes read: {}",
                     path.display(),
                     summary.files,
@@ -552,7 +571,7 @@ fn run(cli: Cli) -> Result<bool, CliError> {
             if json {
                 print_json(&report)?;
             } else {
-                print!("{report}");
+                out!("{report}");
             }
             Ok(true)
         }
@@ -658,7 +677,7 @@ fn run(cli: Cli) -> Result<bool, CliError> {
             if tdb_fragment::object_kind(&from, "")? == Some(tdb_fragment::ObjectKind::Group) {
                 let group = tdb::Group::open_in(from, "", options)?;
                 let s = tdb::copy_group(&group, &storage(&dst)?, "", to_key.as_ref())?;
-                println!(
+                outln!(
                     "{} -> {}: {} member arrays, {} subgroups, {} member commits, {} metadata \
                      files; {encryption}",
                     src.display(),
@@ -673,7 +692,7 @@ fn run(cli: Cli) -> Result<bool, CliError> {
             let array = tdb::Array::open_with(&src, options)?;
             let summary = tdb::copy(&array, &storage(&dst)?, "", to_key.as_ref())?;
             let cells: u64 = summary.fragments.iter().map(|(_, c)| c).sum();
-            println!(
+            outln!(
                 "{} -> {}: {} schemas, {} fragments ({cells} cells), {} metadata files, {} deletes, \
                  {} vacuum lists; {encryption}",
                 src.display(),
@@ -725,7 +744,7 @@ fn run(cli: Cli) -> Result<bool, CliError> {
         } => {
             let array = open_for_change(&path, at, key.as_deref())?;
             let commit = array.delete(&condition)?;
-            println!("{}: committed {commit}", path.display());
+            outln!("{}: committed {commit}", path.display());
             Ok(true)
         }
         Command::Consolidate {
@@ -747,13 +766,13 @@ fn run(cli: Cli) -> Result<bool, CliError> {
             if mode == "group_meta" {
                 let group = tdb::Group::open_in(storage(&path)?, "", options)?;
                 match group.consolidate_metadata()? {
-                    Some(c) => println!(
+                    Some(c) => outln!(
                         "{}: {} group metadata files consolidated; vacuum list {}",
                         path.display(),
                         c.replaced.len(),
                         c.vacuum_list
                     ),
-                    None => println!(
+                    None => outln!(
                         "{}: fewer than two metadata files, nothing to do",
                         path.display()
                     ),
@@ -782,10 +801,10 @@ fn run(cli: Cli) -> Result<bool, CliError> {
                 };
                 bar.finish_and_clear();
                 if done.is_empty() {
-                    println!("{}: no fragments to merge, nothing to do", path.display());
+                    outln!("{}: no fragments to merge, nothing to do", path.display());
                 }
                 for step in done {
-                    println!(
+                    outln!(
                         "{}: {} fragments consolidated into {}; vacuum list {}",
                         path.display(),
                         step.replaced.len(),
@@ -797,18 +816,18 @@ fn run(cli: Cli) -> Result<bool, CliError> {
             }
             if mode == "commits" {
                 match array.consolidate_commits()? {
-                    Some(con) => println!("{}: commits consolidated into {con}", path.display()),
-                    None => println!("{}: no commit, nothing to do", path.display()),
+                    Some(con) => outln!("{}: commits consolidated into {con}", path.display()),
+                    None => outln!("{}: no commit, nothing to do", path.display()),
                 }
                 return Ok(true);
             }
             if mode == "fragment_meta" {
                 match array.consolidate_fragment_metadata()? {
-                    Some(meta) => println!(
+                    Some(meta) => outln!(
                         "{}: fragment metadata consolidated into {meta}",
                         path.display()
                     ),
-                    None => println!(
+                    None => outln!(
                         "{}: fewer than two fragments, nothing to do",
                         path.display()
                     ),
@@ -816,14 +835,14 @@ fn run(cli: Cli) -> Result<bool, CliError> {
                 return Ok(true);
             }
             match array.consolidate_metadata()? {
-                Some(done) => println!(
+                Some(done) => outln!(
                     "{}: {} metadata files consolidated into {}; vacuum list {}",
                     path.display(),
                     done.replaced.len(),
                     done.file.as_deref().unwrap_or("no file (no key left)"),
                     done.vacuum_list
                 ),
-                None => println!(
+                None => outln!(
                     "{}: fewer than two metadata files, nothing to do",
                     path.display()
                 ),
@@ -836,7 +855,7 @@ fn run(cli: Cli) -> Result<bool, CliError> {
                 let options = open_options(None, key.as_deref())?;
                 let group = tdb::Group::open_in(storage(&path)?, "", options)?;
                 let n = group.vacuum_metadata()?;
-                println!("{}: {n} files removed", path.display());
+                outln!("{}: {n} files removed", path.display());
                 return Ok(true);
             }
             let array = open_for_change(&path, None, key.as_deref())?;
@@ -846,7 +865,7 @@ fn run(cli: Cli) -> Result<bool, CliError> {
                 "fragment_meta" => array.vacuum_fragment_metadata()?,
                 _ => array.vacuum_metadata()?,
             };
-            println!("{}: {n} files removed", path.display());
+            outln!("{}: {n} files removed", path.display());
             Ok(true)
         }
         Command::Create { path, schema, key } => {
@@ -858,7 +877,7 @@ fn run(cli: Cli) -> Result<bool, CliError> {
             let (schema, enumerations) = tdb_cli::schema::from_json(&file, &text)?;
             let options = open_options(None, key.as_deref())?;
             tdb::Array::create_in(storage(&path)?, "", &schema, &enumerations, options)?;
-            println!("{}: created", path.display());
+            outln!("{}: created", path.display());
             Ok(true)
         }
         Command::Import {
@@ -903,7 +922,7 @@ fn run(cli: Cli) -> Result<bool, CliError> {
             let spinner = progress::spinner("writing");
             let written = array.write(spec)?;
             spinner.finish_and_clear();
-            println!(
+            outln!(
                 "{}: {} cells in fragment {} ({:.2?})",
                 path.display(),
                 written.cells,
@@ -950,7 +969,7 @@ fn run(cli: Cli) -> Result<bool, CliError> {
             if json {
                 print_json(&tdb_cli::schema::summary(&schema, &enumerations)?)?;
             } else {
-                print!("{schema}");
+                out!("{schema}");
             }
             Ok(true)
         }
@@ -959,7 +978,7 @@ fn run(cli: Cli) -> Result<bool, CliError> {
 
 fn main() -> ExitCode {
     match run(Cli::parse()) {
-        Ok(true) => ExitCode::SUCCESS,
+        Ok(true) | Err(CliError::OutputClosed) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::from(1),
         Err(e) => {
             eprint!("{}", error_report(&e));
