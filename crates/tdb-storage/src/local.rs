@@ -6,15 +6,21 @@ use crate::{
 };
 use bytes::Bytes;
 use std::collections::HashMap;
+use std::collections::HashSet;
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 
 /// Files under a root directory. Keys are paths relative to the root.
 #[derive(Debug)]
 pub struct LocalStorage {
     root: PathBuf,
+    /// Directories uploads of this storage made, which an abandoned upload
+    /// removes again when it leaves them empty (a write refused halfway
+    /// leaves no empty fragment directory behind, as TileDB's does not).
+    made: Arc<Mutex<HashSet<PathBuf>>>,
 }
 
 /// Numbers the temporary files of this process: one counter for every
@@ -25,7 +31,10 @@ static TEMP_FILES: AtomicU64 = AtomicU64::new(0);
 impl LocalStorage {
     /// Storage rooted at `root` (which need not exist yet).
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        LocalStorage { root: root.into() }
+        LocalStorage {
+            root: root.into(),
+            made: Arc::default(),
+        }
     }
 
     /// The root directory.
@@ -68,6 +77,8 @@ impl LocalStorage {
         }
         Ok(LocalUpload {
             key: key.to_owned(),
+            root: self.root.clone(),
+            made: Arc::clone(&self.made),
             full,
             open: None,
             finished: false,
@@ -81,6 +92,9 @@ impl LocalStorage {
 /// A file being written under its temporary name.
 struct LocalUpload {
     key: String,
+    /// The storage's root and the directories its uploads made.
+    root: PathBuf,
+    made: Arc<Mutex<HashSet<PathBuf>>>,
     full: PathBuf,
     /// The temporary file and its path, once the first part came.
     open: Option<(fs::File, PathBuf)>,
@@ -131,6 +145,38 @@ impl Flusher {
 }
 
 impl LocalUpload {
+    /// Makes `dir` and its missing ancestors, noting which it made.
+    fn make_dirs(&self, dir: &Path) -> Result<()> {
+        let mut made = self.made.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut missing = Vec::new();
+        let mut d = dir;
+        while d != self.root && !d.exists() {
+            missing.push(d.to_path_buf());
+            match d.parent() {
+                Some(p) => d = p,
+                None => break,
+            }
+        }
+        fs::create_dir_all(dir).map_err(|e| io_err(&self.key, e))?;
+        made.extend(missing);
+        Ok(())
+    }
+
+    /// After an abandoned upload: removes the directories uploads made
+    /// above it that are empty now, deepest first (a directory that holds
+    /// anything, another upload's file in progress included, stays).
+    fn remove_made_dirs(&self, tmp: &Path) {
+        let mut made = self.made.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut d = tmp.parent();
+        while let Some(dir) = d.filter(|dir| *dir != self.root && made.contains(*dir)) {
+            if fs::remove_dir(dir).is_err() {
+                break;
+            }
+            made.remove(dir);
+            d = dir.parent();
+        }
+    }
+
     fn file(&mut self) -> Result<&mut fs::File> {
         if self.finished {
             return Err(StorageError::wrong_kind(
@@ -143,10 +189,18 @@ impl LocalUpload {
                 .full
                 .parent()
                 .ok_or_else(|| StorageError::wrong_kind(&self.key, "has no parent directory"))?;
-            fs::create_dir_all(parent).map_err(|e| io_err(&self.key, e))?;
             let n = TEMP_FILES.fetch_add(1, Ordering::Relaxed);
             let tmp = parent.join(format!(".tdb-tmp-{}-{n}", std::process::id()));
-            let f = fs::File::create(&tmp).map_err(|e| io_err(&self.key, e))?;
+            // Another upload abandoned in this directory may remove it
+            // between the two steps: then make it again.
+            let mut tries = 0;
+            let f = loop {
+                self.make_dirs(parent)?;
+                match fs::File::create(&tmp) {
+                    Err(e) if e.kind() == io::ErrorKind::NotFound && tries < 3 => tries += 1,
+                    other => break other.map_err(|e| io_err(&self.key, e))?,
+                }
+            };
             return Ok(&mut self.open.insert((f, tmp)).0);
         }
         match &mut self.open {
@@ -214,9 +268,11 @@ impl Drop for LocalUpload {
         if let Some(fl) = self.flusher.take() {
             let _ = fl.stop();
         }
-        if let Some((_, tmp)) = self.open.take() {
+        if let Some((file, tmp)) = self.open.take() {
             // Abandoned unfinished: best effort, as above.
+            drop(file);
             let _ = fs::remove_file(&tmp);
+            self.remove_made_dirs(&tmp);
         }
     }
 }
@@ -418,6 +474,53 @@ impl WritableStorage for LocalStorage {
 mod tests {
     use super::*;
     use crate::{ListableStorage, WritableStorage};
+
+    /// A write refused halfway (its uploads dropped unfinished) leaves no
+    /// directory it made; directories that were there, or that hold
+    /// anything, stay.
+    #[test]
+    fn abandoned_uploads_leave_no_directory_they_made() {
+        let tmp = tempfile::tempdir().unwrap();
+        let s = LocalStorage::new(tmp.path());
+        fs::create_dir(tmp.path().join("user")).unwrap();
+        let part = || Bytes::from_static(b"part");
+        // Two files of one new fragment directory, both abandoned, the one
+        // that made the directory first.
+        let mut a = s.upload("user/arr/__fragments/f/a.tdb").unwrap();
+        a.put(part()).unwrap();
+        let mut b = s.upload("user/arr/__fragments/f/b.tdb").unwrap();
+        b.put(part()).unwrap();
+        drop(a);
+        assert!(
+            tmp.path().join("user/arr/__fragments/f").exists(),
+            "b is in it"
+        );
+        drop(b);
+        assert!(!tmp.path().join("user/arr").exists());
+        assert!(tmp.path().join("user").is_dir(), "it was there before");
+        // A finished file keeps its directory.
+        let mut c = s.upload("user/g/c.tdb").unwrap();
+        c.put(part()).unwrap();
+        let mut d = s.upload("user/g/d.tdb").unwrap();
+        d.put(part()).unwrap();
+        c.finish().unwrap();
+        drop(d);
+        assert_eq!(
+            s.list_dir("user/g").unwrap().files,
+            [ObjectMeta::new("user/g/c.tdb", None)]
+        );
+        // And a directory removed under a new upload is made again.
+        let mut e = s.upload("user/h/e.tdb").unwrap();
+        let mut f = s.upload("user/h/f.tdb").unwrap();
+        e.put(part()).unwrap();
+        drop(e);
+        f.put(part()).unwrap();
+        f.finish().unwrap();
+        assert_eq!(
+            s.read("user/h/f.tdb").unwrap().as_deref(),
+            Some(&b"part"[..])
+        );
+    }
 
     #[test]
     fn uris_are_absolute_file_uris_as_tiledbs() {

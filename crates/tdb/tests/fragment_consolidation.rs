@@ -471,3 +471,83 @@ fn a_list_merges_exactly_its_fragments() {
         .collect();
     assert_eq!(left, ["__1_1_", "__2_4_", "__3_3_"]);
 }
+
+/// A dense merge whose tile mixes INT64's fill value (its minimum) with
+/// small values cannot be written under DOUBLE_DELTA: a delta passes
+/// int64. TileDB 2.30 refuses such a merge too ("Cannot compress with
+/// DoubleDelta", seen on random case 7018 in the interop pass). The
+/// refusal is a typed error naming the filter, and the array is left as
+/// it was: no file, no directory of the merge stays behind.
+#[test]
+fn a_merge_a_filter_refuses_leaves_the_array_as_it_was() {
+    use tdb_filters::Filter;
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tmp.path().join("arr");
+    let schema = ArraySchema::builder(ArrayType::Dense)
+        .dimension(DimensionBuilder::range("d", 0i32..=19).tile_extent(10i32))
+        .attribute(
+            AttributeBuilder::new("a", Datatype::Int64)
+                .nullable(true)
+                .filters([Filter::DoubleDelta {
+                    level: -1,
+                    reinterpret: None,
+                }]),
+        )
+        .build()
+        .unwrap();
+    let array = tdb::Array::create(&path, &schema).unwrap();
+    // The merge's first tile (cells 0-9, all written) encodes; its second
+    // (fill around cells 12-15) does not, once the first went out.
+    for (t, lo, hi) in [(1u64, 0, 9), (2, 12, 15)] {
+        let mut a = FieldBuffer::new("a", Datatype::Int64, 1, true);
+        let n = (hi - lo + 1) as usize;
+        a.data = (0..n as i64).flat_map(|v| v.to_le_bytes()).collect();
+        a.validity = Some(vec![1; n]);
+        let mut sub = tdb::Subarray::new(1);
+        sub.add_range(0, range(lo, hi));
+        array
+            .write(WriteSpec::new(vec![a]).with_subarray(sub).at(t))
+            .unwrap();
+    }
+    let files = |dir: &std::path::Path| -> Vec<String> {
+        let mut all = Vec::new();
+        let mut stack = vec![dir.to_path_buf()];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).unwrap() {
+                let p = e.unwrap().path();
+                all.push(p.strip_prefix(dir).unwrap().display().to_string());
+                if p.is_dir() {
+                    stack.push(p);
+                }
+            }
+        }
+        all.sort();
+        all
+    };
+    let before = files(&path);
+    let array = tdb::Array::open(&path).unwrap();
+    let err = array
+        .consolidate_fragments(&FragmentSelection::default(), tdb::DEFAULT_BUDGET)
+        .unwrap_err();
+    let mut chain = err.to_string();
+    let mut source = std::error::Error::source(&err);
+    while let Some(e) = source {
+        chain = format!("{chain}: {e}");
+        source = e.source();
+    }
+    assert!(
+        chain.contains("DOUBLE_DELTA") && chain.contains("int64"),
+        "{chain}"
+    );
+    assert_eq!(files(&path), before);
+    // And the array reads as before.
+    let cells = tdb::Array::open(&path)
+        .unwrap()
+        .read_all(ReadSpec::new(["a"]).with_subarray({
+            let mut s = tdb::Subarray::new(1);
+            s.add_range(0, range(0, 15));
+            s
+        }))
+        .unwrap();
+    assert_eq!(cells.num_cells, 16);
+}
