@@ -140,6 +140,13 @@ impl Filter {
         }
     }
 
+    /// Whether this is one of TileDB's compression filters (its
+    /// `CompressionFilter`: GZIP, ZSTD, LZ4, RLE, BZIP2, DICTIONARY,
+    /// DOUBLE_DELTA, DELTA).
+    pub fn is_compression(&self) -> bool {
+        self.compression().is_some()
+    }
+
     /// The compressor byte and level of compression filters.
     fn compression(&self) -> Option<(Compressor, i32)> {
         let level = match *self {

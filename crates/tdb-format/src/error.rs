@@ -35,6 +35,25 @@ pub enum FormatError {
         /// The name given.
         name: String,
     },
+    /// A format version newer than any this crate knows: written by a
+    /// newer TileDB (TileDB refuses such files too).
+    #[error(
+        "format version {version} is newer than the newest this library reads ({}): \
+         written by a newer TileDB",
+        crate::FormatVersion::MAX.get()
+    )]
+    NewerVersion {
+        /// The version found.
+        version: u32,
+    },
+    /// A file of TileDB before 1.4, from before format versions existed:
+    /// its generic tile header has no version field. TileDB 2.30 cannot
+    /// open such arrays either.
+    #[error(
+        "written by TileDB before 1.4 (a tile header without a format version), which \
+         neither tdb nor TileDB 2.x reads; open it with TileDB 1.x and write a new array"
+    )]
+    BeforeVersion1,
     /// A field whose value is structurally impossible.
     #[error("invalid {field}: {reason}")]
     Invalid {

@@ -100,11 +100,30 @@ fn code<'a, T>(
     }
 }
 
+/// The size of a generic tile header before format versions (TileDB 1.3
+/// and older): persisted size, tile size, datatype, cell size, compressor,
+/// level.
+const PRE_V1_HEADER: u64 = 8 + 8 + 1 + 8 + 1 + 4;
+
 /// Parses one generic tile at the start of `input`, checking every length
 /// against the bytes that remain.
 pub fn generic_tile(input: &[u8]) -> PResult<'_, GenericTile<'_>> {
     let (rest, version) = le::u32("generic tile version")(input)?;
-    let version = FormatVersion::new(version)?;
+    let version = FormatVersion::new(version).map_err(|e| {
+        // Before 1.4 the header began with the persisted size (a u64) and
+        // was 30 bytes long: a file that is one such tile says so.
+        let pre_v1 = input
+            .first_chunk::<8>()
+            .map(|b| u64::from_le_bytes(*b))
+            .is_some_and(|persisted| {
+                persisted.checked_add(PRE_V1_HEADER) == Some(input.len() as u64)
+            });
+        if pre_v1 {
+            FormatError::BeforeVersion1
+        } else {
+            e
+        }
+    })?;
     let (rest, persisted_size) = le::u64("generic tile persisted size")(rest)?;
     let (rest, tile_size) = le::u64("generic tile size")(rest)?;
     let (rest, datatype) = code("generic tile datatype", Datatype::from_code)(rest)?;

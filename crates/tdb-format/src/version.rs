@@ -20,6 +20,8 @@ impl FormatVersion {
     pub fn new(v: u32) -> Result<Self> {
         if (Self::MIN.0..=Self::MAX.0).contains(&v) {
             Ok(FormatVersion(v))
+        } else if v > Self::MAX.0 {
+            Err(FormatError::NewerVersion { version: v })
         } else {
             Err(FormatError::Invalid {
                 field: "format version",

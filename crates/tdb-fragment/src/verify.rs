@@ -27,7 +27,7 @@ use tdb_format::{
 use tdb_index::{DomainOps, NDRange, RTree, RangeOps};
 use tdb_schema::{ArraySchema, Range as DimRange, SchemaHistory};
 use tdb_storage::{join, ByteRange, RangeRead, RangeRequest};
-use tdb_tile::TileData;
+use tdb_tile::{CoordsLayout, TileData};
 
 /// What kind of problem a [`Problem`] is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -871,6 +871,8 @@ impl<'a, S: ReadStorage + ?Sized> Scrub<'a, S> {
         if let Some(leaves) = &frag.leaves {
             let leaf = usize::try_from(t).ok().and_then(|t| leaves.get(t));
             let dims = &schema.domain.dimensions;
+            // Pre-v5 coordinates, one buffer per dimension.
+            let unzipped: Vec<Vec<u8>>;
             let coords: Vec<(usize, Vec<&[u8]>)> = match field {
                 Field::Dimension(d) if !frag.meta.footer.dense => {
                     let n = cells as usize;
@@ -883,19 +885,22 @@ impl<'a, S: ReadStorage + ?Sized> Scrub<'a, S> {
                     };
                     vec![(d, vals)]
                 }
-                // Pre-v5 `__coords.tdb`: unfiltered, a tile holds each
-                // dimension's coordinates in turn (TileDB splits them
-                // before filtering and zips them after reading).
+                // Pre-v5 `__coords.tdb`: every dimension in one tile, in
+                // the layout its version and filters say.
                 Field::Coords if !frag.meta.footer.dense => {
                     let size = dims.first().map_or(0, |d| d.datatype.size() as usize);
-                    let n = cells as usize;
-                    (0..dims.len())
-                        .map(|d| {
-                            let vals = (0..n)
-                                .filter_map(|k| fixed.data.get((d * n + k) * size..)?.get(..size))
-                                .collect();
-                            (d, vals)
-                        })
+                    let layout = FormatVersion::new(frag.meta.footer.version)
+                        .map_or(CoordsLayout::Split, |v| {
+                            CoordsLayout::of(v, &schema.coords_filters)
+                        });
+                    unzipped = (0..dims.len())
+                        .map(|d| layout.dimension(&fixed.data, d, dims.len(), size))
+                        .collect::<Option<Vec<_>>>()
+                        .unwrap_or_default();
+                    unzipped
+                        .iter()
+                        .enumerate()
+                        .map(|(d, bytes)| (d, bytes.chunks_exact(size.max(1)).collect()))
                         .collect()
                 }
                 _ => Vec::new(),

@@ -7,6 +7,7 @@
 
 mod chunking;
 mod chunks;
+mod coords;
 mod error;
 mod generic;
 mod tile;
@@ -15,6 +16,7 @@ pub use chunking::{chunk_ranges, fixed_chunk_size, ChunkingError, MAX_TILE_CHUNK
 pub use chunks::{
     filtered_chunks, unfiltered_size, write_filtered_chunks, FilteredChunk, CHUNK_HEADER_SIZE,
 };
+pub use coords::CoordsLayout;
 pub use error::{Result, TileError};
 pub use generic::{
     read_generic_tile, read_generic_tile_file, write_generic_tile, GENERIC_TILE_GZIP_LEVEL,

@@ -4,10 +4,11 @@
 
 use crate::column::{cell_size, VAR_NUM};
 use crate::{QueryError, Result};
-use tdb_format::{ArrayType, DataField, DataPart, Datatype};
+use tdb_format::{ArrayType, DataField, DataPart, Datatype, FormatVersion};
 use tdb_fragment::fragment_metadata::Field;
 use tdb_fragment::Footer;
 use tdb_schema::{ArraySchema, PartFilters};
+use tdb_tile::CoordsLayout;
 
 /// A dimension or attribute of the array schema.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -98,8 +99,9 @@ pub(crate) struct FragField {
     pub index: usize,
     pub data_field: DataField,
     /// Pre-v5 sparse fragments zip every dimension into `__coords`:
-    /// which dimension this is, and how many there are.
-    pub zipped: Option<(usize, usize)>,
+    /// which dimension this is, how many there are, and how an unfiltered
+    /// tile holds them.
+    pub zipped: Option<(usize, usize, CoordsLayout)>,
     pub parts: Vec<(DataPart, PartFilters)>,
 }
 
@@ -136,7 +138,13 @@ pub(crate) fn frag_field(
         }
     };
     special_field(footer, schema, ffield, encrypted).map(|mut f| {
-        f.zipped = zipped;
+        f.zipped = zipped.map(|(d, dims)| {
+            let layout = match (FormatVersion::new(footer.version), f.parts.first()) {
+                (Ok(v), Some((_, pf))) => CoordsLayout::of(v, &pf.pipeline),
+                _ => CoordsLayout::Split,
+            };
+            (d, dims, layout)
+        });
         f
     })
 }

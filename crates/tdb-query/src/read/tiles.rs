@@ -568,14 +568,15 @@ fn finish_tile(
             ));
         }
     }
-    if let Some((d, dims)) = ff.zipped {
-        // Pre-v5 coordinates: each dimension's values in turn.
-        let size = out.fixed.len() / dims.max(1);
-        out.fixed = out
-            .fixed
-            .get(d * size..(d + 1) * size)
-            .ok_or_else(|| QueryError::corrupt(file, tile, "short coordinates tile"))?
-            .to_vec();
+    if let Some((d, dims, layout)) = ff.zipped {
+        // Pre-v5 coordinates: this dimension's values of every cell.
+        let size = usize::try_from(cells)
+            .ok()
+            .and_then(|c| out.fixed.len().checked_div(c.checked_mul(dims)?))
+            .unwrap_or(0);
+        out.fixed = layout
+            .dimension(&out.fixed, d, dims, size)
+            .ok_or_else(|| QueryError::corrupt(file, tile, "short coordinates tile"))?;
     }
     Ok(out)
 }
