@@ -258,7 +258,9 @@ fn every_data_tile_unfilters_and_deterministic_pipelines_are_byte_exact() {
                 filters
                     .filter(&at, &mut ws, data, offsets, &mut again)
                     .unwrap_or_else(|e| panic!("{e}"));
-                if deterministic(&f.pipeline) {
+                // TileDB 1.4 (format v1) cut tiles into smaller chunks than
+                // any later writer; tdb writes v22 only.
+                if deterministic(&f.pipeline) && version.get() > 1 {
                     assert_eq!(
                         &again, filtered,
                         "{at}: forward differs from TileDB's bytes"
