@@ -229,6 +229,12 @@ fn compress_part(
     Ok(())
 }
 
+/// Deflate's largest expansion (zlib's technical notes: 1032:1).
+const DEFLATE_MAX_RATIO: usize = 1032;
+
+/// Up to this expansion a zstd frame's stated size is reserved at once.
+const ZSTD_EAGER_RATIO: usize = 64;
+
 fn decompress_part(
     st: &Stage<'_>,
     codecs: &mut Codecs,
@@ -241,6 +247,20 @@ fn decompress_part(
     let start = out.len();
     match codec {
         Codec::Gzip(_) => {
+            // Deflate expands at most 1032-fold: a larger promise is a lie,
+            // refused before it sizes anything.
+            if original
+                > part
+                    .len()
+                    .saturating_mul(DEFLATE_MAX_RATIO)
+                    .saturating_add(64)
+            {
+                return Err(size_mismatch(
+                    name,
+                    original,
+                    part.len() * DEFLATE_MAX_RATIO,
+                ));
+            }
             // One byte beyond the promise shows a stream that goes on.
             out.resize(start + original + 1, 0);
             let inflate = codecs.inflate();
@@ -260,8 +280,12 @@ fn decompress_part(
             // TileDB's frames state their content size; trusting it only
             // after it matches the metadata keeps a lying header from
             // sizing our allocation.
+            // A frame may state any size: it sizes the output at once only
+            // within what its bytes can plausibly hold; beyond, the output
+            // grows as the stream really produces it.
+            let plausible = original <= part.len().saturating_mul(ZSTD_EAGER_RATIO);
             match zstd::zstd_safe::get_frame_content_size(part) {
-                Ok(Some(n)) if n == original as u64 => {
+                Ok(Some(n)) if n == original as u64 && plausible => {
                     // Into the vector's spare room after `start`: no
                     // zeroing of what zstd writes anyway.
                     out.reserve_exact(original);
@@ -272,7 +296,9 @@ fn decompress_part(
                         .decompress_to_buffer(part, &mut tail)
                         .map_err(|e| FilterError::corrupt(name, e.to_string()))?;
                 }
-                Ok(Some(n)) => return Err(size_mismatch(name, original, n as usize)),
+                Ok(Some(n)) if n != original as u64 => {
+                    return Err(size_mismatch(name, original, n as usize))
+                }
                 _ => {
                     let decoder = zstd::stream::read::Decoder::with_buffer(part)
                         .map_err(|e| FilterError::corrupt(name, e.to_string()))?;

@@ -803,11 +803,19 @@ impl Reader {
                 .dense
                 .then(|| needed.get(&(i, t)).cloned())
                 .flatten();
+            let ff = &fields[field];
+            let var_size = ff
+                .parts
+                .iter()
+                .any(|(p, _)| *p == DataPart::Var)
+                .then(|| plan.meta.var_tile_size(ff.index, t).ok())
+                .flatten();
             jobs.push(tiles::TileInfo {
                 field,
                 version: plan.schema.version,
                 cells: plan.cells(t, plan.tile_num()),
                 needed: used,
+                var_size,
             });
         }
         Ok(DecodeWork {

@@ -227,6 +227,9 @@ pub(super) struct TileInfo {
     pub version: FormatVersion,
     pub cells: u64,
     pub needed: Option<Vec<(u64, u64)>>,
+    /// The var data's unfiltered size, as the fragment's metadata records
+    /// it (var-size fields).
+    pub var_size: Option<u64>,
 }
 
 /// Decoded tiles of one piece, for [`super::Reader::push_decoded`].
@@ -250,6 +253,7 @@ impl DecodeWork {
                 version: info.version,
                 cells: info.cells,
                 needed: info.needed.as_deref(),
+                var_size: info.var_size,
             })
             .collect();
         let decoded = decode_tiles(&jobs, self.key.as_ref(), crate::threads(), &self.spare)?;
@@ -300,6 +304,29 @@ pub(crate) struct TileJob<'a> {
     /// them before decoding (dense fragments): chunks of fixed-size parts
     /// holding none of them are not decoded; their bytes stay zero.
     pub needed: Option<&'a [(u64, u64)]>,
+    /// See [`TileInfo::var_size`].
+    pub var_size: Option<u64>,
+}
+
+/// The unfiltered bytes part `part` of `job` holds, as the fragment's
+/// metadata and schema say: fixed-size values and validity bytes per cell,
+/// offsets per cell of var-size fields (none where the var data carries
+/// them), var data as recorded. Checked against the chunk headers before
+/// anything is decoded, so a header's claim sizes no allocation beyond
+/// what the tile holds, which the read budget bounded before any fetch.
+/// `None` where the layout does not say (pre-v5 coordinates).
+fn part_size(job: &TileJob<'_>, part: usize, offsets_inside: bool) -> Option<u64> {
+    let (kind, pf) = job.field.parts.get(part)?;
+    match kind {
+        DataPart::Validity => Some(job.cells),
+        DataPart::Fixed if job.field.zipped.is_some() => None,
+        DataPart::Fixed => match pf.field_cell_size {
+            Some(size) => job.cells.checked_mul(size),
+            None if offsets_inside => Some(0),
+            None => job.cells.checked_mul(8),
+        },
+        DataPart::Var => job.var_size,
+    }
 }
 
 /// A run of consecutive chunks of one part of one tile: the unit of work
@@ -343,14 +370,29 @@ pub(crate) fn decode_tiles<'a>(
     let location = |job: &TileJob<'_>, part: usize| {
         format!("{} tile {}", job.fetch.parts[part].1, job.fetch.key.2)
     };
-    // Parse every part's chunk headers (no decoding yet).
+    // Parse every part's chunk headers (no decoding yet), and check what
+    // they promise against what the tile holds.
     let mut parsed: Vec<Vec<Vec<FilteredChunk<'_>>>> = Vec::with_capacity(jobs.len());
     for job in jobs {
+        let var = job
+            .field
+            .parts
+            .iter()
+            .position(|(p, _)| *p == DataPart::Var);
+        let offsets_inside = var.is_some_and(|v| filters(job, v).offsets_inside());
         let mut parts = Vec::with_capacity(job.bytes.len());
         for (part, b) in job.bytes.iter().enumerate() {
             let chunks = filters(job, part)
                 .chunks(&location(job, part), b)
                 .map_err(|e| tile_error(job, part, e))?;
+            let promised = unfiltered_size(&chunks);
+            if let Some(holds) = part_size(job, part, offsets_inside).filter(|&n| n != promised) {
+                return Err(QueryError::corrupt(
+                    &job.fetch.parts[part].1,
+                    job.fetch.key.2,
+                    format!("its chunks promise {promised} bytes; the tile holds {holds}"),
+                ));
+            }
             parts.push(chunks);
         }
         parsed.push(parts);
@@ -677,6 +719,7 @@ mod tests {
             version: FormatVersion::WRITTEN,
             cells,
             needed: None,
+            var_size: None,
         };
         let jobs = [job(&fetch_a, &ba[..], &fa), job(&fetch_v, &bv[..], &fv)];
         // Buffers go back to one spare after each decode and serve the
