@@ -1,13 +1,56 @@
-//! The bounded worker pools reads and writes run their tiles on: one
-//! pool per call, at most `threads` workers, each with its own state (a
-//! filter workspace). A job's panic (or the sink's) is an error, whether
-//! it ran on a worker or, for few jobs, on the calling thread.
+//! The bounded worker pool reads and writes run their tiles on: one pool
+//! for the process (`crate::threads()` workers, started once: a read in
+//! many small pieces started two threads per piece, 150,000 for a 746-cell
+//! array under a 16 KiB budget), at most `threads` of them per call, each
+//! with its own state (a filter workspace: codec contexts and stage
+//! buffers), kept by its thread from call to call. A job's panic (or the
+//! sink's) is an error, whether it ran on a worker or, for few jobs, on
+//! the calling thread.
 
 use crate::{QueryError, Result};
+use std::any::Any;
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{mpsc, Condvar, Mutex};
+use std::sync::{mpsc, Condvar, Mutex, OnceLock};
+
+/// The process's workers; `None` if they could not be started (then
+/// every call runs on its calling thread).
+fn pool() -> Option<&'static rayon::ThreadPool> {
+    static POOL: OnceLock<Option<rayon::ThreadPool>> = OnceLock::new();
+    POOL.get_or_init(|| {
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(crate::threads())
+            .thread_name(|i| format!("tdb-pool-{i}"))
+            .build()
+            .ok()
+    })
+    .as_ref()
+}
+
+thread_local! {
+    /// Job states this thread made, one of each type, for its next call.
+    static STATES: RefCell<Vec<Box<dyn Any>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Runs `f` with this thread's state of type `S`, made by `init` the first
+/// time, and keeps it for the thread's next call.
+fn with_state<S: 'static, R>(init: &impl Fn() -> S, f: impl FnOnce(&mut S) -> R) -> R {
+    let kept = STATES.with(|c| {
+        let mut states = c.borrow_mut();
+        let i = states.iter().position(|b| b.is::<S>())?;
+        states.swap_remove(i).downcast::<S>().ok()
+    });
+    let mut state = kept.map_or_else(init, |b| *b);
+    let out = f(&mut state);
+    STATES.with(|c| c.borrow_mut().push(Box::new(state)));
+    out
+}
+
+/// Work on fewer bytes than this runs on the calling thread: handing it to
+/// the pool (waking workers, collecting results) costs more than doing it.
+pub(crate) const SMALL_WORK: usize = 256 << 10;
 
 /// Fewer jobs than this many per worker run on the calling thread:
 /// starting threads costs more than a few small tiles (reads in many small
@@ -17,7 +60,7 @@ const FEW: usize = 2;
 
 /// `f` on every job, results in the jobs' order (all held at once: for
 /// reads, whose results are as large as the budget allows anyway).
-pub(crate) fn map_all<J: Sync, T: Send, S>(
+pub(crate) fn map_all<J: Sync, T: Send, S: 'static>(
     jobs: &[J],
     threads: usize,
     init: impl Fn() -> S + Sync,
@@ -25,35 +68,35 @@ pub(crate) fn map_all<J: Sync, T: Send, S>(
 ) -> Result<Vec<T>> {
     let n = jobs.len();
     let threads = threads.clamp(1, n.max(1));
-    if threads == 1 || n < FEW * threads {
-        let mut state = init();
-        return jobs.iter().map(|j| guarded(|| f(&mut state, j))).collect();
-    }
+    let pool = pool().filter(|_| threads > 1 && n >= FEW * threads);
+    let Some(pool) = pool else {
+        return with_state(&init, |state| {
+            jobs.iter().map(|j| guarded(|| f(state, j))).collect()
+        });
+    };
     let next = AtomicUsize::new(0);
-    let mut results: Vec<Option<Result<T>>> = (0..n).map(|_| None).collect();
-    let chunks: Vec<Vec<(usize, Result<T>)>> = std::thread::scope(|s| {
-        let handles: Vec<_> = (0..threads)
-            .map(|_| {
-                s.spawn(|| {
-                    let mut state = init();
-                    let mut done = Vec::new();
+    let done: Mutex<Vec<(usize, Result<T>)>> = Mutex::new(Vec::with_capacity(n));
+    pool.scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|_| {
+                let mine = with_state(&init, |state| {
+                    let mut mine = Vec::new();
                     loop {
                         let i = next.fetch_add(1, Ordering::Relaxed);
                         if i >= n {
-                            break;
+                            break mine;
                         }
-                        done.push((i, guarded(|| f(&mut state, &jobs[i]))));
+                        mine.push((i, guarded(|| f(state, &jobs[i]))));
                     }
-                    done
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| h.join().unwrap_or_default())
-            .collect()
+                });
+                if let Ok(mut d) = done.lock() {
+                    d.extend(mine);
+                }
+            });
+        }
     });
-    for (i, r) in chunks.into_iter().flatten() {
+    let mut results: Vec<Option<Result<T>>> = (0..n).map(|_| None).collect();
+    for (i, r) in done.into_inner().unwrap_or_default() {
         results[i] = Some(r);
     }
     results
@@ -68,7 +111,7 @@ pub(crate) fn map_all<J: Sync, T: Send, S>(
 /// a job more than `window` ahead of the last one sunk: at most `window`
 /// results are held, however many jobs there are. Stops at the first
 /// error, `f`'s or `sink`'s.
-pub(crate) fn map_ordered<T: Send, S>(
+pub(crate) fn map_ordered<T: Send, S: 'static>(
     n: usize,
     threads: usize,
     window: usize,
@@ -78,14 +121,16 @@ pub(crate) fn map_ordered<T: Send, S>(
 ) -> Result<()> {
     let threads = threads.clamp(1, n.max(1));
     let window = window.max(1);
-    if threads == 1 || n < FEW * threads {
-        let mut state = init();
-        for i in 0..n {
-            let t = guarded(|| f(&mut state, i))?;
-            guarded(|| sink(i, t))?;
-        }
-        return Ok(());
-    }
+    let pool = pool().filter(|_| threads > 1 && n >= FEW * threads);
+    let Some(pool) = pool else {
+        return with_state(&init, |state| {
+            for i in 0..n {
+                let t = guarded(|| f(state, i))?;
+                guarded(|| sink(i, t))?;
+            }
+            Ok(())
+        });
+    };
     struct Gate {
         next: usize,
         sunk: usize,
@@ -121,17 +166,21 @@ pub(crate) fn map_ordered<T: Send, S>(
         }
         moved.notify_all();
     };
-    std::thread::scope(|s| {
+    // The calling thread sinks while the pool's workers build: they wait
+    // on the window, which only the sink moves, so the sink never runs on
+    // a worker.
+    pool.in_place_scope(|s| {
         for _ in 0..threads {
             let tx = tx.clone();
             let (claim, f, init) = (&claim, &f, &init);
-            s.spawn(move || {
-                let mut state = init();
-                while let Some(i) = claim() {
-                    if tx.send((i, guarded(|| f(&mut state, i)))).is_err() {
-                        return;
+            s.spawn(move |_| {
+                with_state(init, |state| {
+                    while let Some(i) = claim() {
+                        if tx.send((i, guarded(|| f(state, i)))).is_err() {
+                            return;
+                        }
                     }
-                }
+                })
             });
         }
         drop(tx);
@@ -193,17 +242,28 @@ pub(crate) fn for_each_share<T: Send>(
         })
     };
     let mine = shares.remove(0);
-    std::thread::scope(|s| {
-        let others: Vec<_> = shares
-            .into_iter()
-            .map(|share| s.spawn(move || run(share)))
-            .collect();
-        let first = run(mine);
-        others
-            .into_iter()
-            .map(|h| h.join().unwrap_or_else(|_| Err(panicked())))
-            .fold(first, Result::and)
-    })
+    let Some(pool) = pool().filter(|_| !shares.is_empty()) else {
+        return shares.into_iter().map(run).fold(run(mine), Result::and);
+    };
+    let spawned = shares.len();
+    let others: Mutex<Vec<Result<()>>> = Mutex::new(Vec::new());
+    let first = pool.in_place_scope(|s| {
+        for share in shares {
+            let others = &others;
+            s.spawn(move |_| {
+                let r = run(share);
+                if let Ok(mut o) = others.lock() {
+                    o.push(r);
+                }
+            });
+        }
+        run(mine)
+    });
+    let others = others.into_inner().unwrap_or_default();
+    if others.len() < spawned {
+        return Err(panicked());
+    }
+    others.into_iter().fold(first, Result::and)
 }
 
 /// `f`, its panic turned into an error.

@@ -316,8 +316,8 @@ impl Reader {
                         self.emitted = true;
                         return Ok(Event::Batch(b, self.last_states.take()));
                     }
-                    // This piece is done: free it, go on with the next.
-                    self.spare.keep_tiles(self.tiles.drain().map(|(_, t)| t));
+                    // This piece is done: go on with the next, which keeps
+                    // the tiles it reads too and frees the others.
                     self.results = Results::default();
                     self.next = (0, 0);
                     if self.ahead.is_some() || !self.partitions.is_empty() {
@@ -327,6 +327,7 @@ impl Reader {
                         }
                         continue;
                     }
+                    self.spare.keep_tiles(self.tiles.drain().map(|(_, t)| t));
                     self.phase = Phase::Done;
                     if !self.emitted {
                         self.emitted = true;

@@ -7,9 +7,10 @@
 use super::dense::{self, DenseFrag, Results};
 use super::fields::Kind;
 use super::plan::{self, FragPlan};
-use super::tiles::{self, Coalesced, TileFetch};
+use super::tiles::{self, Coalesced, TileFetch, TileKey};
 use super::{aggregate, partition, Phase, Reader};
-use crate::{Result, ResultLayout, Subarray};
+use crate::{QueryError, Result, ResultLayout, Subarray};
+use std::collections::HashMap;
 use tdb_format::{ArrayType, DataPart};
 use tdb_storage::{Answers, RangeRequest};
 
@@ -24,6 +25,11 @@ pub(super) struct PlannedPiece {
     /// Tiles aggregates answer from metadata instead.
     md_answered: Vec<(usize, u64)>,
     fetches: Vec<TileFetch>,
+    /// Decoded sparse tiles the reader held when the piece was planned and
+    /// the piece reads too: kept from the piece before, not fetched again
+    /// (a read under a small budget cuts the subarray into many pieces,
+    /// which tiles spanning them would otherwise cost each time).
+    carried: Vec<TileKey>,
     /// The requests for `fetches`; `None` when there are none.
     coalesced: Option<Coalesced>,
 }
@@ -362,6 +368,7 @@ impl Reader {
             Results::default()
         };
         let mut fetches = Vec::new();
+        let mut carried = Vec::new();
         let mut md_answered = Vec::new();
         let mut tiles_of = Vec::with_capacity(self.plans.len());
         for (i, plan) in self.plans.iter().enumerate() {
@@ -437,6 +444,12 @@ impl Reader {
                     if optional && whole() {
                         continue;
                     }
+                    // Sparse tiles are decoded whole: one held now serves.
+                    // (Dense ones only in the chunks their piece used.)
+                    if !meta.footer.dense && self.tiles.contains_key(&(i, slot, t)) {
+                        carried.push((i, slot, t));
+                        continue;
+                    }
                     fetches.push(tiles::plan_tile(
                         self.dir(),
                         &plan.file.path,
@@ -455,6 +468,7 @@ impl Reader {
             tiles: tiles_of,
             md_answered,
             fetches,
+            carried,
             coalesced,
         })
     }
@@ -468,8 +482,20 @@ impl Reader {
             tiles,
             md_answered,
             fetches,
+            carried,
             coalesced,
         } = planned;
+        // The tiles of the piece before that this one reads stay; the rest
+        // go back to the spare buffers.
+        let mut kept = HashMap::with_capacity(carried.len());
+        for key in carried {
+            let tile = self.tiles.remove(&key).ok_or_else(|| {
+                QueryError::invalid("a tile planned as held is not (a reader bug)")
+            })?;
+            kept.insert(key, tile);
+        }
+        self.spare
+            .keep_tiles(std::mem::replace(&mut self.tiles, kept).into_values());
         self.current = piece;
         self.pieces_started += 1;
         self.results = results;

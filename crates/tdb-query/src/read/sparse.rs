@@ -245,12 +245,17 @@ pub(crate) fn sparse_cells(
         condition,
         dim_slots: &dim_slots,
     };
-    let kept = crate::pool::map_all(
-        &jobs,
-        crate::threads(),
-        || (),
-        |_, &(fi, t)| check.kept(fi, t),
-    )?;
+    // Few candidate cells are checked on the calling thread (see
+    // `pool::SMALL_WORK`; a cell's check reads a few bytes of each field).
+    let cells: u64 = jobs
+        .iter()
+        .map(|&(fi, t)| plans[fi].cells(t, plans[fi].tile_num()))
+        .sum();
+    let threads = match cells.saturating_mul(64) < crate::pool::SMALL_WORK as u64 {
+        true => 1,
+        false => crate::threads(),
+    };
+    let kept = crate::pool::map_all(&jobs, threads, || (), |_, &(fi, t)| check.kept(fi, t))?;
     let mut refs: Vec<CellRef> = Vec::new();
     let mut stamps: Vec<u64> = Vec::new();
     // Per candidate, whether it is deleted (duplicates not allowed).

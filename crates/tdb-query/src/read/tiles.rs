@@ -397,6 +397,15 @@ pub(crate) fn decode_tiles<'a>(
         }
         parsed.push(parts);
     }
+    // A small piece decodes on the calling thread: handing its tiles to
+    // the pool costs more than decoding them (a read under a small budget
+    // is thousands of such pieces).
+    let bytes: usize = jobs.iter().flat_map(|j| j.bytes).map(|b| b.len()).sum();
+    let threads = if bytes < crate::pool::SMALL_WORK {
+        1
+    } else {
+        threads
+    };
     // Runs: whole parts when there are enough of them for the pool,
     // otherwise cut so the pool gets about four runs per worker.
     let target = threads.max(1) * 4;
