@@ -295,3 +295,72 @@ fn tiles_the_condition_rules_out_are_not_fetched() {
     // Nothing can match: no tile is read at all.
     assert_eq!(tile_bytes("a < -928"), (0, 0));
 }
+
+/// A sparse tile two consecutive pieces read is fetched once: the second
+/// piece keeps it (a read under a small budget is many pieces, and tiles
+/// that span them cost a fetch and a decode each time otherwise). Checked
+/// on TileDB's Hilbert-ordered arrays read row-major, whose tiles span
+/// many pieces, with the same cells as one unbudgeted read.
+#[test]
+fn consecutive_pieces_fetch_a_shared_tile_once() {
+    for case in ["sparse_hilbert_multi", "sparse_float_string_pieces"] {
+        let dir = tdb_testdata::root().join(case).join("array");
+        let storage = LocalStorage::new(&dir);
+        let snap = Arc::new(Snapshot::load(&storage, "", TimeWindow::ALL, None).unwrap());
+        let fields: Vec<String> = {
+            let s = snap.schema();
+            s.domain
+                .dimensions
+                .iter()
+                .map(|d| d.name.clone())
+                .chain(s.attributes.iter().map(|a| a.name.clone()))
+                .collect()
+        };
+        let spec = ReadSpec::new(fields).with_layout(tdb_query::ResultLayout::RowMajor);
+        let (whole, _) = run(&storage, &snap, spec.clone());
+        // The smallest budget that holds a tile: the most pieces.
+        let mut reader = None;
+        for budget in (2..64).map(|k| k * 1024) {
+            let mut r = tdb_query::Reader::new(snap.clone(), spec.clone().with_budget(budget)).unwrap();
+            let first = r.step();
+            if matches!(first, Err(tdb_query::QueryError::Budget { .. })) {
+                continue;
+            }
+            reader = Some((r, first.unwrap(), budget));
+            break;
+        }
+        let (mut reader, mut step, budget) = reader.unwrap();
+        let (mut all, mut last_tiles, mut pieces) = (Batch::default(), Vec::new(), 0);
+        loop {
+            match step {
+                tdb_query::ReadStep::Need(r) => {
+                    let tiles: Vec<_> = r
+                        .iter()
+                        .filter(|q| !q.key.ends_with("__fragment_metadata.tdb"))
+                        .cloned()
+                        .collect();
+                    if !tiles.is_empty() {
+                        pieces += 1;
+                        for t in &tiles {
+                            assert!(
+                                !last_tiles.contains(t),
+                                "{case} at {budget}: {} {} fetched by two pieces in a row",
+                                t.key,
+                                t.range
+                            );
+                        }
+                        last_tiles = tiles;
+                    }
+                    let got = storage.read_ranges(&r).unwrap();
+                    reader.push(r.into_iter().zip(got)).unwrap();
+                }
+                tdb_query::ReadStep::Decode(w) => reader.push_decoded(w.run().unwrap()).unwrap(),
+                tdb_query::ReadStep::Batch(b) => all.append(&b),
+                tdb_query::ReadStep::Done => break,
+            }
+            step = reader.step().unwrap();
+        }
+        assert!(pieces > 3, "{case}: {pieces} pieces at {budget}");
+        assert_eq!(all, whole, "{case} at {budget}");
+    }
+}

@@ -535,6 +535,36 @@ mod tests {
     use super::*;
     use crate::{ListableStorage, WritableStorage};
 
+    /// Files stay open between reads; one written or deleted through the
+    /// storage reads as it is now, not as it was when it was opened.
+    #[test]
+    fn kept_open_files_read_what_their_name_holds_now() {
+        let tmp = tempfile::tempdir().unwrap();
+        let s = LocalStorage::new(tmp.path());
+        s.write("f", Bytes::from_static(b"one")).unwrap();
+        let range = |s: &LocalStorage| {
+            s.read_range("f", ByteRange::new(0, 3))
+                .unwrap()
+                .map(|r| r.bytes)
+        };
+        assert_eq!(range(&s).as_deref(), Some(&b"one"[..]));
+        s.write("f", Bytes::from_static(b"two")).unwrap();
+        assert_eq!(range(&s).as_deref(), Some(&b"two"[..]));
+        assert_eq!(s.size("f").unwrap(), Some(3));
+        s.delete("f").unwrap();
+        assert_eq!(range(&s), None);
+        assert_eq!(s.read("f").unwrap(), None);
+        // More files than are kept open: every one still reads.
+        for i in 0..KEPT_OPEN + 10 {
+            s.write(&format!("d/{i}"), Bytes::from(i.to_string())).unwrap();
+        }
+        for i in 0..KEPT_OPEN + 10 {
+            assert_eq!(s.read(&format!("d/{i}")).unwrap().unwrap(), i.to_string());
+        }
+        s.delete_prefix("d").unwrap();
+        assert_eq!(s.read("d/3").unwrap(), None);
+    }
+
     /// A write refused halfway (its uploads dropped unfinished) leaves no
     /// directory it made; directories that were there, or that hold
     /// anything, stay.
