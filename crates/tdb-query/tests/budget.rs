@@ -321,7 +321,8 @@ fn consecutive_pieces_fetch_a_shared_tile_once() {
         // The smallest budget that holds a tile: the most pieces.
         let mut reader = None;
         for budget in (2..64).map(|k| k * 1024) {
-            let mut r = tdb_query::Reader::new(snap.clone(), spec.clone().with_budget(budget)).unwrap();
+            let mut r =
+                tdb_query::Reader::new(snap.clone(), spec.clone().with_budget(budget)).unwrap();
             let first = r.step();
             if matches!(first, Err(tdb_query::QueryError::Budget { .. })) {
                 continue;

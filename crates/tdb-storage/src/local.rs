@@ -556,7 +556,8 @@ mod tests {
         assert_eq!(s.read("f").unwrap(), None);
         // More files than are kept open: every one still reads.
         for i in 0..KEPT_OPEN + 10 {
-            s.write(&format!("d/{i}"), Bytes::from(i.to_string())).unwrap();
+            s.write(&format!("d/{i}"), Bytes::from(i.to_string()))
+                .unwrap();
         }
         for i in 0..KEPT_OPEN + 10 {
             assert_eq!(s.read(&format!("d/{i}")).unwrap().unwrap(), i.to_string());
