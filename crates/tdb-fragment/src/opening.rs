@@ -127,16 +127,8 @@ impl Opening {
     /// Goes on from an array already open: its fragments' footers (and
     /// no enumeration).
     pub fn from_open(open: OpenArray) -> Result<Self> {
-        let mut o = Opening {
-            dir: open.dir.clone(),
-            window: open.directory.window,
-            key: open.key().copied(),
-            directory_only: false,
-            enumerations: false,
-            stage: Stage::Done(None),
-        };
-        o.stage = o.after_open(open)?;
-        Ok(o)
+        let fragments = open.fragments()?;
+        Opening::fragments_of(open, fragments)
     }
 
     /// Runs the opening over `storage`, one round of listings or one
