@@ -124,12 +124,12 @@ fn group_member_arrays_see_their_committed_fragments() {
             .map(str::to_owned)
             .collect();
         want.sort();
-        assert!(!want.is_empty(), "{}", o.case);
         assert_eq!(got, want, "{}", o.case);
         assert_eq!(dir.schemas.len(), 1, "{}", o.case);
-        checked += 1;
+        // Some member arrays hold nothing yet (a vector index's updates).
+        checked += usize::from(!want.is_empty());
     }
-    assert!(checked >= 3, "only {checked} member arrays");
+    assert!(checked >= 3, "only {checked} member arrays with fragments");
 }
 
 #[test]

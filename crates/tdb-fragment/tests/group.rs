@@ -130,7 +130,7 @@ fn details_files_rewrite_byte_for_byte() {
         assert!(details
             .entries
             .iter()
-            .all(|e| e.version == details.version && !e.deleted));
+            .all(|e| e.version == details.version));
         let mut out = Vec::new();
         details.write_content(&mut out).unwrap();
         assert_eq!(out, content, "{}: {name}", obj.case);
