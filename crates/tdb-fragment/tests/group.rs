@@ -127,10 +127,7 @@ fn details_files_rewrite_byte_for_byte() {
         // (generic tile v17) is v1.
         let v1 = obj.case == "tiledb_inputs/group_v1";
         assert_eq!(details.version, if v1 { 1 } else { 2 }, "{name}");
-        assert!(details
-            .entries
-            .iter()
-            .all(|e| e.version == details.version));
+        assert!(details.entries.iter().all(|e| e.version == details.version));
         let mut out = Vec::new();
         details.write_content(&mut out).unwrap();
         assert_eq!(out, content, "{}: {name}", obj.case);

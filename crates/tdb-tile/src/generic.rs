@@ -46,6 +46,25 @@ pub fn read_generic_tile(
         key,
         ..TileFilters::new(&pipeline, header.datatype, header.cell_size, header.version)
     };
+    // What the chunks promise must be what the header says, and no more
+    // than TileDB's generic tile filters (GZIP, checksums, encryption) can
+    // make of the stored bytes, before anything is decoded: a lying size
+    // sizes no allocation.
+    let chunks = filters.chunks(location, tile.data)?;
+    let promised = crate::unfiltered_size(&chunks);
+    let most = (tile.data.len() as u64)
+        .saturating_mul(GENERIC_TILE_MAX_RATIO)
+        .saturating_add(64 << 10);
+    if promised != header.tile_size || promised > most {
+        return Err(TileError::Corrupt {
+            location: location.to_owned(),
+            reason: format!(
+                "its chunks promise {promised} bytes from {} stored, its header {}",
+                tile.data.len(),
+                header.tile_size
+            ),
+        });
+    }
     let data = filters.unfilter_whole(location, tile.data, false)?.data;
     if data.len() as u64 != header.tile_size {
         return Err(TileError::Corrupt {
@@ -59,6 +78,11 @@ pub fn read_generic_tile(
     }
     Ok(data)
 }
+
+/// The most a generic tile's bytes expand: deflate's 1032-fold (TileDB
+/// compresses generic tiles with GZIP; its other filters there, checksums
+/// and encryption, do not expand).
+const GENERIC_TILE_MAX_RATIO: u64 = 1032;
 
 /// Reads a file that is exactly one generic tile (a schema, an enumeration,
 /// array metadata, group details) and unfilters it.
@@ -120,4 +144,33 @@ pub fn write_generic_tile(
         location: location.to_owned(),
         source,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A generic tile whose header and chunk promise more than its bytes
+    /// can hold is refused before anything is decoded; one that keeps its
+    /// word reads back.
+    #[test]
+    fn a_generic_tile_promising_more_than_its_bytes_hold_is_refused() {
+        let content = vec![7u8; 1000];
+        let mut file = Vec::new();
+        write_generic_tile("t", FormatVersion::WRITTEN, &content, None, &mut file).unwrap();
+        assert_eq!(read_generic_tile_file("t", &file, None).unwrap(), content);
+        let tile = single_generic_tile(&file).unwrap();
+        // Header: version u32, persisted u64, tile size u64 (at 12), ...;
+        // the data starts with the chunk count u64, then the first chunk's
+        // unfiltered size u32.
+        let data_at = file.len() - tile.data.len();
+        let huge: u32 = 0xFFFF_FFF0;
+        let mut bad = file.clone();
+        bad[12..20].copy_from_slice(&u64::from(huge).to_le_bytes());
+        bad[data_at + 8..data_at + 12].copy_from_slice(&huge.to_le_bytes());
+        let err = read_generic_tile_file("t", &bad, None)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("promise"), "{err}");
+    }
 }
