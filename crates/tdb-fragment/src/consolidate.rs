@@ -416,7 +416,23 @@ pub fn vacuum_fragments<S: ReadStorage + WritableStorage + ?Sized>(
         dir,
         f.commits_to_vacuum.iter().chain(&f.commits_to_ignore),
     )?;
-    for frag in &f.fragments_to_vacuum {
+    // The directories, and those of fragments the lists going now name
+    // whose commits are already gone: a vacuum stopped before its end
+    // deleted them, and nothing but these lists names the directories any
+    // more (a rerun that only followed commits would leave them for good).
+    let committed: std::collections::HashSet<String> = all
+        .directory
+        .committed_fragments()
+        .into_iter()
+        .map(|f| f.path)
+        .collect();
+    let mut leftovers = Vec::new();
+    for (vac, named) in all.directory.fragment_vacuum_lists()? {
+        if f.vac_files_to_vacuum.contains(&vac.path) {
+            leftovers.extend(named.into_iter().filter(|p| !committed.contains(p)));
+        }
+    }
+    for frag in f.fragments_to_vacuum.iter().chain(&leftovers) {
         let key = join(dir, frag);
         storage
             .delete_prefix(&key)

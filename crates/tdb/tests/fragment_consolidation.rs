@@ -243,6 +243,16 @@ fn stopped_anywhere_reads_as_before(array: fn() -> FaultyStorage<MemoryStorage>)
         assert_eq!(seen_in(&store), before, "vacuum stopped at delete {n}");
         a.vacuum_fragments().unwrap();
         assert_eq!(seen_in(&store), before);
+        // The rerun finished the job: the merged fragment is all that is
+        // left of the fragments, and no vacuum list stays.
+        use tdb_storage::ListableStorage;
+        let left = store.list_dir("__fragments").unwrap().dirs;
+        assert_eq!(left.len(), 1, "vacuum stopped at delete {n}: {left:?}");
+        let lists = store.list_dir("__commits").unwrap().files;
+        assert!(
+            lists.iter().all(|f| !f.key.ends_with(".vac")),
+            "vacuum stopped at delete {n}: {lists:?}"
+        );
     }
 }
 
