@@ -52,7 +52,7 @@ macro_rules! le_num {
             }
         }
 
-        #[doc = concat!("Writes a little-endian `", stringify!($t), "`: the mirror of [`", stringify!($parse), "`].")]
+        #[doc = concat!("Writes a little-endian `", stringify!($t), "`: the mirror of [`", stringify!($parse), "`](fn@", stringify!($parse), ").")]
         pub fn $put(out: &mut Vec<u8>, v: $t) {
             out.extend_from_slice(&v.to_le_bytes());
         }
@@ -85,7 +85,7 @@ pub fn bool<'a>(field: &'static str) -> impl Fn(&'a [u8]) -> PResult<'a, bool> {
     }
 }
 
-/// Writes a 0/1 flag byte: the mirror of [`bool`].
+/// Writes a 0/1 flag byte: the mirror of [`bool`](fn@bool).
 pub fn put_bool(out: &mut Vec<u8>, v: bool) {
     out.push(u8::from(v));
 }

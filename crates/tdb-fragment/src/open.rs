@@ -150,7 +150,7 @@ pub(crate) const LISTED_DIRS: [&str; 5] = [
     GROUP_DETAILS_DIR,
 ];
 
-/// Lists the object at `dir`: its root, the directories of [`LISTED_DIRS`]
+/// Lists the object at `dir`: its root, the directories of `LISTED_DIRS`
 /// it has, and pre-v5 fragment directories. Paths come back relative to `dir`.
 pub fn list_object<S: ReadStorage + ?Sized>(storage: &S, dir: &str) -> Result<DirectoryListing> {
     let list = |d: &str| {

@@ -89,7 +89,7 @@ impl Reader {
 
     /// Aims pieces at sizes that suit remote storage (`remote`), where
     /// each batch of requests costs milliseconds, or local storage.
-    /// [`SyncRead`] sets it from its storage.
+    /// [`super::SyncRead`] sets it from its storage.
     pub fn set_remote(&mut self, remote: bool) {
         self.remote = remote;
     }
@@ -312,7 +312,7 @@ impl Reader {
     /// Plans the next piece while the current one is handed out, and
     /// returns the requests it will ask for, so that a driver can fetch
     /// them ahead (remote storage, where they cost milliseconds) and answer
-    /// the reader's next [`ReadStep::Need`], which asks exactly for them,
+    /// the reader's next [`super::ReadStep::Need`], which asks exactly for them,
     /// from that fetch. `None` when there is nothing to fetch ahead: no
     /// next piece, one that needs no tile, the current piece not yet
     /// fetched (from then on, while it is decoded too), or two pieces' tiles that would not fit the tile budget
