@@ -235,6 +235,12 @@ enum Command {
         /// The AES-256-GCM key of an encrypted array (32 bytes).
         #[arg(long)]
         key: Option<String>,
+        /// Also remove fragment directories no commit makes visible (writes
+        /// that stopped before committing: `tdb verify` reports them) whose
+        /// names end more than SECONDS ago (younger ones may be writes
+        /// still in progress). With `--mode fragments`.
+        #[arg(long, value_name = "SECONDS")]
+        uncommitted_older_than: Option<u64>,
     },
     /// Create an empty array from a JSON schema: the summary `tdb schema
     /// --json` prints (keys left out take TileDB's defaults), or a
@@ -849,7 +855,12 @@ fn run(cli: Cli) -> Result<bool, CliError> {
             }
             Ok(true)
         }
-        Command::Vacuum { path, mode, key } => {
+        Command::Vacuum {
+            path,
+            mode,
+            key,
+            uncommitted_older_than,
+        } => {
             known_mode(&mode)?;
             if mode == "group_meta" {
                 let options = open_options(None, key.as_deref())?;
@@ -859,6 +870,17 @@ fn run(cli: Cli) -> Result<bool, CliError> {
                 return Ok(true);
             }
             let array = open_for_change(&path, None, key.as_deref())?;
+            if let Some(secs) = uncommitted_older_than {
+                if mode != "fragments" {
+                    return Err(CliError::Usage(
+                        "--uncommitted-older-than goes with --mode fragments".to_owned(),
+                    ));
+                }
+                let gone = array.vacuum_uncommitted(std::time::Duration::from_secs(secs))?;
+                for d in &gone {
+                    outln!("{}: removed uncommitted {d}", path.display());
+                }
+            }
             let n = match mode.as_str() {
                 "fragments" => array.vacuum_fragments()?,
                 "commits" => array.vacuum_commits()?,

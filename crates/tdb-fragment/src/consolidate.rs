@@ -395,6 +395,35 @@ pub fn vacuum_fragment_metadata<S: ReadStorage + WritableStorage + ?Sized>(
     )
 }
 
+/// Removes the fragment directories of the array at `dir` that hold files
+/// but no commit makes visible (writes that stopped before their commit,
+/// which `verify_array` reports), whose names' end timestamp is before
+/// `before` (ms since the epoch): a grace period spares writes still in
+/// progress. Returns the directories removed.
+pub fn vacuum_uncommitted<S: ReadStorage + WritableStorage + ?Sized>(
+    storage: &S,
+    dir: &str,
+    key: Option<&[u8; 32]>,
+    before: u64,
+) -> Result<Vec<String>> {
+    let all = OpenArray::open(storage, dir, TimeWindow::ALL, key)?;
+    let files = crate::open::object_files(storage, dir)?.files;
+    let (present, committed) = crate::verify::fragment_directories(&files, &all.directory);
+    let mut removed = Vec::new();
+    for path in present.difference(&committed) {
+        let old = TimestampedName::parse(last_component(path)).is_ok_and(|n| n.t2 < before);
+        if !old {
+            continue;
+        }
+        let key = join(dir, path);
+        storage
+            .delete_prefix(&key)
+            .map_err(|e| FragmentError::storage(&key, e))?;
+        removed.push(path.clone());
+    }
+    Ok(removed)
+}
+
 /// Vacuums the fragments consolidations replaced in the array at `dir`
 /// (over its whole history; `key` for encrypted arrays). Returns how many
 /// fragments went.

@@ -27,7 +27,7 @@ pub use condition::{Condition, DeleteCommit, UpdateCommit, UpdateValue};
 pub use consolidate::{
     consolidate_commits, consolidate_fragment_metadata, consolidate_group_metadata,
     consolidate_metadata, vacuum_commits, vacuum_fragment_metadata, vacuum_fragments,
-    vacuum_group_metadata, vacuum_metadata, MetadataConsolidation,
+    vacuum_group_metadata, vacuum_metadata, vacuum_uncommitted, MetadataConsolidation,
 };
 pub use create::{
     create_array, create_group, write_delete, write_enumeration, write_evolved_schema,

@@ -5,7 +5,7 @@
 //! memory stays bounded by one tile, whatever the array's size. Only a
 //! storage failure (the bytes cannot be fetched at all) stops it.
 
-use crate::directory::DirectoryListing;
+use crate::directory::{ArrayDirectory, DirectoryListing, ListedFile};
 use crate::fragment_metadata::Field;
 use crate::open::{
     dir_label, object_files, object_kind, read_files, read_fragment_metadata, schema_history,
@@ -20,7 +20,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 use std::ops::Range;
 use tdb_filters::Filter;
-use tdb_format::names::{FRAGMENT_METADATA_FILE, VAC_EXT};
+use tdb_format::names::FRAGMENT_METADATA_FILE;
 use tdb_format::{
     classify, single_generic_tile, DataPart, EncryptionType, FormatVersion, ObjectFile,
 };
@@ -201,21 +201,7 @@ pub fn verify_array<S: ReadStorage + ?Sized>(
     };
 
     // Fragment directories that hold files, against the committed ones.
-    let present: BTreeSet<String> = files
-        .iter()
-        .filter_map(|f| match classify(&f.path) {
-            ObjectFile::FragmentMetadata { .. } | ObjectFile::Data { .. } => {
-                f.path.rsplit_once('/').map(|(d, _)| d.to_owned())
-            }
-            _ => None,
-        })
-        .collect();
-    let committed: BTreeSet<String> = directory
-        .unfiltered_fragments
-        .iter()
-        .filter(|f| !f.path.ends_with(VAC_EXT))
-        .map(|f| f.path.clone())
-        .collect();
+    let (present, committed) = fragment_directories(&files, &directory);
     for d in present.difference(&committed) {
         sink.push(Problem::new(
             ProblemKind::UncommittedFragment,
@@ -1069,4 +1055,27 @@ fn written_cells(
         t,
         cells,
     )
+}
+
+/// The fragment directories that hold fragment files among `files` (an
+/// object's listing), and those `directory` commits.
+pub(crate) fn fragment_directories(
+    files: &[ListedFile],
+    directory: &ArrayDirectory,
+) -> (BTreeSet<String>, BTreeSet<String>) {
+    let present = files
+        .iter()
+        .filter_map(|f| match classify(&f.path) {
+            ObjectFile::FragmentMetadata { .. } | ObjectFile::Data { .. } => {
+                f.path.rsplit_once('/').map(|(d, _)| d.to_owned())
+            }
+            _ => None,
+        })
+        .collect();
+    let committed = directory
+        .committed_fragments()
+        .into_iter()
+        .map(|f| f.path)
+        .collect();
+    (present, committed)
 }

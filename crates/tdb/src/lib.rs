@@ -503,6 +503,22 @@ impl<S: tdb_storage::Storage> Array<S> {
         tdb_fragment::vacuum_fragments(&self.storage, &open.dir, open.key()).map_err(Error::Write)
     }
 
+    /// Removes fragment directories no commit makes visible (writes that
+    /// stopped before committing, which `tdb verify` reports) whose names
+    /// end more than `grace` before now: younger ones may be writes still
+    /// in progress. Returns the directories removed.
+    pub fn vacuum_uncommitted(&self, grace: std::time::Duration) -> Result<Vec<String>> {
+        let open = &self.snapshot.open;
+        let grace = u64::try_from(grace.as_millis()).unwrap_or(u64::MAX);
+        tdb_fragment::vacuum_uncommitted(
+            &self.storage,
+            &open.dir,
+            open.key(),
+            now_ms().saturating_sub(grace),
+        )
+        .map_err(Error::Write)
+    }
+
     /// Opens the array again, now (everything committed so far).
     pub fn reopen(&mut self) -> Result<()> {
         let open = &self.snapshot.open;

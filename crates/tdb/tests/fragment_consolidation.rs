@@ -561,3 +561,42 @@ fn a_merge_a_filter_refuses_leaves_the_array_as_it_was() {
         .unwrap();
     assert_eq!(cells.num_cells, 16);
 }
+
+/// A write that stopped before its commit leaves a fragment directory no
+/// read sees; `vacuum_uncommitted` removes it once it is older than the
+/// grace period, and nothing committed.
+#[test]
+fn uncommitted_fragments_past_the_grace_period_are_removed() {
+    use tdb_storage::{ListableStorage, WritableStorage};
+    let store = MemoryStorage::new();
+    let schema = ArraySchema::builder(ArrayType::Sparse)
+        .dimension(DimensionBuilder::range("d", 0i32..=99).tile_extent(10i32))
+        .attribute(AttributeBuilder::new("a", Datatype::Int32))
+        .build()
+        .unwrap();
+    let a = tdb::Array::create_in(&store, "", &schema, &[], OpenOptions::new()).unwrap();
+    for t in [1u64, 2] {
+        let spec = WriteSpec::new(vec![ints("d", &[t as i32]), ints("a", &[t as i32])]);
+        a.write(spec.at(t)).unwrap();
+    }
+    // The second write's commit never happened.
+    let commits = store.list_dir("__commits").unwrap().files;
+    let second = commits.iter().find(|f| f.key.contains("__2_2_")).unwrap();
+    store.delete(&second.key).unwrap();
+    let a = tdb::Array::open_in(&store, "", OpenOptions::new()).unwrap();
+    assert_eq!(a.read_all(ReadSpec::new(["a"])).unwrap().num_cells, 1);
+    let dirs = || store.list_dir("__fragments").unwrap().dirs;
+    assert_eq!(dirs().len(), 2);
+    // Written at 2 ms after the epoch: within a grace of forever, kept.
+    let forever = std::time::Duration::from_secs(u64::MAX / 1000);
+    assert!(a.vacuum_uncommitted(forever).unwrap().is_empty());
+    assert_eq!(dirs().len(), 2);
+    let gone = a
+        .vacuum_uncommitted(std::time::Duration::from_secs(3600))
+        .unwrap();
+    assert_eq!(gone.len(), 1, "{gone:?}");
+    assert!(gone[0].contains("__2_2_"));
+    assert_eq!(dirs().len(), 1);
+    let a = tdb::Array::open_in(&store, "", OpenOptions::new()).unwrap();
+    assert_eq!(a.read_all(ReadSpec::new(["a"])).unwrap().num_cells, 1);
+}
