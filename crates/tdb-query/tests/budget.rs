@@ -307,15 +307,7 @@ fn consecutive_pieces_fetch_a_shared_tile_once() {
         let dir = tdb_testdata::root().join(case).join("array");
         let storage = LocalStorage::new(&dir);
         let snap = Arc::new(Snapshot::load(&storage, "", TimeWindow::ALL, None).unwrap());
-        let fields: Vec<String> = {
-            let s = snap.schema();
-            s.domain
-                .dimensions
-                .iter()
-                .map(|d| d.name.clone())
-                .chain(s.attributes.iter().map(|a| a.name.clone()))
-                .collect()
-        };
+        let fields: Vec<String> = snap.schema().fields().map(str::to_owned).collect();
         let spec = ReadSpec::new(fields).with_layout(tdb_query::ResultLayout::RowMajor);
         let (whole, _) = run(&storage, &snap, spec.clone());
         // The smallest budget that holds a tile: the most pieces.

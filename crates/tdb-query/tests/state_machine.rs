@@ -42,16 +42,8 @@ fn open(case: &str) -> (LocalStorage, Arc<Snapshot>) {
 
 /// Every dimension and attribute.
 fn spec(snap: &Snapshot, layout: ResultLayout, budget: u64) -> ReadSpec {
-    let schema = snap.schema();
-    let names = schema
-        .domain
-        .dimensions
-        .iter()
-        .map(|d| d.name.clone())
-        .chain(schema.attributes.iter().map(|a| a.name.clone()));
-    ReadSpec::new(names.collect::<Vec<_>>())
-        .with_layout(layout)
-        .with_budget(budget)
+    let names: Vec<String> = snap.schema().fields().map(str::to_owned).collect();
+    ReadSpec::new(names).with_layout(layout).with_budget(budget)
 }
 
 fn sync_batches(storage: &LocalStorage, snap: &Arc<Snapshot>, spec: ReadSpec) -> Vec<Batch> {

@@ -147,9 +147,14 @@ impl ArraySchema {
     /// Every field's name, dimensions first, comma separated: what an
     /// error about an unknown field lists.
     pub fn field_names(&self) -> String {
+        self.fields().collect::<Vec<_>>().join(", ")
+    }
+
+    /// Every dimension's name, then every attribute's, in schema order:
+    /// what a read of all of an array's cells asks for.
+    pub fn fields(&self) -> impl Iterator<Item = &str> {
         let dims = self.domain.dimensions.iter().map(|d| d.name.as_str());
-        let attrs = self.attributes.iter().map(|a| a.name.as_str());
-        dims.chain(attrs).collect::<Vec<_>>().join(", ")
+        dims.chain(self.attributes.iter().map(|a| a.name.as_str()))
     }
 
     /// The tile order TileDB reports: none under Hilbert cell order, where

@@ -3,6 +3,8 @@
 //! cells that share coordinates (a coordinate's versions), and time travel
 //! over them answers as over the fragments they came from.
 
+mod common;
+use common::chain;
 use tdb::{Datatype, FieldBuffer, OpenOptions, ReadSpec, WriteSpec};
 use tdb_format::{names::TIMESTAMPS_FIELD, ArrayType};
 use tdb_schema::{ArraySchema, AttributeBuilder, DimensionBuilder};
@@ -12,17 +14,6 @@ fn u64s(name: &str, datatype: Datatype, v: &[u64]) -> FieldBuffer {
     let mut b = FieldBuffer::new(name, datatype, 1, false);
     b.data = v.iter().flat_map(|x| x.to_le_bytes()).collect();
     b
-}
-
-/// The error and its causes, as one line.
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        out = format!("{out}: {s}");
-        source = s.source();
-    }
-    out
 }
 
 fn values(f: &FieldBuffer) -> Vec<u64> {

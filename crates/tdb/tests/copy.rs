@@ -257,13 +257,7 @@ fn copies_keep_the_history_of_consolidations_not_yet_vacuumed() {
             /// Every field of the schema in force at the array's window.
             fn read<S: tdb_fragment::ReadStorage>(a: Array<S>) -> (usize, Vec<tdb::FieldBuffer>) {
                 let schema = a.schema();
-                let fields: Vec<String> = schema
-                    .domain
-                    .dimensions
-                    .iter()
-                    .map(|d| d.name.clone())
-                    .chain(schema.attributes.iter().map(|a| a.name.clone()))
-                    .collect();
+                let fields: Vec<String> = schema.fields().map(str::to_owned).collect();
                 let spec = ReadSpec::new(fields).with_layout(ResultLayout::RowMajor);
                 (a.fragments().len(), a.read_all(spec).unwrap().fields)
             }

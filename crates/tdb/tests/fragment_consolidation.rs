@@ -539,15 +539,10 @@ fn a_merge_a_filter_refuses_leaves_the_array_as_it_was() {
     let err = array
         .consolidate_fragments(&FragmentSelection::default(), tdb::DEFAULT_BUDGET)
         .unwrap_err();
-    let mut chain = err.to_string();
-    let mut source = std::error::Error::source(&err);
-    while let Some(e) = source {
-        chain = format!("{chain}: {e}");
-        source = e.source();
-    }
+    let said = chain(&err);
     assert!(
-        chain.contains("DOUBLE_DELTA") && chain.contains("int64"),
-        "{chain}"
+        said.contains("DOUBLE_DELTA") && said.contains("int64"),
+        "{said}"
     );
     assert_eq!(files(&path), before);
     // And the array reads as before.

@@ -82,13 +82,7 @@ fn run(storage: &MemoryStorage, key: Option<&[u8; 32]>) -> bool {
         return false;
     };
     let schema = array.schema();
-    let fields: Vec<String> = schema
-        .domain
-        .dimensions
-        .iter()
-        .map(|d| d.name.clone())
-        .chain(schema.attributes.iter().map(|a| a.name.clone()))
-        .collect();
+    let fields: Vec<String> = schema.fields().map(str::to_owned).collect();
     let Ok(read) = array.read(ReadSpec::new(fields).with_budget(16 << 20)) else {
         return false;
     };

@@ -4,21 +4,12 @@
 //! refuses with a typed error, saying why, what TileDB refuses. The
 //! conformance pass checks the same cases against TileDB 2.30's reads.
 
+mod common;
+use common::chain;
 use tdb::{Array, Group, OpenOptions, ReadSpec, ResultLayout, Subarray};
 
 fn dir(path: &str) -> std::path::PathBuf {
     tdb_testdata::root().join(path)
-}
-
-/// An error and its causes, as a user sees them.
-fn chain(e: &dyn std::error::Error) -> String {
-    let mut out = e.to_string();
-    let mut source = e.source();
-    while let Some(s) = source {
-        out = format!("{out}: {s}");
-        source = s.source();
-    }
-    out
 }
 
 fn ints(b: &tdb::FieldBuffer) -> Vec<i32> {

@@ -221,13 +221,7 @@ pub(super) fn merge_sparse<S: Storage>(
     let keep_meta = applies && !purge;
     let processed = open.processed_conditions(storage, &frags)?;
     let schema = &latest.schema;
-    let names: Vec<String> = schema
-        .domain
-        .dimensions
-        .iter()
-        .map(|d| d.name.clone())
-        .chain(schema.attributes.iter().map(|a| a.name.clone()))
-        .collect();
+    let names: Vec<String> = schema.fields().map(str::to_owned).collect();
     let empty = || -> Result<Vec<FieldBuffer>> {
         let mut fields: Vec<FieldBuffer> = names
             .iter()

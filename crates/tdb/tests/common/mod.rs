@@ -99,3 +99,14 @@ pub fn merge_matches(
     assert_eq!((f.t1, f.t2), span);
     assert_same_files(theirs, &dir.join(format!("__fragments/{f}")));
 }
+
+/// An error and its causes, as one line (as a user prints them).
+pub fn chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        out = format!("{out}: {s}");
+        source = s.source();
+    }
+    out
+}
