@@ -39,42 +39,72 @@ pub struct SyncRead<'a, S: ?Sized> {
     finished: bool,
 }
 
+/// The next piece's batch, fetched ahead on remote storage while a piece
+/// is decoded and handed out: what both drivers keep between needs.
+pub(super) struct Ahead<'a> {
+    pending: Option<(Vec<RangeRequest>, RangesFuture<'a>)>,
+}
+
+impl<'a> Ahead<'a> {
+    pub(super) fn new() -> Self {
+        Ahead { pending: None }
+    }
+
+    /// The answers to `requests`, if they are what was fetched ahead
+    /// (by `plan_ahead`'s promise they are; otherwise those answers go
+    /// unused).
+    pub(super) fn take(&mut self, requests: &[RangeRequest]) -> Option<RangesFuture<'a>> {
+        match self.pending.take() {
+            Some((asked, pending)) if asked == requests => Some(pending),
+            _ => None,
+        }
+    }
+
+    /// On remote storage, after a piece's bytes are in: plans the reader's
+    /// next piece and starts fetching it, so its I/O overlaps this
+    /// piece's decoding.
+    pub(super) fn start<S: ReadStorage + ?Sized>(
+        &mut self,
+        storage: &'a S,
+        reader: &mut Reader,
+    ) -> Result<()> {
+        if !storage.remote() || self.pending.is_some() {
+            return Ok(());
+        }
+        if let Some(next) = reader.plan_ahead()? {
+            let pending = storage.read_ranges_async(next.clone());
+            self.pending = Some((next, pending));
+        }
+        Ok(())
+    }
+}
+
 /// How a synchronous driver answers a reader's needs: from storage, or
 /// from the batch it started fetching ahead (remote storage).
 pub(crate) struct Fetcher<'a, S: ?Sized> {
     storage: &'a S,
-    /// Requests being fetched ahead, and their answers to come.
-    ahead: Option<(Vec<RangeRequest>, RangesFuture<'a>)>,
+    ahead: Ahead<'a>,
 }
 
 impl<'a, S: ReadStorage + ?Sized> Fetcher<'a, S> {
     pub(crate) fn new(storage: &'a S) -> Self {
         Fetcher {
             storage,
-            ahead: None,
+            ahead: Ahead::new(),
         }
     }
 
-    /// Fetches `requests` and pushes the answers into `reader`; then, on
-    /// remote storage, plans the reader's next piece and starts fetching
-    /// it, so that its I/O overlaps this piece's decoding.
+    /// Fetches `requests` and pushes the answers into `reader`, then starts
+    /// fetching the next piece ([`Ahead::start`]).
     pub(crate) fn serve(&mut self, reader: &mut Reader, requests: Vec<RangeRequest>) -> Result<()> {
-        let got = match self.ahead.take() {
-            Some((asked, pending)) if asked == requests => {
+        let got = match self.ahead.take(&requests) {
+            Some(pending) => {
                 tdb_storage::wait(pending).map_err(|source| storage_error(&requests, source))?
             }
-            // Another need came first (never, by `plan_ahead`'s promise):
-            // those answers go unused.
-            _ => fetch(self.storage, &requests)?,
+            None => fetch(self.storage, &requests)?,
         };
         reader.push(requests.into_iter().zip(got))?;
-        if self.storage.remote() {
-            if let Some(next) = reader.plan_ahead()? {
-                let pending = self.storage.read_ranges_async(next.clone());
-                self.ahead = Some((next, pending));
-            }
-        }
-        Ok(())
+        self.ahead.start(self.storage, reader)
     }
 }
 

@@ -4,7 +4,7 @@
 //! remote storage the next piece is fetched while one is decoded and
 //! handed out.
 
-use super::drive::storage_error;
+use super::drive::{storage_error, Ahead};
 use super::{Decoded, ReadStep, Reader};
 use crate::{Batch, QueryError, ReadSpec, Result, Snapshot};
 use futures_channel::oneshot;
@@ -21,9 +21,7 @@ pub struct ReadStream<'a, S: ?Sized> {
     storage: &'a S,
     reader: Reader,
     state: State<'a>,
-    /// The next piece's requests, being fetched ahead, and their answers
-    /// to come.
-    ahead: Option<(Vec<RangeRequest>, RangesFuture<'a>)>,
+    ahead: Ahead<'a>,
     finished: bool,
 }
 
@@ -43,7 +41,7 @@ impl<'a, S: ReadStorage + ?Sized> ReadStream<'a, S> {
             storage,
             reader,
             state: State::Ready,
-            ahead: None,
+            ahead: Ahead::new(),
             finished: false,
         })
     }
@@ -57,12 +55,7 @@ impl<'a, S: ReadStorage + ?Sized> ReadStream<'a, S> {
                     let requests = std::mem::take(requests);
                     self.state = State::Ready;
                     self.reader.push(requests.into_iter().zip(got))?;
-                    if self.storage.remote() && self.ahead.is_none() {
-                        if let Some(next) = self.reader.plan_ahead()? {
-                            let pending = self.storage.read_ranges_async(next.clone());
-                            self.ahead = Some((next, pending));
-                        }
-                    }
+                    self.ahead.start(self.storage, &mut self.reader)?;
                 }
                 State::Decoding(done) => {
                     let decoded = ready!(Pin::new(done).poll(cx)).map_err(|_| {
@@ -73,9 +66,9 @@ impl<'a, S: ReadStorage + ?Sized> ReadStream<'a, S> {
                 }
                 State::Ready => match self.reader.step()? {
                     ReadStep::Need(requests) => {
-                        let pending = match self.ahead.take() {
-                            Some((asked, pending)) if asked == requests => pending,
-                            _ => self.storage.read_ranges_async(requests.clone()),
+                        let pending = match self.ahead.take(&requests) {
+                            Some(pending) => pending,
+                            None => self.storage.read_ranges_async(requests.clone()),
                         };
                         self.state = State::Fetching(requests, pending);
                     }
