@@ -11,7 +11,7 @@ use std::fs;
 use std::io::{self, Write};
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 /// Files under a root directory. Keys are paths relative to the root.
 #[derive(Debug)]
@@ -21,21 +21,29 @@ pub struct LocalStorage {
     /// removes again when it leaves them empty (a write refused halfway
     /// leaves no empty fragment directory behind, as TileDB's does not).
     made: Arc<Mutex<HashSet<PathBuf>>>,
-    /// Files read lately, kept open with their sizes: a read under a small
-    /// budget asks for the same files' ranges batch after batch, and an
-    /// open, a `stat` and a close for each cost more than the read. Writes
-    /// and deletes through this storage forget the file; TileDB's files
-    /// are never rewritten in place, so a handle reads what its name held
-    /// (a file another process deleted meanwhile, as it was).
-    handles: Arc<Mutex<OpenFiles>>,
 }
 
 /// Files kept open, by path, with their sizes.
 type OpenFiles = HashMap<PathBuf, (Arc<fs::File>, u64)>;
 
-/// Files kept open at most (then the lot is closed and the count starts
-/// again: reads go to a few files at a time).
+/// Files kept open at most, for the whole process (then the lot is closed
+/// and the count starts again: reads go to a few files at a time).
 const KEPT_OPEN: usize = 128;
+
+/// Files read lately, kept open with their sizes, for every `LocalStorage`
+/// of the process (one bound on descriptors however many arrays are
+/// open): a read under a small budget asks for the same files' ranges
+/// batch after batch, and an open, a `stat` and a close for each cost more
+/// than the read. Writes and deletes through a `LocalStorage` forget the
+/// file; TileDB's files are never rewritten in place, so a handle reads
+/// what its name held (a file another process deleted meanwhile, as it
+/// was).
+fn open_files() -> MutexGuard<'static, OpenFiles> {
+    static OPEN: OnceLock<Mutex<OpenFiles>> = OnceLock::new();
+    OPEN.get_or_init(Mutex::default)
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+}
 
 /// Numbers the temporary files of this process: one counter for every
 /// `LocalStorage`, so two handles on one directory (two writers, each with
@@ -43,12 +51,15 @@ const KEPT_OPEN: usize = 128;
 static TEMP_FILES: AtomicU64 = AtomicU64::new(0);
 
 impl LocalStorage {
-    /// Storage rooted at `root` (which need not exist yet).
+    /// Storage rooted at `root` (which need not exist yet; a relative root
+    /// is taken from the current directory now).
     pub fn new(root: impl Into<PathBuf>) -> Self {
+        let root = root.into();
         LocalStorage {
-            root: root.into(),
+            // Absolute, so every storage names a file alike in the
+            // process's kept-open files.
+            root: std::path::absolute(&root).unwrap_or(root),
             made: Arc::default(),
-            handles: Arc::default(),
         }
     }
 
@@ -66,9 +77,10 @@ impl LocalStorage {
         })
     }
 
-    /// Closes the kept file at `full`, or every kept file.
+    /// Closes the kept file at `full`, or every kept file (of any storage:
+    /// a prefix is gone).
     fn forget(&self, full: Option<&Path>) {
-        let mut handles = self.handles.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut handles = open_files();
         match full {
             Some(f) => {
                 handles.remove(f);
@@ -81,7 +93,7 @@ impl LocalStorage {
     /// there is none (not remembered: it may be made next).
     fn handle(&self, key: &str) -> Result<Option<(Arc<fs::File>, u64)>> {
         let full = self.resolve(key)?;
-        let mut handles = self.handles.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut handles = open_files();
         if let Some(h) = handles.get(&full) {
             return Ok(Some(h.clone()));
         }
@@ -124,7 +136,6 @@ impl LocalStorage {
             key: key.to_owned(),
             root: self.root.clone(),
             made: Arc::clone(&self.made),
-            handles: Arc::clone(&self.handles),
             full,
             open: None,
             finished: false,
@@ -141,8 +152,6 @@ struct LocalUpload {
     /// The storage's root and the directories its uploads made.
     root: PathBuf,
     made: Arc<Mutex<HashSet<PathBuf>>>,
-    /// The storage's open files: the one this upload replaces is forgotten.
-    handles: Arc<Mutex<OpenFiles>>,
     full: PathBuf,
     /// The temporary file and its path, once the first part came.
     open: Option<(fs::File, PathBuf)>,
@@ -293,10 +302,7 @@ impl Upload for LocalUpload {
         let synced = flushed.and_then(|()| f.sync_all());
         // A file opened under this name before is not the one this makes.
         let forget = |full: &Path| {
-            self.handles
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .remove(full);
+            open_files().remove(full);
         };
         if self.create {
             let linked = synced.and_then(|()| fs::hard_link(&tmp, &self.full));
