@@ -1,4 +1,4 @@
-//! `cargo xtask conformance DIR [--only CASE]... [--no-queries] [--budget BYTES] [--config K=V]...`:
+//! `cargo xtask conformance DIR [--only CASE]... [--no-queries] [--arrow] [--budget BYTES] [--config K=V]...`:
 //! runs every conformance case under `DIR` (format: `/work/shared/conformance/FORMAT.md`)
 //! through tdb and compares what tdb reports with `expected.json`. `DIR` is a
 //! local directory or a URI (`s3://bucket/prefix`, `az://...`, `gs://...`),
@@ -41,6 +41,9 @@ pub struct Options {
     pub budget: Option<u64>,
     /// Storage settings for a corpus behind a URI.
     pub config: StorageConfig,
+    /// Read every query as Arrow record batches (tdb-arrow) and compare
+    /// the cells Arrow holds.
+    pub arrow: bool,
 }
 
 /// `cargo xtask conformance`: `Ok(true)` when every case passed.
@@ -54,6 +57,7 @@ pub fn conformance(args: &[String]) -> Result<bool, String> {
                 .only
                 .push(it.next().ok_or("--only needs a case name")?.clone()),
             "--no-queries" => options.skip_queries = true,
+            "--arrow" => options.arrow = true,
             "--budget" => {
                 let b = it.next().ok_or("--budget needs a number of bytes")?;
                 options.budget = Some(
@@ -75,7 +79,7 @@ pub fn conformance(args: &[String]) -> Result<bool, String> {
         }
     }
     let dir = dir.ok_or(
-        "usage: cargo xtask conformance DIR [--only CASE]... [--no-queries] [--budget BYTES] [--config KEY=VALUE]...",
+        "usage: cargo xtask conformance DIR [--only CASE]... [--no-queries] [--arrow] [--budget BYTES] [--config KEY=VALUE]...",
     )?;
     let stdout = std::io::stdout();
     let (_, failed) = run(&dir, &options, &mut stdout.lock())?;
@@ -238,6 +242,8 @@ pub(crate) fn chain(e: &dyn std::error::Error) -> String {
 /// The arrays of one directory opened at each window a check asks for.
 struct Opened<'a> {
     dir: &'a Path,
+    /// Queries read through Arrow.
+    arrow: bool,
     config: &'a StorageConfig,
     key: Option<&'a [u8; 32]>,
     arrays: HashMap<(u64, u64), Array>,
@@ -274,6 +280,7 @@ fn check_array(
 ) -> Result<(), String> {
     let mut opened = Opened {
         dir,
+        arrow: options.arrow,
         config: &options.config,
         key,
         arrays: HashMap::new(),
@@ -456,22 +463,40 @@ fn check_query(opened: &mut Opened<'_>, q: &Value, budget: Option<u64>) -> Resul
         },
         t => TimeWindow::until(t.as_u64().ok_or_else(|| format!("timestamp {t}"))?),
     };
+    let arrow = opened.arrow;
     let array = opened.at(window)?;
     let mut spec = read_spec(array.schema(), q)?;
     if let Some(b) = budget {
         spec = spec.with_budget(b);
     }
     if let Some(expected) = q.get("result") {
-        let batch = array
-            .read_all(spec.clone())
-            .map_err(|e| format!("read failed: {}", chain(&e)))?;
+        let got = if arrow {
+            arrow_result(array, spec.clone())?
+        } else {
+            let batch = array
+                .read_all(spec.clone())
+                .map_err(|e| format!("read failed: {}", chain(&e)))?;
+            values::batch(&batch)
+        };
         let ordered = q["ordered"].as_bool().unwrap_or(true);
-        compare_result(expected, &values::batch(&batch), ordered)?;
+        compare_result(expected, &got, ordered)?;
     }
     if let Some(expected) = q.get("aggregates") {
         check_aggregates(array, spec, expected)?;
     }
     Ok(())
+}
+
+/// A read through tdb-arrow, as a query result.
+fn arrow_result(array: &Array, spec: ReadSpec) -> Result<Value, String> {
+    use tdb_arrow::ArrowArray;
+    let names = spec.fields.clone();
+    let batches = array
+        .read_arrow(spec)
+        .map_err(|e| format!("Arrow read failed: {}", chain(&e)))?
+        .map(|b| b.map_err(|e| format!("Arrow read failed: {}", chain(&e))))
+        .collect::<Result<Vec<_>, _>>()?;
+    crate::arrow_cells::result(&batches, &names, array.schema())
 }
 
 /// Runs a query's aggregates (`{field: {op: value}}`) and compares them as

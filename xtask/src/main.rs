@@ -17,6 +17,7 @@
 //!   case under DIR through tdb, compared with its `expected.json` (see
 //!   `conformance.rs`); exits non-zero when a case fails.
 
+mod arrow_cells;
 mod bench;
 mod conformance;
 mod consolidations;

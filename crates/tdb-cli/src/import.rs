@@ -12,9 +12,7 @@
 use crate::values;
 use serde_json::Value;
 use std::io::Read;
-use tdb::{ArraySchema, FieldBuffer, Range, ResultLayout, Subarray, WriteSpec, VAR_NUM};
-use tdb_format::ArrayType;
-use tdb_format::Scalar;
+use tdb::{ArraySchema, FieldBuffer, WriteSpec, VAR_NUM};
 
 /// An empty buffer for the dimension or attribute `name` of `schema`.
 fn buffer(schema: &ArraySchema, name: &str) -> Result<FieldBuffer, String> {
@@ -122,83 +120,5 @@ pub fn read_json(schema: &ArraySchema, text: &str) -> Result<Vec<FieldBuffer>, S
 /// dense arrays take the attributes laid out row-major over the box the
 /// coordinates cover, which they must cover exactly once.
 pub fn write_spec(schema: &ArraySchema, fields: Vec<FieldBuffer>) -> Result<WriteSpec, String> {
-    if schema.array_type == ArrayType::Sparse {
-        return Ok(WriteSpec::new(fields));
-    }
-    let dims = &schema.domain.dimensions;
-    let (coords, attrs): (Vec<_>, Vec<_>) = fields
-        .into_iter()
-        .partition(|f| schema.dimension(&f.name).is_some());
-    let rows = attrs.first().map_or(0, |a| a.column().len());
-    let mut lo = vec![i128::MAX; dims.len()];
-    let mut hi = vec![i128::MIN; dims.len()];
-    let mut points = Vec::with_capacity(dims.len());
-    for (i, d) in dims.iter().enumerate() {
-        let c = coords
-            .iter()
-            .find(|c| c.name == d.name)
-            .ok_or_else(|| format!("a dense import needs the coordinates of {}", d.name))?;
-        let column = c.column();
-        if column.len() != rows {
-            return Err(format!("{}: {} cells, not {rows}", d.name, column.len()));
-        }
-        let values: Vec<i128> = (0..rows)
-            .map(|r| match Scalar::decode(d.datatype, column.cell(r)) {
-                Some(Scalar::Int(v)) => Ok(i128::from(v)),
-                Some(Scalar::UInt(v)) => Ok(i128::from(v)),
-                _ => Err(format!("{}: not an integer coordinate", d.name)),
-            })
-            .collect::<Result<_, _>>()?;
-        for &v in &values {
-            lo[i] = lo[i].min(v);
-            hi[i] = hi[i].max(v);
-        }
-        points.push(values);
-    }
-    // Row-major positions in the box; the box must hold exactly the cells.
-    let mut volume: u128 = 1;
-    for i in 0..dims.len() {
-        volume = volume.saturating_mul((hi[i] - lo[i] + 1).max(0) as u128);
-    }
-    if rows == 0 || volume != rows as u128 {
-        return Err(format!(
-            "{rows} cells do not fill the box their coordinates span ({volume} cells); \
-             a dense import writes one whole box"
-        ));
-    }
-    let mut slot = vec![usize::MAX; rows];
-    for r in 0..rows {
-        let mut at = 0usize;
-        for i in 0..dims.len() {
-            at = at * (hi[i] - lo[i] + 1) as usize + (points[i][r] - lo[i]) as usize;
-        }
-        if slot[at] != usize::MAX {
-            let cell: Vec<String> = points.iter().map(|p| p[r].to_string()).collect();
-            return Err(format!("cell ({}) is given twice", cell.join(", ")));
-        }
-        slot[at] = r;
-    }
-    let arranged = attrs
-        .iter()
-        .map(|a| {
-            let column = a.column();
-            if column.len() != rows {
-                return Err(format!("{}: {} cells, not {rows}", a.name, column.len()));
-            }
-            let mut b = FieldBuffer::new(&a.name, a.datatype, a.cell_val_num, a.validity.is_some());
-            for &r in &slot {
-                b.push(column.cell(r), !column.is_null(r));
-            }
-            Ok(b)
-        })
-        .collect::<Result<Vec<_>, String>>()?;
-    let mut subarray = Subarray::new(dims.len());
-    for (i, d) in dims.iter().enumerate() {
-        let size = d.datatype.size() as usize;
-        let (l, h) = (&lo[i].to_le_bytes()[..size], &hi[i].to_le_bytes()[..size]);
-        subarray.add_range(i, Range::from_bounds(l, h, false));
-    }
-    Ok(WriteSpec::new(arranged)
-        .with_subarray(subarray)
-        .with_layout(ResultLayout::RowMajor))
+    WriteSpec::from_coordinates(schema, fields).map_err(|e| e.to_string())
 }

@@ -262,7 +262,10 @@ fn dense_imports_must_cover_a_box_once() {
             "r,c,a\n1,1,1\n1,1,2\n1,2,3\n2,2,4\n",
             "cell (1, 1) is given twice",
         ),
-        ("r,a\n1,1\n", "needs the coordinates of c"),
+        (
+            "r,a\n1,1\n",
+            "a dense write by coordinates needs every dimension",
+        ),
     ] {
         std::fs::write(&file, text).unwrap();
         let out = tdb(&["import", a, file.to_str().unwrap()]);

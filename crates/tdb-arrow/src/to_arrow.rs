@@ -1,0 +1,224 @@
+//! Result buffers into Arrow arrays: the bytes move, they are not copied,
+//! wherever the layouts agree (fixed-width values; var-length text and
+//! bytes, whose start offsets gain their end). Booleans and validity
+//! become bitmaps; var-length numbers get offsets counted in values; UTF-16
+//! and UTF-32 text is transcoded to UTF-8.
+
+use crate::{Error, Result};
+use arrow_array::{make_array, ArrayRef};
+use arrow_buffer::{BooleanBuffer, Buffer};
+use arrow_data::{ArrayData, ArrayDataBuilder};
+use arrow_schema::DataType;
+use tdb_format::Datatype;
+use tdb_query::FieldBuffer;
+
+/// One field's cells as the reader gives them.
+pub(crate) struct Cells {
+    /// Cells.
+    pub len: usize,
+    /// Fixed-size cells back to back, or var-size cells' bytes.
+    pub data: Vec<u8>,
+    /// Var-size cells: each one's start in `data`.
+    pub offsets: Option<Vec<u64>>,
+    /// One byte per cell, 0 = null.
+    pub validity: Option<Vec<u8>>,
+}
+
+impl Cells {
+    pub(crate) fn from_buffer(buffer: FieldBuffer, len: usize) -> Self {
+        Cells {
+            len,
+            data: buffer.data,
+            offsets: buffer.offsets,
+            validity: buffer.validity,
+        }
+    }
+}
+
+/// The Arrow array of `cells` of a field `name` of `datatype` as
+/// `target` (its [`crate::mapping`], or a dictionary whose values are
+/// `dictionary`).
+pub(crate) fn to_array(
+    name: &str,
+    datatype: Datatype,
+    target: &DataType,
+    cells: Cells,
+    dictionary: Option<&ArrayData>,
+) -> Result<ArrayRef> {
+    Ok(make_array(to_data(
+        name, datatype, target, cells, dictionary,
+    )?))
+}
+
+fn to_data(
+    name: &str,
+    datatype: Datatype,
+    target: &DataType,
+    cells: Cells,
+    dictionary: Option<&ArrayData>,
+) -> Result<ArrayData> {
+    let Cells {
+        len,
+        data,
+        offsets,
+        validity,
+    } = cells;
+    let mut nulls = validity
+        .map(|v| {
+            if v.len() != len {
+                return Err(Error::field(
+                    name,
+                    format!("{} validity bytes for {len} cells", v.len()),
+                ));
+            }
+            Ok(BooleanBuffer::collect_bool(len, |i| v[i] != 0))
+        })
+        .transpose()?;
+    let builder = ArrayDataBuilder::new(target.clone()).len(len);
+    let ends = |offsets: Option<Vec<u64>>, end: usize| -> Result<Vec<u64>> {
+        let mut o =
+            offsets.ok_or_else(|| Error::field(name, "var-length cells without offsets"))?;
+        if o.len() != len {
+            return Err(Error::field(
+                name,
+                format!("{} offsets for {len} cells", o.len()),
+            ));
+        }
+        o.push(end as u64);
+        Ok(o)
+    };
+    let builder = match target {
+        DataType::Boolean => builder.add_buffer(
+            BooleanBuffer::collect_bool(len, |i| data.get(i).is_some_and(|b| *b != 0)).into_inner(),
+        ),
+        DataType::LargeUtf8 | DataType::LargeBinary => {
+            let (data, offsets) = match datatype {
+                Datatype::StringUtf16 | Datatype::StringUcs2 => {
+                    transcode(name, &data, ends(offsets, data.len())?, 2)?
+                }
+                Datatype::StringUtf32 | Datatype::StringUcs4 => {
+                    transcode(name, &data, ends(offsets, data.len())?, 4)?
+                }
+                _ => {
+                    let o = ends(offsets, data.len())?;
+                    (data, o)
+                }
+            };
+            builder
+                .add_buffer(Buffer::from_vec(offsets))
+                .add_buffer(Buffer::from_vec(data))
+        }
+        DataType::FixedSizeList(item, n) => {
+            let n = usize::try_from(*n).unwrap_or(0);
+            let values = Cells {
+                len: len
+                    .checked_mul(n)
+                    .ok_or_else(|| Error::field(name, "too many values"))?,
+                data,
+                offsets: None,
+                validity: None,
+            };
+            builder.add_child_data(to_data(name, datatype, item.data_type(), values, None)?)
+        }
+        DataType::LargeList(item) => {
+            let size = datatype.size();
+            let mut o = ends(offsets, data.len())?;
+            for x in &mut o {
+                if *x % size != 0 {
+                    return Err(Error::field(
+                        name,
+                        format!("a cell offset {x} is no multiple of {size}-byte values"),
+                    ));
+                }
+                *x /= size;
+            }
+            let values = Cells {
+                len: data.len() / size as usize,
+                data,
+                offsets: None,
+                validity: None,
+            };
+            builder
+                .add_buffer(Buffer::from_vec(o))
+                .add_child_data(to_data(name, datatype, item.data_type(), values, None)?)
+        }
+        DataType::Dictionary(keys, _) => {
+            let values = dictionary
+                .ok_or_else(|| Error::field(name, "an enumerated field without its values"))?;
+            // A key that names no value (a dense array's fill) is null.
+            let valid = {
+                let in_range = key_in_range(keys, &data, values.len());
+                BooleanBuffer::collect_bool(len, |i| {
+                    in_range(i) && nulls.as_ref().is_none_or(|n| n.value(i))
+                })
+            };
+            nulls = Some(valid);
+            builder
+                .add_buffer(Buffer::from_vec(data))
+                .add_child_data(values.clone())
+        }
+        _ => builder.add_buffer(Buffer::from_vec(data)),
+    };
+    builder
+        .nulls(nulls.map(Into::into))
+        .align_buffers(true)
+        .build()
+        .map_err(|e| Error::arrow(name, e))
+}
+
+/// Whether key `i` of `keys` (little-endian integers of type `keys`)
+/// indexes one of `n` values.
+fn key_in_range<'a>(keys: &DataType, data: &'a [u8], n: usize) -> impl Fn(usize) -> bool + 'a {
+    let width = keys.primitive_width().unwrap_or(1);
+    let signed = matches!(
+        keys,
+        DataType::Int8 | DataType::Int16 | DataType::Int32 | DataType::Int64
+    );
+    move |i| {
+        let Some(b) = data.get(i * width..(i + 1) * width) else {
+            return false;
+        };
+        let mut le = [0u8; 16];
+        le[..width].copy_from_slice(b);
+        if signed && b[width - 1] & 0x80 != 0 {
+            return false;
+        }
+        u128::from_le_bytes(le) < n as u128
+    }
+}
+
+/// UTF-16 or UTF-32 cells (code units of `unit` bytes, little-endian) as
+/// UTF-8 cells with their offsets.
+fn transcode(
+    name: &str,
+    data: &[u8],
+    offsets: Vec<u64>,
+    unit: usize,
+) -> Result<(Vec<u8>, Vec<u64>)> {
+    let mut out = Vec::with_capacity(data.len());
+    let mut out_offsets = Vec::with_capacity(offsets.len());
+    out_offsets.push(0);
+    for (i, w) in offsets.windows(2).enumerate() {
+        let cell = data
+            .get(w[0] as usize..w[1] as usize)
+            .filter(|c| c.len() % unit == 0)
+            .ok_or_else(|| Error::field(name, format!("cell {i}: bad offsets")))?;
+        let bad = || Error::field(name, format!("cell {i}: not valid UTF-{}", unit * 8));
+        let text: String = if unit == 2 {
+            char::decode_utf16(
+                cell.chunks_exact(2)
+                    .map(|c| u16::from_le_bytes([c[0], c[1]])),
+            )
+            .collect::<std::result::Result<_, _>>()
+            .map_err(|_| bad())?
+        } else {
+            cell.chunks_exact(4)
+                .map(|c| char::from_u32(u32::from_le_bytes([c[0], c[1], c[2], c[3]])))
+                .collect::<Option<_>>()
+                .ok_or_else(bad)?
+        };
+        out.extend_from_slice(text.as_bytes());
+        out_offsets.push(out.len() as u64);
+    }
+    Ok((out, out_offsets))
+}
