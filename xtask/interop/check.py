@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """TileDB reads the copy tdb re-encoded exactly as it read TileDB's own bytes.
 
-Usage: <venv-0.36.1>/bin/python xtask/interop/check.py [--copy | --consolidated] CORPUS COPY [REFERENCE] [--only CASE]
+Usage: <venv-0.36.1>/bin/python xtask/interop/check.py [--copy | --consolidated | --arrow] CORPUS COPY [REFERENCE] [--only CASE]
 
 With --copy, COPY holds arrays tdb wrote anew (`tdb copy`, at format v22, with new
 fragment and schema names): what a copy changes by design is left out of the comparison
@@ -17,6 +17,11 @@ the order TileDB returns them in), for the queries the copy's expected.json stil
 Where REFERENCE holds the same case (TileDB's own consolidation of it), the answers TileDB
 gives for that are what the copy must give instead of CORPUS's, and its fragments must have
 the reference's timestamps, kinds, cell counts and non-empty domains.
+
+With --arrow, COPY holds new arrays (the case's schema, one fragment) that tdb wrote
+from the case read as Arrow record batches: the schema and the answers of the queries the
+copy's expected.json lists (those that read now) must be TileDB's, as multisets (see
+arrow_view); fragments, metadata and files are left out.
 
 For every case under COPY (a copy of CORPUS in which tdb rewrote files), recompute what
 TileDB reports (expect.py's complete_case, in place) and compare it with the committed
@@ -68,6 +73,34 @@ def consolidated_view(doc):
         q = dict(q)
         if q.get("ordered") is False and isinstance(q.get("result"), dict):
             q["result"] = as_multiset(q["result"])
+        queries.append(q)
+    doc["queries"] = queries
+    return doc
+
+
+def arrow_view(doc):
+    """What an array written anew from Arrow batches must keep: schema and answers now.
+
+    Every answer is compared as a multiset: the order TileDB returns some reads in
+    depends on how the cells are spread over fragments (1-D multi-range reads, equal
+    float coordinates), and a copy holds one fragment. A dense copy writes the fill
+    values of its box's unwritten cells, which TileDB's means skip where no fragment
+    was written (its counts do not): means of dense arrays are left out."""
+    doc = consolidated_view(doc)
+    for k in ("metadata", "metadata_at"):
+        doc.pop(k, None)
+    schema = doc.get("schema")
+    dense = isinstance(schema, dict) and schema.get("array_type") == "dense"
+    if isinstance(schema, dict):
+        doc["schema"] = copied_schema(schema)
+    queries = []
+    for q in doc.get("queries", []):
+        q = dict(q)
+        if isinstance(q.get("result"), dict) and "rows" not in q["result"]:
+            q["result"] = as_multiset(q["result"])
+        if dense and isinstance(q.get("aggregates"), dict):
+            q["aggregates"] = {f: {op: v for op, v in ops.items() if op != "mean"}
+                               for f, ops in q["aggregates"].items()}
         queries.append(q)
     doc["queries"] = queries
     return doc
@@ -165,7 +198,8 @@ def same(want, got):
 
 
 def main(corpus, copy, mode=None, reference=None, only=None):
-    view = {"--copy": copy_view, "--consolidated": consolidated_view}.get(mode, without_sizes)
+    view = {"--copy": copy_view, "--consolidated": consolidated_view,
+            "--arrow": arrow_view}.get(mode, without_sizes)
     failed = 0
     cases = [c for c in expect.find_cases(copy)
              if only is None or os.path.relpath(c, copy) == only]
@@ -173,7 +207,7 @@ def main(corpus, copy, mode=None, reference=None, only=None):
         rel = os.path.relpath(case_dir, copy)
         with open(os.path.join(corpus, rel, "expected.json")) as f:
             want = view(json.load(f))
-        if mode == "--consolidated":
+        if mode in ("--consolidated", "--arrow"):
             # The copy lists the queries its consolidation left answerable
             # (dense merges keep no timestamps): compare those.
             with open(os.path.join(case_dir, "expected.json")) as f:
@@ -215,7 +249,8 @@ def main(corpus, copy, mode=None, reference=None, only=None):
             print("FAIL %s: TileDB reports other %s%s" % (rel, ", ".join(keys), detail))
         else:
             print("ok   %s" % rel)
-    label = {"--copy": " (copies)", "--consolidated": " (consolidated)"}.get(mode, "")
+    label = {"--copy": " (copies)", "--consolidated": " (consolidated)",
+             "--arrow": " (written from Arrow)"}.get(mode, "")
     print("interop%s: %d cases, %d failed" % (label, len(cases), failed))
     return 1 if failed or not cases else 0
 
@@ -227,7 +262,7 @@ if __name__ == "__main__":
         i = args.index("--only")
         only = args[i + 1] if i + 1 < len(args) else None
         args = args[:i] + args[i + 2:]
-    mode = args[0] if args and args[0] in ("--copy", "--consolidated") else None
+    mode = args[0] if args and args[0] in ("--copy", "--consolidated", "--arrow") else None
     if mode:
         args = args[1:]
     if len(args) not in (2, 3) or ("--only" in sys.argv and only is None):

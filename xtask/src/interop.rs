@@ -1,7 +1,7 @@
 //! `cargo xtask interop [DIR | --generated]`: does TileDB read what tdb
 //! wrote?
 //!
-//! Four passes, three over a directory of conformance cases
+//! Five passes, four over a directory of conformance cases
 //! (default `testdata/arrays`, any directory in FORMAT.md's shape works):
 //!
 //! 1. Copies: `tdb::copy` writes every case anew (format v22, new
@@ -28,6 +28,9 @@
 //!    own consolidation of another copy under the same settings.
 //! 4. Generated: arrays tdb writes through its API ([`crate::generated`]);
 //!    `--generated` runs this pass alone.
+//! 5. Arrow ([`crate::arrow_copies`]): every array case read as Arrow
+//!    record batches and written back through Arrow into a new array, read
+//!    by TileDB; `--arrow [DIR]` runs this pass alone.
 
 use crate::{venv_for, workspace_root, Writer};
 use std::fs;
@@ -302,6 +305,21 @@ pub(crate) fn interop(args: &[String], reference: &Writer) -> Result<(), String>
             Ok(())
         };
     }
+    if args.first().map(String::as_str) == Some("--arrow") {
+        let corpus = match args.get(1) {
+            Some(d) => std::path::absolute(d).map_err(|e| format!("{d}: {e}"))?,
+            None => root.join("testdata/arrays"),
+        };
+        let (passed, failed, skipped) =
+            crate::arrow_copies::arrow_copies(&root, &corpus, &venv.join("bin/python"))?;
+        println!("written from Arrow: {skipped} skipped (groups)");
+        println!("{passed} passed, {failed} failed");
+        return if failed > 0 {
+            Err(format!("interop (arrow): {failed} failed"))
+        } else {
+            Ok(())
+        };
+    }
     if args.first().map(String::as_str) == Some("--storage") {
         if args.get(1).map(String::as_str) != Some("s3") {
             return Err("interop: --storage takes s3".into());
@@ -360,11 +378,14 @@ pub(crate) fn interop(args: &[String], reference: &Writer) -> Result<(), String>
     let (con_passed, con_failed, con_skipped) =
         crate::consolidations::consolidations(&root, &corpus, &venv.join("bin/python"))?;
     let (gen_passed, gen_failed) = crate::generated::generated(&root, &venv.join("bin/python"))?;
+    let (arrow_passed, arrow_failed, arrow_skipped) =
+        crate::arrow_copies::arrow_copies(&root, &corpus, &venv.join("bin/python"))?;
     println!("copies: {skipped} skipped (not supported yet)");
     println!("consolidations: {con_skipped} skipped (not supported yet)");
+    println!("written from Arrow: {arrow_skipped} skipped (groups)");
     let (passed, failed) = (
-        passed + cases - bad + gen_passed + con_passed,
-        failed + bad + gen_failed + con_failed,
+        passed + cases - bad + gen_passed + con_passed + arrow_passed,
+        failed + bad + gen_failed + con_failed + arrow_failed,
     );
     println!("{passed} passed, {failed} failed");
     if failed > 0 {

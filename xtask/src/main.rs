@@ -8,7 +8,7 @@
 //!   other writers' directories inside it); then one
 //!   expectation pass with the first row's (current) TileDB completes every
 //!   case's `expected.json` with what TileDB reports.
-//! - `interop [DIR | --generated | --storage s3 [DIR]]`: TileDB reads what
+//! - `interop [DIR | --generated | --arrow [DIR] | --storage s3 [DIR]]`: TileDB reads what
 //!   tdb wrote (see `interop.rs`); `--storage s3` runs the checks on a
 //!   loopback S3 server (see `object_stores.rs`).
 //! - `bench [--quick] [--only W..] [--json FILE]`: tdb against TileDB on the
@@ -18,6 +18,7 @@
 //!   `conformance.rs`); exits non-zero when a case fails.
 
 mod arrow_cells;
+mod arrow_copies;
 mod bench;
 mod conformance;
 mod consolidations;
@@ -197,7 +198,7 @@ fn fixtures(args: &[String]) -> Result<(), String> {
 }
 
 const USAGE: &str = "usage: cargo xtask fixtures [--only TILEDB_PY_VERSION]...
-       cargo xtask interop [DIR | --generated | --storage s3 [DIR]]
+       cargo xtask interop [DIR | --generated | --arrow [DIR] | --storage s3 [DIR]]
        cargo xtask bench [--quick] [--only W..] [--json FILE] [--storage local|s3]
        cargo xtask conformance DIR [--only CASE]... [--no-queries] [--budget BYTES]";
 

@@ -52,12 +52,7 @@ fn whole(array: &Array<LocalStorage>) -> Option<ReadSpec> {
     if schema.array_type == ArrayType::Sparse {
         return Some(spec);
     }
-    let ned = array.non_empty_domain().unwrap()?;
-    let mut subarray = Subarray::new(ned.len());
-    for (i, r) in ned.into_iter().enumerate() {
-        subarray.add_range(i, r);
-    }
-    Some(spec.with_subarray(subarray))
+    Some(spec.with_subarray(array.non_empty_subarray().unwrap()?))
 }
 
 /// A batch's cells as sorted rows (duplicates come in fragment order).

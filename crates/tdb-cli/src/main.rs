@@ -631,11 +631,9 @@ fn run(cli: Cli) -> Result<bool, CliError> {
                         whole.map_or("?".to_owned(), |c| c.to_string()),
                     );
                 }
-                let mut sub = tdb::Subarray::new(ned.len());
-                for (d, r) in ned.into_iter().enumerate() {
-                    sub.add_range(d, r);
+                if let Some(sub) = array.non_empty_subarray()? {
+                    spec = spec.with_subarray(sub);
                 }
-                spec = spec.with_subarray(sub);
                 total = cells;
             }
             let bar = match total {

@@ -585,6 +585,19 @@ impl<S: tdb_fragment::ReadStorage> Array<S> {
         Ok(self.snapshot.non_empty_domain()?)
     }
 
+    /// [`Array::non_empty_domain`] as a subarray: what a read of every
+    /// cell written covers (a dense read without one covers the whole
+    /// domain, fill values included).
+    pub fn non_empty_subarray(&self) -> Result<Option<Subarray>> {
+        Ok(self.non_empty_domain()?.map(|ned| {
+            let mut sub = Subarray::new(ned.len());
+            for (d, r) in ned.into_iter().enumerate() {
+                sub.add_range(d, r);
+            }
+            sub
+        }))
+    }
+
     /// The array metadata at the window.
     pub fn metadata(&self) -> Result<ArrayMetadata> {
         Ok(self.snapshot.open.metadata(&self.storage)?)

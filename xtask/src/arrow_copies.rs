@@ -1,0 +1,105 @@
+//! Pass 5 of `cargo xtask interop`: arrays written through Arrow.
+//!
+//! Every array case is read now as Arrow record batches (tdb-arrow; every
+//! field of the latest schema, a sparse array whole, a dense one over its
+//! non-empty domain), and the batches are written into a new array with
+//! the same schema, enumerations and key under `target/interop/arrow`
+//! (dense cells by their coordinate columns). Real TileDB then opens each
+//! copy and must give the case's schema and the answers of every query
+//! that reads now, as multisets (`check.py`'s `arrow_view` says why): a
+//! copy holds one fragment, so queries at earlier times, fragment lists and
+//! metadata are not compared. Group cases are skipped (their member arrays are arrays of
+//! other cases' shapes).
+
+use crate::conformance::{chain, read_expected};
+use std::fs;
+use std::path::Path;
+use tdb::{Array, LocalStorage, OpenOptions, ReadSpec, StorageConfig};
+use tdb_arrow::{ArrowArray, ArrowWrite};
+
+/// Writes the copies and runs check.py over them: `(passed, failed,
+/// skipped)`.
+pub fn arrow_copies(
+    root: &Path,
+    corpus: &Path,
+    python: &Path,
+) -> Result<(usize, usize, usize), String> {
+    let out = root.join("target/interop/arrow");
+    if out.exists() {
+        fs::remove_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
+    }
+    let (mut failed, mut skipped) = (0, 0);
+    for case in tdb_testdata::case_dirs(corpus) {
+        let rel = case
+            .strip_prefix(corpus)
+            .unwrap_or(&case)
+            .to_string_lossy()
+            .into_owned();
+        let (mut expected, key) = read_expected(&case, &StorageConfig::default())?;
+        if expected["kind"] == "group" {
+            skipped += 1;
+            println!("skip {rel}: a group");
+            continue;
+        }
+        if let Err(why) = copy(&case.join("array"), &out.join(&rel).join("array"), key) {
+            failed += 1;
+            println!("FAIL {rel}: {why}");
+            // No copy: check.py would count it again.
+            let _ = fs::remove_dir_all(out.join(&rel));
+            continue;
+        }
+        if let Some(queries) = expected["queries"].as_array_mut() {
+            queries.retain(|q| q["timestamp"].is_null());
+        }
+        let text = serde_json::to_string_pretty(&expected).map_err(|e| e.to_string())?;
+        fs::write(out.join(&rel).join("expected.json"), text).map_err(|e| format!("{rel}: {e}"))?;
+    }
+    let (cases, bad) = crate::interop::check(root, python, corpus, &out, Some("--arrow"), None)?;
+    Ok((cases - bad, failed + bad, skipped))
+}
+
+/// Reads `src` as record batches and writes them into a new array at
+/// `dst` with its schema, enumerations and key.
+fn copy(src: &Path, dst: &Path, key: Option<[u8; 32]>) -> Result<(), String> {
+    let options = || -> Result<OpenOptions, String> {
+        let o = OpenOptions::new();
+        match &key {
+            Some(k) => o.key(k).map_err(|e| chain(&e)),
+            None => Ok(o),
+        }
+    };
+    let array = Array::open_in(LocalStorage::new(src), "", options()?)
+        .map_err(|e| format!("open: {}", chain(&e)))?;
+    let schema = array.schema();
+    let mut spec = ReadSpec::new(schema.fields().map(str::to_owned));
+    if schema.array_type == tdb_format::ArrayType::Dense {
+        match array.non_empty_subarray().map_err(|e| chain(&e))? {
+            Some(sub) => spec = spec.with_subarray(sub),
+            None => spec.fields.clear(),
+        }
+    }
+    fs::create_dir_all(dst).map_err(|e| format!("{}: {e}", dst.display()))?;
+    let enumerations: Vec<_> = array.snapshot().enumerations.values().cloned().collect();
+    let copy = Array::create_in(
+        LocalStorage::new(dst),
+        "",
+        schema,
+        &enumerations,
+        options()?,
+    )
+    .map_err(|e| format!("create: {}", chain(&e)))?;
+    if spec.fields.is_empty() {
+        return Ok(());
+    }
+    let batches = array
+        .read_arrow(spec)
+        .map_err(|e| format!("Arrow read: {}", chain(&e)))?
+        .map(|b| b.map_err(|e| format!("Arrow read: {}", chain(&e))))
+        .collect::<Result<Vec<_>, _>>()?;
+    if batches.iter().all(|b| b.num_rows() == 0) {
+        return Ok(());
+    }
+    copy.write_arrow(&batches, &ArrowWrite::new())
+        .map_err(|e| format!("Arrow write: {}", chain(&e)))?;
+    Ok(())
+}
