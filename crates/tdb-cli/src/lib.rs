@@ -10,6 +10,8 @@ pub mod import;
 pub mod inspect;
 pub mod metadata;
 pub mod schema;
+#[cfg(feature = "sql")]
+pub mod sql;
 mod summary;
 pub mod values;
 pub mod verify;

@@ -285,6 +285,29 @@ enum Command {
         #[arg(long, default_value_t = 4_000_000)]
         cells: u64,
     },
+    /// Run SQL over arrays (DataFusion): each `--table NAME=URI` is a
+    /// table whose columns are the array's dimensions, then attributes (a
+    /// dense array's rows: the cells of its non-empty domain). Filters on
+    /// dimensions and attributes, projections and limits go into the reads.
+    ///
+    /// Example: tdb sql "SELECT x, sum(a) FROM t WHERE x < 10 GROUP BY x" --table t=my_array
+    #[cfg(feature = "sql")]
+    Sql {
+        /// The query.
+        query: String,
+        /// A table: `NAME=URI` (a path or URI), repeatable.
+        #[arg(long = "table", value_name = "NAME=URI", required = true)]
+        tables: Vec<String>,
+        /// Open every table as it was at this time (ms since the epoch).
+        #[arg(long)]
+        at: Option<u64>,
+        /// The AES-256-GCM key of the arrays (32 bytes).
+        #[arg(long)]
+        key: Option<String>,
+        /// Output: table, csv, or json (one array of row objects).
+        #[arg(long, default_value = "table")]
+        format: String,
+    },
     /// Print an array's schema: a readable dump, or the conformance JSON
     /// summary.
     Schema {
@@ -974,6 +997,34 @@ fn run(cli: Cli) -> Result<bool, CliError> {
             if let Some(b) = bar {
                 b.finish_and_clear();
             }
+            Ok(true)
+        }
+        #[cfg(feature = "sql")]
+        Command::Sql {
+            query,
+            tables,
+            at,
+            key,
+            format,
+        } => {
+            let format = tdb_cli::sql::SqlFormat::from_name(&format)?;
+            let tables = tables
+                .iter()
+                .map(|t| match t.split_once('=') {
+                    Some((name, uri)) if !name.is_empty() && !uri.is_empty() => {
+                        Ok((name.to_owned(), uri.to_owned()))
+                    }
+                    _ => Err(CliError::Usage(format!(
+                        "--table takes NAME=URI, not {t:?}"
+                    ))),
+                })
+                .collect::<Result<Vec<_>, _>>()?;
+            let mut options = tdb_datafusion::TableOptions::default();
+            options.timestamp = at;
+            options.key = key;
+            options.config = config().clone();
+            let stdout = std::io::stdout();
+            tdb_cli::sql::run(&query, &tables, &options, format, &mut stdout.lock())?;
             Ok(true)
         }
         Command::Schema {

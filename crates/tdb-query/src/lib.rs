@@ -31,8 +31,8 @@ pub use consolidate::{
 };
 pub use error::{QueryError, Result};
 pub use read::{
-    aggregate, AggregateStep, Aggregation, DecodeWork, Decoded, ReadStep, ReadStream, Reader,
-    SyncRead,
+    aggregate, split_for_parallel, AggregateStep, Aggregation, DecodeWork, Decoded, ReadStep,
+    ReadStream, Reader, SyncRead,
 };
 pub use snapshot::Snapshot;
 pub use spec::{ReadSpec, ResultLayout, Subarray, DEFAULT_BUDGET};

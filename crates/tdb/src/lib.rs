@@ -41,7 +41,7 @@ pub use tdb_fragment::{
 };
 pub use tdb_object_store::{Config as StorageConfig, ObjectStorage, RequestStats};
 pub use tdb_query::{
-    AggregateOp, AggregateResult, AggregateValue, Batch, Column, FieldBuffer,
+    split_for_parallel, AggregateOp, AggregateResult, AggregateValue, Batch, Column, FieldBuffer,
     FragmentConsolidation, FragmentSelection, ReadSpec, ResultLayout, Snapshot, Subarray,
     DEFAULT_BUDGET, VAR_NUM,
 };

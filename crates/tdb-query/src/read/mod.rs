@@ -29,6 +29,7 @@ mod tiles;
 
 pub use aggregate::{aggregate, AggregateStep, Aggregation};
 pub use drive::SyncRead;
+pub use partition::split_for_parallel;
 pub use stream::ReadStream;
 pub use tiles::{DecodeWork, Decoded};
 

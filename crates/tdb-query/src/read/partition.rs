@@ -171,6 +171,64 @@ pub(crate) fn split(
     None
 }
 
+/// `sub` cut into at most `n` subarrays along its first dimension, for
+/// reads run side by side (a query engine's partitions): each coordinate
+/// lies in exactly one, so deduplication and deletes stay exact, and they
+/// come in the order of that dimension. Cuts fall on tile boundaries where
+/// the dimension has tiles. `ned` (the array's non-empty domain) bounds
+/// the span cut, so no part lies where nothing was written. Only integer
+/// first dimensions are cut: others give `sub` whole.
+pub fn split_for_parallel(
+    schema: &ArraySchema,
+    sub: &Subarray,
+    ned: Option<&[Range]>,
+    n: usize,
+) -> Vec<Subarray> {
+    let whole = || vec![sub.clone()];
+    if n <= 1 || schema.domain.dimensions.is_empty() {
+        return whole();
+    }
+    let dim = &schema.domain.dimensions[0];
+    let Some(ranges) = int_ranges(schema, sub, 0) else {
+        return whole();
+    };
+    let (Some(mut lo), Some(mut hi)) = (
+        ranges.iter().map(|r| r.0).min(),
+        ranges.iter().map(|r| r.1).max(),
+    ) else {
+        return whole();
+    };
+    if let Some((a, b)) = ned
+        .and_then(|ned| ned.first())
+        .and_then(|r| tdb_index::dense::int_range(dim, r))
+    {
+        (lo, hi) = (lo.max(a), hi.min(b));
+    }
+    if lo >= hi {
+        return whole();
+    }
+    let mut step = (hi - lo) / n as i128 + 1;
+    let mut start = lo;
+    if let Some((origin, extent)) = origin_and_extent(dim) {
+        step = (step + extent - 1) / extent * extent;
+        // The first part ends where a tile does.
+        start = origin + (lo - origin).div_euclid(extent) * extent;
+    }
+    let mut out = Vec::new();
+    let mut a = start;
+    while a <= hi {
+        let b = a.saturating_add(step - 1);
+        if let Some(part) = clip(schema, sub, 0, a.max(lo), b.min(hi)) {
+            out.push(part);
+        }
+        a = b.saturating_add(1);
+    }
+    if out.is_empty() {
+        return whole();
+    }
+    out
+}
+
 /// Whether a read's results follow each dimension's ranges in the order
 /// given rather than the coordinates' order: dense row- and col-major
 /// reads, and sparse ones of one dimension whose kept cells all come from
@@ -476,6 +534,42 @@ mod tests {
             (vec![(0, 49)], vec![(50, 99)])
         );
         assert_eq!(bounds(&s, &a, 0), [(3, 3)]);
+    }
+
+    #[test]
+    fn parallel_parts_cut_the_first_dimension_at_tiles_within_the_written_span() {
+        let s = schema(Layout::RowMajor, Layout::RowMajor);
+        let r = |lo: i32, hi: i32| Range::from_bounds(&lo.to_le_bytes(), &hi.to_le_bytes(), false);
+        let whole = Subarray::new(2);
+        // Rows 1..=10 in tiles of 4 (1-4, 5-8, 9-12), three parts at most.
+        let parts = split_for_parallel(&s, &whole, None, 3);
+        let rows: Vec<_> = parts.iter().map(|p| bounds(&s, p, 0)).collect();
+        assert_eq!(rows, [vec![(1, 4)], vec![(5, 8)], vec![(9, 10)]]);
+        assert!(parts.iter().all(|p| bounds(&s, p, 1) == [(0, 99)]));
+        // Two parts: two tiles each at most.
+        let rows: Vec<_> = split_for_parallel(&s, &whole, None, 2)
+            .iter()
+            .map(|p| bounds(&s, p, 0))
+            .collect();
+        assert_eq!(rows, [vec![(1, 8)], vec![(9, 10)]]);
+        // Written only in rows 6..=7: one part (inside one tile).
+        let ned = [
+            r(6, 7),
+            Range::from_bounds(&0i64.to_le_bytes(), &9i64.to_le_bytes(), false),
+        ];
+        let parts = split_for_parallel(&s, &whole, Some(&ned), 4);
+        assert_eq!(parts.len(), 1);
+        assert_eq!(bounds(&s, &parts[0], 0), [(6, 7)]);
+        // A subarray's ranges are kept, each in the part it falls in.
+        let mut sub = Subarray::new(2);
+        sub.add_range(0, r(2, 3)).add_range(0, r(9, 9));
+        let rows: Vec<_> = split_for_parallel(&s, &sub, None, 8)
+            .iter()
+            .map(|p| bounds(&s, p, 0))
+            .collect();
+        assert_eq!(rows, [vec![(2, 3)], vec![(9, 9)]]);
+        // One part asked: the subarray as it is.
+        assert_eq!(split_for_parallel(&s, &sub, None, 1), [sub]);
     }
 
     #[test]

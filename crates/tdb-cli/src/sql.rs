@@ -1,0 +1,95 @@
+//! `tdb sql`: SQL over arrays through DataFusion (tdb-datafusion), with
+//! the answer as a table, CSV, or one JSON array of row objects.
+
+use crate::CliError;
+use datafusion::arrow::record_batch::RecordBatch;
+use std::io::Write;
+use tdb_datafusion::{TableOptions, TileDbTable};
+
+/// How `tdb sql` prints its answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SqlFormat {
+    /// A boxed text table.
+    Table,
+    /// A header row, then one row per result row.
+    Csv,
+    /// One JSON array of row objects.
+    Json,
+}
+
+impl SqlFormat {
+    /// `table`, `csv` or `json`.
+    pub fn from_name(name: &str) -> Result<Self, CliError> {
+        match name {
+            "table" => Ok(SqlFormat::Table),
+            "csv" => Ok(SqlFormat::Csv),
+            "json" => Ok(SqlFormat::Json),
+            other => Err(CliError::Usage(format!(
+                "--format takes table, csv or json, not {other:?}"
+            ))),
+        }
+    }
+}
+
+/// Runs `query` over `tables` (`(name, uri)`, each opened with `options`)
+/// and prints the answer to `out`. Returns the rows printed.
+pub fn run(
+    query: &str,
+    tables: &[(String, String)],
+    options: &TableOptions,
+    format: SqlFormat,
+    out: &mut dyn Write,
+) -> Result<usize, CliError> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(|e| CliError::Output(e.to_string()))?;
+    let batches = runtime.block_on(async {
+        let ctx = tdb_datafusion::session();
+        for (name, uri) in tables {
+            let table = TileDbTable::open(uri, options)
+                .map_err(|e| CliError::Usage(format!("table {name} ({uri}): {e}")))?;
+            ctx.register_table(name.as_str(), std::sync::Arc::new(table))
+                .map_err(sql_error)?;
+        }
+        let df = ctx.sql(query).await.map_err(sql_error)?;
+        df.collect().await.map_err(sql_error)
+    })?;
+    print(&batches, format, out)?;
+    Ok(batches.iter().map(RecordBatch::num_rows).sum())
+}
+
+fn sql_error(e: datafusion::common::DataFusionError) -> CliError {
+    CliError::Usage(format!("SQL: {e}"))
+}
+
+fn print(batches: &[RecordBatch], format: SqlFormat, out: &mut dyn Write) -> Result<(), CliError> {
+    let arrow = |e: datafusion::arrow::error::ArrowError| match e {
+        datafusion::arrow::error::ArrowError::IoError(_, io) => CliError::output(io),
+        e => CliError::Output(e.to_string()),
+    };
+    match format {
+        SqlFormat::Table => {
+            let table =
+                datafusion::arrow::util::pretty::pretty_format_batches(batches).map_err(arrow)?;
+            writeln!(out, "{table}").map_err(CliError::output)?;
+        }
+        SqlFormat::Csv => {
+            let mut w = datafusion::arrow::csv::WriterBuilder::new()
+                .with_header(true)
+                .build(&mut *out);
+            for b in batches {
+                w.write(b).map_err(arrow)?;
+            }
+        }
+        SqlFormat::Json => {
+            let mut w = datafusion::arrow::json::ArrayWriter::new(&mut *out);
+            let refs: Vec<&RecordBatch> = batches.iter().collect();
+            w.write_batches(&refs).map_err(arrow)?;
+            w.finish().map_err(arrow)?;
+            writeln!(out).map_err(CliError::output)?;
+        }
+    }
+    out.flush().map_err(CliError::output)
+}

@@ -1,0 +1,210 @@
+//! The execution plan of a table scan: one partition per part of the
+//! read's subarray, each read by tdb on a blocking thread as Arrow record
+//! batches.
+
+use crate::table::Opened;
+use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::common::tree_node::TreeNodeRecursion;
+use datafusion::common::{DataFusionError, Result};
+use datafusion::execution::{SendableRecordBatchStream, TaskContext};
+use datafusion::physical_expr::{
+    EquivalenceProperties, LexOrdering, PhysicalExpr, PhysicalSortExpr,
+};
+use datafusion::physical_plan::execution_plan::{Boundedness, EmissionType};
+use datafusion::physical_plan::stream::RecordBatchReceiverStreamBuilder;
+use datafusion::physical_plan::{
+    DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties,
+};
+use std::fmt;
+use std::sync::Arc;
+use tdb::{ReadSpec, ResultLayout, Subarray};
+use tdb_arrow::ArrowArray;
+
+/// A TileDB read as a DataFusion plan.
+#[derive(Debug)]
+pub struct TileDbScan {
+    opened: Arc<Opened>,
+    /// The columns read (projected), as named in the array.
+    fields: Vec<String>,
+    schema: SchemaRef,
+    /// One subarray per partition.
+    parts: Vec<Subarray>,
+    layout: ResultLayout,
+    condition: Option<String>,
+    limit: Option<usize>,
+    /// What EXPLAIN shows of the pushed subarray.
+    subarray_text: String,
+    properties: Arc<PlanProperties>,
+}
+
+impl TileDbScan {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        opened: Arc<Opened>,
+        fields: Vec<String>,
+        schema: SchemaRef,
+        parts: Vec<Subarray>,
+        layout: ResultLayout,
+        condition: Option<String>,
+        limit: Option<usize>,
+        subarray_text: String,
+    ) -> Self {
+        let mut eq = EquivalenceProperties::new(Arc::clone(&schema));
+        if layout == ResultLayout::RowMajor {
+            if let Some(ordering) = row_major_ordering(&opened, &schema) {
+                eq.add_orderings([ordering]);
+            }
+        }
+        let properties = PlanProperties::new(
+            eq,
+            Partitioning::UnknownPartitioning(parts.len().max(1)),
+            EmissionType::Incremental,
+            Boundedness::Bounded,
+        );
+        TileDbScan {
+            opened,
+            fields,
+            schema,
+            parts,
+            layout,
+            condition,
+            limit,
+            subarray_text,
+            properties: Arc::new(properties),
+        }
+    }
+
+    /// The condition pushed into the reads, if any.
+    pub fn condition(&self) -> Option<&str> {
+        self.condition.as_deref()
+    }
+
+    /// The subarray of each partition.
+    pub fn parts(&self) -> &[Subarray] {
+        &self.parts
+    }
+}
+
+/// Row-major results are ordered by the dimensions, in order, when every
+/// dimension is read and orders as Arrow does (integers, datetimes,
+/// strings: not floats, whose `-0.0` and `0.0` TileDB holds equal).
+fn row_major_ordering(opened: &Opened, schema: &SchemaRef) -> Option<LexOrdering> {
+    let dims = &opened.array.schema().domain.dimensions;
+    let mut sort = Vec::with_capacity(dims.len());
+    for d in dims {
+        if d.datatype.is_float() {
+            return None;
+        }
+        let i = schema.index_of(&d.name).ok()?;
+        let column = datafusion::physical_expr::expressions::col(&d.name, schema).ok()?;
+        debug_assert_eq!(schema.field(i).name(), &d.name);
+        sort.push(PhysicalSortExpr::new_default(column));
+    }
+    LexOrdering::new(sort)
+}
+
+impl DisplayAs for TileDbScan {
+    fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "TileDbScan: array={}, fields=[{}], partitions={}",
+            self.opened.uri,
+            self.fields.join(", "),
+            self.parts.len()
+        )?;
+        if !self.subarray_text.is_empty() {
+            write!(f, ", subarray=[{}]", self.subarray_text)?;
+        }
+        if let Some(c) = &self.condition {
+            write!(f, ", condition={c}")?;
+        }
+        if let Some(l) = self.limit {
+            write!(f, ", limit={l}")?;
+        }
+        Ok(())
+    }
+}
+
+impl ExecutionPlan for TileDbScan {
+    fn name(&self) -> &str {
+        "TileDbScan"
+    }
+
+    fn schema(&self) -> SchemaRef {
+        Arc::clone(&self.schema)
+    }
+
+    fn properties(&self) -> &Arc<PlanProperties> {
+        &self.properties
+    }
+
+    fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
+        Vec::new()
+    }
+
+    fn apply_expressions(
+        &self,
+        _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
+    ) -> Result<TreeNodeRecursion> {
+        Ok(TreeNodeRecursion::Continue)
+    }
+
+    fn with_new_children(
+        self: Arc<Self>,
+        _children: Vec<Arc<dyn ExecutionPlan>>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        Ok(self)
+    }
+
+    fn execute(
+        &self,
+        partition: usize,
+        _context: Arc<TaskContext>,
+    ) -> Result<SendableRecordBatchStream> {
+        let mut builder = RecordBatchReceiverStreamBuilder::new(Arc::clone(&self.schema), 2);
+        let Some(part) = self.parts.get(partition) else {
+            // No part: nothing can match (the pushed ranges are empty).
+            return Ok(builder.build());
+        };
+        let mut spec = ReadSpec::new(self.fields.clone())
+            .with_layout(self.layout)
+            .with_subarray(part.clone());
+        if let Some(c) = &self.condition {
+            spec = spec.with_condition(c.clone());
+        }
+        if let Some(b) = self.opened.budget {
+            spec = spec.with_budget(b);
+        }
+        let opened = Arc::clone(&self.opened);
+        let mut left = self.limit;
+        let tx = builder.tx();
+        builder.spawn_blocking(move || {
+            let reader = opened.array.read_arrow(spec).map_err(external)?;
+            for batch in reader {
+                let mut batch =
+                    batch.map_err(|e| DataFusionError::ArrowError(Box::new(e), None))?;
+                if let Some(n) = left.as_mut() {
+                    if batch.num_rows() >= *n {
+                        batch = batch.slice(0, *n);
+                        *n = 0;
+                    } else {
+                        *n -= batch.num_rows();
+                    }
+                }
+                if tx.blocking_send(Ok(batch)).is_err() {
+                    // The query stopped listening.
+                    return Ok(());
+                }
+                if left == Some(0) {
+                    break;
+                }
+            }
+            Ok(())
+        });
+        Ok(builder.build())
+    }
+}
+
+pub(crate) fn external(e: impl std::error::Error + Send + Sync + 'static) -> DataFusionError {
+    DataFusionError::External(Box::new(e))
+}

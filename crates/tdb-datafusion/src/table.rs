@@ -1,0 +1,367 @@
+//! A TileDB array as a DataFusion table, and the factory behind
+//! `CREATE EXTERNAL TABLE ... STORED AS TILEDB`.
+
+use crate::pushdown::{describe, push, Pushed};
+use crate::scan::{external, TileDbScan};
+use async_trait::async_trait;
+use datafusion::arrow::datatypes::{Schema, SchemaRef};
+use datafusion::catalog::{Session, TableProvider, TableProviderFactory};
+use datafusion::common::stats::Precision;
+use datafusion::common::{DataFusionError, Result, Statistics};
+use datafusion::logical_expr::{CreateExternalTable, Expr, TableProviderFilterPushDown, TableType};
+use datafusion::physical_plan::ExecutionPlan;
+use std::collections::HashMap;
+use std::sync::Arc;
+use tdb::{Array, OpenOptions, Range, ResultLayout, Subarray};
+use tdb_arrow::ArrowArray;
+use tdb_format::ArrayType;
+
+/// How a table opens its array and reads it.
+#[derive(Debug, Clone, Default)]
+#[non_exhaustive]
+pub struct TableOptions {
+    /// Open the array as it was at this timestamp (ms since the epoch).
+    pub timestamp: Option<u64>,
+    /// The AES-256-GCM key of an encrypted array.
+    pub key: Option<String>,
+    /// The memory budget of each partition's read (bytes).
+    pub budget: Option<u64>,
+    /// The order sparse rows are read in: `unordered` (the default, the
+    /// cheapest) or `row-major` (declared to DataFusion as sorted by the
+    /// dimensions). Dense arrays are read row-major.
+    pub layout: Option<ResultLayout>,
+    /// Storage settings (`vfs.s3.endpoint_override`, ...).
+    pub config: tdb::StorageConfig,
+}
+
+impl TableOptions {
+    /// The options of a `CREATE EXTERNAL TABLE ... OPTIONS (...)`:
+    /// `timestamp`, `key`, `budget`, `layout`, and any storage setting by
+    /// TileDB's or object_store's name. Keys may carry DataFusion's
+    /// `format.` prefix.
+    pub fn from_map(map: &HashMap<String, String>) -> Result<Self> {
+        let mut o = TableOptions::default();
+        for (k, v) in map {
+            let key = k.strip_prefix("format.").unwrap_or(k);
+            let number = |what: &str| {
+                v.parse::<u64>().map_err(|_| {
+                    DataFusionError::Configuration(format!("{what} {v:?} is not a number"))
+                })
+            };
+            match key {
+                "timestamp" => o.timestamp = Some(number("timestamp")?),
+                "budget" => o.budget = Some(number("budget")?),
+                "key" => o.key = Some(v.clone()),
+                "layout" => {
+                    o.layout = Some(ResultLayout::from_name(v).ok_or_else(|| {
+                        DataFusionError::Configuration(format!(
+                            "layout {v:?}: row-major or unordered"
+                        ))
+                    })?)
+                }
+                _ => o.config = std::mem::take(&mut o.config).set(key, v.clone()),
+            }
+        }
+        Ok(o)
+    }
+}
+
+/// An array opened for a table, shared with its scans.
+#[derive(Debug)]
+pub(crate) struct Opened {
+    pub uri: String,
+    pub array: Array,
+    pub budget: Option<u64>,
+    /// The non-empty domain at the table's timestamp.
+    pub ned: Option<Vec<Range>>,
+}
+
+/// A TileDB array as a table: its dimensions, then its attributes, as
+/// columns (the Arrow types of [`tdb_arrow::mapping`]). A sparse array's
+/// rows are its cells; a dense array's are the cells of its non-empty
+/// domain (fill values where nothing was written inside it).
+#[derive(Debug, Clone)]
+pub struct TileDbTable {
+    opened: Arc<Opened>,
+    schema: SchemaRef,
+    layout: ResultLayout,
+}
+
+impl TileDbTable {
+    /// Opens the array at `uri` (a path or an object store URI).
+    pub fn open(uri: &str, options: &TableOptions) -> Result<Self> {
+        let mut open = OpenOptions::new().storage_config(options.config.clone());
+        if let Some(t) = options.timestamp {
+            open = open.at(t);
+        }
+        if let Some(k) = &options.key {
+            open = open.key(k.as_bytes()).map_err(external)?;
+        }
+        let array = Array::open_with(uri, open).map_err(external)?;
+        Self::new(array, uri, options)
+    }
+
+    /// A table over an array already open (at the window it was opened
+    /// at; `options`' timestamp, key and storage settings are not used),
+    /// named `uri` in plans.
+    pub fn new(array: Array, uri: &str, options: &TableOptions) -> Result<Self> {
+        let ned = array.non_empty_domain().map_err(external)?;
+        let fields: Vec<String> = array.schema().fields().map(str::to_owned).collect();
+        let schema = Arc::new(array.arrow_schema(&fields).map_err(external)?);
+        let layout = match array.schema().array_type {
+            ArrayType::Dense => ResultLayout::RowMajor,
+            ArrayType::Sparse => options.layout.unwrap_or(ResultLayout::Unordered),
+        };
+        Ok(TileDbTable {
+            opened: Arc::new(Opened {
+                uri: uri.to_owned(),
+                array,
+                budget: options.budget,
+                ned,
+            }),
+            schema,
+            layout,
+        })
+    }
+
+    /// The array read.
+    pub fn array(&self) -> &Array {
+        &self.opened.array
+    }
+
+    fn pushed(&self, filter: &Expr) -> Pushed {
+        push(
+            self.opened.array.schema(),
+            self.opened.ned.as_deref(),
+            filter,
+        )
+    }
+
+    /// Cells in the table: exact for dense arrays (the non-empty domain's
+    /// cells), an upper bound for sparse ones (cells overwritten or deleted
+    /// in later fragments count in each).
+    fn row_count(&self) -> Precision<usize> {
+        let array = &self.opened.array;
+        let schema = array.schema();
+        match schema.array_type {
+            ArrayType::Dense => match &self.opened.ned {
+                None => Precision::Exact(0),
+                Some(ned) => tdb_index::dense::cell_count(&schema.domain, ned)
+                    .and_then(|n| usize::try_from(n).ok())
+                    .map_or(Precision::Absent, Precision::Exact),
+            },
+            ArrayType::Sparse => {
+                let cells: Option<u64> = array
+                    .fragments()
+                    .iter()
+                    .map(|f| f.metadata.cell_num(schema))
+                    .sum();
+                cells
+                    .and_then(|n| usize::try_from(n).ok())
+                    .map_or(Precision::Absent, Precision::Inexact)
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl TableProvider for TileDbTable {
+    fn schema(&self) -> SchemaRef {
+        Arc::clone(&self.schema)
+    }
+
+    fn table_type(&self) -> TableType {
+        TableType::Base
+    }
+
+    fn supports_filters_pushdown(
+        &self,
+        filters: &[&Expr],
+    ) -> Result<Vec<TableProviderFilterPushDown>> {
+        Ok(filters
+            .iter()
+            .map(|f| match self.pushed(f) {
+                Pushed::No => TableProviderFilterPushDown::Unsupported,
+                p if p.exact() => TableProviderFilterPushDown::Exact,
+                _ => TableProviderFilterPushDown::Inexact,
+            })
+            .collect())
+    }
+
+    fn statistics(&self) -> Option<Statistics> {
+        let mut s = Statistics::new_unknown(&self.schema);
+        s.num_rows = self.row_count();
+        Some(s)
+    }
+
+    async fn scan(
+        &self,
+        state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        filters: &[Expr],
+        limit: Option<usize>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        let array_schema = self.opened.array.schema();
+        let dims = array_schema.domain.dimensions.len();
+        let (schema, fields): (SchemaRef, Vec<String>) = match projection {
+            Some(p) => {
+                let projected = Arc::new(self.schema.project(p)?);
+                let names = projected
+                    .fields()
+                    .iter()
+                    .map(|f| f.name().clone())
+                    .collect();
+                (projected, names)
+            }
+            None => (
+                Arc::clone(&self.schema),
+                self.schema
+                    .fields()
+                    .iter()
+                    .map(|f| f.name().clone())
+                    .collect(),
+            ),
+        };
+        // Each dimension's ranges: the intersection of every filter's.
+        let mut per_dim: Vec<Option<Vec<Range>>> = vec![None; dims];
+        let mut conditions = Vec::new();
+        for f in filters {
+            match self.pushed(f) {
+                Pushed::Ranges { dim, ranges, .. } => {
+                    per_dim[dim] = Some(match per_dim[dim].take() {
+                        None => ranges,
+                        Some(had) => intersect(array_schema, dim, &had, &ranges),
+                    });
+                }
+                Pushed::Condition { text, .. } => conditions.push(format!("({text})")),
+                Pushed::No => {}
+            }
+        }
+        let empty = |schema: SchemaRef| -> Arc<dyn ExecutionPlan> {
+            Arc::new(TileDbScan::new(
+                Arc::clone(&self.opened),
+                fields.clone(),
+                schema,
+                Vec::new(),
+                self.layout,
+                None,
+                limit,
+                "nothing matches".into(),
+            ))
+        };
+        let Some(ned) = self.opened.ned.as_deref() else {
+            return Ok(empty(schema)); // nothing written
+        };
+        let dense = array_schema.array_type == ArrayType::Dense;
+        let mut subarray = Subarray::new(dims);
+        let mut text = Vec::new();
+        for (d, ranges) in per_dim.into_iter().enumerate() {
+            if let Some(r) = &ranges {
+                text.push(describe(array_schema, d, r));
+            }
+            // Dense rows are the non-empty domain's cells.
+            let ranges = match ranges {
+                Some(r) if dense => intersect(array_schema, d, &r, &ned[d..=d]),
+                Some(r) => r,
+                None if dense => vec![ned[d].clone()],
+                None => continue,
+            };
+            if ranges.is_empty() {
+                return Ok(empty(schema));
+            }
+            for r in ranges {
+                subarray.add_range(d, r);
+            }
+        }
+        let partitions = state.config().target_partitions().clamp(1, 64);
+        let parts = tdb::split_for_parallel(array_schema, &subarray, Some(ned), partitions);
+        let condition = (!conditions.is_empty()).then(|| conditions.join(" and "));
+        Ok(Arc::new(TileDbScan::new(
+            Arc::clone(&self.opened),
+            fields,
+            schema,
+            parts,
+            self.layout,
+            condition,
+            limit,
+            text.join(", "),
+        )))
+    }
+}
+
+/// The parts of dimension `dim` both range lists select.
+fn intersect(schema: &tdb::ArraySchema, dim: usize, a: &[Range], b: &[Range]) -> Vec<Range> {
+    let d = &schema.domain.dimensions[dim];
+    let Ok(ops) = tdb_index::RangeOps::new(d, dim) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for x in a {
+        for y in b {
+            let ((xl, xh), (yl, yh)) = (x.bounds(), y.bounds());
+            let lo = if ops.cmp_values(xl, yl).is_ge() {
+                xl
+            } else {
+                yl
+            };
+            let hi = if ops.cmp_values(xh, yh).is_le() {
+                xh
+            } else {
+                yh
+            };
+            if ops.cmp_values(lo, hi).is_le() {
+                out.push(Range::from_bounds(lo, hi, d.is_var()));
+            }
+        }
+    }
+    out
+}
+
+/// Builds tables for `CREATE EXTERNAL TABLE name STORED AS TILEDB
+/// LOCATION 'uri' [OPTIONS (...)]` (options: [`TableOptions::from_map`]).
+/// The columns come from the array: a column list in the statement is
+/// refused unless it names the array's columns with their types.
+#[derive(Debug, Default)]
+pub struct TileDbTableFactory;
+
+#[async_trait]
+impl TableProviderFactory for TileDbTableFactory {
+    async fn create(
+        &self,
+        _state: &dyn Session,
+        cmd: &CreateExternalTable,
+    ) -> Result<Arc<dyn TableProvider>> {
+        let [location] = cmd.locations.as_slice() else {
+            return Err(DataFusionError::Plan(format!(
+                "a TileDB table is one array: one LOCATION, not {}",
+                cmd.locations.len()
+            )));
+        };
+        let options = TableOptions::from_map(&cmd.options)?;
+        let table = TileDbTable::open(location, &options)?;
+        let declared: Schema = cmd.schema.as_arrow().clone();
+        if !declared.fields().is_empty() {
+            let theirs: Vec<_> = declared
+                .fields()
+                .iter()
+                .map(|f| (f.name().clone(), f.data_type().clone()))
+                .collect();
+            let ours: Vec<_> = table
+                .schema
+                .fields()
+                .iter()
+                .map(|f| (f.name().clone(), f.data_type().clone()))
+                .collect();
+            if theirs != ours {
+                return Err(DataFusionError::Plan(format!(
+                    "the columns declared are not the array's: leave them out, or declare {}",
+                    ours.iter()
+                        .map(|(n, t)| format!("{n} {t}"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )));
+            }
+        }
+        Ok(Arc::new(table))
+    }
+}

@@ -1,0 +1,207 @@
+//! SQL over the fixtures: the sqllogictest suite (answers from TileDB's own
+//! reads, `xtask/fixtures/gen_sql.py`), what EXPLAIN shows of the pushed
+//! subarray and condition, and the bytes a dimension filter saves.
+
+use async_trait::async_trait;
+use datafusion::arrow::array::{Array, ArrayRef, AsArray};
+use datafusion::arrow::datatypes::{DataType, Float32Type, Float64Type};
+use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
+use datafusion::common::DataFusionError;
+use datafusion::prelude::SessionContext;
+use sqllogictest::{AsyncDB, DBOutput, DefaultColumnType, Runner};
+use std::path::Path;
+use std::sync::Arc;
+use tdb::{AnyStorage, Array as TdbArray, LocalStorage, OpenOptions};
+use tdb_datafusion::{TableOptions, TileDbTable};
+use tdb_storage::RecordingStorage;
+
+struct Db {
+    ctx: SessionContext,
+}
+
+/// One cell as gen_sql.py prints it.
+fn cell(array: &ArrayRef, i: usize) -> String {
+    if array.is_null(i) {
+        return "NULL".into();
+    }
+    let text = match array.data_type() {
+        DataType::Float32 => format!("{:.6}", array.as_primitive::<Float32Type>().value(i)),
+        DataType::Float64 => format!("{:.6}", array.as_primitive::<Float64Type>().value(i)),
+        DataType::Dictionary(..) => {
+            let d = array.as_any_dictionary();
+            let key = d.normalized_keys()[i];
+            return cell(d.values(), key);
+        }
+        _ => {
+            let f = ArrayFormatter::try_new(array.as_ref(), &FormatOptions::default())
+                .expect("a printable column");
+            f.value(i).to_string()
+        }
+    };
+    if text.is_empty() {
+        "(empty)".into()
+    } else {
+        text
+    }
+}
+
+fn column_type(t: &DataType) -> DefaultColumnType {
+    if t.is_integer() {
+        DefaultColumnType::Integer
+    } else if t.is_floating() {
+        DefaultColumnType::FloatingPoint
+    } else {
+        DefaultColumnType::Text
+    }
+}
+
+#[async_trait]
+impl AsyncDB for Db {
+    type Error = DataFusionError;
+    type ColumnType = DefaultColumnType;
+
+    async fn run(&mut self, sql: &str) -> Result<DBOutput<Self::ColumnType>, Self::Error> {
+        let df = self.ctx.sql(sql).await?;
+        let schema = df.schema().as_arrow().clone();
+        let batches = df.collect().await?;
+        if schema.fields().is_empty() || sql.trim_start().to_uppercase().starts_with("CREATE") {
+            return Ok(DBOutput::StatementComplete(0));
+        }
+        let types = schema
+            .fields()
+            .iter()
+            .map(|f| column_type(f.data_type()))
+            .collect();
+        let mut rows = Vec::new();
+        for b in &batches {
+            for r in 0..b.num_rows() {
+                rows.push(b.columns().iter().map(|c| cell(c, r)).collect());
+            }
+        }
+        Ok(DBOutput::Rows { types, rows })
+    }
+
+    async fn shutdown(&mut self) {}
+
+    fn engine_name(&self) -> &str {
+        "tdb-datafusion"
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sql_over_the_fixtures_gives_tiledbs_answers() {
+    let mut runner = Runner::new(|| async {
+        Ok(Db {
+            ctx: tdb_datafusion::session(),
+        })
+    });
+    let file = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sql/fixtures.slt");
+    runner
+        .run_file_async(&file)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+}
+
+fn fixture(case: &str) -> std::path::PathBuf {
+    tdb_testdata::root().join(case).join("array")
+}
+
+async fn explain(ctx: &SessionContext, sql: &str) -> String {
+    let batches = ctx
+        .sql(&format!("EXPLAIN {sql}"))
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap();
+    let mut out = String::new();
+    for b in &batches {
+        let plans = b.column(1);
+        for r in 0..b.num_rows() {
+            out.push_str(&cell(plans, r));
+            out.push('\n');
+        }
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn explain_names_the_pushed_subarray_and_condition() {
+    let ctx = tdb_datafusion::session();
+    let path = fixture("aggregates_sparse");
+    ctx.sql(&format!(
+        "CREATE EXTERNAL TABLE t STORED AS TILEDB LOCATION '{}'",
+        path.display()
+    ))
+    .await
+    .unwrap();
+    let plan = explain(
+        &ctx,
+        "SELECT x, i FROM t WHERE x BETWEEN 2 AND 5 AND i > 3 AND s = 'k1' AND f > 0.5",
+    )
+    .await;
+    let scan = plan
+        .lines()
+        .find(|l| l.contains("TileDbScan"))
+        .unwrap_or_else(|| panic!("no scan in\n{plan}"));
+    assert!(scan.contains("subarray=[x: [2, 5]]"), "{plan}");
+    assert!(
+        scan.contains("condition=(attr('i') > 3) and (attr('s') == 'k1')"),
+        "{plan}"
+    );
+    // Exact filters are gone from the plan; the float one stays in DataFusion.
+    assert!(plan.contains("f@") || plan.contains("f >"), "{plan}");
+    assert!(!plan.contains("i@1 > 3"), "{plan}");
+
+    // Filters no read can apply stay above the scan, which reads whole.
+    let plan = explain(&ctx, "SELECT x FROM t WHERE x + y > 3").await;
+    let scan = plan.lines().find(|l| l.contains("TileDbScan")).unwrap();
+    assert!(
+        !scan.contains("subarray") && !scan.contains("condition"),
+        "{plan}"
+    );
+
+    // An empty range reads nothing.
+    let got = ctx
+        .sql("SELECT count(*) FROM t WHERE x > 5 AND x < 3")
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap();
+    assert_eq!(cell(got[0].column(0), 0), "0");
+}
+
+/// Bytes read by a query over a fixture opened on a recording storage.
+async fn bytes_read(case: &str, sql: &str) -> (u64, String) {
+    let recording = Arc::new(RecordingStorage::new(LocalStorage::new(fixture(case))));
+    let storage: AnyStorage = recording.clone();
+    let array = TdbArray::open_in(storage, "", OpenOptions::new()).unwrap();
+    let table = TileDbTable::new(array, case, &TableOptions::default()).unwrap();
+    let ctx = tdb_datafusion::session();
+    ctx.register_table("t", Arc::new(table)).unwrap();
+    recording.take();
+    let batches = ctx.sql(sql).await.unwrap().collect().await.unwrap();
+    let trace = recording.trace();
+    let bytes = trace
+        .lines()
+        .last()
+        .and_then(|l| l.split(", ").nth(1))
+        .and_then(|b| b.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap();
+    let answer = cell(batches[0].column(0), 0);
+    (bytes, answer)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dimension_filter_reads_only_the_tiles_it_needs() {
+    let (all, n_all) = bytes_read("sparse_many_tiles", "SELECT count(a) FROM t").await;
+    let (some, n_some) =
+        bytes_read("sparse_many_tiles", "SELECT count(a) FROM t WHERE x <= 100").await;
+    assert!(n_some.parse::<u64>().unwrap() < n_all.parse::<u64>().unwrap());
+    assert!(
+        some * 4 < all,
+        "a filter on x read {some} bytes, the whole array {all}"
+    );
+}
