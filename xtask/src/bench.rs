@@ -171,6 +171,15 @@ fn phases(s: &Sizes) -> Vec<Phase> {
         });
     }
     let n = s.w2[s.w2.len() / 2];
+    // The same read as Arrow record batches (tdb-arrow; TileDB reads as
+    // it does for the plain phase): its cost beside the plain one.
+    out.push(Phase {
+        workload: "W2",
+        name: format!("whole {n}² as Arrow"),
+        array: format!("dense_i32_{n}"),
+        spec: json!({"fields": ["a"], "queries": [query(None, "row-major", None)], "arrow": true}),
+        bytes: (n * n * 4) as u64,
+    });
     let side = 256.min(n / 2);
     out.push(Phase {
         workload: "W2",
@@ -231,6 +240,19 @@ fn phases(s: &Sizes) -> Vec<Phase> {
         }),
         bytes: (cells * 8) as u64,
     });
+    // The same aggregates through SQL (tdb-datafusion) beside TileDB-Py's.
+    out.push(Phase {
+        workload: "W3",
+        name: "SQL sum and count".into(),
+        array: "sparse_2d".into(),
+        spec: json!({
+            "fields": ["a"],
+            "queries": [query(None, "unordered", None)],
+            "aggregates": [["a", "sum"], ["a", "count"]],
+            "sql": "SELECT sum(a), count(a) FROM t",
+        }),
+        bytes: (cells * 8) as u64,
+    });
     out.push(write_phase(
         "W3",
         format!("write {cells} cells"),
@@ -252,6 +274,13 @@ fn phases(s: &Sizes) -> Vec<Phase> {
         name: format!("whole {cells} strings"),
         array: "sparse_var".into(),
         spec: read(&["s"], vec![query(None, "unordered", None)]),
+        bytes: (cells * 17) as u64,
+    });
+    out.push(Phase {
+        workload: "W4",
+        name: format!("whole {cells} strings as Arrow"),
+        array: "sparse_var".into(),
+        spec: json!({"fields": ["s"], "queries": [query(None, "unordered", None)], "arrow": true}),
         bytes: (cells * 17) as u64,
     });
     out.push(Phase {

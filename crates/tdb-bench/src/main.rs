@@ -30,6 +30,13 @@ struct Phase {
     write: bool,
     #[serde(default)]
     consolidate: bool,
+    /// Read as Arrow record batches (tdb-arrow) instead of tdb's batches.
+    #[serde(default)]
+    arrow: bool,
+    /// Run this SQL over the array (table `t`, tdb-datafusion) instead of
+    /// the queries; the check sums the first row's numbers.
+    #[serde(default)]
+    sql: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -100,6 +107,13 @@ fn phase_cmd(phase: &str, array: &str, out: Option<&str>) -> Result<serde_json::
     if phase.write {
         return write(&phase, &a, out.ok_or("a write phase needs OUT")?);
     }
+    if let Some(sql) = &phase.sql {
+        // The table over the open array is made untimed, as the open is.
+        let table = tdb_datafusion::TileDbTable::new(a, array, &Default::default())?;
+        let start = Instant::now();
+        let (cells, check) = run_sql(sql, table)?;
+        return Ok(report(start.elapsed().as_secs_f64(), cells, check));
+    }
     let start = if phase.time_open {
         start
     } else {
@@ -129,7 +143,7 @@ fn write(phase: &Phase, a: &Array, out: &str) -> Result<serde_json::Value, Error
         .fields
         .iter()
         .filter(|f| schema.attribute(&f.name).is_some())
-        .map(touch)
+        .map(touch_buffer)
         .sum();
     let start = Instant::now();
     let copy = Array::create(out, schema)?;
@@ -152,7 +166,7 @@ fn consolidate(phase: &Phase, array: &str, out: &str) -> Result<serde_json::Valu
     let seconds = start.elapsed().as_secs_f64();
     let a = Array::open(out)?;
     let cells = a.read_all(ReadSpec::new(phase.fields.clone()))?;
-    let check = cells.fields.iter().map(touch).sum();
+    let check = cells.fields.iter().map(touch_buffer).sum();
     Ok(report(seconds, cells.num_cells, check))
 }
 
@@ -191,22 +205,50 @@ fn run(phase: &Phase, a: &Array) -> Result<(u64, f64), Error> {
             cells += 1;
             continue;
         }
+        if phase.arrow {
+            use tdb_arrow::ArrowArray;
+            for batch in a.read_arrow(spec)? {
+                let batch = batch?;
+                cells += batch.num_rows() as u64;
+                for (field, column) in batch.schema().fields().iter().zip(batch.columns()) {
+                    let (datatype, _) = tdb_arrow::tiledb_type(field)?;
+                    let data = column.to_data();
+                    let var = data.buffers().len() == 2;
+                    // Values: the second buffer of var-length columns.
+                    let values = &data.buffers()[usize::from(var)];
+                    let width = if var { 1 } else { datatype.size() as usize };
+                    let bytes = if var {
+                        values.as_slice()
+                    } else {
+                        &values.as_slice()
+                            [data.offset() * width..(data.offset() + data.len()) * width]
+                    };
+                    check += touch(datatype, bytes, var);
+                }
+            }
+            continue;
+        }
         for batch in a.read(spec)? {
             let batch = batch?;
             cells += batch.num_cells;
             for f in &batch.fields {
-                check += touch(f);
+                check += touch_buffer(f);
             }
         }
     }
     Ok((cells, check))
 }
 
+/// [`touch`] of one of tdb's result buffers.
+fn touch_buffer(f: &tdb::FieldBuffer) -> f64 {
+    touch(f.datatype, &f.data, f.offsets.is_some())
+}
+
 /// Sums a buffer's values (var-size: counts its characters), so every
 /// result byte is read, as the TileDB side sums its numpy arrays. Eight
 /// running sums, as numpy's pairwise sum keeps several: one serial chain of
 /// float additions would time the harness (4 cycles a value), not the read.
-fn touch(f: &tdb::FieldBuffer) -> f64 {
+fn touch(datatype: tdb::Datatype, data: &[u8], var: bool) -> f64 {
     use tdb::Datatype as D;
     fn lanes<const N: usize>(data: &[u8], value: impl Fn([u8; N]) -> f64) -> f64 {
         let value = |b: &[u8]| value(b.try_into().unwrap_or([0; N]));
@@ -220,12 +262,12 @@ fn touch(f: &tdb::FieldBuffer) -> f64 {
         let tail: f64 = blocks.remainder().chunks_exact(N).map(value).sum();
         acc.iter().sum::<f64>() + tail
     }
-    if f.offsets.is_some() {
+    if var {
         // Characters, as the lengths of the Python strings sum them.
-        return std::str::from_utf8(&f.data).map_or(0, |t| t.chars().count()) as f64;
+        return std::str::from_utf8(data).map_or(0, |t| t.chars().count()) as f64;
     }
-    let d = &f.data[..];
-    match f.datatype {
+    let d = data;
+    match datatype {
         D::Float64 => lanes(d, f64::from_le_bytes),
         D::Float32 => lanes(d, |b| f64::from(f32::from_le_bytes(b))),
         D::Int64 => lanes(d, |b| i64::from_le_bytes(b) as f64),
@@ -233,6 +275,36 @@ fn touch(f: &tdb::FieldBuffer) -> f64 {
         D::Int32 => lanes(d, |b| f64::from(i32::from_le_bytes(b))),
         _ => lanes(d, |[b]: [u8; 1]| f64::from(b)),
     }
+}
+
+/// A SQL query over the array as table `t`: one result row, whose
+/// numbers are summed for the check (as the TileDB side sums the
+/// aggregates it computes).
+fn run_sql(sql: &str, table: tdb_datafusion::TileDbTable) -> Result<(u64, f64), Error> {
+    use datafusion::arrow::array::{Array as _, AsArray};
+    use datafusion::arrow::datatypes::{DataType, Float64Type, Int64Type, UInt64Type};
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let batches = runtime.block_on(async {
+        let ctx = tdb_datafusion::session();
+        ctx.register_table("t", std::sync::Arc::new(table))?;
+        ctx.sql(sql).await?.collect().await
+    })?;
+    let mut check = 0.0;
+    let row = batches.iter().find(|b| b.num_rows() > 0).ok_or("no rows")?;
+    for c in row.columns() {
+        if c.is_null(0) {
+            continue;
+        }
+        check += match c.data_type() {
+            DataType::Int64 => c.as_primitive::<Int64Type>().value(0) as f64,
+            DataType::UInt64 => c.as_primitive::<UInt64Type>().value(0) as f64,
+            DataType::Float64 => c.as_primitive::<Float64Type>().value(0),
+            t => return Err(format!("a result column of {t}").into()),
+        };
+    }
+    Ok((1, check))
 }
 
 /// One inclusive range per dimension, in each dimension's datatype.
