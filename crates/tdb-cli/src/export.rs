@@ -28,19 +28,28 @@ pub enum Format {
     Json,
     /// A header row and one row per cell.
     Csv,
+    /// An Arrow IPC file of record batches (tdb-arrow's types; the `sql`
+    /// feature).
+    Arrow,
 }
 
 impl Format {
-    /// `json` or `csv`.
+    /// `json`, `csv` or `arrow` (also `ipc`, `arrow` files' other name).
     pub fn from_name(name: &str) -> Result<Self, CliError> {
         match name {
             "json" => Ok(Format::Json),
             "csv" => Ok(Format::Csv),
+            "arrow" | "ipc" | "feather" => Ok(Format::Arrow),
             other => Err(CliError::Usage(format!(
-                "--format takes json or csv, not {other:?}"
+                "--format takes json, csv or arrow, not {other:?}"
             ))),
         }
     }
+}
+
+/// The error of a format this build left out.
+pub fn no_arrow() -> CliError {
+    CliError::Usage("Arrow files need tdb built with its `sql` feature (the default)".into())
 }
 
 /// Every dimension, then every attribute: what `export` reads by default.
@@ -169,7 +178,7 @@ fn number(s: &str) -> Value {
 /// Runs `spec` on `array` and prints the results to `out`: CSV batch by
 /// batch as they come, JSON once the read is done. Returns the number of
 /// cells.
-pub fn export<S: tdb_fragment::ReadStorage>(
+pub fn export<S: tdb::Storage>(
     array: &tdb::Array<S>,
     spec: ReadSpec,
     format: Format,
@@ -205,20 +214,37 @@ pub fn export<S: tdb_fragment::ReadStorage>(
             write_json(&all, out).map_err(io)?;
             Ok(all.num_cells)
         }
+        #[cfg(feature = "sql")]
+        Format::Arrow => crate::arrow_ipc::export(array, spec, out, progress),
+        #[cfg(not(feature = "sql"))]
+        Format::Arrow => Err(no_arrow()),
     }
 }
 
 /// What [`export`] prints for a read of no cell: `fields` (of `schema`)
 /// with nothing in them.
-pub fn export_nothing(
-    schema: &ArraySchema,
+pub fn export_nothing<S: tdb::Storage>(
+    array: &tdb::Array<S>,
     fields: &[String],
     format: Format,
     out: &mut dyn Write,
 ) -> Result<(), CliError> {
     let io = CliError::output;
+    let schema = array.schema();
     match format {
         Format::Csv => write_csv_header(fields, out).map_err(io)?,
+        #[cfg(feature = "sql")]
+        Format::Arrow => {
+            use tdb_arrow::ArrowArray;
+            let schema = array
+                .arrow_schema(fields)
+                .map_err(|e| CliError::Usage(e.to_string()))?;
+            datafusion::arrow::ipc::writer::FileWriter::try_new(&mut *out, &schema)
+                .and_then(|mut w| w.finish())
+                .map_err(|e| CliError::Output(e.to_string()))?;
+        }
+        #[cfg(not(feature = "sql"))]
+        Format::Arrow => return Err(no_arrow()),
         Format::Json => {
             let buffers = fields
                 .iter()

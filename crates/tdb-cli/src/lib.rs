@@ -4,6 +4,8 @@
 //! scrub's report) and `export` (query results as JSON or CSV); `values` is
 //! the conformance format's value encoding they all share.
 
+#[cfg(feature = "sql")]
+pub mod arrow_ipc;
 pub mod demo;
 pub mod export;
 pub mod import;

@@ -90,7 +90,8 @@ enum Command {
         /// every attribute.
         #[arg(long)]
         fields: Option<String>,
-        /// Output format: json or csv.
+        /// Output format: json, csv, or arrow (an Arrow IPC file of record
+        /// batches, tdb-arrow's types).
         #[arg(long, default_value = "json")]
         format: String,
     },
@@ -263,7 +264,8 @@ enum Command {
     Import {
         /// The array directory.
         path: PathBuf,
-        /// The cells: FILE.csv or FILE.json.
+        /// The cells: FILE.csv, FILE.json or FILE.arrow (an Arrow IPC file,
+        /// columns named as the array's fields).
         file: PathBuf,
         /// The input format; default: from FILE's extension.
         #[arg(long)]
@@ -642,7 +644,7 @@ fn run(cli: Cli) -> Result<bool, CliError> {
                         "tdb: nothing was written to this array: no cells (--subarray '*' reads \
                          the whole domain's fill values)"
                     );
-                    tdb_cli::export::export_nothing(schema, &spec.fields, format, &mut out)?;
+                    tdb_cli::export::export_nothing(&array, &spec.fields, format, &mut out)?;
                     return Ok(true);
                 };
                 let cells = count(&ned);
@@ -942,6 +944,25 @@ fn run(cli: Cli) -> Result<bool, CliError> {
                 reason,
             };
             let handle = std::fs::File::open(&file).map_err(|e| input(e.to_string()))?;
+            if format == tdb_cli::export::Format::Arrow {
+                #[cfg(feature = "sql")]
+                {
+                    let started = std::time::Instant::now();
+                    let spinner = progress::spinner("writing");
+                    let written = tdb_cli::arrow_ipc::import(&array, handle).map_err(input)?;
+                    spinner.finish_and_clear();
+                    outln!(
+                        "{}: {} cells in fragment {} ({:.2?})",
+                        path.display(),
+                        written.cells,
+                        written.fragment,
+                        started.elapsed()
+                    );
+                    return Ok(true);
+                }
+                #[cfg(not(feature = "sql"))]
+                return Err(tdb_cli::export::no_arrow());
+            }
             let size = handle.metadata().map(|m| m.len()).unwrap_or(0);
             let started = std::time::Instant::now();
             let bar = progress::bytes(size, "reading");
@@ -958,6 +979,7 @@ fn run(cli: Cli) -> Result<bool, CliError> {
                         .map_err(|e| input(e.to_string()))?;
                     tdb_cli::import::read_json(schema, &text)
                 }
+                tdb_cli::export::Format::Arrow => Err("an Arrow file is imported whole".into()),
             }
             .map_err(input)?;
             bar.finish_and_clear();
