@@ -4,7 +4,8 @@
 //! Each workload's arrays are written once by real TileDB
 //! (`xtask/bench/workloads.py` in the fixture venv) and cached under
 //! `target/bench/<scale>/<workload>`. Every phase then runs in fresh
-//! processes — tdb through the `tdb` facade (`tdb-bench`, release build),
+//! processes — tdb through the `tdb` facade (`tdb-bench`, release build;
+//! `--quick`, a smoke test, uses the dev build),
 //! TileDB through tiledb-py (`xtask/bench/tiledb_phase.py`, concurrency set
 //! to the core count) — one warm-up each, then alternating A B A B. Both
 //! sides touch every result byte and report a checksum; a phase whose
@@ -408,14 +409,19 @@ pub(crate) fn bench(args: &[String], reference: &Writer) -> Result<(), String> {
     }
     let root = workspace_root();
     let python = venv_for(&root, reference)?.join("bin/python");
-    run(Command::new("cargo").current_dir(&root).args([
-        "build",
-        "--quiet",
-        "--release",
-        "-p",
-        "tdb-bench",
-    ]))?;
-    let tdb = root.join("target/release/tdb-bench");
+    // `--quick` is a smoke test (both engines run every phase and agree):
+    // the dev build the tests use serves, instead of a release build of
+    // DataFusion's size. Timings come from full runs only.
+    let profile = if quick { "debug" } else { "release" };
+    let mut build = Command::new("cargo");
+    build
+        .current_dir(&root)
+        .args(["build", "--quiet", "-p", "tdb-bench"]);
+    if !quick {
+        build.arg("--release");
+    }
+    run(&mut build)?;
+    let tdb = root.join("target").join(profile).join("tdb-bench");
     let tiledb_phase = root.join("xtask/bench/tiledb_phase.py");
     let (scale, sizes) = if quick {
         ("quick", QUICK())
