@@ -108,11 +108,16 @@ fn phase_cmd(phase: &str, array: &str, out: Option<&str>) -> Result<serde_json::
         return write(&phase, &a, out.ok_or("a write phase needs OUT")?);
     }
     if let Some(sql) = &phase.sql {
-        // The table over the open array is made untimed, as the open is.
-        let table = tdb_datafusion::TileDbTable::new(a, array, &Default::default())?;
-        let start = Instant::now();
-        let (cells, check) = run_sql(sql, table)?;
-        return Ok(report(start.elapsed().as_secs_f64(), cells, check));
+        #[cfg(feature = "sql")]
+        {
+            // The table over the open array is made untimed, as the open is.
+            let table = tdb_datafusion::TileDbTable::new(a, array, &Default::default())?;
+            let start = Instant::now();
+            let (cells, check) = run_sql(sql, table)?;
+            return Ok(report(start.elapsed().as_secs_f64(), cells, check));
+        }
+        #[cfg(not(feature = "sql"))]
+        return Err(format!("{sql:?}: tdb-bench was built without its `sql` feature").into());
     }
     let start = if phase.time_open {
         start
@@ -277,6 +282,7 @@ fn touch(datatype: tdb::Datatype, data: &[u8], var: bool) -> f64 {
     }
 }
 
+#[cfg(feature = "sql")]
 /// A SQL query over the array as table `t`: one result row, whose
 /// numbers are summed for the check (as the TileDB side sums the
 /// aggregates it computes).

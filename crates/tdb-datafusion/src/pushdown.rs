@@ -21,6 +21,7 @@ use datafusion::arrow::datatypes::DataType;
 use datafusion::common::ScalarValue;
 use datafusion::logical_expr::{Between, BinaryExpr, Expr, Operator};
 use tdb::{ArraySchema, Datatype, Range};
+use tdb_query::condition::{field, Cond, Literal};
 use tdb_schema::Dimension;
 
 /// A bound of a dimension range.
@@ -69,7 +70,10 @@ pub(crate) fn push(schema: &ArraySchema, ned: Option<&[Range]>, filter: &Expr) -
         };
     }
     match condition(schema, filter) {
-        Some((text, exact)) => Pushed::Condition { text, exact },
+        Some((cond, exact)) => Pushed::Condition {
+            text: cond.into(),
+            exact,
+        },
         None => Pushed::No,
     }
 }
@@ -325,62 +329,62 @@ fn range_of(d: &Dimension, lo: Key, hi: Key) -> Option<Range> {
     }
 }
 
-/// A filter on attributes as condition text, and whether it is exact.
-fn condition(schema: &ArraySchema, e: &Expr) -> Option<(String, bool)> {
+/// A filter on attributes as a condition, and whether it is exact.
+fn condition(schema: &ArraySchema, e: &Expr) -> Option<(Cond, bool)> {
+    let attribute = |name: &str| {
+        schema
+            .attribute(name)
+            .filter(|a| pushable(a.datatype, a.cell_val_num, a.enumeration.is_some()))
+    };
     match e {
         Expr::BinaryExpr(b) if matches!(b.op, Operator::And | Operator::Or) => {
             let (l, lx) = condition(schema, &b.left)?;
             let (r, rx) = condition(schema, &b.right)?;
-            let op = if b.op == Operator::And { "and" } else { "or" };
-            Some((format!("({l}) {op} ({r})"), lx && rx))
+            let c = if b.op == Operator::And {
+                l.and(r)
+            } else {
+                l.or(r)
+            };
+            Some((c, lx && rx))
         }
         Expr::Not(inner) => {
-            let (t, x) = condition(schema, inner)?;
-            Some((format!("not ({t})"), x))
+            let (c, x) = condition(schema, inner)?;
+            Some((c.not(), x))
         }
         Expr::IsNull(inner) | Expr::IsNotNull(inner) => {
             let Expr::Column(c) = inner.as_ref() else {
                 return None;
             };
-            let a = schema.attribute(&c.name)?;
-            if !a.nullable || !pushable(a.datatype, a.cell_val_num, a.enumeration.is_some()) {
-                return None;
-            }
-            let op = if matches!(e, Expr::IsNull(_)) {
-                "=="
+            attribute(&c.name).filter(|a| a.nullable)?;
+            let f = field(&c.name);
+            let cond = if matches!(e, Expr::IsNull(_)) {
+                f.is_null()
             } else {
-                "!="
+                f.is_not_null()
             };
-            Some((format!("{} {op} None", attr(&c.name)), true))
+            Some((cond, true))
         }
         Expr::BinaryExpr(b) => {
             let (name, op, v) = column_op_literal(b)?;
-            let a = schema.attribute(name)?;
-            if !pushable(a.datatype, a.cell_val_num, a.enumeration.is_some()) {
-                return None;
-            }
-            let op = match op {
-                Operator::Eq => "==",
-                Operator::NotEq => "!=",
-                Operator::Lt => "<",
-                Operator::LtEq => "<=",
-                Operator::Gt => ">",
-                Operator::GtEq => ">=",
+            let a = attribute(name)?;
+            let v = literal(a.datatype, v)?;
+            let f = field(name);
+            let cond = match op {
+                Operator::Eq => f.eq(v),
+                Operator::NotEq => f.ne(v),
+                Operator::Lt => f.lt(v),
+                Operator::LtEq => f.le(v),
+                Operator::Gt => f.gt(v),
+                Operator::GtEq => f.ge(v),
                 _ => return None,
             };
-            Some((
-                format!("{} {op} {}", attr(name), literal(a.datatype, v)?),
-                !a.nullable,
-            ))
+            Some((cond, !a.nullable))
         }
         Expr::InList(l) => {
             let Expr::Column(c) = l.expr.as_ref() else {
                 return None;
             };
-            let a = schema.attribute(&c.name)?;
-            if !pushable(a.datatype, a.cell_val_num, a.enumeration.is_some()) {
-                return None;
-            }
+            let a = attribute(&c.name)?;
             let values = l
                 .list
                 .iter()
@@ -389,11 +393,13 @@ fn condition(schema: &ArraySchema, e: &Expr) -> Option<(String, bool)> {
                     _ => None,
                 })
                 .collect::<Option<Vec<_>>>()?;
-            let op = if l.negated { "not in" } else { "in" };
-            Some((
-                format!("{} {op} [{}]", attr(&c.name), values.join(", ")),
-                !a.nullable,
-            ))
+            let f = field(&c.name);
+            let cond = if l.negated {
+                f.not_in(values)
+            } else {
+                f.is_in(values)
+            };
+            Some((cond, !a.nullable))
         }
         _ => None,
     }
@@ -407,37 +413,17 @@ fn pushable(datatype: Datatype, cell_val_num: u32, enumerated: bool) -> bool {
     !enumerated && ((integer && cell_val_num == 1) || (text && cell_val_num == tdb::VAR_NUM))
 }
 
-fn attr(name: &str) -> String {
-    format!("attr({})", quote(name))
-}
-
-/// A Python string literal.
-fn quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('\'');
-    for c in s.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\'' => out.push_str("\\'"),
-            '\n' => out.push_str("\\n"),
-            c => out.push(c),
-        }
-    }
-    out.push('\'');
-    out
-}
-
 /// A literal compared with an attribute of `datatype`.
-fn literal(datatype: Datatype, v: &ScalarValue) -> Option<String> {
+fn literal(datatype: Datatype, v: &ScalarValue) -> Option<Literal> {
     if datatype.is_string() {
         return match v {
             ScalarValue::Utf8(Some(s))
             | ScalarValue::LargeUtf8(Some(s))
-            | ScalarValue::Utf8View(Some(s)) => Some(quote(s)),
+            | ScalarValue::Utf8View(Some(s)) => Some(Literal::Str(s.clone())),
             _ => None,
         };
     }
-    int_literal(datatype, v).map(|i| i.to_string())
+    int_literal(datatype, v).map(Literal::Int)
 }
 
 /// The subarray text EXPLAIN shows: `d: [lo, hi], ...` per dimension cut.

@@ -15,6 +15,7 @@ mod batch;
 mod column;
 pub mod condition;
 mod consolidate;
+mod dim_range;
 mod error;
 mod pool;
 mod read;
@@ -29,6 +30,7 @@ pub use consolidate::{
     consolidate_fragment_list, consolidate_fragments, dense_merge_specs, FragmentConsolidation,
     FragmentSelection,
 };
+pub use dim_range::{DimRange, DimValue};
 pub use error::{QueryError, Result};
 pub use read::{
     aggregate, split_for_parallel, AggregateStep, Aggregation, DecodeWork, Decoded, ReadStep,

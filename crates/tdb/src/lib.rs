@@ -33,19 +33,20 @@ pub use group::{Group, MemberChange};
 pub use tdb_query::write::{now_ms, FragmentWriter, WriteSpec, Written};
 pub use tdb_schema::{Enumeration, SchemaEntry, SchemaEvolution};
 
-pub use tdb_format::Datatype;
 pub use tdb_format::ObjectType;
+pub use tdb_format::{ArrayType, Datatype, Layout};
 pub use tdb_fragment::{
     ArrayMetadata, GroupMember, GroupMembers, LoadedFragment, MetadataEntry, MetadataValue,
     TimeWindow,
 };
 pub use tdb_object_store::{Config as StorageConfig, ObjectStorage, RequestStats};
+pub use tdb_query::condition::{field, Cond};
 pub use tdb_query::{
-    split_for_parallel, AggregateOp, AggregateResult, AggregateValue, Batch, Column, FieldBuffer,
-    FragmentConsolidation, FragmentSelection, ReadSpec, ResultLayout, Snapshot, Subarray,
-    DEFAULT_BUDGET, VAR_NUM,
+    split_for_parallel, AggregateOp, AggregateResult, AggregateValue, Batch, Column, DimRange,
+    DimValue, FieldBuffer, FragmentConsolidation, FragmentSelection, ReadSpec, ResultLayout,
+    Snapshot, Subarray, DEFAULT_BUDGET, VAR_NUM,
 };
-pub use tdb_schema::{ArraySchema, Range};
+pub use tdb_schema::{ArraySchema, AttributeBuilder, DimensionBuilder, Range};
 pub use tdb_storage::{LocalStorage, MemoryStorage, Storage};
 
 /// Storage chosen at run time by path or URI ([`storage`]).
@@ -195,11 +196,28 @@ pub struct Array<S = AnyStorage> {
 impl Array<AnyStorage> {
     /// Opens the array at a local path or URI ([`storage`]), now,
     /// unencrypted.
+    ///
+    /// ```
+    /// let array = tdb::Array::open("../../testdata/arrays/sparse_2d_int/array")?;
+    /// assert_eq!(array.schema().domain.dimensions.len(), 2);
+    /// # Ok::<(), tdb::Error>(())
+    /// ```
     pub fn open(path: impl AsRef<Path>) -> Result<Self> {
         Array::open_with(path, OpenOptions::new())
     }
 
     /// Opens the array at a local path or URI with `options`.
+    ///
+    /// ```
+    /// use tdb::{Array, OpenOptions};
+    /// // The array as it was once its first fragment (timestamp 1) was written.
+    /// let array = Array::open_with(
+    ///     "../../testdata/arrays/sparse_timestamps/array",
+    ///     OpenOptions::new().at(1),
+    /// )?;
+    /// assert_eq!(array.fragments().len(), 1);
+    /// # Ok::<(), tdb::Error>(())
+    /// ```
     pub fn open_with(path: impl AsRef<Path>, options: OpenOptions) -> Result<Self> {
         let path = path.as_ref();
         let storage = storage(path, &options.config)?;
@@ -231,6 +249,19 @@ impl Array<AnyStorage> {
 
     /// Creates an array at a local path or URI (a directory is made if
     /// missing) and opens it.
+    ///
+    /// ```
+    /// use tdb::{Array, ArraySchema, ArrayType, AttributeBuilder, Datatype, DimensionBuilder};
+    /// let schema = ArraySchema::builder(ArrayType::Dense)
+    ///     .dimension(DimensionBuilder::range("x", 1i32..=100).tile_extent(10i32))
+    ///     .attribute(AttributeBuilder::new("a", Datatype::Float64))
+    ///     .build()?;
+    /// let dir = std::env::temp_dir().join(format!("tdb-doc-create-{}", std::process::id()));
+    /// let array = Array::create(&dir, &schema)?;
+    /// assert!(array.fragments().is_empty());
+    /// # std::fs::remove_dir_all(&dir).unwrap();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn create(path: impl AsRef<Path>, schema: &ArraySchema) -> Result<Self> {
         Array::create_with(path, schema, OpenOptions::new())
     }
@@ -276,6 +307,28 @@ impl<S: tdb_storage::Storage> Array<S> {
     /// end of the window the array was opened at (now without one). The
     /// array stays open at its window: [`Array::reopen`] to read what was
     /// written.
+    ///
+    /// ```
+    /// use tdb::{Array, ArraySchema, ArrayType, AttributeBuilder, Datatype, DimensionBuilder};
+    /// use tdb::{FieldBuffer, ReadSpec, WriteSpec};
+    /// let schema = ArraySchema::builder(ArrayType::Sparse)
+    ///     .dimension(DimensionBuilder::range("x", 0i64..=99).tile_extent(10i64))
+    ///     .attribute(AttributeBuilder::new("a", Datatype::Int32))
+    ///     .build()?;
+    /// let dir = std::env::temp_dir().join(format!("tdb-doc-write-{}", std::process::id()));
+    /// let array = Array::create(&dir, &schema)?;
+    /// let mut x = FieldBuffer::new("x", Datatype::Int64, 1, false);
+    /// let mut a = FieldBuffer::new("a", Datatype::Int32, 1, false);
+    /// for (xi, ai) in [(7i64, 70i32), (3, 30)] {
+    ///     x.push(&xi.to_le_bytes(), true);
+    ///     a.push(&ai.to_le_bytes(), true);
+    /// }
+    /// assert_eq!(array.write(WriteSpec::new(vec![x, a]))?.cells, 2);
+    /// let cells = Array::open(&dir)?.read_all(ReadSpec::new(["x"]))?;
+    /// assert_eq!(cells.fields[0].data, [3i64.to_le_bytes(), 7i64.to_le_bytes()].concat());
+    /// # std::fs::remove_dir_all(&dir).unwrap();
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
     pub fn write(&self, spec: WriteSpec) -> Result<Written> {
         let open = &self.snapshot.open;
         Ok(tdb_query::write_fragment(
@@ -581,6 +634,13 @@ impl<S: tdb_fragment::ReadStorage> Array<S> {
     /// The box every cell written (and visible at the window) lies in,
     /// one range per dimension (TileDB's `nonempty_domain`); `None` when
     /// nothing was written.
+    ///
+    /// ```
+    /// let array = tdb::Array::open("../../testdata/arrays/dense_2d_row_row/array")?;
+    /// let ned = array.non_empty_domain()?.expect("cells were written");
+    /// assert_eq!(ned.len(), 2);
+    /// # Ok::<(), tdb::Error>(())
+    /// ```
     pub fn non_empty_domain(&self) -> Result<Option<Vec<Range>>> {
         Ok(self.snapshot.non_empty_domain()?)
     }
@@ -599,14 +659,37 @@ impl<S: tdb_fragment::ReadStorage> Array<S> {
     }
 
     /// The array metadata at the window.
+    ///
+    /// ```
+    /// let array = tdb::Array::open("../../testdata/arrays/metadata_types/array")?;
+    /// for (key, value) in array.metadata()?.iter() {
+    ///     println!("{key}: {:?}", value.datatype);
+    /// }
+    /// # Ok::<(), tdb::Error>(())
+    /// ```
     pub fn metadata(&self) -> Result<ArrayMetadata> {
         Ok(self.snapshot.open.metadata(&self.storage)?)
     }
 
     /// Starts a read: an iterator of batches.
+    ///
+    /// ```
+    /// use tdb::{field, Array, ReadSpec};
+    /// let array = Array::open("../../testdata/arrays/aggregates_sparse/array")?;
+    /// let spec = ReadSpec::new(["x", "i"])
+    ///     .range(array.schema(), "x", 0..=9)?
+    ///     .with_condition(field("i").gt(0).and(field("s").eq("k1")));
+    /// for batch in array.read(spec)? {
+    ///     println!("{} cells", batch?.num_cells);
+    /// }
+    /// # Ok::<(), tdb::Error>(())
+    /// ```
     pub fn read(&self, spec: ReadSpec) -> Result<Query<'_, S>> {
         Ok(Query {
             inner: tdb_query::SyncRead::new(&self.storage, Arc::clone(&self.snapshot), spec)?,
+            left: None,
+            batch_rows: None,
+            pending: None,
         })
     }
 
@@ -651,6 +734,14 @@ impl<S: tdb_fragment::ReadStorage> Array<S> {
     }
 
     /// Runs a read to the end and joins its batches.
+    ///
+    /// ```
+    /// let array = tdb::Array::open("../../testdata/arrays/attr_nullable/array")?;
+    /// let all = array.read_all(tdb::ReadSpec::new(["d", "ni"]))?;
+    /// assert_eq!(all.num_cells, 8);
+    /// assert_eq!(all.fields[1].validity.as_deref(), Some(&[1, 0, 1, 0, 1, 1, 1, 0][..]));
+    /// # Ok::<(), tdb::Error>(())
+    /// ```
     pub fn read_all(&self, spec: ReadSpec) -> Result<Batch> {
         let mut all = Batch::default();
         for b in self.read(spec)? {
@@ -675,14 +766,92 @@ fn commit_metadata<S: tdb_storage::WritableStorage + ?Sized>(
 }
 
 /// A read in progress: batches of results in order.
+///
+/// ```
+/// use tdb::{Array, ReadSpec};
+/// let array = Array::open("../../testdata/arrays/sparse_2d_int/array")?;
+/// let spec = ReadSpec::new(["x", "a"]).range(array.schema(), "x", 10..=40)?;
+/// let mut cells = 0;
+/// for batch in array.read(spec)?.limit(5).batch_rows(2) {
+///     let batch = batch?;
+///     assert!(batch.num_cells <= 2);
+///     cells += batch.num_cells;
+/// }
+/// assert_eq!(cells, 5);
+/// # Ok::<(), tdb::Error>(())
+/// ```
 pub struct Query<'a, S> {
     inner: tdb_query::SyncRead<'a, S>,
+    /// Cells still to hand out, when limited.
+    left: Option<u64>,
+    /// The most cells a batch holds, when set.
+    batch_rows: Option<usize>,
+    /// A batch being handed out in parts, and where the next part starts.
+    pending: Option<(Batch, usize)>,
+}
+
+impl<S> Query<'_, S> {
+    /// Hands out at most `n` cells: the read ends there (later pieces are
+    /// never fetched).
+    pub fn limit(mut self, n: u64) -> Self {
+        self.left = Some(n);
+        self
+    }
+
+    /// Hands out batches of at most `rows` cells (larger ones are cut; none
+    /// is merged). `0` is taken as 1.
+    pub fn batch_rows(mut self, rows: usize) -> Self {
+        self.batch_rows = Some(rows.max(1));
+        self
+    }
+}
+
+/// Cells `cells` of `batch`, offsets rebased.
+fn slice_batch(batch: &Batch, cells: std::ops::Range<usize>) -> Batch {
+    let mut out = Batch::default();
+    out.num_cells = (cells.end - cells.start) as u64;
+    out.fields = batch
+        .fields
+        .iter()
+        .map(|f| f.slice(cells.clone()))
+        .collect();
+    out
 }
 
 impl<S: tdb_fragment::ReadStorage> Iterator for Query<'_, S> {
     type Item = Result<Batch>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        self.inner.next().map(|r| r.map_err(Error::from))
+        if self.left == Some(0) {
+            return None;
+        }
+        let (batch, start) = match self.pending.take() {
+            Some(p) => p,
+            None => match self.inner.next()? {
+                Ok(b) => (b, 0),
+                Err(e) => return Some(Err(Error::from(e))),
+            },
+        };
+        let total = batch.num_cells as usize;
+        let mut end = match self.batch_rows {
+            Some(rows) => total.min(start.saturating_add(rows)),
+            None => total,
+        };
+        if let Some(left) = self.left {
+            end = end.min(start.saturating_add(usize::try_from(left).unwrap_or(usize::MAX)));
+        }
+        let out = if start == 0 && end == total {
+            batch
+        } else {
+            let part = slice_batch(&batch, start..end);
+            if end < total {
+                self.pending = Some((batch, end));
+            }
+            part
+        };
+        if let Some(left) = &mut self.left {
+            *left -= out.num_cells;
+        }
+        Some(Ok(out))
     }
 }

@@ -17,8 +17,11 @@
 //! - Strings compare byte-wise; floats as IEEE (`NaN` equals nothing, and
 //!   `!=` everything); `in` compares a cell's bytes with each member's.
 
+mod build;
 mod eval;
 mod parse;
+
+pub use build::{field, quote, Cond, Field, Literal};
 
 use crate::column::{Columns, VAR_NUM};
 use crate::{QueryError, Result};

@@ -438,3 +438,33 @@ fn a_field_the_cells_lack_fails_and_clears_the_or_before_it() {
     assert_eq!(kept("a < 4 and (a == 3 or c == 5)"), none);
     assert_eq!(kept("a == 1 or a == 3"), [true, false, true, false]);
 }
+
+#[test]
+fn built_conditions_parse_into_the_trees_of_their_text() {
+    // query_conditions_sparse: i INT32, f FLOAT64, s STRING_UTF8, n INT64
+    // nullable, c CHAR.
+    let (schema, enums) = load("query_conditions_sparse");
+    let same = |built: Cond, text: &str| {
+        let a = parse_with_enumerations(built.text(), &schema, &enums).unwrap();
+        let b = parse_with_enumerations(text, &schema, &enums).unwrap();
+        assert_eq!(a, b, "{} vs {text}", built.text());
+    };
+    same(
+        field("i")
+            .gt(5)
+            .and(field("s").eq("x").or(field("n").is_null())),
+        "i > 5 and (s == 'x' or n == None)",
+    );
+    same(field("f").le(2.5).not(), "not (f <= 2.5)");
+    same(field("i").is_in([1, 2, 3]), "i in [1, 2, 3]");
+    same(field("s").not_in(["a", "b"]), "s not in ['a', 'b']");
+    same(
+        field("n").is_not_null().and(field("i").ne(-3)),
+        "n != None and i != -3",
+    );
+    // Quotes and backslashes in strings survive.
+    same(field("s").eq("it's a \\ test"), r#"s == "it's a \\ test""#);
+    // A float literal stays a float on an integer attribute's refusal.
+    assert!(parse(field("i").gt(1.5).text(), &schema).is_err());
+    assert!(parse(field("nope").gt(1).text(), &schema).is_err());
+}
