@@ -293,58 +293,48 @@ pub(crate) fn check(
     Ok((cases, bad))
 }
 
+/// Prints the closing line, `N passed, N failed`; an error when any failed.
+fn totals(what: &str, passed: usize, failed: usize) -> Result<(), String> {
+    println!("{passed} passed, {failed} failed");
+    if failed > 0 {
+        return Err(format!("{what}: {failed} failed"));
+    }
+    Ok(())
+}
+
 pub(crate) fn interop(args: &[String], reference: &Writer) -> Result<(), String> {
     let root = workspace_root();
     let venv = venv_for(&root, reference)?;
     if args == ["--generated"] {
         let (passed, failed) = crate::generated::generated(&root, &venv.join("bin/python"))?;
-        println!("{passed} passed, {failed} failed");
-        return if failed > 0 {
-            Err(format!("interop: {failed} failed"))
-        } else {
-            Ok(())
-        };
+        return totals("interop", passed, failed);
     }
+    // A corpus directory given, or the fixtures.
+    let corpus_at = |arg: Option<&String>| match arg {
+        Some(d) => std::path::absolute(d).map_err(|e| format!("{d}: {e}")),
+        None => Ok(root.join("testdata/arrays")),
+    };
     if args.first().map(String::as_str) == Some("--arrow") {
-        let corpus = match args.get(1) {
-            Some(d) => std::path::absolute(d).map_err(|e| format!("{d}: {e}"))?,
-            None => root.join("testdata/arrays"),
-        };
+        let corpus = corpus_at(args.get(1))?;
         let (passed, failed, skipped) =
             crate::arrow_copies::arrow_copies(&root, &corpus, &venv.join("bin/python"))?;
         println!("written from Arrow: {skipped} skipped (groups)");
-        println!("{passed} passed, {failed} failed");
-        return if failed > 0 {
-            Err(format!("interop (arrow): {failed} failed"))
-        } else {
-            Ok(())
-        };
+        return totals("interop (arrow)", passed, failed);
     }
     if args.first().map(String::as_str) == Some("--storage") {
         if args.get(1).map(String::as_str) != Some("s3") {
             return Err("interop: --storage takes s3".into());
         }
-        let corpus = match args.get(2) {
-            Some(d) => std::path::absolute(d).map_err(|e| format!("{d}: {e}"))?,
-            None => root.join("testdata/arrays"),
-        };
+        let corpus = corpus_at(args.get(2))?;
         let (passed, failed, skipped) =
             crate::object_stores::s3(&root, &corpus, &venv.join("bin/python"))?;
         println!("s3: {skipped} skipped (not supported yet)");
-        println!("{passed} passed, {failed} failed");
-        return if failed > 0 {
-            Err(format!("interop (s3): {failed} failed"))
-        } else {
-            Ok(())
-        };
+        return totals("interop (s3)", passed, failed);
     }
     if args.len() > 1 {
         return Err(format!("interop: unknown argument {:?}", args[1]));
     }
-    let corpus = match args.first() {
-        Some(d) => std::path::absolute(d).map_err(|e| format!("{d}: {e}"))?,
-        None => root.join("testdata/arrays"),
-    };
+    let corpus = corpus_at(args.first())?;
     let (passed, failed, skipped) = copies(&root, &corpus, &venv.join("bin/python"))?;
     let out = root.join("target/interop/rewrites");
     if out.exists() {
@@ -387,9 +377,5 @@ pub(crate) fn interop(args: &[String], reference: &Writer) -> Result<(), String>
         passed + cases - bad + gen_passed + con_passed + arrow_passed,
         failed + bad + gen_failed + con_failed + arrow_failed,
     );
-    println!("{passed} passed, {failed} failed");
-    if failed > 0 {
-        return Err(format!("interop: {failed} failed"));
-    }
-    Ok(())
+    totals("interop", passed, failed)
 }

@@ -944,49 +944,42 @@ fn run(cli: Cli) -> Result<bool, CliError> {
                 reason,
             };
             let handle = std::fs::File::open(&file).map_err(|e| input(e.to_string()))?;
-            if format == tdb_cli::export::Format::Arrow {
+            let started = std::time::Instant::now();
+            let written = if format == tdb_cli::export::Format::Arrow {
+                // An Arrow file: its record batches, written whole.
                 #[cfg(feature = "sql")]
                 {
-                    let started = std::time::Instant::now();
                     let spinner = progress::spinner("writing");
                     let written = tdb_cli::arrow_ipc::import(&array, handle).map_err(input)?;
                     spinner.finish_and_clear();
-                    outln!(
-                        "{}: {} cells in fragment {} ({:.2?})",
-                        path.display(),
-                        written.cells,
-                        written.fragment,
-                        started.elapsed()
-                    );
-                    return Ok(true);
+                    written
                 }
                 #[cfg(not(feature = "sql"))]
                 return Err(tdb_cli::export::no_arrow());
-            }
-            let size = handle.metadata().map(|m| m.len()).unwrap_or(0);
-            let started = std::time::Instant::now();
-            let bar = progress::bytes(size, "reading");
-            let schema = array.schema();
-            let fields = match format {
-                tdb_cli::export::Format::Csv => tdb_cli::import::read_csv(
-                    schema,
-                    std::io::BufReader::new(bar.wrap_read(handle)),
-                ),
-                tdb_cli::export::Format::Json => {
+            } else {
+                let size = handle.metadata().map(|m| m.len()).unwrap_or(0);
+                let bar = progress::bytes(size, "reading");
+                let schema = array.schema();
+                let fields = if format == tdb_cli::export::Format::Csv {
+                    tdb_cli::import::read_csv(
+                        schema,
+                        std::io::BufReader::new(bar.wrap_read(handle)),
+                    )
+                } else {
                     let mut text = String::new();
                     bar.wrap_read(handle)
                         .read_to_string(&mut text)
                         .map_err(|e| input(e.to_string()))?;
                     tdb_cli::import::read_json(schema, &text)
                 }
-                tdb_cli::export::Format::Arrow => Err("an Arrow file is imported whole".into()),
-            }
-            .map_err(input)?;
-            bar.finish_and_clear();
-            let spec = tdb_cli::import::write_spec(schema, fields).map_err(input)?;
-            let spinner = progress::spinner("writing");
-            let written = array.write(spec)?;
-            spinner.finish_and_clear();
+                .map_err(input)?;
+                bar.finish_and_clear();
+                let spec = tdb_cli::import::write_spec(schema, fields).map_err(input)?;
+                let spinner = progress::spinner("writing");
+                let written = array.write(spec)?;
+                spinner.finish_and_clear();
+                written
+            };
             outln!(
                 "{}: {} cells in fragment {} ({:.2?})",
                 path.display(),
