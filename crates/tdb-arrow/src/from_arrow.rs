@@ -11,7 +11,6 @@
 //! attribute, are looked up among the enumeration's values.
 
 use crate::mapping::mapping;
-use crate::to_arrow::Cells;
 use crate::{Error, Result};
 use arrow_array::cast::AsArray;
 use arrow_array::types::{ArrowDictionaryKeyType, Int16Type, Int32Type, Int64Type, Int8Type};
@@ -87,7 +86,7 @@ fn from_dictionary(
         }
         Some(e) => {
             let values = cells_of(name, e.datatype, e.cell_val_num, values.as_ref())?;
-            let enumerated = enumeration_index(e);
+            let enumerated = enumeration_index(name, e)?;
             let width = target.datatype.size() as usize;
             for (i, k) in keys.iter().enumerate() {
                 let index = if null_key(i) {
@@ -120,27 +119,15 @@ fn bad_key(name: &str, i: usize) -> Error {
 }
 
 /// An enumeration's values and their indexes.
-fn enumeration_index(e: &Enumeration) -> HashMap<&[u8], usize> {
+fn enumeration_index<'e>(name: &str, e: &'e Enumeration) -> Result<HashMap<&'e [u8], usize>> {
+    let values = e
+        .values()
+        .map_err(|err| Error::field(name, format!("enumeration {:?}: {err}", e.name)))?;
     let mut index = HashMap::new();
-    if e.cell_val_num == VAR_NUM {
-        let starts: Vec<usize> = e
-            .offsets
-            .chunks_exact(8)
-            .map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8])) as usize)
-            .collect();
-        for (i, s) in starts.iter().enumerate() {
-            let end = starts.get(i + 1).copied().unwrap_or(e.data.len());
-            if let Some(v) = e.data.get(*s..end) {
-                index.entry(v).or_insert(i);
-            }
-        }
-    } else {
-        let w = (e.datatype.size() * u64::from(e.cell_val_num)) as usize;
-        for (i, v) in e.data.chunks_exact(w.max(1)).enumerate() {
-            index.entry(v).or_insert(i);
-        }
+    for (i, v) in values.into_iter().enumerate() {
+        index.entry(v).or_insert(i);
     }
-    index
+    Ok(index)
 }
 
 /// A dictionary's keys (as indexes; `None` for negative ones) and values.
@@ -430,27 +417,5 @@ fn same_values(datatype: Datatype, expected: &DataType, got: &DataType) -> bool 
             matches!(expected, DataType::Timestamp(u, None) if u == unit)
         }
         _ => false,
-    }
-}
-
-/// The cells of `array` for `datatype` as [`Cells`] (to read an
-/// enumeration's values into Arrow with the reader's own conversion).
-pub(crate) fn enumeration_cells(e: &Enumeration) -> Cells {
-    let (len, offsets) = if e.cell_val_num == VAR_NUM {
-        let o: Vec<u64> = e
-            .offsets
-            .chunks_exact(8)
-            .map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8])))
-            .collect();
-        (o.len(), Some(o))
-    } else {
-        let w = (e.datatype.size() * u64::from(e.cell_val_num)).max(1) as usize;
-        (e.data.len() / w, None)
-    };
-    Cells {
-        len,
-        data: e.data.clone(),
-        offsets,
-        validity: None,
     }
 }

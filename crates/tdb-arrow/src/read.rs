@@ -1,8 +1,7 @@
 //! Reads as Arrow record batches.
 
-use crate::from_arrow::enumeration_cells;
 use crate::mapping::field;
-use crate::to_arrow::{to_array, Cells};
+use crate::to_arrow::{enumeration_cells, to_array, Cells};
 use crate::{Error, Result};
 use arrow_array::{RecordBatch, RecordBatchOptions, RecordBatchReader};
 use arrow_data::ArrayData;
@@ -49,7 +48,7 @@ fn columns<S: tdb::Storage>(array: &Array<S>, fields: &[String]) -> Result<(Sche
         )?;
         let dictionary = match (enumeration, f.data_type()) {
             (Some(e), DataType::Dictionary(_, values)) => {
-                Some(to_array(name, e.datatype, values, enumeration_cells(e), None)?.to_data())
+                Some(to_array(name, e.datatype, values, enumeration_cells(e)?, None)?.to_data())
             }
             _ => None,
         };

@@ -10,7 +10,8 @@ use arrow_buffer::{BooleanBuffer, Buffer};
 use arrow_data::{ArrayData, ArrayDataBuilder};
 use arrow_schema::DataType;
 use tdb_format::Datatype;
-use tdb_query::FieldBuffer;
+use tdb_query::{FieldBuffer, VAR_NUM};
+use tdb_schema::Enumeration;
 
 /// One field's cells as the reader gives them.
 pub(crate) struct Cells {
@@ -33,6 +34,28 @@ impl Cells {
             validity: buffer.validity,
         }
     }
+}
+
+/// An enumeration's values as [`Cells`] (to read them into Arrow with the
+/// reader's own conversion).
+pub(crate) fn enumeration_cells(e: &Enumeration) -> Result<Cells> {
+    let values = e
+        .values()
+        .map_err(|err| Error::field(&e.name, format!("enumeration values: {err}")))?;
+    let mut data = Vec::with_capacity(e.data.len());
+    let mut offsets = (e.cell_val_num == VAR_NUM).then(|| Vec::with_capacity(values.len()));
+    for v in &values {
+        if let Some(o) = &mut offsets {
+            o.push(data.len() as u64);
+        }
+        data.extend_from_slice(v);
+    }
+    Ok(Cells {
+        len: values.len(),
+        data,
+        offsets,
+        validity: None,
+    })
 }
 
 /// The Arrow array of `cells` of a field `name` of `datatype` as

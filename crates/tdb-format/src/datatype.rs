@@ -223,6 +223,21 @@ impl Datatype {
         )
     }
 
+    /// The smallest and largest value of an integer-valued datatype
+    /// (integers, datetimes, times); `None` for the others.
+    pub const fn int_limits(self) -> Option<(i128, i128)> {
+        let bits = 8 * self.size() as u32;
+        let integer = self.is_integer() || self.is_datetime() || self.is_time();
+        if !integer || bits == 0 || bits > 64 {
+            return None;
+        }
+        Some(if self.is_signed() {
+            (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
+        } else {
+            (0, (1i128 << bits) - 1)
+        })
+    }
+
     /// The little-endian bytes of one default fill value, as TileDB writes for
     /// unwritten dense cells: a signed type's minimum, an unsigned type's
     /// maximum, NaN for floats, 0x80 for CHAR, zero for strings, blobs and BOOL.

@@ -22,30 +22,12 @@ fn mismatch(dim: &Dimension, what: impl std::fmt::Display) -> QueryError {
     }
 }
 
-/// The smallest and largest value of an integer-valued datatype.
-fn int_limits(t: Datatype) -> Option<(i128, i128)> {
-    let bits = 8 * t.size() as u32;
-    let integer = t.is_integer() || t.is_datetime() || t.is_time();
-    if !integer || bits == 0 || bits > 64 {
-        return None;
-    }
-    let signed = !matches!(
-        t,
-        Datatype::UInt8 | Datatype::UInt16 | Datatype::UInt32 | Datatype::UInt64
-    );
-    Some(if signed {
-        (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
-    } else {
-        (0, (1i128 << bits) - 1)
-    })
-}
-
 macro_rules! int_value {
     ($($t:ty),*) => {$(
         impl DimValue for $t {
             fn encode(&self, dim: &Dimension) -> Result<Vec<u8>> {
                 let v = i128::from(*self);
-                let (lo, hi) = int_limits(dim.datatype).ok_or_else(|| mismatch(dim, v))?;
+                let (lo, hi) = dim.datatype.int_limits().ok_or_else(|| mismatch(dim, v))?;
                 if v < lo || v > hi {
                     return Err(mismatch(dim, v));
                 }

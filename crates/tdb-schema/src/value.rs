@@ -75,12 +75,8 @@ pub(crate) fn decode(dt: Datatype, b: &[u8]) -> Option<Num> {
     })
 }
 
-/// The smallest and largest value of an integer-like datatype.
+/// The smallest and largest value of an integer-like datatype
+/// ([`Datatype::int_limits`]; `(0, 0)` for others, which callers never ask).
 pub(crate) fn int_limits(dt: Datatype) -> (i128, i128) {
-    let bits = 8 * dt.size() as u32;
-    if dt.is_signed() {
-        (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
-    } else {
-        (0, (1i128 << bits) - 1)
-    }
+    dt.int_limits().unwrap_or((0, 0))
 }
