@@ -28,6 +28,7 @@ mod write;
 
 pub use mapping::{mapping, tiledb_type, Mapping};
 pub use read::ArrowReader;
+pub use to_arrow::cell_array;
 pub use write::ArrowWrite;
 
 use arrow_array::RecordBatch;

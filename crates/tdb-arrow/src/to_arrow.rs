@@ -58,6 +58,24 @@ pub(crate) fn enumeration_cells(e: &Enumeration) -> Result<Cells> {
     })
 }
 
+/// One cell of a field of `datatype` × `cell_val_num` as a one-row array
+/// of its [`crate::mapping`] (a bound, a statistic, a literal).
+pub fn cell_array(
+    name: &str,
+    datatype: Datatype,
+    cell_val_num: u32,
+    bytes: &[u8],
+) -> Result<ArrayRef> {
+    let cells = Cells {
+        len: 1,
+        data: bytes.to_vec(),
+        offsets: (cell_val_num == VAR_NUM).then(|| vec![0]),
+        validity: None,
+    };
+    let target = crate::mapping(datatype, cell_val_num).data_type;
+    to_array(name, datatype, &target, cells, None)
+}
+
 /// The Arrow array of `cells` of a field `name` of `datatype` as
 /// `target` (its [`crate::mapping`], or a dictionary whose values are
 /// `dictionary`).

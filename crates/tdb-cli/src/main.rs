@@ -1038,8 +1038,10 @@ fn run(cli: Cli) -> Result<bool, CliError> {
             options.timestamp = at;
             options.key = key;
             options.config = config().clone();
-            let stdout = std::io::stdout();
-            tdb_cli::sql::run(&query, &tables, &options, format, &mut stdout.lock())?;
+            let spinner = progress::spinner("query");
+            let batches = tdb_cli::sql::run(&query, &tables, &options)?;
+            spinner.finish_and_clear();
+            tdb_cli::sql::print(&batches, format, &mut std::io::stdout().lock())?;
             Ok(true)
         }
         Command::Schema {

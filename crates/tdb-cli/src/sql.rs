@@ -31,21 +31,19 @@ impl SqlFormat {
     }
 }
 
-/// Runs `query` over `tables` (`(name, uri)`, each opened with `options`)
-/// and prints the answer to `out`. Returns the rows printed.
+/// Runs `query` over `tables` (`(name, uri)`, each opened with `options`):
+/// the answer's record batches ([`print`] shows them).
 pub fn run(
     query: &str,
     tables: &[(String, String)],
     options: &TableOptions,
-    format: SqlFormat,
-    out: &mut dyn Write,
-) -> Result<usize, CliError> {
+) -> Result<Vec<RecordBatch>, CliError> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .map_err(|e| CliError::Output(e.to_string()))?;
-    let batches = runtime.block_on(async {
+    runtime.block_on(async {
         let ctx = tdb_datafusion::session();
         for (name, uri) in tables {
             let table = TileDbTable::open(uri, options)
@@ -55,16 +53,19 @@ pub fn run(
         }
         let df = ctx.sql(query).await.map_err(sql_error)?;
         df.collect().await.map_err(sql_error)
-    })?;
-    print(&batches, format, out)?;
-    Ok(batches.iter().map(RecordBatch::num_rows).sum())
+    })
 }
 
 fn sql_error(e: datafusion::common::DataFusionError) -> CliError {
     CliError::Usage(format!("SQL: {e}"))
 }
 
-fn print(batches: &[RecordBatch], format: SqlFormat, out: &mut dyn Write) -> Result<(), CliError> {
+/// Prints an answer to `out` in `format`.
+pub fn print(
+    batches: &[RecordBatch],
+    format: SqlFormat,
+    out: &mut dyn Write,
+) -> Result<(), CliError> {
     let arrow = |e: datafusion::arrow::error::ArrowError| match e {
         datafusion::arrow::error::ArrowError::IoError(_, io) => CliError::output(io),
         e => CliError::Output(e.to_string()),

@@ -95,9 +95,7 @@ fn row_major_ordering(opened: &Opened, schema: &SchemaRef) -> Option<LexOrdering
         if d.datatype.is_float() {
             return None;
         }
-        let i = schema.index_of(&d.name).ok()?;
         let column = datafusion::physical_expr::expressions::col(&d.name, schema).ok()?;
-        debug_assert_eq!(schema.field(i).name(), &d.name);
         sort.push(PhysicalSortExpr::new_default(column));
     }
     LexOrdering::new(sort)

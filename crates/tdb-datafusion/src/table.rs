@@ -4,7 +4,7 @@
 use crate::pushdown::{describe, push, Pushed};
 use crate::scan::{external, TileDbScan};
 use async_trait::async_trait;
-use datafusion::arrow::datatypes::{DataType, Schema, SchemaRef};
+use datafusion::arrow::datatypes::{Schema, SchemaRef};
 use datafusion::catalog::{Session, TableProvider, TableProviderFactory};
 use datafusion::common::stats::Precision;
 use datafusion::common::{DataFusionError, Result, ScalarValue, Statistics};
@@ -200,10 +200,8 @@ impl TableProvider for TileDbTable {
             column.null_count = Precision::Exact(0);
             let bounds = self.opened.ned.as_ref().and_then(|ned| ned.get(i));
             if let Some(r) = bounds {
-                let t = self.schema.field(i).data_type();
                 let (lo, hi) = r.bounds();
-                if let (Some(lo), Some(hi)) = (scalar(d.datatype, t, lo), scalar(d.datatype, t, hi))
-                {
+                if let (Some(lo), Some(hi)) = (scalar(d, lo), scalar(d, hi)) {
                     column.min_value = Precision::Inexact(lo);
                     column.max_value = Precision::Inexact(hi);
                 }
@@ -307,46 +305,11 @@ impl TableProvider for TileDbTable {
     }
 }
 
-/// A dimension value (`bytes` of `datatype`) as a scalar of its column's
-/// Arrow type.
-fn scalar(datatype: tdb::Datatype, t: &DataType, bytes: &[u8]) -> Option<ScalarValue> {
-    use datafusion::arrow::datatypes::TimeUnit as U;
-    if datatype.is_string() {
-        let s = String::from_utf8(bytes.to_vec()).ok()?;
-        return Some(ScalarValue::LargeUtf8(Some(s)));
-    }
-    if datatype.is_float() {
-        return match tdb_format::Scalar::decode(datatype, bytes)? {
-            tdb_format::Scalar::Float(f) if *t == DataType::Float32 => {
-                Some(ScalarValue::Float32(Some(f as f32)))
-            }
-            tdb_format::Scalar::Float(f) => Some(ScalarValue::Float64(Some(f))),
-            _ => None,
-        };
-    }
-    let v = tdb_index::dense::int_value(datatype, bytes)?;
-    let i64v = i64::try_from(v).ok();
-    Some(match t {
-        DataType::Int8 => ScalarValue::Int8(Some(i8::try_from(v).ok()?)),
-        DataType::Int16 => ScalarValue::Int16(Some(i16::try_from(v).ok()?)),
-        DataType::Int32 => ScalarValue::Int32(Some(i32::try_from(v).ok()?)),
-        DataType::Int64 => ScalarValue::Int64(Some(i64v?)),
-        DataType::UInt8 => ScalarValue::UInt8(Some(u8::try_from(v).ok()?)),
-        DataType::UInt16 => ScalarValue::UInt16(Some(u16::try_from(v).ok()?)),
-        DataType::UInt32 => ScalarValue::UInt32(Some(u32::try_from(v).ok()?)),
-        DataType::UInt64 => ScalarValue::UInt64(Some(u64::try_from(v).ok()?)),
-        DataType::Timestamp(U::Second, tz) => ScalarValue::TimestampSecond(Some(i64v?), tz.clone()),
-        DataType::Timestamp(U::Millisecond, tz) => {
-            ScalarValue::TimestampMillisecond(Some(i64v?), tz.clone())
-        }
-        DataType::Timestamp(U::Microsecond, tz) => {
-            ScalarValue::TimestampMicrosecond(Some(i64v?), tz.clone())
-        }
-        DataType::Timestamp(U::Nanosecond, tz) => {
-            ScalarValue::TimestampNanosecond(Some(i64v?), tz.clone())
-        }
-        _ => return None,
-    })
+/// A dimension value (`bytes` of `d`'s datatype) as a scalar of its
+/// column's Arrow type (tdb-arrow's mapping).
+fn scalar(d: &tdb_schema::Dimension, bytes: &[u8]) -> Option<ScalarValue> {
+    let one = tdb_arrow::cell_array(&d.name, d.datatype, d.cell_val_num, bytes).ok()?;
+    ScalarValue::try_from_array(&one, 0).ok()
 }
 
 /// The parts of dimension `dim` both range lists select.
