@@ -24,7 +24,7 @@ pub fn export<S: tdb::Storage>(
     out: &mut dyn Write,
     progress: &mut dyn FnMut(u64),
 ) -> Result<u64, CliError> {
-    let reader = array.read_arrow(spec).map_err(arrow_read)?;
+    let reader = array.read_arrow(spec)?;
     let schema = reader.schema();
     let mut writer = FileWriter::try_new(out, &schema).map_err(arrow_error)?;
     let mut rows = 0;
@@ -38,35 +38,22 @@ pub fn export<S: tdb::Storage>(
     Ok(rows)
 }
 
-fn arrow_read(e: tdb_arrow::Error) -> CliError {
-    match e {
-        tdb_arrow::Error::Tdb(e) => CliError::Tdb(e),
-        e => CliError::Usage(e.to_string()),
-    }
-}
-
 /// Writes the record batches of the Arrow IPC file `file` into `array`
 /// as one fragment (a dense array takes coordinate columns that fill a
-/// box, each cell once).
+/// box, each cell once). `name` names the file in errors.
 pub fn import<S: tdb::Storage>(
     array: &tdb::Array<S>,
+    name: &str,
     file: std::fs::File,
-) -> Result<Written, String> {
+) -> Result<Written, CliError> {
+    let input = |reason: String| CliError::Input {
+        file: name.to_owned(),
+        reason,
+    };
     let reader = FileReader::try_new(std::io::BufReader::new(file), None)
-        .map_err(|e| format!("not an Arrow IPC file: {e}"))?;
+        .map_err(|e| input(format!("not an Arrow IPC file: {e}")))?;
     let batches = reader
         .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| e.to_string())?;
-    array
-        .write_arrow(&batches, &ArrowWrite::new())
-        .map_err(|e| {
-            let mut text = e.to_string();
-            let mut cause = std::error::Error::source(&e);
-            while let Some(c) = cause {
-                text.push_str(": ");
-                text.push_str(&c.to_string());
-                cause = c.source();
-            }
-            text
-        })
+        .map_err(|e| input(e.to_string()))?;
+    Ok(array.write_arrow(&batches, &ArrowWrite::new())?)
 }

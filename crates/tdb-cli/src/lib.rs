@@ -62,6 +62,11 @@ pub enum CliError {
     /// Opening or reading through the `tdb` facade failed.
     #[error(transparent)]
     Tdb(#[from] tdb::Error),
+    /// Cells through Arrow (an Arrow file's batches, an array read as
+    /// Arrow) that one side cannot hold.
+    #[cfg(feature = "sql")]
+    #[error(transparent)]
+    Arrow(#[from] tdb_arrow::Error),
     /// An input file (a schema, cells to import) is not what it must be.
     #[error("{file}: {reason}")]
     Input {

@@ -950,7 +950,7 @@ fn run(cli: Cli) -> Result<bool, CliError> {
                 #[cfg(feature = "sql")]
                 {
                     let spinner = progress::spinner("writing");
-                    let written = tdb_cli::arrow_ipc::import(&array, handle).map_err(input)?;
+                    let written = tdb_cli::arrow_ipc::import(&array, &name, handle)?;
                     spinner.finish_and_clear();
                     written
                 }

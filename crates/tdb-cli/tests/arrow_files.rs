@@ -4,23 +4,7 @@
 
 #![cfg(feature = "sql")]
 
-use std::process::{Command, Output};
-
-fn tdb(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tdb"))
-        .args(args)
-        .output()
-        .unwrap()
-}
-
-fn ok(out: Output) -> Vec<u8> {
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out.stdout
-}
+use crate::common::{ok, ok_bytes, tdb};
 
 #[test]
 fn arrays_go_through_arrow_files_and_back() {
@@ -40,15 +24,20 @@ fn arrays_go_through_arrow_files_and_back() {
         let src = dir.join("array");
         let src = src.to_str().unwrap();
         let file = tmp.path().join(format!("{case}.arrow"));
-        std::fs::write(&file, ok(tdb(&["export", src, "--format", "arrow"]))).unwrap();
+        std::fs::write(&file, ok_bytes(&tdb(&["export", src, "--format", "arrow"]))).unwrap();
         let copy = tmp.path().join(case);
         let copy = copy.to_str().unwrap();
         let schema = dir.join("expected.json");
-        ok(tdb(&["create", copy, "--schema", schema.to_str().unwrap()]));
-        ok(tdb(&["import", copy, file.to_str().unwrap()]));
+        ok(&tdb(&[
+            "create",
+            copy,
+            "--schema",
+            schema.to_str().unwrap(),
+        ]));
+        ok(&tdb(&["import", copy, file.to_str().unwrap()]));
         assert_eq!(
-            String::from_utf8(ok(tdb(&["export", copy]))).unwrap(),
-            String::from_utf8(ok(tdb(&["export", src]))).unwrap(),
+            ok_bytes(&tdb(&["export", copy])),
+            ok_bytes(&tdb(&["export", src])),
             "{case}"
         );
     }
@@ -61,10 +50,42 @@ fn a_file_that_is_not_arrow_is_an_input_error() {
     let copy = tmp.path().join("copy");
     let copy = copy.to_str().unwrap();
     let schema = dir.join("expected.json");
-    ok(tdb(&["create", copy, "--schema", schema.to_str().unwrap()]));
+    ok(&tdb(&[
+        "create",
+        copy,
+        "--schema",
+        schema.to_str().unwrap(),
+    ]));
     let bad = tmp.path().join("bad.arrow");
     std::fs::write(&bad, b"not arrow at all").unwrap();
     let out = tdb(&["import", copy, bad.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not an Arrow IPC file"));
+}
+
+/// An Arrow file of another array: the error names what does not fit,
+/// with tdb-arrow's reason printed once.
+#[test]
+fn an_arrow_file_of_another_array_names_what_does_not_fit() {
+    let tmp = tempfile::tempdir().unwrap();
+    let strings = tdb_testdata::root().join("sparse_string_dim/array");
+    let file = tmp.path().join("strings.arrow");
+    std::fs::write(
+        &file,
+        ok_bytes(&tdb(&[
+            "export",
+            strings.to_str().unwrap(),
+            "--format",
+            "arrow",
+        ])),
+    )
+    .unwrap();
+    let copy = tmp.path().join("copy");
+    let copy = copy.to_str().unwrap();
+    let schema = tdb_testdata::root().join("attr_nullable/expected.json");
+    ok(&tdb(&["create", copy, "--schema", schema.to_str().unwrap()]));
+    let out = tdb(&["import", copy, file.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.starts_with("error: ") && err.contains("field"), "{err}");
 }

@@ -6,7 +6,7 @@
 use serde_json::Value;
 use std::process::Output;
 
-mod common;
+use crate::common;
 use common::{fixture_copy, ok, tdb};
 
 fn json(out: &Output) -> Value {

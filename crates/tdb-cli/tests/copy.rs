@@ -3,7 +3,7 @@
 //! member arrays (TileDB reading copies is `cargo xtask interop`'s copy
 //! pass).
 
-mod common;
+use crate::common;
 use common::{ok, tdb};
 
 fn export(dir: &std::path::Path) -> String {

@@ -2,7 +2,7 @@
 //! arrays, its reads check themselves against the generated data, and the
 //! arrays it leaves read as any other.
 
-mod common;
+use crate::common;
 use common::tdb;
 
 #[test]

@@ -133,7 +133,7 @@ fn every_tiledb_array_exported_imports_to_the_same_cells() {
     );
 }
 
-mod common;
+use crate::common;
 use common::tdb;
 
 fn sparse_array(dir: &Path) -> String {

@@ -1,15 +1,12 @@
 //! `tdb inspect` on arrays and groups real TileDB wrote: snapshots of the
 //! text dump (review every change as code), the JSON form, and errors.
 
-use std::path::{Path, PathBuf};
+use crate::common::{ok, ok_bytes, tdb};
+use std::path::Path;
 use std::process::Command;
 use tdb_cli::inspect::inspect;
 use tdb_fragment::TimeWindow;
 use tdb_storage::LocalStorage;
-
-fn testdata() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/arrays")
-}
 
 fn dump(case: &str) -> String {
     let o = tdb_testdata::objects()
@@ -49,7 +46,7 @@ fn snapshots_of_current_cases() {
 /// One two-fragment case per legacy writer: every format version 2..22.
 #[test]
 fn snapshots_of_legacy_cases() {
-    let mut versions: Vec<_> = std::fs::read_dir(testdata().join("legacy"))
+    let mut versions: Vec<_> = std::fs::read_dir(tdb_testdata::root().join("legacy"))
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
         .collect();
@@ -63,18 +60,9 @@ fn snapshots_of_legacy_cases() {
 
 #[test]
 fn json_output_parses_and_matches_the_text() {
-    let dir = testdata().join("sparse_string_dim/array");
-    let out = Command::new(env!("CARGO_BIN_EXE_tdb"))
-        .args(["inspect", "--json"])
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let dir = tdb_testdata::root().join("sparse_string_dim/array");
+    let out = tdb(&["inspect", "--json", dir.to_str().unwrap()]);
+    let v: serde_json::Value = serde_json::from_slice(ok_bytes(&out)).unwrap();
     assert_eq!(v["kind"], "array");
     let report = inspect(&LocalStorage::new(&dir), "", TimeWindow::ALL, None).unwrap();
     assert_eq!(v["files"].as_array().unwrap().len(), report.files.len());
@@ -113,7 +101,7 @@ fn a_directory_that_is_no_tiledb_object_is_a_clear_error() {
 
 #[test]
 fn corrupt_fragment_metadata_is_reported_with_its_path() {
-    let src = testdata().join("dense_2d_row_row/array");
+    let src = tdb_testdata::root().join("dense_2d_row_row/array");
     let dir = tempfile::tempdir().unwrap();
     tdb_testdata::copy_dir(&src, dir.path()).unwrap();
     let frag = std::fs::read_dir(dir.path().join("__fragments"))
@@ -209,18 +197,8 @@ fn inspect_agrees_with_tiledb() {
 /// visible, and what needs the key with how to pass it; no failure.
 #[test]
 fn an_encrypted_array_without_its_key_shows_what_it_can() {
-    let dir = testdata().join("encrypted_aes256/array");
-    let out = Command::new(env!("CARGO_BIN_EXE_tdb"))
-        .arg("inspect")
-        .arg(&dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8(out.stdout).unwrap();
+    let dir = tdb_testdata::root().join("encrypted_aes256/array");
+    let text = ok(&tdb(&["inspect", dir.to_str().unwrap()]));
     assert!(text.contains("AES_256_GCM"), "{text}");
     assert!(
         text.contains("needs the key") && text.contains("--key"),
@@ -230,12 +208,8 @@ fn an_encrypted_array_without_its_key_shows_what_it_can() {
         text.contains("__1_1_7463c9ad4f9926c4d6f1aefa63fa273b_22  t=[1,1] v22, 6 files"),
         "{text}"
     );
-    let json = Command::new(env!("CARGO_BIN_EXE_tdb"))
-        .args(["inspect", "--json"])
-        .arg(&dir)
-        .output()
-        .unwrap();
-    let v: serde_json::Value = serde_json::from_slice(&json.stdout).unwrap();
+    let json = tdb(&["inspect", "--json", dir.to_str().unwrap()]);
+    let v: serde_json::Value = serde_json::from_slice(ok_bytes(&json)).unwrap();
     assert!(v["needs_key"].as_str().unwrap().contains("--key"));
     assert_eq!(v["committed_fragments"].as_array().unwrap().len(), 1);
     assert!(v["schema"].is_null());
@@ -253,7 +227,7 @@ fn an_encrypted_array_without_its_key_shows_what_it_can() {
 fn a_closed_output_stops_the_command_quietly() {
     use std::io::Read;
     use std::process::Stdio;
-    let dir = testdata().join("dense_multi_chunk/array");
+    let dir = tdb_testdata::root().join("dense_multi_chunk/array");
     let mut child = Command::new(env!("CARGO_BIN_EXE_tdb"))
         .args(["export", "--format", "csv"])
         .arg(&dir)

@@ -8,7 +8,7 @@ use tdb_cli::error_report;
 use tdb_cli::schema::{load, summary};
 use tdb_storage::LocalStorage;
 
-mod common;
+use crate::common;
 use common::tdb;
 
 fn arrays() -> Vec<tdb_testdata::Object> {

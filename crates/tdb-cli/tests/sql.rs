@@ -3,15 +3,8 @@
 
 #![cfg(feature = "sql")]
 
+use crate::common::tdb;
 use serde_json::Value;
-use std::process::{Command, Output};
-
-fn tdb(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tdb"))
-        .args(args)
-        .output()
-        .unwrap()
-}
 
 fn case(name: &str) -> (String, Value) {
     let dir = tdb_testdata::root().join(name);

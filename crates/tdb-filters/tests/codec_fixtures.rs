@@ -3,7 +3,7 @@
 //! case's expected.json reads back, and forward reproduces TileDB's metadata
 //! and data bytes exactly.
 
-mod common;
+use crate::common;
 
 use common::{
     attr, case_dir, datatype, expected, field, fragment, pin_attr, pin_chunks, pipeline, read,

@@ -4,7 +4,7 @@
 //! filter reversed gives back TileDB's exact bytes, alone or inside a chain
 //! (there the filters after it are reversed first).
 
-mod common;
+use crate::common;
 
 use common::{case_dir, datatype, expected, fragment, pin_attr, read, schema_pipeline, tiles, v22};
 use tdb_filters::{Codecs, Filter, FilterError, FilterPipeline, Parts, Stage, Unfiltered};

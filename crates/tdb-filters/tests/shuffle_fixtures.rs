@@ -3,7 +3,7 @@
 //! those cells forward gives back TileDB's bytes (up to the first
 //! general-purpose compressor, whose bytes depend on the library build).
 
-mod common;
+use crate::common;
 
 use common::{
     attr, case_dir, cell_bytes, datatype, expected, field, fragment, pin_attr, pin_chunks, read,

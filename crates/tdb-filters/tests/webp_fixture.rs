@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use tdb_filters::{Filter, FilterPipeline, Stage, Unfiltered, Workspace};
 use tdb_format::{single_generic_tile, Datatype, FormatVersion};
 
-mod common;
+use crate::common;
 
 fn case_dir() -> PathBuf {
     common::case_dir("filter_webp")

@@ -2,7 +2,7 @@
 //! metadata (v4 from TileDB 1.7.7 to v22), time travel, deletions,
 //! consolidated files, encryption, byte-exact rewrites and truncations.
 
-mod support_meta;
+use crate::support_meta;
 
 use support_meta::{all_files, assert_metadata, resolve};
 use tdb_format::single_generic_tile;

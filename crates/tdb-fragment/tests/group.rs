@@ -2,7 +2,7 @@
 //! subgroups and its member arrays, byte-exact rewrites of details files,
 //! truncations, and TileDB's snapshot-or-replay rule.
 
-mod support_meta;
+use crate::support_meta;
 
 use serde_json::Value;
 use std::path::Path;

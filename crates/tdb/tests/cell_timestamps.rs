@@ -3,7 +3,7 @@
 //! cells that share coordinates (a coordinate's versions), and time travel
 //! over them answers as over the fragments they came from.
 
-mod common;
+use crate::common;
 use common::chain;
 use tdb::{Datatype, FieldBuffer, OpenOptions, ReadSpec, WriteSpec};
 use tdb_format::{names::TIMESTAMPS_FIELD, ArrayType};

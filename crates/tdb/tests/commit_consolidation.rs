@@ -8,7 +8,7 @@ use tdb_format::ArrayType;
 use tdb_schema::{ArraySchema, AttributeBuilder, DimensionBuilder};
 use tdb_storage::{FaultyStorage, ListableStorage, MemoryStorage};
 
-mod common;
+use crate::common;
 use common::*;
 
 type Store = FaultyStorage<MemoryStorage>;

@@ -10,7 +10,7 @@ use tdb_format::ArrayType;
 use tdb_schema::{AttributeBuilder, DimensionBuilder};
 use tdb_storage::MemoryStorage;
 
-mod common;
+use crate::common;
 use common::*;
 
 fn at(t: u64) -> OpenOptions {

@@ -13,7 +13,7 @@ use tdb_format::ArrayType;
 use tdb_schema::{AttributeBuilder, DimensionBuilder};
 use tdb_storage::{FaultyStorage, MemoryStorage};
 
-mod common;
+use crate::common;
 use common::*;
 
 type Store = FaultyStorage<MemoryStorage>;

@@ -6,7 +6,7 @@
 
 use tdb::ReadSpec;
 
-mod common;
+use crate::common;
 use common::*;
 
 /// Every cell `(d, a, s)` of the array at `dir` read at `at` (or now),

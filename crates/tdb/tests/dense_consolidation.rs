@@ -8,7 +8,7 @@
 
 use tdb::{Datatype, FieldBuffer, FragmentSelection, OpenOptions, ReadSpec, Subarray, WriteSpec};
 
-mod common;
+use crate::common;
 use common::*;
 
 fn floats(name: &str, v: &[f32]) -> FieldBuffer {

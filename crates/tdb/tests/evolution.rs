@@ -11,7 +11,7 @@ use tdb_format::ArrayType;
 use tdb_schema::{AttributeBuilder, DimensionBuilder, SchemaChange, VAR_NUM};
 use tdb_storage::{ListableStorage, MemoryStorage};
 
-mod common;
+use crate::common;
 use common::*;
 
 type Array = tdb::Array<MemoryStorage>;

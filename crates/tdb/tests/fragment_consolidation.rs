@@ -10,7 +10,7 @@ use tdb_format::ArrayType;
 use tdb_schema::{ArraySchema, AttributeBuilder, DimensionBuilder};
 use tdb_storage::{FaultyStorage, MemoryStorage};
 
-mod common;
+use crate::common;
 use common::*;
 
 /// Cells (sorted, so layouts do not matter) seen at each of 1..=6 and now.

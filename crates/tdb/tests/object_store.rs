@@ -3,7 +3,7 @@
 //! the same reads on local storage; opening many fragments with
 //! consolidated fragment metadata in a constant number of requests.
 
-mod common;
+use crate::common;
 
 use std::sync::OnceLock;
 use tdb::{Array, ObjectStorage, OpenOptions, ReadSpec, ResultLayout, StorageConfig, Subarray};

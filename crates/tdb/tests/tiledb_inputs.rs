@@ -4,7 +4,7 @@
 //! refuses with a typed error, saying why, what TileDB refuses. The
 //! conformance pass checks the same cases against TileDB 2.30's reads.
 
-mod common;
+use crate::common;
 use common::chain;
 use tdb::{Array, Group, OpenOptions, ReadSpec, ResultLayout, Subarray};
 

@@ -1,5 +1,4 @@
 //! What the command-line tests share.
-#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -14,12 +13,17 @@ pub fn tdb(args: &[&str]) -> Output {
 
 /// The output of a run that must succeed (its stderr when it did not).
 pub fn ok(out: &Output) -> String {
+    String::from_utf8_lossy(ok_bytes(out)).into_owned()
+}
+
+/// [`ok`]'s bytes, for output that is not text.
+pub fn ok_bytes(out: &Output) -> &[u8] {
     assert!(
         out.status.success(),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    &out.stdout
 }
 
 /// A copy of fixture `case`'s array under `tmp`.

@@ -1,0 +1,14 @@
+//! The integration tests, one binary: the files beside this one are its
+//! modules (one compile and link instead of one per file).
+
+mod arrow_files;
+mod change;
+mod common;
+mod copy;
+mod demo;
+mod export;
+mod import;
+mod inspect;
+mod schema;
+mod sql;
+mod verify;

@@ -1,0 +1,7 @@
+//! The integration tests, one binary: the files beside this one are its
+//! modules (one compile and link instead of one per file).
+
+mod compare;
+mod fixtures;
+mod order;
+mod rtree;

@@ -1,0 +1,24 @@
+//! The integration tests, one binary: the files beside this one are its
+//! modules (one compile and link instead of one per file).
+
+mod cell_timestamps;
+mod commit_consolidation;
+mod common;
+mod concurrent;
+mod copy;
+mod copy_group;
+mod crash;
+mod delete_consolidation;
+mod deletes;
+mod dense_consolidation;
+mod errors;
+mod evolution;
+mod fragment_consolidation;
+mod fragment_metadata_consolidation;
+mod group_members;
+mod group_metadata_consolidation;
+mod metadata_consolidation;
+mod object_store;
+mod parts;
+mod tiledb_inputs;
+mod verify_written;
