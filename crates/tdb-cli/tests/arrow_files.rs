@@ -83,7 +83,12 @@ fn an_arrow_file_of_another_array_names_what_does_not_fit() {
     let copy = tmp.path().join("copy");
     let copy = copy.to_str().unwrap();
     let schema = tdb_testdata::root().join("attr_nullable/expected.json");
-    ok(&tdb(&["create", copy, "--schema", schema.to_str().unwrap()]));
+    ok(&tdb(&[
+        "create",
+        copy,
+        "--schema",
+        schema.to_str().unwrap(),
+    ]));
     let out = tdb(&["import", copy, file.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);

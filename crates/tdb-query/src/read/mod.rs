@@ -158,8 +158,9 @@ pub struct Reader {
     emitted: bool,
     /// Whether sparse tiles whose min/max metadata rule the condition out
     /// are skipped: safe where no other fragment's cell could win over a
-    /// skipped one (duplicates allowed, or one fragment), since the
-    /// condition applies to the newest cell of each coordinate.
+    /// skipped one (duplicates allowed, or one fragment without per-cell
+    /// timestamps), since the condition applies to the newest cell of each
+    /// coordinate.
     minmax_skip: bool,
     /// Whether the storage is remote ([`Reader::set_remote`]).
     remote: bool,
@@ -638,7 +639,11 @@ impl Reader {
         // Every field the read touches is known now.
         self.build_plans()?;
         let schema = self.snapshot.schema();
-        let one_cell_per_coordinate = schema.allows_dups || self.plans.len() == 1;
+        // One fragment holds one cell per coordinate, unless consolidation
+        // kept its cells' timestamps: then older versions stay beside the
+        // newest, in other tiles maybe.
+        let one_cell_per_coordinate =
+            schema.allows_dups || matches!(self.plans.as_slice(), [p] if p.timestamps.is_none());
         self.minmax_skip = schema.array_type == ArrayType::Sparse
             && self.condition.is_some()
             && one_cell_per_coordinate;
