@@ -63,10 +63,10 @@ pub enum CliError {
     #[error(transparent)]
     Tdb(#[from] tdb::Error),
     /// Cells through Arrow (an Arrow file's batches, an array read as
-    /// Arrow) that one side cannot hold.
+    /// Arrow) that one side cannot hold. Boxed: Arrow's errors are large.
     #[cfg(feature = "sql")]
     #[error(transparent)]
-    Arrow(#[from] tdb_arrow::Error),
+    Arrow(Box<tdb_arrow::Error>),
     /// An input file (a schema, cells to import) is not what it must be.
     #[error("{file}: {reason}")]
     Input {
@@ -85,6 +85,13 @@ pub enum CliError {
     /// not a failure, the command stops quietly.
     #[error("output closed")]
     OutputClosed,
+}
+
+#[cfg(feature = "sql")]
+impl From<tdb_arrow::Error> for CliError {
+    fn from(e: tdb_arrow::Error) -> Self {
+        CliError::Arrow(Box::new(e))
+    }
 }
 
 impl CliError {
