@@ -74,6 +74,8 @@ pub(crate) struct Opened {
     pub budget: Option<u64>,
     /// The non-empty domain at the table's timestamp.
     pub ned: Option<Vec<Range>>,
+    /// Each attribute's bounds from the fragments' summaries.
+    pub attrs: Vec<tdb::AttributeBounds>,
 }
 
 /// A TileDB array as a table: its dimensions, then its attributes, as
@@ -106,6 +108,13 @@ impl TileDbTable {
     /// named `uri` in plans.
     pub fn new(array: Array, uri: &str, options: &TableOptions) -> Result<Self> {
         let ned = array.non_empty_domain().map_err(external)?;
+        let names: Vec<&str> = array
+            .schema()
+            .attributes
+            .iter()
+            .map(|a| a.name.as_str())
+            .collect();
+        let attrs = array.attribute_bounds(&names).map_err(external)?;
         let fields: Vec<String> = array.schema().fields().map(str::to_owned).collect();
         let schema = Arc::new(array.arrow_schema(&fields).map_err(external)?);
         let layout = match array.schema().array_type {
@@ -118,6 +127,7 @@ impl TileDbTable {
                 array,
                 budget: options.budget,
                 ned,
+                attrs,
             }),
             schema,
             layout,
@@ -201,10 +211,33 @@ impl TableProvider for TileDbTable {
             let bounds = self.opened.ned.as_ref().and_then(|ned| ned.get(i));
             if let Some(r) = bounds {
                 let (lo, hi) = r.bounds();
-                if let (Some(lo), Some(hi)) = (scalar(d, lo), scalar(d, hi)) {
+                let one = |b| scalar(&d.name, d.datatype, d.cell_val_num, b);
+                if let (Some(lo), Some(hi)) = (one(lo), one(hi)) {
                     column.min_value = Precision::Inexact(lo);
                     column.max_value = Precision::Inexact(hi);
                 }
+            }
+        }
+        // Attributes: bounds from the fragments' summaries (loose where
+        // cells were overwritten or deleted since, never wrong), the nulls
+        // they wrote (an estimate). Enumerated attributes are dictionaries
+        // of values; the summaries bound their keys.
+        let attributes = &self.opened.array.schema().attributes;
+        for (j, (a, b)) in attributes.iter().zip(&self.opened.attrs).enumerate() {
+            let column = &mut s.column_statistics[dims.len() + j];
+            column.null_count = match (a.nullable, b.null_count) {
+                (false, _) => Precision::Exact(0),
+                (true, Some(n)) => Precision::Inexact(n as usize),
+                (true, None) => Precision::Absent,
+            };
+            if a.enumeration.is_some() {
+                continue;
+            }
+            let one =
+                |b: &Option<Vec<u8>>| scalar(&a.name, a.datatype, a.cell_val_num, b.as_ref()?);
+            if let (Some(lo), Some(hi)) = (one(&b.min), one(&b.max)) {
+                column.min_value = Precision::Inexact(lo);
+                column.max_value = Precision::Inexact(hi);
             }
         }
         Some(s)
@@ -305,10 +338,15 @@ impl TableProvider for TileDbTable {
     }
 }
 
-/// A dimension value (`bytes` of `d`'s datatype) as a scalar of its
+/// One value (`bytes` of field `name`'s datatype) as a scalar of its
 /// column's Arrow type (tdb-arrow's mapping).
-fn scalar(d: &tdb_schema::Dimension, bytes: &[u8]) -> Option<ScalarValue> {
-    let one = tdb_arrow::cell_array(&d.name, d.datatype, d.cell_val_num, bytes).ok()?;
+fn scalar(
+    name: &str,
+    datatype: tdb::Datatype,
+    cell_val_num: u32,
+    bytes: &[u8],
+) -> Option<ScalarValue> {
+    let one = tdb_arrow::cell_array(name, datatype, cell_val_num, bytes).ok()?;
     ScalarValue::try_from_array(&one, 0).ok()
 }
 

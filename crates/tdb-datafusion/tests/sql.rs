@@ -253,3 +253,64 @@ fn statistics_give_row_counts_and_dimension_bounds() {
         Precision::Exact(side(&ned[0]) * side(&ned[1]))
     );
 }
+
+/// Attribute statistics hold TileDB's own min and max of each attribute
+/// (its aggregate answers over the whole array in expected.json); a
+/// non-nullable attribute has no nulls, a nullable one's are estimated.
+#[test]
+fn attribute_statistics_hold_tiledbs_min_and_max() {
+    use datafusion::catalog::TableProvider;
+    use datafusion::common::stats::Precision;
+    use datafusion::common::ScalarValue;
+    let case = tdb_testdata::root().join("aggregates_sparse");
+    let expected: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(case.join("expected.json")).unwrap())
+            .unwrap();
+    let table = TileDbTable::open(
+        case.join("array").to_str().unwrap(),
+        &TableOptions::default(),
+    )
+    .unwrap();
+    let stats = table.statistics().unwrap();
+    let schema = table.schema();
+    let whole = expected["queries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|q| {
+            q["aggregates"].is_object()
+                && q["subarray"].is_null()
+                && q["condition"].is_null()
+                && q["timestamp"].is_null()
+        })
+        .unwrap();
+    let mut bounded = 0;
+    for (name, answer) in whole["aggregates"].as_object().unwrap() {
+        let i = schema.index_of(name).unwrap();
+        let c = &stats.column_statistics[i];
+        let attr = table
+            .array()
+            .schema()
+            .attributes
+            .iter()
+            .find(|a| &a.name == name)
+            .unwrap();
+        if !attr.nullable {
+            assert_eq!(c.null_count, Precision::Exact(0), "{name}");
+        }
+        let (Precision::Inexact(min), Precision::Inexact(max)) = (&c.min_value, &c.max_value)
+        else {
+            continue;
+        };
+        let t = schema.field(i).data_type();
+        let value = |v: &serde_json::Value| ScalarValue::try_from_string(v.to_string(), t).unwrap();
+        let (lo, hi) = (value(&answer["min"]), value(&answer["max"]));
+        assert!(
+            min <= &lo && &hi <= max,
+            "{name}: [{min}, {max}] against TileDB's [{lo}, {hi}]"
+        );
+        bounded += 1;
+    }
+    // i, u, f and n (s is a string: TileDB keeps no bounds of UTF-8).
+    assert_eq!(bounded, 4);
+}

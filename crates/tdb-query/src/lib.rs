@@ -21,6 +21,7 @@ mod pool;
 mod read;
 mod snapshot;
 mod spec;
+mod summary;
 pub mod write;
 
 pub use aggregate::{AggregateOp, AggregateResult, AggregateValue};
@@ -38,6 +39,7 @@ pub use read::{
 };
 pub use snapshot::Snapshot;
 pub use spec::{ReadSpec, ResultLayout, Subarray, DEFAULT_BUDGET};
+pub use summary::{attribute_bounds, AttributeBounds};
 pub use write::{delete_cells, write_fragment, WriteSpec, Written};
 
 /// Worker threads for decoding and filtering tiles: one per core, at most

@@ -42,9 +42,9 @@ pub use tdb_fragment::{
 pub use tdb_object_store::{Config as StorageConfig, ObjectStorage, RequestStats};
 pub use tdb_query::condition::{field, Cond};
 pub use tdb_query::{
-    split_for_parallel, AggregateOp, AggregateResult, AggregateValue, Batch, Column, DimRange,
-    DimValue, FieldBuffer, FragmentConsolidation, FragmentSelection, ReadSpec, ResultLayout,
-    Snapshot, Subarray, DEFAULT_BUDGET, VAR_NUM,
+    split_for_parallel, AggregateOp, AggregateResult, AggregateValue, AttributeBounds, Batch,
+    Column, DimRange, DimValue, FieldBuffer, FragmentConsolidation, FragmentSelection, ReadSpec,
+    ResultLayout, Snapshot, Subarray, DEFAULT_BUDGET, VAR_NUM,
 };
 pub use tdb_schema::{ArraySchema, AttributeBuilder, DimensionBuilder, Range};
 pub use tdb_storage::{LocalStorage, MemoryStorage, Storage};
@@ -730,6 +730,24 @@ impl<S: tdb_fragment::ReadStorage> Array<S> {
             Arc::clone(&self.snapshot),
             spec,
             requests,
+        )?)
+    }
+
+    /// Bounds of attributes' values from the fragments' own summaries
+    /// (fragment metadata v12+), no tile read: for planners. See
+    /// [`AttributeBounds`] for what each part promises.
+    ///
+    /// ```
+    /// let array = tdb::Array::open("../../testdata/arrays/aggregates_sparse/array")?;
+    /// let b = &array.attribute_bounds(&["i"])?[0];
+    /// assert!(b.min.is_some() && b.max.is_some());
+    /// # Ok::<(), tdb::Error>(())
+    /// ```
+    pub fn attribute_bounds(&self, names: &[&str]) -> Result<Vec<AttributeBounds>> {
+        Ok(tdb_query::attribute_bounds(
+            &self.storage,
+            &self.snapshot,
+            names,
         )?)
     }
 

@@ -1,6 +1,7 @@
 //! The integration tests, one binary: the files beside this one are its
 //! modules (one compile and link instead of one per file).
 
+mod attribute_bounds;
 mod cell_timestamps;
 mod commit_consolidation;
 mod common;
