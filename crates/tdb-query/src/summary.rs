@@ -3,6 +3,7 @@
 //! values, without reading a tile: bounds for planners (DataFusion's
 //! statistics), never answers.
 
+use crate::aggregate::{compare, FieldKind};
 use crate::{QueryError, Result, Snapshot};
 use std::cmp::Ordering;
 use tdb_format::names::FRAGMENT_METADATA_FILE;
@@ -37,6 +38,18 @@ pub fn attribute_bounds<S: ReadStorage + ?Sized>(
 ) -> Result<Vec<AttributeBounds>> {
     let schema = snapshot.schema();
     let unknown = || vec![AttributeBounds::default(); names.len()];
+    let mut out: Vec<Option<Acc>> = names
+        .iter()
+        .map(|n| {
+            let a = schema.attributes.iter().find(|a| a.name == *n)?;
+            let numeric = a.cell_val_num == 1 && Scalar::decode(a.datatype, &a.fill).is_some();
+            numeric.then(|| Acc::new(a.datatype, &a.fill))
+        })
+        .collect();
+    // No attribute with bounds: nothing to fetch.
+    if out.iter().all(Option::is_none) {
+        return Ok(unknown());
+    }
     let mut requests = Vec::with_capacity(snapshot.fragments.len());
     for frag in &snapshot.fragments {
         let footer = &frag.metadata.footer;
@@ -63,14 +76,6 @@ pub fn attribute_bounds<S: ReadStorage + ?Sized>(
             file: snapshot.open.dir.clone(),
             source,
         })?;
-    let mut out: Vec<Option<Acc>> = names
-        .iter()
-        .map(|n| {
-            let a = schema.attributes.iter().find(|a| a.name == *n)?;
-            let numeric = a.cell_val_num == 1 && Scalar::decode(a.datatype, &a.fill).is_some();
-            numeric.then(|| Acc::new(a.datatype, &a.fill))
-        })
-        .collect();
     for (frag, answer) in snapshot.fragments.iter().zip(answers) {
         let footer = &frag.metadata.footer;
         let name = frag.file.name.to_string();
@@ -124,7 +129,8 @@ pub fn attribute_bounds<S: ReadStorage + ?Sized>(
 
 /// One attribute's bounds so far.
 struct Acc {
-    datatype: tdb_format::Datatype,
+    /// The attribute's order (the aggregates').
+    kind: FieldKind,
     fill: Vec<u8>,
     min: Option<Vec<u8>>,
     max: Option<Vec<u8>>,
@@ -136,7 +142,11 @@ struct Acc {
 impl Acc {
     fn new(datatype: tdb_format::Datatype, fill: &[u8]) -> Self {
         Acc {
-            datatype,
+            kind: FieldKind {
+                datatype,
+                nullable: false,
+                bytewise: false,
+            },
             fill: fill.to_vec(),
             min: None,
             max: None,
@@ -149,12 +159,12 @@ impl Acc {
     /// only as the datatype's greatest and least values, inverted: they
     /// never win.
     fn widen(&mut self, lo: &[u8], hi: &[u8]) {
-        let dt = self.datatype;
+        let kind = self.kind;
         // Whether `v` replaces `held` (it lies `want` of it); `None` when
         // they cannot be ordered.
         let replaces = |held: &Option<Vec<u8>>, v: &[u8], want: Ordering| match held {
-            None => cmp(dt, v, v).map(|_| true),
-            Some(h) => cmp(dt, v, h).map(|o| o == want),
+            None => compare(kind, v, v).map(|_| true),
+            Some(h) => compare(kind, v, h).map(|o| o == want),
         };
         match (
             replaces(&self.min, lo, Ordering::Less),
@@ -178,10 +188,10 @@ impl Acc {
     }
 
     fn finish(self) -> AttributeBounds {
-        let dt = self.datatype;
+        let kind = self.kind;
         let (min, max) = match (self.ordered, self.min, self.max) {
             // Nothing but nulls leaves them inverted: no bounds.
-            (true, Some(lo), Some(hi)) if cmp(dt, &lo, &hi) != Some(Ordering::Greater) => {
+            (true, Some(lo), Some(hi)) if compare(kind, &lo, &hi) != Some(Ordering::Greater) => {
                 (Some(lo), Some(hi))
             }
             _ => (None, None),
@@ -191,17 +201,5 @@ impl Acc {
             max,
             null_count: self.nulls,
         }
-    }
-}
-
-/// `a` against `b`, both of `datatype`: `None` for NaN and bytes that are
-/// no value.
-fn cmp(datatype: tdb_format::Datatype, a: &[u8], b: &[u8]) -> Option<Ordering> {
-    match (Scalar::decode(datatype, a)?, Scalar::decode(datatype, b)?) {
-        (Scalar::Int(x), Scalar::Int(y)) => Some(x.cmp(&y)),
-        (Scalar::UInt(x), Scalar::UInt(y)) => Some(x.cmp(&y)),
-        (Scalar::Float(x), Scalar::Float(y)) => x.partial_cmp(&y),
-        (Scalar::Bool(x), Scalar::Bool(y)) => Some(x.cmp(&y)),
-        _ => None,
     }
 }

@@ -82,6 +82,7 @@ fn fragments_before_v12_give_no_bounds() {
         .iter()
         .map(|a| a.name.as_str())
         .collect();
+    assert!(!names.is_empty(), "{} has no attributes", object.case);
     let bounds = array.attribute_bounds(&names).unwrap();
     assert!(
         bounds.iter().all(|b| b.min.is_none() && b.max.is_none()),

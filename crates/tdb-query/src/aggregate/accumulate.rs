@@ -253,7 +253,7 @@ impl Accumulator {
 
 /// Orders two cells of one field: numbers by value, strings by bytes.
 /// `None` when a float is NaN.
-fn compare(kind: FieldKind, a: &[u8], b: &[u8]) -> Option<Ordering> {
+pub(crate) fn compare(kind: FieldKind, a: &[u8], b: &[u8]) -> Option<Ordering> {
     if kind.bytewise {
         return Some(a.cmp(b));
     }

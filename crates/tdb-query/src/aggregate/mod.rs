@@ -8,7 +8,7 @@
 
 mod accumulate;
 
-pub(crate) use accumulate::{Accumulator, FieldKind};
+pub(crate) use accumulate::{compare, Accumulator, FieldKind};
 
 use crate::{QueryError, Result};
 use tdb_format::Datatype;
