@@ -13,6 +13,8 @@
 //!   loopback S3 server (see `object_stores.rs`).
 //! - `bench [--quick] [--only W..] [--json FILE]`: tdb against TileDB on the
 //!   same arrays, in one run (see `bench.rs`).
+//! - `fuzz [--seconds N] [--runs N] [--target T]... [--list]`: every parser and decoder
+//!   under libFuzzer, seeded from the fixtures (see `fuzz.rs`).
 //! - `conformance DIR [--only CASE]... [--no-queries] [--budget BYTES]`: every conformance
 //!   case under DIR through tdb, compared with its `expected.json` (see
 //!   `conformance.rs`); exits non-zero when a case fails.
@@ -22,6 +24,7 @@ mod arrow_copies;
 mod bench;
 mod conformance;
 mod consolidations;
+mod fuzz;
 mod generated;
 mod interop;
 mod object_stores;
@@ -200,7 +203,8 @@ fn fixtures(args: &[String]) -> Result<(), String> {
 const USAGE: &str = "usage: cargo xtask fixtures [--only TILEDB_PY_VERSION]...
        cargo xtask interop [DIR | --generated | --arrow [DIR] | --storage s3 [DIR]]
        cargo xtask bench [--quick] [--only W..] [--json FILE] [--storage local|s3]
-       cargo xtask conformance DIR [--only CASE]... [--no-queries] [--budget BYTES]";
+       cargo xtask conformance DIR [--only CASE]... [--no-queries] [--budget BYTES]
+       cargo xtask fuzz [--seconds N] [--runs N] [--target T]... [--list]";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -221,6 +225,7 @@ fn main() -> ExitCode {
         }
         // A writer process of the S3 pass's concurrency check.
         Some("s3-writer") => object_stores::writer(&args[1..]),
+        Some("fuzz") => fuzz::fuzz(&args[1..]),
         Some("interop") => {
             read_writers(&workspace_root()).and_then(|w| interop::interop(&args[1..], &w[0]))
         }

@@ -100,7 +100,13 @@ impl Enumeration {
     pub fn from_file(file: &str, bytes: &[u8], key: Option<&[u8; 32]>) -> Result<Self> {
         let data = tdb_tile::read_generic_tile_file(file, bytes, key)
             .map_err(|e| SchemaError::tile(file, e))?;
-        crate::read::finish(file, "enumeration", enumeration(&data))
+        Self::parse(file, &data)
+    }
+
+    /// Parses an enumeration from its generic tile's unfiltered bytes,
+    /// which it must use up exactly.
+    pub fn parse(file: &str, bytes: &[u8]) -> Result<Self> {
+        crate::read::finish(file, "enumeration", enumeration(bytes))
     }
 
     /// The enumeration's bytes: the mirror of the parser.

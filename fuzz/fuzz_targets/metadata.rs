@@ -1,0 +1,4 @@
+#![no_main]
+libfuzzer_sys::fuzz_target!(|data: &[u8]| {
+    let _ = (tdb_fuzz::target("metadata").expect("a target of tdb-fuzz").run)(data);
+});
