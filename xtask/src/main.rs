@@ -15,6 +15,8 @@
 //!   same arrays, in one run (see `bench.rs`).
 //! - `fuzz [--seconds N] [--runs N] [--target T]... [--list]`: every parser and decoder
 //!   under libFuzzer, seeded from the fixtures (see `fuzz.rs`).
+//! - `crash [--runs N] [--seed S] [--tiledb]`: operations SIGKILLed at random points on
+//!   the real filesystem, each survivor checked (see `crash.rs`).
 //! - `conformance DIR [--only CASE]... [--no-queries] [--budget BYTES]`: every conformance
 //!   case under DIR through tdb, compared with its `expected.json` (see
 //!   `conformance.rs`); exits non-zero when a case fails.
@@ -24,6 +26,7 @@ mod arrow_copies;
 mod bench;
 mod conformance;
 mod consolidations;
+mod crash;
 mod fuzz;
 mod generated;
 mod interop;
@@ -204,7 +207,8 @@ const USAGE: &str = "usage: cargo xtask fixtures [--only TILEDB_PY_VERSION]...
        cargo xtask interop [DIR | --generated | --arrow [DIR] | --storage s3 [DIR]]
        cargo xtask bench [--quick] [--only W..] [--json FILE] [--storage local|s3]
        cargo xtask conformance DIR [--only CASE]... [--no-queries] [--budget BYTES]
-       cargo xtask fuzz [--seconds N] [--runs N] [--target T]... [--list]";
+       cargo xtask fuzz [--seconds N] [--runs N] [--target T]... [--list]
+       cargo xtask crash [--runs N] [--seed S] [--tiledb]";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -226,6 +230,9 @@ fn main() -> ExitCode {
         // A writer process of the S3 pass's concurrency check.
         Some("s3-writer") => object_stores::writer(&args[1..]),
         Some("fuzz") => fuzz::fuzz(&args[1..]),
+        Some("crash") => crash::crash(&args[1..]),
+        // The process `crash` kills.
+        Some("crash-child") => crash::child(&args[1..]),
         Some("interop") => {
             read_writers(&workspace_root()).and_then(|w| interop::interop(&args[1..], &w[0]))
         }

@@ -1,0 +1,533 @@
+//! `cargo xtask crash [--runs N] [--seed S] [--tiledb]`: crash injection on the real
+//! filesystem. A child process (`xtask crash-child OP DIR`) changes a copy
+//! of a small array — writes a fragment, deletes cells, puts metadata,
+//! evolves the schema, consolidates (every mode) or vacuums (every mode) —
+//! and is SIGKILLed after a seeded random delay within the operation's
+//! measured duration. After each kill:
+//! - the array opens;
+//! - `verify_array` reports nothing but leftovers vacuum may remove
+//!   (uncommitted fragment directories, files of no known pattern);
+//! - the array answers (every cell now and at a time inside its history,
+//!   its fields and its metadata) as before the operation or as after it;
+//! - where it answers as before, running the operation again completes it
+//!   and it then answers as after; a vacuum run again leaves no leftover.
+//!
+//! With `--tiledb`, every tenth survivor is also kept as a conformance case
+//! (`target/crash/tiledb/`): real TileDB (expect.py) answers its queries
+//! (every cell now and at a time in its history, metadata, fragments), and
+//! tdb must read it as TileDB did.
+//!
+//! The array is built fresh each time by tdb (six fragments, metadata,
+//! a delete, then every kind of consolidation, and newer fragments and
+//! metadata beside them), so every operation has work to do.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+use tdb::{
+    Array, ArraySchema, AttributeBuilder, Datatype, DimensionBuilder, FieldBuffer,
+    FragmentSelection, LocalStorage, MetadataEntry, MetadataValue, OpenOptions, ReadSpec,
+    SchemaEvolution, WriteSpec,
+};
+use tdb_format::ArrayType;
+use tdb_fragment::ProblemKind;
+use tdb_testdata::XorShift;
+
+/// The operations a child runs, each from the same base array.
+const OPS: &[&str] = &[
+    "write",
+    "delete",
+    "metadata",
+    "evolve",
+    "consolidate-fragments",
+    "consolidate-commits",
+    "consolidate-fragment-meta",
+    "consolidate-array-meta",
+    "vacuum-fragments",
+    "vacuum-commits",
+    "vacuum-fragment-meta",
+    "vacuum-array-meta",
+];
+
+/// Timestamps of the base array's writes; reads at `HISTORY` see the
+/// first fragments only, whatever consolidation did since.
+const FIRST_T: u64 = 1_000;
+const HISTORY: u64 = FIRST_T + 3;
+
+type Err = String;
+
+fn err(e: tdb::Error) -> Err {
+    crate::conformance::chain(&e)
+}
+
+/// What a reader can observe of the array: its fields, every cell now and
+/// at `HISTORY` (rows of each cell's bytes, sorted), and its metadata.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct State {
+    fields: Vec<String>,
+    now: Vec<Vec<u8>>,
+    history: Vec<Vec<u8>>,
+    metadata: BTreeMap<String, (Datatype, Vec<u8>)>,
+}
+
+fn cells(array: &Array<LocalStorage>) -> Result<Vec<Vec<u8>>, Err> {
+    // The base schema's fields only: an added attribute is part of
+    // `fields`, and reads of the others must not change.
+    let fields = ["x", "y", "a", "s"];
+    let batch = array.read_all(ReadSpec::new(fields)).map_err(err)?;
+    let buffers: Vec<&FieldBuffer> = fields
+        .iter()
+        .map(|f| batch.field(f).ok_or(format!("no field {f} in the batch")))
+        .collect::<Result<_, _>>()?;
+    let n = buffers[0].column().len();
+    let mut rows: Vec<Vec<u8>> = (0..n)
+        .map(|i| {
+            let mut row = Vec::new();
+            for b in &buffers {
+                let cell = b.column().cell(i);
+                row.extend_from_slice(&(cell.len() as u32).to_le_bytes());
+                row.extend_from_slice(cell);
+                if let Some(v) = &b.validity {
+                    row.push(v[i]);
+                }
+            }
+            row
+        })
+        .collect();
+    rows.sort();
+    Ok(rows)
+}
+
+fn state(dir: &Path) -> Result<State, Err> {
+    let storage = || LocalStorage::new(dir);
+    let now = Array::open_in(storage(), "", OpenOptions::new()).map_err(err)?;
+    let then = Array::open_in(storage(), "", OpenOptions::new().at(HISTORY)).map_err(err)?;
+    let metadata = now
+        .metadata()
+        .map_err(err)?
+        .iter()
+        .map(|(k, v)| (k.to_owned(), (v.datatype, v.bytes.clone())))
+        .collect();
+    Ok(State {
+        fields: now.schema().fields().map(str::to_owned).collect(),
+        now: cells(&now)?,
+        history: cells(&then)?,
+        metadata,
+    })
+}
+
+fn column_i64(name: &str, values: impl Iterator<Item = i64>) -> FieldBuffer {
+    let mut b = FieldBuffer::new(name, Datatype::Int64, 1, false);
+    b.data = values.flat_map(i64::to_le_bytes).collect();
+    b
+}
+
+/// One fragment of `n` cells on a diagonal band from `from`, values `k`.
+fn fragment(k: i64, from: i64, n: i64) -> WriteSpec {
+    let coords = from..from + n;
+    let mut a = FieldBuffer::new("a", Datatype::Int32, 1, false);
+    let mut s = FieldBuffer::new("s", Datatype::StringUtf8, tdb::VAR_NUM, true);
+    for c in coords.clone() {
+        a.push(&((c * 7 + k) as i32).to_le_bytes(), true);
+        s.push(format!("v{k}-{c}").as_bytes(), c % 5 != 0);
+    }
+    WriteSpec::new(vec![
+        column_i64("x", coords.clone()),
+        column_i64("y", coords.map(|c| (c * 3) % 97)),
+        a,
+        s,
+    ])
+}
+
+fn put<S: tdb::Storage>(array: &Array<S>, key: &str, v: i64) -> Result<(), Err> {
+    let value = MetadataValue::new(Datatype::Int64, 1, v.to_le_bytes().to_vec())
+        .map_err(|e| e.to_string())?;
+    array.put_metadata(key, value).map_err(err)
+}
+
+/// The base array every run starts from.
+fn build_base(dir: &Path) -> Result<(), Err> {
+    let _ = fs::remove_dir_all(dir);
+    fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let schema = ArraySchema::builder(ArrayType::Sparse)
+        .dimension(DimensionBuilder::range("x", 0i64..=9_999).tile_extent(100i64))
+        .dimension(DimensionBuilder::range("y", 0i64..=99).tile_extent(10i64))
+        .attribute(AttributeBuilder::new("a", Datatype::Int32))
+        .attribute(
+            AttributeBuilder::new("s", Datatype::StringUtf8)
+                .var()
+                .nullable(true),
+        )
+        .capacity(64)
+        .build()
+        .map_err(|e| e.to_string())?;
+    let storage = LocalStorage::new(dir);
+    let at = |t: u64| OpenOptions::new().at(t);
+    Array::create_in(&storage, "", &schema, &[], at(FIRST_T - 1)).map_err(err)?;
+    for k in 0..6u64 {
+        let a = Array::open_in(&storage, "", at(FIRST_T + k)).map_err(err)?;
+        a.write(fragment(k as i64, k as i64 * 40, 200).at(FIRST_T + k))
+            .map_err(err)?;
+        put(
+            &Array::open_in(&storage, "", at(FIRST_T + k)).map_err(err)?,
+            &format!("k{k}"),
+            k as i64,
+        )?;
+    }
+    let a = Array::open_in(&storage, "", at(FIRST_T + 6)).map_err(err)?;
+    a.delete("a < 300").map_err(err)?;
+    let a = Array::open_in(&storage, "", OpenOptions::new()).map_err(err)?;
+    a.consolidate_fragments(&FragmentSelection::default(), tdb::DEFAULT_BUDGET)
+        .map_err(err)?;
+    a.consolidate_commits().map_err(err)?;
+    a.consolidate_metadata().map_err(err)?;
+    a.consolidate_fragment_metadata().map_err(err)?;
+    // Newer work beside the consolidated: the consolidations of the runs
+    // have something to merge.
+    for k in 6..9i64 {
+        let a = Array::open_in(&storage, "", OpenOptions::new()).map_err(err)?;
+        a.write(fragment(k, k * 30, 150)).map_err(err)?;
+        put(&a, &format!("k{k}"), k)?;
+    }
+    Ok(())
+}
+
+/// Runs `op` on the array at `dir` to its end (the child's work).
+fn run_op(op: &str, dir: &Path) -> Result<(), Err> {
+    let storage = LocalStorage::new(dir);
+    let a = Array::open_in(&storage, "", OpenOptions::new()).map_err(err)?;
+    match op {
+        "write" => drop(a.write(fragment(9, 500, 400)).map_err(err)?),
+        "delete" => drop(a.delete("a > 2000").map_err(err)?),
+        "metadata" => {
+            // One metadata file: a reader sees all three changes or none.
+            let value = |v: i64| {
+                MetadataValue::new(Datatype::Int64, 1, v.to_le_bytes().to_vec())
+                    .map_err(|e| e.to_string())
+            };
+            a.write_metadata([
+                MetadataEntry::Put {
+                    key: "k0".into(),
+                    value: value(-1)?,
+                },
+                MetadataEntry::Put {
+                    key: "new".into(),
+                    value: value(42)?,
+                },
+                MetadataEntry::Delete { key: "k1".into() },
+            ])
+            .map_err(err)?;
+        }
+        "evolve" => {
+            let evolution =
+                SchemaEvolution::new().add_attribute(AttributeBuilder::new("c", Datatype::Int64));
+            a.evolve(&evolution).map_err(err)?;
+        }
+        "consolidate-fragments" => {
+            a.consolidate_fragments(&FragmentSelection::default(), tdb::DEFAULT_BUDGET)
+                .map_err(err)?;
+        }
+        "consolidate-commits" => drop(a.consolidate_commits().map_err(err)?),
+        "consolidate-fragment-meta" => drop(a.consolidate_fragment_metadata().map_err(err)?),
+        "consolidate-array-meta" => drop(a.consolidate_metadata().map_err(err)?),
+        "vacuum-fragments" => drop(a.vacuum_fragments().map_err(err)?),
+        "vacuum-commits" => drop(a.vacuum_commits().map_err(err)?),
+        "vacuum-fragment-meta" => drop(a.vacuum_fragment_metadata().map_err(err)?),
+        "vacuum-array-meta" => drop(a.vacuum_metadata().map_err(err)?),
+        other => return Err(format!("crash: no operation {other}")),
+    }
+    Ok(())
+}
+
+/// `xtask crash-child OP DIR`.
+pub fn child(args: &[String]) -> Result<(), Err> {
+    let [op, dir] = args else {
+        return Err("usage: xtask crash-child OP DIR".into());
+    };
+    run_op(op, Path::new(dir))
+}
+
+/// Problems `verify_array` finds that are not leftovers vacuum may remove.
+fn damage(dir: &Path) -> Result<Vec<String>, Err> {
+    let storage = LocalStorage::new(dir);
+    let mut found = Vec::new();
+    tdb_fragment::verify_array(&storage, "", None, &mut |p| {
+        if !matches!(
+            p.kind,
+            ProblemKind::UncommittedFragment | ProblemKind::UnknownFile
+        ) {
+            found.push(format!("{:?} {}: {}", p.kind, p.file, p.detail));
+        }
+    })
+    .map_err(|e| e.to_string())?;
+    Ok(found)
+}
+
+/// Every problem `verify_array` finds, leftovers included.
+fn problems(dir: &Path) -> Result<Vec<String>, Err> {
+    let storage = LocalStorage::new(dir);
+    let mut found = Vec::new();
+    tdb_fragment::verify_array(&storage, "", None, &mut |p| {
+        found.push(format!("{:?} {}", p.kind, p.file));
+    })
+    .map_err(|e| e.to_string())?;
+    Ok(found)
+}
+
+fn spawn_child(op: &str, dir: &Path) -> Result<std::process::Child, Err> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    Command::new(exe)
+        .arg("crash-child")
+        .arg(op)
+        .arg(dir)
+        .spawn()
+        .map_err(|e| format!("crash-child: {e}"))
+}
+
+struct Reference {
+    after: State,
+    duration: Duration,
+}
+
+pub fn crash(args: &[String]) -> Result<(), Err> {
+    let mut runs = 1_000u64;
+    let mut seed = 1u64;
+    let mut tiledb = false;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut number = |what: &str| {
+            it.next()
+                .and_then(|s| s.parse::<u64>().ok())
+                .ok_or(format!("{what} takes a whole number"))
+        };
+        match a.as_str() {
+            "--runs" => runs = number("--runs")?,
+            "--seed" => seed = number("--seed")?,
+            "--tiledb" => tiledb = true,
+            other => return Err(format!("crash: unknown argument {other}")),
+        }
+    }
+    let root = crate::workspace_root();
+    let work = root.join("target/crash");
+    let cases = work.join("tiledb");
+    let _ = fs::remove_dir_all(&cases);
+    let base = work.join("base");
+    build_base(&base)?;
+    let before = state(&base)?;
+    if !problems(&base)?.is_empty() {
+        return Err(format!(
+            "the base array has problems: {:?}",
+            problems(&base)?
+        ));
+    }
+    // Each operation run whole in a child, for its answers and duration.
+    let mut reference = BTreeMap::new();
+    for op in OPS {
+        let dir = work.join(format!("ref-{op}"));
+        copy_fresh(&base, &dir)?;
+        let started = Instant::now();
+        let status = spawn_child(op, &dir)?.wait().map_err(|e| e.to_string())?;
+        let duration = started.elapsed();
+        if !status.success() {
+            return Err(format!("{op} run whole failed: {status}"));
+        }
+        // Consolidations change nothing a reader sees; the other
+        // operations may, and a vacuum of fragments changes time travel.
+        let after = state(&dir)?;
+        eprintln!("{op:<26} {:>6.1} ms whole", duration.as_secs_f64() * 1e3);
+        reference.insert(*op, Reference { after, duration });
+    }
+    let mut rng = XorShift::new(seed);
+    // Per operation: runs read as before, as after, failed, and runs
+    // whose kill left files behind.
+    let mut tally: BTreeMap<&str, [u64; 4]> = BTreeMap::new();
+    let mut failures = Vec::new();
+    let run_dir = work.join("run");
+    for run in 0..runs {
+        let op = OPS[(rng.next_u64() % OPS.len() as u64) as usize];
+        let r = &reference[op];
+        // Up to 20% past the whole run's time, so some runs finish.
+        let span = r.duration.as_micros() as u64 * 6 / 5;
+        let delay = Duration::from_micros(rng.next_u64() % span.max(1));
+        copy_fresh(&base, &run_dir)?;
+        let mut child = spawn_child(op, &run_dir)?;
+        std::thread::sleep(delay);
+        let _ = child.kill();
+        let _ = child.wait();
+        if tiledb && run % 10 == 0 {
+            keep_case(&run_dir, &cases.join(format!("run-{run}-{op}")))?;
+        }
+        let outcome = check_run(op, &run_dir, &before, &r.after);
+        let t = tally.entry(op).or_default();
+        match outcome {
+            Ok((seen, leftovers)) => {
+                t[if matches!(seen, Seen::Before) { 0 } else { 1 }] += 1;
+                t[3] += u64::from(leftovers);
+            }
+            Err(e) => {
+                t[2] += 1;
+                let kept = work.join(format!("failed-{run}-{op}"));
+                copy_fresh(&run_dir, &kept)?;
+                failures.push(format!(
+                    "run {run} ({op}, killed after {} µs; kept in {}): {e}",
+                    delay.as_micros(),
+                    kept.display()
+                ));
+            }
+        }
+    }
+    if tiledb {
+        failures.extend(tiledb_reads(&root, &cases)?);
+    }
+    println!(
+        "operation                  as before  as after  failed  left files  (runs: {runs}, seed {seed})"
+    );
+    for (op, [b, a, f, l]) in &tally {
+        println!("{op:<26} {b:>9} {a:>9} {f:>7} {l:>11}");
+    }
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        for f in &failures {
+            eprintln!("{f}");
+        }
+        Err(format!("{} of {runs} runs failed", failures.len()))
+    }
+}
+
+enum Seen {
+    Before,
+    After,
+}
+
+/// The checks after one kill (see the module's doc).
+fn check_run(op: &str, dir: &Path, before: &State, after: &State) -> Result<(Seen, bool), Err> {
+    // Leftovers show the kill landed inside the operation's writes.
+    let leftovers = !problems(dir)?.is_empty();
+    let damage = damage(dir)?;
+    if !damage.is_empty() {
+        return Err(format!("verify: {}", damage.join("; ")));
+    }
+    let seen = state(dir)?;
+    let outcome = if seen == *before {
+        Seen::Before
+    } else if seen == *after {
+        Seen::After
+    } else {
+        return Err(format!(
+            "answers neither as before nor as after: {}",
+            describe(&seen, before, after)
+        ));
+    };
+    if matches!(outcome, Seen::Before) {
+        run_op(op, dir).map_err(|e| format!("run again: {e}"))?;
+        if state(dir)? != *after {
+            return Err("run again, it does not answer as after".into());
+        }
+    }
+    if op.starts_with("vacuum") {
+        // A vacuum stopped anywhere must be finishable: run again (or
+        // once more), nothing is left over.
+        run_op(op, dir).map_err(|e| format!("vacuum again: {e}"))?;
+        let left = problems(dir)?;
+        if !left.is_empty() {
+            return Err(format!("left after vacuuming again: {}", left.join("; ")));
+        }
+    }
+    Ok((outcome, leftovers))
+}
+
+/// Which parts of what a reader sees match neither state.
+fn describe(seen: &State, before: &State, after: &State) -> String {
+    let mut parts = Vec::new();
+    if seen.fields != before.fields && seen.fields != after.fields {
+        parts.push(format!("fields {:?}", seen.fields));
+    }
+    if seen.now != before.now && seen.now != after.now {
+        parts.push(format!(
+            "{} cells now (before {}, after {})",
+            seen.now.len(),
+            before.now.len(),
+            after.now.len()
+        ));
+    }
+    if seen.history != before.history && seen.history != after.history {
+        parts.push(format!(
+            "{} cells at {HISTORY} (before {}, after {})",
+            seen.history.len(),
+            before.history.len(),
+            after.history.len()
+        ));
+    }
+    if seen.metadata != before.metadata && seen.metadata != after.metadata {
+        parts.push(format!("metadata keys {:?}", seen.metadata.keys()));
+    }
+    if parts.is_empty() {
+        "each part matches one state, but not all the same one".into()
+    } else {
+        parts.join(", ")
+    }
+}
+
+/// Keeps a survivor as a conformance case whose queries TileDB answers.
+fn keep_case(array: &Path, case: &Path) -> Result<(), Err> {
+    copy_fresh(array, &case.join("array"))?;
+    let query = |name: &str, timestamp: serde_json::Value| {
+        serde_json::json!({"name": name, "layout": "unordered", "subarray": null, "dims": [],
+            "attrs": [], "condition": null, "timestamp": timestamp, "ordered": false})
+    };
+    let exp = serde_json::json!({
+        "case": case.file_name().map(|n| n.to_string_lossy().into_owned()),
+        "description": "an array an operation of tdb's was killed in (cargo xtask crash)",
+        "kind": "array",
+        "encryption": null,
+        "metadata_at": [{"timestamp": HISTORY}],
+        "queries": [query("now", serde_json::Value::Null), query("history", HISTORY.into())],
+    });
+    let text = serde_json::to_string_pretty(&exp).map_err(|e| e.to_string())?;
+    fs::write(case.join("expected.json"), text).map_err(|e| e.to_string())
+}
+
+/// TileDB answers the kept cases; tdb must read each as TileDB did.
+fn tiledb_reads(root: &Path, cases: &Path) -> Result<Vec<String>, Err> {
+    let writers = crate::read_writers(root)?;
+    let python = crate::venv_for(root, &writers[0])?.join("bin/python");
+    let output = Command::new(&python)
+        .current_dir(root)
+        .arg("xtask/fixtures/expect.py")
+        .arg(cases)
+        .output()
+        .map_err(|e| format!("expect.py: {e}"))?;
+    let mut failures: Vec<String> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter(|l| l.starts_with("FAIL"))
+        .map(|l| format!("TileDB could not read a survivor: {l}"))
+        .collect();
+    if !output.status.success() && failures.is_empty() {
+        failures.push(format!(
+            "expect.py failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        ));
+    }
+    let mut report = Vec::new();
+    let (passed, failed) =
+        crate::conformance::run(cases, &crate::conformance::Options::default(), &mut report)?;
+    failures.extend(
+        String::from_utf8_lossy(&report)
+            .lines()
+            .filter(|l| l.starts_with("FAIL"))
+            .map(|l| format!("tdb reads a survivor otherwise than TileDB: {l}")),
+    );
+    eprintln!(
+        "TileDB read {} survivors; tdb read {passed} of them as TileDB did, {failed} otherwise",
+        passed + failed
+    );
+    Ok(failures)
+}
+
+fn copy_fresh(from: &Path, to: &PathBuf) -> Result<(), Err> {
+    let _ = fs::remove_dir_all(to);
+    tdb_testdata::copy_dir(from, to).map_err(|e| format!("{}: {e}", to.display()))
+}
