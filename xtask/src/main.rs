@@ -17,6 +17,9 @@
 //!   under libFuzzer, seeded from the fixtures (see `fuzz.rs`).
 //! - `crash [--runs N] [--seed S] [--tiledb]`: operations SIGKILLed at random points on
 //!   the real filesystem, each survivor checked (see `crash.rs`).
+//! - `concurrency [--writers N] [--fragments N] [--readers N] [--reader-pause MS] [--tiledb]`:
+//!   writers, readers and a consolidator at once on one array (see
+//!   `concurrency.rs`).
 //! - `conformance DIR [--only CASE]... [--no-queries] [--budget BYTES]`: every conformance
 //!   case under DIR through tdb, compared with its `expected.json` (see
 //!   `conformance.rs`); exits non-zero when a case fails.
@@ -24,6 +27,7 @@
 mod arrow_cells;
 mod arrow_copies;
 mod bench;
+mod concurrency;
 mod conformance;
 mod consolidations;
 mod crash;
@@ -208,7 +212,8 @@ const USAGE: &str = "usage: cargo xtask fixtures [--only TILEDB_PY_VERSION]...
        cargo xtask bench [--quick] [--only W..] [--json FILE] [--storage local|s3]
        cargo xtask conformance DIR [--only CASE]... [--no-queries] [--budget BYTES]
        cargo xtask fuzz [--seconds N] [--runs N] [--target T]... [--list]
-       cargo xtask crash [--runs N] [--seed S] [--tiledb]";
+       cargo xtask crash [--runs N] [--seed S] [--tiledb]
+       cargo xtask concurrency [--writers N] [--fragments N] [--readers N] [--reader-pause MS] [--tiledb]";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -231,6 +236,9 @@ fn main() -> ExitCode {
         Some("s3-writer") => object_stores::writer(&args[1..]),
         Some("fuzz") => fuzz::fuzz(&args[1..]),
         Some("crash") => crash::crash(&args[1..]),
+        Some("concurrency") => concurrency::concurrency(&args[1..]),
+        // The processes `concurrency` starts.
+        Some("concurrency-child") => concurrency::child(&args[1..]),
         // The process `crash` kills.
         Some("crash-child") => crash::child(&args[1..]),
         Some("interop") => {

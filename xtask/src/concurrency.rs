@@ -1,0 +1,277 @@
+//! `cargo xtask concurrency [--writers N] [--fragments N] [--readers N]
+//! [--reader-pause MS] [--tiledb]`: processes at once on one array on the
+//! real filesystem. Writers each write their fragments (a few cells each),
+//! readers open and read the whole array in a loop (holding the opened
+//! array MS milliseconds before reading), and one process consolidates and
+//! vacuums (fragments, commits, fragment metadata) in a loop, until the
+//! writers are done. No reader may fail or see part of a fragment (every
+//! fragment's cells are all there or none), no consolidation may fail,
+//! and at the end tdb (and TileDB, with `--tiledb`) reads every cell of
+//! every fragment.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+use tdb::{
+    Array, ArraySchema, AttributeBuilder, Datatype, DimensionBuilder, FieldBuffer,
+    FragmentSelection, LocalStorage, OpenOptions, ReadSpec, WriteSpec,
+};
+use tdb_format::ArrayType;
+
+type Err = String;
+
+/// Cells per fragment: a reader checks each fragment's cells come whole.
+const CELLS: u64 = 4;
+
+fn err(e: tdb::Error) -> Err {
+    crate::conformance::chain(&e)
+}
+
+fn value(w: u64, k: u64) -> u64 {
+    (w << 32) | k
+}
+
+fn column(name: &str, values: impl Iterator<Item = u64>) -> FieldBuffer {
+    let mut b = FieldBuffer::new(name, Datatype::UInt64, 1, false);
+    b.data = values.flat_map(u64::to_le_bytes).collect();
+    b
+}
+
+fn u64s(b: &FieldBuffer) -> Vec<u64> {
+    b.data
+        .chunks_exact(8)
+        .map(|c| u64::from_le_bytes(c.try_into().expect("8 bytes")))
+        .collect()
+}
+
+/// Reads the whole array and checks every cell and every fragment's
+/// wholeness; the number of cells.
+fn read_checked(dir: &Path, pause: Duration) -> Result<usize, Err> {
+    let array = Array::open_in(LocalStorage::new(dir), "", OpenOptions::new()).map_err(err)?;
+    // A reader that holds its opened array a while before reading widens
+    // the window in which a vacuum removes what it opened.
+    std::thread::sleep(pause);
+    let batch = array
+        .read_all(ReadSpec::new(["w", "k", "a"]))
+        .map_err(err)?;
+    let field = |n: &str| batch.field(n).map(u64s).ok_or(format!("no field {n}"));
+    let (w, k, a) = (field("w")?, field("k")?, field("a")?);
+    let mut per_fragment = std::collections::BTreeMap::new();
+    for i in 0..w.len() {
+        if a[i] != value(w[i], k[i]) {
+            return Err(format!("cell ({}, {}) holds {}", w[i], k[i], a[i]));
+        }
+        *per_fragment.entry((w[i], k[i] / CELLS)).or_insert(0u64) += 1;
+    }
+    if let Some(((w, j), n)) = per_fragment.iter().find(|(_, &n)| n != CELLS) {
+        return Err(format!(
+            "fragment {j} of writer {w} shows {n} of its {CELLS} cells"
+        ));
+    }
+    Ok(w.len())
+}
+
+/// `xtask concurrency-child write DIR W FRAGMENTS | read DIR STOP PAUSE_MS
+/// | consolidate DIR STOP`: prints what it did on stdout.
+pub fn child(args: &[String]) -> Result<(), Err> {
+    match args {
+        [role, dir, w, fragments] if role == "write" => {
+            let (w, fragments): (u64, u64) = (
+                w.parse().map_err(|_| "writer number")?,
+                fragments.parse().map_err(|_| "fragment count")?,
+            );
+            let array =
+                Array::open_in(LocalStorage::new(dir), "", OpenOptions::new()).map_err(err)?;
+            for j in 0..fragments {
+                let ks = j * CELLS..(j + 1) * CELLS;
+                array
+                    .write(WriteSpec::new(vec![
+                        column("w", ks.clone().map(|_| w)),
+                        column("k", ks.clone()),
+                        column("a", ks.map(|k| value(w, k))),
+                    ]))
+                    .map_err(err)?;
+            }
+            println!("wrote {fragments}");
+        }
+        [role, dir, stop, pause] if role == "read" => {
+            let pause = Duration::from_millis(pause.parse().map_err(|_| "pause in ms")?);
+            let (mut reads, mut most) = (0u64, 0usize);
+            while !Path::new(stop).exists() {
+                most = most.max(read_checked(Path::new(dir), pause)?);
+                reads += 1;
+            }
+            println!("{reads} reads, at most {most} cells");
+        }
+        [role, dir, stop] if role == "consolidate" => {
+            let mut rounds = 0u64;
+            while !Path::new(stop).exists() {
+                let a =
+                    Array::open_in(LocalStorage::new(dir), "", OpenOptions::new()).map_err(err)?;
+                a.consolidate_fragments(&FragmentSelection::default(), tdb::DEFAULT_BUDGET)
+                    .map_err(err)?;
+                a.vacuum_fragments().map_err(err)?;
+                a.consolidate_commits().map_err(err)?;
+                a.vacuum_commits().map_err(err)?;
+                a.consolidate_fragment_metadata().map_err(err)?;
+                a.vacuum_fragment_metadata().map_err(err)?;
+                rounds += 1;
+            }
+            println!("{rounds} rounds");
+        }
+        _ => return Err("usage: xtask concurrency-child write|read|consolidate ...".into()),
+    }
+    Ok(())
+}
+
+fn spawn(args: &[String]) -> Result<Child, Err> {
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    Command::new(exe)
+        .arg("concurrency-child")
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("concurrency-child: {e}"))
+}
+
+/// Waits for a child: what it printed, or why it failed.
+fn finish(what: &str, child: Child) -> Result<String, String> {
+    let out = child.wait_with_output().map_err(|e| e.to_string())?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+    } else {
+        Err(format!(
+            "{what} failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
+
+pub fn concurrency(args: &[String]) -> Result<(), Err> {
+    let (mut writers, mut fragments, mut readers, mut tiledb) = (8u64, 100u64, 2u64, false);
+    let mut pause = 0u64;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut number = |what: &str| {
+            it.next()
+                .and_then(|s| s.parse::<u64>().ok())
+                .ok_or(format!("{what} takes a whole number"))
+        };
+        match a.as_str() {
+            "--writers" => writers = number("--writers")?,
+            "--fragments" => fragments = number("--fragments")?,
+            "--readers" => readers = number("--readers")?,
+            "--tiledb" => tiledb = true,
+            "--reader-pause" => pause = number("--reader-pause")?,
+            other => return Err(format!("concurrency: unknown argument {other}")),
+        }
+    }
+    let root = crate::workspace_root();
+    let work = root.join("target/concurrency");
+    let _ = std::fs::remove_dir_all(&work);
+    let dir = work.join("array");
+    let stop = work.join("stop");
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let schema = ArraySchema::builder(ArrayType::Sparse)
+        .dimension(DimensionBuilder::range("w", 0u64..=63).tile_extent(8u64))
+        .dimension(DimensionBuilder::range("k", 0u64..=(1 << 30)).tile_extent(1024u64))
+        .attribute(AttributeBuilder::new("a", Datatype::UInt64))
+        .build()
+        .map_err(|e| e.to_string())?;
+    Array::create_in(
+        LocalStorage::new(&dir),
+        "",
+        &schema,
+        &[],
+        OpenOptions::new(),
+    )
+    .map_err(err)?;
+    let s = |p: &Path| p.display().to_string();
+    let background: Vec<(String, Child)> = (0..readers)
+        .map(|r| {
+            let args = vec!["read".into(), s(&dir), s(&stop), pause.to_string()];
+            (format!("reader {r}"), args)
+        })
+        .chain([(
+            "consolidator".to_owned(),
+            vec!["consolidate".into(), s(&dir), s(&stop)],
+        )])
+        .map(|(name, args)| spawn(&args).map(|c| (name, c)))
+        .collect::<Result<_, _>>()?;
+    let started = std::time::Instant::now();
+    let writing: Vec<(String, Child)> = (0..writers)
+        .map(|w| {
+            let args = vec![
+                "write".into(),
+                s(&dir),
+                w.to_string(),
+                fragments.to_string(),
+            ];
+            spawn(&args).map(|c| (format!("writer {w}"), c))
+        })
+        .collect::<Result<_, _>>()?;
+    let mut failures = Vec::new();
+    for (name, child) in writing {
+        if let Err(e) = finish(&name, child) {
+            failures.push(e);
+        }
+    }
+    let writing_took = started.elapsed();
+    std::fs::write(&stop, b"").map_err(|e| e.to_string())?;
+    for (name, child) in background {
+        match finish(&name, child) {
+            Ok(said) => eprintln!("{name}: {said}"),
+            Err(e) => failures.push(e),
+        }
+    }
+    let want = (writers * fragments * CELLS) as usize;
+    match read_checked(&dir, Duration::ZERO) {
+        Ok(n) if n == want => {}
+        Ok(n) => failures.push(format!("tdb reads {n} cells at the end, not {want}")),
+        Err(e) => failures.push(format!("tdb at the end: {e}")),
+    }
+    if tiledb {
+        if let Err(e) = tiledb_reads(&root, &dir, want, writers) {
+            failures.push(e);
+        }
+    }
+    println!(
+        "{writers} writers x {fragments} fragments in {:.1} s beside {readers} readers and a consolidator: {}",
+        writing_took.as_secs_f64(),
+        if failures.is_empty() { "every read whole, every cell at the end" } else { "FAILED" }
+    );
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(failures.join("\n"))
+    }
+}
+
+/// TileDB reads every cell tdb's processes wrote, each with its value.
+fn tiledb_reads(root: &Path, dir: &Path, want: usize, writers: u64) -> Result<(), Err> {
+    let writers_tsv = crate::read_writers(root)?;
+    let python = crate::venv_for(root, &writers_tsv[0])?.join("bin/python");
+    let script = "import sys, tiledb\n\
+        with tiledb.open(sys.argv[1]) as A:\n\
+        \x20   d = A[:]\n\
+        \x20   ok = all(int(a) == (int(w) << 32) | int(k) for w, k, a in zip(d['w'], d['k'], d['a']))\n\
+        \x20   print(len(d['a']), len(set(int(w) for w in d['w'])), ok)\n";
+    let out = Command::new(python)
+        .arg("-c")
+        .arg(script)
+        .arg(dir)
+        .output()
+        .map_err(|e| format!("python: {e}"))?;
+    let said = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+    let expected = format!("{want} {writers} True");
+    if out.status.success() && said == expected {
+        eprintln!("TileDB reads {want} cells of {writers} writers, each with its value");
+        Ok(())
+    } else {
+        Err(format!(
+            "TileDB reads \"{said}\", not \"{expected}\": {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
+    }
+}
