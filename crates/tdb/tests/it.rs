@@ -21,5 +21,6 @@ mod group_metadata_consolidation;
 mod metadata_consolidation;
 mod object_store;
 mod parts;
+mod tampering;
 mod tiledb_inputs;
 mod verify_written;

@@ -305,6 +305,13 @@ impl FragmentMetadata {
         })
     }
 
+    /// How many tiles field `field`'s tile offsets (a loaded section)
+    /// record: what the section's bytes hold, where the footer's count or
+    /// non-empty domain is a number nothing checks.
+    pub fn recorded_tiles(&self, field: usize) -> Result<u64> {
+        Ok(self.u64s(Section::TileOffsets(field))?.len() as u64)
+    }
+
     /// Byte range of tile `tile` of field `field` in its data file: its
     /// offset up to the next tile's offset, or the file's size for the last.
     pub fn tile_range(&self, field: usize, tile: u64) -> Result<Range<u64>> {

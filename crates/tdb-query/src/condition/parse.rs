@@ -629,15 +629,17 @@ impl Parser<'_> {
 
     /// `lhs op rhs`, the field on either side (TileDB-Py's `order_nodes`).
     fn comparison(&self, lhs: Node, op: Op, rhs: Node) -> QResult<Condition> {
+        // A condition on either side is refused first: `a == (b > 1)` has
+        // a field on the left and must not reach the value below.
         let (var, value, op) = match (lhs, rhs) {
-            (Node::Var(v, k), value) => ((v, k), value, op),
-            (value, Node::Var(v, k)) => ((v, k), value, flip(op)),
             (Node::Cond(_), _) | (_, Node::Cond(_)) => {
                 return Err(self.err(
                     "a comparison's operand is itself a condition: `&` and `|` bind tighter \
                      than comparisons, so parenthesize, e.g. `(a > 1) & (b < 2)`",
                 ))
             }
+            (Node::Var(v, k), value) => ((v, k), value, op),
+            (value, Node::Var(v, k)) => ((v, k), value, flip(op)),
             _ => return Err(self.err("a comparison needs a field on one side")),
         };
         let lit = match value {

@@ -355,6 +355,11 @@ fn hostile_expressions_are_errors_not_panics() {
     assert!(parse(&nots, &s).is_err());
     let signs = format!("i > {}1", "-".repeat(10_000));
     assert!(parse(&signs, &s).is_err());
+    // A condition compared with a field, on either side (found by the
+    // `condition` fuzz target: the left-hand field hid the condition).
+    for chained in ["i == (i > 1)", "(i > 1) == i", "(True == i > 0) > z"] {
+        assert!(err(chained, &s).contains("itself a condition"), "{chained}");
+    }
     for bad in [
         "'\\x", "\"\\u12", "b'é'", "0x", "1e", "1.2.3", "3abc", "[", "]", ",", "i > > 1", "()",
     ] {

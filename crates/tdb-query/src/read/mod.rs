@@ -686,6 +686,23 @@ impl Reader {
                 _ => tdb_index::RTree::empty(tdb_index::DEFAULT_FANOUT),
             };
         }
+        // A fragment's tile count comes from its footer (sparse) or its
+        // non-empty domain (dense), which nothing authenticates; the tile
+        // offsets of each field are as many as their bytes hold. Tiles are
+        // counted against those before anything loops over them.
+        for plan in &self.plans {
+            let tiles = plan.tile_num();
+            for (_, ff) in Self::frag_fields(plan) {
+                let recorded = plan.meta.recorded_tiles(ff.index)?;
+                if recorded != tiles {
+                    return Err(QueryError::invalid(format!(
+                        "fragment {}: {tiles} tiles by its footer, but field {} has {recorded} \
+                         tile offsets",
+                        plan.file.path, ff.index
+                    )));
+                }
+            }
+        }
         self.tile_max = (0..self.plans.len())
             .map(|i| {
                 let plan = &self.plans[i];
