@@ -225,6 +225,9 @@ impl Datatype {
 
     /// The smallest and largest value of an integer-valued datatype
     /// (integers, datetimes, times); `None` for the others.
+    // `bits` is 8 to 64 past the guard, so no shift or subtraction below
+    // leaves i128's range.
+    #[allow(clippy::arithmetic_side_effects)]
     pub const fn int_limits(self) -> Option<(i128, i128)> {
         let bits = 8 * self.size() as u32;
         let integer = self.is_integer() || self.is_datetime() || self.is_time();

@@ -67,7 +67,9 @@ impl GenericTile<'_> {
 
     /// Bytes this tile occupies in its file, header included.
     pub fn encoded_len(&self) -> u64 {
-        GENERIC_TILE_BASE_SIZE + self.filter_pipeline.len() as u64 + self.data.len() as u64
+        GENERIC_TILE_BASE_SIZE
+            .saturating_add(self.filter_pipeline.len() as u64)
+            .saturating_add(self.data.len() as u64)
     }
 
     /// Appends the tile in TileDB's layout: the mirror of [`generic_tile`].
@@ -207,7 +209,7 @@ pub fn generic_tile_run(file: &[u8]) -> (Vec<LocatedTile<'_>>, &[u8]) {
     let mut rest = file;
     while let Some((after, tile)) = well_framed_tile(rest) {
         tiles.push(LocatedTile {
-            offset: (file.len() - rest.len()) as u64,
+            offset: file.len().saturating_sub(rest.len()) as u64,
             tile,
         });
         rest = after;
@@ -232,7 +234,7 @@ pub fn fragment_metadata_tiles(file: &[u8]) -> Result<(Vec<LocatedTile<'_>>, &[u
     let version = first.header.version;
     if !version.has_fragment_metadata_footer() {
         let tile = single_generic_tile(file)?;
-        return Ok((vec![LocatedTile { offset: 0, tile }], &file[file.len()..]));
+        return Ok((vec![LocatedTile { offset: 0, tile }], &[]));
     }
     if version.has_schema_evolution() {
         let too_short = || FormatError::Truncated {
@@ -241,8 +243,8 @@ pub fn fragment_metadata_tiles(file: &[u8]) -> Result<(Vec<LocatedTile<'_>>, &[u
             available: file.len() as u64,
         };
         let tail_at = file.len().checked_sub(8).ok_or_else(too_short)?;
-        let (footer_len, _) =
-            le::run(le::u64("fragment metadata footer length"), &file[tail_at..])?;
+        let tail = file.get(tail_at..).ok_or_else(too_short)?;
+        let (footer_len, _) = le::run(le::u64("fragment metadata footer length"), tail)?;
         let footer_start = u64::try_from(tail_at)
             .ok()
             .and_then(|t| t.checked_sub(footer_len))
@@ -250,7 +252,8 @@ pub fn fragment_metadata_tiles(file: &[u8]) -> Result<(Vec<LocatedTile<'_>>, &[u
                 field: "fragment metadata footer length",
                 reason: format!("{footer_len} exceeds the file's {} bytes", file.len()),
             })? as usize;
-        let (tiles, rest) = generic_tile_run(&file[..footer_start]);
+        let (before, footer) = file.split_at_checked(footer_start).ok_or_else(too_short)?;
+        let (tiles, rest) = generic_tile_run(before);
         if !rest.is_empty() {
             return Err(FormatError::Invalid {
                 field: "fragment metadata",
@@ -260,7 +263,6 @@ pub fn fragment_metadata_tiles(file: &[u8]) -> Result<(Vec<LocatedTile<'_>>, &[u
                 ),
             });
         }
-        let footer = &file[footer_start..];
         if !footer.starts_with(&version.get().to_le_bytes()) {
             return Err(FormatError::Invalid {
                 field: "fragment metadata footer",
@@ -274,9 +276,11 @@ pub fn fragment_metadata_tiles(file: &[u8]) -> Result<(Vec<LocatedTile<'_>>, &[u
     loop {
         let end = tiles
             .last()
-            .map_or(0, |t| (t.offset + t.tile.encoded_len()) as usize);
-        if file[end..].starts_with(&version_bytes) {
-            return Ok((tiles, &file[end..]));
+            .map_or(0, |t| t.offset.saturating_add(t.tile.encoded_len()));
+        // A tile the run found ends within the file.
+        let after = usize::try_from(end).ok().and_then(|e| file.get(e..));
+        if let Some(footer) = after.filter(|f| f.starts_with(&version_bytes)) {
+            return Ok((tiles, footer));
         }
         if tiles.pop().is_none() {
             return Err(FormatError::Invalid {

@@ -26,9 +26,14 @@ fn truncated(field: &'static str, needed: u64, input: &[u8]) -> FormatError {
 
 /// Takes exactly `n` bytes, failing before any allocation when fewer remain.
 pub fn bytes<'a>(field: &'static str, n: u64) -> impl Fn(&'a [u8]) -> PResult<'a, &'a [u8]> {
-    move |input: &'a [u8]| match usize::try_from(n) {
-        Ok(k) if k <= input.len() => Ok((&input[k..], &input[..k])),
-        _ => Err(truncated(field, n, input)),
+    move |input: &'a [u8]| {
+        let split = usize::try_from(n)
+            .ok()
+            .and_then(|k| input.split_at_checked(k));
+        match split {
+            Some((taken, rest)) => Ok((rest, taken)),
+            None => Err(truncated(field, n, input)),
+        }
     }
 }
 

@@ -7,6 +7,13 @@
 //! format-version history. Higher layers (filters, schemas, fragments) build
 //! on these so that no crate compares magic numbers of its own.
 
+// Bytes from files reach every parser here: no index, slice or arithmetic
+// that could panic or wrap on them (tests index freely).
+#![cfg_attr(
+    not(test),
+    warn(clippy::indexing_slicing, clippy::arithmetic_side_effects)
+)]
+
 mod code_enum;
 mod datatype;
 mod enums;

@@ -73,20 +73,19 @@ impl DataField {
         let DataField::Named(s) = self else {
             return None;
         };
-        let b = s.as_bytes();
-        let mut out = Vec::with_capacity(b.len());
-        let mut i = 0;
-        while i < b.len() {
-            let hex = |c: u8| (c as char).to_digit(16);
-            if b[i] == b'%' && i + 2 < b.len() {
-                if let (Some(h), Some(l)) = (hex(b[i + 1]), hex(b[i + 2])) {
-                    out.push((h * 16 + l) as u8);
-                    i += 3;
+        let hex = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
+        let mut rest = s.as_bytes();
+        let mut out = Vec::with_capacity(rest.len());
+        while let Some((&c, after)) = rest.split_first() {
+            if let [b'%', h, l, ..] = rest {
+                if let (Some(h), Some(l)) = (hex(*h), hex(*l)) {
+                    out.push((h << 4) | l);
+                    rest = rest.get(3..).unwrap_or_default();
                     continue;
                 }
             }
-            out.push(b[i]);
-            i += 1;
+            out.push(c);
+            rest = after;
         }
         Some(String::from_utf8_lossy(&out).into_owned())
     }
@@ -356,7 +355,7 @@ pub fn classify(path: &str) -> ObjectFile {
             Ok(n) if !frag.contains('.') => fragment_file(n, file, true),
             _ => ObjectFile::Unknown,
         },
-        [LABELS_DIR, ..] => ObjectFile::DimensionLabel(parts[1..].join("/")),
+        [LABELS_DIR, inside @ ..] => ObjectFile::DimensionLabel(inside.join("/")),
         [name] => commit_file(name).unwrap_or(ObjectFile::Unknown),
         [frag, file] => match TimestampedName::parse(frag) {
             Ok(n) if !frag.contains('.') => fragment_file(n, file, false),
@@ -371,6 +370,18 @@ mod tests {
     use super::*;
 
     const U: &str = "0123456789abcdef0123456789abcdef";
+
+    #[test]
+    fn named_fields_undo_percent_encoding() {
+        let name = |s: &str| DataField::Named(s.into()).decoded_name().unwrap();
+        assert_eq!(name("a%20b"), "a b");
+        assert_eq!(name("%41"), "A");
+        assert_eq!(name("%4"), "%4");
+        assert_eq!(name("a%"), "a%");
+        assert_eq!(name("%zz%41"), "%zzA");
+        assert_eq!(name("%%41"), "%A");
+        assert_eq!(DataField::Attribute(0).decoded_name(), None);
+    }
 
     #[test]
     fn modern_array_files() {

@@ -27,9 +27,10 @@ impl Scalar {
             return None;
         }
         let mut le = [0u8; 8];
-        le[..size].copy_from_slice(bytes);
+        le.get_mut(..size)?.copy_from_slice(bytes);
         let raw = u64::from_le_bytes(le);
-        let shift = 64 - 8 * size as u32;
+        // `size` is 1 to 8: the shift is 0 to 56.
+        let shift = 64u32.saturating_sub((size as u32).saturating_mul(8));
         Some(if datatype.is_bool() {
             Scalar::Bool(raw != 0)
         } else if datatype.is_float() && size == 4 {
