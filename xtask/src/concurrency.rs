@@ -153,11 +153,7 @@ pub fn concurrency(args: &[String]) -> Result<(), Err> {
     let mut pause = 0u64;
     let mut it = args.iter();
     while let Some(a) = it.next() {
-        let mut number = |what: &str| {
-            it.next()
-                .and_then(|s| s.parse::<u64>().ok())
-                .ok_or(format!("{what} takes a whole number"))
-        };
+        let mut number = |what: &str| crate::number_arg(&mut it, what);
         match a.as_str() {
             "--writers" => writers = number("--writers")?,
             "--fragments" => fragments = number("--fragments")?,

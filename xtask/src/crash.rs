@@ -297,11 +297,7 @@ pub fn crash(args: &[String]) -> Result<(), Err> {
     let mut tiledb = false;
     let mut it = args.iter();
     while let Some(a) = it.next() {
-        let mut number = |what: &str| {
-            it.next()
-                .and_then(|s| s.parse::<u64>().ok())
-                .ok_or(format!("{what} takes a whole number"))
-        };
+        let mut number = |what: &str| crate::number_arg(&mut it, what);
         match a.as_str() {
             "--runs" => runs = number("--runs")?,
             "--seed" => seed = number("--seed")?,

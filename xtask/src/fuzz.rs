@@ -30,20 +30,8 @@ pub fn fuzz(args: &[String]) -> Result<(), String> {
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
-            "--seconds" => {
-                seconds = Some(
-                    it.next()
-                        .and_then(|s| s.parse::<u64>().ok())
-                        .ok_or("--seconds takes a whole number")?,
-                );
-            }
-            "--runs" => {
-                runs = Some(
-                    it.next()
-                        .and_then(|s| s.parse::<u64>().ok())
-                        .ok_or("--runs takes a whole number")?,
-                );
-            }
+            "--seconds" => seconds = Some(crate::number_arg(&mut it, "--seconds")?),
+            "--runs" => runs = Some(crate::number_arg(&mut it, "--runs")?),
             "--target" => only.push(it.next().ok_or("--target takes a name")?.clone()),
             "--list" => {
                 for t in tdb_fuzz::TARGETS {

@@ -108,6 +108,13 @@ fn find_python(prefix: &str) -> Result<PathBuf, String> {
         .ok_or_else(|| format!("no Python {prefix} under {}", versions.display()))
 }
 
+/// The whole number after the flag `what` among a command's arguments.
+fn number_arg(args: &mut std::slice::Iter<'_, String>, what: &str) -> Result<u64, String> {
+    args.next()
+        .and_then(|s| s.parse().ok())
+        .ok_or(format!("{what} takes a whole number"))
+}
+
 fn run(cmd: &mut Command) -> Result<(), String> {
     eprintln!("+ {cmd:?}");
     let status = cmd.status().map_err(|e| format!("{cmd:?}: {e}"))?;

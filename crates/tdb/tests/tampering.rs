@@ -21,6 +21,16 @@ fn seen(storage: &MemoryStorage, key: &[u8; 32]) -> Result<String, tdb::Error> {
     Ok(format!("{batch:?} {metadata:?}"))
 }
 
+/// The files of an encrypted fixture case, and its key.
+fn encrypted(case: &str) -> (Vec<(String, Vec<u8>)>, [u8; 32]) {
+    let o = tdb_testdata::objects()
+        .into_iter()
+        .find(|o| o.case == case && o.expected.is_some())
+        .unwrap();
+    let files = o.files.iter().map(|f| (f.clone(), o.read(f))).collect();
+    (files, o.key.expect("an encrypted case"))
+}
+
 fn load(files: &[(String, Vec<u8>)]) -> MemoryStorage {
     let s = MemoryStorage::new();
     for (name, bytes) in files {
@@ -32,13 +42,7 @@ fn load(files: &[(String, Vec<u8>)]) -> MemoryStorage {
 #[test]
 fn a_wrong_key_is_refused() {
     for case in CASES {
-        let o = tdb_testdata::objects()
-            .into_iter()
-            .find(|o| o.case == case && o.expected.is_some())
-            .unwrap();
-        let files: Vec<(String, Vec<u8>)> =
-            o.files.iter().map(|f| (f.clone(), o.read(f))).collect();
-        let key = o.key.expect("an encrypted case");
+        let (files, key) = encrypted(case);
         let storage = load(&files);
         assert!(seen(&storage, &key).is_ok(), "{case} reads with its key");
         let mut wrong = key;
@@ -56,13 +60,7 @@ fn a_wrong_key_is_refused() {
 fn a_flipped_bit_is_refused_or_changes_nothing() {
     let (mut runs, mut refused) = (0, 0);
     for case in CASES {
-        let o = tdb_testdata::objects()
-            .into_iter()
-            .find(|o| o.case == case && o.expected.is_some())
-            .unwrap();
-        let files: Vec<(String, Vec<u8>)> =
-            o.files.iter().map(|f| (f.clone(), o.read(f))).collect();
-        let key = o.key.expect("an encrypted case");
+        let (files, key) = encrypted(case);
         let truth = seen(&load(&files), &key).expect("the case reads");
         for (k, (name, bytes)) in files.iter().enumerate() {
             // Every byte of every file, one bit of each (a different bit
