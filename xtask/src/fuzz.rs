@@ -140,7 +140,10 @@ fn run_target(
             .find_map(|l| l.strip_prefix(key)?.trim().parse::<u64>().ok())
             .unwrap_or(0)
     };
-    let finding = (!out.status.success()).then(|| {
+    // Stopped by a signal (Ctrl-C, or a shorter session), libFuzzer says so
+    // and exits 72: what ran found nothing.
+    let interrupted = log.contains("libFuzzer: run interrupted");
+    let finding = (!out.status.success() && !interrupted).then(|| {
         // libFuzzer names the input it stopped on; cargo fuzz's own errors
         // (a build failure) end the log.
         log.lines()
@@ -154,6 +157,9 @@ fn run_target(
     });
     if let Some(f) = &finding {
         eprintln!("{name}: {f}");
+    }
+    if interrupted {
+        eprintln!("{name}: interrupted; nothing found in what ran");
     }
     Ok(Outcome {
         name,
