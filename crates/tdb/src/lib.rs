@@ -191,6 +191,9 @@ pub struct Array<S = AnyStorage> {
     /// Shared with the reads in progress, which own a reference each.
     snapshot: Arc<Snapshot>,
     options: OpenOptions,
+    /// When the snapshot was loaded: the end of its window when opened
+    /// now, so a read that must load it again sees no later write.
+    loaded_at: u64,
 }
 
 impl Array<AnyStorage> {
@@ -574,6 +577,7 @@ impl<S: tdb_storage::Storage> Array<S> {
 
     /// Opens the array again, now (everything committed so far).
     pub fn reopen(&mut self) -> Result<()> {
+        self.loaded_at = now_ms();
         let open = &self.snapshot.open;
         self.snapshot = Arc::new(Snapshot::load(
             &self.storage,
@@ -590,23 +594,29 @@ impl<S: tdb_fragment::ReadStorage> Array<S> {
     /// Opens the array at key prefix `dir` of `storage` (`""`: its root).
     pub fn open_in(storage: S, dir: &str, options: OpenOptions) -> Result<Self> {
         let window = options.window.unwrap_or(TimeWindow::ALL);
-        let snapshot = Arc::new(Snapshot::load(&storage, dir, window, options.key.as_ref())?);
+        let loaded_at = now_ms();
+        let snapshot = Arc::new(load_snapshot(|| {
+            Snapshot::load(&storage, dir, window, options.key.as_ref())
+        })?);
         Ok(Array {
             storage,
             snapshot,
             options,
+            loaded_at,
         })
     }
 
     /// [`Array::open_in`] for async code (see [`Array::open_async`]).
     pub async fn open_in_async(storage: S, dir: &str, options: OpenOptions) -> Result<Self> {
         let window = options.window.unwrap_or(TimeWindow::ALL);
+        let loaded_at = now_ms();
         let opening = tdb_fragment::Opening::new(dir, window, options.key.as_ref());
         let snapshot = Arc::new(Snapshot::from(opening.run_async(&storage).await?));
         Ok(Array {
             storage,
             snapshot,
             options,
+            loaded_at,
         })
     }
 
@@ -686,11 +696,40 @@ impl<S: tdb_fragment::ReadStorage> Array<S> {
     /// ```
     pub fn read(&self, spec: ReadSpec) -> Result<Query<'_, S>> {
         Ok(Query {
-            inner: tdb_query::SyncRead::new(&self.storage, Arc::clone(&self.snapshot), spec)?,
+            inner: tdb_query::SyncRead::new(
+                &self.storage,
+                Arc::clone(&self.snapshot),
+                spec.clone(),
+            )?,
+            array: self,
+            spec,
+            handed_out: false,
+            reloads: 0,
             left: None,
             batch_rows: None,
             pending: None,
         })
+    }
+
+    /// The snapshot loaded again at the same window (fragments a
+    /// consolidation merged since hold the same cells; none written since
+    /// is seen), for a read whose fragments a vacuum removed under it.
+    fn reload(&self) -> Result<Arc<Snapshot>> {
+        let newest = self
+            .snapshot
+            .fragments
+            .iter()
+            .map(|f| f.file.name.timestamp_range().1)
+            .max()
+            .unwrap_or(0);
+        let window = self.options.window.unwrap_or(TimeWindow {
+            start: 0,
+            end: self.loaded_at.max(newest),
+        });
+        let open = &self.snapshot.open;
+        Ok(Arc::new(load_snapshot(|| {
+            Snapshot::load(&self.storage, &open.dir, window, open.key())
+        })?))
     }
 
     /// Starts a read as a `Stream` of batches (futures-core's trait), for
@@ -798,8 +837,18 @@ fn commit_metadata<S: tdb_storage::WritableStorage + ?Sized>(
 /// assert_eq!(cells, 5);
 /// # Ok::<(), tdb::Error>(())
 /// ```
+/// A read whose fragments a vacuum removes before it hands out its first
+/// batch loads the array again (at the same window) and starts over, a few
+/// times at most; after a batch it fails, as starting over would repeat
+/// cells.
 pub struct Query<'a, S> {
     inner: tdb_query::SyncRead<'a, S>,
+    array: &'a Array<S>,
+    spec: ReadSpec,
+    /// Whether a batch went out.
+    handed_out: bool,
+    /// Times the snapshot was loaded again.
+    reloads: u32,
     /// Cells still to hand out, when limited.
     left: Option<u64>,
     /// The most cells a batch holds, when set.
@@ -824,6 +873,35 @@ impl<S> Query<'_, S> {
     }
 }
 
+/// Loads of the snapshot a read makes at most when vacuums keep removing
+/// its fragments.
+const MAX_RELOADS: u32 = 3;
+
+/// Whether a read failed on a file that is gone: a vacuum removed a
+/// fragment the read's snapshot holds.
+fn vacuumed(e: &tdb_query::QueryError) -> bool {
+    matches!(e, tdb_query::QueryError::Fragment(f) if gone(f))
+}
+
+/// Whether a file the array's listing named is gone.
+fn gone(e: &tdb_fragment::FragmentError) -> bool {
+    matches!(e, tdb_fragment::FragmentError::Missing { .. })
+}
+
+/// Loads a snapshot, again where a vacuum removed a fragment between the
+/// listing and the reading of its footer.
+fn load_snapshot(
+    mut load: impl FnMut() -> tdb_fragment::Result<Snapshot>,
+) -> tdb_fragment::Result<Snapshot> {
+    let mut tries = 0;
+    loop {
+        match load() {
+            Err(e) if tries < MAX_RELOADS && gone(&e) => tries += 1,
+            done => return done,
+        }
+    }
+}
+
 /// Cells `cells` of `batch`, offsets rebased.
 fn slice_batch(batch: &Batch, cells: std::ops::Range<usize>) -> Batch {
     let mut out = Batch::default();
@@ -845,11 +923,29 @@ impl<S: tdb_fragment::ReadStorage> Iterator for Query<'_, S> {
         }
         let (batch, start) = match self.pending.take() {
             Some(p) => p,
-            None => match self.inner.next()? {
-                Ok(b) => (b, 0),
-                Err(e) => return Some(Err(Error::from(e))),
+            None => loop {
+                match self.inner.next()? {
+                    Ok(b) => break (b, 0),
+                    Err(e) if !self.handed_out && self.reloads < MAX_RELOADS && vacuumed(&e) => {
+                        self.reloads += 1;
+                        let restarted = self.array.reload().and_then(|snapshot| {
+                            let spec = self.spec.clone();
+                            Ok(tdb_query::SyncRead::new(
+                                &self.array.storage,
+                                snapshot,
+                                spec,
+                            )?)
+                        });
+                        match restarted {
+                            Ok(inner) => self.inner = inner,
+                            Err(e) => return Some(Err(e)),
+                        }
+                    }
+                    Err(e) => return Some(Err(Error::from(e))),
+                }
             },
         };
+        self.handed_out = true;
         let total = batch.num_cells as usize;
         let mut end = match self.batch_rows {
             Some(rows) => total.min(start.saturating_add(rows)),

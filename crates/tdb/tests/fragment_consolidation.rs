@@ -595,3 +595,28 @@ fn uncommitted_fragments_past_the_grace_period_are_removed() {
     let a = tdb::Array::open_in(&store, "", OpenOptions::new()).unwrap();
     assert_eq!(a.read_all(ReadSpec::new(["a"])).unwrap().num_cells, 1);
 }
+
+#[test]
+fn a_read_whose_fragments_were_vacuumed_since_the_open_loads_the_array_again() {
+    let store = array();
+    let fields = |a: &tdb::Array<_>| ReadSpec::new(fields(a));
+    // Opened now and at 3, before anything is merged.
+    let now = tdb::Array::open_in(&store, "", OpenOptions::new()).unwrap();
+    let at3 = tdb::Array::open_in(&store, "", OpenOptions::new().at(3)).unwrap();
+    let want_now = now.read_all(fields(&now)).unwrap().fields;
+    let want_at3 = at3.read_all(fields(&at3)).unwrap().fields;
+    // Another process merges and vacuums the fragments both opened...
+    let other = tdb::Array::open_in(&store, "", OpenOptions::new()).unwrap();
+    other
+        .consolidate_fragments(&FragmentSelection::default(), tdb::DEFAULT_BUDGET)
+        .unwrap();
+    assert_eq!(other.vacuum_fragments().unwrap(), 4);
+    // ... and writes a newer one (stamped now, after the opens), which the
+    // reads opened before must not see.
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    other
+        .write(WriteSpec::new(vec![ints("d", &[50]), ints("a", &[-1])]))
+        .unwrap();
+    assert_eq!(now.read_all(fields(&now)).unwrap().fields, want_now);
+    assert_eq!(at3.read_all(fields(&at3)).unwrap().fields, want_at3);
+}
