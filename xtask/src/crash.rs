@@ -441,22 +441,23 @@ fn describe(seen: &State, before: &State, after: &State) -> String {
     if seen.fields != before.fields && seen.fields != after.fields {
         parts.push(format!("fields {:?}", seen.fields));
     }
-    if seen.now != before.now && seen.now != after.now {
-        parts.push(format!(
-            "{} cells now (before {}, after {})",
-            seen.now.len(),
-            before.now.len(),
-            after.now.len()
-        ));
-    }
-    if seen.history != before.history && seen.history != after.history {
-        parts.push(format!(
-            "{} cells at {HISTORY} (before {}, after {})",
-            seen.history.len(),
-            before.history.len(),
-            after.history.len()
-        ));
-    }
+    let counts = |what: String, seen: &[Vec<u8>], before: &[Vec<u8>], after: &[Vec<u8>]| {
+        (seen != before && seen != after).then(|| {
+            format!(
+                "{} cells {what} (before {}, after {})",
+                seen.len(),
+                before.len(),
+                after.len()
+            )
+        })
+    };
+    parts.extend(counts("now".into(), &seen.now, &before.now, &after.now));
+    parts.extend(counts(
+        format!("at {HISTORY}"),
+        &seen.history,
+        &before.history,
+        &after.history,
+    ));
     if seen.metadata != before.metadata && seen.metadata != after.metadata {
         parts.push(format!("metadata keys {:?}", seen.metadata.keys()));
     }

@@ -131,10 +131,19 @@ fn run_target(
         .env_remove("RUSTC")
         .env_remove("CARGO_TARGET_DIR")
         .env("CARGO_INCREMENTAL", "0");
+    // libFuzzer's progress goes to a file the user can follow while it
+    // runs (`tail -f`); the outcome is read from it afterwards.
+    let logs = root.join("target/fuzz/logs");
+    fs::create_dir_all(&logs).map_err(|e| format!("{}: {e}", logs.display()))?;
+    let log_path = logs.join(format!("{name}.log"));
+    let log_file =
+        fs::File::create(&log_path).map_err(|e| format!("{}: {e}", log_path.display()))?;
+    eprintln!("   progress: tail -f {}", log_path.display());
+    cmd.stderr(log_file);
     let started = std::time::Instant::now();
     let out = cmd.output().map_err(|e| format!("{cmd:?}: {e}"))?;
     let elapsed = started.elapsed().as_secs();
-    let log = String::from_utf8_lossy(&out.stderr);
+    let log = fs::read_to_string(&log_path).unwrap_or_default();
     let stat = |key: &str| {
         log.lines()
             .find_map(|l| l.strip_prefix(key)?.trim().parse::<u64>().ok())
