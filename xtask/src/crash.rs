@@ -12,7 +12,8 @@
 //! - where it answers as before, running the operation again completes it
 //!   and it then answers as after; a vacuum run again leaves no leftover.
 //!
-//! With `--tiledb`, every tenth survivor is also kept as a conformance case
+//! With `--tiledb`, every tenth survivor, and every one whose kill left
+//! files behind (in progress or uncommitted), is also kept as a conformance case
 //! (`target/crash/tiledb/`): real TileDB (expect.py) answers its queries
 //! (every cell now and at a time in its history, metadata, fragments), and
 //! tdb must read it as TileDB did.
@@ -276,6 +277,27 @@ fn problems(dir: &Path) -> Result<Vec<String>, Err> {
     Ok(found)
 }
 
+/// Whether a kill left files a finished operation would not have: what
+/// `verify_array` calls leftovers, or a file in progress (which tdb never
+/// lists, but TileDB lists every file).
+fn left_files(dir: &Path) -> Result<bool, Err> {
+    fn temporary(dir: &Path) -> std::io::Result<bool> {
+        for e in fs::read_dir(dir)? {
+            let e = e?;
+            if e.file_type()?.is_dir() {
+                if temporary(&e.path())? {
+                    return Ok(true);
+                }
+            } else if e.file_name().to_string_lossy().starts_with(".tdb-tmp-") {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+    Ok(!problems(dir)?.is_empty()
+        || temporary(dir).map_err(|e| format!("{}: {e}", dir.display()))?)
+}
+
 fn spawn_child(op: &str, dir: &Path) -> Result<std::process::Child, Err> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     Command::new(exe)
@@ -352,7 +374,7 @@ pub fn crash(args: &[String]) -> Result<(), Err> {
         std::thread::sleep(delay);
         let _ = child.kill();
         let _ = child.wait();
-        if tiledb && run % 10 == 0 {
+        if tiledb && (run % 10 == 0 || left_files(&run_dir)?) {
             keep_case(&run_dir, &cases.join(format!("run-{run}-{op}")))?;
         }
         let outcome = check_run(op, &run_dir, &before, &r.after);
@@ -401,7 +423,7 @@ enum Seen {
 /// The checks after one kill (see the module's doc).
 fn check_run(op: &str, dir: &Path, before: &State, after: &State) -> Result<(Seen, bool), Err> {
     // Leftovers show the kill landed inside the operation's writes.
-    let leftovers = !problems(dir)?.is_empty();
+    let leftovers = left_files(dir)?;
     let damage = damage(dir)?;
     if !damage.is_empty() {
         return Err(format!("verify: {}", damage.join("; ")));

@@ -286,11 +286,17 @@ mod tests {
         let s = LocalStorage::new(dir.path());
         super::run(&s);
         // Writes leave no temporary files behind, failed ones included.
-        let leftovers: Vec<_> = std::fs::read_dir(dir.path().join("arr/__schema"))
-            .unwrap()
-            .filter_map(|e| e.ok())
-            .filter(|e| e.file_name().to_string_lossy().starts_with(".tdb-tmp"))
-            .collect();
-        assert!(leftovers.is_empty());
+        fn temporary(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+            let mut found = Vec::new();
+            for e in std::fs::read_dir(dir).unwrap().map(Result::unwrap) {
+                if e.file_type().unwrap().is_dir() {
+                    found.extend(temporary(&e.path()));
+                } else if e.file_name().to_string_lossy().starts_with(".tdb-tmp") {
+                    found.push(e.path());
+                }
+            }
+            found
+        }
+        assert_eq!(temporary(dir.path()), Vec::<std::path::PathBuf>::new());
     }
 }

@@ -127,6 +127,10 @@ impl LocalStorage {
     /// when finished, so readers never see a partial file. Nothing is
     /// made on disk (not even the parent directory) before the first
     /// part, so an upload abandoned before any leaves no trace.
+    ///
+    /// The temporary file goes in the nearest directory above the file
+    /// whose name does not start with `__` (see [`temp_dir`]): a process
+    /// killed mid-write leaves it where no reader looks.
     fn begin(&self, key: &str) -> Result<LocalUpload> {
         let full = self.resolve(key)?;
         if check_path(key)?.is_empty() {
@@ -220,17 +224,40 @@ impl LocalUpload {
     }
 
     /// After an abandoned upload: removes the directories uploads made
-    /// above it that are empty now, deepest first (a directory that holds
-    /// anything, another upload's file in progress included, stays).
-    fn remove_made_dirs(&self, tmp: &Path) {
+    /// above its file that are empty now, deepest first (a directory that
+    /// holds anything stays; one another upload is about to finish into
+    /// is made again by that upload, see [`LocalUpload::move_into_place`]).
+    fn remove_made_dirs(&self) {
         let mut made = self.made.lock().unwrap_or_else(PoisonError::into_inner);
-        let mut d = tmp.parent();
+        let mut d = self.full.parent();
         while let Some(dir) = d.filter(|dir| *dir != self.root && made.contains(*dir)) {
             if fs::remove_dir(dir).is_err() {
                 break;
             }
             made.remove(dir);
             d = dir.parent();
+        }
+    }
+
+    /// Moves (or links) the finished temporary file to its name. Another
+    /// upload abandoned meanwhile may have removed the (then empty)
+    /// directory the file goes in: it is made again.
+    fn move_into_place(
+        &self,
+        tmp: &Path,
+        put: fn(&Path, &Path) -> io::Result<()>,
+    ) -> io::Result<()> {
+        let mut tries = 0;
+        loop {
+            match put(tmp, &self.full) {
+                Err(e) if e.kind() == io::ErrorKind::NotFound && tries < 3 => {
+                    tries += 1;
+                    if let Some(parent) = self.full.parent() {
+                        self.make_dirs(parent).map_err(io::Error::other)?;
+                    }
+                }
+                other => return other,
+            }
         }
     }
 
@@ -247,9 +274,10 @@ impl LocalUpload {
                 .parent()
                 .ok_or_else(|| StorageError::wrong_kind(&self.key, "has no parent directory"))?;
             let n = TEMP_FILES.fetch_add(1, Ordering::Relaxed);
-            let tmp = parent.join(format!(".tdb-tmp-{}-{n}", std::process::id()));
-            // Another upload abandoned in this directory may remove it
-            // between the two steps: then make it again.
+            let tmp =
+                temp_dir(&self.root, parent).join(format!(".tdb-tmp-{}-{n}", std::process::id()));
+            // Another upload abandoned in these directories may remove
+            // them between the two steps: then make them again.
             let mut tries = 0;
             let f = loop {
                 self.make_dirs(parent)?;
@@ -305,7 +333,8 @@ impl Upload for LocalUpload {
             open_files().remove(full);
         };
         if self.create {
-            let linked = synced.and_then(|()| fs::hard_link(&tmp, &self.full));
+            let linked =
+                synced.and_then(|()| self.move_into_place(&tmp, |a, b| fs::hard_link(a, b)));
             forget(&self.full);
             // Best effort: the temporary file is invisible to readers anyway.
             let _ = fs::remove_file(&tmp);
@@ -317,7 +346,7 @@ impl Upload for LocalUpload {
             });
         }
         let done = synced
-            .and_then(|()| fs::rename(&tmp, &self.full))
+            .and_then(|()| self.move_into_place(&tmp, |a, b| fs::rename(a, b)))
             .map_err(|e| io_err(&self.key, e));
         forget(&self.full);
         if done.is_err() {
@@ -336,9 +365,33 @@ impl Drop for LocalUpload {
             // Abandoned unfinished: best effort, as above.
             drop(file);
             let _ = fs::remove_file(&tmp);
-            self.remove_made_dirs(&tmp);
+            self.remove_made_dirs();
         }
     }
+}
+
+/// Where a file in `dir` is written before it is renamed into place: the
+/// nearest of `dir` and its ancestors up to `root` whose name does not
+/// start with `__`. TileDB names its own directories so (`__meta`,
+/// `__schema`, `__fragments/<fragment>`, `__group`, ...) and reads every
+/// file some of them hold as its kind (a schema, a metadata file whose
+/// name must parse); in the array's or group's own directory it skips a
+/// name with neither `_` nor a second `.`, as `.tdb-tmp-<pid>-<n>` is. A
+/// process killed mid-write thus leaves nothing TileDB (or tdb, which
+/// skips these names) fails on. The rename stays within one filesystem
+/// unless a mount point sits inside an array.
+fn temp_dir<'p>(root: &Path, dir: &'p Path) -> &'p Path {
+    let mut d = dir;
+    while d != root
+        && d.file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("__"))
+    {
+        match d.parent() {
+            Some(p) => d = p,
+            None => break,
+        }
+    }
+    d
 }
 
 fn io_err(path: &str, source: io::Error) -> StorageError {
@@ -617,6 +670,59 @@ mod tests {
             s.read("user/h/f.tdb").unwrap().as_deref(),
             Some(&b"part"[..])
         );
+    }
+
+    /// A file in progress sits in the nearest directory not named like
+    /// TileDB's own (`__...`), where a process killed mid-write leaves it
+    /// for no reader to trip on; finished, it is in place and nothing is
+    /// left beside it.
+    #[test]
+    fn files_in_progress_stay_out_of_tiledbs_directories() {
+        let tmp = tempfile::tempdir().unwrap();
+        let s = LocalStorage::new(tmp.path());
+        let names = |dir: &str| -> Vec<String> {
+            let mut v: Vec<String> = fs::read_dir(tmp.path().join(dir))
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect();
+            v.sort();
+            v
+        };
+        let part = || Bytes::from_static(b"part");
+        let mut meta = s.upload("arr/__meta/__1_1_u_22").unwrap();
+        meta.put(part()).unwrap();
+        let mut schema = s.upload("arr/__schema/__enumerations/e").unwrap();
+        schema.put(part()).unwrap();
+        let mut tile = s.upload("arr/__fragments/__1_1_u_22/a0.tdb").unwrap();
+        tile.put(part()).unwrap();
+        let mut other = s.upload("arr/__fragments/__1_1_u_22/a1.tdb").unwrap();
+        other.put(part()).unwrap();
+        let in_progress = names("arr");
+        assert_eq!(in_progress.len(), 7, "{in_progress:?}");
+        assert!(in_progress[..4]
+            .iter()
+            .all(|n| n.starts_with(".tdb-tmp-") && !n[1..].contains(['_', '.'])));
+        assert!(names("arr/__meta").is_empty());
+        assert!(names("arr/__fragments/__1_1_u_22").is_empty());
+        // One abandoned empties (and so removes) the fragment's directory
+        // the other finishes into: that is made again.
+        drop(other);
+        assert!(!tmp.path().join("arr/__fragments").exists());
+        for u in [meta, schema, tile] {
+            u.finish().unwrap();
+        }
+        assert_eq!(names("arr"), ["__fragments", "__meta", "__schema"]);
+        assert_eq!(
+            s.read("arr/__fragments/__1_1_u_22/a0.tdb").unwrap(),
+            Some(part())
+        );
+        // The root is as far as it goes, whatever its name.
+        let s = LocalStorage::new(tmp.path().join("__g"));
+        let mut u = s.upload("__meta/m").unwrap();
+        u.put(part()).unwrap();
+        assert_eq!(names("__g").len(), 2);
+        u.finish().unwrap();
+        assert_eq!(names("__g"), ["__meta"]);
     }
 
     #[test]
