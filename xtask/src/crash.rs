@@ -18,12 +18,18 @@
 //! (every cell now and at a time in its history, metadata, fragments), and
 //! tdb must read it as TileDB did.
 //!
+//! Half the runs also tear what the kill left unfinished (files in
+//! progress, files of fragments never committed) at random lengths. Every
+//! survivor then must come clean: a vacuum of uncommitted work leaves
+//! nothing `verify_array` or TileDB could trip on, and changes no answer.
+//!
 //! The array is built fresh each time by tdb (six fragments, metadata,
 //! a delete, then every kind of consolidation, and newer fragments and
 //! metadata beside them), so every operation has work to do.
 
 use std::collections::BTreeMap;
 use std::fs;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -281,21 +287,64 @@ fn problems(dir: &Path) -> Result<Vec<String>, Err> {
 /// `verify_array` calls leftovers, or a file in progress (which tdb never
 /// lists, but TileDB lists every file).
 fn left_files(dir: &Path) -> Result<bool, Err> {
-    fn temporary(dir: &Path) -> std::io::Result<bool> {
-        for e in fs::read_dir(dir)? {
-            let e = e?;
-            if e.file_type()?.is_dir() {
-                if temporary(&e.path())? {
-                    return Ok(true);
-                }
-            } else if e.file_name().to_string_lossy().starts_with(".tdb-tmp-") {
-                return Ok(true);
-            }
-        }
-        Ok(false)
-    }
     Ok(!problems(dir)?.is_empty()
-        || temporary(dir).map_err(|e| format!("{}: {e}", dir.display()))?)
+        || !temporary_files(dir)
+            .map_err(|e| format!("{}: {e}", dir.display()))?
+            .is_empty())
+}
+
+/// Files in progress (`LocalStorage`'s temporary names) anywhere below `dir`.
+fn temporary_files(dir: &Path) -> std::io::Result<Vec<String>> {
+    let mut found = Vec::new();
+    for e in fs::read_dir(dir)? {
+        let e = e?;
+        if e.file_type()?.is_dir() {
+            found.extend(temporary_files(&e.path())?);
+        } else if e.file_name().to_string_lossy().starts_with(".tdb-tmp-") {
+            found.push(e.path().display().to_string());
+        }
+    }
+    Ok(found)
+}
+
+/// Cuts every file the kill left unfinished (files in progress, and the
+/// files of fragments never committed) to a random length; whether there
+/// was any. Committed files are never torn: tdb syncs a file before its
+/// name appears, and the commit comes last.
+fn tear(dir: &Path, rng: &mut XorShift) -> Result<bool, Err> {
+    let storage = LocalStorage::new(dir);
+    let mut unfinished: Vec<PathBuf> = Vec::new();
+    tdb_fragment::verify_array(&storage, "", None, &mut |p| {
+        if p.kind == ProblemKind::UncommittedFragment {
+            unfinished.push(dir.join(&p.file));
+        }
+    })
+    .map_err(|e| e.to_string())?;
+    let mut files: Vec<PathBuf> = temporary_files(dir)
+        .map_err(|e| e.to_string())?
+        .into_iter()
+        .map(PathBuf::from)
+        .collect();
+    for d in unfinished {
+        for e in fs::read_dir(&d).map_err(|e| format!("{}: {e}", d.display()))? {
+            files.push(e.map_err(|e| e.to_string())?.path());
+        }
+    }
+    // A file in progress already linked to its name (killed between the
+    // link and the removal of the old name) was synced before the link.
+    files.retain(|f| fs::metadata(f).is_ok_and(|m| m.nlink() == 1));
+    for f in &files {
+        let len = fs::metadata(f)
+            .map_err(|e| format!("{}: {e}", f.display()))?
+            .len();
+        let cut = rng.next_u64() % (len + 1);
+        fs::OpenOptions::new()
+            .write(true)
+            .open(f)
+            .and_then(|h| h.set_len(cut))
+            .map_err(|e| format!("{}: {e}", f.display()))?;
+    }
+    Ok(!files.is_empty())
 }
 
 fn spawn_child(op: &str, dir: &Path) -> Result<std::process::Child, Err> {
@@ -360,7 +409,7 @@ pub fn crash(args: &[String]) -> Result<(), Err> {
     let mut rng = XorShift::new(seed);
     // Per operation: runs read as before, as after, failed, and runs
     // whose kill left files behind.
-    let mut tally: BTreeMap<&str, [u64; 4]> = BTreeMap::new();
+    let mut tally: BTreeMap<&str, [u64; 5]> = BTreeMap::new();
     let mut failures = Vec::new();
     let run_dir = work.join("run");
     for run in 0..runs {
@@ -374,7 +423,11 @@ pub fn crash(args: &[String]) -> Result<(), Err> {
         std::thread::sleep(delay);
         let _ = child.kill();
         let _ = child.wait();
-        if tiledb && (run % 10 == 0 || left_files(&run_dir)?) {
+        // Half the runs also tear what the kill left unfinished, as a
+        // machine that lost power before those bytes reached the disk may.
+        let context = |e: Err| format!("run {run} ({op}, killed after {delay:?}): {e}");
+        let torn = rng.next_u64() % 2 == 0 && tear(&run_dir, &mut rng).map_err(context)?;
+        if tiledb && (run % 10 == 0 || left_files(&run_dir).map_err(context)?) {
             keep_case(&run_dir, &cases.join(format!("run-{run}-{op}")))?;
         }
         let outcome = check_run(op, &run_dir, &before, &r.after);
@@ -383,6 +436,7 @@ pub fn crash(args: &[String]) -> Result<(), Err> {
             Ok((seen, leftovers)) => {
                 t[if matches!(seen, Seen::Before) { 0 } else { 1 }] += 1;
                 t[3] += u64::from(leftovers);
+                t[4] += u64::from(torn);
             }
             Err(e) => {
                 t[2] += 1;
@@ -400,10 +454,10 @@ pub fn crash(args: &[String]) -> Result<(), Err> {
         failures.extend(tiledb_reads(&root, &cases)?);
     }
     println!(
-        "operation                  as before  as after  failed  left files  (runs: {runs}, seed {seed})"
+        "operation                  as before  as after  failed  left files  torn  (runs: {runs}, seed {seed})"
     );
-    for (op, [b, a, f, l]) in &tally {
-        println!("{op:<26} {b:>9} {a:>9} {f:>7} {l:>11}");
+    for (op, [b, a, f, l, t]) in &tally {
+        println!("{op:<26} {b:>9} {a:>9} {f:>7} {l:>11} {t:>5}");
     }
     if failures.is_empty() {
         Ok(())
@@ -453,6 +507,23 @@ fn check_run(op: &str, dir: &Path, before: &State, after: &State) -> Result<(See
         if !left.is_empty() {
             return Err(format!("left after vacuuming again: {}", left.join("; ")));
         }
+    }
+    // Whatever the kill left, a vacuum of uncommitted work removes it all
+    // and changes nothing a reader sees.
+    let storage = LocalStorage::new(dir);
+    Array::open_in(&storage, "", OpenOptions::new())
+        .and_then(|a| a.vacuum_uncommitted(Duration::ZERO))
+        .map_err(|e| format!("vacuum uncommitted: {e}"))?;
+    let mut left = problems(dir)?;
+    left.extend(temporary_files(dir).map_err(|e| e.to_string())?);
+    if !left.is_empty() {
+        return Err(format!(
+            "left after vacuuming uncommitted work: {}",
+            left.join("; ")
+        ));
+    }
+    if state(dir)? != *after {
+        return Err("vacuuming uncommitted work changed what a reader sees".into());
     }
     Ok((outcome, leftovers))
 }

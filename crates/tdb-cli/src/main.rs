@@ -239,7 +239,8 @@ enum Command {
         /// Also remove fragment directories no commit makes visible (writes
         /// that stopped before committing: `tdb verify` reports them) whose
         /// names end more than SECONDS ago (younger ones may be writes
-        /// still in progress). With `--mode fragments`.
+        /// still in progress), and files a killed write left in progress
+        /// unchanged that long. With `--mode fragments`.
         #[arg(long, value_name = "SECONDS")]
         uncommitted_older_than: Option<u64>,
     },

@@ -399,7 +399,10 @@ pub fn vacuum_fragment_metadata<S: ReadStorage + WritableStorage + ?Sized>(
 /// but no commit makes visible (writes that stopped before their commit,
 /// which `verify_array` reports), whose names' end timestamp is before
 /// `before` (ms since the epoch): a grace period spares writes still in
-/// progress. Returns the directories removed.
+/// progress. Then what uploads a stopped process left in the array's
+/// directory under no name (a local file still being written, see
+/// `WritableStorage::remove_abandoned_uploads`), last changed before
+/// `before`. Returns the directories, then the files, removed.
 pub fn vacuum_uncommitted<S: ReadStorage + WritableStorage + ?Sized>(
     storage: &S,
     dir: &str,
@@ -421,6 +424,10 @@ pub fn vacuum_uncommitted<S: ReadStorage + WritableStorage + ?Sized>(
             .map_err(|e| FragmentError::storage(&key, e))?;
         removed.push(path.clone());
     }
+    let abandoned = storage
+        .remove_abandoned_uploads(dir, before)
+        .map_err(|e| FragmentError::storage(dir, e))?;
+    removed.extend(abandoned.iter().map(|k| last_component(k).to_owned()));
     Ok(removed)
 }
 

@@ -127,6 +127,11 @@ impl<S: WritableStorage> WritableStorage for FaultyStorage<S> {
         self.check(dir)?;
         self.inner.delete_prefix(dir)
     }
+
+    fn remove_abandoned_uploads(&self, dir: &str, before_ms: u64) -> Result<Vec<String>> {
+        self.check(dir)?;
+        self.inner.remove_abandoned_uploads(dir, before_ms)
+    }
 }
 
 struct FaultyUpload<'a, S> {

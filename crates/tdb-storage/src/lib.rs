@@ -229,6 +229,19 @@ pub trait WritableStorage: Send + Sync + std::fmt::Debug {
 
     /// Deletes every file below `dir`.
     fn delete_prefix(&self, dir: &str) -> Result<()>;
+
+    /// Removes what uploads left in `dir` (not below) when the process
+    /// writing them stopped before finishing: bytes under no object's name,
+    /// which no listing shows and so nothing else can remove, last changed
+    /// before `before_ms` (ms since the Unix epoch; later ones may be
+    /// uploads still going on). Returns their keys. Backends whose
+    /// unfinished uploads leave nothing in `dir` (memory; object stores,
+    /// whose unfinished multipart uploads a bucket's lifecycle rule aborts)
+    /// remove nothing.
+    fn remove_abandoned_uploads(&self, dir: &str, before_ms: u64) -> Result<Vec<String>> {
+        let _ = (dir, before_ms);
+        Ok(Vec::new())
+    }
 }
 
 /// One file being written part by part ([`WritableStorage::upload`]).
@@ -316,6 +329,10 @@ macro_rules! forward_storage {
 
             fn delete_prefix(&self, dir: &str) -> Result<()> {
                 (**self).delete_prefix(dir)
+            }
+
+            fn remove_abandoned_uploads(&self, dir: &str, before_ms: u64) -> Result<Vec<String>> {
+                (**self).remove_abandoned_uploads(dir, before_ms)
             }
         }
     };

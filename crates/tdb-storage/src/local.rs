@@ -45,6 +45,11 @@ fn open_files() -> MutexGuard<'static, OpenFiles> {
         .unwrap_or_else(PoisonError::into_inner)
 }
 
+/// How the names of files still being written begin (then the process id
+/// and a number): no `_` and no second `.`, so TileDB takes none for an
+/// object of its own (see [`temp_dir`]).
+const TEMP_PREFIX: &str = ".tdb-tmp-";
+
 /// Numbers the temporary files of this process: one counter for every
 /// `LocalStorage`, so two handles on one directory (two writers, each with
 /// its own array handle) never pick the same temporary name.
@@ -274,8 +279,8 @@ impl LocalUpload {
                 .parent()
                 .ok_or_else(|| StorageError::wrong_kind(&self.key, "has no parent directory"))?;
             let n = TEMP_FILES.fetch_add(1, Ordering::Relaxed);
-            let tmp =
-                temp_dir(&self.root, parent).join(format!(".tdb-tmp-{}-{n}", std::process::id()));
+            let tmp = temp_dir(&self.root, parent)
+                .join(format!("{TEMP_PREFIX}{}-{n}", std::process::id()));
             // Another upload abandoned in these directories may remove
             // them between the two steps: then make them again.
             let mut tries = 0;
@@ -522,7 +527,7 @@ impl ListableStorage for LocalStorage {
                     reason: "file name is not UTF-8",
                 });
             };
-            if name.starts_with(".tdb-tmp-") {
+            if name.starts_with(TEMP_PREFIX) {
                 continue; // a write in progress: not an object yet
             }
             let path = join(key, name);
@@ -586,6 +591,41 @@ impl WritableStorage for LocalStorage {
             Err(e) if e.kind() != io::ErrorKind::NotFound => Err(io_err(dir, e)),
             _ => Ok(()),
         }
+    }
+
+    /// The temporary files of uploads a stopped process left (see
+    /// [`temp_dir`]: in an array's or group's own directory), by their
+    /// modification time.
+    fn remove_abandoned_uploads(&self, dir: &str, before_ms: u64) -> Result<Vec<String>> {
+        let full = self.resolve(dir)?;
+        let before = std::time::UNIX_EPOCH + std::time::Duration::from_millis(before_ms);
+        let entries = match fs::read_dir(&full) {
+            Ok(e) => e,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(io_err(dir, e)),
+        };
+        let mut removed = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|e| io_err(dir, e))?;
+            let name = entry.file_name();
+            let Some(name) = name.to_str().filter(|n| n.starts_with(TEMP_PREFIX)) else {
+                continue;
+            };
+            let key = join(check_path(dir)?, name);
+            match entry.metadata().and_then(|m| m.modified()) {
+                Ok(changed) if changed < before => {}
+                Ok(_) => continue,
+                // Gone meanwhile: finished, or removed by another vacuum.
+                Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(io_err(&key, e)),
+            }
+            match fs::remove_file(entry.path()) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(io_err(&key, e)),
+                _ => removed.push(key),
+            }
+        }
+        removed.sort();
+        Ok(removed)
     }
 }
 
@@ -723,6 +763,51 @@ mod tests {
         assert_eq!(names("__g").len(), 2);
         u.finish().unwrap();
         assert_eq!(names("__g"), ["__meta"]);
+    }
+
+    /// What a process stopped mid-upload left is removed once older than
+    /// the caller's bound; younger files, and uploads going on, stay.
+    #[test]
+    fn abandoned_uploads_are_removed_when_old_enough() {
+        let tmp = tempfile::tempdir().unwrap();
+        let s = LocalStorage::new(tmp.path());
+        let now_ms = || {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_millis() as u64
+        };
+        fs::create_dir_all(tmp.path().join("arr/__meta")).unwrap();
+        let left = |name: &str, age_s: u64| {
+            let f = fs::File::create(tmp.path().join("arr").join(name)).unwrap();
+            let t = std::time::SystemTime::now() - std::time::Duration::from_secs(age_s);
+            f.set_modified(t).unwrap();
+        };
+        left(".tdb-tmp-1-1", 3_600);
+        left(".tdb-tmp-1-2", 60);
+        left("user-file", 3_600);
+        let mut going = s.upload("arr/__meta/m").unwrap();
+        going.put(Bytes::from_static(b"part")).unwrap();
+        let ten_minutes_ago = now_ms() - 600_000;
+        assert_eq!(
+            s.remove_abandoned_uploads("arr", ten_minutes_ago).unwrap(),
+            ["arr/.tdb-tmp-1-1"]
+        );
+        assert!(tmp.path().join("arr/.tdb-tmp-1-2").exists());
+        assert!(tmp.path().join("arr/user-file").exists());
+        going.finish().unwrap();
+        assert_eq!(
+            s.remove_abandoned_uploads("arr", now_ms() + 1_000).unwrap(),
+            ["arr/.tdb-tmp-1-2"]
+        );
+        assert_eq!(
+            s.remove_abandoned_uploads("none", now_ms()).unwrap(),
+            Vec::<String>::new()
+        );
+        assert_eq!(
+            s.read("arr/__meta/m").unwrap().as_deref(),
+            Some(&b"part"[..])
+        );
     }
 
     #[test]

@@ -283,6 +283,15 @@ impl<S: WritableStorage> WritableStorage for RecordingStorage<S> {
         });
         Ok(())
     }
+
+    /// Recorded as one delete per file removed.
+    fn remove_abandoned_uploads(&self, dir: &str, before_ms: u64) -> Result<Vec<String>> {
+        let removed = self.inner.remove_abandoned_uploads(dir, before_ms)?;
+        for key in &removed {
+            self.push(Request::Delete { key: key.clone() });
+        }
+        Ok(removed)
+    }
 }
 
 struct RecordedUpload<'a, S> {

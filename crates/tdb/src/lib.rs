@@ -562,7 +562,10 @@ impl<S: tdb_storage::Storage> Array<S> {
     /// Removes fragment directories no commit makes visible (writes that
     /// stopped before committing, which `tdb verify` reports) whose names
     /// end more than `grace` before now: younger ones may be writes still
-    /// in progress. Returns the directories removed.
+    /// in progress. Files a local write killed mid-file left in progress
+    /// (in the array's directory, under names no listing shows) go too once
+    /// unchanged for `grace`. Returns the directories, then the files,
+    /// removed.
     pub fn vacuum_uncommitted(&self, grace: std::time::Duration) -> Result<Vec<String>> {
         let open = &self.snapshot.open;
         let grace = u64::try_from(grace.as_millis()).unwrap_or(u64::MAX);

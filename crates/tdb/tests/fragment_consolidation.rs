@@ -596,6 +596,41 @@ fn uncommitted_fragments_past_the_grace_period_are_removed() {
     assert_eq!(a.read_all(ReadSpec::new(["a"])).unwrap().num_cells, 1);
 }
 
+/// A local write killed mid-file leaves its file in progress in the
+/// array's directory, under a name no listing shows: `vacuum_uncommitted`
+/// removes it too once older than the grace period.
+#[test]
+fn files_a_killed_write_left_in_progress_are_removed_past_the_grace_period() {
+    let tmp = tempfile::tempdir().unwrap();
+    let schema = ArraySchema::builder(ArrayType::Sparse)
+        .dimension(DimensionBuilder::range("d", 0i32..=99).tile_extent(10i32))
+        .attribute(AttributeBuilder::new("a", Datatype::Int32))
+        .build()
+        .unwrap();
+    let store = tdb::LocalStorage::new(tmp.path());
+    let a = tdb::Array::create_in(&store, "", &schema, &[], OpenOptions::new()).unwrap();
+    a.write(WriteSpec::new(vec![ints("d", &[1]), ints("a", &[1])]))
+        .unwrap();
+    // What a process killed writing a file leaves (its name as tdb's).
+    let left = tmp.path().join(".tdb-tmp-4242-0");
+    let f = std::fs::File::create(&left).unwrap();
+    let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    f.set_modified(hour_ago).unwrap();
+    let a = tdb::Array::open_in(&store, "", OpenOptions::new()).unwrap();
+    assert!(a
+        .vacuum_uncommitted(std::time::Duration::from_secs(7200))
+        .unwrap()
+        .is_empty());
+    assert!(left.exists());
+    assert_eq!(
+        a.vacuum_uncommitted(std::time::Duration::from_secs(60))
+            .unwrap(),
+        [".tdb-tmp-4242-0"]
+    );
+    assert!(!left.exists());
+    assert_eq!(a.read_all(ReadSpec::new(["a"])).unwrap().num_cells, 1);
+}
+
 #[test]
 fn a_read_whose_fragments_were_vacuumed_since_the_open_loads_the_array_again() {
     let store = array();
