@@ -1,31 +1,36 @@
 //! `cargo xtask crash [--runs N] [--seed S] [--tiledb]`: crash injection on the real
 //! filesystem. A child process (`xtask crash-child OP DIR`) changes a copy
-//! of a small array — writes a fragment, deletes cells, puts metadata,
-//! evolves the schema, consolidates (every mode) or vacuums (every mode) —
-//! and is SIGKILLed after a seeded random delay within the operation's
-//! measured duration. After each kill:
-//! - the array opens;
+//! of a small group and the array in it — writes a fragment, deletes
+//! cells, puts metadata, evolves the schema, consolidates (every mode) or
+//! vacuums (every mode) the array; changes the group's members or
+//! metadata, consolidates or vacuums its metadata — and is SIGKILLed after
+//! a seeded random delay within the operation's measured duration. After
+//! each kill:
+//! - the array and the group open;
 //! - `verify_array` reports nothing but leftovers vacuum may remove
 //!   (uncommitted fragment directories, files of no known pattern);
-//! - the array answers (every cell now and at a time inside its history,
-//!   its fields and its metadata) as before the operation or as after it;
-//! - where it answers as before, running the operation again completes it
-//!   and it then answers as after; a vacuum run again leaves no leftover.
-//!
-//! With `--tiledb`, every tenth survivor, and every one whose kill left
-//! files behind (in progress or uncommitted), is also kept as a conformance case
-//! (`target/crash/tiledb/`): real TileDB (expect.py) answers its queries
-//! (every cell now and at a time in its history, metadata, fragments), and
-//! tdb must read it as TileDB did.
+//! - they answer (every cell now and at a time inside the array's history,
+//!   its fields and its metadata; the group's members and metadata) as
+//!   before the operation or as after it;
+//! - where they answer as before, running the operation again completes it
+//!   and they then answer as after; a vacuum run again leaves no leftover.
 //!
 //! Half the runs also tear what the kill left unfinished (files in
 //! progress, files of fragments never committed) at random lengths. Every
 //! survivor then must come clean: a vacuum of uncommitted work leaves
 //! nothing `verify_array` or TileDB could trip on, and changes no answer.
 //!
-//! The array is built fresh each time by tdb (six fragments, metadata,
-//! a delete, then every kind of consolidation, and newer fragments and
-//! metadata beside them), so every operation has work to do.
+//! With `--tiledb`, every tenth survivor, and every one whose kill left
+//! files behind (in progress or uncommitted), is also kept as two
+//! conformance cases (`target/crash/tiledb/`): real TileDB (expect.py)
+//! answers their queries (the array's cells now and at a time in its
+//! history, metadata, fragments; the group's members and metadata, and
+//! its member array's cells), and tdb must read them as TileDB did.
+//!
+//! The group and array are built fresh each time by tdb (six fragments,
+//! metadata, a delete, then every kind of consolidation, and newer
+//! fragments and metadata beside them; group metadata consolidated, newer
+//! beside it), so every operation has work to do.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -35,8 +40,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 use tdb::{
     Array, ArraySchema, AttributeBuilder, Datatype, DimensionBuilder, FieldBuffer,
-    FragmentSelection, LocalStorage, MetadataEntry, MetadataValue, OpenOptions, ReadSpec,
-    SchemaEvolution, WriteSpec,
+    FragmentSelection, Group, LocalStorage, MemberChange, MetadataEntry, MetadataValue,
+    OpenOptions, ReadSpec, SchemaEvolution, WriteSpec,
 };
 use tdb_format::ArrayType;
 use tdb_fragment::ProblemKind;
@@ -56,7 +61,19 @@ const OPS: &[&str] = &[
     "vacuum-commits",
     "vacuum-fragment-meta",
     "vacuum-array-meta",
+    "group-members",
+    "group-metadata",
+    "consolidate-group-meta",
+    "vacuum-group-meta",
 ];
+
+/// The array's directory inside the group every run starts from (the
+/// group's member `arr`).
+const ARRAY: &str = "arr";
+
+fn array_dir(dir: &Path) -> PathBuf {
+    dir.join(ARRAY)
+}
 
 /// Timestamps of the base array's writes; reads at `HISTORY` see the
 /// first fragments only, whatever consolidation did since.
@@ -70,13 +87,24 @@ fn err(e: tdb::Error) -> Err {
 }
 
 /// What a reader can observe of the array: its fields, every cell now and
-/// at `HISTORY` (rows of each cell's bytes, sorted), and its metadata.
+/// at `HISTORY` (rows of each cell's bytes, sorted), and its metadata; and
+/// of the group holding it: its members and metadata.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct State {
     fields: Vec<String>,
     now: Vec<Vec<u8>>,
     history: Vec<Vec<u8>>,
-    metadata: BTreeMap<String, (Datatype, Vec<u8>)>,
+    metadata: Metadata,
+    members: Vec<String>,
+    group_metadata: Metadata,
+}
+
+type Metadata = BTreeMap<String, (Datatype, Vec<u8>)>;
+
+fn metadata_map(m: &tdb::ArrayMetadata) -> Metadata {
+    m.iter()
+        .map(|(k, v)| (k.to_owned(), (v.datatype, v.bytes.clone())))
+        .collect()
 }
 
 fn cells(array: &Array<LocalStorage>) -> Result<Vec<Vec<u8>>, Err> {
@@ -108,20 +136,19 @@ fn cells(array: &Array<LocalStorage>) -> Result<Vec<Vec<u8>>, Err> {
 }
 
 fn state(dir: &Path) -> Result<State, Err> {
-    let storage = || LocalStorage::new(dir);
+    let storage = || LocalStorage::new(array_dir(dir));
     let now = Array::open_in(storage(), "", OpenOptions::new()).map_err(err)?;
     let then = Array::open_in(storage(), "", OpenOptions::new().at(HISTORY)).map_err(err)?;
-    let metadata = now
-        .metadata()
-        .map_err(err)?
-        .iter()
-        .map(|(k, v)| (k.to_owned(), (v.datatype, v.bytes.clone())))
-        .collect();
+    let group = Group::open_in(LocalStorage::new(dir), "", OpenOptions::new()).map_err(err)?;
+    let mut members: Vec<String> = group.members().iter().map(|m| format!("{m:?}")).collect();
+    members.sort();
     Ok(State {
         fields: now.schema().fields().map(str::to_owned).collect(),
         now: cells(&now)?,
         history: cells(&then)?,
-        metadata,
+        metadata: metadata_map(&now.metadata().map_err(err)?),
+        members,
+        group_metadata: metadata_map(group.metadata()),
     })
 }
 
@@ -154,9 +181,49 @@ fn put<S: tdb::Storage>(array: &Array<S>, key: &str, v: i64) -> Result<(), Err> 
     array.put_metadata(key, value).map_err(err)
 }
 
-/// The base array every run starts from.
+/// A change of one group metadata key.
+fn group_put(key: &str, v: i64) -> Result<MetadataEntry, Err> {
+    Ok(MetadataEntry::Put {
+        key: key.into(),
+        value: MetadataValue::new(Datatype::Int64, 1, v.to_le_bytes().to_vec())
+            .map_err(|e| e.to_string())?,
+    })
+}
+
+fn add_member(name: &str) -> MemberChange {
+    MemberChange::Add {
+        uri: name.into(),
+        relative: true,
+        name: Some(name.into()),
+    }
+}
+
+/// The base every run starts from: a group of the array and an empty
+/// subgroup (a second waits beside them), with metadata of its own.
 fn build_base(dir: &Path) -> Result<(), Err> {
     let _ = fs::remove_dir_all(dir);
+    let storage = LocalStorage::new(dir);
+    let group = Group::create_in(&storage, "", OpenOptions::new()).map_err(err)?;
+    for sub in ["sub1", "sub2"] {
+        Group::create_in(&storage, sub, OpenOptions::new()).map_err(err)?;
+    }
+    build_array(&array_dir(dir))?;
+    group
+        .change_members(&[add_member(ARRAY), add_member("sub1")])
+        .map_err(err)?;
+    for k in 0..3 {
+        group
+            .write_metadata([group_put(&format!("g{k}"), k)?])
+            .map_err(err)?;
+    }
+    let group = Group::open_in(&storage, "", OpenOptions::new()).map_err(err)?;
+    group.consolidate_metadata().map_err(err)?;
+    group.write_metadata([group_put("g3", 3)?]).map_err(err)?;
+    Ok(())
+}
+
+/// The array of the base group.
+fn build_array(dir: &Path) -> Result<(), Err> {
     fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let schema = ArraySchema::builder(ArrayType::Sparse)
         .dimension(DimensionBuilder::range("x", 0i64..=9_999).tile_extent(100i64))
@@ -201,9 +268,30 @@ fn build_base(dir: &Path) -> Result<(), Err> {
     Ok(())
 }
 
-/// Runs `op` on the array at `dir` to its end (the child's work).
+/// Runs `op` on the group at `dir` or its array to its end (the child's
+/// work).
 fn run_op(op: &str, dir: &Path) -> Result<(), Err> {
     let storage = LocalStorage::new(dir);
+    if op.contains("group") {
+        let g = Group::open_in(&storage, "", OpenOptions::new()).map_err(err)?;
+        match op {
+            // One details file: a reader sees both changes or neither.
+            "group-members" => {
+                g.change_members(&[add_member("sub2"), MemberChange::Remove("sub1".into())])
+            }
+            "group-metadata" => g.write_metadata([
+                group_put("g0", -1)?,
+                group_put("gnew", 42)?,
+                MetadataEntry::Delete { key: "g1".into() },
+            ]),
+            "consolidate-group-meta" => g.consolidate_metadata().map(drop),
+            "vacuum-group-meta" => g.vacuum_metadata().map(drop),
+            other => return Err(format!("crash: no operation {other}")),
+        }
+        .map_err(err)?;
+        return Ok(());
+    }
+    let storage = LocalStorage::new(array_dir(dir));
     let a = Array::open_in(&storage, "", OpenOptions::new()).map_err(err)?;
     match op {
         "write" => drop(a.write(fragment(9, 500, 400)).map_err(err)?),
@@ -258,7 +346,7 @@ pub fn child(args: &[String]) -> Result<(), Err> {
 
 /// Problems `verify_array` finds that are not leftovers vacuum may remove.
 fn damage(dir: &Path) -> Result<Vec<String>, Err> {
-    let storage = LocalStorage::new(dir);
+    let storage = LocalStorage::new(array_dir(dir));
     let mut found = Vec::new();
     tdb_fragment::verify_array(&storage, "", None, &mut |p| {
         if !matches!(
@@ -274,7 +362,7 @@ fn damage(dir: &Path) -> Result<Vec<String>, Err> {
 
 /// Every problem `verify_array` finds, leftovers included.
 fn problems(dir: &Path) -> Result<Vec<String>, Err> {
-    let storage = LocalStorage::new(dir);
+    let storage = LocalStorage::new(array_dir(dir));
     let mut found = Vec::new();
     tdb_fragment::verify_array(&storage, "", None, &mut |p| {
         found.push(format!("{:?} {}", p.kind, p.file));
@@ -312,11 +400,12 @@ fn temporary_files(dir: &Path) -> std::io::Result<Vec<String>> {
 /// was any. Committed files are never torn: tdb syncs a file before its
 /// name appears, and the commit comes last.
 fn tear(dir: &Path, rng: &mut XorShift) -> Result<bool, Err> {
-    let storage = LocalStorage::new(dir);
+    let array = array_dir(dir);
+    let storage = LocalStorage::new(&array);
     let mut unfinished: Vec<PathBuf> = Vec::new();
     tdb_fragment::verify_array(&storage, "", None, &mut |p| {
         if p.kind == ProblemKind::UncommittedFragment {
-            unfinished.push(dir.join(&p.file));
+            unfinished.push(array.join(&p.file));
         }
     })
     .map_err(|e| e.to_string())?;
@@ -503,17 +592,22 @@ fn check_run(op: &str, dir: &Path, before: &State, after: &State) -> Result<(See
         // A vacuum stopped anywhere must be finishable: run again (or
         // once more), nothing is left over.
         run_op(op, dir).map_err(|e| format!("vacuum again: {e}"))?;
-        let left = problems(dir)?;
+        let mut left = problems(dir)?;
+        if op == "vacuum-group-meta" {
+            left.extend(vacuum_lists(&dir.join("__meta")));
+        }
         if !left.is_empty() {
             return Err(format!("left after vacuuming again: {}", left.join("; ")));
         }
     }
     // Whatever the kill left, a vacuum of uncommitted work removes it all
     // and changes nothing a reader sees.
-    let storage = LocalStorage::new(dir);
-    Array::open_in(&storage, "", OpenOptions::new())
+    Array::open_in(LocalStorage::new(array_dir(dir)), "", OpenOptions::new())
         .and_then(|a| a.vacuum_uncommitted(Duration::ZERO))
         .map_err(|e| format!("vacuum uncommitted: {e}"))?;
+    Group::open_in(LocalStorage::new(dir), "", OpenOptions::new())
+        .and_then(|g| g.vacuum_uncommitted(Duration::ZERO))
+        .map_err(|e| format!("vacuum uncommitted (group): {e}"))?;
     let mut left = problems(dir)?;
     left.extend(temporary_files(dir).map_err(|e| e.to_string())?);
     if !left.is_empty() {
@@ -526,6 +620,17 @@ fn check_run(op: &str, dir: &Path, before: &State, after: &State) -> Result<(See
         return Err("vacuuming uncommitted work changed what a reader sees".into());
     }
     Ok((outcome, leftovers))
+}
+
+/// The vacuum lists in a `__meta/` directory (none after a vacuum).
+fn vacuum_lists(meta: &Path) -> Vec<String> {
+    fs::read_dir(meta)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".vac"))
+        .collect()
 }
 
 /// Which parts of what a reader sees match neither state.
@@ -554,6 +659,15 @@ fn describe(seen: &State, before: &State, after: &State) -> String {
     if seen.metadata != before.metadata && seen.metadata != after.metadata {
         parts.push(format!("metadata keys {:?}", seen.metadata.keys()));
     }
+    if seen.members != before.members && seen.members != after.members {
+        parts.push(format!("members {:?}", seen.members));
+    }
+    if seen.group_metadata != before.group_metadata && seen.group_metadata != after.group_metadata {
+        parts.push(format!(
+            "group metadata keys {:?}",
+            seen.group_metadata.keys()
+        ));
+    }
     if parts.is_empty() {
         "each part matches one state, but not all the same one".into()
     } else {
@@ -561,9 +675,10 @@ fn describe(seen: &State, before: &State, after: &State) -> String {
     }
 }
 
-/// Keeps a survivor as a conformance case whose queries TileDB answers.
-fn keep_case(array: &Path, case: &Path) -> Result<(), Err> {
-    copy_fresh(array, &case.join("array"))?;
+/// Keeps a survivor as two conformance cases whose queries TileDB answers:
+/// the array (now and in its history), and the group with its members.
+fn keep_case(dir: &Path, case: &Path) -> Result<(), Err> {
+    copy_fresh(&array_dir(dir), &case.join("array"))?;
     let query = |name: &str, timestamp: serde_json::Value| {
         serde_json::json!({"name": name, "layout": "unordered", "subarray": null, "dims": [],
             "attrs": [], "condition": null, "timestamp": timestamp, "ordered": false})
@@ -576,8 +691,24 @@ fn keep_case(array: &Path, case: &Path) -> Result<(), Err> {
         "metadata_at": [{"timestamp": HISTORY}],
         "queries": [query("now", serde_json::Value::Null), query("history", HISTORY.into())],
     });
-    let text = serde_json::to_string_pretty(&exp).map_err(|e| e.to_string())?;
-    fs::write(case.join("expected.json"), text).map_err(|e| e.to_string())
+    let write = |case: &Path, exp: serde_json::Value| {
+        let text = serde_json::to_string_pretty(&exp).map_err(|e| e.to_string())?;
+        fs::write(case.join("expected.json"), text).map_err(|e| e.to_string())
+    };
+    write(case, exp)?;
+    let group_case = case.with_file_name(format!(
+        "{}-group",
+        case.file_name().unwrap_or_default().to_string_lossy()
+    ));
+    copy_fresh(dir, &group_case.join("group"))?;
+    let exp = serde_json::json!({
+        "case": group_case.file_name().map(|n| n.to_string_lossy().into_owned()),
+        "description": "a group an operation of tdb's was killed in (cargo xtask crash)",
+        "kind": "group",
+        "encryption": null,
+        "queries": [],
+    });
+    write(&group_case, exp)
 }
 
 /// TileDB answers the kept cases; tdb must read each as TileDB did.

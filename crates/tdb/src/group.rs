@@ -121,6 +121,23 @@ impl<S: Storage> Group<S> {
             .map_err(Error::Write)
     }
 
+    /// Removes what local writes killed mid-file left in progress in the
+    /// group's directory once unchanged for `grace` (younger ones may be
+    /// writes still going on). A group has nothing else to leave: its
+    /// details and metadata files each appear whole or not at all. Returns
+    /// the files removed.
+    pub fn vacuum_uncommitted(&self, grace: std::time::Duration) -> Result<Vec<String>> {
+        let grace = u64::try_from(grace.as_millis()).unwrap_or(u64::MAX);
+        let removed = self
+            .storage
+            .remove_abandoned_uploads(&self.dir, crate::now_ms().saturating_sub(grace))
+            .map_err(|e| Error::Write(tdb_fragment::FragmentError::storage(&self.dir, e)))?;
+        Ok(removed
+            .iter()
+            .map(|k| tdb_storage::last_component(k).to_owned())
+            .collect())
+    }
+
     /// Creates a group at key prefix `dir` of `storage` and opens it; a
     /// directory that already holds an array or group is refused.
     pub fn create_in(storage: S, dir: &str, options: OpenOptions) -> Result<Self> {

@@ -597,8 +597,8 @@ fn uncommitted_fragments_past_the_grace_period_are_removed() {
 }
 
 /// A local write killed mid-file leaves its file in progress in the
-/// array's directory, under a name no listing shows: `vacuum_uncommitted`
-/// removes it too once older than the grace period.
+/// array's (or group's) directory, under a name no listing shows:
+/// `vacuum_uncommitted` removes it too once older than the grace period.
 #[test]
 fn files_a_killed_write_left_in_progress_are_removed_past_the_grace_period() {
     let tmp = tempfile::tempdir().unwrap();
@@ -629,6 +629,15 @@ fn files_a_killed_write_left_in_progress_are_removed_past_the_grace_period() {
     );
     assert!(!left.exists());
     assert_eq!(a.read_all(ReadSpec::new(["a"])).unwrap().num_cells, 1);
+    // A group's killed write leaves its file in the group's directory.
+    let g = tdb::Group::create_in(&store, "g", OpenOptions::new()).unwrap();
+    let left = tmp.path().join("g/.tdb-tmp-4242-1");
+    let f = std::fs::File::create(&left).unwrap();
+    f.set_modified(hour_ago).unwrap();
+    let grace = std::time::Duration::from_secs(60);
+    assert_eq!(g.vacuum_uncommitted(grace).unwrap(), [".tdb-tmp-4242-1"]);
+    assert!(!left.exists());
+    assert!(g.vacuum_uncommitted(grace).unwrap().is_empty());
 }
 
 #[test]
