@@ -20,6 +20,7 @@ mod answers;
 pub mod conformance;
 mod error;
 mod faulty;
+mod links;
 mod local;
 mod memory;
 mod path;

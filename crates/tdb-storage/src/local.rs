@@ -1,5 +1,6 @@
 //! A directory on the local filesystem.
 
+use crate::links::Confinement;
 use crate::{
     check_path, join, ByteRange, ListableStorage, Listing, ObjectMeta, RangeRead, RangeRequest,
     ReadableStorage, Result, StorageError, Upload, WritableStorage,
@@ -21,6 +22,8 @@ pub struct LocalStorage {
     /// removes again when it leaves them empty (a write refused halfway
     /// leaves no empty fragment directory behind, as TileDB's does not).
     made: Arc<Mutex<HashSet<PathBuf>>>,
+    /// Symbolic links may not lead out of the root.
+    links: Arc<Confinement>,
 }
 
 /// Files kept open, by path, with their sizes.
@@ -65,12 +68,22 @@ impl LocalStorage {
             // process's kept-open files.
             root: std::path::absolute(&root).unwrap_or(root),
             made: Arc::default(),
+            links: Arc::default(),
         }
     }
 
     /// The root directory.
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// Refuses a key whose directory is, or lies under, a link out of the
+    /// root (the key's own last part may be a link: it is what goes).
+    fn confine_parent(&self, key: &str, full: &Path) -> Result<()> {
+        match full.parent() {
+            Some(parent) if full != self.root => self.links.dir(&self.root, key, parent),
+            _ => Ok(()),
+        }
     }
 
     fn resolve(&self, path: &str) -> Result<PathBuf> {
@@ -116,6 +129,7 @@ impl LocalStorage {
     /// Opens a file for reading; `None` when there is none.
     fn open(&self, key: &str) -> Result<Option<(fs::File, u64)>> {
         let full = self.resolve(key)?;
+        self.links.file(&self.root, key, &full)?;
         let file = match fs::File::open(&full) {
             Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
@@ -145,6 +159,7 @@ impl LocalStorage {
             key: key.to_owned(),
             root: self.root.clone(),
             made: Arc::clone(&self.made),
+            links: Arc::clone(&self.links),
             full,
             open: None,
             finished: false,
@@ -161,6 +176,7 @@ struct LocalUpload {
     /// The storage's root and the directories its uploads made.
     root: PathBuf,
     made: Arc<Mutex<HashSet<PathBuf>>>,
+    links: Arc<Confinement>,
     full: PathBuf,
     /// The temporary file and its path, once the first part came.
     open: Option<(fs::File, PathBuf)>,
@@ -279,11 +295,14 @@ impl LocalUpload {
                 .parent()
                 .ok_or_else(|| StorageError::wrong_kind(&self.key, "has no parent directory"))?;
             let n = TEMP_FILES.fetch_add(1, Ordering::Relaxed);
-            let tmp = temp_dir(&self.root, parent)
-                .join(format!("{TEMP_PREFIX}{}-{n}", std::process::id()));
+            let tmp_dir = temp_dir(&self.root, parent);
+            let tmp = tmp_dir.join(format!("{TEMP_PREFIX}{}-{n}", std::process::id()));
             // Another upload abandoned in these directories may remove
             // them between the two steps: then make them again.
             let mut tries = 0;
+            // Checked before anything is made: nothing appears outside.
+            self.links.dir(&self.root, &self.key, parent)?;
+            self.links.dir(&self.root, &self.key, tmp_dir)?;
             let f = loop {
                 self.make_dirs(parent)?;
                 match fs::File::create(&tmp) {
@@ -399,7 +418,7 @@ fn temp_dir<'p>(root: &Path, dir: &'p Path) -> &'p Path {
     d
 }
 
-fn io_err(path: &str, source: io::Error) -> StorageError {
+pub(crate) fn io_err(path: &str, source: io::Error) -> StorageError {
     if source.kind() == io::ErrorKind::NotFound {
         StorageError::not_found(path)
     } else {
@@ -511,6 +530,7 @@ impl ReadableStorage for LocalStorage {
 impl ListableStorage for LocalStorage {
     fn list_dir(&self, dir: &str) -> Result<Listing> {
         let full = self.resolve(dir)?;
+        self.links.dir(&self.root, dir, &full)?;
         let key = check_path(dir)?;
         let entries = match fs::read_dir(&full) {
             Ok(e) => e,
@@ -571,6 +591,7 @@ impl WritableStorage for LocalStorage {
 
     fn delete(&self, key: &str) -> Result<()> {
         let full = self.resolve(key)?;
+        self.confine_parent(key, &full)?;
         self.forget(Some(&full));
         if full.is_dir() {
             return Err(StorageError::wrong_kind(key, "is a directory"));
@@ -583,6 +604,9 @@ impl WritableStorage for LocalStorage {
 
     fn delete_prefix(&self, dir: &str) -> Result<()> {
         let full = self.resolve(dir)?;
+        // A link here goes, not what it leads to (`remove_dir_all` does
+        // not follow it); the directories above must be the root's.
+        self.confine_parent(dir, &full)?;
         self.forget(None);
         if full.is_file() {
             return Err(StorageError::wrong_kind(dir, "is a file"));
@@ -598,6 +622,7 @@ impl WritableStorage for LocalStorage {
     /// modification time.
     fn remove_abandoned_uploads(&self, dir: &str, before_ms: u64) -> Result<Vec<String>> {
         let full = self.resolve(dir)?;
+        self.links.dir(&self.root, dir, &full)?;
         let before = std::time::UNIX_EPOCH + std::time::Duration::from_millis(before_ms);
         let entries = match fs::read_dir(&full) {
             Ok(e) => e,
@@ -808,6 +833,56 @@ mod tests {
             s.read("arr/__meta/m").unwrap().as_deref(),
             Some(&b"part"[..])
         );
+    }
+
+    /// Links out of the root are refused for reading, listing, writing and
+    /// deleting through them, and nothing outside changes; links inside
+    /// the root, and a root that is itself a link, are followed.
+    #[test]
+    fn symbolic_links_do_not_lead_out_of_the_root() {
+        use std::os::unix::fs::symlink;
+        let tmp = tempfile::tempdir().unwrap();
+        let outside = tmp.path().join("outside");
+        fs::create_dir_all(outside.join("dir")).unwrap();
+        fs::write(outside.join("secret"), b"secret").unwrap();
+        fs::write(outside.join("dir/f"), b"f").unwrap();
+        let real = tmp.path().join("real");
+        fs::create_dir_all(real.join("arr/__schema")).unwrap();
+        fs::write(real.join("arr/__schema/s"), b"schema").unwrap();
+        symlink(outside.join("secret"), real.join("arr/__schema/out")).unwrap();
+        symlink(real.join("arr/__schema/s"), real.join("arr/__schema/in")).unwrap();
+        symlink(outside.join("dir"), real.join("arr/__fragments")).unwrap();
+        symlink(&real, tmp.path().join("root")).unwrap();
+        let s = LocalStorage::new(tmp.path().join("root"));
+        let refused = |r: Result<()>| {
+            assert!(
+                matches!(&r, Err(StorageError::InvalidPath { reason, .. }) if reason.contains("symbolic link")),
+                "{r:?}"
+            )
+        };
+        refused(s.read("arr/__schema/out").map(drop));
+        refused(s.size("arr/__schema/out").map(drop));
+        refused(s.read("arr/__fragments/f").map(drop));
+        refused(s.list_dir("arr/__fragments").map(drop));
+        refused(s.write("arr/__fragments/new/a.tdb", Bytes::from_static(b"x")));
+        refused(s.write("arr/__fragments/g", Bytes::from_static(b"x")));
+        refused(s.delete("arr/__fragments/f"));
+        refused(s.delete_prefix("arr/__fragments/dir"));
+        assert_eq!(fs::read(outside.join("dir/f")).unwrap(), b"f");
+        assert!(!outside.join("dir/new").exists() && !outside.join("dir/g").exists());
+        // Inside the root, and through the root's own link, all is well.
+        assert_eq!(
+            s.read("arr/__schema/in").unwrap().as_deref(),
+            Some(&b"schema"[..])
+        );
+        assert_eq!(s.list_dir("arr/__schema").unwrap().files.len(), 3);
+        s.write("arr/__meta/m", Bytes::from_static(b"m")).unwrap();
+        assert_eq!(fs::read(real.join("arr/__meta/m")).unwrap(), b"m");
+        // A link itself can go; what it leads to stays.
+        s.delete("arr/__schema/out").unwrap();
+        s.delete_prefix("arr/__fragments").unwrap();
+        assert_eq!(fs::read(outside.join("secret")).unwrap(), b"secret");
+        assert_eq!(fs::read(outside.join("dir/f")).unwrap(), b"f");
     }
 
     #[test]
