@@ -403,6 +403,22 @@ impl Footer {
         };
         let sparse_tile_num = r.u64("sparse tile num")?;
         let last_tile_cell_num = r.u64("last tile cell num")?;
+        // Nothing authenticates the footer (an encrypted array's neither):
+        // flags TileDB never writes so would make cells vanish quietly.
+        if dense && schema.array_type == tdb_format::ArrayType::Sparse {
+            return Err(FragmentError::invalid(
+                file,
+                "footer: dense",
+                "a dense fragment in a sparse array",
+            ));
+        }
+        if null_domain && (dense || sparse_tile_num > 0) {
+            return Err(FragmentError::invalid(
+                file,
+                "footer: null non-empty domain",
+                "a fragment with tiles has no non-empty domain",
+            ));
+        }
         let has_timestamps = version >= 14 && r.flag("has timestamps")?;
         let has_delete_meta = version >= 15 && r.flag("has delete meta")?;
         let (a, d) = (schema.attributes.len(), domain.dimensions.len());
