@@ -8,13 +8,17 @@
 //! fragment's cells are all there or none), no consolidation may fail,
 //! and at the end tdb (and TileDB, with `--tiledb`) reads every cell of
 //! every fragment.
+//!
+//! With `--storage s3` the array lives in a loopback S3 server (moto,
+//! started by `tdb-test-servers`), which every process reaches through the
+//! environment (`AWS_*`), as a user's would.
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 use tdb::{
-    Array, ArraySchema, AttributeBuilder, Datatype, DimensionBuilder, FieldBuffer,
-    FragmentSelection, LocalStorage, OpenOptions, ReadSpec, WriteSpec,
+    AnyStorage, Array, ArraySchema, AttributeBuilder, Datatype, DimensionBuilder, FieldBuffer,
+    FragmentSelection, OpenOptions, ReadSpec, StorageConfig, WriteSpec,
 };
 use tdb_format::ArrayType;
 
@@ -44,10 +48,16 @@ fn u64s(b: &FieldBuffer) -> Vec<u64> {
         .collect()
 }
 
+/// The array's storage: a local directory or an object store URI, set up
+/// by the environment and `config`.
+fn storage(dir: &str, config: &StorageConfig) -> Result<AnyStorage, Err> {
+    tdb::storage(dir, config).map_err(err)
+}
+
 /// Reads the whole array and checks every cell and every fragment's
 /// wholeness; the number of cells.
-fn read_checked(dir: &Path, pause: Duration) -> Result<usize, Err> {
-    let array = Array::open_in(LocalStorage::new(dir), "", OpenOptions::new()).map_err(err)?;
+fn read_checked(storage: &AnyStorage, pause: Duration) -> Result<usize, Err> {
+    let array = Array::open_in(storage, "", OpenOptions::new()).map_err(err)?;
     // A reader that holds its opened array a while before reading widens
     // the window in which a vacuum removes what it opened.
     std::thread::sleep(pause);
@@ -74,6 +84,7 @@ fn read_checked(dir: &Path, pause: Duration) -> Result<usize, Err> {
 /// `xtask concurrency-child write DIR W FRAGMENTS | read DIR STOP PAUSE_MS
 /// | consolidate DIR STOP`: prints what it did on stdout.
 pub fn child(args: &[String]) -> Result<(), Err> {
+    let config = StorageConfig::new();
     match args {
         [role, dir, w, fragments] if role == "write" => {
             let (w, fragments): (u64, u64) = (
@@ -81,7 +92,7 @@ pub fn child(args: &[String]) -> Result<(), Err> {
                 fragments.parse().map_err(|_| "fragment count")?,
             );
             let array =
-                Array::open_in(LocalStorage::new(dir), "", OpenOptions::new()).map_err(err)?;
+                Array::open_in(storage(dir, &config)?, "", OpenOptions::new()).map_err(err)?;
             for j in 0..fragments {
                 let ks = j * CELLS..(j + 1) * CELLS;
                 array
@@ -97,17 +108,18 @@ pub fn child(args: &[String]) -> Result<(), Err> {
         [role, dir, stop, pause] if role == "read" => {
             let pause = Duration::from_millis(pause.parse().map_err(|_| "pause in ms")?);
             let (mut reads, mut most) = (0u64, 0usize);
+            let storage = storage(dir, &config)?;
             while !Path::new(stop).exists() {
-                most = most.max(read_checked(Path::new(dir), pause)?);
+                most = most.max(read_checked(&storage, pause)?);
                 reads += 1;
             }
             println!("{reads} reads, at most {most} cells");
         }
         [role, dir, stop] if role == "consolidate" => {
             let mut rounds = 0u64;
+            let storage = storage(dir, &config)?;
             while !Path::new(stop).exists() {
-                let a =
-                    Array::open_in(LocalStorage::new(dir), "", OpenOptions::new()).map_err(err)?;
+                let a = Array::open_in(&storage, "", OpenOptions::new()).map_err(err)?;
                 a.consolidate_fragments(&FragmentSelection::default(), tdb::DEFAULT_BUDGET)
                     .map_err(err)?;
                 a.vacuum_fragments().map_err(err)?;
@@ -124,11 +136,12 @@ pub fn child(args: &[String]) -> Result<(), Err> {
     Ok(())
 }
 
-fn spawn(args: &[String]) -> Result<Child, Err> {
+fn spawn(args: &[String], env: &[(&str, String)]) -> Result<Child, Err> {
     let exe = std::env::current_exe().map_err(|e| e.to_string())?;
     Command::new(exe)
         .arg("concurrency-child")
         .args(args)
+        .envs(env.iter().map(|(k, v)| (*k, v)))
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -151,6 +164,7 @@ fn finish(what: &str, child: Child) -> Result<String, String> {
 pub fn concurrency(args: &[String]) -> Result<(), Err> {
     let (mut writers, mut fragments, mut readers, mut tiledb) = (8u64, 100u64, 2u64, false);
     let mut pause = 0u64;
+    let mut s3 = false;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let mut number = |what: &str| crate::number_arg(&mut it, what);
@@ -160,51 +174,74 @@ pub fn concurrency(args: &[String]) -> Result<(), Err> {
             "--readers" => readers = number("--readers")?,
             "--tiledb" => tiledb = true,
             "--reader-pause" => pause = number("--reader-pause")?,
+            "--storage" => match it.next().map(String::as_str) {
+                Some("s3") => s3 = true,
+                Some("local") => s3 = false,
+                other => return Err(format!("concurrency: --storage local|s3, not {other:?}")),
+            },
             other => return Err(format!("concurrency: unknown argument {other}")),
         }
     }
     let root = crate::workspace_root();
     let work = root.join("target/concurrency");
     let _ = std::fs::remove_dir_all(&work);
-    let dir = work.join("array");
     let stop = work.join("stop");
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    std::fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
+    // The server lives until the end of this function.
+    let server = if s3 {
+        let server = tdb_test_servers::S3Server::start()?;
+        server.create_bucket("tdb")?;
+        Some(server)
+    } else {
+        None
+    };
+    let (dir, config, env) = match &server {
+        Some(server) => (
+            "s3://tdb/concurrency/array".to_owned(),
+            server.settings().into_iter().collect(),
+            server.env(),
+        ),
+        None => (
+            work.join("array").display().to_string(),
+            StorageConfig::new(),
+            Vec::new(),
+        ),
+    };
+    let array_storage = storage(&dir, &config)?;
     let schema = ArraySchema::builder(ArrayType::Sparse)
         .dimension(DimensionBuilder::range("w", 0u64..=63).tile_extent(8u64))
         .dimension(DimensionBuilder::range("k", 0u64..=(1 << 30)).tile_extent(1024u64))
         .attribute(AttributeBuilder::new("a", Datatype::UInt64))
         .build()
         .map_err(|e| e.to_string())?;
-    Array::create_in(
-        LocalStorage::new(&dir),
-        "",
-        &schema,
-        &[],
-        OpenOptions::new(),
-    )
-    .map_err(err)?;
-    let s = |p: &Path| p.display().to_string();
+    Array::create_in(&array_storage, "", &schema, &[], OpenOptions::new()).map_err(err)?;
+    let stop_at = stop.display().to_string();
     let background: Vec<(String, Child)> = (0..readers)
         .map(|r| {
-            let args = vec!["read".into(), s(&dir), s(&stop), pause.to_string()];
+            let args = vec![
+                "read".into(),
+                dir.clone(),
+                stop_at.clone(),
+                pause.to_string(),
+            ];
             (format!("reader {r}"), args)
         })
         .chain([(
             "consolidator".to_owned(),
-            vec!["consolidate".into(), s(&dir), s(&stop)],
+            vec!["consolidate".into(), dir.clone(), stop_at.clone()],
         )])
-        .map(|(name, args)| spawn(&args).map(|c| (name, c)))
+        .map(|(name, args)| spawn(&args, &env).map(|c| (name, c)))
         .collect::<Result<_, _>>()?;
     let started = std::time::Instant::now();
     let writing: Vec<(String, Child)> = (0..writers)
         .map(|w| {
             let args = vec![
                 "write".into(),
-                s(&dir),
+                dir.clone(),
                 w.to_string(),
                 fragments.to_string(),
             ];
-            spawn(&args).map(|c| (format!("writer {w}"), c))
+            spawn(&args, &env).map(|c| (format!("writer {w}"), c))
         })
         .collect::<Result<_, _>>()?;
     let mut failures = Vec::new();
@@ -222,19 +259,23 @@ pub fn concurrency(args: &[String]) -> Result<(), Err> {
         }
     }
     let want = (writers * fragments * CELLS) as usize;
-    match read_checked(&dir, Duration::ZERO) {
+    match read_checked(&array_storage, Duration::ZERO) {
         Ok(n) if n == want => {}
         Ok(n) => failures.push(format!("tdb reads {n} cells at the end, not {want}")),
         Err(e) => failures.push(format!("tdb at the end: {e}")),
     }
     if tiledb {
-        if let Err(e) = tiledb_reads(&root, &dir, want, writers) {
+        let tiledb_config = server
+            .as_ref()
+            .map(|s| tdb_test_servers::S3Server::tiledb_config_for(s.port()));
+        if let Err(e) = tiledb_reads(&root, &dir, tiledb_config, want, writers) {
             failures.push(e);
         }
     }
     println!(
-        "{writers} writers x {fragments} fragments in {:.1} s beside {readers} readers and a consolidator: {}",
+        "{writers} writers x {fragments} fragments in {:.1} s beside {readers} readers and a consolidator{}: {}",
         writing_took.as_secs_f64(),
+        if s3 { ", on S3" } else { "" },
         if failures.is_empty() { "every read whole, every cell at the end" } else { "FAILED" }
     );
     if failures.is_empty() {
@@ -244,16 +285,28 @@ pub fn concurrency(args: &[String]) -> Result<(), Err> {
     }
 }
 
-/// TileDB reads every cell tdb's processes wrote, each with its value.
-fn tiledb_reads(root: &Path, dir: &Path, want: usize, writers: u64) -> Result<(), Err> {
+/// TileDB reads every cell tdb's processes wrote, each with its value
+/// (through `config`, TileDB's JSON settings, where given).
+fn tiledb_reads(
+    root: &Path,
+    dir: &str,
+    config: Option<String>,
+    want: usize,
+    writers: u64,
+) -> Result<(), Err> {
     let writers_tsv = crate::read_writers(root)?;
     let python = crate::venv_for(root, &writers_tsv[0])?.join("bin/python");
-    let script = "import sys, tiledb\n\
-        with tiledb.open(sys.argv[1]) as A:\n\
+    let script = "import json, os, sys, tiledb\n\
+        ctx = tiledb.Ctx(tiledb.Config(json.loads(os.environ.get('TDB_TILEDB_CONFIG', '{}'))))\n\
+        with tiledb.open(sys.argv[1], ctx=ctx) as A:\n\
         \x20   d = A[:]\n\
         \x20   ok = all(int(a) == (int(w) << 32) | int(k) for w, k, a in zip(d['w'], d['k'], d['a']))\n\
         \x20   print(len(d['a']), len(set(int(w) for w in d['w'])), ok)\n";
-    let out = Command::new(python)
+    let mut cmd = Command::new(python);
+    if let Some(c) = config {
+        cmd.env("TDB_TILEDB_CONFIG", c);
+    }
+    let out = cmd
         .arg("-c")
         .arg(script)
         .arg(dir)

@@ -15,9 +15,9 @@
 //!   same arrays, in one run (see `bench.rs`).
 //! - `fuzz [--seconds N] [--runs N] [--target T]... [--list]`: every parser and decoder
 //!   under libFuzzer, seeded from the fixtures (see `fuzz.rs`).
-//! - `crash [--runs N] [--seed S] [--tiledb]`: operations SIGKILLed at random points on
+//! - `crash [--runs N] [--seed S] [--tiledb] [--storage s3]`: operations SIGKILLed at random points on
 //!   the real filesystem, each survivor checked (see `crash.rs`).
-//! - `concurrency [--writers N] [--fragments N] [--readers N] [--reader-pause MS] [--tiledb]`:
+//! - `concurrency [--writers N] [--fragments N] [--readers N] [--reader-pause MS] [--tiledb] [--storage s3]`:
 //!   writers, readers and a consolidator at once on one array (see
 //!   `concurrency.rs`).
 //! - `conformance DIR [--only CASE]... [--no-queries] [--budget BYTES]`: every conformance
@@ -219,8 +219,8 @@ const USAGE: &str = "usage: cargo xtask fixtures [--only TILEDB_PY_VERSION]...
        cargo xtask bench [--quick] [--only W..] [--json FILE] [--storage local|s3]
        cargo xtask conformance DIR [--only CASE]... [--no-queries] [--budget BYTES]
        cargo xtask fuzz [--seconds N] [--runs N] [--target T]... [--list]
-       cargo xtask crash [--runs N] [--seed S] [--tiledb]
-       cargo xtask concurrency [--writers N] [--fragments N] [--readers N] [--reader-pause MS] [--tiledb]";
+       cargo xtask crash [--runs N] [--seed S] [--tiledb] [--storage s3]
+       cargo xtask concurrency [--writers N] [--fragments N] [--readers N] [--reader-pause MS] [--tiledb] [--storage s3]";
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
