@@ -1,8 +1,8 @@
 //! The fixtures targets take their context and seeds from: a fixed list of
-//! TileDB-written cases covering every file kind and filter family, loaded
-//! once per process. The list's order is part of every input's meaning
-//! (its first bytes choose a case, file or field), so append, never
-//! reorder.
+//! TileDB-written cases covering every file kind and filter family
+//! (`tdb_testdata::SMALL_CASES`, then `MORE_CASES`), loaded once per
+//! process. The list's order is part of every input's meaning (its first
+//! bytes choose a case, file or field), so append, never reorder.
 
 use std::sync::OnceLock;
 use tdb::{Array, MemoryStorage, OpenOptions};
@@ -10,23 +10,8 @@ use tdb_format::{classify, ObjectFile};
 use tdb_schema::ArraySchema;
 use tdb_storage::WritableStorage;
 
-const CASES: &[&str] = &[
-    "dense_1d_int32",
-    "sparse_2d_int",
-    "attr_nullable",
-    "attr_utf8",
-    "dense_var_nullable",
-    "filter_gzip",
-    "filter_zstd",
-    "filter_lz4",
-    "filter_bzip2",
-    "filter_rle_str",
-    "filter_dictionary",
-    "filter_double_delta",
-    "filter_bit_width_reduction",
-    "encrypted_aes256",
-    "consolidated_fragment_meta",
-    "enumeration",
+/// The cases after `tdb_testdata::SMALL_CASES` (which come first).
+const MORE_CASES: &[&str] = &[
     "filter_chains_float",
     "filter_chains_int",
     "filter_webp",
@@ -104,8 +89,9 @@ pub(crate) fn cases() -> &'static [Case] {
     static CASES_LOADED: OnceLock<Vec<Case>> = OnceLock::new();
     CASES_LOADED.get_or_init(|| {
         let objects = tdb_testdata::objects();
-        CASES
+        tdb_testdata::SMALL_CASES
             .iter()
+            .chain(MORE_CASES)
             .map(|name| {
                 let o = objects
                     .iter()

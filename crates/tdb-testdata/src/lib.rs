@@ -12,6 +12,29 @@ pub fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata/arrays")
 }
 
+/// Fixture cases covering every file kind and filter family, small enough
+/// to read many times over: what hostile-input tests mutate. Append only:
+/// the fuzz targets (`tdb-fuzz`) name cases by their index in this list
+/// (then in their own extra list), so their corpora stay valid.
+pub const SMALL_CASES: [&str; 16] = [
+    "dense_1d_int32",
+    "sparse_2d_int",
+    "attr_nullable",
+    "attr_utf8",
+    "dense_var_nullable",
+    "filter_gzip",
+    "filter_zstd",
+    "filter_lz4",
+    "filter_bzip2",
+    "filter_rle_str",
+    "filter_dictionary",
+    "filter_double_delta",
+    "filter_bit_width_reduction",
+    "encrypted_aes256",
+    "consolidated_fragment_meta",
+    "enumeration",
+];
+
 /// One TileDB object (array or group) of a case.
 #[derive(Debug, Clone)]
 pub struct Object {

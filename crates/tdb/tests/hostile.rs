@@ -49,27 +49,6 @@ unsafe impl GlobalAlloc for Refusing {
 #[global_allocator]
 static ALLOC: Refusing = Refusing;
 
-/// Cases covering every file kind and filter family, small enough to run
-/// many times.
-const CASES: [&str; 16] = [
-    "dense_1d_int32",
-    "sparse_2d_int",
-    "attr_nullable",
-    "attr_utf8",
-    "dense_var_nullable",
-    "filter_gzip",
-    "filter_zstd",
-    "filter_lz4",
-    "filter_bzip2",
-    "filter_rle_str",
-    "filter_dictionary",
-    "filter_double_delta",
-    "filter_bit_width_reduction",
-    "encrypted_aes256",
-    "consolidated_fragment_meta",
-    "enumeration",
-];
-
 /// Opens the array in `storage` and reads a few batches of every field
 /// under a small budget; the outcome does not matter, only that there is
 /// one.
@@ -96,7 +75,7 @@ fn run(storage: &MemoryStorage, key: Option<&[u8; 32]>) -> bool {
 fn huge_sizes_in_tiledb_files_are_errors_not_allocations() {
     let mut runs = 0;
     let mut refused = 0;
-    for case in CASES {
+    for case in tdb_testdata::SMALL_CASES {
         let o = tdb_testdata::objects()
             .into_iter()
             .find(|o| o.case == case && o.expected.is_some())
