@@ -22,7 +22,11 @@ pub struct ChunkingError(pub String);
 /// The chunk size of fixed-size cells (`WriterTile::compute_chunk_size`).
 pub fn fixed_chunk_size(tile_size: u64, cell_size: u64) -> Result<u64, ChunkingError> {
     let cell_size = cell_size.max(1);
-    let size = (MAX_TILE_CHUNK_SIZE.min(tile_size) / cell_size * cell_size).max(cell_size);
+    let whole_cells = MAX_TILE_CHUNK_SIZE
+        .min(tile_size)
+        .checked_div(cell_size)
+        .unwrap_or(0);
+    let size = whole_cells.saturating_mul(cell_size).max(cell_size);
     if size > u64::from(u32::MAX) {
         return Err(ChunkingError(format!("chunk size {size} exceeds u32")));
     }
@@ -53,34 +57,21 @@ pub fn chunk_ranges(
         Some(offsets) => var_chunk_starts(chunk_size, tile_size, offsets)?,
         None => Vec::new(),
     };
-    let var = !starts.is_empty();
-    let (count, last_len) = if tile_size == chunk_size {
-        (1, chunk_size)
-    } else if var {
-        (starts.len() as u64, tile_size - starts[starts.len() - 1])
+    Ok(if tile_size == chunk_size {
+        // One chunk: the whole tile.
+        std::iter::once(0..tile_size).collect()
+    } else if !starts.is_empty() {
+        // Each chunk runs to the next one's start, the last to the end.
+        let ends = starts.iter().skip(1).chain([&tile_size]);
+        starts.iter().zip(ends).map(|(&s, &e)| s..e).collect()
     } else {
-        match tile_size % chunk_size {
-            0 => (tile_size / chunk_size, chunk_size),
-            rem => (tile_size / chunk_size + 1, rem),
-        }
-    };
-    let mut ranges = Vec::with_capacity(count as usize);
-    for i in 0..count {
-        let start = if var {
-            starts[i as usize]
-        } else {
-            i * chunk_size
-        };
-        let len = if i == count - 1 {
-            last_len
-        } else if var {
-            starts[i as usize + 1] - start
-        } else {
-            chunk_size
-        };
-        ranges.push(start..start + len);
-    }
-    Ok(ranges)
+        // `chunk_size` is at least one cell, so at least 1.
+        let step = usize::try_from(chunk_size.max(1)).unwrap_or(usize::MAX);
+        (0..tile_size)
+            .step_by(step)
+            .map(|s| s..s.saturating_add(chunk_size).min(tile_size))
+            .collect()
+    })
 }
 
 fn var_chunk_starts(
@@ -89,25 +80,31 @@ fn var_chunk_starts(
     offsets: &[u64],
 ) -> Result<Vec<u64>, ChunkingError> {
     let min_size = chunk_size / 2;
-    let max_size = chunk_size + chunk_size / 2;
+    let max_size = chunk_size.saturating_add(chunk_size / 2);
     let mut starts = vec![0];
     let mut current = 0u64;
     for (c, &start) in offsets.iter().enumerate() {
-        let end = offsets.get(c + 1).copied().unwrap_or(tile_size);
-        if end < start || end > tile_size {
-            return Err(ChunkingError(format!(
-                "cell {c} spans {start}..{end} in a tile of {tile_size} bytes"
-            )));
-        }
-        let cell = end - start;
-        let grown = current + cell;
+        let last = c.saturating_add(1) == offsets.len();
+        let end = offsets
+            .get(c.saturating_add(1))
+            .copied()
+            .unwrap_or(tile_size);
+        let cell = end
+            .checked_sub(start)
+            .filter(|_| end <= tile_size)
+            .ok_or_else(|| {
+                ChunkingError(format!(
+                    "cell {c} spans {start}..{end} in a tile of {tile_size} bytes"
+                ))
+            })?;
+        let grown = current.saturating_add(cell);
         if grown <= chunk_size {
             current = grown;
         } else if current <= min_size || grown <= max_size {
             if grown > u64::from(u32::MAX) {
                 return Err(ChunkingError("chunk size exceeds u32".into()));
             }
-            starts.push(start + cell);
+            starts.push(end);
             current = 0;
         } else {
             starts.push(start);
@@ -115,8 +112,8 @@ fn var_chunk_starts(
                 if cell > u64::from(u32::MAX) {
                     return Err(ChunkingError("chunk size exceeds u32".into()));
                 }
-                if c != offsets.len() - 1 {
-                    starts.push(start + cell);
+                if !last {
+                    starts.push(end);
                 }
                 current = 0;
             } else {

@@ -35,15 +35,23 @@ impl CoordsLayout {
     /// dimension.
     pub fn dimension(self, tile: &[u8], d: usize, dims: usize, size: usize) -> Option<Vec<u8>> {
         let cell = size.checked_mul(dims).filter(|&c| c > 0 && d < dims)?;
-        if tile.len() % cell != 0 {
+        if tile.len().checked_rem(cell)? != 0 {
             return None;
         }
-        let cells = tile.len() / cell;
+        if tile.is_empty() {
+            return Some(Vec::new());
+        }
         Some(match self {
-            CoordsLayout::Split => tile.get(d * cells * size..(d + 1) * cells * size)?.to_vec(),
+            // One run of values per dimension, each a `dims`-th of the tile.
+            CoordsLayout::Split => tile
+                .chunks_exact(tile.len().checked_div(dims)?)
+                .nth(d)?
+                .to_vec(),
+            // `dims` values per cell, `size` bytes each.
             CoordsLayout::Zipped => tile
                 .chunks_exact(cell)
-                .flat_map(|c| &c[d * size..(d + 1) * size])
+                .filter_map(|c| c.chunks_exact(size).nth(d))
+                .flatten()
                 .copied()
                 .collect(),
         })

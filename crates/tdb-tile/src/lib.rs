@@ -5,6 +5,14 @@
 //! ([`filtered_chunks`]); [`TileFilters`] unfilters one given the field's
 //! pipeline and datatype, and filters one as TileDB's writer would.
 
+// Bytes from files reach the chunk framing and the decoders here: no
+// index, slice or arithmetic that could panic or wrap on them (tests
+// index freely).
+#![cfg_attr(
+    not(test),
+    warn(clippy::indexing_slicing, clippy::arithmetic_side_effects)
+)]
+
 mod chunking;
 mod chunks;
 mod coords;

@@ -122,7 +122,8 @@ impl<'a> TileFilters<'a> {
             var_data,
             &mut tile,
         )?;
-        Ok((tile, bytes.len() - rest.len()))
+        // `rest` is a tail of `bytes`.
+        Ok((tile, bytes.len().saturating_sub(rest.len())))
     }
 
     /// Unfilters a tile that must span exactly `bytes` (a reader knows each
@@ -146,7 +147,7 @@ impl<'a> TileFilters<'a> {
                 location: location.to_owned(),
                 reason: format!(
                     "the tile ends after {} of its {} bytes",
-                    bytes.len() - rest.len(),
+                    bytes.len().saturating_sub(rest.len()),
                     bytes.len()
                 ),
             });
@@ -188,7 +189,7 @@ impl<'a> TileFilters<'a> {
             let start = chunk_out.data.len();
             chunk_out.metadata.clear();
             chunk_out.offsets.clear();
-            let index = (first + i) as u64;
+            let index = first.saturating_add(i) as u64;
             self.pipeline
                 .reverse_chunk(&stage, ws, chunk.metadata, chunk.data, &mut chunk_out)
                 .map_err(|source| TileError::Filter {
@@ -196,7 +197,8 @@ impl<'a> TileFilters<'a> {
                     chunk: index,
                     source,
                 })?;
-            let got = chunk_out.data.len() - start;
+            // Filters only append to `data`.
+            let got = chunk_out.data.len().saturating_sub(start);
             if got as u64 != u64::from(chunk.unfiltered_size) {
                 return Err(TileError::Corrupt {
                     location: location.to_owned(),
@@ -206,8 +208,12 @@ impl<'a> TileFilters<'a> {
                     ),
                 });
             }
-            out.offsets
-                .extend(chunk_out.offsets.iter().map(|o| o + start as u64));
+            out.offsets.extend(
+                chunk_out
+                    .offsets
+                    .iter()
+                    .map(|o| o.saturating_add(start as u64)),
+            );
             Ok(())
         });
         out.data = chunk_out.data;
@@ -242,7 +248,12 @@ impl<'a> TileFilters<'a> {
         let stage = self.stage(string_offsets);
         let mut filtered = Vec::with_capacity(ranges.len());
         for (i, r) in ranges.iter().enumerate() {
-            let chunk = tile[r.start as usize..r.end as usize].to_vec();
+            let chunk = usize::try_from(r.start)
+                .ok()
+                .zip(usize::try_from(r.end).ok())
+                .and_then(|(start, end)| tile.get(start..end))
+                .ok_or_else(|| bad(format!("chunk {i} at {r:?} is outside the tile")))?
+                .to_vec();
             let (metadata, data) =
                 self.pipeline
                     .forward_chunk(&stage, ws, chunk)
@@ -251,7 +262,10 @@ impl<'a> TileFilters<'a> {
                         chunk: i as u64,
                         source,
                     })?;
-            filtered.push(((r.end - r.start) as u32, metadata, data));
+            // `chunk_ranges` keeps every chunk within u32.
+            let size = u32::try_from(r.end.saturating_sub(r.start))
+                .map_err(|_| bad(format!("chunk {i} is larger than u32")))?;
+            filtered.push((size, metadata, data));
         }
         write_filtered_chunks(
             filtered.iter().map(|(size, metadata, data)| FilteredChunk {
