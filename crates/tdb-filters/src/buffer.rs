@@ -272,6 +272,12 @@ pub(crate) fn take_data<'a>(
     Ok(head)
 }
 
+/// `out` from `start` on (empty when `start` is past its end): the room a
+/// caller has just made after `start` for a codec to write into.
+pub(crate) fn tail(out: &mut [u8], start: usize) -> &mut [u8] {
+    out.get_mut(start..).unwrap_or_default()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,6 +1,13 @@
 //! Running a whole pipeline over one chunk, each filter seeing the datatype
 //! the filters before it produced.
 
+// Bytes from files reach this decoder: no index, slice or arithmetic
+// that could panic or wrap on them (tests index freely).
+#![cfg_attr(
+    not(test),
+    warn(clippy::indexing_slicing, clippy::arithmetic_side_effects)
+)]
+
 use crate::buffer::{Parts, Stage, Unfiltered};
 use crate::workspace::Workspace;
 use crate::{Filter, FilterPipeline, Result};
@@ -99,7 +106,6 @@ impl FilterPipeline {
     ) -> Result<()> {
         // A NONE filter hands its input on untouched: skip it rather than
         // copy the chunk through it.
-        let n = self.filters.len();
         if self.filters.iter().all(|f| matches!(f, Filter::None)) {
             out.data.extend_from_slice(data);
             return Ok(());
@@ -113,14 +119,20 @@ impl FilterPipeline {
         types.clear();
         types.extend(self.stage_types(st.datatype));
         let (mut src, mut dst) = (a, b);
-        let last = (0..n)
-            .find(|&i| !matches!(self.filters[i], Filter::None))
+        let last = self
+            .filters
+            .iter()
+            .position(|f| !matches!(f, Filter::None))
             .unwrap_or(0);
-        let run = (0..n)
+        let run = self
+            .filters
+            .iter()
+            .zip(types.iter().copied())
+            .enumerate()
             .rev()
-            .filter(|&i| !matches!(self.filters[i], Filter::None));
-        for (step, i) in run.enumerate() {
-            let stage = st.with_datatype(types[i]);
+            .filter(|(_, (f, _))| !matches!(f, Filter::None));
+        for (step, (i, (filter, datatype))) in run.enumerate() {
+            let stage = st.with_datatype(datatype);
             let (m, d): (&[u8], &[u8]) = if step == 0 {
                 (metadata, data)
             } else {
@@ -129,10 +141,10 @@ impl FilterPipeline {
             if i == last {
                 // The pipeline's first filter is the last to reverse: it
                 // writes into the caller's buffer.
-                self.filters[i].reverse(&stage, codecs, m, d, out)?;
+                filter.reverse(&stage, codecs, m, d, out)?;
             } else {
                 dst.clear();
-                self.filters[i].reverse(&stage, codecs, m, d, dst)?;
+                filter.reverse(&stage, codecs, m, d, dst)?;
                 std::mem::swap(&mut src, &mut dst);
             }
         }

@@ -8,6 +8,13 @@
 //! (the earlier filters' metadata, handed on whole), and the data parts
 //! against the data in order.
 
+// Bytes from files reach this decoder: no index, slice or arithmetic
+// that could panic or wrap on them (tests index freely).
+#![cfg_attr(
+    not(test),
+    warn(clippy::indexing_slicing, clippy::arithmetic_side_effects)
+)]
+
 use crate::buffer::{take_data, to_u32, MetaReader, Parts, Stage, Unfiltered};
 use crate::{FilterError, Result};
 use md5::Md5;
@@ -55,8 +62,9 @@ pub(crate) fn forward(
     data: Parts,
 ) -> Result<(Parts, Parts)> {
     let count = |p: &Parts| to_u32(kind.name(), p.count(), "part count");
-    let total = metadata.count() + data.count();
-    let mut own = Vec::with_capacity(8 + total * (8 + kind.len()));
+    let total = metadata.count().saturating_add(data.count());
+    let entry = kind.len().saturating_add(8);
+    let mut own = Vec::with_capacity(total.saturating_mul(entry).saturating_add(8));
     own.extend_from_slice(&count(&metadata)?.to_le_bytes());
     own.extend_from_slice(&count(&data)?.to_le_bytes());
     for part in metadata.iter().chain(data.iter()) {
@@ -82,8 +90,9 @@ pub(crate) fn reverse(
     let data_parts = meta.u32("data part count")?;
     // Each entry is read before anything is checked, as TileDB does, so the
     // earlier filters' metadata starts where the last entry ends.
-    let entry = 8 + kind.len();
-    let entries = (u64::from(metadata_parts) + u64::from(data_parts))
+    let entry = kind.len().saturating_add(8);
+    let entries = u64::from(metadata_parts)
+        .saturating_add(u64::from(data_parts))
         .checked_mul(entry as u64)
         .and_then(|n| usize::try_from(n).ok())
         .unwrap_or(usize::MAX);

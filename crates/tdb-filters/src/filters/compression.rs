@@ -9,9 +9,16 @@
 //!
 //! [`strings`]: super::strings
 
+// Bytes from files reach this decoder: no index, slice or arithmetic
+// that could panic or wrap on them (tests index freely).
+#![cfg_attr(
+    not(test),
+    warn(clippy::indexing_slicing, clippy::arithmetic_side_effects)
+)]
+
 use super::strings::{self, StringCodec};
 use super::{delta, double_delta, rle};
-use crate::buffer::{to_u32, MetaReader, Parts, Stage, StringOffsets, Unfiltered};
+use crate::buffer::{tail, to_u32, MetaReader, Parts, Stage, StringOffsets, Unfiltered};
 use crate::workspace::Codecs;
 use crate::{FilterError, Result};
 use std::io::{Read, Write};
@@ -88,7 +95,7 @@ pub(crate) fn forward(
         }
         let input = data.concat();
         let (meta_tail, out) = strings::forward(sc, &input, offsets)?;
-        let mut meta = Vec::with_capacity(8 + meta_tail.len());
+        let mut meta = Vec::with_capacity(meta_tail.len().saturating_add(8));
         meta.extend_from_slice(&0u32.to_le_bytes());
         meta.extend_from_slice(&1u32.to_le_bytes());
         meta.extend_from_slice(&meta_tail);
@@ -101,16 +108,17 @@ pub(crate) fn forward(
         ));
     }
     to_u32(name, data.byte_len(), "input")?;
-    let total_parts = metadata.count() + data.count();
-    let mut meta = Vec::with_capacity(8 + 8 * total_parts);
+    let total_parts = metadata.count().saturating_add(data.count());
+    let mut meta = Vec::with_capacity(total_parts.saturating_mul(8).saturating_add(8));
     meta.extend_from_slice(&to_u32(name, metadata.count(), "part count")?.to_le_bytes());
     meta.extend_from_slice(&to_u32(name, data.count(), "part count")?.to_le_bytes());
-    let mut out = Vec::with_capacity(data.byte_len() / 2 + 64);
+    let mut out = Vec::with_capacity((data.byte_len() / 2).saturating_add(64));
     for part in metadata.iter().chain(data.iter()) {
         let start = out.len();
         compress_part(st, codecs, codec, part, &mut out)?;
         meta.extend_from_slice(&to_u32(name, part.len(), "part")?.to_le_bytes());
-        meta.extend_from_slice(&to_u32(name, out.len() - start, "compressed part")?.to_le_bytes());
+        let compressed = out.len().saturating_sub(start);
+        meta.extend_from_slice(&to_u32(name, compressed, "compressed part")?.to_le_bytes());
     }
     Ok((Parts::one(meta), Parts::one(out)))
 }
@@ -153,7 +161,7 @@ pub(crate) fn reverse(
         ));
     }
     let mut input = data;
-    for i in 0..u64::from(metadata_parts) + u64::from(data_parts) {
+    for i in 0..u64::from(metadata_parts).saturating_add(u64::from(data_parts)) {
         let original = meta.u32("part original size")? as usize;
         let compressed = meta.u32("part compressed size")? as usize;
         let part = crate::buffer::take_data(name, &mut input, compressed, "compressed part")?;
@@ -207,13 +215,11 @@ fn compress_part(
         }
         Codec::Lz4 => {
             let start = out.len();
-            out.resize(
-                start + lz4_flex::block::get_maximum_output_size(part.len()),
-                0,
-            );
-            let n = lz4_flex::block::compress_into(part, &mut out[start..])
+            let room = lz4_flex::block::get_maximum_output_size(part.len());
+            out.resize(start.saturating_add(room), 0);
+            let n = lz4_flex::block::compress_into(part, tail(out, start))
                 .map_err(|e| FilterError::bad_input(name, e.to_string()))?;
-            out.truncate(start + n);
+            out.truncate(start.saturating_add(n));
         }
         Codec::Bzip2(level) => {
             let level = if level < 1 { 1 } else { level.min(9) as u32 };
@@ -258,17 +264,17 @@ fn decompress_part(
                 return Err(size_mismatch(
                     name,
                     original,
-                    part.len() * DEFLATE_MAX_RATIO,
+                    part.len().saturating_mul(DEFLATE_MAX_RATIO),
                 ));
             }
             // One byte beyond the promise shows a stream that goes on.
-            out.resize(start + original + 1, 0);
+            out.resize(start.saturating_add(original).saturating_add(1), 0);
             let inflate = codecs.inflate();
             let status = inflate
-                .decompress(part, &mut out[start..], flate2::FlushDecompress::Finish)
+                .decompress(part, tail(out, start), flate2::FlushDecompress::Finish)
                 .map_err(|e| FilterError::corrupt(name, e.to_string()))?;
             let got = inflate.total_out() as usize;
-            out.truncate(start + got);
+            out.truncate(start.saturating_add(got));
             if status != flate2::Status::StreamEnd && got == original {
                 return Err(FilterError::corrupt(name, "the zlib stream does not end"));
             }
@@ -309,12 +315,16 @@ fn decompress_part(
         Codec::Lz4 => {
             // An LZ4 block expands at most 255-fold; a larger claim is a lie.
             if original > part.len().saturating_mul(255).saturating_add(16) {
-                return Err(size_mismatch(name, original, part.len() * 255));
+                return Err(size_mismatch(
+                    name,
+                    original,
+                    part.len().saturating_mul(255),
+                ));
             }
-            out.resize(start + original, 0);
-            let n = lz4_flex::block::decompress_into(part, &mut out[start..])
+            out.resize(start.saturating_add(original), 0);
+            let n = lz4_flex::block::decompress_into(part, tail(out, start))
                 .map_err(|e| FilterError::corrupt(name, e.to_string()))?;
-            out.truncate(start + n);
+            out.truncate(start.saturating_add(n));
         }
         Codec::Rle => rle::decompress(
             usize::try_from(st.cell_size).unwrap_or(1),
@@ -326,8 +336,10 @@ fn decompress_part(
         Codec::DoubleDelta(t) => double_delta::decompress(t, part, out, original)?,
         Codec::Dictionary => unreachable!("dictionary encoding is handled by the caller"),
     }
-    if out.len() - start != original {
-        return Err(size_mismatch(name, original, out.len() - start));
+    // Decoders only append to `out`.
+    let got = out.len().saturating_sub(start);
+    if got != original {
+        return Err(size_mismatch(name, original, got));
     }
     Ok(())
 }
@@ -349,11 +361,11 @@ fn read_exact_stream(
     original: usize,
 ) -> Result<()> {
     let start = out.len();
-    let mut limited = decoder.take(original as u64 + 1);
+    let mut limited = decoder.take((original as u64).saturating_add(1));
     limited
         .read_to_end(out)
         .map_err(|e| FilterError::corrupt(name, e.to_string()))?;
-    let got = out.len() - start;
+    let got = out.len().saturating_sub(start);
     if got != original {
         return Err(size_mismatch(name, original, got));
     }

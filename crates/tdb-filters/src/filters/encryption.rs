@@ -10,7 +10,14 @@
 //! the 16-byte tag. Data: one part, the ciphertexts in that order. Reverse
 //! hands the decrypted metadata parts on as the earlier filters' metadata.
 
-use crate::buffer::{take_data, to_u32, MetaReader, Parts, Stage, Unfiltered};
+// Bytes from files reach this decoder: no index, slice or arithmetic
+// that could panic or wrap on them (tests index freely).
+#![cfg_attr(
+    not(test),
+    warn(clippy::indexing_slicing, clippy::arithmetic_side_effects)
+)]
+
+use crate::buffer::{tail, take_data, to_u32, MetaReader, Parts, Stage, Unfiltered};
 use crate::workspace::Codecs;
 use crate::{FilterError, Result};
 use aes_gcm::aead::AeadInPlace;
@@ -55,11 +62,12 @@ fn encrypt(
     let key = st.key.ok_or(FilterError::MissingKey)?;
     let cipher = codecs.cipher(key);
     let count = |p: &Parts| to_u32(NAME, p.count(), "part count");
-    let total = metadata.count() + data.count();
-    let mut own = Vec::with_capacity(8 + total * (8 + IV_BYTES + TAG_BYTES));
+    let total = metadata.count().saturating_add(data.count());
+    let entry = 8 + IV_BYTES + TAG_BYTES;
+    let mut own = Vec::with_capacity(total.saturating_mul(entry).saturating_add(8));
     own.extend_from_slice(&count(&metadata)?.to_le_bytes());
     own.extend_from_slice(&count(&data)?.to_le_bytes());
-    let mut out = Vec::with_capacity(metadata.byte_len() + data.byte_len());
+    let mut out = Vec::with_capacity(metadata.byte_len().saturating_add(data.byte_len()));
     for part in metadata.iter().chain(data.iter()) {
         // OpenSSL takes the size as an `int`, TileDB stores it as `u32`.
         let size = i32::try_from(part.len())
@@ -69,7 +77,7 @@ fn encrypt(
         let start = out.len();
         out.extend_from_slice(part);
         let tag = cipher
-            .encrypt_in_place_detached(Nonce::from_slice(&iv), b"", &mut out[start..])
+            .encrypt_in_place_detached(Nonce::from_slice(&iv), b"", tail(&mut out, start))
             .map_err(|_| FilterError::bad_input(NAME, "AES-256-GCM refused the part"))?;
         own.extend_from_slice(&size.to_le_bytes());
         own.extend_from_slice(&size.to_le_bytes());
@@ -93,7 +101,7 @@ pub(crate) fn reverse(
     let metadata_parts = meta.u32("metadata part count")?;
     let data_parts = meta.u32("data part count")?;
     let mut input = data;
-    for i in 0..u64::from(metadata_parts) + u64::from(data_parts) {
+    for i in 0..u64::from(metadata_parts).saturating_add(u64::from(data_parts)) {
         let plain = meta.u32("plaintext size")? as usize;
         let size = meta.u32("encrypted size")? as usize;
         let iv: [u8; IV_BYTES] = meta.array("IV")?;
@@ -118,7 +126,7 @@ pub(crate) fn reverse(
             .decrypt_in_place_detached(
                 Nonce::from_slice(&iv),
                 b"",
-                &mut target[start..],
+                tail(target, start),
                 Tag::from_slice(&tag),
             )
             .map_err(|_| FilterError::Authentication)?;

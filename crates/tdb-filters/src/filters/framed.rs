@@ -6,6 +6,13 @@
 //! it, is `u32 part count` then `u32 size` per part (little-endian), so that
 //! reverse can find the part boundaries the transform depends on.
 
+// Bytes from files reach this decoder: no index, slice or arithmetic
+// that could panic or wrap on them (tests index freely).
+#![cfg_attr(
+    not(test),
+    warn(clippy::indexing_slicing, clippy::arithmetic_side_effects)
+)]
+
 use crate::buffer::{take_data, to_u32, MetaReader, Parts, Unfiltered};
 use crate::{FilterError, Result};
 
@@ -21,7 +28,7 @@ pub(super) fn forward(
     let count = to_u32(filter, parts.len(), "part count")?;
     let total: usize = parts.iter().map(|p| p.len()).sum();
     to_u32(filter, total, "input")?;
-    let mut own = Vec::with_capacity(4 + 4 * parts.len());
+    let mut own = Vec::with_capacity(parts.len().saturating_mul(4).saturating_add(4));
     own.extend_from_slice(&count.to_le_bytes());
     let mut out = Vec::with_capacity(total);
     for &part in parts {
@@ -29,7 +36,7 @@ pub(super) fn forward(
         let start = out.len();
         transform(part, &mut out)?;
         debug_assert_eq!(
-            out.len() - start,
+            out.len().saturating_sub(start),
             part.len(),
             "{filter} changed a part's size"
         );

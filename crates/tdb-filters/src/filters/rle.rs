@@ -5,6 +5,13 @@
 //! cell size is the tile's (a fixed `cell_val_num` cell, an offset, a
 //! validity byte), not the datatype's.
 
+// Bytes from files reach this decoder: no index, slice or arithmetic
+// that could panic or wrap on them (tests index freely).
+#![cfg_attr(
+    not(test),
+    warn(clippy::indexing_slicing, clippy::arithmetic_side_effects)
+)]
+
 use crate::{FilterError, Result};
 
 const NAME: &str = tdb_format::FilterType::Rle.name();
@@ -21,7 +28,7 @@ pub(crate) fn compress(cell_size: usize, input: &[u8], out: &mut Vec<u8>) -> Res
     }
     // TileDB throws here, except for input shorter than one cell, which it
     // silently encodes as nothing (and so loses): refuse both.
-    if input.len() % cell_size != 0 {
+    if input.len().checked_rem(cell_size) != Some(0) {
         return Err(FilterError::bad_input(
             NAME,
             format!(
@@ -37,7 +44,7 @@ pub(crate) fn compress(cell_size: usize, input: &[u8], out: &mut Vec<u8>) -> Res
     let mut run: u16 = 1;
     for cell in cells {
         if cell == current && run < MAX_RUN {
-            run += 1;
+            run = run.saturating_add(1);
         } else {
             out.extend_from_slice(current);
             out.extend_from_slice(&run.to_be_bytes());
@@ -61,7 +68,7 @@ pub(crate) fn decompress(
         return Err(FilterError::corrupt(NAME, "cell size 0"));
     }
     let run_size = cell_size.saturating_add(2);
-    if input.len() % run_size != 0 {
+    if input.len().checked_rem(run_size) != Some(0) {
         return Err(FilterError::corrupt(
             NAME,
             format!(
@@ -72,22 +79,24 @@ pub(crate) fn decompress(
     }
     // Each run yields at most 65535 cells: a lying `expected_len` cannot
     // make us reserve more than the input can decode to.
-    let bound = (input.len() / run_size)
+    let bound = (input.len().checked_div(run_size).unwrap_or(0))
         .saturating_mul(usize::from(MAX_RUN))
         .saturating_mul(cell_size);
     out.reserve(expected_len.min(bound));
     let mut left = expected_len;
     for run in input.chunks_exact(run_size) {
         let (cell, len) = run.split_at(cell_size);
-        let count = usize::from(u16::from_be_bytes([len[0], len[1]]));
+        let count = match len {
+            &[hi, lo] => usize::from(u16::from_be_bytes([hi, lo])),
+            _ => return Err(FilterError::corrupt(NAME, "a run without its length")),
+        };
         let bytes = count.saturating_mul(cell_size);
-        if bytes > left {
-            return Err(FilterError::corrupt(
+        left = left.checked_sub(bytes).ok_or_else(|| {
+            FilterError::corrupt(
                 NAME,
                 format!("runs decode to more than the {expected_len} bytes expected"),
-            ));
-        }
-        left -= bytes;
+            )
+        })?;
         for _ in 0..count {
             out.extend_from_slice(cell);
         }
@@ -97,7 +106,7 @@ pub(crate) fn decompress(
             NAME,
             format!(
                 "runs decode to {} bytes, {expected_len} expected",
-                expected_len - left
+                expected_len.saturating_sub(left)
             ),
         ));
     }

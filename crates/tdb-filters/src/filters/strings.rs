@@ -19,6 +19,13 @@
 //! the longest run and the longest string; for ids, the number of *cells*
 //! (not of distinct strings, so 256 cells take 2-byte ids).
 
+// Bytes from files reach this decoder: no index, slice or arithmetic
+// that could panic or wrap on them (tests index freely).
+#![cfg_attr(
+    not(test),
+    warn(clippy::indexing_slicing, clippy::arithmetic_side_effects)
+)]
+
 use crate::buffer::{to_u32, MetaReader, Unfiltered};
 use crate::{FilterError, Result};
 use std::collections::HashMap;
@@ -50,7 +57,7 @@ pub(crate) fn forward(
             let mut runs: Vec<(&[u8], u64)> = Vec::new();
             for &cell in &cells {
                 match runs.last_mut() {
-                    Some((s, n)) if *s == cell => *n += 1,
+                    Some((s, n)) if *s == cell => *n = n.saturating_add(1),
                     _ => runs.push((cell, 1)),
                 }
             }
@@ -71,7 +78,7 @@ pub(crate) fn forward(
             let (ib, sb) = (bytesize(cells.len() as u64), bytesize(max_len));
             let mut ids: HashMap<&[u8], u64> = HashMap::new();
             let mut dict = Vec::new();
-            out.reserve(cells.len() * usize::from(ib));
+            out.reserve(cells.len().saturating_mul(usize::from(ib)));
             for &cell in &cells {
                 let next = ids.len() as u64;
                 let id = *ids.entry(cell).or_insert_with(|| {
@@ -229,7 +236,7 @@ fn rle_decode(
     let base = out.data.len();
     for (n, s) in runs {
         for _ in 0..n {
-            out.offsets.push((out.data.len() - base) as u64);
+            out.offsets.push(out.data.len().saturating_sub(base) as u64);
             out.data.extend_from_slice(s);
         }
     }
@@ -271,7 +278,7 @@ fn dictionary_decode(
     out: &mut Unfiltered,
 ) -> Result<()> {
     let name = expect.name;
-    if data.len() % ib != 0 {
+    if data.len().checked_rem(ib) != Some(0) {
         return Err(FilterError::corrupt(
             name,
             format!("{} bytes are not whole {ib}-byte ids", data.len()),
@@ -301,7 +308,7 @@ fn dictionary_decode(
     out.offsets.reserve(expect.cells);
     let base = out.data.len();
     for id in data.chunks_exact(ib) {
-        out.offsets.push((out.data.len() - base) as u64);
+        out.offsets.push(out.data.len().saturating_sub(base) as u64);
         out.data.extend_from_slice(word(id)?);
     }
     Ok(())
@@ -321,14 +328,16 @@ fn split_cells<'a>(name: &'static str, data: &'a [u8], offsets: &[u64]) -> Resul
         .iter()
         .zip(ends)
         .map(|(&start, end)| {
-            if start <= end && end <= data.len() as u64 {
-                Ok(&data[start as usize..end as usize])
-            } else {
-                Err(FilterError::bad_input(
-                    name,
-                    format!("offset {start}..{end} outside the {}-byte tile", data.len()),
-                ))
-            }
+            usize::try_from(start)
+                .ok()
+                .zip(usize::try_from(end).ok())
+                .and_then(|(s, e)| data.get(s..e))
+                .ok_or_else(|| {
+                    FilterError::bad_input(
+                        name,
+                        format!("offset {start}..{end} outside the {}-byte tile", data.len()),
+                    )
+                })
         })
         .collect()
 }
@@ -355,7 +364,9 @@ fn width(name: &'static str, stored: u8) -> Result<usize> {
 }
 
 fn put_be(v: u64, width: u8, out: &mut Vec<u8>) {
-    out.extend_from_slice(&v.to_be_bytes()[8 - usize::from(width)..]);
+    let bytes = v.to_be_bytes();
+    let skip = 8usize.saturating_sub(usize::from(width));
+    out.extend_from_slice(bytes.get(skip..).unwrap_or_default());
 }
 
 /// A big-endian number of 1 to 8 bytes.

@@ -2,6 +2,13 @@
 //! stage is read as, and TileDB's split of each data part into windows.
 //! (BITSHUFFLE's kernel reads and writes its words through [`WindowInt`].)
 
+// Bytes from files reach this decoder: no index, slice or arithmetic
+// that could panic or wrap on them (tests index freely).
+#![cfg_attr(
+    not(test),
+    warn(clippy::indexing_slicing, clippy::arithmetic_side_effects)
+)]
+
 use crate::buffer::{to_u32, Stage};
 use crate::{FilterError, Result};
 use tdb_format::Datatype;
@@ -54,7 +61,9 @@ macro_rules! window_int {
             fn load_narrow(bytes: &[u8]) -> Self {
                 let negative = $signed && bytes.last().is_some_and(|b| b & 0x80 != 0);
                 let mut le = [if negative { 0xff } else { 0 }; std::mem::size_of::<$t>()];
-                le[..bytes.len()].copy_from_slice(bytes);
+                if let Some(low) = le.get_mut(..bytes.len()) {
+                    low.copy_from_slice(bytes);
+                }
                 <$t>::from_le_bytes(le)
             }
             #[inline(always)]
@@ -62,7 +71,8 @@ macro_rules! window_int {
                 out.copy_from_slice(&self.to_le_bytes());
             }
             fn store_narrow(self, n: usize, out: &mut Vec<u8>) {
-                out.extend_from_slice(&self.to_le_bytes()[..n]);
+                let bytes = self.to_le_bytes();
+                out.extend_from_slice(bytes.get(..n).unwrap_or(&bytes));
             }
             fn wrapping_sub(self, other: Self) -> Self {
                 <$t>::wrapping_sub(self, other)
@@ -90,7 +100,7 @@ macro_rules! window_int {
                         64
                     }
                 } else {
-                    (<$t>::BITS - self.leading_zeros()) as u8
+                    <$t>::BITS.saturating_sub(self.leading_zeros()) as u8
                 }
             }
         }
@@ -170,7 +180,10 @@ pub(crate) fn windows<'a>(
         return Ok(part.chunks(1));
     }
     let len = to_u32(filter, part.len(), "a part")?;
-    let window = len.min(max_window) as usize / value_bytes * value_bytes;
+    let window = (len.min(max_window) as usize)
+        .checked_div(value_bytes)
+        .unwrap_or(0)
+        .saturating_mul(value_bytes);
     if window == 0 {
         return Err(FilterError::bad_input(
             filter,
