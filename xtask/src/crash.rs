@@ -582,9 +582,13 @@ pub fn crash(args: &[String]) -> Result<(), Err> {
     for run in 0..runs {
         let op = OPS[(rng.next_u64() % OPS.len() as u64) as usize];
         let r = &reference[op];
-        // Up to 20% past the whole run's time, so some runs finish.
-        let span = r.duration.as_micros() as u64 * 6 / 5;
-        let delay = Duration::from_micros(rng.next_u64() % span.max(1));
+        // Up to 20% past the whole run's time, so some runs finish. On
+        // S3 a child spends its first part starting and opening (nothing
+        // written yet): kills start at 40% there.
+        let whole = r.duration.as_micros() as u64;
+        let from = if s3 { whole * 2 / 5 } else { 0 };
+        let span = (whole * 6 / 5).saturating_sub(from);
+        let delay = Duration::from_micros(from + rng.next_u64() % span.max(1));
         copy_fresh(&base, &run_dir)?;
         let mut child = spawn_child(op, &run_dir)?;
         std::thread::sleep(delay);

@@ -9,8 +9,15 @@
 //! stored as is. Only 16-, 32- and 64-bit integers (datetimes and times from
 //! v20) are reduced; every other type passes through untouched.
 
+// Bytes from files reach this decoder: no index, slice or arithmetic
+// that could panic or wrap on them (tests index freely).
+#![cfg_attr(
+    not(test),
+    warn(clippy::indexing_slicing, clippy::arithmetic_side_effects)
+)]
+
 use super::windows::{int_kind, windows, with_int, WindowInt};
-use crate::buffer::{take_data, to_u32, MetaReader, Parts, Stage, Unfiltered};
+use crate::buffer::{tail, take_data, to_u32, MetaReader, Parts, Stage, Unfiltered};
 use crate::{FilterError, Result};
 
 const NAME: &str = tdb_format::FilterType::BitWidthReduction.name();
@@ -73,9 +80,11 @@ fn encode<T: WindowInt>(max_window: u32, metadata: Parts, data: Parts) -> Result
     let mut out = Vec::with_capacity(data.byte_len());
     for part in data.iter() {
         for window in windows(NAME, part, max_window, T::BYTES)? {
-            count += 1;
-            let whole = window.len() / T::BYTES * T::BYTES;
-            let (bits, min) = reduced_width::<T>(&window[..whole]);
+            count = count.saturating_add(1);
+            // The window's whole values (a tail shorter than one is kept).
+            let values = window.chunks_exact(T::BYTES);
+            let whole = window.len().saturating_sub(values.remainder().len());
+            let (bits, min) = reduced_width::<T>(window.get(..whole).unwrap_or_default());
             min.store(&mut headers);
             headers.push(bits);
             headers.extend_from_slice(&to_u32(NAME, window.len(), "window")?.to_le_bytes());
@@ -89,7 +98,7 @@ fn encode<T: WindowInt>(max_window: u32, metadata: Parts, data: Parts) -> Result
             }
         }
     }
-    let mut own = Vec::with_capacity(8 + headers.len());
+    let mut own = Vec::with_capacity(headers.len().saturating_add(8));
     own.extend_from_slice(&input_size.to_le_bytes());
     own.extend_from_slice(&to_u32(NAME, count, "window count")?.to_le_bytes());
     own.extend_from_slice(&headers);
@@ -111,14 +120,13 @@ fn decode<T: WindowInt>(metadata: &[u8], data: &[u8], out: &mut Unfiltered) -> R
         let min = T::load(meta.take(T::BYTES, "window minimum")?);
         let bits = meta.u8("window bit width")?;
         let size = meta.u32("window size")? as usize;
-        if size > left {
-            return Err(FilterError::corrupt(
+        left = left.checked_sub(size).ok_or_else(|| {
+            FilterError::corrupt(
                 NAME,
                 format!("window {i} of {size} bytes overruns the original size {original}"),
-            ));
-        }
-        left -= size;
-        if bits >= T::BITS || size % T::BYTES != 0 {
+            )
+        })?;
+        if bits >= T::BITS || size.checked_rem(T::BYTES) != Some(0) {
             out.data
                 .extend_from_slice(take_data(NAME, &mut input, size, "stored window")?);
             continue;
@@ -130,10 +138,14 @@ fn decode<T: WindowInt>(metadata: &[u8], data: &[u8], out: &mut Unfiltered) -> R
             ));
         }
         let width = usize::from(bits / 8);
-        let packed = take_data(NAME, &mut input, size / T::BYTES * width, "reduced window")?;
+        let packed_size = size
+            .checked_div(T::BYTES)
+            .unwrap_or(0)
+            .saturating_mul(width);
+        let packed = take_data(NAME, &mut input, packed_size, "reduced window")?;
         let start = out.data.len();
-        out.data.resize(start + size, 0);
-        let dst = &mut out.data[start..];
+        out.data.resize(start.saturating_add(size), 0);
+        let dst = tail(&mut out.data, start);
         match width {
             1 => widen::<T, 1>(packed, min, dst),
             2 => widen::<T, 2>(packed, min, dst),
@@ -145,7 +157,7 @@ fn decode<T: WindowInt>(metadata: &[u8], data: &[u8], out: &mut Unfiltered) -> R
             NAME,
             format!(
                 "windows cover {} of {original} bytes and leave {} input bytes",
-                original - left,
+                original.saturating_sub(left),
                 input.len()
             ),
         ));

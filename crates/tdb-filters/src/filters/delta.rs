@@ -5,6 +5,13 @@
 //! and decodes with the same truncation: arithmetic modulo the value width,
 //! so signedness never matters and any integer sequence round-trips.
 
+// Bytes from files reach this decoder: no index, slice or arithmetic
+// that could panic or wrap on them (tests index freely).
+#![cfg_attr(
+    not(test),
+    warn(clippy::indexing_slicing, clippy::arithmetic_side_effects)
+)]
+
 use crate::{FilterError, Result};
 use tdb_format::Datatype;
 
@@ -53,13 +60,16 @@ pub(crate) fn int_kind(filter: &'static str, datatype: Datatype) -> Result<IntKi
 /// Reads a little-endian value of `bytes.len()` (at most 8) bytes.
 pub(crate) fn load(bytes: &[u8]) -> u64 {
     let mut b = [0u8; 8];
-    b[..bytes.len()].copy_from_slice(bytes);
+    if let Some(low) = b.get_mut(..bytes.len()) {
+        low.copy_from_slice(bytes);
+    }
     u64::from_le_bytes(b)
 }
 
 /// Appends the low `width` bytes of `v`, little-endian.
 pub(crate) fn store(v: u64, width: usize, out: &mut Vec<u8>) {
-    out.extend_from_slice(&v.to_le_bytes()[..width]);
+    let bytes = v.to_le_bytes();
+    out.extend_from_slice(bytes.get(..width).unwrap_or(&bytes));
 }
 
 /// Checks that `input` is a non-empty run of whole values; TileDB asserts
@@ -68,7 +78,7 @@ pub(crate) fn whole_values(filter: &'static str, input: &[u8], width: usize) -> 
     if input.is_empty() {
         return Err(FilterError::bad_input(filter, "no values to encode"));
     }
-    if input.len() % width != 0 {
+    if input.len().checked_rem(width) != Some(0) {
         return Err(FilterError::bad_input(
             filter,
             format!(
@@ -84,8 +94,9 @@ pub(crate) fn whole_values(filter: &'static str, input: &[u8], width: usize) -> 
 pub(crate) fn compress(datatype: Datatype, input: &[u8], out: &mut Vec<u8>) -> Result<()> {
     let IntKind { width, .. } = int_kind(NAME, datatype)?;
     whole_values(NAME, input, width)?;
-    out.reserve(8 + input.len());
-    out.extend_from_slice(&((input.len() / width) as u64).to_le_bytes());
+    out.reserve(input.len().saturating_add(8));
+    let values = input.len().checked_div(width).unwrap_or(0);
+    out.extend_from_slice(&(values as u64).to_le_bytes());
     let mut prev = 0u64;
     for (i, value) in input.chunks_exact(width).enumerate() {
         let v = load(value);

@@ -10,6 +10,13 @@
 //! types pass through untouched. Values must not decrease within a window;
 //! forward refuses such input, as TileDB does.
 
+// Bytes from files reach this decoder: no index, slice or arithmetic
+// that could panic or wrap on them (tests index freely).
+#![cfg_attr(
+    not(test),
+    warn(clippy::indexing_slicing, clippy::arithmetic_side_effects)
+)]
+
 use super::windows::{int_kind, windows, with_int, WindowInt};
 use crate::buffer::{take_data, to_u32, MetaReader, Parts, Stage, Unfiltered};
 use crate::{FilterError, Result};
@@ -54,12 +61,13 @@ fn encode<T: WindowInt>(max_window: u32, metadata: Parts, data: Parts) -> Result
             // TileDB reads the first value even from a tail shorter than
             // one, running past the part; tdb pads that tail with zeros.
             let mut head = [0u8; 8];
-            let n = window.len().min(T::BYTES);
-            head[..n].copy_from_slice(&window[..n]);
-            let first = T::load(&head[..T::BYTES]);
+            for (h, w) in head.iter_mut().zip(window).take(T::BYTES) {
+                *h = *w;
+            }
+            let first = T::load(head.get(..T::BYTES).unwrap_or(&head));
             first.store(&mut headers);
             headers.extend_from_slice(&to_u32(NAME, window.len(), "window")?.to_le_bytes());
-            if window.len() % T::BYTES != 0 {
+            if window.len().checked_rem(T::BYTES) != Some(0) {
                 out.extend_from_slice(window);
             } else {
                 let mut prev = first;
@@ -77,10 +85,10 @@ fn encode<T: WindowInt>(max_window: u32, metadata: Parts, data: Parts) -> Result
                     prev = v;
                 }
             }
-            count += 1;
+            count = count.saturating_add(1);
         }
     }
-    let mut own = Vec::with_capacity(4 + headers.len());
+    let mut own = Vec::with_capacity(headers.len().saturating_add(4));
     own.extend_from_slice(&to_u32(NAME, count, "window count")?.to_le_bytes());
     own.extend_from_slice(&headers);
     let mut metadata = metadata;
@@ -97,7 +105,7 @@ fn decode<T: WindowInt>(metadata: &[u8], data: &[u8], out: &mut Unfiltered) -> R
         let first = T::load(meta.take(T::BYTES, "window first value")?);
         let size = meta.u32("window size")? as usize;
         let window = take_data(NAME, &mut input, size, "window")?;
-        if size % T::BYTES != 0 {
+        if size.checked_rem(T::BYTES) != Some(0) {
             out.data.extend_from_slice(window);
             continue;
         }

@@ -23,6 +23,13 @@
 //! reverse reads every part from the same offset, so no multi-part tile of
 //! TileDB's is readable.
 
+// Bytes from files reach this decoder: no index, slice or arithmetic
+// that could panic or wrap on them (tests index freely).
+#![cfg_attr(
+    not(test),
+    warn(clippy::indexing_slicing, clippy::arithmetic_side_effects)
+)]
+
 use crate::buffer::{to_u32, MetaReader, Parts, Stage, Unfiltered};
 use crate::{FilterError, Result};
 use tdb_format::Datatype;
@@ -104,13 +111,16 @@ impl Scaling {
             }
         };
         let n = x86_truncate(q, self.width);
-        out.extend_from_slice(&n.to_le_bytes()[..self.width]);
+        let bytes = n.to_le_bytes();
+        out.extend_from_slice(bytes.get(..self.width).unwrap_or(&bytes));
     }
 
     /// One stored integer back to its float's little-endian bytes.
     fn decode(&self, stored: &[u8], out: &mut Vec<u8>) {
         let mut le = [0u8; 8];
-        le[..self.width].copy_from_slice(stored);
+        if let Some(low) = le.get_mut(..stored.len()) {
+            low.copy_from_slice(stored);
+        }
         let n = match self.width {
             1 => i64::from(i8::from_le_bytes([le[0]])),
             2 => i64::from(i16::from_le_bytes([le[0], le[1]])),
@@ -172,7 +182,7 @@ pub(crate) fn forward(
     own.extend_from_slice(&(data.count() as u32).to_le_bytes());
     let mut out = Parts::new();
     for part in data.iter() {
-        if part.len() % s.float.bytes() != 0 {
+        if part.len().checked_rem(s.float.bytes()) != Some(0) {
             return Err(FilterError::bad_input(
                 NAME,
                 format!(
@@ -182,7 +192,8 @@ pub(crate) fn forward(
                 ),
             ));
         }
-        let size = part.len() / s.float.bytes() * s.width;
+        let floats = part.len().checked_div(s.float.bytes()).unwrap_or(0);
+        let size = floats.saturating_mul(s.width);
         let size32 = to_u32(NAME, size, "a part")?;
         own.extend_from_slice(&size32.to_le_bytes());
         let mut converted = Vec::with_capacity(size);
@@ -221,7 +232,7 @@ pub(crate) fn reverse(
     } else {
         0
     };
-    if size != data.len() || size % s.width != 0 {
+    if size != data.len() || size.checked_rem(s.width) != Some(0) {
         return Err(FilterError::corrupt(
             NAME,
             format!(
@@ -231,7 +242,8 @@ pub(crate) fn reverse(
             ),
         ));
     }
-    out.data.reserve(size / s.width * s.float.bytes());
+    let values = size.checked_div(s.width).unwrap_or(0);
+    out.data.reserve(values.saturating_mul(s.float.bytes()));
     for stored in data.chunks_exact(s.width) {
         s.decode(stored, &mut out.data);
     }

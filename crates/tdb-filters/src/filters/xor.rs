@@ -8,6 +8,13 @@
 //! [`framed`](super::framed)'s; the output datatype is the signed integer of
 //! the same size ([`output_datatype`]).
 
+// Bytes from files reach this decoder: no index, slice or arithmetic
+// that could panic or wrap on them (tests index freely).
+#![cfg_attr(
+    not(test),
+    warn(clippy::indexing_slicing, clippy::arithmetic_side_effects)
+)]
+
 use super::framed;
 use crate::buffer::{Parts, Stage, Unfiltered};
 use crate::{FilterError, Result};
@@ -32,9 +39,9 @@ pub(crate) fn forward(st: &Stage<'_>, metadata: Parts, data: Parts) -> Result<(P
     let parts: Vec<&[u8]> = data.iter().collect();
     framed::forward(NAME, metadata, &parts, |part, out| {
         whole_values(part, size, FilterError::bad_input)?;
-        let head = part.len().min(size);
-        out.extend_from_slice(&part[..head]);
-        out.extend(part[head..].iter().zip(part).map(|(b, prev)| b ^ prev));
+        let (head, rest) = part.split_at(part.len().min(size));
+        out.extend_from_slice(head);
+        out.extend(rest.iter().zip(part).map(|(b, prev)| b ^ prev));
         Ok(())
     })
 }
@@ -59,7 +66,7 @@ fn whole_values(
     size: usize,
     error: fn(&'static str, String) -> FilterError,
 ) -> Result<()> {
-    if part.len() % size != 0 {
+    if part.len().checked_rem(size) != Some(0) {
         return Err(error(
             NAME,
             format!(
@@ -75,7 +82,7 @@ fn whole_values(
 /// Eight bytes at a time: a prefix XOR inside the word by doubling shifts,
 /// then the last value decoded so far XORed into every value of the word.
 fn unxor(size: usize, src: &[u8], out: &mut Vec<u8>) {
-    let bits = 8 * size as u32;
+    let bits = (size as u32).saturating_mul(8);
     // One value's bit pattern copied into every value slot of a word.
     let spread = match size {
         1 => 0x0101_0101_0101_0101,
@@ -86,23 +93,28 @@ fn unxor(size: usize, src: &[u8], out: &mut Vec<u8>) {
     let start = out.len();
     let mut carry = 0u64;
     // Sizes that do not divide a word (none of TileDB's) go byte by byte.
-    let word_bytes = if 8 % size == 0 { src.len() / 8 * 8 } else { 0 };
+    let word_bytes = if 8usize.checked_rem(size) == Some(0) {
+        src.len() & !7
+    } else {
+        0
+    };
     let (words, tail) = src.split_at(word_bytes);
     for word in words.chunks_exact(8) {
         let mut x = u64::from_le_bytes(word.try_into().unwrap_or_default());
         let mut shift = bits;
         while shift < 64 {
-            x ^= x << shift;
-            shift *= 2;
+            x ^= x.checked_shl(shift).unwrap_or(0);
+            shift = shift.saturating_mul(2);
         }
         x ^= carry;
         out.extend_from_slice(&x.to_le_bytes());
-        carry = (x >> (64 - bits)).wrapping_mul(spread);
+        let last = x.checked_shr(64u32.saturating_sub(bits)).unwrap_or(0);
+        carry = last.wrapping_mul(spread);
     }
     // Fewer than eight bytes left: byte by byte from what is already decoded.
     for (k, &b) in (word_bytes..).zip(tail) {
         let prev = match k.checked_sub(size) {
-            Some(i) => out.get(start + i).copied().unwrap_or(0),
+            Some(i) => out.get(start.saturating_add(i)).copied().unwrap_or(0),
             None => 0,
         };
         out.push(b ^ prev);
