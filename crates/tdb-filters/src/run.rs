@@ -1,13 +1,6 @@
 //! Running a whole pipeline over one chunk, each filter seeing the datatype
 //! the filters before it produced.
 
-// Bytes from files reach this decoder: no index, slice or arithmetic
-// that could panic or wrap on them (tests index freely).
-#![cfg_attr(
-    not(test),
-    warn(clippy::indexing_slicing, clippy::arithmetic_side_effects)
-)]
-
 use crate::buffer::{Parts, Stage, Unfiltered};
 use crate::workspace::Workspace;
 use crate::{Filter, FilterPipeline, Result};

@@ -9,13 +9,6 @@
 //! stored as is. Only 16-, 32- and 64-bit integers (datetimes and times from
 //! v20) are reduced; every other type passes through untouched.
 
-// Bytes from files reach this decoder: no index, slice or arithmetic
-// that could panic or wrap on them (tests index freely).
-#![cfg_attr(
-    not(test),
-    warn(clippy::indexing_slicing, clippy::arithmetic_side_effects)
-)]
-
 use super::windows::{int_kind, windows, with_int, WindowInt};
 use crate::buffer::{tail, take_data, to_u32, MetaReader, Parts, Stage, Unfiltered};
 use crate::{FilterError, Result};

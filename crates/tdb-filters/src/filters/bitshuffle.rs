@@ -32,7 +32,7 @@ pub(crate) fn forward(st: &Stage<'_>, metadata: Parts, data: Parts) -> Result<(P
     let parts: Vec<&[u8]> = data
         .iter()
         .flat_map(|part| {
-            let (head, rest) = part.split_at(part.len() / 8 * 8);
+            let (head, rest) = part.split_at(part.len() & !7);
             std::iter::once(head).chain((!rest.is_empty()).then_some(rest))
         })
         .collect();
@@ -59,16 +59,18 @@ pub(crate) fn reverse(
 /// Transposes one part in `direction` the way TileDB and Blosc cut it,
 /// appending the result (of the part's size) to `out`.
 fn by_blocks(size: usize, part: &[u8], out: &mut Vec<u8>, direction: Direction) {
-    if part.len() % size != 0 || part.len() % 8 != 0 {
+    if part.len().checked_rem(size) != Some(0) || part.len() & 7 != 0 {
         out.extend_from_slice(part);
         return;
     }
     let start = out.len();
-    out.resize(start + part.len(), 0);
-    let dst = &mut out[start..];
+    out.resize(start.saturating_add(part.len()), 0);
+    let dst = crate::buffer::tail(out, start);
     for (src, dst) in part.chunks(BLOCK_BYTES).zip(dst.chunks_mut(BLOCK_BYTES)) {
-        let elements = src.len() / size;
-        let shuffled = (elements - elements % 8) * size;
+        // Whole groups of 8 elements; `size` divides the part, so it is
+        // not 0.
+        let elements = src.len().checked_div(size).unwrap_or(0);
+        let shuffled = (elements & !7).saturating_mul(size);
         let (src_head, src_tail) = src.split_at(shuffled);
         let (dst_head, dst_tail) = dst.split_at_mut(shuffled);
         if shuffled > 0 {
@@ -139,6 +141,9 @@ word!(u8, u16, u32, u64);
 /// their off-diagonal blocks; each stage is one loop of independent swaps,
 /// which the compiler turns into vector code.
 #[inline(always)]
+// `W::BITS` is at most 64 (the array's length) and a power of two, so the
+// levels' masks, blocks and halves stay in bounds.
+#[allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
 fn square<W: Word>(w: &mut [W; 64]) {
     /// Bits whose index has bit `level` clear.
     const MASKS: [u64; 6] = [
@@ -165,6 +170,10 @@ fn square<W: Word>(w: &mut [W; 64]) {
 /// One direction over whole chunks of `W::BITS` elements (each one word in
 /// each of the `W::BITS` rows), then the groups after them.
 #[inline(always)]
+// `src` and `dst` are whole groups of 8 elements of `W::BYTES` (see
+// `by_blocks`) and equally long: every chunk's elements and every row's
+// word lie within `8 * row * size` bytes.
+#[allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
 fn by_squares<W: Word>(src: &[u8], dst: &mut [u8], direction: Direction) {
     let (bits, size) = (usize::from(W::BITS), W::BYTES);
     let row = src.len() / size / 8;
@@ -201,6 +210,9 @@ fn by_squares<W: Word>(src: &[u8], dst: &mut [u8], direction: Direction) {
 /// element byte `j`, gather byte `j` of the 8 elements (forward) or a byte
 /// from each of the 8 rows of byte `j` (reverse) into a word, transpose its
 /// bits, scatter the word's bytes.
+// As in `by_squares`: group `g < row` spans `8 * size` bytes from
+// `8 * size * g`, and row byte `(8j + k) * row + g` is below `8 * size * row`.
+#[allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
 fn by_groups(size: usize, first: usize, src: &[u8], dst: &mut [u8], direction: Direction) {
     let row = src.len() / size / 8;
     for g in first..row {

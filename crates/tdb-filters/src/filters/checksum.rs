@@ -8,13 +8,6 @@
 //! (the earlier filters' metadata, handed on whole), and the data parts
 //! against the data in order.
 
-// Bytes from files reach this decoder: no index, slice or arithmetic
-// that could panic or wrap on them (tests index freely).
-#![cfg_attr(
-    not(test),
-    warn(clippy::indexing_slicing, clippy::arithmetic_side_effects)
-)]
-
 use crate::buffer::{take_data, to_u32, MetaReader, Parts, Stage, Unfiltered};
 use crate::{FilterError, Result};
 use md5::Md5;

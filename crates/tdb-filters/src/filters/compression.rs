@@ -9,13 +9,6 @@
 //!
 //! [`strings`]: super::strings
 
-// Bytes from files reach this decoder: no index, slice or arithmetic
-// that could panic or wrap on them (tests index freely).
-#![cfg_attr(
-    not(test),
-    warn(clippy::indexing_slicing, clippy::arithmetic_side_effects)
-)]
-
 use super::strings::{self, StringCodec};
 use super::{delta, double_delta, rle};
 use crate::buffer::{tail, to_u32, MetaReader, Parts, Stage, StringOffsets, Unfiltered};

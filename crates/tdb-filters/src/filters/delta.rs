@@ -5,13 +5,6 @@
 //! and decodes with the same truncation: arithmetic modulo the value width,
 //! so signedness never matters and any integer sequence round-trips.
 
-// Bytes from files reach this decoder: no index, slice or arithmetic
-// that could panic or wrap on them (tests index freely).
-#![cfg_attr(
-    not(test),
-    warn(clippy::indexing_slicing, clippy::arithmetic_side_effects)
-)]
-
 use crate::{FilterError, Result};
 use tdb_format::Datatype;
 

@@ -33,7 +33,7 @@ pub(crate) fn compress(datatype: Datatype, input: &[u8], out: &mut Vec<u8>) -> R
         .map(|b| widen(kind, b))
         .collect();
     let bitsize = bitsize(&values)?;
-    out.reserve(HEADER + input.len());
+    out.reserve(input.len().saturating_add(HEADER));
     out.push(bitsize);
     out.extend_from_slice(&(values.len() as u64).to_le_bytes());
     if is_raw(kind, bitsize) {
@@ -46,8 +46,10 @@ pub(crate) fn compress(datatype: Datatype, input: &[u8], out: &mut Vec<u8>) -> R
     let mut bits = BitWriter::new(out);
     let n = u32::from(bitsize);
     for w in values.windows(3) {
+        let &[a, b, c] = w else { continue };
+        // Values of at most 64 bits: no i128 difference of theirs wraps.
         // `bitsize` checked every double delta; its magnitude fits.
-        let dd = (w[2] - w[1]) - (w[1] - w[0]);
+        let dd = c.wrapping_sub(b).wrapping_sub(b.wrapping_sub(a));
         bits.put((u64::from(dd < 0) << n) | dd.unsigned_abs() as u64, n + 1);
     }
     bits.finish();
@@ -73,7 +75,8 @@ pub(crate) fn decompress(
     if is_raw(kind, bitsize) {
         // TileDB copies whatever follows; the count is the whole values in it
         // (a tail shorter than one value survives, as in TileDB).
-        if body.len() != expected_len || count != (body.len() / width) as u64 {
+        let whole = body.len().checked_div(width).unwrap_or(0);
+        if body.len() != expected_len || count != whole as u64 {
             return Err(corrupt(format!(
                 "{count} raw values in {} bytes, {expected_len} bytes expected",
                 body.len()
@@ -87,10 +90,11 @@ pub(crate) fn decompress(
             "{count} values of {width} bytes, {expected_len} bytes expected"
         )));
     }
-    let count = expected_len / width;
-    let head = count.min(2) * width;
-    let bits = (count.saturating_sub(2) as u64).saturating_mul(u64::from(bitsize) + 1);
-    let need = (head as u64).saturating_add(bits.div_ceil(64) * 8);
+    let count = expected_len.checked_div(width).unwrap_or(0);
+    let head = count.min(2).saturating_mul(width);
+    let bits =
+        (count.saturating_sub(2) as u64).saturating_mul(u64::from(bitsize).saturating_add(1));
+    let need = (head as u64).saturating_add(bits.div_ceil(64).saturating_mul(8));
     if body.len() as u64 != need {
         return Err(corrupt(format!(
             "{count} values at {bitsize} bits need {need} bytes, {} present",
@@ -105,8 +109,9 @@ pub(crate) fn decompress(
         return Ok(());
     };
     let start = out.len();
-    out.resize(start + (count - 2) * width, 0);
-    let dst = &mut out[start..];
+    let rest = count.saturating_sub(2).saturating_mul(width);
+    out.resize(start.saturating_add(rest), 0);
+    let dst = crate::buffer::tail(out, start);
     let (n, first_delta) = (u32::from(bitsize), second.wrapping_sub(first));
     match width {
         1 => unpack::<1>(packed, n, second, first_delta, dst),
@@ -122,6 +127,10 @@ pub(crate) fn decompress(
 /// the values of `W` bytes after `prev`, whose delta from the value before
 /// it is `delta`; `dst` has room for exactly those values, and `packed`
 /// holds their codes (checked by the caller).
+// `n` is below 63 (wider codes are stored raw, see `is_raw`) and `pos`
+// stays within `packed`'s bits, which the caller sized for every code: no
+// shift or sum here overflows, and `W` is at most 8.
+#[allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
 fn unpack<const W: usize>(packed: &[u8], n: u32, mut prev: u64, mut delta: u64, dst: &mut [u8]) {
     let word = |i: usize| {
         packed
@@ -153,15 +162,17 @@ fn corrupt(reason: impl Into<String>) -> FilterError {
 
 /// Whether TileDB stores the values unpacked.
 fn is_raw(kind: IntKind, bitsize: u8) -> bool {
-    usize::from(bitsize) + 1 >= kind.width * 8
+    usize::from(bitsize) >= kind.width.saturating_mul(8).saturating_sub(1)
 }
 
 /// The value as the exact integer TileDB's checked arithmetic sees.
 fn widen(kind: IntKind, bytes: &[u8]) -> i128 {
     let v = load(bytes);
     if kind.signed {
-        let shift = 64 - 8 * kind.width as u32;
-        i128::from(((v << shift) as i64) >> shift)
+        // Sign-extend from `width` bytes (at most 8).
+        let shift = 64u32.saturating_sub((kind.width as u32).saturating_mul(8));
+        let high = v.checked_shl(shift).unwrap_or(0) as i64;
+        i128::from(high.checked_shr(shift).unwrap_or(0))
     } else {
         i128::from(v)
     }
@@ -175,7 +186,9 @@ fn bitsize(values: &[i128]) -> Result<u8> {
     let mut max = 0u64;
     let mut prev_delta: Option<i64> = None;
     for w in values.windows(2) {
-        let delta = i64::try_from(w[1] - w[0])
+        let &[a, b] = w else { continue };
+        // Values of at most 64 bits: their i128 difference does not wrap.
+        let delta = i64::try_from(b.wrapping_sub(a))
             .map_err(|_| FilterError::bad_input(NAME, "a delta exceeds the range of int64"))?;
         let magnitude = match prev_delta {
             None => delta.unsigned_abs(),
@@ -189,7 +202,7 @@ fn bitsize(values: &[i128]) -> Result<u8> {
         max = max.max(magnitude);
         prev_delta = Some(delta);
     }
-    Ok((64 - max.leading_zeros()).max(1) as u8)
+    Ok(64u32.saturating_sub(max.leading_zeros()).max(1) as u8)
 }
 
 /// Packs codes most significant bit first into little-endian `u64` words.
@@ -210,6 +223,9 @@ impl<'a> BitWriter<'a> {
     }
 
     /// Appends the low `n` bits of `code`, `n` in 1..=63.
+    // `free` is in 1..=64 and `n` in 1..=63: each difference is taken the
+    // way round that stays positive, and every shift is below 64.
+    #[allow(clippy::arithmetic_side_effects)]
     fn put(&mut self, code: u64, n: u32) {
         if n < self.free {
             self.free -= n;

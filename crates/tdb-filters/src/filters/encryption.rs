@@ -10,13 +10,6 @@
 //! the 16-byte tag. Data: one part, the ciphertexts in that order. Reverse
 //! hands the decrypted metadata parts on as the earlier filters' metadata.
 
-// Bytes from files reach this decoder: no index, slice or arithmetic
-// that could panic or wrap on them (tests index freely).
-#![cfg_attr(
-    not(test),
-    warn(clippy::indexing_slicing, clippy::arithmetic_side_effects)
-)]
-
 use crate::buffer::{tail, take_data, to_u32, MetaReader, Parts, Stage, Unfiltered};
 use crate::workspace::Codecs;
 use crate::{FilterError, Result};

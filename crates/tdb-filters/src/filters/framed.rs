@@ -6,13 +6,6 @@
 //! it, is `u32 part count` then `u32 size` per part (little-endian), so that
 //! reverse can find the part boundaries the transform depends on.
 
-// Bytes from files reach this decoder: no index, slice or arithmetic
-// that could panic or wrap on them (tests index freely).
-#![cfg_attr(
-    not(test),
-    warn(clippy::indexing_slicing, clippy::arithmetic_side_effects)
-)]
-
 use crate::buffer::{take_data, to_u32, MetaReader, Parts, Unfiltered};
 use crate::{FilterError, Result};
 

@@ -10,13 +10,6 @@
 //! types pass through untouched. Values must not decrease within a window;
 //! forward refuses such input, as TileDB does.
 
-// Bytes from files reach this decoder: no index, slice or arithmetic
-// that could panic or wrap on them (tests index freely).
-#![cfg_attr(
-    not(test),
-    warn(clippy::indexing_slicing, clippy::arithmetic_side_effects)
-)]
-
 use super::windows::{int_kind, windows, with_int, WindowInt};
 use crate::buffer::{take_data, to_u32, MetaReader, Parts, Stage, Unfiltered};
 use crate::{FilterError, Result};

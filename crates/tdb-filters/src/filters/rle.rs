@@ -5,13 +5,6 @@
 //! cell size is the tile's (a fixed `cell_val_num` cell, an offset, a
 //! validity byte), not the datatype's.
 
-// Bytes from files reach this decoder: no index, slice or arithmetic
-// that could panic or wrap on them (tests index freely).
-#![cfg_attr(
-    not(test),
-    warn(clippy::indexing_slicing, clippy::arithmetic_side_effects)
-)]
-
 use crate::{FilterError, Result};
 
 const NAME: &str = tdb_format::FilterType::Rle.name();

@@ -23,13 +23,6 @@
 //! reverse reads every part from the same offset, so no multi-part tile of
 //! TileDB's is readable.
 
-// Bytes from files reach this decoder: no index, slice or arithmetic
-// that could panic or wrap on them (tests index freely).
-#![cfg_attr(
-    not(test),
-    warn(clippy::indexing_slicing, clippy::arithmetic_side_effects)
-)]
-
 use crate::buffer::{to_u32, MetaReader, Parts, Stage, Unfiltered};
 use crate::{FilterError, Result};
 use tdb_format::Datatype;

@@ -19,13 +19,6 @@
 //! the longest run and the longest string; for ids, the number of *cells*
 //! (not of distinct strings, so 256 cells take 2-byte ids).
 
-// Bytes from files reach this decoder: no index, slice or arithmetic
-// that could panic or wrap on them (tests index freely).
-#![cfg_attr(
-    not(test),
-    warn(clippy::indexing_slicing, clippy::arithmetic_side_effects)
-)]
-
 use crate::buffer::{to_u32, MetaReader, Unfiltered};
 use crate::{FilterError, Result};
 use std::collections::HashMap;

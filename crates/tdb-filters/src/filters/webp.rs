@@ -94,14 +94,14 @@ impl Image {
                  dimensions 0 and 1 when the array is created"
             )));
         }
-        if x % channels != 0 {
+        if x.checked_rem(channels) != Some(0) {
             return Err(bad_option(format!(
                 "x extent {x} is not a whole number of {channels}-byte pixels"
             )));
         }
         let image = Image {
             format,
-            width: x / channels,
+            width: x.checked_div(channels).unwrap_or(0),
             height: y,
         };
         if image.width > MAX_SIDE || image.height > MAX_SIDE {
@@ -113,9 +113,11 @@ impl Image {
         Ok(image)
     }
 
-    /// The tile's size in bytes (at most 16383² × 4, so no overflow).
+    /// The tile's size in bytes (at most 16383² × 4).
     fn len(&self) -> usize {
-        self.width as usize * self.height as usize * self.format.channels()
+        (self.width as usize)
+            .saturating_mul(self.height as usize)
+            .saturating_mul(self.format.channels())
     }
 }
 
@@ -166,7 +168,7 @@ pub(crate) fn forward(
                 "a tile of {} bytes is not the {} rows of {} bytes the tile extents make",
                 tile.len(),
                 image.height,
-                image.len() / image.height as usize
+                image.len().checked_div(image.height as usize).unwrap_or(0)
             ),
         ));
     }
@@ -238,25 +240,32 @@ fn decode(image: Image, webp: &[u8], out: &mut Vec<u8>) -> Result<()> {
     let want = image.format.channels();
     let start = out.len();
     if have == want && !image.format.blue_first() {
-        out.resize(start + image.len(), 0);
-        let decoded = decoder.read_image(&mut out[start..]);
+        out.resize(start.saturating_add(image.len()), 0);
+        let decoded = decoder.read_image(crate::buffer::tail(out, start));
         if decoded.is_err() {
             out.truncate(start);
         }
         return decoded.map_err(decoding);
     }
-    let mut pixels = vec![0; image.width as usize * image.height as usize * have];
+    let size = (image.width as usize)
+        .saturating_mul(image.height as usize)
+        .saturating_mul(have);
+    let mut pixels = vec![0; size];
     decoder.read_image(&mut pixels).map_err(decoding)?;
     out.reserve(image.len());
     for px in pixels.chunks_exact(have) {
-        let (r, g, b) = (px[0], px[1], px[2]);
+        let (r, g, b, a) = match *px {
+            [r, g, b, a] => (r, g, b, a),
+            [r, g, b] => (r, g, b, u8::MAX),
+            _ => continue,
+        };
         if image.format.blue_first() {
             out.extend_from_slice(&[b, g, r]);
         } else {
             out.extend_from_slice(&[r, g, b]);
         }
         if want == 4 {
-            out.push(if have == 4 { px[3] } else { u8::MAX });
+            out.push(a);
         }
     }
     Ok(())
@@ -271,31 +280,33 @@ fn check_dimensions(image: Image, webp: &[u8]) -> Result<()> {
     if webp.get(..4) != Some(b"RIFF") || webp.get(8..12) != Some(b"WEBP") {
         return Err(FilterError::corrupt(NAME, "not a WebP (RIFF) file"));
     }
-    let mut at = 12;
-    while let Some(header) = webp.get(at..at + 8) {
-        let size = u32::from_le_bytes([header[4], header[5], header[6], header[7]]) as usize;
-        let rest = &webp[at + 8..];
+    let mut chunks = webp.get(12..).unwrap_or_default();
+    while let Some((header, rest)) = chunks.split_first_chunk::<8>() {
+        let [f0, f1, f2, f3, s0, s1, s2, s3] = *header;
+        let fourcc = [f0, f1, f2, f3];
+        let size = u32::from_le_bytes([s0, s1, s2, s3]) as usize;
         let body = rest.get(..size).unwrap_or(rest);
-        let dims = match &header[..4] {
-            b"VP8X" => body.get(4..10).map(|b| {
-                let side = |b: &[u8]| u32::from_le_bytes([b[0], b[1], b[2], 0]) + 1;
-                (side(&b[..3]), side(&b[3..]))
-            }),
-            b"VP8 " => body.get(6..10).map(|b| {
-                let side = |lo: u8, hi: u8| u32::from(u16::from_le_bytes([lo, hi]) & 0x3fff);
-                (side(b[0], b[1]), side(b[2], b[3]))
-            }),
-            b"VP8L" => body.get(1..5).map(|b| {
-                let bits = u32::from_le_bytes([b[0], b[1], b[2], b[3]]);
-                ((bits & 0x3fff) + 1, ((bits >> 14) & 0x3fff) + 1)
-            }),
+        let dims = match (&fourcc, body) {
+            (b"VP8X", [_, _, _, _, w0, w1, w2, h0, h1, h2, ..]) => {
+                let side = |b0, b1, b2| u32::from_le_bytes([b0, b1, b2, 0]).saturating_add(1);
+                Some((side(*w0, *w1, *w2), side(*h0, *h1, *h2)))
+            }
+            (b"VP8 ", [_, _, _, _, _, _, w0, w1, h0, h1, ..]) => {
+                let side = |lo, hi| u32::from(u16::from_le_bytes([lo, hi]) & 0x3fff);
+                Some((side(*w0, *w1), side(*h0, *h1)))
+            }
+            (b"VP8L", [_, b0, b1, b2, b3, ..]) => {
+                let bits = u32::from_le_bytes([*b0, *b1, *b2, *b3]);
+                let side = |v: u32| (v & 0x3fff).saturating_add(1);
+                Some((side(bits), side(bits >> 14)))
+            }
             _ => None,
         };
         if let Some(dims) = dims {
             if dims != expected {
                 return Err(wrong_size(image, dims));
             }
-            if &header[..4] != b"VP8X" {
+            if &fourcc != b"VP8X" {
                 // The first image chunk is the one decoded.
                 return Ok(());
             }
@@ -303,8 +314,10 @@ fn check_dimensions(image: Image, webp: &[u8]) -> Result<()> {
         if body.len() < size {
             break;
         }
-        // Chunks are padded to an even size; `size` fits in `webp`.
-        at += 8 + size + size % 2;
+        // Chunks are padded to an even size.
+        chunks = rest
+            .get(size.saturating_add(size & 1)..)
+            .unwrap_or_default();
     }
     // No image chunk in reach: the decoder reports what is missing.
     Ok(())

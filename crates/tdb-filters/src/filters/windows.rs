@@ -2,13 +2,6 @@
 //! stage is read as, and TileDB's split of each data part into windows.
 //! (BITSHUFFLE's kernel reads and writes its words through [`WindowInt`].)
 
-// Bytes from files reach this decoder: no index, slice or arithmetic
-// that could panic or wrap on them (tests index freely).
-#![cfg_attr(
-    not(test),
-    warn(clippy::indexing_slicing, clippy::arithmetic_side_effects)
-)]
-
 use crate::buffer::{to_u32, Stage};
 use crate::{FilterError, Result};
 use tdb_format::Datatype;

@@ -8,13 +8,6 @@
 //! [`framed`](super::framed)'s; the output datatype is the signed integer of
 //! the same size ([`output_datatype`]).
 
-// Bytes from files reach this decoder: no index, slice or arithmetic
-// that could panic or wrap on them (tests index freely).
-#![cfg_attr(
-    not(test),
-    warn(clippy::indexing_slicing, clippy::arithmetic_side_effects)
-)]
-
 use super::framed;
 use crate::buffer::{Parts, Stage, Unfiltered};
 use crate::{FilterError, Result};
