@@ -150,6 +150,13 @@ impl Datatype {
         }
     }
 
+    /// Bytes of a fixed-size cell of `cell_val_num` values (saturating: a
+    /// var-size field's `u32::MAX` has no fixed size, and callers ask only
+    /// of fixed ones).
+    pub const fn cell_size(self, cell_val_num: u32) -> u64 {
+        self.size().saturating_mul(cell_val_num as u64)
+    }
+
     /// The family the datatype belongs to.
     pub const fn class(self) -> DatatypeClass {
         use Datatype::*;

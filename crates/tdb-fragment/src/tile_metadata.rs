@@ -433,7 +433,7 @@ impl FieldStats {
                     coords: false,
                     var: a.is_var(),
                     cell_val_num: a.cell_val_num,
-                    cell_size: (a.datatype.size() * u64::from(a.cell_val_num)) as usize,
+                    cell_size: a.datatype.cell_size(a.cell_val_num) as usize,
                     nullable: a.nullable,
                     dense,
                 }
@@ -808,7 +808,7 @@ mod tests {
             coords: false,
             var: false,
             cell_val_num,
-            cell_size: (datatype.size() * u64::from(cell_val_num)) as usize,
+            cell_size: datatype.cell_size(cell_val_num) as usize,
             nullable,
             dense: false,
         }

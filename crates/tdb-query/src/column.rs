@@ -10,7 +10,7 @@ pub(crate) fn cell_size(datatype: Datatype, cell_val_num: u32) -> usize {
     if cell_val_num == VAR_NUM {
         0
     } else {
-        (datatype.size() * u64::from(cell_val_num)) as usize
+        datatype.cell_size(cell_val_num) as usize
     }
 }
 

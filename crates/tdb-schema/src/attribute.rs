@@ -53,7 +53,7 @@ impl Attribute {
             cell_val_num
         };
         let one = datatype.default_fill();
-        let size = u64::from(n) * one.len() as u64;
+        let size = u64::from(n).saturating_mul(one.len() as u64);
         if size > MAX_DEFAULT_FILL {
             return Err(SchemaError::invalid(
                 "cell_val_num",

@@ -172,11 +172,13 @@ fn whole_range(dt: Datatype, domain: &[u8]) -> Option<Vec<u8>> {
     let (lo, hi) = domain.split_at(domain.len() / 2);
     match (decode(dt, lo)?, decode(dt, hi)?) {
         (Num::Int(l), Num::Int(h)) => {
-            let e = h.checked_sub(l)? + 1;
+            let e = h.checked_sub(l)?.checked_add(1)?;
             let (min, max) = crate::value::int_limits(dt);
+            let bytes = e.to_le_bytes();
             (min..=max)
                 .contains(&e)
-                .then(|| e.to_le_bytes()[..lo.len()].to_vec())
+                .then(|| bytes.get(..lo.len()).map(<[u8]>::to_vec))
+                .flatten()
         }
         (Num::Float(l), Num::Float(h)) if dt == Datatype::Float32 => {
             Some(((h - l) as f32).to_le_bytes().to_vec())

@@ -96,7 +96,7 @@ impl ArraySchema {
             let a = self.attributes.get(i)?;
             Some((
                 a.datatype,
-                (!a.is_var()).then(|| a.datatype.size() * u64::from(a.cell_val_num)),
+                (!a.is_var()).then(|| a.datatype.cell_size(a.cell_val_num)),
                 a.nullable,
                 &a.filters,
             ))
@@ -112,7 +112,7 @@ impl ArraySchema {
                 let t = dims.first()?.datatype;
                 (
                     t,
-                    Some(t.size() * dims.len() as u64),
+                    Some(t.size().saturating_mul(dims.len() as u64)),
                     false,
                     &self.coords_filters,
                 )

@@ -101,10 +101,10 @@ impl Dimension {
             }
             Some(dt) => {
                 let cvn = if dt.is_string() { VAR_NUM } else { 1 };
-                (input, dt, cvn, FilterPipeline::default(), 2 * dt.size())
+                (input, dt, cvn, FilterPipeline::default(), dt.cell_size(2))
             }
         };
-        if domain_len != 0 && domain_len != 2 * dt.size() {
+        if domain_len != 0 && domain_len != dt.cell_size(2) {
             return crate::read::fail(SchemaError::invalid(
                 field("domain"),
                 format!("{domain_len} bytes are not two {} values", dt.name()),

@@ -14,7 +14,7 @@ fn cells(datatype: Datatype, bytes: &[u8]) -> String {
         }
     }
     let size = datatype.size() as usize;
-    let decoded: Option<Vec<String>> = (size > 0 && bytes.len() % size == 0)
+    let decoded: Option<Vec<String>> = (bytes.len().checked_rem(size) == Some(0))
         .then(|| {
             bytes
                 .chunks(size)
@@ -22,8 +22,8 @@ fn cells(datatype: Datatype, bytes: &[u8]) -> String {
                 .collect()
         })
         .flatten();
-    match decoded {
-        Some(v) if v.len() == 1 => v[0].clone(),
+    match decoded.as_deref() {
+        Some([one]) => one.clone(),
         Some(v) => format!("[{}]", v.join(", ")),
         None => {
             let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();

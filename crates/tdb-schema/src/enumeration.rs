@@ -111,7 +111,8 @@ impl Enumeration {
 
     /// The enumeration's bytes: the mirror of the parser.
     pub fn write(&self) -> Result<Vec<u8>> {
-        let mut out = Vec::with_capacity(32 + self.data.len() + self.offsets.len());
+        let size = self.data.len().saturating_add(self.offsets.len());
+        let mut out = Vec::with_capacity(size.saturating_add(32));
         le::put_u32(&mut out, self.version);
         let put_name = |out: &mut Vec<u8>, field: &'static str, name: &str| {
             le::put_bytes_u32(out, field, name.as_bytes())
@@ -148,7 +149,7 @@ impl Enumeration {
     /// are checked here too, not only when a file is parsed.
     pub fn values(&self) -> Result<Vec<&[u8]>> {
         if self.cell_val_num != VAR_NUM {
-            let cell = (self.datatype.size() * u64::from(self.cell_val_num)) as usize;
+            let cell = self.datatype.cell_size(self.cell_val_num) as usize;
             return Ok(self.data.chunks(cell.max(1)).collect());
         }
         let starts = value_starts(&self.offsets, self.data.len()).map_err(|reason| {
@@ -158,7 +159,7 @@ impl Enumeration {
         Ok(starts
             .iter()
             .zip(ends)
-            .map(|(&s, e)| &self.data[s..e])
+            .map(|(&s, e)| self.data.get(s..e).unwrap_or_default())
             .collect())
     }
 }

@@ -123,7 +123,9 @@ impl SchemaEvolution {
                 ));
             };
             let extended = extend(old, added)?;
-            s.enumerations[i].path = extended.path.clone();
+            if let Some(r) = s.enumerations.get_mut(i) {
+                r.path = extended.path.clone();
+            }
             values.retain(|v| &v.name != name);
             values.push(extended.clone());
             files.push(extended);
@@ -178,7 +180,7 @@ impl SchemaEvolution {
 /// `old` with `added` appended, in a new file; every value stays unique.
 fn extend(old: &Enumeration, added: &[Vec<u8>]) -> Result<Enumeration> {
     let var = old.cell_val_num == VAR_NUM;
-    let cell = (old.datatype.size() * u64::from(old.cell_val_num)) as usize;
+    let cell = old.datatype.cell_size(old.cell_val_num) as usize;
     let mut seen: std::collections::HashSet<&[u8]> = old.values()?.into_iter().collect();
     let mut e = old.clone();
     e.path = Enumeration::new_path();

@@ -96,10 +96,9 @@ impl SchemaHistory {
                 SchemaError::invalid("array schema", "the array has none").in_file(SCHEMA_DIR)
             );
         }
-        if let Some(w) = entries.windows(2).find(|w| w[0].name == w[1].name) {
-            return Err(
-                SchemaError::invalid("schema file name", "given twice").in_file(&w[0].file())
-            );
+        let mut pairs = entries.iter().zip(entries.iter().skip(1));
+        if let Some((a, _)) = pairs.find(|(a, b)| a.name == b.name) {
+            return Err(SchemaError::invalid("schema file name", "given twice").in_file(&a.file()));
         }
         Ok(SchemaHistory { entries })
     }
@@ -149,13 +148,15 @@ impl SchemaHistory {
                 Ok(e)
             }
         };
+        let next = self.entries.iter().skip(1);
         self.entries
-            .windows(2)
-            .map(|w| {
+            .iter()
+            .zip(next)
+            .map(|(a, b)| {
                 Ok(Evolution {
-                    from: w[0].name.clone(),
-                    to: w[1].name.clone(),
-                    changes: diff(&w[0].schema, &w[1].schema, &mut load)?,
+                    from: a.name.clone(),
+                    to: b.name.clone(),
+                    changes: diff(&a.schema, &b.schema, &mut load)?,
                 })
             })
             .collect()

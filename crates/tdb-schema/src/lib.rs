@@ -10,6 +10,13 @@
 //! an array, picks the one in force at a timestamp as TileDB does, and
 //! [`diff`] says what each evolution changed.
 
+// Bytes from files reach the schema parsers here: no index, slice or
+// arithmetic that could panic or wrap on them (tests index freely).
+#![cfg_attr(
+    not(test),
+    warn(clippy::indexing_slicing, clippy::arithmetic_side_effects)
+)]
+
 mod attribute;
 mod attribute_builder;
 mod builder;

@@ -36,7 +36,7 @@ impl Range {
 
     /// A range from its two bounds (fixed or var by `var`).
     pub fn from_bounds(lo: &[u8], hi: &[u8], var: bool) -> Self {
-        let mut data = Vec::with_capacity(lo.len() + hi.len());
+        let mut data = Vec::with_capacity(lo.len().saturating_add(hi.len()));
         data.extend_from_slice(lo);
         data.extend_from_slice(hi);
         if var {
@@ -78,7 +78,7 @@ impl Domain {
                 };
             } else {
                 let data;
-                (input, data) = lift(le::bytes("range", 2 * dim.datatype.size())(input), at)?;
+                (input, data) = lift(le::bytes("range", dim.datatype.cell_size(2))(input), at)?;
                 range = Range::Fixed(data.to_vec());
             }
             ranges.push(range);

@@ -298,7 +298,8 @@ fn check_extent(d: &Dimension, lo: Num, hi: Num, extent: Num) -> Check {
             if e == 0 {
                 return Err(not_positive());
             }
-            let range = h - l + 1;
+            // i128 from values of at most 64 bits: nothing here saturates.
+            let range = h.saturating_sub(l).saturating_add(1);
             if e < 0 || e > range {
                 return Err(too_large(range.to_string()));
             }
@@ -308,8 +309,15 @@ fn check_extent(d: &Dimension, lo: Num, hi: Num, extent: Num) -> Check {
             } else {
                 u64::MAX.into()
             };
-            let upper_floor = ((range - 1) / e) * e + l;
-            if range % e != 0 && (upper_floor > floor_max - (e - 1) || upper_floor > max) {
+            let upper_floor = range
+                .saturating_sub(1)
+                .checked_div(e)
+                .unwrap_or(0)
+                .saturating_mul(e)
+                .saturating_add(l);
+            let whole = range.checked_rem(e) == Some(0);
+            let last_floor = floor_max.saturating_sub(e.saturating_sub(1));
+            if !whole && (upper_floor > last_floor || upper_floor > max) {
                 return Err(E::TileExtentOverflow {
                     dim: d.name.clone(),
                     extent: e.to_string(),
@@ -347,7 +355,7 @@ fn check_attribute(s: &ArraySchema, a: &Attribute, enumerations: &[Enumeration])
             expected,
         });
     }
-    let cell = a.datatype.size() * u64::from(cell_val_num);
+    let cell = a.datatype.cell_size(cell_val_num);
     if a.fill.is_empty() || (!a.is_var() && a.fill.len() as u64 != cell) {
         let expected = if a.is_var() {
             "use a non-empty value".to_owned()

@@ -28,7 +28,7 @@ fn accepts(f: &Filter, input: Datatype) -> Result<(), &'static str> {
                 );
             }
             match as_type {
-                Some(t) if input.size() % t.size() != 0 => {
+                Some(t) if input.size().checked_rem(t.size()) != Some(0) => {
                     Err("the reinterpret datatype's size must divide the input's")
                 }
                 _ => Ok(()),
@@ -162,16 +162,16 @@ pub(crate) fn check_webp(s: &ArraySchema) -> Check {
     for f in s.attributes.iter().flat_map(|a| &a.filters.filters) {
         if let Filter::Webp { format, .. } = f {
             let depth = if *format < 3 { 3 } else { 4 };
-            if cols % depth != 0 {
+            if cols.checked_rem(depth) != Some(0) {
                 return fail(format!(
                     "the tile extent of {} is {cols}, not a multiple of the {depth} bytes of a pixel",
                     x.name
                 ));
             }
-            if rows > 16383 || cols / depth > 16383 {
+            let pixels = cols.checked_div(depth).unwrap_or(0);
+            if rows > 16383 || pixels > 16383 {
                 return fail(format!(
-                    "tiles of {rows}x{} pixels exceed WebP's 16383x16383",
-                    cols / depth
+                    "tiles of {rows}x{pixels} pixels exceed WebP's 16383x16383"
                 ));
             }
         }

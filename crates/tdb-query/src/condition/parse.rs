@@ -726,10 +726,10 @@ impl Parser<'_> {
             }
             let v = self.encode(&f, &lit)?;
             let fixed = f.cell_val_num != VAR_NUM && f.enumeration.is_none();
-            if fixed && (v.len() as u64) != f.datatype.size() * u64::from(f.cell_val_num) {
+            if fixed && (v.len() as u64) != f.datatype.cell_size(f.cell_val_num) {
                 return Err(self.err(format!(
                     "`{name}` holds {} bytes per cell: member {} has {} bytes",
-                    f.datatype.size() * u64::from(f.cell_val_num),
+                    f.datatype.cell_size(f.cell_val_num),
                     lit.show(),
                     v.len()
                 )));
