@@ -139,6 +139,19 @@ pub fn u64_values(bytes: &[u8]) -> impl Iterator<Item = std::primitive::u64> + '
     })
 }
 
+/// Value `i` of a run of `size`-byte values packed in `bytes`; `None` past
+/// the end (or where the position overflows).
+pub fn nth(bytes: &[u8], i: usize, size: usize) -> Option<&[u8]> {
+    let start = i.checked_mul(size)?;
+    bytes.get(start..start.checked_add(size)?)
+}
+
+/// The little-endian `u64` at value `i` of `bytes`, as [`nth`] finds it.
+pub fn nth_u64(bytes: &[u8], i: usize) -> Option<std::primitive::u64> {
+    let b: [u8; 8] = nth(bytes, i, 8)?.try_into().ok()?;
+    Some(std::primitive::u64::from_le_bytes(b))
+}
+
 /// Runs a parser over `input`, returning the value and the bytes it left
 /// (the order public entry points use).
 pub fn run<'a, T, E>(

@@ -44,7 +44,7 @@ impl MetadataValue {
     /// A value from its parts; refuses bytes that are not `value_num`
     /// values of `datatype`, so a written file always reads back.
     pub fn new(datatype: Datatype, value_num: u32, bytes: Vec<u8>) -> Result<Self> {
-        let expected = u64::from(value_num) * datatype.size();
+        let expected = datatype.cell_size(value_num);
         if bytes.len() as u64 != expected {
             return Err(FragmentError::invalid(
                 "metadata value",
@@ -74,7 +74,7 @@ impl MetadataValue {
     pub fn scalars(&self) -> Option<Vec<Scalar>> {
         let size = usize::try_from(self.datatype.size()).ok()?;
         // Numeric datatypes are exactly those Scalar decodes.
-        Scalar::decode(self.datatype, &[0; 8][..size.min(8)])?;
+        Scalar::decode(self.datatype, [0; 8].get(..size.min(8))?)?;
         self.bytes
             .chunks_exact(size)
             .map(|b| Scalar::decode(self.datatype, b))
@@ -144,7 +144,7 @@ fn entry(input: &[u8]) -> PResult<'_, MetadataEntry> {
     let (input, code) = le::u8("value type")(input)?;
     let datatype = Datatype::from_code(code)?;
     let (input, value_num) = le::u32("number of values")(input)?;
-    let (input, bytes) = le::bytes("value", u64::from(value_num) * datatype.size())(input)?;
+    let (input, bytes) = le::bytes("value", datatype.cell_size(value_num))(input)?;
     let value = MetadataValue {
         datatype,
         value_num,
@@ -195,7 +195,7 @@ impl MetadataFile {
             match e {
                 MetadataEntry::Delete { .. } => le::put_bool(out, true),
                 MetadataEntry::Put { value, .. } => {
-                    let expected = u64::from(value.value_num) * value.datatype.size();
+                    let expected = value.datatype.cell_size(value.value_num);
                     if value.bytes.len() as u64 != expected {
                         return Err(FragmentError::invalid(
                             "metadata",

@@ -20,10 +20,9 @@ fn getline(bytes: &[u8]) -> Option<(&[u8], &[u8])> {
     if bytes.is_empty() {
         return None;
     }
-    Some(match bytes.iter().position(|&b| b == b'\n') {
-        Some(i) => (&bytes[..i], &bytes[i + 1..]),
-        None => (bytes, &bytes[bytes.len()..]),
-    })
+    let mut parts = bytes.splitn(2, |&b| b == b'\n');
+    let line = parts.next().unwrap_or_default();
+    Some((line, parts.next().unwrap_or_default()))
 }
 
 fn text(file: &str, field: &str, line: &[u8]) -> Result<String> {
@@ -125,7 +124,10 @@ impl VacuumFile {
             return Ok(entry[i..].to_owned());
         }
         match entry.rfind('/') {
-            Some(i) => Ok(entry[i + 1..].to_owned()),
+            Some(i) => Ok(entry
+                .get(i.saturating_add(1)..)
+                .unwrap_or_default()
+                .to_owned()),
             None => Err(FragmentError::invalid(
                 file,
                 "vacuum entry",
@@ -200,7 +202,9 @@ impl ConsolidatedCommits {
             if commit.path.ends_with(DEL_EXT) {
                 let (tile, after) = le::run(le::bytes_u64("embedded delete commit"), rest)
                     .map_err(|e| FragmentError::format(file, commit.path.clone(), e))?;
-                commit.embedded_offset = (bytes.len() - after.len() - tile.len()) as u64;
+                // `tile` and `after` are the tail of `bytes`.
+                let tail = after.len().saturating_add(tile.len());
+                commit.embedded_offset = bytes.len().saturating_sub(tail) as u64;
                 commit.embedded = Some(tile.to_vec());
                 rest = after;
             }

@@ -99,7 +99,7 @@ impl Condition {
                 le::put_u8(out, op.code());
                 put_field(file, out, field)?;
                 le::put_bytes_u64(out, data);
-                le::put_u64(out, offsets.len() as u64 * 8);
+                le::put_u64(out, (offsets.len() as u64).saturating_mul(8));
                 for o in offsets {
                     le::put_u64(out, *o);
                 }
@@ -195,7 +195,7 @@ fn node<'a>(file: &str, input: &'a [u8], depth: usize) -> Result<(Condition, &'a
             }
             let mut children = Vec::with_capacity(n as usize);
             for _ in 0..n {
-                let (c, r) = node(file, rest, depth + 1)?;
+                let (c, r) = node(file, rest, depth.saturating_add(1))?;
                 children.push(c);
                 rest = r;
             }

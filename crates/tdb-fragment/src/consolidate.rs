@@ -42,7 +42,8 @@ use crate::create::{named, put, span_name, write_ignore_file, write_vacuum_lines
 use crate::directory::TimeWindow;
 use crate::fragment_metadata::{ConsolidatedEntry, ConsolidatedFragmentMeta};
 use crate::open::{
-    dir_label, list_object, read_files, LoadedFragment, OpenArray, OpenGroup, ReadStorage,
+    dir_label, file_bytes, list_object, read_files, LoadedFragment, OpenArray, OpenGroup,
+    ReadStorage,
 };
 use crate::{FragmentError, Result, TimestampedFile};
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -186,13 +187,13 @@ fn delete_files<'p, S: WritableStorage + ?Sized>(
     dir: &str,
     paths: impl IntoIterator<Item = &'p String>,
 ) -> Result<usize> {
-    let mut n = 0;
+    let mut n = 0usize;
     for path in paths {
         let key = join(dir, path);
         storage
             .delete(&key)
             .map_err(|e| FragmentError::storage(&key, e))?;
-        n += 1;
+        n = n.saturating_add(1);
     }
     Ok(n)
 }
@@ -229,12 +230,12 @@ fn listed_commits<S: ReadStorage + ?Sized>(
     let contents = read_files(storage, dir, &paths)?;
     let mut ignored = HashSet::new();
     for f in ign {
-        ignored.extend(IgnoreFile::parse(f, &contents[f.as_str()])?.commits);
+        ignored.extend(IgnoreFile::parse(f, file_bytes(&contents, f)?)?.commits);
     }
     let mut listed = BTreeMap::new();
     let mut files = Vec::with_capacity(con.len());
     for f in con {
-        let parsed = ConsolidatedCommits::parse(f, &contents[f.as_str()])?;
+        let parsed = ConsolidatedCommits::parse(f, file_bytes(&contents, f)?)?;
         let mut entries = Vec::with_capacity(parsed.commits.len());
         for c in parsed.commits {
             entries.push(c.path.clone());

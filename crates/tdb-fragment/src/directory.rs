@@ -406,7 +406,8 @@ impl DirectoryListing {
 
         // v12+: commits in `.con` files, then `__commits/` itself.
         for c in consolidated.iter().filter(|c| c.ends_with(WRT_EXT)) {
-            let stem = &last_component(c)[..last_component(c).len() - WRT_EXT.len()];
+            let file = last_component(c);
+            let stem = file.strip_suffix(WRT_EXT).unwrap_or(file);
             let name = marker_name(c, stem)?;
             fragments.push(TimestampedFile::new(
                 format!("{FRAGMENTS_DIR}/{stem}"),

@@ -5,6 +5,14 @@
 //! Parsers here do no I/O: they take bytes and say which byte ranges they
 //! need next. Loading from a `tdb_storage` backend is a thin layer on top.
 
+// Bytes from files reach every parser here (footers, sections, commits,
+// metadata, listings): no index, slice or arithmetic that could panic or
+// wrap on them (tests index freely).
+#![cfg_attr(
+    not(test),
+    warn(clippy::indexing_slicing, clippy::arithmetic_side_effects)
+)]
+
 mod array_metadata;
 mod commits;
 mod condition;

@@ -167,6 +167,18 @@ pub fn list_object<S: ReadStorage + ?Sized>(storage: &S, dir: &str) -> Result<Di
 }
 
 /// Reads whole listed files (of `dir`) in one batch.
+/// The bytes of `path` among files read whole ([`read_files`],
+/// `whole_files`), which hold every path asked for.
+pub(crate) fn file_bytes<'c>(
+    contents: &'c HashMap<String, Vec<u8>>,
+    path: &str,
+) -> Result<&'c [u8]> {
+    contents
+        .get(path)
+        .map(Vec::as_slice)
+        .ok_or_else(|| FragmentError::missing(path, "the file"))
+}
+
 pub(crate) fn read_files<S: ReadStorage + ?Sized>(
     storage: &S,
     dir: &str,
@@ -410,7 +422,7 @@ impl OpenArray {
             let file = join(&join(&self.dir, &f.file.path), FRAGMENT_METADATA_FILE);
             requests.push(RangeRequest::new(
                 file,
-                ByteRange::new(r.start, r.end - r.start),
+                ByteRange::new(r.start, r.end.saturating_sub(r.start)),
             ));
             asked.push(i);
         }
@@ -419,7 +431,7 @@ impl OpenArray {
             .map_err(|e| FragmentError::storage(dir_label(&self.dir), e))?;
         let mut out = vec![Vec::new(); frags.len()];
         for (i, read) in asked.into_iter().zip(reads) {
-            let f = frags[i];
+            let Some(f) = frags.get(i) else { continue };
             let read = read.ok_or_else(|| {
                 FragmentError::missing(
                     &format!("{}/{FRAGMENT_METADATA_FILE}", f.file.path),
@@ -437,7 +449,9 @@ impl OpenArray {
                 &schema.schema,
                 f.file.file_name(),
             )? {
-                out[i] = c;
+                if let Some(o) = out.get_mut(i) {
+                    *o = c;
+                }
             }
         }
         Ok(out)
@@ -531,7 +545,7 @@ pub(crate) fn read_fragment_metadata<S: ReadStorage + ?Sized>(
             .map_err(|e| FragmentError::storage(dir_label(dir), e))?;
         reads.take(got, schemas, has_file, key);
     }
-    *bytes_read += reads.bytes_read;
+    *bytes_read = bytes_read.saturating_add(reads.bytes_read);
     Ok(reads.finish().into_iter().map(|(_, _, r)| r).collect())
 }
 
@@ -574,19 +588,19 @@ impl OpenGroup {
         wanted.dedup();
         let contents = read_files(storage, dir, &wanted)?;
         let directory = listing.resolve_group(&contents, window, group_uri)?;
-        let named = |files: &[TimestampedFile]| -> Vec<(TimestampedName, &[u8])> {
+        let named = |files: &[TimestampedFile]| -> Result<Vec<(TimestampedName, &[u8])>> {
             files
                 .iter()
-                .map(|f| (f.name.clone(), contents[f.path.as_str()].as_slice()))
+                .map(|f| Ok((f.name.clone(), file_bytes(&contents, &f.path)?)))
                 .collect()
         };
-        let members = GroupMembers::resolve(&named(&directory.details), key)?;
-        let metadata = ArrayMetadata::from_files(&named(&directory.metadata), key)?;
+        let members = GroupMembers::resolve(&named(&directory.details)?, key)?;
+        let metadata = ArrayMetadata::from_files(&named(&directory.metadata)?, key)?;
         let metadata_files = directory
             .metadata
             .iter()
-            .map(|f| (f.clone(), contents[f.path.as_str()].clone()))
-            .collect();
+            .map(|f| Ok((f.clone(), file_bytes(&contents, &f.path)?.to_vec())))
+            .collect::<Result<_>>()?;
         Ok(OpenGroup {
             uri: group_uri.to_owned(),
             directory,

@@ -11,7 +11,9 @@ use crate::directory::{DirectoryListing, ListedFile};
 use crate::fragment_metadata::{
     ConsolidatedFragmentMeta, Footer, FooterRead, FragmentMetadata, LegacyMetadata,
 };
-use crate::open::{dir_label, fragment_schema, schema_history, ReadStorage, LISTED_DIRS};
+use crate::open::{
+    dir_label, file_bytes, fragment_schema, schema_history, ReadStorage, LISTED_DIRS,
+};
 use crate::schemas::{parse_enumeration, referenced_enumeration_files};
 use crate::{FragmentError, LoadedFragment, OpenArray, Result, TimeWindow, TimestampedFile};
 use std::collections::HashMap;
@@ -317,8 +319,12 @@ impl Opening {
                 let schemas = |name: &str| open.schemas.by_name(name).map(|e| &e.schema);
                 let mut footers: HashMap<String, Footer> = HashMap::new();
                 for path in &paths {
-                    let meta =
-                        ConsolidatedFragmentMeta::parse(&contents[path], key, &schemas, path)?;
+                    let meta = ConsolidatedFragmentMeta::parse(
+                        file_bytes(&contents, path)?,
+                        key,
+                        &schemas,
+                        path,
+                    )?;
                     footers.reserve(meta.entries.len());
                     for e in meta.entries {
                         footers.insert(e.fragment_name().to_owned(), e.footer);
@@ -337,7 +343,10 @@ impl Opening {
                 if reads.pending.is_empty() {
                     for (i, file, result) in reads.finish() {
                         let (metadata, size) = result?;
-                        loaded[i] = Some(LoadedFragment {
+                        let Some(slot) = loaded.get_mut(i) else {
+                            continue;
+                        };
+                        *slot = Some(LoadedFragment {
                             file,
                             metadata,
                             from_consolidated: false,
@@ -603,10 +612,10 @@ impl FooterReads {
     pub fn requests(&self) -> Vec<RangeRequest> {
         self.pending
             .iter()
-            .map(|&(k, n)| {
-                let f = &self.fragments[k].1;
+            .filter_map(|&(k, n)| {
+                let f = &self.fragments.get(k)?.1;
                 let file = join(&join(&self.dir, &f.path), FRAGMENT_METADATA_FILE);
-                RangeRequest::new(file, ByteRange::Suffix(n))
+                Some(RangeRequest::new(file, ByteRange::Suffix(n)))
             })
             .collect()
     }
@@ -622,17 +631,16 @@ impl FooterReads {
         key: Option<&[u8; 32]>,
     ) {
         let lookup = |name: &str| schemas.by_name(name).map(|e| &e.schema);
-        self.bytes_read += got
-            .iter()
-            .flatten()
-            .map(|r| r.bytes.len() as u64)
-            .sum::<u64>();
+        let read: u64 = got.iter().flatten().map(|r| r.bytes.len() as u64).sum();
+        self.bytes_read = self.bytes_read.saturating_add(read);
         let mut again = Vec::new();
         for (&(k, _), read) in self.pending.iter().zip(got) {
-            let f = &self.fragments[k].1;
+            let (Some((_, f)), Some(out)) = (self.fragments.get(k), self.out.get_mut(k)) else {
+                continue;
+            };
             let file = format!("{}/{FRAGMENT_METADATA_FILE}", f.path);
             let Some(read) = read else {
-                self.out[k] = Some(Err(FragmentError::missing(&file, "the file")));
+                *out = Some(Err(FragmentError::missing(&file, "the file")));
                 continue;
             };
             let version = f.format_version();
@@ -658,7 +666,7 @@ impl FooterReads {
                     Err(e) => Err(e),
                 }
             };
-            self.out[k] = Some(parsed.map(|m| (m, read.file_size)));
+            *out = Some(parsed.map(|m| (m, read.file_size)));
         }
         self.pending = again;
     }

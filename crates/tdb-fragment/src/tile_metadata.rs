@@ -21,7 +21,7 @@
 
 use crate::fragment_metadata::{FieldSummary, TileBounds};
 use std::cmp::Ordering;
-use tdb_format::{ArrayType, Datatype};
+use tdb_format::{le, ArrayType, Datatype};
 use tdb_schema::{ArraySchema, SchemaField};
 
 /// One tile's metadata: `min`/`max` empty when none was found.
@@ -291,7 +291,7 @@ fn numeric<T: Cell>(
             m.min = b.lo.bytes();
             m.max = b.hi.bytes();
         }
-        if sum && T::SMALL && data.len() / T::SIZE < 1 << 31 {
+        if sum && T::SMALL && data.len().checked_div(T::SIZE).unwrap_or(0) < 1 << 31 {
             m.sum = cells().fold(0u64, |s, v| s.wrapping_add(v.raw()));
         } else if sum {
             for v in cells() {
@@ -312,10 +312,10 @@ fn numeric<T: Cell>(
             summing = add(T::SUM, &mut m.sum, v.raw());
         }
     };
-    let cell = |i: usize| data.get(i * T::SIZE..(i + 1) * T::SIZE).map(T::read);
+    let cell = |i: usize| le::nth(data, i, T::SIZE).map(T::read);
     let valid = |i: usize| validity.is_none_or(|v| v.get(i) != Some(&0));
     match order {
-        None => (0..data.len() / T::SIZE)
+        None => (0..data.len().checked_div(T::SIZE).unwrap_or(0))
             .filter(|&i| valid(i))
             .filter_map(cell)
             .for_each(visit),
@@ -421,12 +421,13 @@ pub struct FieldStats {
 }
 
 impl FieldStats {
-    /// The rules for `field` of `schema`.
-    pub fn new(schema: &ArraySchema, field: SchemaField) -> FieldStats {
+    /// The rules for `field` of `schema`; `None` for a field it does not
+    /// have.
+    pub fn new(schema: &ArraySchema, field: SchemaField) -> Option<FieldStats> {
         let dense = schema.array_type == ArrayType::Dense;
-        match field {
+        Some(match field {
             SchemaField::Attribute(i) => {
-                let a = &schema.attributes[i];
+                let a = schema.attributes.get(i)?;
                 FieldStats {
                     datatype: a.datatype,
                     is_dim: false,
@@ -439,7 +440,7 @@ impl FieldStats {
                 }
             }
             SchemaField::Dimension(d) => {
-                let dim = &schema.domain.dimensions[d];
+                let dim = schema.domain.dimensions.get(d)?;
                 FieldStats {
                     datatype: dim.datatype,
                     is_dim: true,
@@ -451,7 +452,7 @@ impl FieldStats {
                     dense,
                 }
             }
-        }
+        })
     }
 
     /// The rules for footer field `idx` (attributes, `__coords`,
@@ -461,7 +462,7 @@ impl FieldStats {
         let a = schema.attributes.len();
         let dims = &schema.domain.dimensions;
         if idx < a {
-            Some(Self::new(schema, SchemaField::Attribute(idx)))
+            Self::new(schema, SchemaField::Attribute(idx))
         } else if idx == a {
             // TileDB treats `__coords` as a field of dimension 0's type,
             // one value per cell of all the coordinates, not a dimension.
@@ -472,13 +473,22 @@ impl FieldStats {
                 coords: true,
                 var: false,
                 cell_val_num: 1,
-                cell_size: (t.size() * dims.len() as u64) as usize,
+                cell_size: t.cell_size(dims.len() as u32) as usize,
                 nullable: false,
                 dense: schema.array_type == ArrayType::Dense,
             })
-        } else if idx - a - 1 < dims.len() {
-            Some(Self::new(schema, SchemaField::Dimension(idx - a - 1)))
-        } else if idx - a - 1 - dims.len() < 3 {
+        } else if let Some(d) = idx
+            .checked_sub(a)
+            .and_then(|i| i.checked_sub(1))
+            .filter(|&d| d < dims.len())
+        {
+            Self::new(schema, SchemaField::Dimension(d))
+        } else if idx
+            .saturating_sub(a)
+            .saturating_sub(1)
+            .saturating_sub(dims.len())
+            < 3
+        {
             // Timestamps, delete timestamps, delete condition indexes:
             // TileDB treats each as a UINT64 attribute.
             Some(FieldStats {
@@ -557,12 +567,13 @@ impl FieldStats {
             let cell = |i: usize| -> &[u8] {
                 match offsets {
                     Some(o) => {
-                        let end = o.get(i + 1).map_or(data.len(), |&e| e as usize);
-                        data.get(o[i] as usize..end).unwrap_or(&[])
+                        let end = o
+                            .get(i.saturating_add(1))
+                            .map_or(data.len(), |&e| e as usize);
+                        let start = o.get(i).map_or(end, |&s| s as usize);
+                        data.get(start..end).unwrap_or(&[])
                     }
-                    None => data
-                        .get(i * self.cell_size..(i + 1) * self.cell_size)
-                        .unwrap_or(&[]),
+                    None => le::nth(data, i, self.cell_size).unwrap_or(&[]),
                 }
             };
             let mut b = StrBounds::new(self.var, self.cell_size);
@@ -625,15 +636,17 @@ pub fn sections(
             for t in tiles {
                 for (b, v) in [(&mut mins, &t.min), (&mut maxes, &t.max)] {
                     if all_null(t) || v.len() != f.cell_size {
-                        b.fixed.resize(b.fixed.len() + f.cell_size, 0);
+                        b.fixed.resize(b.fixed.len().saturating_add(f.cell_size), 0);
                     } else {
                         b.fixed.extend_from_slice(v);
                     }
                 }
             }
             if tiles.is_empty() {
-                mins.fixed = vec![0; tile_num * f.cell_size];
-                maxes.fixed = vec![0; tile_num * f.cell_size];
+                // One zeroed bound per tile the writer made.
+                let zeros = tile_num.saturating_mul(f.cell_size);
+                mins.fixed = vec![0; zeros];
+                maxes.fixed = vec![0; zeros];
             }
         }
     }

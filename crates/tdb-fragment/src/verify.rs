@@ -167,7 +167,8 @@ pub fn verify_array<S: ReadStorage + ?Sized>(
     let mut wanted = listing.files_to_read();
     wanted.extend(schema_files.iter().map(String::as_str));
     let contents = read_files(storage, dir, &wanted)?;
-    sink.summary.bytes_read += contents.values().map(|b| b.len() as u64).sum::<u64>();
+    let read: u64 = contents.values().map(|b| b.len() as u64).sum();
+    sink.summary.bytes_read = sink.summary.bytes_read.saturating_add(read);
     // An encrypted array scrubbed without its key is a usage error, not a
     // corrupt array: every tile would fail to decrypt.
     if key.is_none() {
@@ -259,7 +260,7 @@ struct Sink<'r> {
 
 impl Sink<'_> {
     fn push(&mut self, p: Problem) {
-        self.summary.problems += 1;
+        self.summary.problems = self.summary.problems.saturating_add(1);
         (self.report)(p);
     }
 }
@@ -297,7 +298,7 @@ impl Frag<'_> {
         let f = &self.meta.footer;
         if f.dense {
             tdb_index::dense::cell_num_per_tile(&self.schema.domain)
-        } else if t + 1 == self.tile_num {
+        } else if t.checked_add(1) == Some(self.tile_num) {
             Some(f.last_tile_cell_num)
         } else {
             Some(self.schema.capacity)
@@ -343,18 +344,15 @@ impl<'a, S: ReadStorage + ?Sized> Scrub<'a, S> {
             .storage
             .read_ranges(requests)
             .map_err(|e| FragmentError::storage(dir_label(self.dir), e))?;
-        self.sink.summary.bytes_read += got
-            .iter()
-            .flatten()
-            .map(|r| r.bytes.len() as u64)
-            .sum::<u64>();
+        let read: u64 = got.iter().flatten().map(|r| r.bytes.len() as u64).sum();
+        self.sink.summary.bytes_read = self.sink.summary.bytes_read.saturating_add(read);
         Ok(got)
     }
 
     fn request(&self, path: &str, range: Range<u64>) -> RangeRequest {
         RangeRequest::new(
             join(self.dir, path),
-            ByteRange::new(range.start, range.end - range.start),
+            ByteRange::new(range.start, range.end.saturating_sub(range.start)),
         )
     }
 
@@ -629,7 +627,10 @@ impl<'a, S: ReadStorage + ?Sized> Scrub<'a, S> {
                     DataPart::Var => frag.meta.var_tile_range(i, t),
                     DataPart::Validity => frag.meta.validity_tile_range(i, t),
                 };
-                let (path, size) = frag.files[&(i, part)].clone();
+                // Every field's files were listed for each of its parts.
+                let Some((path, size)) = frag.files.get(&(i, part)).cloned() else {
+                    continue;
+                };
                 match range {
                     Ok(range) if range.end > size => self.sink.push(
                         Problem::new(
@@ -648,10 +649,11 @@ impl<'a, S: ReadStorage + ?Sized> Scrub<'a, S> {
             if wants.len() != parts.len() {
                 continue;
             }
-            batch_bytes += wants
+            let bytes: u64 = wants
                 .iter()
-                .map(|w| w.range.end - w.range.start)
-                .sum::<u64>();
+                .map(|w| w.range.end.saturating_sub(w.range.start))
+                .sum();
+            batch_bytes = bytes.saturating_add(batch_bytes);
             batch.push((t, wants));
             if batch_bytes >= BATCH_BYTES {
                 self.flush(frag, i, field, std::mem::take(&mut batch))?;
@@ -733,7 +735,7 @@ impl<'a, S: ReadStorage + ?Sized> Scrub<'a, S> {
                     return;
                 }
             };
-            self.sink.summary.tiles += 1;
+            self.sink.summary.tiles = self.sink.summary.tiles.saturating_add(1);
             match w.part {
                 DataPart::Fixed => {
                     if let Some(size) = pf.field_cell_size {
@@ -781,10 +783,10 @@ impl<'a, S: ReadStorage + ?Sized> Scrub<'a, S> {
                         ));
                         return;
                     }
-                    if let Some(c) = data.data.iter().position(|&b| b > 1) {
+                    if let Some((c, b)) = data.data.iter().enumerate().find(|(_, &b)| b > 1) {
                         self.sink.push(problem(
                             ProblemKind::Mismatch,
-                            format!("validity byte of cell {c} is {}", data.data[c]),
+                            format!("validity byte of cell {c} is {b}"),
                         ));
                         return;
                     }
@@ -793,7 +795,9 @@ impl<'a, S: ReadStorage + ?Sized> Scrub<'a, S> {
             }
         }
         let Some(fixed) = fixed else { return };
-        let fixed_want = &wants[0];
+        let Some(fixed_want) = wants.first() else {
+            return;
+        };
         let mismatch = |path: &str, detail: String| {
             Problem::new(ProblemKind::Mismatch, path, detail).at(t, Some(fixed_want.range.start))
         };
@@ -808,7 +812,8 @@ impl<'a, S: ReadStorage + ?Sized> Scrub<'a, S> {
                     ));
                     return;
                 }
-                (var.offsets.clone(), &wants[1].path)
+                let var_path = wants.get(1).map_or(&fixed_want.path, |w| &w.path);
+                (var.offsets.clone(), var_path)
             } else {
                 if fixed.data.len() % 8 != 0 {
                     self.sink.push(mismatch(
@@ -829,9 +834,14 @@ impl<'a, S: ReadStorage + ?Sized> Scrub<'a, S> {
                 ));
                 return;
             }
-            if let Some(k) = offs.windows(2).position(|w| w[0] > w[1]) {
+            if let Some(k) = offs
+                .iter()
+                .zip(offs.iter().skip(1))
+                .position(|(a, b)| a > b)
+            {
+                let at = k.saturating_add(1);
                 self.sink
-                    .push(mismatch(path, format!("offset {} decreases", k + 1)));
+                    .push(mismatch(path, format!("offset {at} decreases")));
                 return;
             }
             if offs.last().is_some_and(|&o| o > var.data.len() as u64) {
@@ -846,9 +856,11 @@ impl<'a, S: ReadStorage + ?Sized> Scrub<'a, S> {
         let values = |k: usize| -> &[u8] {
             match (&offsets, &var) {
                 (Some(o), Some((v, _))) => {
-                    let start = o[k] as usize;
-                    let end = o.get(k + 1).map_or(v.data.len(), |&e| e as usize);
-                    &v.data[start..end]
+                    let end = o
+                        .get(k.saturating_add(1))
+                        .map_or(v.data.len(), |&e| e as usize);
+                    let start = o.get(k).map_or(end, |&s| s as usize);
+                    v.data.get(start..end).unwrap_or_default()
                 }
                 _ => &[],
             }
@@ -860,17 +872,20 @@ impl<'a, S: ReadStorage + ?Sized> Scrub<'a, S> {
             // Pre-v5 coordinates, one buffer per dimension.
             let unzipped: Vec<Vec<u8>>;
             let coords: Vec<(usize, Vec<&[u8]>)> = match field {
-                Field::Dimension(d) if !frag.meta.footer.dense => {
-                    let n = cells as usize;
-                    let vals = match dims[d].is_var() {
-                        true => (0..n).map(values).collect(),
-                        false => fixed
-                            .data
-                            .chunks_exact(dims[d].datatype.size() as usize)
-                            .collect(),
-                    };
-                    vec![(d, vals)]
-                }
+                Field::Dimension(d) if !frag.meta.footer.dense => match dims.get(d) {
+                    Some(dim) => {
+                        let n = cells as usize;
+                        let vals = match dim.is_var() {
+                            true => (0..n).map(values).collect(),
+                            false => fixed
+                                .data
+                                .chunks_exact(dim.datatype.size() as usize)
+                                .collect(),
+                        };
+                        vec![(d, vals)]
+                    }
+                    None => Vec::new(),
+                },
                 // Pre-v5 `__coords.tdb`: every dimension in one tile, in
                 // the layout its version and filters say.
                 Field::Coords if !frag.meta.footer.dense => {
@@ -892,10 +907,11 @@ impl<'a, S: ReadStorage + ?Sized> Scrub<'a, S> {
                 _ => Vec::new(),
             };
             for (d, vals) in coords {
-                let (Some(leaf), Ok(ops)) = (leaf, RangeOps::new(&dims[d], d)) else {
+                let Some(dim) = dims.get(d) else { continue };
+                let (Some(leaf), Ok(ops)) = (leaf, RangeOps::new(dim, d)) else {
                     continue;
                 };
-                let var_dim = dims[d].is_var();
+                let var_dim = dim.is_var();
                 let mut it = vals.iter();
                 let Some(first) = it.next() else { continue };
                 let mut mbr = DimRange::from_bounds(first, first, var_dim);
@@ -1008,7 +1024,7 @@ impl<'a, S: ReadStorage + ?Sized> Scrub<'a, S> {
             if let (Some(SectionData::Bounds(b)), Some(computed)) =
                 (frag.meta.section(section), computed.value(0, Some(size)))
             {
-                if b.fixed.len() == tile_num * size {
+                if Some(b.fixed.len()) == tile_num.checked_mul(size) {
                     if let Some(stored) = b.value(ti, Some(size)) {
                         if stored != computed {
                             problem(what, format!("{stored:?}"), format!("{computed:?}"));
@@ -1020,8 +1036,10 @@ impl<'a, S: ReadStorage + ?Sized> Scrub<'a, S> {
         if let (Some(SectionData::Sums(stored)), Some(computed)) =
             (frag.meta.section(Section::Sums(i)), sums.first())
         {
-            if stored.len() == tile_num && stored[ti] != *computed {
-                problem("sum", stored[ti].to_string(), computed.to_string());
+            if let Some(s) = stored.get(ti).filter(|_| stored.len() == tile_num) {
+                if s != computed {
+                    problem("sum", s.to_string(), computed.to_string());
+                }
             }
         }
     }
@@ -1044,7 +1062,7 @@ fn written_cells(
 ) -> Option<Vec<usize>> {
     let schema = frag.schema;
     let cells = usize::try_from(frag.cells(t)?).ok()?;
-    if cells == 0 || data.len() % cells != 0 || validity.is_some_and(|v| v.len() != cells) {
+    if data.len().checked_rem(cells) != Some(0) || validity.is_some_and(|v| v.len() != cells) {
         return None;
     }
     tdb_index::dense::written_cells(

@@ -95,7 +95,8 @@ impl ConsolidatedFragmentMeta {
                 .copied()
                 .unwrap_or(content.len());
             let label = format!("{file}: footer of {stored_name}");
-            let (footer, _) = Footer::parse_fields(&content[at..end], schemas, &label)?;
+            let stretch = content.get(at..end).unwrap_or_default();
+            let (footer, _) = Footer::parse_fields(stretch, schemas, &label)?;
             entries.push(ConsolidatedEntry {
                 stored_name,
                 offset,
@@ -120,19 +121,19 @@ impl ConsolidatedFragmentMeta {
             })?;
             let before = footers.len();
             e.footer.write_fields(schema, &mut footers);
-            sizes.push((footers.len() - before) as u64);
+            sizes.push(footers.len().saturating_sub(before) as u64);
         }
-        let mut offset: u64 = 4 + self
+        let mut offset: u64 = self
             .entries
             .iter()
-            .map(|e| 16 + e.stored_name.len() as u64)
-            .sum::<u64>();
+            .map(|e| (e.stored_name.len() as u64).saturating_add(16))
+            .fold(4, u64::saturating_add);
         let mut out = Vec::new();
         le::put_u32(&mut out, self.entries.len() as u32);
         for (e, size) in self.entries.iter().zip(sizes) {
             le::put_bytes_u64(&mut out, e.stored_name.as_bytes());
             le::put_u64(&mut out, offset);
-            offset += size;
+            offset = offset.saturating_add(size);
         }
         out.extend_from_slice(&footers);
         Ok(out)

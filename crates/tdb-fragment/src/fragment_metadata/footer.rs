@@ -183,7 +183,18 @@ fn coord_size_0(domain: &Domain) -> u64 {
     domain.dimensions.first().map_or(0, |d| d.datatype.size())
 }
 
+/// Bytes of a non-empty domain of the first dimension's type, which
+/// pre-v5 footers always hold (and later ones hold zeroed when null).
+fn flat_domain_size(domain: &Domain) -> u64 {
+    (domain.dimensions.len() as u64)
+        .saturating_mul(coord_size_0(domain))
+        .saturating_mul(2)
+}
+
 /// Field counts: (fixed-size arrays, var arrays, validity arrays).
+// `a` and `d` count a parsed schema's fields, each of which took bytes of
+// its file: far below the sizes that could overflow.
+#[allow(clippy::arithmetic_side_effects)]
 fn counts(version: u32, a: usize, d: usize, ts: bool, dm: bool) -> (usize, usize, usize) {
     if version < 5 {
         (a + 1, a, 0)
@@ -202,6 +213,8 @@ impl Footer {
     /// for v1–v2, whose metadata is one tile to read whole.
     /// `name_version` is what the fragment's name implies
     /// (`TimestampedName::implied_format_version`), as TileDB decides.
+    // As in `counts`: sizes from a parsed schema's field counts.
+    #[allow(clippy::arithmetic_side_effects)]
     pub fn suffix_to_read(schema: &ArraySchema, name_version: u32) -> u64 {
         if name_version <= 2 {
             return u64::MAX;
@@ -228,6 +241,8 @@ impl Footer {
     }
 
     /// Size of a length-less footer (v3–v9, all dimensions fixed-size).
+    // As in `counts`: sizes from a parsed schema's field counts.
+    #[allow(clippy::arithmetic_side_effects)]
     fn fixed_size(schema: &ArraySchema, name_version: u32) -> u64 {
         let a = schema.attributes.len() as u64;
         let d = schema.domain.dimensions.len() as u64;
@@ -282,8 +297,10 @@ impl Footer {
             if suffix.len() < 8 {
                 return Ok(FooterRead::NeedMore(8));
             }
-            let tail = &suffix[suffix.len() - 8..];
-            let len = u64::from_le_bytes(tail.try_into().unwrap_or_default());
+            let Some((_, &tail)) = suffix.split_last_chunk::<8>() else {
+                return Ok(FooterRead::NeedMore(8));
+            };
+            let len = u64::from_le_bytes(tail);
             let need = len
                 .checked_add(8)
                 .filter(|n| *n <= file_size)
@@ -293,7 +310,9 @@ impl Footer {
             if need > suffix.len() as u64 {
                 return Ok(FooterRead::NeedMore(need));
             }
-            (suffix.len() - need as usize, suffix.len() - 8)
+            // `need` (at least 8) is at most the suffix's length here.
+            let end = suffix.len().saturating_sub(8);
+            (suffix.len().saturating_sub(need as usize), end)
         } else {
             let need = Self::fixed_size(legacy()?, name_version);
             if need > file_size {
@@ -304,9 +323,9 @@ impl Footer {
             if need > suffix.len() as u64 {
                 return Ok(FooterRead::NeedMore(need));
             }
-            (suffix.len() - need as usize, suffix.len())
+            (suffix.len().saturating_sub(need as usize), suffix.len())
         };
-        let body = &suffix[start..end];
+        let body = suffix.get(start..end).unwrap_or_default();
         let (mut footer, used) = Self::parse_fields(body, schemas, &file)?;
         if used != body.len() {
             return Err(invalid(format!(
@@ -315,7 +334,8 @@ impl Footer {
             )));
         }
         footer.has_length = with_length;
-        footer.offset = Some(file_size - (suffix.len() - start) as u64);
+        let footer_bytes = suffix.len().saturating_sub(start) as u64;
+        footer.offset = file_size.checked_sub(footer_bytes);
         Ok(FooterRead::Done(footer))
     }
 
@@ -361,26 +381,24 @@ impl Footer {
         let all_fixed = domain.dimensions.iter().all(|d| !d.is_var());
         let non_empty_domain = if version < 5 {
             // One datatype for all dimensions; dummy bytes when null.
-            let b = r.bytes(
-                2 * domain.dimensions.len() as u64 * coord_size_0(domain),
-                "non-empty domain",
-            )?;
+            let b = r.bytes(flat_domain_size(domain), "non-empty domain")?;
             if null_domain {
                 None
             } else {
                 let mut ranges = Vec::with_capacity(domain.dimensions.len());
-                let mut at = 0usize;
+                let mut rest = b;
                 for dim in &domain.dimensions {
-                    let n = 2 * dim.datatype.size() as usize;
-                    let piece = b.get(at..at + n).ok_or_else(|| {
-                        FragmentError::invalid(
+                    let n = dim.datatype.cell_size(2) as usize;
+                    if n > rest.len() {
+                        return Err(FragmentError::invalid(
                             file,
                             "footer: non-empty domain",
                             "dimension sizes differ",
-                        )
-                    })?;
+                        ));
+                    }
+                    let (piece, next) = rest.split_at(n);
                     ranges.push(DimRange::Fixed(piece.to_vec()));
-                    at += n;
+                    rest = next;
                 }
                 Some(ranges)
             }
@@ -388,10 +406,7 @@ impl Footer {
             // TileDB's writer fills a null domain with zeros (only possible
             // when every dimension is fixed-size).
             if all_fixed {
-                r.bytes(
-                    2 * domain.dimensions.len() as u64 * coord_size_0(domain),
-                    "non-empty domain",
-                )?;
+                r.bytes(flat_domain_size(domain), "non-empty domain")?;
             }
             None
         } else {
@@ -458,7 +473,7 @@ impl Footer {
                 let size = r.u32("optional section size")?;
                 let data = r.bytes(u64::from(size), "optional section data")?;
                 if id == TILE_GLOBAL_ORDER_ID {
-                    if u64::from(size) != 16 * d as u64 {
+                    if u64::from(size) != (d as u64).saturating_mul(16) {
                         return Err(FragmentError::invalid(
                             file,
                             "footer: tile global order section",
@@ -478,7 +493,8 @@ impl Footer {
                 }
             }
         }
-        let used = input.len() - r.input.len();
+        // The reader only moves forward through `input`.
+        let used = input.len().saturating_sub(r.input.len());
         let footer = Footer {
             version,
             array_schema_name,
@@ -567,8 +583,8 @@ impl Footer {
         match &self.non_empty_domain {
             Some(nd) => Domain::write_nd_range(nd, out),
             None if self.version < 5 || schema.domain.dimensions.iter().all(|d| !d.is_var()) => {
-                let n = 2 * schema.domain.dimensions.len() as u64 * coord_size_0(&schema.domain);
-                out.resize(out.len() + n as usize, 0);
+                let n = flat_domain_size(&schema.domain) as usize;
+                out.resize(out.len().saturating_add(n), 0);
             }
             None => {}
         }
@@ -609,7 +625,8 @@ impl Footer {
                 match s {
                     OptionalSection::TileGlobalOrder { mins, maxes } => {
                         le::put_u64(out, TILE_GLOBAL_ORDER_ID);
-                        le::put_u32(out, ((mins.len() + maxes.len()) * 8) as u32);
+                        let bytes = mins.len().saturating_add(maxes.len()).saturating_mul(8);
+                        le::put_u32(out, bytes as u32);
                         put_u64s(out, mins);
                         put_u64s(out, maxes);
                     }
@@ -638,7 +655,9 @@ impl Footer {
     /// Sets where the footer starts in a `__fragment_metadata.tdb` of
     /// `file_size` bytes (for footers read from consolidated metadata).
     pub fn locate(&mut self, file_size: u64) {
-        let tail = self.size + if self.has_length { 8 } else { 0 };
+        let tail = self
+            .size
+            .saturating_add(if self.has_length { 8 } else { 0 });
         self.offset = file_size.checked_sub(tail);
     }
 
@@ -722,7 +741,8 @@ impl Footer {
         } else if self.sparse_tile_num == 0 {
             Some(0)
         } else {
-            (self.sparse_tile_num - 1)
+            self.sparse_tile_num
+                .saturating_sub(1)
                 .checked_mul(schema.capacity)?
                 .checked_add(self.last_tile_cell_num)
         }

@@ -54,15 +54,19 @@ impl LegacyMetadata {
             ));
         }
         let dims = &schema.domain.dimensions;
-        let range_bytes: u64 = dims.iter().map(|d| 2 * d.datatype.size()).sum();
+        let range_bytes: u64 = dims
+            .iter()
+            .map(|d| d.datatype.cell_size(2))
+            .fold(0, u64::saturating_add);
+        // `b` holds `range_bytes`: every dimension's two bounds.
         let nd = |b: &[u8]| -> NDRange {
-            let mut at = 0usize;
+            let mut rest = b;
             dims.iter()
                 .map(|d| {
-                    let n = 2 * d.datatype.size() as usize;
-                    let r = Range::Fixed(b[at..at + n].to_vec());
-                    at += n;
-                    r
+                    let n = (d.datatype.cell_size(2) as usize).min(rest.len());
+                    let (range, next) = rest.split_at(n);
+                    rest = next;
+                    Range::Fixed(range.to_vec())
                 })
                 .collect()
         };
@@ -93,11 +97,11 @@ impl LegacyMetadata {
         let mut lists = |n: usize, field: &'static str| -> Result<Vec<Vec<u64>>> {
             (0..n).map(|_| r.counted_u64s(field)).collect()
         };
-        let tile_offsets = lists(a + 1, "tile offsets")?;
+        let tile_offsets = lists(a.saturating_add(1), "tile offsets")?;
         let tile_var_offsets = lists(a, "tile var offsets")?;
         let tile_var_sizes = lists(a, "tile var sizes")?;
         let last_tile_cell_num = r.u64("last tile cell num")?;
-        let file_sizes = r.u64s(a as u64 + 1, "file sizes")?;
+        let file_sizes = r.u64s((a as u64).saturating_add(1), "file sizes")?;
         let file_var_sizes = r.u64s(a as u64, "file var sizes")?;
         if !r.input.is_empty() {
             return Err(FragmentError::invalid(

@@ -290,7 +290,10 @@ impl FragmentMetadata {
         let start = *offsets
             .get(t)
             .ok_or_else(|| bad(format!("tile {tile} of {}", offsets.len())))?;
-        let end = offsets.get(t + 1).copied().unwrap_or(file_size);
+        let end = offsets
+            .get(t.saturating_add(1))
+            .copied()
+            .unwrap_or(file_size);
         if start > end || end > file_size {
             return Err(bad(format!(
                 "tile {tile} spans {start}..{end}, beyond the data file's {file_size} bytes"

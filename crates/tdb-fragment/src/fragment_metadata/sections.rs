@@ -98,15 +98,14 @@ impl TileBounds {
                 .fixed
                 .get(i.checked_mul(n)?..i.checked_add(1)?.checked_mul(n)?),
             None => {
-                let off = |k: usize| -> Option<usize> {
-                    let b = self.fixed.get(k * 8..k * 8 + 8)?;
-                    usize::try_from(u64::from_le_bytes(b.try_into().ok()?)).ok()
-                };
+                let off = |k: usize| usize::try_from(le::nth_u64(&self.fixed, k)?).ok();
                 let start = off(i)?;
-                let end = if (i + 1) * 8 < self.fixed.len() {
-                    off(i + 1)?
-                } else {
-                    self.var.len()
+                // The next value's start, or the end for the last.
+                let end = match i.checked_add(1) {
+                    Some(next) if next.checked_mul(8).is_some_and(|p| p < self.fixed.len()) => {
+                        off(next)?
+                    }
+                    _ => self.var.len(),
                 };
                 self.var.get(start..end)
             }

@@ -60,10 +60,16 @@ impl FragmentMetadata {
         let field_num = footer.fields().len();
         let mut stats: Vec<Vec<TileMetadata>> = vec![Vec::new(); field_num];
         for f in &fields {
-            if let Some(slot) = footer.file_sizes.get_mut(f.idx) {
-                *slot = f.sizes[0];
-                footer.file_var_sizes[f.idx] = f.sizes[1];
-                footer.file_validity_sizes[f.idx] = f.sizes[2];
+            let [fixed, var, validity] = f.sizes;
+            let slots = [
+                (&mut footer.file_sizes, fixed),
+                (&mut footer.file_var_sizes, var),
+                (&mut footer.file_validity_sizes, validity),
+            ];
+            for (sizes, size) in slots {
+                if let Some(slot) = sizes.get_mut(f.idx) {
+                    *slot = size;
+                }
             }
         }
         let mut meta = FragmentMetadata::new(name, footer);
@@ -94,7 +100,9 @@ impl FragmentMetadata {
             if let Some(o) = f.validity_offsets {
                 meta.set_section(Section::ValidityOffsets(i), SectionData::U64s(o));
             }
-            stats[i] = f.metadata;
+            if let Some(s) = stats.get_mut(i) {
+                *s = f.metadata;
+            }
         }
         for (i, tiles) in stats.iter().enumerate() {
             let (mins, maxes, sums, nulls) =
