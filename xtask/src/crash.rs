@@ -1,11 +1,12 @@
-//! `cargo xtask crash [--runs N] [--seed S] [--tiledb]`: crash injection on the real
+//! `cargo xtask crash [--runs N] [--seed S] [--tiledb] [--storage s3]`: crash injection on the real
 //! filesystem. A child process (`xtask crash-child OP DIR`) changes a copy
 //! of a small group and the array in it — writes a fragment, deletes
 //! cells, puts metadata, evolves the schema, consolidates (every mode) or
 //! vacuums (every mode) the array; changes the group's members or
 //! metadata, consolidates or vacuums its metadata — and is SIGKILLed after
-//! a seeded random delay within the operation's measured duration. After
-//! each kill:
+//! a seeded random delay within the operation's measured duration, counted
+//! from when the child has opened what it changes (it says so on stdout;
+//! opening writes nothing). After each kill:
 //! - the array and the group open;
 //! - `verify_array` reports nothing but leftovers vacuum may remove
 //!   (uncommitted fragment directories, files of no known pattern);
@@ -315,11 +316,12 @@ fn build_array(dir: &Path) -> Result<(), Err> {
 }
 
 /// Runs `op` on the group at `dir` or its array to its end (the child's
-/// work).
-fn run_op(op: &str, dir: &Loc) -> Result<(), Err> {
+/// work), calling `ready` once it is open: what comes after changes it.
+fn run_op(op: &str, dir: &Loc, ready: &mut dyn FnMut()) -> Result<(), Err> {
     let storage = dir.storage()?;
     if op.contains("group") {
         let g = Group::open_in(&storage, "", OpenOptions::new()).map_err(err)?;
+        ready();
         match op {
             // One details file: a reader sees both changes or neither.
             "group-members" => {
@@ -339,6 +341,7 @@ fn run_op(op: &str, dir: &Loc) -> Result<(), Err> {
     }
     let storage = dir.array().storage()?;
     let a = Array::open_in(&storage, "", OpenOptions::new()).map_err(err)?;
+    ready();
     match op {
         "write" => drop(a.write(fragment(9, 500, 400)).map_err(err)?),
         "delete" => drop(a.delete("a > 2000").map_err(err)?),
@@ -387,7 +390,13 @@ pub fn child(args: &[String]) -> Result<(), Err> {
     let [op, dir] = args else {
         return Err("usage: xtask crash-child OP DIR".into());
     };
-    run_op(op, &Loc(dir.clone()))
+    // The parent starts its clock at this line.
+    run_op(op, &Loc(dir.clone()), &mut || {
+        use std::io::Write;
+        let mut out = std::io::stdout();
+        let _ = writeln!(out, "ready");
+        let _ = out.flush();
+    })
 }
 
 /// Problems `verify_array` finds that are not leftovers vacuum may remove.
@@ -499,8 +508,25 @@ fn spawn_child(op: &str, dir: &Loc) -> Result<std::process::Child, Err> {
         .arg(op)
         .arg(&dir.0)
         .envs(env.iter().map(|(k, v)| (*k, v)))
+        .stdout(std::process::Stdio::piped())
         .spawn()
         .map_err(|e| format!("crash-child: {e}"))
+}
+
+/// Waits until the child has opened what it changes (its "ready" line);
+/// an error if it ended first.
+fn wait_ready(child: &mut std::process::Child) -> Result<(), Err> {
+    use std::io::BufRead;
+    let out = child.stdout.take().ok_or("the child has no stdout")?;
+    let mut line = String::new();
+    std::io::BufReader::new(out)
+        .read_line(&mut line)
+        .map_err(|e| format!("the child's stdout: {e}"))?;
+    if line.trim() == "ready" {
+        Ok(())
+    } else {
+        Err("the child ended before it opened the array".into())
+    }
 }
 
 struct Reference {
@@ -561,8 +587,11 @@ pub fn crash(args: &[String]) -> Result<(), Err> {
     for op in OPS {
         let dir = place.join(&format!("ref-{op}"));
         copy_fresh(&base, &dir)?;
+        let mut child = spawn_child(op, &dir)?;
+        wait_ready(&mut child).map_err(|e| format!("{op}: {e}"))?;
+        // From the open on: what a kill can interrupt.
         let started = Instant::now();
-        let status = spawn_child(op, &dir)?.wait().map_err(|e| e.to_string())?;
+        let status = child.wait().map_err(|e| e.to_string())?;
         let duration = started.elapsed();
         if !status.success() {
             return Err(format!("{op} run whole failed: {status}"));
@@ -570,7 +599,10 @@ pub fn crash(args: &[String]) -> Result<(), Err> {
         // Consolidations change nothing a reader sees; the other
         // operations may, and a vacuum of fragments changes time travel.
         let after = state(&dir)?;
-        eprintln!("{op:<26} {:>6.1} ms whole", duration.as_secs_f64() * 1e3);
+        eprintln!(
+            "{op:<26} {:>6.1} ms after opening",
+            duration.as_secs_f64() * 1e3
+        );
         reference.insert(*op, Reference { after, duration });
     }
     let mut rng = XorShift::new(seed);
@@ -582,15 +614,18 @@ pub fn crash(args: &[String]) -> Result<(), Err> {
     for run in 0..runs {
         let op = OPS[(rng.next_u64() % OPS.len() as u64) as usize];
         let r = &reference[op];
-        // Up to 20% past the whole run's time, so some runs finish. On
-        // S3 a child spends its first part starting and opening (nothing
-        // written yet): kills start at 40% there.
-        let whole = r.duration.as_micros() as u64;
-        let from = if s3 { whole * 2 / 5 } else { 0 };
-        let span = (whole * 6 / 5).saturating_sub(from);
-        let delay = Duration::from_micros(from + rng.next_u64() % span.max(1));
+        // From the open to 20% past the operation's time, so some runs
+        // finish.
+        let span = r.duration.as_micros() as u64 * 6 / 5;
+        let delay = Duration::from_micros(rng.next_u64() % span.max(1));
         copy_fresh(&base, &run_dir)?;
         let mut child = spawn_child(op, &run_dir)?;
+        let ready = wait_ready(&mut child);
+        if let Err(e) = ready {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!("run {run} ({op}): {e}"));
+        }
         std::thread::sleep(delay);
         let _ = child.kill();
         let _ = child.wait();
@@ -666,7 +701,7 @@ fn check_run(op: &str, dir: &Loc, before: &State, after: &State) -> Result<(Seen
         ));
     };
     if matches!(outcome, Seen::Before) {
-        run_op(op, dir).map_err(|e| format!("run again: {e}"))?;
+        run_op(op, dir, &mut || {}).map_err(|e| format!("run again: {e}"))?;
         if state(dir)? != *after {
             return Err("run again, it does not answer as after".into());
         }
@@ -674,7 +709,7 @@ fn check_run(op: &str, dir: &Loc, before: &State, after: &State) -> Result<(Seen
     if op.starts_with("vacuum") {
         // A vacuum stopped anywhere must be finishable: run again (or
         // once more), nothing is left over.
-        run_op(op, dir).map_err(|e| format!("vacuum again: {e}"))?;
+        run_op(op, dir, &mut || {}).map_err(|e| format!("vacuum again: {e}"))?;
         let mut left = problems(dir)?;
         if op == "vacuum-group-meta" {
             left.extend(vacuum_lists(dir)?);
