@@ -125,7 +125,7 @@ impl RangeOps {
     /// check those cell by cell.
     pub fn retain_within(&self, ranges: &[Range], values: &[u8], mask: &mut [bool]) -> bool {
         match self.retain {
-            Some(retain) if values.len() == mask.len() * self.size => {
+            Some(retain) if Some(values.len()) == mask.len().checked_mul(self.size) => {
                 retain(ranges, values, mask);
                 true
             }
@@ -166,7 +166,7 @@ impl RangeOps {
                 "a var-size range on a {} dimension",
                 self.datatype.name()
             )),
-            Range::Fixed(d) if d.len() != 2 * self.size => Some(format!(
+            Range::Fixed(d) if Some(d.len()) != self.size.checked_mul(2) => Some(format!(
                 "{} bytes are not two {} values",
                 d.len(),
                 self.datatype.name()
@@ -286,7 +286,8 @@ fn toward_zero(x: f64) -> f64 {
     if x == 0.0 || !x.is_finite() {
         x
     } else {
-        f64::from_bits(x.to_bits() - 1)
+        // A nonzero value's bits are not 0.
+        f64::from_bits(x.to_bits().wrapping_sub(1))
     }
 }
 
@@ -358,9 +359,9 @@ macro_rules! int_coord {
                     ilo /= 2;
                     ihi /= 2;
                 }
-                // Integers count cells.
-                let num = ihi - ilo + 1;
-                let den = hi2 - lo2 + 1;
+                // Integers count cells (i128 from at most 64 bits: exact).
+                let num = ihi.wrapping_sub(ilo).wrapping_add(1);
+                let den = hi2.wrapping_sub(lo2).wrapping_add(1);
                 interior(num as f64 / den as f64)
             }
         }
@@ -445,7 +446,7 @@ fn covered_fixed<T: Coord>(inner: &Range, outer: &Range) -> bool {
 
 fn expand_fixed<T: Coord>(range: &Range, mbr: &mut Range) {
     let (r, m) = (bounds::<T>(range), bounds::<T>(mbr));
-    let mut out = Vec::with_capacity(2 * T::SIZE);
+    let mut out = Vec::with_capacity(T::SIZE.saturating_mul(2));
     cmin(r.0, m.0).put(&mut out);
     cmax(r.1, m.1).put(&mut out);
     *mbr = Range::Fixed(out);
@@ -494,7 +495,7 @@ fn ratio_str(r1: &Range, r2: &Range) -> f64 {
     let (s2, e2) = r2.bounds();
     let unary = match r2 {
         Range::Var { start_size, data } => {
-            !data.is_empty() && 2 * *start_size == data.len() as u64 && s2 == e2
+            !data.is_empty() && start_size.checked_mul(2) == Some(data.len() as u64) && s2 == e2
         }
         Range::Fixed(d) => !d.is_empty() && s2 == e2,
     };
@@ -508,7 +509,8 @@ fn ratio_str(r1: &Range, r2: &Range) -> f64 {
         } else {
             c_char(s2, pref)
         };
-        (c_char(e2, pref) - start_c + 1) as u64
+        // TileDB's int arithmetic on chars, cast as it casts.
+        c_char(e2, pref).wrapping_sub(start_c).wrapping_add(1) as u64
     };
     let o_start = if s1 > s2 { s1 } else { s2 };
     let o_end = if e1 < e2 { e1 } else { e2 };
@@ -520,7 +522,7 @@ fn ratio_str(r1: &Range, r2: &Range) -> f64 {
         } else {
             c_char(o_start, pref)
         };
-        (c_char(o_end, pref) - start_c + 1) as u64
+        c_char(o_end, pref).wrapping_sub(start_c).wrapping_add(1) as u64
     };
     let ratio = o_range as f64 / r2_range as f64;
     if ratio == 1.0 && (o_start != s2 || o_end != e2) {

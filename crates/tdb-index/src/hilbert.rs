@@ -11,14 +11,15 @@ pub const MAX_DIMS: usize = 63;
 
 /// Bits per dimension for `dim_num` dimensions (63 bits shared).
 pub fn bits(dim_num: usize) -> u32 {
-    (63 / dim_num.max(1)) as u32
+    63usize.checked_div(dim_num.max(1)).unwrap_or(0) as u32
 }
 
 /// The bucket of `value` (one cell of `dim`) in `bits` bits: numbers are
 /// placed by their fraction of the domain (in `f64`, truncated as TileDB
 /// does); strings by their first 8 bytes.
 pub fn bucket(dim: &Dimension, value: &[u8], bits: u32) -> u64 {
-    let max_bucket = (1u64 << bits) - 1;
+    // All ones in `bits` bits (every bit for 64 and more).
+    let max_bucket = 1u64.checked_shl(bits).unwrap_or(0).wrapping_sub(1);
     if dim.is_var() || dim.datatype.is_string() {
         let mut ret = 0u64;
         for i in 0..8 {
@@ -28,7 +29,8 @@ pub fn bucket(dim: &Dimension, value: &[u8], bits: u32) -> u64 {
                 ret |= (b as i8) as i64 as u64;
             }
         }
-        return ret >> (64 - bits);
+        // The top `bits` bits: none for 0 bits (more than 63 dimensions).
+        return ret.checked_shr(64u32.saturating_sub(bits)).unwrap_or(0);
     }
     let Some((lo, hi)) = dim.bounds() else {
         return 0;
@@ -51,6 +53,10 @@ fn as_f64(datatype: Datatype, b: &[u8]) -> Option<f64> {
 
 /// The Hilbert value of bucketed coordinates (`coords.len()` dimensions of
 /// `bits` bits each).
+// Past the first check `n` is 1 to 63 and `bits` at least 1: every index
+// is below `n`, every shift below 64 for the `bits` TileDB uses (63
+// shared by the dimensions), and `at` counts at most 63 bits.
+#[allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
 pub fn value(coords: &[u64], bits: u32) -> u64 {
     let n = coords.len();
     if n == 0 || n > MAX_DIMS || bits == 0 {

@@ -75,13 +75,17 @@ pub fn sort_cells<'c>(
             let col_tiles = tile_order == Layout::ColMajor;
             let col_cells = cell_order == Layout::ColMajor;
             // Space tile of every cell per dimension, once.
-            let mut tile_of: Vec<Option<u64>> = vec![None; cells * n];
-            for &i in order.iter() {
-                tile_key(domain, &coord, i, &mut tile_of[i * n..(i + 1) * n]);
+            let mut tile_of: Vec<Option<u64>> = vec![None; cells.saturating_mul(n)];
+            // One key of `n` tiles per cell (a schema has a dimension).
+            let width = n.max(1);
+            for (i, key) in tile_of.chunks_exact_mut(width).enumerate() {
+                tile_key(domain, &coord, i, key);
             }
+            let key = |i: usize| tile_of.chunks_exact(width).nth(i).unwrap_or_default();
             order.sort_by(|&a, &b| {
-                let (ta, tb) = (&tile_of[a * n..(a + 1) * n], &tile_of[b * n..(b + 1) * n]);
-                cmp_tiles(n, col_tiles, |d| (ta[d], tb[d]))
+                let (ta, tb) = (key(a), key(b));
+                let at = |k: &[Option<u64>], d: usize| k.get(d).copied().flatten();
+                cmp_tiles(n, col_tiles, |d| (at(ta, d), at(tb, d)))
                     .then_with(|| by_coords(a, b, col_cells))
                     .then_with(|| tie(a, b))
             });
@@ -110,7 +114,7 @@ pub fn cmp_cells<'c>(
         } => {
             let bits = crate::hilbert::bits(n);
             let mut buckets = [0u64; crate::hilbert::MAX_DIMS];
-            let buckets = &mut buckets[..n.min(crate::hilbert::MAX_DIMS)];
+            let (buckets, _) = buckets.split_at_mut(n.min(crate::hilbert::MAX_DIMS));
             let ha = hilbert_key(domain, n, coord, a, bits, buckets);
             let hb = hilbert_key(domain, n, coord, b, bits, buckets);
             ha.cmp(&hb)
@@ -123,7 +127,7 @@ pub fn cmp_cells<'c>(
             // Each dimension's tiles worked out only when the ones before
             // tie: no key vectors per pair.
             let dims = &domain.dimensions;
-            let tile = |d: usize, i| crate::dense::tile_index(&dims[d], coord(i, d));
+            let tile = |d: usize, i| crate::dense::tile_index(dims.get(d)?, coord(i, d));
             cmp_tiles(dims.len(), tile_order == Layout::ColMajor, |d| {
                 (tile(d, a), tile(d, b))
             })
@@ -171,7 +175,11 @@ fn cmp_tiles(
     tiles: impl Fn(usize) -> (Option<u64>, Option<u64>),
 ) -> Ordering {
     for k in 0..n {
-        let d = if col_tiles { n - 1 - k } else { k };
+        let d = if col_tiles {
+            n.saturating_sub(1).saturating_sub(k)
+        } else {
+            k
+        };
         if let (Some(x), Some(y)) = tiles(d) {
             if x != y {
                 return x.cmp(&y);
@@ -208,9 +216,14 @@ pub fn cmp_coords<'c>(
     col_major: bool,
 ) -> Ordering {
     let n = ops.len();
-    for k in 0..n {
-        let d = if col_major { n - 1 - k } else { k };
-        let o = ops[d].cmp_values(coord(a, d), coord(b, d));
+    for (k, _) in ops.iter().enumerate() {
+        let d = if col_major {
+            n.saturating_sub(1).saturating_sub(k)
+        } else {
+            k
+        };
+        let Some(op) = ops.get(d) else { continue };
+        let o = op.cmp_values(coord(a, d), coord(b, d));
         if o != Ordering::Equal {
             return o;
         }

@@ -63,10 +63,14 @@ impl RTree {
     /// power of the levels below it (saturating; 0 for a level that does not
     /// exist).
     pub fn subtree_leaf_num(&self, level: usize) -> u64 {
-        if level >= self.levels.len() {
+        let Some(below) = self
+            .levels
+            .len()
+            .checked_sub(level)
+            .and_then(|n| n.checked_sub(1))
+        else {
             return 0;
-        }
-        let below = self.levels.len() - level - 1;
+        };
         (0..below).fold(1u64, |n, _| n.saturating_mul(u64::from(self.fanout)))
     }
 
@@ -211,15 +215,16 @@ impl RTree {
                 reason: format!("{} levels with fanout {}", self.levels.len(), self.fanout),
             });
         }
-        for (l, pair) in self.levels.windows(2).enumerate() {
-            let want = pair[1].len().div_ceil(self.fanout as usize);
-            if pair[0].len() != want {
+        let children = self.levels.iter().skip(1);
+        for (l, (parents, children)) in self.levels.iter().zip(children).enumerate() {
+            let want = children.len().div_ceil((self.fanout as usize).max(1));
+            if parents.len() != want {
                 return Err(IndexError::Shape {
                     level: l,
                     reason: format!(
                         "{} MBRs over {} children of fanout {}, expected {want}",
-                        pair[0].len(),
-                        pair[1].len(),
+                        parents.len(),
+                        children.len(),
                         self.fanout
                     ),
                 });
@@ -254,17 +259,13 @@ impl RTree {
         let Some(leaf_num) = self.levels.last().map(|l| l.len() as u64) else {
             return Ok(overlap);
         };
-        let height = self.levels.len();
+        let leaf_level = self.levels.len().saturating_sub(1);
         // (level, MBR index); popped from the end, so children are pushed
         // right to left.
-        let mut stack: Vec<(usize, u64)> = self.levels[0]
-            .iter()
-            .enumerate()
-            .rev()
-            .map(|(i, _)| (0, i as u64))
-            .collect();
+        let roots = self.levels.first().map_or(0, Vec::len) as u64;
+        let mut stack: Vec<(usize, u64)> = (0..roots).rev().map(|i| (0, i)).collect();
         while let Some((level, idx)) = stack.pop() {
-            let Some(mbr) = self.levels[level].get(idx as usize) else {
+            let Some(mbr) = self.mbr(level, idx) else {
                 continue;
             };
             let ratio = ops.overlap_ratio(subarray, is_default, mbr);
@@ -274,11 +275,12 @@ impl RTree {
             if ratio == 1.0 {
                 let per = self.subtree_leaf_num(level);
                 let start = idx.saturating_mul(per);
-                if start < leaf_num {
-                    let end = start + per.min(leaf_num - start) - 1;
+                if let Some(left) = leaf_num.checked_sub(start).filter(|&n| n > 0) {
+                    // The last leaf of the subtree (or of the tree).
+                    let end = start.saturating_add(per.min(left)).saturating_sub(1);
                     overlap.tile_ranges.push((start, end));
                 }
-            } else if level == height - 1 {
+            } else if level == leaf_level {
                 overlap.tiles.push((idx, ratio));
             } else {
                 self.push_children(&mut stack, level, idx);
@@ -296,10 +298,10 @@ impl RTree {
         let Some(root) = self.levels.first() else {
             return found;
         };
-        let leaf_level = self.levels.len() - 1;
+        let leaf_level = self.levels.len().saturating_sub(1);
         let mut stack: Vec<(usize, u64)> = (0..root.len() as u64).rev().map(|i| (0, i)).collect();
         while let Some((level, idx)) = stack.pop() {
-            let Some(mbr) = self.levels[level].get(idx as usize) else {
+            let Some(mbr) = self.mbr(level, idx) else {
                 continue;
             };
             if !overlaps(mbr) {
@@ -317,10 +319,16 @@ impl RTree {
     /// Pushes the children of MBR `idx` of `level` so the leftmost pops
     /// first.
     fn push_children(&self, stack: &mut Vec<(usize, u64)>, level: usize, idx: u64) {
-        let next = self.levels[level + 1].len() as u64;
+        let child = level.saturating_add(1);
+        let next = self.levels.get(child).map_or(0, Vec::len) as u64;
         let start = idx.saturating_mul(u64::from(self.fanout));
         let end = start.saturating_add(u64::from(self.fanout)).min(next);
-        stack.extend((start..end).rev().map(|i| (level + 1, i)));
+        stack.extend((start..end).rev().map(|i| (child, i)));
+    }
+
+    /// MBR `idx` of `level`, if there is one.
+    fn mbr(&self, level: usize, idx: u64) -> Option<&NDRange> {
+        self.levels.get(level)?.get(usize::try_from(idx).ok()?)
     }
 
     /// Marks in `bitmap` (one entry per tile) the tiles whose MBR overlaps
@@ -346,18 +354,16 @@ impl RTree {
         let Some(leaf_num) = self.levels.last().map(|l| l.len() as u64) else {
             return Ok(());
         };
-        let height = self.levels.len();
-        let mut stack: Vec<(usize, u64)> = (0..self.levels[0].len() as u64)
-            .rev()
-            .map(|i| (0, i))
-            .collect();
+        let leaf_level = self.levels.len().saturating_sub(1);
+        let roots = self.levels.first().map_or(0, Vec::len) as u64;
+        let mut stack: Vec<(usize, u64)> = (0..roots).rev().map(|i| (0, i)).collect();
         let mut set = |i: u64| {
             if let Some(b) = bitmap.get_mut(i as usize) {
                 *b = true;
             }
         };
         while let Some((level, idx)) = stack.pop() {
-            let Some(mbr) = self.levels[level].get(idx as usize) else {
+            let Some(mbr) = self.mbr(level, idx) else {
                 continue;
             };
             let Some(r) = mbr.get(dim) else { continue };
@@ -369,7 +375,7 @@ impl RTree {
                 let start = idx.saturating_mul(per);
                 let end = start.saturating_add(per).min(leaf_num);
                 (start..end).for_each(&mut set);
-            } else if level == height - 1 {
+            } else if level == leaf_level {
                 set(idx);
             } else {
                 self.push_children(&mut stack, level, idx);
@@ -406,7 +412,7 @@ impl RTree {
         for (t, _) in keep.iter().enumerate().filter(|(_, k)| **k) {
             let t = t as u64;
             match runs.last_mut() {
-                Some((_, last)) if *last + 1 == t => *last = t,
+                Some((_, last)) if last.checked_add(1) == Some(t) => *last = t,
                 _ => runs.push((t, t)),
             }
         }
@@ -438,10 +444,10 @@ fn min_mbr_size(domain: &Domain, legacy: bool) -> u64 {
             if d.is_var() && !legacy {
                 16
             } else {
-                2 * d.datatype.size()
+                d.datatype.cell_size(2)
             }
         })
-        .sum();
+        .fold(0, u64::saturating_add);
     size.max(1)
 }
 
@@ -449,7 +455,7 @@ fn min_mbr_size(domain: &Domain, legacy: bool) -> u64 {
 fn legacy_mbr(domain: &Domain, input: &mut &[u8], level: usize, m: u64) -> Result<NDRange> {
     let mut mbr = NDRange::with_capacity(domain.dimensions.len());
     for (d, dim) in domain.dimensions.iter().enumerate() {
-        let range = field(input, le::bytes("range", 2 * dim.datatype.size()), || {
+        let range = field(input, le::bytes("range", dim.datatype.cell_size(2)), || {
             format!("level {level} MBR {m} range {d} ({})", dim.name)
         })?;
         mbr.push(Range::Fixed(range.to_vec()));
