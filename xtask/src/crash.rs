@@ -448,7 +448,11 @@ fn temporary_files(dir: &Path) -> std::io::Result<Vec<String>> {
         let e = e?;
         if e.file_type()?.is_dir() {
             found.extend(temporary_files(&e.path())?);
-        } else if e.file_name().to_string_lossy().starts_with(".tdb-tmp-") {
+        } else if e
+            .file_name()
+            .to_string_lossy()
+            .starts_with(tdb_storage::LOCAL_TEMP_PREFIX)
+        {
             found.push(e.path().display().to_string());
         }
     }
@@ -750,7 +754,7 @@ fn vacuum_lists(dir: &Loc) -> Result<Vec<String>, Err> {
         .files
         .into_iter()
         .map(|f| f.key)
-        .filter(|k| k.ends_with(".vac"))
+        .filter(|k| k.ends_with(tdb_format::names::VAC_EXT))
         .collect())
 }
 

@@ -291,7 +291,11 @@ mod tests {
             for e in std::fs::read_dir(dir).unwrap().map(Result::unwrap) {
                 if e.file_type().unwrap().is_dir() {
                     found.extend(temporary(&e.path()));
-                } else if e.file_name().to_string_lossy().starts_with(".tdb-tmp") {
+                } else if e
+                    .file_name()
+                    .to_string_lossy()
+                    .starts_with(crate::LOCAL_TEMP_PREFIX)
+                {
                     found.push(e.path());
                 }
             }

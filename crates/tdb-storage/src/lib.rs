@@ -30,7 +30,7 @@ mod recording;
 pub use answers::{Answers, Unasked};
 pub use error::{Result, StorageError};
 pub use faulty::FaultyStorage;
-pub use local::LocalStorage;
+pub use local::{LocalStorage, TEMP_PREFIX as LOCAL_TEMP_PREFIX};
 pub use memory::MemoryStorage;
 pub use path::check_path;
 pub use range::{ByteRange, RangeRead, RangeRequest};

@@ -51,7 +51,8 @@ fn open_files() -> MutexGuard<'static, OpenFiles> {
 /// How the names of files still being written begin (then the process id
 /// and a number): no `_` and no second `.`, so TileDB takes none for an
 /// object of its own (see [`temp_dir`]).
-const TEMP_PREFIX: &str = ".tdb-tmp-";
+/// Exported for checks that look for files a killed writer left.
+pub const TEMP_PREFIX: &str = ".tdb-tmp-";
 
 /// Numbers the temporary files of this process: one counter for every
 /// `LocalStorage`, so two handles on one directory (two writers, each with
