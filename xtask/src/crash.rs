@@ -615,7 +615,16 @@ pub fn crash(args: &[String]) -> Result<(), Err> {
     let mut tally: BTreeMap<&str, [u64; 5]> = BTreeMap::new();
     let mut failures = Vec::new();
     let run_dir = place.join("run");
+    let started = Instant::now();
     for run in 0..runs {
+        // A run on S3 takes seconds: say how far it is.
+        if run > 0 && run % 10 == 0 {
+            eprintln!(
+                "crash: {run} of {runs} runs in {:.0} s, {} failed so far",
+                started.elapsed().as_secs_f64(),
+                failures.len()
+            );
+        }
         let op = OPS[(rng.next_u64() % OPS.len() as u64) as usize];
         let r = &reference[op];
         // From the open to 20% past the operation's time, so some runs
