@@ -316,6 +316,23 @@ pub(super) fn may_match(node: &Node, bounds: &super::FieldBounds<'_>) -> bool {
             if nan(lo) || nan(hi) {
                 return true;
             }
+            // String bounds are in `strncmp`'s order: unsigned bytes up to a
+            // NUL. Fixed CHAR compares its first byte as signed `char`, so
+            // they bound its values only where neither starts at 0x80 or
+            // above; other strings compare as bytes past a NUL too, so
+            // bounds holding one bound nothing.
+            if l.datatype.is_string() {
+                let unordered = if l.datatype == Datatype::Char && !l.var {
+                    [lo, hi]
+                        .iter()
+                        .any(|b| b.first().is_some_and(|&c| c >= 0x80))
+                } else {
+                    [lo, hi].iter().any(|b| b.contains(&0))
+                };
+                if unordered {
+                    return true;
+                }
+            }
             // Somewhere in [lo, hi] equals `v`.
             let within = |v: &[u8]| {
                 test(Op::Le, lo, v).unwrap_or(true) && test(Op::Ge, hi, v).unwrap_or(true)

@@ -247,6 +247,29 @@ fn fixed_char_cells_compare_their_first_byte() {
     assert!(err("c3 in ['ab']", &s).contains("3 bytes per cell"));
 }
 
+/// Tile bounds of strings are in `strncmp`'s order (unsigned, up to a NUL);
+/// they rule a tile out only where the condition's order agrees. Found by
+/// TileDB's answer to `c > 'Y'` on `attr_char_bytes`: the tile's max,
+/// b"\xff", is -1 to a signed `char`, and the tile was skipped.
+#[test]
+fn string_tile_bounds_rule_out_only_what_they_order() {
+    let (s, e) = load("attr_char_bytes");
+    let may = |expr: &str, lo: &[u8], hi: &[u8]| {
+        let tree = parse_with_enumerations(expr, &s, &e).unwrap();
+        let b = BoundCondition::new(&tree, &s, &e).unwrap();
+        let (lo, hi) = (lo.to_vec(), hi.to_vec());
+        b.may_match(&|_| Some((lo.as_slice(), hi.as_slice())))
+    };
+    assert!(may("c > 'Y'", b"\0", b"\xff"), "0xff is below 'Y' signed");
+    assert!(!may("c > 'Y'", b"A", b"X"), "bounds below 0x80 order alike");
+    assert!(may("c > 'Y'", b"A", b"z"));
+    assert!(!may("v > 'b'", b"", b"abc"));
+    assert!(
+        may("v > 'b'", b"", b"a\0z"),
+        "bytes past a NUL are unordered"
+    );
+}
+
 #[test]
 fn enumerated_attributes_compare_label_indexes() {
     let (s, e) = load("enumeration");
