@@ -21,6 +21,7 @@ mod error;
 mod generic_tile;
 pub mod le;
 pub mod names;
+mod native;
 mod object_file;
 mod scalar;
 mod timestamped_name;
@@ -36,6 +37,7 @@ pub use generic_tile::{
     fragment_metadata_tiles, generic_tile, generic_tile_run, pipeline_is_well_framed,
     single_generic_tile, GenericTile, GenericTileHeader, LocatedTile, GENERIC_TILE_BASE_SIZE,
 };
+pub use native::{Native, NativeType};
 pub use object_file::{classify, DataField, DataPart, ObjectFile};
 pub use scalar::Scalar;
 pub use timestamped_name::{NameEra, TimestampedName};

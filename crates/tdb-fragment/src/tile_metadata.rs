@@ -21,7 +21,7 @@
 
 use crate::fragment_metadata::{FieldSummary, TileBounds};
 use std::cmp::Ordering;
-use tdb_format::{le, ArrayType, Datatype};
+use tdb_format::{le, with_native, ArrayType, Datatype, NativeType};
 use tdb_schema::{ArraySchema, SchemaField};
 
 /// One tile's metadata: `min`/`max` empty when none was found.
@@ -62,90 +62,6 @@ pub fn has_sum(datatype: Datatype, var: bool, cell_val_num: u32) -> bool {
         && (!datatype.is_string() || datatype == Char)
 }
 
-/// How values of a fixed-size, single-value field compare and sum.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Num {
-    I8,
-    I16,
-    I32,
-    I64,
-    U8,
-    U16,
-    U32,
-    U64,
-    F32,
-    F64,
-}
-
-impl Num {
-    fn of(datatype: Datatype) -> Option<Num> {
-        use Datatype::*;
-        Some(match datatype {
-            Int8 | Char => Num::I8,
-            Int16 => Num::I16,
-            Int32 => Num::I32,
-            Int64 => Num::I64,
-            UInt8 | Bool => Num::U8,
-            UInt16 => Num::U16,
-            UInt32 => Num::U32,
-            UInt64 => Num::U64,
-            Float32 => Num::F32,
-            Float64 => Num::F64,
-            d if d.is_datetime() || d.is_time() => Num::I64,
-            _ => return None,
-        })
-    }
-}
-
-/// Runs `$body` with `$t` bound to the Rust type of `$num`: the one
-/// datatype switch, outside the loops over cells.
-macro_rules! with_num {
-    ($num:expr, $t:ident => $body:expr) => {
-        match $num {
-            Num::I8 => {
-                type $t = i8;
-                $body
-            }
-            Num::I16 => {
-                type $t = i16;
-                $body
-            }
-            Num::I32 => {
-                type $t = i32;
-                $body
-            }
-            Num::I64 => {
-                type $t = i64;
-                $body
-            }
-            Num::U8 => {
-                type $t = u8;
-                $body
-            }
-            Num::U16 => {
-                type $t = u16;
-                $body
-            }
-            Num::U32 => {
-                type $t = u32;
-                $body
-            }
-            Num::U64 => {
-                type $t = u64;
-                $body
-            }
-            Num::F32 => {
-                type $t = f32;
-                $body
-            }
-            Num::F64 => {
-                type $t = f64;
-                $body
-            }
-        }
-    };
-}
-
 /// What TileDB sums a type into: `int64`, `uint64` or `double`, kept as
 /// the raw `u64` the fragment metadata stores.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -155,19 +71,13 @@ enum SumKind {
     Float,
 }
 
-/// A fixed-size numeric cell as the metadata rules use it.
-trait Cell: Copy + PartialOrd {
-    const SIZE: usize;
-    /// The starting bounds: the type's max and lowest.
-    const MAX: Self;
-    const LOWEST: Self;
+/// A fixed-size numeric cell as the metadata rules use it (bounds start at
+/// the type's max and lowest: [`NativeType::MAX`], [`NativeType::LOWEST`]).
+trait Cell: NativeType {
     const SUM: SumKind;
     /// An integer of at most 4 bytes: fewer than 2^31 of them cannot
     /// overflow an `int64` sum, so such sums need no saturation checks.
     const SMALL: bool;
-    /// `b` holds exactly `SIZE` bytes.
-    fn read(b: &[u8]) -> Self;
-    fn bytes(self) -> Vec<u8>;
     /// The value in its sum's raw form.
     fn raw(self) -> u64;
 }
@@ -175,25 +85,21 @@ trait Cell: Copy + PartialOrd {
 macro_rules! cell {
     ($t:ty, $kind:ident, $small:expr, $raw:expr) => {
         impl Cell for $t {
-            const SIZE: usize = std::mem::size_of::<$t>();
-            const MAX: Self = <$t>::MAX;
-            const LOWEST: Self = <$t>::MIN;
             const SUM: SumKind = SumKind::$kind;
             const SMALL: bool = $small;
-            fn read(b: &[u8]) -> Self {
-                let mut a = [0u8; std::mem::size_of::<$t>()];
-                a.copy_from_slice(b);
-                <$t>::from_le_bytes(a)
-            }
-            fn bytes(self) -> Vec<u8> {
-                self.to_le_bytes().to_vec()
-            }
             fn raw(self) -> u64 {
                 let f: fn($t) -> u64 = $raw;
                 f(self)
             }
         }
     };
+}
+
+/// The value's little-endian bytes.
+fn bytes_of<T: NativeType>(v: T) -> Vec<u8> {
+    let mut out = Vec::with_capacity(T::SIZE);
+    v.put_le(&mut out);
+    out
 }
 
 cell!(i8, Signed, true, |v| i64::from(v) as u64);
@@ -282,14 +188,14 @@ fn numeric<T: Cell>(
     let mut b = NumBounds::<T>::new();
     if let (None, None) = (order, validity) {
         // Every cell, in order: passes the compiler can vectorize.
-        let cells = || data.chunks_exact(T::SIZE).map(T::read);
+        let cells = || data.chunks_exact(T::SIZE).map(T::read_le);
         if min_max {
             for v in cells() {
                 b.min(v);
                 b.max(v);
             }
-            m.min = b.lo.bytes();
-            m.max = b.hi.bytes();
+            m.min = bytes_of(b.lo);
+            m.max = bytes_of(b.hi);
         }
         if sum && T::SMALL && data.len().checked_div(T::SIZE).unwrap_or(0) < 1 << 31 {
             m.sum = cells().fold(0u64, |s, v| s.wrapping_add(v.raw()));
@@ -312,7 +218,7 @@ fn numeric<T: Cell>(
             summing = add(T::SUM, &mut m.sum, v.raw());
         }
     };
-    let cell = |i: usize| le::nth(data, i, T::SIZE).map(T::read);
+    let cell = |i: usize| le::nth(data, i, T::SIZE).map(T::read_le);
     let valid = |i: usize| validity.is_none_or(|v| v.get(i) != Some(&0));
     match order {
         None => (0..data.len().checked_div(T::SIZE).unwrap_or(0))
@@ -326,8 +232,8 @@ fn numeric<T: Cell>(
             .for_each(visit),
     }
     if min_max {
-        m.min = b.lo.bytes();
-        m.max = b.hi.bytes();
+        m.min = bytes_of(b.lo);
+        m.max = bytes_of(b.hi);
     }
 }
 
@@ -589,10 +495,14 @@ impl FieldStats {
             }
             b.store(&mut m.min, &mut m.max);
         }
-        if let Some(num) = Num::of(self.datatype).filter(|_| !self.var && self.cell_val_num == 1) {
+        if let Some(num) = self
+            .datatype
+            .native()
+            .filter(|_| !self.var && self.cell_val_num == 1)
+        {
             let what = (min_max && !self.chars(), self.sum());
             if what.0 || what.1 {
-                with_num!(num, T => numeric::<T>(data, validity, order, what, &mut m));
+                with_native!(num, T => numeric::<T>(data, validity, order, what, &mut m));
             }
         }
         m
@@ -722,16 +632,16 @@ pub fn fragment_summaries(
             }
             b.store(&mut s.min, &mut s.max);
         } else if !(f.var || f.dense && f.is_dim) {
-            if let Some(num) = Num::of(f.datatype).filter(|_| f.cell_val_num == 1) {
-                with_num!(num, T => {
+            if let Some(num) = f.datatype.native().filter(|_| f.cell_val_num == 1) {
+                with_native!(num, T => {
                     if f.min_max() {
                         let mut b = NumBounds::<T>::new();
                         for t in kept().filter(|t| t.min.len() == T::SIZE && t.max.len() == T::SIZE) {
-                            b.min(T::read(&t.min));
-                            b.max(T::read(&t.max));
+                            b.min(T::read_le(&t.min));
+                            b.max(T::read_le(&t.max));
                         }
-                        s.min = b.lo.bytes();
-                        s.max = b.hi.bytes();
+                        s.min = bytes_of(b.lo);
+                        s.max = bytes_of(b.hi);
                     }
                     if f.sum() {
                         for t in kept() {

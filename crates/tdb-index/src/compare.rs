@@ -15,7 +15,7 @@
 
 use crate::{IndexError, Result};
 use std::cmp::Ordering;
-use tdb_format::Datatype;
+use tdb_format::{with_native, Datatype, NativeType};
 use tdb_schema::{Dimension, Domain, NDRange, Range};
 
 /// The range operations of one dimension, chosen once from its datatype.
@@ -53,6 +53,11 @@ impl RangeOps {
             ratio: r,
             retain: Some(k),
         };
+        let unsupported = || IndexError::UnsupportedDatatype {
+            dim: index,
+            name: dim.name.clone(),
+            datatype: dim.datatype,
+        };
         macro_rules! fixed {
             ($t:ty) => {
                 ops(
@@ -67,17 +72,8 @@ impl RangeOps {
             };
         }
         Ok(match dim.datatype {
-            Int8 => fixed!(i8),
-            UInt8 => fixed!(u8),
-            Int16 => fixed!(i16),
-            UInt16 => fixed!(u16),
-            Int32 => fixed!(i32),
-            UInt32 => fixed!(u32),
-            Int64 => fixed!(i64),
-            UInt64 => fixed!(u64),
-            Float32 => fixed!(f32),
-            Float64 => fixed!(f64),
-            dt if dt.is_datetime() || dt.is_time() => fixed!(i64),
+            // TileDB allows neither as a dimension.
+            Char | Bool => return Err(unsupported()),
             StringAscii => RangeOps {
                 datatype: StringAscii,
                 var: true,
@@ -89,13 +85,10 @@ impl RangeOps {
                 ratio: ratio_str,
                 retain: None,
             },
-            datatype => {
-                return Err(IndexError::UnsupportedDatatype {
-                    dim: index,
-                    name: dim.name.clone(),
-                    datatype,
-                })
-            }
+            datatype => match datatype.native() {
+                Some(n) => with_native!(n, T => fixed!(T)),
+                None => return Err(unsupported()),
+            },
         })
     }
 
@@ -291,13 +284,10 @@ fn toward_zero(x: f64) -> f64 {
     }
 }
 
-/// A fixed-size coordinate type.
-trait Coord: Copy + PartialOrd {
-    const SIZE: usize;
-    /// Decodes one value; bytes of the wrong length (ruled out by
-    /// [`RangeOps::check`]) read as zero rather than panic.
-    fn read(b: &[u8]) -> Self;
-    fn put(self, out: &mut Vec<u8>);
+/// A fixed-size coordinate type. Values of the wrong length (ruled out by
+/// [`RangeOps::check`]) read as [`NativeType::read_le`] reads them rather
+/// than panic.
+trait Coord: NativeType {
     /// TileDB's ratio once the disjoint and subset cases are ruled out:
     /// `(r1 ∩ r2) / r2`, strictly between 0 and 1.
     fn partial_ratio(r1: (Self, Self), r2: (Self, Self)) -> f64;
@@ -336,13 +326,6 @@ fn interior(ratio: f64) -> f64 {
 macro_rules! int_coord {
     ($($t:ty),*) => {$(
         impl Coord for $t {
-            const SIZE: usize = std::mem::size_of::<$t>();
-            fn read(b: &[u8]) -> Self {
-                <$t>::from_le_bytes(b.try_into().unwrap_or_default())
-            }
-            fn put(self, out: &mut Vec<u8>) {
-                out.extend_from_slice(&self.to_le_bytes());
-            }
             fn partial_ratio(r1: (Self, Self), r2: (Self, Self)) -> f64 {
                 // TileDB's overflow guard: `nextafter(max / 2, 0)` computed
                 // in double, converted back by truncation.
@@ -372,13 +355,6 @@ int_coord!(i8, u8, i16, u16, i32, u32, i64, u64);
 macro_rules! float_coord {
     ($($t:ty),*) => {$(
         impl Coord for $t {
-            const SIZE: usize = std::mem::size_of::<$t>();
-            fn read(b: &[u8]) -> Self {
-                <$t>::from_le_bytes(b.try_into().unwrap_or_default())
-            }
-            fn put(self, out: &mut Vec<u8>) {
-                out.extend_from_slice(&self.to_le_bytes());
-            }
             fn partial_ratio(r1: (Self, Self), r2: (Self, Self)) -> f64 {
                 let safe_upper = toward_zero(f64::from(<$t>::MAX / 2.0)) as $t;
                 let safe_lower = toward_zero(f64::from(<$t>::MIN / 2.0)) as $t;
@@ -408,19 +384,19 @@ float_coord!(f32, f64);
 
 fn bounds<T: Coord>(r: &Range) -> (T, T) {
     let (lo, hi) = r.bounds();
-    (T::read(lo), T::read(hi))
+    (T::read_le(lo), T::read_le(hi))
 }
 
 fn cmp_fixed<T: Coord>(a: &[u8], b: &[u8]) -> Ordering {
-    T::read(a)
-        .partial_cmp(&T::read(b))
+    T::read_le(a)
+        .partial_cmp(&T::read_le(b))
         .unwrap_or(Ordering::Equal)
 }
 
 /// `contains` as numbers: out only where a bound compares greater, so NaN
 /// is inside, as [`cmp_fixed`] has it equal to everything.
 fn retain_fixed<T: Coord>(ranges: &[Range], values: &[u8], mask: &mut [bool]) {
-    let values = values.chunks_exact(T::SIZE).map(T::read);
+    let values = values.chunks_exact(T::SIZE).map(T::read_le);
     if let [r] = ranges {
         let (lo, hi) = bounds::<T>(r);
         for (m, v) in mask.iter_mut().zip(values) {
@@ -447,8 +423,8 @@ fn covered_fixed<T: Coord>(inner: &Range, outer: &Range) -> bool {
 fn expand_fixed<T: Coord>(range: &Range, mbr: &mut Range) {
     let (r, m) = (bounds::<T>(range), bounds::<T>(mbr));
     let mut out = Vec::with_capacity(T::SIZE.saturating_mul(2));
-    cmin(r.0, m.0).put(&mut out);
-    cmax(r.1, m.1).put(&mut out);
+    cmin(r.0, m.0).put_le(&mut out);
+    cmax(r.1, m.1).put_le(&mut out);
     *mbr = Range::Fixed(out);
 }
 

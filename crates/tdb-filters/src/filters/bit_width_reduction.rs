@@ -9,9 +9,10 @@
 //! stored as is. Only 16-, 32- and 64-bit integers (datetimes and times from
 //! v20) are reduced; every other type passes through untouched.
 
-use super::windows::{int_kind, windows, with_int, WindowInt};
+use super::windows::{int_kind, windows, WindowInt};
 use crate::buffer::{tail, take_data, to_u32, MetaReader, Parts, Stage, Unfiltered};
 use crate::{FilterError, Result};
+use tdb_format::with_native;
 
 const NAME: &str = tdb_format::FilterType::BitWidthReduction.name();
 
@@ -22,10 +23,10 @@ pub(crate) fn forward(
     metadata: Parts,
     data: Parts,
 ) -> Result<(Parts, Parts)> {
-    match int_kind(st, false) {
-        Some(kind) => with_int!(kind, encode(max_window, metadata, data)),
-        None => Ok((metadata, data)),
+    if let Some(kind) = int_kind(st, false) {
+        with_native!(kind, int T => return encode::<T>(max_window, metadata, data), float => ());
     }
+    Ok((metadata, data))
 }
 
 /// Reverse over one chunk.
@@ -35,13 +36,11 @@ pub(crate) fn reverse(
     data: &[u8],
     out: &mut Unfiltered,
 ) -> Result<()> {
-    match int_kind(st, false) {
-        Some(kind) => with_int!(kind, decode(metadata, data, out)),
-        None => {
-            out.pass_through(metadata, data);
-            Ok(())
-        }
+    if let Some(kind) = int_kind(st, false) {
+        with_native!(kind, int T => return decode::<T>(metadata, data, out), float => ());
     }
+    out.pass_through(metadata, data);
+    Ok(())
 }
 
 /// The stored width of a window's values relative to its minimum, and that

@@ -6,48 +6,26 @@
 //! so signedness never matters and any integer sequence round-trips.
 
 use crate::{FilterError, Result};
-use tdb_format::Datatype;
+use tdb_format::{Datatype, Native};
 
 const NAME: &str = tdb_format::FilterType::Delta.name();
 
-/// The C++ integer type TileDB's delta codecs read a datatype as.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct IntKind {
-    /// Bytes per value.
-    pub width: usize,
-    /// Whether the type is signed (matters to double delta's bit width).
-    pub signed: bool,
-}
-
-/// TileDB's type switch in `Delta::compress` and `DoubleDelta::compress`:
-/// every string datatype and `ANY` are read byte by byte (even UTF-16/32),
-/// `CHAR` as `int8_t`, dates and times as `int64_t`; floats are refused
-/// (a reinterpret datatype is the way to delta-encode them).
-pub(crate) fn int_kind(filter: &'static str, datatype: Datatype) -> Result<IntKind> {
-    use Datatype::*;
-    let (width, signed) = match datatype {
-        Int8 | Char => (1, true),
-        UInt8 | Bool | Blob | GeomWkb | GeomWkt | Any | StringAscii | StringUtf8 | StringUtf16
-        | StringUtf32 | StringUcs2 | StringUcs4 => (1, false),
-        Int16 => (2, true),
-        UInt16 => (2, false),
-        Int32 => (4, true),
-        UInt32 => (4, false),
-        Int64 => (8, true),
-        UInt64 => (8, false),
-        Float32 | Float64 => {
-            return Err(FilterError::bad_input(
-                filter,
-                format!(
-                    "TileDB does not encode {} values; set an integer reinterpret datatype",
-                    datatype.name()
-                ),
-            ))
-        }
-        // All that is left: the datetimes and times, `int64_t` in TileDB.
-        _ => (8, true),
-    };
-    Ok(IntKind { width, signed })
+/// The integer type TileDB's type switch in `Delta::compress` and
+/// `DoubleDelta::compress` reads a datatype as: its [`Native`] type, and
+/// every datatype without one (strings but CHAR, BLOB, geometries, ANY)
+/// byte by byte as `uint8_t`, even UTF-16/32; floats are refused (a
+/// reinterpret datatype is the way to delta-encode them).
+pub(crate) fn int_kind(filter: &'static str, datatype: Datatype) -> Result<Native> {
+    if datatype.is_float() {
+        return Err(FilterError::bad_input(
+            filter,
+            format!(
+                "TileDB does not encode {} values; set an integer reinterpret datatype",
+                datatype.name()
+            ),
+        ));
+    }
+    Ok(datatype.native().unwrap_or(Native::U8))
 }
 
 /// Reads a little-endian value of `bytes.len()` (at most 8) bytes.
@@ -85,7 +63,7 @@ pub(crate) fn whole_values(filter: &'static str, input: &[u8], width: usize) -> 
 
 /// Appends the encoding of `input` (values of `datatype`) to `out`.
 pub(crate) fn compress(datatype: Datatype, input: &[u8], out: &mut Vec<u8>) -> Result<()> {
-    let IntKind { width, .. } = int_kind(NAME, datatype)?;
+    let width = int_kind(NAME, datatype)?.size();
     whole_values(NAME, input, width)?;
     out.reserve(input.len().saturating_add(8));
     let values = input.len().checked_div(width).unwrap_or(0);
@@ -106,7 +84,7 @@ pub(crate) fn decompress(
     out: &mut Vec<u8>,
     expected_len: usize,
 ) -> Result<()> {
-    let IntKind { width, .. } = int_kind(NAME, datatype)?;
+    let width = int_kind(NAME, datatype)?.size();
     let Some((count, values)) = input.split_first_chunk::<8>() else {
         return Err(FilterError::corrupt(
             NAME,
@@ -238,9 +216,9 @@ mod tests {
             Datatype::Any,
             Datatype::Blob,
         ] {
-            assert_eq!(int_kind(NAME, t).unwrap().width, 1, "{t:?}");
+            assert_eq!(int_kind(NAME, t).unwrap().size(), 1, "{t:?}");
         }
-        assert_eq!(int_kind(NAME, Datatype::TimeAs).unwrap().width, 8);
+        assert_eq!(int_kind(NAME, Datatype::TimeAs).unwrap().size(), 8);
     }
 
     #[test]

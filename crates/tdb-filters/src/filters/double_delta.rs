@@ -16,9 +16,10 @@
 //! or double delta outside `i64` makes TileDB refuse the tile. Decoding is
 //! arithmetic modulo the value width.
 
-use super::delta::{int_kind, load, whole_values, IntKind};
+use super::delta::{int_kind, load, whole_values};
 use crate::{FilterError, Result};
 use tdb_format::Datatype;
+use tdb_format::Native;
 
 const NAME: &str = tdb_format::FilterType::DoubleDelta.name();
 /// The header: bitsize byte and value count.
@@ -27,9 +28,9 @@ const HEADER: usize = 9;
 /// Appends the encoding of `input` (values of `datatype`) to `out`.
 pub(crate) fn compress(datatype: Datatype, input: &[u8], out: &mut Vec<u8>) -> Result<()> {
     let kind = int_kind(NAME, datatype)?;
-    whole_values(NAME, input, kind.width)?;
+    whole_values(NAME, input, kind.size())?;
     let values: Vec<i128> = input
-        .chunks_exact(kind.width)
+        .chunks_exact(kind.size())
         .map(|b| widen(kind, b))
         .collect();
     let bitsize = bitsize(&values)?;
@@ -40,7 +41,7 @@ pub(crate) fn compress(datatype: Datatype, input: &[u8], out: &mut Vec<u8>) -> R
         out.extend_from_slice(input);
         return Ok(());
     }
-    for v in input.chunks_exact(kind.width).take(2) {
+    for v in input.chunks_exact(kind.size()).take(2) {
         out.extend_from_slice(v);
     }
     let mut bits = BitWriter::new(out);
@@ -64,7 +65,7 @@ pub(crate) fn decompress(
     expected_len: usize,
 ) -> Result<()> {
     let kind = int_kind(NAME, datatype)?;
-    let width = kind.width;
+    let width = kind.size();
     let Some((&bitsize, rest)) = input.split_first() else {
         return Err(corrupt("no header"));
     };
@@ -161,16 +162,16 @@ fn corrupt(reason: impl Into<String>) -> FilterError {
 }
 
 /// Whether TileDB stores the values unpacked.
-fn is_raw(kind: IntKind, bitsize: u8) -> bool {
-    usize::from(bitsize) >= kind.width.saturating_mul(8).saturating_sub(1)
+fn is_raw(kind: Native, bitsize: u8) -> bool {
+    usize::from(bitsize) >= kind.size().saturating_mul(8).saturating_sub(1)
 }
 
 /// The value as the exact integer TileDB's checked arithmetic sees.
-fn widen(kind: IntKind, bytes: &[u8]) -> i128 {
+fn widen(kind: Native, bytes: &[u8]) -> i128 {
     let v = load(bytes);
-    if kind.signed {
+    if kind.is_signed_int() {
         // Sign-extend from `width` bytes (at most 8).
-        let shift = 64u32.saturating_sub((kind.width as u32).saturating_mul(8));
+        let shift = 64u32.saturating_sub((kind.size() as u32).saturating_mul(8));
         let high = v.checked_shl(shift).unwrap_or(0) as i64;
         i128::from(high.checked_shr(shift).unwrap_or(0))
     } else {

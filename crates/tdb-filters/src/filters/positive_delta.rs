@@ -10,9 +10,10 @@
 //! types pass through untouched. Values must not decrease within a window;
 //! forward refuses such input, as TileDB does.
 
-use super::windows::{int_kind, windows, with_int, WindowInt};
+use super::windows::{int_kind, windows, WindowInt};
 use crate::buffer::{take_data, to_u32, MetaReader, Parts, Stage, Unfiltered};
 use crate::{FilterError, Result};
+use tdb_format::with_native;
 
 const NAME: &str = tdb_format::FilterType::PositiveDelta.name();
 
@@ -23,10 +24,10 @@ pub(crate) fn forward(
     metadata: Parts,
     data: Parts,
 ) -> Result<(Parts, Parts)> {
-    match int_kind(st, true) {
-        Some(kind) => with_int!(kind, encode(max_window, metadata, data)),
-        None => Ok((metadata, data)),
+    if let Some(kind) = int_kind(st, true) {
+        with_native!(kind, int T => return encode::<T>(max_window, metadata, data), float => ());
     }
+    Ok((metadata, data))
 }
 
 /// Reverse over one chunk.
@@ -36,13 +37,11 @@ pub(crate) fn reverse(
     data: &[u8],
     out: &mut Unfiltered,
 ) -> Result<()> {
-    match int_kind(st, true) {
-        Some(kind) => with_int!(kind, decode(metadata, data, out)),
-        None => {
-            out.pass_through(metadata, data);
-            Ok(())
-        }
+    if let Some(kind) = int_kind(st, true) {
+        with_native!(kind, int T => return decode::<T>(metadata, data, out), float => ());
     }
+    out.pass_through(metadata, data);
+    Ok(())
 }
 
 fn encode<T: WindowInt>(max_window: u32, metadata: Parts, data: Parts) -> Result<(Parts, Parts)> {

@@ -4,7 +4,7 @@
 
 use crate::buffer::{to_u32, Stage};
 use crate::{FilterError, Result};
-use tdb_format::Datatype;
+use tdb_format::{Datatype, Native};
 
 /// An integer the windowed filters read values as (little-endian).
 pub(crate) trait WindowInt: Copy + Ord + Default {
@@ -102,59 +102,23 @@ macro_rules! window_int {
 
 window_int!(i8: true, u8: false, i16: true, u16: false, i32: true, u32: false, i64: true, u64: false);
 
-/// The integer type a windowed filter reads its input as.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum IntKind {
-    I8,
-    U8,
-    I16,
-    U16,
-    I32,
-    U32,
-    I64,
-    U64,
-}
-
 /// The integer type TileDB's windowed filters switch on, or `None` where
-/// they pass the bytes through untouched. Datetimes and times are `int64`
-/// from format v20 and passed through before; one-byte types (INT8, UINT8,
-/// BOOL, BLOB, GEOM_*) only when `one_byte` (positive delta takes them,
+/// they pass the bytes through untouched: BLOB and geometries as `uint8_t`,
+/// no strings or floats, datetimes and times (`int64`) from format v20 on;
+/// one-byte types only when `one_byte` (positive delta takes them,
 /// bit-width reduction does not).
-pub(crate) fn int_kind(st: &Stage<'_>, one_byte: bool) -> Option<IntKind> {
+pub(crate) fn int_kind(st: &Stage<'_>, one_byte: bool) -> Option<Native> {
     use Datatype::*;
-    Some(match st.datatype {
-        Int8 if one_byte => IntKind::I8,
-        UInt8 | Bool | Blob | GeomWkb | GeomWkt if one_byte => IntKind::U8,
-        Int16 => IntKind::I16,
-        UInt16 => IntKind::U16,
-        Int32 => IntKind::I32,
-        UInt32 => IntKind::U32,
-        Int64 => IntKind::I64,
-        UInt64 => IntKind::U64,
-        t if (t.is_datetime() || t.is_time()) && st.version.windowed_filters_take_datetimes() => {
-            IntKind::I64
+    let native = match st.datatype {
+        Blob | GeomWkb | GeomWkt => Native::U8,
+        t if t.is_string() || t.is_float() => return None,
+        t if (t.is_datetime() || t.is_time()) && !st.version.windowed_filters_take_datetimes() => {
+            return None
         }
-        _ => return None,
-    })
-}
-
-/// Calls a function generic over [`WindowInt`] with the type of an
-/// [`IntKind`].
-macro_rules! with_int {
-    ($kind:expr, $f:ident($($arg:expr),* $(,)?)) => {
-        match $kind {
-            $crate::filters::windows::IntKind::I8 => $f::<i8>($($arg),*),
-            $crate::filters::windows::IntKind::U8 => $f::<u8>($($arg),*),
-            $crate::filters::windows::IntKind::I16 => $f::<i16>($($arg),*),
-            $crate::filters::windows::IntKind::U16 => $f::<u16>($($arg),*),
-            $crate::filters::windows::IntKind::I32 => $f::<i32>($($arg),*),
-            $crate::filters::windows::IntKind::U32 => $f::<u32>($($arg),*),
-            $crate::filters::windows::IntKind::I64 => $f::<i64>($($arg),*),
-            $crate::filters::windows::IntKind::U64 => $f::<u64>($($arg),*),
-        }
+        t => t.native()?,
     };
+    (one_byte || native.size() > 1).then_some(native)
 }
-pub(crate) use with_int;
 
 /// Splits one data part into TileDB's windows: the part or `max_window`
 /// bytes, whichever is smaller, rounded down to whole values; the last

@@ -5,7 +5,7 @@
 use crate::column::{Column, Columns};
 use crate::{QueryError, Result};
 use std::collections::HashSet;
-use tdb_format::{Datatype, QueryConditionOp as Op};
+use tdb_format::{with_native, Datatype, Native, NativeType, QueryConditionOp as Op};
 
 /// A bound tree: AND/OR of leaves (NOT already pushed into the leaves).
 #[derive(Debug, Clone)]
@@ -167,8 +167,9 @@ fn leaf(l: &Leaf, col: &Column<'_>, out: &mut [bool]) -> Result<()> {
     Ok(())
 }
 
+/// INT64, DATETIME_* and TIME_*: one type to TileDB's comparisons.
 fn is_int64(d: Datatype) -> bool {
-    d == Datatype::Int64 || d.is_datetime() || d.is_time()
+    d.native() == Some(Native::I64)
 }
 
 const LT: u8 = 0;
@@ -189,35 +190,14 @@ fn holds<const OP: u8, T: PartialOrd + ?Sized>(a: &T, b: &T) -> bool {
     }
 }
 
-/// A fixed-size primitive read from the front of a cell.
-trait Prim: Copy + PartialOrd {
-    const SIZE: usize;
-    fn read(b: &[u8]) -> Self;
-}
-
-macro_rules! prim {
-    ($($t:ty),*) => {$(
-        impl Prim for $t {
-            const SIZE: usize = std::mem::size_of::<$t>();
-            fn read(b: &[u8]) -> Self {
-                // Short input (an empty CHAR value) reads as zeros, as
-                // TileDB reads the NUL of its empty string.
-                let mut a = [0u8; std::mem::size_of::<$t>()];
-                let n = b.len().min(a.len());
-                a[..n].copy_from_slice(&b[..n]);
-                <$t>::from_le_bytes(a)
-            }
-        }
-    )*};
-}
-prim!(i8, u8, i16, u16, i32, u32, i64, u64, f32, f64);
-
 /// Fixed cells: the first value of each cell against `value`.
-fn prim_kernel<T: Prim, const OP: u8>(col: &Column<'_>, value: &[u8], out: &mut [bool]) {
-    let v = T::read(value);
+/// Short input (an empty CHAR value) reads as zeros, as TileDB reads the
+/// NUL of its empty string.
+fn prim_kernel<T: NativeType, const OP: u8>(col: &Column<'_>, value: &[u8], out: &mut [bool]) {
+    let v = T::read_le(value);
     let size = col.cell_size().max(T::SIZE);
     for (o, cell) in out.iter_mut().zip(col.fixed.chunks_exact(size)) {
-        *o = holds::<OP, T>(&T::read(cell), &v);
+        *o = holds::<OP, T>(&T::read_le(cell), &v);
     }
 }
 
@@ -248,19 +228,11 @@ macro_rules! by_op {
 /// (`None`: any size).
 pub(super) fn kernel(datatype: Datatype, var: bool, op: Op) -> Option<(Kernel, Option<usize>)> {
     use Datatype as D;
-    let k = match datatype {
-        D::Char if !var => by_op!(op, prim_kernel::<i8>)?,
-        d if d.is_string() => return Some((by_op!(op, bytes_kernel)?, None)),
-        D::Int8 => by_op!(op, prim_kernel::<i8>)?,
-        D::UInt8 | D::Bool => by_op!(op, prim_kernel::<u8>)?,
-        D::Int16 => by_op!(op, prim_kernel::<i16>)?,
-        D::UInt16 => by_op!(op, prim_kernel::<u16>)?,
-        D::Int32 => by_op!(op, prim_kernel::<i32>)?,
-        D::UInt32 => by_op!(op, prim_kernel::<u32>)?,
-        D::UInt64 => by_op!(op, prim_kernel::<u64>)?,
-        D::Float32 => by_op!(op, prim_kernel::<f32>)?,
-        D::Float64 => by_op!(op, prim_kernel::<f64>)?,
-        d if is_int64(d) => by_op!(op, prim_kernel::<i64>)?,
+    let k = match datatype.native() {
+        Some(n) if !(datatype == D::Char && var) => {
+            with_native!(n, T => by_op!(op, prim_kernel::<T>)?)
+        }
+        _ if datatype.is_string() => return Some((by_op!(op, bytes_kernel)?, None)),
         _ => return None,
     };
     let size = if datatype == D::Char {

@@ -912,27 +912,21 @@ fn float_bytes(d: Datatype, v: f64) -> Vec<u8> {
 
 /// `v` as `d` (an integer, BOOL, DATETIME_* or TIME_* type), range-checked.
 pub(super) fn int_bytes(d: Datatype, v: i128) -> Result<Vec<u8>, String> {
-    fn fit<T: TryFrom<i128>>(v: i128, lo: &str, hi: &str) -> Result<T, String> {
-        T::try_from(v).map_err(|_| format!(": {v} is outside its range [{lo}, {hi}]"))
+    // BOOL holds what a `uint8_t` does.
+    let limits = if d == Datatype::Bool {
+        Datatype::UInt8.int_limits()
+    } else {
+        d.int_limits()
+    };
+    let Some((lo, hi)) = limits else {
+        return Err(format!(": integers do not fit {}", d.name()));
+    };
+    if v < lo || v > hi {
+        return Err(format!(": {v} is outside its range [{lo}, {hi}]"));
     }
-    use Datatype as D;
-    Ok(match d {
-        D::Int8 => fit::<i8>(v, "-128", "127")?.to_le_bytes().to_vec(),
-        D::UInt8 | D::Bool => fit::<u8>(v, "0", "255")?.to_le_bytes().to_vec(),
-        D::Int16 => fit::<i16>(v, "-32768", "32767")?.to_le_bytes().to_vec(),
-        D::UInt16 => fit::<u16>(v, "0", "65535")?.to_le_bytes().to_vec(),
-        D::Int32 => fit::<i32>(v, "-2147483648", "2147483647")?
-            .to_le_bytes()
-            .to_vec(),
-        D::UInt32 => fit::<u32>(v, "0", "4294967295")?.to_le_bytes().to_vec(),
-        D::UInt64 => fit::<u64>(v, "0", "18446744073709551615")?
-            .to_le_bytes()
-            .to_vec(),
-        d if d == D::Int64 || d.is_datetime() || d.is_time() => {
-            fit::<i64>(v, "-9223372036854775808", "9223372036854775807")?
-                .to_le_bytes()
-                .to_vec()
-        }
-        other => return Err(format!(": integers do not fit {}", other.name())),
-    })
+    // In range: the low bytes are the value's two's complement.
+    Ok(v.to_le_bytes()
+        .get(..d.size() as usize)
+        .unwrap_or_default()
+        .to_vec())
 }
