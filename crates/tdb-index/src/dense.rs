@@ -6,59 +6,57 @@
 //! wrapping as C++ does; floats: `(v - lo) / extent` truncated), so tile
 //! counts agree with TileDB's fragment info, which reports a dense
 //! fragment's cells as whole tiles (a 7×5 write with 3×5 tiles counts 45).
+//!
+//! Cell arithmetic is in `i128` over values of at most 64 bits, checked:
+//! a domain whose tiles or cells pass what the types hold gives `None`.
 
-// Not yet under the crate's no-panic lints (91 sites of tile and cell
-// position arithmetic, much of it in i128 over 64-bit values, checked
-// where a result sizes anything): the next to rewrite.
-#![allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
-
-use tdb_format::Datatype;
+use tdb_format::{with_native, Datatype, NativeType};
 use tdb_schema::{Dimension, Domain, NDRange, Range};
 
-/// Reads one little-endian value of a fixed size.
-fn le<const N: usize>(bytes: &[u8]) -> Option<[u8; N]> {
-    bytes.try_into().ok()
+/// TileDB's `tile_idx` on one type.
+trait TileIdx: NativeType {
+    fn tile_idx(lo: Self, v: Self, extent: Self) -> Option<u64>;
 }
 
-/// The value of `dim`'s `(lo, v, extent)` as TileDB's tile index. `None`
-/// when the dimension is var-sized, has no extent, or a value has the wrong
-/// size.
-fn index_of(datatype: Datatype, lo: &[u8], v: &[u8], extent: &[u8]) -> Option<u64> {
-    macro_rules! int {
-        ($t:ty, $u:ty) => {{
-            let lo = <$t>::from_le_bytes(le(lo)?);
-            let v = <$t>::from_le_bytes(le(v)?);
-            let e = <$t>::from_le_bytes(le(extent)?) as $u;
-            if e == 0 {
-                return None;
+macro_rules! int_tile_idx {
+    ($($t:ty => $u:ty),*) => {$(
+        impl TileIdx for $t {
+            fn tile_idx(lo: Self, v: Self, extent: Self) -> Option<u64> {
+                // The difference wraps into the unsigned counterpart, as
+                // C++'s does; the extent is positive.
+                let e = extent as $u;
+                Some(u64::from((v.wrapping_sub(lo) as $u).checked_div(e)?))
             }
-            Some(u64::from((v.wrapping_sub(lo) as $u) / e))
-        }};
+        }
+    )*};
+}
+int_tile_idx!(i8 => u8, u8 => u8, i16 => u16, u16 => u16, i32 => u32, u32 => u32,
+    i64 => u64, u64 => u64);
+
+macro_rules! float_tile_idx {
+    ($($t:ty),*) => {$(
+        impl TileIdx for $t {
+            // Float arithmetic does not panic; C++'s float-to-unsigned
+            // conversion is undefined where `as` saturates.
+            #[allow(clippy::arithmetic_side_effects)]
+            fn tile_idx(lo: Self, v: Self, extent: Self) -> Option<u64> {
+                Some(((v - lo) / extent) as u64)
+            }
+        }
+    )*};
+}
+float_tile_idx!(f32, f64);
+
+/// The value of `dim`'s `(lo, v, extent)` as TileDB's tile index. `None`
+/// when the datatype is not a number or a value has the wrong size.
+fn index_of(datatype: Datatype, lo: &[u8], v: &[u8], extent: &[u8]) -> Option<u64> {
+    fn typed<T: TileIdx>(lo: &[u8], v: &[u8], extent: &[u8]) -> Option<u64> {
+        if [lo, v, extent].iter().any(|b| b.len() != T::SIZE) {
+            return None;
+        }
+        T::tile_idx(T::read_le(lo), T::read_le(v), T::read_le(extent))
     }
-    macro_rules! float {
-        ($t:ty) => {{
-            let lo = <$t>::from_le_bytes(le(lo)?);
-            let v = <$t>::from_le_bytes(le(v)?);
-            let e = <$t>::from_le_bytes(le(extent)?);
-            // C++'s float-to-unsigned conversion; `as` saturates where C++
-            // is undefined.
-            Some(((v - lo) / e) as u64)
-        }};
-    }
-    use Datatype::*;
-    match datatype {
-        Int8 => int!(i8, u8),
-        UInt8 | Bool => int!(u8, u8),
-        Int16 => int!(i16, u16),
-        UInt16 => int!(u16, u16),
-        Int32 => int!(i32, u32),
-        UInt32 => int!(u32, u32),
-        UInt64 => int!(u64, u64),
-        Float32 => float!(f32),
-        Float64 => float!(f64),
-        d if d.is_signed() && d.size() == 8 => int!(i64, u64),
-        _ => None,
-    }
+    with_native!(datatype.native()?, T => typed::<T>(lo, v, extent))
 }
 
 /// The index of the tile of `dim` that holds the value `v` (its
@@ -109,20 +107,11 @@ pub fn tile_count(domain: &Domain, nd: &NDRange) -> Option<u64> {
 /// dimension is not an integer or has no extent, or on overflow.
 pub fn cell_num_per_tile(domain: &Domain) -> Option<u64> {
     domain.dimensions.iter().try_fold(1u64, |acc, dim| {
-        let extent = dim.tile_extent.as_deref()?;
-        let d = dim.datatype;
-        if !(d.is_integer() || d.is_datetime() || d.is_time()) || dim.is_var() {
+        if dim.is_var() {
             return None;
         }
-        let mut buf = [0u8; 8];
-        let size = extent.len();
-        if size == 0 || size > 8 {
-            return None;
-        }
-        buf[..size].copy_from_slice(extent);
-        // Extents are positive, so the raw bits are the value.
-        let e = u64::from_le_bytes(buf);
-        acc.checked_mul(e)
+        let extent = int_value(dim.datatype, dim.tile_extent.as_deref()?)?;
+        acc.checked_mul(u64::try_from(extent).ok()?)
     })
 }
 
@@ -145,7 +134,11 @@ pub fn cell_count(domain: &Domain, nd: &NDRange) -> Option<u64> {
         .zip(nd)
         .try_fold(1u64, |acc, (dim, r)| {
             let (lo, hi) = int_range(dim, r)?;
-            let n = u64::try_from(hi - lo + 1).unwrap_or(if hi < lo { 0 } else { u64::MAX });
+            let n = if hi < lo {
+                0
+            } else {
+                count(lo, hi).unwrap_or(u64::MAX)
+            };
             Some(acc.saturating_mul(n))
         })
 }
@@ -171,9 +164,18 @@ pub fn expand_to_tiles(domain: &Domain, nd: &NDRange) -> Option<NDRange> {
 pub fn expand_range_to_tiles(dim: &Dimension, r: &Range) -> Option<Range> {
     let (origin, extent) = origin_and_extent(dim)?;
     let (lo, hi) = int_range(dim, r)?;
-    let low = origin + (lo - origin).div_euclid(extent) * extent;
-    let high = origin + (hi - origin).div_euclid(extent) * extent + extent - 1;
-    int_range_of(dim, low, high)
+    let tile_start = |v: i128| {
+        let k = v.checked_sub(origin)?.checked_div_euclid(extent)?;
+        origin.checked_add(k.checked_mul(extent)?)
+    };
+    let high = tile_start(hi)?.checked_add(extent)?.checked_sub(1)?;
+    int_range_of(dim, tile_start(lo)?, high)
+}
+
+/// Values in `[lo, hi]`: `hi - lo + 1` (`None` when it is not a positive
+/// `u64`).
+fn count(lo: i128, hi: i128) -> Option<u64> {
+    u64::try_from(hi.checked_sub(lo)?.checked_add(1)?).ok()
 }
 
 /// One integer dimension's value as `i128` (every dense dimension type
@@ -190,13 +192,15 @@ pub fn int_value(datatype: Datatype, bytes: &[u8]) -> Option<i128> {
 /// inverse of [`int_value`] for values the datatype holds); `false`, with
 /// nothing appended, for other datatypes.
 pub fn push_int(datatype: Datatype, v: i128, out: &mut Vec<u8>) -> bool {
-    let size = datatype.size() as usize;
     let integer = datatype.is_integer() || datatype.is_datetime() || datatype.is_time();
-    if !integer || size == 0 || size > 8 {
-        return false;
+    let bytes = v.to_le_bytes();
+    match bytes.get(..datatype.size() as usize) {
+        Some(b) if integer => {
+            out.extend_from_slice(b);
+            true
+        }
+        _ => false,
     }
-    out.extend_from_slice(&v.to_le_bytes()[..size]);
-    true
 }
 
 /// The range `[lo, hi]` of an integer dimension (the inverse of
@@ -236,6 +240,39 @@ pub fn cell_position(
     coords: &[i128],
 ) -> Option<(u64, u64)> {
     FragmentGrid::new(domain, tile_order, cell_order, ned)?.position(coords)
+}
+
+/// Dimension indices, the fastest-varying first: the first dimension in
+/// column-major order, the last in row-major.
+fn fastest_first(n: usize, col: bool) -> Vec<usize> {
+    if col {
+        (0..n).collect()
+    } else {
+        (0..n).rev().collect()
+    }
+}
+
+/// Steps the odometer `at` over the box `[from, to]` along the dimensions
+/// `order` gives, the first turning fastest; `false` once every one has
+/// turned over (or an index is out of range).
+fn next_row(
+    at: &mut [i128],
+    from: &[i128],
+    to: &[i128],
+    order: impl IntoIterator<Item = usize>,
+) -> bool {
+    for d in order {
+        let (Some(a), Some(&lo), Some(&hi)) = (at.get_mut(d), from.get(d), to.get(d)) else {
+            return false;
+        };
+        if *a < hi {
+            // Below `hi`, so one more fits.
+            *a = a.saturating_add(1);
+            return true;
+        }
+        *a = lo;
+    }
+    false
 }
 
 /// A dense fragment's tile grid, worked out once: per dimension the
@@ -279,14 +316,15 @@ impl FragmentGrid {
             .map(|(dim, r)| {
                 let (origin, extent) = origin_and_extent(dim)?;
                 let (lo, hi) = int_range(dim, r)?;
-                let first = (lo - origin).div_euclid(extent);
+                let tile = |v: i128| v.checked_sub(origin)?.checked_div_euclid(extent);
+                let first = tile(lo)?;
                 Some(GridDim {
                     origin,
                     extent,
                     lo,
                     hi,
                     first,
-                    span: (hi - origin).div_euclid(extent) - first + 1,
+                    span: tile(hi)?.checked_sub(first)?.checked_add(1)?,
                 })
             })
             .collect::<Option<_>>()?;
@@ -301,29 +339,31 @@ impl FragmentGrid {
     /// tile's low corner.
     fn tile_box(&self, t: u64) -> Option<(Vec<i128>, Vec<i128>, Vec<i128>)> {
         let dims = &self.dims;
-        let n = dims.len();
         if dims.iter().any(|g| g.span <= 0 || g.hi < g.lo) {
             return None;
         }
+        // `t` in the mixed radix of the spans, the fastest dimension first.
         let mut rest = i128::from(t);
-        let mut corner = vec![0i128; n];
-        let order: Vec<usize> = if self.tile_col {
-            (0..n).collect()
-        } else {
-            (0..n).rev().collect()
-        };
-        for d in order {
-            let g = &dims[d];
-            corner[d] = g.origin + (g.first + rest % g.span) * g.extent;
-            rest /= g.span;
+        let mut corner = vec![0i128; dims.len()];
+        for d in fastest_first(dims.len(), self.tile_col) {
+            let g = dims.get(d)?;
+            let k = g.first.checked_add(rest.checked_rem(g.span)?)?;
+            *corner.get_mut(d)? = g.origin.checked_add(k.checked_mul(g.extent)?)?;
+            rest = rest.checked_div(g.span)?;
         }
         if rest != 0 {
             return None;
         }
-        let from = (0..n).map(|d| dims[d].lo.max(corner[d])).collect();
-        let to = (0..n)
-            .map(|d| dims[d].hi.min(corner[d] + dims[d].extent - 1))
+        let from = dims
+            .iter()
+            .zip(&corner)
+            .map(|(g, &c)| g.lo.max(c))
             .collect();
+        let to = dims
+            .iter()
+            .zip(&corner)
+            .map(|(g, &c)| Some(g.hi.min(c.checked_add(g.extent)?.checked_sub(1)?)))
+            .collect::<Option<_>>()?;
         Some((from, to, corner))
     }
 
@@ -336,11 +376,9 @@ impl FragmentGrid {
             return false;
         };
         (!self.cell_col || self.dims.len() == 1)
-            && self
-                .dims
-                .iter()
-                .enumerate()
-                .all(|(d, g)| from[d] == corner[d] && to[d] == corner[d] + g.extent - 1)
+            && self.dims.iter().zip(from.iter().zip(&to)).zip(&corner).all(
+                |((g, (&lo, &hi)), &c)| lo == c && count(c, hi) == u64::try_from(g.extent).ok(),
+            )
     }
 
     /// The cells of tile `t` inside the non-empty domain (the rest is
@@ -348,51 +386,40 @@ impl FragmentGrid {
     /// order of their coordinates: see [`written_cells`].
     pub fn written_cells(&self, t: u64, tile_cells: usize) -> Option<Vec<usize>> {
         let dims = &self.dims;
-        let n = dims.len();
-        if n == 0 {
-            return None;
-        }
         let (from, to, corner) = self.tile_box(t)?;
         // Strides of a cell's offset from the tile's corner, by cell order.
-        let mut stride = vec![0usize; n];
+        let mut stride = vec![0usize; dims.len()];
         let mut acc = 1usize;
-        let fastest: Vec<usize> = if self.cell_col {
-            (0..n).collect()
-        } else {
-            (0..n).rev().collect()
-        };
-        for d in fastest {
-            stride[d] = acc;
-            acc = acc.checked_mul(usize::try_from(dims[d].extent).ok()?)?;
+        for d in fastest_first(dims.len(), self.cell_col) {
+            *stride.get_mut(d)? = acc;
+            acc = acc.checked_mul(usize::try_from(dims.get(d)?.extent).ok()?)?;
         }
         if acc != tile_cells {
             return None;
         }
-        if (0..n).any(|d| from[d] > to[d]) {
+        if from.iter().zip(&to).any(|(lo, hi)| lo > hi) {
             return Some(Vec::new());
         }
+        // Row by row along the last dimension, the fastest of a row-major
+        // walk; the other dimensions count like an odometer.
+        let (&last_from, &last_to, &step) = (from.last()?, to.last()?, stride.last()?);
+        let run = usize::try_from(count(last_from, last_to)?).ok()?;
+        let others = dims.len().checked_sub(1)?;
         let mut out = Vec::new();
         let mut at = from.clone();
-        // Row by row along the last dimension, the fastest of a row-major walk.
-        let last = n - 1;
-        let run = usize::try_from(to[last] - from[last] + 1).ok()?;
         loop {
-            let pos = (0..n).try_fold(0usize, |p, d| {
-                let off = usize::try_from(at[d] - corner[d]).ok()?;
-                p.checked_add(off.checked_mul(stride[d])?)
-            })?;
-            out.extend((0..run).map(|j| pos + j * stride[last]));
-            let mut d = last;
-            loop {
-                if d == 0 {
-                    return Some(out);
-                }
-                d -= 1;
-                if at[d] < to[d] {
-                    at[d] += 1;
-                    break;
-                }
-                at[d] = from[d];
+            let pos =
+                at.iter()
+                    .zip(&corner)
+                    .zip(&stride)
+                    .try_fold(0usize, |p, ((&a, &c), &s)| {
+                        let off = usize::try_from(a.checked_sub(c)?).ok()?;
+                        p.checked_add(off.checked_mul(s)?)
+                    })?;
+            let end = pos.checked_add(run.checked_sub(1)?.checked_mul(step)?)?;
+            out.extend((pos..=end).step_by(step.max(1)));
+            if !next_row(&mut at, &from, &to, (0..others).rev()) {
+                return Some(out);
             }
         }
     }
@@ -417,23 +444,28 @@ impl FragmentGrid {
         }
         // A position in a grid: the fastest-varying dimension last
         // (row-major) or first (col-major).
-        let linear = |col: bool, step: &dyn Fn(&GridDim, i128) -> (i128, i128)| {
+        type Step<'a> = &'a dyn Fn(&GridDim, i128) -> Option<(i128, i128)>;
+        let linear = |col: bool, step: Step<'_>| {
             let fold = |acc: i128, (d, &c): (&GridDim, &i128)| {
-                let (pos, span) = step(d, c);
-                acc * span + pos
+                let (pos, span) = step(d, c)?;
+                acc.checked_mul(span)?.checked_add(pos)
             };
             let idx = if col {
-                self.dims.iter().zip(coords).rev().fold(0, fold)
+                self.dims.iter().zip(coords).rev().try_fold(0, fold)
             } else {
-                self.dims.iter().zip(coords).fold(0, fold)
+                self.dims.iter().zip(coords).try_fold(0, fold)
             };
-            u64::try_from(idx).ok()
+            u64::try_from(idx?).ok()
         };
         let tile = linear(self.tile_col, &|d, c| {
-            ((c - d.origin).div_euclid(d.extent) - d.first, d.span)
+            let k = c.checked_sub(d.origin)?.checked_div_euclid(d.extent)?;
+            Some((k.checked_sub(d.first)?, d.span))
         })?;
         let cell = linear(self.cell_col, &|d, c| {
-            ((c - d.origin).rem_euclid(d.extent), d.extent)
+            Some((
+                c.checked_sub(d.origin)?.checked_rem_euclid(d.extent)?,
+                d.extent,
+            ))
         })?;
         Some((tile, cell))
     }
@@ -521,10 +553,13 @@ impl WriteGrid {
     /// starts and ends on tile bounds), as TileDB's global-order dense
     /// writes require.
     pub fn tile_aligned(&self) -> bool {
-        self.grid.dims.iter().all(|d| {
-            (d.lo - d.origin).rem_euclid(d.extent) == 0
-                && (d.hi + 1 - d.origin).rem_euclid(d.extent) == 0
-        })
+        let on_bound = |v: Option<i128>, d: &GridDim| {
+            v.and_then(|v| v.checked_sub(d.origin)?.checked_rem_euclid(d.extent)) == Some(0)
+        };
+        self.grid
+            .dims
+            .iter()
+            .all(|d| on_bound(Some(d.lo), d) && on_bound(d.hi.checked_add(1), d))
     }
 
     /// Tiles the rectangle touches.
@@ -542,9 +577,10 @@ impl WriteGrid {
 
     /// Input cells: the rectangle's.
     pub fn input_cells(&self) -> Option<u64> {
-        self.grid.dims.iter().try_fold(1u64, |acc, d| {
-            acc.checked_mul(u64::try_from(d.hi - d.lo + 1).ok()?)
-        })
+        self.grid
+            .dims
+            .iter()
+            .try_fold(1u64, |acc, d| acc.checked_mul(count(d.lo, d.hi)?))
     }
 
     /// Fills `out` with tile `t`'s cells in the cell order: the input cell
@@ -556,65 +592,51 @@ impl WriteGrid {
         out.clear();
         out.resize(self.tile_cells, FILL);
         // Cell order's and input order's strides, fastest dimension first.
-        let fastest = |col: bool| -> Vec<usize> {
-            if col {
-                (0..n).collect()
-            } else {
-                (0..n).rev().collect()
+        let strides = |col: bool, width: &dyn Fn(&GridDim) -> Option<i128>| {
+            let mut stride = vec![0i128; n];
+            let mut acc = 1i128;
+            for d in fastest_first(n, col) {
+                *stride.get_mut(d)? = acc;
+                acc = acc.checked_mul(width(dims.get(d)?)?)?;
             }
+            Some(stride)
         };
-        let cell_dims = fastest(self.grid.cell_col);
-        let mut cell_stride = vec![0i128; n];
-        let mut acc = 1i128;
-        for &d in &cell_dims {
-            cell_stride[d] = acc;
-            acc *= dims[d].extent;
-        }
-        let mut in_stride = vec![0i128; n];
-        let mut acc = 1i128;
-        for &d in &fastest(self.input == InputOrder::ColMajor) {
-            in_stride[d] = acc;
-            acc *= dims[d].hi - dims[d].lo + 1;
-        }
+        let cell_dims = fastest_first(n, self.grid.cell_col);
+        let cell_stride = strides(self.grid.cell_col, &|d| Some(d.extent))?;
+        let in_stride = strides(self.input == InputOrder::ColMajor, &|d| {
+            d.hi.checked_sub(d.lo)?.checked_add(1)
+        })?;
         // Walk the box in the cell order, a run along the fastest
         // dimension at a time.
+        let usize_of = |v: i128| usize::try_from(v).ok();
+        let fast = *cell_dims.first()?;
+        let run = usize::try_from(count(*from.get(fast)?, *to.get(fast)?)?).ok()?;
+        let pos_step = usize_of(*cell_stride.get(fast)?)?.max(1);
+        let src_step = usize_of(*in_stride.get(fast)?)?.max(1);
+        let last = run.checked_sub(1)?;
         let mut at = from.clone();
-        let fast = cell_dims[0];
-        let run = to[fast] - from[fast] + 1;
-        let (pos_step, src_step) = (cell_stride[fast], in_stride[fast]);
         loop {
-            let mut pos = 0i128;
-            let mut src = 0i128;
-            for d in 0..n {
-                pos += (at[d] - corner[d]) * cell_stride[d];
-                src += (at[d] - dims[d].lo) * in_stride[d];
+            let offset = |base: &dyn Fn(usize) -> Option<i128>, stride: &[i128]| {
+                at.iter()
+                    .zip(stride)
+                    .enumerate()
+                    .try_fold(0i128, |acc, (d, (&a, &s))| {
+                        acc.checked_add(a.checked_sub(base(d)?)?.checked_mul(s)?)
+                    })
+                    .and_then(usize_of)
+            };
+            let pos = offset(&|d| corner.get(d).copied(), &cell_stride)?;
+            let src = offset(&|d| dims.get(d).map(|g| g.lo), &in_stride)?;
+            // The run's last cell is checked; the steps are positive, so
+            // every cell before it is in range too.
+            let last_pos = pos.checked_add(last.checked_mul(pos_step)?)?;
+            let last_src = src.checked_add(last.checked_mul(src_step)?)?;
+            let cells = out.get_mut(pos..=last_pos)?.iter_mut().step_by(pos_step);
+            for (o, s) in cells.zip((src..=last_src).step_by(src_step)) {
+                *o = s;
             }
-            // The run's first and last cells are checked; the steps are
-            // positive, so every cell between them is in range too.
-            let usize_of = |v: i128| usize::try_from(v).ok();
-            let (pos, src) = (usize_of(pos)?, usize_of(src)?);
-            let (pos_step, src_step) = (usize_of(pos_step)?, usize_of(src_step)?);
-            let run = usize_of(run).filter(|&r| r > 0)?;
-            let last_pos = pos.checked_add((run - 1).checked_mul(pos_step)?)?;
-            src.checked_add((run - 1).checked_mul(src_step)?)?;
-            if last_pos >= out.len() {
-                return None;
-            }
-            for j in 0..run {
-                out[pos + j * pos_step] = src + j * src_step;
-            }
-            let mut i = 1;
-            loop {
-                if i == n {
-                    return Some(());
-                }
-                let d = cell_dims[i];
-                if at[d] < to[d] {
-                    at[d] += 1;
-                    break;
-                }
-                at[d] = from[d];
-                i += 1;
+            if !next_row(&mut at, &from, &to, cell_dims.iter().skip(1).copied()) {
+                return Some(());
             }
         }
     }
