@@ -240,7 +240,8 @@ enum Command {
         /// that stopped before committing: `tdb verify` reports them) whose
         /// names end more than SECONDS ago (younger ones may be writes
         /// still in progress), and files a killed write left in progress
-        /// unchanged that long. With `--mode fragments`.
+        /// unchanged that long. With `--mode fragments`, or with `--mode
+        /// group_meta` for what killed writes left in a group's directory.
         #[arg(long, value_name = "SECONDS")]
         uncommitted_older_than: Option<u64>,
     },
@@ -886,24 +887,32 @@ fn run(cli: Cli) -> Result<bool, CliError> {
             uncommitted_older_than,
         } => {
             known_mode(&mode)?;
+            let grace = uncommitted_older_than.map(std::time::Duration::from_secs);
+            let removed_uncommitted = |gone: Vec<String>| -> Result<(), CliError> {
+                for d in &gone {
+                    outln!("{}: removed uncommitted {d}", path.display());
+                }
+                Ok(())
+            };
             if mode == "group_meta" {
                 let options = open_options(None, key.as_deref())?;
                 let group = tdb::Group::open_in(storage(&path)?, "", options)?;
+                if let Some(grace) = grace {
+                    removed_uncommitted(group.vacuum_uncommitted(grace)?)?;
+                }
                 let n = group.vacuum_metadata()?;
                 outln!("{}: {n} files removed", path.display());
                 return Ok(true);
             }
             let array = open_for_change(&path, None, key.as_deref())?;
-            if let Some(secs) = uncommitted_older_than {
+            if let Some(grace) = grace {
                 if mode != "fragments" {
                     return Err(CliError::Usage(
-                        "--uncommitted-older-than goes with --mode fragments".to_owned(),
+                        "--uncommitted-older-than goes with --mode fragments or group_meta"
+                            .to_owned(),
                     ));
                 }
-                let gone = array.vacuum_uncommitted(std::time::Duration::from_secs(secs))?;
-                for d in &gone {
-                    outln!("{}: removed uncommitted {d}", path.display());
-                }
+                removed_uncommitted(array.vacuum_uncommitted(grace)?)?;
             }
             let n = match mode.as_str() {
                 "fragments" => array.vacuum_fragments()?,

@@ -331,3 +331,68 @@ fn consolidate_and_vacuum_group_metadata() {
     assert!(text.contains("4 files removed"), "{text}");
     assert_eq!(std::fs::read_dir(&meta).unwrap().count(), 1);
 }
+
+/// Two fixture copies stand for what killed writes leave: an array whose
+/// fragment lost its commit file (a write stopped before committing) and
+/// a group with a file a local write left in progress. `--uncommitted-
+/// older-than` removes both (`--mode fragments` and `--mode group_meta`),
+/// and nothing younger than the grace period.
+#[test]
+fn vacuum_removes_what_killed_writes_left() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = tmp.path().join("a");
+    tdb_testdata::copy_dir(&tdb_testdata::root().join("attr_char_bytes/array"), &a).unwrap();
+    let commit = std::fs::read_dir(a.join("__commits"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .next()
+        .unwrap();
+    let fragment = commit.file_stem().unwrap().to_owned();
+    std::fs::remove_file(&commit).unwrap();
+    let array = a.to_str().unwrap();
+    // Its name says it was written at 1 ms past 1970: past any grace.
+    let text = ok(&tdb(&["vacuum", array, "--uncommitted-older-than", "3600"]));
+    assert!(text.contains("removed uncommitted"), "{text}");
+    assert!(!a.join("__fragments").join(&fragment).exists());
+
+    let g = tmp.path().join("g");
+    tdb_testdata::copy_dir(
+        &tdb_testdata::root().join("group_meta_consolidated/group"),
+        &g,
+    )
+    .unwrap();
+    let stale = g.join(format!("{}1-1", tdb_storage::LOCAL_TEMP_PREFIX));
+    let fresh = g.join(format!("{}1-2", tdb_storage::LOCAL_TEMP_PREFIX));
+    for f in [&stale, &fresh] {
+        std::fs::write(f, b"half a file").unwrap();
+    }
+    let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    std::fs::File::options()
+        .write(true)
+        .open(&stale)
+        .unwrap()
+        .set_modified(hour_ago)
+        .unwrap();
+    let p = g.to_str().unwrap();
+    let text = ok(&tdb(&[
+        "vacuum",
+        p,
+        "--mode",
+        "group_meta",
+        "--uncommitted-older-than",
+        "60",
+    ]));
+    assert!(text.contains("removed uncommitted"), "{text}");
+    assert!(!stale.exists());
+    assert!(fresh.exists(), "younger than the grace period");
+    let err = tdb(&[
+        "vacuum",
+        array,
+        "--mode",
+        "commits",
+        "--uncommitted-older-than",
+        "1",
+    ]);
+    assert!(!err.status.success());
+    assert!(String::from_utf8_lossy(&err.stderr).contains("goes with --mode fragments"));
+}
