@@ -104,9 +104,10 @@ impl FieldBuffer {
 
     /// Bytes held (data, offsets and validity).
     pub fn byte_len(&self) -> u64 {
-        (self.data.len()
-            + self.offsets.as_ref().map_or(0, |o| o.len() * 8)
-            + self.validity.as_ref().map_or(0, Vec::len)) as u64
+        let offsets = self.offsets.as_ref().map_or(0, |o| o.len() as u64);
+        (self.data.len() as u64)
+            .saturating_add(offsets.saturating_mul(8))
+            .saturating_add(self.validity.as_ref().map_or(0, Vec::len) as u64)
     }
 }
 
@@ -136,13 +137,13 @@ impl Batch {
             let base = a.data.len() as u64;
             a.data.extend_from_slice(&b.data);
             if let (Some(ao), Some(bo)) = (&mut a.offsets, &b.offsets) {
-                ao.extend(bo.iter().map(|o| o + base));
+                ao.extend(bo.iter().map(|o| o.saturating_add(base)));
             }
             if let (Some(av), Some(bv)) = (&mut a.validity, &b.validity) {
                 av.extend_from_slice(bv);
             }
         }
-        self.num_cells += other.num_cells;
+        self.num_cells = self.num_cells.saturating_add(other.num_cells);
     }
 }
 

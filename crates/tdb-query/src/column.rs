@@ -69,12 +69,11 @@ impl<'a> Column<'a> {
             let start = self.offsets.get(i).copied().unwrap_or(0) as usize;
             let end = self
                 .offsets
-                .get(i + 1)
+                .get(i.saturating_add(1))
                 .map_or(self.var.len(), |&e| e as usize);
             self.var.get(start..end).unwrap_or(&[])
         } else {
-            let s = self.cell_size();
-            self.fixed.get(i * s..(i + 1) * s).unwrap_or(&[])
+            tdb_format::le::nth(self.fixed, i, self.cell_size()).unwrap_or(&[])
         }
     }
 

@@ -31,7 +31,9 @@ macro_rules! int_value {
                 if v < lo || v > hi {
                     return Err(mismatch(dim, v));
                 }
-                Ok(v.to_le_bytes()[..dim.datatype.size() as usize].to_vec())
+                let bytes = v.to_le_bytes();
+                let low = bytes.get(..dim.datatype.size() as usize);
+                Ok(low.ok_or_else(|| mismatch(dim, v))?.to_vec())
             }
         }
     )*};

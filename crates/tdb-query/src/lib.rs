@@ -10,6 +10,11 @@
 //! stores, driven synchronously ([`SyncRead`]) or as a stream
 //! ([`ReadStream`]).
 
+#![cfg_attr(
+    not(test),
+    warn(clippy::indexing_slicing, clippy::arithmetic_side_effects)
+)]
+
 pub mod aggregate;
 mod batch;
 mod column;

@@ -115,11 +115,14 @@ impl Snapshot {
 
     /// The same snapshot with only the fragments `chosen` (indexes into
     /// [`Snapshot::fragments`]), read at `open`'s window: what a merge of
-    /// some fragments reads.
+    /// some fragments reads (an index past the end chooses nothing).
     pub(crate) fn with_fragments(&self, open: OpenArray, chosen: &[usize]) -> Snapshot {
         Snapshot {
             open,
-            fragments: chosen.iter().map(|&i| self.fragments[i].clone()).collect(),
+            fragments: chosen
+                .iter()
+                .filter_map(|&i| self.fragments.get(i).cloned())
+                .collect(),
             enumerations: self.enumerations.clone(),
             sections: SectionCache::default(),
         }

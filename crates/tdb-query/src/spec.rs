@@ -63,20 +63,27 @@ impl Subarray {
     /// Adds a range to dimension `dim` (ranges of a dimension are read in
     /// the order given).
     pub fn add_range(&mut self, dim: usize, range: Range) -> &mut Self {
-        if self.ranges.len() <= dim {
-            self.ranges.resize(dim + 1, Vec::new());
+        if let Some(slot) = self.slot(dim) {
+            slot.push(range);
         }
-        self.ranges[dim].push(range);
         self
     }
 
     /// Replaces the ranges of dimension `dim`.
     pub(crate) fn set_ranges(&mut self, dim: usize, ranges: Vec<Range>) -> &mut Self {
-        if self.ranges.len() <= dim {
-            self.ranges.resize(dim + 1, Vec::new());
+        if let Some(slot) = self.slot(dim) {
+            *slot = ranges;
         }
-        self.ranges[dim] = ranges;
         self
+    }
+
+    /// Dimension `dim`'s ranges, slots made up to it.
+    fn slot(&mut self, dim: usize) -> Option<&mut Vec<Range>> {
+        let slots = dim.saturating_add(1);
+        if self.ranges.len() < slots {
+            self.ranges.resize(slots, Vec::new());
+        }
+        self.ranges.get_mut(dim)
     }
 
     /// The ranges of dimension `dim` (empty: the whole domain).
@@ -105,12 +112,11 @@ impl Subarray {
         let dims = schema.domain.dimensions.len();
         if self.dim_num() > dims {
             return Err(QueryError::Subarray {
-                dim: format!("#{}", self.dim_num() - 1),
+                dim: format!("#{}", self.dim_num().saturating_sub(1)),
                 reason: format!("the array has {dims} dimensions"),
             });
         }
-        for (d, o) in ops.dims().iter().enumerate() {
-            let dim = &schema.domain.dimensions[d];
+        for (d, (o, dim)) in ops.dims().iter().zip(&schema.domain.dimensions).enumerate() {
             let bad = |reason: String| QueryError::Subarray {
                 dim: dim.name.clone(),
                 reason,

@@ -67,7 +67,7 @@ pub fn attribute_bounds<S: ReadStorage + ?Sized>(
         );
         requests.push(RangeRequest::new(
             path,
-            ByteRange::new(range.start, range.end - range.start),
+            ByteRange::new(range.start, range.end.saturating_sub(range.start)),
         ));
     }
     let answers = storage

@@ -75,7 +75,7 @@ impl fmt::Display for Literal {
 
 /// `s` as a Python string literal.
 pub fn quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
+    let mut out = String::with_capacity(s.len().saturating_add(2));
     out.push('\'');
     for c in s.chars() {
         match c {

@@ -264,7 +264,7 @@ pub(super) fn may_match(node: &Node, bounds: &super::FieldBounds<'_>) -> bool {
                     cell_val_num: if l.var {
                         crate::VAR_NUM
                     } else {
-                        u32::try_from(x.len() / size.max(1)).ok()?
+                        u32::try_from(x.len().checked_div(size)?).ok()?
                     },
                     fixed: if l.var { &[] } else { x },
                     offsets: if l.var { &offsets } else { &[] },

@@ -296,7 +296,7 @@ fn bind(
             }
             let nodes = children
                 .iter()
-                .map(|ch| bind(ch, schema, enums, fields, depth + 1))
+                .map(|ch| bind(ch, schema, enums, fields, depth.saturating_add(1)))
                 .collect::<Result<Vec<_>>>()?;
             return Ok(match op {
                 Comb::Or => Node::Or(nodes),
@@ -435,7 +435,10 @@ fn bind(
         Condition::Membership { data, offsets, .. } => {
             let mut set = HashSet::new();
             for (i, &start) in offsets.iter().enumerate() {
-                let end = offsets.get(i + 1).copied().unwrap_or(data.len() as u64);
+                let end = offsets
+                    .get(i.saturating_add(1))
+                    .copied()
+                    .unwrap_or(data.len() as u64);
                 let member = usize::try_from(start)
                     .ok()
                     .zip(usize::try_from(end).ok())

@@ -38,44 +38,71 @@ enum Tok {
     Op(&'static str),
 }
 
+/// The characters of an expression and a position among them.
+struct Cursor<'a> {
+    chars: &'a [char],
+    at: usize,
+}
+
+impl Cursor<'_> {
+    /// The character `ahead` places on.
+    fn peek(&self, ahead: usize) -> Option<char> {
+        self.chars.get(self.at.checked_add(ahead)?).copied()
+    }
+
+    /// Moves `n` characters on (at most to the end).
+    fn bump(&mut self, n: usize) {
+        self.at = self.at.saturating_add(n).min(self.chars.len());
+    }
+
+    /// Moves on while `keep` holds.
+    fn bump_while(&mut self, keep: impl Fn(char) -> bool) {
+        while self.peek(0).is_some_and(&keep) {
+            self.bump(1);
+        }
+    }
+
+    /// The characters from `from` to here.
+    fn since(&self, from: usize) -> &[char] {
+        self.chars.get(from..self.at).unwrap_or_default()
+    }
+}
+
 fn tokenize(expr: &str) -> QResult<Vec<Tok>> {
     let err = |reason: String| QueryError::condition(expr, reason);
     let chars: Vec<char> = expr.chars().collect();
+    let mut cur = Cursor {
+        chars: &chars,
+        at: 0,
+    };
     let mut out = Vec::new();
-    let mut i = 0;
-    while i < chars.len() {
-        let c = chars[i];
+    while let Some(c) = cur.peek(0) {
         if c.is_whitespace() {
-            i += 1;
+            cur.bump(1);
             continue;
         }
         // Bytes literals b'..' / b"..".
-        let bytes_prefix =
-            (c == 'b' || c == 'B') && matches!(chars.get(i + 1), Some('\'') | Some('"'));
+        let bytes_prefix = (c == 'b' || c == 'B') && matches!(cur.peek(1), Some('\'' | '"'));
         if c == '\'' || c == '"' || bytes_prefix {
             if bytes_prefix {
-                i += 1;
+                cur.bump(1);
             }
-            let (s, next) = string_literal(&chars, i, bytes_prefix).map_err(err)?;
-            out.push(Tok::Str(s));
-            i = next;
+            out.push(Tok::Str(
+                string_literal(&mut cur, bytes_prefix).map_err(err)?,
+            ));
             continue;
         }
-        if c.is_ascii_digit() || (c == '.' && chars.get(i + 1).is_some_and(char::is_ascii_digit)) {
-            let (t, next) = number(&chars, i).map_err(err)?;
-            out.push(t);
-            i = next;
+        if c.is_ascii_digit() || (c == '.' && cur.peek(1).is_some_and(|d| d.is_ascii_digit())) {
+            out.push(number(&mut cur).map_err(err)?);
             continue;
         }
         if c.is_alphabetic() || c == '_' {
-            let start = i;
-            while i < chars.len() && (chars[i].is_alphanumeric() || chars[i] == '_') {
-                i += 1;
-            }
-            out.push(Tok::Name(chars[start..i].iter().collect()));
+            let start = cur.at;
+            cur.bump_while(|c| c.is_alphanumeric() || c == '_');
+            out.push(Tok::Name(cur.since(start).iter().collect()));
             continue;
         }
-        let two: String = chars[i..(i + 2).min(chars.len())].iter().collect();
+        let two: String = [cur.peek(0), cur.peek(1)].into_iter().flatten().collect();
         let op = ["<=", ">=", "==", "!="]
             .into_iter()
             .find(|o| *o == two)
@@ -86,7 +113,7 @@ fn tokenize(expr: &str) -> QResult<Vec<Tok>> {
             });
         match op {
             Some(o) => {
-                i += o.chars().count();
+                cur.bump(o.chars().count());
                 out.push(Tok::Op(o));
             }
             None => {
@@ -102,35 +129,36 @@ fn tokenize(expr: &str) -> QResult<Vec<Tok>> {
     Ok(out)
 }
 
-fn string_literal(chars: &[char], start: usize, bytes: bool) -> Result<(Vec<u8>, usize), String> {
-    let quote = chars[start];
+/// The string literal at the cursor (on its opening quote), the cursor
+/// left past its closing one.
+fn string_literal(cur: &mut Cursor<'_>, bytes: bool) -> Result<Vec<u8>, String> {
+    let quote = cur.peek(0);
+    cur.bump(1);
     let mut out = Vec::new();
-    let mut i = start + 1;
     let push = |out: &mut Vec<u8>, c: char| {
         let mut buf = [0u8; 4];
         out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
     };
-    while i < chars.len() {
-        let c = chars[i];
-        if c == quote {
-            return Ok((out, i + 1));
+    while let Some(c) = cur.peek(0) {
+        if Some(c) == quote {
+            cur.bump(1);
+            return Ok(out);
         }
         if c != '\\' {
             if bytes && !c.is_ascii() {
                 return Err("bytes literals may hold only ASCII characters".into());
             }
             push(&mut out, c);
-            i += 1;
+            cur.bump(1);
             continue;
         }
-        let Some(&e) = chars.get(i + 1) else { break };
-        i += 2;
-        let hex = |i: usize, n: usize| -> Result<u32, String> {
-            let s: String = chars
-                .get(i..i + n)
-                .ok_or("truncated escape")?
-                .iter()
-                .collect();
+        let Some(e) = cur.peek(1) else { break };
+        cur.bump(2);
+        let mut hex = |n: usize| -> Result<u32, String> {
+            let s: String = (0..n)
+                .map(|k| cur.peek(k).ok_or("truncated escape"))
+                .collect::<Result<_, _>>()?;
+            cur.bump(n);
             u32::from_str_radix(&s, 16).map_err(|_| format!("bad escape `\\{e}{s}`"))
         };
         match e {
@@ -140,18 +168,16 @@ fn string_literal(chars: &[char], start: usize, bytes: bool) -> Result<(Vec<u8>,
             'r' => out.push(b'\r'),
             '0' => out.push(0),
             'x' => {
-                let v = hex(i, 2)?;
-                i += 2;
+                let v = hex(2)?;
                 if bytes {
-                    out.push(v as u8);
+                    // Two hex digits: at most 0xff.
+                    out.push(u8::try_from(v).unwrap_or(u8::MAX));
                 } else {
                     push(&mut out, char::from_u32(v).ok_or("bad \\x escape")?);
                 }
             }
             'u' | 'U' if !bytes => {
-                let n = if e == 'u' { 4 } else { 8 };
-                let v = hex(i, n)?;
-                i += n;
+                let v = hex(if e == 'u' { 4 } else { 8 })?;
                 push(&mut out, char::from_u32(v).ok_or("bad unicode escape")?);
             }
             other => {
@@ -163,61 +189,55 @@ fn string_literal(chars: &[char], start: usize, bytes: bool) -> Result<(Vec<u8>,
     Err("unterminated string literal".into())
 }
 
-fn number(chars: &[char], start: usize) -> Result<(Tok, usize), String> {
-    let mut i = start;
-    let radix = match (
-        chars.get(i),
-        chars.get(i + 1).map(|c| c.to_ascii_lowercase()),
-    ) {
+/// The number at the cursor, the cursor left past it.
+fn number(cur: &mut Cursor<'_>) -> Result<Tok, String> {
+    let start = cur.at;
+    let radix = match (cur.peek(0), cur.peek(1).map(|c| c.to_ascii_lowercase())) {
         (Some('0'), Some('x')) => 16,
         (Some('0'), Some('o')) => 8,
         (Some('0'), Some('b')) => 2,
         _ => 10,
     };
     if radix != 10 {
-        i += 2;
-        let s = i;
-        while i < chars.len() && (chars[i].is_digit(radix) || chars[i] == '_') {
-            i += 1;
-        }
-        let digits: String = chars[s..i].iter().filter(|c| **c != '_').collect();
+        cur.bump(2);
+        let s = cur.at;
+        cur.bump_while(|c| c.is_digit(radix) || c == '_');
+        let digits: String = cur.since(s).iter().filter(|c| **c != '_').collect();
         let v = i128::from_str_radix(&digits, radix).map_err(|_| "bad integer literal")?;
-        return Ok((Tok::Int(v), i));
+        return Ok(Tok::Int(v));
     }
     let mut float = false;
-    while i < chars.len() {
-        let c = chars[i];
+    while let Some(c) = cur.peek(0) {
+        let digit = |ahead: usize| cur.peek(ahead).is_some_and(|d| d.is_ascii_digit());
         if c.is_ascii_digit() || c == '_' {
-            i += 1;
+            cur.bump(1);
         } else if c == '.' && !float {
             float = true;
-            i += 1;
+            cur.bump(1);
         } else if (c == 'e' || c == 'E')
-            && (chars.get(i + 1).is_some_and(char::is_ascii_digit)
-                || (matches!(chars.get(i + 1), Some('+') | Some('-'))
-                    && chars.get(i + 2).is_some_and(char::is_ascii_digit)))
+            && (digit(1) || (matches!(cur.peek(1), Some('+' | '-')) && digit(2)))
         {
             float = true;
-            i += 2;
+            cur.bump(2);
         } else {
             break;
         }
     }
-    if chars.get(i).is_some_and(|c| c.is_alphanumeric()) {
+    if let Some(c) = cur.peek(0).filter(|c| c.is_alphanumeric()) {
         return Err(format!(
-            "bad number `{}`",
-            chars[start..=i].iter().collect::<String>()
+            "bad number `{}{c}`",
+            cur.since(start).iter().collect::<String>()
         ));
     }
-    let text: String = chars[start..i].iter().filter(|c| **c != '_').collect();
+    let text: String = cur.since(start).iter().filter(|c| **c != '_').collect();
     if float {
         let v: f64 = text.parse().map_err(|_| format!("bad number `{text}`"))?;
-        Ok((Tok::Float(v), i))
+        Ok(Tok::Float(v))
     } else {
         let v: i128 = text
             .parse()
             .map_err(|_| format!("integer `{text}` is too large"))?;
-        Ok((Tok::Int(v), i))
+        Ok(Tok::Int(v))
     }
 }
 
@@ -320,7 +340,7 @@ impl Parser<'_> {
 
     fn eat_op(&mut self, op: &str) -> bool {
         if matches!(self.peek(), Some(Tok::Op(o)) if *o == op) {
-            self.pos += 1;
+            self.pos = self.pos.saturating_add(1);
             true
         } else {
             false
@@ -329,7 +349,7 @@ impl Parser<'_> {
 
     fn eat_kw(&mut self, kw: &str) -> bool {
         if matches!(self.peek(), Some(Tok::Name(n)) if n == kw) {
-            self.pos += 1;
+            self.pos = self.pos.saturating_add(1);
             true
         } else {
             false
@@ -347,7 +367,7 @@ impl Parser<'_> {
     }
 
     fn enter(&mut self) -> QResult<()> {
-        self.depth += 1;
+        self.depth = self.depth.saturating_add(1);
         if self.depth > MAX_DEPTH {
             return Err(self.err(format!("nested deeper than {MAX_DEPTH} levels")));
         }
@@ -388,7 +408,7 @@ impl Parser<'_> {
             let r = self.and()?;
             n = self.combine(Comb::Or, n, r, "or")?;
         }
-        self.depth -= 1;
+        self.depth = self.depth.saturating_sub(1);
         Ok(n)
     }
 
@@ -405,7 +425,7 @@ impl Parser<'_> {
         if self.eat_kw("not") {
             self.enter()?;
             let n = self.not()?;
-            self.depth -= 1;
+            self.depth = self.depth.saturating_sub(1);
             let c = self.cond(n, "not")?;
             return negate(c).map(Node::Cond).map_err(|r| self.err(r));
         }
@@ -424,14 +444,14 @@ impl Parser<'_> {
             Tok::Name(n) if n == "is" => CmpOp::Is,
             Tok::Name(n)
                 if n == "not"
-                    && matches!(self.toks.get(self.pos + 1), Some(Tok::Name(m)) if m == "in") =>
+                    && matches!(self.toks.get(self.pos.saturating_add(1)), Some(Tok::Name(m)) if m == "in") =>
             {
-                self.pos += 1;
+                self.pos = self.pos.saturating_add(1);
                 CmpOp::NotIn
             }
             _ => return None,
         };
-        self.pos += 1;
+        self.pos = self.pos.saturating_add(1);
         Some(op)
     }
 
@@ -443,16 +463,16 @@ impl Parser<'_> {
             ops.push(op);
             operands.push(self.bitor()?);
         }
-        if ops.is_empty() {
+        let Some(&first_op) = ops.first() else {
             return Ok(operands.pop().expect("one operand"));
-        }
-        match ops[0] {
+        };
+        match first_op {
             CmpOp::Is => Err(self.err("the `is` operator is not supported: use `== None`")),
             CmpOp::In | CmpOp::NotIn => {
                 if ops.len() > 1 {
                     return Err(self.err("a membership test cannot be chained"));
                 }
-                let op = if ops[0] == CmpOp::In {
+                let op = if first_op == CmpOp::In {
                     Op::In
                 } else {
                     Op::NotIn
@@ -464,11 +484,14 @@ impl Parser<'_> {
             CmpOp::Op(_) => {
                 // TileDB-Py: `1 < a < 5` is `1 < a and a < 5`.
                 let mut result: Option<Condition> = None;
-                for (i, op) in ops.iter().enumerate() {
+                for (op, pair) in ops.iter().zip(operands.windows(2)) {
                     let CmpOp::Op(op) = *op else {
                         return Err(self.err("`in` cannot be chained with comparisons"));
                     };
-                    let c = self.comparison(operands[i].clone(), op, operands[i + 1].clone())?;
+                    let [lhs, rhs] = pair else {
+                        return Err(self.err("a comparison needs two operands"));
+                    };
+                    let c = self.comparison(lhs.clone(), op, rhs.clone())?;
                     result = Some(match result {
                         None => c,
                         Some(r) => combine(Comb::And, r, c),
@@ -507,11 +530,13 @@ impl Parser<'_> {
         };
         self.enter()?;
         let n = self.unary()?;
-        self.depth -= 1;
+        self.depth = self.depth.saturating_sub(1);
+        // Literals are at most i128::MAX: a sign never overflows.
+        let int = |v: i128| Node::Value(Lit::Int(v.saturating_mul(sign)));
         match n {
-            Node::Value(Lit::Int(v)) => Ok(Node::Value(Lit::Int(v * sign))),
+            Node::Value(Lit::Int(v)) => Ok(int(v)),
             Node::Value(Lit::Float(v)) => Ok(Node::Value(Lit::Float(v * sign as f64))),
-            Node::Value(Lit::Bool(b)) => Ok(Node::Value(Lit::Int(i128::from(b) * sign))),
+            Node::Value(Lit::Bool(b)) => Ok(int(i128::from(b))),
             _ => Err(self.err("a sign can only precede a number")),
         }
     }
@@ -520,7 +545,7 @@ impl Parser<'_> {
         let Some(t) = self.peek().cloned() else {
             return Err(self.err("the condition ends where a value or field was expected"));
         };
-        self.pos += 1;
+        self.pos = self.pos.saturating_add(1);
         match t {
             Tok::Int(v) => Ok(Node::Value(Lit::Int(v))),
             Tok::Float(v) => Ok(Node::Value(Lit::Float(v))),

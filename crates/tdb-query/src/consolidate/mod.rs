@@ -74,9 +74,10 @@ pub fn consolidate_fragments<S: Storage>(
     let mut steps = Vec::new();
     while steps.len() < selection.steps as usize {
         let snapshot = Snapshot::load(storage, dir, TimeWindow::ALL, key)?;
-        let in_window: Vec<usize> = (0..snapshot.fragments.len())
-            .filter(|&i| window.contains(snapshot.fragments[i].file.name.timestamp_range()))
-            .collect();
+        let in_window: Vec<(usize, &tdb_fragment::LoadedFragment)> =
+            (snapshot.fragments.iter().enumerate())
+                .filter(|(_, f)| window.contains(f.file.name.timestamp_range()))
+                .collect();
         if in_window.len() < 2 {
             break;
         }
@@ -84,8 +85,7 @@ pub fn consolidate_fragments<S: Storage>(
         let ops = DomainOps::new(&schema.domain)?;
         let candidates: Vec<Candidate> = in_window
             .iter()
-            .map(|&i| {
-                let f = &snapshot.fragments[i];
+            .map(|&(_, f)| {
                 let non_empty = f
                     .metadata
                     .footer
@@ -122,7 +122,12 @@ pub fn consolidate_fragments<S: Storage>(
         let Some(run) = select::choose(selection, &candidates, dense.as_ref(), &ops) else {
             break;
         };
-        let chosen: Vec<usize> = in_window[run].to_vec();
+        let chosen: Vec<usize> = in_window
+            .get(run)
+            .unwrap_or_default()
+            .iter()
+            .map(|&(i, _)| i)
+            .collect();
         steps.push(merge_chosen(
             storage,
             &snapshot,
@@ -157,8 +162,9 @@ pub fn consolidate_fragment_list<S: Storage>(
         .iter()
         .map(|n| n.rsplit('/').next().unwrap_or(n))
         .collect();
-    let chosen: Vec<usize> = (0..snapshot.fragments.len())
-        .filter(|&i| wanted.contains(snapshot.fragments[i].file.file_name()))
+    let chosen: Vec<usize> = (snapshot.fragments.iter().enumerate())
+        .filter(|(_, f)| wanted.contains(f.file.file_name()))
+        .map(|(i, _)| i)
         .collect();
     if chosen.len() != names.len() {
         return Err(QueryError::invalid(format!(
@@ -176,7 +182,7 @@ pub fn consolidate_fragment_list<S: Storage>(
         let tiles = tdb_index::dense::expand_to_tiles(domain, &union).unwrap_or(union);
         let newest = chosen
             .iter()
-            .map(|&i| snapshot.fragments[i].file.name.t2)
+            .filter_map(|&i| Some(snapshot.fragments.get(i)?.file.name.t2))
             .max()
             .unwrap_or(0);
         for (i, f) in snapshot.fragments.iter().enumerate() {
@@ -230,7 +236,7 @@ fn merge_chosen<S: Storage>(
     };
     let replaced: Vec<String> = chosen
         .iter()
-        .map(|&i| snapshot.fragments[i].file.path.clone())
+        .filter_map(|&i| Some(snapshot.fragments.get(i)?.file.path.clone()))
         .collect();
     let vacuum_list = write_vacuum_list(
         storage,

@@ -10,6 +10,10 @@
 //! earlier one kept unless a later one is over 25% smaller. No run of at
 //! least `min_frags` fragments: nothing to do.
 
+// Not yet under the crate's no-panic lints (16 sites of cell, offset and
+// buffer arithmetic): to rewrite as the condition parser and the rest were.
+#![allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
+
 use crate::{QueryError, Result};
 use tdb_index::{DomainOps, NDRange};
 use tdb_schema::Domain;

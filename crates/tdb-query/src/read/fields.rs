@@ -36,8 +36,9 @@ pub(crate) struct FieldInfo {
 
 impl FieldInfo {
     pub fn resolve(schema: &ArraySchema, name: &str) -> Result<Self> {
-        if let Some(i) = schema.domain.dimensions.iter().position(|d| d.name == name) {
-            let d = &schema.domain.dimensions[i];
+        if let Some((i, d)) =
+            (schema.domain.dimensions.iter().enumerate()).find(|(_, d)| d.name == name)
+        {
             return Ok(FieldInfo {
                 name: name.to_owned(),
                 kind: Kind::Dim(i),
@@ -48,8 +49,7 @@ impl FieldInfo {
                 fill_validity: 0,
             });
         }
-        if let Some(i) = schema.attributes.iter().position(|a| a.name == name) {
-            let a = &schema.attributes[i];
+        if let Some((i, a)) = (schema.attributes.iter().enumerate()).find(|(_, a)| a.name == name) {
             return Ok(FieldInfo {
                 name: name.to_owned(),
                 kind: Kind::Attr(i),

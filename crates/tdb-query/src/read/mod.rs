@@ -191,7 +191,7 @@ impl Reader {
                 return Ok(i);
             }
             fields.push(FieldInfo::resolve(schema, name)?);
-            Ok(fields.len() - 1)
+            Ok(fields.len().saturating_sub(1))
         };
         for name in &spec.fields {
             let s = slot(&mut fields, name)?;
@@ -336,7 +336,7 @@ impl Reader {
                         let fields = self
                             .requested
                             .iter()
-                            .map(|&s| self.fields[s].empty_buffer())
+                            .filter_map(|&s| Some(self.fields.get(s)?.empty_buffer()))
                             .collect();
                         let batch = Batch {
                             num_cells: 0,
@@ -375,13 +375,13 @@ impl Reader {
                 let reads = answers.into_reads();
                 for (want, read) in wanted.into_iter().zip(coalesced.split(&reads)) {
                     let (i, section) = (want.frag, want.section);
+                    let plan = self.plans.get_mut(i).ok_or_else(|| unknown_fragment(i))?;
                     let bytes = read.ok_or_else(|| {
                         QueryError::from(tdb_fragment::FragmentError::missing(
-                            &self.plans[i].file.path,
+                            &plan.file.path,
                             "fragment metadata",
                         ))
                     })?;
-                    let plan = &mut self.plans[i];
                     plan.meta.load_section(
                         section,
                         &bytes,
@@ -563,12 +563,12 @@ impl Reader {
             // Tile metadata exists from format version 11.
             if (footer.dense || self.md_sparse) && footer.version >= 11 {
                 for &(slot, _) in &self.md_fields {
-                    let Some(ff) = &plan.fields[slot] else {
+                    let Some(Some(ff)) = plan.fields.get(slot) else {
                         continue;
                     };
                     let i = ff.index;
                     let mut md = vec![Section::Mins(i), Section::Maxes(i), Section::Sums(i)];
-                    if self.fields[slot].nullable {
+                    if self.fields.get(slot).is_some_and(|f| f.nullable) {
                         md.push(Section::NullCounts(i));
                     }
                     // Fields without some of it (sums of strings) lack
@@ -582,7 +582,7 @@ impl Reader {
             if self.minmax_skip && !footer.dense && footer.version >= 11 {
                 for f in self.condition.iter().flat_map(|c| c.fields()) {
                     let slot = self.fields.iter().position(|x| &x.name == f);
-                    if let Some(ff) = slot.and_then(|s| plan.fields[s].as_ref()) {
+                    if let Some(ff) = slot.and_then(|s| plan.fields.get(s)?.as_ref()) {
                         let i = ff.index;
                         sections.extend(
                             [Section::Mins(i), Section::Maxes(i)]
@@ -703,9 +703,8 @@ impl Reader {
                 }
             }
         }
-        self.tile_max = (0..self.plans.len())
-            .map(|i| {
-                let plan = &self.plans[i];
+        self.tile_max = (self.plans.iter().enumerate())
+            .map(|(i, plan)| {
                 (0..plan.tile_num())
                     .map(|t| self.tile_bytes(i, t))
                     .max()
@@ -725,7 +724,7 @@ impl Reader {
                 need: format!(
                     "a tile of fragment {} needs {need} bytes (the fields read, filtered and \
                      unfiltered), and tiles get half the budget: give at least {}",
-                    self.plans[i].file.path,
+                    self.plans.get(i).map_or("?", |p| p.file.path.as_str()),
                     need.saturating_mul(2)
                 ),
             });
@@ -806,19 +805,20 @@ impl Reader {
         let mut jobs = Vec::with_capacity(fetches.len());
         for fetch in &fetches {
             let (i, slot, t) = fetch.key;
-            let plan = &self.plans[i];
+            let plan = self.plans.get(i).ok_or_else(|| unknown_fragment(i))?;
             let field = match field_of.get(&(i, slot)) {
                 Some(&f) => f,
                 None => {
                     let ff = match slot {
                         TIMESTAMPS_SLOT => plan.timestamps.as_ref(),
                         DELETE_TS_SLOT => plan.delete_timestamps.as_ref(),
-                        s => plan.fields[s].as_ref(),
+                        s => plan.fields.get(s).and_then(Option::as_ref),
                     }
                     .ok_or_else(|| QueryError::invalid("tile of an unknown field"))?;
                     fields.push(ff.clone());
-                    field_of.insert((i, slot), fields.len() - 1);
-                    fields.len() - 1
+                    let f = fields.len().saturating_sub(1);
+                    field_of.insert((i, slot), f);
+                    f
                 }
             };
             let used = plan
@@ -827,7 +827,9 @@ impl Reader {
                 .dense
                 .then(|| needed.get(&(i, t)).cloned())
                 .flatten();
-            let ff = &fields[field];
+            let ff = fields
+                .get(field)
+                .ok_or_else(|| QueryError::invalid("tile of an unknown field"))?;
             let var_size = ff
                 .parts
                 .iter()
@@ -852,4 +854,9 @@ impl Reader {
             spare: Arc::clone(&self.spare),
         })
     }
+}
+
+/// A fragment index the reader's own plans lack (a bug, not bad input).
+fn unknown_fragment(i: usize) -> QueryError {
+    QueryError::invalid(format!("no fragment {i} in the read's plan"))
 }

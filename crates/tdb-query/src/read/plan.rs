@@ -53,7 +53,7 @@ impl FragPlan {
         let f = &self.meta.footer;
         if f.dense {
             tdb_index::dense::cell_num_per_tile(&self.schema.domain).unwrap_or(0)
-        } else if t + 1 == tile_num {
+        } else if t.saturating_add(1) == tile_num {
             f.last_tile_cell_num
         } else {
             self.schema.capacity
@@ -128,7 +128,8 @@ pub(crate) fn dense_tiles_touched(plan: &FragPlan, sub: &Subarray) -> Option<u64
         if lo > hi {
             return Some(0);
         }
-        let n = (hi - origin).div_euclid(ext) - (lo - origin).div_euclid(ext) + 1;
+        let tile = |v: i128| v.checked_sub(origin)?.checked_div_euclid(ext);
+        let n = tile(hi)?.checked_sub(tile(lo)?)?.checked_add(1)?;
         tiles = tiles.checked_mul(u64::try_from(n).ok()?)?;
     }
     Some(tiles)
@@ -142,7 +143,7 @@ pub(crate) fn int_ranges(
     sub: &Subarray,
     d: usize,
 ) -> Option<Vec<(i128, i128)>> {
-    let dim = &schema.domain.dimensions[d];
+    let dim = schema.domain.dimensions.get(d)?;
     match sub.ranges(d) {
         [] => {
             let (lo, hi) = dim.bounds()?;
@@ -161,10 +162,10 @@ pub(crate) fn dense_coords(
     schema: &ArraySchema,
     subarray: &Subarray,
 ) -> Result<Vec<Vec<(i128, i128)>>> {
-    (0..schema.domain.dimensions.len())
-        .map(|d| {
+    (schema.domain.dimensions.iter().enumerate())
+        .map(|(d, dim)| {
             int_ranges(schema, subarray, d).ok_or_else(|| QueryError::Subarray {
-                dim: schema.domain.dimensions[d].name.clone(),
+                dim: dim.name.clone(),
                 reason: "a dense dimension that is not an integer".into(),
             })
         })

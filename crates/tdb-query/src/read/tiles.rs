@@ -91,21 +91,21 @@ impl Coalesced {
             let extends = matches!(open, Some((p, _, e)) if p == path && e == start);
             if !extends {
                 if let Some((p, s, e)) = open.take() {
-                    requests.push(RangeRequest::new(p, ByteRange::new(s, e - s)));
+                    requests.push(RangeRequest::new(p, ByteRange::new(s, e.saturating_sub(s))));
                 }
                 open = Some((path, start, start));
             }
-            if let Some((_, s, e)) = &mut open {
+            if let (Some((_, s, e)), Some(part)) = (&mut open, parts.get_mut(k)) {
                 *e = end;
-                parts[k] = (
+                *part = (
                     requests.len(),
-                    (start - *s) as usize,
-                    (end - start) as usize,
+                    start.saturating_sub(*s) as usize,
+                    end.saturating_sub(start) as usize,
                 );
             }
         }
         if let Some((p, s, e)) = open {
-            requests.push(RangeRequest::new(p, ByteRange::new(s, e - s)));
+            requests.push(RangeRequest::new(p, ByteRange::new(s, e.saturating_sub(s))));
         }
         Coalesced { requests, parts }
     }
@@ -126,7 +126,8 @@ impl Coalesced {
             .iter()
             .map(|&(r, off, len)| {
                 let b = &reads.get(r)?.as_ref()?.bytes;
-                (off + len <= b.len()).then(|| b.slice(off..off + len))
+                let end = off.checked_add(len)?;
+                (end <= b.len()).then(|| b.slice(off..end))
             })
             .collect()
     }
@@ -176,7 +177,7 @@ impl Spare {
             return;
         };
         let held: usize = bufs.iter().map(Vec::capacity).sum();
-        if buf.capacity() > 0 && held + buf.capacity() <= self.limit {
+        if buf.capacity() > 0 && held.saturating_add(buf.capacity()) <= self.limit {
             buf.clear();
             bufs.push(buf);
         }
@@ -246,16 +247,21 @@ impl DecodeWork {
             .iter()
             .zip(&self.bytes)
             .zip(&self.jobs)
-            .map(|((fetch, bytes), info)| TileJob {
-                fetch,
-                bytes,
-                field: &self.fields[info.field],
-                version: info.version,
-                cells: info.cells,
-                needed: info.needed.as_deref(),
-                var_size: info.var_size,
+            .map(|((fetch, bytes), info)| {
+                Ok(TileJob {
+                    fetch,
+                    bytes,
+                    field: self
+                        .fields
+                        .get(info.field)
+                        .ok_or_else(|| QueryError::invalid("a tile of no field"))?,
+                    version: info.version,
+                    cells: info.cells,
+                    needed: info.needed.as_deref(),
+                    var_size: info.var_size,
+                })
             })
-            .collect();
+            .collect::<Result<_>>()?;
         let decoded = decode_tiles(&jobs, self.key.as_ref(), crate::threads(), &self.spare)?;
         self.spare.release();
         Ok(Decoded {
@@ -329,6 +335,18 @@ fn part_size(job: &TileJob<'_>, part: usize, offsets_inside: bool) -> Option<u64
     }
 }
 
+/// One part of one tile, its chunk headers parsed: what decoding it needs.
+struct PartJob<'a> {
+    kind: DataPart,
+    filters: TileFilters<'a>,
+    path: &'a str,
+    /// The file and tile, for errors.
+    location: String,
+    chunks: Vec<FilteredChunk<'a>>,
+    /// What the chunks unfilter to, checked against the tile.
+    size: u64,
+}
+
 /// A run of consecutive chunks of one part of one tile: the unit of work
 /// on the pool.
 struct Run<'b> {
@@ -340,6 +358,65 @@ struct Run<'b> {
     chunks: &'b [FilteredChunk<'b>],
     /// Chunks holding no cell the read uses: zeros, not decoded.
     skip: bool,
+}
+
+fn tile_error(path: &str, tile: u64, e: tdb_tile::TileError) -> QueryError {
+    QueryError::Tile {
+        file: path.to_owned(),
+        tile,
+        source: Box::new(e),
+    }
+}
+
+/// Parses the chunk headers of every part of `job` (no decoding yet) and
+/// checks what they promise against what the tile holds.
+fn parse_parts<'a>(job: &TileJob<'a>, key: Option<&'a [u8; 32]>) -> Result<Vec<PartJob<'a>>> {
+    let tile = job.fetch.key.2;
+    let (n, fetched, bytes) = (
+        job.field.parts.len(),
+        job.fetch.parts.len(),
+        job.bytes.len(),
+    );
+    if n != fetched || n != bytes {
+        return Err(QueryError::invalid(format!(
+            "tile {tile}: {n} parts, {fetched} planned, {bytes} fetched"
+        )));
+    }
+    let filters = job
+        .field
+        .parts
+        .iter()
+        .map(|(kind, pf)| (*kind, pf.tile_filters(job.version, key)));
+    let offsets_inside = filters
+        .clone()
+        .find(|(kind, _)| *kind == DataPart::Var)
+        .is_some_and(|(_, f)| f.offsets_inside());
+    let mut parts = Vec::with_capacity(n);
+    for (part, (((kind, filters), (_, path, _)), b)) in
+        filters.zip(&job.fetch.parts).zip(job.bytes).enumerate()
+    {
+        let location = format!("{path} tile {tile}");
+        let chunks = filters
+            .chunks(&location, b)
+            .map_err(|e| tile_error(path, tile, e))?;
+        let size = unfiltered_size(&chunks);
+        if let Some(holds) = part_size(job, part, offsets_inside).filter(|&n| n != size) {
+            return Err(QueryError::corrupt(
+                path,
+                tile,
+                format!("its chunks promise {size} bytes; the tile holds {holds}"),
+            ));
+        }
+        parts.push(PartJob {
+            kind,
+            filters,
+            path,
+            location,
+            chunks,
+            size,
+        });
+    }
+    Ok(parts)
 }
 
 /// Unfilters `jobs` on one pool of up to `threads` workers. Each tile part
@@ -354,53 +431,14 @@ pub(crate) fn decode_tiles<'a>(
     threads: usize,
     spare: &Spare,
 ) -> Result<Vec<DecodedTile>> {
-    fn part_filters<'a>(
-        job: &TileJob<'a>,
-        part: usize,
-        key: Option<&'a [u8; 32]>,
-    ) -> TileFilters<'a> {
-        job.field.parts[part].1.tile_filters(job.version, key)
-    }
-    let filters = |job: &TileJob<'a>, part: usize| part_filters(job, part, key);
-    let tile_error = |job: &TileJob<'_>, part: usize, e: tdb_tile::TileError| QueryError::Tile {
-        file: job.fetch.parts[part].1.clone(),
-        tile: job.fetch.key.2,
-        source: Box::new(e),
-    };
-    let location = |job: &TileJob<'_>, part: usize| {
-        format!("{} tile {}", job.fetch.parts[part].1, job.fetch.key.2)
-    };
-    // Parse every part's chunk headers (no decoding yet), and check what
-    // they promise against what the tile holds.
-    let mut parsed: Vec<Vec<Vec<FilteredChunk<'_>>>> = Vec::with_capacity(jobs.len());
-    for job in jobs {
-        let var = job
-            .field
-            .parts
-            .iter()
-            .position(|(p, _)| *p == DataPart::Var);
-        let offsets_inside = var.is_some_and(|v| filters(job, v).offsets_inside());
-        let mut parts = Vec::with_capacity(job.bytes.len());
-        for (part, b) in job.bytes.iter().enumerate() {
-            let chunks = filters(job, part)
-                .chunks(&location(job, part), b)
-                .map_err(|e| tile_error(job, part, e))?;
-            let promised = unfiltered_size(&chunks);
-            if let Some(holds) = part_size(job, part, offsets_inside).filter(|&n| n != promised) {
-                return Err(QueryError::corrupt(
-                    &job.fetch.parts[part].1,
-                    job.fetch.key.2,
-                    format!("its chunks promise {promised} bytes; the tile holds {holds}"),
-                ));
-            }
-            parts.push(chunks);
-        }
-        parsed.push(parts);
-    }
+    let parsed: Vec<Vec<PartJob<'a>>> = jobs
+        .iter()
+        .map(|job| parse_parts(job, key))
+        .collect::<Result<_>>()?;
     // A small piece decodes on the calling thread: handing its tiles to
     // the pool costs more than decoding them (a read under a small budget
     // is thousands of such pieces).
-    let bytes: usize = jobs.iter().flat_map(|j| j.bytes).map(|b| b.len()).sum();
+    let bytes = (jobs.iter().flat_map(|j| j.bytes)).fold(0usize, |n, b| n.saturating_add(b.len()));
     let threads = if bytes < crate::pool::SMALL_WORK {
         1
     } else {
@@ -408,52 +446,54 @@ pub(crate) fn decode_tiles<'a>(
     };
     // Runs: whole parts when there are enough of them for the pool,
     // otherwise cut so the pool gets about four runs per worker.
-    let target = threads.max(1) * 4;
+    let target = threads.max(1).saturating_mul(4);
     let part_count: usize = parsed.iter().map(Vec::len).sum();
-    let chunk_count: usize = parsed.iter().flatten().map(Vec::len).sum();
+    let chunk_count: usize = parsed.iter().flatten().map(|p| p.chunks.len()).sum();
     let run_len = if part_count >= target {
         usize::MAX
     } else {
         chunk_count.div_ceil(target).max(1)
     };
     let mut runs = Vec::new();
-    for (job, parts) in parsed.iter().enumerate() {
-        for (part, chunks) in parts.iter().enumerate() {
-            let used = used_chunks(&jobs[job], part, chunks);
+    for ((j, parts), job) in parsed.iter().enumerate().zip(jobs) {
+        for (p, part) in parts.iter().enumerate() {
+            let used = used_chunks(job, p, &part.chunks);
+            let is_used = |c: usize| used.get(c).copied().unwrap_or(true);
+            let n = part.chunks.len();
             let mut first = 0;
             loop {
-                let skip = !used.get(first).copied().unwrap_or(true);
-                let mut end = first + 1;
-                while end < chunks.len()
-                    && end - first < run_len
-                    && used.get(end).copied().unwrap_or(true) != skip
-                {
-                    end += 1;
-                }
-                let end = end.min(chunks.len());
+                // Up to `run_len` chunks, all used or all not.
+                let skip = !is_used(first);
+                let alike = (first.saturating_add(1)..n)
+                    .take(run_len.saturating_sub(1))
+                    .take_while(|&c| is_used(c) != skip)
+                    .count();
+                let end = first.saturating_add(alike).saturating_add(1).min(n);
                 runs.push(Run {
-                    job,
-                    part,
+                    job: j,
+                    part: p,
                     first,
-                    chunks: &chunks[first..end],
+                    chunks: part.chunks.get(first..end).unwrap_or_default(),
                     skip,
                 });
                 first = end;
-                if first >= chunks.len() {
+                if first >= n {
                     break;
                 }
             }
         }
     }
     let decoded = crate::pool::map_all(&runs, threads, Workspace::default, |ws, run| {
-        let job = &jobs[run.job];
-        let is_var = job.fetch.parts[run.part].0 == DataPart::Var;
+        let part = parsed
+            .get(run.job)
+            .and_then(|parts| parts.get(run.part))
+            .ok_or_else(|| QueryError::invalid("a run of no tile part"))?;
         let size = usize::try_from(unfiltered_size(run.chunks)).unwrap_or(0);
         // A part's first run's buffer becomes the part's: room for all of
         // it. (A kept buffer or none: `take` allocates nothing, whatever a
         // header claims.)
         let part_size = match run.first {
-            0 => usize::try_from(unfiltered_size(&parsed[run.job][run.part])).unwrap_or(0),
+            0 => usize::try_from(part.size).unwrap_or(0),
             _ => size,
         };
         let mut out = TileData {
@@ -464,16 +504,17 @@ pub(crate) fn decode_tiles<'a>(
             out.data.resize(size, 0);
             return Ok(out);
         }
-        filters(job, run.part)
+        let tile = jobs.get(run.job).map_or(0, |j| j.fetch.key.2);
+        part.filters
             .unfilter_into(
-                &location(job, run.part),
+                &part.location,
                 ws,
                 run.chunks,
                 run.first,
-                is_var,
+                part.kind == DataPart::Var,
                 &mut out,
             )
-            .map_err(|e| tile_error(job, run.part, e))?;
+            .map_err(|e| tile_error(part.path, tile, e))?;
         Ok(out)
     })?;
     // Join each part's runs in order (the first run's buffer becomes the
@@ -483,25 +524,28 @@ pub(crate) fn decode_tiles<'a>(
         .map(|parts| parts.iter().map(|_| None).collect())
         .collect();
     for (run, data) in runs.iter().zip(decoded) {
-        match &mut joined[run.job][run.part] {
-            slot @ None => *slot = Some(data),
+        let Some(slot) = joined.get_mut(run.job).and_then(|p| p.get_mut(run.part)) else {
+            continue;
+        };
+        match slot {
+            None => *slot = Some(data),
             Some(into) => {
                 let base = into.data.len() as u64;
                 into.data.extend_from_slice(&data.data);
-                into.offsets.extend(data.offsets.iter().map(|o| o + base));
+                into.offsets
+                    .extend(data.offsets.iter().map(|o| o.saturating_add(base)));
                 spare.keep(data.data);
             }
         }
     }
     jobs.iter()
         .zip(joined)
-        .map(|(job, parts)| {
-            let var = job
-                .fetch
-                .parts
+        .zip(&parsed)
+        .map(|((job, parts), parsed)| {
+            let offsets_inside = parsed
                 .iter()
-                .position(|(p, _, _)| *p == DataPart::Var);
-            let offsets_inside = var.is_some_and(|v| filters(job, v).offsets_inside());
+                .find(|p| p.kind == DataPart::Var)
+                .is_some_and(|p| p.filters.offsets_inside());
             finish_tile(job, parts.into_iter().flatten(), offsets_inside)
         })
         .collect()
@@ -512,8 +556,7 @@ pub(crate) fn decode_tiles<'a>(
 /// fixed and validity parts map chunks to cells (TileDB cuts them at whole
 /// cells); var-size data and pre-v5 zipped coordinates do not.
 fn used_chunks(job: &TileJob<'_>, part: usize, chunks: &[FilteredChunk<'_>]) -> Vec<bool> {
-    let pf = &job.field.parts[part].1;
-    let Some(needed) = job.needed else {
+    let (Some((_, pf)), Some(needed)) = (job.field.parts.get(part), job.needed) else {
         return Vec::new();
     };
     if pf.field_cell_size.is_none() || job.field.zipped.is_some() || pf.cell_size == 0 {
@@ -523,11 +566,15 @@ fn used_chunks(job: &TileJob<'_>, part: usize, chunks: &[FilteredChunk<'_>]) -> 
     let mut used = Vec::with_capacity(chunks.len());
     for c in chunks {
         let size = u64::from(c.unfiltered_size);
-        if size % pf.cell_size != 0 {
+        // `cell_size` is not 0 (checked above).
+        let (Some(0), Some(n)) = (
+            size.checked_rem(pf.cell_size),
+            size.checked_div(pf.cell_size),
+        ) else {
             // Not cut at a cell: cells cannot be mapped; decode it all.
             return Vec::new();
-        }
-        let end = cell + size / pf.cell_size;
+        };
+        let end = cell.saturating_add(n);
         let k = needed.partition_point(|&(_, e)| e <= cell);
         used.push(needed.get(k).is_some_and(|&(s, _)| s < end));
         cell = end;

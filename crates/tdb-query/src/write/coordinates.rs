@@ -1,6 +1,10 @@
 //! Writes given by coordinates: what imports (CSV, JSON, Arrow) hand over,
 //! every cell with its dimensions' values.
 
+// Not yet under the crate's no-panic lints (19 sites of cell, offset and
+// buffer arithmetic): to rewrite as the condition parser and the rest were.
+#![allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
+
 use super::WriteSpec;
 use crate::{FieldBuffer, QueryError, Result, ResultLayout, Subarray};
 use tdb_format::{ArrayType, Scalar};

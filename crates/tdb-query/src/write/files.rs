@@ -45,7 +45,7 @@ impl<'a> File<'a> {
 
     fn put(&mut self, tile: Vec<u8>) -> Result<()> {
         self.offsets.push(self.size);
-        self.size += tile.len() as u64;
+        self.size = self.size.saturating_add(tile.len() as u64);
         self.upload
             .put(Bytes::from(tile))
             .map_err(|source| QueryError::Storage {

@@ -11,6 +11,10 @@
 //! writes the fragment metadata and, last, the commit file; a writer
 //! dropped unfinished, or one that failed, leaves no file behind.
 
+// Not yet under the crate's no-panic lints (19 sites of cell, offset and
+// buffer arithmetic): to rewrite as the condition parser and the rest were.
+#![allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
+
 use super::arrange::{self, Arrangement};
 use super::files::FieldFiles;
 use super::input::{self, Input};
