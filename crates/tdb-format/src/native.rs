@@ -112,6 +112,10 @@ macro_rules! native_type {
             const MAX: Self = <$t>::MAX;
             #[inline(always)]
             fn read_le(bytes: &[u8]) -> Self {
+                // The common case, a whole value, is one load.
+                if let Some(le) = bytes.first_chunk::<{ std::mem::size_of::<$t>() }>() {
+                    return <$t>::from_le_bytes(*le);
+                }
                 let mut le = [0u8; std::mem::size_of::<$t>()];
                 for (d, s) in le.iter_mut().zip(bytes) {
                     *d = *s;
