@@ -3,10 +3,6 @@
 //! `int64`/`uint64`/`float64` that saturate on overflow, min/max compared
 //! as numbers or as bytes (strings), nulls counted apart.
 
-// Not yet under the crate's no-panic lints (6 sites of cell, offset and
-// buffer arithmetic): to rewrite as the condition parser and the rest were.
-#![allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
-
 use super::{AggregateOp, AggregateValue};
 use std::cmp::Ordering;
 use tdb_format::{Datatype, Scalar};
@@ -132,10 +128,10 @@ impl Accumulator {
     /// Folds in one cell (its bytes, and whether it is valid).
     pub fn add_cell(&mut self, bytes: &[u8], valid: bool) {
         if !valid {
-            self.nulls += 1;
+            self.nulls = self.nulls.saturating_add(1);
             return;
         }
-        self.count += 1;
+        self.count = self.count.saturating_add(1);
         if self.want_sum && !self.overflowed {
             if let Some(s) = Scalar::decode(self.kind.datatype, bytes) {
                 self.add_sum(Sum::of(s));
@@ -157,8 +153,8 @@ impl Accumulator {
         min_max: Option<(&[u8], &[u8])>,
     ) {
         let valid = cells.saturating_sub(nulls);
-        self.count += valid;
-        self.nulls += nulls;
+        self.count = self.count.saturating_add(valid);
+        self.nulls = self.nulls.saturating_add(nulls);
         if valid == 0 {
             return;
         }
@@ -177,8 +173,8 @@ impl Accumulator {
 
     /// Folds in another accumulator of the same field.
     pub fn merge(&mut self, other: &Accumulator) {
-        self.count += other.count;
-        self.nulls += other.nulls;
+        self.count = self.count.saturating_add(other.count);
+        self.nulls = self.nulls.saturating_add(other.nulls);
         if other.overflowed {
             self.overflowed = true;
         } else if self.want_sum && !self.overflowed && other.count > 0 {

@@ -5,13 +5,9 @@
 //! non-empty domain. Dense fragments keep no per-cell timestamps: inside
 //! the merged span, time travel after vacuuming sees the merge whole.
 
-// Not yet under the crate's no-panic lints (5 sites of cell, offset and
-// buffer arithmetic): to rewrite as the condition parser and the rest were.
-#![allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
-
 use super::unsupported;
 use crate::write::{FragmentWriter, WriteSpec, Written};
-use crate::{ReadSpec, Result, ResultLayout, Snapshot, Subarray, SyncRead};
+use crate::{QueryError, ReadSpec, Result, ResultLayout, Snapshot, Subarray, SyncRead};
 use tdb_index::NDRange;
 use tdb_schema::ArraySchema;
 use tdb_storage::Storage;
@@ -36,8 +32,13 @@ pub(super) fn merge_dense<S: Storage>(
             "dense fragments of arrays with a current domain (TileDB 2.30 fails on them too)",
         ));
     }
-    let first = &snapshot.fragments[chosen[0]].file.name;
-    let last = &snapshot.fragments[chosen[chosen.len() - 1]].file.name;
+    let name = |i: Option<&usize>| {
+        let f = snapshot.fragments.get(*i?)?;
+        Some(&f.file.name)
+    };
+    let (Some(first), Some(last)) = (name(chosen.first()), name(chosen.last())) else {
+        return Err(QueryError::invalid("a dense merge of no fragments"));
+    };
     let (read, spec) = dense_merge_specs(schema, union, (first.t1, last.t2), budget)?;
     // The chosen fragments as if they were the array's only ones.
     let only = snapshot.with_fragments(open.reading_view(open.directory.window.end), chosen);

@@ -4,10 +4,6 @@
 //! the fetches for them) without changing the reader, so the next can be
 //! planned and fetched while one is read.
 
-// Not yet under the crate's no-panic lints (10 sites of cell, offset and
-// buffer arithmetic): to rewrite as the condition parser and the rest were.
-#![allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
-
 use super::dense::{self, DenseFrag, Results};
 use super::fields::Kind;
 use super::plan::{self, FragPlan};
@@ -112,7 +108,9 @@ impl Reader {
     /// Bytes tile `t` of fragment `i` holds while read: every field part
     /// fetched (filtered) and unfiltered.
     pub(super) fn tile_bytes(&self, i: usize, t: u64) -> u64 {
-        let plan = &self.plans[i];
+        let Some(plan) = self.plans.get(i) else {
+            return 0;
+        };
         let cells = plan.cells(t, plan.tile_num());
         let meta = &plan.meta;
         let mut total = 0u64;
@@ -150,7 +148,8 @@ impl Reader {
         for (i, plan) in self.plans.iter().enumerate() {
             if plan.meta.footer.dense {
                 let tiles = plan::dense_tiles_touched(plan, p).unwrap_or(u64::MAX);
-                total = total.saturating_add(tiles.saturating_mul(self.tile_max[i]));
+                let tile_max = self.tile_max.get(i).copied().unwrap_or(u64::MAX);
+                total = total.saturating_add(tiles.saturating_mul(tile_max));
             } else {
                 let tile_num = plan.tile_num();
                 for t in piece.tiles(plan, self.ops.dims()) {
@@ -168,7 +167,8 @@ impl Reader {
                 .ok()
                 .and_then(|r| dense::slab_bound(schema, &r, self.spec.layout, frags))
                 .unwrap_or(u64::MAX);
-            total = total.saturating_add(slabs.saturating_mul(40 + 16 * dims));
+            let per_slab = dims.saturating_mul(16).saturating_add(40);
+            total = total.saturating_add(slabs.saturating_mul(per_slab));
         }
         total
     }
@@ -237,11 +237,14 @@ impl Reader {
         if schema.array_type == ArrayType::Dense {
             return Some(true);
         }
-        let o = &self.ops.dims()[0];
+        let Some(o) = self.ops.dims().first() else {
+            return Some(true);
+        };
         let ranges = sub.ranges(0);
-        let in_order = ranges
-            .windows(2)
-            .all(|w| o.cmp_values(w[0].bounds().1, w[1].bounds().0).is_lt());
+        let in_order = ranges.windows(2).all(|w| match w {
+            [a, b] => o.cmp_values(a.bounds().1, b.bounds().0).is_lt(),
+            _ => true,
+        });
         if in_order {
             // Range order is the coordinates' order.
             return Some(false);
@@ -401,7 +404,9 @@ impl Reader {
                     let answered = md
                         && plan::mbr_within(self.ops.dims(), mbr, &piece.sub)
                         && md_fields.iter().all(|(slot, ops)| {
-                            aggregate::tile_metadata(plan, &fields[*slot], *slot, ops, t).is_some()
+                            fields.get(*slot).is_some_and(|f| {
+                                aggregate::tile_metadata(plan, f, *slot, ops, t).is_some()
+                            })
                         });
                     if answered {
                         md_answered.push((i, t));
@@ -411,12 +416,17 @@ impl Reader {
                 piece
                     .tiles(plan, self.ops.dims())
                     .into_iter()
-                    .filter(|&t| !from_md(t, &plan.leaves()[t as usize]))
+                    .filter(|&t| match plan.leaves().get(t as usize) {
+                        Some(mbr) => !from_md(t, mbr),
+                        // No MBR to judge by: read the tile.
+                        None => true,
+                    })
                     .filter(|&t| {
                         skip.is_none_or(|c| {
                             c.may_match(&|f| {
-                                let slot = fields.iter().position(|x| x.name == f)?;
-                                plan.tile_min_max(slot, &fields[slot], t)
+                                let (slot, field) =
+                                    fields.iter().enumerate().find(|(_, x)| x.name == f)?;
+                                plan.tile_min_max(slot, field, t)
                             })
                         })
                     })
@@ -501,7 +511,7 @@ impl Reader {
         self.spare
             .keep_tiles(std::mem::replace(&mut self.tiles, kept).into_values());
         self.current = piece;
-        self.pieces_started += 1;
+        self.pieces_started = self.pieces_started.saturating_add(1);
         self.results = results;
         self.md_answered.extend(md_answered);
         for (plan, tiles) in self.plans.iter_mut().zip(tiles) {
