@@ -139,84 +139,21 @@ native_type!(i8 => I8, u8 => U8, i16 => I16, u16 => U16, i32 => I32, u32 => U32,
 #[macro_export]
 macro_rules! with_native {
     ($native:expr, $t:ident => $body:expr) => {
-        match $native {
-            $crate::Native::I8 => {
-                type $t = i8;
-                $body
-            }
-            $crate::Native::U8 => {
-                type $t = u8;
-                $body
-            }
-            $crate::Native::I16 => {
-                type $t = i16;
-                $body
-            }
-            $crate::Native::U16 => {
-                type $t = u16;
-                $body
-            }
-            $crate::Native::I32 => {
-                type $t = i32;
-                $body
-            }
-            $crate::Native::U32 => {
-                type $t = u32;
-                $body
-            }
-            $crate::Native::I64 => {
-                type $t = i64;
-                $body
-            }
-            $crate::Native::U64 => {
-                type $t = u64;
-                $body
-            }
-            $crate::Native::F32 => {
-                type $t = f32;
-                $body
-            }
-            $crate::Native::F64 => {
-                type $t = f64;
-                $body
-            }
-        }
+        $crate::with_native!(@match $native, $t, $body,
+            [I8 i8, U8 u8, I16 i16, U16 u16, I32 i32, U32 u32, I64 i64, U64 u64, F32 f32, F64 f64])
     };
     ($native:expr, int $t:ident => $body:expr, float => $float:expr) => {
+        $crate::with_native!(@match $native, $t, $body,
+            [I8 i8, U8 u8, I16 i16, U16 u16, I32 i32, U32 u32, I64 i64, U64 u64]
+            $crate::Native::F32 | $crate::Native::F64 => $float,)
+    };
+    (@match $native:expr, $t:ident, $body:expr, [$($v:ident $ty:ty),*] $($rest:tt)*) => {
         match $native {
-            $crate::Native::I8 => {
-                type $t = i8;
+            $($crate::Native::$v => {
+                type $t = $ty;
                 $body
-            }
-            $crate::Native::U8 => {
-                type $t = u8;
-                $body
-            }
-            $crate::Native::I16 => {
-                type $t = i16;
-                $body
-            }
-            $crate::Native::U16 => {
-                type $t = u16;
-                $body
-            }
-            $crate::Native::I32 => {
-                type $t = i32;
-                $body
-            }
-            $crate::Native::U32 => {
-                type $t = u32;
-                $body
-            }
-            $crate::Native::I64 => {
-                type $t = i64;
-                $body
-            }
-            $crate::Native::U64 => {
-                type $t = u64;
-                $body
-            }
-            $crate::Native::F32 | $crate::Native::F64 => $float,
+            })*
+            $($rest)*
         }
     };
 }
