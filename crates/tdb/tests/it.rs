@@ -21,6 +21,7 @@ mod group_metadata_consolidation;
 mod metadata_consolidation;
 mod object_store;
 mod parts;
+mod string_parts;
 mod tampering;
 mod tiledb_inputs;
 mod verify_written;

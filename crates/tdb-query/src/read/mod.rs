@@ -752,6 +752,7 @@ impl Reader {
                 &self.deletes,
                 self.condition.as_ref(),
                 self.spec.layout,
+                sparse::parts_dim(schema, &self.spec.subarray, &self.current.sub),
             )?;
         } else if self.plans.iter().any(|p| !p.meta.footer.dense) {
             let old = std::mem::take(&mut self.results);

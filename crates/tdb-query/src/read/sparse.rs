@@ -16,6 +16,7 @@ use crate::condition::{BoundCondition, BoundDelete};
 use crate::{QueryError, Result, ResultLayout, Subarray};
 use std::cmp::Ordering;
 use std::collections::HashMap;
+use tdb_format::Layout;
 use tdb_index::order::{cmp_coord_bytes, cmp_coords, sort_cells, CellOrder};
 use tdb_index::RangeOps;
 use tdb_schema::ArraySchema;
@@ -68,15 +69,19 @@ struct TileCheck<'r> {
     deletes: &'r [BoundDelete],
     condition: Option<&'r BoundCondition>,
     dim_slots: &'r [usize],
+    parts_dim: Option<usize>,
 }
 
 /// The cells of one tile a sparse read keeps: runs of adjacent cells
 /// (first, count), with per-cell timestamps each kept cell's, and where
-/// duplicates are not allowed whether each kept cell is deleted.
+/// duplicates are not allowed whether each kept cell is deleted; where
+/// a part's first cell decided (`tiledb_string_parts`), how many ranges
+/// of that dimension each kept cell counts as in.
 struct KeptCells {
     runs: Vec<(u32, u32)>,
     stamps: Option<Vec<u64>>,
     deleted: Option<Vec<bool>>,
+    range_hits: Option<Vec<u32>>,
 }
 
 impl TileCheck<'_> {
@@ -99,6 +104,10 @@ impl TileCheck<'_> {
         let frag_ts = plan.file.name.t1;
         let tc = tile_columns(fields, tiles, fi, t, n);
         let mut mask = vec![true; n];
+        // Per cell, how many ranges of `parts_dim` TileDB found it in when
+        // a part's first cell decided for it (`u32::MAX`: its own value
+        // decides); see `tiledb_string_parts`.
+        let mut stand_in: Option<Vec<u32>> = None;
         // Subarray: per cell only in tiles it holds in part.
         let inside = plan
             .leaves()
@@ -113,8 +122,26 @@ impl TileCheck<'_> {
                 continue;
             };
             if !o.retain_within(r, col.fixed, &mut mask) {
+                let parts = match Some(d) == self.parts_dim {
+                    true => tiledb_string_parts(n),
+                    false => Vec::new(),
+                };
+                // A part whose ends agree: its first cell decides for all.
+                for part in parts {
+                    let first = col.cell(part.start);
+                    if !strncmp_equal(first, col.cell(part.end - 1)) {
+                        continue;
+                    }
+                    let count = r.iter().filter(|r| o.contains(r, first)).count();
+                    let hits = stand_in.get_or_insert_with(|| vec![u32::MAX; n]);
+                    for (m, h) in mask[part.clone()].iter_mut().zip(&mut hits[part]) {
+                        *m &= count > 0;
+                        *h = count as u32;
+                    }
+                }
+                // Every other cell by its own value.
                 for (i, m) in mask.iter_mut().enumerate() {
-                    if *m {
+                    if *m && stand_in.as_ref().is_none_or(|h| h[i] == u32::MAX) {
                         let v = col.cell(i);
                         *m = r.iter().any(|r| o.contains(r, v));
                     }
@@ -192,12 +219,72 @@ impl TileCheck<'_> {
         });
         let deleted = (!self.schema.allows_dups && deleted.contains(&true))
             .then(|| kept().map(|i| deleted[i]).collect());
+        let range_hits = stand_in.map(|h| kept().map(|i| h[i]).collect());
         Ok(KeptCells {
             runs,
             stamps,
             deleted,
+            range_hits,
         })
     }
+}
+
+/// The dimension whose string ranges a piece tests as TileDB 2.30 does
+/// (see [`tiledb_string_parts`]): the one a sparse tile's cell order sorts
+/// first (row-major cells: the first, col-major: the last), if it is a
+/// string dimension of an array of several, and the query gives it ranges
+/// that the piece holds as given. (With one dimension a tile is sorted
+/// and the rule changes nothing.) A piece cut along it reads its cells
+/// by their own values: the cells TileDB's rule lets in lie outside every
+/// range, in no piece (docs/compatibility.md).
+pub(crate) fn parts_dim(schema: &ArraySchema, query: &Subarray, piece: &Subarray) -> Option<usize> {
+    let dims = &schema.domain.dimensions;
+    let d = match schema.cell_order {
+        _ if dims.len() < 2 => return None,
+        Layout::RowMajor => 0,
+        Layout::ColMajor => dims.len() - 1,
+        _ => return None,
+    };
+    let given = query.ranges(d);
+    (dims.get(d)?.is_var() && !given.is_empty() && piece.ranges(d) == given).then_some(d)
+}
+
+/// The parts in which TileDB 2.30 tests a tile's `n` cells against the
+/// string ranges of the dimension its cell order sorts first:
+/// a tile of at least 12 cells is cut into six parts (the last takes the
+/// remainder), and a part whose first and last strings are equal takes
+/// the first's verdict for all its cells
+/// (`ResultTile::compute_results_sparse<char>` and its counting twin).
+/// That assumes the dimension sorted across the tile, true within one
+/// space tile; a data tile spanning several keeps or drops the cells
+/// between on the first's verdict, inside the ranges or not. TileDB's
+/// answers are the reference, so tdb decides as TileDB's row- and
+/// col-major reads do (and its global-order and unordered ones whenever
+/// a read has at least as many tiles as TileDB threads: with fewer, each
+/// thread takes a share of a tile and cuts that into six). None for
+/// smaller tiles: each cell on its own.
+fn tiledb_string_parts(n: usize) -> Vec<std::ops::Range<usize>> {
+    const PARTS: usize = 6;
+    let size = n / PARTS;
+    if size < 2 {
+        return Vec::new();
+    }
+    (0..PARTS)
+        .map(|p| {
+            let start = p * size;
+            let end = if p == PARTS - 1 { n } else { start + size };
+            start..end
+        })
+        .collect()
+}
+
+/// Equal as TileDB finds two strings equal there: the same length, and
+/// `strncmp` (which stops at a NUL) finding no difference.
+fn strncmp_equal(a: &[u8], b: &[u8]) -> bool {
+    fn upto_nul(s: &[u8]) -> &[u8] {
+        s.split(|&c| c == 0).next().unwrap_or(s)
+    }
+    a.len() == b.len() && upto_nul(a) == upto_nul(b)
 }
 
 /// The sparse result: cells of candidate tiles inside the subarray and the
@@ -215,6 +302,7 @@ pub(crate) fn sparse_cells(
     deletes: &[BoundDelete],
     condition: Option<&BoundCondition>,
     layout: ResultLayout,
+    parts_dim: Option<usize>,
 ) -> Result<Results> {
     let dims = &schema.domain.dimensions;
     // Unordered reads with duplicates keep cells in the order found: each
@@ -248,6 +336,7 @@ pub(crate) fn sparse_cells(
         deletes,
         condition,
         dim_slots: &dim_slots,
+        parts_dim,
     };
     // Few candidate cells are checked on the calling thread (see
     // `pool::SMALL_WORK`; a cell's check reads a few bytes of each field).
@@ -264,6 +353,8 @@ pub(crate) fn sparse_cells(
     let mut stamps: Vec<u64> = Vec::new();
     // Per candidate, whether it is deleted (duplicates not allowed).
     let mut gone: Vec<bool> = Vec::new();
+    // Per candidate (where a tile had them), `KeptCells::range_hits`.
+    let mut hits: Vec<u32> = Vec::new();
     for (&(fi, t), kept) in jobs.iter().zip(kept) {
         let frag_ts = plans[fi].file.name.t1;
         let mut at = 0;
@@ -279,6 +370,10 @@ pub(crate) fn sparse_cells(
                 continue;
             }
             for cell in start..start + len {
+                if let Some(h) = &kept.range_hits {
+                    hits.resize(refs.len(), u32::MAX);
+                    hits.push(h[at]);
+                }
                 refs.push(CellRef {
                     frag: fi as u32,
                     cell,
@@ -397,7 +492,10 @@ pub(crate) fn sparse_cells(
                 if r.is_empty() {
                     continue;
                 }
-                times *= r.iter().filter(|r| o.contains(r, at(i, d))).count();
+                times *= match hits.get(i) {
+                    Some(&h) if h != u32::MAX && Some(d) == parts_dim => h as usize,
+                    _ => r.iter().filter(|r| o.contains(r, at(i, d))).count(),
+                };
             }
             out.extend(std::iter::repeat_n(refs[i], times));
         }
