@@ -50,15 +50,23 @@ impl ResultLayout {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Subarray {
     ranges: Vec<Vec<Range>>,
+    /// The highest dimension given a range past [`Subarray::MAX_DIMS`]:
+    /// kept to be refused by the check, not made slots for.
+    beyond: Option<usize>,
 }
 
 impl Subarray {
     /// A subarray over `dims` dimensions, each read whole.
     pub fn new(dims: usize) -> Self {
         Subarray {
-            ranges: vec![Vec::new(); dims],
+            ranges: vec![Vec::new(); dims.min(Self::MAX_DIMS)],
+            beyond: dims.checked_sub(1).filter(|&d| d >= Self::MAX_DIMS),
         }
     }
+
+    /// Dimensions a subarray makes slots for; a range given past them is
+    /// refused when the read checks the subarray, without allocating.
+    pub const MAX_DIMS: usize = 4096;
 
     /// Adds a range to dimension `dim` (ranges of a dimension are read in
     /// the order given).
@@ -77,11 +85,15 @@ impl Subarray {
         self
     }
 
-    /// Dimension `dim`'s ranges, slots made up to it.
+    /// Dimension `dim`'s ranges, slots made up to it (none past
+    /// [`Subarray::MAX_DIMS`]: `dim` is remembered for the check).
     fn slot(&mut self, dim: usize) -> Option<&mut Vec<Range>> {
-        let slots = dim.saturating_add(1);
-        if self.ranges.len() < slots {
-            self.ranges.resize(slots, Vec::new());
+        if dim >= Self::MAX_DIMS {
+            self.beyond = self.beyond.max(Some(dim));
+            return None;
+        }
+        if self.ranges.len() <= dim {
+            self.ranges.resize(dim.saturating_add(1), Vec::new());
         }
         self.ranges.get_mut(dim)
     }
@@ -91,9 +103,11 @@ impl Subarray {
         self.ranges.get(dim).map_or(&[], Vec::as_slice)
     }
 
-    /// The number of dimensions with a slot (ranged or not).
+    /// The number of dimensions with a slot (ranged or not), or that were
+    /// given a range.
     pub fn dim_num(&self) -> usize {
-        self.ranges.len()
+        self.beyond
+            .map_or(self.ranges.len(), |d| d.saturating_add(1))
     }
 
     /// Checks every range against `schema` (whose dimensions `ops`
@@ -110,9 +124,10 @@ impl Subarray {
         whole_tiles: bool,
     ) -> Result<()> {
         let dims = schema.domain.dimensions.len();
-        if self.dim_num() > dims {
+        let last = self.beyond.or(self.ranges.len().checked_sub(1));
+        if let Some(last) = last.filter(|&d| d >= dims) {
             return Err(QueryError::Subarray {
-                dim: format!("#{}", self.dim_num().saturating_sub(1)),
+                dim: format!("#{last}"),
                 reason: format!("the array has {dims} dimensions"),
             });
         }

@@ -65,6 +65,32 @@ fn subarrays_outside_the_domain_or_reversed_are_refused() {
     }
 }
 
+/// A range on a dimension the array lacks is refused by name, however far
+/// past the last it lies: no slot is made for each dimension up to it.
+#[test]
+fn ranges_on_dimensions_past_the_last_are_refused_without_slots_up_to_them() {
+    let range = || Range::from_bounds(&1i32.to_le_bytes(), &2i32.to_le_bytes(), false);
+    for dim in [2, 4095, 4096, usize::MAX] {
+        let mut sub = Subarray::new(1);
+        sub.add_range(dim, range());
+        assert_eq!(sub.dim_num(), dim.saturating_add(1));
+        let msg = error(
+            "sparse_2d_int",
+            ReadSpec::new(Vec::<String>::new()).with_subarray(sub),
+        );
+        let want = format!(
+            "subarray on dimension `#{}`: the array has 2 dimensions",
+            dim
+        );
+        assert!(msg.contains(&want), "{dim}: {msg}");
+    }
+    let msg = error(
+        "sparse_2d_int",
+        ReadSpec::new(Vec::<String>::new()).with_subarray(Subarray::new(usize::MAX)),
+    );
+    assert!(msg.contains("the array has 2 dimensions"), "{msg}");
+}
+
 #[test]
 fn unknown_fields_and_ill_typed_conditions_are_refused() {
     let msg = error("sparse_2d_int", ReadSpec::new(["x", "nope"]));
