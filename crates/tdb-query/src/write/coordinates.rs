@@ -1,10 +1,6 @@
 //! Writes given by coordinates: what imports (CSV, JSON, Arrow) hand over,
 //! every cell with its dimensions' values.
 
-// Not yet under the crate's no-panic lints (19 sites of cell, offset and
-// buffer arithmetic): to rewrite as the condition parser and the rest were.
-#![allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
-
 use super::WriteSpec;
 use crate::{FieldBuffer, QueryError, Result, ResultLayout, Subarray};
 use tdb_format::{ArrayType, Scalar};
@@ -29,10 +25,10 @@ impl WriteSpec {
             .into_iter()
             .partition(|f| schema.dimension(&f.name).is_some());
         let rows = coords.first().map_or(0, |c| c.column().len());
-        let mut lo = vec![i128::MAX; dims.len()];
-        let mut hi = vec![i128::MIN; dims.len()];
-        let mut points = Vec::with_capacity(dims.len());
-        for (i, d) in dims.iter().enumerate() {
+        // Per dimension: every cell's coordinate and their least and
+        // greatest.
+        let mut axes: Vec<(i128, i128, Vec<i128>)> = Vec::with_capacity(dims.len());
+        for d in dims {
             let c = coords.iter().find(|c| c.name == d.name).ok_or_else(|| {
                 invalid(
                     &d.name,
@@ -56,37 +52,54 @@ impl WriteSpec {
                     )),
                 })
                 .collect::<Result<_>>()?;
-            for &v in &values {
-                lo[i] = lo[i].min(v);
-                hi[i] = hi[i].max(v);
-            }
-            points.push(values);
+            let lo = values.iter().copied().min().unwrap_or(0);
+            let hi = values.iter().copied().max().unwrap_or(0);
+            axes.push((lo, hi, values));
         }
-        // Row-major positions in the box; the box must hold exactly the cells.
-        let mut volume: u128 = 1;
-        for i in 0..dims.len() {
-            volume = volume.saturating_mul((hi[i] - lo[i] + 1).max(0) as u128);
-        }
+        // The box's extent along each dimension (coordinates are 64-bit, so
+        // these fit), and the cells it holds.
+        let extents: Vec<u128> = axes
+            .iter()
+            .map(|(lo, hi, _)| {
+                hi.checked_sub(*lo)
+                    .and_then(|x| u128::try_from(x).ok())
+                    .map_or(u128::MAX, |x| x.saturating_add(1))
+            })
+            .collect();
+        let volume = extents.iter().fold(1u128, |v, &e| v.saturating_mul(e));
         if rows == 0 || volume != rows as u128 {
             return Err(QueryError::Invalid(format!(
                 "{rows} cells do not fill the box their coordinates span ({volume} cells): \
                  a dense write covers one whole box, each cell once"
             )));
         }
+        // Row-major positions in the box: below `rows`, as the box holds
+        // exactly that many cells.
+        let position = |r: usize| -> Option<usize> {
+            axes.iter()
+                .zip(&extents)
+                .try_fold(0usize, |at, ((lo, _, values), &e)| {
+                    let offset = usize::try_from(values.get(r)?.checked_sub(*lo)?).ok()?;
+                    at.checked_mul(usize::try_from(e).ok()?)?
+                        .checked_add(offset)
+                })
+        };
         let mut slot = vec![usize::MAX; rows];
         for r in 0..rows {
-            let mut at = 0usize;
-            for i in 0..dims.len() {
-                at = at * (hi[i] - lo[i] + 1) as usize + (points[i][r] - lo[i]) as usize;
-            }
-            if slot[at] != usize::MAX {
-                let cell: Vec<String> = points.iter().map(|p| p[r].to_string()).collect();
+            let taken = position(r).and_then(|at| slot.get_mut(at)).ok_or_else(|| {
+                QueryError::invalid(format!("cell {r}: outside the box its coordinates span"))
+            })?;
+            if *taken != usize::MAX {
+                let cell: Vec<String> = axes
+                    .iter()
+                    .filter_map(|(_, _, values)| values.get(r).map(i128::to_string))
+                    .collect();
                 return Err(QueryError::Invalid(format!(
                     "cell ({}) is given twice",
                     cell.join(", ")
                 )));
             }
-            slot[at] = r;
+            *taken = r;
         }
         let arranged = attrs
             .iter()
@@ -107,9 +120,12 @@ impl WriteSpec {
             })
             .collect::<Result<Vec<_>>>()?;
         let mut subarray = Subarray::new(dims.len());
-        for (i, d) in dims.iter().enumerate() {
+        for (i, (d, (lo, hi, _))) in dims.iter().zip(&axes).enumerate() {
             let size = d.datatype.size() as usize;
-            let (l, h) = (&lo[i].to_le_bytes()[..size], &hi[i].to_le_bytes()[..size]);
+            let (lo, hi) = (lo.to_le_bytes(), hi.to_le_bytes());
+            let (Some(l), Some(h)) = (lo.get(..size), hi.get(..size)) else {
+                return Err(invalid(&d.name, "not an integer dimension".into()));
+            };
             subarray.add_range(i, Range::from_bounds(l, h, false));
         }
         Ok(WriteSpec::new(arranged)
