@@ -4,10 +4,6 @@
 //! TileDB's writer filters it, on one bounded pool, and uploaded in order
 //! as they are done.
 
-// Not yet under the crate's no-panic lints (10 sites of cell, offset and
-// buffer arithmetic): to rewrite as the condition parser and the rest were.
-#![allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
-
 use super::arrange::Arrangement;
 use super::files::{Built, FieldFiles};
 use super::input::InField;
@@ -72,26 +68,28 @@ pub(crate) fn field_tiles(
         sources.sources(t, scratch)?;
         let mut b = Built::default();
         let cells = scratch.len();
-        let mut fixed = Vec::with_capacity(cells * field.cell_size().unwrap_or(8));
+        let mut fixed = Vec::with_capacity(cells.saturating_mul(field.cell_size().unwrap_or(8)));
         let mut offsets: Vec<u64> = Vec::new();
         let mut var_data = Vec::new();
         let mut validity = Vec::new();
         // Fixed cells of a non-nullable field: runs of consecutive input
         // cells are copied whole.
         let runs = !var && !nullable && field.cell_size().is_some();
-        let mut k = 0;
-        while runs && k < scratch.len() {
-            let s = scratch[k];
-            let mut end = k + 1;
-            if s != FILL {
-                while end < scratch.len() && scratch[end] == s + (end - k) {
-                    end += 1;
-                }
-                push_cells(&mut fixed, field.cells(s, end - k));
-            } else {
+        let mut rest = scratch.as_slice();
+        while let Some((&s, tail)) = rest.split_first().filter(|_| runs) {
+            if s == FILL {
                 fixed.extend_from_slice(&fill);
+                rest = tail;
+                continue;
             }
-            k = end;
+            let next = tail
+                .iter()
+                .zip(1..)
+                .take_while(|&(&x, i)| s.checked_add(i) == Some(x))
+                .count();
+            let len = next.saturating_add(1);
+            push_cells(&mut fixed, field.cells(s, len));
+            rest = rest.get(len..).unwrap_or_default();
         }
         for &s in scratch.iter().filter(|_| !runs) {
             let (cell, valid) = if s == FILL {
@@ -116,7 +114,7 @@ pub(crate) fn field_tiles(
             nullable.then_some(validity.as_slice()),
             order.as_deref(),
         );
-        let tile = first_tile + t;
+        let tile = first_tile.saturating_add(t);
         let location = |p: DataPart| format!("{fragment}/{}: tile {tile}", data_field.file_name(p));
         let tile_err = |p: DataPart, e: tdb_tile::TileError| QueryError::Tile {
             file: format!("{fragment}/{}", data_field.file_name(p)),
@@ -174,7 +172,7 @@ pub(crate) fn field_tiles(
     crate::pool::map_ordered(
         usize::try_from(tile_num).unwrap_or(usize::MAX),
         threads,
-        threads * 4,
+        threads.saturating_mul(4),
         Default::default,
         |state, t| build(t as u64, state),
         |_, b| files.push(b),
@@ -193,7 +191,7 @@ fn push_cells(out: &mut Vec<u8>, bytes: &[u8]) {
         }
     }
     match bytes.len() {
-        1 => out.push(bytes[0]),
+        1 => fixed::<1>(out, bytes),
         2 => fixed::<2>(out, bytes),
         4 => fixed::<4>(out, bytes),
         8 => fixed::<8>(out, bytes),
