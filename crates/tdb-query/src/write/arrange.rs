@@ -3,10 +3,6 @@
 //! global order and cut every `capacity` cells, or cells already in the
 //! global order cut as they come.
 
-// Not yet under the crate's no-panic lints (10 sites of cell, offset and
-// buffer arithmetic): to rewrite as the condition parser and the rest were.
-#![allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
-
 use super::input::Input;
 use crate::{QueryError, Result, ResultLayout, Subarray};
 use tdb_index::dense::{InputOrder, WriteGrid};
@@ -148,7 +144,7 @@ impl Arrangement {
             .map(|d| input.dim(d).copied())
             .collect::<Option<Vec<_>>>()
             .ok_or_else(|| QueryError::invalid("a sparse write without coordinates"))?;
-        let coord = |i: usize, d: usize| dims[d].cell(i);
+        let coord = |i: usize, d: usize| dims.get(d).map_or(&[][..], |f| f.cell(i));
         let kind = CellOrder::Global {
             tile_order: schema.tile_order,
             cell_order: schema.cell_order,
@@ -171,8 +167,9 @@ impl Arrangement {
         // coordinate's versions, as consolidation with timestamps keeps
         // them), in the order given.
         if !schema.allows_dups && !input.has_timestamps() {
-            if let Some(w) = order.windows(2).find(|w| bytes(w[0], w[1]).is_eq()) {
-                return Err(duplicate(schema, input, w[0], w[1]));
+            let mut pairs = order.iter().zip(order.iter().skip(1));
+            if let Some((&a, &b)) = pairs.find(|&(&a, &b)| bytes(a, b).is_eq()) {
+                return Err(duplicate(schema, input, a, b));
             }
         }
         let capacity = usize::try_from(schema.capacity.max(1)).unwrap_or(usize::MAX);
@@ -196,7 +193,12 @@ impl Arrangement {
                 start,
                 end,
                 tile_cells,
-            } => (end - start).div_ceil(*tile_cells) as u64,
+            } => {
+                let cells = end.saturating_sub(*start);
+                let whole = cells.checked_div(*tile_cells).unwrap_or(0);
+                let part = cells.checked_rem(*tile_cells).is_some_and(|r| r != 0);
+                whole.saturating_add(usize::from(part)) as u64
+            }
         }
     }
 
@@ -218,7 +220,7 @@ impl Arrangement {
             } => {
                 let a = (t as usize).saturating_mul(*capacity).min(order.len());
                 let b = a.saturating_add(*capacity).min(order.len());
-                take(&mut order[a..b].iter().copied());
+                take(&mut order.get(a..b).unwrap_or_default().iter().copied());
             }
             Arrangement::Run {
                 start,
@@ -250,10 +252,10 @@ impl Arrangement {
     /// Cells in the last tile as TileDB's footer stores them: a dense
     /// tile's whole extent, a sparse fragment's last tile's cells.
     pub(crate) fn last_tile_cell_num(&self) -> u64 {
-        let last = |cells: usize, per: usize| match cells % per {
-            0 if cells == 0 => 0,
-            0 => per as u64,
-            r => r as u64,
+        let last = |cells: usize, per: usize| match cells.checked_rem(per) {
+            None | Some(0) if cells == 0 => 0,
+            Some(0) => per as u64,
+            r => r.unwrap_or(0) as u64,
         };
         match self {
             Arrangement::Dense { grid } => grid.tile_cells() as u64,
@@ -264,7 +266,7 @@ impl Arrangement {
                 start,
                 end,
                 tile_cells,
-            } => last(end - start, *tile_cells),
+            } => last(end.saturating_sub(*start), *tile_cells),
         }
     }
 }
@@ -273,10 +275,12 @@ impl Arrangement {
 /// allows no duplicates.
 pub(crate) fn duplicate(schema: &ArraySchema, input: &Input<'_>, a: usize, b: usize) -> QueryError {
     let dims = &schema.domain.dimensions;
-    let at: Vec<String> = (0..dims.len())
-        .filter_map(|d| {
+    let at: Vec<String> = dims
+        .iter()
+        .enumerate()
+        .filter_map(|(d, dim)| {
             let v = input.dim(d)?.cell(b);
-            Some(crate::spec::show_value(dims[d].datatype, v))
+            Some(crate::spec::show_value(dim.datatype, v))
         })
         .collect();
     QueryError::bad_input(

@@ -3,10 +3,6 @@
 //! cells in each, offsets increasing and inside the data, validity exactly
 //! for nullable fields, coordinates inside the domain.
 
-// Not yet under the crate's no-panic lints (12 sites of cell, offset and
-// buffer arithmetic): to rewrite as the condition parser and the rest were.
-#![allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
-
 use crate::batch::FieldBuffer;
 use crate::column::{cell_size, Column, VAR_NUM};
 use crate::spec::show_value;
@@ -35,7 +31,11 @@ impl<'a> InField<'a> {
     /// checked them against the cell count).
     pub fn cells(&self, i: usize, n: usize) -> &'a [u8] {
         let size = self.col.cell_size();
-        &self.col.fixed[i * size..(i + n) * size]
+        let (start, end) = (
+            i.saturating_mul(size),
+            i.saturating_add(n).saturating_mul(size),
+        );
+        self.col.fixed.get(start..end).unwrap_or_default()
     }
 
     /// Cell `i`'s validity byte (1 for non-nullable fields).
@@ -76,29 +76,33 @@ pub(crate) fn check<'a>(schema: &ArraySchema, buffers: &'a [FieldBuffer]) -> Res
     let mut fields: Vec<InField<'a>> = Vec::new();
     for buf in buffers {
         let name = buf.name.as_str();
-        let (field, datatype, cell_val_num, nullable) =
-            if let Some(i) = schema.attributes.iter().position(|a| a.name == name) {
-                let a = &schema.attributes[i];
-                (Field::Attribute(i), a.datatype, a.cell_val_num, a.nullable)
-            } else if let Some(i) = schema.domain.dimensions.iter().position(|d| d.name == name) {
-                if dense {
-                    return Err(QueryError::bad_input(
-                        name,
-                        "a dense write takes no coordinates: give the subarray instead",
-                    ));
-                }
-                let d = &schema.domain.dimensions[i];
-                (Field::Dimension(i), d.datatype, d.cell_val_num, false)
-            } else if let Some(f) = Field::per_cell(name).filter(|_| !dense) {
-                // Per-cell timestamps and delete metadata, as fragments
-                // consolidated with timestamps and deletes keep them.
-                (f, Datatype::UInt64, 1, false)
-            } else {
-                return Err(QueryError::UnknownField {
-                    name: name.to_owned(),
-                    known: schema.field_names(),
-                });
-            };
+        let (field, datatype, cell_val_num, nullable) = if let Some((i, a)) = schema
+            .attributes
+            .iter()
+            .enumerate()
+            .find(|(_, a)| a.name == name)
+        {
+            (Field::Attribute(i), a.datatype, a.cell_val_num, a.nullable)
+        } else if let Some((i, d)) =
+            (schema.domain.dimensions.iter().enumerate()).find(|(_, d)| d.name == name)
+        {
+            if dense {
+                return Err(QueryError::bad_input(
+                    name,
+                    "a dense write takes no coordinates: give the subarray instead",
+                ));
+            }
+            (Field::Dimension(i), d.datatype, d.cell_val_num, false)
+        } else if let Some(f) = Field::per_cell(name).filter(|_| !dense) {
+            // Per-cell timestamps and delete metadata, as fragments
+            // consolidated with timestamps and deletes keep them.
+            (f, Datatype::UInt64, 1, false)
+        } else {
+            return Err(QueryError::UnknownField {
+                name: name.to_owned(),
+                known: schema.field_names(),
+            });
+        };
         if fields.iter().any(|f| f.field == field) {
             return Err(QueryError::bad_input(name, "given twice"));
         }
@@ -132,18 +136,18 @@ pub(crate) fn check<'a>(schema: &ArraySchema, buffers: &'a [FieldBuffer]) -> Res
         }
         let cells = match (cell_size, &buf.offsets) {
             (Some(0), _) => return Err(QueryError::bad_input(name, "cells of zero bytes")),
-            (Some(n), None) => {
-                if buf.data.len() % n != 0 {
+            (Some(n), None) => match buf.data.len().checked_rem(n) {
+                Some(0) => buf.data.len().checked_div(n).unwrap_or(0),
+                _ => {
                     return Err(QueryError::bad_input(
                         name,
                         format!(
                             "{} bytes is not a whole number of {n}-byte cells",
                             buf.data.len()
                         ),
-                    ));
+                    ))
                 }
-                buf.data.len() / n
-            }
+            },
             (Some(_), Some(_)) => {
                 return Err(QueryError::bad_input(
                     name,
@@ -201,7 +205,7 @@ pub(crate) fn check<'a>(schema: &ArraySchema, buffers: &'a [FieldBuffer]) -> Res
             format!(
                 "{} cells, but `{}` has {cells}: every field needs the same number",
                 counts(f),
-                fields[0].buf.name
+                fields.first().map_or("", |f| f.buf.name.as_str())
             ),
         ));
     }
@@ -223,14 +227,18 @@ fn shown(cell_val_num: u32) -> String {
 /// TileDB's rule: offsets never decrease and stay inside the data; every
 /// var cell is a whole number of values.
 fn check_offsets(name: &str, offsets: &[u64], data_len: u64, value_size: u64) -> Result<()> {
+    // Whether `bytes` (from `from` to `to`) are not whole values.
+    let partial = |from: u64, to: u64| {
+        value_size > 1 && to.saturating_sub(from).checked_rem(value_size) != Some(0)
+    };
     let mut prev = 0u64;
     for (i, &o) in offsets.iter().enumerate() {
+        let before = i.saturating_sub(1);
         if o < prev {
             return Err(QueryError::bad_input(
                 name,
                 format!(
-                    "offset {i} ({o}) is below offset {} ({prev}): offsets must not decrease",
-                    i - 1
+                    "offset {i} ({o}) is below offset {before} ({prev}): offsets must not decrease"
                 ),
             ));
         }
@@ -240,18 +248,15 @@ fn check_offsets(name: &str, offsets: &[u64], data_len: u64, value_size: u64) ->
                 format!("offset {i} ({o}) is beyond the {data_len} data bytes"),
             ));
         }
-        if i > 0 && value_size > 1 && (o - prev) % value_size != 0 {
+        if i > 0 && partial(prev, o) {
             return Err(QueryError::bad_input(
                 name,
-                format!(
-                    "cell {} is not a whole number of {value_size}-byte values",
-                    i - 1
-                ),
+                format!("cell {before} is not a whole number of {value_size}-byte values"),
             ));
         }
         prev = o;
     }
-    if value_size > 1 && !offsets.is_empty() && (data_len - prev) % value_size != 0 {
+    if !offsets.is_empty() && partial(prev, data_len) {
         return Err(QueryError::bad_input(
             name,
             "the last cell is not a whole number of values",
@@ -291,4 +296,36 @@ fn check_coordinates(schema: &ArraySchema, input: &Input<'_>) -> Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check_offsets;
+
+    fn refused(offsets: &[u64], data_len: u64, value_size: u64) -> String {
+        check_offsets("v", offsets, data_len, value_size)
+            .unwrap_err()
+            .to_string()
+    }
+
+    #[test]
+    fn offsets_must_rise_stay_inside_and_cut_whole_values() {
+        assert!(check_offsets("v", &[], 0, 4).is_ok());
+        assert!(check_offsets("v", &[0, 0, 8, 12], 16, 4).is_ok());
+        assert!(check_offsets("v", &[0, 3, 3], 5, 1).is_ok());
+        let e = refused(&[0, 8, 4], 16, 4);
+        assert!(e.contains("offset 2 (4) is below offset 1 (8)"), "{e}");
+        let e = refused(&[0, 20], 16, 4);
+        assert!(
+            e.contains("offset 1 (20) is beyond the 16 data bytes"),
+            "{e}"
+        );
+        let e = refused(&[0, 6], 16, 4);
+        assert!(
+            e.contains("cell 0 is not a whole number of 4-byte values"),
+            "{e}"
+        );
+        let e = refused(&[0, 8], 18, 4);
+        assert!(e.contains("the last cell is not a whole number"), "{e}");
+    }
 }
