@@ -10,10 +10,6 @@
 //! earlier one kept unless a later one is over 25% smaller. No run of at
 //! least `min_frags` fragments: nothing to do.
 
-// Not yet under the crate's no-panic lints (16 sites of cell, offset and
-// buffer arithmetic): to rewrite as the condition parser and the rest were.
-#![allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
-
 use crate::{QueryError, Result};
 use tdb_index::{DomainOps, NDRange};
 use tdb_schema::Domain;
@@ -117,14 +113,17 @@ impl DenseRules<'_> {
         {
             return false;
         }
-        if all[..start]
+        let (earlier, run) = (all.get(..start), all.get(start..=end));
+        if earlier
+            .unwrap_or_default()
             .iter()
             .any(|c| ops.overlaps(union, &c.non_empty))
         {
             return false;
         }
         let union_cells = tdb_index::dense::cell_count(self.domain, union).unwrap_or(u64::MAX);
-        let held = all[start..=end]
+        let held = run
+            .unwrap_or_default()
             .iter()
             .fold(0u64, |acc, c| acc.saturating_add(c.cells));
         union_cells as f64 / held as f64 <= f64::from(amplification)
@@ -147,28 +146,29 @@ pub(crate) fn choose(
     let mut sizes: Vec<Vec<Option<u64>>> = Vec::with_capacity(max);
     let mut unions: Vec<NDRange> = Vec::new();
     for i in 0..max {
+        let shorter = i.checked_sub(1).and_then(|p| sizes.get(p));
         let row: Vec<Option<u64>> = (0..n)
             .map(|j| {
-                if i == 0 {
-                    return Some(candidates[j].size);
-                }
-                if i + j >= n {
-                    return None;
-                }
-                let (a, b) = (candidates[i + j - 1].size, candidates[i + j].size);
-                let mut ratio = a as f32 / b as f32;
+                // The run's last candidate, and the one before it.
+                let last = j.checked_add(i)?;
+                let this = candidates.get(last)?;
+                let Some(shorter) = shorter else {
+                    return Some(this.size);
+                };
+                let before = candidates.get(last.checked_sub(1)?)?;
+                let mut ratio = before.size as f32 / this.size as f32;
                 if ratio > 1.0 {
                     ratio = 1.0 / ratio;
                 }
-                let size = sizes[i - 1][j].filter(|_| ratio >= selection.size_ratio)?;
+                let size = (*shorter.get(j)?).filter(|_| ratio >= selection.size_ratio)?;
                 if let Some(rules) = dense {
-                    let union = &mut unions[j];
-                    ops.expand(union, &candidates[i + j].non_empty);
-                    if !rules.allows(ops, candidates, (j, j + i), union, selection.amplification) {
+                    let union = unions.get_mut(j)?;
+                    ops.expand(union, &this.non_empty);
+                    if !rules.allows(ops, candidates, (j, last), union, selection.amplification) {
                         return None;
                     }
                 }
-                Some(size.saturating_add(b))
+                Some(size.saturating_add(this.size))
             })
             .collect();
         if i == 0 && dense.is_some() {
@@ -178,9 +178,9 @@ pub(crate) fn choose(
     }
     // The longest run allowed, the smallest of that length (a later one
     // only when over 25% smaller: TileDB prefers earlier runs).
-    for i in (min.saturating_sub(1)..max).rev() {
+    for (i, row) in sizes.iter().enumerate().skip(min.saturating_sub(1)).rev() {
         let mut best: Option<(u64, usize)> = None;
-        for (j, size) in sizes[i].iter().enumerate() {
+        for (j, size) in row.iter().enumerate() {
             let Some(size) = *size else { continue };
             if best.is_none_or(|(b, _)| (size as f64) < b as f64 / 1.25) {
                 best = Some((size, j));
@@ -190,7 +190,7 @@ pub(crate) fn choose(
             if i == 0 {
                 return None;
             }
-            return Some(j..j + i + 1);
+            return Some(j..j.saturating_add(i).saturating_add(1));
         }
     }
     None
