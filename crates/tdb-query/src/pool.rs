@@ -7,10 +7,6 @@
 //! sink's) is an error, whether it ran on a worker or, for few jobs, on
 //! the calling thread.
 
-// Not yet under the crate's no-panic lints (10 sites of cell, offset and
-// buffer arithmetic): to rewrite as the condition parser and the rest were.
-#![allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
-
 use crate::{QueryError, Result};
 use std::any::Any;
 use std::cell::RefCell;
@@ -72,7 +68,7 @@ pub(crate) fn map_all<J: Sync, T: Send, S: 'static>(
 ) -> Result<Vec<T>> {
     let n = jobs.len();
     let threads = threads.clamp(1, n.max(1));
-    let pool = pool().filter(|_| threads > 1 && n >= FEW * threads);
+    let pool = pool().filter(|_| threads > 1 && n >= FEW.saturating_mul(threads));
     let Some(pool) = pool else {
         return with_state(&init, |state| {
             jobs.iter().map(|j| guarded(|| f(state, j))).collect()
@@ -87,10 +83,10 @@ pub(crate) fn map_all<J: Sync, T: Send, S: 'static>(
                     let mut mine = Vec::new();
                     loop {
                         let i = next.fetch_add(1, Ordering::Relaxed);
-                        if i >= n {
+                        let Some(job) = jobs.get(i) else {
                             break mine;
-                        }
-                        mine.push((i, guarded(|| f(state, &jobs[i]))));
+                        };
+                        mine.push((i, guarded(|| f(state, job))));
                     }
                 });
                 if let Ok(mut d) = done.lock() {
@@ -101,7 +97,9 @@ pub(crate) fn map_all<J: Sync, T: Send, S: 'static>(
     });
     let mut results: Vec<Option<Result<T>>> = (0..n).map(|_| None).collect();
     for (i, r) in done.into_inner().unwrap_or_default() {
-        results[i] = Some(r);
+        if let Some(slot) = results.get_mut(i) {
+            *slot = Some(r);
+        }
     }
     results
         .into_iter()
@@ -125,7 +123,7 @@ pub(crate) fn map_ordered<T: Send, S: 'static>(
 ) -> Result<()> {
     let threads = threads.clamp(1, n.max(1));
     let window = window.max(1);
-    let pool = pool().filter(|_| threads > 1 && n >= FEW * threads);
+    let pool = pool().filter(|_| threads > 1 && n >= FEW.saturating_mul(threads));
     let Some(pool) = pool else {
         return with_state(&init, |state| {
             for i in 0..n {
@@ -156,9 +154,10 @@ pub(crate) fn map_ordered<T: Send, S: 'static>(
             if g.stop || g.next >= n {
                 return None;
             }
-            if g.next < g.sunk + window {
-                g.next += 1;
-                return Some(g.next - 1);
+            if g.next < g.sunk.saturating_add(window) {
+                let i = g.next;
+                g.next = i.saturating_add(1);
+                return Some(i);
             }
             g = moved.wait(g).ok()?;
         }
@@ -195,7 +194,7 @@ pub(crate) fn map_ordered<T: Send, S: 'static>(
                 if let Err(e) = r.and_then(|t| guarded(|| sink(sunk, t))) {
                     break 'run Err(e);
                 }
-                sunk += 1;
+                sunk = sunk.saturating_add(1);
                 advance(sunk, false);
             }
             if sunk == n {
@@ -225,14 +224,17 @@ pub(crate) fn for_each_share<T: Send>(
     f: impl Fn(T) + Sync,
 ) -> Result<()> {
     let threads = threads.clamp(1, items.len().max(1));
-    let total: usize = items.iter().map(&weight).sum();
+    let total = items
+        .iter()
+        .map(&weight)
+        .fold(0usize, usize::saturating_add);
     let share = total.div_ceil(threads).max(1);
     let mut shares: Vec<Vec<T>> = Vec::with_capacity(threads);
-    let (mut current, mut filled) = (Vec::new(), 0);
+    let (mut current, mut filled) = (Vec::new(), 0usize);
     for item in items {
-        filled += weight(&item);
+        filled = filled.saturating_add(weight(&item));
         current.push(item);
-        if filled >= share && shares.len() + 1 < threads {
+        if filled >= share && shares.len().saturating_add(1) < threads {
             shares.push(std::mem::take(&mut current));
             filled = 0;
         }
