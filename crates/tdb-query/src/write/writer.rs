@@ -11,10 +11,6 @@
 //! writes the fragment metadata and, last, the commit file; a writer
 //! dropped unfinished, or one that failed, leaves no file behind.
 
-// Not yet under the crate's no-panic lints (19 sites of cell, offset and
-// buffer arithmetic): to rewrite as the condition parser and the rest were.
-#![allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
-
 use super::arrange::{self, Arrangement};
 use super::files::FieldFiles;
 use super::input::{self, Input};
@@ -252,7 +248,9 @@ impl<'a, S: WritableStorage + ?Sized> FragmentWriter<'a, S> {
             self.check_order(&input)?;
         }
         if let Some(want) = self.expected_cells {
-            let total = self.cells + self.carry_cells as u64 + input.cells as u64;
+            let total = (self.cells)
+                .saturating_add(self.carry_cells as u64)
+                .saturating_add(input.cells as u64);
             if total > want || (self.layout != ResultLayout::GlobalOrder && total != want) {
                 return Err(QueryError::bad_input(
                     input.fields.first().map_or("", |f| f.buf.name.as_str()),
@@ -260,7 +258,7 @@ impl<'a, S: WritableStorage + ?Sized> FragmentWriter<'a, S> {
                 ));
             }
         }
-        self.parts += 1;
+        self.parts = self.parts.saturating_add(1);
         let done = if self.layout == ResultLayout::GlobalOrder {
             self.stream(&input)
         } else {
@@ -292,7 +290,7 @@ impl<'a, S: WritableStorage + ?Sized> FragmentWriter<'a, S> {
         let tc = self.tile_cells;
         let mut start = 0;
         if self.carry_cells > 0 {
-            start = (tc - self.carry_cells).min(input.cells);
+            start = tc.saturating_sub(self.carry_cells).min(input.cells);
             self.carry_more(input, 0..start);
             if self.carry_cells == tc {
                 let carry = std::mem::take(&mut self.carry);
@@ -305,25 +303,30 @@ impl<'a, S: WritableStorage + ?Sized> FragmentWriter<'a, S> {
                         tile_cells: tc,
                     },
                 )?;
-                self.cells += tc as u64;
+                self.cells = self.cells.saturating_add(tc as u64);
                 self.carry = carry;
                 self.carry.iter_mut().for_each(FieldBuffer::clear);
                 self.carry_cells = 0;
             }
         }
-        let full = (input.cells - start) / tc * tc;
-        if full > 0 {
+        let tiles = input
+            .cells
+            .saturating_sub(start)
+            .checked_div(tc)
+            .unwrap_or(0);
+        let end = start.saturating_add(tiles.saturating_mul(tc));
+        if end > start {
             self.push_tiles(
                 input,
                 &Arrangement::Run {
                     start,
-                    end: start + full,
+                    end,
                     tile_cells: tc,
                 },
             )?;
-            self.cells += full as u64;
+            self.cells = self.cells.saturating_add(end.saturating_sub(start) as u64);
         }
-        self.carry_more(input, start + full..input.cells);
+        self.carry_more(input, end..input.cells);
         Ok(())
     }
 
@@ -338,7 +341,7 @@ impl<'a, S: WritableStorage + ?Sized> FragmentWriter<'a, S> {
         for (c, f) in self.carry.iter_mut().zip(&input.fields) {
             c.extend_from(f.buf, cells.clone());
         }
-        self.carry_cells += cells.len();
+        self.carry_cells = self.carry_cells.saturating_add(cells.len());
     }
 
     /// Builds, filters and uploads `arrangement`'s tiles of every field.
@@ -373,13 +376,13 @@ impl<'a, S: WritableStorage + ?Sized> FragmentWriter<'a, S> {
         {
             if s.array_type == ArrayType::Sparse {
                 let ops = DomainOps::new(&s.domain)?;
-                for a in (start..end).step_by(tile_cells) {
-                    self.mbrs
-                        .push(arrange::mbr(&ops, input, a..(a + tile_cells).min(end)));
+                for a in (start..end).step_by(tile_cells.max(1)) {
+                    let b = a.saturating_add(tile_cells).min(end);
+                    self.mbrs.push(arrange::mbr(&ops, input, a..b));
                 }
             }
         }
-        self.tiles += n;
+        self.tiles = self.tiles.saturating_add(n);
         self.last_tile_cells = arrangement.last_tile_cell_num();
         Ok(())
     }
@@ -398,10 +401,11 @@ impl<'a, S: WritableStorage + ?Sized> FragmentWriter<'a, S> {
         let last = self.last.take();
         let coord = |i: usize, d: usize| -> &[u8] {
             match (&last, i) {
-                (Some(l), PREVIOUS) => &l[d],
-                _ => dims[d].cell(i),
+                (Some(l), PREVIOUS) => l.get(d).map_or(&[], Vec::as_slice),
+                _ => dims.get(d).map_or(&[], |f| f.cell(i)),
             }
         };
+        let name = dims.first().map_or("", |f| f.buf.name.as_str());
         let kind = CellOrder::Global {
             tile_order: s.tile_order,
             cell_order: s.cell_order,
@@ -409,7 +413,7 @@ impl<'a, S: WritableStorage + ?Sized> FragmentWriter<'a, S> {
         let first = last.as_ref().map(|_| (PREVIOUS, 0));
         let bad = first
             .into_iter()
-            .chain((1..input.cells).map(|i| (i - 1, i)))
+            .chain((0..input.cells).zip(1..input.cells))
             .map(|(a, b)| (a, b, cmp_cells(&s.domain, ops.dims(), kind, &coord, a, b)))
             .find(|&(a, b, o)| {
                 // Duplicates are equal bytes (TileDB's `memcmp`), not
@@ -424,7 +428,7 @@ impl<'a, S: WritableStorage + ?Sized> FragmentWriter<'a, S> {
             };
             let err = if o.is_gt() {
                 QueryError::bad_input(
-                    &dims[0].buf.name,
+                    name,
                     format!(
                         "{} comes before {} in the global order the write says it keeps",
                         which(b),
@@ -433,7 +437,7 @@ impl<'a, S: WritableStorage + ?Sized> FragmentWriter<'a, S> {
                 )
             } else if a == PREVIOUS {
                 QueryError::bad_input(
-                    &dims[0].buf.name,
+                    name,
                     "cell 0 has the coordinates of the previous part's last cell and the array does not allow duplicates",
                 )
             } else {
@@ -444,7 +448,7 @@ impl<'a, S: WritableStorage + ?Sized> FragmentWriter<'a, S> {
         }
         self.last = Some(
             dims.iter()
-                .map(|f| f.cell(input.cells - 1).to_vec())
+                .map(|f| f.cell(input.cells.saturating_sub(1)).to_vec())
                 .collect(),
         );
         Ok(())
@@ -472,11 +476,11 @@ impl<'a, S: WritableStorage + ?Sized> FragmentWriter<'a, S> {
                     tile_cells: self.tile_cells,
                 },
             )?;
-            self.cells += n as u64;
+            self.cells = self.cells.saturating_add(n as u64);
             self.carry_cells = 0;
         }
         if let Some(want) = self.expected_cells {
-            let given = self.cells + self.carry_cells as u64;
+            let given = self.cells.saturating_add(self.carry_cells as u64);
             if given != want {
                 return Err(QueryError::invalid(format!(
                     "{given} cells written, the subarray holds {want}: a dense write fills its whole subarray"
