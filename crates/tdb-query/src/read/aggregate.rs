@@ -6,10 +6,6 @@
 //! changes answers, not just speed: the metadata counts every cell of the
 //! tile in the mean's divisor, written or not, as TileDB does.
 
-// Not yet under the crate's no-panic lints (24 sites of cell, offset and
-// buffer arithmetic): to rewrite as the condition parser and the rest were.
-#![allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
-
 use super::drive::Fetcher;
 use super::{CellState, DecodeWork, Decoded, Event, Reader};
 use crate::aggregate::{Accumulator, AggregateOp, AggregateResult};
@@ -124,8 +120,11 @@ impl Aggregation {
                 .collect()
         };
         for (column, name) in names.iter().enumerate() {
-            let slot = reader.requested[column];
-            let info = &reader.fields[slot];
+            let (slot, info) = reader
+                .requested
+                .get(column)
+                .and_then(|&slot| Some((slot, reader.fields.get(slot)?)))
+                .ok_or_else(|| QueryError::invalid(format!("{name}: not read")))?;
             let ops = ops_of(name);
             let mut kind = None;
             for &op in &ops {
@@ -200,7 +199,7 @@ impl Aggregation {
                 Event::Need(r) => return Ok(AggregateStep::Need(r)),
                 Event::Decode(w) => return Ok(AggregateStep::Decode(w)),
                 Event::Batch(b, states) => self.fold(&b, states.as_deref())?,
-                Event::FromMetadata(tiles) => self.fold_metadata(tiles),
+                Event::FromMetadata(tiles) => self.fold_metadata(tiles)?,
                 Event::Done => return Ok(AggregateStep::Done(self.finish())),
             }
         }
@@ -221,13 +220,14 @@ impl Aggregation {
 
     /// Folds sparse tiles the reader answered from their metadata (it
     /// checked each field's metadata is there): (plan, tile).
-    fn fold_metadata(&mut self, tiles: Vec<(usize, u64)>) {
+    fn fold_metadata(&mut self, tiles: Vec<(usize, u64)>) -> Result<()> {
+        let missing = || QueryError::invalid("a tile answered from metadata that is not planned");
         for (frag, tile) in tiles {
-            let plan = &self.reader.plans[frag];
+            let plan = self.reader.plans.get(frag).ok_or_else(missing)?;
             let cells = plan.cells(tile, plan.tile_num());
-            self.rows += cells;
+            self.rows = self.rows.saturating_add(cells);
             for f in &mut self.fields {
-                let info = &self.reader.fields[f.slot];
+                let info = self.reader.fields.get(f.slot).ok_or_else(missing)?;
                 match tile_metadata(plan, info, f.slot, &f.ops, tile) {
                     Some(md) => f.acc.add_tile(cells, md.nulls, md.sum, md.min_max),
                     // A dimension asked for counts: never null.
@@ -235,19 +235,24 @@ impl Aggregation {
                 }
             }
         }
+        Ok(())
     }
 
     fn fold(&mut self, batch: &Batch, states: Option<&[CellState]>) -> Result<()> {
         let n = batch.num_cells as usize;
-        self.rows += batch.num_cells;
-        let columns: Vec<_> = batch.fields[..self.fields.len()]
+        self.rows = self.rows.saturating_add(batch.num_cells);
+        let columns: Vec<_> = batch
+            .fields
+            .get(..self.fields.len())
+            .ok_or_else(|| QueryError::invalid("a batch without the aggregated fields"))?
             .iter()
             .map(|b| b.column())
             .collect();
-        let attributes: Vec<bool> = self.fields.iter().map(|f| f.attribute).collect();
         let mut tc = Vec::new();
         for k in 0..n {
-            let state = states.map_or(CellState::Kept, |s| s[k]);
+            let state = states
+                .and_then(|s| s.get(k).copied())
+                .unwrap_or(CellState::Kept);
             if state == CellState::Unwritten {
                 continue;
             }
@@ -266,14 +271,14 @@ impl Aggregation {
                 }
                 continue;
             }
-            for (i, f) in self.fields.iter_mut().enumerate() {
-                let col = &columns[i];
+            for (i, (f, col)) in self.fields.iter_mut().zip(&columns).enumerate() {
                 let (bytes, valid) = (col.cell(k), !col.is_null(k));
                 // Attributes of a tile the metadata may answer fold apart.
                 let partial = match md.as_deref_mut() {
-                    Some(t) if attributes[i] => {
-                        Some(t.partial[i].get_or_insert_with(|| f.acc.empty()))
-                    }
+                    Some(t) if f.attribute => t
+                        .partial
+                        .get_mut(i)
+                        .map(|p| p.get_or_insert_with(|| f.acc.empty())),
                     _ => None,
                 };
                 match partial {
@@ -288,16 +293,16 @@ impl Aggregation {
     fn finish(&mut self) -> Vec<AggregateResult> {
         if let Some(grid) = self.grid.take() {
             for t in grid.tiles.into_values().flatten() {
-                for (i, f) in self.fields.iter_mut().enumerate() {
-                    let Some(partial) = &t.partial[i] else {
+                for (f, partial) in self.fields.iter_mut().zip(&t.partial) {
+                    let Some(partial) = partial else {
                         continue;
                     };
-                    let plan = &self.reader.plans[t.frag];
-                    let info = &self.reader.fields[f.slot];
-                    match (
-                        t.rejected,
-                        tile_metadata(plan, info, f.slot, &f.ops, t.tile),
-                    ) {
+                    let plan = self.reader.plans.get(t.frag);
+                    let info = self.reader.fields.get(f.slot);
+                    let md = plan
+                        .zip(info)
+                        .and_then(|(plan, info)| tile_metadata(plan, info, f.slot, &f.ops, t.tile));
+                    match (t.rejected, md) {
                         (false, Some(md)) => {
                             f.acc
                                 .add_tile(grid.tile_cells, md.nulls, md.sum, md.min_max)
@@ -309,10 +314,13 @@ impl Aggregation {
         }
         self.requests
             .iter()
-            .map(|&(i, op)| AggregateResult {
-                field: self.fields[i].name.clone(),
-                op,
-                value: self.fields[i].acc.finish(op, self.rows),
+            .filter_map(|&(i, op)| {
+                let f = self.fields.get(i)?;
+                Some(AggregateResult {
+                    field: f.name.clone(),
+                    op,
+                    value: f.acc.finish(op, self.rows),
+                })
             })
             .collect()
     }
@@ -399,11 +407,12 @@ impl DenseGrid {
     /// The space tile of cell `k` of `batch`, into `tc`.
     fn tile_coords(&self, batch: &Batch, k: usize, tc: &mut Vec<i128>) -> Result<()> {
         tc.clear();
-        for (d, &(lo, ext)) in self.dims.iter().enumerate() {
-            let col = batch.fields[self.dim_columns[d]].column();
-            let v = int_value(col.datatype, col.cell(k))
-                .ok_or_else(|| QueryError::invalid("a dense coordinate that is not an integer"))?;
-            tc.push((v - lo).div_euclid(ext));
+        let bad = || QueryError::invalid("a dense coordinate that is not an integer");
+        for (&(lo, ext), &c) in self.dims.iter().zip(&self.dim_columns) {
+            let col = batch.fields.get(c).ok_or_else(bad)?.column();
+            let v = int_value(col.datatype, col.cell(k)).ok_or_else(bad)?;
+            let t = v.checked_sub(lo).and_then(|x| x.checked_div_euclid(ext));
+            tc.push(t.ok_or_else(bad)?);
         }
         Ok(())
     }
@@ -418,16 +427,19 @@ impl DenseGrid {
             .dims
             .iter()
             .zip(tc)
-            .map(|(&(lo, ext), &t)| (lo + t * ext, lo + (t + 1) * ext - 1))
-            .collect();
+            .map(|(&(lo, ext), &t)| {
+                let first = t.checked_mul(ext)?.checked_add(lo)?;
+                Some((first, first.checked_add(ext)?.checked_sub(1)?))
+            })
+            .collect::<Option<_>>()?;
         // Cells of the subarray in the tile, counted as TileDB counts them
         // (per dimension, over every range).
         let mut covered: u64 = 1;
         for (rs, &(blo, bhi)) in self.ranges.iter().zip(&boxes) {
-            let n: i128 = rs
-                .iter()
-                .map(|&(lo, hi)| (hi.min(bhi) - lo.max(blo) + 1).max(0))
-                .sum();
+            let n = rs.iter().try_fold(0i128, |n, &(lo, hi)| {
+                let k = hi.min(bhi).checked_sub(lo.max(blo))?.checked_add(1)?;
+                n.checked_add(k.max(0))
+            })?;
             covered = covered.checked_mul(u64::try_from(n).ok()?)?;
         }
         if covered != self.tile_cells {
@@ -457,13 +469,16 @@ impl DenseGrid {
         let uncovered: Vec<&(usize, Vec<(i128, i128)>)> = parts
             .iter()
             .enumerate()
-            .filter(|(k, (_, part))| !parts[..*k].iter().any(|(_, newer)| covers(newer, part)))
+            .filter(|(k, (_, part))| {
+                let newer = parts.get(..*k).unwrap_or_default();
+                !newer.iter().any(|(_, newer)| covers(newer, part))
+            })
             .map(|(_, p)| p)
             .collect();
         let [(frag, part)] = uncovered.as_slice() else {
             return None;
         };
-        let plan = &plans[*frag];
+        let plan = plans.get(*frag)?;
         if plan.meta.footer.version < 11 {
             return None;
         }
