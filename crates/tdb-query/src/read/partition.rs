@@ -26,10 +26,6 @@
 //! arithmetic places them) and a string dimension, which has no tiles, is
 //! passed by until the cell order reaches it.
 
-// Not yet under the crate's no-panic lints (23 sites of cell, offset and
-// buffer arithmetic): to rewrite as the condition parser and the rest were.
-#![allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
-
 use super::plan::int_ranges;
 use crate::{ResultLayout, Subarray};
 use std::cmp::Ordering;
@@ -85,7 +81,7 @@ pub(crate) fn split_order(schema: &ArraySchema, layout: ResultLayout) -> Vec<(us
 /// `sub` with dimension `d`'s ranges clipped to `[lo, hi]`; `None` when
 /// nothing is left.
 fn clip(schema: &ArraySchema, sub: &Subarray, d: usize, lo: i128, hi: i128) -> Option<Subarray> {
-    let dim = &schema.domain.dimensions[d];
+    let dim = schema.domain.dimensions.get(d)?;
     let mut out = Subarray::new(schema.domain.dimensions.len());
     for k in 0..schema.domain.dimensions.len() {
         if k != d {
@@ -125,18 +121,20 @@ pub(crate) fn split(
     tile_bounds: &TileBounds<'_>,
 ) -> Option<(Subarray, Subarray)> {
     for &(d, grain) in order {
+        let (o, dim) = (ops.get(d)?, schema.domain.dimensions.get(d)?);
         let given = sub.ranges(d);
         if in_range_order && grain == Grain::Value && given.len() > 1 {
             // Results follow the dimension's ranges in the order given
             // (overlapping ones repeat cells): cut between them.
+            let (a, b) = given.split_at_checked(given.len().checked_div(2)?)?;
             let (mut left, mut right) = (sub.clone(), sub.clone());
-            left.set_ranges(d, given[..given.len() / 2].to_vec());
-            right.set_ranges(d, given[given.len() / 2..].to_vec());
+            left.set_ranges(d, a.to_vec());
+            right.set_ranges(d, b.to_vec());
             return Some((left, right));
         }
         let Some(ranges) = int_ranges(schema, sub, d) else {
             if grain == Grain::Tile {
-                match split_at_space_tile(schema, &ops[d], sub, d)? {
+                match split_at_space_tile(dim, o, sub, d)? {
                     Some(halves) => return Some(halves),
                     None => continue,
                 }
@@ -144,20 +142,25 @@ pub(crate) fn split(
             match split_at_tile_bound(ops, sub, d, &tile_bounds(d, sub)) {
                 Some(halves) => return Some(halves),
                 // One value: the next dimension varies within it.
-                None if one_value(&ops[d], sub.ranges(d)) => continue,
+                None if one_value(o, sub.ranges(d)) => continue,
                 None => return None,
             }
         };
         let lo = ranges.iter().map(|r| r.0).min()?;
         let hi = ranges.iter().map(|r| r.1).max()?;
-        let at_tile = origin_and_extent(&schema.domain.dimensions[d]).and_then(|(origin, ext)| {
-            let (tlo, thi) = ((lo - origin).div_euclid(ext), (hi - origin).div_euclid(ext));
-            (tlo < thi).then(|| origin + ((tlo + thi) / 2 + 1) * ext - 1)
+        // The last cell of the middle tile the span crosses.
+        let at_tile = origin_and_extent(dim).and_then(|(origin, ext)| {
+            let tlo = lo.checked_sub(origin)?.checked_div_euclid(ext)?;
+            let thi = hi.checked_sub(origin)?.checked_div_euclid(ext)?;
+            let mid = tlo.checked_add(thi)?.checked_div(2)?.checked_add(1)?;
+            (tlo < thi).then(|| mid.checked_mul(ext)?.checked_add(origin)?.checked_sub(1))?
         });
         let cut = match (grain, at_tile) {
             (_, Some(cut)) => Some(cut),
             (Grain::Value, None) if lo < hi && tiles_only => return None,
-            (Grain::Value, None) => (lo < hi).then(|| lo + (hi - lo) / 2),
+            (Grain::Value, None) => (lo < hi)
+                .then(|| lo.checked_add(hi.checked_sub(lo)?.checked_div(2)?))
+                .flatten(),
             (Grain::Tile, None) => None,
         };
         let Some(cut) = cut else {
@@ -167,7 +170,7 @@ pub(crate) fn split(
         // cells.
         if let (Some(a), Some(b)) = (
             clip(schema, sub, d, lo, cut),
-            clip(schema, sub, d, cut + 1, hi),
+            clip(schema, sub, d, cut.checked_add(1)?, hi),
         ) {
             return Some((a, b));
         }
@@ -192,8 +195,8 @@ pub fn split_for_parallel(
     if n <= 1 || schema.domain.dimensions.is_empty() {
         return whole();
     }
-    let dim = &schema.domain.dimensions[0];
-    let Some(ranges) = int_ranges(schema, sub, 0) else {
+    let (Some(dim), Some(ranges)) = (schema.domain.dimensions.first(), int_ranges(schema, sub, 0))
+    else {
         return whole();
     };
     let (Some(mut lo), Some(mut hi)) = (
@@ -211,17 +214,32 @@ pub fn split_for_parallel(
     if lo >= hi {
         return whole();
     }
-    let mut step = (hi - lo) / n as i128 + 1;
-    let mut start = lo;
-    if let Some((origin, extent)) = origin_and_extent(dim) {
-        step = (step + extent - 1) / extent * extent;
-        // The first part ends where a tile does.
-        start = origin + (lo - origin).div_euclid(extent) * extent;
-    }
+    // Parts of `step` values (whole tiles where the dimension has them),
+    // the first from `start`, where a tile does.
+    let steps = || -> Option<(i128, i128)> {
+        let step = hi.checked_sub(lo)?.checked_div(n as i128)?.checked_add(1)?;
+        match origin_and_extent(dim) {
+            Some((origin, extent)) => {
+                let tiles = step
+                    .checked_add(extent)?
+                    .checked_sub(1)?
+                    .checked_div(extent)?;
+                let first = lo.checked_sub(origin)?.checked_div_euclid(extent)?;
+                Some((
+                    tiles.checked_mul(extent)?,
+                    first.checked_mul(extent)?.checked_add(origin)?,
+                ))
+            }
+            None => Some((step, lo)),
+        }
+    };
+    let Some((step, start)) = steps().filter(|&(step, _)| step > 0) else {
+        return whole();
+    };
     let mut out = Vec::new();
     let mut a = start;
     while a <= hi {
-        let b = a.saturating_add(step - 1);
+        let b = a.saturating_add(step.saturating_sub(1));
         if let Some(part) = clip(schema, sub, 0, a.max(lo), b.min(hi)) {
             out.push(part);
         }
@@ -279,7 +297,7 @@ pub(crate) fn split_run(tiles: &[u64], run: Range64) -> Option<(Range64, Range64
     if tiles.len() < 2 {
         return None;
     }
-    let at = tiles[tiles.len() / 2];
+    let at = *tiles.get(tiles.len().checked_div(2)?)?;
     Some((run.start..at, at..run.end))
 }
 
@@ -354,7 +372,7 @@ fn split_at_tile_bound(
     d: usize,
     bounds: &[(Vec<u8>, Vec<u8>)],
 ) -> Option<(Subarray, Subarray)> {
-    let o = &ops[d];
+    let o = ops.get(d)?;
     // The cells the piece can hold lie within the tiles' bounds.
     let (first, rest) = bounds.split_first()?;
     let (mut lo, mut hi) = (first.0.as_slice(), first.1.as_slice());
@@ -381,7 +399,8 @@ fn split_at_tile_bound(
         return None;
     }
     candidates.sort_by(|a, b| o.cmp_values(a, b));
-    cut_after(o, sub, d, &ranges, candidates[candidates.len() / 2])
+    let median = candidates.get(candidates.len().checked_div(2)?)?;
+    cut_after(o, sub, d, &ranges, median)
 }
 
 /// `sub` cut along float dimension `d` at the space tile boundary amid the
@@ -389,12 +408,11 @@ fn split_at_tile_bound(
 /// one tile or `d` has no tiles (a string dimension, which the tile order
 /// passes by), `None` when that cannot be worked out.
 fn split_at_space_tile(
-    schema: &ArraySchema,
+    dim: &Dimension,
     o: &RangeOps,
     sub: &Subarray,
     d: usize,
 ) -> Option<Option<(Subarray, Subarray)>> {
-    let dim = &schema.domain.dimensions[d];
     if dim.is_var() || dim.tile_extent.is_none() {
         return Some(None);
     }
@@ -410,7 +428,7 @@ fn split_at_space_tile(
     if first >= last {
         return Some(None);
     }
-    let k = first + (last - first) / 2;
+    let k = first.checked_add(last.checked_sub(first)?.checked_div(2)?)?;
     let at = last_in_tile(dim, bottom, top, k)?;
     cut_after(o, sub, d, &ranges, &at).map(Some)
 }
@@ -450,8 +468,8 @@ fn last_in_tile(dim: &Dimension, lo: &[u8], hi: &[u8], k: u64) -> Option<Vec<u8>
         _ => return None,
     };
     let (mut yes, mut no) = (key(lo)?, key(hi)?);
-    while no > yes + 1 {
-        let mid = yes + (no - yes) / 2;
+    while no > yes.saturating_add(1) {
+        let mid = yes.saturating_add(no.saturating_sub(yes).checked_div(2)?);
         if tile_index(dim, &value(mid))? <= k {
             yes = mid;
         } else {
