@@ -12,10 +12,6 @@
 //! instead, and where duplicates are not allowed so is every older
 //! version of a coordinate behind a deleted one.
 
-// Not yet under the crate's no-panic lints (26 sites of cell, offset and
-// buffer arithmetic): to rewrite as the condition parser and the rest were.
-#![allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
-
 use super::unsupported;
 use crate::column::{Column, Columns};
 use crate::condition::BoundDelete;
@@ -111,19 +107,20 @@ impl<S: Storage> Input<'_, S> {
         if deletes.is_empty() && self.own_deletes.is_none() {
             return Ok(out);
         }
+        let stamp = u64::from_le_bytes(self.stamp);
         let stamps: Vec<u64> = match self.own_ts {
-            Some(k) => tdb_format::le::u64_values(&batch.fields[k].data).collect(),
-            None => vec![u64::from_le_bytes(self.stamp); n],
+            Some(k) => tdb_format::le::u64_values(&batch_field(batch, k)?.data).collect(),
+            None => vec![stamp; n],
         };
         for (c, delete) in deletes.iter().enumerate() {
-            if self.processed[c] {
+            if self.processed.get(c).copied().unwrap_or(false) {
                 continue;
             }
             let own = Own {
                 batch,
                 lacks: &self.lacks,
             };
-            let gone = delete.removes(&own, |i| stamps[i])?;
+            let gone = delete.removes(&own, |i| stamps.get(i).copied().unwrap_or(stamp))?;
             for (o, g) in out.iter_mut().zip(gone) {
                 if g && *o == NEVER {
                     *o = (delete.timestamp, c as u64);
@@ -131,8 +128,9 @@ impl<S: Storage> Input<'_, S> {
             }
         }
         if let Some(k) = self.own_deletes {
-            let times = tdb_format::le::u64_values(&batch.fields[k].data);
-            let indexes = tdb_format::le::u64_values(&batch.fields[k + 1].data);
+            let times = tdb_format::le::u64_values(&batch_field(batch, k)?.data);
+            let indexes =
+                tdb_format::le::u64_values(&batch_field(batch, k.saturating_add(1))?.data);
             for ((o, t), i) in out.iter_mut().zip(times).zip(indexes) {
                 if o.0 >= t {
                     let i = usize::try_from(i)
@@ -146,13 +144,28 @@ impl<S: Storage> Input<'_, S> {
         Ok(out)
     }
 
-    fn field(&self, k: usize) -> &FieldBuffer {
-        &self
+    /// Field `k` of the batch at hand (a refilled input has one).
+    fn field(&self, k: usize) -> Result<&FieldBuffer> {
+        let batch = self
             .batch
             .as_ref()
-            .expect("a refilled input has a batch")
-            .fields[k]
+            .ok_or_else(|| QueryError::invalid("a merge input read past its end"))?;
+        batch_field(batch, k)
     }
+
+    /// The coordinate of dimension `d` of the cell at hand.
+    fn coord(&self, d: usize) -> &[u8] {
+        self.field(d).map_or(&[], |f| f.column().cell(self.at))
+    }
+}
+
+/// Field `k` of a merge input's batch (as asked for: the schema's fields,
+/// then the fragment's per-cell ones).
+fn batch_field(batch: &Batch, k: usize) -> Result<&FieldBuffer> {
+    batch
+        .fields
+        .get(k)
+        .ok_or_else(|| QueryError::invalid(format!("a merge input's batch without field {k}")))
 }
 
 /// The attributes of the latest schema fragment `f` was written without.
@@ -213,8 +226,15 @@ pub(super) fn merge_sparse<S: Storage>(
 ) -> Result<Written> {
     let open = &snapshot.open;
     let latest = open.schemas.latest();
-    let frags: Vec<&LoadedFragment> = chosen.iter().map(|&i| &snapshot.fragments[i]).collect();
-    let first = frags[0].file.name.t1;
+    let frags: Vec<&LoadedFragment> = chosen
+        .iter()
+        .map(|&i| snapshot.fragments.get(i))
+        .collect::<Option<_>>()
+        .ok_or_else(|| QueryError::invalid("a fragment to merge is not in the snapshot"))?;
+    let (Some(oldest), Some(newest)) = (frags.first(), frags.last()) else {
+        return Err(QueryError::invalid("a merge of no fragments"));
+    };
+    let (first, last) = (oldest.file.name.t1, newest.file.name.t2);
     let deletes = load_deletes(storage, snapshot, window)?;
     let markers: Vec<String> = deletes.iter().map(|d| d.marker.clone()).collect();
     // TileDB applies the commits only when one is as new as the inputs or
@@ -255,19 +275,22 @@ pub(super) fn merge_sparse<S: Storage>(
         one.open = one.open.reading_view(open.directory.window.end);
         alone.push(std::sync::Arc::new(one));
     }
-    let share = (budget / (frags.len() as u64 + 1)).max(1);
+    let share = budget
+        .checked_div((frags.len() as u64).saturating_add(1))
+        .unwrap_or(budget)
+        .max(1);
     let mut inputs = Vec::with_capacity(frags.len());
     for ((f, one), applied) in frags.iter().zip(alone).zip(processed) {
         let footer = &f.metadata.footer;
         let mut fields = names.clone();
         let own_ts = footer.has_timestamps.then(|| {
             fields.push(TIMESTAMPS_FIELD.to_owned());
-            fields.len() - 1
+            fields.len().saturating_sub(1)
         });
         let own_deletes = footer.has_delete_meta.then(|| {
             fields.push(DELETE_TIMESTAMPS_FIELD.to_owned());
             fields.push(DELETE_CONDITION_INDEX_FIELD.to_owned());
-            fields.len() - 2
+            fields.len().saturating_sub(2)
         });
         let read = ReadSpec::new(fields)
             .with_layout(ResultLayout::GlobalOrder)
@@ -298,7 +321,7 @@ pub(super) fn merge_sparse<S: Storage>(
             lacks: lacks(open, f),
         });
     }
-    let (t1, t2) = (first, frags[frags.len() - 1].file.name.t2);
+    let (t1, t2) = (first, last);
     let mut spec = WriteSpec::new(Vec::new())
         .with_layout(ResultLayout::GlobalOrder)
         .with_cell_timestamps()
@@ -336,8 +359,8 @@ pub(super) fn merge_sparse<S: Storage>(
                 None => k,
                 Some(b) => {
                     let coord = |i: usize, d: usize| -> &[u8] {
-                        let input = &inputs[if i == 0 { b } else { k }];
-                        input.field(d).column().cell(input.at)
+                        let which = if i == 0 { b } else { k };
+                        inputs.get(which).map_or(&[], |input| input.coord(d))
                     };
                     match cmp_cells(&schema.domain, ops.dims(), kind, &coord, 0, 1) {
                         std::cmp::Ordering::Greater | std::cmp::Ordering::Equal => k,
@@ -346,16 +369,23 @@ pub(super) fn merge_sparse<S: Storage>(
                 }
             });
         }
-        let Some(b) = best else { break };
-        let input = &mut inputs[b];
+        let Some(input) = best.and_then(|b| inputs.get_mut(b)) else {
+            break;
+        };
         let at = input.at;
-        input.at += 1;
+        let next = at.saturating_add(1);
+        input.at = next;
         let (deleted_at, condition) = input.deleted.get(at).copied().unwrap_or(NEVER);
         if purge {
             if let Some(p) = &purged {
                 // The same coordinates are the same bytes, as TileDB
                 // deduplicates (-0.0 is not 0.0).
-                if (0..dims).all(|d| p[d] == input.field(d).column().cell(at)) {
+                let same = p.iter().enumerate().all(|(d, v)| {
+                    input
+                        .field(d)
+                        .is_ok_and(|f| f.column().cell(at) == v.as_slice())
+                });
+                if same {
                     continue;
                 }
                 purged = None;
@@ -364,26 +394,33 @@ pub(super) fn merge_sparse<S: Storage>(
                 if !schema.allows_dups {
                     purged = Some(
                         (0..dims)
-                            .map(|d| input.field(d).column().cell(at).to_vec())
-                            .collect(),
+                            .map(|d| Ok(input.field(d)?.column().cell(at).to_vec()))
+                            .collect::<Result<_>>()?,
                     );
                 }
                 continue;
             }
         }
-        for (d, out) in part.iter_mut().enumerate().take(names.len()) {
-            out.extend_from(input.field(d), at..at + 1);
+        // The schema's fields, then the per-cell timestamps and (kept)
+        // delete metadata, as `empty` lays them out.
+        let (fields, per_cell) = part
+            .split_at_mut_checked(names.len())
+            .ok_or_else(|| QueryError::invalid("a merge part without its fields"))?;
+        for (d, out) in fields.iter_mut().enumerate() {
+            out.extend_from(input.field(d)?, at..next);
         }
-        let stamps = &mut part[names.len()];
+        let [stamps, meta @ ..] = per_cell else {
+            return Err(QueryError::invalid("a merge part without timestamps"));
+        };
         match input.own_ts {
-            Some(k) => stamps.extend_from(input.field(k), at..at + 1),
+            Some(k) => stamps.extend_from(input.field(k)?, at..next),
             None => stamps.push(&input.stamp, true),
         }
-        if keep_meta {
-            part[names.len() + 1].push(&deleted_at.to_le_bytes(), true);
-            part[names.len() + 2].push(&condition.to_le_bytes(), true);
+        if let [times, conditions] = meta {
+            times.push(&deleted_at.to_le_bytes(), true);
+            conditions.push(&condition.to_le_bytes(), true);
         }
-        in_part += 1;
+        in_part = in_part.saturating_add(1);
         if in_part == part_cells {
             writer.submit(&part)?;
             part.iter_mut().for_each(FieldBuffer::clear);
