@@ -59,6 +59,12 @@ impl Slab {
         }
     }
 
+    /// The tile positions of this slab's cells, in order.
+    pub fn cells(&self) -> impl Iterator<Item = usize> {
+        let (cell, stride) = (self.cell, self.stride);
+        (0..self.len).map(move |j| cell.saturating_add(j.saturating_mul(stride)) as usize)
+    }
+
     /// The tile's cells this slab spans, as a half-open range.
     pub fn cell_span(&self) -> (u64, u64) {
         (

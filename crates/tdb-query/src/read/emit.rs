@@ -2,36 +2,35 @@
 //! from the decoded tiles (or fill) a slab at a time, dense conditions
 //! applied as fill, under the half of the budget batches get.
 
-// Not yet under the crate's no-panic lints (37 sites of cell, offset and
-// buffer arithmetic): to rewrite as the condition parser and the rest were.
-#![allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
-
 use super::dense::Slab;
-use super::fields::Kind;
+use super::fields::{FieldInfo, Kind};
 use super::{CellState, Reader};
 use crate::batch::{Batch, FieldBuffer};
-use crate::{Column, Result};
+use crate::{Column, QueryError, Result};
 use tdb_format::ArrayType;
 use tdb_index::dense::push_int;
 
 impl Reader {
     /// Result cells per batch: the budget over a generous per-cell cost.
     pub(super) fn batch_cells(&self) -> usize {
+        // A var cell: its offset and a guess of 32 bytes of data.
+        const VAR_CELL: u64 = 8 + 32;
         let per_cell: u64 = self
             .requested
             .iter()
-            .map(|&s| {
-                let f = &self.fields[s];
+            .filter_map(|&s| self.fields.get(s))
+            .map(|f| {
                 let data = if f.is_var() {
-                    8 + 32
+                    VAR_CELL
                 } else {
                     f.cell_size() as u64
                 };
-                data + u64::from(f.nullable)
+                data.saturating_add(u64::from(f.nullable))
             })
-            .sum::<u64>()
+            .fold(0u64, u64::saturating_add)
             .max(1);
-        ((self.spec.budget - self.tile_budget()) / per_cell).max(1) as usize
+        let budget = self.spec.budget.saturating_sub(self.tile_budget());
+        budget.checked_div(per_cell).unwrap_or(0).max(1) as usize
     }
 
     pub(super) fn next_batch(&mut self) -> Result<Option<Batch>> {
@@ -40,23 +39,28 @@ impl Reader {
         let mut want = self.batch_cells() as u64;
         let mut parts: Vec<(Slab, usize, u64)> = Vec::new();
         let (mut k, mut off) = self.next;
-        while want > 0 && k < self.results.slabs.len() {
-            let slab = self.results.slabs[k];
-            let take = (slab.len - off).min(want);
+        while want > 0 {
+            let Some(&slab) = self.results.slabs.get(k) else {
+                break;
+            };
+            let take = slab.len.saturating_sub(off).min(want);
             if take > 0 {
                 parts.push((slab.part(off, take), k, off));
             }
-            want -= take;
-            off += take;
+            want = want.saturating_sub(take);
+            off = off.saturating_add(take);
             if off >= slab.len {
-                (k, off) = (k + 1, 0);
+                (k, off) = (k.saturating_add(1), 0);
             }
         }
         self.next = (k, off);
         if parts.is_empty() {
             return Ok(None);
         }
-        let num_cells: u64 = parts.iter().map(|p| p.0.len).sum();
+        let num_cells = parts
+            .iter()
+            .map(|p| p.0.len)
+            .fold(0u64, u64::saturating_add);
         let dense = self.snapshot.schema().array_type == ArrayType::Dense;
         let keep = match (&self.condition, dense) {
             (Some(cond), true) => {
@@ -83,7 +87,7 @@ impl Reader {
                     let k = states.len();
                     states.push(if slab.is_fill() {
                         CellState::Unwritten
-                    } else if keep.as_ref().is_some_and(|m| !m[k]) {
+                    } else if keep.as_ref().is_some_and(|m| m.get(k) == Some(&false)) {
                         CellState::Rejected
                     } else {
                         CellState::Kept
@@ -100,21 +104,18 @@ impl Reader {
         Ok(Some(Batch { num_cells, fields }))
     }
 
-    pub(super) fn empty_buffer(&self, slot: usize) -> FieldBuffer {
-        self.fields[slot].empty_buffer()
-    }
-
     /// Calls `f` with each run of the batch's slabs `parts` for field
-    /// `slot`, in order: its source column (`None`: fill, for unwritten
-    /// cells and, with `keep`, cells the condition rejected) and its cells.
+    /// `slot` (`info`), in order: its source column (`None`: fill, for
+    /// unwritten cells and, with `keep`, cells the condition rejected) and
+    /// its cells.
     pub(super) fn for_each_run<'t>(
         &'t self,
         slot: usize,
+        info: &FieldInfo,
         parts: &[(Slab, usize, u64)],
         keep: Option<&[bool]>,
         mut f: impl FnMut(Option<Column<'t>>, Slab),
     ) {
-        let info = &self.fields[slot];
         let mut at = 0usize;
         // Consecutive slabs mostly share a tile (a sparse read's cells are
         // each a slab): it is looked up once per run of them.
@@ -136,22 +137,25 @@ impl Reader {
                     }
                 }
             };
+            let end = at.saturating_add(len);
             let Some(keep) = keep else {
                 f(tile, slab);
-                at += len;
+                at = end;
                 continue;
             };
-            let mut j = 0;
-            while j < len {
-                let kept = keep[at + j];
-                let mut e = j + 1;
-                while e < len && keep[at + e] == kept {
-                    e += 1;
-                }
-                f(tile.filter(|_| kept), slab.part(j as u64, (e - j) as u64));
-                j = e;
+            // Runs of cells the condition keeps, and of those it rejects.
+            let mut j = 0u64;
+            for run in keep
+                .get(at..end)
+                .unwrap_or_default()
+                .chunk_by(|a, b| a == b)
+            {
+                let kept = run.first().copied().unwrap_or(false);
+                let n = run.len() as u64;
+                f(tile.filter(|_| kept), slab.part(j, n));
+                j = j.saturating_add(n);
             }
-            at += len;
+            at = end;
         }
     }
 
@@ -165,26 +169,32 @@ impl Reader {
         parts: &[(Slab, usize, u64)],
         keep: Option<&[bool]>,
     ) -> Result<FieldBuffer> {
-        let f = &self.fields[slot];
-        let mut out = self.empty_buffer(slot);
-        let cells: usize = parts.iter().map(|p| p.0.len as usize).sum();
+        let f = (self.fields.get(slot))
+            .ok_or_else(|| QueryError::invalid(format!("no field in slot {slot}")))?;
+        let mut out = f.empty_buffer();
+        let cells = (parts.iter())
+            .map(|p| p.0.len as usize)
+            .fold(0usize, usize::saturating_add);
         let dense_dim = match f.kind {
             Kind::Dim(d) if self.snapshot.schema().array_type == ArrayType::Dense => Some(d),
             _ => None,
         };
         if let Some(d) = dense_dim {
             // Dense coordinates come from the slabs, not from tiles.
-            out.data.reserve_exact(cells * f.cell_size());
+            out.data.reserve_exact(cells.saturating_mul(f.cell_size()));
             for &(slab, k, off) in parts {
                 let first = self.results.first_coords(k).get(d).copied().unwrap_or(0);
-                let step = self.results.step_dim == d;
+                let start = match self.results.step_dim == d {
+                    true => first.saturating_add(i128::from(off)),
+                    false => first,
+                };
+                let step = i128::from(self.results.step_dim == d);
                 for j in 0..i128::from(slab.len) {
-                    let v = if step {
-                        first + i128::from(off) + j
-                    } else {
-                        first
-                    };
-                    push_int(f.datatype, v, &mut out.data);
+                    push_int(
+                        f.datatype,
+                        start.saturating_add(j.saturating_mul(step)),
+                        &mut out.data,
+                    );
                 }
             }
             return Ok(out);
@@ -196,10 +206,9 @@ impl Reader {
             if let Some(v) = &mut out.validity {
                 v.reserve_exact(cells);
             }
-            self.for_each_run(slot, parts, keep, |source, slab| match source {
+            self.for_each_run(slot, f, parts, keep, |source, slab| match source {
                 Some(col) => {
-                    for j in 0..slab.len {
-                        let i = (slab.cell + j * slab.stride) as usize;
+                    for i in slab.cells() {
                         push_cell(&mut out, col.cell(i), !col.is_null(i));
                     }
                 }
@@ -214,7 +223,10 @@ impl Reader {
         // Fixed-size cells: every run's bytes have a known place, so the
         // buffer is sized once and each run is copied into its slice.
         let size = f.cell_size();
-        out.data = vec![0; cells * size];
+        let bytes = cells
+            .checked_mul(size)
+            .ok_or_else(|| QueryError::invalid(format!("{}: a batch past memory", f.name)))?;
+        out.data = vec![0; bytes];
         if let Some(v) = &mut out.validity {
             *v = vec![0; cells];
         }
@@ -222,27 +234,46 @@ impl Reader {
             bytes: &f.fill,
             valid: f.fill_validity,
         };
-        let (mut data, mut validity) = (&mut out.data[..], out.validity.as_deref_mut());
+        let (mut data, mut validity) = (out.data.as_mut_slice(), out.validity.as_deref_mut());
         // Long runs (dense slabs) are gathered and copied on every core;
         // short ones (sparse cells) straight away.
-        let bytes = cells * size;
-        let shared = bytes >= PARALLEL_COPY && bytes / parts.len().max(1) >= PARALLEL_RUN;
+        let per_run = bytes.checked_div(parts.len()).unwrap_or(bytes);
+        let shared = bytes >= PARALLEL_COPY && per_run >= PARALLEL_RUN;
         let mut jobs: Vec<CopyJob<'_, '_>> = Vec::new();
-        self.for_each_run(slot, parts, keep, |source, slab| {
+        // The buffers are sized to the runs: none comes up short.
+        let mut short = false;
+        self.for_each_run(slot, f, parts, keep, |source, slab| {
             let n = slab.len as usize;
-            let (d, rest) = std::mem::take(&mut data).split_at_mut(n * size);
+            let Some((d, rest)) =
+                std::mem::take(&mut data).split_at_mut_checked(n.saturating_mul(size))
+            else {
+                short = true;
+                return;
+            };
             data = rest;
-            let v = validity.take().map(|v| {
-                let (a, b) = v.split_at_mut(n);
-                validity = Some(b);
-                a
-            });
+            let v = match validity.take().map(|v| v.split_at_mut_checked(n)) {
+                Some(Some((a, b))) => {
+                    validity = Some(b);
+                    Some(a)
+                }
+                Some(None) => {
+                    short = true;
+                    return;
+                }
+                None => None,
+            };
             if shared {
                 jobs.push((d, v, source, slab));
             } else {
                 copy_run((d, v, source, slab), size, fill);
             }
         });
+        if short {
+            return Err(QueryError::invalid(format!(
+                "{}: a batch shorter than its cells",
+                f.name
+            )));
+        }
         crate::pool::for_each_share(
             jobs,
             crate::threads(),
@@ -276,33 +307,38 @@ const PARALLEL_RUN: usize = 512;
 /// tile, else cell by cell; fill where there is no source.
 fn copy_run((data, validity, source, slab): CopyJob<'_, '_>, size: usize, fill: Fill<'_>) {
     let (first, len) = (slab.cell as usize, slab.len as usize);
-    match source {
-        Some(col) if slab.stride == 1 && (first + len) * size <= col.fixed.len() => {
-            data.copy_from_slice(&col.fixed[first * size..(first + len) * size]);
+    let end = first.saturating_add(len);
+    // Adjacent cells: their bytes in the tile, whole.
+    let whole = source.filter(|_| slab.stride == 1).and_then(|col| {
+        let src = col
+            .fixed
+            .get(first.checked_mul(size)?..end.checked_mul(size)?)?;
+        (src.len() == data.len()).then_some((col, src))
+    });
+    match (source, whole) {
+        (_, Some((col, src))) => {
+            data.copy_from_slice(src);
             if let Some(v) = validity {
-                match col.validity {
-                    Some(valid) if first + len <= valid.len() => {
-                        v.copy_from_slice(&valid[first..first + len]);
-                    }
+                match col.validity.and_then(|valid| valid.get(first..end)) {
+                    Some(valid) if valid.len() == v.len() => v.copy_from_slice(valid),
                     _ => v.fill(1),
                 }
             }
         }
-        Some(col) => {
-            for (j, cell) in data.chunks_exact_mut(size).enumerate() {
-                let i = first + j * slab.stride as usize;
+        (Some(col), None) => {
+            for (cell, i) in data.chunks_exact_mut(size).zip(slab.cells()) {
                 let bytes = col.cell(i);
                 if bytes.len() == size {
                     cell.copy_from_slice(bytes);
                 }
             }
             if let Some(v) = validity {
-                for (j, b) in v.iter_mut().enumerate() {
-                    *b = u8::from(!col.is_null(first + j * slab.stride as usize));
+                for (b, i) in v.iter_mut().zip(slab.cells()) {
+                    *b = u8::from(!col.is_null(i));
                 }
             }
         }
-        None => {
+        (None, None) => {
             if fill.bytes.len() == size {
                 for cell in data.chunks_exact_mut(size) {
                     cell.copy_from_slice(fill.bytes);
