@@ -3,10 +3,6 @@
 //! of each coordinate unless duplicates are allowed, passing the
 //! condition), in which order.
 
-// Not yet under the crate's no-panic lints (41 sites of cell, offset and
-// buffer arithmetic): to rewrite as the condition parser and the rest were.
-#![allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
-
 use super::dense::{Results, Slab};
 use super::fields::{FieldInfo, Kind};
 use super::plan::{mbr_within, CellRef, FragPlan, DELETE_TS_SLOT, TIMESTAMPS_SLOT};
@@ -91,7 +87,9 @@ impl TileCheck<'_> {
     /// readers apply them: a deleted cell still hides the older versions
     /// of its coordinates, so its deletion is returned, not applied.
     fn kept(&self, fi: usize, t: u64) -> Result<KeptCells> {
-        let (plan, fields, tiles) = (&self.plans[fi], self.fields, self.tiles);
+        let (fields, tiles) = (self.fields, self.tiles);
+        let plan = (self.plans.get(fi))
+            .ok_or_else(|| QueryError::invalid(format!("no fragment {fi} planned")))?;
         let n = plan.cells(t, plan.tile_num());
         // Kept cells are indexed in 32 bits (`CellRef::cell`, the runs).
         if n > u64::from(u32::MAX) {
@@ -118,7 +116,8 @@ impl TileCheck<'_> {
             if r.is_empty() {
                 continue;
             }
-            let Some(col) = tc.column(&fields[self.dim_slots[d]].name) else {
+            let name = self.dim_slots.get(d).and_then(|&s| fields.get(s));
+            let Some(col) = name.and_then(|f| tc.column(&f.name)) else {
                 continue;
             };
             if !o.retain_within(r, col.fixed, &mut mask) {
@@ -129,19 +128,26 @@ impl TileCheck<'_> {
                 // A part whose ends agree: its first cell decides for all.
                 for part in parts {
                     let first = col.cell(part.start);
-                    if !strncmp_equal(first, col.cell(part.end - 1)) {
+                    if !strncmp_equal(first, col.cell(part.end.saturating_sub(1))) {
                         continue;
                     }
                     let count = r.iter().filter(|r| o.contains(r, first)).count();
                     let hits = stand_in.get_or_insert_with(|| vec![u32::MAX; n]);
-                    for (m, h) in mask[part.clone()].iter_mut().zip(&mut hits[part]) {
+                    let (Some(m), Some(h)) = (mask.get_mut(part.clone()), hits.get_mut(part))
+                    else {
+                        continue;
+                    };
+                    for (m, h) in m.iter_mut().zip(h) {
                         *m &= count > 0;
                         *h = count as u32;
                     }
                 }
                 // Every other cell by its own value.
+                let decided = |i: usize| {
+                    (stand_in.as_ref()).is_some_and(|h| h.get(i).is_some_and(|&h| h != u32::MAX))
+                };
                 for (i, m) in mask.iter_mut().enumerate() {
-                    if *m && stand_in.as_ref().is_none_or(|h| h[i] == u32::MAX) {
+                    if *m && !decided(i) {
                         let v = col.cell(i);
                         *m = r.iter().any(|r| o.contains(r, v));
                     }
@@ -198,28 +204,30 @@ impl TileCheck<'_> {
                 c.evaluate(&tc, &mut mask)?;
             }
         }
+        // Runs of kept cells (`n` fits 32 bits: checked above).
         let mut runs = Vec::new();
-        let mut i = 0;
-        while i < n {
-            if !mask[i] {
-                i += 1;
-                continue;
+        let mut start = 0usize;
+        for run in mask.chunk_by(|a, b| a == b) {
+            if run.first() == Some(&true) {
+                runs.push((start as u32, run.len() as u32));
             }
-            let start = i;
-            while i < n && mask[i] {
-                i += 1;
-            }
-            runs.push((start as u32, (i - start) as u32));
+            start = start.saturating_add(run.len());
         }
-        let kept = || runs.iter().flat_map(|&(s, l)| s as usize..(s + l) as usize);
+        let kept = || {
+            (runs.iter()).flat_map(|&(s, l)| s as usize..(s as usize).saturating_add(l as usize))
+        };
         let stamps = ts.map(|ts| {
             kept()
                 .map(|i| ts.get(i).copied().unwrap_or(frag_ts))
                 .collect()
         });
         let deleted = (!self.schema.allows_dups && deleted.contains(&true))
-            .then(|| kept().map(|i| deleted[i]).collect());
-        let range_hits = stand_in.map(|h| kept().map(|i| h[i]).collect());
+            .then(|| kept().map(|i| deleted.get(i) == Some(&true)).collect());
+        let range_hits = stand_in.map(|h| {
+            kept()
+                .map(|i| h.get(i).copied().unwrap_or(u32::MAX))
+                .collect()
+        });
         Ok(KeptCells {
             runs,
             stamps,
@@ -242,7 +250,7 @@ pub(crate) fn parts_dim(schema: &ArraySchema, query: &Subarray, piece: &Subarray
     let d = match schema.cell_order {
         _ if dims.len() < 2 => return None,
         Layout::RowMajor => 0,
-        Layout::ColMajor => dims.len() - 1,
+        Layout::ColMajor => dims.len().checked_sub(1)?,
         _ => return None,
     };
     let given = query.ranges(d);
@@ -265,17 +273,21 @@ pub(crate) fn parts_dim(schema: &ArraySchema, query: &Subarray, piece: &Subarray
 /// smaller tiles: each cell on its own.
 fn tiledb_string_parts(n: usize) -> Vec<std::ops::Range<usize>> {
     const PARTS: usize = 6;
-    let size = n / PARTS;
+    let size = n.checked_div(PARTS).unwrap_or(0);
     if size < 2 {
         return Vec::new();
     }
-    (0..PARTS)
+    let mut parts: Vec<std::ops::Range<usize>> = (0..PARTS)
         .map(|p| {
-            let start = p * size;
-            let end = if p == PARTS - 1 { n } else { start + size };
-            start..end
+            let start = p.saturating_mul(size);
+            start..start.saturating_add(size)
         })
-        .collect()
+        .collect();
+    // The last takes the remainder.
+    if let Some(last) = parts.last_mut() {
+        last.end = n;
+    }
+    parts
 }
 
 /// Equal as TileDB finds two strings equal there: the same length, and
@@ -340,10 +352,9 @@ pub(crate) fn sparse_cells(
     };
     // Few candidate cells are checked on the calling thread (see
     // `pool::SMALL_WORK`; a cell's check reads a few bytes of each field).
-    let cells: u64 = jobs
-        .iter()
-        .map(|&(fi, t)| plans[fi].cells(t, plans[fi].tile_num()))
-        .sum();
+    let cells = (jobs.iter())
+        .filter_map(|&(fi, t)| plans.get(fi).map(|p| p.cells(t, p.tile_num())))
+        .fold(0u64, u64::saturating_add);
     let threads = match cells.saturating_mul(64) < crate::pool::SMALL_WORK as u64 {
         true => 1,
         false => crate::threads(),
@@ -356,8 +367,9 @@ pub(crate) fn sparse_cells(
     // Per candidate (where a tile had them), `KeptCells::range_hits`.
     let mut hits: Vec<u32> = Vec::new();
     for (&(fi, t), kept) in jobs.iter().zip(kept) {
-        let frag_ts = plans[fi].file.name.t1;
-        let mut at = 0;
+        let frag_ts = plans.get(fi).map_or(0, |p| p.file.name.t1);
+        // Kept cells of the tile, in order (`KeptCells` lists them so).
+        let mut at = 0usize;
         for (start, len) in kept.runs {
             if direct {
                 direct_out.slabs.push(Slab {
@@ -369,19 +381,24 @@ pub(crate) fn sparse_cells(
                 });
                 continue;
             }
-            for cell in start..start + len {
+            for cell in start..start.saturating_add(len) {
                 if let Some(h) = &kept.range_hits {
                     hits.resize(refs.len(), u32::MAX);
-                    hits.push(h[at]);
+                    hits.push(h.get(at).copied().unwrap_or(u32::MAX));
                 }
                 refs.push(CellRef {
                     frag: fi as u32,
                     cell,
                     tile: t,
                 });
-                stamps.push(kept.stamps.as_ref().map_or(frag_ts, |s| s[at]));
-                gone.push(kept.deleted.as_ref().is_some_and(|d| d[at]));
-                at += 1;
+                let stamp = kept.stamps.as_ref().and_then(|s| s.get(at).copied());
+                stamps.push(stamp.unwrap_or(frag_ts));
+                gone.push(
+                    kept.deleted
+                        .as_ref()
+                        .is_some_and(|d| d.get(at) == Some(&true)),
+                );
+                at = at.saturating_add(1);
             }
         }
     }
@@ -392,7 +409,7 @@ pub(crate) fn sparse_cells(
     // this table rather than the tile map. Candidates come tile by tile:
     // each tile's columns are looked up once.
     let n = dims.len();
-    let mut table: Vec<&[u8]> = Vec::with_capacity(refs.len() * n);
+    let mut table: Vec<&[u8]> = Vec::with_capacity(refs.len().saturating_mul(n));
     let mut cols: Vec<Column<'_>> = Vec::with_capacity(n);
     let mut current = None;
     for r in &refs {
@@ -400,16 +417,22 @@ pub(crate) fn sparse_cells(
             current = Some((r.frag, r.tile));
             cols.clear();
             for &slot in &dim_slots {
-                let f = &fields[slot];
-                let tile = tiles
-                    .get(&(r.frag as usize, slot, r.tile))
-                    .ok_or_else(|| QueryError::invalid("coordinates not decoded"))?;
+                let missing = || QueryError::invalid("coordinates not decoded");
+                let f = fields.get(slot).ok_or_else(missing)?;
+                let tile = (tiles.get(&(r.frag as usize, slot, r.tile))).ok_or_else(missing)?;
                 cols.push(tile.column(f.datatype, f.cell_val_num));
             }
         }
         table.extend(cols.iter().map(|c| c.cell(r.cell as usize)));
     }
-    let at = |i: usize, d: usize| table[i * n + d];
+    // Candidate `i`'s coordinate along `d` (every candidate has `n`).
+    let at = |i: usize, d: usize| -> &[u8] {
+        let k = i.saturating_mul(n).saturating_add(d);
+        table.get(k).copied().unwrap_or_default()
+    };
+    // Candidates' records, by index (every index below `refs.len()`).
+    let stamp = |i: usize| stamps.get(i).copied().unwrap_or(0);
+    let frag = |i: usize| refs.get(i).map_or(0, |r| r.frag);
     let by_coords = |a: usize, b: usize, col_major: bool| cmp_coords(ops, &at, a, b, col_major);
     let mut order: Vec<usize> = (0..refs.len()).collect();
     if !schema.allows_dups {
@@ -421,13 +444,13 @@ pub(crate) fn sparse_cells(
         order.sort_by(|&a, &b| {
             by_coords(a, b, false)
                 .then_with(|| by_bytes(a, b))
-                .then_with(|| stamps[b].cmp(&stamps[a]))
-                .then_with(|| refs[b].frag.cmp(&refs[a].frag))
+                .then_with(|| stamp(b).cmp(&stamp(a)))
+                .then_with(|| frag(b).cmp(&frag(a)))
         });
         order.dedup_by(|b, a| by_bytes(*a, *b).is_eq());
         // Deleted survivors go, older versions of their coordinates with
         // them.
-        order.retain(|&i| !gone[i]);
+        order.retain(|&i| gone.get(i) != Some(&true));
         if let Some(c) = condition {
             // The condition applies to the surviving (newest) cells.
             order = filter_by_condition(c, &order, &refs, plans, fields, tiles)?;
@@ -455,7 +478,9 @@ pub(crate) fn sparse_cells(
             kind,
             at,
             |a, b| {
-                let (a, b) = (&refs[a], &refs[b]);
+                let (Some(a), Some(b)) = (refs.get(a), refs.get(b)) else {
+                    return a.cmp(&b);
+                };
                 // Equal values (duplicates, or -0.0 and 0.0): TileDB's
                 // global-order reader takes the newest fragment's first;
                 // row- and col-major take the oldest's (TileDB's legacy
@@ -470,17 +495,22 @@ pub(crate) fn sparse_cells(
     }
     let mut out: Vec<CellRef> = Vec::with_capacity(order.len());
     let multi = (0..dims.len()).any(|d| subarray.ranges(d).len() > 1);
-    let one_fragment = order.windows(2).all(|w| refs[w[0]].frag == refs[w[1]].frag);
+    let one_fragment = order
+        .iter()
+        .all(|&i| Some(frag(i)) == order.first().map(|&f| frag(f)));
     if multi && n == 1 && one_fragment && super::partition::follows_ranges(schema, layout) {
         // One dimension, every cell from one fragment: TileDB's legacy
         // reader leaves the cells range by range, in the order the ranges
         // were given (it sorts them only when fragments mix).
+        let o = ops
+            .first()
+            .ok_or_else(|| QueryError::invalid("no dimension"))?;
         for r in subarray.ranges(0) {
             let (lo, hi) = r.bounds();
-            let o = &ops[0];
             let first = order.partition_point(|&i| o.cmp_values(at(i, 0), lo) == Ordering::Less);
             let end = order.partition_point(|&i| o.cmp_values(at(i, 0), hi) != Ordering::Greater);
-            out.extend(order[first..end.max(first)].iter().map(|&i| refs[i]));
+            let held = order.get(first..end.max(first)).unwrap_or_default();
+            out.extend(held.iter().filter_map(|&i| refs.get(i).copied()));
         }
     } else if multi && matches!(layout, ResultLayout::RowMajor | ResultLayout::ColMajor) {
         // Ordered layouts return a cell once per range combination that
@@ -492,15 +522,17 @@ pub(crate) fn sparse_cells(
                 if r.is_empty() {
                     continue;
                 }
-                times *= match hits.get(i) {
+                times = times.saturating_mul(match hits.get(i) {
                     Some(&h) if h != u32::MAX && Some(d) == parts_dim => h as usize,
                     _ => r.iter().filter(|r| o.contains(r, at(i, d))).count(),
-                };
+                });
             }
-            out.extend(std::iter::repeat_n(refs[i], times));
+            if let Some(&r) = refs.get(i) {
+                out.extend(std::iter::repeat_n(r, times));
+            }
         }
     } else {
-        out.extend(order.into_iter().map(|i| refs[i]));
+        out.extend(order.into_iter().filter_map(|i| refs.get(i).copied()));
     }
     Ok(Results::from_cells(&out))
 }
@@ -520,13 +552,13 @@ fn filter_by_condition(
 ) -> Result<Vec<usize>> {
     // Group by tile, evaluate each tile once.
     let mut by_tile: HashMap<(u32, u64), Vec<bool>> = HashMap::new();
-    for &i in order {
-        let r = &refs[i];
+    for r in order.iter().filter_map(|&i| refs.get(i)) {
         if by_tile.contains_key(&(r.frag, r.tile)) {
             continue;
         }
         let fi = r.frag as usize;
-        let plan = &plans[fi];
+        let plan = (plans.get(fi))
+            .ok_or_else(|| QueryError::invalid(format!("no fragment {fi} planned")))?;
         let n = plan.cells(r.tile, plan.tile_num()) as usize;
         let tc = tile_columns(fields, tiles, fi, r.tile, n);
         let mut mask = vec![true; n];
@@ -537,12 +569,12 @@ fn filter_by_condition(
         .iter()
         .copied()
         .filter(|&i| {
-            let r = &refs[i];
-            by_tile
-                .get(&(r.frag, r.tile))
-                .and_then(|m| m.get(r.cell as usize))
-                .copied()
-                .unwrap_or(false)
+            refs.get(i).is_some_and(|r| {
+                (by_tile.get(&(r.frag, r.tile)))
+                    .and_then(|m| m.get(r.cell as usize))
+                    .copied()
+                    .unwrap_or(false)
+            })
         })
         .collect())
 }
