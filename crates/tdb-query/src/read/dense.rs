@@ -8,9 +8,9 @@
 //! newest fragment winning. A sparse read's ordered cells are merged into
 //! slabs where they run on in one tile.
 
-// Not yet under the crate's no-panic lints (76 sites of cell, offset and
-// buffer arithmetic): to rewrite as the condition parser and the rest were.
-#![allow(clippy::indexing_slicing, clippy::arithmetic_side_effects)]
+// Coordinates here are i128 values of 64-bit domains and tile positions
+// below them: sums and differences of a few cannot overflow, and the
+// saturating forms below say so to the no-panic lints.
 
 use super::fields::{FieldInfo, Kind};
 use super::plan::{CellRef, FragPlan};
@@ -53,7 +53,7 @@ impl Slab {
     /// Cells `from..from + len` of this slab.
     pub fn part(&self, from: u64, len: u64) -> Slab {
         Slab {
-            cell: self.cell + from * self.stride,
+            cell: self.cell.saturating_add(from.saturating_mul(self.stride)),
             len,
             ..*self
         }
@@ -67,10 +67,8 @@ impl Slab {
 
     /// The tile's cells this slab spans, as a half-open range.
     pub fn cell_span(&self) -> (u64, u64) {
-        (
-            self.cell,
-            self.cell + self.len.saturating_sub(1) * self.stride + 1,
-        )
+        let last = (self.len.saturating_sub(1)).saturating_mul(self.stride);
+        (self.cell, self.cell.saturating_add(last).saturating_add(1))
     }
 }
 
@@ -93,9 +91,9 @@ impl Results {
             if let Some(last) = slabs.last_mut() {
                 if last.frag == r.frag
                     && last.tile == r.tile
-                    && last.cell + last.len == u64::from(r.cell)
+                    && last.cell.saturating_add(last.len) == u64::from(r.cell)
                 {
-                    last.len += 1;
+                    last.len = last.len.saturating_add(1);
                     continue;
                 }
             }
@@ -115,8 +113,9 @@ impl Results {
 
     /// The coordinates of slab `k`'s first cell (dense reads).
     pub fn first_coords(&self, k: usize) -> &[i128] {
-        self.coords
-            .get(k * self.dims..(k + 1) * self.dims)
+        let at = k.saturating_mul(self.dims);
+        (self.coords)
+            .get(at..at.saturating_add(self.dims))
             .unwrap_or(&[])
     }
 }
@@ -171,13 +170,13 @@ pub(crate) fn dense_results(
     let col = step_dim == 0 && n > 1;
     // Cells per step along `step_dim` inside a tile (its cell order).
     let stride: u64 = {
-        let faster: Box<dyn Iterator<Item = usize>> = if schema.cell_order == Layout::ColMajor {
-            Box::new(0..step_dim)
+        let faster = if schema.cell_order == Layout::ColMajor {
+            grid.get(..step_dim)
         } else {
-            Box::new(step_dim + 1..n)
+            grid.get(step_dim.saturating_add(1)..)
         };
-        faster
-            .map(|d| u64::try_from(grid[d].1).unwrap_or(u64::MAX))
+        (faster.unwrap_or_default().iter())
+            .map(|&(_, extent)| u64::try_from(extent).unwrap_or(u64::MAX))
             .fold(1u64, u64::saturating_mul)
     };
     let mut planner = Planner {
@@ -202,14 +201,15 @@ pub(crate) fn dense_results(
     } else {
         (0..n.saturating_sub(1)).collect()
     };
+    let given = |d: usize| ranges.get(d).map_or(&[][..], Vec::as_slice);
     if !global {
-        let lists: Vec<Vec<i128>> = others.iter().map(|&d| flatten(&ranges[d])).collect();
-        let runs: Vec<(i128, i128)> = ranges[step_dim].clone();
+        let lists: Vec<Vec<i128>> = others.iter().map(|&d| flatten(given(d))).collect();
+        let runs = given(step_dim);
         odometer(&lists, |values| {
             for (&d, &v) in others.iter().zip(values) {
-                planner.coords[d] = v;
+                planner.set(d, v);
             }
-            for &(lo, hi) in &runs {
+            for &(lo, hi) in runs {
                 planner.run(lo, hi)?;
             }
             Ok(())
@@ -231,13 +231,13 @@ pub(crate) fn dense_results(
         .iter()
         .zip(&grid)
         .map(|(v, &(lo, extent))| {
+            // Runs of values in one tile, as index ranges into `v`.
             let mut g: Vec<(usize, usize)> = Vec::new();
-            for (k, &x) in v.iter().enumerate() {
-                let t = (x - lo).div_euclid(extent);
-                match g.last_mut() {
-                    Some((s, e)) if (v[*s] - lo).div_euclid(extent) == t => *e = k + 1,
-                    _ => g.push((k, k + 1)),
-                }
+            let mut start = 0usize;
+            for run in v.chunk_by(|&a, &b| tile_of(a, lo, extent) == tile_of(b, lo, extent)) {
+                let end = start.saturating_add(run.len());
+                g.push((start, end));
+                start = end;
             }
             g
         })
@@ -250,37 +250,45 @@ pub(crate) fn dense_results(
     };
     let group_idx: Vec<Vec<i128>> = tile_dims
         .iter()
-        .map(|&d| (0..groups[d].len() as i128).collect())
+        .map(|&d| (0..groups.get(d).map_or(0, Vec::len) as i128).collect())
         .collect();
+    // Dimension `d`'s sorted values in `span`.
+    let values = |d: usize, span: &[(usize, usize)]| -> &[i128] {
+        let (Some(v), Some(&(a, b))) = (sorted.get(d), span.get(d)) else {
+            return &[];
+        };
+        v.get(a..b).unwrap_or_default()
+    };
     odometer(&group_idx, |gi| {
         let mut span = vec![(0usize, 0usize); n];
         for (&d, &g) in tile_dims.iter().zip(gi) {
-            span[d] = groups[d][g as usize];
+            let group = groups.get(d).and_then(|g_d| g_d.get(g as usize));
+            if let (Some(s), Some(&group)) = (span.get_mut(d), group) {
+                *s = group;
+            }
         }
         // The other dimensions' values in this tile, each once with its
         // count: a value given twice is a cell given twice, and the copies
         // of a cell sit next to each other in cell order.
         let mut counted: Vec<Vec<(i128, u64)>> = Vec::with_capacity(others.len());
         for &d in &others {
-            let mut c: Vec<(i128, u64)> = Vec::new();
-            for &v in &sorted[d][span[d].0..span[d].1] {
-                match c.last_mut() {
-                    Some((x, k)) if *x == v => *k += 1,
-                    _ => c.push((v, 1)),
-                }
-            }
+            let c: Vec<(i128, u64)> = (values(d, &span).chunk_by(|a, b| a == b))
+                .filter_map(|same| Some((*same.first()?, same.len() as u64)))
+                .collect();
             counted.push(c);
         }
         let index_lists: Vec<Vec<i128>> = counted
             .iter()
             .map(|c| (0..c.len() as i128).collect())
             .collect();
-        let line = &sorted[step_dim][span[step_dim].0..span[step_dim].1];
+        let line = values(step_dim, &span);
         odometer(&index_lists, |idx| {
             let mut copies = 1u64;
             for ((&d, &i), c) in others.iter().zip(idx).zip(&counted) {
-                let (v, k) = c[i as usize];
-                planner.coords[d] = v;
+                let Some(&(v, k)) = c.get(i as usize) else {
+                    continue;
+                };
+                planner.set(d, v);
                 copies = copies.saturating_mul(k);
             }
             if copies > 1 {
@@ -292,11 +300,9 @@ pub(crate) fn dense_results(
                 return Ok(());
             }
             // Runs of consecutive values (a repeated value starts a run).
-            let mut start = 0;
-            for k in 1..=line.len() {
-                if k == line.len() || line[k] != line[k - 1] + 1 {
-                    planner.run(line[start], line[k - 1])?;
-                    start = k;
+            for run in line.chunk_by(|&a, &b| a.checked_add(1) == Some(b)) {
+                if let (Some(&lo), Some(&hi)) = (run.first(), run.last()) {
+                    planner.run(lo, hi)?;
                 }
             }
             Ok(())
@@ -334,7 +340,7 @@ pub(crate) fn slab_bound(
     let s = step_dim(schema, layout);
     let count = |r: &[(i128, i128)]| -> Option<u64> {
         r.iter()
-            .map(|&(lo, hi)| u64::try_from(hi - lo + 1).ok())
+            .map(|&(lo, hi)| u64::try_from(hi.checked_sub(lo)?.checked_add(1)?).ok())
             .try_fold(0u64, |a, n| a.checked_add(n?))
     };
     let mut lines = 1u64;
@@ -348,7 +354,9 @@ pub(crate) fn slab_bound(
     }
     let (origin, extent) = origin_and_extent(schema.domain.dimensions.get(s)?)?;
     let pieces = ranges.get(s)?.iter().try_fold(0u64, |a, &(lo, hi)| {
-        let tiles = (hi - origin).div_euclid(extent) - (lo - origin).div_euclid(extent) + 1;
+        let tiles = tile_of(hi, origin, extent)
+            .checked_sub(tile_of(lo, origin, extent))?
+            .checked_add(1)?;
         a.checked_add(u64::try_from(tiles).ok()?)
     })?;
     let per_line = pieces.checked_mul(frags.saturating_mul(2).saturating_add(1))?;
@@ -360,29 +368,42 @@ fn flatten(ranges: &[(i128, i128)]) -> Vec<i128> {
     ranges.iter().flat_map(|&(lo, hi)| lo..=hi).collect()
 }
 
+/// The space tile of coordinate `x` along a dimension whose tiles start
+/// at `origin` and span `extent` (positive, as `origin_and_extent` gives).
+fn tile_of(x: i128, origin: i128, extent: i128) -> i128 {
+    x.saturating_sub(origin)
+        .checked_div_euclid(extent)
+        .unwrap_or(0)
+}
+
 /// Calls `f` with every combination of one value per list, the last list
 /// fastest; once with no values when there are no lists.
 fn odometer(lists: &[Vec<i128>], mut f: impl FnMut(&[i128]) -> Result<()>) -> Result<()> {
-    if lists.iter().any(Vec::is_empty) {
+    let Some(mut values) = (lists.iter())
+        .map(|l| l.first().copied())
+        .collect::<Option<Vec<i128>>>()
+    else {
+        // A list without values: no combination.
         return Ok(());
-    }
+    };
     let mut idx = vec![0usize; lists.len()];
-    let mut values: Vec<i128> = lists.iter().map(|l| l[0]).collect();
     loop {
         f(&values)?;
-        let mut k = lists.len();
-        loop {
-            if k == 0 {
-                return Ok(());
-            }
-            k -= 1;
-            idx[k] += 1;
-            if idx[k] < lists[k].len() {
-                values[k] = lists[k][idx[k]];
+        // The last list steps; one that runs out starts again and the one
+        // before it steps; the first running out ends.
+        let mut stepped = false;
+        for ((list, i), v) in lists.iter().zip(&mut idx).zip(&mut values).rev() {
+            *i = i.saturating_add(1);
+            if let Some(&x) = list.get(*i) {
+                *v = x;
+                stepped = true;
                 break;
             }
-            idx[k] = 0;
-            values[k] = lists[k][0];
+            *i = 0;
+            *v = list.first().copied().unwrap_or_default();
+        }
+        if !stepped {
+            return Ok(());
         }
     }
 }
@@ -401,16 +422,32 @@ struct Planner<'a> {
 }
 
 impl Planner<'_> {
+    /// Sets the current line's coordinate along `d`.
+    fn set(&mut self, d: usize, v: i128) {
+        if let Some(c) = self.coords.get_mut(d) {
+            *c = v;
+        }
+    }
+
     /// The slabs of values `lo..=hi` along the step dimension on the
     /// current line: cut at tile boundaries, then by fragment coverage.
     fn run(&mut self, lo: i128, hi: i128) -> Result<()> {
-        let (origin, extent) = self.grid[self.step_dim];
+        let (origin, extent) = (self.grid.get(self.step_dim))
+            .copied()
+            .ok_or_else(|| QueryError::invalid("no step dimension"))?;
         let mut a = lo;
         while a <= hi {
-            let tile_end = origin + ((a - origin).div_euclid(extent) + 1) * extent - 1;
+            let next_tile = tile_of(a, origin, extent).saturating_add(1);
+            let tile_end = next_tile
+                .saturating_mul(extent)
+                .saturating_add(origin)
+                .saturating_sub(1);
             let b = hi.min(tile_end);
             self.piece(a, b)?;
-            a = b + 1;
+            let Some(next) = b.checked_add(1) else {
+                break;
+            };
+            a = next;
         }
         Ok(())
     }
@@ -425,30 +462,25 @@ impl Planner<'_> {
             if self.uncovered.is_empty() {
                 break;
             }
-            let on_line = f
-                .bounds
-                .iter()
-                .enumerate()
-                .all(|(d, &(lo, hi))| d == s || (lo <= self.coords[d] && self.coords[d] <= hi));
-            if !on_line {
+            let on_line = (f.bounds.iter().zip(&self.coords).enumerate())
+                .all(|(d, (&(lo, hi), &c))| d == s || (lo <= c && c <= hi));
+            let Some(&(n0, n1)) = f.bounds.get(s).filter(|_| on_line) else {
                 continue;
-            }
-            let (n0, n1) = f.bounds[s];
+            };
             let mut k = 0;
-            while k < self.uncovered.len() {
-                let (u0, u1) = self.uncovered[k];
+            while let Some(&(u0, u1)) = self.uncovered.get(k) {
                 let (c0, c1) = (u0.max(n0), u1.min(n1));
                 if c0 > c1 {
-                    k += 1;
+                    k = k.saturating_add(1);
                     continue;
                 }
                 self.pieces.push((c0, c1, Some(fi)));
                 self.uncovered.swap_remove(k);
                 if u0 < c0 {
-                    self.uncovered.push((u0, c0 - 1));
+                    self.uncovered.push((u0, c0.saturating_sub(1)));
                 }
                 if c1 < u1 {
-                    self.uncovered.push((c1 + 1, u1));
+                    self.uncovered.push((c1.saturating_add(1), u1));
                 }
             }
         }
@@ -456,13 +488,16 @@ impl Planner<'_> {
             .extend(self.uncovered.iter().map(|&(u0, u1)| (u0, u1, None)));
         self.pieces.sort_unstable_by_key(|p| p.0);
         for k in 0..self.pieces.len() {
-            let (p0, p1, frag) = self.pieces[k];
-            let len = u64::try_from(p1 - p0 + 1).unwrap_or(0);
-            self.coords[s] = p0;
+            let Some(&(p0, p1, frag)) = self.pieces.get(k) else {
+                break;
+            };
+            let len = u64::try_from(p1.saturating_sub(p0).saturating_add(1)).unwrap_or(0);
+            self.set(s, p0);
             let slab = match frag {
                 None => Slab::fill(len),
                 Some(fi) => {
-                    let f = &self.frags[fi];
+                    let f = (self.frags.get(fi))
+                        .ok_or_else(|| QueryError::invalid("a dense piece of no fragment"))?;
                     let (tile, cell) = f
                         .grid
                         .position(&self.coords)
@@ -509,8 +544,8 @@ pub(crate) fn overlay_sparse(
             let n = plan.cells(t, tile_num) as usize;
             for c in 0..n {
                 let mut coords = Vec::with_capacity(dims);
-                for (d, slot) in dim_slots.iter().enumerate() {
-                    let dt = schema.domain.dimensions[d].datatype;
+                for (dim, slot) in schema.domain.dimensions.iter().zip(&dim_slots) {
+                    let dt = dim.datatype;
                     let v = slot
                         .and_then(|s| tiles.get(&(i, s, t)))
                         .and_then(|tile| int_value(dt, tile.column(dt, 1).cell(c)));
@@ -538,6 +573,16 @@ pub(crate) fn overlay_sparse(
         step_dim: step,
         ..Results::default()
     };
+    // Appends slab `from..` (`len` cells) of a slab whose first cell is at
+    // `first`: its first cell steps `from` along `step`.
+    let push_part = |out: &mut Results, slab: &Slab, first: &[i128], from: u64, len: u64| {
+        out.slabs.push(slab.part(from, len));
+        let at = out.coords.len().saturating_add(step);
+        out.coords.extend_from_slice(first);
+        if let Some(c) = out.coords.get_mut(at) {
+            *c = c.saturating_add(i128::from(from));
+        }
+    };
     let mut key = Vec::with_capacity(dims);
     for (k, slab) in old.slabs.iter().enumerate() {
         let first = old.first_coords(k);
@@ -545,17 +590,16 @@ pub(crate) fn overlay_sparse(
         for j in 0..slab.len {
             key.clear();
             key.extend_from_slice(first);
-            key[step] += i128::from(j);
+            if let Some(c) = key.get_mut(step) {
+                *c = c.saturating_add(i128::from(j));
+            }
             let hit = sparse_maps
                 .iter()
                 .rev()
                 .find_map(|m| m.as_ref().and_then(|m| m.get(&key[..]).copied()));
             let Some(h) = hit else { continue };
             if j > from {
-                out.slabs.push(slab.part(from, j - from));
-                out.coords.extend_from_slice(first);
-                let at = out.coords.len() - dims + step;
-                out.coords[at] += i128::from(from);
+                push_part(&mut out, slab, first, from, j.saturating_sub(from));
             }
             out.slabs.push(Slab {
                 frag: h.frag,
@@ -565,13 +609,10 @@ pub(crate) fn overlay_sparse(
                 len: 1,
             });
             out.coords.extend_from_slice(&key);
-            from = j + 1;
+            from = j.saturating_add(1);
         }
         if slab.len > from {
-            out.slabs.push(slab.part(from, slab.len - from));
-            out.coords.extend_from_slice(first);
-            let at = out.coords.len() - dims + step;
-            out.coords[at] += i128::from(from);
+            push_part(&mut out, slab, first, from, slab.len.saturating_sub(from));
         }
     }
     out
