@@ -27,7 +27,7 @@ use tdb_format::{
 use tdb_index::{DomainOps, NDRange, RTree, RangeOps};
 use tdb_schema::{ArraySchema, Range as DimRange, SchemaHistory};
 use tdb_storage::{join, ByteRange, RangeRead, RangeRequest};
-use tdb_tile::{CoordsLayout, TileData};
+use tdb_tile::{CoordsLayout, FieldTile, TileError, TileShape};
 
 /// What kind of problem a [`Problem`] is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -230,6 +230,7 @@ pub fn verify_array<S: ReadStorage + ?Sized>(
         schemas: &schemas,
         sizes: &sizes,
         sink,
+        workspace: tdb_filters::Workspace::default(),
     };
     let mut seen = BTreeSet::new();
     for f in &directory.unfiltered_fragments {
@@ -277,6 +278,9 @@ struct Scrub<'a, S: ?Sized> {
     schemas: &'a SchemaHistory,
     sizes: &'a HashMap<&'a str, u64>,
     sink: Sink<'a>,
+    /// The filters' workspace (codec contexts, stage buffers), kept from
+    /// tile to tile.
+    workspace: tdb_filters::Workspace,
 }
 
 /// One fragment being scrubbed.
@@ -716,153 +720,86 @@ impl<'a, S: ReadStorage + ?Sized> Scrub<'a, S> {
         let Some(cells) = frag.cells(t) else {
             return;
         };
-        let mut fixed: Option<TileData> = None;
-        let mut var: Option<(TileData, bool)> = None;
-        let mut validity: Option<Vec<u8>> = None;
-        for (w, b) in wants.iter().zip(bytes) {
-            let Some(pf) = schema.part_filters(&df, w.part, encrypted) else {
-                return;
-            };
-            let filters = pf.tile_filters(schema.version, self.key);
-            let loc = format!("{} tile {t}", w.path);
-            let problem = |kind, detail: String| {
-                Problem::new(kind, w.path.as_str(), detail).at(t, Some(w.range.start))
-            };
-            let data = match filters.unfilter_whole(&loc, b.as_ref(), w.part == DataPart::Var) {
-                Ok(d) => d,
-                Err(e) => {
-                    self.sink.push(problem(ProblemKind::Tile, error_chain(&e)));
-                    return;
-                }
-            };
-            self.sink.summary.tiles = self.sink.summary.tiles.saturating_add(1);
-            match w.part {
-                DataPart::Fixed => {
-                    if let Some(size) = pf.field_cell_size {
-                        let want = cells.saturating_mul(size);
-                        if data.data.len() as u64 != want {
-                            self.sink.push(problem(
-                                ProblemKind::Mismatch,
-                                format!(
-                                    "{} bytes unfiltered, {cells} cells of {size} bytes need {want}",
-                                    data.data.len()
-                                ),
-                            ));
-                            return;
-                        }
-                    }
-                    fixed = Some(data);
-                }
-                DataPart::Var => {
-                    let inside = filters.offsets_inside();
-                    match frag.meta.var_tile_size(i, t) {
-                        Ok(n) if n != data.data.len() as u64 => {
-                            self.sink.push(problem(
-                                ProblemKind::Mismatch,
-                                format!(
-                                    "{} bytes unfiltered, the var sizes section records {n}",
-                                    data.data.len()
-                                ),
-                            ));
-                            return;
-                        }
-                        Ok(_) => {}
-                        Err(e) => {
-                            self.sink
-                                .push(problem(ProblemKind::FragmentMetadata, error_chain(&e)));
-                            return;
-                        }
-                    }
-                    var = Some((data, inside));
-                }
-                DataPart::Validity => {
-                    if data.data.len() as u64 != cells {
-                        self.sink.push(problem(
-                            ProblemKind::Mismatch,
-                            format!("{} validity bytes for {cells} cells", data.data.len()),
-                        ));
-                        return;
-                    }
-                    if let Some((c, b)) = data.data.iter().enumerate().find(|(_, &b)| b > 1) {
-                        self.sink.push(problem(
-                            ProblemKind::Mismatch,
-                            format!("validity byte of cell {c} is {b}"),
-                        ));
-                        return;
-                    }
-                    validity = Some(data.data);
-                }
-            }
-        }
-        let Some(fixed) = fixed else { return };
         let Some(fixed_want) = wants.first() else {
             return;
         };
+        let problem = |kind, detail: String| {
+            Problem::new(kind, fixed_want.path.as_str(), detail).at(t, Some(fixed_want.range.start))
+        };
+        // The tile's shape, as the fragment metadata gives it.
+        let var_size = match wants.iter().any(|w| w.part == DataPart::Var) {
+            true => match frag.meta.var_tile_size(i, t) {
+                Ok(n) => Some(n),
+                Err(e) => {
+                    self.sink
+                        .push(problem(ProblemKind::FragmentMetadata, error_chain(&e)));
+                    return;
+                }
+            },
+            false => None,
+        };
+        let Some(filters) = (wants.iter())
+            .map(|w| schema.part_filters(&df, w.part, encrypted))
+            .collect::<Option<Vec<_>>>()
+        else {
+            return;
+        };
+        let cell_size = filters.first().and_then(|pf| pf.field_cell_size);
+        let locations: Vec<String> = wants
+            .iter()
+            .map(|w| format!("{} tile {t}", w.path))
+            .collect();
+        let parts: Vec<_> = (wants.iter().zip(&filters).zip(bytes).zip(&locations))
+            .map(|(((w, pf), b), location)| {
+                let f = pf.tile_filters(schema.version, self.key);
+                (w.part, f, location.as_str(), b.as_ref())
+            })
+            .collect();
+        let shape = TileShape {
+            cells,
+            cell_size,
+            var_size,
+            zipped: field == Field::Coords,
+        };
+        // The read path's decoding and checks.
+        let tile = match FieldTile::decode(&parts, &shape, &mut self.workspace) {
+            Ok(tile) => tile,
+            Err(e) => {
+                let kind = match e {
+                    TileError::Shape { .. } => ProblemKind::Mismatch,
+                    _ => ProblemKind::Tile,
+                };
+                self.sink.push(problem(kind, error_chain(&e)));
+                return;
+            }
+        };
+        self.sink.summary.tiles = self.sink.summary.tiles.saturating_add(wants.len() as u64);
+        if let Some((c, b)) = (tile.validity.iter().flatten())
+            .enumerate()
+            .find(|(_, &b)| b > 1)
+        {
+            self.sink.push(problem(
+                ProblemKind::Mismatch,
+                format!("validity byte of cell {c} is {b}"),
+            ));
+            return;
+        }
         let mismatch = |path: &str, detail: String| {
             Problem::new(ProblemKind::Mismatch, path, detail).at(t, Some(fixed_want.range.start))
         };
-        // Var-size fields: the offsets, wherever they live.
-        let mut offsets: Option<Vec<u64>> = None;
-        if let Some((var, inside)) = &var {
-            let (offs, path) = if *inside {
-                if !fixed.data.is_empty() {
-                    self.sink.push(mismatch(
-                        &fixed_want.path,
-                        "an offsets tile where the offsets live in the data tile".into(),
-                    ));
-                    return;
-                }
-                let var_path = wants.get(1).map_or(&fixed_want.path, |w| &w.path);
-                (var.offsets.clone(), var_path)
-            } else {
-                if fixed.data.len() % 8 != 0 {
-                    self.sink.push(mismatch(
-                        &fixed_want.path,
-                        format!("{} offsets bytes", fixed.data.len()),
-                    ));
-                    return;
-                }
-                (
-                    tdb_format::le::u64_values(&fixed.data).collect(),
-                    &fixed_want.path,
-                )
-            };
-            if offs.len() as u64 != cells {
-                self.sink.push(mismatch(
-                    path,
-                    format!("{} offsets for {cells} cells", offs.len()),
-                ));
-                return;
-            }
-            if let Some(k) = offs
-                .iter()
-                .zip(offs.iter().skip(1))
-                .position(|(a, b)| a > b)
-            {
-                let at = k.saturating_add(1);
-                self.sink
-                    .push(mismatch(path, format!("offset {at} decreases")));
-                return;
-            }
-            if offs.last().is_some_and(|&o| o > var.data.len() as u64) {
-                self.sink.push(mismatch(
-                    path,
-                    format!("offsets reach past the {}-byte var tile", var.data.len()),
-                ));
-                return;
-            }
-            offsets = Some(offs);
-        }
+        let is_var = wants.iter().any(|w| w.part == DataPart::Var);
+        let offsets = is_var.then_some(&tile.offsets);
+        let (fixed, validity) = (&tile.fixed, tile.validity.as_deref());
         let values = |k: usize| -> &[u8] {
-            match (&offsets, &var) {
-                (Some(o), Some((v, _))) => {
+            match offsets {
+                Some(o) => {
                     let end = o
                         .get(k.saturating_add(1))
-                        .map_or(v.data.len(), |&e| e as usize);
+                        .map_or(tile.var.len(), |&e| e as usize);
                     let start = o.get(k).map_or(end, |&s| s as usize);
-                    v.data.get(start..end).unwrap_or_default()
+                    tile.var.get(start..end).unwrap_or_default()
                 }
-                _ => &[],
+                None => &[],
             }
         };
         // Sparse coordinates against their leaf MBR.
@@ -877,10 +814,7 @@ impl<'a, S: ReadStorage + ?Sized> Scrub<'a, S> {
                         let n = cells as usize;
                         let vals = match dim.is_var() {
                             true => (0..n).map(values).collect(),
-                            false => fixed
-                                .data
-                                .chunks_exact(dim.datatype.size() as usize)
-                                .collect(),
+                            false => fixed.chunks_exact(dim.datatype.size() as usize).collect(),
                         };
                         vec![(d, vals)]
                     }
@@ -895,7 +829,7 @@ impl<'a, S: ReadStorage + ?Sized> Scrub<'a, S> {
                             CoordsLayout::of(v, &schema.coords_filters)
                         });
                     unzipped = (0..dims.len())
-                        .map(|d| layout.dimension(&fixed.data, d, dims.len(), size))
+                        .map(|d| layout.dimension(fixed, d, dims.len(), size))
                         .collect::<Option<Vec<_>>>()
                         .unwrap_or_default();
                     unzipped
@@ -930,7 +864,7 @@ impl<'a, S: ReadStorage + ?Sized> Scrub<'a, S> {
         }
         let footer = &frag.meta.footer;
         if let (true, Field::Attribute(a)) = (footer.version >= 11, field) {
-            let tile = (t, fixed.data.as_slice(), validity.as_deref());
+            let tile = (t, fixed.as_slice(), validity);
             // A dense fragment spanning several times is a merge: TileDB's
             // merge writes whole tiles in the global order (fill values
             // included, past the domain too), and their metadata covers
@@ -943,7 +877,7 @@ impl<'a, S: ReadStorage + ?Sized> Scrub<'a, S> {
                 // A dense tile's metadata covers the cells the write gave,
                 // visited in row-major order of their coordinates, not the
                 // fill values around them.
-                if let Some(order) = written_cells(frag, t, &fixed.data, validity.as_deref()) {
+                if let Some(order) = written_cells(frag, t, fixed, validity) {
                     self.tile_metadata(frag, i, a, tile, Some(&order), fixed_want);
                 }
             }

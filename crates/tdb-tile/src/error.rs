@@ -36,6 +36,15 @@ pub enum TileError {
         /// What the filter reported.
         source: tdb_filters::FilterError,
     },
+    /// The tile's parts disagree with the cells its fragment metadata
+    /// gives it, or with each other.
+    #[error("{location}: {reason}")]
+    Shape {
+        /// Which tile (as the caller named it).
+        location: String,
+        /// What does not add up.
+        reason: String,
+    },
     /// The tile's framing does not add up.
     #[error("{location}: {reason}")]
     Corrupt {

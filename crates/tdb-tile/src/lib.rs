@@ -17,6 +17,7 @@ mod chunking;
 mod chunks;
 mod coords;
 mod error;
+mod field;
 mod generic;
 mod tile;
 
@@ -26,6 +27,7 @@ pub use chunks::{
 };
 pub use coords::CoordsLayout;
 pub use error::{Result, TileError};
+pub use field::{FieldTile, TileShape};
 pub use generic::{
     read_generic_tile, read_generic_tile_file, write_generic_tile, GENERIC_TILE_GZIP_LEVEL,
 };

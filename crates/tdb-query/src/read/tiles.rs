@@ -11,7 +11,7 @@ use tdb_filters::Workspace;
 use tdb_format::{DataPart, Datatype, FormatVersion};
 use tdb_fragment::FragmentMetadata;
 use tdb_storage::{join, ByteRange, RangeRead, RangeRequest};
-use tdb_tile::{unfiltered_size, FilteredChunk, TileData, TileFilters};
+use tdb_tile::{unfiltered_size, FieldTile, FilteredChunk, TileData, TileFilters, TileShape};
 
 /// A tile of one field of one fragment: (fragment, field slot, tile).
 pub(crate) type TileKey = (usize, usize, u64);
@@ -23,6 +23,17 @@ pub(crate) struct DecodedTile {
     pub offsets: Vec<u64>,
     pub var: Vec<u8>,
     pub validity: Option<Vec<u8>>,
+}
+
+impl From<FieldTile> for DecodedTile {
+    fn from(t: FieldTile) -> Self {
+        DecodedTile {
+            fixed: t.fixed,
+            offsets: t.offsets,
+            var: t.var,
+            validity: t.validity,
+        }
+    }
 }
 
 impl DecodedTile {
@@ -314,24 +325,31 @@ pub(crate) struct TileJob<'a> {
     pub var_size: Option<u64>,
 }
 
-/// The unfiltered bytes part `part` of `job` holds, as the fragment's
-/// metadata and schema say: fixed-size values and validity bytes per cell,
-/// offsets per cell of var-size fields (none where the var data carries
-/// them), var data as recorded. Checked against the chunk headers before
-/// anything is decoded, so a header's claim sizes no allocation beyond
-/// what the tile holds, which the read budget bounded before any fetch.
-/// `None` where the layout does not say (pre-v5 coordinates).
-fn part_size(job: &TileJob<'_>, part: usize, offsets_inside: bool) -> Option<u64> {
-    let (kind, pf) = job.field.parts.get(part)?;
-    match kind {
-        DataPart::Validity => Some(job.cells),
-        DataPart::Fixed if job.field.zipped.is_some() => None,
-        DataPart::Fixed => match pf.field_cell_size {
-            Some(size) => job.cells.checked_mul(size),
-            None if offsets_inside => Some(0),
-            None => job.cells.checked_mul(8),
-        },
-        DataPart::Var => job.var_size,
+/// What `job`'s tile holds, as the fragment's metadata and schema say:
+/// fixed-size values and validity bytes per cell, offsets per cell of
+/// var-size fields, var data as recorded. Each part's chunk headers are
+/// checked against it before anything is decoded, so a header's claim
+/// sizes no allocation beyond what the tile holds, which the read budget
+/// bounded before any fetch.
+fn shape(job: &TileJob<'_>) -> TileShape {
+    TileShape {
+        cells: job.cells,
+        cell_size: job
+            .field
+            .parts
+            .first()
+            .and_then(|(_, pf)| pf.field_cell_size),
+        var_size: job.var_size,
+        zipped: job.field.zipped.is_some(),
+    }
+}
+
+/// A tile's parts disagreeing with its shape: corrupt, named by file and
+/// tile; other tile errors as they are.
+fn shape_error(path: &str, tile: u64, e: tdb_tile::TileError) -> QueryError {
+    match e {
+        tdb_tile::TileError::Shape { reason, .. } => QueryError::corrupt(path, tile, reason),
+        e => tile_error(path, tile, e),
     }
 }
 
@@ -391,22 +409,15 @@ fn parse_parts<'a>(job: &TileJob<'a>, key: Option<&'a [u8; 32]>) -> Result<Vec<P
         .clone()
         .find(|(kind, _)| *kind == DataPart::Var)
         .is_some_and(|(_, f)| f.offsets_inside());
+    let shape = shape(job);
     let mut parts = Vec::with_capacity(n);
-    for (part, (((kind, filters), (_, path, _)), b)) in
-        filters.zip(&job.fetch.parts).zip(job.bytes).enumerate()
-    {
+    for (((kind, filters), (_, path, _)), b) in filters.zip(&job.fetch.parts).zip(job.bytes) {
         let location = format!("{path} tile {tile}");
         let chunks = filters
             .chunks(&location, b)
             .map_err(|e| tile_error(path, tile, e))?;
-        let size = unfiltered_size(&chunks);
-        if let Some(holds) = part_size(job, part, offsets_inside).filter(|&n| n != size) {
-            return Err(QueryError::corrupt(
-                path,
-                tile,
-                format!("its chunks promise {size} bytes; the tile holds {holds}"),
-            ));
-        }
+        let size = (shape.check_chunks(&location, kind, offsets_inside, &chunks))
+            .map_err(|e| shape_error(path, tile, e))?;
         parts.push(PartJob {
             kind,
             filters,
@@ -591,81 +602,10 @@ fn finish_tile(
 ) -> Result<DecodedTile> {
     let (ff, fetch, cells) = (job.field, job.fetch, job.cells);
     let tile = fetch.key.2;
-    let mut out = DecodedTile::default();
-    for ((part, _, _), data) in fetch.parts.iter().zip(parts) {
-        match part {
-            DataPart::Fixed => out.fixed = data.data,
-            DataPart::Var => {
-                if offsets_inside {
-                    out.offsets = data.offsets;
-                }
-                out.var = data.data;
-            }
-            DataPart::Validity => out.validity = Some(data.data),
-        }
-    }
     let file = fetch.parts.first().map_or("", |p| p.1.as_str());
-    let has_var = ff.parts.iter().any(|(p, _)| *p == DataPart::Var);
-    if has_var && !offsets_inside {
-        if out.fixed.len() % 8 != 0 {
-            return Err(QueryError::corrupt(
-                file,
-                tile,
-                format!("{} bytes of offsets", out.fixed.len()),
-            ));
-        }
-        out.offsets = tdb_format::le::u64_values(&out.fixed).collect();
-        out.fixed = Vec::new();
-    }
-    if has_var {
-        if out.offsets.len() as u64 != cells {
-            return Err(QueryError::corrupt(
-                file,
-                tile,
-                format!("{} offsets for {cells} cells", out.offsets.len()),
-            ));
-        }
-        let mut prev = 0;
-        for &o in &out.offsets {
-            if o < prev || o > out.var.len() as u64 {
-                return Err(QueryError::corrupt(
-                    file,
-                    tile,
-                    format!(
-                        "offset {o} out of order or past the {}-byte var tile",
-                        out.var.len()
-                    ),
-                ));
-            }
-            prev = o;
-        }
-    } else if let Some(size) = ff
-        .parts
-        .first()
-        .and_then(|(_, pf)| pf.field_cell_size)
-        .filter(|_| ff.zipped.is_none())
-    {
-        let want = cells.saturating_mul(size);
-        if out.fixed.len() as u64 != want {
-            return Err(QueryError::corrupt(
-                file,
-                tile,
-                format!(
-                    "{} bytes unfiltered, {cells} cells of {size} bytes need {want}",
-                    out.fixed.len()
-                ),
-            ));
-        }
-    }
-    if let Some(v) = &out.validity {
-        if v.len() as u64 != cells {
-            return Err(QueryError::corrupt(
-                file,
-                tile,
-                format!("{} validity bytes for {cells} cells", v.len()),
-            ));
-        }
-    }
+    let kinds = fetch.parts.iter().map(|(kind, _, _)| *kind);
+    let mut out = FieldTile::assemble(file, kinds.zip(parts), offsets_inside, &shape(job))
+        .map_err(|e| shape_error(file, tile, e))?;
     if let Some((d, dims, layout)) = ff.zipped {
         // Pre-v5 coordinates: this dimension's values of every cell.
         let size = usize::try_from(cells)
@@ -676,7 +616,7 @@ fn finish_tile(
             .dimension(&out.fixed, d, dims, size)
             .ok_or_else(|| QueryError::corrupt(file, tile, "short coordinates tile"))?;
     }
-    Ok(out)
+    Ok(out.into())
 }
 
 /// Decoded tiles by key.
