@@ -578,3 +578,27 @@ fn filter_by_condition(
         })
         .collect())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{strncmp_equal, tiledb_string_parts};
+
+    #[test]
+    fn parts_are_six_of_at_least_two_cells_the_last_taking_the_rest() {
+        assert!(tiledb_string_parts(11).is_empty());
+        assert_eq!(
+            tiledb_string_parts(17),
+            vec![0..2, 2..4, 4..6, 6..8, 8..10, 10..17]
+        );
+        assert_eq!(tiledb_string_parts(18).last(), Some(&(15..18)));
+    }
+
+    #[test]
+    fn ends_agree_as_strncmp_finds_them() {
+        assert!(strncmp_equal(b"ab", b"ab"));
+        assert!(!strncmp_equal(b"ab", b"abc"));
+        // `strncmp` stops at a NUL: what follows one is not compared.
+        assert!(strncmp_equal(b"a\0x", b"a\0y"));
+        assert!(!strncmp_equal(b"a\0x", b"abx"));
+    }
+}
