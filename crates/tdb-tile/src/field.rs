@@ -234,66 +234,57 @@ mod tests {
         let t = FieldTile::assemble("f tile 0", fixed, false, &shape(2, Some(2))).unwrap();
         assert_eq!(t.validity, Some(vec![1, 0]));
 
-        let e = refused(
-            vec![(DataPart::Fixed, data(&[1, 2, 3]))],
-            false,
-            shape(2, Some(2)),
-        );
-        assert_eq!(e, "3 bytes unfiltered, 2 cells of 2 bytes need 4");
-        let e = refused(
-            vec![
-                (DataPart::Fixed, offsets(&[0])),
-                (DataPart::Var, data(b"ab")),
-            ],
-            false,
-            shape(2, None),
-        );
-        assert_eq!(e, "1 offsets for 2 cells");
-        let e = refused(
-            vec![
-                (DataPart::Fixed, offsets(&[2, 1])),
-                (DataPart::Var, data(b"ab")),
-            ],
-            false,
-            shape(2, None),
-        );
-        assert_eq!(e, "offset 1 out of order or past the 2-byte var tile");
-        let e = refused(
-            vec![
-                (DataPart::Fixed, offsets(&[0, 9])),
-                (DataPart::Var, data(b"ab")),
-            ],
-            false,
-            shape(2, None),
-        );
-        assert_eq!(e, "offset 9 out of order or past the 2-byte var tile");
-        let e = refused(
-            vec![
-                (DataPart::Fixed, data(&[0; 5])),
-                (DataPart::Var, data(b"ab")),
-            ],
-            false,
-            shape(2, None),
-        );
-        assert_eq!(e, "5 bytes of offsets");
-        let e = refused(
-            vec![
-                (DataPart::Fixed, data(&[0; 8])),
-                (DataPart::Var, data(b"ab")),
-            ],
-            true,
-            shape(1, None),
-        );
-        assert_eq!(e, "an offsets tile where the offsets live in the data tile");
-        let e = refused(
-            vec![
-                (DataPart::Fixed, data(&[1, 2])),
-                (DataPart::Validity, data(&[1])),
-            ],
-            false,
-            shape(2, Some(1)),
-        );
-        assert_eq!(e, "1 validity bytes for 2 cells");
+        let var = |o: TileData, v: &[u8]| vec![(DataPart::Fixed, o), (DataPart::Var, data(v))];
+        let cases = [
+            (
+                vec![(DataPart::Fixed, data(&[1, 2, 3]))],
+                false,
+                shape(2, Some(2)),
+                "3 bytes unfiltered, 2 cells of 2 bytes need 4",
+            ),
+            (
+                var(offsets(&[0]), b"ab"),
+                false,
+                shape(2, None),
+                "1 offsets for 2 cells",
+            ),
+            (
+                var(offsets(&[2, 1]), b"ab"),
+                false,
+                shape(2, None),
+                "offset 1 out of order or past the 2-byte var tile",
+            ),
+            (
+                var(offsets(&[0, 9]), b"ab"),
+                false,
+                shape(2, None),
+                "offset 9 out of order or past the 2-byte var tile",
+            ),
+            (
+                var(data(&[0; 5]), b"ab"),
+                false,
+                shape(2, None),
+                "5 bytes of offsets",
+            ),
+            (
+                var(data(&[0; 8]), b"ab"),
+                true,
+                shape(1, None),
+                "an offsets tile where the offsets live in the data tile",
+            ),
+            (
+                vec![
+                    (DataPart::Fixed, data(&[1, 2])),
+                    (DataPart::Validity, data(&[1])),
+                ],
+                false,
+                shape(2, Some(1)),
+                "1 validity bytes for 2 cells",
+            ),
+        ];
+        for (parts, inside, s, want) in cases {
+            assert_eq!(refused(parts, inside, s), want);
+        }
     }
 
     #[test]
