@@ -969,16 +969,9 @@ mod runs {
     /// Under a budget of 2 KiB most reads go piece by piece (the subarray
     /// cut in result order): every query still returns TileDB's answer,
     /// unless one tile of its array needs more than the budget allows,
-    /// which is the budget error and nothing else. The exception: where
-    /// TileDB tests string ranges in parts of a tile (`sparse::parts_dim`),
-    /// pieces cut along that dimension answer by each cell's own value
-    /// (`tdb/tests/string_parts.rs` pins what they give).
+    /// which is the budget error and nothing else.
     #[test]
     fn the_corpus_passes_under_a_tiny_budget() {
-        const PARTS_RULE: [&str; 2] = [
-            "FAIL sparse_string_parts_col: query ",
-            "FAIL sparse_string_parts_row: query ",
-        ];
         let options = Options {
             budget: Some(2048),
             ..Options::default()
@@ -989,7 +982,6 @@ mod runs {
             .filter(|l| {
                 l.starts_with("FAIL")
                     && !l.contains("memory budget of 2048 bytes is too small: a tile of fragment")
-                    && !PARTS_RULE.iter().any(|c| l.starts_with(c))
             })
             .collect();
         assert!(failures.is_empty() && p > 180, "{failures:#?}");

@@ -221,6 +221,56 @@ fn a_hilbert_global_order_read_of_one_fragment_goes_in_runs_of_tiles() {
     }
 }
 
+/// Where TileDB tests a string dimension's ranges in parts of a tile
+/// (keeping cells outside them and dropping cells inside), a read cut into
+/// pieces along that dimension returns what the read in one piece does, in
+/// the same order (each piece decides by the query's ranges and returns
+/// the cells of its share of the values): on TileDB's bytes, one range and
+/// overlapping ones (cells repeated), in every layout.
+#[test]
+fn pieces_cut_along_tiledbs_string_parts_dimension_answer_as_one_piece() {
+    use tdb_query::{ResultLayout, Subarray};
+    use tdb_schema::Range;
+    for (case, d) in [
+        ("sparse_string_parts_col", 1),
+        ("sparse_string_parts_row", 0),
+    ] {
+        let dir = tdb_testdata::root().join(case).join("array");
+        let storage = LocalStorage::new(&dir);
+        let snap = Arc::new(Snapshot::load(&storage, "", TimeWindow::ALL, None).unwrap());
+        // Reads that went in pieces (more rounds of requests).
+        let mut cut = 0;
+        for ranges in [
+            &[("a", "b")][..],
+            &[("a", "m"), ("k", "z")],
+            &[("k", "k"), ("x", "x")],
+        ] {
+            let mut sub = Subarray::new(2);
+            for (lo, hi) in ranges {
+                sub.add_range(d, Range::from_bounds(lo.as_bytes(), hi.as_bytes(), true));
+            }
+            for layout in [
+                ResultLayout::RowMajor,
+                ResultLayout::ColMajor,
+                ResultLayout::GlobalOrder,
+                ResultLayout::Unordered,
+            ] {
+                let spec = ReadSpec::new(["i", "s", "a"])
+                    .with_subarray(sub.clone())
+                    .with_layout(layout);
+                let (whole, rounds) = run(&storage, &snap, spec.clone());
+                for budget in [2048, 4096] {
+                    let (pieces, more) = run(&storage, &snap, spec.clone().with_budget(budget));
+                    let what = format!("{case} {ranges:?} {layout:?} at {budget}");
+                    assert!(pieces == whole, "{what}: the cells differ");
+                    cut += usize::from(more > rounds);
+                }
+            }
+        }
+        assert!(cut >= 16, "{case}: {cut} reads went in pieces");
+    }
+}
+
 /// A budget too small for one tile is an error before any tile is read,
 /// and it says what budget would do.
 #[test]

@@ -731,7 +731,7 @@ impl Reader {
         }
         self.partitions = vec![Piece {
             sub: self.spec.subarray.clone(),
-            run: None,
+            ..Piece::default()
         }];
         self.next_partition()
     }
@@ -752,7 +752,11 @@ impl Reader {
                 &self.deletes,
                 self.condition.as_ref(),
                 self.spec.layout,
-                sparse::parts_dim(schema, &self.spec.subarray, &self.current.sub),
+                sparse::parts_dim(schema, &self.spec.subarray).map(|dim| sparse::PartsRule {
+                    dim,
+                    given: self.spec.subarray.ranges(dim),
+                    share: self.current.share.as_ref(),
+                }),
             )?;
         } else if self.plans.iter().any(|p| !p.meta.footer.dense) {
             let old = std::mem::take(&mut self.results);

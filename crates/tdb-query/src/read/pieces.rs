@@ -8,7 +8,7 @@ use super::dense::{self, DenseFrag, Results};
 use super::fields::Kind;
 use super::plan::{self, FragPlan};
 use super::tiles::{self, Coalesced, TileFetch, TileKey};
-use super::{aggregate, partition, Phase, Reader};
+use super::{aggregate, partition, sparse, Phase, Reader};
 use crate::{QueryError, Result, ResultLayout, Subarray};
 use std::collections::HashMap;
 use tdb_format::{ArrayType, DataPart};
@@ -37,16 +37,45 @@ pub(super) struct PlannedPiece {
 /// A piece of a read: part of the subarray and, in a Hilbert global-order
 /// read of one fragment, a run of that fragment's tiles (stored in that
 /// order, so consecutive runs come out in it, which no subarray cut does).
+/// Cut along the dimension of TileDB's string-parts rule, it owns a share
+/// of that dimension's values (see [`sparse::Share`]).
 #[derive(Debug, Clone, Default)]
 pub(super) struct Piece {
     pub sub: Subarray,
     pub run: Option<std::ops::Range<u64>>,
+    pub share: Option<sparse::Share>,
 }
 
 impl Piece {
-    /// The tiles of sparse fragment `plan` this piece overlaps.
-    pub(super) fn tiles(&self, plan: &FragPlan, ops: &[tdb_index::RangeOps]) -> Vec<u64> {
-        let mut tiles = plan.tiles_overlapping(ops, &self.sub);
+    /// The tiles of sparse fragment `plan` this piece reads: those it
+    /// overlaps, or with a share of the parts dimension, those overlapping
+    /// the query's ranges there (`query`) that hold values of its share.
+    pub(super) fn tiles(
+        &self,
+        plan: &FragPlan,
+        ops: &[tdb_index::RangeOps],
+        query: &Subarray,
+    ) -> Vec<u64> {
+        let mut tiles = match &self.share {
+            None => plan.tiles_overlapping(ops, &self.sub),
+            Some(share) => {
+                let mut sub = self.sub.clone();
+                sub.set_ranges(share.dim, query.ranges(share.dim).to_vec());
+                let o = ops.get(share.dim);
+                let mut tiles = plan.tiles_overlapping(ops, &sub);
+                tiles.retain(|&t| {
+                    let mbr = plan.leaves().get(t as usize);
+                    match (o, mbr.and_then(|m| m.get(share.dim))) {
+                        (Some(o), Some(r)) => {
+                            let (lo, hi) = r.bounds();
+                            share.meets(o, lo, hi)
+                        }
+                        _ => true,
+                    }
+                });
+                tiles
+            }
+        };
         if let Some(run) = &self.run {
             tiles.retain(|t| run.contains(t));
         }
@@ -152,7 +181,7 @@ impl Reader {
                 total = total.saturating_add(tiles.saturating_mul(tile_max));
             } else {
                 let tile_num = plan.tile_num();
-                for t in piece.tiles(plan, self.ops.dims()) {
+                for t in piece.tiles(plan, self.ops.dims(), &self.spec.subarray) {
                     let cells = plan.cells(t, tile_num);
                     total = total
                         .saturating_add(self.tile_bytes(i, t))
@@ -195,13 +224,14 @@ impl Reader {
             };
             let run = p.run.clone().unwrap_or(0..plan.tile_num());
             let whole = Piece {
-                sub: p.sub.clone(),
                 run: Some(run.clone()),
+                ..p.clone()
             };
-            let (a, b) = partition::split_run(&whole.tiles(plan, self.ops.dims()), run)?;
+            let tiles = whole.tiles(plan, self.ops.dims(), &self.spec.subarray);
+            let (a, b) = partition::split_run(&tiles, run)?;
             let half = |run| Piece {
-                sub: p.sub.clone(),
                 run: Some(run),
+                ..p.clone()
             };
             return Some((half(a), half(b)));
         }
@@ -215,11 +245,28 @@ impl Reader {
             in_order,
             &bounds,
         )?;
-        let half = |sub| Piece {
+        // Cut along the parts dimension: the pieces share out its values
+        // after the left one's highest (the right one's ranges start past
+        // it).
+        let parts = sparse::parts_dim(schema, &self.spec.subarray);
+        let (share_a, share_b) = match parts {
+            Some(d) if a.ranges(d) != p.sub.ranges(d) => {
+                let o = self.ops.dims().get(d)?;
+                let top = (a.ranges(d).iter())
+                    .map(|r| r.bounds().1)
+                    .max_by(|x, y| o.cmp_values(x, y))?;
+                let share = p.share.clone().unwrap_or_else(|| sparse::Share::whole(d));
+                let (low, high) = share.cut_after(top);
+                (Some(low), Some(high))
+            }
+            _ => (p.share.clone(), p.share.clone()),
+        };
+        let half = |sub, share| Piece {
             sub,
             run: p.run.clone(),
+            share,
         };
-        Some((half(a), half(b)))
+        Some((half(a, share_a), half(b, share_b)))
     }
 
     /// Whether piece `sub` is cut between ranges (`Some(true)`), anywhere
@@ -414,7 +461,7 @@ impl Reader {
                     answered
                 };
                 piece
-                    .tiles(plan, self.ops.dims())
+                    .tiles(plan, self.ops.dims(), &self.spec.subarray)
                     .into_iter()
                     .filter(|&t| match plan.leaves().get(t as usize) {
                         Some(mbr) => !from_md(t, mbr),

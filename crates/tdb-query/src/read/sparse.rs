@@ -15,7 +15,7 @@ use std::collections::HashMap;
 use tdb_format::Layout;
 use tdb_index::order::{cmp_coord_bytes, cmp_coords, sort_cells, CellOrder};
 use tdb_index::RangeOps;
-use tdb_schema::ArraySchema;
+use tdb_schema::{ArraySchema, Range};
 
 /// The columns of one tile of one fragment, by field name. Fields the
 /// fragment lacks have none: conditions and deletes take them as TileDB's
@@ -65,7 +65,7 @@ struct TileCheck<'r> {
     deletes: &'r [BoundDelete],
     condition: Option<&'r BoundCondition>,
     dim_slots: &'r [usize],
-    parts_dim: Option<usize>,
+    parts: Option<PartsRule<'r>>,
 }
 
 /// The cells of one tile a sparse read keeps: runs of adjacent cells
@@ -112,7 +112,10 @@ impl TileCheck<'_> {
             .get(t as usize)
             .is_some_and(|mbr| mbr_within(self.ops, mbr, self.subarray));
         for (d, o) in self.ops.iter().enumerate().filter(|_| !inside) {
-            let r = self.subarray.ranges(d);
+            // The rule's dimension is tested against the query's ranges
+            // (the piece's share of its values is applied after).
+            let rule = self.parts.filter(|p| p.dim == d);
+            let r = rule.map_or(self.subarray.ranges(d), |p| p.given);
             if r.is_empty() {
                 continue;
             }
@@ -121,9 +124,9 @@ impl TileCheck<'_> {
                 continue;
             };
             if !o.retain_within(r, col.fixed, &mut mask) {
-                let parts = match Some(d) == self.parts_dim {
-                    true => tiledb_string_parts(n),
-                    false => Vec::new(),
+                let parts = match rule {
+                    Some(_) => tiledb_string_parts(n),
+                    None => Vec::new(),
                 };
                 // A part whose ends agree: its first cell decides for all.
                 for part in parts {
@@ -151,6 +154,12 @@ impl TileCheck<'_> {
                         let v = col.cell(i);
                         *m = r.iter().any(|r| o.contains(r, v));
                     }
+                }
+            }
+            // Each cell kept in the piece that owns its own value.
+            if let Some(share) = rule.and_then(|p| p.share) {
+                for (i, m) in mask.iter_mut().enumerate() {
+                    *m = *m && share.holds(o, col.cell(i));
                 }
             }
         }
@@ -237,15 +246,12 @@ impl TileCheck<'_> {
     }
 }
 
-/// The dimension whose string ranges a piece tests as TileDB 2.30 does
+/// The dimension whose string ranges a read tests as TileDB 2.30 does
 /// (see [`tiledb_string_parts`]): the one a sparse tile's cell order sorts
 /// first (row-major cells: the first, col-major: the last), if it is a
-/// string dimension of an array of several, and the query gives it ranges
-/// that the piece holds as given. (With one dimension a tile is sorted
-/// and the rule changes nothing.) A piece cut along it reads its cells
-/// by their own values: the cells TileDB's rule lets in lie outside every
-/// range, in no piece (docs/compatibility.md).
-pub(crate) fn parts_dim(schema: &ArraySchema, query: &Subarray, piece: &Subarray) -> Option<usize> {
+/// string dimension of an array of several and the query gives it ranges.
+/// (With one dimension a tile is sorted and the rule changes nothing.)
+pub(crate) fn parts_dim(schema: &ArraySchema, query: &Subarray) -> Option<usize> {
     let dims = &schema.domain.dimensions;
     let d = match schema.cell_order {
         _ if dims.len() < 2 => return None,
@@ -253,8 +259,67 @@ pub(crate) fn parts_dim(schema: &ArraySchema, query: &Subarray, piece: &Subarray
         Layout::ColMajor => dims.len().checked_sub(1)?,
         _ => return None,
     };
-    let given = query.ranges(d);
-    (dims.get(d)?.is_var() && !given.is_empty() && piece.ranges(d) == given).then_some(d)
+    (dims.get(d)?.is_var() && !query.ranges(d).is_empty()).then_some(d)
+}
+
+/// TileDB's string-parts rule in one piece of a read: the dimension, the
+/// ranges the query gives it, and the share of its values the piece owns
+/// where pieces were cut along it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct PartsRule<'a> {
+    pub dim: usize,
+    pub given: &'a [Range],
+    pub share: Option<&'a Share>,
+}
+
+/// The values along the parts dimension one piece owns, `(above, upto]`
+/// (unbounded where `None`), once pieces are cut along it. The rule keeps
+/// cells outside the query's ranges, which no piece's clipped ranges hold,
+/// and a part's verdict comes from the query's ranges, not the piece's: so
+/// every piece decides by the query's ranges, and returns the cells whose
+/// own value it owns. Cuts share out the whole line of values, so each
+/// cell is returned once, as by the read in one piece.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Share {
+    pub dim: usize,
+    above: Option<Vec<u8>>,
+    upto: Option<Vec<u8>>,
+}
+
+impl Share {
+    /// Every value of dimension `dim`.
+    pub(crate) fn whole(dim: usize) -> Share {
+        Share {
+            dim,
+            above: None,
+            upto: None,
+        }
+    }
+
+    /// Whether the piece owns value `v`.
+    pub(crate) fn holds(&self, o: &RangeOps, v: &[u8]) -> bool {
+        (self.above.as_deref()).is_none_or(|a| o.cmp_values(v, a).is_gt())
+            && (self.upto.as_deref()).is_none_or(|u| o.cmp_values(v, u).is_le())
+    }
+
+    /// Whether the piece owns a value in `[lo, hi]` (a tile's MBR bounds).
+    pub(crate) fn meets(&self, o: &RangeOps, lo: &[u8], hi: &[u8]) -> bool {
+        (self.above.as_deref()).is_none_or(|a| o.cmp_values(hi, a).is_gt())
+            && (self.upto.as_deref()).is_none_or(|u| o.cmp_values(lo, u).is_le())
+    }
+
+    /// The share cut after `at`: the values up to it, and those above.
+    pub(crate) fn cut_after(&self, at: &[u8]) -> (Share, Share) {
+        let low = Share {
+            upto: Some(at.to_vec()),
+            ..self.clone()
+        };
+        let high = Share {
+            above: Some(at.to_vec()),
+            ..self.clone()
+        };
+        (low, high)
+    }
 }
 
 /// The parts in which TileDB 2.30 tests a tile's `n` cells against the
@@ -314,7 +379,7 @@ pub(crate) fn sparse_cells(
     deletes: &[BoundDelete],
     condition: Option<&BoundCondition>,
     layout: ResultLayout,
-    parts_dim: Option<usize>,
+    parts: Option<PartsRule<'_>>,
 ) -> Result<Results> {
     let dims = &schema.domain.dimensions;
     // Unordered reads with duplicates keep cells in the order found: each
@@ -348,7 +413,7 @@ pub(crate) fn sparse_cells(
         deletes,
         condition,
         dim_slots: &dim_slots,
-        parts_dim,
+        parts,
     };
     // Few candidate cells are checked on the calling thread (see
     // `pool::SMALL_WORK`; a cell's check reads a few bytes of each field).
@@ -494,7 +559,10 @@ pub(crate) fn sparse_cells(
         );
     }
     let mut out: Vec<CellRef> = Vec::with_capacity(order.len());
-    let multi = (0..dims.len()).any(|d| subarray.ranges(d).len() > 1);
+    // (A cell kept by the parts rule may count for several of the query's
+    // ranges where the piece's clipped ranges are one.)
+    let multi = (0..dims.len()).any(|d| subarray.ranges(d).len() > 1)
+        || hits.iter().any(|&h| h != u32::MAX && h > 1);
     let one_fragment = order
         .iter()
         .all(|&i| Some(frag(i)) == order.first().map(|&f| frag(f)));
@@ -523,7 +591,7 @@ pub(crate) fn sparse_cells(
                     continue;
                 }
                 times = times.saturating_mul(match hits.get(i) {
-                    Some(&h) if h != u32::MAX && Some(d) == parts_dim => h as usize,
+                    Some(&h) if h != u32::MAX && parts.is_some_and(|p| p.dim == d) => h as usize,
                     _ => r.iter().filter(|r| o.contains(r, at(i, d))).count(),
                 });
             }
@@ -581,7 +649,43 @@ fn filter_by_condition(
 
 #[cfg(test)]
 mod tests {
-    use super::{strncmp_equal, tiledb_string_parts};
+    use super::{strncmp_equal, tiledb_string_parts, Share};
+
+    /// Cuts share out every value: each in exactly one share, a tile's
+    /// bounds meeting the shares that hold a value between them.
+    #[test]
+    fn shares_cut_the_line_of_values_in_two_with_nothing_left_over() {
+        let schema = tdb_schema::ArraySchema::builder(tdb_format::ArrayType::Sparse)
+            .dimension(tdb_schema::DimensionBuilder::string("s"))
+            .attribute(tdb_schema::Attribute::builder(
+                "a",
+                tdb_format::Datatype::Int32,
+            ))
+            .build()
+            .unwrap();
+        let ops = tdb_index::DomainOps::new(&schema.domain).unwrap();
+        let o = ops.dims().first().unwrap();
+        let (low, high) = Share::whole(0).cut_after(b"k");
+        let (mid, top) = high.cut_after(b"r");
+        let shares = [&low, &mid, &top];
+        for v in [
+            &b""[..],
+            b"a",
+            b"k",
+            b"k\0",
+            b"ka",
+            b"q",
+            b"r",
+            b"r\0",
+            b"zz",
+        ] {
+            let holders = shares.iter().filter(|s| s.holds(o, v)).count();
+            assert_eq!(holders, 1, "{v:?}");
+        }
+        assert!(low.holds(o, b"k") && mid.holds(o, b"k\0") && top.holds(o, b"zz"));
+        assert!(!low.meets(o, b"k\0", b"m") && mid.meets(o, b"k\0", b"m"));
+        assert!(mid.meets(o, b"a", b"z") && !top.meets(o, b"a", b"r"));
+    }
 
     #[test]
     fn parts_are_six_of_at_least_two_cells_the_last_taking_the_rest() {
