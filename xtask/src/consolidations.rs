@@ -32,15 +32,18 @@ use std::process::Command;
 use tdb::FragmentSelection;
 use tdb_format::TimestampedName;
 
-/// The settings the choices are compared under: TileDB's defaults, and
-/// steps of two or three fragments of similar sizes.
-const SETTINGS: [(&str, &str); 2] = [
+/// The settings the choices are compared under: TileDB's defaults, steps
+/// of two or three fragments of similar sizes, and merges written as
+/// fragments of at most 1,500 bytes of tiles (where a tile alone is larger
+/// both refuse; tdb does not split dense merges yet, so those are skipped).
+const SETTINGS: [(&str, &str); 3] = [
     ("defaults", "{}"),
     (
         "runs",
         r#"{"sm.consolidation.steps": 2, "sm.consolidation.step_min_frags": 2,
             "sm.consolidation.step_max_frags": 3, "sm.consolidation.step_size_ratio": 0.5}"#,
     ),
+    ("split", r#"{"sm.consolidation.max_fragment_size": 1500}"#),
 ];
 
 /// The [`FragmentSelection`] of one of [`SETTINGS`].
@@ -54,12 +57,21 @@ fn selection(json: &str) -> Result<FragmentSelection, String> {
     s.max_frags = int("sm.consolidation.step_max_frags").unwrap_or(s.max_frags);
     s.size_ratio = float("sm.consolidation.step_size_ratio").unwrap_or(s.size_ratio);
     s.amplification = float("sm.consolidation.amplification").unwrap_or(s.amplification);
+    s.max_fragment_size = v
+        .get("sm.consolidation.max_fragment_size")
+        .and_then(|x| x.as_u64());
     Ok(s)
 }
 
 /// What the fragment vacuum lists of an array say, as (merged span, input
-/// spans) pairs, spans being `t1_t2`.
-type Choices = BTreeSet<(String, Vec<String>)>;
+/// spans, the merge's fragments) triples, spans being `t1_t2` and each
+/// fragment of the merge (several where a maximum fragment size split it)
+/// its cells and non-empty domain.
+type Choices = BTreeSet<(String, Vec<String>, Vec<String>)>;
+
+/// A case's copy tdb consolidated: the case, tdb's choices, TileDB's copy
+/// and the array's key.
+type Compared = (PathBuf, Choices, PathBuf, Option<[u8; 32]>);
 
 /// The fragment vacuum lists of an array: in `__commits/` (v12+) or at its
 /// root (older arrays); `__meta/` holds the metadata ones.
@@ -86,7 +98,25 @@ fn span(name: &str) -> Result<String, String> {
 
 /// The choices the vacuum lists of `array` record, but for those in
 /// `before` (the case's own, from consolidations TileDB made).
-fn choices(array: &Path, before: &[PathBuf]) -> Result<Choices, String> {
+fn choices(array: &Path, before: &[PathBuf], key: Option<&[u8; 32]>) -> Result<Choices, String> {
+    let mut options = tdb::OpenOptions::new();
+    if let Some(k) = key {
+        options = options.key(k).map_err(|e| chain(&e))?;
+    }
+    let opened = tdb::Array::open_with(array, options).map_err(|e| chain(&e))?;
+    let capacity = opened.schema().capacity;
+    // Per span, its fragments' cells and non-empty domains.
+    let mut made: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    for f in opened.fragments() {
+        let footer = &f.metadata.footer;
+        let cells = match footer.sparse_tile_num {
+            0 => 0,
+            n => (n - 1) * capacity + footer.last_tile_cell_num,
+        };
+        let span = format!("{}_{}", f.file.name.t1, f.file.name.t2);
+        let about = format!("{cells} cells in {:?}", footer.non_empty_domain);
+        made.entry(span).or_default().push(about);
+    }
     let mut out = Choices::new();
     for path in vacuum_lists(array) {
         if before.iter().any(|b| b.file_name() == path.file_name()) {
@@ -100,7 +130,10 @@ fn choices(array: &Path, before: &[PathBuf]) -> Result<Choices, String> {
             .map(span)
             .collect::<Result<Vec<_>, _>>()?;
         inputs.sort();
-        out.insert((span(stem)?, inputs));
+        let merged = span(stem)?;
+        let mut fragments = made.get(&merged).cloned().unwrap_or_default();
+        fragments.sort();
+        out.insert((merged, inputs, fragments));
     }
     Ok(out)
 }
@@ -141,7 +174,7 @@ fn vacuum(out: &Path, key: Option<&[u8; 32]>) -> Result<(), String> {
 fn drop_unanswerable(copy: &Path, merged: &Choices) -> Result<(), String> {
     let spans: Vec<(u64, u64)> = merged
         .iter()
-        .filter_map(|(span, _)| {
+        .filter_map(|(span, _, _)| {
             let (a, b) = span.split_once('_')?;
             Some((a.parse().ok()?, b.parse().ok()?))
         })
@@ -257,8 +290,8 @@ pub(crate) fn consolidations(
     fresh(&out)?;
     fresh(&choice_root)?;
     let (mut failed, mut skipped) = (0, 0);
-    // Per setting: (case, tdb's choices, TileDB's copy).
-    let mut compared: Vec<Vec<(PathBuf, Choices, PathBuf)>> = vec![Vec::new(); SETTINGS.len()];
+    // Per setting, the copies tdb consolidated.
+    let mut compared: Vec<Vec<Compared>> = vec![Vec::new(); SETTINGS.len()];
     // Per setting: (case, why tdb refused, TileDB's copy): TileDB must
     // refuse the same merge (a codec's refusal, say) for it to agree.
     let mut refused: Vec<Vec<(PathBuf, String, PathBuf)>> = vec![Vec::new(); SETTINGS.len()];
@@ -300,7 +333,7 @@ pub(crate) fn consolidations(
                     continue;
                 }
             }
-            let chose = choices(&mine.join("array"), &before)?;
+            let chose = choices(&mine.join("array"), &before, key.as_ref())?;
             if s == 0 {
                 vacuum(&mine, key.as_ref())?;
                 let dense = exp["schema"]["array_type"] == "dense";
@@ -313,7 +346,7 @@ pub(crate) fn consolidations(
             }
             let theirs = choice_root.join(label).join("tiledb").join(&rel);
             copy(&case, &theirs)?;
-            compared[s].push((rel.clone(), chose, theirs));
+            compared[s].push((rel.clone(), chose, theirs, key));
         }
     }
     // TileDB consolidates its copies, one process per setting.
@@ -326,7 +359,7 @@ pub(crate) fn consolidations(
             .current_dir(root)
             .arg("xtask/interop/consolidate.py")
             .arg(json)
-            .args(compared[s].iter().map(|(_, _, theirs)| theirs))
+            .args(compared[s].iter().map(|(_, _, theirs, _)| theirs))
             .args(refused[s].iter().map(|(_, _, theirs)| theirs))
             .output()
             .map_err(|e| format!("consolidate.py: {e}"))?;
@@ -365,9 +398,9 @@ pub(crate) fn consolidations(
                 println!("{line}");
             }
         }
-        for (rel, chose, theirs) in &compared[s] {
+        for (rel, chose, theirs, key) in &compared[s] {
             let before = vacuum_lists(&corpus.join(rel).join("array"));
-            match choices(&theirs.join("array"), &before) {
+            match choices(&theirs.join("array"), &before, key.as_ref()) {
                 Ok(theirs) if &theirs == chose => same += 1,
                 Ok(theirs) => {
                     failed += 1;

@@ -215,6 +215,11 @@ enum Command {
         /// reads before the delete no longer see them).
         #[arg(long)]
         purge_deleted_cells: bool,
+        /// Fragments: write the merge as several fragments of at most this
+        /// many bytes of filtered tiles each (`max_fragment_size`; sparse
+        /// arrays; default: one fragment).
+        #[arg(long)]
+        max_fragment_size: Option<u64>,
         /// Fragments: merge exactly these fragments (names, comma-separated)
         /// instead of choosing.
         #[arg(long, value_delimiter = ',')]
@@ -790,6 +795,7 @@ fn run(cli: Cli) -> Result<bool, CliError> {
             step_size_ratio,
             amplification,
             purge_deleted_cells,
+            max_fragment_size,
             fragments,
         } => {
             known_mode(&mode)?;
@@ -814,19 +820,20 @@ fn run(cli: Cli) -> Result<bool, CliError> {
             if mode == "fragments" {
                 let budget = budget.unwrap_or(tdb::DEFAULT_BUDGET);
                 let bar = progress::spinner("consolidating fragments");
+                let mut selection = tdb::FragmentSelection::default();
+                selection.steps = steps.unwrap_or(selection.steps);
+                selection.min_frags = step_min_frags.unwrap_or(selection.min_frags);
+                selection.max_frags = step_max_frags.unwrap_or(selection.max_frags);
+                selection.size_ratio = step_size_ratio.unwrap_or(selection.size_ratio);
+                selection.amplification = amplification.unwrap_or(selection.amplification);
+                selection.purge_deleted_cells = purge_deleted_cells;
+                selection.max_fragment_size = max_fragment_size;
                 let done = if fragments.is_empty() {
-                    let mut selection = tdb::FragmentSelection::default();
-                    selection.steps = steps.unwrap_or(selection.steps);
-                    selection.min_frags = step_min_frags.unwrap_or(selection.min_frags);
-                    selection.max_frags = step_max_frags.unwrap_or(selection.max_frags);
-                    selection.size_ratio = step_size_ratio.unwrap_or(selection.size_ratio);
-                    selection.amplification = amplification.unwrap_or(selection.amplification);
-                    selection.purge_deleted_cells = purge_deleted_cells;
                     array.consolidate_fragments(&selection, budget)?
                 } else {
                     let names: Vec<&str> = fragments.iter().map(String::as_str).collect();
                     array
-                        .consolidate_fragment_list(&names, purge_deleted_cells, budget)?
+                        .consolidate_fragment_list(&names, &selection, budget)?
                         .into_iter()
                         .collect()
                 };
@@ -835,11 +842,17 @@ fn run(cli: Cli) -> Result<bool, CliError> {
                     outln!("{}: no fragments to merge, nothing to do", path.display());
                 }
                 for step in done {
+                    let into: Vec<String> = step
+                        .written
+                        .fragments
+                        .iter()
+                        .map(|f| f.to_string())
+                        .collect();
                     outln!(
                         "{}: {} fragments consolidated into {}; vacuum list {}",
                         path.display(),
                         step.replaced.len(),
-                        step.written.fragment,
+                        into.join(", "),
                         step.vacuum_list
                     );
                 }

@@ -533,12 +533,13 @@ impl<S: tdb_storage::Storage> Array<S> {
 
     /// Consolidates exactly the fragments `names` (fragment names, or
     /// paths ending in them), whatever the window, as TileDB's
-    /// consolidation of a fragment list does (deleted cells dropped with
-    /// `purge_deleted_cells`); `None` for fewer than two.
+    /// consolidation of a fragment list does; of `settings` only how the
+    /// merge writes applies (deleted cells dropped, fragment size);
+    /// `None` for fewer than two.
     pub fn consolidate_fragment_list(
         &self,
         names: &[&str],
-        purge_deleted_cells: bool,
+        settings: &FragmentSelection,
         budget: u64,
     ) -> Result<Option<tdb_query::FragmentConsolidation>> {
         let open = &self.snapshot.open;
@@ -547,7 +548,7 @@ impl<S: tdb_storage::Storage> Array<S> {
             &open.dir,
             open.key(),
             names,
-            purge_deleted_cells,
+            settings,
             budget,
         )?)
     }

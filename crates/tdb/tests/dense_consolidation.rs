@@ -125,7 +125,11 @@ fn a_merge_records_its_union_and_a_list_must_not_cover_older_cells() {
     // which was written before them: refused, as TileDB refuses.
     let last_two = [names[1].as_str(), names[2].as_str()];
     assert!(a
-        .consolidate_fragment_list(&last_two, false, tdb::DEFAULT_BUDGET)
+        .consolidate_fragment_list(
+            &last_two,
+            &FragmentSelection::default(),
+            tdb::DEFAULT_BUDGET
+        )
         .is_err());
     let done = a
         .consolidate_fragments(&FragmentSelection::default(), tdb::DEFAULT_BUDGET)

@@ -459,15 +459,23 @@ fn a_list_merges_exactly_its_fragments() {
         "__9_9_00000000000000000000000000000000_22",
     ];
     assert!(a
-        .consolidate_fragment_list(&missing, false, tdb::DEFAULT_BUDGET)
+        .consolidate_fragment_list(&missing, &FragmentSelection::default(), tdb::DEFAULT_BUDGET)
         .is_err());
     assert!(a
-        .consolidate_fragment_list(&[names[0].as_str()], false, tdb::DEFAULT_BUDGET)
+        .consolidate_fragment_list(
+            &[names[0].as_str()],
+            &FragmentSelection::default(),
+            tdb::DEFAULT_BUDGET
+        )
         .unwrap()
         .is_none());
     let with_dir = format!("__fragments/{}", names[3]);
     let done = a
-        .consolidate_fragment_list(&[names[1].as_str(), &with_dir], false, tdb::DEFAULT_BUDGET)
+        .consolidate_fragment_list(
+            &[names[1].as_str(), &with_dir],
+            &FragmentSelection::default(),
+            tdb::DEFAULT_BUDGET,
+        )
         .unwrap()
         .unwrap();
     assert_eq!(done.replaced.len(), 2);

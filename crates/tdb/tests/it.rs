@@ -18,6 +18,7 @@ mod fragment_consolidation;
 mod fragment_metadata_consolidation;
 mod group_members;
 mod group_metadata_consolidation;
+mod max_fragment_size;
 mod metadata_consolidation;
 mod object_store;
 mod parts;

@@ -19,6 +19,7 @@ pub(super) fn merge_dense<S: Storage>(
     snapshot: &Snapshot,
     chosen: &[usize],
     union: &NDRange,
+    max_fragment_size: Option<u64>,
     budget: u64,
 ) -> Result<Written> {
     let open = &snapshot.open;
@@ -39,7 +40,8 @@ pub(super) fn merge_dense<S: Storage>(
     let (Some(first), Some(last)) = (name(chosen.first()), name(chosen.last())) else {
         return Err(QueryError::invalid("a dense merge of no fragments"));
     };
-    let (read, spec) = dense_merge_specs(schema, union, (first.t1, last.t2), budget)?;
+    let (read, mut spec) = dense_merge_specs(schema, union, (first.t1, last.t2), budget)?;
+    spec.max_fragment_size = max_fragment_size;
     // The chosen fragments as if they were the array's only ones.
     let only = snapshot.with_fragments(open.reading_view(open.directory.window.end), chosen);
     let mut writer = FragmentWriter::new(storage, &open.dir, latest, open.key(), &spec)?;

@@ -222,6 +222,7 @@ pub(super) fn merge_sparse<S: Storage>(
     chosen: &[usize],
     window: TimeWindow,
     purge: bool,
+    max_fragment_size: Option<u64>,
     budget: u64,
 ) -> Result<Written> {
     let open = &snapshot.open;
@@ -330,6 +331,7 @@ pub(super) fn merge_sparse<S: Storage>(
     if keep_meta {
         spec = spec.with_delete_metadata();
     }
+    spec.max_fragment_size = max_fragment_size;
     let mut writer = FragmentWriter::new(storage, &open.dir, latest, open.key(), &spec)?;
     let ops = DomainOps::new(&schema.domain)?;
     let kind = CellOrder::Global {

@@ -21,8 +21,10 @@
 //! as TileDB reads them (added attributes as fill values, dropped ones
 //! gone).
 //!
-//! Not yet: `max_fragment_size` (one
-//! fragment is written however large).
+//! With a `max_fragment_size` ([`FragmentSelection::max_fragment_size`])
+//! the merge writes several fragments with the same timestamps, split as
+//! TileDB's global-order writer splits them (sparse arrays; dense ones
+//! are refused); the vacuum list is named after the first.
 
 mod dense;
 pub use dense::dense_merge_specs;
@@ -71,12 +73,18 @@ pub fn consolidate_fragments<S: Storage>(
     budget: u64,
 ) -> Result<Vec<FragmentConsolidation>> {
     selection.validate()?;
-    let mut steps = Vec::new();
+    let mut steps: Vec<FragmentConsolidation> = Vec::new();
+    // A step split by `max_fragment_size` stands in the next steps' choice
+    // as its first fragment only, as in TileDB (whose fragment info then
+    // replaces the run with the first new fragment): the others are not
+    // candidates again.
+    let mut set_aside: std::collections::HashSet<String> = std::collections::HashSet::new();
     while steps.len() < selection.steps as usize {
         let snapshot = Snapshot::load(storage, dir, TimeWindow::ALL, key)?;
         let in_window: Vec<(usize, &tdb_fragment::LoadedFragment)> =
             (snapshot.fragments.iter().enumerate())
                 .filter(|(_, f)| window.contains(f.file.name.timestamp_range()))
+                .filter(|(_, f)| !set_aside.contains(&f.file.name.to_string()))
                 .collect();
         if in_window.len() < 2 {
             break;
@@ -128,30 +136,26 @@ pub fn consolidate_fragments<S: Storage>(
             .iter()
             .map(|&(i, _)| i)
             .collect();
-        steps.push(merge_chosen(
-            storage,
-            &snapshot,
-            &chosen,
-            window,
-            selection.purge_deleted_cells,
-            budget,
-        )?);
+        let step = merge_chosen(storage, &snapshot, &chosen, window, selection, budget)?;
+        set_aside.extend(step.written.fragments.iter().skip(1).map(|f| f.to_string()));
+        steps.push(step);
     }
     Ok(steps)
 }
 
 /// Consolidates exactly the fragments `names` (their names, or paths
 /// ending in them) of the array at `dir`, as TileDB's consolidation of a
-/// fragment list does: every one must exist, whatever the window. Deleted
-/// cells are dropped with `purge_deleted_cells` (see
-/// [`FragmentSelection::purge_deleted_cells`]). `None` for fewer than two
+/// fragment list does: every one must exist, whatever the window. Of
+/// `settings`, only how the merge writes applies
+/// ([`FragmentSelection::purge_deleted_cells`],
+/// [`FragmentSelection::max_fragment_size`]). `None` for fewer than two
 /// names.
 pub fn consolidate_fragment_list<S: Storage>(
     storage: &S,
     dir: &str,
     key: Option<&[u8; 32]>,
     names: &[&str],
-    purge_deleted_cells: bool,
+    settings: &FragmentSelection,
     budget: u64,
 ) -> Result<Option<FragmentConsolidation>> {
     if names.len() < 2 {
@@ -206,33 +210,30 @@ pub fn consolidate_fragment_list<S: Storage>(
         &snapshot,
         &chosen,
         TimeWindow::ALL,
-        purge_deleted_cells,
+        settings,
         budget,
     )
     .map(Some)
 }
 
-/// Merges fragments `chosen` of `snapshot`, then writes the vacuum list
-/// naming them: until it is there, the inputs stay visible.
+/// Merges fragments `chosen` of `snapshot` (as `settings` say the merge
+/// writes), then writes the vacuum list naming them, after the first new
+/// fragment: until it is there, the inputs stay visible.
 fn merge_chosen<S: Storage>(
     storage: &S,
     snapshot: &Snapshot,
     chosen: &[usize],
     window: TimeWindow,
-    purge_deleted_cells: bool,
+    settings: &FragmentSelection,
     budget: u64,
 ) -> Result<FragmentConsolidation> {
+    let max = settings.max_fragment_size;
     let written = if snapshot.schema().array_type == ArrayType::Dense {
-        dense::merge_dense(storage, snapshot, chosen, &union(snapshot, chosen)?, budget)?
+        let union = union(snapshot, chosen)?;
+        dense::merge_dense(storage, snapshot, chosen, &union, max, budget)?
     } else {
-        merge::merge_sparse(
-            storage,
-            snapshot,
-            chosen,
-            window,
-            purge_deleted_cells,
-            budget,
-        )?
+        let purge = settings.purge_deleted_cells;
+        merge::merge_sparse(storage, snapshot, chosen, window, purge, max, budget)?
     };
     let replaced: Vec<String> = chosen
         .iter()

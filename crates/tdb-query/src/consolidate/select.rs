@@ -36,6 +36,11 @@ pub struct FragmentSelection {
     /// removed (`purge_deleted_cells`): drop them, instead of keeping them
     /// with when they were deleted so earlier reads still see them.
     pub purge_deleted_cells: bool,
+    /// Not a choice either but how the merge writes
+    /// (`sm.consolidation.max_fragment_size`): as several fragments, each
+    /// of at most this many bytes of filtered tiles, as TileDB's
+    /// global-order writer splits them. `None`: one fragment.
+    pub max_fragment_size: Option<u64>,
 }
 
 impl Default for FragmentSelection {
@@ -47,6 +52,7 @@ impl Default for FragmentSelection {
             size_ratio: 0.0,
             amplification: 1.0,
             purge_deleted_cells: false,
+            max_fragment_size: None,
         }
     }
 }

@@ -249,24 +249,23 @@ impl Arrangement {
         }
     }
 
-    /// Cells in the last tile as TileDB's footer stores them: a dense
-    /// tile's whole extent, a sparse fragment's last tile's cells.
-    pub(crate) fn last_tile_cell_num(&self) -> u64 {
-        let last = |cells: usize, per: usize| match cells.checked_rem(per) {
-            None | Some(0) if cells == 0 => 0,
-            Some(0) => per as u64,
-            r => r.unwrap_or(0) as u64,
+    /// Cells in tile `t` as TileDB's footer counts a last tile's: a dense
+    /// tile's whole extent, a sparse tile's cells.
+    pub(crate) fn tile_cell_num(&self, t: u64) -> u64 {
+        let in_tile = |cells: usize, per: usize| {
+            let first = (t as usize).saturating_mul(per);
+            cells.saturating_sub(first).min(per) as u64
         };
         match self {
             Arrangement::Dense { grid } => grid.tile_cells() as u64,
             Arrangement::Sparse {
                 order, capacity, ..
-            } => last(order.len(), *capacity),
+            } => in_tile(order.len(), *capacity),
             Arrangement::Run {
                 start,
                 end,
                 tile_cells,
-            } => last(end.saturating_sub(*start), *tile_cells),
+            } => in_tile(end.saturating_sub(*start), *tile_cells),
         }
     }
 }

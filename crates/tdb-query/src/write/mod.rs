@@ -67,6 +67,11 @@ pub struct WriteSpec {
     /// rectangle are fill values: the fragment records it as its non-empty
     /// domain (what TileDB's dense consolidation writes).
     pub(crate) non_empty_domain: Option<NDRange>,
+    /// TileDB's `max_fragment_size` (global-order writes): the write is
+    /// split into fragments of at most this many bytes of filtered tiles
+    /// (every field's), each starting where the next tile would take the
+    /// one before past it. `None`: one fragment however large.
+    pub max_fragment_size: Option<u64>,
 }
 
 impl WriteSpec {
@@ -82,6 +87,7 @@ impl WriteSpec {
             delete_metadata: false,
             processed_conditions: Vec::new(),
             non_empty_domain: None,
+            max_fragment_size: None,
         }
     }
 
@@ -129,6 +135,12 @@ impl WriteSpec {
         self
     }
 
+    /// See [`WriteSpec::max_fragment_size`].
+    pub fn with_max_fragment_size(mut self, bytes: u64) -> Self {
+        self.max_fragment_size = Some(bytes);
+        self
+    }
+
     /// See [`WriteSpec::non_empty_domain`].
     pub(crate) fn recording(mut self, non_empty_domain: NDRange) -> Self {
         self.non_empty_domain = Some(non_empty_domain);
@@ -140,12 +152,15 @@ impl WriteSpec {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Written {
-    /// The new fragment.
+    /// The new fragment (the first, where the write made several).
     pub fragment: TimestampedName,
     /// Cells written (for dense writes, the subarray's).
     pub cells: u64,
-    /// Tiles per field.
+    /// Tiles per field, every fragment's.
     pub tiles: u64,
+    /// Every fragment written, in the global order: one, unless a
+    /// [`WriteSpec::max_fragment_size`] split the write.
+    pub fragments: Vec<TimestampedName>,
 }
 
 /// Milliseconds since the epoch, TileDB's timestamps.

@@ -1,70 +1,90 @@
-//! One field's tiles of a new fragment: cells gathered from the input in
-//! tile order (fill where a dense tile reaches beyond the write), tile
+//! The tiles of a new fragment: each field's cells gathered from the input
+//! in tile order (fill where a dense tile reaches beyond the write), tile
 //! metadata computed over the written cells, every part filtered as
-//! TileDB's writer filters it, on one bounded pool, and uploaded in order
-//! as they are done.
+//! TileDB's writer filters it, tile by tile on one bounded pool, and handed
+//! on in order as they are done.
 
 use super::arrange::Arrangement;
-use super::files::{Built, FieldFiles};
+use super::files::Built;
 use super::input::InField;
 use crate::{QueryError, Result};
 use tdb_filters::Workspace;
 use tdb_format::{DataField, DataPart, FormatVersion};
 use tdb_fragment::tile_metadata::FieldStats;
 use tdb_index::dense::FILL;
-use tdb_schema::ArraySchema;
+use tdb_schema::{ArraySchema, PartFilters};
 
-/// Builds and filters every tile of `field` in `sources` and appends them
-/// to `files` in order (`first_tile`: the fragment's number of the first,
-/// for errors). Where a dense tile reaches
-/// beyond the write, TileDB's writer leaves zeros: a fixed cell of zero
-/// bytes, a var cell of one zero value, validity 0 (not the fill value:
-/// readers never return those cells from this fragment).
-/// `data_field` is what its files are named after.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn field_tiles(
-    schema: &ArraySchema,
-    field: &InField<'_>,
-    data_field: &DataField,
-    sources: &Arrangement,
-    key: Option<&[u8; 32]>,
-    fragment: &str,
-    first_tile: u64,
-    threads: usize,
-    files: &mut FieldFiles<'_>,
-) -> Result<()> {
-    let var = field.col.is_var();
-    let nullable = field.col.validity.is_some();
-    let encrypted = key.is_some();
-    let part = |p: DataPart| {
-        schema
-            .part_filters(data_field, p, encrypted)
-            .ok_or_else(|| {
-                QueryError::invalid(format!("{}: no {p:?} part in the schema", field.buf.name))
-            })
-    };
-    let fixed_pf = part(DataPart::Fixed)?;
-    let var_pf = if var {
-        Some(part(DataPart::Var)?)
-    } else {
-        None
-    };
-    let validity_pf = if nullable {
-        Some(part(DataPart::Validity)?)
-    } else {
-        None
-    };
-    let idx = files.idx;
-    let stats = FieldStats::of_index(schema, idx)
-        .ok_or_else(|| QueryError::invalid(format!("{}: no footer field {idx}", field.buf.name)))?;
-    let fill = vec![
-        0u8;
-        field
-            .cell_size()
-            .unwrap_or(field.buf.datatype.size() as usize)
-    ];
-    let tile_num = sources.tile_num();
-    let build = |t: u64, (scratch, ws): &mut (Vec<usize>, Workspace)| -> Result<Built> {
+/// How one field's tiles of a new fragment are built and filtered. Where a
+/// dense tile reaches beyond the write, TileDB's writer leaves zeros: a
+/// fixed cell of zero bytes, a var cell of one zero value, validity 0 (not
+/// the fill value: readers never return those cells from this fragment).
+pub(crate) struct FieldTiles<'f, 'a> {
+    field: &'f InField<'a>,
+    /// What its files are named after (errors).
+    data_field: &'f DataField,
+    fixed: PartFilters,
+    var: Option<PartFilters>,
+    validity: Option<PartFilters>,
+    stats: FieldStats,
+    fill: Vec<u8>,
+    key: Option<&'f [u8; 32]>,
+}
+
+impl<'f, 'a> FieldTiles<'f, 'a> {
+    /// The builder of `field`'s tiles, footer field `idx`.
+    pub(crate) fn new(
+        schema: &'f ArraySchema,
+        field: &'f InField<'a>,
+        data_field: &'f DataField,
+        idx: usize,
+        key: Option<&'f [u8; 32]>,
+    ) -> Result<Self> {
+        let part = |p: DataPart| {
+            schema
+                .part_filters(data_field, p, key.is_some())
+                .ok_or_else(|| {
+                    QueryError::invalid(format!("{}: no {p:?} part in the schema", field.buf.name))
+                })
+        };
+        let stats = FieldStats::of_index(schema, idx).ok_or_else(|| {
+            QueryError::invalid(format!("{}: no footer field {idx}", field.buf.name))
+        })?;
+        let fill = vec![
+            0u8;
+            field
+                .cell_size()
+                .unwrap_or(field.buf.datatype.size() as usize)
+        ];
+        Ok(FieldTiles {
+            field,
+            data_field,
+            fixed: part(DataPart::Fixed)?,
+            var: field
+                .col
+                .is_var()
+                .then(|| part(DataPart::Var))
+                .transpose()?,
+            validity: (field.col.validity.is_some())
+                .then(|| part(DataPart::Validity))
+                .transpose()?,
+            stats,
+            fill,
+            key,
+        })
+    }
+
+    /// Tile `t` of `sources`, built and filtered (`tile`: its number in
+    /// fragment `fragment`, for errors).
+    fn build(
+        &self,
+        sources: &Arrangement,
+        t: u64,
+        (tile, fragment): (u64, &str),
+        (scratch, ws): &mut (Vec<usize>, Workspace),
+    ) -> Result<Built> {
+        let (field, data_field, key) = (self.field, self.data_field, self.key);
+        let var = self.var.is_some();
+        let nullable = self.validity.is_some();
         sources.sources(t, scratch)?;
         let mut b = Built::default();
         let cells = scratch.len();
@@ -78,7 +98,7 @@ pub(crate) fn field_tiles(
         let mut rest = scratch.as_slice();
         while let Some((&s, tail)) = rest.split_first().filter(|_| runs) {
             if s == FILL {
-                fixed.extend_from_slice(&fill);
+                fixed.extend_from_slice(&self.fill);
                 rest = tail;
                 continue;
             }
@@ -93,7 +113,7 @@ pub(crate) fn field_tiles(
         }
         for &s in scratch.iter().filter(|_| !runs) {
             let (cell, valid) = if s == FILL {
-                (fill.as_slice(), 0)
+                (self.fill.as_slice(), 0)
             } else {
                 (field.cell(s), field.valid(s))
             };
@@ -108,20 +128,19 @@ pub(crate) fn field_tiles(
             }
         }
         let order = sources.stats_order(t)?;
-        b.metadata = stats.tile(
+        b.metadata = self.stats.tile(
             if var { &var_data } else { &fixed },
             var.then_some(offsets.as_slice()),
             nullable.then_some(validity.as_slice()),
             order.as_deref(),
         );
-        let tile = first_tile.saturating_add(t);
         let location = |p: DataPart| format!("{fragment}/{}: tile {tile}", data_field.file_name(p));
         let tile_err = |p: DataPart, e: tdb_tile::TileError| QueryError::Tile {
             file: format!("{fragment}/{}", data_field.file_name(p)),
             tile,
             source: Box::new(e),
         };
-        if let Some(vpf) = &var_pf {
+        if let Some(vpf) = &self.var {
             let f = vpf.tile_filters(FormatVersion::WRITTEN, key);
             f.filter(
                 &location(DataPart::Var),
@@ -137,7 +156,7 @@ pub(crate) fn field_tiles(
             } else {
                 offsets.iter().flat_map(|o| o.to_le_bytes()).collect()
             };
-            fixed_pf
+            self.fixed
                 .tile_filters(FormatVersion::WRITTEN, key)
                 .filter(
                     &location(DataPart::Fixed),
@@ -148,12 +167,12 @@ pub(crate) fn field_tiles(
                 )
                 .map_err(|e| tile_err(DataPart::Fixed, e))?;
         } else {
-            fixed_pf
+            self.fixed
                 .tile_filters(FormatVersion::WRITTEN, key)
                 .filter(&location(DataPart::Fixed), ws, &fixed, None, &mut b.fixed)
                 .map_err(|e| tile_err(DataPart::Fixed, e))?;
         }
-        if let Some(vpf) = &validity_pf {
+        if let Some(vpf) = &self.validity {
             vpf.tile_filters(FormatVersion::WRITTEN, key)
                 .filter(
                     &location(DataPart::Validity),
@@ -165,17 +184,36 @@ pub(crate) fn field_tiles(
                 .map_err(|e| tile_err(DataPart::Validity, e))?;
         }
         Ok(b)
-    };
-    // Uploaded in order on this thread while the workers build the next,
-    // a few tiles per worker in flight.
+    }
+}
+
+/// Builds and filters every tile of `sources`, every field's (`fields`, in
+/// the fragment's order) on one bounded pool, and hands each tile's fields
+/// to `sink` in tile order on this thread, which uploads them while the
+/// workers build the next, a few tiles per worker in flight.
+/// `(first_tile, fragment)`: the fragment's number of the first tile and
+/// its name, for errors.
+pub(crate) fn build_tiles(
+    fields: &[FieldTiles<'_, '_>],
+    sources: &Arrangement,
+    (first_tile, fragment): (u64, &str),
+    threads: usize,
+    sink: impl FnMut(u64, Vec<Built>) -> Result<()>,
+) -> Result<()> {
+    let mut sink = sink;
     let threads = threads.max(1);
     crate::pool::map_ordered(
-        usize::try_from(tile_num).unwrap_or(usize::MAX),
+        usize::try_from(sources.tile_num()).unwrap_or(usize::MAX),
         threads,
-        threads.saturating_mul(4),
+        threads.saturating_mul(2),
         Default::default,
-        |state, t| build(t as u64, state),
-        |_, b| files.push(b),
+        |state, t| {
+            let tile = (first_tile.saturating_add(t as u64), fragment);
+            (fields.iter())
+                .map(|f| f.build(sources, t as u64, tile, state))
+                .collect()
+        },
+        |t, built| sink(t as u64, built),
     )
 }
 

@@ -12,9 +12,9 @@
 //! dropped unfinished, or one that failed, leaves no file behind.
 
 use super::arrange::{self, Arrangement};
-use super::files::FieldFiles;
+use super::files::{Built, FieldFiles};
 use super::input::{self, Input};
-use super::tiles::field_tiles;
+use super::tiles::{build_tiles, FieldTiles};
 use super::{now_ms, WriteSpec, Written};
 use crate::{FieldBuffer, QueryError, Result, ResultLayout};
 use tdb_format::{names, ArrayType, DataField, FormatVersion, TimestampedName};
@@ -26,27 +26,25 @@ use tdb_schema::{NDRange, SchemaEntry};
 use tdb_storage::WritableStorage;
 
 /// A fragment being written: [`FragmentWriter::submit`] each part of the
-/// cells, then [`FragmentWriter::finish`] to commit it.
+/// cells, then [`FragmentWriter::finish`] to commit it. With a
+/// `max_fragment_size` a global-order write is several fragments, split
+/// where the next tile would take one past it (see [`Current`]).
 pub struct FragmentWriter<'a, S: WritableStorage + ?Sized> {
-    storage: &'a S,
-    dir: String,
     entry: &'a SchemaEntry,
     key: Option<&'a [u8; 32]>,
     layout: ResultLayout,
-    name: TimestampedName,
-    frag_dir: String,
-    footer: Footer,
-    /// One per written field, in [`input::check`]'s order (attributes,
-    /// then dimensions), with the data file it fills.
-    files: Vec<(Field, DataField, FieldFiles<'a>)>,
+    /// Where fragments go and what each records.
+    target: Target<'a, S>,
+    /// The fragment being filled.
+    current: Current<'a>,
+    /// Fragments filled before it (split writes): stored, not committed.
+    stored: Vec<TimestampedName>,
+    /// TileDB's `max_fragment_size`: the most bytes of filtered tiles, all
+    /// fields', one fragment takes.
+    max_fragment_size: Option<u64>,
     threads: usize,
     /// Dense writes: the rectangle, and for global order its cell count.
     subarray: Option<NDRange>,
-    /// What the fragment records as its non-empty domain, when not the
-    /// subarray (dense consolidation).
-    recorded: Option<NDRange>,
-    /// Condition markers for the metadata (see `WriteSpec::processed_conditions`).
-    processed_conditions: Vec<String>,
     expected_cells: Option<u64>,
     /// Cells per tile: the capacity, or a dense tile's cells.
     tile_cells: usize,
@@ -55,13 +53,145 @@ pub struct FragmentWriter<'a, S: WritableStorage + ?Sized> {
     carry_cells: usize,
     /// Sparse global-order writes: the coordinates of the last cell given.
     last: Option<Vec<Vec<u8>>>,
+    /// Tiles and cells written, every fragment's.
     tiles: u64,
     cells: u64,
-    mbrs: Vec<NDRange>,
-    last_tile_cells: u64,
     parts: u64,
     /// A part failed half way: the fragment cannot be finished.
     failed: bool,
+}
+
+/// What every fragment of one write shares: where it goes, its fields and
+/// what its metadata records beyond its tiles.
+struct Target<'a, S: WritableStorage + ?Sized> {
+    storage: &'a S,
+    dir: String,
+    entry: &'a SchemaEntry,
+    key: Option<&'a [u8; 32]>,
+    /// Every fragment's timestamp range.
+    timestamps: (u64, u64),
+    /// Every fragment's footer as it starts.
+    footer: Footer,
+    /// The fields written, in [`input::check`]'s order (attributes, then
+    /// dimensions): (field, var, nullable).
+    fields: Vec<(Field, bool, bool)>,
+    /// Dense writes: the non-empty domain recorded (the subarray, or what
+    /// a dense consolidation records).
+    domain: Option<NDRange>,
+    /// Dense writes: a tile's cells (the footer's last tile count).
+    dense_tile_cells: Option<u64>,
+    /// Condition markers for the metadata (see `WriteSpec::processed_conditions`).
+    processed_conditions: Vec<String>,
+}
+
+/// The fragment a write is filling: its files, and what its metadata will
+/// record of them.
+struct Current<'a> {
+    name: TimestampedName,
+    frag_dir: String,
+    /// One per written field, with the data file it fills.
+    files: Vec<(Field, DataField, FieldFiles<'a>)>,
+    tiles: u64,
+    /// Sparse fragments: each tile's MBR.
+    mbrs: Vec<NDRange>,
+    last_tile_cells: u64,
+    /// Its tiles' filtered bytes, every field's (TileDB's measure of a
+    /// fragment's size for `max_fragment_size`).
+    size: u64,
+}
+
+impl<'a, S: WritableStorage + ?Sized> Target<'a, S> {
+    /// A new fragment, its files started.
+    fn start(&self) -> Result<Current<'a>> {
+        let (schema, footer) = (&self.entry.schema, &self.footer);
+        let name = TimestampedName::generate(
+            self.timestamps.0,
+            self.timestamps.1,
+            Some(FormatVersion::WRITTEN),
+        )
+        .map_err(|e| QueryError::invalid(e.to_string()))?;
+        let frag_dir = tdb_storage::join(
+            &tdb_storage::join(&self.dir, names::FRAGMENTS_DIR),
+            &name.to_string(),
+        );
+        let mut files = Vec::with_capacity(self.fields.len());
+        for &(field, var, nullable) in &self.fields {
+            let (Some(idx), Some(data_field)) =
+                (footer.field_index(field), footer.data_field(field, schema))
+            else {
+                return Err(QueryError::invalid(format!("{field:?}: not in the footer")));
+            };
+            let f = FieldFiles::open(self.storage, &frag_dir, idx, &data_field, var, nullable)?;
+            files.push((field, data_field, f));
+        }
+        Ok(Current {
+            name,
+            frag_dir,
+            files,
+            tiles: 0,
+            mbrs: Vec::new(),
+            last_tile_cells: 0,
+            size: 0,
+        })
+    }
+
+    /// Stores fragment `cur`'s files and metadata: complete, but not
+    /// committed (no reader looks at it yet).
+    fn store(&self, cur: Current<'a>) -> Result<TimestampedName> {
+        let s = &self.entry.schema;
+        let domain = match &self.domain {
+            Some(sub) => Some(sub.clone()),
+            None if cur.mbrs.is_empty() => None,
+            None => {
+                let ops = DomainOps::new(&s.domain)?;
+                let mut d = NDRange::new();
+                for m in &cur.mbrs {
+                    ops.expand(&mut d, m);
+                }
+                Some(d)
+            }
+        };
+        let rtree = match self.dense_tile_cells {
+            Some(_) => RTree::empty(DEFAULT_FANOUT),
+            None => RTree::build(&s.domain, cur.mbrs, DEFAULT_FANOUT)?,
+        };
+        let shape = WrittenShape {
+            non_empty_domain: domain,
+            tile_num: cur.tiles,
+            last_tile_cell_num: self.dense_tile_cells.unwrap_or(cur.last_tile_cells),
+        };
+        let fields = (cur.files.into_iter())
+            .map(|(_, _, files)| files.finish())
+            .collect::<Result<Vec<_>>>()?;
+        let mut meta = FragmentMetadata::written(
+            s,
+            cur.name.clone(),
+            self.footer.clone(),
+            shape,
+            &rtree,
+            fields,
+        );
+        meta.set_processed_conditions(self.processed_conditions.clone());
+        let bytes = meta.write_file(s, self.key)?;
+        super::write(
+            self.storage,
+            &tdb_storage::join(&cur.frag_dir, names::FRAGMENT_METADATA_FILE),
+            bytes,
+        )?;
+        Ok(cur.name)
+    }
+
+    /// Commits fragments `names`: from then on readers see each.
+    fn commit(&self, names: &[TimestampedName]) -> Result<()> {
+        for name in names {
+            let commit = tdb_storage::join(
+                &tdb_storage::join(&self.dir, names::COMMITS_DIR),
+                &format!("{name}{}", names::WRT_EXT),
+            );
+            super::write(self.storage, &commit, Vec::new())?;
+        }
+        Ok(())
+    }
 }
 
 impl<'a, S: WritableStorage + ?Sized> FragmentWriter<'a, S> {
@@ -133,10 +263,6 @@ impl<'a, S: WritableStorage + ?Sized> FragmentWriter<'a, S> {
             let capacity = usize::try_from(s.capacity.max(1)).unwrap_or(usize::MAX);
             (None, None, capacity)
         };
-        let name = TimestampedName::generate(t1, t2, Some(FormatVersion::WRITTEN))
-            .map_err(|e| QueryError::invalid(e.to_string()))?;
-        let frag_name = name.to_string();
-        let frag_dir = tdb_storage::join(&tdb_storage::join(dir, names::FRAGMENTS_DIR), &frag_name);
         // Per-cell timestamps and delete metadata (a fragment as
         // consolidation writes it) come with the first part, sparse only.
         let given = |field: Field| {
@@ -150,14 +276,14 @@ impl<'a, S: WritableStorage + ?Sized> FragmentWriter<'a, S> {
                 || given(Field::DeleteTimestamps)
                 || given(Field::DeleteConditionIndex));
         let footer = Footer::new_written(s, &entry.name, timestamps, delete_meta);
-        let mut written: Vec<(Field, bool, bool)> = s
+        let mut fields: Vec<(Field, bool, bool)> = s
             .attributes
             .iter()
             .enumerate()
             .map(|(i, a)| (Field::Attribute(i), a.is_var(), a.nullable))
             .collect();
         if !dense {
-            written.extend(
+            fields.extend(
                 s.domain
                     .dimensions
                     .iter()
@@ -166,36 +292,47 @@ impl<'a, S: WritableStorage + ?Sized> FragmentWriter<'a, S> {
             );
         }
         if timestamps {
-            written.push((Field::Timestamps, false, false));
+            fields.push((Field::Timestamps, false, false));
         }
         if delete_meta {
-            written.push((Field::DeleteTimestamps, false, false));
-            written.push((Field::DeleteConditionIndex, false, false));
+            fields.push((Field::DeleteTimestamps, false, false));
+            fields.push((Field::DeleteConditionIndex, false, false));
         }
-        let mut files = Vec::with_capacity(written.len());
-        for (field, var, nullable) in written {
-            let (Some(idx), Some(data_field)) =
-                (footer.field_index(field), footer.data_field(field, s))
-            else {
-                return Err(QueryError::invalid(format!("{field:?}: not in the footer")));
-            };
-            let f = FieldFiles::open(storage, &frag_dir, idx, &data_field, var, nullable)?;
-            files.push((field, data_field, f));
+        if spec.max_fragment_size.is_some() && layout != ResultLayout::GlobalOrder {
+            return Err(QueryError::invalid(format!(
+                "a maximum fragment size applies to global-order writes, not {} ones (as in TileDB)",
+                layout.name()
+            )));
         }
-        let mut w = FragmentWriter {
+        if spec.max_fragment_size.is_some() && dense {
+            return Err(QueryError::Unsupported(
+                "a maximum fragment size for dense writes (each fragment a rectangle of tiles)"
+                    .into(),
+            ));
+        }
+        let target = Target {
             storage,
             dir: dir.to_owned(),
             entry,
             key,
-            layout,
-            name,
-            frag_dir,
+            timestamps: (t1, t2),
             footer,
-            files,
+            fields,
+            domain: spec.non_empty_domain.clone().or_else(|| subarray.clone()),
+            dense_tile_cells: dense.then_some(tile_cells.max(1) as u64),
+            processed_conditions: spec.processed_conditions.clone(),
+        };
+        let current = target.start()?;
+        let mut w = FragmentWriter {
+            entry,
+            key,
+            layout,
+            target,
+            current,
+            stored: Vec::new(),
+            max_fragment_size: spec.max_fragment_size,
             threads: crate::threads(),
             subarray,
-            recorded: spec.non_empty_domain.clone(),
-            processed_conditions: spec.processed_conditions.clone(),
             expected_cells,
             tile_cells: tile_cells.max(1),
             carry: Vec::new(),
@@ -203,8 +340,6 @@ impl<'a, S: WritableStorage + ?Sized> FragmentWriter<'a, S> {
             last: None,
             tiles: 0,
             cells: 0,
-            mbrs: Vec::new(),
-            last_tile_cells: 0,
             parts: 0,
             failed: false,
         };
@@ -214,9 +349,9 @@ impl<'a, S: WritableStorage + ?Sized> FragmentWriter<'a, S> {
         Ok(w)
     }
 
-    /// The fragment this writer makes.
+    /// The fragment this writer makes (the first, where it makes several).
     pub fn fragment(&self) -> &TimestampedName {
-        &self.name
+        self.stored.first().unwrap_or(&self.current.name)
     }
 
     /// Adds the next part of the cells. Only global-order writes take more
@@ -237,11 +372,11 @@ impl<'a, S: WritableStorage + ?Sized> FragmentWriter<'a, S> {
         }
         let s = &self.entry.schema;
         let input = input::check(s, fields)?;
-        if input.fields.len() != self.files.len() {
+        if input.fields.len() != self.current.files.len() {
             return Err(QueryError::invalid(format!(
                 "{} fields given, the fragment has {} (per-cell timestamps and delete metadata come with every part or none)",
                 input.fields.len(),
-                self.files.len()
+                self.current.files.len()
             )));
         }
         if self.layout == ResultLayout::GlobalOrder && s.array_type == ArrayType::Sparse {
@@ -278,9 +413,6 @@ impl<'a, S: WritableStorage + ?Sized> FragmentWriter<'a, S> {
             None => Arrangement::sparse(s, input)?,
         };
         self.push_tiles(input, &arrangement)?;
-        if let Arrangement::Sparse { mbrs, .. } = arrangement {
-            self.mbrs = mbrs;
-        }
         self.cells = input.cells as u64;
         Ok(())
     }
@@ -346,44 +478,89 @@ impl<'a, S: WritableStorage + ?Sized> FragmentWriter<'a, S> {
 
     /// Builds, filters and uploads `arrangement`'s tiles of every field.
     fn push_tiles(&mut self, input: &Input<'_>, arrangement: &Arrangement) -> Result<()> {
-        let s = &self.entry.schema;
-        let frag_name = self.name.to_string();
-        for (f, (field, data_field, files)) in input.fields.iter().zip(&mut self.files) {
+        let entry = self.entry;
+        let s = &entry.schema;
+        let files: Vec<(DataField, usize)> = (self.current.files.iter())
+            .map(|(_, d, f)| (d.clone(), f.idx))
+            .collect();
+        if input.fields.len() != files.len() {
+            return Err(QueryError::invalid(
+                "fields out of step with the fragment's files",
+            ));
+        }
+        let mut builders = Vec::with_capacity(files.len());
+        for ((f, (field, _, _)), (data_field, idx)) in
+            input.fields.iter().zip(&self.current.files).zip(&files)
+        {
             if f.field != *field {
                 return Err(QueryError::invalid(format!(
                     "{}: fields out of step with the fragment's files",
                     f.buf.name
                 )));
             }
-            field_tiles(
-                s,
-                f,
-                data_field,
-                arrangement,
-                self.key,
-                &frag_name,
-                self.tiles,
-                self.threads,
-                files,
-            )?;
+            builders.push(FieldTiles::new(s, f, data_field, *idx, self.key)?);
         }
-        let n = arrangement.tile_num();
-        if let Arrangement::Run {
-            start,
-            end,
-            tile_cells,
-        } = *arrangement
-        {
-            if s.array_type == ArrayType::Sparse {
+        let mbrs = match arrangement {
+            Arrangement::Sparse { mbrs, .. } => mbrs.clone(),
+            Arrangement::Run {
+                start,
+                end,
+                tile_cells,
+            } if s.array_type == ArrayType::Sparse => {
                 let ops = DomainOps::new(&s.domain)?;
-                for a in (start..end).step_by(tile_cells.max(1)) {
-                    let b = a.saturating_add(tile_cells).min(end);
-                    self.mbrs.push(arrange::mbr(&ops, input, a..b));
-                }
+                (*start..*end)
+                    .step_by((*tile_cells).max(1))
+                    .map(|a| arrange::mbr(&ops, input, a..a.saturating_add(*tile_cells).min(*end)))
+                    .collect()
+            }
+            _ => Vec::new(),
+        };
+        let fragment = self.current.name.to_string();
+        let threads = self.threads;
+        build_tiles(
+            &builders,
+            arrangement,
+            (self.tiles, &fragment),
+            threads,
+            |t, built| {
+                let mbr = mbrs.get(t as usize).cloned();
+                self.place(built, mbr, arrangement.tile_cell_num(t))
+            },
+        )
+    }
+
+    /// Appends one tile (every field's) to the fragment being filled, or
+    /// where it would take that one past the maximum fragment size, stores
+    /// that one and starts the next with it, as TileDB's global-order writer
+    /// does (`identify_fragment_tile_boundaries`).
+    fn place(&mut self, built: Vec<Built>, mbr: Option<NDRange>, cells: u64) -> Result<()> {
+        let size = built.iter().fold(0u64, |acc, b| {
+            (acc.saturating_add(b.fixed.len() as u64))
+                .saturating_add(b.var.len() as u64)
+                .saturating_add(b.validity.len() as u64)
+        });
+        if let Some(max) = self.max_fragment_size {
+            if size > max {
+                return Err(QueryError::invalid(format!(
+                    "the maximum fragment size ({max} bytes) is too small to write a single tile \
+                     ({size} bytes filtered, every field's)"
+                )));
+            }
+            if self.current.tiles > 0 && self.current.size.saturating_add(size) > max {
+                let next = self.target.start()?;
+                let full = std::mem::replace(&mut self.current, next);
+                self.stored.push(self.target.store(full)?);
             }
         }
-        self.tiles = self.tiles.saturating_add(n);
-        self.last_tile_cells = arrangement.last_tile_cell_num();
+        let cur = &mut self.current;
+        for ((_, _, files), b) in cur.files.iter_mut().zip(built) {
+            files.push(b)?;
+        }
+        cur.mbrs.extend(mbr);
+        cur.tiles = cur.tiles.saturating_add(1);
+        cur.size = cur.size.saturating_add(size);
+        cur.last_tile_cells = cells;
+        self.tiles = self.tiles.saturating_add(1);
         Ok(())
     }
 
@@ -468,6 +645,9 @@ impl<'a, S: WritableStorage + ?Sized> FragmentWriter<'a, S> {
             let carry = std::mem::take(&mut self.carry);
             let carried = input::check(s, &carry)?;
             let n = self.carry_cells;
+            // TileDB's global-order writer puts the last, partial tile in
+            // the fragment being filled whatever its size.
+            self.max_fragment_size = None;
             self.push_tiles(
                 &carried,
                 &Arrangement::Run {
@@ -487,57 +667,16 @@ impl<'a, S: WritableStorage + ?Sized> FragmentWriter<'a, S> {
                 )));
             }
         }
-        let tile_num = self.tiles;
-        let domain = match self.recorded.as_ref().or(self.subarray.as_ref()) {
-            Some(sub) => Some(sub.clone()),
-            None if self.mbrs.is_empty() => None,
-            None => {
-                let ops = DomainOps::new(&s.domain)?;
-                let mut d = NDRange::new();
-                for m in &self.mbrs {
-                    ops.expand(&mut d, m);
-                }
-                Some(d)
-            }
-        };
-        let rtree = if dense {
-            RTree::empty(DEFAULT_FANOUT)
-        } else {
-            RTree::build(&s.domain, std::mem::take(&mut self.mbrs), DEFAULT_FANOUT)?
-        };
-        let shape = WrittenShape {
-            non_empty_domain: domain,
-            tile_num,
-            last_tile_cell_num: if dense {
-                self.tile_cells as u64
-            } else {
-                self.last_tile_cells
-            },
-        };
-        let fields = self
-            .files
-            .into_iter()
-            .map(|(_, _, files)| files.finish())
-            .collect::<Result<Vec<_>>>()?;
-        let mut meta =
-            FragmentMetadata::written(s, self.name.clone(), self.footer, shape, &rtree, fields);
-        meta.set_processed_conditions(self.processed_conditions);
-        let bytes = meta.write_file(s, self.key)?;
-        super::write(
-            self.storage,
-            &tdb_storage::join(&self.frag_dir, names::FRAGMENT_METADATA_FILE),
-            bytes,
-        )?;
-        // The commit, last: the fragment exists for readers from here on.
-        let commit = tdb_storage::join(
-            &tdb_storage::join(&self.dir, names::COMMITS_DIR),
-            &format!("{}{}", self.name, names::WRT_EXT),
-        );
-        super::write(self.storage, &commit, Vec::new())?;
+        let mut fragments = self.stored;
+        fragments.push(self.target.store(self.current)?);
+        // The commits, last: the fragments exist for readers from here on.
+        self.target.commit(&fragments)?;
+        let first = fragments.first().cloned();
         Ok(Written {
-            fragment: self.name,
+            fragment: first.ok_or_else(|| QueryError::invalid("no fragment written"))?,
             cells: self.cells,
-            tiles: tile_num,
+            tiles: self.tiles,
+            fragments,
         })
     }
 }
