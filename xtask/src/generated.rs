@@ -273,8 +273,9 @@ struct Case {
     /// Commits, fragment metadata (and array metadata) consolidated and
     /// vacuumed by tdb last.
     consolidate: bool,
-    /// Fragments consolidated and vacuumed by tdb after the writes.
-    consolidate_fragments: bool,
+    /// Fragments consolidated (as these settings say) and vacuumed by tdb
+    /// after the writes.
+    consolidate_fragments: Option<tdb::FragmentSelection>,
     /// Queries TileDB answers and tdb must match (no known result).
     queries: Vec<Value>,
 }
@@ -311,7 +312,7 @@ fn case(name: &str, array_type: ArrayType, dims: Vec<Dim>, attrs: Vec<Attr>) -> 
         delete: None,
         evolve: None,
         consolidate: false,
-        consolidate_fragments: false,
+        consolidate_fragments: None,
         queries: Vec::new(),
     }
 }
@@ -692,10 +693,27 @@ fn cases() -> Vec<Case> {
         for t in [10, 20, 30] {
             c.writes.push(sparse_write(t, Unordered, 25));
         }
-        c.consolidate_fragments = true;
+        c.consolidate_fragments = Some(tdb::FragmentSelection::default());
         at_times(&mut c, &[15, 25]);
         out.push(c);
     }
+    // The same merge split by a maximum fragment size: TileDB reads the
+    // fragments through the one consolidated commits file that commits them.
+    let mut c = case(
+        "sparse_fragments_consolidated_split",
+        Sparse,
+        one(),
+        attrs2(),
+    );
+    c.capacity = 7;
+    for t in [10, 20, 30] {
+        c.writes.push(sparse_write(t, Unordered, 25));
+    }
+    let mut split = tdb::FragmentSelection::default();
+    split.max_fragment_size = Some(1000);
+    c.consolidate_fragments = Some(split);
+    at_times(&mut c, &[15, 25]);
+    out.push(c);
     // Schema evolution: an attribute dropped, two added (one enumerated,
     // with a new enumeration); reads before it use the old schema, reads
     // after it fill the new attributes in the old fragments.
@@ -966,15 +984,17 @@ impl Case {
             .map_err(err)?;
             at.delete(condition).map_err(err)?;
         }
-        if self.consolidate_fragments {
+        if let Some(selection) = &self.consolidate_fragments {
             let now = Array::open_in(LocalStorage::new(dir.join("array")), "", options.clone())
                 .map_err(err)?;
-            if now
-                .consolidate_fragments(&tdb::FragmentSelection::default(), tdb::DEFAULT_BUDGET)
-                .map_err(err)?
-                .is_empty()
-            {
+            let steps = now
+                .consolidate_fragments(selection, tdb::DEFAULT_BUDGET)
+                .map_err(err)?;
+            let Some(step) = steps.first() else {
                 return Err("no fragments to consolidate".into());
+            };
+            if selection.max_fragment_size.is_some() && step.written.fragments.len() < 2 {
+                return Err("the merge was not split: the test would prove less".into());
             }
             now.vacuum_fragments().map_err(err)?;
         }

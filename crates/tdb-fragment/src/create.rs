@@ -8,12 +8,13 @@
 
 use crate::open::{dir_label, object_kind, ReadStorage};
 use crate::{
-    DeleteCommit, FragmentError, GroupDetails, IgnoreFile, MetadataFile, Result, VacuumFile,
+    ConsolidatedCommit, ConsolidatedCommits, DeleteCommit, FragmentError, GroupDetails, IgnoreFile,
+    MetadataFile, Result, VacuumFile,
 };
 use bytes::Bytes;
 use tdb_format::names::{
-    COMMITS_DIR, DEL_EXT, ENUMERATIONS_DIR, GROUP_DETAILS_DIR, GROUP_FILE, IGN_EXT, LOCK_FILE,
-    METADATA_DIR, SCHEMA_DIR, VAC_EXT,
+    COMMITS_DIR, CON_EXT, DEL_EXT, ENUMERATIONS_DIR, GROUP_DETAILS_DIR, GROUP_FILE, IGN_EXT,
+    LOCK_FILE, METADATA_DIR, SCHEMA_DIR, VAC_EXT, WRT_EXT,
 };
 use tdb_format::{FormatVersion, TimestampedName};
 use tdb_schema::{ArraySchema, Enumeration, Evolved, SchemaEntry, SchemaError};
@@ -203,6 +204,38 @@ pub(crate) fn write_vacuum_lines<S: WritableStorage + ?Sized>(
 ) -> Result<String> {
     let path = format!("{replacing}{VAC_EXT}");
     put(storage, &join(dir, &path), VacuumFile::new(lines).write())?;
+    Ok(path)
+}
+
+/// Commits fragments `names` of the array at `dir` (format `version`),
+/// written together: one `__commits/<name>.wrt` marker for one fragment;
+/// for several (a write split by a maximum fragment size) one consolidated
+/// commits file listing each one's `.wrt`, named for their span, as
+/// TileDB's global-order writer commits them, so that all become visible
+/// at once. Returns the path written.
+pub fn write_fragment_commits<S: WritableStorage + ?Sized>(
+    storage: &S,
+    dir: &str,
+    names: &[TimestampedName],
+    version: FormatVersion,
+) -> Result<String> {
+    let commits: Vec<String> = (names.iter())
+        .map(|n| format!("{COMMITS_DIR}/{n}{WRT_EXT}"))
+        .collect();
+    let path = match commits.as_slice() {
+        [one] => {
+            put(storage, &join(dir, one), Vec::new())?;
+            return Ok(one.clone());
+        }
+        _ => format!("{COMMITS_DIR}/{}{CON_EXT}", span_name(&commits, version)?),
+    };
+    let file = ConsolidatedCommits::new(
+        commits
+            .into_iter()
+            .map(ConsolidatedCommit::commit)
+            .collect(),
+    );
+    put(storage, &join(dir, &path), file.write())?;
     Ok(path)
 }
 

@@ -39,7 +39,7 @@ pub use consolidate::{
 };
 pub use create::{
     create_array, create_group, write_delete, write_enumeration, write_evolved_schema,
-    write_group_details, write_metadata, write_schema, write_vacuum_list,
+    write_fragment_commits, write_group_details, write_metadata, write_schema, write_vacuum_list,
 };
 pub use directory::{
     select_latest_schema, ArrayDirectory, CommitLocation, ConditionCommit, DirectoryListing,

@@ -55,7 +55,8 @@ fn fragments_of(dir: &std::path::Path, (t1, t2): (u64, u64)) -> Vec<(u64, (i64, 
 /// cells, capacity 8) with `sm.consolidation.max_fragment_size` 300 into
 /// these six fragments: tdb's merge is the same, the last partial tile
 /// joining the fragment before whatever its size, as TileDB's writer puts
-/// it. Reads answer as before; the vacuum list is named after the first.
+/// it, and the fragments committed by one `.con`, as TileDB commits them.
+/// Reads answer as before; the vacuum list is named after the first.
 #[test]
 fn a_split_merge_gives_tiledbs_fragments() {
     let tmp = tempfile::tempdir().unwrap();
@@ -83,7 +84,25 @@ fn a_split_merge_gives_tiledbs_fragments() {
     assert_eq!(step.written.fragment, step.written.fragments[0]);
     let vac = format!("__commits/{}.vac", step.written.fragments[0]);
     assert_eq!(step.vacuum_list, vac);
+    // Committed at once, as TileDB commits a split write: one consolidated
+    // commits file listing each fragment's `.wrt`, in order, and no `.wrt`.
+    let commits: Vec<String> = std::fs::read_dir(tmp.path().join("__commits"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.starts_with("__1_2_"))
+        .collect();
+    let con: Vec<&String> = commits.iter().filter(|n| n.ends_with(".con")).collect();
+    assert_eq!(con.len(), 1, "{commits:?}");
+    assert!(!commits.iter().any(|n| n.ends_with(".wrt")), "{commits:?}");
+    let listed = std::fs::read_to_string(tmp.path().join("__commits").join(con[0])).unwrap();
+    let want: String = (step.written.fragments.iter())
+        .map(|f| format!("__commits/{f}.wrt\n"))
+        .collect();
+    assert_eq!(listed, want);
     assert_eq!(cells(tmp.path()), before, "consolidated");
+    let storage = tdb::LocalStorage::new(tmp.path());
+    let report = tdb_fragment::verify_array(&storage, "", None, &mut |p| panic!("{p}")).unwrap();
+    assert_eq!(report.problems, 0);
     assert_eq!(a.vacuum_fragments().unwrap(), 2);
     assert_eq!(tdb::Array::open(tmp.path()).unwrap().fragments().len(), 6);
     assert_eq!(cells(tmp.path()), before, "vacuumed");

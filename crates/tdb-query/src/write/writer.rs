@@ -181,15 +181,15 @@ impl<'a, S: WritableStorage + ?Sized> Target<'a, S> {
         Ok(cur.name)
     }
 
-    /// Commits fragments `names`: from then on readers see each.
+    /// Commits fragments `names`, all at once: from then on readers see
+    /// them.
     fn commit(&self, names: &[TimestampedName]) -> Result<()> {
-        for name in names {
-            let commit = tdb_storage::join(
-                &tdb_storage::join(&self.dir, names::COMMITS_DIR),
-                &format!("{name}{}", names::WRT_EXT),
-            );
-            super::write(self.storage, &commit, Vec::new())?;
-        }
+        tdb_fragment::write_fragment_commits(
+            self.storage,
+            &self.dir,
+            names,
+            FormatVersion::WRITTEN,
+        )?;
         Ok(())
     }
 }
