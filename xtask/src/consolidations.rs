@@ -370,7 +370,22 @@ pub(crate) fn consolidations(
             .lines()
             .filter_map(|l| l.strip_prefix("FAIL ")?.split_once(": "))
             .collect();
+        // Cases TileDB crashed on (its bug: nothing to compare with), by
+        // case directory.
+        let crashed: std::collections::HashMap<&str, &str> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("CRASH ")?.split_once(": "))
+            .collect();
+        let crash = |theirs: &Path| crashed.get(theirs.to_string_lossy().as_ref()).copied();
         for (rel, why, theirs) in &refused[s] {
+            if let Some(signal) = crash(theirs) {
+                skipped += 1;
+                println!(
+                    "skip {} ({label}): TileDB crashed consolidating it ({signal}); tdb: {why}",
+                    rel.display()
+                );
+                continue;
+            }
             match tiledb_refused.get(theirs.to_string_lossy().as_ref()) {
                 Some(t) => {
                     same += 1;
@@ -399,6 +414,19 @@ pub(crate) fn consolidations(
             }
         }
         for (rel, chose, theirs, key) in &compared[s] {
+            if let Some(signal) = crash(theirs) {
+                skipped += 1;
+                println!(
+                    "skip {} ({label}): TileDB crashed consolidating it ({signal})",
+                    rel.display()
+                );
+                if s == 0 {
+                    // No TileDB merge to compare tdb's with, nor to read.
+                    referenced.retain(|(r, _)| r != rel);
+                    fresh(&out.join(rel))?;
+                }
+                continue;
+            }
             let before = vacuum_lists(&corpus.join(rel).join("array"));
             match choices(&theirs.join("array"), &before, key.as_ref()) {
                 Ok(theirs) if &theirs == chose => same += 1,

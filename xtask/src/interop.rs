@@ -371,7 +371,9 @@ pub(crate) fn interop(args: &[String], reference: &Writer) -> Result<(), String>
     let (arrow_passed, arrow_failed, arrow_skipped) =
         crate::arrow_copies::arrow_copies(&root, &corpus, &venv.join("bin/python"))?;
     println!("copies: {skipped} skipped (not supported yet)");
-    println!("consolidations: {con_skipped} skipped (not supported yet)");
+    println!(
+        "consolidations: {con_skipped} skipped (not supported yet, or TileDB crashed: see above)"
+    );
     println!("written from Arrow: {arrow_skipped} skipped (groups)");
     let (passed, failed) = (
         passed + cases - bad + gen_passed + con_passed + arrow_passed,
