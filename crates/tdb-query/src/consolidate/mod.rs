@@ -50,7 +50,8 @@ fn unsupported(what: &str) -> QueryError {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct FragmentConsolidation {
-    /// The new fragment.
+    /// The new fragment (the fragments, where a maximum fragment size
+    /// split the merge).
     pub written: Written,
     /// Its vacuum list (`__commits/<name>.vac`).
     pub vacuum_list: String,
