@@ -51,6 +51,18 @@ fn fragments_of(dir: &std::path::Path, (t1, t2): (u64, u64)) -> Vec<(u64, (i64, 
     out
 }
 
+/// A copy of `sparse_small_capacity` (two fragments, 50 cells, capacity
+/// 8), its cells, and the settings of a merge split at `bytes`.
+fn small_capacity_copy(bytes: u64) -> (tempfile::TempDir, Vec<Vec<u8>>, FragmentSelection) {
+    let tmp = tempfile::tempdir().unwrap();
+    let src = tdb_testdata::root().join("sparse_small_capacity/array");
+    tdb_testdata::copy_dir(&src, tmp.path()).unwrap();
+    let before = cells(tmp.path());
+    let mut selection = FragmentSelection::default();
+    selection.max_fragment_size = Some(bytes);
+    (tmp, before, selection)
+}
+
 /// TileDB 2.30 consolidates `sparse_small_capacity` (two fragments, 50
 /// cells, capacity 8) with `sm.consolidation.max_fragment_size` 300 into
 /// these six fragments: tdb's merge is the same, the last partial tile
@@ -59,13 +71,8 @@ fn fragments_of(dir: &std::path::Path, (t1, t2): (u64, u64)) -> Vec<(u64, (i64, 
 /// Reads answer as before; the vacuum list is named after the first.
 #[test]
 fn a_split_merge_gives_tiledbs_fragments() {
-    let tmp = tempfile::tempdir().unwrap();
-    let src = tdb_testdata::root().join("sparse_small_capacity/array");
-    tdb_testdata::copy_dir(&src, tmp.path()).unwrap();
-    let before = cells(tmp.path());
+    let (tmp, before, selection) = small_capacity_copy(300);
     let a = tdb::Array::open(tmp.path()).unwrap();
-    let mut selection = FragmentSelection::default();
-    selection.max_fragment_size = Some(300);
     let steps = a
         .consolidate_fragments(&selection, tdb::DEFAULT_BUDGET)
         .unwrap();
@@ -112,13 +119,8 @@ fn a_split_merge_gives_tiledbs_fragments() {
 /// new is committed.
 #[test]
 fn a_size_below_one_tile_is_refused_with_nothing_committed() {
-    let tmp = tempfile::tempdir().unwrap();
-    let src = tdb_testdata::root().join("sparse_small_capacity/array");
-    tdb_testdata::copy_dir(&src, tmp.path()).unwrap();
-    let before = cells(tmp.path());
+    let (tmp, before, selection) = small_capacity_copy(100);
     let a = tdb::Array::open(tmp.path()).unwrap();
-    let mut selection = FragmentSelection::default();
-    selection.max_fragment_size = Some(100);
     let e = chain(
         &a.consolidate_fragments(&selection, tdb::DEFAULT_BUDGET)
             .unwrap_err(),

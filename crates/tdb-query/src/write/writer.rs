@@ -543,7 +543,7 @@ impl<'a, S: WritableStorage + ?Sized> FragmentWriter<'a, S> {
             if size > max {
                 return Err(QueryError::invalid(format!(
                     "the maximum fragment size ({max} bytes) is too small to write a single tile \
-                     ({size} bytes filtered, every field's)"
+                     ({size} bytes filtered, every field's): give at least {size}"
                 )));
             }
             if self.current.tiles > 0 && self.current.size.saturating_add(size) > max {
