@@ -288,7 +288,14 @@ fn check_array(
     let prefix = |p: &str| format!("{at}{p}");
     let array = opened.at(TimeWindow::ALL)?;
     if let Some(expected) = e.get("schema") {
-        let got = schema::snapshot_summary(array.snapshot()).map_err(|e| chain(&e))?;
+        let mut got = schema::snapshot_summary(array.snapshot()).map_err(|e| chain(&e))?;
+        if expected.get("dim_labels").is_none() {
+            // The labels are an extension of the format: a case may leave
+            // them out.
+            if let Some(o) = got.as_object_mut() {
+                o.remove("dim_labels");
+            }
+        }
         let (expected, got) = (float_tiles_as_null(expected), float_tiles_as_null(&got));
         diff(&prefix("schema"), &expected, &got)?;
     }
@@ -470,7 +477,7 @@ fn check_query(opened: &mut Opened<'_>, q: &Value, budget: Option<u64>) -> Resul
         spec = spec.with_budget(b);
     }
     if let Some(expected) = q.get("result") {
-        let got = if arrow {
+        let mut got = if arrow {
             arrow_result(array, spec.clone())?
         } else {
             let batch = array
@@ -478,6 +485,9 @@ fn check_query(opened: &mut Opened<'_>, q: &Value, budget: Option<u64>) -> Resul
                 .map_err(|e| format!("read failed: {}", chain(&e)))?;
             values::batch(&batch)
         };
+        if requested(q).iter().any(|n| is_label(array.schema(), n)) {
+            got = with_label_data(array, &spec.subarray, q, got)?;
+        }
         let ordered = q["ordered"].as_bool().unwrap_or(true);
         compare_result(expected, &got, ordered)?;
     }
@@ -549,17 +559,63 @@ fn check_aggregates(array: &Array, spec: ReadSpec, expected: &Value) -> Result<(
     Ok(())
 }
 
-/// The read a query entry describes.
+/// The fields a query entry asks for: `dims`, then `attrs`.
+fn requested(q: &Value) -> Vec<String> {
+    ["dims", "attrs"]
+        .iter()
+        .flat_map(|k| q[*k].as_array().into_iter().flatten())
+        .filter_map(|n| n.as_str().map(str::to_owned))
+        .collect()
+}
+
+fn is_label(schema: &tdb::ArraySchema, name: &str) -> bool {
+    schema.dimension_labels.iter().any(|l| l.name == name)
+}
+
+/// A result with the label data a query asks for (label names in `dims`,
+/// an extension of the format): each label's values over the read's
+/// indexes on its dimension, TileDB's label data buffer, in the field
+/// order the query gives.
+fn with_label_data(
+    array: &Array,
+    subarray: &Subarray,
+    q: &Value,
+    got: Value,
+) -> Result<Value, String> {
+    let mut fields = Map::new();
+    for name in requested(q) {
+        let f = if is_label(array.schema(), &name) {
+            let buf = array
+                .label_values(&name, subarray)
+                .map_err(|e| format!("label {name}: {}", chain(&e)))?;
+            values::field(&buf)
+        } else {
+            got["fields"][&name].clone()
+        };
+        fields.insert(name, f);
+    }
+    Ok(serde_json::json!({"num_cells": got["num_cells"], "fields": fields}))
+}
+
+/// The read a query entry describes. Label ranges (`labels`, an extension
+/// of the format: `{label: [[lo, hi], ...]}`) join its subarray; label
+/// names in `dims` are left out of its fields ([`with_label_data`] adds
+/// them).
 fn read_spec(schema: &tdb::ArraySchema, q: &Value) -> Result<ReadSpec, String> {
-    let names = |k: &str| -> Result<Vec<String>, String> {
-        q[k].as_array()
+    let fields: Vec<String> = requested(q)
+        .into_iter()
+        .filter(|n| !is_label(schema, n))
+        .collect();
+    for k in ["dims", "attrs"] {
+        if let Some(bad) = q[k]
+            .as_array()
             .into_iter()
             .flatten()
-            .map(|n| n.as_str().map(str::to_owned).ok_or(format!("{k}: {n}")))
-            .collect()
-    };
-    let mut fields = names("dims")?;
-    fields.extend(names("attrs")?);
+            .find(|n| !n.is_string())
+        {
+            return Err(format!("{k}: {bad}"));
+        }
+    }
     let layout = q["layout"].as_str().unwrap_or("row-major");
     let layout =
         ResultLayout::from_name(layout).ok_or_else(|| format!("unknown layout {layout:?}"))?;
@@ -586,6 +642,24 @@ fn read_spec(schema: &tdb::ArraySchema, q: &Value) -> Result<ReadSpec, String> {
             }
         }
         spec = spec.with_subarray(subarray);
+    }
+    if let Some(labels) = q.get("labels").and_then(Value::as_object) {
+        for (name, ranges) in labels {
+            let l = schema
+                .dimension_labels
+                .iter()
+                .find(|l| &l.name == name)
+                .ok_or_else(|| format!("labels: the array has no label {name:?}"))?;
+            for r in ranges.as_array().into_iter().flatten() {
+                let (lo, hi) = match r.as_array().map(Vec::as_slice) {
+                    Some([lo, hi]) => (lo, hi),
+                    _ => return Err(format!("labels: {} is no [lo, hi]", short(r))),
+                };
+                let range = values::range(l.datatype, l.cell_val_num == tdb::VAR_NUM, lo, hi)
+                    .map_err(|e| format!("labels: {name}: {e}"))?;
+                spec.subarray.add_label_range(name, range);
+            }
+        }
     }
     if let Some(c) = q["condition"].as_str() {
         spec = spec.with_condition(c);

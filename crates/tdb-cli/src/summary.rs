@@ -61,7 +61,7 @@ pub fn summary(schema: &ArraySchema, enumerations: Vec<Value>) -> Value {
             .collect();
         json!({"type": CurrentDomainType::NdRectangle.name(), "ranges": ranges})
     });
-    json!({
+    let mut out = json!({
         "array_type": schema.array_type.name(),
         "cell_order": schema.cell_order.name(),
         "tile_order": schema.reported_tile_order().map(Layout::name),
@@ -75,7 +75,28 @@ pub fn summary(schema: &ArraySchema, enumerations: Vec<Value>) -> Value {
         "attrs": attrs,
         "enumerations": enumerations,
         "current_domain": current_domain,
-    })
+    });
+    // An extension of the format, present only when the schema has labels
+    // (summaries without them keep the format's keys exactly).
+    if !schema.dimension_labels.is_empty() {
+        let labels: Vec<Value> = schema
+            .dimension_labels
+            .iter()
+            .map(|l| {
+                json!({
+                    "name": l.name,
+                    "dim_index": l.dimension,
+                    "order": l.order.name(),
+                    "datatype": l.datatype.name(),
+                    "cell_val_num": l.cell_val_num,
+                    "uri": l.uri,
+                    "label_attr_name": l.attribute,
+                })
+            })
+            .collect();
+        out["dim_labels"] = Value::Array(labels);
+    }
+    out
 }
 
 /// A filter list.
@@ -200,6 +221,25 @@ pub fn parse(v: &Value) -> Result<(ArraySchema, Vec<Enumeration>), String> {
         let e = parse_enumeration(e)?;
         b = b.enumeration(e.clone());
         enumerations.push(e);
+    }
+    for l in list(v, "dim_labels")? {
+        let label = name_of(l, "a dimension label")?;
+        let dim = l
+            .get("dim_index")
+            .and_then(Value::as_u64)
+            .and_then(|i| dims.get(usize::try_from(i).ok()?))
+            .ok_or_else(|| format!("dimension label {label}: dim_index names no dimension"))?;
+        let order = l
+            .get("order")
+            .and_then(Value::as_str)
+            .ok_or_else(|| format!("dimension label {label}: order is missing"))?;
+        let order = tdb_format::DataOrder::from_name(order).map_err(|e| e.to_string())?;
+        b = b.dimension_label(
+            name_of(dim, "a dimension")?,
+            label,
+            order,
+            datatype_of(l, label)?,
+        );
     }
     if let Some(cd) = v.get("current_domain").filter(|c| !c.is_null()) {
         let ranges = cd

@@ -25,9 +25,11 @@ use tdb_storage::{join, WritableStorage};
 /// directory that already holds a TileDB object, claims the directory by
 /// creating its `__lock.tdb` (a legacy file TileDB reads past: schema
 /// names are unique, so only a fixed name makes two creators collide, and
-/// exactly one wins), then writes the enumerations and the schema file
-/// (last: it is what makes the directory an array) stamped `timestamp`.
-/// `key` encrypts both (AES-256-GCM).
+/// exactly one wins), then writes the enumerations, the arrays of its
+/// dimension labels (TileDB's default label schemas:
+/// [`tdb_schema::DimensionLabel::array_schema`], unfiltered) and the schema
+/// file (last: it is what makes the directory an array) stamped
+/// `timestamp`. `key` encrypts them all (AES-256-GCM).
 pub fn create_array<S: ReadStorage + WritableStorage + ?Sized>(
     storage: &S,
     dir: &str,
@@ -39,10 +41,67 @@ pub fn create_array<S: ReadStorage + WritableStorage + ?Sized>(
     schema
         .validate()
         .map_err(|e| FragmentError::schema(dir_label(dir), SchemaError::from(e)))?;
+    let labels = schema
+        .dimension_labels
+        .iter()
+        .filter(|l| !l.is_external)
+        .map(|l| {
+            let dim = schema.domain.dimensions.get(l.dimension as usize);
+            let dim = dim.ok_or_else(|| {
+                FragmentError::invalid(dir_label(dir), "dimension labels", "no such dimension")
+            })?;
+            l.array_schema(dim, None, Default::default())
+                .map_err(|e| FragmentError::schema(dir_label(dir), e))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    create_labelled_array(storage, dir, schema, enumerations, &labels, key, timestamp)
+}
+
+/// [`create_array`] with the schemas of the label arrays given, one per
+/// label the array stores itself (not external), in the schema's order:
+/// what a copy does to keep its source's label filters and tiles.
+pub fn create_labelled_array<S: ReadStorage + WritableStorage + ?Sized>(
+    storage: &S,
+    dir: &str,
+    schema: &ArraySchema,
+    enumerations: &[Enumeration],
+    label_schemas: &[ArraySchema],
+    key: Option<&[u8; 32]>,
+    timestamp: u64,
+) -> Result<SchemaEntry> {
+    schema
+        .validate()
+        .map_err(|e| FragmentError::schema(dir_label(dir), SchemaError::from(e)))?;
+    let internal: Vec<_> = schema
+        .dimension_labels
+        .iter()
+        .filter(|l| !l.is_external)
+        .collect();
+    if internal.len() != label_schemas.len() {
+        return Err(FragmentError::invalid(
+            dir_label(dir),
+            "dimension labels",
+            format!(
+                "{} label schemas given for {} labels",
+                label_schemas.len(),
+                internal.len()
+            ),
+        ));
+    }
     refuse_existing(storage, dir)?;
     claim(storage, dir, LOCK_FILE)?;
     for e in enumerations {
         write_enumeration(storage, dir, e, key)?;
+    }
+    for (label, label_schema) in internal.iter().zip(label_schemas) {
+        create_array(
+            storage,
+            &join(dir, &label.uri),
+            label_schema,
+            &[],
+            key,
+            timestamp,
+        )?;
     }
     write_schema(storage, dir, schema, (timestamp, timestamp), key)
 }

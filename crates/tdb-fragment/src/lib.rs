@@ -38,8 +38,9 @@ pub use consolidate::{
     vacuum_group_metadata, vacuum_metadata, vacuum_uncommitted, MetadataConsolidation,
 };
 pub use create::{
-    create_array, create_group, write_delete, write_enumeration, write_evolved_schema,
-    write_fragment_commits, write_group_details, write_metadata, write_schema, write_vacuum_list,
+    create_array, create_group, create_labelled_array, write_delete, write_enumeration,
+    write_evolved_schema, write_fragment_commits, write_group_details, write_metadata,
+    write_schema, write_vacuum_list,
 };
 pub use directory::{
     select_latest_schema, ArrayDirectory, CommitLocation, ConditionCommit, DirectoryListing,

@@ -41,9 +41,20 @@ impl RangeOps {
     /// TileDB does not allow for dimensions (CHAR, BLOB, BOOL, UTF-8 and
     /// wider strings, geometries, ANY).
     pub fn new(dim: &Dimension, index: usize) -> Result<Self> {
+        Self::of_datatype(dim.datatype).ok_or_else(|| IndexError::UnsupportedDatatype {
+            dim: index,
+            name: dim.name.clone(),
+            datatype: dim.datatype,
+        })
+    }
+
+    /// The operations for values of `datatype` (a dimension's or a
+    /// dimension label's: the same datatypes); `None` for those TileDB does
+    /// not allow.
+    pub fn of_datatype(datatype: Datatype) -> Option<Self> {
         use Datatype::*;
         let ops = |size: usize, cmp, o, c, e, r, k| RangeOps {
-            datatype: dim.datatype,
+            datatype,
             var: false,
             size,
             cmp,
@@ -52,11 +63,6 @@ impl RangeOps {
             expand: e,
             ratio: r,
             retain: Some(k),
-        };
-        let unsupported = || IndexError::UnsupportedDatatype {
-            dim: index,
-            name: dim.name.clone(),
-            datatype: dim.datatype,
         };
         macro_rules! fixed {
             ($t:ty) => {
@@ -71,9 +77,9 @@ impl RangeOps {
                 )
             };
         }
-        Ok(match dim.datatype {
+        Some(match datatype {
             // TileDB allows neither as a dimension.
-            Char | Bool => return Err(unsupported()),
+            Char | Bool => return None,
             StringAscii => RangeOps {
                 datatype: StringAscii,
                 var: true,
@@ -87,7 +93,7 @@ impl RangeOps {
             },
             datatype => match datatype.native() {
                 Some(n) => with_native!(n, T => fixed!(T)),
-                None => return Err(unsupported()),
+                None => return None,
             },
         })
     }

@@ -7,12 +7,22 @@ use std::ops::RangeInclusive;
 use tdb_format::Datatype;
 use tdb_schema::{ArraySchema, Dimension, Range};
 
-/// A value of a dimension: integers (also datetimes and times, as raw
-/// counts), floats, strings.
+/// A value of a dimension or a dimension label: integers (also datetimes
+/// and times, as raw counts), floats, strings.
 pub trait DimValue {
+    /// The value as a field of `datatype` stores it (`var`: a var-size
+    /// field); `None` where that datatype cannot hold it.
+    fn encode_as(&self, datatype: Datatype, var: bool) -> Option<Vec<u8>>;
+
+    /// A description of the value for messages.
+    fn describe(&self) -> String;
+
     /// The value as `dim` stores it; an error where the dimension's
     /// datatype cannot hold it.
-    fn encode(&self, dim: &Dimension) -> Result<Vec<u8>>;
+    fn encode(&self, dim: &Dimension) -> Result<Vec<u8>> {
+        self.encode_as(dim.datatype, dim.is_var())
+            .ok_or_else(|| mismatch(dim, self.describe()))
+    }
 }
 
 fn mismatch(dim: &Dimension, what: impl std::fmt::Display) -> QueryError {
@@ -25,15 +35,17 @@ fn mismatch(dim: &Dimension, what: impl std::fmt::Display) -> QueryError {
 macro_rules! int_value {
     ($($t:ty),*) => {$(
         impl DimValue for $t {
-            fn encode(&self, dim: &Dimension) -> Result<Vec<u8>> {
+            fn encode_as(&self, datatype: Datatype, _var: bool) -> Option<Vec<u8>> {
                 let v = i128::from(*self);
-                let (lo, hi) = dim.datatype.int_limits().ok_or_else(|| mismatch(dim, v))?;
+                let (lo, hi) = datatype.int_limits()?;
                 if v < lo || v > hi {
-                    return Err(mismatch(dim, v));
+                    return None;
                 }
-                let bytes = v.to_le_bytes();
-                let low = bytes.get(..dim.datatype.size() as usize);
-                Ok(low.ok_or_else(|| mismatch(dim, v))?.to_vec())
+                Some(v.to_le_bytes().get(..datatype.size() as usize)?.to_vec())
+            }
+
+            fn describe(&self) -> String {
+                self.to_string()
             }
         }
     )*};
@@ -41,59 +53,87 @@ macro_rules! int_value {
 int_value!(i8, i16, i32, i64, u8, u16, u32, u64);
 
 impl DimValue for f64 {
-    fn encode(&self, dim: &Dimension) -> Result<Vec<u8>> {
-        match dim.datatype {
-            Datatype::Float64 => Ok(self.to_le_bytes().to_vec()),
+    fn encode_as(&self, datatype: Datatype, _var: bool) -> Option<Vec<u8>> {
+        match datatype {
+            Datatype::Float64 => Some(self.to_le_bytes().to_vec()),
             Datatype::Float32 if !self.is_finite() || self.abs() <= f64::from(f32::MAX) => {
-                Ok((*self as f32).to_le_bytes().to_vec())
+                Some((*self as f32).to_le_bytes().to_vec())
             }
-            _ => Err(mismatch(dim, self)),
+            _ => None,
         }
+    }
+
+    fn describe(&self) -> String {
+        self.to_string()
     }
 }
 
 impl DimValue for f32 {
-    fn encode(&self, dim: &Dimension) -> Result<Vec<u8>> {
-        f64::from(*self).encode(dim)
+    fn encode_as(&self, datatype: Datatype, var: bool) -> Option<Vec<u8>> {
+        f64::from(*self).encode_as(datatype, var)
+    }
+
+    fn describe(&self) -> String {
+        self.to_string()
     }
 }
 
 impl DimValue for &str {
-    fn encode(&self, dim: &Dimension) -> Result<Vec<u8>> {
-        if dim.datatype.is_string() && dim.is_var() {
-            Ok(self.as_bytes().to_vec())
-        } else {
-            Err(mismatch(dim, format!("{self:?}")))
-        }
+    fn encode_as(&self, datatype: Datatype, var: bool) -> Option<Vec<u8>> {
+        (datatype.is_string() && var).then(|| self.as_bytes().to_vec())
+    }
+
+    fn describe(&self) -> String {
+        format!("{self:?}")
     }
 }
 
 impl DimValue for String {
-    fn encode(&self, dim: &Dimension) -> Result<Vec<u8>> {
-        self.as_str().encode(dim)
+    fn encode_as(&self, datatype: Datatype, var: bool) -> Option<Vec<u8>> {
+        self.as_str().encode_as(datatype, var)
+    }
+
+    fn describe(&self) -> String {
+        self.as_str().describe()
     }
 }
 
-/// What a range of one dimension is given as: `lo..=hi`, or one value.
+/// What a range of one dimension (or dimension label) is given as:
+/// `lo..=hi`, or one value.
 pub trait DimRange {
+    /// The bounds as a field of `datatype` stores them (`var`: a var-size
+    /// field); `Err` with the value that does not fit.
+    fn range_as(&self, datatype: Datatype, var: bool) -> std::result::Result<Range, String>;
+
     /// The range as `dim` stores its bounds.
-    fn range(&self, dim: &Dimension) -> Result<Range>;
+    fn range(&self, dim: &Dimension) -> Result<Range> {
+        self.range_as(dim.datatype, dim.is_var())
+            .map_err(|what| mismatch(dim, what))
+    }
+}
+
+fn encoded<T: DimValue>(
+    v: &T,
+    datatype: Datatype,
+    var: bool,
+) -> std::result::Result<Vec<u8>, String> {
+    v.encode_as(datatype, var).ok_or_else(|| v.describe())
 }
 
 impl<T: DimValue> DimRange for RangeInclusive<T> {
-    fn range(&self, dim: &Dimension) -> Result<Range> {
+    fn range_as(&self, datatype: Datatype, var: bool) -> std::result::Result<Range, String> {
         Ok(Range::from_bounds(
-            &self.start().encode(dim)?,
-            &self.end().encode(dim)?,
-            dim.is_var(),
+            &encoded(self.start(), datatype, var)?,
+            &encoded(self.end(), datatype, var)?,
+            var,
         ))
     }
 }
 
 impl<T: DimValue> DimRange for T {
-    fn range(&self, dim: &Dimension) -> Result<Range> {
-        let v = self.encode(dim)?;
-        Ok(Range::from_bounds(&v, &v, dim.is_var()))
+    fn range_as(&self, datatype: Datatype, var: bool) -> std::result::Result<Range, String> {
+        let v = encoded(self, datatype, var)?;
+        Ok(Range::from_bounds(&v, &v, var))
     }
 }
 
@@ -129,11 +169,44 @@ impl Subarray {
     }
 }
 
+impl Subarray {
+    /// Adds `range` of values of dimension label `label` of `schema`,
+    /// typed: `sub.add_label(schema, "time", 0.5..=2.0)?`.
+    pub fn add_label(
+        &mut self,
+        schema: &ArraySchema,
+        label: &str,
+        range: impl DimRange,
+    ) -> Result<&mut Self> {
+        let l = crate::label::find(schema, label)?;
+        let var = l.cell_val_num == tdb_schema::VAR_NUM;
+        let r = range
+            .range_as(l.datatype, var)
+            .map_err(|what| QueryError::Label {
+                label: label.to_owned(),
+                reason: format!("{what} is no value of a {} label", l.datatype),
+            })?;
+        Ok(self.add_label_range(label, r))
+    }
+}
+
 impl ReadSpec {
     /// The same read with `range` added to dimension `dim` of `schema`
     /// (typed; see [`Subarray::add`]).
     pub fn range(mut self, schema: &ArraySchema, dim: &str, range: impl DimRange) -> Result<Self> {
         self.subarray.add(schema, dim, range)?;
+        Ok(self)
+    }
+
+    /// The same read with `range` of values of dimension label `label`
+    /// (typed; see [`Subarray::add_label`]).
+    pub fn label_range(
+        mut self,
+        schema: &ArraySchema,
+        label: &str,
+        range: impl DimRange,
+    ) -> Result<Self> {
+        self.subarray.add_label(schema, label, range)?;
         Ok(self)
     }
 }

@@ -31,6 +31,15 @@ pub enum QueryError {
         /// What is wrong and what to change.
         reason: String,
     },
+    /// A dimension label that cannot be read or used as asked: unknown,
+    /// empty, out of order, or a range that holds none of its values.
+    #[error("dimension label `{label}`: {reason}")]
+    Label {
+        /// The label's name.
+        label: String,
+        /// What is wrong and what to change.
+        reason: String,
+    },
     /// A query condition that cannot be parsed or does not fit the schema.
     #[error("query condition `{condition}`: {reason}")]
     Condition {

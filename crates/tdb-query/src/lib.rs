@@ -22,6 +22,7 @@ pub mod condition;
 mod consolidate;
 mod dim_range;
 mod error;
+pub mod label;
 mod pool;
 mod read;
 mod snapshot;

@@ -50,6 +50,10 @@ impl ResultLayout {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Subarray {
     ranges: Vec<Vec<Range>>,
+    /// Ranges of dimension labels' values, by label, in the order added:
+    /// [`crate::label::resolve`] turns them into ranges of the labelled
+    /// dimensions before a read.
+    labels: Vec<(String, Vec<Range>)>,
     /// The highest dimension given a range past [`Subarray::MAX_DIMS`]:
     /// kept to be refused by the check, not made slots for.
     beyond: Option<usize>,
@@ -60,6 +64,7 @@ impl Subarray {
     pub fn new(dims: usize) -> Self {
         Subarray {
             ranges: vec![Vec::new(); dims.min(Self::MAX_DIMS)],
+            labels: Vec::new(),
             beyond: dims.checked_sub(1).filter(|&d| d >= Self::MAX_DIMS),
         }
     }
@@ -96,6 +101,29 @@ impl Subarray {
             self.ranges.resize(dim.saturating_add(1), Vec::new());
         }
         self.ranges.get_mut(dim)
+    }
+
+    /// Adds a range of values of dimension label `label` (TileDB's
+    /// `add_label_range`): the read covers the indexes whose labels lie in
+    /// it. Raw bounds in the label's datatype; [`Subarray::add_label`]
+    /// takes typed ones.
+    pub fn add_label_range(&mut self, label: &str, range: Range) -> &mut Self {
+        match self.labels.iter_mut().find(|(l, _)| l == label) {
+            Some((_, ranges)) => ranges.push(range),
+            None => self.labels.push((label.to_owned(), vec![range])),
+        }
+        self
+    }
+
+    /// The label ranges not yet turned into ranges of dimensions, by
+    /// label.
+    pub fn label_ranges(&self) -> &[(String, Vec<Range>)] {
+        &self.labels
+    }
+
+    /// The label ranges, taken out (the dimensions' ranges stay).
+    pub(crate) fn take_label_ranges(&mut self) -> Vec<(String, Vec<Range>)> {
+        std::mem::take(&mut self.labels)
     }
 
     /// The ranges of dimension `dim` (empty: the whole domain).

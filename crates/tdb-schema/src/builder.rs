@@ -5,12 +5,12 @@
 
 use crate::value::{compatible, decode, Num};
 use crate::{
-    ArraySchema, CurrentDomain, Dimension, Domain, Enumeration, EnumerationRef, Result,
-    ValidationError, Value, VAR_NUM,
+    ArraySchema, CurrentDomain, Dimension, DimensionLabel, Domain, Enumeration, EnumerationRef,
+    Result, ValidationError, Value, VAR_NUM,
 };
 use std::ops::RangeInclusive;
 use tdb_filters::{Filter, FilterPipeline};
-use tdb_format::{ArrayType, Datatype, FormatVersion, Layout};
+use tdb_format::{ArrayType, DataOrder, Datatype, FormatVersion, Layout};
 
 /// TileDB's `constants::capacity`.
 pub const DEFAULT_CAPACITY: u64 = 10_000;
@@ -234,6 +234,8 @@ pub struct ArraySchemaBuilder {
     dimensions: Vec<DimensionBuilder>,
     attributes: Vec<crate::AttributeBuilder>,
     enumerations: Vec<Enumeration>,
+    /// Labels to add: (dimension name, label name, order, datatype).
+    labels: Vec<(String, String, DataOrder, Datatype)>,
 }
 
 impl ArraySchema {
@@ -261,6 +263,7 @@ impl ArraySchema {
             dimensions: Vec::new(),
             attributes: Vec::new(),
             enumerations: Vec::new(),
+            labels: Vec::new(),
         }
     }
 }
@@ -282,6 +285,22 @@ impl ArraySchemaBuilder {
     /// name and path; writing its file is the caller's job.
     pub fn enumeration(mut self, e: Enumeration) -> Self {
         self.enumerations.push(e);
+        self
+    }
+
+    /// Adds dimension label `name` to dimension `dim`: labels of
+    /// `datatype` (a dimension datatype) in strictly increasing or
+    /// decreasing `order`, kept in an array of their own inside the array
+    /// (`__labels/l<N>`, created with it).
+    pub fn dimension_label(
+        mut self,
+        dim: &str,
+        name: impl Into<String>,
+        order: DataOrder,
+        datatype: Datatype,
+    ) -> Self {
+        self.labels
+            .push((dim.to_owned(), name.into(), order, datatype));
         self
     }
 
@@ -361,6 +380,21 @@ impl ArraySchemaBuilder {
         }
         for a in self.attributes {
             s.attributes.push(a.build()?);
+        }
+        for (dim, name, order, datatype) in self.labels {
+            let d = s
+                .domain
+                .dimensions
+                .iter()
+                .position(|d| d.name == dim)
+                .and_then(|d| u32::try_from(d).ok())
+                .ok_or_else(|| ValidationError::DimensionLabel {
+                    label: name.clone(),
+                    reason: format!("there is no dimension {dim:?}"),
+                })?;
+            let index = s.dimension_labels.len();
+            s.dimension_labels
+                .push(DimensionLabel::new(d, name, index, order, datatype));
         }
         s.enumerations = self
             .enumerations

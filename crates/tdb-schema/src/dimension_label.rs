@@ -3,9 +3,17 @@
 //! (the spec's table lists the fields in a different order).
 
 use crate::read::{datatype, lift, name_u32, name_u64, SResult};
-use crate::Result;
+use crate::{ArraySchema, AttributeBuilder, Dimension, DimensionBuilder, Result, VAR_NUM};
+use tdb_filters::FilterPipeline;
 use tdb_format::le;
-use tdb_format::{DataOrder, Datatype};
+use tdb_format::names::LABELS_DIR;
+use tdb_format::{ArrayType, DataOrder, Datatype};
+
+/// The name of a label array's attribute (TileDB's, for labels it creates).
+pub const LABEL_ATTRIBUTE: &str = "label";
+
+/// The name of a label array's dimension.
+pub const INDEX_DIMENSION: &str = "index";
 
 /// A dimension label.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,6 +40,62 @@ pub struct DimensionLabel {
 }
 
 impl DimensionLabel {
+    /// A label of dimension `dimension` stored inside its array, the
+    /// `index`-th label the schema adds (TileDB's `add_dimension_label`:
+    /// `__labels/l<index>`, attribute `label`; ASCII labels are var-length,
+    /// others one value).
+    pub fn new(
+        dimension: u32,
+        name: impl Into<String>,
+        index: usize,
+        order: DataOrder,
+        datatype: Datatype,
+    ) -> Self {
+        DimensionLabel {
+            dimension,
+            name: name.into(),
+            relative_uri: true,
+            uri: format!("{LABELS_DIR}/l{index}"),
+            attribute: LABEL_ATTRIBUTE.to_owned(),
+            order,
+            datatype,
+            cell_val_num: if datatype == Datatype::StringAscii {
+                VAR_NUM
+            } else {
+                1
+            },
+            is_external: false,
+        }
+    }
+
+    /// The schema of the label's own array, as TileDB makes it
+    /// (`DimensionLabel`'s constructor): dense, one dimension `index` with
+    /// `labelled`'s datatype, domain and tile extent (or `tile_extent`,
+    /// raw bytes of that datatype), one attribute holding the labels in
+    /// order, filtered by `filters`; TileDB's defaults otherwise.
+    pub fn array_schema(
+        &self,
+        labelled: &Dimension,
+        tile_extent: Option<Vec<u8>>,
+        filters: FilterPipeline,
+    ) -> Result<ArraySchema> {
+        let (lo, hi) = labelled.bounds().unwrap_or_default();
+        let mut index = DimensionBuilder::new(INDEX_DIMENSION, labelled.datatype)
+            .domain_bytes(lo.to_vec(), hi.to_vec());
+        if let Some(e) = tile_extent.or_else(|| labelled.tile_extent.clone()) {
+            index = index.tile_extent_bytes(e);
+        }
+        ArraySchema::builder(ArrayType::Dense)
+            .dimension(index)
+            .attribute(
+                AttributeBuilder::new(&self.attribute, self.datatype)
+                    .cell_val_num(self.cell_val_num)
+                    .order(self.order)
+                    .filter_pipeline(filters),
+            )
+            .build()
+    }
+
     pub(crate) fn parse(input: &[u8], index: usize) -> SResult<'_, Self> {
         let field = |what: &str| format!("dimension label {index} {what}");
         let (input, dimension) = lift(le::u32("dimension id")(input), || field("dimension"))?;

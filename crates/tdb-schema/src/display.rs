@@ -98,10 +98,20 @@ impl fmt::Display for ArraySchema {
             writeln!(f, "  enumeration {} ({})", e.name, e.path)?;
         }
         for l in &self.dimension_labels {
+            let dim = self.domain.dimensions.get(l.dimension as usize);
+            let var = if l.cell_val_num == crate::VAR_NUM {
+                " var"
+            } else {
+                ""
+            };
             writeln!(
                 f,
-                "  dimension label {} on dimension {}: {}",
-                l.name, l.dimension, l.uri
+                "  dimension label {} on {}: {}{var} {}, in {}",
+                l.name,
+                dim.map_or_else(|| format!("dimension {}", l.dimension), |d| d.name.clone()),
+                l.datatype.name(),
+                l.order.name(),
+                l.uri
             )?;
         }
         if let Some(ranges) = &self.current_domain.ranges {

@@ -59,7 +59,70 @@ pub(crate) fn check(s: &ArraySchema, enumerations: &[Enumeration]) -> Check {
         )?;
     }
     check_current_domain(s)?;
+    for l in &s.dimension_labels {
+        check_label(s, l)?;
+    }
     check_webp(s)
+}
+
+/// `ArraySchema::add_dimension_label` and `DimensionLabel`'s constructors:
+/// an ordered label of a dimension datatype on an integer (datetime, time)
+/// dimension; ASCII labels var-length, others one value.
+fn check_label(s: &ArraySchema, l: &crate::DimensionLabel) -> Check {
+    let fail = |reason: String| {
+        Err(E::DimensionLabel {
+            label: l.name.clone(),
+            reason,
+        })
+    };
+    let Some(d) = s.domain.dimensions.get(l.dimension as usize) else {
+        return fail(format!(
+            "dimension {} does not exist; the array has {}",
+            l.dimension,
+            s.domain.dimensions.len()
+        ));
+    };
+    let t = d.datatype;
+    if !(t.is_integer() || t.is_datetime() || t.is_time()) {
+        return fail(format!(
+            "labels go on integer, datetime or time dimensions, not {} ({})",
+            d.name,
+            t.name()
+        ));
+    }
+    if l.order == DataOrder::Unordered {
+        return fail("unordered labels are not supported; use increasing or decreasing".into());
+    }
+    let lt = l.datatype;
+    if lt.is_bool()
+        || lt.is_blob()
+        || lt.is_geometry()
+        || lt == Datatype::Any
+        || lt == Datatype::Char
+        || (lt.is_string() && lt != Datatype::StringAscii)
+    {
+        return fail(format!(
+            "{} is no dimension datatype; labels take the datatypes dimensions do",
+            lt.name()
+        ));
+    }
+    let want = if lt == Datatype::StringAscii {
+        crate::VAR_NUM
+    } else {
+        1
+    };
+    if l.cell_val_num != want {
+        return fail(format!(
+            "cell_val_num {} is not allowed; {} labels take {}",
+            l.cell_val_num,
+            lt.name(),
+            if want == 1 { "1" } else { "var" }
+        ));
+    }
+    if !l.is_external && !l.relative_uri {
+        return fail("labels stored inside their array need a relative URI".into());
+    }
+    Ok(())
 }
 
 fn check_current_domain(s: &ArraySchema) -> Check {

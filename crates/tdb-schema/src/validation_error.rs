@@ -231,6 +231,15 @@ pub enum ValidationError {
         /// Which WebP rule is broken, and how to fix it.
         reason: String,
     },
+    /// `ArraySchema::add_dimension_label` and `DimensionLabel`'s
+    /// constructors.
+    #[error("dimension label {label}: {reason}")]
+    DimensionLabel {
+        /// The label.
+        label: String,
+        /// The rule broken, and what to change.
+        reason: String,
+    },
     /// `ArraySchema::check_without_config`, `Attribute::set_nullable`,
     /// `Attribute::validate_cell_val_num`.
     #[error("attribute {attr}: ordered attributes {reason}")]

@@ -613,3 +613,57 @@ fn dimension_with_several_values_per_coordinate() {
         "dimension x: cell_val_num 2 is not supported; use 1 (one value per coordinate)"
     );
 }
+
+#[test]
+fn dimension_labels_write_tiledbs_bytes() {
+    let zstd = [Filter::Zstd { level: -1 }];
+    let s = py(ArrayType::Dense)
+        .dimension(
+            DimensionBuilder::range("x", 0i32..=9)
+                .tile_extent(4i32)
+                .filters(zstd),
+        )
+        .dimension(
+            DimensionBuilder::range("y", 1i32..=6)
+                .tile_extent(3i32)
+                .filters(zstd),
+        )
+        .attribute(Attribute::builder("a", Datatype::Int32))
+        .dimension_label("x", "lx", DataOrder::Increasing, Datatype::Float64)
+        .dimension_label("x", "tx", DataOrder::Increasing, Datatype::StringAscii)
+        .dimension_label("y", "ky", DataOrder::Decreasing, Datatype::Int16)
+        .dimension_label("y", "sy", DataOrder::Decreasing, Datatype::StringAscii)
+        .build()
+        .unwrap();
+    assert!(s.write().unwrap() == tiledb_bytes("dim_labels_dense"));
+}
+
+#[test]
+fn dimension_labels_keep_tiledbs_rules() {
+    let base = || {
+        ArraySchema::builder(ArrayType::Sparse)
+            .dimension(DimensionBuilder::range("x", 0i64..=9).tile_extent(5i64))
+            .dimension(DimensionBuilder::range("f", 0.0f64..=1.0).tile_extent(0.5f64))
+            .attribute(Attribute::builder("a", Datatype::Int32))
+    };
+    let e = |b: ArraySchemaBuilder| b.build().unwrap_err().to_string();
+    let float_dim = e(base().dimension_label("f", "l", DataOrder::Increasing, Datatype::Int32));
+    assert!(
+        float_dim.contains("integer, datetime or time dimensions"),
+        "{float_dim}"
+    );
+    let unordered = e(base().dimension_label("x", "l", DataOrder::Unordered, Datatype::Int32));
+    assert!(unordered.contains("unordered labels"), "{unordered}");
+    let utf8 = e(base().dimension_label("x", "l", DataOrder::Increasing, Datatype::StringUtf8));
+    assert!(utf8.contains("no dimension datatype"), "{utf8}");
+    let missing = e(base().dimension_label("z", "l", DataOrder::Increasing, Datatype::Int32));
+    assert!(missing.contains("no dimension \"z\""), "{missing}");
+    let twice = e(base().dimension_label("x", "a", DataOrder::Increasing, Datatype::Int32));
+    assert!(twice.contains("used twice"), "{twice}");
+    let ok = base()
+        .dimension_label("x", "l", DataOrder::Decreasing, Datatype::StringAscii)
+        .build()
+        .unwrap();
+    assert_eq!(ok.dimension_labels[0].uri, "__labels/l0");
+    assert_eq!(ok.dimension_labels[0].cell_val_num, tdb_schema::VAR_NUM);
+}

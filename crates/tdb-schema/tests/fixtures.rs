@@ -113,3 +113,41 @@ fn enumeration_files_write_back_tiledb_bytes() {
     }
     assert!(n >= 2, "only {n} enumeration files");
 }
+
+/// Every dimension label of the corpus: the schema TileDB made for the
+/// label's own array is the one [`tdb_schema::DimensionLabel::array_schema`]
+/// makes (given the attribute's filters, which the parent schema does not
+/// record), byte for byte.
+#[test]
+fn label_arrays_have_the_schemas_tiledb_makes() {
+    let mut n = 0;
+    for object in tdb_testdata::objects() {
+        let Some(latest) = schema_files(&object).last().cloned() else {
+            continue;
+        };
+        let parent = parse(&object, &latest);
+        for label in &parent.dimension_labels {
+            let prefix = format!("{}/__schema/", label.uri);
+            let file = object
+                .files
+                .iter()
+                .find(|f| f.strip_prefix(&prefix).is_some_and(|n| !n.contains('/')))
+                .unwrap_or_else(|| panic!("{}: no schema for {}", object.case, label.name));
+            let theirs = parse(&object, file);
+            let filters = theirs.attributes[0].filters.clone();
+            let dim = &parent.domain.dimensions[label.dimension as usize];
+            let ours = label.array_schema(dim, None, filters).unwrap();
+            let bytes = object.read(file);
+            let tile = single_generic_tile(&bytes).unwrap();
+            let tiledb = tdb_tile::read_generic_tile(file, &tile, object.key.as_ref()).unwrap();
+            assert!(
+                ours.write().unwrap() == tiledb,
+                "{}: label {}: schemas differ:\nours {ours:?}\ntheirs {theirs:?}",
+                object.case,
+                label.name
+            );
+            n += 1;
+        }
+    }
+    assert!(n >= 5, "only {n} labels in the corpus");
+}

@@ -15,7 +15,7 @@ use tdb_fragment::{
     TimestampedFile,
 };
 use tdb_query::write::FragmentWriter;
-use tdb_query::{ReadSpec, ResultLayout, Subarray, WriteSpec};
+use tdb_query::{ReadSpec, ResultLayout, Snapshot, Subarray, WriteSpec};
 use tdb_storage::{join, last_component, Storage};
 
 /// What a copy wrote.
@@ -32,6 +32,8 @@ pub struct CopySummary {
     pub deletes: usize,
     /// Fragment vacuum lists (consolidations not yet vacuumed).
     pub vacuum_lists: usize,
+    /// Dimension labels' arrays, each copied whole.
+    pub labels: usize,
 }
 
 /// Copies `src` (opened over its whole history) into a new array at `dir`
@@ -48,9 +50,21 @@ pub fn copy<S: ReadStorage, D: Storage>(
     dir: &str,
     to_key: Option<&[u8; 32]>,
 ) -> Result<CopySummary> {
+    copy_snapshot(&src.storage, &src.snapshot, dst, dir, to_key)
+}
+
+/// [`copy`] of the array `snapshot` opened in `storage` (its labels'
+/// arrays opened alike, at its window).
+fn copy_snapshot<S: ReadStorage, D: Storage>(
+    storage: &S,
+    snapshot: &Snapshot,
+    dst: &D,
+    dir: &str,
+    to_key: Option<&[u8; 32]>,
+) -> Result<CopySummary> {
     // Every fragment, those consolidations replaced included: a read of
     // the copy at an earlier time sees them as a read of the source does.
-    let history = src.snapshot.with_history(&src.storage)?;
+    let history = snapshot.with_history(storage)?;
     let snap = &history;
     let open = &snap.open;
     let key = open.key();
@@ -72,10 +86,22 @@ pub fn copy<S: ReadStorage, D: Storage>(
     for entry in open.schemas.entries() {
         for e in &entry.schema.enumerations {
             if written_enums.insert(e.path.clone()) {
-                let en = tdb_fragment::load_enumeration(&src.storage, &open.dir, &e.path, key)?;
+                let en = tdb_fragment::load_enumeration(storage, &open.dir, &e.path, key)?;
                 write_enumeration(dst, dir, &en, to_key).map_err(Error::Write)?;
             }
         }
+    }
+    // The arrays of the dimension labels the array stores, each copied
+    // whole at the same window (before the schema files, which make the
+    // directory an array).
+    for label in &open.schema().schema.dimension_labels {
+        if label.is_external {
+            continue;
+        }
+        let from = join(&open.dir, &label.uri);
+        let labels = Snapshot::load(storage, &from, open.directory.window, key)?;
+        copy_snapshot(storage, &labels, dst, &join(dir, &label.uri), to_key)?;
+        summary.labels += 1;
     }
     let mut names = std::collections::HashMap::new();
     for entry in open.schemas.entries() {
@@ -89,7 +115,7 @@ pub fn copy<S: ReadStorage, D: Storage>(
     }
     // Array metadata, file by file with the same timestamps (read in one
     // batch).
-    for (f, bytes) in open.metadata_files(&src.storage)? {
+    for (f, bytes) in open.metadata_files(storage)? {
         let file = MetadataFile::parse(&f.path, &bytes, key)?;
         let written = write_metadata(dst, dir, &file, f.name.timestamp_range(), to_key)
             .map_err(Error::Write)?;
@@ -103,14 +129,14 @@ pub fn copy<S: ReadStorage, D: Storage>(
     // Each commit's new path by its old condition marker, for the processed
     // conditions of fragments merged over them.
     let mut renamed = std::collections::HashMap::new();
-    for (c, del) in open.delete_commits(&src.storage)? {
+    for (c, del) in open.delete_commits(storage)? {
         let new =
             write_delete(dst, dir, &del, c.name.timestamp_range(), to_key).map_err(Error::Write)?;
         renamed.insert(c.marker.clone(), new);
         summary.deletes += 1;
     }
     let frags: Vec<&tdb_fragment::LoadedFragment> = snap.fragments.iter().collect();
-    let processed = open.processed_conditions(&src.storage, &frags)?;
+    let processed = open.processed_conditions(storage, &frags)?;
     // Fragments, oldest first, each read alone (no deletes applied, no
     // newer fragment over it) with the schema it was written with. Each
     // one's new path by its old one, for the vacuum lists.
@@ -220,7 +246,7 @@ pub fn copy<S: ReadStorage, D: Storage>(
                 write = write.with_delete_metadata();
             }
         }
-        let query = tdb_query::SyncRead::new(&src.storage, std::sync::Arc::new(one), read)?;
+        let query = tdb_query::SyncRead::new(storage, std::sync::Arc::new(one), read)?;
         let written = if dense_frag && !merged {
             // A dense write takes its subarray's cells in one part (a
             // global-order one would need whole tiles).

@@ -41,12 +41,13 @@ pub use tdb_fragment::{
 };
 pub use tdb_object_store::{Config as StorageConfig, ObjectStorage, RequestStats};
 pub use tdb_query::condition::{field, Cond};
+pub use tdb_query::label::LabelArray;
 pub use tdb_query::{
     split_for_parallel, AggregateOp, AggregateResult, AggregateValue, AttributeBounds, Batch,
     Column, DimRange, DimValue, FieldBuffer, FragmentConsolidation, FragmentSelection, ReadSpec,
     ResultLayout, Snapshot, Subarray, DEFAULT_BUDGET, VAR_NUM,
 };
-pub use tdb_schema::{ArraySchema, AttributeBuilder, DimensionBuilder, Range};
+pub use tdb_schema::{ArraySchema, AttributeBuilder, DimensionBuilder, DimensionLabel, Range};
 pub use tdb_storage::{LocalStorage, MemoryStorage, Storage};
 
 /// Storage chosen at run time by path or URI ([`storage`]).
@@ -792,6 +793,45 @@ impl<S: tdb_fragment::ReadStorage> Array<S> {
             &self.snapshot,
             names,
         )?)
+    }
+
+    /// Dimension label `name`'s own array, opened at this array's window
+    /// with its key, as TileDB opens it for a read by label.
+    pub fn label(&self, name: &str) -> Result<LabelArray> {
+        Ok(LabelArray::open(&self.storage, &self.snapshot, name)?)
+    }
+
+    /// `subarray` with its label ranges ([`Subarray::add_label`]) turned
+    /// into ranges of the dimensions they label, as TileDB does before a
+    /// read: reads do this themselves; this shows what they will read.
+    ///
+    /// ```
+    /// use tdb::{Array, Subarray};
+    /// let array = Array::open("../../testdata/arrays/dim_labels_dense/array")?;
+    /// let mut sub = Subarray::default();
+    /// sub.add_label(array.schema(), "lx", 0.3..=3.0)?;
+    /// let by_index = array.resolve_labels(&sub)?;
+    /// assert_eq!(by_index.ranges(0).len(), 1);
+    /// # Ok::<(), tdb::Error>(())
+    /// ```
+    pub fn resolve_labels(&self, subarray: &Subarray) -> Result<Subarray> {
+        Ok(tdb_query::label::resolve(
+            &self.storage,
+            &self.snapshot,
+            subarray,
+            DEFAULT_BUDGET,
+        )?)
+    }
+
+    /// The values of label `name` at the indexes `subarray` reads on its
+    /// dimension (label ranges turned into index ranges first; the whole
+    /// dimension when it has none): TileDB's label data of a read, one
+    /// value per index, not per cell.
+    pub fn label_values(&self, name: &str, subarray: &Subarray) -> Result<FieldBuffer> {
+        let label = self.label(name)?;
+        let sub = self.resolve_labels(subarray)?;
+        let ranges = sub.ranges(label.label().dimension as usize);
+        Ok(label.values(&self.storage, ranges, DEFAULT_BUDGET)?)
     }
 
     /// Runs a read to the end and joins its batches.

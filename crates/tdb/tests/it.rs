@@ -12,6 +12,7 @@ mod crash;
 mod delete_consolidation;
 mod deletes;
 mod dense_consolidation;
+mod dim_labels;
 mod errors;
 mod evolution;
 mod fragment_consolidation;

@@ -334,6 +334,7 @@ pub fn aggregate<S: ReadStorage + ?Sized>(
     spec: ReadSpec,
     requests: &[(String, AggregateOp)],
 ) -> Result<Vec<AggregateResult>> {
+    let spec = crate::label::resolve_spec(storage, &snapshot, spec)?;
     let mut agg = Aggregation::new(snapshot, spec, requests)?;
     agg.reader.set_remote(storage.remote());
     let mut fetcher = Fetcher::new(storage);

@@ -110,7 +110,10 @@ impl<'a, S: ReadStorage + ?Sized> Fetcher<'a, S> {
 
 impl<'a, S: ReadStorage + ?Sized> SyncRead<'a, S> {
     /// Starts `spec` over `snapshot`, fetching from `storage`.
+    /// Label ranges are turned into index ranges first (reads of the
+    /// labels' arrays, see [`crate::label`]).
     pub fn new(storage: &'a S, snapshot: Arc<Snapshot>, spec: ReadSpec) -> Result<Self> {
+        let spec = crate::label::resolve_spec(storage, &snapshot, spec)?;
         let mut reader = Reader::new(snapshot, spec)?;
         reader.set_remote(storage.remote());
         Ok(SyncRead {

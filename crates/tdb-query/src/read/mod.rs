@@ -184,6 +184,15 @@ impl Reader {
     /// against the schema (typed errors that say what to change).
     pub fn new(snapshot: Arc<Snapshot>, spec: ReadSpec) -> Result<Self> {
         let schema = snapshot.schema();
+        if let Some((label, _)) = spec.subarray.label_ranges().first() {
+            // Turning them into index ranges reads the labels' arrays: I/O
+            // the sync drivers do first ([`crate::label::resolve`]).
+            return Err(QueryError::Label {
+                label: label.clone(),
+                reason: "this read takes index ranges only; turn label ranges into them                          first with `tdb_query::label::resolve`"
+                    .into(),
+            });
+        }
         let mut fields: Vec<FieldInfo> = Vec::new();
         let mut requested = Vec::new();
         let slot = |fields: &mut Vec<FieldInfo>, name: &str| -> Result<usize> {

@@ -23,6 +23,7 @@ mod writer;
 use crate::{QueryError, Result, ResultLayout, Subarray};
 use bytes::Bytes;
 use tdb_format::TimestampedName;
+use tdb_fragment::ReadStorage;
 use tdb_schema::{NDRange, SchemaEntry};
 use tdb_storage::WritableStorage;
 
@@ -72,6 +73,11 @@ pub struct WriteSpec {
     /// (every field's), each starting where the next tile would take the
     /// one before past it. `None`: one fragment however large.
     pub max_fragment_size: Option<u64>,
+    /// Label data: one buffer per dimension label written (named by the
+    /// label), holding the labels of the indexes the write covers on the
+    /// label's dimension, in order (TileDB's label buffers). Written to
+    /// the labels' arrays before the cells, stamped alike.
+    pub labels: Vec<FieldBuffer>,
 }
 
 impl WriteSpec {
@@ -88,7 +94,15 @@ impl WriteSpec {
             processed_conditions: Vec::new(),
             non_empty_domain: None,
             max_fragment_size: None,
+            labels: Vec::new(),
         }
+    }
+
+    /// Also writes `labels` (named by the label) for the indexes the write
+    /// covers on the label's dimension: see [`WriteSpec::labels`].
+    pub fn with_label(mut self, labels: FieldBuffer) -> Self {
+        self.labels.push(labels);
+        self
     }
 
     /// The order of the cells given.
@@ -173,13 +187,33 @@ pub fn now_ms() -> u64 {
 /// Writes one fragment of the array at `dir` whose schema in force is
 /// `schema` (`key` for encrypted arrays) from the spec's cells, and
 /// commits it: a [`FragmentWriter`] of one part.
-pub fn write_fragment<S: WritableStorage + ?Sized>(
+///
+/// Label data ([`WriteSpec::labels`]) is checked whole, then written to
+/// the labels' arrays, then the cells (TileDB's order; each fragment
+/// commits on its own, so a failure between them leaves labels without
+/// the cells they describe, as in TileDB).
+pub fn write_fragment<S: ReadStorage + WritableStorage + ?Sized>(
     storage: &S,
     dir: &str,
     schema: &SchemaEntry,
     key: Option<&[u8; 32]>,
     spec: &WriteSpec,
 ) -> Result<Written> {
+    let stamped;
+    let spec = if spec.labels.is_empty() {
+        spec
+    } else {
+        // One stamp for the labels and the cells.
+        let t = now_ms();
+        let mut cells = WriteSpec {
+            timestamps: Some(spec.timestamps.unwrap_or((t, t))),
+            ..spec.clone()
+        };
+        crate::label::write_labels(storage, dir, &schema.schema, key, &cells)?;
+        cells.labels.clear();
+        stamped = cells;
+        &stamped
+    };
     let mut writer = FragmentWriter::new(storage, dir, schema, key, spec)?;
     if spec.fields.is_empty() {
         // The writer takes an empty spec as "parts to come"; one write of

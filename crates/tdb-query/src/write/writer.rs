@@ -207,6 +207,14 @@ impl<'a, S: WritableStorage + ?Sized> FragmentWriter<'a, S> {
     ) -> Result<Self> {
         let s = &entry.schema;
         let dense = s.array_type == ArrayType::Dense;
+        if let Some(l) = spec.labels.first() {
+            return Err(QueryError::Label {
+                label: l.name.clone(),
+                reason: "label data goes with writes of one part (`write_fragment`, \
+                         `Array::write`), not a fragment writer"
+                    .into(),
+            });
+        }
         let (t1, t2) = spec.timestamps.unwrap_or_else(|| {
             let t = now_ms();
             (t, t)
