@@ -35,7 +35,7 @@ use tdb_format::TimestampedName;
 /// The settings the choices are compared under: TileDB's defaults, steps
 /// of two or three fragments of similar sizes, and merges written as
 /// fragments of at most 1,500 bytes of tiles (where a tile alone is larger
-/// both refuse; tdb does not split dense merges yet, so those are skipped).
+/// both refuse).
 const SETTINGS: [(&str, &str); 3] = [
     ("defaults", "{}"),
     (

@@ -216,8 +216,10 @@ enum Command {
         #[arg(long)]
         purge_deleted_cells: bool,
         /// Fragments: write the merge as several fragments of at most this
-        /// many bytes of filtered tiles each (`max_fragment_size`; sparse
-        /// arrays; default: one fragment).
+        /// many bytes of filtered tiles each, as TileDB's
+        /// `max_fragment_size` (dense ones rectangles of whole tiles; a
+        /// split dense merge ends the consolidation; default: one
+        /// fragment).
         #[arg(long)]
         max_fragment_size: Option<u64>,
         /// Fragments: merge exactly these fragments (names, comma-separated)

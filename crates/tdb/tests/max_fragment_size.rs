@@ -4,8 +4,8 @@
 //! `split` setting compares tdb's split merges with TileDB's on every
 //! fixture.)
 
+use tdb::WriteSpec;
 use tdb::{Datatype, FieldBuffer, FragmentSelection, OpenOptions, ReadSpec, ResultLayout};
-use tdb::{Error, WriteSpec};
 use tdb_format::ArrayType;
 use tdb_schema::{ArraySchema, AttributeBuilder, DimensionBuilder};
 use tdb_storage::MemoryStorage;
@@ -178,15 +178,201 @@ fn global_order_writes_split_and_other_writes_refuse() {
     let unordered = WriteSpec::new(fields.clone()).with_max_fragment_size(1 << 20);
     let e = chain(&a.write(unordered).unwrap_err());
     assert!(e.contains("applies to global-order writes"), "{e}");
-    let dense = ArraySchema::builder(ArrayType::Dense)
-        .dimension(DimensionBuilder::range("d", 0i32..=39).tile_extent(4i32))
+}
+
+/// A fragment a merge wrote: its cells, and `(lo, hi)` per dimension.
+type Written = (u64, Vec<(i32, i32)>);
+
+/// A dense array over `dims` (`(lo, hi, tile extent)` each, int32), one
+/// int32 attribute `a` (unfiltered: a tile of n cells is 20 + 4n bytes),
+/// with a fragment per `(t, box)` of `writes`; consolidated with
+/// `max_fragment_size` `max`. The fragments the merge wrote, in write
+/// order: each one's cells and non-empty domain (`(lo, hi)` per
+/// dimension).
+fn dense_split(
+    dims: &[(i32, i32, i32)],
+    tile_order: tdb::Layout,
+    writes: &[Vec<(i32, i32)>],
+    max: u64,
+) -> Result<Vec<Written>, String> {
+    let mut b = ArraySchema::builder(ArrayType::Dense).tile_order(tile_order);
+    for (i, &(lo, hi, tile)) in dims.iter().enumerate() {
+        b = b.dimension(DimensionBuilder::range(format!("d{i}"), lo..=hi).tile_extent(tile));
+    }
+    let schema = b
         .attribute(AttributeBuilder::new("a", Datatype::Int32))
         .build()
         .unwrap();
     let mem = MemoryStorage::new();
-    let a = tdb::Array::create_in(&mem, "", &dense, &[], OpenOptions::new().at(1)).unwrap();
-    let spec = WriteSpec::new(vec![ints("a", &v)])
-        .with_layout(ResultLayout::GlobalOrder)
-        .with_max_fragment_size(1 << 20);
-    assert!(matches!(a.write(spec), Err(Error::Unsupported(_))));
+    tdb::Array::create_in(&mem, "", &schema, &[], OpenOptions::new().at(1)).unwrap();
+    for (t, rect) in writes.iter().enumerate() {
+        let a = tdb::Array::open_in(&mem, "", OpenOptions::new().at(t as u64 + 1)).unwrap();
+        let mut sub = tdb::Subarray::new(rect.len());
+        let mut n = 1;
+        for (d, &(lo, hi)) in rect.iter().enumerate() {
+            sub.add(a.schema(), &format!("d{d}"), lo..=hi).unwrap();
+            n *= (hi - lo + 1) as usize;
+        }
+        let v: Vec<i32> = (0..n as i32).collect();
+        a.write(WriteSpec::new(vec![ints("a", &v)]).with_subarray(sub))
+            .unwrap();
+    }
+    let a = tdb::Array::open_in(&mem, "", OpenOptions::new()).unwrap();
+    let before = a.read_all(ReadSpec::new(["a"])).unwrap();
+    let mut selection = FragmentSelection::default();
+    selection.max_fragment_size = Some(max);
+    let steps = a
+        .consolidate_fragments(&selection, tdb::DEFAULT_BUDGET)
+        .map_err(|e| chain(&e))?;
+    let written = &steps[0].written.fragments;
+    let a = tdb::Array::open_in(&mem, "", OpenOptions::new()).unwrap();
+    a.vacuum_fragments().unwrap();
+    let a = tdb::Array::open_in(&mem, "", OpenOptions::new()).unwrap();
+    assert_eq!(
+        a.read_all(ReadSpec::new(["a"])).unwrap(),
+        before,
+        "cells changed"
+    );
+    let cells_per_tile: u64 = dims.iter().map(|d| d.2 as u64).product();
+    Ok(written
+        .iter()
+        .map(|name| {
+            let f = a.fragments().iter().find(|f| &f.file.name == name).unwrap();
+            let footer = &f.metadata.footer;
+            let ned = footer.non_empty_domain.as_ref().unwrap();
+            let ned = ned
+                .iter()
+                .map(|r| {
+                    let (lo, hi) = r.bounds();
+                    (
+                        i32::from_le_bytes(lo.try_into().unwrap()),
+                        i32::from_le_bytes(hi.try_into().unwrap()),
+                    )
+                })
+                .collect();
+            (footer.tile_num(a.schema()).unwrap() * cells_per_tile, ned)
+        })
+        .collect())
+}
+
+/// TileDB 2.30's splits of dense merges, as `consolidate` with
+/// `sm.consolidation.max_fragment_size` gave them
+/// (docs/research/dense_max_fragment_size.md, section 6).
+#[test]
+fn dense_merges_split_into_tiledbs_rectangles_of_tiles() {
+    use tdb::Layout::{ColMajor, RowMajor};
+    let one = |lo, hi| vec![(lo, hi)];
+    // 1-D [1,20] in tiles of 4 (36 bytes a tile): [1,4]@1, [5,12]@2, [13,20]@3.
+    let writes = [one(1, 4), one(5, 12), one(13, 20)];
+    let nds = |max| {
+        dense_split(&[(1, 20, 4)], RowMajor, &writes, max)
+            .unwrap()
+            .into_iter()
+            .map(|(_, n)| n[0])
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(nds(1000), [(1, 20)]);
+    assert_eq!(nds(150), [(1, 16), (17, 20)]);
+    assert_eq!(nds(100), [(1, 8), (9, 16), (17, 20)]);
+    assert_eq!(nds(40), [(1, 4), (5, 8), (9, 12), (13, 16), (17, 20)]);
+    let e = dense_split(&[(1, 20, 4)], RowMajor, &writes, 30).unwrap_err();
+    assert!(e.contains("single tile"), "{e}");
+    // A union off the tiles: [3,6]@1, [9,14]@2; each fragment records its
+    // tiles clipped to the union, and counts whole tiles.
+    let writes = [one(3, 6), one(9, 14)];
+    let split = |max| dense_split(&[(1, 20, 4)], RowMajor, &writes, max).unwrap();
+    let ned = |v: Vec<Written>| v.into_iter().map(|(_, n)| n[0]).collect::<Vec<_>>();
+    assert_eq!(ned(split(36)), [(3, 4), (5, 8), (9, 12), (13, 14)]);
+    assert_eq!(split(36)[0].0, 4);
+    assert_eq!(ned(split(72)), [(3, 8), (9, 14)]);
+    assert_eq!(ned(split(108)), [(3, 12), (13, 14)]);
+    // 2-D [1,8] × [1,12] in tiles of 2 × 4 (52 bytes a tile): rows 1-4 and
+    // 5-8 written apart.
+    let writes = [vec![(1, 4), (1, 12)], vec![(5, 8), (1, 12)]];
+    let dims = [(1, 8, 2), (1, 12, 4)];
+    let grid = |order, k: u64| {
+        dense_split(&dims, order, &writes, 52 * k)
+            .unwrap()
+            .into_iter()
+            .map(|(_, n)| (n[0], n[1]))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        grid(RowMajor, 2),
+        [
+            ((1, 2), (1, 8)),
+            ((1, 2), (9, 12)),
+            ((3, 4), (1, 8)),
+            ((3, 4), (9, 12)),
+            ((5, 6), (1, 8)),
+            ((5, 6), (9, 12)),
+            ((7, 8), (1, 8)),
+            ((7, 8), (9, 12)),
+        ]
+    );
+    assert_eq!(
+        grid(RowMajor, 5),
+        [
+            ((1, 2), (1, 12)),
+            ((3, 4), (1, 12)),
+            ((5, 6), (1, 12)),
+            ((7, 8), (1, 12))
+        ]
+    );
+    assert_eq!(grid(RowMajor, 9), [((1, 6), (1, 12)), ((7, 8), (1, 12))]);
+    assert_eq!(
+        grid(ColMajor, 2),
+        [
+            ((1, 4), (1, 4)),
+            ((5, 8), (1, 4)),
+            ((1, 4), (5, 8)),
+            ((5, 8), (5, 8)),
+            ((1, 4), (9, 12)),
+            ((5, 8), (9, 12)),
+        ]
+    );
+    assert_eq!(grid(ColMajor, 9), [((1, 8), (1, 8)), ((1, 8), (9, 12))]);
+}
+
+/// TileDB goes on after a split dense merge with its first fragment alone
+/// and a later step can cover the others with fill values
+/// (docs/research/dense_max_fragment_size.md, 5a): tdb's consolidation
+/// stops after such a merge, and every cell survives.
+#[test]
+fn a_split_dense_merge_ends_the_consolidation_and_loses_no_cell() {
+    let schema = ArraySchema::builder(ArrayType::Dense)
+        .dimension(DimensionBuilder::range("d", 1i32..=32).tile_extent(4i32))
+        .attribute(AttributeBuilder::new("a", Datatype::Int32))
+        .build()
+        .unwrap();
+    let mem = MemoryStorage::new();
+    tdb::Array::create_in(&mem, "", &schema, &[], OpenOptions::new().at(1)).unwrap();
+    for t in 0..4 {
+        let a = tdb::Array::open_in(&mem, "", OpenOptions::new().at(t + 1)).unwrap();
+        let lo = (t * 8 + 1) as i32;
+        let mut sub = tdb::Subarray::new(1);
+        sub.add(a.schema(), "d", lo..=lo + 7).unwrap();
+        let v: Vec<i32> = (0..8).map(|i| i + 100 * t as i32).collect();
+        a.write(WriteSpec::new(vec![ints("a", &v)]).with_subarray(sub))
+            .unwrap();
+    }
+    let a = tdb::Array::open_in(&mem, "", OpenOptions::new()).unwrap();
+    let before = a.read_all(ReadSpec::new(["a"])).unwrap();
+    let mut selection = FragmentSelection::default();
+    selection.max_fragment_size = Some(36);
+    selection.steps = 10;
+    selection.min_frags = 2;
+    selection.max_frags = 2;
+    selection.amplification = 10.0;
+    let steps = a
+        .consolidate_fragments(&selection, tdb::DEFAULT_BUDGET)
+        .unwrap();
+    assert_eq!(steps.len(), 1);
+    assert_eq!(steps[0].written.fragments.len(), 4);
+    tdb::Array::open_in(&mem, "", OpenOptions::new())
+        .unwrap()
+        .vacuum_fragments()
+        .unwrap();
+    let a = tdb::Array::open_in(&mem, "", OpenOptions::new()).unwrap();
+    assert_eq!(a.read_all(ReadSpec::new(["a"])).unwrap(), before);
 }

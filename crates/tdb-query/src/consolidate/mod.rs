@@ -23,8 +23,9 @@
 //!
 //! With a `max_fragment_size` ([`FragmentSelection::max_fragment_size`])
 //! the merge writes several fragments with the same timestamps, split as
-//! TileDB's global-order writer splits them (sparse arrays; dense ones
-//! are refused); the vacuum list is named after the first.
+//! TileDB's global-order writer splits them (dense ones into rectangles of
+//! tiles); the vacuum list is named after the first. A split dense merge
+//! ends the consolidation (TileDB's next steps could lose cells).
 
 mod dense;
 pub use dense::dense_merge_specs;
@@ -138,8 +139,18 @@ pub fn consolidate_fragments<S: Storage>(
             .map(|&(i, _)| i)
             .collect();
         let step = merge_chosen(storage, &snapshot, &chosen, window, selection, budget)?;
+        let split_dense = schema.array_type == ArrayType::Dense && step.written.fragments.len() > 1;
         set_aside.extend(step.written.fragments.iter().skip(1).map(|f| f.to_string()));
         steps.push(step);
+        if split_dense {
+            // TileDB goes on with the first fragment alone standing for the
+            // split merge, and a later dense merge of it (read over the
+            // union with its neighbours, the other split fragments left
+            // out) covers their cells with fill values: committed cells
+            // lost (docs/research/dense_max_fragment_size.md, 5a). tdb
+            // stops here instead.
+            break;
+        }
     }
     Ok(steps)
 }

@@ -15,6 +15,7 @@
 mod arrange;
 mod coordinates;
 mod delete;
+mod dense_split;
 mod files;
 mod input;
 mod tiles;
@@ -71,7 +72,9 @@ pub struct WriteSpec {
     /// TileDB's `max_fragment_size` (global-order writes): the write is
     /// split into fragments of at most this many bytes of filtered tiles
     /// (every field's), each starting where the next tile would take the
-    /// one before past it. `None`: one fragment however large.
+    /// one before past it; dense fragments are rectangles of tiles, so one
+    /// may pass it as TileDB's do (`write/dense_split.rs`). `None`: one
+    /// fragment however large.
     pub max_fragment_size: Option<u64>,
     /// Label data: one buffer per dimension label written (named by the
     /// label), holding the labels of the indexes the write covers on the

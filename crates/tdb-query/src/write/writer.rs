@@ -12,6 +12,7 @@
 //! dropped unfinished, or one that failed, leaves no file behind.
 
 use super::arrange::{self, Arrangement};
+use super::dense_split::DenseSplit;
 use super::files::{Built, FieldFiles};
 use super::input::{self, Input};
 use super::tiles::{build_tiles, FieldTiles};
@@ -42,6 +43,9 @@ pub struct FragmentWriter<'a, S: WritableStorage + ?Sized> {
     /// TileDB's `max_fragment_size`: the most bytes of filtered tiles, all
     /// fields', one fragment takes.
     max_fragment_size: Option<u64>,
+    /// Dense writes with a `max_fragment_size`: where fragments end, and
+    /// the tiles (with their cell counts) waiting for a rectangle's end.
+    dense_split: Option<DenseSplit<(Vec<Built>, u64)>>,
     threads: usize,
     /// Dense writes: the rectangle, and for global order its cell count.
     subarray: Option<NDRange>,
@@ -98,6 +102,8 @@ struct Current<'a> {
     /// Its tiles' filtered bytes, every field's (TileDB's measure of a
     /// fragment's size for `max_fragment_size`).
     size: u64,
+    /// Dense split writes: its own non-empty domain (else the write's).
+    domain: Option<NDRange>,
 }
 
 impl<'a, S: WritableStorage + ?Sized> Target<'a, S> {
@@ -132,6 +138,7 @@ impl<'a, S: WritableStorage + ?Sized> Target<'a, S> {
             mbrs: Vec::new(),
             last_tile_cells: 0,
             size: 0,
+            domain: None,
         })
     }
 
@@ -139,7 +146,7 @@ impl<'a, S: WritableStorage + ?Sized> Target<'a, S> {
     /// committed (no reader looks at it yet).
     fn store(&self, cur: Current<'a>) -> Result<TimestampedName> {
         let s = &self.entry.schema;
-        let domain = match &self.domain {
+        let domain = match cur.domain.as_ref().or(self.domain.as_ref()) {
             Some(sub) => Some(sub.clone()),
             None if cur.mbrs.is_empty() => None,
             None => {
@@ -312,12 +319,13 @@ impl<'a, S: WritableStorage + ?Sized> FragmentWriter<'a, S> {
                 layout.name()
             )));
         }
-        if spec.max_fragment_size.is_some() && dense {
-            return Err(QueryError::Unsupported(
-                "a maximum fragment size for dense writes (each fragment a rectangle of tiles)"
-                    .into(),
-            ));
-        }
+        let dense_split = match (&subarray, spec.max_fragment_size) {
+            (Some(sub), Some(max)) => {
+                let recorded = spec.non_empty_domain.as_ref().unwrap_or(sub);
+                Some(DenseSplit::new(s, sub, recorded, max)?)
+            }
+            _ => None,
+        };
         let target = Target {
             storage,
             dir: dir.to_owned(),
@@ -339,6 +347,7 @@ impl<'a, S: WritableStorage + ?Sized> FragmentWriter<'a, S> {
             current,
             stored: Vec::new(),
             max_fragment_size: spec.max_fragment_size,
+            dense_split,
             threads: crate::threads(),
             subarray,
             expected_cells,
@@ -547,6 +556,24 @@ impl<'a, S: WritableStorage + ?Sized> FragmentWriter<'a, S> {
                 .saturating_add(b.var.len() as u64)
                 .saturating_add(b.validity.len() as u64)
         });
+        if let Some(split) = &mut self.dense_split {
+            // Dense: fragments are rectangles of tiles (`dense_split`).
+            if split.before(size)?.close {
+                let end = split.end.unwrap_or(split.start);
+                let domain = split.domain(&self.entry.schema, split.start, end)?;
+                split.closed();
+                let next = self.target.start()?;
+                let mut full = std::mem::replace(&mut self.current, next);
+                full.domain = Some(domain);
+                self.stored.push(self.target.store(full)?);
+            }
+            let ready = split.push((built, cells), size);
+            for ((built, cells), size) in ready {
+                self.append(built, None, cells, size)?;
+            }
+            self.tiles = self.tiles.saturating_add(1);
+            return Ok(());
+        }
         if let Some(max) = self.max_fragment_size {
             if size > max {
                 return Err(QueryError::invalid(format!(
@@ -560,6 +587,19 @@ impl<'a, S: WritableStorage + ?Sized> FragmentWriter<'a, S> {
                 self.stored.push(self.target.store(full)?);
             }
         }
+        self.append(built, mbr, cells, size)?;
+        self.tiles = self.tiles.saturating_add(1);
+        Ok(())
+    }
+
+    /// Writes one tile (every field's) to the fragment being filled.
+    fn append(
+        &mut self,
+        built: Vec<Built>,
+        mbr: Option<NDRange>,
+        cells: u64,
+        size: u64,
+    ) -> Result<()> {
         let cur = &mut self.current;
         for ((_, _, files), b) in cur.files.iter_mut().zip(built) {
             files.push(b)?;
@@ -568,7 +608,6 @@ impl<'a, S: WritableStorage + ?Sized> FragmentWriter<'a, S> {
         cur.tiles = cur.tiles.saturating_add(1);
         cur.size = cur.size.saturating_add(size);
         cur.last_tile_cells = cells;
-        self.tiles = self.tiles.saturating_add(1);
         Ok(())
     }
 
@@ -674,6 +713,15 @@ impl<'a, S: WritableStorage + ?Sized> FragmentWriter<'a, S> {
                     "{given} cells written, the subarray holds {want}: a dense write fills its whole subarray"
                 )));
             }
+        }
+        if let Some(split) = &self.dense_split {
+            // The last tile always ends a rectangle.
+            if !split.pending.is_empty() || split.end != Some(split.next) {
+                return Err(QueryError::invalid(
+                    "a dense split write ended inside a rectangle of tiles",
+                ));
+            }
+            self.current.domain = Some(split.domain(s, split.start, split.next)?);
         }
         let mut fragments = self.stored;
         fragments.push(self.target.store(self.current)?);
