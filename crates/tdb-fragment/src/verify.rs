@@ -448,6 +448,7 @@ impl<'a, S: ReadStorage + ?Sized> Scrub<'a, S> {
                 continue;
             };
             if let ObjectFile::Data { field, part, .. } = classify(path) {
+                let (field, part) = frag.schema.data_file(field, part);
                 if let Some(i) = footer.data_field_index(&field, frag.schema) {
                     frag.files.insert((i, part), ((*path).to_owned(), *size));
                 }

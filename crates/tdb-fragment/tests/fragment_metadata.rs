@@ -196,6 +196,8 @@ fn every_fragment_matches_fragment_info_and_its_data_files() {
             }
             // Sizes and tiles of every data file.
             for (part, field, path) in &fr.files {
+                let (field, part) = schema.data_file(field.clone(), *part);
+                let (field, part) = (&field, &part);
                 let idx = footer
                     .data_field_index(field, schema)
                     .unwrap_or_else(|| panic!("{case}: {path}: no field"));

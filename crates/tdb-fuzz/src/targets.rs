@@ -169,6 +169,7 @@ fn parts() -> &'static [Part] {
                 let Ok(version) = FormatVersion::new(fragment.implied_format_version()) else {
                     continue;
                 };
+                let (field, part) = schema.data_file(field, part);
                 if let Some(filters) = schema.part_filters(&field, part, case.key.is_some()) {
                     out.push(Part {
                         filters,

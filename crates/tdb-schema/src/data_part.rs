@@ -70,6 +70,30 @@ impl ArraySchema {
         }
     }
 
+    /// The field and part of a data file [`tdb_format::classify`] read as
+    /// `(field, part)` from its name alone, under this schema: a v5–v8
+    /// name ending in `_var` or `_validity` is the fixed (or offsets) file
+    /// of a field whose own name ends so (`tag_var.tdb`: attribute
+    /// `tag_var`'s offsets, not `tag`'s var data) when the shorter name
+    /// has no such part here (no field `tag`, or a fixed-size one).
+    pub fn data_file(&self, field: DataField, part: DataPart) -> (DataField, DataPart) {
+        let suffix = match part {
+            DataPart::Fixed => return (field, part),
+            DataPart::Var => tdb_format::names::VAR_SUFFIX,
+            DataPart::Validity => tdb_format::names::VALIDITY_SUFFIX,
+        };
+        let DataField::Named(base) = &field else {
+            return (field, part);
+        };
+        let whole = DataField::Named(format!("{base}{suffix}"));
+        if self.part_filters(&field, part, false).is_none() && self.field_of_file(&whole).is_some()
+        {
+            (whole, DataPart::Fixed)
+        } else {
+            (field, part)
+        }
+    }
+
     /// How the tiles of `part` of `field`'s data file are filtered under
     /// this schema (the one the fragment was written with), `encrypted`
     /// when the array has a key. `None` when the schema has no such field,

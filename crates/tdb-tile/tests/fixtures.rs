@@ -194,6 +194,7 @@ fn every_data_tile_unfilters_and_deterministic_pipelines_are_byte_exact() {
             };
             let schema = fragment_schema(&obj, &history, &fragment);
             let version = schema.version;
+            let (which, part) = schema.data_file(which, part);
             let f = schema
                 .part_filters(&which, part, obj.key.is_some())
                 .unwrap_or_else(|| panic!("{}: {rel}: no such field or part", obj.case));
