@@ -52,6 +52,16 @@ def copy_view(doc):
         doc.pop(k, None)
     if isinstance(doc.get("schema"), dict):
         doc["schema"] = copied_schema(doc["schema"])
+    # Unordered answers as multisets: a copy writes a legacy fragment's cells in today's
+    # global order, which for float dimensions TileDB 1.x laid out otherwise.
+    queries = []
+    for q in doc.get("queries", []):
+        q = dict(q)
+        if q.get("ordered") is False and isinstance(q.get("result"), dict):
+            q["result"] = as_multiset(q["result"])
+        queries.append(q)
+    if "queries" in doc:
+        doc["queries"] = queries
     # A group's member arrays are copies too.
     members = doc.get("member_arrays")
     if isinstance(members, dict):

@@ -150,6 +150,9 @@ pub struct Reader {
     /// Pieces still to read, the next last; the piece being read. Each
     /// piece's tiles fit half the budget.
     partitions: Vec<Piece>,
+    /// Cuts so far whose halves each need as many tile bytes as the piece
+    /// cut (see [`pieces::MAX_FRUITLESS_CUTS`]).
+    fruitless_cuts: u32,
     current: Piece,
     /// The largest tile of each fragment, all fields read, filtered and
     /// unfiltered bytes.
@@ -259,6 +262,7 @@ impl Reader {
             with_states: false,
             last_states: None,
             partitions: Vec::new(),
+            fruitless_cuts: 0,
             current: Piece::default(),
             tile_max: Vec::new(),
             emitted: false,

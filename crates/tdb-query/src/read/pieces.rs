@@ -83,6 +83,10 @@ impl Piece {
     }
 }
 
+/// Cuts of a read that separate no tile, at most (see
+/// [`Reader::next_piece`]).
+pub(super) const MAX_FRUITLESS_CUTS: u32 = 256;
+
 impl Reader {
     /// Half the budget holds tiles, the other half one batch of results.
     pub(super) fn tile_budget(&self) -> u64 {
@@ -350,10 +354,22 @@ impl Reader {
         }
     }
 
-    /// The next piece that fits, cutting those that do not.
+    /// The next piece that fits, cutting those that do not. A cut whose
+    /// halves each still need every tile byte of the piece (tiles whose
+    /// MBRs span it: sparse data of many dimensions) may pay off only after
+    /// further cuts along later dimensions, and such cuts multiply: past
+    /// [`MAX_FRUITLESS_CUTS`] of them in a read, a piece that only cuts so
+    /// is read whole, over the budget, rather than cut without end.
     pub(super) fn next_piece(&mut self) -> Option<Piece> {
         while let Some(p) = self.partitions.pop() {
             if let Some((a, b)) = self.cut(&p) {
+                let whole = self.estimate(&p);
+                if self.estimate(&a) >= whole && self.estimate(&b) >= whole {
+                    if self.fruitless_cuts >= MAX_FRUITLESS_CUTS {
+                        return Some(p);
+                    }
+                    self.fruitless_cuts = self.fruitless_cuts.saturating_add(1);
+                }
                 self.partitions.push(b);
                 self.partitions.push(a);
                 continue;
