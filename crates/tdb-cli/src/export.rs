@@ -18,7 +18,7 @@
 use crate::{values, CliError};
 use serde_json::{Map, Value};
 use std::io::Write;
-use tdb::{AggregateOp, AggregateResult, ArraySchema, Batch, Datatype, ReadSpec, Subarray};
+use tdb::{AggregateOp, AggregateResult, ArraySchema, Batch, Datatype, Range, ReadSpec, Subarray};
 
 /// What `export` prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -134,30 +134,82 @@ pub fn parse_subarray(schema: &ArraySchema, text: &str) -> Result<Subarray, CliE
     }
     let mut subarray = Subarray::new(dims.len());
     for (i, (entry, dim)) in entries.iter().zip(dims).enumerate() {
-        let entry = entry.trim();
-        if entry.is_empty() || entry == "*" {
-            continue;
-        }
-        for range in entry.split(',') {
-            let (lo, hi) = range.split_once(':').unwrap_or((range, range));
-            let bound = |s: &str| -> Result<Value, CliError> {
-                let value = if dim.datatype.is_string() {
-                    Value::String(s.to_owned())
-                } else {
-                    number(s.trim())
-                };
-                values::to_bytes(dim.datatype, &value)
-                    .map(|_| value)
-                    .map_err(|e| {
-                        CliError::Usage(format!("--subarray: dimension {}: {e}", dim.name))
-                    })
-            };
-            let range = values::range(dim.datatype, dim.is_var(), &bound(lo)?, &bound(hi)?)
-                .map_err(|e| CliError::Usage(format!("--subarray: dimension {}: {e}", dim.name)))?;
+        let what = format!("--subarray: dimension {}", dim.name);
+        for range in parse_ranges(dim.datatype, dim.is_var(), &what, entry)? {
             subarray.add_range(i, range);
         }
     }
     Ok(subarray)
+}
+
+/// `--label NAME=RANGES`: the label's name and its ranges (RANGES as one
+/// `--subarray` entry: `lo:hi` or one value, separated by `,`).
+pub fn parse_label(schema: &ArraySchema, text: &str) -> Result<(String, Vec<Range>), CliError> {
+    let (name, entry) = text.split_once('=').ok_or_else(|| {
+        CliError::Usage(format!(
+            "--label {text:?}: give NAME=RANGES, e.g. time=0.5:2.5"
+        ))
+    })?;
+    let label = schema
+        .dimension_labels
+        .iter()
+        .find(|l| l.name == name)
+        .ok_or_else(|| {
+            let known: Vec<&str> = schema
+                .dimension_labels
+                .iter()
+                .map(|l| l.name.as_str())
+                .collect();
+            CliError::Usage(format!(
+                "--label: the array has no label {name:?} (labels: {})",
+                if known.is_empty() {
+                    "none".to_owned()
+                } else {
+                    known.join(", ")
+                }
+            ))
+        })?;
+    let var = label.cell_val_num == tdb_schema::VAR_NUM;
+    let ranges = parse_ranges(label.datatype, var, &format!("--label {name}"), entry)?;
+    if ranges.is_empty() {
+        return Err(CliError::Usage(format!(
+            "--label {name}: give at least one range"
+        )));
+    }
+    Ok((name.to_owned(), ranges))
+}
+
+/// The ranges of one `--subarray` entry (empty for `*` or nothing) of a
+/// field of `datatype`; `what` names it in errors.
+fn parse_ranges(
+    datatype: Datatype,
+    var: bool,
+    what: &str,
+    entry: &str,
+) -> Result<Vec<Range>, CliError> {
+    let entry = entry.trim();
+    if entry.is_empty() || entry == "*" {
+        return Ok(Vec::new());
+    }
+    let mut out = Vec::new();
+    for range in entry.split(',') {
+        let (lo, hi) = range.split_once(':').unwrap_or((range, range));
+        let bound = |s: &str| -> Result<Value, CliError> {
+            let value = if datatype.is_string() {
+                Value::String(s.to_owned())
+            } else {
+                number(s.trim())
+            };
+            values::to_bytes(datatype, &value)
+                .map(|_| value)
+                .map_err(|e| CliError::Usage(format!("{what}: {e}")))
+        };
+        out.push(
+            values::range(datatype, var, &bound(lo)?, &bound(hi)?)
+                .map_err(|e| CliError::Usage(format!("{what}: {e}")))?,
+        );
+    }
+    Ok(out)
 }
 
 /// A number as JSON would read it (an integer when it is one), else the

@@ -464,6 +464,12 @@ struct ReadArgs {
     /// Example: "1:4,7;*;apple:kiwi".
     #[arg(long, verbatim_doc_comment)]
     subarray: Option<String>,
+    /// Cells whose dimension label NAME lies in RANGES (as one --subarray
+    /// entry: `lo:hi` or one value, separated by `,`), as TileDB's label
+    /// ranges; repeatable, one label per dimension, on dimensions
+    /// --subarray leaves whole. Example: --label 'time=0.5:2.5'.
+    #[arg(long = "label", value_name = "NAME=RANGES")]
+    labels: Vec<String>,
     /// Open at this time: `T` (everything written by T) or `T1..T2`
     /// (ms since the epoch, inclusive); default: now.
     #[arg(long)]
@@ -499,6 +505,12 @@ impl ReadArgs {
         let mut spec = tdb::ReadSpec::new(fields);
         if let Some(s) = &self.subarray {
             spec = spec.with_subarray(tdb_cli::export::parse_subarray(schema, s)?);
+        }
+        for l in &self.labels {
+            let (name, ranges) = tdb_cli::export::parse_label(schema, l)?;
+            for r in ranges {
+                spec.subarray.add_label_range(&name, r);
+            }
         }
         if let Some(c) = &self.condition {
             spec = spec.with_condition(c.clone());
@@ -666,9 +678,32 @@ fn run(cli: Cli) -> Result<bool, CliError> {
                     );
                 }
                 if let Some(sub) = array.non_empty_subarray()? {
-                    spec = spec.with_subarray(sub);
+                    // Dimensions with label ranges keep them alone.
+                    let labelled: Vec<usize> = (spec.subarray.label_ranges().iter())
+                        .filter_map(|(l, _)| {
+                            let l = schema.dimension_labels.iter().find(|d| &d.name == l)?;
+                            Some(l.dimension as usize)
+                        })
+                        .collect();
+                    let mut ranges = tdb::Subarray::new(sub.dim_num());
+                    for d in (0..sub.dim_num()).filter(|d| !labelled.contains(d)) {
+                        for r in sub.ranges(d) {
+                            ranges.add_range(d, r.clone());
+                        }
+                    }
+                    for (l, rs) in spec.subarray.label_ranges() {
+                        for r in rs {
+                            ranges.add_label_range(l, r.clone());
+                        }
+                    }
+                    spec = spec.with_subarray(ranges);
                 }
-                total = cells;
+                // (Label ranges narrow the read: its size is known later.)
+                total = if spec.subarray.label_ranges().is_empty() {
+                    cells
+                } else {
+                    None
+                };
             }
             let bar = match total {
                 Some(n) => progress::cells(n, "export"),

@@ -323,3 +323,51 @@ fn a_dense_export_without_a_subarray_reads_what_was_written() {
     assert_eq!(v["num_cells"], 0, "{json}");
     assert_eq!(v["fields"].as_object().unwrap().len(), 3, "{json}");
 }
+
+/// `--label NAME=RANGES` reads by label ranges: the cells TileDB read for
+/// `dim_labels_dense`'s `lx_multi_ky` and `dim_labels_sparse`'s
+/// `lx_range`; a range holding no label and an unknown label are refused.
+#[test]
+fn labels_select_the_cells_tiledb_read() {
+    let dense = array_dir("dim_labels_dense");
+    let out = tdb(
+        &[
+            "--label",
+            "lx=0.26:2.5,5.0:6.0",
+            "--label",
+            "ky=15:45",
+            "--fields",
+            "a",
+        ],
+        &dense,
+    );
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let got: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let want = expected_query("dim_labels_dense", "lx_multi_ky")["result"].clone();
+    assert_eq!(got["fields"]["a"], want["fields"]["a"]);
+    assert_eq!(got["num_cells"], want["num_cells"]);
+    let sparse = array_dir("dim_labels_sparse");
+    let out = tdb(&["--label", "lx=-30:3", "--fields", "x,y,a"], &sparse);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let got: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        got,
+        expected_query("dim_labels_sparse", "lx_range")["result"]
+    );
+    let out = tdb(&["--label", "lx=0.3:0.4"], &dense);
+    assert_eq!(out.status.code(), Some(2));
+    let e = String::from_utf8_lossy(&out.stderr);
+    assert!(e.contains("holds no label"), "{e}");
+    let e = usage_error(&["--label", "nope=1"], &dense);
+    assert!(e.contains("labels: lx, tx, ky, sy"), "{e}");
+    let e = usage_error(&["--label", "lx"], &dense);
+    assert!(e.contains("NAME=RANGES"), "{e}");
+}
