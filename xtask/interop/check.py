@@ -54,14 +54,7 @@ def copy_view(doc):
         doc["schema"] = copied_schema(doc["schema"])
     # Unordered answers as multisets: a copy writes a legacy fragment's cells in today's
     # global order, which for float dimensions TileDB 1.x laid out otherwise.
-    queries = []
-    for q in doc.get("queries", []):
-        q = dict(q)
-        if q.get("ordered") is False and isinstance(q.get("result"), dict):
-            q["result"] = as_multiset(q["result"])
-        queries.append(q)
-    if "queries" in doc:
-        doc["queries"] = queries
+    unordered_as_multisets(doc)
     # A group's member arrays are copies too.
     members = doc.get("member_arrays")
     if isinstance(members, dict):
@@ -79,14 +72,21 @@ def consolidated_view(doc):
     for k in ("files", "format_versions", "fragments", "fragments_to_vacuum", "generator",
               "notes", "description", "case"):
         doc.pop(k, None)
+    unordered_as_multisets(doc)
+    return doc
+
+
+def unordered_as_multisets(doc):
+    """The answers of `doc`'s unordered queries (`ordered` false) as multisets, in place."""
+    if "queries" not in doc:
+        return
     queries = []
-    for q in doc.get("queries", []):
+    for q in doc["queries"]:
         q = dict(q)
         if q.get("ordered") is False and isinstance(q.get("result"), dict):
             q["result"] = as_multiset(q["result"])
         queries.append(q)
     doc["queries"] = queries
-    return doc
 
 
 def arrow_view(doc, covered=True):

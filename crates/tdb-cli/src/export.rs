@@ -150,25 +150,8 @@ pub fn parse_label(schema: &ArraySchema, text: &str) -> Result<(String, Vec<Rang
             "--label {text:?}: give NAME=RANGES, e.g. time=0.5:2.5"
         ))
     })?;
-    let label = schema
-        .dimension_labels
-        .iter()
-        .find(|l| l.name == name)
-        .ok_or_else(|| {
-            let known: Vec<&str> = schema
-                .dimension_labels
-                .iter()
-                .map(|l| l.name.as_str())
-                .collect();
-            CliError::Usage(format!(
-                "--label: the array has no label {name:?} (labels: {})",
-                if known.is_empty() {
-                    "none".to_owned()
-                } else {
-                    known.join(", ")
-                }
-            ))
-        })?;
+    let label =
+        tdb::label::find(schema, name).map_err(|e| CliError::Usage(format!("--label: {e}")))?;
     let var = label.cell_val_num == tdb_schema::VAR_NUM;
     let ranges = parse_ranges(label.datatype, var, &format!("--label {name}"), entry)?;
     if ranges.is_empty() {

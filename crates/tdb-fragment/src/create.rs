@@ -38,9 +38,7 @@ pub fn create_array<S: ReadStorage + WritableStorage + ?Sized>(
     key: Option<&[u8; 32]>,
     timestamp: u64,
 ) -> Result<SchemaEntry> {
-    schema
-        .validate()
-        .map_err(|e| FragmentError::schema(dir_label(dir), SchemaError::from(e)))?;
+    validate(schema, dir)?;
     let labels = schema
         .dimension_labels
         .iter()
@@ -69,9 +67,7 @@ pub fn create_labelled_array<S: ReadStorage + WritableStorage + ?Sized>(
     key: Option<&[u8; 32]>,
     timestamp: u64,
 ) -> Result<SchemaEntry> {
-    schema
-        .validate()
-        .map_err(|e| FragmentError::schema(dir_label(dir), SchemaError::from(e)))?;
+    validate(schema, dir)?;
     let internal: Vec<_> = schema
         .dimension_labels
         .iter()
@@ -104,6 +100,13 @@ pub fn create_labelled_array<S: ReadStorage + WritableStorage + ?Sized>(
         )?;
     }
     write_schema(storage, dir, schema, (timestamp, timestamp), key)
+}
+
+/// `schema` checked by TileDB's rules, for an array at `dir`.
+fn validate(schema: &ArraySchema, dir: &str) -> Result<()> {
+    schema
+        .validate()
+        .map_err(|e| FragmentError::schema(dir_label(dir), SchemaError::from(e)))
 }
 
 /// Writes `schema` as a new schema file of the array at `dir`, named for

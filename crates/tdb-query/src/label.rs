@@ -22,7 +22,7 @@ use tdb_schema::{ArraySchema, Dimension, DimensionLabel, Range};
 use tdb_storage::WritableStorage;
 
 /// Label `name` of `schema`, or an error listing the labels it has.
-pub(crate) fn find<'s>(schema: &'s ArraySchema, name: &str) -> Result<&'s DimensionLabel> {
+pub fn find<'s>(schema: &'s ArraySchema, name: &str) -> Result<&'s DimensionLabel> {
     schema
         .dimension_labels
         .iter()

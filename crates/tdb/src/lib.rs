@@ -41,7 +41,7 @@ pub use tdb_fragment::{
 };
 pub use tdb_object_store::{Config as StorageConfig, ObjectStorage, RequestStats};
 pub use tdb_query::condition::{field, Cond};
-pub use tdb_query::label::LabelArray;
+pub use tdb_query::label::{self, LabelArray};
 pub use tdb_query::{
     split_for_parallel, AggregateOp, AggregateResult, AggregateValue, AttributeBounds, Batch,
     Column, DimRange, DimValue, FieldBuffer, FragmentConsolidation, FragmentSelection, ReadSpec,
