@@ -634,7 +634,7 @@ impl<'a, S: ReadStorage + ?Sized> Search<'a, S> {
     /// Checks the labels are strictly in order where one fragment's
     /// indexes meet another's (each write was checked on its own): TileDB
     /// refuses such a label for reads by range too.
-    fn check_order(&mut self) -> Result<()> {
+    fn check_order(&self) -> Result<()> {
         if self.array.snapshot.fragments.len() < 2 {
             return Ok(());
         }
@@ -654,25 +654,56 @@ impl<'a, S: ReadStorage + ?Sized> Search<'a, S> {
         }
         seams.sort_unstable();
         seams.dedup();
-        let increasing = self.array.label.order == DataOrder::Increasing;
-        for i in seams {
-            if i < self.first || i >= self.last {
-                continue;
+        seams.retain(|&i| i >= self.first && i < self.last);
+        // Every seam's two labels in one read (runs of indexes, merged where
+        // they touch): one batch of requests, not a tile read per seam.
+        let mut runs: Vec<(i128, i128)> = Vec::new();
+        for &i in &seams {
+            let next = i.saturating_add(1);
+            match runs.last_mut() {
+                Some(run) if i <= run.1.saturating_add(1) => run.1 = run.1.max(next),
+                _ => runs.push((i, next)),
             }
-            let ops = self.array.ops;
-            let a = self.value(i)?.to_vec();
-            let b = self.value(i.saturating_add(1))?;
-            let ok = match ops.cmp_values(&a, b) {
+        }
+        let name = &self.array.label.name;
+        let ranges = runs
+            .iter()
+            .map(|&(a, b)| {
+                int_range_of(self.dim, a, b)
+                    .ok_or_else(|| label_error(name, format!("indexes [{a}, {b}] do not fit")))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let read = self.array.values(self.storage, &ranges, self.budget)?;
+        let column = read.column();
+        // The label at index `i`: its place among the runs read.
+        let at = |i: i128| -> Option<&[u8]> {
+            let mut k = 0i128;
+            for &(a, b) in &runs {
+                if (a..=b).contains(&i) {
+                    let pos = usize::try_from(k.saturating_add(i.saturating_sub(a))).ok()?;
+                    return (pos < column.len()).then(|| column.cell(pos));
+                }
+                k = k.saturating_add(b.saturating_sub(a).saturating_add(1));
+            }
+            None
+        };
+        let increasing = self.array.label.order == DataOrder::Increasing;
+        let ops = self.array.ops;
+        for i in seams {
+            let next = i.saturating_add(1);
+            let (Some(a), Some(b)) = (at(i), at(next)) else {
+                return Err(label_error(name, format!("no label read for index {i}")));
+            };
+            let ok = match ops.cmp_values(a, b) {
                 Ordering::Less => increasing,
                 Ordering::Greater => !increasing,
                 Ordering::Equal => false,
             };
             if !ok {
                 return Err(label_error(
-                    &self.array.label.name,
+                    name,
                     format!(
-                        "labels at indexes {i} and {} are not strictly {}",
-                        i.saturating_add(1),
+                        "labels at indexes {i} and {next} are not strictly {}",
                         self.array.label.order.name()
                     ),
                 ));
