@@ -2,7 +2,8 @@
 //! whole tiles their union touches, in the global order (newest fragment
 //! winning per cell, fill values where none wrote), streamed into one
 //! global-order fragment of those tiles that records the union as its
-//! non-empty domain. Dense fragments keep no per-cell timestamps: inside
+//! non-empty domain (with a `max_fragment_size`, several: rectangles of
+//! those tiles, each recording its tiles clipped to the union). Dense fragments keep no per-cell timestamps: inside
 //! the merged span, time travel after vacuuming sees the merge whole.
 
 use super::unsupported;
