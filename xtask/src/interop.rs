@@ -331,6 +331,15 @@ pub(crate) fn interop(args: &[String], reference: &Writer) -> Result<(), String>
         println!("s3: {skipped} skipped (not supported yet)");
         return totals("interop (s3)", passed, failed);
     }
+    if args
+        .first()
+        .is_some_and(|a| a.contains("://") && !a.starts_with("file://"))
+    {
+        let (passed, failed, skipped) =
+            crate::object_stores::uri(&root, &venv.join("bin/python"), args)?;
+        println!("remote: {skipped} skipped (not supported yet)");
+        return totals("interop (remote)", passed, failed);
+    }
     if args.len() > 1 {
         return Err(format!("interop: unknown argument {:?}", args[1]));
     }
