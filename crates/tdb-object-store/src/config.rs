@@ -30,6 +30,14 @@ pub struct Tuning {
     /// Ranges of one file at most this far apart are fetched as one request
     /// (`vfs.min_batch_gap`, TileDB's default 500 KB).
     pub coalesce_gap: u64,
+    /// Ranges of one file are also fetched as one request, whatever the
+    /// gaps between them, while it stays within this many bytes
+    /// (`vfs.min_batch_size`, TileDB's rule): fewer requests for more
+    /// bytes. Off (0) by default: scattered tiles then go as several
+    /// smaller requests side by side, which is faster where bandwidth per
+    /// request is the limit; a store that bills requests may want TileDB's
+    /// 20 MiB.
+    pub min_batch: u64,
     /// A coalesced request grows to at most this many bytes
     /// (`vfs.max_batch_size`): a large batch goes as several requests at
     /// once, which a store serves side by side, rather than as one long
@@ -49,6 +57,7 @@ impl Default for Tuning {
     fn default() -> Self {
         Tuning {
             coalesce_gap: 500 << 10,
+            min_batch: 0,
             max_request: 8 << 20,
             concurrency: 16,
             part_size: MIN_PART_SIZE,
@@ -205,6 +214,10 @@ impl Settings {
             "vfs.gcs.service_account_key" => Some(("google_service_account_key", value.to_owned())),
             "vfs.min_batch_gap" => {
                 self.tuning.coalesce_gap = number(key, value)?;
+                None
+            }
+            "vfs.min_batch_size" => {
+                self.tuning.min_batch = number(key, value)?;
                 None
             }
             "vfs.max_batch_size" => {
@@ -402,6 +415,7 @@ mod tests {
             ("vfs.s3.use_virtual_addressing", "false"),
             ("vfs.s3.connect_max_tries", "3"),
             ("vfs.min_batch_gap", "1000"),
+            ("vfs.min_batch_size", "20971520"),
             ("vfs.s3.max_parallel_ops", "4"),
             ("sm.tile_cache_size", "0"),
         ] {
@@ -410,6 +424,7 @@ mod tests {
         assert_eq!(s.endpoint().as_deref(), Some("http://localhost:9999"));
         assert_eq!(s.retry.max_retries, 3);
         assert_eq!(s.tuning.coalesce_gap, 1000);
+        assert_eq!(s.tuning.min_batch, 20 << 20);
         assert_eq!(s.tuning.concurrency, 4);
         assert_eq!(
             s.keys,

@@ -4,7 +4,7 @@
 //! the ranges asked for.
 
 use crate::error::is_missing;
-use crate::{runtime, ObjectStorage};
+use crate::{runtime, ObjectStorage, Tuning};
 use bytes::Bytes;
 use futures_util::future::BoxFuture;
 use futures_util::stream::{self, StreamExt};
@@ -43,10 +43,11 @@ struct Got {
 }
 
 /// Groups the batch's requests into jobs: bounded ranges of one file merged
-/// where at most `gap` apart (and the merge at most `max` long), suffixes and
+/// where at most `gap` apart or the merge at most `batch` long (and at most
+/// `max` long either way), suffixes and
 /// whole reads one job each, and empty ranges (and zero suffixes) answered by
 /// whichever job of their file learns its size, or a `Head` of their own.
-fn plan(requests: &[RangeRequest], files: &[usize], gap: u64, max: u64) -> Vec<Job> {
+fn plan(requests: &[RangeRequest], files: &[usize], t: &Tuning) -> Vec<Job> {
     let mut by_file: HashMap<usize, Vec<usize>> = HashMap::new();
     for (i, f) in files.iter().enumerate() {
         by_file.entry(*f).or_default().push(i);
@@ -81,7 +82,9 @@ fn plan(requests: &[RangeRequest], files: &[usize], gap: u64, max: u64) -> Vec<J
         for (start, end, i) in bounded {
             match &mut current {
                 Some((s, e, answers))
-                    if start <= e.saturating_add(gap) && end.max(*e) - *s <= max =>
+                    if (start <= e.saturating_add(t.coalesce_gap)
+                        || end.max(*e) - *s <= t.min_batch)
+                        && end.max(*e) - *s <= t.max_request =>
                 {
                     *e = (*e).max(end);
                     answers.push(i);
@@ -236,7 +239,7 @@ pub(crate) async fn read_ranges_async(
         files.push(f);
     }
     let t = s.tuning;
-    let jobs = plan(requests, &files, t.coalesce_gap, t.max_request);
+    let jobs = plan(requests, &files, &t);
     let store = &*s.store;
     let paths = &paths;
     type Fetched = (usize, Result<Option<Got>, object_store::Error>);
@@ -315,8 +318,14 @@ mod tests {
             r("a", ByteRange::Whole),
         ];
         let files = [0, 0, 1, 0, 0, 2, 0];
+        let tuning = |coalesce_gap, min_batch, max_request| Tuning {
+            coalesce_gap,
+            min_batch,
+            max_request,
+            ..Tuning::default()
+        };
         assert_eq!(
-            wants(&plan(&requests, &files, 10, 1000)),
+            wants(&plan(&requests, &files, &tuning(10, 0, 1000))),
             vec![
                 (0, Want::Whole, vec![6, 4]),
                 (0, Want::Range(0..20), vec![1, 3]),
@@ -326,7 +335,14 @@ mod tests {
             ]
         );
         // A wider gap joins the far range too; a cap on length splits again.
-        assert_eq!(plan(&requests, &files, 100, 1000).len(), 4);
-        assert_eq!(plan(&requests, &files, 100, 50).len(), 5);
+        assert_eq!(plan(&requests, &files, &tuning(100, 0, 1000)).len(), 4);
+        assert_eq!(plan(&requests, &files, &tuning(100, 0, 50)).len(), 5);
+        // TileDB's batch rule: whatever the gap while the merge is short.
+        assert_eq!(
+            wants(&plan(&requests, &files, &tuning(10, 110, 1000)))[1],
+            (0, Want::Range(0..110), vec![1, 3, 0])
+        );
+        assert_eq!(plan(&requests, &files, &tuning(10, 109, 1000)).len(), 5);
+        assert_eq!(plan(&requests, &files, &tuning(10, 110, 100)).len(), 5);
     }
 }
