@@ -1,7 +1,8 @@
 //! The library behind the `tdb` command, so its reports can be tested and
 //! reused: `inspect` (what the layers below can see of an array or group
 //! directory), `schema` (the array schema in force), `verify` (the
-//! scrub's report) and `export` (query results as JSON or CSV); `values` is
+//! scrub's report), `export` (query results as JSON or CSV) and `plot` (a
+//! picture of the fragments); `values` is
 //! the conformance format's value encoding they all share.
 
 #[cfg(feature = "sql")]
@@ -11,6 +12,7 @@ pub mod export;
 pub mod import;
 pub mod inspect;
 pub mod metadata;
+pub mod plot;
 pub mod schema;
 #[cfg(feature = "sql")]
 pub mod sql;

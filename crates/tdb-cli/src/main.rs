@@ -41,6 +41,36 @@ fn storage(path: &std::path::Path) -> Result<tdb::AnyStorage, CliError> {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Draw an array's fragments: each one's non-empty domain and tiles
+    /// over two dimensions (or bars over one), coloured by timestamp, the
+    /// fragments the next consolidation merges (TileDB's default settings)
+    /// dashed, vacuum leftovers grey. SVG on stdout, or to --out.
+    ///
+    /// Example: tdb plot my_array --dims rows,cols --out fragments.png
+    Plot {
+        /// The array directory or URI.
+        path: PathBuf,
+        /// Write here: `.svg` or `.png` (rendered by resvg); default: SVG
+        /// on stdout.
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// The dimensions to draw, comma-separated: one (bars) or two
+        /// (the first down, the second across); default: the first two.
+        #[arg(long, value_delimiter = ',')]
+        dims: Option<Vec<String>>,
+        /// Open at this time: `T` or `T1..T2` (ms since the epoch).
+        #[arg(long)]
+        at: Option<String>,
+        /// The AES-256-GCM key of an encrypted array (32 bytes).
+        #[arg(long)]
+        key: Option<String>,
+        /// Width of the plot area in pixels (a legend is added beside it).
+        #[arg(long, default_value_t = 800)]
+        width: u32,
+        /// Height in pixels (bars: as tall as the fragments need).
+        #[arg(long, default_value_t = 600)]
+        height: u32,
+    },
     /// Show what tdb can see of an array or group directory: every file
     /// classified with its generic tile headers; for arrays the fragments a
     /// read sees, vacuum candidates, delete commits and metadata; for groups
@@ -605,6 +635,47 @@ fn run(cli: Cli) -> Result<bool, CliError> {
                 );
             }
             Ok(summary.problems == 0)
+        }
+        Command::Plot {
+            path,
+            out,
+            dims,
+            at,
+            key,
+            width,
+            height,
+        } => {
+            let options = open_options(at.as_deref(), key.as_deref())?;
+            let candidates = tdb::Array::open_with(&path, options)?
+                .consolidation_candidates(&tdb::FragmentSelection::default())?;
+            let key = key_bytes(key.as_deref())?;
+            let storage = storage(&path)?;
+            let mut plot = tdb_cli::plot::Plot::load(
+                &storage,
+                "",
+                window(at.as_deref())?,
+                key.as_ref(),
+                dims.as_deref(),
+                &candidates,
+            )?;
+            plot.title = path.display().to_string();
+            let svg = plot.svg(width.max(100), height.max(100));
+            match out {
+                None => out!("{svg}"),
+                Some(file) => {
+                    let png = file
+                        .extension()
+                        .is_some_and(|e| e.eq_ignore_ascii_case("png"));
+                    let bytes = if png {
+                        tdb_cli::plot::png(&svg)?
+                    } else {
+                        svg.into_bytes()
+                    };
+                    std::fs::write(&file, bytes)
+                        .map_err(|e| CliError::Output(format!("{}: {e}", file.display())))?;
+                }
+            }
+            Ok(true)
         }
         Command::Inspect {
             path,

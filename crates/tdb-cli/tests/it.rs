@@ -9,6 +9,7 @@ mod demo;
 mod export;
 mod import;
 mod inspect;
+mod plot;
 mod schema;
 mod sql;
 mod verify;

@@ -44,6 +44,17 @@ impl Scalar {
         })
     }
 
+    /// The value as `f64`, as C++'s `(double)` cast of it (integers past
+    /// 2^53 rounded).
+    pub fn as_f64(self) -> f64 {
+        match self {
+            Scalar::Int(v) => v as f64,
+            Scalar::UInt(v) => v as f64,
+            Scalar::Float(v) => v,
+            Scalar::Bool(v) => f64::from(u8::from(v)),
+        }
+    }
+
     fn is_numeric(datatype: Datatype) -> bool {
         !(datatype.is_string() || datatype.is_blob() || datatype.is_geometry())
             && datatype != Datatype::Any

@@ -24,7 +24,7 @@ use tdb_format::names::FRAGMENT_METADATA_FILE;
 use tdb_format::{
     classify, single_generic_tile, DataPart, EncryptionType, FormatVersion, ObjectFile,
 };
-use tdb_index::{DomainOps, NDRange, RTree, RangeOps};
+use tdb_index::{DomainOps, NDRange, RangeOps};
 use tdb_schema::{ArraySchema, Range as DimRange, SchemaHistory};
 use tdb_storage::{join, ByteRange, RangeRead, RangeRequest};
 use tdb_tile::{CoordsLayout, FieldTile, TileError, TileShape};
@@ -511,8 +511,6 @@ impl<'a, S: ReadStorage + ?Sized> Scrub<'a, S> {
         } else {
             self.read(&requests)?
         };
-        let version = frag.meta.footer.version;
-        let meta_file = frag.meta_file.clone();
         for ((section, _), read) in wanted.into_iter().zip(got) {
             let Some(read) = read else {
                 continue;
@@ -520,16 +518,12 @@ impl<'a, S: ReadStorage + ?Sized> Scrub<'a, S> {
             let loaded = frag
                 .meta
                 .load_section(section, &read.bytes, self.key, frag.schema)
-                .and_then(|data| match (section, data) {
-                    (Section::RTree, SectionData::RTree(bytes)) => {
-                        let version = FormatVersion::new(version)
-                            .map_err(|e| FragmentError::format(&meta_file, "version", e))?;
-                        let tree =
-                            RTree::parse(bytes, &frag.schema.domain, version).map_err(|e| {
-                                FragmentError::invalid(&meta_file, "R-tree", error_chain(&e))
-                            })?;
-                        Ok(Some(tree.leaves().to_vec()))
-                    }
+                .map(|_| ())
+                .and_then(|()| match section {
+                    Section::RTree => Ok(frag
+                        .meta
+                        .rtree(&frag.schema.domain)?
+                        .map(|tree| tree.leaves().to_vec())),
                     _ => Ok(None),
                 });
             match loaded {

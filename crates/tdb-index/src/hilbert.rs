@@ -3,7 +3,7 @@
 //! the buckets are mapped to a position on the curve (Skilling's transpose
 //! algorithm, as TileDB's `Hilbert::coords_to_hilbert`).
 
-use tdb_format::{Datatype, Scalar};
+use tdb_format::Scalar;
 use tdb_schema::Dimension;
 
 /// The most dimensions a Hilbert value has bits for: beyond, [`bits`] is 0.
@@ -35,20 +35,10 @@ pub fn bucket(dim: &Dimension, value: &[u8], bits: u32) -> u64 {
     let Some((lo, hi)) = dim.bounds() else {
         return 0;
     };
-    let as_f64 = |b: &[u8]| as_f64(dim.datatype, b).unwrap_or(0.0);
+    let as_f64 = |b: &[u8]| Scalar::decode(dim.datatype, b).map_or(0.0, Scalar::as_f64);
     let (lo, hi, v) = (as_f64(lo), as_f64(hi), as_f64(value));
     let range = hi - lo;
     ((v - lo) / range * max_bucket as f64) as u64
-}
-
-/// A numeric value as `f64`, as TileDB's `(double)` cast of the type.
-fn as_f64(datatype: Datatype, b: &[u8]) -> Option<f64> {
-    Some(match Scalar::decode(datatype, b)? {
-        Scalar::Int(v) => v as f64,
-        Scalar::UInt(v) => v as f64,
-        Scalar::Float(v) => v,
-        Scalar::Bool(v) => f64::from(u8::from(v)),
-    })
 }
 
 /// The Hilbert value of bucketed coordinates (`coords.len()` dimensions of

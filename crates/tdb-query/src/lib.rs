@@ -34,8 +34,8 @@ pub use aggregate::{AggregateOp, AggregateResult, AggregateValue};
 pub use batch::{Batch, FieldBuffer};
 pub use column::{Column, Columns, VAR_NUM};
 pub use consolidate::{
-    consolidate_fragment_list, consolidate_fragments, dense_merge_specs, FragmentConsolidation,
-    FragmentSelection,
+    consolidate_fragment_list, consolidate_fragments, dense_merge_specs, next_consolidation,
+    FragmentConsolidation, FragmentSelection,
 };
 pub use dim_range::{DimRange, DimValue};
 pub use error::{QueryError, Result};

@@ -532,6 +532,20 @@ impl<S: tdb_storage::Storage> Array<S> {
         )?)
     }
 
+    /// The names of the fragments [`Array::consolidate_fragments`] with
+    /// `selection` would merge first (TileDB's consolidation candidates),
+    /// without writing anything; empty when nothing qualifies.
+    pub fn consolidation_candidates(&self, selection: &FragmentSelection) -> Result<Vec<String>> {
+        let open = &self.snapshot.open;
+        Ok(tdb_query::next_consolidation(
+            &self.storage,
+            &open.dir,
+            open.key(),
+            self.options.window.unwrap_or(TimeWindow::ALL),
+            selection,
+        )?)
+    }
+
     /// Consolidates exactly the fragments `names` (fragment names, or
     /// paths ending in them), whatever the window, as TileDB's
     /// consolidation of a fragment list does; of `settings` only how the

@@ -220,6 +220,27 @@ impl FragmentMetadata {
         self.legacy_mbrs.as_deref()
     }
 
+    /// The fragment's R-tree: built from a v1–v2 fragment's leaf MBRs, or
+    /// parsed from its R-tree section once loaded; `None` before that.
+    pub fn rtree(&self, domain: &tdb_schema::Domain) -> Result<Option<tdb_index::RTree>> {
+        let bad = |e: &dyn std::error::Error| {
+            FragmentError::invalid(&self.file(), "R-tree", crate::verify::error_chain(e))
+        };
+        if let Some(mbrs) = self.legacy_mbrs() {
+            return tdb_index::RTree::build(domain, mbrs.to_vec(), tdb_index::DEFAULT_FANOUT)
+                .map(Some)
+                .map_err(|e| bad(&e));
+        }
+        let Some(SectionData::RTree(bytes)) = self.section(Section::RTree) else {
+            return Ok(None);
+        };
+        let version = FormatVersion::new(self.footer.version)
+            .map_err(|e| FragmentError::format(&self.file(), "version", e))?;
+        tdb_index::RTree::parse(bytes, domain, version)
+            .map(Some)
+            .map_err(|e| bad(&e))
+    }
+
     fn file(&self) -> String {
         metadata_file(&self.name.to_string())
     }

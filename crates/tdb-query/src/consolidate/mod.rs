@@ -83,61 +83,10 @@ pub fn consolidate_fragments<S: Storage>(
     let mut set_aside: std::collections::HashSet<String> = std::collections::HashSet::new();
     while steps.len() < selection.steps as usize {
         let snapshot = Snapshot::load(storage, dir, TimeWindow::ALL, key)?;
-        let in_window: Vec<(usize, &tdb_fragment::LoadedFragment)> =
-            (snapshot.fragments.iter().enumerate())
-                .filter(|(_, f)| window.contains(f.file.name.timestamp_range()))
-                .filter(|(_, f)| !set_aside.contains(&f.file.name.to_string()))
-                .collect();
-        if in_window.len() < 2 {
-            break;
-        }
-        let schema = snapshot.schema();
-        let ops = DomainOps::new(&schema.domain)?;
-        let candidates: Vec<Candidate> = in_window
-            .iter()
-            .map(|&(_, f)| {
-                let non_empty = f
-                    .metadata
-                    .footer
-                    .non_empty_domain
-                    .clone()
-                    .unwrap_or_default();
-                // TileDB counts a dense fragment's cells in whole tiles.
-                let cells = if f.metadata.footer.dense {
-                    tdb_index::dense::dense_cell_num(&schema.domain, &non_empty)
-                } else {
-                    tdb_index::dense::cell_count(&schema.domain, &non_empty)
-                };
-                Ok(Candidate {
-                    size: snapshot.open.fragment_size(storage, f)?,
-                    cells: cells.unwrap_or(u64::MAX),
-                    non_empty,
-                })
-            })
-            .collect::<Result<_>>()?;
-        let dense = (schema.array_type == ArrayType::Dense).then(|| {
-            let mut anterior = NDRange::new();
-            for f in &snapshot.fragments {
-                if f.file.name.t1 < window.start {
-                    if let Some(ned) = &f.metadata.footer.non_empty_domain {
-                        ops.expand(&mut anterior, ned);
-                    }
-                }
-            }
-            DenseRules {
-                domain: &schema.domain,
-                anterior: (!anterior.is_empty()).then_some(anterior),
-            }
-        });
-        let Some(run) = select::choose(selection, &candidates, dense.as_ref(), &ops) else {
+        let Some(chosen) = next_run(storage, &snapshot, window, selection, &set_aside)? else {
             break;
         };
-        let chosen: Vec<usize> = in_window
-            .get(run)
-            .unwrap_or_default()
-            .iter()
-            .map(|&(i, _)| i)
-            .collect();
+        let schema = snapshot.schema();
         let step = merge_chosen(storage, &snapshot, &chosen, window, selection, budget)?;
         let split_dense = schema.array_type == ArrayType::Dense && step.written.fragments.len() > 1;
         set_aside.extend(step.written.fragments.iter().skip(1).map(|f| f.to_string()));
@@ -153,6 +102,98 @@ pub fn consolidate_fragments<S: Storage>(
         }
     }
     Ok(steps)
+}
+
+/// The names of the fragments the first step of
+/// [`consolidate_fragments`] with the same arguments would merge: TileDB's
+/// consolidation candidates, found without writing anything (empty when
+/// no run of two or more qualifies).
+pub fn next_consolidation<S: Storage>(
+    storage: &S,
+    dir: &str,
+    key: Option<&[u8; 32]>,
+    window: TimeWindow,
+    selection: &FragmentSelection,
+) -> Result<Vec<String>> {
+    selection.validate()?;
+    let snapshot = Snapshot::load(storage, dir, TimeWindow::ALL, key)?;
+    let chosen = next_run(storage, &snapshot, window, selection, &Default::default())?;
+    Ok(chosen
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|i| snapshot.fragments.get(i))
+        .map(|f| f.file.file_name().to_owned())
+        .collect())
+}
+
+/// The fragments (indexes into `snapshot.fragments`) of the run a
+/// consolidation step over `window` merges next, TileDB's choice under
+/// `selection`; `set_aside` fragments are no candidates. `None`: nothing
+/// to merge.
+fn next_run<S: Storage>(
+    storage: &S,
+    snapshot: &Snapshot,
+    window: TimeWindow,
+    selection: &FragmentSelection,
+    set_aside: &std::collections::HashSet<String>,
+) -> Result<Option<Vec<usize>>> {
+    let in_window: Vec<(usize, &tdb_fragment::LoadedFragment)> =
+        (snapshot.fragments.iter().enumerate())
+            .filter(|(_, f)| window.contains(f.file.name.timestamp_range()))
+            .filter(|(_, f)| !set_aside.contains(&f.file.name.to_string()))
+            .collect();
+    if in_window.len() < 2 {
+        return Ok(None);
+    }
+    let schema = snapshot.schema();
+    let ops = DomainOps::new(&schema.domain)?;
+    let candidates: Vec<Candidate> = in_window
+        .iter()
+        .map(|&(_, f)| {
+            let non_empty = f
+                .metadata
+                .footer
+                .non_empty_domain
+                .clone()
+                .unwrap_or_default();
+            // TileDB counts a dense fragment's cells in whole tiles.
+            let cells = if f.metadata.footer.dense {
+                tdb_index::dense::dense_cell_num(&schema.domain, &non_empty)
+            } else {
+                tdb_index::dense::cell_count(&schema.domain, &non_empty)
+            };
+            Ok(Candidate {
+                size: snapshot.open.fragment_size(storage, f)?,
+                cells: cells.unwrap_or(u64::MAX),
+                non_empty,
+            })
+        })
+        .collect::<Result<_>>()?;
+    let dense = (schema.array_type == ArrayType::Dense).then(|| {
+        let mut anterior = NDRange::new();
+        for f in &snapshot.fragments {
+            if f.file.name.t1 < window.start {
+                if let Some(ned) = &f.metadata.footer.non_empty_domain {
+                    ops.expand(&mut anterior, ned);
+                }
+            }
+        }
+        DenseRules {
+            domain: &schema.domain,
+            anterior: (!anterior.is_empty()).then_some(anterior),
+        }
+    });
+    let Some(run) = select::choose(selection, &candidates, dense.as_ref(), &ops) else {
+        return Ok(None);
+    };
+    Ok(Some(
+        in_window
+            .get(run)
+            .unwrap_or_default()
+            .iter()
+            .map(|&(i, _)| i)
+            .collect(),
+    ))
 }
 
 /// Consolidates exactly the fragments `names` (their names, or paths

@@ -45,7 +45,7 @@ use plan::{FragPlan, DELETE_TS_SLOT, TIMESTAMPS_SLOT};
 use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::Arc;
-use tdb_format::{ArrayType, DataPart, FormatVersion};
+use tdb_format::{ArrayType, DataPart};
 use tdb_fragment::fragment_metadata::{Field, Section};
 use tdb_fragment::DeleteCommit;
 use tdb_index::DomainOps;
@@ -684,20 +684,9 @@ impl Reader {
             if meta.footer.dense {
                 continue;
             }
-            plan.rtree = match (meta.legacy_mbrs(), meta.section(Section::RTree)) {
-                (Some(m), _) => tdb_index::RTree::build(
-                    &plan.schema.domain,
-                    m.to_vec(),
-                    tdb_index::DEFAULT_FANOUT,
-                )?,
-                (None, Some(tdb_fragment::SectionData::RTree(bytes))) => {
-                    let version = FormatVersion::new(meta.footer.version).map_err(|e| {
-                        QueryError::invalid(format!("fragment {}: {e}", plan.file.path))
-                    })?;
-                    tdb_index::RTree::parse(bytes, &plan.schema.domain, version)?
-                }
-                _ => tdb_index::RTree::empty(tdb_index::DEFAULT_FANOUT),
-            };
+            plan.rtree = meta
+                .rtree(&plan.schema.domain)?
+                .unwrap_or_else(|| tdb_index::RTree::empty(tdb_index::DEFAULT_FANOUT));
         }
         // A fragment's tile count comes from its footer (sparse) or its
         // non-empty domain (dense), which nothing authenticates; the tile
