@@ -1,5 +1,7 @@
-//! `cargo xtask bench [--quick] [--only W..] [--json FILE]`: tdb against
-//! TileDB on the same arrays, in the same run.
+//! `cargo xtask bench [--quick] [--only W..] [--json FILE] [--storage local|s3]
+//! [--tdb-config KEY=VALUE]..`: tdb against TileDB on the same arrays, in
+//! the same run (`--tdb-config`: storage settings for tdb's side, e.g.
+//! `vfs.min_batch_size`).
 //!
 //! Each workload's arrays are written once by real TileDB
 //! (`xtask/bench/workloads.py` in the fixture venv) and cached under
@@ -391,6 +393,7 @@ fn fnv(bytes: &[u8]) -> u64 {
 pub(crate) fn bench(args: &[String], reference: &Writer) -> Result<(), String> {
     let mut quick = false;
     let mut only: Vec<String> = Vec::new();
+    let mut tdb_config: Vec<String> = Vec::new();
     let mut json_out = None;
     let mut s3 = false;
     let mut it = args.iter();
@@ -399,6 +402,9 @@ pub(crate) fn bench(args: &[String], reference: &Writer) -> Result<(), String> {
             "--quick" => quick = true,
             "--only" => only.push(it.next().ok_or("--only needs a workload")?.clone()),
             "--json" => json_out = Some(PathBuf::from(it.next().ok_or("--json needs a file")?)),
+            "--tdb-config" => {
+                tdb_config.push(it.next().ok_or("--tdb-config needs KEY=VALUE")?.clone())
+            }
             "--storage" => match it.next().map(String::as_str) {
                 Some("s3") => s3 = true,
                 Some("local") => s3 = false,
@@ -488,6 +494,7 @@ pub(crate) fn bench(args: &[String], reference: &Writer) -> Result<(), String> {
             if let Some(r) = &remote {
                 c.envs(r.tdb_env());
             }
+            c.env("TDB_CONFIG", tdb_config.join(" "));
             with_out(&mut c)?;
             measure(&mut c)
         };

@@ -10,6 +10,9 @@
 //!   tile file (W1's), on `THREADS` threads: the physical limits reads are
 //!   judged against.
 //!
+//! `TDB_CONFIG` (`KEY=VALUE` pairs separated by spaces: TileDB's config
+//! names or object_store's keys) adds storage settings to every open.
+//!
 //! Each prints one JSON object: `seconds`, `cells` (or bytes), a `check`
 //! value both engines must agree on, and `peak_kib` (the process's peak
 //! resident set).
@@ -97,13 +100,28 @@ fn peak_kib() -> u64 {
         .unwrap_or(0)
 }
 
+/// Opens `uri` with the settings `TDB_CONFIG` adds.
+fn open(uri: &str) -> Result<Array, Error> {
+    let mut config = tdb::StorageConfig::new();
+    for pair in std::env::var("TDB_CONFIG")
+        .unwrap_or_default()
+        .split_whitespace()
+    {
+        config = config.parse_pair(pair).map_err(tdb::Error::Storage)?;
+    }
+    Ok(Array::open_with(
+        uri,
+        tdb::OpenOptions::new().storage_config(config),
+    )?)
+}
+
 fn phase_cmd(phase: &str, array: &str, out: Option<&str>) -> Result<serde_json::Value, Error> {
     let phase: Phase = serde_json::from_slice(&std::fs::read(phase)?)?;
     if phase.consolidate {
         return consolidate(&phase, array, out.ok_or("a consolidation phase needs OUT")?);
     }
     let start = Instant::now();
-    let a = Array::open(array)?;
+    let a = open(array)?;
     if phase.write {
         return write(&phase, &a, out.ok_or("a write phase needs OUT")?);
     }
@@ -162,14 +180,14 @@ fn write(phase: &Phase, a: &Array, out: &str) -> Result<serde_json::Value, Error
 fn consolidate(phase: &Phase, array: &str, out: &str) -> Result<serde_json::Value, Error> {
     tdb_testdata::copy_dir(std::path::Path::new(array), std::path::Path::new(out))?;
     let start = Instant::now();
-    let a = Array::open(out)?;
+    let a = open(out)?;
     if a.consolidate_fragments(&tdb::FragmentSelection::default(), tdb::DEFAULT_BUDGET)?
         .is_empty()
     {
         return Err("no fragments to consolidate".into());
     }
     let seconds = start.elapsed().as_secs_f64();
-    let a = Array::open(out)?;
+    let a = open(out)?;
     let cells = a.read_all(ReadSpec::new(phase.fields.clone()))?;
     let check = cells.fields.iter().map(touch_buffer).sum();
     Ok(report(seconds, cells.num_cells, check))
