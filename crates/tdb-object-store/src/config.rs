@@ -31,12 +31,11 @@ pub struct Tuning {
     /// (`vfs.min_batch_gap`, TileDB's default 500 KB).
     pub coalesce_gap: u64,
     /// Ranges of one file are also fetched as one request, whatever the
-    /// gaps between them, while it stays within this many bytes
-    /// (`vfs.min_batch_size`, TileDB's rule): fewer requests for more
-    /// bytes. Off (0) by default: scattered tiles then go as several
-    /// smaller requests side by side, which is faster where bandwidth per
-    /// request is the limit; a store that bills requests may want TileDB's
-    /// 20 MiB.
+    /// gaps between them, while it stays within this many bytes (and
+    /// `max_request`): `vfs.min_batch_size`, TileDB's rule and default
+    /// (20 MiB). Fewer requests (which stores bill and throttle) for more
+    /// bytes; 0 fetches scattered tiles as smaller requests side by side
+    /// instead.
     pub min_batch: u64,
     /// A coalesced request grows to at most this many bytes
     /// (`vfs.max_batch_size`): a large batch goes as several requests at
@@ -57,7 +56,7 @@ impl Default for Tuning {
     fn default() -> Self {
         Tuning {
             coalesce_gap: 500 << 10,
-            min_batch: 0,
+            min_batch: 20 << 20,
             max_request: 8 << 20,
             concurrency: 16,
             part_size: MIN_PART_SIZE,

@@ -61,4 +61,19 @@ fn close_ranges_go_as_one_request_and_far_ones_side_by_side() {
     assert!(got[3].as_ref().unwrap().bytes.iter().all(|b| *b == 7));
     assert!(s.remote());
     assert_eq!(s.uri("a/b").as_deref(), Some("s3://bucket/root/prefix/a/b"));
+
+    // TileDB's batch rule: far ranges of a file go as one GET while it
+    // stays within `min_batch` (and `max_request`), gaps read too.
+    let s = storage(Tuning {
+        coalesce_gap: 100,
+        min_batch: 2_000,
+        max_request: 8_000,
+        ..Tuning::default()
+    });
+    s.write("f", vec![7u8; 10_000].into()).unwrap();
+    s.take_stats();
+    s.read_ranges(&[r("f", 5_000, 10), r("f", 6_000, 900), r("f", 9_000, 10)])
+        .unwrap();
+    let stats = s.take_stats();
+    assert_eq!((stats.gets, stats.bytes_read), (2, 1_900 + 10), "{stats}");
 }
