@@ -11,11 +11,19 @@ use tdb_fragment::TimeWindow;
 #[command(
     name = "tdb",
     version,
-    about = "Read, inspect and change TileDB arrays without the C++ library"
+    about = "Read, inspect and change TileDB arrays without the C++ library",
+    after_help = "Exit status: 0 done (verify: the array is clean); 1 verify found problems; \
+                  2 an error (its message says what to change).\n\
+                  RUST_LOG=debug (or tdb_query=debug, tdb_object_store=debug, ...) logs \
+                  commits, consolidation steps, read pieces and storage requests on stderr."
 )]
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// No progress bars (they are drawn on stderr only when it is a
+    /// terminal).
+    #[arg(long, short, global = true)]
+    quiet: bool,
     /// A storage setting for every path and URI the command opens,
     /// `KEY=VALUE`, repeatable: TileDB's config names
     /// (`vfs.s3.endpoint_override=host:port`, `vfs.s3.scheme=http`,
@@ -41,6 +49,27 @@ fn storage(path: &std::path::Path) -> Result<tdb::AnyStorage, CliError> {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Show what tdb can see of an array or group directory: every file
+    /// classified with its generic tile headers; for arrays the fragments a
+    /// read sees, vacuum candidates, delete commits and metadata; for groups
+    /// members and metadata.
+    ///
+    /// Example: tdb inspect --at 2 testdata/arrays/consolidated_before_vacuum/array
+    Inspect {
+        /// The array or group directory.
+        path: PathBuf,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+        /// Open at this time: `T` (everything written by T) or `T1..T2`
+        /// (ms since the epoch, inclusive); default: now.
+        #[arg(long)]
+        at: Option<String>,
+        /// The AES-256-GCM key of an encrypted array, exactly as TileDB's
+        /// `sm.encryption_key` takes it: 32 bytes.
+        #[arg(long)]
+        key: Option<String>,
+    },
     /// Draw an array's fragments: each one's non-empty domain and tiles
     /// over two dimensions (or bars over one), coloured by timestamp, the
     /// fragments the next consolidation merges (TileDB's default settings)
@@ -71,29 +100,12 @@ enum Command {
         #[arg(long, default_value_t = 600)]
         height: u32,
     },
-    /// Show what tdb can see of an array or group directory: every file
-    /// classified with its generic tile headers; for arrays the fragments a
-    /// read sees, vacuum candidates, delete commits and metadata; for groups
-    /// members and metadata.
-    Inspect {
-        /// The array or group directory.
-        path: PathBuf,
-        /// Print JSON instead of text.
-        #[arg(long)]
-        json: bool,
-        /// Open at this time: `T` (everything written by T) or `T1..T2`
-        /// (ms since the epoch, inclusive); default: now.
-        #[arg(long)]
-        at: Option<String>,
-        /// The AES-256-GCM key of an encrypted array, exactly as TileDB's
-        /// `sm.encryption_key` takes it: 32 bytes.
-        #[arg(long)]
-        key: Option<String>,
-    },
     /// Check an array from end to end: every file the format knows, every
     /// fragment committed, every commit with its fragment, every tile
     /// readable and agreeing with its metadata. Prints each problem with its
     /// file (and tile); exits 0 only when the array is clean.
+    ///
+    /// Example: tdb verify my_array && echo clean
     Verify {
         /// The array directory.
         path: PathBuf,
@@ -108,6 +120,8 @@ enum Command {
     /// shape, on one line) or CSV (a header row, then one row per cell,
     /// printed batch by batch; multi-value cells are their values joined by
     /// spaces, null cells are empty, blobs base64).
+    ///
+    /// Example: tdb export my_array --subarray '1:4;*' --fields a,b --format csv > cells.csv
     Export {
         /// The array directory.
         path: PathBuf,
@@ -128,6 +142,8 @@ enum Command {
     /// Aggregate an array's cells as TileDB does: prints
     /// `{field: {op: value}}` as JSON (`null` where the answer is
     /// undefined, e.g. the min of no cell).
+    ///
+    /// Example: tdb aggregate my_array --agg a:sum,mean --condition 'a > 0'
     Aggregate {
         /// The array directory.
         path: PathBuf,
@@ -146,6 +162,8 @@ enum Command {
     /// is copied with its metadata and member history, and the member
     /// arrays and groups stored inside it. The copy keeps SRC's encryption
     /// unless --to-key or --decrypt says otherwise.
+    ///
+    /// Example: tdb copy old_array s3://bucket/new_array --to-key 0123456789abcdeF0123456789abcdeF
     Copy {
         /// The array or group to copy.
         src: PathBuf,
@@ -165,6 +183,8 @@ enum Command {
     /// Print an array's metadata as JSON (`[{key, datatype, value_num,
     /// value}]`, TileDB's order), or change it: each change is one
     /// metadata file, committed whole.
+    ///
+    /// Example: tdb metadata my_array set unit '"meters"'
     Metadata {
         /// The array directory.
         path: PathBuf,
@@ -181,6 +201,8 @@ enum Command {
     /// Delete the cells where a TileDB-Py QueryCondition holds, as TileDB's
     /// delete queries do (sparse arrays): reads from now on (or from
     /// `--at`) no longer see them; older reads still do.
+    ///
+    /// Example: tdb delete my_array --condition 'a < 0'
     Delete {
         /// The array directory.
         path: PathBuf,
@@ -205,6 +227,8 @@ enum Command {
     /// TileDB's rule (or `--fragments`) into one, sparse ones keeping every
     /// cell's timestamp, dense ones merged over whole tiles. Readers see
     /// the same array.
+    ///
+    /// Example: tdb consolidate my_array --step-max-frags 8 && tdb vacuum my_array
     Consolidate {
         /// The array directory (a group's with `--mode group_meta`).
         path: PathBuf,
@@ -264,6 +288,8 @@ enum Command {
     /// lists name, then the lists; `--mode fragment_meta`: every `.meta`
     /// file but the latest; `--mode group_meta`: a group's metadata files
     /// its vacuum lists name, then the lists).
+    ///
+    /// Example: tdb vacuum my_array --mode commits
     Vacuum {
         /// The array directory (a group's with `--mode group_meta`).
         path: PathBuf,
@@ -285,6 +311,8 @@ enum Command {
     /// Create an empty array from a JSON schema: the summary `tdb schema
     /// --json` prints (keys left out take TileDB's defaults), or a
     /// conformance case's expected.json. Written at format v22.
+    ///
+    /// Example: tdb schema other_array --json > schema.json && tdb create new_array --schema schema.json
     Create {
         /// Where the array goes (must not hold an array or group).
         path: PathBuf,
@@ -300,6 +328,8 @@ enum Command {
     /// one row per cell; an empty field of a nullable attribute is null).
     /// Sparse arrays take cells in any order; dense arrays take cells that
     /// cover a box of coordinates, each once.
+    ///
+    /// Example: tdb import new_array cells.csv
     Import {
         /// The array directory.
         path: PathBuf,
@@ -319,6 +349,8 @@ enum Command {
     /// tdb end to end: create a dense and a sparse array under DIR from
     /// generated data (a few million cells each), print their schemas,
     /// read slices back (each checked against the data) with timings.
+    ///
+    /// Example: tdb demo /tmp/tdb-demo
     Demo {
         /// Where the two arrays go (DIR/dense, DIR/sparse; must not exist).
         dir: PathBuf,
@@ -351,6 +383,8 @@ enum Command {
     },
     /// Print an array's schema: a readable dump, or the conformance JSON
     /// summary.
+    ///
+    /// Example: tdb schema my_array --json
     Schema {
         /// The array directory.
         path: PathBuf,
@@ -366,6 +400,13 @@ enum Command {
         /// `sm.encryption_key` takes it: 32 bytes.
         #[arg(long)]
         key: Option<String>,
+    },
+    /// Print a shell's completion script for tdb.
+    ///
+    /// Example: tdb completions bash > /etc/bash_completion.d/tdb
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
     },
 }
 
@@ -413,14 +454,34 @@ macro_rules! out {
     }};
 }
 
-/// Progress bars on stderr (drawn only when it is a terminal).
+/// Progress bars on stderr (drawn only when it is a terminal, never with
+/// `--quiet`).
 mod progress {
-    use indicatif::{ProgressBar, ProgressStyle};
+    use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+    use std::sync::atomic::{AtomicBool, Ordering};
     use std::time::Duration;
+
+    static QUIET: AtomicBool = AtomicBool::new(false);
+
+    /// `--quiet`: no bar from now on.
+    pub fn quiet() {
+        QUIET.store(true, Ordering::Relaxed);
+    }
+
+    fn new(total: Option<u64>, what: &'static str) -> ProgressBar {
+        let bar = match total {
+            Some(n) => ProgressBar::new(n),
+            None => ProgressBar::new_spinner(),
+        };
+        if QUIET.load(Ordering::Relaxed) {
+            bar.set_draw_target(ProgressDrawTarget::hidden());
+        }
+        bar.with_message(what)
+    }
 
     /// A bar over `total` bytes.
     pub fn bytes(total: u64, what: &'static str) -> ProgressBar {
-        let bar = ProgressBar::new(total).with_message(what);
+        let bar = new(Some(total), what);
         if let Ok(style) = ProgressStyle::with_template(
             "{msg:>8} [{bar:30}] {bytes}/{total_bytes} ({bytes_per_sec}, {eta})",
         ) {
@@ -431,7 +492,7 @@ mod progress {
 
     /// A bar over `total` cells.
     pub fn cells(total: u64, what: &'static str) -> ProgressBar {
-        let bar = ProgressBar::new(total).with_message(what);
+        let bar = new(Some(total), what);
         if let Ok(style) =
             ProgressStyle::with_template("{msg} [{bar:30}] {human_pos}/{human_len} cells ({eta})")
         {
@@ -442,7 +503,7 @@ mod progress {
 
     /// A spinner for work of unknown length.
     pub fn spinner(what: &'static str) -> ProgressBar {
-        let bar = ProgressBar::new_spinner().with_message(what);
+        let bar = new(None, what);
         bar.enable_steady_tick(Duration::from_millis(120));
         bar
     }
@@ -599,6 +660,18 @@ fn window(at: Option<&str>) -> Result<TimeWindow, CliError> {
 
 /// Runs a command; `Ok(false)` when it worked but found the object unclean.
 fn run(cli: Cli) -> Result<bool, CliError> {
+    if cli.quiet {
+        progress::quiet();
+    }
+    if std::env::var_os("RUST_LOG").is_some() {
+        // Logs go to stderr, beside the bars; stdout stays the output.
+        use std::io::IsTerminal as _;
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_writer(std::io::stderr)
+            .with_ansi(std::io::stderr().is_terminal())
+            .try_init();
+    }
     let mut settings = tdb::StorageConfig::new();
     for pair in &cli.config {
         settings = settings.parse_pair(pair).map_err(tdb::Error::Storage)?;
@@ -635,6 +708,17 @@ fn run(cli: Cli) -> Result<bool, CliError> {
                 );
             }
             Ok(summary.problems == 0)
+        }
+        Command::Completions { shell } => {
+            use clap::CommandFactory as _;
+            let mut buf = Vec::new();
+            clap_complete::generate(shell, &mut Cli::command(), "tdb", &mut buf);
+            use std::io::Write as _;
+            std::io::stdout()
+                .lock()
+                .write_all(&buf)
+                .map_err(CliError::output)?;
+            Ok(true)
         }
         Command::Plot {
             path,

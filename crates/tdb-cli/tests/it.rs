@@ -4,6 +4,7 @@
 mod arrow_files;
 mod change;
 mod common;
+mod conventions;
 mod copy;
 mod demo;
 mod export;
@@ -12,4 +13,5 @@ mod inspect;
 mod plot;
 mod schema;
 mod sql;
+mod terminal;
 mod verify;

@@ -240,6 +240,12 @@ pub(crate) async fn read_ranges_async(
     }
     let t = s.tuning;
     let jobs = plan(requests, &files, &t);
+    tracing::debug!(
+        ranges = requests.len(),
+        files = paths.len(),
+        requests = jobs.len(),
+        "object store fetch"
+    );
     let store = &*s.store;
     let paths = &paths;
     type Fetched = (usize, Result<Option<Got>, object_store::Error>);

@@ -471,6 +471,7 @@ impl ReadableStorage for LocalStorage {
         // on two). Each file is opened once however many of its ranges
         // are asked for, and stays open for the next batches.
         let mut open: HashMap<&str, Option<(Arc<fs::File>, u64)>> = HashMap::new();
+        tracing::trace!(ranges = requests.len(), "local read");
         let mut out = Vec::with_capacity(requests.len());
         for r in requests {
             if !open.contains_key(r.key.as_str()) {

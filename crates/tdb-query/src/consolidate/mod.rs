@@ -87,6 +87,7 @@ pub fn consolidate_fragments<S: Storage>(
             break;
         };
         let schema = snapshot.schema();
+        tracing::info!(array = %dir, fragments = chosen.len(), "consolidation step merges");
         let step = merge_chosen(storage, &snapshot, &chosen, window, selection, budget)?;
         let split_dense = schema.array_type == ArrayType::Dense && step.written.fragments.len() > 1;
         set_aside.extend(step.written.fragments.iter().skip(1).map(|f| f.to_string()));

@@ -585,6 +585,11 @@ impl Reader {
             self.phase = Phase::Emit;
             return Ok(());
         };
+        tracing::debug!(
+            piece = self.pieces_started,
+            requests = coalesced.requests.len(),
+            "read piece fetches its tiles"
+        );
         let answers = Answers::new(coalesced.requests.clone());
         self.phase = Phase::Tiles(fetches, coalesced, answers);
         Ok(())

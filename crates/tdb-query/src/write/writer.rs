@@ -197,6 +197,9 @@ impl<'a, S: WritableStorage + ?Sized> Target<'a, S> {
             names,
             FormatVersion::WRITTEN,
         )?;
+        for name in names {
+            tracing::info!(array = %self.dir, fragment = %name, "fragment committed");
+        }
         Ok(())
     }
 }

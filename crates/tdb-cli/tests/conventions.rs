@@ -1,0 +1,85 @@
+//! What every command shares: an example in its help, the exit codes in
+//! `tdb --help`, shell completions, and logs on stderr with `RUST_LOG`.
+
+use crate::common::{fixture_copy, ok, tdb};
+
+/// The subcommands `tdb --help` lists.
+fn commands() -> Vec<String> {
+    let help = ok(&tdb(&["--help"]));
+    let listed = help
+        .split("Commands:")
+        .nth(1)
+        .and_then(|rest| rest.split("Options:").next())
+        .unwrap()
+        .to_owned();
+    listed
+        .lines()
+        .filter_map(|l| l.split_whitespace().next().map(str::to_owned))
+        .filter(|c| c != "help")
+        .collect()
+}
+
+#[test]
+fn every_command_shows_an_example_and_the_exit_codes_are_documented() {
+    let commands = commands();
+    assert!(commands.len() >= 15, "{commands:?}");
+    for c in &commands {
+        let help = ok(&tdb(&[c, "--help"]));
+        assert!(help.contains("Example:"), "tdb {c} --help has no example");
+    }
+    let help = ok(&tdb(&["--help"]));
+    assert!(help.contains("Exit status: 0") && help.contains("RUST_LOG"));
+}
+
+#[test]
+fn completions_cover_every_command() {
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let script = ok(&tdb(&["completions", shell]));
+        for c in commands() {
+            assert!(script.contains(&c), "{shell} completions lack {c}");
+        }
+    }
+    let out = tdb(&["completions", "tcsh"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn rust_log_reports_on_stderr_and_leaves_stdout_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    // Two copies of one array, consolidated with and without logs.
+    let consolidate = |name: &str, log: Option<&str>| {
+        let array = fixture_copy("sparse_hilbert_multi", &dir.path().join(name));
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_tdb"));
+        cmd.arg("consolidate").arg(&array);
+        match log {
+            Some(l) => cmd.env("RUST_LOG", l),
+            None => cmd.env_remove("RUST_LOG"),
+        };
+        let out = cmd.output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (logged_out, logged) = consolidate("logged", Some("tdb_query=info"));
+    assert!(logged.contains("consolidation step merges"), "{logged}");
+    assert!(logged.contains("fragment committed"), "{logged}");
+    assert!(
+        !logged.contains('\x1b'),
+        "no colours off a terminal: {logged}"
+    );
+    let (plain_out, plain) = consolidate("plain", None);
+    assert!(!plain.contains("committed"), "{plain}");
+    // Logs never reach stdout: the same report either way.
+    assert!(!logged_out.contains("INFO") && !logged_out.contains("committed"));
+    assert_eq!(logged_out.lines().count(), plain_out.lines().count());
+    assert!(
+        logged_out.contains("2 fragments consolidated into"),
+        "{logged_out}"
+    );
+}
