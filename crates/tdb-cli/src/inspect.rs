@@ -438,7 +438,7 @@ fn inspect_without_key(
 }
 
 /// The schema a fragment was written with (its footer names it).
-fn fragment_schema<'a>(
+pub(crate) fn fragment_schema<'a>(
     schemas: &'a SchemaHistory,
     loaded: &LoadedFragment,
 ) -> Result<&'a ArraySchema, CliError> {

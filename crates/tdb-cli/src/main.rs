@@ -743,7 +743,7 @@ fn run(cli: Cli) -> Result<bool, CliError> {
                 &candidates,
             )?;
             plot.title = path.display().to_string();
-            let svg = plot.svg(width.max(100), height.max(100));
+            let svg = plot.svg(width.max(200), height.max(150));
             match out {
                 None => out!("{svg}"),
                 Some(file) => {

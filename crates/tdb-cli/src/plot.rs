@@ -6,6 +6,7 @@
 //!
 //! [`Plot::load`] gathers (the only I/O), [`Plot::svg`] draws.
 
+use crate::inspect::fragment_schema;
 use crate::CliError;
 use std::fmt::Write as _;
 use tdb_format::{names, Scalar};
@@ -97,7 +98,7 @@ impl Plot {
         load_rtrees(storage, dir, &array, key, &mut fragments)?;
         let mut shapes = Vec::with_capacity(fragments.len());
         for (i, f) in fragments.iter().enumerate() {
-            let schema = fragment_schema(&array, f)?;
+            let schema = fragment_schema(&array.schemas, f)?;
             shapes.push(shape(schema, f, &chosen, i >= visible, candidates)?);
         }
         Ok(Plot {
@@ -168,23 +169,6 @@ fn dim_names(dims: &[Dimension]) -> String {
         .join(", ")
 }
 
-fn fragment_schema<'a>(
-    array: &'a OpenArray,
-    f: &LoadedFragment,
-) -> Result<&'a ArraySchema, CliError> {
-    let name = &f.metadata.footer.array_schema_name;
-    Ok(&array
-        .schemas
-        .by_name(name)
-        .ok_or_else(|| {
-            tdb_fragment::FragmentError::missing(
-                &f.file.path,
-                format!("schema {name} its footer names"),
-            )
-        })?
-        .schema)
-}
-
 /// Loads the R-tree section of every sparse fragment (one batch).
 fn load_rtrees(
     storage: &dyn Storage,
@@ -219,7 +203,7 @@ fn load_rtrees(
                 names::FRAGMENT_METADATA_FILE
             ))
         })?;
-        let schema = fragment_schema(array, f)?.clone();
+        let schema = fragment_schema(&array.schemas, f)?.clone();
         f.metadata
             .load_section(Section::RTree, &read.bytes, key, &schema)?;
     }
@@ -290,24 +274,25 @@ fn shape(
 }
 
 /// A dense fragment's tiles on the plotted dimensions: every tile its
-/// non-empty domain touches, clipped to the array's domain.
+/// non-empty domain touches, clipped to the array's domain (none past
+/// [`MAX_TILES_DRAWN`]), and how many tiles it has in all.
 fn dense_tiles(schema: &ArraySchema, ned: &NDRange, dims: &[usize]) -> (Vec<Vec<[f64; 2]>>, u64) {
+    use tdb_index::dense::{int_range, int_value, origin_and_extent};
+    let count = tdb_index::dense::tile_count(&schema.domain, ned).unwrap_or(0);
+    // Each plotted dimension's tiles as value ranges.
     let per_dim: Option<Vec<Vec<[f64; 2]>>> = dims
         .iter()
         .map(|&d| {
             let dim = schema.domain.dimensions.get(d)?;
-            let (lo, hi) = tdb_index::dense::int_range(dim, ned.get(d)?)?;
-            let (origin, extent) = tdb_index::dense::origin_and_extent(dim)?;
-            let (_, dom_hi) = dim.bounds().and_then(|(a, b)| {
-                Some((
-                    tdb_index::dense::int_value(dim.datatype, a)?,
-                    tdb_index::dense::int_value(dim.datatype, b)?,
-                ))
-            })?;
+            let (lo, hi) = int_range(dim, ned.get(d)?)?;
+            let (origin, extent) = origin_and_extent(dim)?;
+            let (_, dom_hi) = dim.bounds()?;
+            let dom_hi = int_value(dim.datatype, dom_hi)?;
+            // `extent` is positive (`origin_and_extent`).
             let first = (lo - origin).checked_div(extent)?;
             let last = (hi - origin).checked_div(extent)?;
             if last - first >= MAX_TILES_DRAWN as i128 {
-                return Some(vec![[0.0, 0.0]; MAX_TILES_DRAWN + 1]);
+                return None;
             }
             Some(
                 (first..=last)
@@ -320,14 +305,12 @@ fn dense_tiles(schema: &ArraySchema, ned: &NDRange, dims: &[usize]) -> (Vec<Vec<
         })
         .collect();
     let Some(per_dim) = per_dim else {
-        return (Vec::new(), 0);
+        return (Vec::new(), count);
     };
-    // Tiles of the other dimensions count too, though not drawn.
-    let count: u64 = tdb_index::dense::tile_count(&schema.domain, ned).unwrap_or(0);
-    let drawn: usize = per_dim.iter().map(Vec::len).product();
-    if drawn > MAX_TILES_DRAWN {
+    if per_dim.iter().map(Vec::len).product::<usize>() > MAX_TILES_DRAWN {
         return (Vec::new(), count);
     }
+    // Every combination, the last dimension fastest.
     let mut tiles: Vec<Vec<[f64; 2]>> = vec![Vec::new()];
     for ranges in &per_dim {
         tiles = tiles
