@@ -572,6 +572,34 @@ pub(crate) fn bench(args: &[String], reference: &Writer) -> Result<(), String> {
             "tiledb_requests": remote.as_ref().map(|_| b_req),
         }));
     }
+    // The store's floor: every byte of W1's array through the proxy, as
+    // fast as tdb's storage layer fetches them.
+    if let (Some(r), true) = (&remote, selected("W1")) {
+        let dir = workload_dir(&root, &python, "W1", scale)?;
+        let array = format!("dense_f64_{}", sizes.w1);
+        let uri = r.array(&root, &python, &dir, "W1", scale, &array)?;
+        let mut runs = (0..3)
+            .map(|_| measure(Command::new(&tdb).arg("fetch").arg(&uri).envs(r.tdb_env())))
+            .collect::<Result<Vec<_>, _>>()?;
+        runs.sort_by(|a, b| a.seconds.total_cmp(&b.seconds));
+        let m = runs[1];
+        println!(
+            "s3: every byte of W1's array ({:.1} MiB) fetched in {:.3} s ({:.0} MB/s), the floor of its whole read",
+            m.cells as f64 / (1 << 20) as f64,
+            m.seconds,
+            m.cells as f64 / m.seconds / 1e6
+        );
+        rows.push(json!({
+            "workload": "machine",
+            "phase": "s3: every byte of W1's array",
+            "tdb_s": m.seconds,
+            "tiledb_s": null,
+            "ratio": null,
+            "tdb_peak_mib": m.peak_kib as f64 / 1024.0,
+            "tiledb_peak_mib": null,
+            "bytes": m.cells,
+        }));
+    }
     // The physical limits: memory copy, and raw zstd on W1's tile bytes.
     if selected("W1") && !s3 {
         let gbps = |m: Measure| m.cells as f64 / m.seconds / 1e9;

@@ -6,6 +6,8 @@
 //!   (untimed), then times creating OUT with ARRAY's schema and writing them
 //!   into it as one fragment;
 //! - `tdb-bench memcpy`: this machine's single-core copy bandwidth;
+//! - `tdb-bench fetch URI`: every byte of every file under URI in one
+//!   batch (on an object store: the floor of a read of all of them);
 //! - `tdb-bench zstd FILE THREADS`: raw zstd decoding of the chunks of a
 //!   tile file (W1's), on `THREADS` threads: the physical limits reads are
 //!   judged against.
@@ -64,9 +66,11 @@ fn main() {
         ["phase", phase, array, out] => phase_cmd(phase, array, Some(out)),
         ["memcpy"] => memcpy(),
         ["zstd", file, threads] => zstd_cmd(file, threads),
-        _ => {
-            Err("usage: tdb-bench phase PHASE.json ARRAY [OUT] | memcpy | zstd FILE THREADS".into())
-        }
+        ["fetch", uri] => fetch(uri),
+        _ => Err(
+            "usage: tdb-bench phase PHASE.json ARRAY [OUT] | memcpy | zstd FILE THREADS | fetch URI"
+                .into(),
+        ),
     };
     match result {
         Ok(v) => println!("{v}"),
@@ -360,6 +364,35 @@ fn memcpy() -> Result<serde_json::Value, Error> {
     }
     let seconds = start.elapsed().as_secs_f64();
     Ok(report(seconds, (n * reps) as u64, f64::from(dst[0])))
+}
+
+/// Every byte of every file under `uri`, fetched in one batch of 8 MiB
+/// ranges (the storage's own coalescing and concurrency): the floor any
+/// read of all of them stands on.
+fn fetch(uri: &str) -> Result<serde_json::Value, Error> {
+    use tdb_storage::{ListableStorage as _, ReadableStorage as _};
+    let config = tdb::StorageConfig::new();
+    let storage = tdb::storage(uri, &config)?;
+    let files = storage.list_prefix("")?;
+    let part: u64 = 8 << 20;
+    let mut requests = Vec::new();
+    for f in &files {
+        let size = f.size.unwrap_or(0);
+        let mut at = 0;
+        while at < size {
+            let len = part.min(size - at);
+            requests.push(tdb_storage::RangeRequest::new(
+                f.key.clone(),
+                tdb_storage::ByteRange::new(at, len),
+            ));
+            at += len;
+        }
+    }
+    let start = Instant::now();
+    let got = storage.read_ranges(&requests)?;
+    let seconds = start.elapsed().as_secs_f64();
+    let bytes: u64 = got.iter().flatten().map(|r| r.bytes.len() as u64).sum();
+    Ok(report(seconds, bytes, bytes as f64))
 }
 
 fn zstd_cmd(file: &str, threads: &str) -> Result<serde_json::Value, Error> {
