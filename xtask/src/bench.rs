@@ -589,16 +589,7 @@ pub(crate) fn bench(args: &[String], reference: &Writer) -> Result<(), String> {
             m.seconds,
             m.cells as f64 / m.seconds / 1e6
         );
-        rows.push(json!({
-            "workload": "machine",
-            "phase": "s3: every byte of W1's array",
-            "tdb_s": m.seconds,
-            "tiledb_s": null,
-            "ratio": null,
-            "tdb_peak_mib": m.peak_kib as f64 / 1024.0,
-            "tiledb_peak_mib": null,
-            "bytes": m.cells,
-        }));
+        rows.push(machine_row("s3: every byte of W1's array", m));
     }
     // The physical limits: memory copy, and raw zstd on W1's tile bytes.
     if selected("W1") && !s3 {
@@ -626,16 +617,7 @@ pub(crate) fn bench(args: &[String], reference: &Writer) -> Result<(), String> {
             ("raw zstd decode of W1 tiles, one core", one),
             ("raw zstd decode of W1 tiles, all cores", all),
         ] {
-            rows.push(json!({
-                "workload": "machine",
-                "phase": phase,
-                "tdb_s": m.seconds,
-                "tiledb_s": null,
-                "ratio": null,
-                "tdb_peak_mib": m.peak_kib as f64 / 1024.0,
-                "tiledb_peak_mib": null,
-                "bytes": m.cells,
-            }));
+            rows.push(machine_row(phase, m));
         }
     }
     if let Some(path) = json_out {
@@ -650,6 +632,20 @@ pub(crate) fn bench(args: &[String], reference: &Writer) -> Result<(), String> {
             failures.join("\n  ")
         ))
     }
+}
+
+/// A JSON row for a measure of the machine (or the store), tdb's side only.
+fn machine_row(phase: &str, m: Measure) -> Value {
+    json!({
+        "workload": "machine",
+        "phase": phase,
+        "tdb_s": m.seconds,
+        "tiledb_s": null,
+        "ratio": null,
+        "tdb_peak_mib": m.peak_kib as f64 / 1024.0,
+        "tiledb_peak_mib": null,
+        "bytes": m.cells,
+    })
 }
 
 /// The first file named `name` under `dir`.
