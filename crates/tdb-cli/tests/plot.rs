@@ -225,3 +225,44 @@ fn dimensions_to_draw_are_checked() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("holds strings"), "{err}");
 }
+
+/// Every array of the corpus (every release, encrypted ones with their
+/// key, label arrays and group members too) plots, or says its dimensions
+/// hold strings; every plot draws each fragment a read sees.
+#[test]
+fn every_fixture_array_plots() {
+    use tdb_cli::plot::Plot;
+    use tdb_fragment::TimeWindow;
+    let (mut drawn, mut strings) = (0, 0);
+    for o in tdb_testdata::objects() {
+        let storage = tdb_storage::LocalStorage::new(&o.dir);
+        if tdb_fragment::object_kind(&storage, "").unwrap() != Some(tdb_fragment::ObjectKind::Array)
+        {
+            continue;
+        }
+        match Plot::load(&storage, "", TimeWindow::ALL, o.key.as_ref(), None, &[]) {
+            Ok(plot) => {
+                let svg = plot.svg(400, 300);
+                let shown = plot.fragments.iter().filter(|f| !f.leftover).count();
+                assert_eq!(
+                    elements(&svg, "fragment").len(),
+                    plot.fragments.len(),
+                    "{}",
+                    o.case
+                );
+                if let Some(exp) = &o.expected {
+                    if let Some(f) = exp["fragments"].as_array() {
+                        assert_eq!(shown, f.len(), "{}", o.case);
+                    }
+                }
+                drawn += 1;
+            }
+            Err(tdb_cli::CliError::Usage(m)) if m.contains("holds strings") => strings += 1,
+            Err(e) => panic!("{}: {e}", o.case),
+        }
+    }
+    assert!(
+        drawn > 400 && strings > 0,
+        "{drawn} drawn, {strings} string arrays"
+    );
+}
