@@ -23,6 +23,53 @@ pub mod verify;
 use std::fmt::Write as _;
 use thiserror::Error;
 
+/// How a command prints, by the same names everywhere (`--format`); each
+/// command takes the ones that fit what it prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputFormat {
+    /// Readable text: a table, or a command's text report.
+    Table,
+    /// JSON.
+    Json,
+    /// A header row, then one row per record.
+    Csv,
+}
+
+impl OutputFormat {
+    /// `table` (also `text`), `json` or `csv`, among those `allowed`.
+    pub fn parse(name: &str, allowed: &[OutputFormat]) -> Result<Self, CliError> {
+        let format = match name {
+            "table" | "text" => Some(OutputFormat::Table),
+            "json" => Some(OutputFormat::Json),
+            "csv" => Some(OutputFormat::Csv),
+            _ => None,
+        };
+        match format {
+            Some(f) if allowed.contains(&f) => Ok(f),
+            _ => {
+                let names: Vec<&str> = allowed.iter().map(|f| f.name()).collect();
+                let list = match names.split_last() {
+                    Some((last, [])) => (*last).to_owned(),
+                    Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+                    None => String::new(),
+                };
+                Err(CliError::Usage(format!(
+                    "--format takes {list} here, not {name:?}"
+                )))
+            }
+        }
+    }
+
+    /// The name `--format` takes.
+    pub fn name(self) -> &'static str {
+        match self {
+            OutputFormat::Table => "table",
+            OutputFormat::Json => "json",
+            OutputFormat::Csv => "csv",
+        }
+    }
+}
+
 /// An error and its causes, one per line, each printed once:
 /// `error: <message>` then `  caused by: <source>` down the chain. Error
 /// messages in tdb name where and what; the cause is the `source`.

@@ -4,6 +4,7 @@ use clap::{Parser, Subcommand};
 use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use tdb_cli::OutputFormat::{self, Csv, Json, Table};
 use tdb_cli::{error_report, inspect, CliError};
 use tdb_fragment::TimeWindow;
 
@@ -58,9 +59,8 @@ enum Command {
     Inspect {
         /// The array or group directory.
         path: PathBuf,
-        /// Print JSON instead of text.
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        report: ReportFormat,
         /// Open at this time: `T` (everything written by T) or `T1..T2`
         /// (ms since the epoch, inclusive); default: now.
         #[arg(long)]
@@ -109,9 +109,8 @@ enum Command {
     Verify {
         /// The array directory.
         path: PathBuf,
-        /// Print JSON instead of text.
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        report: ReportFormat,
         /// The AES-256-GCM key of an encrypted array (32 bytes).
         #[arg(long)]
         key: Option<String>,
@@ -154,6 +153,10 @@ enum Command {
         aggs: Vec<String>,
         #[command(flatten)]
         read: ReadArgs,
+        /// json (`{field: {op: value}}`, the default), table or csv (a row
+        /// per field and op).
+        #[arg(long, default_value = "json")]
+        format: String,
     },
     /// Copy an array into a new one at the current format version (v22),
     /// fragment by fragment with the same timestamps, keeping schemas,
@@ -388,9 +391,8 @@ enum Command {
     Schema {
         /// The array directory.
         path: PathBuf,
-        /// Print the JSON summary instead of text.
-        #[arg(long)]
-        json: bool,
+        #[command(flatten)]
+        report: ReportFormat,
         /// The schema a read opened at this timestamp (ms since the epoch)
         /// uses: the last one written by then, else the first; default: the
         /// latest.
@@ -545,6 +547,24 @@ fn open_options(at: Option<&str>, key: Option<&str>) -> Result<tdb::OpenOptions,
     Ok(options)
 }
 
+/// `--format table|json` of a command that prints a report, and `--json`,
+/// its older spelling.
+#[derive(clap::Args)]
+struct ReportFormat {
+    /// table (the readable report, the default) or json.
+    #[arg(long, default_value = "table")]
+    format: String,
+    /// The same as `--format json`.
+    #[arg(long)]
+    json: bool,
+}
+
+impl ReportFormat {
+    fn json(&self) -> Result<bool, CliError> {
+        Ok(self.json || OutputFormat::parse(&self.format, &[Table, Json])? == Json)
+    }
+}
+
 /// Which cells a read or an aggregate sees.
 #[derive(clap::Args)]
 struct ReadArgs {
@@ -678,7 +698,8 @@ fn run(cli: Cli) -> Result<bool, CliError> {
     }
     let _ = CONFIG.set(settings);
     match cli.command {
-        Command::Verify { path, json, key } => {
+        Command::Verify { path, report, key } => {
+            let json = report.json()?;
             let key = key_bytes(key.as_deref())?;
             let storage = storage(&path)?;
             let mut problems = Vec::new();
@@ -763,10 +784,11 @@ fn run(cli: Cli) -> Result<bool, CliError> {
         }
         Command::Inspect {
             path,
-            json,
+            report,
             at,
             key,
         } => {
+            let json = report.json()?;
             let key = key_bytes(key.as_deref())?;
             let window = window(at.as_deref())?;
             let storage = storage(&path)?;
@@ -875,11 +897,21 @@ fn run(cli: Cli) -> Result<bool, CliError> {
             bar.finish_and_clear();
             Ok(true)
         }
-        Command::Aggregate { path, aggs, read } => {
+        Command::Aggregate {
+            path,
+            aggs,
+            read,
+            format,
+        } => {
+            let format = OutputFormat::parse(&format, &[Json, Table, Csv])?;
             let (array, spec) = read.open(&path, None)?;
             let requests = tdb_cli::export::parse_aggregates(array.schema(), &aggs)?;
             let results = array.aggregate(spec, &requests)?;
-            print_json(&tdb_cli::export::aggregates_json(array.schema(), &results))?;
+            let answer = tdb_cli::export::aggregates_json(array.schema(), &results);
+            match format {
+                Json => print_json(&answer)?,
+                Table | Csv => out!("{}", tdb_cli::export::aggregates_rows(&answer, format)),
+            }
             Ok(true)
         }
         Command::Copy {
@@ -1237,7 +1269,7 @@ fn run(cli: Cli) -> Result<bool, CliError> {
             key,
             format,
         } => {
-            let format = tdb_cli::sql::SqlFormat::from_name(&format)?;
+            let format = OutputFormat::parse(&format, &[Table, Csv, Json])?;
             let tables = tables
                 .iter()
                 .map(|t| match t.split_once('=') {
@@ -1261,10 +1293,11 @@ fn run(cli: Cli) -> Result<bool, CliError> {
         }
         Command::Schema {
             path,
-            json,
+            report,
             at,
             key,
         } => {
+            let json = report.json()?;
             let key = key_bytes(key.as_deref())?;
             let storage = storage(&path)?;
             let (entry, enumerations) = tdb_cli::schema::load(&storage, at, key.as_ref())?;

@@ -1,35 +1,10 @@
 //! `tdb sql`: SQL over arrays through DataFusion (tdb-datafusion), with
 //! the answer as a table, CSV, or one JSON array of row objects.
 
-use crate::CliError;
+use crate::{CliError, OutputFormat};
 use datafusion::arrow::record_batch::RecordBatch;
 use std::io::Write;
 use tdb_datafusion::{TableOptions, TileDbTable};
-
-/// How `tdb sql` prints its answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SqlFormat {
-    /// A boxed text table.
-    Table,
-    /// A header row, then one row per result row.
-    Csv,
-    /// One JSON array of row objects.
-    Json,
-}
-
-impl SqlFormat {
-    /// `table`, `csv` or `json`.
-    pub fn from_name(name: &str) -> Result<Self, CliError> {
-        match name {
-            "table" => Ok(SqlFormat::Table),
-            "csv" => Ok(SqlFormat::Csv),
-            "json" => Ok(SqlFormat::Json),
-            other => Err(CliError::Usage(format!(
-                "--format takes table, csv or json, not {other:?}"
-            ))),
-        }
-    }
-}
 
 /// Runs `query` over `tables` (`(name, uri)`, each opened with `options`):
 /// the answer's record batches ([`print`] shows them).
@@ -63,7 +38,7 @@ fn sql_error(e: datafusion::common::DataFusionError) -> CliError {
 /// Prints an answer to `out` in `format`.
 pub fn print(
     batches: &[RecordBatch],
-    format: SqlFormat,
+    format: OutputFormat,
     out: &mut dyn Write,
 ) -> Result<(), CliError> {
     let arrow = |e: datafusion::arrow::error::ArrowError| match e {
@@ -71,12 +46,12 @@ pub fn print(
         e => CliError::Output(e.to_string()),
     };
     match format {
-        SqlFormat::Table => {
+        OutputFormat::Table => {
             let table =
                 datafusion::arrow::util::pretty::pretty_format_batches(batches).map_err(arrow)?;
             writeln!(out, "{table}").map_err(CliError::output)?;
         }
-        SqlFormat::Csv => {
+        OutputFormat::Csv => {
             let mut w = datafusion::arrow::csv::WriterBuilder::new()
                 .with_header(true)
                 .build(&mut *out);
@@ -84,7 +59,7 @@ pub fn print(
                 w.write(b).map_err(arrow)?;
             }
         }
-        SqlFormat::Json => {
+        OutputFormat::Json => {
             let mut w = datafusion::arrow::json::ArrayWriter::new(&mut *out);
             let refs: Vec<&RecordBatch> = batches.iter().collect();
             w.write_batches(&refs).map_err(arrow)?;

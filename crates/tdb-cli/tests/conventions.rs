@@ -83,3 +83,47 @@ fn rust_log_reports_on_stderr_and_leaves_stdout_alone() {
         "{logged_out}"
     );
 }
+
+#[test]
+fn reports_take_the_same_format_names() {
+    let array = tdb_testdata::root().join("sparse_2d_int/array");
+    let array = array.to_str().unwrap();
+    // Reports: table (the text, the default) or json; --json is json.
+    for command in ["inspect", "verify", "schema"] {
+        let table = ok(&tdb(&[command, array, "--format", "table"]));
+        assert_eq!(table, ok(&tdb(&[command, array])), "{command}");
+        let json = ok(&tdb(&[command, array, "--format", "json"]));
+        assert!(
+            serde_json::from_str::<serde_json::Value>(&json).is_ok(),
+            "{command}"
+        );
+        assert_eq!(json, ok(&tdb(&[command, array, "--json"])), "{command}");
+        let out = tdb(&[command, array, "--format", "csv"]);
+        assert_eq!(out.status.code(), Some(2), "{command}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains("--format takes table or json here"), "{err}");
+    }
+    // Aggregates: json (the default), table or csv, the same answers.
+    let agg = |format: &str| {
+        ok(&tdb(&[
+            "aggregate",
+            array,
+            "--agg",
+            "a:sum,count",
+            "--format",
+            format,
+        ]))
+    };
+    let json: serde_json::Value = serde_json::from_str(&agg("json")).unwrap();
+    let sum = json["a"]["sum"].to_string();
+    let csv = agg("csv");
+    assert_eq!(csv.lines().next(), Some("field,op,value"));
+    assert!(csv.lines().any(|l| l == format!("a,sum,{sum}")), "{csv}");
+    let table = agg("table");
+    assert!(
+        table
+            .lines()
+            .any(|l| l.split_whitespace().eq(["a", "sum", sum.as_str()])),
+        "{table}"
+    );
+}
