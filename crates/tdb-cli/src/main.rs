@@ -506,6 +506,8 @@ mod progress {
     /// A spinner for work of unknown length.
     pub fn spinner(what: &'static str) -> ProgressBar {
         let bar = new(None, what);
+        // Drawn at once: a terminal shows what runs, however short.
+        bar.tick();
         bar.enable_steady_tick(Duration::from_millis(120));
         bar
     }
@@ -703,14 +705,19 @@ fn run(cli: Cli) -> Result<bool, CliError> {
             let key = key_bytes(key.as_deref())?;
             let storage = storage(&path)?;
             let mut problems = Vec::new();
+            let bar = progress::spinner("verifying");
             let summary = tdb_fragment::verify_array(&storage, "", key.as_ref(), &mut |p| {
                 if !json {
                     // A closed stdout stops the command at its summary.
                     use std::io::Write as _;
-                    let _ = writeln!(std::io::stdout().lock(), "{p}");
+                    bar.suspend(|| {
+                        let _ = writeln!(std::io::stdout().lock(), "{p}");
+                    });
                 }
                 problems.push(p);
-            })?;
+            });
+            bar.finish_and_clear();
+            let summary = summary?;
             if json {
                 print_json(&tdb_cli::verify::json(&summary, &problems))?;
             } else {
@@ -936,7 +943,10 @@ fn run(cli: Cli) -> Result<bool, CliError> {
             let from = storage(&src)?;
             if tdb_fragment::object_kind(&from, "")? == Some(tdb_fragment::ObjectKind::Group) {
                 let group = tdb::Group::open_in(from, "", options)?;
-                let s = tdb::copy_group(&group, &storage(&dst)?, "", to_key.as_ref())?;
+                let bar = progress::spinner("copying");
+                let s = tdb::copy_group(&group, &storage(&dst)?, "", to_key.as_ref());
+                bar.finish_and_clear();
+                let s = s?;
                 outln!(
                     "{} -> {}: {} member arrays, {} subgroups, {} member commits, {} metadata \
                      files; {encryption}",
@@ -950,7 +960,10 @@ fn run(cli: Cli) -> Result<bool, CliError> {
                 return Ok(true);
             }
             let array = tdb::Array::open_with(&src, options)?;
-            let summary = tdb::copy(&array, &storage(&dst)?, "", to_key.as_ref())?;
+            let bar = progress::spinner("copying");
+            let summary = tdb::copy(&array, &storage(&dst)?, "", to_key.as_ref());
+            bar.finish_and_clear();
+            let summary = summary?;
             let cells: u64 = summary.fragments.iter().map(|(_, c)| c).sum();
             outln!(
                 "{} -> {}: {} schemas, {} fragments ({cells} cells), {} metadata files, {} deletes, \

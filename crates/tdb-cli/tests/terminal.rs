@@ -28,3 +28,23 @@ fn progress_bars_show_in_a_terminal_unless_quiet() {
     let rows = |s: &str| s.lines().filter(|l| l.contains(',')).count();
     assert!(rows(&quiet) > 10);
 }
+
+#[test]
+fn verify_and_copy_show_a_spinner_in_a_terminal() {
+    let array = tdb_testdata::root().join("sparse_many_tiles/array");
+    let array = array.to_str().unwrap();
+    let shown = in_terminal(&["verify", array]);
+    assert!(
+        shown.contains("verifying") && shown.contains("clean"),
+        "{shown}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let to = dir.path().join("copy");
+    let shown = in_terminal(&["copy", array, to.to_str().unwrap()]);
+    assert!(
+        shown.contains("copying") && shown.contains("fragments"),
+        "{shown}"
+    );
+    let quiet = in_terminal(&["--quiet", "verify", array]);
+    assert!(!quiet.contains("verifying"), "{quiet}");
+}
