@@ -8,6 +8,7 @@
 #[cfg(feature = "sql")]
 pub mod arrow_ipc;
 pub mod demo;
+pub mod dissect;
 pub mod export;
 pub mod import;
 pub mod inspect;

@@ -43,6 +43,35 @@ fn config() -> &'static tdb::StorageConfig {
     CONFIG.get_or_init(tdb::StorageConfig::new)
 }
 
+/// The object (array or group) `path` is, or holds the file `path` is:
+/// the nearest directory above it that is one, and the file's path there.
+fn object_of(path: &std::path::Path) -> Result<(PathBuf, Option<String>), CliError> {
+    let mut dir = path.to_path_buf();
+    let mut rel: Vec<String> = Vec::new();
+    loop {
+        let s = storage(&dir)?;
+        if matches!(tdb_fragment::object_kind(&s, ""), Ok(Some(_))) {
+            let file = (!rel.is_empty()).then(|| {
+                rel.reverse();
+                rel.join("/")
+            });
+            return Ok((dir, file));
+        }
+        let (Some(parent), Some(name)) = (dir.parent(), dir.file_name()) else {
+            return Err(CliError::Usage(format!(
+                "{} is not in a TileDB array or group (no directory above it holds \
+                 __schema, __array_schema.tdb or __group)",
+                path.display()
+            )));
+        };
+        rel.push(name.to_string_lossy().into_owned());
+        dir = parent.to_path_buf();
+        if dir.as_os_str().is_empty() {
+            dir = PathBuf::from(".");
+        }
+    }
+}
+
 /// The storage at a local path or URI, with this run's settings.
 fn storage(path: &std::path::Path) -> Result<tdb::AnyStorage, CliError> {
     Ok(tdb::storage(path, config())?)
@@ -99,6 +128,21 @@ enum Command {
         /// Height in pixels (bars: as tall as the fragments need).
         #[arg(long, default_value_t = 600)]
         height: u32,
+    },
+    /// Explain every byte of a file, or of every file of an array or group:
+    /// each field's offset, length, type, path and value, as the parsers
+    /// that read it found it; generic tiles' decoded contents beneath their
+    /// headers; bytes no field explains listed last.
+    ///
+    /// Example: tdb dissect my_array/__schema/__1_1_0123456789abcdef0123456789abcdef --format json
+    Dissect {
+        /// A file of an array or group, or the array or group itself.
+        path: PathBuf,
+        #[command(flatten)]
+        report: ReportFormat,
+        /// The AES-256-GCM key of an encrypted array (32 bytes).
+        #[arg(long)]
+        key: Option<String>,
     },
     /// Check an array from end to end: every file the format knows, every
     /// fragment committed, every commit with its fragment, every tile
@@ -736,6 +780,44 @@ fn run(cli: Cli) -> Result<bool, CliError> {
                 );
             }
             Ok(summary.problems == 0)
+        }
+        Command::Dissect { path, report, key } => {
+            let json = report.json()?;
+            let key = key_bytes(key.as_deref())?;
+            let (root, file) = object_of(&path)?;
+            let storage = storage(&root)?;
+            let whole = file.is_none();
+            if json && whole {
+                outln!("[");
+            }
+            let mut first = true;
+            let mut failed: Option<CliError> = None;
+            let mut print = |d: tdb_fragment::Dissection| {
+                if failed.is_some() {
+                    return;
+                }
+                let shown: Result<(), CliError> = (|| {
+                    if json {
+                        let text = serde_json::to_string_pretty(&tdb_cli::dissect::json(&d))
+                            .map_err(|e| CliError::Output(e.to_string()))?;
+                        let sep = if whole && !first { "," } else { "" };
+                        outln!("{sep}{text}");
+                    } else {
+                        out!("{}", tdb_cli::dissect::text(&d));
+                    }
+                    Ok(())
+                })();
+                first = false;
+                failed = shown.err();
+            };
+            tdb_fragment::dissect(&storage, "", key.as_ref(), file.as_deref(), &mut print)?;
+            if let Some(e) = failed {
+                return Err(e);
+            }
+            if json && whole {
+                outln!("]");
+            }
+            Ok(true)
         }
         Command::Completions { shell } => {
             use clap::CommandFactory as _;

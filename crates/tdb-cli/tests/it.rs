@@ -7,6 +7,7 @@ mod common;
 mod conventions;
 mod copy;
 mod demo;
+mod dissect;
 mod export;
 mod import;
 mod inspect;

@@ -406,8 +406,8 @@ pub fn filter_pipeline<'a>(
         }
         let mut filters = Vec::with_capacity(count as usize);
         for index in 0..count as usize {
-            let (r, code) = le::u8("filter type")(rest)?;
-            let kind = FilterType::from_code(code)?;
+            let _filter = tdb_format::span::scope(format_args!("filters[{index}]"));
+            let (r, kind) = le::code("filter type", FilterType::from_code)(rest)?;
             let (r, opts) = le::bytes_u32("filter options")(r)?;
             filters.push(parse_options(kind, index, opts, version)?);
             rest = r;

@@ -92,16 +92,6 @@ impl GenericTile<'_> {
     }
 }
 
-fn code<'a, T>(
-    field: &'static str,
-    decode: impl Fn(u8) -> Result<T>,
-) -> impl Fn(&'a [u8]) -> PResult<'a, T> {
-    move |input: &'a [u8]| {
-        let (rest, c) = le::u8(field)(input)?;
-        decode(c).map(|v| (rest, v))
-    }
-}
-
 /// The size of a generic tile header before format versions (TileDB 1.3
 /// and older): persisted size, tile size, datatype, cell size, compressor,
 /// level.
@@ -128,9 +118,10 @@ pub fn generic_tile(input: &[u8]) -> PResult<'_, GenericTile<'_>> {
     })?;
     let (rest, persisted_size) = le::u64("generic tile persisted size")(rest)?;
     let (rest, tile_size) = le::u64("generic tile size")(rest)?;
-    let (rest, datatype) = code("generic tile datatype", Datatype::from_code)(rest)?;
+    let (rest, datatype) = le::code("generic tile datatype", Datatype::from_code)(rest)?;
     let (rest, cell_size) = le::u64("generic tile cell size")(rest)?;
-    let (rest, encryption) = code("generic tile encryption type", EncryptionType::from_code)(rest)?;
+    let (rest, encryption) =
+        le::code("generic tile encryption type", EncryptionType::from_code)(rest)?;
     let (rest, pipeline_size) = le::u32("generic tile filter pipeline size")(rest)?;
     let (rest, filter_pipeline) =
         le::bytes("generic tile filter pipeline", u64::from(pipeline_size))(rest)?;
@@ -184,7 +175,7 @@ pub fn pipeline_is_well_framed(pipeline: &[u8]) -> bool {
         let n;
         (rest, n) = le::u32("filter count")(rest)?;
         for _ in 0..n {
-            let (r, _) = code("filter type", crate::FilterType::from_code)(rest)?;
+            let (r, _) = le::code("filter type", crate::FilterType::from_code)(rest)?;
             let (r, _) = le::bytes_u32("filter options")(r)?;
             rest = r;
         }

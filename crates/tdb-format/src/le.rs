@@ -10,6 +10,7 @@
 //! missing. Parsers never allocate; callers that allocate from a length check
 //! it with [`bytes`] first, which refuses lengths beyond the remaining input.
 
+use crate::span::{self, SpanValue};
 use crate::{FormatError, Result};
 
 /// What a parser returns: the bytes it left and the value, or the error
@@ -24,36 +25,55 @@ fn truncated(field: &'static str, needed: u64, input: &[u8]) -> FormatError {
     }
 }
 
+/// Splits `n` bytes off the front, unrecorded (the public parsers record
+/// what they make of them).
+fn take<'a>(field: &'static str, n: u64, input: &'a [u8]) -> PResult<'a, &'a [u8]> {
+    let split = usize::try_from(n)
+        .ok()
+        .and_then(|k| input.split_at_checked(k));
+    match split {
+        Some((taken, rest)) => Ok((rest, taken)),
+        None => Err(truncated(field, n, input)),
+    }
+}
+
+fn take_array<'a, const N: usize>(
+    field: &'static str,
+    input: &'a [u8],
+) -> PResult<'a, ([u8; N], &'a [u8])> {
+    let (rest, b) = take(field, N as u64, input)?;
+    let mut out = [0u8; N];
+    out.copy_from_slice(b);
+    Ok((rest, (out, b)))
+}
+
 /// Takes exactly `n` bytes, failing before any allocation when fewer remain.
 pub fn bytes<'a>(field: &'static str, n: u64) -> impl Fn(&'a [u8]) -> PResult<'a, &'a [u8]> {
     move |input: &'a [u8]| {
-        let split = usize::try_from(n)
-            .ok()
-            .and_then(|k| input.split_at_checked(k));
-        match split {
-            Some((taken, rest)) => Ok((rest, taken)),
-            None => Err(truncated(field, n, input)),
-        }
+        let (rest, b) = take(field, n, input)?;
+        span::field(field, b, "bytes", || SpanValue::of_bytes(b));
+        Ok((rest, b))
     }
 }
 
 /// Takes a fixed-size array.
 pub fn array<'a, const N: usize>(field: &'static str) -> impl Fn(&'a [u8]) -> PResult<'a, [u8; N]> {
     move |input: &'a [u8]| {
-        let (rest, b) = bytes(field, N as u64)(input)?;
-        let mut out = [0u8; N];
-        out.copy_from_slice(b);
+        let (rest, (out, b)) = take_array::<N>(field, input)?;
+        span::field(field, b, "bytes", || SpanValue::of_bytes(b));
         Ok((rest, out))
     }
 }
 
 macro_rules! le_num {
-    ($parse:ident, $put:ident, $t:ty) => {
+    ($parse:ident, $put:ident, $t:ty, $value:ident, $wide:ty) => {
         #[doc = concat!("Parses a little-endian `", stringify!($t), "` named `field`.")]
         pub fn $parse<'a>(field: &'static str) -> impl Fn(&'a [u8]) -> PResult<'a, $t> {
             move |input: &'a [u8]| {
-                let (rest, b) = array::<{ std::mem::size_of::<$t>() }>(field)(input)?;
-                Ok((rest, <$t>::from_le_bytes(b)))
+                let (rest, (b, taken)) = take_array::<{ std::mem::size_of::<$t>() }>(field, input)?;
+                let v = <$t>::from_le_bytes(b);
+                span::field(field, taken, stringify!($t), || SpanValue::$value(<$wide>::from(v)));
+                Ok((rest, v))
             }
         }
 
@@ -64,21 +84,37 @@ macro_rules! le_num {
     };
 }
 
-le_num!(u8, put_u8, u8);
-le_num!(i8, put_i8, i8);
-le_num!(u16, put_u16, u16);
-le_num!(i16, put_i16, i16);
-le_num!(u32, put_u32, u32);
-le_num!(i32, put_i32, i32);
-le_num!(u64, put_u64, u64);
-le_num!(i64, put_i64, i64);
-le_num!(f32, put_f32, f32);
-le_num!(f64, put_f64, f64);
+le_num!(u8, put_u8, u8, U64, std::primitive::u64);
+le_num!(i8, put_i8, i8, I64, std::primitive::i64);
+le_num!(u16, put_u16, u16, U64, std::primitive::u64);
+le_num!(i16, put_i16, i16, I64, std::primitive::i64);
+le_num!(u32, put_u32, u32, U64, std::primitive::u64);
+le_num!(i32, put_i32, i32, I64, std::primitive::i64);
+le_num!(u64, put_u64, u64, U64, std::primitive::u64);
+le_num!(i64, put_i64, i64, I64, std::primitive::i64);
+le_num!(f32, put_f32, f32, F64, std::primitive::f64);
+le_num!(f64, put_f64, f64, F64, std::primitive::f64);
+
+/// Parses a `u8` enum code with `decode`, recording the value by name.
+pub fn code<'a, T: std::fmt::Debug>(
+    field: &'static str,
+    decode: impl Fn(std::primitive::u8) -> Result<T>,
+) -> impl Fn(&'a [u8]) -> PResult<'a, T> {
+    move |input: &'a [u8]| {
+        let (rest, ([c], taken)) = take_array::<1>(field, input)?;
+        let v = decode(c)?;
+        span::field(field, taken, "u8 code", || {
+            SpanValue::Text(format!("{v:?}"))
+        });
+        Ok((rest, v))
+    }
+}
 
 /// Parses a `u8` flag that must be 0 or 1.
 pub fn bool<'a>(field: &'static str) -> impl Fn(&'a [u8]) -> PResult<'a, bool> {
     move |input: &'a [u8]| {
-        let (rest, v) = u8(field)(input)?;
+        let (rest, ([v], taken)) = take_array::<1>(field, input)?;
+        span::field(field, taken, "bool", || SpanValue::Bool(v == 1));
         match v {
             0 => Ok((rest, false)),
             1 => Ok((rest, true)),
@@ -98,7 +134,9 @@ pub fn put_bool(out: &mut Vec<u8>, v: bool) {
 /// Parses a `u32` length followed by that many bytes.
 pub fn bytes_u32<'a>(field: &'static str) -> impl Fn(&'a [u8]) -> PResult<'a, &'a [u8]> {
     move |input: &'a [u8]| {
-        let (rest, n) = u32(field)(input)?;
+        let (rest, (b, taken)) = take_array::<4>(field, input)?;
+        let n = std::primitive::u32::from_le_bytes(b);
+        span::field(field, taken, "u32 length", || SpanValue::U64(n.into()));
         bytes(field, u64::from(n))(rest)
     }
 }
@@ -106,7 +144,9 @@ pub fn bytes_u32<'a>(field: &'static str) -> impl Fn(&'a [u8]) -> PResult<'a, &'
 /// Parses a `u64` length followed by that many bytes.
 pub fn bytes_u64<'a>(field: &'static str) -> impl Fn(&'a [u8]) -> PResult<'a, &'a [u8]> {
     move |input: &'a [u8]| {
-        let (rest, n) = u64(field)(input)?;
+        let (rest, (b, taken)) = take_array::<8>(field, input)?;
+        let n = std::primitive::u64::from_le_bytes(b);
+        span::field(field, taken, "u64 length", || SpanValue::U64(n));
         bytes(field, n)(rest)
     }
 }
@@ -131,7 +171,7 @@ pub fn put_bytes_u64(out: &mut Vec<u8>, b: &[u8]) {
 /// The little-endian `u64`s packed in `bytes` (offsets, counts), ignoring
 /// a trailing partial value: callers that must refuse one check
 /// `bytes.len() % 8` first.
-pub fn u64_values(bytes: &[u8]) -> impl Iterator<Item = std::primitive::u64> + '_ {
+pub fn u64_values(bytes: &[u8]) -> impl ExactSizeIterator<Item = std::primitive::u64> + '_ {
     bytes.chunks_exact(8).map(|c| {
         let mut b = [0u8; 8];
         b.copy_from_slice(c);

@@ -24,6 +24,7 @@ pub mod names;
 mod native;
 mod object_file;
 mod scalar;
+pub mod span;
 mod timestamped_name;
 mod version;
 

@@ -13,15 +13,24 @@
 use crate::{FragmentError, Result};
 use tdb_format::le;
 use tdb_format::names::{DEL_EXT, FRAGMENTS_DIR, METADATA_DIR};
+use tdb_format::span::{self, SpanValue};
 
-/// Splits off one `getline` line: the text up to `\n` (not included) and
-/// the rest after it. `None` at the end of the input.
-fn getline(bytes: &[u8]) -> Option<(&[u8], &[u8])> {
+/// Splits off one `getline` line, `field`: the text up to `\n` (not
+/// included) and the rest after it. `None` at the end of the input.
+fn getline<'a>(field: &str, bytes: &'a [u8]) -> Option<(&'a [u8], &'a [u8])> {
     if bytes.is_empty() {
         return None;
     }
     let mut parts = bytes.splitn(2, |&b| b == b'\n');
     let line = parts.next().unwrap_or_default();
+    span::field(field, line, "text", || SpanValue::of_bytes(line));
+    let newline = bytes.get(line.len()..line.len().saturating_add(1));
+    span::field(
+        "end of line",
+        newline.unwrap_or_default(),
+        "newline",
+        || SpanValue::Null,
+    );
     Some((line, parts.next().unwrap_or_default()))
 }
 
@@ -33,7 +42,7 @@ fn text(file: &str, field: &str, line: &[u8]) -> Result<String> {
 /// Every line of a text commit file.
 fn lines(file: &str, field: &str, mut bytes: &[u8]) -> Result<Vec<String>> {
     let mut out = Vec::new();
-    while let Some((line, rest)) = getline(bytes) {
+    while let Some((line, rest)) = getline(field, bytes) {
         out.push(text(file, field, line)?);
         bytes = rest;
     }
@@ -195,7 +204,7 @@ impl ConsolidatedCommits {
     pub fn parse(file: &str, bytes: &[u8]) -> Result<Self> {
         let mut commits = Vec::new();
         let mut rest = bytes;
-        while let Some((line, after)) = getline(rest) {
+        while let Some((line, after)) = getline("commit path", rest) {
             let path = text(file, "commit path", line)?;
             rest = after;
             let mut commit = ConsolidatedCommit::commit(path);

@@ -98,7 +98,7 @@ pub struct TimestampedFile {
 }
 
 impl TimestampedFile {
-    fn new(path: String, name: TimestampedName) -> Self {
+    pub(crate) fn new(path: String, name: TimestampedName) -> Self {
         TimestampedFile { path, name }
     }
 

@@ -19,6 +19,7 @@ mod condition;
 mod consolidate;
 mod create;
 mod directory;
+mod dissect;
 mod error;
 pub mod fragment_metadata;
 mod group;
@@ -47,6 +48,7 @@ pub use directory::{
     FilteredFragments, GroupDirectory, ListedFile, TimeWindow, TimestampedFile,
     CONSOLIDATION_WITH_TIMESTAMPS_MIN_VERSION,
 };
+pub use dissect::{dissect, Dissection};
 pub use error::{FragmentError, Result};
 pub use fragment_metadata::{
     ConsolidatedFragmentMeta, Footer, FooterRead, FragmentMetadata, LegacyMetadata, Section,

@@ -4,6 +4,7 @@
 mod array_metadata;
 mod directory_fixtures;
 mod directory_rules;
+mod dissect;
 mod fragment_metadata;
 mod group;
 mod open;

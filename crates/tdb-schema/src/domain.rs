@@ -37,6 +37,7 @@ impl Domain {
         // vector grows only as far as the input really goes.
         let mut dimensions = Vec::new();
         for index in 0..count as usize {
+            let _dimension = tdb_format::span::scope(format_args!("dimensions[{index}]"));
             let dim;
             (input, dim) = Dimension::parse(input, version, index, domain_type)?;
             dimensions.push(dim);

@@ -60,9 +60,7 @@ fn utf8(b: &[u8], field: impl Fn() -> String) -> Result<String, SchemaError> {
 
 /// A datatype code.
 pub(crate) fn datatype(input: &[u8], field: impl Fn() -> String) -> SResult<'_, Datatype> {
-    let (rest, code) = lift(le::u8("datatype")(input), &field)?;
-    let dt = Datatype::from_code(code).map_err(|e| format_error(field(), e))?;
-    Ok((rest, dt))
+    lift(le::code("datatype", Datatype::from_code)(input), field)
 }
 
 /// A serialized filter pipeline of format `version`.
@@ -71,9 +69,11 @@ pub(crate) fn pipeline(
     version: FormatVersion,
     field: impl FnOnce() -> String,
 ) -> SResult<'_, FilterPipeline> {
+    let field = field();
+    let _pipeline = tdb_format::span::scope(&field);
     filter_pipeline(version)(input).map_err(|source| SchemaError::Filters {
         file: String::new(),
-        field: field(),
+        field,
         source: Box::new(source),
     })
 }

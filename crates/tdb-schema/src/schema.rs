@@ -8,6 +8,7 @@ use crate::read::{fail, lift, name_u32, pipeline, put_name_u32, SResult};
 use crate::{Result, SchemaError};
 use tdb_filters::FilterPipeline;
 use tdb_format::le;
+use tdb_format::span;
 use tdb_format::{ArrayType, Datatype, FormatVersion, Layout};
 
 /// An enumeration as the schema names it: its name and the file under
@@ -186,14 +187,12 @@ impl ArraySchema {
 }
 
 /// A `u8` enum code, named in errors.
-fn code<'a, T>(
+fn code<'a, T: std::fmt::Debug>(
     input: &'a [u8],
     field: &'static str,
     from: impl Fn(u8) -> tdb_format::Result<T>,
 ) -> SResult<'a, T> {
-    let (input, c) = lift(le::u8(field)(input), || field.into())?;
-    let v = from(c).map_err(|e| crate::read::format_error(field.into(), e))?;
-    Ok((input, v))
+    lift(le::code(field, from)(input), || field.into())
 }
 
 /// The parser of a whole schema, dispatching on its leading version.
@@ -233,13 +232,17 @@ fn schema(input: &[u8]) -> SResult<'_, ArraySchema> {
         (input, validity_filters) = pipeline(input, version, || "validity filters".into())?;
     }
     let domain;
-    (input, domain) = Domain::parse(input, version)?;
+    (input, domain) = {
+        let _domain = span::scope("domain");
+        Domain::parse(input, version)?
+    };
     let count;
     (input, count) = lift(le::u32("attribute count")(input), || {
         "attribute count".into()
     })?;
     let mut attributes = Vec::new();
     for index in 0..count as usize {
+        let _attribute = span::scope(format_args!("attributes[{index}]"));
         let a;
         (input, a) = Attribute::parse(input, version, index)?;
         attributes.push(a);
@@ -251,6 +254,7 @@ fn schema(input: &[u8]) -> SResult<'_, ArraySchema> {
             "dimension label count".into()
         })?;
         for index in 0..count as usize {
+            let _label = span::scope(format_args!("labels[{index}]"));
             let l;
             (input, l) = DimensionLabel::parse(input, index)?;
             dimension_labels.push(l);
@@ -263,6 +267,7 @@ fn schema(input: &[u8]) -> SResult<'_, ArraySchema> {
             "enumeration count".into()
         })?;
         for index in 0..count as usize {
+            let _enumeration = span::scope(format_args!("enumerations[{index}]"));
             let (name, path);
             (input, name) = name_u32(input, || format!("enumeration {index} name"))?;
             (input, path) = name_u32(input, || format!("enumeration {index} ({name}) path"))?;
@@ -271,6 +276,7 @@ fn schema(input: &[u8]) -> SResult<'_, ArraySchema> {
     }
     let mut current_domain = CurrentDomain::default();
     if version.has_current_domain() {
+        let _current = span::scope("current domain");
         (input, current_domain) = CurrentDomain::parse(input, &domain)?;
     }
     Ok((

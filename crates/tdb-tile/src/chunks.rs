@@ -33,7 +33,8 @@ pub fn filtered_chunks(input: &[u8]) -> PResult<'_, Vec<FilteredChunk<'_>>> {
         });
     }
     let mut chunks = Vec::with_capacity(count as usize);
-    for _ in 0..count {
+    for i in 0..count {
+        let _chunk = tdb_format::span::scope(format_args!("chunks[{i}]"));
         let (r, unfiltered_size) = le::u32("chunk unfiltered size")(rest)?;
         let (r, data_len) = le::u32("chunk filtered size")(r)?;
         let (r, metadata_len) = le::u32("chunk metadata size")(r)?;

@@ -66,6 +66,7 @@ pub fn read_generic_tile(
         });
     }
     let data = filters.unfilter_whole(location, tile.data, false)?.data;
+    tdb_format::span::decoded(tile.data, &data, "generic tile contents");
     if data.len() as u64 != header.tile_size {
         return Err(TileError::Corrupt {
             location: location.to_owned(),

@@ -297,10 +297,11 @@ impl Footer {
             if suffix.len() < 8 {
                 return Ok(FooterRead::NeedMore(8));
             }
-            let Some((_, &tail)) = suffix.split_last_chunk::<8>() else {
-                return Ok(FooterRead::NeedMore(8));
-            };
-            let len = u64::from_le_bytes(tail);
+            let tail = suffix
+                .get(suffix.len().saturating_sub(8)..)
+                .unwrap_or_default();
+            let (_, len) = le::u64("footer length")(tail)
+                .map_err(|e| FragmentError::format(&file, "footer length", e))?;
             let need = len
                 .checked_add(8)
                 .filter(|n| *n <= file_size)
@@ -326,6 +327,7 @@ impl Footer {
             (suffix.len().saturating_sub(need as usize), suffix.len())
         };
         let body = suffix.get(start..end).unwrap_or_default();
+        let _footer = tdb_format::span::scope("footer");
         let (mut footer, used) = Self::parse_fields(body, schemas, &file)?;
         if used != body.len() {
             return Err(invalid(format!(

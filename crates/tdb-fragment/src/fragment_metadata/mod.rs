@@ -29,6 +29,7 @@ use std::ops::Range;
 use std::sync::Arc;
 use tdb_format::le::{self, PResult};
 use tdb_format::names::FRAGMENT_METADATA_FILE;
+use tdb_format::span::{self, SpanValue};
 use tdb_format::{FormatVersion, TimestampedName};
 use tdb_schema::{ArraySchema, NDRange};
 
@@ -78,6 +79,7 @@ impl<'a> Reader<'a> {
             FragmentError::invalid(self.file, self.field(field), format!("count {n} overflows"))
         })?;
         let b = self.bytes(len, field)?;
+        span::field(field, b, "u64s", || SpanValue::of_u64s(le::u64_values(b)));
         Ok(le::u64_values(b).collect())
     }
 
@@ -146,6 +148,72 @@ impl FragmentMetadata {
         }
     }
 
+    /// Parses the whole `__fragment_metadata.tdb` of fragment `f` (its
+    /// footer, or the single tile of v1–v2) and loads every section, for
+    /// callers that hold the whole file (`dissect`, fuzzing). `dense` is
+    /// whether a v1–v2 fragment has no coordinates file.
+    pub fn parse_file(
+        f: &crate::TimestampedFile,
+        bytes: &[u8],
+        schemas: &tdb_schema::SchemaHistory,
+        dense: bool,
+        key: Option<&[u8; 32]>,
+    ) -> Result<FragmentMetadata> {
+        let schema = &crate::open::fragment_schema(schemas, f).schema;
+        let version = f.format_version();
+        if version <= 2 {
+            let legacy = LegacyMetadata::parse(bytes, schema, dense, key, &f.path)?;
+            return Ok(FragmentMetadata::from_legacy(f.name.clone(), legacy));
+        }
+        let lookup = |name: &str| schemas.by_name(name).map(|e| &e.schema);
+        match Footer::parse(bytes, bytes.len() as u64, &lookup, version, &f.path)? {
+            FooterRead::Done(footer) => {
+                let schema = lookup(&footer.array_schema_name).unwrap_or(schema);
+                let mut m = FragmentMetadata::new(f.name.clone(), footer);
+                m.load_all_sections(bytes, key, schema)?;
+                m.load_v15_conditions(bytes, key, schema)?;
+                Ok(m)
+            }
+            FooterRead::NeedMore(n) => Err(FragmentError::invalid(
+                &metadata_file(&f.path),
+                "footer",
+                format!("needs {n} bytes of a {}-byte file", bytes.len()),
+            )),
+        }
+    }
+
+    /// v15 writers put the processed-conditions tile after the last
+    /// section without a footer field pointing at it (v16 added one): it
+    /// is what follows the last section's tile, if anything does.
+    fn load_v15_conditions(
+        &mut self,
+        file: &[u8],
+        key: Option<&[u8; 32]>,
+        schema: &ArraySchema,
+    ) -> Result<()> {
+        let fragment = self.name.to_string();
+        let Some(&last) = self.footer.sections().last() else {
+            return Ok(());
+        };
+        if self.footer.version != 15 {
+            return Ok(());
+        }
+        let r = self.footer.section_range(last, &fragment)?;
+        let range = usize::try_from(r.start)
+            .ok()
+            .zip(usize::try_from(r.end).ok())
+            .and_then(|(a, b)| file.get(a..b))
+            .unwrap_or_default();
+        let after = le::run(tdb_format::generic_tile, range)
+            .map(|(_, rest)| rest)
+            .unwrap_or_default();
+        if !after.is_empty() {
+            let _section = span::scope(Section::ProcessedConditions.label());
+            self.load_section(Section::ProcessedConditions, after, key, schema)?;
+        }
+        Ok(())
+    }
+
     /// Loads every section the footer names from the whole
     /// `__fragment_metadata.tdb` (`file`), for callers that hold it anyway
     /// (a rewrite, a copy); readers fetch only the ranges they need.
@@ -174,6 +242,7 @@ impl FragmentMetadata {
                         ),
                     )
                 })?;
+            let _section = span::scope(section.label());
             self.load_section(section, bytes, key, schema)?;
         }
         Ok(())

@@ -178,6 +178,29 @@ impl SectionData {
         fields: usize,
         file: &str,
     ) -> Result<SectionData> {
+        Self::parse_fields(section, content, fields, file)
+    }
+
+    /// [`SectionData::parse`] of content the caller gives up: the R-tree
+    /// keeps it as it is (its nodes are parsed when a read needs them).
+    fn parse_owned(
+        section: Section,
+        content: Vec<u8>,
+        fields: usize,
+        file: &str,
+    ) -> Result<SectionData> {
+        match section {
+            Section::RTree => Ok(SectionData::RTree(content)),
+            _ => Self::parse_fields(section, &content, fields, file),
+        }
+    }
+
+    fn parse_fields(
+        section: Section,
+        content: &[u8],
+        fields: usize,
+        file: &str,
+    ) -> Result<SectionData> {
         let label = section.label();
         let mut r = Reader::new(content, file, &label);
         let data = match section {
@@ -304,7 +327,7 @@ impl Footer {
             .map_err(|e| FragmentError::format(&file, label.clone(), e))?;
         let content = read_generic_tile(&format!("{file}: {label}"), &tile, key)
             .map_err(|e| FragmentError::tile(&file, label.clone(), e))?;
-        SectionData::parse(section, &content, self.fields().len(), &file)
+        SectionData::parse_owned(section, content, self.fields().len(), &file)
     }
 }
 
