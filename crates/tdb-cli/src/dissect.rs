@@ -97,10 +97,13 @@ fn document_text(d: &Dissection, i: usize, doc: &Document, indent: usize, out: &
             let _ = write!(out, " = {}", s.value);
         }
         out.push('\n');
-        // A decoded tile comes right after the last of its stored bytes.
+        // Decoded bytes come right after the field holding the last of the
+        // bytes they were decoded from.
         let (now, later): (Vec<_>, Vec<_>) = pending.into_iter().partition(|(_, c)| {
-            c.decoded_from
-                .is_some_and(|f| f.offset.saturating_add(f.length) == s.end())
+            c.decoded_from.is_some_and(|f| {
+                let end = f.offset.saturating_add(f.length);
+                s.offset < end && end <= s.end()
+            })
         });
         pending = later;
         for (j, c) in now {

@@ -53,6 +53,35 @@ fn one_file_of_each_kind() {
     }
 }
 
+/// Each filter of a chain explains its own metadata: the smallest data
+/// file of the filter-chain fixture, pinned.
+#[test]
+fn a_filter_chain_explains_its_metadata() {
+    let o = tdb_testdata::objects()
+        .into_iter()
+        .find(|o| o.case == "filter_chains_int")
+        .unwrap();
+    let file = o
+        .files
+        .iter()
+        .filter(|f| f.ends_with(".tdb") && !f.ends_with("__fragment_metadata.tdb"))
+        .min_by_key(|f| {
+            (
+                std::fs::metadata(o.dir.join(f)).unwrap().len(),
+                (*f).clone(),
+            )
+        })
+        .unwrap();
+    let storage = tdb_storage::LocalStorage::new(&o.dir);
+    let mut listing = String::new();
+    tdb_fragment::dissect(&storage, "", None, Some(file), &mut |d| {
+        listing.push_str(&tdb_cli::dissect::text(&d));
+    })
+    .unwrap();
+    assert!(!listing.contains("unexplained") && !listing.contains("chunk metadata ="));
+    insta::assert_snapshot!(listing);
+}
+
 #[test]
 fn json_of_a_file_and_of_an_array() {
     let dir = tdb_testdata::root().join("attr_nullable/array");

@@ -6,6 +6,7 @@
 //! stream and hands the rest on, so plain slices and [`Unfiltered`] suffice.
 
 use crate::{FilterError, Result};
+use tdb_format::span::SpanValue;
 use tdb_format::{Datatype, FormatVersion};
 
 /// One forward stream: a list of byte parts (TileDB's `FilterBuffer`).
@@ -176,8 +177,27 @@ pub struct Unfiltered {
 impl Unfiltered {
     /// The output of a filter that leaves this chunk as it is.
     pub fn pass_through(&mut self, metadata: &[u8], data: &[u8]) {
-        self.metadata.extend_from_slice(metadata);
+        self.pass_on_metadata(metadata);
         self.data.extend_from_slice(data);
+    }
+
+    /// Hands `earlier`, the metadata of the filters before this one, on to
+    /// them (`tdb dissect` sees it as the bytes it was copied from).
+    pub fn pass_on_metadata(&mut self, earlier: &[u8]) {
+        let start = self.metadata.len();
+        self.metadata.extend_from_slice(earlier);
+        tdb_format::span::mirror(earlier, self.metadata.get(start..).unwrap_or_default());
+    }
+
+    /// [`Unfiltered::pass_on_metadata`] after the earlier filters'
+    /// metadata this filter decoded (decompressed) since `start` from
+    /// `stored`: `tdb dissect` explains that as a nested document.
+    pub fn pass_on_after_decoding(&mut self, start: usize, stored: &[u8], earlier: &[u8]) {
+        let decoded_end = self.metadata.len();
+        self.pass_on_metadata(earlier);
+        if let (Some(decoded), false) = (self.metadata.get(start..decoded_end), stored.is_empty()) {
+            tdb_format::span::decoded(stored, decoded, "decoded filter metadata");
+        }
     }
 
     /// Empties all three, keeping their capacity.
@@ -209,6 +229,12 @@ impl<'a> MetaReader<'a> {
 
     /// Takes `n` bytes.
     pub fn take(&mut self, n: usize, field: &str) -> Result<&'a [u8]> {
+        let head = self.take_raw(n, field)?;
+        self.record(field, head, "bytes", || SpanValue::of_bytes(head));
+        Ok(head)
+    }
+
+    fn take_raw(&mut self, n: usize, field: &str) -> Result<&'a [u8]> {
         if n > self.bytes.len() {
             return Err(FilterError::corrupt(
                 self.filter,
@@ -223,6 +249,12 @@ impl<'a> MetaReader<'a> {
         Ok(head)
     }
 
+    /// For `tdb dissect`: the field, named with its filter.
+    fn record(&self, field: &str, b: &[u8], ty: &'static str, v: impl FnOnce() -> SpanValue) {
+        let filter = self.filter;
+        tdb_format::span::field(format_args!("{filter} {field}"), b, ty, v);
+    }
+
     /// Takes a fixed-size array.
     pub fn array<const N: usize>(&mut self, field: &str) -> Result<[u8; N]> {
         let mut out = [0u8; N];
@@ -232,17 +264,26 @@ impl<'a> MetaReader<'a> {
 
     /// Takes a `u8`.
     pub fn u8(&mut self, field: &str) -> Result<u8> {
-        Ok(self.array::<1>(field)?[0])
+        let b = self.take_raw(1, field)?;
+        let v = b.first().copied().unwrap_or_default();
+        self.record(field, b, "u8", || SpanValue::U64(v.into()));
+        Ok(v)
     }
 
     /// Takes a little-endian `u32`.
     pub fn u32(&mut self, field: &str) -> Result<u32> {
-        Ok(u32::from_le_bytes(self.array(field)?))
+        let b = self.take_raw(4, field)?;
+        let v = u32::from_le_bytes(b.try_into().unwrap_or_default());
+        self.record(field, b, "u32", || SpanValue::U64(v.into()));
+        Ok(v)
     }
 
     /// Takes a little-endian `u64`.
     pub fn u64(&mut self, field: &str) -> Result<u64> {
-        Ok(u64::from_le_bytes(self.array(field)?))
+        let b = self.take_raw(8, field)?;
+        let v = u64::from_le_bytes(b.try_into().unwrap_or_default());
+        self.record(field, b, "u64", || SpanValue::U64(v));
+        Ok(v)
     }
 }
 

@@ -209,38 +209,68 @@ fn gaps(spans: &[Span], size: u64) -> Vec<(u64, u64)> {
     out
 }
 
+/// Memory whose bytes are those of a document from `base` on: the
+/// document's own buffer, or a copy of part of it.
 struct Buffer {
     start: usize,
     end: usize,
-    doc: Document,
+    document: usize,
+    base: u64,
 }
 
 #[derive(Default)]
 struct Recorder {
+    documents: Vec<Document>,
     buffers: Vec<Buffer>,
     path: Vec<String>,
 }
 
 impl Recorder {
-    /// The newest buffer holding all of `slice`, and the slice's offset.
+    /// The document of the newest buffer holding all of `slice`, and the
+    /// slice's offset there.
     fn locate(&self, slice: &[u8]) -> Option<(usize, u64)> {
         let start = slice.as_ptr() as usize;
         let end = start.checked_add(slice.len())?;
-        let i = self
+        let b = self
             .buffers
             .iter()
-            .rposition(|b| b.start <= start && end <= b.end)?;
-        let offset = start.checked_sub(self.buffers.get(i)?.start)?;
-        Some((i, offset as u64))
+            .rev()
+            .find(|b| b.start <= start && end <= b.end)?;
+        let offset = (start.checked_sub(b.start)? as u64).checked_add(b.base)?;
+        Some((b.document, offset))
     }
 
-    fn path(&self, field: &str) -> String {
+    /// A new document over `bytes`.
+    fn add(&mut self, bytes: &[u8], doc: Document) -> usize {
+        let document = self.documents.len();
+        self.documents.push(doc);
+        self.alias(bytes, document, 0);
+        document
+    }
+
+    /// Records that `bytes` are document `document`'s from `base` on.
+    /// Buffers registered before that share its memory were freed since
+    /// (two live allocations never overlap): they are forgotten, so bytes
+    /// parsed there are not taken for theirs.
+    fn alias(&mut self, bytes: &[u8], document: usize, base: u64) {
+        let start = bytes.as_ptr() as usize;
+        let end = start.saturating_add(bytes.len());
+        self.buffers.retain(|b| b.end <= start || end <= b.start);
+        self.buffers.push(Buffer {
+            start,
+            end,
+            document,
+            base,
+        });
+    }
+
+    fn path(&self, field: impl fmt::Display) -> String {
         let mut p = String::new();
         for s in &self.path {
             p.push_str(s);
             p.push('/');
         }
-        p.push_str(field);
+        let _ = fmt::write(&mut p, format_args!("{field}"));
         p
     }
 }
@@ -256,27 +286,21 @@ pub fn record<T>(file: &[u8], f: impl FnOnce() -> T) -> (T, Vec<Document>) {
             RECORDING.fetch_sub(1, Ordering::Relaxed);
         }
     }
-    let start = file.as_ptr() as usize;
-    let recorder = Recorder {
-        buffers: vec![Buffer {
-            start,
-            end: start.saturating_add(file.len()),
-            doc: Document {
-                size: file.len() as u64,
-                ..Document::default()
-            },
-        }],
-        path: Vec::new(),
-    };
+    let mut recorder = Recorder::default();
+    recorder.add(
+        file,
+        Document {
+            size: file.len() as u64,
+            ..Document::default()
+        },
+    );
     let outer = RECORDER.with(|r| r.borrow_mut().replace(recorder));
     RECORDING.fetch_add(1, Ordering::Relaxed);
     let on = On(outer);
     let value = f();
     let mine = RECORDER.with(|r| r.borrow_mut().take());
     drop(on);
-    let docs = mine
-        .map(|m| m.buffers.into_iter().map(|b| b.doc).collect())
-        .unwrap_or_default();
+    let docs = mine.map(|m| m.documents).unwrap_or_default();
     (value, docs)
 }
 
@@ -309,7 +333,12 @@ fn with_recorder(f: impl FnOnce(&mut Recorder)) {
 /// Records that `slice` is the field `field` of type `ty` with the value
 /// `value` (computed only when recording). Slices of no recorded buffer,
 /// and empty ones, are ignored.
-pub fn field(field: &str, slice: &[u8], ty: &'static str, value: impl FnOnce() -> SpanValue) {
+pub fn field(
+    field: impl fmt::Display,
+    slice: &[u8],
+    ty: &'static str,
+    value: impl FnOnce() -> SpanValue,
+) {
     if slice.is_empty() {
         return;
     }
@@ -322,8 +351,8 @@ pub fn field(field: &str, slice: &[u8], ty: &'static str, value: impl FnOnce() -
                 ty,
                 value: value(),
             };
-            if let Some(b) = rec.buffers.get_mut(i) {
-                b.doc.fields.push(span);
+            if let Some(d) = rec.documents.get_mut(i) {
+                d.fields.push(span);
             }
         }
     });
@@ -338,17 +367,60 @@ pub fn decoded(stored: &[u8], decoded: &[u8], what: &str) {
             offset,
             length: stored.len() as u64,
         });
-        let start = decoded.as_ptr() as usize;
-        rec.buffers.push(Buffer {
-            start,
-            end: start.saturating_add(decoded.len()),
-            doc: Document {
-                decoded_from: from,
-                what: rec.path(what),
-                size: decoded.len() as u64,
-                fields: Vec::new(),
-            },
+        let doc = Document {
+            decoded_from: from,
+            what: rec.path(what),
+            size: decoded.len() as u64,
+            fields: Vec::new(),
+        };
+        rec.add(decoded, doc);
+    });
+}
+
+/// Runs `f`, keeping what it recorded only if it succeeds: a parse tried
+/// for the detail it may add (a data tile's filter metadata) leaves no
+/// half of itself behind when it fails.
+pub fn attempt<T, E>(f: impl FnOnce() -> Result<T, E>) -> Result<T, E> {
+    struct Mark {
+        documents: usize,
+        fields: Vec<usize>,
+        buffers: usize,
+    }
+    let mut mark = None;
+    with_recorder(|rec| {
+        mark = Some(Mark {
+            documents: rec.documents.len(),
+            fields: rec.documents.iter().map(|d| d.fields.len()).collect(),
+            buffers: rec.buffers.len(),
         });
+    });
+    let out = f();
+    if let (Err(_), Some(mark)) = (&out, mark) {
+        with_recorder(|rec| {
+            rec.documents.truncate(mark.documents);
+            for (d, n) in rec.documents.iter_mut().zip(mark.fields) {
+                d.fields.truncate(n);
+            }
+            // Buffers only grow while `f` runs, but may have evicted
+            // older ones: forgetting an evicted one is safe.
+            rec.buffers.truncate(mark.buffers);
+            rec.buffers.retain(|b| b.document < mark.documents);
+        });
+    }
+    out
+}
+
+/// Registers `copy` as a copy of `original` (filters hand the metadata of
+/// the filters before them on in a buffer of their own): fields parsed from
+/// it are the original's bytes.
+pub fn mirror(original: &[u8], copy: &[u8]) {
+    if original.len() != copy.len() || copy.is_empty() {
+        return;
+    }
+    with_recorder(|rec| {
+        if let Some((document, offset)) = rec.locate(original) {
+            rec.alias(copy, document, offset);
+        }
     });
 }
 
@@ -415,6 +487,18 @@ mod tests {
         assert_eq!(docs[1].fields[0].offset, 1);
         assert_eq!(docs[1].unexplained(), [(0, 1)]);
         assert!(!recording());
+    }
+
+    #[test]
+    fn copies_record_into_their_original() {
+        let file = [0u8, 1, 2, 3, 4, 5];
+        let ((), docs) = record(&file, || {
+            let copy = file[2..].to_vec();
+            mirror(&file[2..], &copy);
+            field("x", &copy[1..3], "bytes", || SpanValue::Null);
+        });
+        assert_eq!(docs.len(), 1);
+        assert_eq!((docs[0].fields[0].offset, docs[0].fields[0].length), (3, 2));
     }
 
     fn span_u32() -> Span {

@@ -21,7 +21,7 @@ use tdb_format::names::{
     METADATA_DIR, SCHEMA_DIR, TDB_EXT,
 };
 use tdb_format::span::{self, Document};
-use tdb_format::{classify, le, DataPart, ObjectFile, TimestampedName};
+use tdb_format::{classify, le, DataPart, FormatVersion, ObjectFile, TimestampedName};
 use tdb_schema::{ArraySchema, Enumeration, SchemaHistory};
 use tdb_storage::join;
 use tdb_tile::filtered_chunks;
@@ -204,6 +204,8 @@ impl<S: ReadStorage + ?Sized> Context<'_, S> {
                     .footer
                     .data_field_index(&field, schema)
                     .ok_or_else(|| format!("the fragment metadata has no field {field:?}"))?;
+                let filters = schema.part_filters(&field, part, key.is_some());
+                let version = FormatVersion::new(meta.footer.version).map_err(text)?;
                 for t in 0..meta.recorded_tiles(i).map_err(text)? {
                     let range = match part {
                         DataPart::Fixed => meta.tile_range(i, t),
@@ -217,10 +219,24 @@ impl<S: ReadStorage + ?Sized> Context<'_, S> {
                         .and_then(|(a, b)| bytes.get(a..b))
                         .ok_or_else(|| format!("tile {t} at {range:?} is beyond the file"))?;
                     let _tile = span::scope(format_args!("tile[{t}]"));
-                    let (_, rest) =
-                        le::run(filtered_chunks, tile).map_err(|e| format!("tile {t}: {e}"))?;
-                    if !rest.is_empty() {
-                        return Err(format!("tile {t} ends {} bytes early", rest.len()));
+                    // Unfiltered, the filters explain their metadata too; a
+                    // tile that cannot be unfiltered alone (or at all) is
+                    // still walked chunk by chunk.
+                    let unfiltered = filters.as_ref().map(|pf| {
+                        span::attempt(|| {
+                            pf.tile_filters(version, key).unfilter_whole(
+                                file,
+                                tile,
+                                part == DataPart::Var,
+                            )
+                        })
+                    });
+                    if !matches!(unfiltered, Some(Ok(_))) {
+                        let (_, rest) =
+                            le::run(filtered_chunks, tile).map_err(|e| format!("tile {t}: {e}"))?;
+                        if !rest.is_empty() {
+                            return Err(format!("tile {t} ends {} bytes early", rest.len()));
+                        }
                     }
                 }
             }

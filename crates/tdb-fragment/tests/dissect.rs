@@ -116,3 +116,64 @@ fn trailing_garbage_is_unexplained() {
     assert!(doc.overlaps().is_empty());
     assert!(doc.leaves().iter().any(|f| f.path.ends_with("chunk data")));
 }
+
+/// A tile whose filters cannot undo it (a corrupted compressed stream) is
+/// still explained chunk by chunk, with nothing left of the failed attempt.
+#[test]
+fn a_tile_that_cannot_be_unfiltered_is_walked_by_its_chunks() {
+    let src = tdb_testdata::root().join("filter_checksum_md5/array");
+    let tmp = tempfile::tempdir().unwrap();
+    tdb_testdata::copy_dir(&src, tmp.path()).unwrap();
+    let fragments = tmp.path().join("__fragments");
+    let fragment = std::fs::read_dir(&fragments)
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let name = fragment.file_name().unwrap().to_str().unwrap().to_owned();
+    let file = format!("__fragments/{name}/a0.tdb");
+    let storage = tdb_storage::LocalStorage::new(tmp.path());
+    let paths = |storage: &tdb_storage::LocalStorage| {
+        let mut seen = Vec::new();
+        dissect(storage, "", None, Some(&file), &mut |d| seen.push(d)).unwrap();
+        let d = seen.remove(0);
+        assert_eq!(d.error, None);
+        let doc = d.file_document().unwrap().clone();
+        assert!(doc.unexplained().is_empty() && doc.overlaps().is_empty());
+        doc.leaves().into_iter().map(|f| f.path).collect::<Vec<_>>()
+    };
+    let whole = paths(&storage);
+    assert!(
+        whole.iter().any(|p| p.ends_with("MD5 checksum")),
+        "{whole:?}"
+    );
+    // The last byte of the first tile's data: the checksum no longer holds.
+    let data = fragment.join("a0.tdb");
+    let mut bytes = std::fs::read(&data).unwrap();
+    let (at, _) = first_chunk_data_end(&bytes);
+    bytes[at - 1] ^= 0xff;
+    std::fs::write(&data, &bytes).unwrap();
+    let walked = paths(&storage);
+    assert!(
+        walked
+            .iter()
+            .any(|p| p == "tile[0]/chunks[0]/chunk metadata"),
+        "{walked:?}"
+    );
+    assert!(!walked
+        .iter()
+        .any(|p| p.starts_with("tile[0]/") && p.ends_with("MD5 checksum")));
+    assert!(walked
+        .iter()
+        .any(|p| p.starts_with("tile[1]/") && p.ends_with("MD5 checksum")));
+}
+
+/// The end of the first chunk's data in a data file (chunk count, three
+/// sizes, metadata, data).
+fn first_chunk_data_end(bytes: &[u8]) -> (usize, usize) {
+    let u32_at = |i: usize| u32::from_le_bytes(bytes[i..i + 4].try_into().unwrap()) as usize;
+    let data = u32_at(12);
+    let metadata = u32_at(16);
+    (20 + metadata + data, data)
+}

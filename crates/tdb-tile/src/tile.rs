@@ -190,6 +190,7 @@ impl<'a> TileFilters<'a> {
             chunk_out.metadata.clear();
             chunk_out.offsets.clear();
             let index = first.saturating_add(i) as u64;
+            let _chunk = tdb_format::span::scope(format_args!("chunks[{index}]"));
             self.pipeline
                 .reverse_chunk(&stage, ws, chunk.metadata, chunk.data, &mut chunk_out)
                 .map_err(|source| TileError::Filter {

@@ -154,7 +154,7 @@ fn decode<T: WindowInt>(metadata: &[u8], data: &[u8], out: &mut Unfiltered) -> R
             ),
         ));
     }
-    out.metadata.extend_from_slice(meta.rest());
+    out.pass_on_metadata(meta.rest());
     Ok(())
 }
 

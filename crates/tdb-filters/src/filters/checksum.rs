@@ -101,7 +101,7 @@ pub(crate) fn reverse(
         } else {
             take_data(name, &mut input, size, "checksummed data part")?
         };
-        let stored = fields.rest();
+        let stored = fields.take(kind.len(), "checksum")?;
         let mut computed = Vec::with_capacity(kind.len());
         kind.digest(part, &mut computed);
         if computed != stored {
@@ -122,7 +122,7 @@ pub(crate) fn reverse(
             ),
         ));
     }
-    out.metadata.extend_from_slice(meta.rest());
+    out.pass_on_metadata(meta.rest());
     out.data.extend_from_slice(data);
     Ok(())
 }

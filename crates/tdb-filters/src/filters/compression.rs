@@ -144,7 +144,7 @@ pub(crate) fn reverse(
             ));
         }
         strings::reverse(sc, &mut meta, data, out)?;
-        out.metadata.extend_from_slice(meta.rest());
+        out.pass_on_metadata(meta.rest());
         return Ok(());
     }
     if codec == Codec::Dictionary {
@@ -154,18 +154,22 @@ pub(crate) fn reverse(
         ));
     }
     let mut input = data;
+    let metadata_start = out.metadata.len();
+    let mut stored_metadata = 0usize;
     for i in 0..u64::from(metadata_parts).saturating_add(u64::from(data_parts)) {
         let original = meta.u32("part original size")? as usize;
         let compressed = meta.u32("part compressed size")? as usize;
         let part = crate::buffer::take_data(name, &mut input, compressed, "compressed part")?;
         let target = if i < u64::from(metadata_parts) {
+            stored_metadata = stored_metadata.saturating_add(compressed);
             &mut out.metadata
         } else {
             &mut out.data
         };
         decompress_part(st, codecs, codec, part, target, original)?;
     }
-    out.metadata.extend_from_slice(meta.rest());
+    let stored = data.get(..stored_metadata).unwrap_or_default();
+    out.pass_on_after_decoding(metadata_start, stored, meta.rest());
     Ok(())
 }
 

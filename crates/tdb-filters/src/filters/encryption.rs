@@ -94,6 +94,7 @@ pub(crate) fn reverse(
     let metadata_parts = meta.u32("metadata part count")?;
     let data_parts = meta.u32("data part count")?;
     let mut input = data;
+    let metadata_start = out.metadata.len();
     for i in 0..u64::from(metadata_parts).saturating_add(u64::from(data_parts)) {
         let plain = meta.u32("plaintext size")? as usize;
         let size = meta.u32("encrypted size")? as usize;
@@ -123,6 +124,12 @@ pub(crate) fn reverse(
                 Tag::from_slice(&tag),
             )
             .map_err(|_| FilterError::Authentication)?;
+    }
+    // The earlier filters' metadata was encrypted with the data: `tdb
+    // dissect` explains it in its decrypted form.
+    let decrypted = out.metadata.get(metadata_start..).unwrap_or_default();
+    if let Some(stored) = data.get(..decrypted.len()).filter(|s| !s.is_empty()) {
+        tdb_format::span::decoded(stored, decrypted, "decrypted filter metadata");
     }
     // TileDB ignores whatever follows; the filter is always last, so any
     // such bytes are not TileDB's.

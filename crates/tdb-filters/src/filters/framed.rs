@@ -65,6 +65,6 @@ pub(super) fn reverse(
             format!("{} data bytes beyond the {count} framed parts", input.len()),
         ));
     }
-    out.metadata.extend_from_slice(meta.rest());
+    out.pass_on_metadata(meta.rest());
     Ok(())
 }

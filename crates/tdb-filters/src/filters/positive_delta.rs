@@ -113,7 +113,7 @@ fn decode<T: WindowInt>(metadata: &[u8], data: &[u8], out: &mut Unfiltered) -> R
             format!("{} data bytes follow the last window", input.len()),
         ));
     }
-    out.metadata.extend_from_slice(meta.rest());
+    out.pass_on_metadata(meta.rest());
     Ok(())
 }
 

@@ -240,7 +240,7 @@ pub(crate) fn reverse(
     for stored in data.chunks_exact(s.width) {
         s.decode(stored, &mut out.data);
     }
-    out.metadata.extend_from_slice(meta.rest());
+    out.pass_on_metadata(meta.rest());
     Ok(())
 }
 

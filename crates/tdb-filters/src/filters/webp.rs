@@ -219,7 +219,7 @@ pub(crate) fn reverse(
         ));
     }
     decode(image, part, &mut out.data)?;
-    out.metadata.extend_from_slice(meta.rest());
+    out.pass_on_metadata(meta.rest());
     Ok(())
 }
 
