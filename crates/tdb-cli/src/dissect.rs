@@ -135,3 +135,39 @@ pub fn text(d: &Dissection) -> String {
     }
     out
 }
+
+/// The columns of [`csv_rows`].
+pub const CSV_HEADER: [&str; 7] = [
+    "file", "document", "offset", "length", "path", "type", "value",
+];
+
+/// One row per field of every document (0: the file; others: decoded
+/// bytes, numbered as in the dissection), then one per unexplained range
+/// (type `unexplained`): for a spreadsheet or a script.
+pub fn csv_rows(d: &Dissection) -> Vec<Vec<String>> {
+    let mut rows = Vec::new();
+    for (i, doc) in d.documents.iter().enumerate() {
+        let row = |offset: u64, length: u64, path: &str, ty: &str, value: String| {
+            vec![
+                d.file.clone(),
+                i.to_string(),
+                offset.to_string(),
+                length.to_string(),
+                path.to_owned(),
+                ty.to_owned(),
+                value,
+            ]
+        };
+        for s in doc.leaves() {
+            let value = match &s.value {
+                SpanValue::Text(t) => t.clone(),
+                v => v.to_string(),
+            };
+            rows.push(row(s.offset, s.length, &s.path, s.ty, value));
+        }
+        for (o, l) in doc.unexplained() {
+            rows.push(row(o, l, "", "unexplained", String::new()));
+        }
+    }
+    rows
+}

@@ -123,7 +123,11 @@ pub fn aggregates_json(schema: &ArraySchema, results: &[AggregateResult]) -> Val
 /// [`aggregates_json`]'s answer as rows of field, op and value: aligned
 /// columns under a header (`Table`) or CSV (`Csv`, a header row first).
 pub fn aggregates_rows(answer: &Value, format: crate::OutputFormat) -> String {
-    let mut rows = vec![["field".to_owned(), "op".to_owned(), "value".to_owned()]];
+    let mut rows = vec![vec![
+        "field".to_owned(),
+        "op".to_owned(),
+        "value".to_owned(),
+    ]];
     for (field, ops) in answer.as_object().into_iter().flatten() {
         for (op, v) in ops.as_object().into_iter().flatten() {
             let value = match v {
@@ -131,35 +135,10 @@ pub fn aggregates_rows(answer: &Value, format: crate::OutputFormat) -> String {
                 Value::String(s) => s.clone(),
                 other => other.to_string(),
             };
-            rows.push([field.clone(), op.clone(), value]);
+            rows.push(vec![field.clone(), op.clone(), value]);
         }
     }
-    let mut out = String::new();
-    if format == crate::OutputFormat::Csv {
-        let mut w = csv::Writer::from_writer(Vec::new());
-        for r in &rows {
-            // Writing to memory does not fail.
-            let _ = w.write_record(r);
-        }
-        let bytes = w.into_inner().unwrap_or_default();
-        return String::from_utf8_lossy(&bytes).into_owned();
-    }
-    let widths: Vec<usize> = (0..3)
-        .map(|i| rows.iter().map(|r| r[i].chars().count()).max().unwrap_or(0))
-        .collect();
-    for r in &rows {
-        let line = format!(
-            "{:w0$}  {:w1$}  {}",
-            r[0],
-            r[1],
-            r[2],
-            w0 = widths[0],
-            w1 = widths[1]
-        );
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
-    out
+    format.rows(&rows)
 }
 
 /// Parses `--subarray` (syntax in the module docs) against `schema`'s

@@ -69,6 +69,41 @@ impl OutputFormat {
             OutputFormat::Csv => "csv",
         }
     }
+
+    /// `rows` (the first one the header) as CSV for `Csv`, else as
+    /// columns aligned under the header (JSON has each command's own
+    /// shape).
+    pub fn rows(self, rows: &[Vec<String>]) -> String {
+        if self == OutputFormat::Csv {
+            let mut w = csv::Writer::from_writer(Vec::new());
+            for r in rows {
+                // Writing to memory does not fail.
+                let _ = w.write_record(r);
+            }
+            let bytes = w.into_inner().unwrap_or_default();
+            return String::from_utf8_lossy(&bytes).into_owned();
+        }
+        let columns = rows.iter().map(Vec::len).max().unwrap_or(0);
+        let widths: Vec<usize> = (0..columns)
+            .map(|i| {
+                rows.iter()
+                    .filter_map(|r| r.get(i))
+                    .map(|c| c.chars().count())
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
+        let mut out = String::new();
+        for r in rows {
+            let mut line = String::new();
+            for (cell, w) in r.iter().zip(&widths) {
+                let _ = write!(line, "{cell:w$}  ");
+            }
+            out.push_str(line.trim_end());
+            out.push('\n');
+        }
+        out
+    }
 }
 
 /// An error and its causes, one per line, each printed once:

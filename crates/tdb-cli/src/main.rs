@@ -463,6 +463,10 @@ enum MetadataAction {
     Get {
         /// The key.
         name: Option<String>,
+        /// json (the default: the conformance format's entries), table or
+        /// csv (key, datatype, value count, value).
+        #[arg(long, default_value = "json")]
+        format: String,
     },
     /// Set KEY to VALUE: JSON (a number, a list of numbers, a string,
     /// `{"b64": ...}`) or plain text; stored as --type, or as TileDB-Py
@@ -597,7 +601,8 @@ fn open_options(at: Option<&str>, key: Option<&str>) -> Result<tdb::OpenOptions,
 /// its older spelling.
 #[derive(clap::Args)]
 struct ReportFormat {
-    /// table (the readable report, the default) or json.
+    /// table (the readable report, the default) or json; dissect also
+    /// takes csv (a row per field).
     #[arg(long, default_value = "table")]
     format: String,
     /// The same as `--format json`.
@@ -607,7 +612,15 @@ struct ReportFormat {
 
 impl ReportFormat {
     fn json(&self) -> Result<bool, CliError> {
-        Ok(self.json || OutputFormat::parse(&self.format, &[Table, Json])? == Json)
+        Ok(self.pick(&[Table, Json])? == Json)
+    }
+
+    /// The format asked for, among those the command takes.
+    fn pick(&self, allowed: &[OutputFormat]) -> Result<OutputFormat, CliError> {
+        if self.json {
+            return Ok(Json);
+        }
+        OutputFormat::parse(&self.format, allowed)
     }
 }
 
@@ -782,13 +795,20 @@ fn run(cli: Cli) -> Result<bool, CliError> {
             Ok(summary.problems == 0)
         }
         Command::Dissect { path, report, key } => {
-            let json = report.json()?;
+            let format = report.pick(&[Table, Json, Csv])?;
+            let json = format == Json;
             let key = key_bytes(key.as_deref())?;
             let (root, file) = object_of(&path)?;
             let storage = storage(&root)?;
             let whole = file.is_none();
             if json && whole {
                 outln!("[");
+            }
+            if format == Csv {
+                out!(
+                    "{}",
+                    Csv.rows(&[tdb_cli::dissect::CSV_HEADER.map(String::from).to_vec()])
+                );
             }
             let mut first = true;
             let mut failed: Option<CliError> = None;
@@ -802,6 +822,8 @@ fn run(cli: Cli) -> Result<bool, CliError> {
                             .map_err(|e| CliError::Output(e.to_string()))?;
                         let sep = if whole && !first { "," } else { "" };
                         outln!("{sep}{text}");
+                    } else if format == Csv {
+                        out!("{}", Csv.rows(&tdb_cli::dissect::csv_rows(&d)));
                     } else {
                         out!("{}", tdb_cli::dissect::text(&d));
                     }
@@ -1067,8 +1089,13 @@ fn run(cli: Cli) -> Result<bool, CliError> {
             key,
         } => {
             let array = open_for_change(&path, at, key.as_deref())?;
-            match action.unwrap_or(MetadataAction::Get { name: None }) {
-                MetadataAction::Get { name } => {
+            let action = action.unwrap_or(MetadataAction::Get {
+                name: None,
+                format: "json".into(),
+            });
+            match action {
+                MetadataAction::Get { name, format } => {
+                    let format = OutputFormat::parse(&format, &[Json, Table, Csv])?;
                     let md = array.metadata()?;
                     let mut entries = inspect::metadata(&md);
                     if let Some(n) = name {
@@ -1077,7 +1104,11 @@ fn run(cli: Cli) -> Result<bool, CliError> {
                             return Err(CliError::Usage(format!("no metadata key {n:?}")));
                         }
                     }
-                    print_json(&entries)?;
+                    if format == Json {
+                        print_json(&entries)?;
+                    } else {
+                        out!("{}", tdb_cli::metadata::rows(&entries, format));
+                    }
                 }
                 MetadataAction::Set {
                     name,

@@ -47,6 +47,31 @@ fn infer(value: &Value) -> Result<Datatype, CliError> {
     }
 }
 
+/// Metadata entries as rows (key, datatype, value count, value) for
+/// `--format table` or `csv`: a string value as its text, any other as its
+/// JSON.
+pub fn rows(entries: &[crate::inspect::MetadataReport], format: crate::OutputFormat) -> String {
+    let mut rows = vec![vec![
+        "key".to_owned(),
+        "datatype".to_owned(),
+        "value_num".to_owned(),
+        "value".to_owned(),
+    ]];
+    for e in entries {
+        let value = match &e.value {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        rows.push(vec![
+            e.key.clone(),
+            e.datatype.to_owned(),
+            e.value_num.to_string(),
+            value,
+        ]);
+    }
+    format.rows(&rows)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -126,4 +126,50 @@ fn reports_take_the_same_format_names() {
             .any(|l| l.split_whitespace().eq(["a", "sum", sum.as_str()])),
         "{table}"
     );
+    // Metadata: json (the default, the conformance entries), table or csv.
+    let meta = tdb_testdata::root().join("consolidated_array_meta/array");
+    let meta = meta.to_str().unwrap();
+    let get = |format: &str| ok(&tdb(&["metadata", meta, "get", "--format", format]));
+    let json: serde_json::Value = serde_json::from_str(&get("json")).unwrap();
+    assert_eq!(get("json"), ok(&tdb(&["metadata", meta, "get"])));
+    let entries = json.as_array().unwrap();
+    let csv = get("csv");
+    assert_eq!(csv.lines().next(), Some("key,datatype,value_num,value"));
+    assert_eq!(csv.lines().count(), entries.len() + 1, "{csv}");
+    for e in entries {
+        let key = e["key"].as_str().unwrap();
+        let row = csv
+            .lines()
+            .find(|l| l.starts_with(&format!("{key},")))
+            .unwrap();
+        assert!(row.contains(e["datatype"].as_str().unwrap()), "{row}");
+    }
+    let table = get("table");
+    assert_eq!(
+        table
+            .lines()
+            .next()
+            .unwrap()
+            .split_whitespace()
+            .collect::<Vec<_>>(),
+        ["key", "datatype", "value_num", "value"]
+    );
+    assert_eq!(table.lines().count(), entries.len() + 1, "{table}");
+    // Dissect: table, json or csv, the same fields.
+    let schema = std::fs::read_dir(tdb_testdata::root().join("sparse_2d_int/array/__schema"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.is_file())
+        .unwrap();
+    let schema = schema.to_str().unwrap();
+    let csv = ok(&tdb(&["dissect", schema, "--format", "csv"]));
+    let json: serde_json::Value =
+        serde_json::from_str(&ok(&tdb(&["dissect", schema, "--format", "json"]))).unwrap();
+    let fields = json["fields"].as_array().unwrap().len()
+        + json["decoded"][0]["fields"].as_array().unwrap().len();
+    assert_eq!(
+        csv.lines().next(),
+        Some("file,document,offset,length,path,type,value")
+    );
+    assert_eq!(csv.lines().count(), fields + 1, "{csv}");
 }
