@@ -88,23 +88,13 @@ fn every_corpus_file_is_explained_exactly() {
 /// still explained.
 #[test]
 fn trailing_garbage_is_unexplained() {
-    let src = tdb_testdata::root().join("aggregates_sparse/array");
-    let tmp = tempfile::tempdir().unwrap();
-    tdb_testdata::copy_dir(&src, tmp.path()).unwrap();
-    let fragments = tmp.path().join("__fragments");
-    let fragment = std::fs::read_dir(&fragments)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let (tmp, fragment, name) = copy_of("aggregates_sparse");
     let data = fragment.join("a0.tdb");
     let mut bytes = std::fs::read(&data).unwrap();
     let size = bytes.len() as u64;
     bytes.extend_from_slice(b"garbage!");
     std::fs::write(&data, &bytes).unwrap();
     let storage = tdb_storage::LocalStorage::new(tmp.path());
-    let name = fragment.file_name().unwrap().to_str().unwrap();
     let file = format!("__fragments/{name}/a0.tdb");
     let mut seen = Vec::new();
     dissect(&storage, "", None, Some(&file), &mut |d| seen.push(d)).unwrap();
@@ -121,17 +111,7 @@ fn trailing_garbage_is_unexplained() {
 /// still explained chunk by chunk, with nothing left of the failed attempt.
 #[test]
 fn a_tile_that_cannot_be_unfiltered_is_walked_by_its_chunks() {
-    let src = tdb_testdata::root().join("filter_checksum_md5/array");
-    let tmp = tempfile::tempdir().unwrap();
-    tdb_testdata::copy_dir(&src, tmp.path()).unwrap();
-    let fragments = tmp.path().join("__fragments");
-    let fragment = std::fs::read_dir(&fragments)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
-    let name = fragment.file_name().unwrap().to_str().unwrap().to_owned();
+    let (tmp, fragment, name) = copy_of("filter_checksum_md5");
     let file = format!("__fragments/{name}/a0.tdb");
     let storage = tdb_storage::LocalStorage::new(tmp.path());
     let paths = |storage: &tdb_storage::LocalStorage| {
@@ -176,4 +156,19 @@ fn first_chunk_data_end(bytes: &[u8]) -> (usize, usize) {
     let data = u32_at(12);
     let metadata = u32_at(16);
     (20 + metadata + data, data)
+}
+
+/// A copy of fixture `case`'s array, and its first fragment's name.
+fn copy_of(case: &str) -> (tempfile::TempDir, std::path::PathBuf, String) {
+    let src = tdb_testdata::root().join(case).join("array");
+    let tmp = tempfile::tempdir().unwrap();
+    tdb_testdata::copy_dir(&src, tmp.path()).unwrap();
+    let fragment = std::fs::read_dir(tmp.path().join("__fragments"))
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let name = fragment.file_name().unwrap().to_str().unwrap().to_owned();
+    (tmp, fragment, name)
 }

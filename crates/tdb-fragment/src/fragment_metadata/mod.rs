@@ -191,19 +191,13 @@ impl FragmentMetadata {
         key: Option<&[u8; 32]>,
         schema: &ArraySchema,
     ) -> Result<()> {
-        let fragment = self.name.to_string();
         let Some(&last) = self.footer.sections().last() else {
             return Ok(());
         };
         if self.footer.version != 15 {
             return Ok(());
         }
-        let r = self.footer.section_range(last, &fragment)?;
-        let range = usize::try_from(r.start)
-            .ok()
-            .zip(usize::try_from(r.end).ok())
-            .and_then(|(a, b)| file.get(a..b))
-            .unwrap_or_default();
+        let range = self.section_bytes(last, file)?;
         let after = le::run(tdb_format::generic_tile, range)
             .map(|(_, rest)| rest)
             .unwrap_or_default();
@@ -212,6 +206,28 @@ impl FragmentMetadata {
             self.load_section(Section::ProcessedConditions, after, key, schema)?;
         }
         Ok(())
+    }
+
+    /// The bytes of `section` in the whole `__fragment_metadata.tdb`.
+    fn section_bytes<'f>(&self, section: Section, file: &'f [u8]) -> Result<&'f [u8]> {
+        let fragment = self.name.to_string();
+        let r = self.footer.section_range(section, &fragment)?;
+        usize::try_from(r.start)
+            .ok()
+            .zip(usize::try_from(r.end).ok())
+            .and_then(|(a, b)| file.get(a..b))
+            .ok_or_else(|| {
+                FragmentError::invalid(
+                    &metadata_file(&fragment),
+                    section.label(),
+                    format!(
+                        "{}..{} is beyond the file's {} bytes",
+                        r.start,
+                        r.end,
+                        file.len()
+                    ),
+                )
+            })
     }
 
     /// Loads every section the footer names from the whole
@@ -223,25 +239,8 @@ impl FragmentMetadata {
         key: Option<&[u8; 32]>,
         schema: &ArraySchema,
     ) -> Result<()> {
-        let fragment = self.name.to_string();
         for section in self.footer.sections() {
-            let r = self.footer.section_range(section, &fragment)?;
-            let bytes = usize::try_from(r.start)
-                .ok()
-                .zip(usize::try_from(r.end).ok())
-                .and_then(|(a, b)| file.get(a..b))
-                .ok_or_else(|| {
-                    FragmentError::invalid(
-                        &metadata_file(&fragment),
-                        section.label(),
-                        format!(
-                            "{}..{} is beyond the file's {} bytes",
-                            r.start,
-                            r.end,
-                            file.len()
-                        ),
-                    )
-                })?;
+            let bytes = self.section_bytes(section, file)?;
             let _section = span::scope(section.label());
             self.load_section(section, bytes, key, schema)?;
         }
