@@ -31,25 +31,37 @@ pub enum Format {
     /// An Arrow IPC file of record batches (tdb-arrow's types; the `sql`
     /// feature).
     Arrow,
+    /// A Parquet file of the same record batches (the `sql` feature).
+    Parquet,
 }
 
 impl Format {
-    /// `json`, `csv` or `arrow` (also `ipc`, `arrow` files' other name).
+    /// `json`, `csv`, `arrow` (also `ipc` and `feather`, Arrow files' other
+    /// names) or `parquet` (also `pq`).
     pub fn from_name(name: &str) -> Result<Self, CliError> {
         match name {
             "json" => Ok(Format::Json),
             "csv" => Ok(Format::Csv),
             "arrow" | "ipc" | "feather" => Ok(Format::Arrow),
+            "parquet" | "pq" => Ok(Format::Parquet),
             other => Err(CliError::Usage(format!(
-                "--format takes json, csv or arrow, not {other:?}"
+                "--format takes json, csv, arrow or parquet, not {other:?}"
             ))),
         }
+    }
+
+    /// Whether the format is a file of record batches (Arrow IPC or
+    /// Parquet), which needs the `sql` feature.
+    pub fn is_arrow(self) -> bool {
+        matches!(self, Format::Arrow | Format::Parquet)
     }
 }
 
 /// The error of a format this build left out.
 pub fn no_arrow() -> CliError {
-    CliError::Usage("Arrow files need tdb built with its `sql` feature (the default)".into())
+    CliError::Usage(
+        "Arrow and Parquet files need tdb built with its `sql` feature (the default)".into(),
+    )
 }
 
 /// Every dimension, then every attribute: what `export` reads by default.
@@ -238,7 +250,7 @@ pub fn export<S: tdb::Storage>(
     array: &tdb::Array<S>,
     spec: ReadSpec,
     format: Format,
-    out: &mut dyn Write,
+    out: &mut (dyn Write + Send),
     progress: &mut dyn FnMut(u64),
 ) -> Result<u64, CliError> {
     let fields = spec.fields.clone();
@@ -272,8 +284,10 @@ pub fn export<S: tdb::Storage>(
         }
         #[cfg(feature = "sql")]
         Format::Arrow => crate::arrow_ipc::export(array, spec, out, progress),
+        #[cfg(feature = "sql")]
+        Format::Parquet => crate::parquet_files::export(array, spec, out, progress),
         #[cfg(not(feature = "sql"))]
-        Format::Arrow => Err(no_arrow()),
+        Format::Arrow | Format::Parquet => Err(no_arrow()),
     }
 }
 
@@ -283,7 +297,7 @@ pub fn export_nothing<S: tdb::Storage>(
     array: &tdb::Array<S>,
     fields: &[String],
     format: Format,
-    out: &mut dyn Write,
+    out: &mut (dyn Write + Send),
 ) -> Result<(), CliError> {
     let io = CliError::output;
     let schema = array.schema();
@@ -299,8 +313,10 @@ pub fn export_nothing<S: tdb::Storage>(
                 .and_then(|mut w| w.finish())
                 .map_err(|e| CliError::Output(e.to_string()))?;
         }
+        #[cfg(feature = "sql")]
+        Format::Parquet => crate::parquet_files::export_nothing(array, fields, out)?,
         #[cfg(not(feature = "sql"))]
-        Format::Arrow => return Err(no_arrow()),
+        Format::Arrow | Format::Parquet => return Err(no_arrow()),
         Format::Json => {
             let buffers = fields
                 .iter()

@@ -13,6 +13,8 @@ pub mod export;
 pub mod import;
 pub mod inspect;
 pub mod metadata;
+#[cfg(feature = "sql")]
+pub mod parquet_files;
 pub mod plot;
 pub mod schema;
 #[cfg(feature = "sql")]

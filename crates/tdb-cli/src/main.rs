@@ -177,8 +177,9 @@ enum Command {
         /// every attribute.
         #[arg(long)]
         fields: Option<String>,
-        /// Output format: json, csv, or arrow (an Arrow IPC file of record
-        /// batches, tdb-arrow's types).
+        /// Output format: json, csv, arrow (an Arrow IPC file of record
+        /// batches, tdb-arrow's types) or parquet (the same batches in a
+        /// Parquet file, ZSTD-compressed).
         #[arg(long, default_value = "json")]
         format: String,
     },
@@ -380,8 +381,8 @@ enum Command {
     Import {
         /// The array directory.
         path: PathBuf,
-        /// The cells: FILE.csv, FILE.json or FILE.arrow (an Arrow IPC file,
-        /// columns named as the array's fields).
+        /// The cells: FILE.csv, FILE.json, FILE.arrow (an Arrow IPC file) or
+        /// FILE.parquet, columns named as the array's fields.
         file: PathBuf,
         /// The input format; default: from FILE's extension.
         #[arg(long)]
@@ -929,8 +930,9 @@ fn run(cli: Cli) -> Result<bool, CliError> {
                 ))
             })?;
             let (array, mut spec) = read.open(&path, fields.as_deref())?;
-            let stdout = std::io::stdout();
-            let mut out = std::io::BufWriter::new(stdout.lock());
+            // Unlocked (a Parquet writer needs a `Send` sink): buffered, the
+            // lock is taken once per flush.
+            let mut out = std::io::BufWriter::new(std::io::stdout());
             let schema = array.schema();
             // A dense read with no subarray covers the whole domain, fill
             // values included (TileDB's rule), which can be billions of
@@ -1318,12 +1320,16 @@ fn run(cli: Cli) -> Result<bool, CliError> {
             };
             let handle = std::fs::File::open(&file).map_err(|e| input(e.to_string()))?;
             let started = std::time::Instant::now();
-            let written = if format == tdb_cli::export::Format::Arrow {
-                // An Arrow file: its record batches, written whole.
+            let written = if format.is_arrow() {
+                // An Arrow or Parquet file: its record batches, written whole.
                 #[cfg(feature = "sql")]
                 {
                     let spinner = progress::spinner("writing");
-                    let written = tdb_cli::arrow_ipc::import(&array, &name, handle)?;
+                    let written = if format == tdb_cli::export::Format::Parquet {
+                        tdb_cli::parquet_files::import(&array, &name, handle)?
+                    } else {
+                        tdb_cli::arrow_ipc::import(&array, &name, handle)?
+                    };
                     spinner.finish_and_clear();
                     written
                 }

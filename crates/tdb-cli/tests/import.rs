@@ -85,7 +85,9 @@ fn every_tiledb_array_exported_imports_to_the_same_cells() {
             let fields = match format {
                 Format::Csv => read_csv(&schema, text.as_bytes()),
                 Format::Json => read_json(&schema, &text),
-                Format::Arrow => unreachable!("Arrow files: tests/arrow_files.rs"),
+                Format::Arrow | Format::Parquet => {
+                    unreachable!("Arrow and Parquet files: tests/arrow_files.rs")
+                }
             };
             let outcome = fields
                 .and_then(|f| write_spec(&schema, f))
@@ -106,7 +108,9 @@ fn every_tiledb_array_exported_imports_to_the_same_cells() {
                                     == rows(&exported(&copy, Format::Csv), true)
                         }
                         Format::Json => text == again,
-                        Format::Arrow => unreachable!("Arrow files: tests/arrow_files.rs"),
+                        Format::Arrow | Format::Parquet => {
+                            unreachable!("Arrow and Parquet files: tests/arrow_files.rs")
+                        }
                     };
                     if !same {
                         failures.push(format!("{} ({format:?}): cells differ", object.case));
