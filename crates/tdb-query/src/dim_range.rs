@@ -98,6 +98,106 @@ impl DimValue for String {
     }
 }
 
+/// Datetimes and times as TileDB stores them: a count of the datatype's
+/// unit since 1970-01-01T00:00:00 (numpy's `datetime64` epoch, which
+/// TileDB-Py writes through), or since midnight for `TIME_*`. A value
+/// between two counts falls in the earlier one (floored, before the epoch
+/// too), as numpy's `astype` does.
+#[cfg(feature = "chrono")]
+mod datetime {
+    use super::DimValue;
+    use chrono::{DateTime, Datelike, NaiveDate, NaiveDateTime, NaiveTime, TimeZone, Timelike};
+    use tdb_format::Datatype;
+
+    /// Seconds and nanoseconds in a second, both floored.
+    fn count(secs: i64, nanos: u32, datatype: Datatype, date: Option<(i32, u32)>) -> Option<i64> {
+        let nanos = i64::from(nanos);
+        let sub = |per_second: i64, divisor: i64| {
+            secs.checked_mul(per_second)?
+                .checked_add(nanos.checked_div(divisor)?)
+        };
+        let ns = || secs.checked_mul(1_000_000_000)?.checked_add(nanos);
+        use Datatype::*;
+        Some(match datatype {
+            DatetimeYear => i64::from(date?.0).checked_sub(1970)?,
+            DatetimeMonth => i64::from(date?.0)
+                .checked_sub(1970)?
+                .checked_mul(12)?
+                .checked_add(i64::from(date?.1))?,
+            DatetimeWeek => secs.div_euclid(86_400).div_euclid(7),
+            DatetimeDay => secs.div_euclid(86_400),
+            DatetimeHr | TimeHr => secs.div_euclid(3_600),
+            DatetimeMin | TimeMin => secs.div_euclid(60),
+            DatetimeSec | TimeSec => secs,
+            DatetimeMs | TimeMs => sub(1_000, 1_000_000)?,
+            DatetimeUs | TimeUs => sub(1_000_000, 1_000)?,
+            DatetimeNs | TimeNs => ns()?,
+            DatetimePs | TimePs => ns()?.checked_mul(1_000)?,
+            DatetimeFs | TimeFs => ns()?.checked_mul(1_000_000)?,
+            DatetimeAs | TimeAs => ns()?.checked_mul(1_000_000_000)?,
+            _ => return None,
+        })
+    }
+
+    impl DimValue for NaiveDateTime {
+        fn encode_as(&self, datatype: Datatype, var: bool) -> Option<Vec<u8>> {
+            if !datatype.is_datetime() {
+                return None;
+            }
+            let utc = self.and_utc();
+            let date = Some((self.year(), self.month0()));
+            let n = count(
+                utc.timestamp(),
+                utc.timestamp_subsec_nanos(),
+                datatype,
+                date,
+            )?;
+            n.encode_as(datatype, var)
+        }
+
+        fn describe(&self) -> String {
+            self.to_string()
+        }
+    }
+
+    impl<Tz: TimeZone> DimValue for DateTime<Tz> {
+        fn encode_as(&self, datatype: Datatype, var: bool) -> Option<Vec<u8>> {
+            self.naive_utc().encode_as(datatype, var)
+        }
+
+        fn describe(&self) -> String {
+            self.naive_utc().to_string()
+        }
+    }
+
+    impl DimValue for NaiveDate {
+        fn encode_as(&self, datatype: Datatype, var: bool) -> Option<Vec<u8>> {
+            self.and_time(NaiveTime::MIN).encode_as(datatype, var)
+        }
+
+        fn describe(&self) -> String {
+            self.to_string()
+        }
+    }
+
+    impl DimValue for NaiveTime {
+        fn encode_as(&self, datatype: Datatype, var: bool) -> Option<Vec<u8>> {
+            if !datatype.is_time() {
+                return None;
+            }
+            let secs = i64::from(self.num_seconds_from_midnight());
+            // A leap second's nanoseconds run past 10⁹: it counts as the
+            // second before.
+            let nanos = self.nanosecond().min(999_999_999);
+            count(secs, nanos, datatype, None)?.encode_as(datatype, var)
+        }
+
+        fn describe(&self) -> String {
+            self.to_string()
+        }
+    }
+}
+
 /// What a range of one dimension (or dimension label) is given as:
 /// `lo..=hi`, or one value.
 pub trait DimRange {
@@ -225,6 +325,61 @@ mod tests {
             .attribute(AttributeBuilder::new("a", Datatype::Int32))
             .build()
             .unwrap()
+    }
+
+    /// numpy's counts (`np.datetime64(t).astype("datetime64[unit]")`), for
+    /// a date after the epoch and one before it, where counts floor.
+    #[cfg(feature = "chrono")]
+    #[test]
+    fn datetimes_count_their_unit_since_the_epoch() {
+        use chrono::{NaiveDate, NaiveTime};
+        let count = |t: &dyn DimValue, dt: Datatype| {
+            let b = t.encode_as(dt, false).unwrap();
+            i64::from_le_bytes(b.try_into().unwrap())
+        };
+        let t = NaiveDate::from_ymd_opt(2005, 3, 4)
+            .unwrap()
+            .and_hms_nano_opt(5, 6, 7, 891_234_567)
+            .unwrap();
+        let expect = [
+            (Datatype::DatetimeYear, 35),
+            (Datatype::DatetimeMonth, 422),
+            (Datatype::DatetimeWeek, 1835),
+            (Datatype::DatetimeDay, 12846),
+            (Datatype::DatetimeHr, 308309),
+            (Datatype::DatetimeMin, 18498546),
+            (Datatype::DatetimeSec, 1109912767),
+            (Datatype::DatetimeMs, 1109912767891),
+            (Datatype::DatetimeUs, 1109912767891234),
+            (Datatype::DatetimeNs, 1109912767891234567),
+        ];
+        for (dt, n) in expect {
+            assert_eq!(count(&t, dt), n, "{dt:?}");
+        }
+        // 1969-12-31T23:59:59.5: every unit's count is -1.
+        let before = NaiveDate::from_ymd_opt(1969, 12, 31)
+            .unwrap()
+            .and_hms_milli_opt(23, 59, 59, 500)
+            .unwrap();
+        for dt in [
+            Datatype::DatetimeYear,
+            Datatype::DatetimeMonth,
+            Datatype::DatetimeWeek,
+            Datatype::DatetimeDay,
+            Datatype::DatetimeHr,
+            Datatype::DatetimeMin,
+            Datatype::DatetimeSec,
+        ] {
+            assert_eq!(count(&before, dt), -1, "{dt:?}");
+        }
+        assert_eq!(count(&before, Datatype::DatetimeMs), -500);
+        // Beyond what an i64 of attoseconds holds (about 9.2 s).
+        assert!(t.encode_as(Datatype::DatetimeAs, false).is_none());
+        let noon = NaiveTime::from_hms_milli_opt(12, 0, 1, 250).unwrap();
+        assert_eq!(count(&noon, Datatype::TimeMs), 43_201_250);
+        assert_eq!(count(&noon, Datatype::TimeHr), 12);
+        assert!(noon.encode_as(Datatype::DatetimeDay, false).is_none());
+        assert!(t.encode_as(Datatype::Int64, false).is_none());
     }
 
     #[test]

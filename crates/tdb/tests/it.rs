@@ -10,6 +10,7 @@ mod concurrent;
 mod copy;
 mod copy_group;
 mod crash;
+mod datetime_ranges;
 mod delete_consolidation;
 mod deletes;
 mod dense_consolidation;
