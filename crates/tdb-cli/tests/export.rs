@@ -118,7 +118,10 @@ fn fields_default_to_dimensions_then_attributes() {
 fn usage_errors_name_the_option() {
     let dir = array_dir("sparse_string_dim");
     let cases: &[(&[&str], &str)] = &[
-        (&["--format", "xml"], "--format takes json, csv or arrow"),
+        (
+            &["--format", "xml"],
+            "--format takes json, csv, arrow or parquet",
+        ),
         (&["--layout", "diagonal"], "--layout takes row-major"),
         (&["--at", "9..3"], "the window ends before it starts"),
         (&["--at", "soon"], "--at takes T or T1..T2"),

@@ -214,7 +214,11 @@ fn bad_input_names_the_row_and_field_and_writes_nothing() {
             "validity must be a list as long as data",
         ),
         ("cells.json", "[1]", "no \"fields\" object"),
-        ("cells.txt", "d\n1\n", "--format takes json, csv or arrow"),
+        (
+            "cells.txt",
+            "d\n1\n",
+            "--format takes json, csv, arrow or parquet",
+        ),
     ];
     for (name, text, message) in cases {
         let file = dir.path().join(name);
