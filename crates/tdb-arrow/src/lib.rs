@@ -27,7 +27,7 @@ mod to_arrow;
 mod write;
 
 pub use mapping::{mapping, tiledb_type, Mapping};
-pub use read::ArrowReader;
+pub use read::{ArrowConverter, ArrowReader};
 pub use to_arrow::cell_array;
 pub use write::ArrowWrite;
 

@@ -71,17 +71,14 @@ pub(crate) fn arrow_schema<S: tdb::Storage>(array: &Array<S>, fields: &[String])
 /// arrow's [`RecordBatchReader`]).
 pub struct ArrowReader<'a, S> {
     query: Query<'a, S>,
-    schema: SchemaRef,
-    columns: Vec<Column>,
+    converter: ArrowConverter,
 }
 
 impl<'a, S: tdb::Storage> ArrowReader<'a, S> {
     pub(crate) fn new(array: &'a Array<S>, spec: ReadSpec) -> Result<Self> {
-        let (schema, columns) = columns(array, &spec.fields)?;
         Ok(ArrowReader {
+            converter: ArrowConverter::new(array, &spec.fields)?,
             query: array.read(spec)?,
-            schema: Arc::new(schema),
-            columns,
         })
     }
 }
@@ -89,12 +86,36 @@ impl<'a, S: tdb::Storage> ArrowReader<'a, S> {
 impl<S> ArrowReader<'_, S> {
     /// The columns of every batch.
     pub fn schema(&self) -> SchemaRef {
+        self.converter.schema()
+    }
+}
+
+/// How a read's batches of `fields` become record batches, for callers
+/// that drive the read themselves ([`tdb::Array::read_stream`] in async
+/// code): [`ArrowReader`] is this over [`tdb::Array::read`].
+pub struct ArrowConverter {
+    schema: SchemaRef,
+    columns: Vec<Column>,
+}
+
+impl ArrowConverter {
+    /// The conversion of reads of `fields` of `array`.
+    pub fn new<S: tdb::Storage>(array: &Array<S>, fields: &[String]) -> Result<Self> {
+        let (schema, columns) = columns(array, fields)?;
+        Ok(ArrowConverter {
+            schema: Arc::new(schema),
+            columns,
+        })
+    }
+
+    /// The columns of every batch.
+    pub fn schema(&self) -> SchemaRef {
         Arc::clone(&self.schema)
     }
 
     /// One batch of the plain read as a record batch: its buffers move into
     /// the columns.
-    fn convert(&self, batch: Batch) -> Result<RecordBatch> {
+    pub fn convert(&self, batch: Batch) -> Result<RecordBatch> {
         let rows = usize::try_from(batch.num_cells)
             .map_err(|_| Error::Write(format!("{} cells in one batch", batch.num_cells)))?;
         let mut arrays = Vec::with_capacity(self.columns.len());
@@ -120,7 +141,11 @@ impl<S: tdb::Storage> ArrowReader<'_, S> {
     /// The next batch, with this crate's error.
     pub fn next_batch(&mut self) -> Option<Result<RecordBatch>> {
         let batch = self.query.next()?;
-        Some(batch.map_err(Error::from).and_then(|b| self.convert(b)))
+        Some(
+            batch
+                .map_err(Error::from)
+                .and_then(|b| self.converter.convert(b)),
+        )
     }
 }
 

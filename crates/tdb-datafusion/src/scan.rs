@@ -15,10 +15,11 @@ use datafusion::physical_plan::stream::RecordBatchReceiverStreamBuilder;
 use datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties,
 };
+use futures::StreamExt as _;
 use std::fmt;
 use std::sync::Arc;
 use tdb::{ReadSpec, ResultLayout, Subarray};
-use tdb_arrow::ArrowArray;
+use tdb_arrow::ArrowConverter;
 
 /// A TileDB read as a DataFusion plan.
 #[derive(Debug)]
@@ -174,13 +175,18 @@ impl ExecutionPlan for TileDbScan {
             spec = spec.with_budget(b);
         }
         let opened = Arc::clone(&self.opened);
+        let converter = ArrowConverter::new(&opened.array, &self.fields).map_err(external)?;
         let mut left = self.limit;
         let tx = builder.tx();
-        builder.spawn_blocking(move || {
-            let reader = opened.array.read_arrow(spec).map_err(external)?;
-            for batch in reader {
-                let mut batch =
-                    batch.map_err(|e| DataFusionError::ArrowError(Box::new(e), None))?;
+        // The read's own stream: fetches are the storage's futures (ahead of
+        // decoding on object stores), tiles decode on a thread of its own;
+        // this task only converts batches and hands them on, so a scan holds
+        // no blocking thread while it waits.
+        builder.spawn(async move {
+            let mut stream = opened.array.read_stream(spec).map_err(external)?;
+            while let Some(batch) = stream.next().await {
+                let batch = batch.map_err(external)?;
+                let mut batch = converter.convert(batch).map_err(external)?;
                 if let Some(n) = left.as_mut() {
                     if batch.num_rows() >= *n {
                         batch = batch.slice(0, *n);
@@ -189,7 +195,7 @@ impl ExecutionPlan for TileDbScan {
                         *n -= batch.num_rows();
                     }
                 }
-                if tx.blocking_send(Ok(batch)).is_err() {
+                if tx.send(Ok(batch)).await.is_err() {
                     // The query stopped listening.
                     return Ok(());
                 }
