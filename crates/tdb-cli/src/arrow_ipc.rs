@@ -27,14 +27,25 @@ pub fn export<S: tdb::Storage>(
     let reader = array.read_arrow(spec)?;
     let schema = reader.schema();
     let mut writer = FileWriter::try_new(out, &schema).map_err(arrow_error)?;
+    let rows = each_batch(reader, progress, |b| writer.write(b).map_err(arrow_error))?;
+    writer.finish().map_err(arrow_error)?;
+    Ok(rows)
+}
+
+/// Hands every record batch of `reader` to `write`, counting rows (and
+/// reporting them to `progress`): the loop of every record-batch file export.
+pub(crate) fn each_batch<S: tdb::Storage>(
+    reader: tdb_arrow::ArrowReader<'_, S>,
+    progress: &mut dyn FnMut(u64),
+    mut write: impl FnMut(&datafusion::arrow::record_batch::RecordBatch) -> Result<(), CliError>,
+) -> Result<u64, CliError> {
     let mut rows = 0;
     for batch in reader {
         let batch = batch.map_err(|e| CliError::Output(e.to_string()))?;
         rows += batch.num_rows() as u64;
         progress(batch.num_rows() as u64);
-        writer.write(&batch).map_err(arrow_error)?;
+        write(&batch)?;
     }
-    writer.finish().map_err(arrow_error)?;
     Ok(rows)
 }
 

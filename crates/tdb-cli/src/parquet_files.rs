@@ -40,13 +40,8 @@ pub fn export<S: tdb::Storage>(
     let schema = reader.schema();
     let mut writer =
         ArrowWriter::try_new(out, schema, Some(properties())).map_err(parquet_error)?;
-    let mut rows = 0;
-    for batch in reader {
-        let batch = batch.map_err(|e| CliError::Output(e.to_string()))?;
-        rows += batch.num_rows() as u64;
-        progress(batch.num_rows() as u64);
-        writer.write(&batch).map_err(parquet_error)?;
-    }
+    let rows =
+        crate::arrow_ipc::each_batch(reader, progress, |b| writer.write(b).map_err(parquet_error))?;
     writer.close().map_err(parquet_error)?;
     Ok(rows)
 }
