@@ -464,3 +464,72 @@ fn concat(parts: &[&dyn arrow_array::Array]) -> ArrayRef {
         .collect();
     Arc::new(LargeStringArray::from(strings))
 }
+
+/// The first buffer of `data` (or of its only child: list values), where
+/// its bytes start.
+fn buffer_at(data: &arrow_data::ArrayData, child: bool, i: usize) -> Option<*const u8> {
+    let data = match child {
+        true => data.child_data().first()?,
+        false => data,
+    };
+    data.buffers().get(i).map(|b| b.as_ptr())
+}
+
+/// A read hands its buffers to Arrow: every column's values (and var
+/// cells' offsets) are the very memory the reader filled, not copies.
+/// Only booleans (bytes to bits), UTF-16/32 strings (transcoded) and
+/// validity (bytes to bits) are built anew.
+#[test]
+fn reads_hand_their_buffers_to_arrow_without_copying() {
+    let converted = std::cell::Cell::new(0usize);
+    for object in tdb_testdata::objects() {
+        let Ok(src) = open(&object.dir, object.key.as_ref()) else {
+            continue;
+        };
+        let Some(spec) = whole(&src) else {
+            continue;
+        };
+        let what = format!("{} ({})", object.case, object.dir.display());
+        let converter = tdb_arrow::ArrowConverter::new(&src, &spec.fields).unwrap();
+        for batch in src.read(spec).unwrap() {
+            let batch = batch.unwrap();
+            let at: Vec<_> = (batch.fields.iter())
+                .map(|f| {
+                    let offsets = (f.offsets.as_ref().filter(|o| !o.is_empty()))
+                        .map(|o| o.as_ptr().cast::<u8>());
+                    (f.datatype, f.data.as_ptr(), f.data.is_empty(), offsets)
+                })
+                .collect();
+            let record = converter.convert(batch).unwrap();
+            for ((datatype, data, empty, offsets), column) in at.into_iter().zip(record.columns()) {
+                let name = format!("{what}: {}", datatype.name());
+                let d = column.to_data();
+                let transcoded = matches!(
+                    datatype,
+                    Datatype::StringUtf16
+                        | Datatype::StringUcs2
+                        | Datatype::StringUtf32
+                        | Datatype::StringUcs4
+                );
+                let (values, offsets_at) = match column.data_type() {
+                    DataType::Boolean => continue,
+                    _ if transcoded => continue,
+                    DataType::LargeUtf8 | DataType::LargeBinary => {
+                        (buffer_at(&d, false, 1), buffer_at(&d, false, 0))
+                    }
+                    DataType::LargeList(_) => (buffer_at(&d, true, 0), buffer_at(&d, false, 0)),
+                    DataType::FixedSizeList(..) => (buffer_at(&d, true, 0), None),
+                    _ => (buffer_at(&d, false, 0), None),
+                };
+                if !empty {
+                    assert_eq!(values, Some(data), "{name}: values copied");
+                }
+                if let Some(o) = offsets {
+                    assert_eq!(offsets_at, Some(o), "{name}: offsets copied");
+                }
+                converted.set(converted.get() + 1);
+            }
+        }
+    }
+    assert!(converted.get() > 200, "only {} columns", converted.get());
+}

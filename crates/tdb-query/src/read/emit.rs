@@ -201,7 +201,9 @@ impl Reader {
         }
         if f.is_var() {
             if let Some(o) = &mut out.offsets {
-                o.reserve_exact(cells);
+                // One more than the cells: Arrow's offsets end with the
+                // data's length, so tdb-arrow appends it without a copy.
+                o.reserve_exact(cells.saturating_add(1));
             }
             if let Some(v) = &mut out.validity {
                 v.reserve_exact(cells);
