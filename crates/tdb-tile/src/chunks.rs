@@ -35,19 +35,62 @@ pub fn filtered_chunks(input: &[u8]) -> PResult<'_, Vec<FilteredChunk<'_>>> {
     let mut chunks = Vec::with_capacity(count as usize);
     for i in 0..count {
         let _chunk = tdb_format::span::scope(format_args!("chunks[{i}]"));
-        let (r, unfiltered_size) = le::u32("chunk unfiltered size")(rest)?;
-        let (r, data_len) = le::u32("chunk filtered size")(r)?;
-        let (r, metadata_len) = le::u32("chunk metadata size")(r)?;
-        let (r, metadata) = le::bytes("chunk metadata", u64::from(metadata_len))(r)?;
-        let (r, data) = le::bytes("chunk data", u64::from(data_len))(r)?;
-        chunks.push(FilteredChunk {
-            unfiltered_size,
-            metadata,
-            data,
-        });
+        let (r, chunk) = filtered_chunk(rest)?;
+        chunks.push(chunk);
         rest = r;
     }
     Ok((rest, chunks))
+}
+
+/// A chunk's header: its unfiltered size, filtered data size and metadata
+/// size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChunkHeader {
+    /// Size of the chunk once unfiltered.
+    pub unfiltered_size: u32,
+    /// Bytes of filtered data.
+    pub data_size: u32,
+    /// Bytes of filter metadata.
+    pub metadata_size: u32,
+}
+
+impl ChunkHeader {
+    /// Bytes the chunk spans: header, metadata and data.
+    pub fn span(&self) -> u64 {
+        (CHUNK_HEADER_SIZE as u64)
+            .saturating_add(u64::from(self.metadata_size))
+            .saturating_add(u64::from(self.data_size))
+    }
+}
+
+/// Parses a chunk's header.
+pub fn chunk_header(input: &[u8]) -> PResult<'_, ChunkHeader> {
+    let (r, unfiltered_size) = le::u32("chunk unfiltered size")(input)?;
+    let (r, data_size) = le::u32("chunk filtered size")(r)?;
+    let (r, metadata_size) = le::u32("chunk metadata size")(r)?;
+    Ok((
+        r,
+        ChunkHeader {
+            unfiltered_size,
+            data_size,
+            metadata_size,
+        },
+    ))
+}
+
+/// Parses one chunk (header, metadata, data) from the front of `input`.
+pub fn filtered_chunk(input: &[u8]) -> PResult<'_, FilteredChunk<'_>> {
+    let (r, h) = chunk_header(input)?;
+    let (r, metadata) = le::bytes("chunk metadata", u64::from(h.metadata_size))(r)?;
+    let (r, data) = le::bytes("chunk data", u64::from(h.data_size))(r)?;
+    Ok((
+        r,
+        FilteredChunk {
+            unfiltered_size: h.unfiltered_size,
+            metadata,
+            data,
+        },
+    ))
 }
 
 /// Appends a filtered tile: the mirror of [`filtered_chunks`].

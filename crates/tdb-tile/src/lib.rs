@@ -20,10 +20,12 @@ mod error;
 mod field;
 mod generic;
 mod tile;
+mod walk;
 
 pub use chunking::{chunk_ranges, fixed_chunk_size, ChunkingError, MAX_TILE_CHUNK_SIZE};
 pub use chunks::{
-    filtered_chunks, unfiltered_size, write_filtered_chunks, FilteredChunk, CHUNK_HEADER_SIZE,
+    chunk_header, filtered_chunk, filtered_chunks, unfiltered_size, write_filtered_chunks,
+    ChunkHeader, FilteredChunk, CHUNK_HEADER_SIZE,
 };
 pub use coords::CoordsLayout;
 pub use error::{Result, TileError};
@@ -32,3 +34,4 @@ pub use generic::{
     read_generic_tile, read_generic_tile_file, write_generic_tile, GENERIC_TILE_GZIP_LEVEL,
 };
 pub use tile::{TileData, TileFilters};
+pub use walk::{ChunkWalk, WalkPoint, WalkedChunk};
