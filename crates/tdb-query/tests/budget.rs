@@ -271,15 +271,23 @@ fn pieces_cut_along_tiledbs_string_parts_dimension_answer_as_one_piece() {
     }
 }
 
-/// A budget too small for one tile is an error before any tile is read,
-/// and it says what budget would do.
+/// A budget too small for one tile of a var-size field (whose tiles are
+/// read whole; fixed-size fields of dense tiles are sliced to their
+/// chunks) is an error before any tile is read, and it says what budget
+/// would do.
 #[test]
 fn a_budget_below_one_tile_is_refused_up_front() {
     let dir = tdb_testdata::root().join("dense_multi_chunk").join("array");
     let storage = LocalStorage::new(&dir);
     let snap = Arc::new(Snapshot::load(&storage, "", TimeWindow::ALL, None).unwrap());
-    let mut reader =
-        tdb_query::Reader::new(snap.clone(), ReadSpec::new(["a"]).with_budget(100_000)).unwrap();
+    // `a` alone is read by its chunks under this budget.
+    let a = ReadSpec::new(["a"]).with_budget(100_000);
+    let cells: u64 = (tdb_query::SyncRead::new(&storage, snap.clone(), a).unwrap())
+        .map(|b| b.unwrap().num_cells)
+        .sum();
+    assert_eq!(cells, 300 * 300);
+    let spec = ReadSpec::new(["a", "s"]).with_budget(100_000);
+    let mut reader = tdb_query::Reader::new(snap.clone(), spec).unwrap();
     let mut tile_requests = 0;
     let err = loop {
         match reader.step() {

@@ -39,35 +39,105 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static ALLOC: Counting = Counting;
 
-/// Peak bytes allocated beyond what was live when the read started.
-fn peak_of_read(storage: &LocalStorage, snap: &Arc<Snapshot>, budget: u64) -> (usize, u64) {
-    let spec = ReadSpec::new(["r", "c", "a", "s"]).with_budget(budget);
+/// Peak bytes allocated beyond what was live when the read of `fields`
+/// started, the cells read, and per field a digest of its bytes (values,
+/// then validity) in order, whatever the batches.
+fn peak_of_read(
+    storage: &LocalStorage,
+    snap: &Arc<Snapshot>,
+    fields: &[&str],
+    budget: u64,
+) -> (usize, u64, Vec<[u64; 2]>) {
+    let spec = ReadSpec::new(fields.iter().copied()).with_budget(budget);
+    peak_of(storage, snap, spec)
+}
+
+/// [`peak_of_read`] of `spec`.
+fn peak_of(
+    storage: &LocalStorage,
+    snap: &Arc<Snapshot>,
+    spec: ReadSpec,
+) -> (usize, u64, Vec<[u64; 2]>) {
+    let fields = spec.fields.len();
     let base = CURRENT.load(Ordering::Relaxed);
     PEAK.store(base, Ordering::Relaxed);
     let mut cells = 0;
+    let mut digests = vec![[0xcbf2_9ce4_8422_2325u64; 2]; fields];
+    let fnv = |d: &mut u64, bytes: &[u8]| {
+        for &b in bytes {
+            *d = (*d ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
+        }
+    };
     for batch in SyncRead::new(storage, snap.clone(), spec).unwrap() {
-        cells += batch.unwrap().num_cells;
+        let batch = batch.unwrap();
+        cells += batch.num_cells;
+        for (f, [data, validity]) in batch.fields.iter().zip(&mut digests) {
+            fnv(data, &f.data);
+            fnv(validity, f.validity.as_deref().unwrap_or_default());
+        }
     }
-    (PEAK.load(Ordering::Relaxed) - base, cells)
+    (PEAK.load(Ordering::Relaxed) - base, cells, digests)
 }
+
+fn snapshot(case: &str) -> (LocalStorage, Arc<Snapshot>) {
+    let dir = tdb_testdata::root().join(case).join("array");
+    let storage = LocalStorage::new(&dir);
+    let snap = Arc::new(Snapshot::load(&storage, "", TimeWindow::ALL, None).unwrap());
+    (storage, snap)
+}
+
+// The fixed overhead: the decode pool's threads, the filter contexts
+// (zstd's decompression context alone is ~100 kB) and bookkeeping.
+const OVERHEAD: u64 = 1 << 20;
 
 #[test]
 fn a_read_stays_within_its_budget() {
-    let dir = tdb_testdata::root().join("dense_multi_chunk").join("array");
-    let storage = LocalStorage::new(&dir);
-    let snap = Arc::new(Snapshot::load(&storage, "", TimeWindow::ALL, None).unwrap());
+    let (storage, snap) = snapshot("dense_multi_chunk");
+    let fields = ["r", "c", "a", "s"];
     let budget: u64 = 2 << 20;
-    let (small, cells) = peak_of_read(&storage, &snap, budget);
-    let (whole, all) = peak_of_read(&storage, &snap, tdb_query::DEFAULT_BUDGET);
-    assert_eq!(cells, all);
+    let (small, cells, digest) = peak_of_read(&storage, &snap, &fields, budget);
+    let (whole, all, all_digest) =
+        peak_of_read(&storage, &snap, &fields, tdb_query::DEFAULT_BUDGET);
+    assert_eq!((cells, digest), (all, all_digest));
     eprintln!("peak {small} bytes under a budget of {budget}; {whole} under the default");
-    // The fixed overhead: the decode pool's threads, the filter contexts
-    // (zstd's decompression context alone is ~100 kB) and bookkeeping.
-    let overhead = 1 << 20;
     assert!(
-        (small as u64) < budget + overhead,
+        (small as u64) < budget + OVERHEAD,
         "peak {small} under a budget of {budget}"
     );
     // Unbounded, the same read holds far more: the budget is what bounds it.
     assert!(whole > 2 * small, "{whole} against {small}");
+
+    // Tiles of 6.5 MiB unfiltered (a 2 MiB int32 part, a 4 MiB float64
+    // part and its validity) under a 1 MiB budget: read by the chunks
+    // that hold each piece's cells, the same cells in the same order.
+    let (storage, snap) = snapshot("dense_large_tiles");
+    let fields = ["r", "c", "a", "f"];
+    let budget: u64 = 1 << 20;
+    let (small, cells, digest) = peak_of_read(&storage, &snap, &fields, budget);
+    let (whole, all, all_digest) =
+        peak_of_read(&storage, &snap, &fields, tdb_query::DEFAULT_BUDGET);
+    assert_eq!(cells, 1 << 20);
+    assert_eq!((cells, digest), (all, all_digest));
+    eprintln!(
+        "large tiles: peak {small} bytes under a budget of {budget}; {whole} under the default"
+    );
+    assert!(
+        (small as u64) < budget + OVERHEAD,
+        "large tiles: peak {small} under a budget of {budget}"
+    );
+    assert!(whole > 8 * small, "{whole} against {small}");
+
+    // Four cells of such a tile, by the default budget: the memory of the
+    // chunks holding them, not of the tile (27 MB for the whole array).
+    let mut sub = tdb_query::Subarray::new(2);
+    let range = |lo: i64, hi: i64| {
+        tdb_schema::Range::from_bounds(&lo.to_le_bytes(), &hi.to_le_bytes(), false)
+    };
+    sub.add_range(0, range(16, 16));
+    sub.add_range(1, range(1020, 1023));
+    let spec = ReadSpec::new(["a", "f"]).with_subarray(sub);
+    let (few, cells, _) = peak_of(&storage, &snap, spec);
+    assert_eq!(cells, 4);
+    eprintln!("four cells of a large tile: peak {few} bytes");
+    assert!(few < 1 << 20, "four cells: peak {few}");
 }

@@ -15,13 +15,14 @@ fn range<const N: usize>(lo: i64, hi: i64) -> Range {
 /// Reads `subarray` of `case` and returns the read's trace (the open's
 /// requests are taken first) and its cell count.
 fn read_trace(case: &str, subarray: Subarray, layout: ResultLayout) -> (String, u64) {
-    let (mut traces, cells) = read_traces(case, subarray, layout, 1);
+    let (mut traces, cells) = read_traces(case, &["a", "s"], subarray, layout, 1);
     (traces.remove(0), cells)
 }
 
 /// The traces of `times` reads of `subarray` on one opened array.
 fn read_traces(
     case: &str,
+    fields: &[&str],
     subarray: Subarray,
     layout: ResultLayout,
     times: usize,
@@ -30,11 +31,10 @@ fn read_traces(
     let storage = RecordingStorage::new(LocalStorage::new(&dir));
     let snap = Arc::new(Snapshot::load(&storage, "", TimeWindow::ALL, None).unwrap());
     storage.take();
-    let fields = ["a", "s"];
     let mut traces = Vec::new();
     let mut cells = 0;
     for _ in 0..times {
-        let spec = ReadSpec::new(fields)
+        let spec = ReadSpec::new(fields.iter().copied())
             .with_subarray(subarray.clone())
             .with_layout(layout);
         cells = SyncRead::new(&storage, snap.clone(), spec)
@@ -76,9 +76,101 @@ fn a_second_read_of_an_opened_array_fetches_no_fragment_metadata() {
     let mut s = Subarray::new(2);
     s.add_range(0, range::<4>(5, 34));
     s.add_range(1, range::<4>(8, 41));
-    let (traces, cells) = read_traces("sparse_multi_range", s, ResultLayout::GlobalOrder, 2);
+    let (traces, cells) = read_traces(
+        "sparse_multi_range",
+        &["a", "s"],
+        s,
+        ResultLayout::GlobalOrder,
+        2,
+    );
     assert_eq!(cells, 46);
     assert!(traces[0].contains("__fragment_metadata.tdb"));
     assert!(!traces[1].contains("__fragment_metadata.tdb"));
     insta::assert_snapshot!(traces[1]);
+}
+
+#[test]
+fn a_few_cells_of_a_large_tile_fetch_only_the_chunks_holding_them() {
+    // expected.json query `few_cells`: 4 cells of tile 0 (512 x 1024
+    // cells; `a` in 32 chunks, `f` in 64, its validity in 8), by the
+    // default budget. The chunk headers are walked 4 KiB at a time up to
+    // the chunks holding cells 16,404..16,408; only those are read whole.
+    let mut s = Subarray::new(2);
+    s.add_range(0, range::<8>(16, 16));
+    s.add_range(1, range::<8>(1020, 1023));
+    let (mut traces, cells) = read_traces(
+        "dense_large_tiles",
+        &["a", "f"],
+        s,
+        ResultLayout::RowMajor,
+        1,
+    );
+    assert_eq!(cells, 4);
+    let trace = traces.remove(0);
+    // The tiles' data files hold far more than what was read of them.
+    let data_read: u64 = trace
+        .lines()
+        .filter(|l| l.contains("/a0.tdb") || l.contains("/a1"))
+        .filter_map(|l| {
+            l.rsplit(": ")
+                .next()?
+                .strip_suffix(" B")?
+                .parse::<u64>()
+                .ok()
+        })
+        .sum();
+    assert!(data_read < 64 << 10, "{data_read} bytes of tiles read");
+    insta::assert_snapshot!(trace);
+}
+
+#[test]
+fn a_read_of_large_tiles_in_many_pieces_walks_each_tile_once() {
+    // Tiles of 6.5 MiB unfiltered under a 1 MiB budget: dozens of pieces
+    // per tile, each fetching the chunks of its cells. Each piece's walk
+    // over a tile's chunk headers goes on from where the last one stood
+    // (the chunk it ended in), so the read takes each data file's bytes
+    // about twice, not once per piece.
+    let dir = tdb_testdata::root().join("dense_large_tiles").join("array");
+    let storage = RecordingStorage::new(LocalStorage::new(&dir));
+    let snap = Arc::new(Snapshot::load(&storage, "", TimeWindow::ALL, None).unwrap());
+    storage.take();
+    let spec = ReadSpec::new(["a", "f"]).with_budget(1 << 20);
+    let (mut cells, mut batches) = (0, 0);
+    for b in SyncRead::new(&storage, snap, spec).unwrap() {
+        cells += b.unwrap().num_cells;
+        batches += 1;
+    }
+    assert_eq!(cells, 1 << 20);
+    assert!(batches > 20, "{batches} batches");
+    let trace = storage.trace();
+    let read = |file: &str| -> u64 {
+        (trace.lines())
+            .filter(|l| l.contains(file))
+            .filter_map(|l| {
+                l.rsplit(": ")
+                    .next()?
+                    .strip_suffix(" B")?
+                    .parse::<u64>()
+                    .ok()
+            })
+            .sum()
+    };
+    let size = |file: &str| -> u64 {
+        std::fs::read_dir(dir.join("__fragments"))
+            .unwrap()
+            .map(|d| {
+                std::fs::metadata(d.unwrap().path().join(file))
+                    .unwrap()
+                    .len()
+            })
+            .sum()
+    };
+    for file in ["a0.tdb", "a1.tdb", "a1_validity.tdb"] {
+        let (read, size) = (read(&format!("/{file}")), size(file));
+        // A piece's walk reads at least a window (4 KiB) of the tile from
+        // where the last stood; restarting at each tile's first chunk,
+        // the int32 tiles' file was read 8 times over.
+        let bound = 2 * size + batches * 4096;
+        assert!(read <= bound, "{file}: {read} bytes read of {size}");
+    }
 }

@@ -111,6 +111,30 @@ impl Results {
         }
     }
 
+    /// Per tile (fragment, tile) the results use, the cells they use as
+    /// sorted, disjoint half-open ranges in the tile's cell order.
+    pub fn needed_cells(&self) -> HashMap<(usize, u64), Vec<(u64, u64)>> {
+        let mut needed: HashMap<(usize, u64), Vec<(u64, u64)>> = HashMap::new();
+        for r in self.slabs.iter().filter(|r| !r.is_fill()) {
+            needed
+                .entry((r.frag as usize, r.tile))
+                .or_default()
+                .push(r.cell_span());
+        }
+        for spans in needed.values_mut() {
+            spans.sort_unstable();
+            let mut ranges: Vec<(u64, u64)> = Vec::with_capacity(spans.len());
+            for &(c0, c1) in spans.iter() {
+                match ranges.last_mut() {
+                    Some((_, e)) if *e >= c0 => *e = (*e).max(c1),
+                    _ => ranges.push((c0, c1)),
+                }
+            }
+            *spans = ranges;
+        }
+        needed
+    }
+
     /// The coordinates of slab `k`'s first cell (dense reads).
     pub fn first_coords(&self, k: usize) -> &[i128] {
         let at = k.saturating_mul(self.dims);

@@ -119,10 +119,12 @@ impl Reader {
         let mut at = 0usize;
         // Consecutive slabs mostly share a tile (a sparse read's cells are
         // each a slab): it is looked up once per run of them.
-        let mut last: Option<((u32, u64), Option<Column<'t>>)> = None;
+        // A sliced tile holds its cells from `first` on: slabs count from
+        // there.
+        let mut last: Option<((u32, u64), Held<'t>)> = None;
         for &(slab, _, _) in parts {
             let len = slab.len as usize;
-            let tile = if slab.is_fill() {
+            let held = if slab.is_fill() {
                 None
             } else {
                 match last {
@@ -131,11 +133,21 @@ impl Reader {
                         let col = self
                             .tiles
                             .get(&(slab.frag as usize, slot, slab.tile))
-                            .map(|t| t.column(info.datatype, info.cell_val_num));
+                            .map(|t| (t.column(info.datatype, info.cell_val_num), t.first));
                         last = Some(((slab.frag, slab.tile), col));
                         col
                     }
                 }
+            };
+            let (tile, slab) = match held {
+                Some((col, first)) => (
+                    Some(col),
+                    Slab {
+                        cell: slab.cell.saturating_sub(first),
+                        ..slab
+                    },
+                ),
+                None => (None, slab),
             };
             let end = at.saturating_add(len);
             let Some(keep) = keep else {
@@ -285,6 +297,9 @@ impl Reader {
         Ok(out)
     }
 }
+
+/// A tile's column and the cell it starts at, if the tile is held.
+type Held<'t> = Option<(Column<'t>, u64)>;
 
 /// A field's fill value and fill validity.
 #[derive(Clone, Copy)]

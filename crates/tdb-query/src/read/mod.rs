@@ -36,7 +36,6 @@ pub use tiles::{DecodeWork, Decoded};
 use crate::batch::Batch;
 use crate::condition::{self, BoundCondition, BoundDelete};
 use crate::{QueryError, ReadSpec, Result, ResultLayout, Snapshot};
-use bytes::Bytes;
 use dense::Results;
 pub(crate) use fields::FieldInfo;
 use fields::{frag_field, special_field, FragField, Kind};
@@ -51,7 +50,7 @@ use tdb_fragment::DeleteCommit;
 use tdb_index::DomainOps;
 use tdb_schema::ArraySchema;
 use tdb_storage::{join, Answers, RangeRead, RangeRequest};
-use tiles::{Coalesced, TileFetch, TileMap};
+use tiles::{Coalesced, Fetching, PartBytes, TileFetch, TileMap};
 
 /// What the reader wants next.
 #[derive(Debug)]
@@ -82,7 +81,7 @@ enum Phase {
     Sections(Vec<SectionRead>, Coalesced, Answers),
     /// Each delete commit's timestamp and file.
     Deletes(Vec<(u64, String)>, Answers),
-    Tiles(Vec<TileFetch>, Coalesced, Answers),
+    Tiles(Box<Fetching>),
     /// The piece's tiles are in: their decoding, until handed out.
     Decode(Option<DecodeWork>),
     Emit,
@@ -170,6 +169,9 @@ pub struct Reader {
     /// The next piece, planned while the current one is handed out
     /// ([`Reader::plan_ahead`]).
     ahead: Option<PlannedPiece>,
+    /// Where the chunk walks of sliced tiles stood, so the next piece's
+    /// walk over the same tile goes on from there.
+    walk_points: tiles::WalkPoints,
 }
 /// What a dense result cell is, for aggregates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -269,6 +271,7 @@ impl Reader {
             minmax_skip: false,
             remote: false,
             ahead: None,
+            walk_points: HashMap::new(),
         })
     }
 
@@ -306,9 +309,18 @@ impl Reader {
                     self.load_deletes()?;
                     continue;
                 }
-                Phase::Sections(_, _, answers)
-                | Phase::Deletes(_, answers)
-                | Phase::Tiles(_, _, answers) => {
+                Phase::Sections(_, _, answers) | Phase::Deletes(_, answers) => {
+                    return match answers.ask() {
+                        Some(r) => Ok(Event::Need(r)),
+                        None => Err(QueryError::invalid(format!(
+                            "the reader is waiting for {} answers to the ranges it asked for \
+                             (call push)",
+                            answers.missing()
+                        ))),
+                    };
+                }
+                Phase::Tiles(fetching) => {
+                    let answers = &mut fetching.answers;
                     return match answers.ask() {
                         Some(r) => Ok(Event::Need(r)),
                         None => Err(QueryError::invalid(format!(
@@ -372,7 +384,8 @@ impl Reader {
         answers: impl IntoIterator<Item = (RangeRequest, Option<RangeRead>)>,
     ) -> Result<()> {
         let pending = match &mut self.phase {
-            Phase::Sections(_, _, a) | Phase::Deletes(_, a) | Phase::Tiles(_, _, a) => a,
+            Phase::Sections(_, _, a) | Phase::Deletes(_, a) => a,
+            Phase::Tiles(f) => &mut f.answers,
             _ => return Err(QueryError::invalid("push without a pending request")),
         };
         for (request, read) in answers {
@@ -431,8 +444,13 @@ impl Reader {
                 }
                 self.after_deletes()
             }
-            Phase::Tiles(fetches, coalesced, answers) => {
-                let parts = coalesced.split(&answers.into_reads());
+            Phase::Tiles(mut fetching) => {
+                if !fetching.absorb()? {
+                    // Sliced tiles walk on.
+                    self.phase = Phase::Tiles(fetching);
+                    return Ok(());
+                }
+                let (fetches, parts) = fetching.finish(&mut self.walk_points);
                 let work = self.decode_work(fetches, parts)?;
                 self.phase = Phase::Decode(Some(work));
                 Ok(())
@@ -713,9 +731,18 @@ impl Reader {
                     .unwrap_or(0)
             })
             .collect();
+        // The least a piece can hold: a tile, or of a dense tile whose
+        // fields can be sliced, one cell's chunks.
+        let least: Vec<u64> = (self.plans.iter().enumerate())
+            .map(|(i, plan)| {
+                (0..plan.tile_num())
+                    .map(|t| self.tile_cost(i, t, Some(1)))
+                    .max()
+                    .unwrap_or(0)
+            })
+            .collect();
         let allowed = self.tile_budget();
-        if let Some((i, &need)) = self
-            .tile_max
+        if let Some((i, &need)) = least
             .iter()
             .enumerate()
             .max_by_key(|(_, b)| **b)
@@ -772,14 +799,13 @@ impl Reader {
     fn decode_work(
         &self,
         fetches: Vec<TileFetch>,
-        parts: Vec<Option<Bytes>>,
+        parts: Vec<Vec<Option<PartBytes>>>,
     ) -> Result<DecodeWork> {
-        let mut reads = parts.into_iter();
         let mut bytes = Vec::with_capacity(fetches.len());
-        for f in &fetches {
+        for (f, got) in fetches.iter().zip(parts) {
             let mut b = Vec::with_capacity(f.parts.len());
-            for (_, path, _) in &f.parts {
-                let r = reads.next().flatten().ok_or_else(|| {
+            for ((_, path, _), r) in f.parts.iter().zip(got) {
+                let r = r.ok_or_else(|| {
                     QueryError::from(tdb_fragment::FragmentError::missing(path, "data file"))
                 })?;
                 b.push(r);
@@ -788,24 +814,7 @@ impl Reader {
         }
         // Dense fragments' result cells are known before decoding: per
         // tile, the cells used, so chunks without any are skipped.
-        let mut needed: HashMap<(usize, u64), Vec<(u64, u64)>> = HashMap::new();
-        for r in self.results.slabs.iter().filter(|r| !r.is_fill()) {
-            needed
-                .entry((r.frag as usize, r.tile))
-                .or_default()
-                .push(r.cell_span());
-        }
-        for spans in needed.values_mut() {
-            spans.sort_unstable();
-            let mut ranges: Vec<(u64, u64)> = Vec::with_capacity(spans.len());
-            for &(c0, c1) in spans.iter() {
-                match ranges.last_mut() {
-                    Some((_, e)) if *e >= c0 => *e = (*e).max(c1),
-                    _ => ranges.push((c0, c1)),
-                }
-            }
-            *spans = ranges;
-        }
+        let needed = self.results.needed_cells();
         // Each field of each fragment once, however many of its tiles.
         let mut fields: Vec<FragField> = Vec::new();
         let mut field_of: HashMap<(usize, usize), usize> = HashMap::new();

@@ -7,12 +7,12 @@
 use super::dense::{self, DenseFrag, Results};
 use super::fields::Kind;
 use super::plan::{self, FragPlan};
-use super::tiles::{self, Coalesced, TileFetch, TileKey};
+use super::tiles::{self, Coalesced, Fetching, TileFetch, TileKey};
 use super::{aggregate, partition, sparse, Phase, Reader};
 use crate::{QueryError, Result, ResultLayout, Subarray};
 use std::collections::HashMap;
 use tdb_format::{ArrayType, DataPart};
-use tdb_storage::{Answers, RangeRequest};
+use tdb_storage::RangeRequest;
 
 /// A piece planned: everything [`Reader::plan_piece`] works out, which
 /// [`Reader::install`] makes the reader's state.
@@ -30,8 +30,6 @@ pub(super) struct PlannedPiece {
     /// (a read under a small budget cuts the subarray into many pieces,
     /// which tiles spanning them would otherwise cost each time).
     carried: Vec<TileKey>,
-    /// The requests for `fetches`; `None` when there are none.
-    coalesced: Option<Coalesced>,
 }
 
 /// A piece of a read: part of the subarray and, in a Hilbert global-order
@@ -141,11 +139,32 @@ impl Reader {
     /// Bytes tile `t` of fragment `i` holds while read: every field part
     /// fetched (filtered) and unfiltered.
     pub(super) fn tile_bytes(&self, i: usize, t: u64) -> u64 {
+        self.tile_cost(i, t, None)
+    }
+
+    /// Dense tiles at least this large are sliced ([`tiles::Slice`]) when
+    /// a piece uses half their cells or fewer (and always when they pass
+    /// the tile budget): walking their chunk headers costs little beside
+    /// the memory saved.
+    pub(super) const SLICE_MIN: u64 = 1 << 20;
+
+    /// A chunk's unfiltered bytes as TileDB's writer cuts them: a sliced
+    /// part is charged two more (its cells' first and last chunks reach
+    /// past them).
+    const CHUNK: u64 = 64 << 10;
+
+    /// Bytes the read of tile `t` of fragment `i` holds: with `span`, the
+    /// cells a sliced tile holds (the cells from the first its piece uses
+    /// to the last), else the whole tile. A sliced part holds its span's
+    /// cells unfiltered, and its used chunks filtered (their share of the
+    /// tile's filtered bytes, plus a chunk each end).
+    pub(super) fn tile_cost(&self, i: usize, t: u64, span: Option<u64>) -> u64 {
         let Some(plan) = self.plans.get(i) else {
             return 0;
         };
         let cells = plan.cells(t, plan.tile_num());
         let meta = &plan.meta;
+        let span = span.filter(|_| Self::sliceable(plan)).map(|s| s.min(cells));
         let mut total = 0u64;
         for (slot, ff) in Self::frag_fields(plan) {
             for (part, _) in &ff.parts {
@@ -165,10 +184,71 @@ impl Reader {
                     DataPart::Validity => (meta.validity_tile_range(ff.index, t), cells),
                 };
                 let filtered = filtered.map_or(0, |r| r.end.saturating_sub(r.start));
+                let (filtered, unfiltered) = match span {
+                    Some(span) => {
+                        let share = |bytes: u64| {
+                            let part = (u128::from(bytes).saturating_mul(u128::from(span)))
+                                .checked_div(u128::from(cells.max(1)))
+                                .unwrap_or(0);
+                            u64::try_from(part).unwrap_or(u64::MAX)
+                        };
+                        let ends = Self::CHUNK.saturating_mul(2).min(filtered);
+                        (share(filtered).saturating_add(ends), share(unfiltered))
+                    }
+                    None => (filtered, unfiltered),
+                };
                 total = total.saturating_add(filtered).saturating_add(unfiltered);
             }
         }
         total
+    }
+
+    /// Whether the tiles of `plan` can be sliced: a dense fragment whose
+    /// every field read can be. (Were one read whole, every piece inside
+    /// a tile would read it again: a budget below it stays an error.)
+    fn sliceable(plan: &FragPlan) -> bool {
+        plan.meta.footer.dense
+            && Self::frag_fields(plan)
+                .into_iter()
+                .all(|(_, ff)| tiles::sliceable(ff))
+    }
+
+    /// Whether tile `t` of fragment `i` is sliced when a piece uses `span`
+    /// of its cells (see [`Reader::SLICE_MIN`]).
+    pub(super) fn slices(&self, i: usize, t: u64, span: u64) -> bool {
+        let Some(plan) = self.plans.get(i) else {
+            return false;
+        };
+        if !Self::sliceable(plan) {
+            return false;
+        }
+        let whole = self.tile_bytes(i, t);
+        let cells = plan.cells(t, plan.tile_num());
+        whole > self.tile_budget() || (whole >= Self::SLICE_MIN && span.saturating_mul(2) <= cells)
+    }
+
+    /// The one tile of dense fragment `i` piece `p` reads and how many of
+    /// its cells the piece spans (from its low corner to its high one, in
+    /// the tile's cell order); `None` if it reads several.
+    fn dense_span(&self, i: usize, p: &Subarray) -> Option<(u64, u64)> {
+        let plan = self.plans.get(i)?;
+        let ned = plan.meta.footer.non_empty_domain.as_ref()?;
+        let schema = &plan.schema;
+        let grid = tdb_index::dense::FragmentGrid::new(
+            &schema.domain,
+            schema.tile_order,
+            schema.cell_order,
+            ned,
+        )?;
+        let coords = plan::dense_coords(schema, p).ok()?;
+        let (mut lo, mut hi) = (Vec::new(), Vec::new());
+        for (ranges, (nlo, nhi)) in coords.iter().zip(grid.bounds()) {
+            lo.push(ranges.iter().map(|r| r.0).min()?.max(nlo));
+            hi.push(ranges.iter().map(|r| r.1).max()?.min(nhi));
+        }
+        let (t, first) = grid.position(&lo)?;
+        let (t_hi, last) = grid.position(&hi)?;
+        (t == t_hi && last >= first).then(|| (t, last.saturating_sub(first).saturating_add(1)))
     }
 
     /// What reading piece `p` holds at once: its tiles, and per candidate
@@ -181,6 +261,15 @@ impl Reader {
         for (i, plan) in self.plans.iter().enumerate() {
             if plan.meta.footer.dense {
                 let tiles = plan::dense_tiles_touched(plan, p).unwrap_or(u64::MAX);
+                // A piece inside one tile may read only its cells' chunks.
+                if let Some((t, span)) = (tiles == 1)
+                    .then(|| self.dense_span(i, p))
+                    .flatten()
+                    .filter(|&(t, span)| self.slices(i, t, span))
+                {
+                    total = total.saturating_add(self.tile_cost(i, t, Some(span)));
+                    continue;
+                }
                 let tile_max = self.tile_max.get(i).copied().unwrap_or(u64::MAX);
                 total = total.saturating_add(tiles.saturating_mul(tile_max));
             } else {
@@ -402,7 +491,10 @@ impl Reader {
             return Ok(None);
         }
         let planned = self.plan_piece(&piece)?;
-        let requests = planned.coalesced.as_ref().map(|c| c.requests.clone());
+        // Sliced tiles are found a step at a time: nothing to fetch ahead.
+        let requests = (!planned.fetches.is_empty()
+            && planned.fetches.iter().all(|f| f.slice.is_none()))
+        .then(|| Coalesced::tiles(&planned.fetches).requests);
         self.ahead = Some(planned);
         Ok(requests)
     }
@@ -437,6 +529,7 @@ impl Reader {
         } else {
             Results::default()
         };
+        let needed = results.needed_cells();
         let mut fetches = Vec::new();
         let mut carried = Vec::new();
         let mut md_answered = Vec::new();
@@ -527,18 +620,21 @@ impl Reader {
                         carried.push((i, slot, t));
                         continue;
                     }
+                    let slice = (needed.get(&(i, t)).cloned())
+                        .and_then(tiles::Slice::of)
+                        .filter(|s| self.slices(i, t, s.cells.1.saturating_sub(s.cells.0)));
                     fetches.push(tiles::plan_tile(
                         self.dir(),
                         &plan.file.path,
                         meta,
                         ff,
                         (i, slot, t),
+                        slice,
                     )?);
                 }
             }
             tiles_of.push(tiles);
         }
-        let coalesced = (!fetches.is_empty()).then(|| Coalesced::tiles(&fetches));
         Ok(PlannedPiece {
             piece: piece.clone(),
             results,
@@ -546,7 +642,6 @@ impl Reader {
             md_answered,
             fetches,
             carried,
-            coalesced,
         })
     }
 
@@ -560,7 +655,6 @@ impl Reader {
             md_answered,
             fetches,
             carried,
-            coalesced,
         } = planned;
         // The tiles of the piece before that this one reads stay; the rest
         // go back to the spare buffers.
@@ -580,18 +674,38 @@ impl Reader {
         for (plan, tiles) in self.plans.iter_mut().zip(tiles) {
             plan.tiles = tiles;
         }
-        let Some(coalesced) = coalesced else {
+        if fetches.is_empty() {
             self.compute()?;
             self.phase = Phase::Emit;
             return Ok(());
-        };
+        }
         tracing::debug!(
             piece = self.pieces_started,
-            requests = coalesced.requests.len(),
+            tiles = fetches.len(),
             "read piece fetches its tiles"
         );
-        let answers = Answers::new(coalesced.requests.clone());
-        self.phase = Phase::Tiles(fetches, coalesced, answers);
+        let plans = &self.plans;
+        let cell_size = |(i, slot, _): TileKey, p: usize| {
+            (plans
+                .get(i)
+                .and_then(|plan| plan.fields.get(slot)?.as_ref()))
+            .and_then(|ff| ff.parts.get(p))
+            .map_or(1, |(_, pf)| pf.cell_size)
+        };
+        let fetching = Fetching::new(fetches, cell_size, self.walk_window(), &self.walk_points);
+        self.phase = Phase::Tiles(Box::new(fetching));
         Ok(())
+    }
+
+    /// Bytes a sliced tile's chunk walk reads at a time: on local storage
+    /// a header and a little (a read costs microseconds), on remote
+    /// storage a large window (each read a round trip) that the tile
+    /// budget still bounds.
+    fn walk_window(&self) -> u64 {
+        if self.remote {
+            (8u64 << 20).min(self.tile_budget() / 4).max(64 << 10)
+        } else {
+            4 << 10
+        }
     }
 }

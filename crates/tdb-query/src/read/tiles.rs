@@ -10,19 +10,25 @@ use std::sync::{Arc, Mutex};
 use tdb_filters::Workspace;
 use tdb_format::{DataPart, Datatype, FormatVersion};
 use tdb_fragment::FragmentMetadata;
+use tdb_storage::Answers;
 use tdb_storage::{join, ByteRange, RangeRead, RangeRequest};
-use tdb_tile::{unfiltered_size, FieldTile, FilteredChunk, TileData, TileFilters, TileShape};
+use tdb_tile::{
+    unfiltered_size, ChunkWalk, FieldTile, FilteredChunk, TileData, TileFilters, TileShape,
+    WalkPoint, WalkedChunk,
+};
 
 /// A tile of one field of one fragment: (fragment, field slot, tile).
 pub(crate) type TileKey = (usize, usize, u64);
 
-/// One field's unfiltered tile.
+/// One field's unfiltered tile: its cells from `first` on (a sliced tile,
+/// see [`Slice`], holds the cells its piece uses; others hold all).
 #[derive(Debug, Default)]
 pub(crate) struct DecodedTile {
     pub fixed: Vec<u8>,
     pub offsets: Vec<u64>,
     pub var: Vec<u8>,
     pub validity: Option<Vec<u8>>,
+    pub first: u64,
 }
 
 impl From<FieldTile> for DecodedTile {
@@ -32,6 +38,7 @@ impl From<FieldTile> for DecodedTile {
             offsets: t.offsets,
             var: t.var,
             validity: t.validity,
+            first: 0,
         }
     }
 }
@@ -49,10 +56,55 @@ impl DecodedTile {
     }
 }
 
-/// One tile to fetch: where each of its parts is.
+/// One tile to fetch: where each of its parts is, and whether it is read
+/// in part.
 pub(crate) struct TileFetch {
     pub key: TileKey,
     pub parts: Vec<(DataPart, String, std::ops::Range<u64>)>,
+    pub slice: Option<Slice>,
+}
+
+/// A dense tile read in part: the cells its piece uses (`needed`, sorted
+/// disjoint half-open ranges in the tile's cell order), which alone are
+/// fetched (the chunks holding them, found by a [`ChunkWalk`]) and decoded,
+/// and the cells the decoded tile holds (`cells`: from the first used to
+/// the last). A large tile then costs the memory of the cells a piece
+/// reads, not of the tile.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Slice {
+    pub cells: (u64, u64),
+    pub needed: Vec<(u64, u64)>,
+}
+
+impl Slice {
+    /// The slice of the cells `needed` (sorted, disjoint, not empty).
+    pub fn of(needed: Vec<(u64, u64)>) -> Option<Self> {
+        let cells = (needed.first()?.0, needed.last()?.1);
+        Some(Slice { cells, needed })
+    }
+
+    /// The unfiltered bytes of a part of `cell_size` bytes a cell that
+    /// hold the needed cells.
+    fn bytes(&self, cell_size: u64) -> Vec<std::ops::Range<u64>> {
+        (self.needed.iter())
+            .map(|&(a, b)| a.saturating_mul(cell_size)..b.saturating_mul(cell_size))
+            .collect()
+    }
+}
+
+/// Whether tiles of `ff` can be read in part: every part maps cells to
+/// bytes (fixed-size values and validity, not var data nor pre-v5 zipped
+/// coordinates).
+pub(crate) fn sliceable(ff: &FragField) -> bool {
+    ff.zipped.is_none()
+        && ff.parts.iter().all(|(p, pf)| {
+            pf.cell_size > 0
+                && match p {
+                    DataPart::Fixed => pf.field_cell_size.is_some(),
+                    DataPart::Validity => true,
+                    DataPart::Var => false,
+                }
+        })
 }
 
 /// The parts of tile `tile` of `ff` in `frag` and their byte ranges.
@@ -62,6 +114,7 @@ pub(crate) fn plan_tile(
     m: &FragmentMetadata,
     ff: &FragField,
     key: TileKey,
+    slice: Option<Slice>,
 ) -> Result<TileFetch> {
     let tile = key.2;
     let mut parts = Vec::new();
@@ -74,7 +127,8 @@ pub(crate) fn plan_tile(
         let path = join(&join(dir, frag_path), &ff.data_field.file_name(*part));
         parts.push((*part, path, range));
     }
-    Ok(TileFetch { key, parts })
+    let slice = slice.filter(|_| sliceable(ff));
+    Ok(TileFetch { key, parts, slice })
 }
 
 /// The requests for a set of byte ranges: a field's tiles (and a fragment's
@@ -121,9 +175,9 @@ impl Coalesced {
         Coalesced { requests, parts }
     }
 
-    /// The requests for every part of `fetches`.
+    /// The requests for every part of `fetches` read whole (not sliced).
     pub fn tiles(fetches: &[TileFetch]) -> Self {
-        Coalesced::new(fetches.iter().flat_map(|f| {
+        Coalesced::new(fetches.iter().filter(|f| f.slice.is_none()).flat_map(|f| {
             f.parts
                 .iter()
                 .map(|(_, path, r)| (path.as_str(), r.clone()))
@@ -141,6 +195,190 @@ impl Coalesced {
                 (end <= b.len()).then(|| b.slice(off..end))
             })
             .collect()
+    }
+}
+
+/// A part's fetched bytes: the whole filtered tile, or (a sliced tile)
+/// the chunks holding its needed cells, each with where it lies and its
+/// bytes (header, metadata, data).
+pub(crate) enum PartBytes {
+    Whole(Bytes),
+    Chunks(Vec<(WalkedChunk, Bytes)>),
+}
+
+impl PartBytes {
+    fn len(&self) -> usize {
+        match self {
+            PartBytes::Whole(b) => b.len(),
+            PartBytes::Chunks(c) => c.iter().map(|(_, b)| b.len()).sum(),
+        }
+    }
+}
+
+/// Where the walks over each sliced tile's parts (tile, part) stood.
+pub(crate) type WalkPoints = HashMap<(TileKey, usize), WalkPoint>;
+
+/// One sliced part's walk over its chunk headers, and the chunks found.
+struct PartWalk {
+    fetch: usize,
+    part: usize,
+    walk: ChunkWalk,
+    found: Vec<(WalkedChunk, Bytes)>,
+}
+
+/// Fetching a piece's tiles: whole tiles in one batch of requests, sliced
+/// ones ([`Slice`]) by walking their chunk headers, one batch per step of
+/// every walk (the first batch carries the whole tiles too).
+pub(crate) struct Fetching {
+    fetches: Vec<TileFetch>,
+    coalesced: Coalesced,
+    /// The whole tiles' parts, once in.
+    whole: Option<Vec<Option<Bytes>>>,
+    walks: Vec<PartWalk>,
+    /// The batch asked for: the whole tiles' requests first (first batch
+    /// only), then one per walk in `asked`.
+    pub answers: Answers,
+    asked: Vec<usize>,
+}
+
+impl Fetching {
+    /// Fetches `fetches`; part `p` of a sliced tile `key` holds
+    /// `cell_size(key, p)` bytes a cell, and its walk reads at least
+    /// `window` bytes at a time, from where an earlier piece's walk over
+    /// it stood (`points`) when that is not past what this one wants.
+    pub fn new(
+        fetches: Vec<TileFetch>,
+        cell_size: impl Fn(TileKey, usize) -> u64,
+        window: u64,
+        points: &WalkPoints,
+    ) -> Self {
+        let coalesced = Coalesced::tiles(&fetches);
+        let mut walks = Vec::new();
+        for (f, fetch) in fetches.iter().enumerate() {
+            let Some(slice) = &fetch.slice else {
+                continue;
+            };
+            for (p, (_, _, range)) in fetch.parts.iter().enumerate() {
+                let wanted = slice.bytes(cell_size(fetch.key, p));
+                walks.push(PartWalk {
+                    fetch: f,
+                    part: p,
+                    walk: ChunkWalk::resume(
+                        range.clone(),
+                        wanted,
+                        window,
+                        points.get(&(fetch.key, p)).copied(),
+                    ),
+                    found: Vec::new(),
+                });
+            }
+        }
+        let mut requests = coalesced.requests.clone();
+        let asked = Self::round(&fetches, &walks, &mut requests);
+        Fetching {
+            fetches,
+            coalesced,
+            whole: None,
+            walks,
+            answers: Answers::new(requests),
+            asked,
+        }
+    }
+
+    /// Each unfinished walk's next read, appended to `requests`; which
+    /// walks asked.
+    fn round(
+        fetches: &[TileFetch],
+        walks: &[PartWalk],
+        requests: &mut Vec<RangeRequest>,
+    ) -> Vec<usize> {
+        let mut asked = Vec::new();
+        for (w, pw) in walks.iter().enumerate() {
+            let (Some(r), Some((_, path, _))) = (
+                pw.walk.want(),
+                fetches.get(pw.fetch).and_then(|f| f.parts.get(pw.part)),
+            ) else {
+                continue;
+            };
+            requests.push(RangeRequest::new(
+                path.as_str(),
+                ByteRange::new(r.start, r.end.saturating_sub(r.start)),
+            ));
+            asked.push(w);
+        }
+        asked
+    }
+
+    /// Takes the answers to the batch asked for: `true` once every tile
+    /// is in, else the next batch waits in `answers`.
+    pub fn absorb(&mut self) -> Result<bool> {
+        let answers = std::mem::replace(&mut self.answers, Answers::new(Vec::new()));
+        let mut reads = answers.into_reads();
+        if self.whole.is_none() {
+            let walked = reads.split_off(self.coalesced.requests.len().min(reads.len()));
+            self.whole = Some(self.coalesced.split(&reads));
+            reads = walked;
+        }
+        for (&w, read) in self.asked.iter().zip(reads) {
+            let Some(pw) = self.walks.get_mut(w) else {
+                continue;
+            };
+            let (path, tile) = match self.fetches.get(pw.fetch) {
+                Some(f) => (f.parts.get(pw.part).map_or("", |p| p.1.as_str()), f.key.2),
+                None => ("", 0),
+            };
+            let read = read.ok_or_else(|| {
+                QueryError::from(tdb_fragment::FragmentError::missing(path, "data file"))
+            })?;
+            let start = pw.walk.want().map_or(0, |r| r.start);
+            let location = format!("{path} tile {tile}");
+            let found =
+                (pw.walk.give(&location, &read.bytes)).map_err(|e| tile_error(path, tile, e))?;
+            for c in found {
+                let from = usize::try_from(c.range.start.saturating_sub(start)).unwrap_or(0);
+                let len = usize::try_from(c.range.end.saturating_sub(c.range.start)).unwrap_or(0);
+                let to = from.saturating_add(len).min(read.bytes.len());
+                let bytes = read.bytes.slice(from.min(to)..to);
+                // A chunk in a large window (object stores) is copied out,
+                // so the window is not held for it.
+                let bytes = if read.bytes.len() > bytes.len().saturating_mul(2) {
+                    Bytes::copy_from_slice(&bytes)
+                } else {
+                    bytes
+                };
+                pw.found.push((c, bytes));
+            }
+        }
+        let mut requests = Vec::new();
+        self.asked = Self::round(&self.fetches, &self.walks, &mut requests);
+        if requests.is_empty() {
+            return Ok(true);
+        }
+        self.answers = Answers::new(requests);
+        Ok(false)
+    }
+
+    /// The tiles fetched and, per tile and part, their bytes (`None` where
+    /// a file was missing); where each walk stopped goes to `points`.
+    pub fn finish(self, points: &mut WalkPoints) -> (Vec<TileFetch>, Vec<Vec<Option<PartBytes>>>) {
+        let mut whole = self.whole.unwrap_or_default().into_iter();
+        let mut bytes: Vec<Vec<Option<PartBytes>>> = (self.fetches.iter())
+            .map(|f| match f.slice {
+                Some(_) => f.parts.iter().map(|_| None).collect(),
+                None => (f.parts.iter())
+                    .map(|_| whole.next().flatten().map(PartBytes::Whole))
+                    .collect(),
+            })
+            .collect();
+        for pw in self.walks {
+            if let (Some(point), Some(f)) = (pw.walk.point(), self.fetches.get(pw.fetch)) {
+                points.insert((f.key, pw.part), point);
+            }
+            if let Some(slot) = bytes.get_mut(pw.fetch).and_then(|b| b.get_mut(pw.part)) {
+                *slot = Some(PartBytes::Chunks(pw.found));
+            }
+        }
+        (self.fetches, bytes)
     }
 }
 
@@ -223,7 +461,7 @@ pub struct DecodeWork {
     pub(super) piece: u64,
     pub(super) fetches: Vec<TileFetch>,
     /// Per fetch, its parts' bytes.
-    pub(super) bytes: Vec<Vec<Bytes>>,
+    pub(super) bytes: Vec<Vec<PartBytes>>,
     /// Per fetch, what its tile is.
     pub(super) jobs: Vec<TileInfo>,
     pub(super) fields: Vec<FragField>,
@@ -313,7 +551,7 @@ impl std::fmt::Debug for Decoded {
 /// order), how it is stored, and how many cells it must hold.
 pub(crate) struct TileJob<'a> {
     pub fetch: &'a TileFetch,
-    pub bytes: &'a [Bytes],
+    pub bytes: &'a [PartBytes],
     pub field: &'a FragField,
     pub version: FormatVersion,
     pub cells: u64,
@@ -333,7 +571,10 @@ pub(crate) struct TileJob<'a> {
 /// bounded before any fetch.
 fn shape(job: &TileJob<'_>) -> TileShape {
     TileShape {
-        cells: job.cells,
+        cells: match &job.fetch.slice {
+            Some(s) => s.cells.1.saturating_sub(s.cells.0),
+            None => job.cells,
+        },
         cell_size: job
             .field
             .parts
@@ -363,6 +604,14 @@ struct PartJob<'a> {
     chunks: Vec<FilteredChunk<'a>>,
     /// What the chunks unfilter to, checked against the tile.
     size: u64,
+    sliced: Option<SlicedPart>,
+}
+
+/// A sliced tile's part: the unfiltered bytes it holds (`window`), and
+/// each chunk's index and first unfiltered byte.
+struct SlicedPart {
+    window: std::ops::Range<u64>,
+    chunks: Vec<(usize, u64)>,
 }
 
 /// A run of consecutive chunks of one part of one tile: the unit of work
@@ -376,6 +625,8 @@ struct Run<'b> {
     chunks: &'b [FilteredChunk<'b>],
     /// Chunks holding no cell the read uses: zeros, not decoded.
     skip: bool,
+    /// A sliced part's chunk: where its unfiltered bytes start.
+    at: Option<u64>,
 }
 
 fn tile_error(path: &str, tile: u64, e: tdb_tile::TileError) -> QueryError {
@@ -413,11 +664,57 @@ fn parse_parts<'a>(job: &TileJob<'a>, key: Option<&'a [u8; 32]>) -> Result<Vec<P
     let mut parts = Vec::with_capacity(n);
     for (((kind, filters), (_, path, _)), b) in filters.zip(&job.fetch.parts).zip(job.bytes) {
         let location = format!("{path} tile {tile}");
-        let chunks = filters
-            .chunks(&location, b)
-            .map_err(|e| tile_error(path, tile, e))?;
-        let size = (shape.check_chunks(&location, kind, offsets_inside, &chunks))
-            .map_err(|e| shape_error(path, tile, e))?;
+        let (chunks, sliced) = match b {
+            PartBytes::Whole(b) => {
+                let chunks = filters
+                    .chunks(&location, b)
+                    .map_err(|e| tile_error(path, tile, e))?;
+                (chunks, None)
+            }
+            PartBytes::Chunks(found) => {
+                let size = shape.part_size(kind, offsets_inside).unwrap_or(0);
+                let per_cell = size.checked_div(shape.cells).unwrap_or(0);
+                let first = (job.fetch.slice.as_ref())
+                    .and_then(|s| per_cell.checked_mul(s.cells.0))
+                    .unwrap_or(0);
+                // No chunk reaches past what the whole tile holds: a
+                // header's claim sizes no allocation beyond it.
+                let holds = per_cell.saturating_mul(job.cells);
+                let mut chunks = Vec::with_capacity(found.len());
+                let mut at = Vec::with_capacity(found.len());
+                for (c, bytes) in found {
+                    let (rest, chunk) = tdb_tile::filtered_chunk(bytes)
+                        .map_err(|e| QueryError::corrupt(path, tile, e.to_string()))?;
+                    if !rest.is_empty()
+                        || u64::from(chunk.unfiltered_size)
+                            != c.unfiltered.end.saturating_sub(c.unfiltered.start)
+                        || c.unfiltered.end > holds
+                    {
+                        return Err(QueryError::corrupt(
+                            path,
+                            tile,
+                            format!(
+                                "chunk {} ({} unfiltered bytes from {}) does not fit the tile's \
+                                 {holds}",
+                                c.index, chunk.unfiltered_size, c.unfiltered.start
+                            ),
+                        ));
+                    }
+                    chunks.push(chunk);
+                    at.push((
+                        usize::try_from(c.index).unwrap_or(usize::MAX),
+                        c.unfiltered.start,
+                    ));
+                }
+                let window = first..first.saturating_add(size);
+                (chunks, Some(SlicedPart { window, chunks: at }))
+            }
+        };
+        let size = match &sliced {
+            Some(p) => p.window.end.saturating_sub(p.window.start),
+            None => (shape.check_chunks(&location, kind, offsets_inside, &chunks))
+                .map_err(|e| shape_error(path, tile, e))?,
+        };
         parts.push(PartJob {
             kind,
             filters,
@@ -425,6 +722,7 @@ fn parse_parts<'a>(job: &TileJob<'a>, key: Option<&'a [u8; 32]>) -> Result<Vec<P
             location,
             chunks,
             size,
+            sliced,
         });
     }
     Ok(parts)
@@ -468,6 +766,21 @@ pub(crate) fn decode_tiles<'a>(
     let mut runs = Vec::new();
     for ((j, parts), job) in parsed.iter().enumerate().zip(jobs) {
         for (p, part) in parts.iter().enumerate() {
+            if let Some(SlicedPart { chunks: at, .. }) = &part.sliced {
+                // A sliced part's chunks, each its own run: each lands
+                // where its bytes go in the part.
+                for (k, &(index, start)) in at.iter().enumerate() {
+                    runs.push(Run {
+                        job: j,
+                        part: p,
+                        first: index,
+                        chunks: part.chunks.get(k..=k).unwrap_or_default(),
+                        skip: false,
+                        at: Some(start),
+                    });
+                }
+                continue;
+            }
             let used = used_chunks(job, p, &part.chunks);
             let is_used = |c: usize| used.get(c).copied().unwrap_or(true);
             let n = part.chunks.len();
@@ -486,6 +799,7 @@ pub(crate) fn decode_tiles<'a>(
                     first,
                     chunks: part.chunks.get(first..end).unwrap_or_default(),
                     skip,
+                    at: None,
                 });
                 first = end;
                 if first >= n {
@@ -503,8 +817,8 @@ pub(crate) fn decode_tiles<'a>(
         // A part's first run's buffer becomes the part's: room for all of
         // it. (A kept buffer or none: `take` allocates nothing, whatever a
         // header claims.)
-        let part_size = match run.first {
-            0 => usize::try_from(part.size).unwrap_or(0),
+        let part_size = match (run.first, run.at) {
+            (0, None) => usize::try_from(part.size).unwrap_or(0),
             _ => size,
         };
         let mut out = TileData {
@@ -526,6 +840,17 @@ pub(crate) fn decode_tiles<'a>(
                 &mut out,
             )
             .map_err(|e| tile_error(part.path, tile, e))?;
+        // A sliced part's chunk: only its bytes inside the part's window.
+        if let (Some(at), Some(SlicedPart { window, .. })) = (run.at, &part.sliced) {
+            let from = window.start.max(at);
+            let to = window.end.min(at.saturating_add(out.data.len() as u64));
+            let bytes = (usize::try_from(from.saturating_sub(at)).ok())
+                .zip(usize::try_from(to.saturating_sub(at)).ok())
+                .and_then(|(a, b)| out.data.get(a..b.max(a)))
+                .unwrap_or_default()
+                .to_vec();
+            spare.keep(std::mem::replace(&mut out.data, bytes));
+        }
         Ok(out)
     })?;
     // Join each part's runs in order (the first run's buffer becomes the
@@ -538,6 +863,35 @@ pub(crate) fn decode_tiles<'a>(
         let Some(slot) = joined.get_mut(run.job).and_then(|p| p.get_mut(run.part)) else {
             continue;
         };
+        let window = (parsed.get(run.job).and_then(|p| p.get(run.part)))
+            .and_then(|p| p.sliced.as_ref())
+            .map(|p| &p.window);
+        if let (Some(at), Some(window)) = (run.at, window) {
+            // Cells between the used chunks stay zero: no cell is read
+            // there.
+            let into = slot.get_or_insert_with(|| {
+                let mut t = TileData {
+                    data: spare.take(
+                        usize::try_from(window.end.saturating_sub(window.start)).unwrap_or(0),
+                    ),
+                    ..TileData::default()
+                };
+                t.data.resize(
+                    usize::try_from(window.end.saturating_sub(window.start)).unwrap_or(0),
+                    0,
+                );
+                t
+            });
+            let from = usize::try_from(window.start.max(at).saturating_sub(window.start))
+                .unwrap_or(usize::MAX);
+            if let Some(dst) = into
+                .data
+                .get_mut(from..from.saturating_add(data.data.len()))
+            {
+                dst.copy_from_slice(&data.data);
+            }
+            continue;
+        }
         match slot {
             None => *slot = Some(data),
             Some(into) => {
@@ -557,7 +911,9 @@ pub(crate) fn decode_tiles<'a>(
                 .iter()
                 .find(|p| p.kind == DataPart::Var)
                 .is_some_and(|p| p.filters.offsets_inside());
-            finish_tile(job, parts.into_iter().flatten(), offsets_inside)
+            let mut tile = finish_tile(job, parts.into_iter().flatten(), offsets_inside)?;
+            tile.first = job.fetch.slice.as_ref().map_or(0, |s| s.cells.0);
+            Ok(tile)
         })
         .collect()
 }
@@ -693,12 +1049,13 @@ mod tests {
         let offsets_tile: Vec<u8> = offsets.iter().flat_map(|o| o.to_le_bytes()).collect();
         let fa = field(&s, 0, &[DataPart::Fixed]);
         let fv = field(&s, 1, &[DataPart::Fixed, DataPart::Var]);
-        let ba = [filtered(&fa, 0, &a, None)];
+        let a_tile = filtered(&fa, 0, &a, None);
+        let ba = [PartBytes::Whole(a_tile.clone())];
         let bv = [
-            filtered(&fv, 0, &offsets_tile, None),
-            filtered(&fv, 1, &var, Some(&offsets)),
+            PartBytes::Whole(filtered(&fv, 0, &offsets_tile, None)),
+            PartBytes::Whole(filtered(&fv, 1, &var, Some(&offsets))),
         ];
-        let fetch = |slot: usize, ff: &FragField, bytes: &[Bytes]| TileFetch {
+        let fetch = |slot: usize, ff: &FragField, bytes: &[PartBytes]| TileFetch {
             key: (0, slot, 0),
             parts: ff
                 .parts
@@ -706,6 +1063,7 @@ mod tests {
                 .zip(bytes)
                 .map(|((p, _), b)| (*p, format!("f{slot}_{p:?}"), 0..b.len() as u64))
                 .collect(),
+            slice: None,
         };
         let (fetch_a, fetch_v) = (fetch(0, &fa, &ba), fetch(1, &fv, &bv));
         let job = |fetch, bytes, field| TileJob {
@@ -740,12 +1098,12 @@ mod tests {
         assert!(held.bufs.lock().unwrap().is_empty());
         // Break chunk 3 of `a`'s tile (its zstd frame's magic number).
         let f = fa.parts[0].1.tile_filters(FormatVersion::WRITTEN, None);
-        let chunks = f.chunks("t", &ba[0]).unwrap();
+        let chunks = f.chunks("t", &a_tile).unwrap();
         assert!(chunks.len() > 4, "{}", chunks.len());
-        let at = chunks[3].data.as_ptr() as usize - ba[0].as_ptr() as usize;
-        let mut bad = ba[0].to_vec();
+        let at = chunks[3].data.as_ptr() as usize - a_tile.as_ptr() as usize;
+        let mut bad = a_tile.to_vec();
         bad[at] ^= 0xFF;
-        let bad = [Bytes::from(bad)];
+        let bad = [PartBytes::Whole(Bytes::from(bad))];
         for threads in [1, 4] {
             let Err(err) = decode_tiles(&[job(&fetch_a, &bad[..], &fa)], None, threads, &spare)
             else {
