@@ -2,7 +2,7 @@
 
 usage: workloads.py WORKLOAD OUT_DIR SCALE
 
-WORKLOAD is W1..W5; SCALE is "full" (the sizes of the benchmark issue) or
+WORKLOAD is W1..W6; SCALE is "full" (the sizes of the benchmark issue) or
 "quick" (tiny, for the CI smoke test). Every array is written into OUT_DIR
 (emptied first); the caller caches OUT_DIR and re-runs this only when the
 workload or scale changes. Data are seeded, so both engines read the same
@@ -22,6 +22,7 @@ FULL = {
     "W3": 4_000_000,
     "W4": 1_000_000,
     "W5": 1000,
+    "W6": 262_144,
 }
 QUICK = {
     "W1": 512,
@@ -29,6 +30,7 @@ QUICK = {
     "W3": 20_000,
     "W4": 10_000,
     "W5": 20,
+    "W6": 8192,
 }
 
 
@@ -120,13 +122,32 @@ def w5(out, fragments):
     tiledb.consolidate(path, config=tiledb.Config({"sm.consolidation.mode": "fragment_meta"}))
 
 
+def w6(out, vectors):
+    """Vectors as tiledb-vector-search stores them: 128 float32 dimensions
+    per vector, one dense tile holding every vector (128 MiB at full scale),
+    cells column-major so each vector's values are contiguous; no filters."""
+    path = os.path.join(out, "vectors")
+    dom = tiledb.Domain(
+        tiledb.Dim("d", domain=(0, 127), tile=128, dtype=np.int32),
+        tiledb.Dim("v", domain=(0, vectors - 1), tile=vectors, dtype=np.int32),
+    )
+    attr = tiledb.Attr("a", dtype=np.float32)
+    schema = tiledb.ArraySchema(
+        domain=dom, attrs=[attr], sparse=False, cell_order="col-major", tile_order="col-major"
+    )
+    tiledb.Array.create(path, schema)
+    rng = np.random.default_rng(6)
+    with tiledb.open(path, "w") as a:
+        a[0:128, 0:vectors] = rng.random((128, vectors), dtype=np.float32)
+
+
 def main():
     workload, out, scale = sys.argv[1:4]
     sizes = FULL if scale == "full" else QUICK
     if os.path.exists(out):
         shutil.rmtree(out)
     os.makedirs(out)
-    {"W1": w1, "W2": w2, "W3": w3, "W4": w4, "W5": w5}[workload](out, sizes[workload])
+    {"W1": w1, "W2": w2, "W3": w3, "W4": w4, "W5": w5, "W6": w6}[workload](out, sizes[workload])
 
 
 if __name__ == "__main__":

@@ -50,6 +50,7 @@ struct Sizes {
     w2: Vec<i64>,
     w3: i64,
     w4: i64,
+    w6: i64,
     reps: usize,
     warm_up: bool,
 }
@@ -59,6 +60,7 @@ const FULL: fn() -> Sizes = || Sizes {
     w2: vec![1024, 4096, 8192],
     w3: 4_000_000,
     w4: 1_000_000,
+    w6: 262_144,
     reps: 5,
     warm_up: true,
 };
@@ -68,6 +70,7 @@ const QUICK: fn() -> Sizes = || Sizes {
     w2: vec![256, 512],
     w3: 20_000,
     w4: 10_000,
+    w6: 8192,
     reps: 1,
     warm_up: false,
 };
@@ -295,6 +298,19 @@ fn phases(s: &Sizes) -> Vec<Phase> {
             vec![query(Some(vec![[0, cells - 1]]), "unordered", None)],
         ),
         bytes: (cells / 10 * 17) as u64,
+    });
+    // W6: 20 vectors (2,560 cells) out of one tile holding them all
+    // (128 MiB at full scale), as a vector search reads its candidates.
+    let v = rng.below(s.w6 - 20);
+    out.push(Phase {
+        workload: "W6",
+        name: format!("20 vectors of a {} MiB tile", (s.w6 * 128 * 4) >> 20),
+        array: "vectors".into(),
+        spec: read(
+            &["a"],
+            vec![query(Some(vec![[0, 127], [v, v + 19]]), "row-major", None)],
+        ),
+        bytes: 20 * 128 * 4,
     });
     // W5: consolidating the 1,000 fragments (a copy, made untimed).
     out.push(Phase {
