@@ -116,6 +116,8 @@ fn to_data(
         })
         .transpose()?;
     let builder = ArrayDataBuilder::new(target.clone()).len(len);
+    // Text whose UTF-8 and offsets `utf8_strings` checked.
+    let mut checked_utf8 = false;
     let ends = |offsets: Option<Vec<u64>>, end: usize| -> Result<Vec<u64>> {
         let mut o =
             offsets.ok_or_else(|| Error::field(name, "var-length cells without offsets"))?;
@@ -145,6 +147,7 @@ fn to_data(
                     (data, o)
                 }
             };
+            checked_utf8 = *target == DataType::LargeUtf8 && utf8_strings(&data, &offsets);
             builder
                 .add_buffer(Buffer::from_vec(offsets))
                 .add_buffer(Buffer::from_vec(data))
@@ -200,11 +203,41 @@ fn to_data(
         }
         _ => builder.add_buffer(Buffer::from_vec(data)),
     };
-    builder
-        .nulls(nulls.map(Into::into))
-        .align_buffers(true)
-        .build()
-        .map_err(|e| Error::arrow(name, e))
+    let builder = builder.nulls(nulls.map(Into::into)).align_buffers(true);
+    if checked_utf8 {
+        // SAFETY: what Arrow's validation of a LargeUtf8 array checks
+        // holds. Two buffers: `len + 1` offsets (`ends` checked `len`
+        // offsets, then appended the data's length) and the data; the
+        // offsets rise from inside the data to its end, each on a
+        // character boundary of data that is valid UTF-8
+        // (`utf8_strings`), so every string is valid UTF-8; the nulls,
+        // when present, were built from `len` validity bytes (checked
+        // above). `build_unchecked` skips only that validation: it still
+        // aligns the buffers.
+        #[allow(unsafe_code)]
+        let data = unsafe { builder.build_unchecked() };
+        return Ok(data);
+    }
+    builder.build().map_err(|e| Error::arrow(name, e))
+}
+
+/// Whether `offsets` (start offsets, then the end) cut `data` into UTF-8
+/// strings: the whole buffer valid UTF-8 and every offset rising, inside
+/// it and on a character boundary. The same as Arrow's own check of a
+/// string array, several times faster (simdutf8; a W4 read as Arrow spent
+/// 7% more than the plain read in the standard library's check).
+fn utf8_strings(data: &[u8], offsets: &[u64]) -> bool {
+    let boundary = |o: u64| {
+        usize::try_from(o).is_ok_and(|o| match data.get(o) {
+            // Not a continuation byte (0b10xx_xxxx).
+            Some(&b) => (b as i8) >= -0x40,
+            None => o == data.len(),
+        })
+    };
+    simdutf8::basic::from_utf8(data).is_ok()
+        && offsets.windows(2).all(|w| w.first() <= w.last())
+        && offsets.last().is_some_and(|&e| e == data.len() as u64)
+        && offsets.iter().all(|&o| boundary(o))
 }
 
 /// Whether key `i` of `keys` (little-endian integers of type `keys`)
@@ -262,4 +295,42 @@ fn transcode(
         out_offsets.push(out.len() as u64);
     }
     Ok((out, out_offsets))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::{Array, LargeStringArray};
+
+    /// Text Arrow then takes unchecked is checked here: bad bytes and
+    /// offsets inside a character, falling or short of the end are
+    /// refused, and through the conversion they are errors, as Arrow's own
+    /// check made them.
+    #[test]
+    fn text_is_checked_before_arrow_takes_it_unchecked() {
+        // a (1 byte), é (2), € (3), 😀 (4), z (1).
+        let ok = "aé€😀z".as_bytes();
+        assert!(utf8_strings(ok, &[0, 1, 3, 6, 10, 11]));
+        assert!(utf8_strings(b"", &[0, 0]));
+        assert!(!utf8_strings(ok, &[0, 2, 11]), "inside é");
+        assert!(!utf8_strings(ok, &[0, 3, 1, 11]), "falling");
+        assert!(!utf8_strings(ok, &[0, 3]), "short of the end");
+        assert!(!utf8_strings(ok, &[0, 12]), "past the end");
+        assert!(!utf8_strings(&[b'a', 0xff], &[0, 2]), "not UTF-8");
+        let cells = |data: &[u8], starts: Vec<u64>, validity: Option<Vec<u8>>| Cells {
+            len: starts.len(),
+            data: data.to_vec(),
+            offsets: Some(starts),
+            validity,
+        };
+        let text = |c| to_array("s", Datatype::StringUtf8, &DataType::LargeUtf8, c, None);
+        let a = text(cells(ok, vec![0, 1, 3, 6, 10], None)).unwrap();
+        let s = a.as_any().downcast_ref::<LargeStringArray>().unwrap();
+        assert_eq!((s.len(), s.value(1), s.value(3)), (5, "é", "😀"));
+        assert!(text(cells(ok, vec![0, 2], None)).is_err());
+        assert!(text(cells(&[b'a', 0xff], vec![0], None)).is_err());
+        // Nulls as before.
+        let a = text(cells(b"xy", vec![0, 1], Some(vec![1, 0]))).unwrap();
+        assert_eq!((a.null_count(), a.is_null(1)), (1, true));
+    }
 }
