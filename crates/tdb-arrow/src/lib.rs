@@ -10,13 +10,19 @@
 //! cells in any order, dense cells over a box, or with coordinate columns
 //! that fill one.
 //!
-//! ```no_run
+//! ```
+//! use arrow_array::{cast::AsArray, types::Int32Type};
 //! use tdb::{Array, ReadSpec};
 //! use tdb_arrow::ArrowArray;
-//! let array = Array::open("my_array")?;
+//! let array = Array::open("../../testdata/arrays/sparse_2d_int/array")?;
+//! let mut rows = 0;
 //! for batch in array.read_arrow(ReadSpec::new(["x", "a"]))? {
-//!     println!("{} rows", batch?.num_rows());
+//!     let batch = batch?;
+//!     // Dimensions and attributes are columns of their Arrow types.
+//!     let _x = batch.column(0).as_primitive::<Int32Type>();
+//!     rows += batch.num_rows();
 //! }
+//! assert_eq!(rows, 60);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 

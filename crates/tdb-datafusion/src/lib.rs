@@ -10,11 +10,16 @@
 //! [`TileDbTableFactory`] serves `CREATE EXTERNAL TABLE t STORED AS TILEDB
 //! LOCATION 'uri' OPTIONS ('timestamp' '...', 'key' '...', 'budget' '...')`.
 //!
-//! ```no_run
-//! # async fn run() -> datafusion::common::Result<()> {
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> datafusion::common::Result<()> {
+//! use datafusion::arrow::{array::AsArray, datatypes::Int64Type};
 //! let ctx = tdb_datafusion::session();
-//! ctx.sql("CREATE EXTERNAL TABLE t STORED AS TILEDB LOCATION 'my_array'").await?;
+//! let uri = "../../testdata/arrays/sparse_2d_int/array";
+//! ctx.sql(&format!("CREATE EXTERNAL TABLE t STORED AS TILEDB LOCATION '{uri}'")).await?;
 //! let batches = ctx.sql("SELECT count(*) FROM t WHERE x BETWEEN 1 AND 4").await?.collect().await?;
+//! let count = batches[0].column(0).as_primitive::<Int64Type>().value(0);
+//! assert_eq!(count, 1); // TileDB has one cell there too (expected.json)
 //! # Ok(())
 //! # }
 //! ```
