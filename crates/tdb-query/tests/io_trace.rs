@@ -108,17 +108,7 @@ fn a_few_cells_of_a_large_tile_fetch_only_the_chunks_holding_them() {
     assert_eq!(cells, 4);
     let trace = traces.remove(0);
     // The tiles' data files hold far more than what was read of them.
-    let data_read: u64 = trace
-        .lines()
-        .filter(|l| l.contains("/a0.tdb") || l.contains("/a1"))
-        .filter_map(|l| {
-            l.rsplit(": ")
-                .next()?
-                .strip_suffix(" B")?
-                .parse::<u64>()
-                .ok()
-        })
-        .sum();
+    let data_read = bytes_read(&trace, |l| l.contains("/a0.tdb") || l.contains("/a1"));
     assert!(data_read < 64 << 10, "{data_read} bytes of tiles read");
     insta::assert_snapshot!(trace);
 }
@@ -143,18 +133,7 @@ fn a_read_of_large_tiles_in_many_pieces_walks_each_tile_once() {
     assert_eq!(cells, 1 << 20);
     assert!(batches > 20, "{batches} batches");
     let trace = storage.trace();
-    let read = |file: &str| -> u64 {
-        (trace.lines())
-            .filter(|l| l.contains(file))
-            .filter_map(|l| {
-                l.rsplit(": ")
-                    .next()?
-                    .strip_suffix(" B")?
-                    .parse::<u64>()
-                    .ok()
-            })
-            .sum()
-    };
+    let read = |file: &str| bytes_read(&trace, |l| l.contains(file));
     let size = |file: &str| -> u64 {
         std::fs::read_dir(dir.join("__fragments"))
             .unwrap()
@@ -173,4 +152,18 @@ fn a_read_of_large_tiles_in_many_pieces_walks_each_tile_once() {
         let bound = 2 * size + batches * 4096;
         assert!(read <= bound, "{file}: {read} bytes read of {size}");
     }
+}
+
+/// The bytes a trace's requests of the lines `which` picks read.
+fn bytes_read(trace: &str, which: impl Fn(&str) -> bool) -> u64 {
+    (trace.lines())
+        .filter(|l| which(l))
+        .filter_map(|l| {
+            l.rsplit(": ")
+                .next()?
+                .strip_suffix(" B")?
+                .parse::<u64>()
+                .ok()
+        })
+        .sum()
 }

@@ -310,26 +310,9 @@ impl Reader {
                     continue;
                 }
                 Phase::Sections(_, _, answers) | Phase::Deletes(_, answers) => {
-                    return match answers.ask() {
-                        Some(r) => Ok(Event::Need(r)),
-                        None => Err(QueryError::invalid(format!(
-                            "the reader is waiting for {} answers to the ranges it asked for \
-                             (call push)",
-                            answers.missing()
-                        ))),
-                    };
+                    return ask(answers);
                 }
-                Phase::Tiles(fetching) => {
-                    let answers = &mut fetching.answers;
-                    return match answers.ask() {
-                        Some(r) => Ok(Event::Need(r)),
-                        None => Err(QueryError::invalid(format!(
-                            "the reader is waiting for {} answers to the ranges it asked for \
-                             (call push)",
-                            answers.missing()
-                        ))),
-                    };
-                }
+                Phase::Tiles(fetching) => return ask(&mut fetching.answers),
                 Phase::Decode(work) => {
                     return match work.take() {
                         Some(w) => Ok(Event::Decode(w)),
@@ -869,6 +852,18 @@ impl Reader {
             key: self.key().copied(),
             spare: Arc::clone(&self.spare),
         })
+    }
+}
+
+/// The requests of a batch the reader waits for, the first time it is
+/// asked; then an error: the driver must push their answers.
+fn ask(answers: &mut Answers) -> Result<Event> {
+    match answers.ask() {
+        Some(r) => Ok(Event::Need(r)),
+        None => Err(QueryError::invalid(format!(
+            "the reader is waiting for {} answers to the ranges it asked for (call push)",
+            answers.missing()
+        ))),
     }
 }
 
