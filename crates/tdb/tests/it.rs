@@ -25,6 +25,7 @@ mod max_fragment_size;
 mod metadata_consolidation;
 mod object_store;
 mod parts;
+mod sliced_tiles;
 mod string_parts;
 mod tampering;
 mod tiledb_inputs;

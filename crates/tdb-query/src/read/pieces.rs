@@ -227,10 +227,15 @@ impl Reader {
         whole > self.tile_budget() || (whole >= Self::SLICE_MIN && span.saturating_mul(2) <= cells)
     }
 
-    /// The one tile of dense fragment `i` piece `p` reads and how many of
-    /// its cells the piece spans (from its low corner to its high one, in
-    /// the tile's cell order); `None` if it reads several.
-    fn dense_span(&self, i: usize, p: &Subarray) -> Option<(u64, u64)> {
+    /// Pieces over at most this many tiles of a fragment are estimated
+    /// tile by tile (the cells they span in each); larger ones by whole
+    /// tiles (they are cut anyway).
+    const SPANNED_TILES: u64 = 64;
+
+    /// Per tile of dense fragment `i` piece `p` reads, how many of its
+    /// cells the piece spans there (from the piece's low corner in the
+    /// tile to its high one, in the tile's cell order).
+    fn dense_spans(&self, i: usize, p: &Subarray) -> Option<Vec<(u64, u64)>> {
         let plan = self.plans.get(i)?;
         let ned = plan.meta.footer.non_empty_domain.as_ref()?;
         let schema = &plan.schema;
@@ -241,14 +246,67 @@ impl Reader {
             ned,
         )?;
         let coords = plan::dense_coords(schema, p).ok()?;
-        let (mut lo, mut hi) = (Vec::new(), Vec::new());
-        for (ranges, (nlo, nhi)) in coords.iter().zip(grid.bounds()) {
-            lo.push(ranges.iter().map(|r| r.0).min()?.max(nlo));
-            hi.push(ranges.iter().map(|r| r.1).max()?.min(nhi));
+        // Per dimension: the piece's bounds inside the fragment, cut at
+        // tile boundaries.
+        let mut per_dim: Vec<Vec<(i128, i128)>> = Vec::new();
+        for ((ranges, (nlo, nhi)), dim) in coords
+            .iter()
+            .zip(grid.bounds())
+            .zip(&schema.domain.dimensions)
+        {
+            let lo = ranges.iter().map(|r| r.0).min()?.max(nlo);
+            let hi = ranges.iter().map(|r| r.1).max()?.min(nhi);
+            let (origin, extent) = tdb_index::dense::origin_and_extent(dim)?;
+            let mut parts = Vec::new();
+            let mut at = lo;
+            while at <= hi {
+                let k = at.checked_sub(origin)?.checked_div_euclid(extent)?;
+                let end = origin
+                    .checked_add(k.checked_add(1)?.checked_mul(extent)?)?
+                    .checked_sub(1)?
+                    .min(hi);
+                parts.push((at, end));
+                at = end.checked_add(1)?;
+            }
+            per_dim.push(parts);
         }
-        let (t, first) = grid.position(&lo)?;
-        let (t_hi, last) = grid.position(&hi)?;
-        (t == t_hi && last >= first).then(|| (t, last.saturating_sub(first).saturating_add(1)))
+        let count = per_dim
+            .iter()
+            .try_fold(1u64, |n, d| n.checked_mul(d.len() as u64))?;
+        if count > Self::SPANNED_TILES {
+            return None;
+        }
+        let mut spans = Vec::new();
+        let mut index = vec![0usize; per_dim.len()];
+        loop {
+            let pick = |end: bool| -> Option<Vec<i128>> {
+                (per_dim.iter().zip(&index))
+                    .map(|(d, &k)| d.get(k).map(|&(a, b)| if end { b } else { a }))
+                    .collect()
+            };
+            let (t, first) = grid.position(&pick(false)?)?;
+            let (t_hi, last) = grid.position(&pick(true)?)?;
+            if t != t_hi || last < first {
+                return None;
+            }
+            spans.push((t, last.saturating_sub(first).saturating_add(1)));
+            // The next combination, the last dimension fastest.
+            let mut d = per_dim.len();
+            loop {
+                let Some(nd) = d.checked_sub(1) else {
+                    return Some(spans);
+                };
+                d = nd;
+                let (Some(k), Some(len)) = (index.get_mut(d), per_dim.get(d).map(Vec::len)) else {
+                    return None;
+                };
+                *k = k.saturating_add(1);
+                if *k < len {
+                    break;
+                }
+                *k = 0;
+            }
+        }
     }
 
     /// What reading piece `p` holds at once: its tiles, and per candidate
@@ -261,13 +319,19 @@ impl Reader {
         for (i, plan) in self.plans.iter().enumerate() {
             if plan.meta.footer.dense {
                 let tiles = plan::dense_tiles_touched(plan, p).unwrap_or(u64::MAX);
-                // A piece inside one tile may read only its cells' chunks.
-                if let Some((t, span)) = (tiles == 1)
-                    .then(|| self.dense_span(i, p))
+                // A piece over few tiles may read only its cells' chunks
+                // of each.
+                if let Some(spans) = (tiles <= Self::SPANNED_TILES && Self::sliceable(plan))
+                    .then(|| self.dense_spans(i, p))
                     .flatten()
-                    .filter(|&(t, span)| self.slices(i, t, span))
                 {
-                    total = total.saturating_add(self.tile_cost(i, t, Some(span)));
+                    for (t, span) in spans {
+                        let cost = match self.slices(i, t, span) {
+                            true => self.tile_cost(i, t, Some(span)),
+                            false => self.tile_bytes(i, t),
+                        };
+                        total = total.saturating_add(cost);
+                    }
                     continue;
                 }
                 let tile_max = self.tile_max.get(i).copied().unwrap_or(u64::MAX);
