@@ -1,5 +1,5 @@
 //! Dense tiles larger than a read's tile budget are read by the chunks
-//! holding each piece's cells (`tdb-query`'s `tiles::Slice`). On arrays of
+//! holding each piece's cells (`tdb-query`'s sliced tiles, `tiles::TileFetch::sliced`). On arrays of
 //! every cell and tile order, with edge tiles, a second fragment over
 //! part of the first, nullable and compressed fields, reads under a
 //! budget far below one tile (which refused them before slicing) give

@@ -795,9 +795,6 @@ impl Reader {
             }
             bytes.push(b);
         }
-        // Dense fragments' result cells are known before decoding: per
-        // tile, the cells used, so chunks without any are skipped.
-        let needed = self.results.needed_cells();
         // Each field of each fragment once, however many of its tiles.
         let mut fields: Vec<FragField> = Vec::new();
         let mut field_of: HashMap<(usize, usize), usize> = HashMap::new();
@@ -820,12 +817,6 @@ impl Reader {
                     f
                 }
             };
-            let used = plan
-                .meta
-                .footer
-                .dense
-                .then(|| needed.get(&(i, t)).cloned())
-                .flatten();
             let ff = fields
                 .get(field)
                 .ok_or_else(|| QueryError::invalid("tile of an unknown field"))?;
@@ -839,7 +830,6 @@ impl Reader {
                 field,
                 version: plan.schema.version,
                 cells: plan.cells(t, plan.tile_num()),
-                needed: used,
                 var_size,
             });
         }

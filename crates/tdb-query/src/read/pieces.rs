@@ -142,7 +142,7 @@ impl Reader {
         self.tile_cost(i, t, None)
     }
 
-    /// Dense tiles at least this large are sliced ([`tiles::Slice`]) when
+    /// Dense tiles at least this large are sliced ([`tiles::TileFetch::sliced`]) when
     /// a piece uses half their cells or fewer (and always when they pass
     /// the tile budget): walking their chunk headers costs little beside
     /// the memory saved.
@@ -556,9 +556,8 @@ impl Reader {
         }
         let planned = self.plan_piece(&piece)?;
         // Sliced tiles are found a step at a time: nothing to fetch ahead.
-        let requests = (!planned.fetches.is_empty()
-            && planned.fetches.iter().all(|f| f.slice.is_none()))
-        .then(|| Coalesced::tiles(&planned.fetches).requests);
+        let requests = (!planned.fetches.is_empty() && planned.fetches.iter().all(|f| !f.sliced))
+            .then(|| Coalesced::tiles(&planned.fetches).requests);
         self.ahead = Some(planned);
         Ok(requests)
     }
@@ -684,15 +683,19 @@ impl Reader {
                         carried.push((i, slot, t));
                         continue;
                     }
-                    let slice = (needed.get(&(i, t)).cloned())
-                        .and_then(tiles::Slice::of)
-                        .filter(|s| self.slices(i, t, s.cells.1.saturating_sub(s.cells.0)));
+                    // Dense tiles' cells are known before decoding: chunks
+                    // without any are skipped, or only theirs fetched.
+                    let used = (needed.get(&(i, t)).cloned()).filter(|_| meta.footer.dense);
+                    let slice = (used.as_ref())
+                        .and_then(|u| Some(u.last()?.1.saturating_sub(u.first()?.0)))
+                        .is_some_and(|span| self.slices(i, t, span));
                     fetches.push(tiles::plan_tile(
                         self.dir(),
                         &plan.file.path,
                         meta,
                         ff,
                         (i, slot, t),
+                        used,
                         slice,
                     )?);
                 }

@@ -21,7 +21,7 @@ use tdb_tile::{
 pub(crate) type TileKey = (usize, usize, u64);
 
 /// One field's unfiltered tile: its cells from `first` on (a sliced tile,
-/// see [`Slice`], holds the cells its piece uses; others hold all).
+/// see [`TileFetch::slice`], holds the cells its piece uses; others hold all).
 #[derive(Debug, Default)]
 pub(crate) struct DecodedTile {
     pub fixed: Vec<u8>,
@@ -56,40 +56,35 @@ impl DecodedTile {
     }
 }
 
-/// One tile to fetch: where each of its parts is, and whether it is read
-/// in part.
+/// One tile to fetch: where each of its parts is, the cells the read uses
+/// when known before decoding (dense tiles: sorted disjoint half-open
+/// ranges in the tile's cell order), and whether it is *sliced*: only the
+/// chunks holding those cells are fetched (found by a [`ChunkWalk`]) and
+/// decoded, and the decoded tile holds the cells from the first used to
+/// the last ([`TileFetch::slice`]), so a large tile costs the memory of the
+/// cells a piece reads, not of the tile.
 pub(crate) struct TileFetch {
     pub key: TileKey,
     pub parts: Vec<(DataPart, String, std::ops::Range<u64>)>,
-    pub slice: Option<Slice>,
+    pub needed: Option<Vec<(u64, u64)>>,
+    pub sliced: bool,
 }
 
-/// A dense tile read in part: the cells its piece uses (`needed`, sorted
-/// disjoint half-open ranges in the tile's cell order), which alone are
-/// fetched (the chunks holding them, found by a [`ChunkWalk`]) and decoded,
-/// and the cells the decoded tile holds (`cells`: from the first used to
-/// the last). A large tile then costs the memory of the cells a piece
-/// reads, not of the tile.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Slice {
-    pub cells: (u64, u64),
-    pub needed: Vec<(u64, u64)>,
+impl TileFetch {
+    /// A sliced tile's cells once decoded: from the first used to the
+    /// last (half-open).
+    pub fn slice(&self) -> Option<(u64, u64)> {
+        let needed = self.needed.as_ref().filter(|_| self.sliced)?;
+        Some((needed.first()?.0, needed.last()?.1))
+    }
 }
 
-impl Slice {
-    /// The slice of the cells `needed` (sorted, disjoint, not empty).
-    pub fn of(needed: Vec<(u64, u64)>) -> Option<Self> {
-        let cells = (needed.first()?.0, needed.last()?.1);
-        Some(Slice { cells, needed })
-    }
-
-    /// The unfiltered bytes of a part of `cell_size` bytes a cell that
-    /// hold the needed cells.
-    fn bytes(&self, cell_size: u64) -> Vec<std::ops::Range<u64>> {
-        (self.needed.iter())
-            .map(|&(a, b)| a.saturating_mul(cell_size)..b.saturating_mul(cell_size))
-            .collect()
-    }
+/// The unfiltered bytes of a part of `cell_size` bytes a cell that hold
+/// the cells `needed`.
+fn needed_bytes(needed: &[(u64, u64)], cell_size: u64) -> Vec<std::ops::Range<u64>> {
+    (needed.iter())
+        .map(|&(a, b)| a.saturating_mul(cell_size)..b.saturating_mul(cell_size))
+        .collect()
 }
 
 /// Whether tiles of `ff` can be read in part: every part maps cells to
@@ -114,7 +109,8 @@ pub(crate) fn plan_tile(
     m: &FragmentMetadata,
     ff: &FragField,
     key: TileKey,
-    slice: Option<Slice>,
+    needed: Option<Vec<(u64, u64)>>,
+    slice: bool,
 ) -> Result<TileFetch> {
     let tile = key.2;
     let mut parts = Vec::new();
@@ -127,8 +123,13 @@ pub(crate) fn plan_tile(
         let path = join(&join(dir, frag_path), &ff.data_field.file_name(*part));
         parts.push((*part, path, range));
     }
-    let slice = slice.filter(|_| sliceable(ff));
-    Ok(TileFetch { key, parts, slice })
+    let sliced = slice && sliceable(ff) && needed.as_ref().is_some_and(|n| !n.is_empty());
+    Ok(TileFetch {
+        key,
+        parts,
+        needed,
+        sliced,
+    })
 }
 
 /// The requests for a set of byte ranges: a field's tiles (and a fragment's
@@ -177,7 +178,7 @@ impl Coalesced {
 
     /// The requests for every part of `fetches` read whole (not sliced).
     pub fn tiles(fetches: &[TileFetch]) -> Self {
-        Coalesced::new(fetches.iter().filter(|f| f.slice.is_none()).flat_map(|f| {
+        Coalesced::new(fetches.iter().filter(|f| !f.sliced).flat_map(|f| {
             f.parts
                 .iter()
                 .map(|(_, path, r)| (path.as_str(), r.clone()))
@@ -227,7 +228,7 @@ struct PartWalk {
 }
 
 /// Fetching a piece's tiles: whole tiles in one batch of requests, sliced
-/// ones ([`Slice`]) by walking their chunk headers, one batch per step of
+/// ones ([`TileFetch::sliced`]) by walking their chunk headers, one batch per step of
 /// every walk (the first batch carries the whole tiles too).
 pub(crate) struct Fetching {
     fetches: Vec<TileFetch>,
@@ -255,11 +256,11 @@ impl Fetching {
         let coalesced = Coalesced::tiles(&fetches);
         let mut walks = Vec::new();
         for (f, fetch) in fetches.iter().enumerate() {
-            let Some(slice) = &fetch.slice else {
+            let Some(needed) = fetch.needed.as_deref().filter(|_| fetch.sliced) else {
                 continue;
             };
             for (p, (_, _, range)) in fetch.parts.iter().enumerate() {
-                let wanted = slice.bytes(cell_size(fetch.key, p));
+                let wanted = needed_bytes(needed, cell_size(fetch.key, p));
                 walks.push(PartWalk {
                     fetch: f,
                     part: p,
@@ -363,9 +364,9 @@ impl Fetching {
     pub fn finish(self, points: &mut WalkPoints) -> (Vec<TileFetch>, Vec<Vec<Option<PartBytes>>>) {
         let mut whole = self.whole.unwrap_or_default().into_iter();
         let mut bytes: Vec<Vec<Option<PartBytes>>> = (self.fetches.iter())
-            .map(|f| match f.slice {
-                Some(_) => f.parts.iter().map(|_| None).collect(),
-                None => (f.parts.iter())
+            .map(|f| match f.sliced {
+                true => f.parts.iter().map(|_| None).collect(),
+                false => (f.parts.iter())
                     .map(|_| whole.next().flatten().map(PartBytes::Whole))
                     .collect(),
             })
@@ -470,13 +471,12 @@ pub struct DecodeWork {
 }
 
 /// What one tile of a [`DecodeWork`] is: its field (an index into the
-/// work's fields), format version, cell count, and the cells used when
-/// known (see [`TileJob::needed`]).
+/// work's fields), format version and cell count (the cells used are
+/// the fetch's: [`TileFetch::needed`]).
 pub(super) struct TileInfo {
     pub field: usize,
     pub version: FormatVersion,
     pub cells: u64,
-    pub needed: Option<Vec<(u64, u64)>>,
     /// The var data's unfiltered size, as the fragment's metadata records
     /// it (var-size fields).
     pub var_size: Option<u64>,
@@ -506,7 +506,7 @@ impl DecodeWork {
                         .ok_or_else(|| QueryError::invalid("a tile of no field"))?,
                     version: info.version,
                     cells: info.cells,
-                    needed: info.needed.as_deref(),
+                    needed: fetch.needed.as_deref(),
                     var_size: info.var_size,
                 })
             })
@@ -571,8 +571,8 @@ pub(crate) struct TileJob<'a> {
 /// bounded before any fetch.
 fn shape(job: &TileJob<'_>) -> TileShape {
     TileShape {
-        cells: match &job.fetch.slice {
-            Some(s) => s.cells.1.saturating_sub(s.cells.0),
+        cells: match job.fetch.slice() {
+            Some((lo, hi)) => hi.saturating_sub(lo),
             None => job.cells,
         },
         cell_size: job
@@ -674,8 +674,8 @@ fn parse_parts<'a>(job: &TileJob<'a>, key: Option<&'a [u8; 32]>) -> Result<Vec<P
             PartBytes::Chunks(found) => {
                 let size = shape.part_size(kind, offsets_inside).unwrap_or(0);
                 let per_cell = size.checked_div(shape.cells).unwrap_or(0);
-                let first = (job.fetch.slice.as_ref())
-                    .and_then(|s| per_cell.checked_mul(s.cells.0))
+                let first = (job.fetch.slice())
+                    .and_then(|(lo, _)| per_cell.checked_mul(lo))
                     .unwrap_or(0);
                 // No chunk reaches past what the whole tile holds: a
                 // header's claim sizes no allocation beyond it.
@@ -912,7 +912,7 @@ pub(crate) fn decode_tiles<'a>(
                 .find(|p| p.kind == DataPart::Var)
                 .is_some_and(|p| p.filters.offsets_inside());
             let mut tile = finish_tile(job, parts.into_iter().flatten(), offsets_inside)?;
-            tile.first = job.fetch.slice.as_ref().map_or(0, |s| s.cells.0);
+            tile.first = job.fetch.slice().map_or(0, |(lo, _)| lo);
             Ok(tile)
         })
         .collect()
@@ -1063,7 +1063,8 @@ mod tests {
                 .zip(bytes)
                 .map(|((p, _), b)| (*p, format!("f{slot}_{p:?}"), 0..b.len() as u64))
                 .collect(),
-            slice: None,
+            needed: None,
+            sliced: false,
         };
         let (fetch_a, fetch_v) = (fetch(0, &fa, &ba), fetch(1, &fv, &bv));
         let job = |fetch, bytes, field| TileJob {
