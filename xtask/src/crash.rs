@@ -172,7 +172,7 @@ fn cells(array: &Array<AnyStorage>) -> Result<Vec<Vec<u8>>, Err> {
                 row.extend_from_slice(&(cell.len() as u32).to_le_bytes());
                 row.extend_from_slice(cell);
                 if let Some(v) = &b.validity {
-                    row.push(v[i]);
+                    row.push(u8::from(v.is_valid(i)));
                 }
             }
             row

@@ -130,7 +130,7 @@ fn field(
         b.offsets = Some(offsets);
     }
     if nullable {
-        b.validity = Some(validity);
+        b.validity = Some(validity.into());
     }
     b
 }

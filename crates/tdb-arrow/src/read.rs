@@ -78,7 +78,8 @@ impl<'a, S: tdb::Storage> ArrowReader<'a, S> {
     pub(crate) fn new(array: &'a Array<S>, spec: ReadSpec) -> Result<Self> {
         Ok(ArrowReader {
             converter: ArrowConverter::new(array, &spec.fields)?,
-            query: array.read(spec)?,
+            // Validity as Arrow holds it: the bitmaps move into the columns.
+            query: array.read(spec.with_packed_validity())?,
         })
     }
 }
@@ -92,7 +93,9 @@ impl<S> ArrowReader<'_, S> {
 
 /// How a read's batches of `fields` become record batches, for callers
 /// that drive the read themselves ([`tdb::Array::read_stream`] in async
-/// code): [`ArrowReader`] is this over [`tdb::Array::read`].
+/// code): [`ArrowReader`] is this over [`tdb::Array::read`]. A read
+/// asked for with [`ReadSpec::with_packed_validity`] hands its validity
+/// over without a copy; validity bytes are packed here.
 pub struct ArrowConverter {
     schema: SchemaRef,
     columns: Vec<Column>,

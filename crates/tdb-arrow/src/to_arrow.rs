@@ -1,7 +1,7 @@
 //! Result buffers into Arrow arrays: the bytes move, they are not copied,
 //! wherever the layouts agree (fixed-width values; var-length text and
-//! bytes, whose start offsets gain their end). Booleans and validity
-//! become bitmaps; var-length numbers get offsets counted in values; UTF-16
+//! bytes, whose start offsets gain their end; validity a read packed as
+//! bits). Booleans and validity bytes become bitmaps; var-length numbers get offsets counted in values; UTF-16
 //! and UTF-32 text is transcoded to UTF-8.
 
 use crate::{Error, Result};
@@ -10,7 +10,7 @@ use arrow_buffer::{BooleanBuffer, Buffer};
 use arrow_data::{ArrayData, ArrayDataBuilder};
 use arrow_schema::DataType;
 use tdb_format::Datatype;
-use tdb_query::{FieldBuffer, VAR_NUM};
+use tdb_query::{FieldBuffer, Validity, VAR_NUM};
 use tdb_schema::Enumeration;
 
 /// One field's cells as the reader gives them.
@@ -21,8 +21,8 @@ pub(crate) struct Cells {
     pub data: Vec<u8>,
     /// Var-size cells: each one's start in `data`.
     pub offsets: Option<Vec<u64>>,
-    /// One byte per cell, 0 = null.
-    pub validity: Option<Vec<u8>>,
+    /// Which cells are valid.
+    pub validity: Option<Validity>,
 }
 
 impl Cells {
@@ -109,10 +109,17 @@ fn to_data(
             if v.len() != len {
                 return Err(Error::field(
                     name,
-                    format!("{} validity bytes for {len} cells", v.len()),
+                    format!("validity of {} cells for {len} cells", v.len()),
                 ));
             }
-            Ok(BooleanBuffer::collect_bool(len, |i| v[i] != 0))
+            Ok(match v {
+                Validity::Bytes(v) => BooleanBuffer::collect_bool(len, |i| v[i] != 0),
+                // The bitmap's bytes become the buffer: no copy.
+                Validity::Bits(b) => {
+                    let (bits, len) = b.into_parts();
+                    BooleanBuffer::new(Buffer::from_vec(bits), 0, len)
+                }
+            })
         })
         .transpose()?;
     let builder = ArrayDataBuilder::new(target.clone()).len(len);
@@ -321,7 +328,7 @@ mod tests {
             len: starts.len(),
             data: data.to_vec(),
             offsets: Some(starts),
-            validity,
+            validity: validity.map(Validity::Bytes),
         };
         let text = |c| to_array("s", Datatype::StringUtf8, &DataType::LargeUtf8, c, None);
         let a = text(cells(ok, vec![0, 1, 3, 6, 10], None)).unwrap();

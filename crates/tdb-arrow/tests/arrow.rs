@@ -476,12 +476,13 @@ fn buffer_at(data: &arrow_data::ArrayData, child: bool, i: usize) -> Option<*con
 }
 
 /// A read hands its buffers to Arrow: every column's values (and var
-/// cells' offsets) are the very memory the reader filled, not copies.
-/// Only booleans (bytes to bits), UTF-16/32 strings (transcoded) and
-/// validity (bytes to bits) are built anew.
+/// cells' offsets, and validity bits packed as the reader copied cells)
+/// are the very memory the reader filled, not copies. Only booleans'
+/// values (bytes to bits), UTF-16/32 strings (transcoded) and enumeration
+/// keys' validity are built anew.
 #[test]
 fn reads_hand_their_buffers_to_arrow_without_copying() {
-    let converted = std::cell::Cell::new(0usize);
+    let (converted, nullable) = (std::cell::Cell::new(0usize), std::cell::Cell::new(0usize));
     for object in tdb_testdata::objects() {
         let Ok(src) = open(&object.dir, object.key.as_ref()) else {
             continue;
@@ -491,19 +492,36 @@ fn reads_hand_their_buffers_to_arrow_without_copying() {
         };
         let what = format!("{} ({})", object.case, object.dir.display());
         let converter = tdb_arrow::ArrowConverter::new(&src, &spec.fields).unwrap();
-        for batch in src.read(spec).unwrap() {
+        for batch in src.read(spec.with_packed_validity()).unwrap() {
             let batch = batch.unwrap();
             let at: Vec<_> = (batch.fields.iter())
                 .map(|f| {
                     let offsets = (f.offsets.as_ref().filter(|o| !o.is_empty()))
                         .map(|o| o.as_ptr().cast::<u8>());
-                    (f.datatype, f.data.as_ptr(), f.data.is_empty(), offsets)
+                    let validity = match &f.validity {
+                        Some(tdb::Validity::Bits(b)) => Some(b.as_bytes().as_ptr()),
+                        Some(tdb::Validity::Bytes(_)) => panic!("{what}: validity as bytes"),
+                        None => None,
+                    };
+                    let held = (f.datatype, f.data.as_ptr(), f.data.is_empty(), offsets);
+                    (held, validity.filter(|_| batch.num_cells > 0))
                 })
                 .collect();
             let record = converter.convert(batch).unwrap();
-            for ((datatype, data, empty, offsets), column) in at.into_iter().zip(record.columns()) {
+            for (((datatype, data, empty, offsets), validity), column) in
+                at.into_iter().zip(record.columns())
+            {
                 let name = format!("{what}: {}", datatype.name());
                 let d = column.to_data();
+                // Validity bits move (Arrow drops a bitmap with no null),
+                // except an enumeration's keys (a key naming no value is
+                // null too: that bitmap is built anew).
+                let keys = matches!(d.data_type(), DataType::Dictionary(..));
+                if let (Some(v), false, true) = (validity, keys, d.null_count() > 0) {
+                    let nulls = d.nulls().map(|n| n.buffer().as_ptr());
+                    assert_eq!(nulls, Some(v), "{name}: validity copied");
+                    nullable.set(nullable.get() + 1);
+                }
                 let transcoded = matches!(
                     datatype,
                     Datatype::StringUtf16
@@ -532,4 +550,9 @@ fn reads_hand_their_buffers_to_arrow_without_copying() {
         }
     }
     assert!(converted.get() > 200, "only {} columns", converted.get());
+    assert!(
+        nullable.get() > 20,
+        "only {} nullable columns",
+        nullable.get()
+    );
 }

@@ -400,7 +400,7 @@ mod tests {
         let mut s = FieldBuffer::new("s", Datatype::StringUtf8, VAR_NUM, true);
         s.data = b"ab,\"c\"".to_vec();
         s.offsets = Some(vec![0, 2, 6]);
-        s.validity = Some(vec![1, 1, 0]);
+        s.validity = Some(vec![1, 1, 0].into());
         let mut v = FieldBuffer::new("v", Datatype::Float64, 2, false);
         v.data = [0.5f64, -0.0, f64::NAN, 1.0, 2.0, 3.0]
             .iter()

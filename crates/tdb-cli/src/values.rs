@@ -158,7 +158,7 @@ pub fn field(buf: &FieldBuffer) -> Value {
     if let Some(v) = &buf.validity {
         o.insert(
             "validity".into(),
-            json!(v.iter().map(|&b| u8::from(b != 0)).collect::<Vec<_>>()),
+            json!(v.iter().map(u8::from).collect::<Vec<_>>()),
         );
     }
     Value::Object(o)

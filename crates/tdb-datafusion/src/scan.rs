@@ -167,7 +167,8 @@ impl ExecutionPlan for TileDbScan {
         };
         let mut spec = ReadSpec::new(self.fields.clone())
             .with_layout(self.layout)
-            .with_subarray(part.clone());
+            .with_subarray(part.clone())
+            .with_packed_validity();
         if let Some(c) = &self.condition {
             spec = spec.with_condition(c.clone());
         }

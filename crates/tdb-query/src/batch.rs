@@ -1,7 +1,8 @@
 //! Result buffers: one per field, in TileDB's layout (data, start offsets,
-//! validity bytes).
+//! validity bytes; validity bits when a read asks for Arrow's).
 
 use crate::column::{Column, Columns, VAR_NUM};
+use crate::validity::Validity;
 use tdb_format::Datatype;
 
 /// One field's results.
@@ -18,8 +19,9 @@ pub struct FieldBuffer {
     pub data: Vec<u8>,
     /// Var-size fields: each cell's start offset in `data`.
     pub offsets: Option<Vec<u64>>,
-    /// Nullable fields: one byte per cell, 0 = null.
-    pub validity: Option<Vec<u8>>,
+    /// Nullable fields: which cells are valid (one byte per cell, 0 =
+    /// null, unless the read asked for bits).
+    pub validity: Option<Validity>,
 }
 
 impl FieldBuffer {
@@ -31,7 +33,7 @@ impl FieldBuffer {
             cell_val_num,
             data: Vec::new(),
             offsets: (cell_val_num == VAR_NUM).then(Vec::new),
-            validity: nullable.then(Vec::new),
+            validity: nullable.then(|| Validity::Bytes(Vec::new())),
         }
     }
 
@@ -43,7 +45,7 @@ impl FieldBuffer {
         }
         self.data.extend_from_slice(cell);
         if let Some(v) = &mut self.validity {
-            v.push(u8::from(valid));
+            v.push(valid);
         }
     }
 
@@ -64,19 +66,19 @@ impl FieldBuffer {
             fixed,
             offsets: self.offsets.as_deref().unwrap_or(&[]),
             var,
-            validity: self.validity.as_deref(),
+            validity: self.validity.as_ref().map(Validity::view),
         }
     }
 
     /// A copy of cells `cells` (clamped to the buffer), offsets rebased:
     /// how a large write is cut into parts.
     pub fn slice(&self, cells: std::ops::Range<usize>) -> FieldBuffer {
-        let mut out = FieldBuffer::new(
-            &self.name,
-            self.datatype,
-            self.cell_val_num,
-            self.validity.is_some(),
-        );
+        let mut out = FieldBuffer {
+            data: Vec::new(),
+            offsets: self.offsets.as_ref().map(|_| Vec::new()),
+            validity: self.validity.as_ref().map(Validity::empty_like),
+            ..FieldBuffer::new(&self.name, self.datatype, self.cell_val_num, false)
+        };
         out.extend_from(self, cells);
         out
     }
@@ -107,7 +109,7 @@ impl FieldBuffer {
         let offsets = self.offsets.as_ref().map_or(0, |o| o.len() as u64);
         (self.data.len() as u64)
             .saturating_add(offsets.saturating_mul(8))
-            .saturating_add(self.validity.as_ref().map_or(0, Vec::len) as u64)
+            .saturating_add(self.validity.as_ref().map_or(0, Validity::byte_len) as u64)
     }
 }
 
@@ -140,7 +142,7 @@ impl Batch {
                 ao.extend(bo.iter().map(|o| o.saturating_add(base)));
             }
             if let (Some(av), Some(bv)) = (&mut a.validity, &b.validity) {
-                av.extend_from_slice(bv);
+                av.append(bv);
             }
         }
         self.num_cells = self.num_cells.saturating_add(other.num_cells);

@@ -1,6 +1,7 @@
 //! A borrowed view of one field's cells: what a decoded tile holds and what
 //! a result batch holds, so conditions and copies work on either.
 
+use crate::validity::ValidityRef;
 use tdb_format::Datatype;
 
 pub use tdb_schema::VAR_NUM;
@@ -18,8 +19,9 @@ pub(crate) fn cell_size(datatype: Datatype, cell_val_num: u32) -> usize {
 ///
 /// Fixed-size cells are `cell_size` bytes each, back to back in `fixed`.
 /// Var-size cells are `var[offsets[i]..offsets[i + 1]]` (the last ends at
-/// `var.len()`); `fixed` is then empty. `validity` holds one byte per cell
-/// (0 = null) for nullable fields.
+/// `var.len()`); `fixed` is then empty. `validity` says which cells of a
+/// nullable field are valid (a tile's bytes, or a batch's bits when the
+/// read asked for Arrow's layout).
 #[derive(Debug, Clone, Copy)]
 pub struct Column<'a> {
     /// The field's datatype.
@@ -32,8 +34,8 @@ pub struct Column<'a> {
     pub offsets: &'a [u64],
     /// Var-size cells' bytes.
     pub var: &'a [u8],
-    /// One byte per cell for nullable fields (0 = null).
-    pub validity: Option<&'a [u8]>,
+    /// Nullable fields' validity.
+    pub validity: Option<ValidityRef<'a>>,
 }
 
 impl<'a> Column<'a> {
@@ -79,8 +81,7 @@ impl<'a> Column<'a> {
 
     /// Whether cell `i` is null (never for non-nullable fields).
     pub fn is_null(&self, i: usize) -> bool {
-        self.validity
-            .is_some_and(|v| v.get(i).is_some_and(|&b| b == 0))
+        self.validity.is_some_and(|v| i < v.len() && !v.is_valid(i))
     }
 }
 

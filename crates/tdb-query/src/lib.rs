@@ -28,6 +28,7 @@ mod read;
 mod snapshot;
 mod spec;
 mod summary;
+mod validity;
 pub mod write;
 
 pub use aggregate::{AggregateOp, AggregateResult, AggregateValue};
@@ -46,6 +47,7 @@ pub use read::{
 pub use snapshot::Snapshot;
 pub use spec::{ReadSpec, ResultLayout, Subarray, DEFAULT_BUDGET};
 pub use summary::{attribute_bounds, AttributeBounds};
+pub use validity::{Bitmap, Validity, ValidityRef};
 pub use write::{delete_cells, write_fragment, WriteSpec, Written};
 
 /// Worker threads for decoding and filtering tiles: one per core, at most

@@ -232,6 +232,9 @@ pub struct ReadSpec {
     /// batch of results. A budget too small for one tile is an error
     /// before any tile is fetched.
     pub budget: u64,
+    /// Nullable fields' validity comes as bits (Arrow's layout), not
+    /// bytes: see [`crate::Validity`].
+    pub packed_validity: bool,
     /// Ranges may reach the ends of the domain's edge tiles (dense
     /// consolidation's reads: see `Subarray::check`).
     pub(crate) whole_tiles: bool,
@@ -251,6 +254,7 @@ impl ReadSpec {
             layout: ResultLayout::RowMajor,
             condition: None,
             budget: DEFAULT_BUDGET,
+            packed_validity: false,
             whole_tiles: false,
         }
     }
@@ -284,6 +288,14 @@ impl ReadSpec {
     /// The same read under a memory budget of `bytes`.
     pub fn with_budget(mut self, bytes: u64) -> Self {
         self.budget = bytes;
+        self
+    }
+
+    /// The same read giving validity as bits, one per cell, the way Arrow
+    /// holds it (tdb-arrow's reads): packed as the cells are copied out of
+    /// their tiles, so no byte per cell is held or converted.
+    pub fn with_packed_validity(mut self) -> Self {
+        self.packed_validity = true;
         self
     }
 }

@@ -73,7 +73,13 @@ fn peak_of(
         cells += batch.num_cells;
         for (f, [data, validity]) in batch.fields.iter().zip(&mut digests) {
             fnv(data, &f.data);
-            fnv(validity, f.validity.as_deref().unwrap_or_default());
+            fnv(
+                validity,
+                f.validity
+                    .as_ref()
+                    .and_then(tdb_query::Validity::as_bytes)
+                    .unwrap_or_default(),
+            );
         }
     }
     (PEAK.load(Ordering::Relaxed) - base, cells, digests)

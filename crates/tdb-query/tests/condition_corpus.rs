@@ -36,7 +36,8 @@ fn field_buffer(name: &str, f: &Value) -> FieldBuffer {
                 .unwrap()
                 .iter()
                 .map(|x| x.as_u64().unwrap() as u8)
-                .collect(),
+                .collect::<Vec<u8>>()
+                .into(),
         );
     }
     assert_eq!(b.cell_val_num == VAR_NUM, b.offsets.is_some());

@@ -39,7 +39,7 @@ fn strings(v: &[&str], validity: Vec<u8>) -> FieldBuffer {
         b.data.extend_from_slice(s.as_bytes());
     }
     b.offsets = Some(offsets);
-    b.validity = Some(validity);
+    b.validity = Some(validity.into());
     b
 }
 
@@ -87,7 +87,7 @@ fn each_bad_input_is_refused_and_nothing_is_written() {
         }),
         ("null in a non-nullable field", {
             let mut f = good();
-            f[1].validity = Some(vec![1, 0, 1]);
+            f[1].validity = Some(vec![1, 0, 1].into());
             f
         }),
         ("duplicates not allowed", {
@@ -138,7 +138,7 @@ fn a_sparse_write_reads_back_sorted_and_a_dense_one_in_its_subarray() {
     assert_eq!(all.fields[0].data, ints(&[1, 3, 5]));
     assert_eq!(all.fields[1].data, ints(&[10, 30, 50]));
     assert_eq!(all.fields[2].data, b"ace");
-    assert_eq!(all.fields[2].validity, Some(vec![0, 1, 1]));
+    assert_eq!(all.fields[2].validity, Some(vec![0, 1, 1].into()));
 
     let dense = ArraySchema::builder(ArrayType::Dense)
         .dimension(DimensionBuilder::range("r", 1i32..=6).tile_extent(4i32))

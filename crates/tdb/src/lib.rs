@@ -45,7 +45,7 @@ pub use tdb_query::label::{self, LabelArray};
 pub use tdb_query::{
     split_for_parallel, AggregateOp, AggregateResult, AggregateValue, AttributeBounds, Batch,
     Column, DimRange, DimValue, FieldBuffer, FragmentConsolidation, FragmentSelection, ReadSpec,
-    ResultLayout, Snapshot, Subarray, DEFAULT_BUDGET, VAR_NUM,
+    ResultLayout, Snapshot, Subarray, Validity, DEFAULT_BUDGET, VAR_NUM,
 };
 pub use tdb_schema::{ArraySchema, AttributeBuilder, DimensionBuilder, DimensionLabel, Range};
 pub use tdb_storage::{LocalStorage, MemoryStorage, Storage};
@@ -854,7 +854,7 @@ impl<S: tdb_fragment::ReadStorage> Array<S> {
     /// let array = tdb::Array::open("../../testdata/arrays/attr_nullable/array")?;
     /// let all = array.read_all(tdb::ReadSpec::new(["d", "ni"]))?;
     /// assert_eq!(all.num_cells, 8);
-    /// assert_eq!(all.fields[1].validity.as_deref(), Some(&[1, 0, 1, 0, 1, 1, 1, 0][..]));
+    /// assert_eq!(all.fields[1].validity, Some(vec![1, 0, 1, 0, 1, 1, 1, 0].into()));
     /// # Ok::<(), tdb::Error>(())
     /// ```
     pub fn read_all(&self, spec: ReadSpec) -> Result<Batch> {

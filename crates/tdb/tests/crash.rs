@@ -29,7 +29,7 @@ fn strings(name: &str, v: &[Option<&str>]) -> FieldBuffer {
         validity.push(u8::from(s.is_some()));
     }
     b.offsets = Some(offsets);
-    b.validity = Some(validity);
+    b.validity = Some(validity.into());
     b
 }
 
@@ -47,7 +47,7 @@ fn schema(array_type: ArrayType) -> ArraySchema {
 }
 
 fn nullable(mut b: FieldBuffer) -> FieldBuffer {
-    b.validity = Some(vec![1; b.data.len() / 4]);
+    b.validity = Some(vec![1; b.data.len() / 4].into());
     b
 }
 

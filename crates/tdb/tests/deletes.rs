@@ -40,7 +40,7 @@ fn cells() -> Vec<FieldBuffer> {
         validity.push(u8::from(v.is_some()));
     }
     s.offsets = Some(offsets);
-    s.validity = Some(validity);
+    s.validity = Some(validity.into());
     vec![d, a, s]
 }
 

@@ -139,7 +139,7 @@ fn evolved_schemas_read_old_and_new_fragments() {
     assert_eq!(got.num_cells, 3);
     let b = got.field("b").unwrap();
     // The old fragment has no `b`: null there, the value in the new one.
-    assert_eq!(b.validity.as_deref(), Some(&[0u8, 0, 1][..]));
+    assert_eq!(b.validity, Some(vec![0u8, 0, 1].into()));
     assert_eq!(&b.data[16..], &1.5f64.to_le_bytes());
     assert_eq!(got.field("c").unwrap().data, vec![0, 2, 3]);
     assert!(array.read_all(ReadSpec::new(["s"])).is_err());

@@ -520,7 +520,7 @@ fn a_merge_a_filter_refuses_leaves_the_array_as_it_was() {
         let mut a = FieldBuffer::new("a", Datatype::Int64, 1, true);
         let n = (hi - lo + 1) as usize;
         a.data = (0..n as i64).flat_map(|v| v.to_le_bytes()).collect();
-        a.validity = Some(vec![1; n]);
+        a.validity = Some(vec![1; n].into());
         let mut sub = tdb::Subarray::new(1);
         sub.add_range(0, range(lo, hi));
         array

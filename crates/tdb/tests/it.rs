@@ -24,6 +24,7 @@ mod group_metadata_consolidation;
 mod max_fragment_size;
 mod metadata_consolidation;
 mod object_store;
+mod packed_validity;
 mod parts;
 mod sliced_tiles;
 mod string_parts;

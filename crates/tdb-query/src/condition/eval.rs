@@ -3,6 +3,7 @@
 //! bound, so no cell pays for a datatype or op dispatch.
 
 use crate::column::{Column, Columns};
+use crate::validity::ValidityRef;
 use crate::{QueryError, Result};
 use std::collections::HashSet;
 use tdb_format::{with_native, Datatype, Native, NativeType, QueryConditionOp as Op};
@@ -158,10 +159,18 @@ fn leaf(l: &Leaf, col: &Column<'_>, out: &mut [bool]) -> Result<()> {
     // A value test never holds on a null cell (TileDB's sparse and dense
     // readers AND the comparison with the validity).
     if l.nullable {
-        if let Some(v) = col.validity {
-            for (o, &valid) in out.iter_mut().zip(v) {
-                *o &= valid != 0;
+        match col.validity {
+            Some(ValidityRef::Bytes(v)) => {
+                for (o, &valid) in out.iter_mut().zip(v) {
+                    *o &= valid != 0;
+                }
             }
+            Some(v) => {
+                for (i, o) in out.iter_mut().enumerate() {
+                    *o &= v.is_valid(i);
+                }
+            }
+            None => {}
         }
     }
     Ok(())

@@ -150,7 +150,7 @@ fn batch_n(values: &[Option<i64>]) -> Batch {
     let mut n = FieldBuffer::new("n", Datatype::Int64, 1, true);
     for v in values {
         n.data.extend(v.unwrap_or(i64::MIN).to_le_bytes());
-        n.validity.as_mut().unwrap().push(u8::from(v.is_some()));
+        n.validity.as_mut().unwrap().push(v.is_some());
     }
     let mut b = Batch {
         num_cells: values.len() as u64,

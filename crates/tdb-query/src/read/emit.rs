@@ -6,6 +6,7 @@ use super::dense::Slab;
 use super::fields::{FieldInfo, Kind};
 use super::{CellState, Reader};
 use crate::batch::{Batch, FieldBuffer};
+use crate::validity::{Bitmap, Validity};
 use crate::{Column, QueryError, Result};
 use tdb_format::ArrayType;
 use tdb_index::dense::push_int;
@@ -71,7 +72,7 @@ impl Reader {
                     .collect();
                 let fields = slots
                     .iter()
-                    .map(|&s| self.materialize(s, &parts, None))
+                    .map(|&s| self.materialize(s, &parts, None, false))
                     .collect::<Result<_>>()?;
                 let b = Batch { num_cells, fields };
                 let mut mask = vec![true; num_cells as usize];
@@ -99,7 +100,7 @@ impl Reader {
         let fields = self
             .requested
             .iter()
-            .map(|&s| self.materialize(s, &parts, keep.as_deref()))
+            .map(|&s| self.materialize(s, &parts, keep.as_deref(), self.spec.packed_validity))
             .collect::<Result<_>>()?;
         Ok(Some(Batch { num_cells, fields }))
     }
@@ -174,12 +175,13 @@ impl Reader {
     /// Field `slot`'s cells of the batch's slabs `parts` (each with its
     /// slab's index and offset, for dense coordinates), a slab at a time;
     /// where `keep` is false (a dense cell failing the condition) the fill
-    /// value.
+    /// value. `packed`: validity as bits.
     pub(super) fn materialize(
         &self,
         slot: usize,
         parts: &[(Slab, usize, u64)],
         keep: Option<&[bool]>,
+        packed: bool,
     ) -> Result<FieldBuffer> {
         let f = (self.fields.get(slot))
             .ok_or_else(|| QueryError::invalid(format!("no field in slot {slot}")))?;
@@ -187,6 +189,9 @@ impl Reader {
         let cells = (parts.iter())
             .map(|p| p.0.len as usize)
             .fold(0usize, usize::saturating_add);
+        if let (Some(v), true) = (&mut out.validity, packed) {
+            *v = Validity::Bits(Bitmap::with_capacity(cells));
+        }
         let dense_dim = match f.kind {
             Kind::Dim(d) if self.snapshot.schema().array_type == ArrayType::Dense => Some(d),
             _ => None,
@@ -218,7 +223,7 @@ impl Reader {
                 o.reserve_exact(cells.saturating_add(1));
             }
             if let Some(v) = &mut out.validity {
-                v.reserve_exact(cells);
+                v.reserve(cells);
             }
             self.for_each_run(slot, f, parts, keep, |source, slab| match source {
                 Some(col) => {
@@ -241,14 +246,21 @@ impl Reader {
             .checked_mul(size)
             .ok_or_else(|| QueryError::invalid(format!("{}: a batch past memory", f.name)))?;
         out.data = vec![0; bytes];
-        if let Some(v) = &mut out.validity {
-            *v = vec![0; cells];
-        }
         let fill = Fill {
             bytes: &f.fill,
             valid: f.fill_validity,
         };
-        let (mut data, mut validity) = (out.data.as_mut_slice(), out.validity.as_deref_mut());
+        // Bytes of validity are cut like the data; bits are packed here,
+        // run after run, as they do not split at cell boundaries.
+        let (mut validity, mut bits) = match &mut out.validity {
+            Some(Validity::Bytes(v)) => {
+                *v = vec![0; cells];
+                (Some(v.as_mut_slice()), None)
+            }
+            Some(Validity::Bits(b)) => (None, Some(b)),
+            None => (None, None),
+        };
+        let mut data = out.data.as_mut_slice();
         // Long runs (dense slabs) are gathered and copied on every core;
         // short ones (sparse cells) straight away.
         let per_run = bytes.checked_div(parts.len()).unwrap_or(bytes);
@@ -265,6 +277,9 @@ impl Reader {
                 return;
             };
             data = rest;
+            if let Some(b) = &mut bits {
+                pack_run(b, source, slab, fill.valid);
+            }
             let v = match validity.take().map(|v| v.split_at_mut_checked(n)) {
                 Some(Some((a, b))) => {
                     validity = Some(b);
@@ -336,7 +351,9 @@ fn copy_run((data, validity, source, slab): CopyJob<'_, '_>, size: usize, fill: 
         (_, Some((col, src))) => {
             data.copy_from_slice(src);
             if let Some(v) = validity {
-                match col.validity.and_then(|valid| valid.get(first..end)) {
+                match (col.validity.and_then(|valid| valid.as_bytes()))
+                    .and_then(|valid| valid.get(first..end))
+                {
                     Some(valid) if valid.len() == v.len() => v.copy_from_slice(valid),
                     _ => v.fill(1),
                 }
@@ -368,6 +385,29 @@ fn copy_run((data, validity, source, slab): CopyJob<'_, '_>, size: usize, fill: 
     }
 }
 
+/// Appends one run's validity as bits: whole byte ranges where the cells
+/// are adjacent in their tile, else cell by cell; fill where there is no
+/// source.
+fn pack_run(bits: &mut Bitmap, source: Option<Column<'_>>, slab: Slab, fill_valid: u8) {
+    let (first, len) = (slab.cell as usize, slab.len as usize);
+    let Some(col) = source else {
+        bits.push_n(fill_valid != 0, len);
+        return;
+    };
+    let adjacent = (col.validity.and_then(|v| v.as_bytes()))
+        .filter(|_| slab.stride == 1)
+        .and_then(|v| v.get(first..first.checked_add(len)?));
+    match (col.validity, adjacent) {
+        (_, Some(valid)) => bits.extend_from_bytes(valid),
+        (None, _) => bits.push_n(true, len),
+        (Some(_), None) => {
+            for i in slab.cells() {
+                bits.push(!col.is_null(i));
+            }
+        }
+    }
+}
+
 /// Appends one cell.
 fn push_cell(out: &mut FieldBuffer, bytes: &[u8], valid: bool) {
     if let Some(o) = &mut out.offsets {
@@ -375,13 +415,14 @@ fn push_cell(out: &mut FieldBuffer, bytes: &[u8], valid: bool) {
     }
     out.data.extend_from_slice(bytes);
     if let Some(v) = &mut out.validity {
-        v.push(u8::from(valid));
+        v.push(valid);
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ValidityRef;
     use tdb_format::Datatype;
 
     /// Runs of every kind (whole ranges, strided cells, fill), enough bytes
@@ -397,7 +438,7 @@ mod tests {
             fixed: &fixed,
             offsets: &[],
             var: &[],
-            validity: Some(&validity),
+            validity: Some(ValidityRef::Bytes(&validity)),
         };
         let slab = |cell, stride, len| Slab {
             frag: 0,
@@ -449,5 +490,11 @@ mod tests {
         assert_eq!(serial.0[300 * 4..301 * 4], 13u32.to_le_bytes());
         assert_eq!(serial.0[400 * 4..401 * 4], [0xAB; 4]);
         assert_eq!(copy(true), serial);
+        // Packed as bits, run by run, the validity is the same.
+        let mut bits = Bitmap::default();
+        for &(source, s) in &runs {
+            pack_run(&mut bits, source, s, fill.valid);
+        }
+        assert_eq!(Validity::Bits(bits), Validity::Bytes(serial.1));
     }
 }

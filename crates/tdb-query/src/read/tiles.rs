@@ -3,6 +3,7 @@
 
 use super::fields::FragField;
 use crate::column::Column;
+use crate::validity::ValidityRef;
 use crate::{QueryError, Result};
 use bytes::Bytes;
 use std::collections::HashMap;
@@ -51,7 +52,7 @@ impl DecodedTile {
             fixed: &self.fixed,
             offsets: &self.offsets,
             var: &self.var,
-            validity: self.validity.as_deref(),
+            validity: self.validity.as_deref().map(ValidityRef::Bytes),
         }
     }
 }
