@@ -271,22 +271,23 @@ fn pieces_cut_along_tiledbs_string_parts_dimension_answer_as_one_piece() {
     }
 }
 
-/// A budget too small for one tile of a var-size field (whose tiles are
-/// read whole; fixed-size fields of dense tiles are sliced to their
-/// chunks) is an error before any tile is read, and it says what budget
-/// would do.
+/// A budget too small for what a tile's cells need (dense tiles are
+/// sliced to the chunks holding a piece's cells, fixed and var-size
+/// fields alike, so a cell's chunks) is an error before any tile is read,
+/// and it says what budget would do.
 #[test]
 fn a_budget_below_one_tile_is_refused_up_front() {
     let dir = tdb_testdata::root().join("dense_multi_chunk").join("array");
     let storage = LocalStorage::new(&dir);
     let snap = Arc::new(Snapshot::load(&storage, "", TimeWindow::ALL, None).unwrap());
-    // `a` alone is read by its chunks under this budget.
-    let a = ReadSpec::new(["a"]).with_budget(100_000);
+    // Tiles of `a`, and of var `s`, of three chunks each, larger than
+    // the 50 KB tiles get here: read by their chunks.
+    let a = ReadSpec::new(["a", "s"]).with_budget(100_000);
     let cells: u64 = (tdb_query::SyncRead::new(&storage, snap.clone(), a).unwrap())
         .map(|b| b.unwrap().num_cells)
         .sum();
     assert_eq!(cells, 300 * 300);
-    let spec = ReadSpec::new(["a", "s"]).with_budget(100_000);
+    let spec = ReadSpec::new(["a", "s"]).with_budget(30_000);
     let mut reader = tdb_query::Reader::new(snap.clone(), spec).unwrap();
     let mut tile_requests = 0;
     let err = loop {
@@ -309,7 +310,7 @@ fn a_budget_below_one_tile_is_refused_up_front() {
     assert_eq!(tile_requests, 0);
     let msg = err.to_string();
     assert!(
-        msg.contains("memory budget of 100000 bytes is too small"),
+        msg.contains("memory budget of 30000 bytes is too small"),
         "{msg}"
     );
     assert!(msg.contains("give at least"), "{msg}");

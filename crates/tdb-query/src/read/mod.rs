@@ -428,7 +428,7 @@ impl Reader {
                 self.after_deletes()
             }
             Phase::Tiles(mut fetching) => {
-                if !fetching.absorb()? {
+                if !fetching.absorb(|fetch, found| self.var_bytes(fetch, found))? {
                     // Sliced tiles walk on.
                     self.phase = Phase::Tiles(fetching);
                     return Ok(());
@@ -778,6 +778,25 @@ impl Reader {
         Ok(())
     }
 
+    /// A sliced var-size tile's data bytes its cells hold, from its
+    /// offsets' chunks `found` (see [`tiles::var_bytes`]).
+    fn var_bytes(
+        &self,
+        fetch: &TileFetch,
+        found: &[(tdb_tile::WalkedChunk, bytes::Bytes)],
+    ) -> Result<Vec<std::ops::Range<u64>>> {
+        let (i, slot, t) = fetch.key;
+        let plan = self.plans.get(i).ok_or_else(|| unknown_fragment(i))?;
+        let ff = (plan.fields.get(slot).and_then(Option::as_ref))
+            .ok_or_else(|| QueryError::invalid("var data of an unknown field"))?;
+        let (_, pf) = (ff.parts.iter())
+            .find(|(p, _)| *p == DataPart::Fixed)
+            .ok_or_else(|| QueryError::invalid("var data without offsets"))?;
+        let filters = pf.tile_filters(plan.schema.version, self.key());
+        let var_size = plan.meta.var_tile_size(ff.index, t)?;
+        tiles::var_bytes(fetch, found, &filters, var_size)
+    }
+
     /// The decoding of `fetches` from their parts' bytes (in order).
     fn decode_work(
         &self,
@@ -829,7 +848,6 @@ impl Reader {
             jobs.push(tiles::TileInfo {
                 field,
                 version: plan.schema.version,
-                cells: plan.cells(t, plan.tile_num()),
                 var_size,
             });
         }

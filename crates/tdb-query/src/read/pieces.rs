@@ -192,7 +192,12 @@ impl Reader {
                                 .unwrap_or(0);
                             u64::try_from(part).unwrap_or(u64::MAX)
                         };
-                        let ends = Self::CHUNK.saturating_mul(2).min(filtered);
+                        // Two chunks' filtered bytes (a chunk's share of
+                        // the part's, at least a header's worth).
+                        let chunk = (u128::from(filtered).saturating_mul(u128::from(Self::CHUNK)))
+                            .checked_div(u128::from(unfiltered.max(1)))
+                            .map_or(filtered, |c| u64::try_from(c).unwrap_or(u64::MAX));
+                        let ends = chunk.max(64).saturating_mul(2).min(filtered);
                         (share(filtered).saturating_add(ends), share(unfiltered))
                     }
                     None => (filtered, unfiltered),
@@ -210,7 +215,7 @@ impl Reader {
         plan.meta.footer.dense
             && Self::frag_fields(plan)
                 .into_iter()
-                .all(|(_, ff)| tiles::sliceable(ff))
+                .all(|(_, ff)| tiles::sliceable(ff, plan.schema.version))
     }
 
     /// Whether tile `t` of fragment `i` is sliced when a piece uses `span`
@@ -695,6 +700,7 @@ impl Reader {
                         meta,
                         ff,
                         (i, slot, t),
+                        plan.cells(t, plan.tile_num()),
                         used,
                         slice,
                     )?);

@@ -7,6 +7,7 @@ use crate::validity::ValidityRef;
 use crate::{QueryError, Result};
 use bytes::Bytes;
 use std::collections::HashMap;
+use std::ops::Range;
 use std::sync::{Arc, Mutex};
 use tdb_filters::Workspace;
 use tdb_format::{DataPart, Datatype, FormatVersion};
@@ -63,12 +64,17 @@ impl DecodedTile {
 /// chunks holding those cells are fetched (found by a [`ChunkWalk`]) and
 /// decoded, and the decoded tile holds the cells from the first used to
 /// the last ([`TileFetch::slice`]), so a large tile costs the memory of the
-/// cells a piece reads, not of the tile.
+/// cells a piece reads, not of the tile. A sliced var-size tile's data is
+/// fetched once its offsets are: `var` is then the data's unfiltered bytes
+/// those cells hold.
 pub(crate) struct TileFetch {
     pub key: TileKey,
     pub parts: Vec<(DataPart, String, std::ops::Range<u64>)>,
+    /// Cells in the tile.
+    pub cells: u64,
     pub needed: Option<Vec<(u64, u64)>>,
     pub sliced: bool,
+    pub var: Option<std::ops::Range<u64>>,
 }
 
 impl TileFetch {
@@ -88,28 +94,39 @@ fn needed_bytes(needed: &[(u64, u64)], cell_size: u64) -> Vec<std::ops::Range<u6
         .collect()
 }
 
-/// Whether tiles of `ff` can be read in part: every part maps cells to
-/// bytes (fixed-size values and validity, not var data nor pre-v5 zipped
-/// coordinates).
-pub(crate) fn sliceable(ff: &FragField) -> bool {
+/// Whether tiles of `ff` (at format `version`) can be read in part: every
+/// part maps cells to bytes (fixed-size values, offsets and validity), or
+/// is var data whose offsets are in their own part (not pre-v5 zipped
+/// coordinates, nor var data whose filters keep the offsets inside).
+pub(crate) fn sliceable(ff: &FragField, version: FormatVersion) -> bool {
     ff.zipped.is_none()
         && ff.parts.iter().all(|(p, pf)| {
             pf.cell_size > 0
                 && match p {
-                    DataPart::Fixed => pf.field_cell_size.is_some(),
-                    DataPart::Validity => true,
-                    DataPart::Var => false,
+                    DataPart::Fixed | DataPart::Validity => true,
+                    DataPart::Var => !pf.tile_filters(version, None).offsets_inside(),
                 }
         })
 }
 
-/// The parts of tile `tile` of `ff` in `frag` and their byte ranges.
+/// Whether `fetch`'s part `p` is the offsets of var-size cells.
+fn offsets_part(fetch: &TileFetch, p: usize) -> bool {
+    matches!(fetch.parts.get(p), Some((DataPart::Fixed, _, _)))
+        && fetch
+            .parts
+            .iter()
+            .any(|(kind, _, _)| *kind == DataPart::Var)
+}
+
+/// The parts of tile `key` of `ff` in `frag` and their byte ranges.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn plan_tile(
     dir: &str,
     frag_path: &str,
     m: &FragmentMetadata,
     ff: &FragField,
     key: TileKey,
+    cells: u64,
     needed: Option<Vec<(u64, u64)>>,
     slice: bool,
 ) -> Result<TileFetch> {
@@ -124,13 +141,95 @@ pub(crate) fn plan_tile(
         let path = join(&join(dir, frag_path), &ff.data_field.file_name(*part));
         parts.push((*part, path, range));
     }
-    let sliced = slice && sliceable(ff) && needed.as_ref().is_some_and(|n| !n.is_empty());
+    // The caller saw that the fragment's fields are `sliceable`.
+    let sliced = slice && needed.as_ref().is_some_and(|n| !n.is_empty());
     Ok(TileFetch {
         key,
         parts,
+        cells,
         needed,
         sliced,
+        var: None,
     })
+}
+
+/// Runs of cells `needed` (sorted, disjoint) each with the cell after it
+/// (where its last cell's var data ends), up to `cells`, merged where
+/// they meet.
+fn with_ends(needed: &[(u64, u64)], cells: u64) -> Vec<(u64, u64)> {
+    let mut out: Vec<(u64, u64)> = Vec::with_capacity(needed.len());
+    for &(a, b) in needed {
+        let b = b.saturating_add(1).min(cells);
+        match out.last_mut() {
+            Some(last) if last.1 >= a => last.1 = last.1.max(b),
+            _ => out.push((a, b)),
+        }
+    }
+    out
+}
+
+/// The unfiltered bytes of a sliced var-size tile's data that its runs of
+/// cells ([`TileFetch::needed`]) hold: from each run's first cell's
+/// offset to the offset of the cell after it (the data's end, `var_size`,
+/// after the tile's last cell), read out of its offsets' chunks `found`,
+/// decoded with `filters`.
+pub(crate) fn var_bytes(
+    fetch: &TileFetch,
+    found: &[(WalkedChunk, Bytes)],
+    filters: &TileFilters<'_>,
+    var_size: u64,
+) -> Result<Vec<Range<u64>>> {
+    let path = fetch.parts.first().map_or("", |p| p.1.as_str());
+    let tile = fetch.key.2;
+    let needed = (fetch.needed.as_deref())
+        .filter(|_| fetch.sliced)
+        .ok_or_else(|| QueryError::invalid("var data of a tile that is not sliced"))?;
+    let mut ws = Workspace::default();
+    // The last chunk decoded: its index and unfiltered bytes.
+    let mut decoded: Option<(u64, Vec<u8>)> = None;
+    let mut offset = |cell: u64| -> Result<u64> {
+        if cell >= fetch.cells {
+            return Ok(var_size);
+        }
+        let at = cell.saturating_mul(8);
+        let (c, bytes) = (found.iter())
+            .find(|(c, _)| c.unfiltered.start <= at && at.saturating_add(8) <= c.unfiltered.end)
+            .ok_or_else(|| {
+                QueryError::corrupt(
+                    path,
+                    tile,
+                    format!("no chunk holds the offset of cell {cell}"),
+                )
+            })?;
+        if decoded.as_ref().is_none_or(|(k, _)| *k != c.index) {
+            let (_, chunk) = tdb_tile::filtered_chunk(bytes)
+                .map_err(|e| QueryError::corrupt(path, tile, e.to_string()))?;
+            let mut out = TileData::default();
+            let index = usize::try_from(c.index).unwrap_or(usize::MAX);
+            let location = format!("{path} tile {tile}");
+            (filters.unfilter_into(&location, &mut ws, &[chunk], index, false, &mut out))
+                .map_err(|e| tile_error(path, tile, e))?;
+            decoded = Some((c.index, out.data));
+        }
+        let data = decoded.as_ref().map_or(&[][..], |(_, d)| d.as_slice());
+        let i = usize::try_from(at.saturating_sub(c.unfiltered.start)).unwrap_or(usize::MAX);
+        (data.get(i..i.saturating_add(8)))
+            .and_then(|b| Some(u64::from_le_bytes(b.try_into().ok()?)))
+            .ok_or_else(|| QueryError::corrupt(path, tile, "an offsets chunk shorter than told"))
+    };
+    let mut bytes: Vec<Range<u64>> = Vec::with_capacity(needed.len());
+    for &(a, b) in needed {
+        let (start, end) = (offset(a)?, offset(b)?);
+        if start > end || end > var_size || bytes.last().is_some_and(|r| r.end > start) {
+            return Err(QueryError::corrupt(
+                path,
+                tile,
+                format!("cells {a}..{b} hold var bytes {start}..{end} of {var_size}"),
+            ));
+        }
+        bytes.push(start..end);
+    }
+    Ok(bytes)
 }
 
 /// The requests for a set of byte ranges: a field's tiles (and a fragment's
@@ -221,10 +320,13 @@ impl PartBytes {
 pub(crate) type WalkPoints = HashMap<(TileKey, usize), WalkPoint>;
 
 /// One sliced part's walk over its chunk headers, and the chunks found.
+/// A var-size tile's data walk starts once its offsets are in (`walk` is
+/// `None` until then; `from` is where an earlier walk stood).
 struct PartWalk {
     fetch: usize,
     part: usize,
-    walk: ChunkWalk,
+    walk: Option<ChunkWalk>,
+    from: Option<WalkPoint>,
     found: Vec<(WalkedChunk, Bytes)>,
 }
 
@@ -233,6 +335,7 @@ struct PartWalk {
 /// every walk (the first batch carries the whole tiles too).
 pub(crate) struct Fetching {
     fetches: Vec<TileFetch>,
+    window: u64,
     coalesced: Coalesced,
     /// The whole tiles' parts, once in.
     whole: Option<Vec<Option<Bytes>>>,
@@ -260,17 +363,28 @@ impl Fetching {
             let Some(needed) = fetch.needed.as_deref().filter(|_| fetch.sliced) else {
                 continue;
             };
-            for (p, (_, _, range)) in fetch.parts.iter().enumerate() {
-                let wanted = needed_bytes(needed, cell_size(fetch.key, p));
+            for (p, (kind, _, range)) in fetch.parts.iter().enumerate() {
+                let from = points.get(&(fetch.key, p)).copied();
+                let walk = match kind {
+                    DataPart::Var => None,
+                    // Var cells' offsets: one more after each run of
+                    // cells, where its last cell ends (none past the
+                    // tile's last: it ends with the data).
+                    _ if offsets_part(fetch, p) => {
+                        let cells = with_ends(needed, fetch.cells);
+                        let wanted = needed_bytes(&cells, cell_size(fetch.key, p));
+                        Some(ChunkWalk::resume(range.clone(), wanted, window, from))
+                    }
+                    _ => {
+                        let wanted = needed_bytes(needed, cell_size(fetch.key, p));
+                        Some(ChunkWalk::resume(range.clone(), wanted, window, from))
+                    }
+                };
                 walks.push(PartWalk {
                     fetch: f,
                     part: p,
-                    walk: ChunkWalk::resume(
-                        range.clone(),
-                        wanted,
-                        window,
-                        points.get(&(fetch.key, p)).copied(),
-                    ),
+                    walk,
+                    from,
                     found: Vec::new(),
                 });
             }
@@ -279,6 +393,7 @@ impl Fetching {
         let asked = Self::round(&fetches, &walks, &mut requests);
         Fetching {
             fetches,
+            window,
             coalesced,
             whole: None,
             walks,
@@ -297,7 +412,7 @@ impl Fetching {
         let mut asked = Vec::new();
         for (w, pw) in walks.iter().enumerate() {
             let (Some(r), Some((_, path, _))) = (
-                pw.walk.want(),
+                pw.walk.as_ref().and_then(ChunkWalk::want),
                 fetches.get(pw.fetch).and_then(|f| f.parts.get(pw.part)),
             ) else {
                 continue;
@@ -312,8 +427,13 @@ impl Fetching {
     }
 
     /// Takes the answers to the batch asked for: `true` once every tile
-    /// is in, else the next batch waits in `answers`.
-    pub fn absorb(&mut self) -> Result<bool> {
+    /// is in, else the next batch waits in `answers`. `var_bytes` gives a
+    /// sliced var-size tile's data bytes its cells hold, from the chunks
+    /// of its offsets found (see [`var_bytes`]).
+    pub fn absorb(
+        &mut self,
+        mut var_bytes: impl FnMut(&TileFetch, &[(WalkedChunk, Bytes)]) -> Result<Vec<Range<u64>>>,
+    ) -> Result<bool> {
         let answers = std::mem::replace(&mut self.answers, Answers::new(Vec::new()));
         let mut reads = answers.into_reads();
         if self.whole.is_none() {
@@ -325,6 +445,9 @@ impl Fetching {
             let Some(pw) = self.walks.get_mut(w) else {
                 continue;
             };
+            let Some(walk) = pw.walk.as_mut() else {
+                continue;
+            };
             let (path, tile) = match self.fetches.get(pw.fetch) {
                 Some(f) => (f.parts.get(pw.part).map_or("", |p| p.1.as_str()), f.key.2),
                 None => ("", 0),
@@ -332,10 +455,10 @@ impl Fetching {
             let read = read.ok_or_else(|| {
                 QueryError::from(tdb_fragment::FragmentError::missing(path, "data file"))
             })?;
-            let start = pw.walk.want().map_or(0, |r| r.start);
+            let start = walk.want().map_or(0, |r| r.start);
             let location = format!("{path} tile {tile}");
             let found =
-                (pw.walk.give(&location, &read.bytes)).map_err(|e| tile_error(path, tile, e))?;
+                (walk.give(&location, &read.bytes)).map_err(|e| tile_error(path, tile, e))?;
             for c in found {
                 let from = usize::try_from(c.range.start.saturating_sub(start)).unwrap_or(0);
                 let len = usize::try_from(c.range.end.saturating_sub(c.range.start)).unwrap_or(0);
@@ -350,6 +473,34 @@ impl Fetching {
                 };
                 pw.found.push((c, bytes));
             }
+        }
+        // Var data whose offsets are in: its bytes are known, its walk
+        // starts.
+        let mut ready = Vec::new();
+        for (w, pw) in self.walks.iter().enumerate() {
+            let Some(fetch) = self.fetches.get(pw.fetch).filter(|_| pw.walk.is_none()) else {
+                continue;
+            };
+            let offsets = (self.walks.iter())
+                .find(|o| o.fetch == pw.fetch && offsets_part(fetch, o.part))
+                .filter(|o| o.walk.as_ref().is_some_and(ChunkWalk::done));
+            if let Some(o) = offsets {
+                ready.push((w, var_bytes(fetch, &o.found)?));
+            }
+        }
+        for (w, bytes) in ready {
+            let Some(pw) = self.walks.get_mut(w) else {
+                continue;
+            };
+            let Some(fetch) = self.fetches.get_mut(pw.fetch) else {
+                continue;
+            };
+            let tile = fetch.parts.get(pw.part).map_or(0..0, |p| p.2.clone());
+            // The tile holds the data from its first cell's to its last's
+            // (zeros between runs of cells); only the runs' are fetched.
+            let (first, last) = (bytes.first(), bytes.last());
+            fetch.var = Some(first.map_or(0, |r| r.start)..last.map_or(0, |r| r.end));
+            pw.walk = Some(ChunkWalk::resume(tile, bytes, self.window, pw.from));
         }
         let mut requests = Vec::new();
         self.asked = Self::round(&self.fetches, &self.walks, &mut requests);
@@ -373,7 +524,8 @@ impl Fetching {
             })
             .collect();
         for pw in self.walks {
-            if let (Some(point), Some(f)) = (pw.walk.point(), self.fetches.get(pw.fetch)) {
+            let point = pw.walk.as_ref().and_then(ChunkWalk::point);
+            if let (Some(point), Some(f)) = (point, self.fetches.get(pw.fetch)) {
                 points.insert((f.key, pw.part), point);
             }
             if let Some(slot) = bytes.get_mut(pw.fetch).and_then(|b| b.get_mut(pw.part)) {
@@ -472,12 +624,11 @@ pub struct DecodeWork {
 }
 
 /// What one tile of a [`DecodeWork`] is: its field (an index into the
-/// work's fields), format version and cell count (the cells used are
-/// the fetch's: [`TileFetch::needed`]).
+/// work's fields) and format version (its cells, and those used, are the
+/// fetch's: [`TileFetch::needed`]).
 pub(super) struct TileInfo {
     pub field: usize,
     pub version: FormatVersion,
-    pub cells: u64,
     /// The var data's unfiltered size, as the fragment's metadata records
     /// it (var-size fields).
     pub var_size: Option<u64>,
@@ -506,7 +657,7 @@ impl DecodeWork {
                         .get(info.field)
                         .ok_or_else(|| QueryError::invalid("a tile of no field"))?,
                     version: info.version,
-                    cells: info.cells,
+                    cells: fetch.cells,
                     needed: fetch.needed.as_deref(),
                     var_size: info.var_size,
                 })
@@ -571,8 +722,9 @@ pub(crate) struct TileJob<'a> {
 /// sizes no allocation beyond what the tile holds, which the read budget
 /// bounded before any fetch.
 fn shape(job: &TileJob<'_>) -> TileShape {
+    let sliced = job.fetch.slice();
     TileShape {
-        cells: match job.fetch.slice() {
+        cells: match sliced {
             Some((lo, hi)) => hi.saturating_sub(lo),
             None => job.cells,
         },
@@ -581,7 +733,10 @@ fn shape(job: &TileJob<'_>) -> TileShape {
             .parts
             .first()
             .and_then(|(_, pf)| pf.field_cell_size),
-        var_size: job.var_size,
+        var_size: match (sliced, &job.fetch.var) {
+            (Some(_), Some(v)) => Some(v.end.saturating_sub(v.start)),
+            _ => job.var_size,
+        },
         zipped: job.field.zipped.is_some(),
     }
 }
@@ -675,12 +830,23 @@ fn parse_parts<'a>(job: &TileJob<'a>, key: Option<&'a [u8; 32]>) -> Result<Vec<P
             PartBytes::Chunks(found) => {
                 let size = shape.part_size(kind, offsets_inside).unwrap_or(0);
                 let per_cell = size.checked_div(shape.cells).unwrap_or(0);
-                let first = (job.fetch.slice())
-                    .and_then(|(lo, _)| per_cell.checked_mul(lo))
-                    .unwrap_or(0);
-                // No chunk reaches past what the whole tile holds: a
-                // header's claim sizes no allocation beyond it.
-                let holds = per_cell.saturating_mul(job.cells);
+                // Where the part's bytes start, and what the whole tile's
+                // part holds: no chunk reaches past it, so a header's
+                // claim sizes no allocation beyond it.
+                let (first, holds) = match kind {
+                    DataPart::Var => {
+                        let var = (job.fetch.var.as_ref()).ok_or_else(|| {
+                            QueryError::invalid("var data fetched before its offsets")
+                        })?;
+                        (var.start, job.var_size.unwrap_or(0))
+                    }
+                    _ => (
+                        (job.fetch.slice())
+                            .and_then(|(lo, _)| per_cell.checked_mul(lo))
+                            .unwrap_or(0),
+                        per_cell.saturating_mul(job.cells),
+                    ),
+                };
                 let mut chunks = Vec::with_capacity(found.len());
                 let mut at = Vec::with_capacity(found.len());
                 for (c, bytes) in found {
@@ -912,7 +1078,9 @@ pub(crate) fn decode_tiles<'a>(
                 .iter()
                 .find(|p| p.kind == DataPart::Var)
                 .is_some_and(|p| p.filters.offsets_inside());
-            let mut tile = finish_tile(job, parts.into_iter().flatten(), offsets_inside)?;
+            // A sliced part of no chunk (var cells all empty) is empty.
+            let parts = parts.into_iter().map(Option::unwrap_or_default);
+            let mut tile = finish_tile(job, parts, offsets_inside)?;
             tile.first = job.fetch.slice().map_or(0, |(lo, _)| lo);
             Ok(tile)
         })
@@ -961,7 +1129,31 @@ fn finish_tile(
     let tile = fetch.key.2;
     let file = fetch.parts.first().map_or("", |p| p.1.as_str());
     let kinds = fetch.parts.iter().map(|(kind, _, _)| *kind);
-    let mut out = FieldTile::assemble(file, kinds.zip(parts), offsets_inside, &shape(job))
+    let mut parts: Vec<(DataPart, TileData)> = kinds.zip(parts).collect();
+    if let (Some(var), Some((lo, _)), Some(needed)) = (&fetch.var, fetch.slice(), job.needed) {
+        // A sliced var tile's offsets count from the tile's first byte:
+        // they are made to count from its data's window. Cells between
+        // runs of cells read (past the one after each run, whose offset
+        // ends the run) may not have been fetched: they are made empty.
+        let kept = with_ends(needed, fetch.cells);
+        for (_, data) in parts
+            .iter_mut()
+            .filter(|(kind, _)| *kind == DataPart::Fixed)
+        {
+            let mut last = 0;
+            for (cell, o) in (lo..).zip(data.data.chunks_exact_mut(8)) {
+                let k = kept.partition_point(|&(_, e)| e <= cell);
+                if kept.get(k).is_some_and(|&(s, _)| s <= cell) {
+                    let at = (&*o).try_into().map_or(0, u64::from_le_bytes);
+                    last = at.checked_sub(var.start).ok_or_else(|| {
+                        QueryError::corrupt(file, tile, format!("offset {at} before {}", var.start))
+                    })?;
+                }
+                o.copy_from_slice(&last.to_le_bytes());
+            }
+        }
+    }
+    let mut out = FieldTile::assemble(file, parts, offsets_inside, &shape(job))
         .map_err(|e| shape_error(file, tile, e))?;
     if let Some((d, dims, layout)) = ff.zipped {
         // Pre-v5 coordinates: this dimension's values of every cell.
@@ -1028,6 +1220,113 @@ mod tests {
         Bytes::from(out)
     }
 
+    /// A sliced var-size tile fetches its offsets' chunks, then the data's
+    /// chunks its cells' offsets point at, and holds those cells alone,
+    /// offsets counted from their first byte: the tile's first cells, a
+    /// few in the middle, an empty one, the last (whose data ends with the
+    /// tile's), runs apart (chunks between them are not fetched: the
+    /// cells there are held empty) and strided.
+    #[test]
+    fn a_sliced_var_tile_fetches_and_holds_only_its_cells_bytes() {
+        let s = schema();
+        let cells = 160_000u64;
+        let (mut offsets, mut var) = (Vec::new(), Vec::new());
+        for i in 0..cells as i32 {
+            offsets.push(var.len() as u64);
+            for k in 0..i % 4 {
+                var.extend_from_slice(&(i + k).to_le_bytes());
+            }
+        }
+        let offsets_tile: Vec<u8> = offsets.iter().flat_map(|o| o.to_le_bytes()).collect();
+        let fv = field(&s, 1, &[DataPart::Fixed, DataPart::Var]);
+        // Each tile after 100 bytes of something else in its file.
+        let pad = |b: Bytes| Bytes::from([vec![7u8; 100], b.to_vec()].concat());
+        let files: HashMap<&str, Bytes> = HashMap::from([
+            ("off", pad(filtered(&fv, 0, &offsets_tile, None))),
+            ("var", pad(filtered(&fv, 1, &var, Some(&offsets)))),
+        ]);
+        let whole: u64 = files.values().map(|b| b.len() as u64 - 100).sum();
+        let filters = fv.parts[0].1.tile_filters(FormatVersion::WRITTEN, None);
+        let var_size = var.len() as u64;
+        for needed in [
+            vec![(0, 3)],
+            // An empty cell: no var byte, no var chunk.
+            vec![(4, 5)],
+            vec![(80_000, 80_010)],
+            vec![(159_990, 160_000)],
+            vec![(100, 110), (3_000, 3_005)],
+            // Far apart: the chunks between are not fetched.
+            vec![(100, 110), (120_000, 120_005)],
+            (100..400).map(|k| (k * 150 + 101, k * 150 + 102)).collect(),
+        ] {
+            let fetch = TileFetch {
+                key: (0, 1, 0),
+                parts: [(DataPart::Fixed, "off"), (DataPart::Var, "var")]
+                    .into_iter()
+                    .map(|(p, f)| (p, f.to_owned(), 100..files[f].len() as u64))
+                    .collect(),
+                cells,
+                needed: Some(needed.clone()),
+                sliced: true,
+                var: None,
+            };
+            let size = |_: TileKey, p: usize| fv.parts[p].1.cell_size;
+            let mut fetching = Fetching::new(vec![fetch], size, 4096, &HashMap::new());
+            let mut read = 0u64;
+            loop {
+                for r in fetching.answers.ask().unwrap() {
+                    let file = &files[r.key.as_str()];
+                    let (at, len) = r.range.resolve(&r.key, file.len() as u64).unwrap();
+                    read += len;
+                    let bytes = file.slice(at as usize..(at + len) as usize);
+                    let answer = RangeRead {
+                        bytes,
+                        file_size: file.len() as u64,
+                    };
+                    fetching.answers.take(&r, Some(answer)).unwrap();
+                }
+                let mut window = |f: &TileFetch, found: &[(WalkedChunk, Bytes)]| {
+                    var_bytes(f, found, &filters, var_size)
+                };
+                if fetching.absorb(&mut window).unwrap() {
+                    break;
+                }
+            }
+            if needed.len() <= 2 {
+                assert!(read * 4 < whole, "{needed:?}: {read} of {whole} bytes read");
+            }
+            let (fetches, parts) = fetching.finish(&mut HashMap::new());
+            let bytes: Vec<PartBytes> = parts.into_iter().flatten().flatten().collect();
+            let fetch = &fetches[0];
+            let job = TileJob {
+                fetch,
+                bytes: &bytes,
+                field: &fv,
+                version: FormatVersion::WRITTEN,
+                cells,
+                needed: fetch.needed.as_deref(),
+                var_size: Some(var_size),
+            };
+            let tile = decode_tiles(&[job], None, 1, &Spare::new(0))
+                .unwrap()
+                .remove(0);
+            let (lo, hi) = (needed[0].0, needed.last().unwrap().1);
+            assert_eq!(tile.first, lo, "{needed:?}");
+            assert_eq!(tile.offsets.len() as u64, hi - lo, "{needed:?}");
+            let col = tile.column(Datatype::Int32, crate::VAR_NUM);
+            for i in needed.iter().flat_map(|&(a, b)| a..b) {
+                let start = offsets[i as usize] as usize;
+                let end = offsets
+                    .get(i as usize + 1)
+                    .map_or(var.len(), |&e| e as usize);
+                assert_eq!(col.cell((i - lo) as usize), &var[start..end], "cell {i}");
+            }
+            let held = (offsets[lo as usize] as usize)
+                ..offsets.get(hi as usize).map_or(var.len(), |&e| e as usize);
+            assert_eq!(tile.var.len(), held.len(), "{needed:?}: the data held");
+        }
+    }
+
     /// Tiles of several chunks come out the same whether the pool decodes
     /// each part whole (one worker) or cut into runs of chunks (four
     /// workers: three parts, so runs), and a bad chunk is named by its
@@ -1064,8 +1363,10 @@ mod tests {
                 .zip(bytes)
                 .map(|((p, _), b)| (*p, format!("f{slot}_{p:?}"), 0..b.len() as u64))
                 .collect(),
+            cells,
             needed: None,
             sliced: false,
+            var: None,
         };
         let (fetch_a, fetch_v) = (fetch(0, &fa, &ba), fetch(1, &fv, &bv));
         let job = |fetch, bytes, field| TileJob {
