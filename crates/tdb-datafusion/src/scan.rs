@@ -36,6 +36,10 @@ pub struct TileDbScan {
     /// What EXPLAIN shows of the pushed subarray.
     subarray_text: String,
     properties: Arc<PlanProperties>,
+    /// The fragment metadata the partitions read, loaded once by the
+    /// first to start, while the others wait: started at once on a cold
+    /// snapshot, each fetched the same sections.
+    metadata: Arc<tokio::sync::OnceCell<()>>,
 }
 
 impl TileDbScan {
@@ -72,7 +76,45 @@ impl TileDbScan {
             limit,
             subarray_text,
             properties: Arc::new(properties),
+            metadata: Arc::new(tokio::sync::OnceCell::new()),
         }
+    }
+
+    /// The read of partition `part`'s cells.
+    fn spec(&self, part: Subarray) -> ReadSpec {
+        let mut spec = ReadSpec::new(self.fields.clone())
+            .with_layout(self.layout)
+            .with_subarray(part)
+            .with_packed_validity();
+        if let Some(c) = &self.condition {
+            spec = spec.with_condition(c.clone());
+        }
+        if let Some(b) = self.opened.budget {
+            spec = spec.with_budget(b);
+        }
+        spec
+    }
+
+    /// The read of every partition's cells, when there are several: the
+    /// parts cut the first dimension, so its ranges joined and the others'
+    /// as they are.
+    fn whole_spec(&self) -> Option<ReadSpec> {
+        let [first, _, ..] = self.parts.as_slice() else {
+            return None;
+        };
+        let dims = self.opened.array.schema().domain.dimensions.len();
+        let mut sub = Subarray::new(dims);
+        for d in 0..dims {
+            let parts = if d == 0 {
+                &self.parts[..]
+            } else {
+                std::slice::from_ref(first)
+            };
+            for r in parts.iter().flat_map(|p| p.ranges(d)) {
+                sub.add_range(d, r.clone());
+            }
+        }
+        Some(self.spec(sub))
     }
 
     /// The condition pushed into the reads, if any.
@@ -165,16 +207,8 @@ impl ExecutionPlan for TileDbScan {
             // No part: nothing can match (the pushed ranges are empty).
             return Ok(builder.build());
         };
-        let mut spec = ReadSpec::new(self.fields.clone())
-            .with_layout(self.layout)
-            .with_subarray(part.clone())
-            .with_packed_validity();
-        if let Some(c) = &self.condition {
-            spec = spec.with_condition(c.clone());
-        }
-        if let Some(b) = self.opened.budget {
-            spec = spec.with_budget(b);
-        }
+        let spec = self.spec(part.clone());
+        let (whole, metadata) = (self.whole_spec(), Arc::clone(&self.metadata));
         let opened = Arc::clone(&self.opened);
         let converter = ArrowConverter::new(&opened.array, &self.fields).map_err(external)?;
         let mut left = self.limit;
@@ -184,6 +218,13 @@ impl ExecutionPlan for TileDbScan {
         // this task only converts batches and hands them on, so a scan holds
         // no blocking thread while it waits.
         builder.spawn(async move {
+            if let Some(whole) = whole {
+                let load = || async {
+                    let read = opened.array.read_stream(whole).map_err(external)?;
+                    read.load_metadata().await.map_err(external)
+                };
+                metadata.get_or_try_init(load).await?;
+            }
             let mut stream = opened.array.read_stream(spec).map_err(external)?;
             while let Some(batch) = stream.next().await {
                 let batch = batch.map_err(external)?;

@@ -215,6 +215,96 @@ async fn a_dimension_filter_reads_only_the_tiles_it_needs() {
     );
 }
 
+/// A backend answering batches of ranges a moment later, as an object
+/// store does (the local disk answers at once, so reads side by side never
+/// overlap their fetches).
+#[derive(Debug)]
+struct Later<S>(Arc<S>);
+
+impl<S: tdb_storage::ReadableStorage + 'static> tdb_storage::ReadableStorage for Later<S> {
+    fn read(&self, key: &str) -> tdb_storage::Result<Option<bytes::Bytes>> {
+        self.0.read(key)
+    }
+    fn read_ranges(
+        &self,
+        requests: &[tdb_storage::RangeRequest],
+    ) -> tdb_storage::Result<Vec<Option<tdb_storage::RangeRead>>> {
+        self.0.read_ranges(requests)
+    }
+    fn size(&self, key: &str) -> tdb_storage::Result<Option<u64>> {
+        self.0.size(key)
+    }
+    fn read_ranges_async(
+        &self,
+        requests: Vec<tdb_storage::RangeRequest>,
+    ) -> tdb_storage::RangesFuture<'_> {
+        Box::pin(async move {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            self.0.read_ranges(&requests)
+        })
+    }
+}
+
+impl<S: tdb_storage::ListableStorage> tdb_storage::ListableStorage for Later<S> {
+    fn list_dir(&self, dir: &str) -> tdb_storage::Result<tdb_storage::Listing> {
+        self.0.list_dir(dir)
+    }
+}
+
+impl<S: tdb_storage::WritableStorage> tdb_storage::WritableStorage for Later<S> {
+    fn write(&self, key: &str, data: bytes::Bytes) -> tdb_storage::Result<()> {
+        self.0.write(key, data)
+    }
+    fn create(&self, key: &str, data: bytes::Bytes) -> tdb_storage::Result<()> {
+        self.0.create(key, data)
+    }
+    fn upload<'a>(&'a self, key: &str) -> tdb_storage::Result<Box<dyn tdb_storage::Upload + 'a>> {
+        self.0.upload(key)
+    }
+    fn delete(&self, key: &str) -> tdb_storage::Result<()> {
+        self.0.delete(key)
+    }
+    fn delete_prefix(&self, dir: &str) -> tdb_storage::Result<()> {
+        self.0.delete_prefix(dir)
+    }
+}
+
+/// Partitions started side by side on a cold snapshot load the fragment
+/// metadata they need once between them (each fetched every section
+/// before, where fetches take a while).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn partitions_on_a_cold_snapshot_fetch_each_section_once() {
+    let case = "sparse_many_tiles";
+    let recording = Arc::new(RecordingStorage::new(LocalStorage::new(fixture(case))));
+    let storage: AnyStorage = Arc::new(Later(recording.clone()));
+    let array = TdbArray::open_in(storage, "", OpenOptions::new()).unwrap();
+    let table = TileDbTable::new(array, case, &TableOptions::default()).unwrap();
+    let config = datafusion::prelude::SessionConfig::new().with_target_partitions(4);
+    let ctx = tdb_datafusion::session_with(config);
+    ctx.register_table("t", Arc::new(table)).unwrap();
+    let sql = "SELECT count(a) FROM t";
+    let plan = explain(&ctx, sql).await;
+    assert!(plan.contains("partitions=4"), "{plan}");
+    recording.take();
+    let got = ctx.sql(sql).await.unwrap().collect().await.unwrap();
+    assert_ne!(cell(got[0].column(0), 0), "0");
+    let mut fetched = std::collections::HashSet::new();
+    for r in recording.take() {
+        let tdb_storage::Request::ReadRanges { ranges } = r else {
+            continue;
+        };
+        for (file, range, _) in ranges {
+            if file.ends_with("__fragment_metadata.tdb") {
+                assert!(
+                    fetched.insert((file.clone(), range)),
+                    "{file} {range:?} again"
+                );
+            }
+        }
+    }
+    assert!(!fetched.is_empty(), "no section fetched");
+}
+
 #[test]
 fn statistics_give_row_counts_and_dimension_bounds() {
     use datafusion::catalog::TableProvider;

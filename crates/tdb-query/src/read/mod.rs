@@ -297,6 +297,16 @@ impl Reader {
         }
     }
 
+    /// Whether the reader is still loading what reads of its snapshot
+    /// share (delete commits, fragment-metadata sections), not yet its
+    /// own tiles.
+    pub(crate) fn loading_metadata(&self) -> bool {
+        matches!(
+            self.phase,
+            Phase::Start | Phase::Sections(..) | Phase::Deletes(..)
+        )
+    }
+
     /// The next event: what [`Reader::step`] hands out, and what an
     /// aggregation folds besides batches.
     pub(crate) fn next_event(&mut self) -> Result<Event> {

@@ -46,6 +46,25 @@ impl<'a, S: ReadStorage + ?Sized> ReadStream<'a, S> {
         })
     }
 
+    /// Fetches what the read needs of its fragments' metadata (into the
+    /// snapshot's shared cache of sections) and stops before its tiles.
+    /// Reads started side by side over one snapshot (a query engine's
+    /// partitions) each fetch the sections they miss: one of these first
+    /// lets them find the sections loaded.
+    pub async fn load_metadata(mut self) -> Result<()> {
+        loop {
+            let ReadStep::Need(requests) = self.reader.step()? else {
+                return Ok(());
+            };
+            if !self.reader.loading_metadata() {
+                return Ok(());
+            }
+            let got = (self.storage.read_ranges_async(requests.clone()).await)
+                .map_err(|source| storage_error(&requests, source))?;
+            self.reader.push(requests.into_iter().zip(got))?;
+        }
+    }
+
     fn advance(&mut self, cx: &mut Context<'_>) -> Poll<Result<Option<Batch>>> {
         loop {
             match &mut self.state {
