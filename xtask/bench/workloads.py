@@ -2,7 +2,7 @@
 
 usage: workloads.py WORKLOAD OUT_DIR SCALE
 
-WORKLOAD is W1..W6; SCALE is "full" (the sizes of the benchmark issue) or
+WORKLOAD is W1..W7; SCALE is "full" (the sizes of the benchmark issue) or
 "quick" (tiny, for the CI smoke test). Every array is written into OUT_DIR
 (emptied first); the caller caches OUT_DIR and re-runs this only when the
 workload or scale changes. Data are seeded, so both engines read the same
@@ -23,6 +23,7 @@ FULL = {
     "W4": 1_000_000,
     "W5": 1000,
     "W6": 262_144,
+    "W7": 2000,
 }
 QUICK = {
     "W1": 512,
@@ -31,6 +32,7 @@ QUICK = {
     "W4": 10_000,
     "W5": 20,
     "W6": 8192,
+    "W7": 300,
 }
 
 
@@ -141,13 +143,60 @@ def w6(out, vectors):
         a[0:128, 0:vectors] = rng.random((128, vectors), dtype=np.float32)
 
 
+def w7(out, cells):
+    """Small sparse arrays in three fragments, for reads under small memory
+    budgets: a 3-D Hilbert-ordered array (the issue's case: int32, float64
+    and int64 dimensions, capacity 8), and 2-D arrays of row-major and
+    col-major cells and tiles (capacity 64)."""
+    rng = np.random.default_rng(7)
+
+    def fill(path, coords):
+        for part in np.array_split(np.arange(cells), 3):
+            with tiledb.open(path, "w") as a:
+                a[tuple(c[part] for c in coords)] = {
+                    "a": rng.integers(-1000, 1000, len(part)).astype(np.int32),
+                    "f": rng.random(len(part)),
+                }
+
+    attrs = [tiledb.Attr("a", dtype=np.int32), tiledb.Attr("f", dtype=np.float64)]
+    path = os.path.join(out, "hilbert_3d")
+    dom = tiledb.Domain(
+        tiledb.Dim("x", domain=(0, 999), tile=100, dtype=np.int32),
+        tiledb.Dim("y", domain=(0.0, 1000.0), tile=100.0, dtype=np.float64),
+        tiledb.Dim("z", domain=(0, 999), tile=100, dtype=np.int64),
+    )
+    tiledb.Array.create(
+        path,
+        tiledb.ArraySchema(
+            domain=dom, attrs=attrs, sparse=True, cell_order="hilbert", capacity=8,
+            allows_duplicates=True,
+        ),
+    )
+    fill(path, [rng.integers(0, 1000, cells).astype(np.int32), rng.random(cells) * 1000.0,
+                rng.integers(0, 1000, cells)])
+    for name, order in [("row_2d", "row-major"), ("col_2d", "col-major")]:
+        path = os.path.join(out, name)
+        dom = tiledb.Domain(
+            tiledb.Dim("y", domain=(0, 9999), tile=1000, dtype=np.int64),
+            tiledb.Dim("x", domain=(0, 9999), tile=1000, dtype=np.int64),
+        )
+        tiledb.Array.create(
+            path,
+            tiledb.ArraySchema(
+                domain=dom, attrs=attrs, sparse=True, cell_order=order, tile_order=order,
+                capacity=64, allows_duplicates=True,
+            ),
+        )
+        fill(path, [rng.integers(0, 10000, cells), rng.integers(0, 10000, cells)])
+
+
 def main():
     workload, out, scale = sys.argv[1:4]
     sizes = FULL if scale == "full" else QUICK
     if os.path.exists(out):
         shutil.rmtree(out)
     os.makedirs(out)
-    {"W1": w1, "W2": w2, "W3": w3, "W4": w4, "W5": w5, "W6": w6}[workload](out, sizes[workload])
+    {"W1": w1, "W2": w2, "W3": w3, "W4": w4, "W5": w5, "W6": w6, "W7": w7}[workload](out, sizes[workload])
 
 
 if __name__ == "__main__":

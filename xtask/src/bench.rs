@@ -43,6 +43,8 @@ struct Measure {
     cells: u64,
     check: f64,
     peak_kib: u64,
+    /// Requests the read sent, where tdb-bench counted them.
+    requests: Option<u64>,
 }
 
 struct Sizes {
@@ -51,6 +53,7 @@ struct Sizes {
     w3: i64,
     w4: i64,
     w6: i64,
+    w7: i64,
     reps: usize,
     warm_up: bool,
 }
@@ -61,6 +64,7 @@ const FULL: fn() -> Sizes = || Sizes {
     w3: 4_000_000,
     w4: 1_000_000,
     w6: 262_144,
+    w7: 2000,
     reps: 5,
     warm_up: true,
 };
@@ -71,6 +75,7 @@ const QUICK: fn() -> Sizes = || Sizes {
     w3: 20_000,
     w4: 10_000,
     w6: 8192,
+    w7: 300,
     reps: 1,
     warm_up: false,
 };
@@ -312,6 +317,32 @@ fn phases(s: &Sizes) -> Vec<Phase> {
         ),
         bytes: 20 * 128 * 4,
     });
+    // W7: whole reads of small sparse arrays against their cell order
+    // (and one along it) under small budgets, beside the same read
+    // unbudgeted: what a budget costs in time and requests (tdb's own
+    // ratios; TileDB reads unbudgeted).
+    for (array, layout) in [
+        ("hilbert_3d", "row-major"),
+        ("row_2d", "col-major"),
+        ("col_2d", "row-major"),
+        ("row_2d", "row-major"),
+    ] {
+        for budget in [None, Some(1u64 << 20), Some(64 << 10), Some(16 << 10)] {
+            let mut spec = read(&["a"], vec![query(None, layout, None)]);
+            spec["budget"] = json!(budget);
+            spec["count_requests"] = json!(true);
+            out.push(Phase {
+                workload: "W7",
+                name: format!(
+                    "{array} {layout}, {}",
+                    budget.map_or("unbudgeted".into(), |b| format!("budget {} KiB", b >> 10))
+                ),
+                array: array.into(),
+                spec,
+                bytes: (s.w7 * 4) as u64,
+            });
+        }
+    }
     // W5: consolidating the 1,000 fragments (a copy, made untimed).
     out.push(Phase {
         workload: "W5",
@@ -375,6 +406,7 @@ fn measure(cmd: &mut Command) -> Result<Measure, String> {
         cells: f("cells")? as u64,
         check: f("check")?,
         peak_kib: f("peak_kib")? as u64,
+        requests: v["requests"].as_u64(),
     })
 }
 
@@ -584,10 +616,11 @@ pub(crate) fn bench(args: &[String], reference: &Writer) -> Result<(), String> {
             "tiledb_peak_mib": tiledb_mib,
             "bytes": p.bytes,
             "storage": if s3 { "s3" } else { "local" },
-            "tdb_requests": remote.as_ref().map(|_| a_req),
+            "tdb_requests": remote.as_ref().map(|_| a_req).or(a[0].requests),
             "tiledb_requests": remote.as_ref().map(|_| b_req),
         }));
     }
+    budget_ratios(&mut rows);
     // The store's floor: every byte of W1's array through the proxy, as
     // fast as tdb's storage layer fetches them.
     if let (Some(r), true) = (&remote, selected("W1")) {
@@ -647,6 +680,39 @@ pub(crate) fn bench(args: &[String], reference: &Writer) -> Result<(), String> {
             "bench: the engines disagree:\n  {}",
             failures.join("\n  ")
         ))
+    }
+}
+
+/// W7's budgeted reads beside the same read unbudgeted: tdb's time and
+/// requests as multiples of the unbudgeted read's (printed, and kept in
+/// each row as `budget_time_ratio` and `budget_request_ratio`).
+fn budget_ratios(rows: &mut [Value]) {
+    let base = |row: &Value| -> Option<(String, String)> {
+        let name = row["phase"].as_str()?;
+        let (read, budget) = name.rsplit_once(", ")?;
+        (row["workload"] == "W7").then(|| (read.to_owned(), budget.to_owned()))
+    };
+    let unbudgeted: Vec<(String, f64, f64)> = (rows.iter())
+        .filter_map(|r| {
+            let (read, budget) = base(r)?;
+            let requests = r["tdb_requests"].as_f64()?;
+            (budget == "unbudgeted").then(|| (read, r["tdb_s"].as_f64().unwrap_or(0.0), requests))
+        })
+        .collect();
+    for row in rows.iter_mut() {
+        let Some((read, budget)) = base(row) else {
+            continue;
+        };
+        let Some((_, s0, r0)) = unbudgeted.iter().find(|u| u.0 == read) else {
+            continue;
+        };
+        let time = row["tdb_s"].as_f64().unwrap_or(0.0) / s0;
+        let requests = row["tdb_requests"].as_f64().unwrap_or(0.0) / r0.max(1.0);
+        if budget != "unbudgeted" {
+            println!("W7   {read}, {budget}: {time:.1}x the time, {requests:.1}x the requests of the unbudgeted read");
+        }
+        row["budget_time_ratio"] = json!(time);
+        row["budget_request_ratio"] = json!(requests);
     }
 }
 

@@ -42,6 +42,13 @@ struct Phase {
     /// the queries; the check sums the first row's numbers.
     #[serde(default)]
     sql: Option<String>,
+    /// The read's memory budget (else `TDB_BUDGET`, else 1 GiB).
+    #[serde(default)]
+    budget: Option<u64>,
+    /// Count the requests the reads send (a local array), reported as
+    /// `requests`.
+    #[serde(default)]
+    count_requests: bool,
 }
 
 #[derive(Deserialize)]
@@ -141,6 +148,27 @@ fn phase_cmd(phase: &str, array: &str, out: Option<&str>) -> Result<serde_json::
         #[cfg(not(feature = "sql"))]
         return Err(format!("{sql:?}: tdb-bench was built without its `sql` feature").into());
     }
+    if phase.count_requests {
+        let recording = std::sync::Arc::new(tdb_storage::RecordingStorage::new(
+            tdb_storage::LocalStorage::new(array),
+        ));
+        let storage: tdb::AnyStorage = recording.clone();
+        let a = Array::open_in(storage, "", tdb::OpenOptions::new())?;
+        recording.take();
+        let start = Instant::now();
+        let (cells, check) = run(&phase, &a)?;
+        let seconds = start.elapsed().as_secs_f64();
+        let requests: usize = (recording.take().iter())
+            .map(|r| match r {
+                tdb_storage::Request::ReadRanges { ranges } => ranges.len(),
+                tdb_storage::Request::Read { .. } => 1,
+                _ => 0,
+            })
+            .sum();
+        let mut out = report(seconds, cells, check);
+        out["requests"] = serde_json::json!(requests);
+        return Ok(out);
+    }
     let start = if phase.time_open {
         start
     } else {
@@ -200,13 +228,14 @@ fn consolidate(phase: &Phase, array: &str, out: &str) -> Result<serde_json::Valu
 fn run(phase: &Phase, a: &Array) -> Result<(u64, f64), Error> {
     let (mut cells, mut check) = (0u64, 0.0f64);
     for q in &phase.queries {
+        let budget = phase.budget.unwrap_or_else(|| {
+            std::env::var("TDB_BUDGET")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(1 << 30)
+        });
         let mut spec = ReadSpec::new(phase.fields.clone())
-            .with_budget(
-                std::env::var("TDB_BUDGET")
-                    .ok()
-                    .and_then(|v| v.parse().ok())
-                    .unwrap_or(1 << 30),
-            )
+            .with_budget(budget)
             .with_layout(ResultLayout::from_name(&q.layout).ok_or("unknown layout")?);
         if let Some(r) = &q.ranges {
             spec = spec.with_subarray(subarray(a, r)?);
