@@ -201,6 +201,15 @@ pub(crate) fn var_bytes(
                     format!("no chunk holds the offset of cell {cell}"),
                 )
             })?;
+        // No chunk reaches past the tile's offsets: a header's claim
+        // sizes no allocation beyond them.
+        if c.unfiltered.end > fetch.cells.saturating_mul(8) {
+            return Err(QueryError::corrupt(
+                path,
+                tile,
+                format!("chunk {} reaches past the tile's offsets", c.index),
+            ));
+        }
         if decoded.as_ref().is_none_or(|(k, _)| *k != c.index) {
             let (_, chunk) = tdb_tile::filtered_chunk(bytes)
                 .map_err(|e| QueryError::corrupt(path, tile, e.to_string()))?;
