@@ -112,14 +112,10 @@ fn to_data(
                     format!("validity of {} cells for {len} cells", v.len()),
                 ));
             }
-            Ok(match v {
-                Validity::Bytes(v) => BooleanBuffer::collect_bool(len, |i| v[i] != 0),
-                // The bitmap's bytes become the buffer: no copy.
-                Validity::Bits(b) => {
-                    let (bits, len) = b.into_parts();
-                    BooleanBuffer::new(Buffer::from_vec(bits), 0, len)
-                }
-            })
+            // A read's bitmap becomes the buffer without a copy; bytes
+            // are packed first.
+            let (bits, len) = v.into_bits().into_parts();
+            Ok(BooleanBuffer::new(Buffer::from_vec(bits), 0, len))
         })
         .transpose()?;
     let builder = ArrayDataBuilder::new(target.clone()).len(len);

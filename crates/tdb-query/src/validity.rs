@@ -177,6 +177,18 @@ impl Validity {
         }
     }
 
+    /// The same cells in Arrow's layout (bytes packed, bits as they are).
+    pub fn into_bits(self) -> Bitmap {
+        match self {
+            Validity::Bytes(v) => {
+                let mut bits = Bitmap::with_capacity(v.len());
+                bits.extend_from_bytes(&v);
+                bits
+            }
+            Validity::Bits(b) => b,
+        }
+    }
+
     /// A borrowed view.
     pub fn view(&self) -> ValidityRef<'_> {
         match self {
@@ -334,6 +346,7 @@ mod tests {
         assert_eq!(both.len(), 15);
         assert_eq!(both.to_bytes(), [1, 0, 1, 0, 1].repeat(3));
         assert_eq!(bytes.as_bytes(), Some(&[1, 0, 2, 0, 1][..]));
+        assert_eq!(Validity::Bits(bytes.clone().into_bits()), bits);
         assert_eq!(bits.as_bytes(), None);
     }
 }
