@@ -113,6 +113,15 @@ fn peak_kib() -> u64 {
 
 /// Opens `uri` with the settings `TDB_CONFIG` adds.
 fn open(uri: &str) -> Result<Array, Error> {
+    let config = storage_config()?;
+    Ok(Array::open_with(
+        uri,
+        tdb::OpenOptions::new().storage_config(config),
+    )?)
+}
+
+/// The storage settings `TDB_CONFIG` gives (`KEY=VALUE ...`).
+fn storage_config() -> Result<tdb::StorageConfig, Error> {
     let mut config = tdb::StorageConfig::new();
     for pair in std::env::var("TDB_CONFIG")
         .unwrap_or_default()
@@ -120,16 +129,36 @@ fn open(uri: &str) -> Result<Array, Error> {
     {
         config = config.parse_pair(pair).map_err(tdb::Error::Storage)?;
     }
-    Ok(Array::open_with(
-        uri,
-        tdb::OpenOptions::new().storage_config(config),
-    )?)
+    Ok(config)
 }
 
 fn phase_cmd(phase: &str, array: &str, out: Option<&str>) -> Result<serde_json::Value, Error> {
     let phase: Phase = serde_json::from_slice(&std::fs::read(phase)?)?;
     if phase.consolidate {
         return consolidate(&phase, array, out.ok_or("a consolidation phase needs OUT")?);
+    }
+    if phase.count_requests {
+        // The array's own backend (local or remote), recorded.
+        let config = storage_config()?;
+        let recording = std::sync::Arc::new(tdb_storage::RecordingStorage::new(tdb::storage(
+            array, &config,
+        )?));
+        let storage: tdb::AnyStorage = recording.clone();
+        let a = Array::open_in(storage, "", tdb::OpenOptions::new().storage_config(config))?;
+        recording.take();
+        let start = Instant::now();
+        let (cells, check) = run(&phase, &a)?;
+        let seconds = start.elapsed().as_secs_f64();
+        let requests: usize = (recording.take().iter())
+            .map(|r| match r {
+                tdb_storage::Request::ReadRanges { ranges } => ranges.len(),
+                tdb_storage::Request::Read { .. } => 1,
+                _ => 0,
+            })
+            .sum();
+        let mut out = report(seconds, cells, check);
+        out["requests"] = serde_json::json!(requests);
+        return Ok(out);
     }
     let start = Instant::now();
     let a = open(array)?;
@@ -147,27 +176,6 @@ fn phase_cmd(phase: &str, array: &str, out: Option<&str>) -> Result<serde_json::
         }
         #[cfg(not(feature = "sql"))]
         return Err(format!("{sql:?}: tdb-bench was built without its `sql` feature").into());
-    }
-    if phase.count_requests {
-        let recording = std::sync::Arc::new(tdb_storage::RecordingStorage::new(
-            tdb_storage::LocalStorage::new(array),
-        ));
-        let storage: tdb::AnyStorage = recording.clone();
-        let a = Array::open_in(storage, "", tdb::OpenOptions::new())?;
-        recording.take();
-        let start = Instant::now();
-        let (cells, check) = run(&phase, &a)?;
-        let seconds = start.elapsed().as_secs_f64();
-        let requests: usize = (recording.take().iter())
-            .map(|r| match r {
-                tdb_storage::Request::ReadRanges { ranges } => ranges.len(),
-                tdb_storage::Request::Read { .. } => 1,
-                _ => 0,
-            })
-            .sum();
-        let mut out = report(seconds, cells, check);
-        out["requests"] = serde_json::json!(requests);
-        return Ok(out);
     }
     let start = if phase.time_open {
         start
