@@ -97,6 +97,11 @@ pub enum QueryError {
         /// What is wrong and what to change.
         reason: String,
     },
+    /// A read's spill file (sorted runs, under a budget too small for the
+    /// tiles its result order crosses) could not be written or read back:
+    /// see `TMPDIR`.
+    #[error("spill file in the temporary directory")]
+    Spill(#[source] std::io::Error),
     /// Storage failed while fetching tiles or writing a fragment.
     #[error("{file}: storage failed")]
     Storage {

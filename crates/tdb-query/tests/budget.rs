@@ -201,14 +201,15 @@ fn a_tiledb_array_over_float_and_string_dimensions_goes_piece_by_piece() {
 
 /// A global-order read of one fragment in Hilbert order goes in runs of
 /// its tiles (no subarray cut keeps that order), on TileDB's bytes: the
-/// same cells in the same order; over two fragments it is read whole.
+/// same cells in the same order; over two fragments too, in runs spilled
+/// sorted and merged (`read::spill`).
 #[test]
-fn a_hilbert_global_order_read_of_one_fragment_goes_in_runs_of_tiles() {
+fn a_hilbert_global_order_read_goes_in_runs_of_tiles() {
     use tdb_query::ResultLayout;
-    for (case, at, cut) in [
-        ("sparse_hilbert", TimeWindow::ALL, true),
-        ("sparse_hilbert_multi", TimeWindow::until(1), true),
-        ("sparse_hilbert_multi", TimeWindow::ALL, false),
+    for (case, at) in [
+        ("sparse_hilbert", TimeWindow::ALL),
+        ("sparse_hilbert_multi", TimeWindow::until(1)),
+        ("sparse_hilbert_multi", TimeWindow::ALL),
     ] {
         let dir = tdb_testdata::root().join(case).join("array");
         let storage = LocalStorage::new(&dir);
@@ -216,7 +217,7 @@ fn a_hilbert_global_order_read_of_one_fragment_goes_in_runs_of_tiles() {
         let spec = ReadSpec::new(["x", "y", "a"]).with_layout(ResultLayout::GlobalOrder);
         let (whole, rounds) = run(&storage, &snap, spec.clone());
         let (pieces, more) = run(&storage, &snap, spec.with_budget(4096));
-        assert_eq!(more > rounds, cut, "{case}: {more} rounds against {rounds}");
+        assert!(more > rounds, "{case}: {more} rounds against {rounds}");
         assert!(pieces == whole, "{case}: the cells differ");
     }
 }

@@ -24,6 +24,7 @@ mod partition;
 mod pieces;
 mod plan;
 mod sparse;
+mod spill;
 mod stream;
 mod tiles;
 
@@ -85,6 +86,8 @@ enum Phase {
     /// The piece's tiles are in: their decoding, until handed out.
     Decode(Option<DecodeWork>),
     Emit,
+    /// Every piece's runs are written: their merge hands out the batches.
+    Merge(Box<spill::Merge>),
     Done,
 }
 
@@ -172,6 +175,9 @@ pub struct Reader {
     /// Where the chunk walks of sliced tiles stood, so the next piece's
     /// walk over the same tile goes on from there.
     walk_points: tiles::WalkPoints,
+    /// Where pieces are runs of tiles spilled sorted, for a merge
+    /// ([`Reader::spills`]): the runs so far.
+    spill: Option<spill::Spill>,
 }
 /// What a dense result cell is, for aggregates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -272,6 +278,7 @@ impl Reader {
             remote: false,
             ahead: None,
             walk_points: HashMap::new(),
+            spill: None,
         })
     }
 
@@ -348,24 +355,46 @@ impl Reader {
                         continue;
                     }
                     self.spare.keep_tiles(self.tiles.drain().map(|(_, t)| t));
+                    if let Some(spill) = self.spill.take() {
+                        self.phase = Phase::Merge(Box::new(self.merge(spill)?));
+                        continue;
+                    }
                     self.phase = Phase::Done;
-                    if !self.emitted {
+                    if let Some(b) = self.empty_batch() {
+                        return Ok(b);
+                    }
+                }
+                Phase::Merge(merge) => {
+                    if let Some(b) = merge.next_batch(&self.fields, self.spec.packed_validity)? {
                         self.emitted = true;
-                        let fields = self
-                            .requested
-                            .iter()
-                            .filter_map(|&s| Some(self.fields.get(s)?.empty_buffer()))
-                            .collect();
-                        let batch = Batch {
-                            num_cells: 0,
-                            fields,
-                        };
-                        return Ok(Event::Batch(batch, None));
+                        return Ok(Event::Batch(b, None));
+                    }
+                    self.phase = Phase::Done;
+                    if let Some(b) = self.empty_batch() {
+                        return Ok(b);
                     }
                 }
                 Phase::Done => return Ok(Event::Done),
             }
         }
+    }
+
+    /// The one empty batch of a read that found no cell, once.
+    fn empty_batch(&mut self) -> Option<Event> {
+        if self.emitted {
+            return None;
+        }
+        self.emitted = true;
+        let fields = self
+            .requested
+            .iter()
+            .filter_map(|&s| Some(self.fields.get(s)?.empty_buffer()))
+            .collect();
+        let batch = Batch {
+            num_cells: 0,
+            fields,
+        };
+        Some(Event::Batch(batch, None))
     }
 
     /// Answers to the ranges of the last [`ReadStep::Need`]: any of them,
@@ -755,6 +784,21 @@ impl Reader {
             sub: self.spec.subarray.clone(),
             ..Piece::default()
         }];
+        if self.spills() {
+            // Runs of each fragment's tiles, the first fragment's first.
+            self.spill = Some(spill::Spill::new(
+                spill::RunFormat::new(&self.fields, &self.requested)?,
+                self.tile_budget(),
+            ));
+            self.partitions = (self.plans.iter().enumerate().rev())
+                .map(|(i, plan)| Piece {
+                    sub: self.spec.subarray.clone(),
+                    run: Some(0..plan.tile_num()),
+                    frag: Some(i),
+                    share: None,
+                })
+                .collect();
+        }
         self.next_partition()
     }
 
@@ -763,23 +807,39 @@ impl Reader {
         let schema = self.snapshot.schema();
         let window = self.snapshot.open.directory.window;
         if schema.array_type == ArrayType::Sparse {
-            self.results = sparse::sparse_cells(
+            let scan = sparse::SparseScan {
                 schema,
-                &self.plans,
-                &self.fields,
-                &self.tiles,
-                self.ops.dims(),
-                &self.current.sub,
-                (window.start, window.end),
-                &self.deletes,
-                self.condition.as_ref(),
-                self.spec.layout,
-                sparse::parts_dim(schema, &self.spec.subarray).map(|dim| sparse::PartsRule {
-                    dim,
-                    given: self.spec.subarray.ranges(dim),
-                    share: self.current.share.as_ref(),
+                plans: &self.plans,
+                fields: &self.fields,
+                tiles: &self.tiles,
+                ops: self.ops.dims(),
+                subarray: &self.current.sub,
+                window: (window.start, window.end),
+                deletes: &self.deletes,
+                condition: self.condition.as_ref(),
+                layout: self.spec.layout,
+                parts: sparse::parts_dim(schema, &self.spec.subarray).map(|dim| {
+                    sparse::PartsRule {
+                        dim,
+                        given: self.spec.subarray.ranges(dim),
+                        share: self.current.share.as_ref(),
+                    }
                 }),
-            )?;
+            };
+            match &mut self.spill {
+                Some(spill) => {
+                    let mut run = spill::RunWriter::new(spill.buffer)?;
+                    scan.spill(&spill.fmt, &mut run)?;
+                    let run = run.finish()?;
+                    tracing::debug!(
+                        piece = self.pieces_started,
+                        cells = run.records(),
+                        "run spilled"
+                    );
+                    spill.runs.push(run);
+                }
+                None => self.results = scan.cells()?,
+            }
         } else if self.plans.iter().any(|p| !p.meta.footer.dense) {
             let old = std::mem::take(&mut self.results);
             self.results =

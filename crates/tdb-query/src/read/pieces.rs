@@ -36,11 +36,13 @@ pub(super) struct PlannedPiece {
 /// read of one fragment, a run of that fragment's tiles (stored in that
 /// order, so consecutive runs come out in it, which no subarray cut does).
 /// Cut along the dimension of TileDB's string-parts rule, it owns a share
-/// of that dimension's values (see [`sparse::Share`]).
+/// of that dimension's values (see [`sparse::Share`]). A read that spills
+/// (see `spill`) reads runs of one fragment's tiles (`frag`) at a time.
 #[derive(Debug, Clone, Default)]
 pub(super) struct Piece {
     pub sub: Subarray,
     pub run: Option<std::ops::Range<u64>>,
+    pub frag: Option<usize>,
     pub share: Option<sparse::Share>,
 }
 
@@ -50,10 +52,14 @@ impl Piece {
     /// the query's ranges there (`query`) that hold values of its share.
     pub(super) fn tiles(
         &self,
+        i: usize,
         plan: &FragPlan,
         ops: &[tdb_index::RangeOps],
         query: &Subarray,
     ) -> Vec<u64> {
+        if self.frag.is_some_and(|f| f != i) {
+            return Vec::new();
+        }
         let mut tiles = match &self.share {
             None => plan.tiles_overlapping(ops, &self.sub),
             Some(share) => {
@@ -343,7 +349,7 @@ impl Reader {
                 total = total.saturating_add(tiles.saturating_mul(tile_max));
             } else {
                 let tile_num = plan.tile_num();
-                for t in piece.tiles(plan, self.ops.dims(), &self.spec.subarray) {
+                for t in piece.tiles(i, plan, self.ops.dims(), &self.spec.subarray) {
                     let cells = plan.cells(t, tile_num);
                     total = total
                         .saturating_add(self.tile_bytes(i, t))
@@ -378,18 +384,22 @@ impl Reader {
         } else {
             return None;
         };
-        if order.is_empty() {
+        if order.is_empty() || self.spill.is_some() {
             // The Hilbert global order: no subarray cut keeps it, but one
-            // fragment's tiles are stored in it, so runs of them do.
-            let [plan] = self.plans.as_slice() else {
-                return None;
+            // fragment's tiles are stored in it, so runs of them do. A read
+            // that spills cuts runs of each fragment's tiles.
+            let i = p.frag.unwrap_or(0);
+            let plan = match (self.plans.as_slice(), p.frag) {
+                ([plan], _) => plan,
+                (plans, Some(i)) => plans.get(i)?,
+                _ => return None,
             };
             let run = p.run.clone().unwrap_or(0..plan.tile_num());
             let whole = Piece {
                 run: Some(run.clone()),
                 ..p.clone()
             };
-            let tiles = whole.tiles(plan, self.ops.dims(), &self.spec.subarray);
+            let tiles = whole.tiles(i, plan, self.ops.dims(), &self.spec.subarray);
             let (a, b) = partition::split_run(&tiles, run)?;
             let half = |run| Piece {
                 run: Some(run),
@@ -426,6 +436,7 @@ impl Reader {
         let half = |sub, share| Piece {
             sub,
             run: p.run.clone(),
+            frag: p.frag,
             share,
         };
         Some((half(a, share_a), half(b, share_b)))
@@ -638,7 +649,7 @@ impl Reader {
                     answered
                 };
                 piece
-                    .tiles(plan, self.ops.dims(), &self.spec.subarray)
+                    .tiles(i, plan, self.ops.dims(), &self.spec.subarray)
                     .into_iter()
                     .filter(|&t| match plan.leaves().get(t as usize) {
                         Some(mbr) => !from_md(t, mbr),

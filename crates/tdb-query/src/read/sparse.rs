@@ -6,6 +6,7 @@
 use super::dense::{Results, Slab};
 use super::fields::{FieldInfo, Kind};
 use super::plan::{mbr_within, CellRef, FragPlan, DELETE_TS_SLOT, TIMESTAMPS_SLOT};
+use super::spill::{RunFormat, RunWriter};
 use super::tiles::TileMap;
 use crate::column::{Column, Columns};
 use crate::condition::{BoundCondition, BoundDelete};
@@ -364,164 +365,359 @@ fn strncmp_equal(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && upto_nul(a) == upto_nul(b)
 }
 
-/// The sparse result: cells of candidate tiles inside the subarray and the
-/// window, not deleted, deduplicated (newest wins) unless the schema allows
-/// duplicates, passing the condition, in `layout` order.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn sparse_cells(
-    schema: &ArraySchema,
-    plans: &[FragPlan],
-    fields: &[FieldInfo],
-    tiles: &TileMap,
-    ops: &[RangeOps],
-    subarray: &Subarray,
-    window: (u64, u64),
-    deletes: &[BoundDelete],
-    condition: Option<&BoundCondition>,
-    layout: ResultLayout,
-    parts: Option<PartsRule<'_>>,
-) -> Result<Results> {
-    let dims = &schema.domain.dimensions;
-    // Unordered reads with duplicates keep cells in the order found: each
-    // tile's kept cells go straight into slabs, no per-cell record.
-    let direct = schema.allows_dups && layout == ResultLayout::Unordered;
-    let mut direct_out = Results::default();
-    let dim_slots: Vec<usize> = (0..dims.len())
-        .map(|d| {
-            fields
-                .iter()
-                .position(|f| f.kind == Kind::Dim(d))
-                .ok_or_else(|| QueryError::invalid("coordinates not read"))
-        })
-        .collect::<Result<_>>()?;
-    // Each candidate tile's cells are checked on the pool: the subarray,
-    // the window, deletes and (with duplicates) the condition; what is
-    // kept is gathered here in tile order.
-    let jobs: Vec<(usize, u64)> = plans
-        .iter()
-        .enumerate()
-        .flat_map(|(fi, plan)| plan.tiles.iter().map(move |&t| (fi, t)))
-        .collect();
-    let check = TileCheck {
-        schema,
-        plans,
-        fields,
-        tiles,
-        ops,
-        subarray,
-        window,
-        deletes,
-        condition,
-        dim_slots: &dim_slots,
-        parts,
-    };
-    // Few candidate cells are checked on the calling thread (see
-    // `pool::SMALL_WORK`; a cell's check reads a few bytes of each field).
-    let cells = (jobs.iter())
-        .filter_map(|&(fi, t)| plans.get(fi).map(|p| p.cells(t, p.tile_num())))
-        .fold(0u64, u64::saturating_add);
-    let threads = match cells.saturating_mul(64) < crate::pool::SMALL_WORK as u64 {
-        true => 1,
-        false => crate::threads(),
-    };
-    let kept = crate::pool::map_all(&jobs, threads, || (), |_, &(fi, t)| check.kept(fi, t))?;
-    let mut refs: Vec<CellRef> = Vec::new();
-    let mut stamps: Vec<u64> = Vec::new();
-    // Per candidate, whether it is deleted (duplicates not allowed).
-    let mut gone: Vec<bool> = Vec::new();
-    // Per candidate (where a tile had them), `KeptCells::range_hits`.
-    let mut hits: Vec<u32> = Vec::new();
-    for (&(fi, t), kept) in jobs.iter().zip(kept) {
-        let frag_ts = plans.get(fi).map_or(0, |p| p.file.name.t1);
-        // Kept cells of the tile, in order (`KeptCells` lists them so).
-        let mut at = 0usize;
-        for (start, len) in kept.runs {
-            if direct {
-                direct_out.slabs.push(Slab {
-                    frag: fi as u32,
-                    tile: t,
-                    cell: u64::from(start),
-                    stride: 1,
-                    len: u64::from(len),
-                });
-                continue;
-            }
-            for cell in start..start.saturating_add(len) {
-                if let Some(h) = &kept.range_hits {
-                    hits.resize(refs.len(), u32::MAX);
-                    hits.push(h.get(at).copied().unwrap_or(u32::MAX));
+/// One sparse read of a piece's decoded tiles: what
+/// [`SparseScan::cells`] (the piece's results) and [`SparseScan::spill`]
+/// (a sorted run of them, for a merge) check cells against.
+pub(crate) struct SparseScan<'r> {
+    pub schema: &'r ArraySchema,
+    pub plans: &'r [FragPlan],
+    pub fields: &'r [FieldInfo],
+    pub tiles: &'r TileMap,
+    pub ops: &'r [RangeOps],
+    pub subarray: &'r Subarray,
+    pub window: (u64, u64),
+    pub deletes: &'r [BoundDelete],
+    pub condition: Option<&'r BoundCondition>,
+    pub layout: ResultLayout,
+    pub parts: Option<PartsRule<'r>>,
+}
+
+/// The cells the tile checks kept, in tile order: where each is, its
+/// timestamp, whether a delete took it (duplicates not allowed: applied
+/// after deduplication) and, where the parts rule decided, in how many
+/// ranges it counts (`u32::MAX`: by its own value; empty where no tile
+/// had such cells).
+struct Candidates {
+    refs: Vec<CellRef>,
+    stamps: Vec<u64>,
+    gone: Vec<bool>,
+    hits: Vec<u32>,
+}
+
+impl SparseScan<'_> {
+    /// The slot of each dimension's field.
+    fn dim_slots(&self) -> Result<Vec<usize>> {
+        (0..self.schema.domain.dimensions.len())
+            .map(|d| {
+                self.fields
+                    .iter()
+                    .position(|f| f.kind == Kind::Dim(d))
+                    .ok_or_else(|| QueryError::invalid("coordinates not read"))
+            })
+            .collect()
+    }
+
+    /// Each candidate tile's kept cells: the subarray, the window, deletes
+    /// and (with duplicates) the condition, checked on the pool.
+    fn check_tiles(&self, dim_slots: &[usize]) -> Result<Vec<((usize, u64), KeptCells)>> {
+        let plans = self.plans;
+        let jobs: Vec<(usize, u64)> = plans
+            .iter()
+            .enumerate()
+            .flat_map(|(fi, plan)| plan.tiles.iter().map(move |&t| (fi, t)))
+            .collect();
+        let check = TileCheck {
+            schema: self.schema,
+            plans,
+            fields: self.fields,
+            tiles: self.tiles,
+            ops: self.ops,
+            subarray: self.subarray,
+            window: self.window,
+            deletes: self.deletes,
+            condition: self.condition,
+            dim_slots,
+            parts: self.parts,
+        };
+        // Few candidate cells are checked on the calling thread (see
+        // `pool::SMALL_WORK`; a cell's check reads a few bytes of each field).
+        let cells = (jobs.iter())
+            .filter_map(|&(fi, t)| plans.get(fi).map(|p| p.cells(t, p.tile_num())))
+            .fold(0u64, u64::saturating_add);
+        let threads = match cells.saturating_mul(64) < crate::pool::SMALL_WORK as u64 {
+            true => 1,
+            false => crate::threads(),
+        };
+        let kept = crate::pool::map_all(&jobs, threads, || (), |_, &(fi, t)| check.kept(fi, t))?;
+        Ok(jobs.into_iter().zip(kept).collect())
+    }
+
+    /// The kept cells one record each, in tile order.
+    fn candidates(&self, kept: Vec<((usize, u64), KeptCells)>) -> Candidates {
+        let mut c = Candidates {
+            refs: Vec::new(),
+            stamps: Vec::new(),
+            gone: Vec::new(),
+            hits: Vec::new(),
+        };
+        for ((fi, t), kept) in kept {
+            let frag_ts = self.plans.get(fi).map_or(0, |p| p.file.name.t1);
+            // Kept cells of the tile, in order (`KeptCells` lists them so).
+            let mut at = 0usize;
+            for (start, len) in kept.runs {
+                for cell in start..start.saturating_add(len) {
+                    if let Some(h) = &kept.range_hits {
+                        c.hits.resize(c.refs.len(), u32::MAX);
+                        c.hits.push(h.get(at).copied().unwrap_or(u32::MAX));
+                    }
+                    c.refs.push(CellRef {
+                        frag: fi as u32,
+                        cell,
+                        tile: t,
+                    });
+                    let stamp = kept.stamps.as_ref().and_then(|s| s.get(at).copied());
+                    c.stamps.push(stamp.unwrap_or(frag_ts));
+                    c.gone.push(
+                        kept.deleted
+                            .as_ref()
+                            .is_some_and(|d| d.get(at) == Some(&true)),
+                    );
+                    at = at.saturating_add(1);
                 }
-                refs.push(CellRef {
-                    frag: fi as u32,
-                    cell,
-                    tile: t,
-                });
-                let stamp = kept.stamps.as_ref().and_then(|s| s.get(at).copied());
-                stamps.push(stamp.unwrap_or(frag_ts));
-                gone.push(
-                    kept.deleted
-                        .as_ref()
-                        .is_some_and(|d| d.get(at) == Some(&true)),
-                );
-                at = at.saturating_add(1);
             }
         }
+        c
     }
-    if direct {
-        return Ok(direct_out);
+
+    /// Coordinates of every candidate, `n` a candidate, looked up once:
+    /// comparisons index this table rather than the tile map. Candidates
+    /// come tile by tile: each tile's columns are looked up once.
+    fn coordinates(&self, refs: &[CellRef], dim_slots: &[usize]) -> Result<Vec<&[u8]>> {
+        let n = dim_slots.len();
+        let mut table: Vec<&[u8]> = Vec::with_capacity(refs.len().saturating_mul(n));
+        let mut cols: Vec<Column<'_>> = Vec::with_capacity(n);
+        let mut current = None;
+        for r in refs {
+            if current != Some((r.frag, r.tile)) {
+                current = Some((r.frag, r.tile));
+                cols.clear();
+                for &slot in dim_slots {
+                    let missing = || QueryError::invalid("coordinates not decoded");
+                    let f = self.fields.get(slot).ok_or_else(missing)?;
+                    let tile =
+                        (self.tiles.get(&(r.frag as usize, slot, r.tile))).ok_or_else(missing)?;
+                    cols.push(tile.column(f.datatype, f.cell_val_num));
+                }
+            }
+            table.extend(cols.iter().map(|c| c.cell(r.cell as usize)));
+        }
+        Ok(table)
     }
-    // Coordinates of every candidate, looked up once: comparisons index
-    // this table rather than the tile map. Candidates come tile by tile:
-    // each tile's columns are looked up once.
-    let n = dims.len();
-    let mut table: Vec<&[u8]> = Vec::with_capacity(refs.len().saturating_mul(n));
-    let mut cols: Vec<Column<'_>> = Vec::with_capacity(n);
-    let mut current = None;
-    for r in &refs {
-        if current != Some((r.frag, r.tile)) {
-            current = Some((r.frag, r.tile));
-            cols.clear();
-            for &slot in &dim_slots {
-                let missing = || QueryError::invalid("coordinates not decoded");
-                let f = fields.get(slot).ok_or_else(missing)?;
-                let tile = (tiles.get(&(r.frag as usize, slot, r.tile))).ok_or_else(missing)?;
-                cols.push(tile.column(f.datatype, f.cell_val_num));
+
+    /// The order results come in: `None` for unordered reads.
+    fn order_kind(&self) -> Option<CellOrder> {
+        result_order(self.schema, self.layout)
+    }
+
+    /// The piece's candidate cells as one sorted run (see `spill`): every
+    /// version of each coordinate, with whether a delete took it and (no
+    /// duplicates) whether the condition rejects it, for the merge to
+    /// decide which stands. With duplicates, deletes and the condition
+    /// apply here, as [`SparseScan::cells`] applies them.
+    pub(crate) fn spill(&self, fmt: &RunFormat, out: &mut RunWriter) -> Result<()> {
+        let kind = (self.order_kind())
+            .ok_or_else(|| QueryError::invalid("an unordered read has no runs to merge"))?;
+        let dim_slots = self.dim_slots()?;
+        let kept = self.check_tiles(&dim_slots)?;
+        let Candidates {
+            refs, stamps, gone, ..
+        } = self.candidates(kept);
+        let table = self.coordinates(&refs, &dim_slots)?;
+        let n = dim_slots.len();
+        let at = |i: usize, d: usize| -> &[u8] {
+            let k = i.saturating_mul(n).saturating_add(d);
+            table.get(k).copied().unwrap_or_default()
+        };
+        let mut rejected = Vec::new();
+        if let (Some(c), false) = (self.condition, self.schema.allows_dups) {
+            let all: Vec<usize> = (0..refs.len()).collect();
+            rejected = vec![true; refs.len()];
+            for i in filter_by_condition(c, &all, &refs, self.plans, self.fields, self.tiles)? {
+                if let Some(r) = rejected.get_mut(i) {
+                    *r = false;
+                }
             }
         }
-        table.extend(cols.iter().map(|c| c.cell(r.cell as usize)));
-    }
-    // Candidate `i`'s coordinate along `d` (every candidate has `n`).
-    let at = |i: usize, d: usize| -> &[u8] {
-        let k = i.saturating_mul(n).saturating_add(d);
-        table.get(k).copied().unwrap_or_default()
-    };
-    // Candidates' records, by index (every index below `refs.len()`).
-    let stamp = |i: usize| stamps.get(i).copied().unwrap_or(0);
-    let frag = |i: usize| refs.get(i).map_or(0, |r| r.frag);
-    let by_coords = |a: usize, b: usize, col_major: bool| cmp_coords(ops, &at, a, b, col_major);
-    let mut order: Vec<usize> = (0..refs.len()).collect();
-    if !schema.allows_dups {
-        // Newest wins per coordinate: sort by coordinates, newest first.
-        // A coordinate is its bytes, as TileDB compares them when it
-        // deduplicates (`memcmp`): -0.0 and 0.0 are two cells, though they
-        // sort as equal values.
-        let by_bytes = |a: usize, b: usize| cmp_coord_bytes(n, &at, a, b);
-        order.sort_by(|&a, &b| {
-            by_coords(a, b, false)
-                .then_with(|| by_bytes(a, b))
-                .then_with(|| stamp(b).cmp(&stamp(a)))
-                .then_with(|| frag(b).cmp(&frag(a)))
-        });
-        order.dedup_by(|b, a| by_bytes(*a, *b).is_eq());
-        // Deleted survivors go, older versions of their coordinates with
-        // them.
-        order.retain(|&i| gone.get(i) != Some(&true));
-        if let Some(c) = condition {
-            // The condition applies to the surviving (newest) cells.
-            order = filter_by_condition(c, &order, &refs, plans, fields, tiles)?;
+        let mut order: Vec<usize> = (0..refs.len()).collect();
+        let layout = self.layout;
+        sort_cells(
+            &mut order,
+            refs.len(),
+            &self.schema.domain,
+            self.ops,
+            kind,
+            at,
+            |a, b| match (refs.get(a), refs.get(b)) {
+                (Some(x), Some(y)) => result_tie(layout, x, y),
+                _ => a.cmp(&b),
+            },
+        );
+        let slots: Vec<usize> = fmt.slots().collect();
+        let mut values: Vec<(&[u8], bool)> = Vec::with_capacity(slots.len());
+        for i in order {
+            let Some(&r) = refs.get(i) else { continue };
+            values.clear();
+            for &slot in &slots {
+                let f = (self.fields.get(slot))
+                    .ok_or_else(|| QueryError::invalid(format!("no field in slot {slot}")))?;
+                // A fragment without the field gives its fill value.
+                let v = match self.tiles.get(&(r.frag as usize, slot, r.tile)) {
+                    Some(tile) => {
+                        let col = tile.column(f.datatype, f.cell_val_num);
+                        let c = (r.cell as usize).saturating_sub(tile.first as usize);
+                        (col.cell(c), !col.is_null(c))
+                    }
+                    None => (f.fill.as_slice(), f.fill_validity != 0),
+                };
+                values.push(v);
+            }
+            let flags = (gone.get(i) == Some(&true), rejected.get(i) == Some(&true));
+            let stamp = stamps.get(i).copied().unwrap_or(0);
+            out.push(fmt, r, stamp, flags, &values)?;
         }
+        Ok(())
     }
-    let kind = match layout {
+
+    /// The sparse result: cells of candidate tiles inside the subarray and
+    /// the window, not deleted, deduplicated (newest wins) unless the schema
+    /// allows duplicates, passing the condition, in `layout` order.
+    pub(crate) fn cells(&self) -> Result<Results> {
+        let (schema, layout, ops, subarray, parts) = (
+            self.schema,
+            self.layout,
+            self.ops,
+            self.subarray,
+            self.parts,
+        );
+        let dims = &schema.domain.dimensions;
+        let dim_slots = self.dim_slots()?;
+        let kept = self.check_tiles(&dim_slots)?;
+        // Unordered reads with duplicates keep cells in the order found:
+        // each tile's kept cells go straight into slabs, no per-cell record.
+        if schema.allows_dups && layout == ResultLayout::Unordered {
+            let mut out = Results::default();
+            for ((fi, t), kept) in kept {
+                for (start, len) in kept.runs {
+                    out.slabs.push(Slab {
+                        frag: fi as u32,
+                        tile: t,
+                        cell: u64::from(start),
+                        stride: 1,
+                        len: u64::from(len),
+                    });
+                }
+            }
+            return Ok(out);
+        }
+        let Candidates {
+            refs,
+            stamps,
+            gone,
+            hits,
+        } = self.candidates(kept);
+        let table = self.coordinates(&refs, &dim_slots)?;
+        let n = dims.len();
+        // Candidate `i`'s coordinate along `d` (every candidate has `n`).
+        let at = |i: usize, d: usize| -> &[u8] {
+            let k = i.saturating_mul(n).saturating_add(d);
+            table.get(k).copied().unwrap_or_default()
+        };
+        // Candidates' records, by index (every index below `refs.len()`).
+        let stamp = |i: usize| stamps.get(i).copied().unwrap_or(0);
+        let frag = |i: usize| refs.get(i).map_or(0, |r| r.frag);
+        let by_coords = |a: usize, b: usize, col_major: bool| cmp_coords(ops, &at, a, b, col_major);
+        let mut order: Vec<usize> = (0..refs.len()).collect();
+        if !schema.allows_dups {
+            // Newest wins per coordinate: sort by coordinates, newest first.
+            // A coordinate is its bytes, as TileDB compares them when it
+            // deduplicates (`memcmp`): -0.0 and 0.0 are two cells, though they
+            // sort as equal values.
+            let by_bytes = |a: usize, b: usize| cmp_coord_bytes(n, &at, a, b);
+            order.sort_by(|&a, &b| {
+                by_coords(a, b, false)
+                    .then_with(|| by_bytes(a, b))
+                    .then_with(|| stamp(b).cmp(&stamp(a)))
+                    .then_with(|| frag(b).cmp(&frag(a)))
+            });
+            order.dedup_by(|b, a| by_bytes(*a, *b).is_eq());
+            // Deleted survivors go, older versions of their coordinates with
+            // them.
+            order.retain(|&i| gone.get(i) != Some(&true));
+            if let Some(c) = self.condition {
+                // The condition applies to the surviving (newest) cells.
+                order = filter_by_condition(c, &order, &refs, self.plans, self.fields, self.tiles)?;
+            }
+        }
+        if let Some(kind) = self.order_kind() {
+            sort_cells(
+                &mut order,
+                refs.len(),
+                &schema.domain,
+                ops,
+                kind,
+                at,
+                |a, b| match (refs.get(a), refs.get(b)) {
+                    (Some(x), Some(y)) => result_tie(layout, x, y),
+                    _ => a.cmp(&b),
+                },
+            );
+        }
+        let mut out: Vec<CellRef> = Vec::with_capacity(order.len());
+        // (A cell kept by the parts rule may count for several of the query's
+        // ranges where the piece's clipped ranges are one.)
+        let multi = (0..dims.len()).any(|d| subarray.ranges(d).len() > 1)
+            || hits.iter().any(|&h| h != u32::MAX && h > 1);
+        let one_fragment = order
+            .iter()
+            .all(|&i| Some(frag(i)) == order.first().map(|&f| frag(f)));
+        if multi && n == 1 && one_fragment && super::partition::follows_ranges(schema, layout) {
+            // One dimension, every cell from one fragment: TileDB's legacy
+            // reader leaves the cells range by range, in the order the ranges
+            // were given (it sorts them only when fragments mix).
+            let o = ops
+                .first()
+                .ok_or_else(|| QueryError::invalid("no dimension"))?;
+            for r in subarray.ranges(0) {
+                let (lo, hi) = r.bounds();
+                let first =
+                    order.partition_point(|&i| o.cmp_values(at(i, 0), lo) == Ordering::Less);
+                let end =
+                    order.partition_point(|&i| o.cmp_values(at(i, 0), hi) != Ordering::Greater);
+                let held = order.get(first..end.max(first)).unwrap_or_default();
+                out.extend(held.iter().filter_map(|&i| refs.get(i).copied()));
+            }
+        } else if multi && matches!(layout, ResultLayout::RowMajor | ResultLayout::ColMajor) {
+            // Ordered layouts return a cell once per range combination that
+            // holds it (overlapping ranges repeat cells, as TileDB does).
+            for i in order {
+                let mut times = 1usize;
+                for (d, o) in ops.iter().enumerate() {
+                    let r = subarray.ranges(d);
+                    if r.is_empty() {
+                        continue;
+                    }
+                    times = times.saturating_mul(match hits.get(i) {
+                        Some(&h) if h != u32::MAX && parts.is_some_and(|p| p.dim == d) => {
+                            h as usize
+                        }
+                        _ => r.iter().filter(|r| o.contains(r, at(i, d))).count(),
+                    });
+                }
+                if let Some(&r) = refs.get(i) {
+                    out.extend(std::iter::repeat_n(r, times));
+                }
+            }
+        } else {
+            out.extend(order.into_iter().filter_map(|i| refs.get(i).copied()));
+        }
+        Ok(Results::from_cells(&out))
+    }
+}
+
+/// The order a sparse read's results come in (`None`: unordered, as
+/// found).
+pub(crate) fn result_order(schema: &ArraySchema, layout: ResultLayout) -> Option<CellOrder> {
+    match layout {
         ResultLayout::RowMajor => Some(CellOrder::RowMajor),
         ResultLayout::ColMajor => Some(CellOrder::ColMajor),
         ResultLayout::GlobalOrder => Some(CellOrder::Global {
@@ -533,80 +729,19 @@ pub(crate) fn sparse_cells(
         // come; a schema without duplicates has them in coordinate order
         // from the deduplication.
         ResultLayout::Unordered => None,
-    };
-    if let Some(kind) = kind {
-        sort_cells(
-            &mut order,
-            refs.len(),
-            &schema.domain,
-            ops,
-            kind,
-            at,
-            |a, b| {
-                let (Some(a), Some(b)) = (refs.get(a), refs.get(b)) else {
-                    return a.cmp(&b);
-                };
-                // Equal values (duplicates, or -0.0 and 0.0): TileDB's
-                // global-order reader takes the newest fragment's first;
-                // row- and col-major take the oldest's (TileDB's legacy
-                // reader has no fixed order there).
-                if layout == ResultLayout::GlobalOrder && a.frag != b.frag {
-                    b.frag.cmp(&a.frag)
-                } else {
-                    tie(a, b)
-                }
-            },
-        );
     }
-    let mut out: Vec<CellRef> = Vec::with_capacity(order.len());
-    // (A cell kept by the parts rule may count for several of the query's
-    // ranges where the piece's clipped ranges are one.)
-    let multi = (0..dims.len()).any(|d| subarray.ranges(d).len() > 1)
-        || hits.iter().any(|&h| h != u32::MAX && h > 1);
-    let one_fragment = order
-        .iter()
-        .all(|&i| Some(frag(i)) == order.first().map(|&f| frag(f)));
-    if multi && n == 1 && one_fragment && super::partition::follows_ranges(schema, layout) {
-        // One dimension, every cell from one fragment: TileDB's legacy
-        // reader leaves the cells range by range, in the order the ranges
-        // were given (it sorts them only when fragments mix).
-        let o = ops
-            .first()
-            .ok_or_else(|| QueryError::invalid("no dimension"))?;
-        for r in subarray.ranges(0) {
-            let (lo, hi) = r.bounds();
-            let first = order.partition_point(|&i| o.cmp_values(at(i, 0), lo) == Ordering::Less);
-            let end = order.partition_point(|&i| o.cmp_values(at(i, 0), hi) != Ordering::Greater);
-            let held = order.get(first..end.max(first)).unwrap_or_default();
-            out.extend(held.iter().filter_map(|&i| refs.get(i).copied()));
-        }
-    } else if multi && matches!(layout, ResultLayout::RowMajor | ResultLayout::ColMajor) {
-        // Ordered layouts return a cell once per range combination that
-        // holds it (overlapping ranges repeat cells, as TileDB does).
-        for i in order {
-            let mut times = 1usize;
-            for (d, o) in ops.iter().enumerate() {
-                let r = subarray.ranges(d);
-                if r.is_empty() {
-                    continue;
-                }
-                times = times.saturating_mul(match hits.get(i) {
-                    Some(&h) if h != u32::MAX && parts.is_some_and(|p| p.dim == d) => h as usize,
-                    _ => r.iter().filter(|r| o.contains(r, at(i, d))).count(),
-                });
-            }
-            if let Some(&r) = refs.get(i) {
-                out.extend(std::iter::repeat_n(r, times));
-            }
-        }
-    } else {
-        out.extend(order.into_iter().filter_map(|i| refs.get(i).copied()));
-    }
-    Ok(Results::from_cells(&out))
 }
 
-fn tie(a: &CellRef, b: &CellRef) -> Ordering {
-    (a.frag, a.tile, a.cell).cmp(&(b.frag, b.tile, b.cell))
+/// Cells of equal values (duplicates, or -0.0 and 0.0) in a `layout`
+/// read: TileDB's global-order reader takes the newest fragment's first;
+/// row- and col-major take the oldest's (TileDB's legacy reader has no
+/// fixed order there), then tile and cell.
+pub(crate) fn result_tie(layout: ResultLayout, a: &CellRef, b: &CellRef) -> Ordering {
+    if layout == ResultLayout::GlobalOrder && a.frag != b.frag {
+        b.frag.cmp(&a.frag)
+    } else {
+        (a.frag, a.tile, a.cell).cmp(&(b.frag, b.tile, b.cell))
+    }
 }
 
 /// Keeps the cells of `order` where `cond` holds, evaluated tile by tile.

@@ -1,0 +1,766 @@
+//! Sorted runs: how a sparse read whose result order crosses its tiles
+//! (row-major results of a Hilbert or col-major array, and the like)
+//! reads each tile once under a budget too small to hold the tiles a
+//! piece of the result crosses. Pieces are runs of one fragment's tiles
+//! instead of parts of the subarray; each piece's candidate cells, sorted
+//! in the result order, are written to a temporary file (a run), and the
+//! runs are merged, as an external sort merges, into batches. Versions of
+//! one coordinate meet in the merge, so deduplication, deletes and the
+//! condition on the newest version are decided there.
+//!
+//! Spill files are scratch memory, not storage: unnamed temporary files
+//! (in `TMPDIR`), gone when closed, local whatever the array's backend.
+
+use super::fields::{FieldInfo, Kind};
+use super::pieces::Piece;
+use super::plan::CellRef;
+use super::sparse::{self, result_tie};
+use super::Reader;
+use crate::batch::{Batch, FieldBuffer};
+use crate::validity::{Bitmap, Validity};
+use crate::{QueryError, Result, ResultLayout};
+use std::cmp::Ordering;
+use std::collections::VecDeque;
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Read, Seek, Write};
+use tdb_format::{ArrayType, Layout};
+use tdb_index::order::{cmp_cells, cmp_coord_bytes, CellOrder};
+use tdb_index::RangeOps;
+use tdb_schema::Domain;
+
+/// One field a run stores per cell.
+#[derive(Debug, Clone)]
+struct Stored {
+    slot: usize,
+    /// Bytes a cell (`None`: var-size, stored with its length).
+    size: Option<usize>,
+    nullable: bool,
+}
+
+/// What a run holds per cell: the dimensions (for the merge) and the
+/// requested fields, each once.
+#[derive(Debug, Clone)]
+pub(crate) struct RunFormat {
+    fields: Vec<Stored>,
+    /// Per dimension, its index in `fields`.
+    dims: Vec<usize>,
+    /// Per requested field, its index in `fields`.
+    out: Vec<usize>,
+}
+
+impl RunFormat {
+    /// The format of a read of `requested` slots of `fields`.
+    pub fn new(fields: &[FieldInfo], requested: &[usize]) -> Result<Self> {
+        let mut stored: Vec<Stored> = Vec::new();
+        let mut index = |slot: usize| -> Result<usize> {
+            if let Some(k) = stored.iter().position(|s| s.slot == slot) {
+                return Ok(k);
+            }
+            let f = (fields.get(slot))
+                .ok_or_else(|| QueryError::invalid(format!("no field in slot {slot}")))?;
+            stored.push(Stored {
+                slot,
+                size: (!f.is_var()).then(|| f.cell_size()),
+                nullable: f.nullable,
+            });
+            Ok(stored.len().saturating_sub(1))
+        };
+        let mut dims: Vec<(usize, usize)> = Vec::new();
+        for (slot, f) in fields.iter().enumerate() {
+            if let Kind::Dim(d) = f.kind {
+                dims.push((d, index(slot)?));
+            }
+        }
+        dims.sort_unstable();
+        let out = (requested.iter())
+            .map(|&s| index(s))
+            .collect::<Result<_>>()?;
+        Ok(RunFormat {
+            fields: stored,
+            dims: dims.into_iter().map(|(_, k)| k).collect(),
+            out,
+        })
+    }
+
+    /// The slots a run stores, in its order.
+    pub fn slots(&self) -> impl Iterator<Item = usize> + '_ {
+        self.fields.iter().map(|s| s.slot)
+    }
+}
+
+/// One candidate cell read back from a run.
+#[derive(Debug, Clone)]
+pub(crate) struct Record {
+    at: CellRef,
+    stamp: u64,
+    /// A delete took it (decided after deduplication).
+    gone: bool,
+    /// The condition rejects it (decided on the newest version).
+    rejected: bool,
+    data: Vec<u8>,
+    /// Per stored field: its bytes in `data` and whether it is valid.
+    spans: Vec<(usize, usize, bool)>,
+}
+
+impl Record {
+    fn value(&self, k: usize) -> (&[u8], bool) {
+        match self.spans.get(k) {
+            Some(&(a, b, valid)) => (self.data.get(a..b).unwrap_or_default(), valid),
+            None => (&[], false),
+        }
+    }
+}
+
+const GONE: u8 = 1;
+const REJECTED: u8 = 2;
+
+/// A run being written: records in the result order.
+pub(crate) struct RunWriter {
+    out: BufWriter<File>,
+    records: u64,
+}
+
+impl RunWriter {
+    /// A new run in a fresh temporary file, written through `buffer` bytes.
+    pub fn new(buffer: usize) -> Result<Self> {
+        let file = tempfile::tempfile().map_err(QueryError::Spill)?;
+        Ok(RunWriter {
+            out: BufWriter::with_capacity(buffer, file),
+            records: 0,
+        })
+    }
+
+    /// Appends one cell: where it is, its timestamp, its flags, and each
+    /// stored field's bytes and validity (in the format's order).
+    pub fn push(
+        &mut self,
+        fmt: &RunFormat,
+        at: CellRef,
+        stamp: u64,
+        (gone, rejected): (bool, bool),
+        values: &[(&[u8], bool)],
+    ) -> Result<()> {
+        let mut head = [0u8; 25];
+        head[..4].copy_from_slice(&at.frag.to_le_bytes());
+        head[4..12].copy_from_slice(&at.tile.to_le_bytes());
+        head[12..16].copy_from_slice(&at.cell.to_le_bytes());
+        head[16..24].copy_from_slice(&stamp.to_le_bytes());
+        if gone {
+            head[24] |= GONE;
+        }
+        if rejected {
+            head[24] |= REJECTED;
+        }
+        let w = &mut self.out;
+        w.write_all(&head).map_err(QueryError::Spill)?;
+        for (s, (bytes, valid)) in fmt.fields.iter().zip(values) {
+            if s.nullable {
+                w.write_all(&[u8::from(*valid)])
+                    .map_err(QueryError::Spill)?;
+            }
+            match s.size {
+                Some(size) if size != bytes.len() => {
+                    return Err(QueryError::invalid(format!(
+                        "a cell of {} bytes where the field stores {size} (slot {})",
+                        bytes.len(),
+                        s.slot
+                    )));
+                }
+                Some(_) => {}
+                None => {
+                    let len = bytes.len() as u64;
+                    w.write_all(&len.to_le_bytes()).map_err(QueryError::Spill)?;
+                }
+            }
+            w.write_all(bytes).map_err(QueryError::Spill)?;
+        }
+        self.records = self.records.saturating_add(1);
+        Ok(())
+    }
+
+    /// The run, written, ready to be read back.
+    pub fn finish(self) -> Result<Run> {
+        let mut file = self
+            .out
+            .into_inner()
+            .map_err(|e| QueryError::Spill(e.into_error()))?;
+        file.rewind().map_err(QueryError::Spill)?;
+        Ok(Run {
+            file,
+            records: self.records,
+        })
+    }
+}
+
+/// A run written: its file, at its start, and how many records it holds.
+pub(crate) struct Run {
+    file: File,
+    records: u64,
+}
+
+impl Run {
+    /// Records held.
+    pub fn records(&self) -> u64 {
+        self.records
+    }
+}
+
+/// A run read back, record by record.
+struct RunReader {
+    input: BufReader<File>,
+    left: u64,
+}
+
+impl RunReader {
+    fn new(run: Run, buffer: usize) -> Self {
+        RunReader {
+            input: BufReader::with_capacity(buffer, run.file),
+            left: run.records,
+        }
+    }
+
+    fn next(&mut self, fmt: &RunFormat) -> Result<Option<Record>> {
+        if self.left == 0 {
+            return Ok(None);
+        }
+        self.left = self.left.saturating_sub(1);
+        let r = &mut self.input;
+        let mut head = [0u8; 25];
+        r.read_exact(&mut head).map_err(QueryError::Spill)?;
+        let le32 = |b: &[u8]| b.try_into().map(u32::from_le_bytes).unwrap_or(0);
+        let le64 = |b: &[u8]| b.try_into().map(u64::from_le_bytes).unwrap_or(0);
+        let mut rec = Record {
+            at: CellRef {
+                frag: le32(&head[..4]),
+                tile: le64(&head[4..12]),
+                cell: le32(&head[12..16]),
+            },
+            stamp: le64(&head[16..24]),
+            gone: head[24] & GONE != 0,
+            rejected: head[24] & REJECTED != 0,
+            data: Vec::new(),
+            spans: Vec::with_capacity(fmt.fields.len()),
+        };
+        for s in &fmt.fields {
+            let mut valid = true;
+            if s.nullable {
+                let mut v = [0u8; 1];
+                r.read_exact(&mut v).map_err(QueryError::Spill)?;
+                valid = v[0] != 0;
+            }
+            let len = match s.size {
+                Some(size) => size,
+                None => {
+                    let mut l = [0u8; 8];
+                    r.read_exact(&mut l).map_err(QueryError::Spill)?;
+                    // Our own file, but its lengths are still checked before
+                    // anything is allocated for them.
+                    usize::try_from(u64::from_le_bytes(l))
+                        .ok()
+                        .filter(|&l| l <= MAX_SPILLED_CELL)
+                        .ok_or_else(|| {
+                            QueryError::invalid("a spill file's cell length is corrupt")
+                        })?
+                }
+            };
+            let start = rec.data.len();
+            rec.data.resize(start.saturating_add(len), 0);
+            let into = rec.data.get_mut(start..).unwrap_or_default();
+            r.read_exact(into).map_err(QueryError::Spill)?;
+            rec.spans.push((start, rec.data.len(), valid));
+        }
+        Ok(Some(rec))
+    }
+}
+
+/// The largest var-size cell a run reads back: a cell came out of a tile
+/// the budget held, so anything larger is a corrupt file.
+const MAX_SPILLED_CELL: usize = 1 << 40;
+
+/// How runs compare: the result order of their cells' coordinates, then
+/// TileDB's order among equal values.
+pub(crate) struct RunOrder {
+    pub domain: Domain,
+    pub ops: Vec<RangeOps>,
+    pub kind: CellOrder,
+    pub layout: ResultLayout,
+}
+
+impl RunOrder {
+    /// `a` and `b` by their coordinates' values only.
+    fn values(&self, fmt: &RunFormat, a: &Record, b: &Record) -> Ordering {
+        let coord = |i: usize, d: usize| {
+            let r = if i == 0 { a } else { b };
+            fmt.dims.get(d).map_or(&[][..], |&k| r.value(k).0)
+        };
+        cmp_cells(&self.domain, &self.ops, self.kind, &coord, 0, 1)
+    }
+
+    fn cmp(&self, fmt: &RunFormat, a: &Record, b: &Record) -> Ordering {
+        self.values(fmt, a, b)
+            .then_with(|| result_tie(self.layout, &a.at, &b.at))
+    }
+}
+
+/// Runs being merged: each one's next record, kept sorted with the least
+/// last.
+struct Heads {
+    readers: Vec<RunReader>,
+    /// (record, its reader), greatest first.
+    heads: Vec<(Record, usize)>,
+}
+
+impl Heads {
+    fn new(runs: Vec<Run>, buffer: usize, fmt: &RunFormat, order: &RunOrder) -> Result<Self> {
+        let mut h = Heads {
+            readers: runs
+                .into_iter()
+                .map(|r| RunReader::new(r, buffer))
+                .collect(),
+            heads: Vec::new(),
+        };
+        for k in 0..h.readers.len() {
+            h.refill(k, fmt, order)?;
+        }
+        Ok(h)
+    }
+
+    fn refill(&mut self, k: usize, fmt: &RunFormat, order: &RunOrder) -> Result<()> {
+        let Some(reader) = self.readers.get_mut(k) else {
+            return Ok(());
+        };
+        if let Some(rec) = reader.next(fmt)? {
+            let at = self
+                .heads
+                .partition_point(|(h, _)| order.cmp(fmt, h, &rec) == Ordering::Greater);
+            self.heads.insert(at, (rec, k));
+        }
+        Ok(())
+    }
+
+    fn peek(&self) -> Option<&Record> {
+        self.heads.last().map(|(r, _)| r)
+    }
+
+    fn pop(&mut self, fmt: &RunFormat, order: &RunOrder) -> Result<Option<Record>> {
+        let Some((rec, k)) = self.heads.pop() else {
+            return Ok(None);
+        };
+        self.refill(k, fmt, order)?;
+        Ok(Some(rec))
+    }
+}
+
+/// The runs of a read and what merging them takes.
+pub(crate) struct Spill {
+    pub fmt: RunFormat,
+    pub runs: Vec<Run>,
+    /// Bytes each run is read and written through.
+    pub buffer: usize,
+    /// Runs merged at once.
+    pub fan_in: usize,
+}
+
+impl Spill {
+    /// Runs of `fmt` merged in at most `memory` bytes of buffers.
+    pub fn new(fmt: RunFormat, memory: u64) -> Self {
+        let memory = usize::try_from(memory).unwrap_or(usize::MAX);
+        let fan_in = (memory / 4096).clamp(2, 64);
+        let buffer = memory.checked_div(fan_in).unwrap_or(0).clamp(512, 64 << 10);
+        Spill {
+            fmt,
+            runs: Vec::new(),
+            buffer,
+            fan_in,
+        }
+    }
+
+    /// The merge of every run: runs beyond the fan-in are first merged
+    /// into longer ones, `fan_in` at a time.
+    pub fn merge(mut self, order: RunOrder, dedup: bool, cells: usize) -> Result<Merge> {
+        while self.runs.len() > self.fan_in {
+            let rest = self.runs.split_off(self.fan_in);
+            let first = std::mem::replace(&mut self.runs, rest);
+            let mut heads = Heads::new(first, self.buffer, &self.fmt, &order)?;
+            let mut out = RunWriter::new(self.buffer)?;
+            while let Some(rec) = heads.pop(&self.fmt, &order)? {
+                let values: Vec<(&[u8], bool)> =
+                    (0..self.fmt.fields.len()).map(|k| rec.value(k)).collect();
+                out.push(
+                    &self.fmt,
+                    rec.at,
+                    rec.stamp,
+                    (rec.gone, rec.rejected),
+                    &values,
+                )?;
+            }
+            self.runs.push(out.finish()?);
+        }
+        let heads = Heads::new(
+            std::mem::take(&mut self.runs),
+            self.buffer,
+            &self.fmt,
+            &order,
+        )?;
+        Ok(Merge {
+            fmt: self.fmt,
+            heads,
+            order,
+            dedup,
+            ready: VecDeque::new(),
+            cells: cells.max(1),
+        })
+    }
+}
+
+/// The final merge, handing out result batches.
+pub(crate) struct Merge {
+    fmt: RunFormat,
+    heads: Heads,
+    order: RunOrder,
+    /// Duplicates not allowed: the newest version of each coordinate
+    /// stands, then its delete and the condition decide.
+    dedup: bool,
+    /// Result cells merged, not yet handed out.
+    ready: VecDeque<Record>,
+    /// Cells a batch.
+    cells: usize,
+}
+
+impl Merge {
+    /// The next result cell.
+    fn next_cell(&mut self) -> Result<Option<Record>> {
+        loop {
+            if let Some(r) = self.ready.pop_front() {
+                return Ok(Some(r));
+            }
+            let (fmt, order) = (&self.fmt, &self.order);
+            let Some(first) = self.heads.pop(fmt, order)? else {
+                return Ok(None);
+            };
+            if !self.dedup {
+                return Ok(Some(first));
+            }
+            // Every version of the coordinates' values (and, -0.0 beside
+            // 0.0, of equal values) comes next.
+            let mut group = vec![first];
+            while let Some(next) = self.heads.peek() {
+                match group.first() {
+                    Some(f) if order.values(fmt, f, next).is_eq() => {}
+                    _ => break,
+                }
+                if let Some(r) = self.heads.pop(fmt, order)? {
+                    group.push(r);
+                }
+            }
+            self.ready = survivors(fmt, order, group).into();
+        }
+    }
+
+    /// The next batch of `fields` (validity as bits with `packed`), or
+    /// `None` once every cell is out.
+    pub fn next_batch(&mut self, fields: &[FieldInfo], packed: bool) -> Result<Option<Batch>> {
+        let mut out: Vec<FieldBuffer> = Vec::with_capacity(self.fmt.out.len());
+        for &k in &self.fmt.out {
+            let slot = self.fmt.fields.get(k).map_or(usize::MAX, |s| s.slot);
+            let f = (fields.get(slot))
+                .ok_or_else(|| QueryError::invalid(format!("no field in slot {slot}")))?;
+            let mut b = f.empty_buffer();
+            if let (Some(v), true) = (&mut b.validity, packed) {
+                *v = Validity::Bits(Bitmap::default());
+            }
+            out.push(b);
+        }
+        let mut n = 0usize;
+        while n < self.cells {
+            let Some(rec) = self.next_cell()? else {
+                break;
+            };
+            for (buf, &k) in out.iter_mut().zip(&self.fmt.out) {
+                let (bytes, valid) = rec.value(k);
+                buf.push(bytes, valid);
+            }
+            n = n.saturating_add(1);
+        }
+        Ok((n > 0).then_some(Batch {
+            num_cells: n as u64,
+            fields: out,
+        }))
+    }
+}
+
+/// The cells of one group of equal values that are results: per
+/// coordinate (its bytes, as TileDB deduplicates) the newest version,
+/// unless deleted or rejected by the condition; in the result order.
+fn survivors(fmt: &RunFormat, order: &RunOrder, mut group: Vec<Record>) -> Vec<Record> {
+    let n = fmt.dims.len();
+    let bytes = |a: &Record, b: &Record| {
+        let coord = |i: usize, d: usize| {
+            let r = if i == 0 { a } else { b };
+            fmt.dims.get(d).map_or(&[][..], |&k| r.value(k).0)
+        };
+        cmp_coord_bytes(n, &coord, 0, 1)
+    };
+    group.sort_by(|a, b| {
+        bytes(a, b)
+            .then_with(|| b.stamp.cmp(&a.stamp))
+            .then_with(|| b.at.frag.cmp(&a.at.frag))
+    });
+    group.dedup_by(|b, a| bytes(a, b).is_eq());
+    group.retain(|r| !r.gone && !r.rejected);
+    group.sort_by(|a, b| result_tie(order.layout, &a.at, &b.at));
+    group
+}
+
+impl Reader {
+    /// Whether this read's pieces are runs of tiles, spilled sorted and
+    /// merged: a sparse read in an order its tiles do not follow (cells
+    /// row-major of a Hilbert or col-major array, and the like; the
+    /// Hilbert order over several fragments) whose tiles pass the tile
+    /// budget. Cut by the subarray, its pieces would each read every tile
+    /// they cross again, without bound; as runs, each tile is read once.
+    /// Not for aggregates (they need no order), several ranges on a
+    /// dimension, or TileDB's string-parts rule (results that depend on
+    /// how a tile is cut).
+    pub(super) fn spills(&self) -> bool {
+        let schema = self.snapshot.schema();
+        let sub = &self.spec.subarray;
+        let dims = schema.domain.dimensions.len();
+        let along = |order: Layout| schema.cell_order == order && schema.tile_order == order;
+        let against = match self.spec.layout {
+            ResultLayout::Unordered => return false,
+            // One fragment's tiles are stored in the global order: only
+            // Hilbert's over several fragments has no cut.
+            ResultLayout::GlobalOrder => {
+                schema.cell_order == Layout::Hilbert && self.plans.len() > 1
+            }
+            _ if dims == 1 => schema.cell_order == Layout::Hilbert,
+            ResultLayout::RowMajor => !along(Layout::RowMajor),
+            ResultLayout::ColMajor => !along(Layout::ColMajor),
+        };
+        let whole = Piece {
+            sub: sub.clone(),
+            ..Piece::default()
+        };
+        schema.array_type == ArrayType::Sparse
+            && against
+            && self.md_fields.is_empty()
+            && !self.md_sparse
+            && !self.with_states
+            && (0..dims).all(|d| sub.ranges(d).len() <= 1)
+            && sparse::parts_dim(schema, sub).is_none()
+            && self.estimate(&whole) > self.tile_budget()
+    }
+
+    /// The merge of `spill`'s runs, in the read's order.
+    pub(super) fn merge(&self, spill: Spill) -> Result<Merge> {
+        let schema = self.snapshot.schema();
+        let kind = sparse::result_order(schema, self.spec.layout)
+            .ok_or_else(|| QueryError::invalid("an unordered read has no runs to merge"))?;
+        let order = RunOrder {
+            domain: schema.domain.clone(),
+            ops: self.ops.dims().to_vec(),
+            kind,
+            layout: self.spec.layout,
+        };
+        tracing::debug!(runs = spill.runs.len(), "merging spilled runs");
+        spill.merge(order, !schema.allows_dups, self.batch_cells())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tdb_format::Datatype;
+    use tdb_schema::{ArraySchema, Attribute, DimensionBuilder};
+
+    fn schema() -> ArraySchema {
+        ArraySchema::builder(ArrayType::Sparse)
+            .dimension(DimensionBuilder::range("x", 0i32..=99).tile_extent(10i32))
+            .dimension(DimensionBuilder::range("y", 0i32..=99).tile_extent(10i32))
+            .attribute(
+                Attribute::builder("s", Datatype::StringUtf8)
+                    .var()
+                    .nullable(true),
+            )
+            .build()
+            .unwrap()
+    }
+
+    /// Slots: x, y, s; the read asks for s and x.
+    fn format(schema: &ArraySchema) -> (Vec<FieldInfo>, RunFormat) {
+        let fields: Vec<FieldInfo> = ["x", "y", "s"]
+            .iter()
+            .map(|n| FieldInfo::resolve(schema, n).unwrap())
+            .collect();
+        let fmt = RunFormat::new(&fields, &[2, 0]).unwrap();
+        (fields, fmt)
+    }
+
+    /// A cell: (x, y), fragment, stamp, gone, rejected, s (None: null).
+    type Cell = ((i32, i32), u32, u64, bool, bool, Option<&'static str>);
+
+    /// `cells` written as a run in the order given; tile 0, cell `k`.
+    fn run(fmt: &RunFormat, cells: &[Cell]) -> Run {
+        let mut w = RunWriter::new(512).unwrap();
+        for (k, &((x, y), frag, stamp, gone, rejected, s)) in cells.iter().enumerate() {
+            let (xb, yb) = (x.to_le_bytes(), y.to_le_bytes());
+            // In the format's order: x, y, s.
+            let values = [
+                (&xb[..], true),
+                (&yb[..], true),
+                (s.unwrap_or("").as_bytes(), s.is_some()),
+            ];
+            let at = CellRef {
+                frag,
+                tile: 0,
+                cell: k as u32,
+            };
+            w.push(fmt, at, stamp, (gone, rejected), &values).unwrap();
+        }
+        w.finish().unwrap()
+    }
+
+    fn order(schema: &ArraySchema) -> RunOrder {
+        RunOrder {
+            domain: schema.domain.clone(),
+            ops: tdb_index::DomainOps::new(&schema.domain)
+                .unwrap()
+                .dims()
+                .to_vec(),
+            kind: CellOrder::RowMajor,
+            layout: ResultLayout::RowMajor,
+        }
+    }
+
+    /// Every batch's (s, x) cells, joined.
+    fn drain(mut m: Merge, fields: &[FieldInfo]) -> Vec<(Option<String>, i32)> {
+        let mut out = Vec::new();
+        while let Some(b) = m.next_batch(fields, false).unwrap() {
+            let (s, x) = (b.fields[0].column(), b.fields[1].column());
+            for i in 0..b.num_cells as usize {
+                let text = String::from_utf8(s.cell(i).to_vec()).unwrap();
+                let xv = i32::from_le_bytes(x.cell(i).try_into().unwrap());
+                out.push(((!s.is_null(i)).then_some(text), xv));
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn runs_read_back_the_cells_written() {
+        let schema = schema();
+        let (_, fmt) = format(&schema);
+        let cells: Vec<Cell> = vec![
+            ((1, 2), 0, 5, false, true, Some("one")),
+            ((3, 4), 2, 9, true, false, None),
+            ((5, 6), 1, 7, false, false, Some("")),
+        ];
+        let mut r = RunReader::new(run(&fmt, &cells), 512);
+        for &((x, y), frag, stamp, gone, rejected, s) in &cells {
+            let rec = r.next(&fmt).unwrap().unwrap();
+            assert_eq!((rec.at.frag, rec.stamp), (frag, stamp));
+            assert_eq!((rec.gone, rec.rejected), (gone, rejected));
+            assert_eq!(rec.value(0), (&x.to_le_bytes()[..], true));
+            assert_eq!(rec.value(1), (&y.to_le_bytes()[..], true));
+            assert_eq!(rec.value(2), (s.unwrap_or("").as_bytes(), s.is_some()));
+        }
+        assert!(r.next(&fmt).unwrap().is_none());
+    }
+
+    /// Runs merge in the result order, beyond the fan-in too (merged into
+    /// longer runs first); per coordinate the newest version stands, then
+    /// its delete or the condition's rejection removes it (an older
+    /// version does not come back); batches hold at most their cells.
+    #[test]
+    fn merges_keep_the_order_and_the_newest_version_of_each_coordinate() {
+        let schema = schema();
+        let (fields, fmt) = format(&schema);
+        let runs = [
+            // Fragment 0: cells (1, y) for y = 0..4, and (9, 9).
+            vec![
+                ((1, 0), 0, 1, false, false, Some("a0")),
+                ((1, 1), 0, 1, false, false, Some("a1")),
+                ((1, 2), 0, 1, false, false, Some("a2")),
+                ((1, 3), 0, 1, false, false, None),
+                ((9, 9), 0, 1, false, false, Some("a9")),
+            ],
+            // Fragment 1 rewrites (1, 1), deletes (1, 2)'s newest version,
+            // and its (1, 3) fails the condition.
+            vec![
+                ((1, 1), 1, 2, false, false, Some("b1")),
+                ((1, 2), 1, 2, true, false, Some("b2")),
+                ((1, 3), 1, 2, false, true, Some("b3")),
+                ((4, 0), 1, 2, false, false, Some("b4")),
+            ],
+            // Fragment 2, older by its cells' timestamps, rewrites (4, 0):
+            // fragment 1's version stands.
+            vec![((4, 0), 2, 1, false, false, Some("c4"))],
+            vec![((0, 5), 3, 3, false, false, Some("d0"))],
+            vec![((2, 5), 4, 3, false, false, Some("e2"))],
+        ];
+        let mut spill = Spill::new(fmt.clone(), 0);
+        assert_eq!(spill.fan_in, 2);
+        spill.runs = runs.iter().map(|r| run(&fmt, r)).collect();
+        let got = drain(spill.merge(order(&schema), true, 2).unwrap(), &fields);
+        let want: Vec<(Option<String>, i32)> = [
+            (Some("d0"), 0),
+            (Some("a0"), 1),
+            (Some("b1"), 1),
+            (Some("e2"), 2),
+            (Some("b4"), 4),
+            (Some("a9"), 9),
+        ]
+        .into_iter()
+        .map(|(s, x)| (s.map(str::to_owned), x))
+        .collect();
+        assert_eq!(got, want);
+        // With duplicates every version comes out, oldest fragment first
+        // among equal coordinates (flags are not looked at: the runs'
+        // writer applied deletes and the condition).
+        let mut spill = Spill::new(fmt.clone(), 1 << 20);
+        spill.runs = runs.iter().map(|r| run(&fmt, r)).collect();
+        let got = drain(spill.merge(order(&schema), false, 3).unwrap(), &fields);
+        let texts: Vec<Option<&str>> = got.iter().map(|(s, _)| s.as_deref()).collect();
+        assert_eq!(
+            texts,
+            [
+                Some("d0"),
+                Some("a0"),
+                Some("a1"),
+                Some("b1"),
+                Some("a2"),
+                Some("b2"),
+                None,
+                Some("b3"),
+                Some("e2"),
+                Some("b4"),
+                Some("c4"),
+                Some("a9")
+            ]
+        );
+    }
+
+    /// A run whose var-size length is past any cell is an error, and
+    /// nothing that large is allocated.
+    #[test]
+    fn a_corrupt_run_is_an_error() {
+        let schema = schema();
+        let (_, fmt) = format(&schema);
+        let mut file = tempfile::tempfile().unwrap();
+        let mut bytes = vec![0u8; 25];
+        bytes.extend_from_slice(&[0; 8]); // x, y
+        bytes.push(1); // s valid
+        bytes.extend_from_slice(&u64::MAX.to_le_bytes());
+        file.write_all(&bytes).unwrap();
+        file.rewind().unwrap();
+        let mut r = RunReader::new(Run { file, records: 1 }, 64);
+        assert!(r.next(&fmt).is_err());
+        // A run cut short.
+        let mut file = tempfile::tempfile().unwrap();
+        file.write_all(&[0u8; 10]).unwrap();
+        file.rewind().unwrap();
+        let mut r = RunReader::new(Run { file, records: 1 }, 64);
+        assert!(matches!(r.next(&fmt), Err(QueryError::Spill(_))));
+    }
+}

@@ -1,0 +1,167 @@
+//! A sparse read in an order its tiles do not follow (row-major results of
+//! a Hilbert array, row-major of col-major cells, the Hilbert order over
+//! several fragments) under a budget far below the tiles it crosses reads
+//! each tile once: its pieces are runs of tiles whose cells are spilled
+//! sorted and merged (`tdb-query`'s `read::spill`). Over fragments that
+//! rewrite each other's coordinates, a delete between them, nullable and
+//! var-size fields, with and without duplicates and a condition, every
+//! such read gives the unbudgeted read's cells, reading no more tile bytes
+//! than it (cutting the subarray instead read the tiles each piece crossed
+//! again).
+
+use tdb::{
+    Array, ArraySchema, ArrayType, AttributeBuilder, Datatype, DimensionBuilder, FieldBuffer,
+    Layout, OpenOptions, ReadSpec, ResultLayout, Subarray, WriteSpec,
+};
+use tdb_filters::Filter;
+use tdb_storage::{LocalStorage, RecordingStorage, Request};
+
+use crate::common::{chain, range};
+
+fn schema(cell: Layout, tile: Layout, dups: bool) -> ArraySchema {
+    ArraySchema::builder(ArrayType::Sparse)
+        .dimension(DimensionBuilder::range("x", 0i32..=999).tile_extent(250i32))
+        .dimension(DimensionBuilder::range("y", 0i32..=999).tile_extent(250i32))
+        .attribute(AttributeBuilder::new("a", Datatype::Int64).filters([Filter::Zstd { level: 1 }]))
+        .attribute(AttributeBuilder::new("n", Datatype::Float64).nullable(true))
+        .attribute(
+            AttributeBuilder::new("s", Datatype::StringUtf8)
+                .var()
+                .nullable(true)
+                .filters([Filter::Zstd { level: 1 }]),
+        )
+        .cell_order(cell)
+        .tile_order(tile)
+        .capacity(24)
+        .allows_duplicates(dups)
+        .build()
+        .unwrap()
+}
+
+/// `n` coordinates scattered over the domain from `seed`; later seeds
+/// share some with earlier ones (a grid of 40 × 40 points).
+fn coords(seed: u64, n: usize) -> Vec<(i32, i32)> {
+    let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let mut out: Vec<(i32, i32)> = (0..n)
+        .map(|_| {
+            let k = next() % 1600;
+            ((k / 40) as i32 * 25, (k % 40) as i32 * 25)
+        })
+        .collect();
+    // No coordinate twice in one write (its cells are unordered).
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+fn write(array: &Array, t: u64, cells: &[(i32, i32)]) {
+    let mut x = FieldBuffer::new("x", Datatype::Int32, 1, false);
+    let mut y = FieldBuffer::new("y", Datatype::Int32, 1, false);
+    let mut a = FieldBuffer::new("a", Datatype::Int64, 1, false);
+    let mut n = FieldBuffer::new("n", Datatype::Float64, 1, true);
+    let mut s = FieldBuffer::new("s", Datatype::StringUtf8, tdb::VAR_NUM, true);
+    for &(cx, cy) in cells {
+        let v = i64::from(cx) * 1000 + i64::from(cy) + (t as i64) * 1_000_000;
+        x.push(&cx.to_le_bytes(), true);
+        y.push(&cy.to_le_bytes(), true);
+        a.push(&v.to_le_bytes(), true);
+        n.push(&(v as f64 / 4.0).to_le_bytes(), (cx + cy) % 3 != 0);
+        let text = format!("{v:x}").repeat((cx / 25 + cy / 25) as usize % 3);
+        s.push(text.as_bytes(), (cx * cy) % 7 != 0);
+    }
+    array
+        .write(WriteSpec::new(vec![x, y, a, n, s]).at(t))
+        .unwrap();
+}
+
+/// Tile bytes a read fetched (every range of every `read_ranges`).
+fn fetched(requests: &[Request]) -> u64 {
+    requests
+        .iter()
+        .map(|r| match r {
+            Request::ReadRanges { ranges } => ranges.iter().filter_map(|(_, _, b)| *b).sum(),
+            _ => 0,
+        })
+        .sum()
+}
+
+#[test]
+fn reads_against_the_tile_order_under_a_small_budget_read_each_tile_once() {
+    let orders = [
+        (Layout::Hilbert, Layout::RowMajor),
+        (Layout::ColMajor, Layout::ColMajor),
+        (Layout::RowMajor, Layout::ColMajor),
+    ];
+    let mut spilled = 0;
+    for (cell, tile) in orders {
+        for dups in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let array = Array::create(dir.path(), &schema(cell, tile, dups)).unwrap();
+            write(&array, 1, &coords(1, 700));
+            write(&array, 2, &coords(2, 500));
+            let deleting = Array::open_with(dir.path(), OpenOptions::new().at(3)).unwrap();
+            deleting.delete("x < 200").unwrap();
+            write(&array, 4, &coords(4, 300));
+            let storage = RecordingStorage::new(LocalStorage::new(dir.path()));
+            let array = Array::open_in(storage, "", OpenOptions::new()).unwrap();
+            let mut boxed = Subarray::new(2);
+            boxed.add_range(0, range(100, 800));
+            boxed.add_range(1, range(300, 999));
+            for layout in [
+                ResultLayout::RowMajor,
+                ResultLayout::ColMajor,
+                ResultLayout::GlobalOrder,
+            ] {
+                for sub in [None, Some(&boxed)] {
+                    for condition in [None, Some("a < 3000000")] {
+                        let mut spec = ReadSpec::new(["x", "y", "a", "n", "s"]).with_layout(layout);
+                        if let Some(sub) = sub {
+                            spec = spec.with_subarray(sub.clone());
+                        }
+                        if let Some(c) = condition {
+                            spec = spec.with_condition(c);
+                        }
+                        let what = format!(
+                            "{cell:?} cells, {tile:?} tiles, dups {dups}, {layout:?}, box {}, \
+                             {condition:?}",
+                            sub.is_some()
+                        );
+                        array.storage().take();
+                        let whole = array.read_all(spec.clone()).unwrap();
+                        let whole_bytes = fetched(&array.storage().take());
+                        assert!(whole.num_cells > 100, "{what}: {} cells", whole.num_cells);
+                        let small = array
+                            .read_all(spec.with_budget(16 << 10))
+                            .unwrap_or_else(|e| panic!("{what}: {}", chain(&e)));
+                        let small_bytes = fetched(&array.storage().take());
+                        assert_eq!(small, whole, "{what}");
+                        // Runs apply where the order crosses the tiles;
+                        // there every tile is fetched once.
+                        let along = match layout {
+                            ResultLayout::GlobalOrder => cell != Layout::Hilbert,
+                            ResultLayout::RowMajor => {
+                                (cell, tile) == (Layout::RowMajor, Layout::RowMajor)
+                            }
+                            _ => (cell, tile) == (Layout::ColMajor, Layout::ColMajor),
+                        };
+                        if !along {
+                            assert!(
+                                small_bytes <= whole_bytes,
+                                "{what}: {small_bytes} bytes fetched, {whole_bytes} unbudgeted"
+                            );
+                            spilled += 1;
+                        }
+                    }
+                }
+            }
+        }
+    }
+    // Every combination but the three along their order.
+    assert_eq!(spilled, 3 * 2 * 3 * 4 - 3 * 2 * 4);
+}
