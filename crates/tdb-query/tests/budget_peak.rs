@@ -146,4 +146,29 @@ fn a_read_stays_within_its_budget() {
     assert_eq!(cells, 4);
     eprintln!("four cells of a large tile: peak {few} bytes");
     assert!(few < 1 << 20, "four cells: peak {few}");
+
+    // Sparse tiles of 100,000 cells (3 MB unfiltered, the fields read)
+    // under a 1 MiB budget, in every layout: runs of a tile's cells read
+    // by their chunks, spilled sorted and merged.
+    let (storage, snap) = snapshot("sparse_large_tiles");
+    for layout in [
+        tdb_query::ResultLayout::RowMajor,
+        tdb_query::ResultLayout::ColMajor,
+        tdb_query::ResultLayout::GlobalOrder,
+    ] {
+        let spec = ReadSpec::new(["x", "y", "a", "f", "s"]).with_layout(layout);
+        let (small, cells, digest) = peak_of(&storage, &snap, spec.clone().with_budget(budget));
+        let (whole, all, all_digest) = peak_of(&storage, &snap, spec);
+        assert_eq!(cells, 120_000, "{layout:?}");
+        assert_eq!((cells, digest), (all, all_digest), "{layout:?}");
+        eprintln!(
+            "sparse large tiles, {layout:?}: peak {small} bytes under a budget of {budget}; \
+             {whole} under the default"
+        );
+        assert!(
+            (small as u64) < budget + OVERHEAD,
+            "sparse large tiles, {layout:?}: peak {small} under a budget of {budget}"
+        );
+        assert!(whole > 4 * small, "{layout:?}: {whole} against {small}");
+    }
 }

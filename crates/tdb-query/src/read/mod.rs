@@ -753,12 +753,15 @@ impl Reader {
                     .unwrap_or(0)
             })
             .collect();
-        // The least a piece can hold: a tile, or of a dense tile whose
-        // fields can be sliced, one cell's chunks.
+        let spills = self.spills();
+        // The least a piece can hold: a tile, or of a tile whose fields can
+        // be sliced (dense, or sparse in a read that spills), one cell's
+        // chunks.
         let least: Vec<u64> = (self.plans.iter().enumerate())
             .map(|(i, plan)| {
+                let slices = plan.meta.footer.dense || spills;
                 (0..plan.tile_num())
-                    .map(|t| self.tile_cost(i, t, Some(1)))
+                    .map(|t| self.tile_cost(i, t, slices.then_some(1)))
                     .max()
                     .unwrap_or(0)
             })
@@ -784,7 +787,7 @@ impl Reader {
             sub: self.spec.subarray.clone(),
             ..Piece::default()
         }];
-        if self.spills() {
+        if spills {
             // Runs of each fragment's tiles, the first fragment's first.
             self.spill = Some(spill::Spill::new(
                 spill::RunFormat::new(&self.fields, &self.requested)?,
@@ -795,6 +798,7 @@ impl Reader {
                     sub: self.spec.subarray.clone(),
                     run: Some(0..plan.tile_num()),
                     frag: Some(i),
+                    cells: None,
                     share: None,
                 })
                 .collect();
@@ -807,6 +811,11 @@ impl Reader {
         let schema = self.snapshot.schema();
         let window = self.snapshot.open.directory.window;
         if schema.array_type == ArrayType::Sparse {
+            // A piece of one tile's cells (a read that spills).
+            let held = (self.current.frag)
+                .zip(self.current.run.as_ref())
+                .zip(self.current.cells.clone())
+                .map(|((f, run), cells)| (f, run.start, cells));
             let scan = sparse::SparseScan {
                 schema,
                 plans: &self.plans,
@@ -825,6 +834,7 @@ impl Reader {
                         share: self.current.share.as_ref(),
                     }
                 }),
+                held: held.as_ref(),
             };
             match &mut self.spill {
                 Some(spill) => {

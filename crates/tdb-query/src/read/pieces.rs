@@ -37,12 +37,14 @@ pub(super) struct PlannedPiece {
 /// order, so consecutive runs come out in it, which no subarray cut does).
 /// Cut along the dimension of TileDB's string-parts rule, it owns a share
 /// of that dimension's values (see [`sparse::Share`]). A read that spills
-/// (see `spill`) reads runs of one fragment's tiles (`frag`) at a time.
+/// (see `spill`) reads runs of one fragment's tiles (`frag`) at a time, or
+/// of one tile larger than the budget, a run of its `cells`.
 #[derive(Debug, Clone, Default)]
 pub(super) struct Piece {
     pub sub: Subarray,
     pub run: Option<std::ops::Range<u64>>,
     pub frag: Option<usize>,
+    pub cells: Option<std::ops::Range<u64>>,
     pub share: Option<sparse::Share>,
 }
 
@@ -214,14 +216,15 @@ impl Reader {
         total
     }
 
-    /// Whether the tiles of `plan` can be sliced: a dense fragment whose
-    /// every field read can be. (Were one read whole, every piece inside
-    /// a tile would read it again: a budget below it stays an error.)
+    /// Whether the tiles of `plan` can be sliced: every field read can be.
+    /// (Were one read whole, every piece inside a tile would read it again:
+    /// a budget below it stays an error.) Dense tiles are sliced by the
+    /// cells a piece uses, sparse ones by runs of cells of a read that
+    /// spills.
     fn sliceable(plan: &FragPlan) -> bool {
-        plan.meta.footer.dense
-            && Self::frag_fields(plan)
-                .into_iter()
-                .all(|(_, ff)| tiles::sliceable(ff, plan.schema.version))
+        Self::frag_fields(plan)
+            .into_iter()
+            .all(|(_, ff)| tiles::sliceable(ff, plan.schema.version))
     }
 
     /// Whether tile `t` of fragment `i` is sliced when a piece uses `span`
@@ -350,9 +353,15 @@ impl Reader {
             } else {
                 let tile_num = plan.tile_num();
                 for t in piece.tiles(i, plan, self.ops.dims(), &self.spec.subarray) {
-                    let cells = plan.cells(t, tile_num);
+                    let (cells, bytes) = match &piece.cells {
+                        Some(c) => {
+                            let span = c.end.saturating_sub(c.start);
+                            (span, self.tile_cost(i, t, Some(span)))
+                        }
+                        None => (plan.cells(t, tile_num), self.tile_bytes(i, t)),
+                    };
                     total = total
-                        .saturating_add(self.tile_bytes(i, t))
+                        .saturating_add(bytes)
                         .saturating_add(cells.saturating_mul(64));
                 }
             }
@@ -400,6 +409,24 @@ impl Reader {
                 ..p.clone()
             };
             let tiles = whole.tiles(i, plan, self.ops.dims(), &self.spec.subarray);
+            if let (Some(_), [t]) = (&self.spill, tiles.as_slice()) {
+                // One tile past the budget: runs of its cells, read by the
+                // chunks holding them.
+                if !Self::sliceable(plan) {
+                    return None;
+                }
+                let cells = (p.cells.clone()).unwrap_or(0..plan.cells(*t, plan.tile_num()));
+                let mid = (cells.start).saturating_add(cells.end.saturating_sub(cells.start) / 2);
+                if mid == cells.start {
+                    return None;
+                }
+                let half = |cells| Piece {
+                    run: Some(*t..t.saturating_add(1)),
+                    cells: Some(cells),
+                    ..p.clone()
+                };
+                return Some((half(cells.start..mid), half(mid..cells.end)));
+            }
             let (a, b) = partition::split_run(&tiles, run)?;
             let half = |run| Piece {
                 run: Some(run),
@@ -437,6 +464,7 @@ impl Reader {
             sub,
             run: p.run.clone(),
             frag: p.frag,
+            cells: p.cells.clone(),
             share,
         };
         Some((half(a, share_a), half(b, share_b)))
@@ -630,7 +658,9 @@ impl Reader {
                 let fields = &self.fields;
                 // Tiles aggregates answer from their metadata: held whole
                 // by the piece, every cell in the window and undeleted.
+                // (Not a run of a tile's cells: each would answer for all.)
                 let md = self.md_sparse
+                    && piece.cells.is_none()
                     && meta.footer.version >= 11
                     && plan.timestamps.is_none()
                     && plan.delete_timestamps.is_none();
@@ -694,17 +724,28 @@ impl Reader {
                         continue;
                     }
                     // Sparse tiles are decoded whole: one held now serves.
-                    // (Dense ones only in the chunks their piece used.)
-                    if !meta.footer.dense && self.tiles.contains_key(&(i, slot, t)) {
+                    // (Dense ones only in the chunks their piece used; the
+                    // pieces of a read that spills share no tile.)
+                    if !meta.footer.dense
+                        && self.spill.is_none()
+                        && self.tiles.contains_key(&(i, slot, t))
+                    {
                         carried.push((i, slot, t));
                         continue;
                     }
                     // Dense tiles' cells are known before decoding: chunks
-                    // without any are skipped, or only theirs fetched.
-                    let used = (needed.get(&(i, t)).cloned()).filter(|_| meta.footer.dense);
-                    let slice = (used.as_ref())
-                        .and_then(|u| Some(u.last()?.1.saturating_sub(u.first()?.0)))
-                        .is_some_and(|span| self.slices(i, t, span));
+                    // without any are skipped, or only theirs fetched. A
+                    // sparse piece of one tile's cells fetches their chunks.
+                    let (used, slice) = match &piece.cells {
+                        Some(c) if !meta.footer.dense => (Some(vec![(c.start, c.end)]), true),
+                        _ => {
+                            let used = (needed.get(&(i, t)).cloned()).filter(|_| meta.footer.dense);
+                            let slice = (used.as_ref())
+                                .and_then(|u| Some(u.last()?.1.saturating_sub(u.first()?.0)))
+                                .is_some_and(|span| self.slices(i, t, span));
+                            (used, slice)
+                        }
+                    };
                     fetches.push(tiles::plan_tile(
                         self.dir(),
                         &plan.file.path,

@@ -67,6 +67,23 @@ struct TileCheck<'r> {
     condition: Option<&'r BoundCondition>,
     dim_slots: &'r [usize],
     parts: Option<PartsRule<'r>>,
+    held: Option<&'r HeldPart>,
+}
+
+/// The cells of one tile a piece holds, where it holds part of it: the
+/// fragment, the tile, and the cells (a run of tiles that spills may be
+/// one tile's cells, decoded by the chunks holding them).
+pub(crate) type HeldPart = (usize, u64, std::ops::Range<u64>);
+
+/// The cells of tile `t` of fragment `fi` (of `plan`) held: the first, and
+/// how many.
+fn held_cells(held: Option<&HeldPart>, plan: &FragPlan, fi: usize, t: u64) -> (u64, u64) {
+    match held {
+        Some((f, tile, cells)) if *f == fi && *tile == t => {
+            (cells.start, cells.end.saturating_sub(cells.start))
+        }
+        _ => (0, plan.cells(t, plan.tile_num())),
+    }
 }
 
 /// The cells of one tile a sparse read keeps: runs of adjacent cells
@@ -91,7 +108,8 @@ impl TileCheck<'_> {
         let (fields, tiles) = (self.fields, self.tiles);
         let plan = (self.plans.get(fi))
             .ok_or_else(|| QueryError::invalid(format!("no fragment {fi} planned")))?;
-        let n = plan.cells(t, plan.tile_num());
+        // (Runs count from the first cell held.)
+        let (_, n) = held_cells(self.held, plan, fi, t);
         // Kept cells are indexed in 32 bits (`CellRef::cell`, the runs).
         if n > u64::from(u32::MAX) {
             return Err(QueryError::invalid(format!(
@@ -380,6 +398,7 @@ pub(crate) struct SparseScan<'r> {
     pub condition: Option<&'r BoundCondition>,
     pub layout: ResultLayout,
     pub parts: Option<PartsRule<'r>>,
+    pub held: Option<&'r HeldPart>,
 }
 
 /// The cells the tile checks kept, in tile order: where each is, its
@@ -428,11 +447,12 @@ impl SparseScan<'_> {
             condition: self.condition,
             dim_slots,
             parts: self.parts,
+            held: self.held,
         };
         // Few candidate cells are checked on the calling thread (see
         // `pool::SMALL_WORK`; a cell's check reads a few bytes of each field).
         let cells = (jobs.iter())
-            .filter_map(|&(fi, t)| plans.get(fi).map(|p| p.cells(t, p.tile_num())))
+            .filter_map(|&(fi, t)| Some(held_cells(self.held, plans.get(fi)?, fi, t).1))
             .fold(0u64, u64::saturating_add);
         let threads = match cells.saturating_mul(64) < crate::pool::SMALL_WORK as u64 {
             true => 1,
@@ -452,10 +472,13 @@ impl SparseScan<'_> {
         };
         for ((fi, t), kept) in kept {
             let frag_ts = self.plans.get(fi).map_or(0, |p| p.file.name.t1);
+            let first = (self.plans.get(fi)).map_or(0, |p| held_cells(self.held, p, fi, t).0);
             // Kept cells of the tile, in order (`KeptCells` lists them so).
             let mut at = 0usize;
             for (start, len) in kept.runs {
-                for cell in start..start.saturating_add(len) {
+                for k in start..start.saturating_add(len) {
+                    // (Cell numbers count from the tile's first.)
+                    let cell = u32::try_from(first).unwrap_or(u32::MAX).saturating_add(k);
                     if let Some(h) = &kept.range_hits {
                         c.hits.resize(c.refs.len(), u32::MAX);
                         c.hits.push(h.get(at).copied().unwrap_or(u32::MAX));
@@ -485,7 +508,7 @@ impl SparseScan<'_> {
     fn coordinates(&self, refs: &[CellRef], dim_slots: &[usize]) -> Result<Vec<&[u8]>> {
         let n = dim_slots.len();
         let mut table: Vec<&[u8]> = Vec::with_capacity(refs.len().saturating_mul(n));
-        let mut cols: Vec<Column<'_>> = Vec::with_capacity(n);
+        let mut cols: Vec<(Column<'_>, u64)> = Vec::with_capacity(n);
         let mut current = None;
         for r in refs {
             if current != Some((r.frag, r.tile)) {
@@ -496,10 +519,11 @@ impl SparseScan<'_> {
                     let f = self.fields.get(slot).ok_or_else(missing)?;
                     let tile =
                         (self.tiles.get(&(r.frag as usize, slot, r.tile))).ok_or_else(missing)?;
-                    cols.push(tile.column(f.datatype, f.cell_val_num));
+                    cols.push((tile.column(f.datatype, f.cell_val_num), tile.first));
                 }
             }
-            table.extend(cols.iter().map(|c| c.cell(r.cell as usize)));
+            let at = |first: u64| u64::from(r.cell).saturating_sub(first) as usize;
+            table.extend(cols.iter().map(|(c, first)| c.cell(at(*first))));
         }
         Ok(table)
     }
@@ -515,8 +539,7 @@ impl SparseScan<'_> {
     /// decide which stands. With duplicates, deletes and the condition
     /// apply here, as [`SparseScan::cells`] applies them.
     pub(crate) fn spill(&self, fmt: &RunFormat, out: &mut RunWriter) -> Result<()> {
-        let kind = (self.order_kind())
-            .ok_or_else(|| QueryError::invalid("an unordered read has no runs to merge"))?;
+        let kind = spill_order(self.schema, self.layout);
         let dim_slots = self.dim_slots()?;
         let kept = self.check_tiles(&dim_slots)?;
         let Candidates {
@@ -532,7 +555,7 @@ impl SparseScan<'_> {
         if let (Some(c), false) = (self.condition, self.schema.allows_dups) {
             let all: Vec<usize> = (0..refs.len()).collect();
             rejected = vec![true; refs.len()];
-            for i in filter_by_condition(c, &all, &refs, self.plans, self.fields, self.tiles)? {
+            for i in self.filter_by_condition(c, &all, &refs)? {
                 if let Some(r) = rejected.get_mut(i) {
                     *r = false;
                 }
@@ -597,11 +620,12 @@ impl SparseScan<'_> {
         if schema.allows_dups && layout == ResultLayout::Unordered {
             let mut out = Results::default();
             for ((fi, t), kept) in kept {
+                let first = (self.plans.get(fi)).map_or(0, |p| held_cells(self.held, p, fi, t).0);
                 for (start, len) in kept.runs {
                     out.slabs.push(Slab {
                         frag: fi as u32,
                         tile: t,
-                        cell: u64::from(start),
+                        cell: first.saturating_add(u64::from(start)),
                         stride: 1,
                         len: u64::from(len),
                     });
@@ -645,7 +669,7 @@ impl SparseScan<'_> {
             order.retain(|&i| gone.get(i) != Some(&true));
             if let Some(c) = self.condition {
                 // The condition applies to the surviving (newest) cells.
-                order = filter_by_condition(c, &order, &refs, self.plans, self.fields, self.tiles)?;
+                order = self.filter_by_condition(c, &order, &refs)?;
             }
         }
         if let Some(kind) = self.order_kind() {
@@ -732,6 +756,13 @@ pub(crate) fn result_order(schema: &ArraySchema, layout: ResultLayout) -> Option
     }
 }
 
+/// The order a read's sorted runs are merged in: its result order, and
+/// for an unordered read (spilled for its large tiles) row-major, the
+/// order a read without duplicates deduplicates in.
+pub(crate) fn spill_order(schema: &ArraySchema, layout: ResultLayout) -> CellOrder {
+    result_order(schema, layout).unwrap_or(CellOrder::RowMajor)
+}
+
 /// Cells of equal values (duplicates, or -0.0 and 0.0) in a `layout`
 /// read: TileDB's global-order reader takes the newest fragment's first;
 /// row- and col-major take the oldest's (TileDB's legacy reader has no
@@ -744,42 +775,45 @@ pub(crate) fn result_tie(layout: ResultLayout, a: &CellRef, b: &CellRef) -> Orde
     }
 }
 
-/// Keeps the cells of `order` where `cond` holds, evaluated tile by tile.
-fn filter_by_condition(
-    cond: &BoundCondition,
-    order: &[usize],
-    refs: &[CellRef],
-    plans: &[FragPlan],
-    fields: &[FieldInfo],
-    tiles: &TileMap,
-) -> Result<Vec<usize>> {
-    // Group by tile, evaluate each tile once.
-    let mut by_tile: HashMap<(u32, u64), Vec<bool>> = HashMap::new();
-    for r in order.iter().filter_map(|&i| refs.get(i)) {
-        if by_tile.contains_key(&(r.frag, r.tile)) {
-            continue;
+impl SparseScan<'_> {
+    /// Keeps the cells of `order` where `cond` holds, evaluated tile by
+    /// tile.
+    fn filter_by_condition(
+        &self,
+        cond: &BoundCondition,
+        order: &[usize],
+        refs: &[CellRef],
+    ) -> Result<Vec<usize>> {
+        // Group by tile, evaluate each tile once: (first cell held, mask).
+        let mut by_tile: HashMap<(u32, u64), (u64, Vec<bool>)> = HashMap::new();
+        for r in order.iter().filter_map(|&i| refs.get(i)) {
+            if by_tile.contains_key(&(r.frag, r.tile)) {
+                continue;
+            }
+            let fi = r.frag as usize;
+            let plan = (self.plans.get(fi))
+                .ok_or_else(|| QueryError::invalid(format!("no fragment {fi} planned")))?;
+            let (first, n) = held_cells(self.held, plan, fi, r.tile);
+            let tc = tile_columns(self.fields, self.tiles, fi, r.tile, n as usize);
+            let mut mask = vec![true; n as usize];
+            cond.evaluate(&tc, &mut mask)?;
+            by_tile.insert((r.frag, r.tile), (first, mask));
         }
-        let fi = r.frag as usize;
-        let plan = (plans.get(fi))
-            .ok_or_else(|| QueryError::invalid(format!("no fragment {fi} planned")))?;
-        let n = plan.cells(r.tile, plan.tile_num()) as usize;
-        let tc = tile_columns(fields, tiles, fi, r.tile, n);
-        let mut mask = vec![true; n];
-        cond.evaluate(&tc, &mut mask)?;
-        by_tile.insert((r.frag, r.tile), mask);
-    }
-    Ok(order
-        .iter()
-        .copied()
-        .filter(|&i| {
-            refs.get(i).is_some_and(|r| {
-                (by_tile.get(&(r.frag, r.tile)))
-                    .and_then(|m| m.get(r.cell as usize))
-                    .copied()
-                    .unwrap_or(false)
+        Ok(order
+            .iter()
+            .copied()
+            .filter(|&i| {
+                refs.get(i).is_some_and(|r| {
+                    (by_tile.get(&(r.frag, r.tile)))
+                        .and_then(|(first, m)| {
+                            m.get(u64::from(r.cell).saturating_sub(*first) as usize)
+                        })
+                        .copied()
+                        .unwrap_or(false)
+                })
             })
-        })
-        .collect())
+            .collect())
+    }
 }
 
 #[cfg(test)]

@@ -519,16 +519,18 @@ impl Reader {
     /// Hilbert order over several fragments) whose tiles pass the tile
     /// budget. Cut by the subarray, its pieces would each read every tile
     /// they cross again, without bound; as runs, each tile is read once.
-    /// Not for aggregates (they need no order), several ranges on a
-    /// dimension, or TileDB's string-parts rule (results that depend on
-    /// how a tile is cut).
+    /// Also any sparse read with a tile past the tile budget: a run of its
+    /// cells is read by the chunks holding them (unordered reads merge
+    /// their runs row-major).
+    /// Not for several ranges on a dimension, or TileDB's string-parts
+    /// rule (results that depend on how a tile is cut).
     pub(super) fn spills(&self) -> bool {
         let schema = self.snapshot.schema();
         let sub = &self.spec.subarray;
         let dims = schema.domain.dimensions.len();
         let along = |order: Layout| schema.cell_order == order && schema.tile_order == order;
         let against = match self.spec.layout {
-            ResultLayout::Unordered => return false,
+            ResultLayout::Unordered => false,
             // One fragment's tiles are stored in the global order: only
             // Hilbert's over several fragments has no cut.
             ResultLayout::GlobalOrder => {
@@ -542,10 +544,16 @@ impl Reader {
             sub: sub.clone(),
             ..Piece::default()
         };
+        // A sparse tile past the budget is read in runs of its cells.
+        let budget = self.tile_budget();
+        let huge = || {
+            (self.plans.iter().enumerate()).any(|(i, plan)| {
+                !plan.meta.footer.dense
+                    && (0..plan.tile_num()).any(|t| self.tile_bytes(i, t) > budget)
+            })
+        };
         schema.array_type == ArrayType::Sparse
-            && against
-            && self.md_fields.is_empty()
-            && !self.md_sparse
+            && (against || huge())
             && !self.with_states
             && (0..dims).all(|d| sub.ranges(d).len() <= 1)
             && sparse::parts_dim(schema, sub).is_none()
@@ -555,8 +563,7 @@ impl Reader {
     /// The merge of `spill`'s runs, in the read's order.
     pub(super) fn merge(&self, spill: Spill) -> Result<Merge> {
         let schema = self.snapshot.schema();
-        let kind = sparse::result_order(schema, self.spec.layout)
-            .ok_or_else(|| QueryError::invalid("an unordered read has no runs to merge"))?;
+        let kind = sparse::spill_order(schema, self.spec.layout);
         let order = RunOrder {
             domain: schema.domain.clone(),
             ops: self.ops.dims().to_vec(),
