@@ -61,6 +61,24 @@ pub struct WalkPoint {
     unfiltered: u64,
 }
 
+impl WalkPoint {
+    /// The point past `chunk`, when this point is at its header: where a
+    /// later walk that has `chunk`'s bytes already goes on from.
+    pub fn past(&self, chunk: &WalkedChunk) -> Option<WalkPoint> {
+        let at_it = self.index == chunk.index
+            && self.at == chunk.range.start
+            && self.unfiltered == chunk.unfiltered.start
+            && chunk.range.end <= self.tile.1
+            && self.index < self.count;
+        at_it.then(|| WalkPoint {
+            index: self.index.saturating_add(1),
+            at: chunk.range.end,
+            unfiltered: chunk.unfiltered.end,
+            ..*self
+        })
+    }
+}
+
 impl ChunkWalk {
     /// A walk over the tile at `tile` in its file, for the unfiltered
     /// bytes `wanted` (sorted, disjoint), reading at least `window` bytes
@@ -246,6 +264,31 @@ mod tests {
         let end = out.len() as u64;
         out.extend_from_slice(b"next tile");
         (out, 7..end)
+    }
+
+    /// A walk resumed past a chunk an earlier walk found reads on from the
+    /// next header; a point elsewhere has no `past` for that chunk.
+    #[test]
+    fn a_walk_resumed_past_a_found_chunk_starts_at_the_next() {
+        let (bytes, tile) = file(6);
+        let mut w = ChunkWalk::new(tile.clone(), vec![150..250], 64);
+        let mut found = Vec::new();
+        while let Some(r) = w.want() {
+            let (a, b) = (r.start as usize, r.end as usize);
+            found.extend(w.give("t", &bytes[a..b]).unwrap());
+        }
+        let last = found.last().unwrap().clone();
+        assert_eq!(last.index, 2);
+        let point = w.point().unwrap();
+        let past = point.past(&last).unwrap();
+        assert!(point.past(&found[0]).is_none());
+        let mut next = ChunkWalk::resume(tile, vec![300..350], 64, Some(past));
+        let r = next.want().unwrap();
+        assert_eq!(r.start, last.range.end);
+        let got = next
+            .give("t", &bytes[r.start as usize..r.end as usize])
+            .unwrap();
+        assert_eq!(got.first().map(|c| c.index), Some(3));
     }
 
     /// Runs a walk to its end; the chunks found and the reads made.

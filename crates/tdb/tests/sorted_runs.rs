@@ -169,9 +169,9 @@ fn reads_against_the_tile_order_under_a_small_budget_read_each_tile_once() {
 /// Sparse tiles far larger than the budget (one tile of 30,000 cells a
 /// fragment: 2.3 MB of the fields read, filtered and unfiltered) are read
 /// under 1 MiB in runs of their cells, by the chunks holding them, in
-/// every order: the unbudgeted read's cells, the chunks of each run
-/// fetched (a piece's walk goes on where the last one stood), where a
-/// whole tile was refused before.
+/// every order: the unbudgeted read's cells, each chunk fetched about
+/// once (a piece's walk goes on where the last one stood, from the chunk
+/// it ended in), where a whole tile was refused before.
 #[test]
 fn sparse_tiles_past_the_budget_are_read_by_runs_of_their_cells() {
     for (cell, dups) in [(Layout::RowMajor, false), (Layout::Hilbert, true)] {
@@ -236,10 +236,12 @@ fn sparse_tiles_past_the_budget_are_read_by_runs_of_their_cells() {
                     .unwrap_or_else(|e| panic!("{what}: {}", chain(&e)));
                 let small_bytes = fetched(&array.storage().take());
                 assert_eq!(small, whole, "{what}");
-                // Runs of about 5,000 cells: a chunk holding cells of several is
-                // fetched by each (5-6x the tile bytes here).
+                // Runs of about 5,000 cells, fewer than a chunk of some
+                // fields: a run takes the chunk the last one ended in from
+                // it (fetched by each run, 5.6x the bytes here; now 1.3-1.5x,
+                // the rest the walks' header reads).
                 assert!(
-                    small_bytes <= 8 * whole_bytes,
+                    small_bytes * 5 <= whole_bytes * 8,
                     "{what}: {small_bytes} bytes fetched, {whole_bytes} unbudgeted"
                 );
             }

@@ -466,19 +466,27 @@ impl Reader {
                 }
                 self.after_deletes()
             }
-            Phase::Tiles(mut fetching) => {
-                if !fetching.absorb(|fetch, found| self.var_bytes(fetch, found))? {
-                    // Sliced tiles walk on.
-                    self.phase = Phase::Tiles(fetching);
-                    return Ok(());
-                }
+            Phase::Tiles(fetching) => self.fetched(fetching),
+            _ => Err(QueryError::invalid("push without a pending request")),
+        }
+    }
+
+    /// A piece's fetch whose last batch of requests is answered: the next
+    /// batch of its sliced tiles' walks, or once every tile is in, their
+    /// decoding. (A batch may need no request: a walk that starts with a
+    /// chunk the last piece's walk kept.)
+    fn fetched(&mut self, mut fetching: Box<Fetching>) -> Result<()> {
+        while fetching.answers.complete() {
+            if fetching.absorb(|fetch, found| self.var_bytes(fetch, found))? {
                 let (fetches, parts) = fetching.finish(&mut self.walk_points);
                 let work = self.decode_work(fetches, parts)?;
                 self.phase = Phase::Decode(Some(work));
-                Ok(())
+                return Ok(());
             }
-            _ => Err(QueryError::invalid("push without a pending request")),
         }
+        // Sliced tiles walk on.
+        self.phase = Phase::Tiles(fetching);
+        Ok(())
     }
 
     /// The decoded tiles of the last [`ReadStep::Decode`]'s work.

@@ -818,8 +818,7 @@ impl Reader {
             .map_or(1, |(_, pf)| pf.cell_size)
         };
         let fetching = Fetching::new(fetches, cell_size, self.walk_window(), &self.walk_points);
-        self.phase = Phase::Tiles(Box::new(fetching));
-        Ok(())
+        self.fetched(Box::new(fetching))
     }
 
     /// Bytes a sliced tile's chunk walk reads at a time: on local storage

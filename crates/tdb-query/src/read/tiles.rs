@@ -326,7 +326,16 @@ impl PartBytes {
 }
 
 /// Where the walks over each sliced tile's parts (tile, part) stood.
-pub(crate) type WalkPoints = HashMap<(TileKey, usize), WalkPoint>;
+pub(crate) type WalkPoints = HashMap<(TileKey, usize), WalkStop>;
+
+/// Where a walk stood, and for the last piece's walks the last chunk they
+/// found: the next piece of the same tile, which wants that chunk again
+/// (its first cells are in it), takes its bytes instead of fetching them.
+#[derive(Clone)]
+pub(crate) struct WalkStop {
+    point: WalkPoint,
+    last: Option<(WalkedChunk, Bytes)>,
+}
 
 /// One sliced part's walk over its chunk headers, and the chunks found.
 /// A var-size tile's data walk starts once its offsets are in (`walk` is
@@ -335,8 +344,38 @@ struct PartWalk {
     fetch: usize,
     part: usize,
     walk: Option<ChunkWalk>,
-    from: Option<WalkPoint>,
+    from: Option<WalkStop>,
     found: Vec<(WalkedChunk, Bytes)>,
+}
+
+/// A walk over `tile` for the unfiltered bytes `wanted`, from where an
+/// earlier one stood (`from`); where that walk's last chunk holds the
+/// first wanted bytes, its bytes go to `found` and the walk starts past it.
+fn start_walk(
+    tile: Range<u64>,
+    mut wanted: Vec<Range<u64>>,
+    window: u64,
+    from: Option<&WalkStop>,
+    found: &mut Vec<(WalkedChunk, Bytes)>,
+) -> ChunkWalk {
+    let first = wanted.iter().find(|r| r.start < r.end).map(|r| r.start);
+    let carried = from.and_then(|stop| {
+        let (chunk, bytes) = stop.last.as_ref()?;
+        let first = first?;
+        let holds = chunk.unfiltered.start <= first && first < chunk.unfiltered.end;
+        let past = stop.point.past(chunk).filter(|_| holds)?;
+        Some((chunk, bytes, past))
+    });
+    let Some((chunk, bytes, past)) = carried else {
+        return ChunkWalk::resume(tile, wanted, window, from.map(|s| s.point));
+    };
+    found.push((chunk.clone(), bytes.clone()));
+    let end = chunk.unfiltered.end;
+    wanted.retain(|r| r.end > end);
+    for r in &mut wanted {
+        r.start = r.start.max(end);
+    }
+    ChunkWalk::resume(tile, wanted, window, Some(past))
 }
 
 /// Fetching a piece's tiles: whole tiles in one batch of requests, sliced
@@ -373,7 +412,8 @@ impl Fetching {
                 continue;
             };
             for (p, (kind, _, range)) in fetch.parts.iter().enumerate() {
-                let from = points.get(&(fetch.key, p)).copied();
+                let from = points.get(&(fetch.key, p)).cloned();
+                let mut found = Vec::new();
                 let walk = match kind {
                     DataPart::Var => None,
                     // Var cells' offsets: one more after each run of
@@ -382,11 +422,13 @@ impl Fetching {
                     _ if offsets_part(fetch, p) => {
                         let cells = with_ends(needed, fetch.cells);
                         let wanted = needed_bytes(&cells, cell_size(fetch.key, p));
-                        Some(ChunkWalk::resume(range.clone(), wanted, window, from))
+                        let r = range.clone();
+                        Some(start_walk(r, wanted, window, from.as_ref(), &mut found))
                     }
                     _ => {
                         let wanted = needed_bytes(needed, cell_size(fetch.key, p));
-                        Some(ChunkWalk::resume(range.clone(), wanted, window, from))
+                        let r = range.clone();
+                        Some(start_walk(r, wanted, window, from.as_ref(), &mut found))
                     }
                 };
                 walks.push(PartWalk {
@@ -394,7 +436,7 @@ impl Fetching {
                     part: p,
                     walk,
                     from,
-                    found: Vec::new(),
+                    found,
                 });
             }
         }
@@ -509,7 +551,13 @@ impl Fetching {
             // (zeros between runs of cells); only the runs' are fetched.
             let (first, last) = (bytes.first(), bytes.last());
             fetch.var = Some(first.map_or(0, |r| r.start)..last.map_or(0, |r| r.end));
-            pw.walk = Some(ChunkWalk::resume(tile, bytes, self.window, pw.from));
+            pw.walk = Some(start_walk(
+                tile,
+                bytes,
+                self.window,
+                pw.from.as_ref(),
+                &mut pw.found,
+            ));
         }
         let mut requests = Vec::new();
         self.asked = Self::round(&self.fetches, &self.walks, &mut requests);
@@ -532,10 +580,34 @@ impl Fetching {
                     .collect(),
             })
             .collect();
+        // Only this piece's walks keep their last chunk (at most one a part
+        // of the piece's tiles, which its estimate charged).
+        for stop in points.values_mut() {
+            stop.last = None;
+        }
         for pw in self.walks {
-            let point = pw.walk.as_ref().and_then(ChunkWalk::point);
-            if let (Some(point), Some(f)) = (point, self.fetches.get(pw.fetch)) {
-                points.insert((f.key, pw.part), point);
+            let Some(f) = self.fetches.get(pw.fetch) else {
+                continue;
+            };
+            // A walk that found nothing past a carried chunk stands where
+            // the one before it stood (at that chunk's header).
+            let carried_only = pw.found.len() == 1
+                && pw
+                    .from
+                    .as_ref()
+                    .and_then(|s| s.last.as_ref())
+                    .map(|(c, _)| c)
+                    == pw.found.first().map(|(c, _)| c);
+            let stop = match (carried_only, pw.walk.as_ref().and_then(ChunkWalk::point)) {
+                (true, _) => pw.from.clone(),
+                (false, Some(point)) => Some(WalkStop {
+                    point,
+                    last: pw.found.last().cloned(),
+                }),
+                (false, None) => None,
+            };
+            if let Some(stop) = stop {
+                points.insert((f.key, pw.part), stop);
             }
             if let Some(slot) = bytes.get_mut(pw.fetch).and_then(|b| b.get_mut(pw.part)) {
                 *slot = Some(PartBytes::Chunks(pw.found));
