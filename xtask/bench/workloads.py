@@ -2,8 +2,9 @@
 
 usage: workloads.py WORKLOAD OUT_DIR SCALE
 
-WORKLOAD is W1..W7; SCALE is "full" (the sizes of the benchmark issue) or
-"quick" (tiny, for the CI smoke test). Every array is written into OUT_DIR
+WORKLOAD is W1..W7; SCALE is "full" (the sizes of the benchmark issue),
+"quick" (tiny, for the CI smoke test) or "scale-F" (W1, W3 and W5 at F times
+their size, F in 1, 4, 16: `cargo xtask bench --scale`). Every array is written into OUT_DIR
 (emptied first); the caller caches OUT_DIR and re-runs this only when the
 workload or scale changes. Data are seeded, so both engines read the same
 cells on every machine.
@@ -33,6 +34,16 @@ QUICK = {
     "W5": 20,
     "W6": 8192,
     "W7": 300,
+}
+
+
+# `--scale`: W1 and W3 at 1x, 4x and 16x their cells (W1 a square of 4096,
+# 8192 and 16384 float64 cells: 128 MiB to 2 GiB; W3 4M to 64M cells), and
+# W5's fragments to consolidate, 625 to 10,000 (the array to consolidate
+# only).
+SCALES = {
+    f: {"W1": 4096 * {1: 1, 4: 2, 16: 4}[f], "W3": 4_000_000 * f, "W5": 625 * f}
+    for f in (1, 4, 16)
 }
 
 
@@ -104,7 +115,7 @@ def w4(out, cells):
         a[keys] = {"s": np.array(text, dtype=object)}
 
 
-def w5(out, fragments):
+def w5(out, fragments, scaled=False):
     def one(path):
         dom = tiledb.Domain(tiledb.Dim("d", domain=(0, 1_000_000), tile=1000, dtype=np.int64))
         attr = tiledb.Attr("a", dtype=np.int64)
@@ -116,6 +127,8 @@ def w5(out, fragments):
                 }
 
     one(os.path.join(out, "fragments"))
+    if scaled:
+        return
     path = os.path.join(out, "fragments_commits")
     one(path)
     tiledb.consolidate(path, config=tiledb.Config({"sm.consolidation.mode": "commits"}))
@@ -192,10 +205,17 @@ def w7(out, cells):
 
 def main():
     workload, out, scale = sys.argv[1:4]
-    sizes = FULL if scale == "full" else QUICK
     if os.path.exists(out):
         shutil.rmtree(out)
     os.makedirs(out)
+    if scale.startswith("scale-"):
+        size = SCALES[int(scale[len("scale-"):])][workload]
+        if workload == "W5":
+            w5(out, size, scaled=True)
+        else:
+            {"W1": w1, "W3": w3}[workload](out, size)
+        return
+    sizes = FULL if scale == "full" else QUICK
     {"W1": w1, "W2": w2, "W3": w3, "W4": w4, "W5": w5, "W6": w6, "W7": w7}[workload](out, sizes[workload])
 
 

@@ -1,7 +1,14 @@
-//! `cargo xtask bench [--quick] [--only W..] [--json FILE] [--storage local|s3]
+//! `cargo xtask bench [--quick | --scale] [--only W..] [--json FILE] [--storage local|s3]
 //! [--tdb-config KEY=VALUE]..`: tdb against TileDB on the same arrays, in
 //! the same run (`--tdb-config`: storage settings for tdb's side, e.g.
 //! `vfs.min_batch_size`).
+//!
+//! `--scale` (opt-in, not in CI: up to 3 GB written, half an hour) runs W1's
+//! and W3's whole reads at 1×, 4× and 16× their cells and consolidates W5's
+//! fragments (625 to 10,000) under a 64 MiB budget, then prints how each
+//! phase's time and tdb's peak memory grow against the 1× run (time should
+//! grow as the cells, memory stay flat). TileDB reads beside tdb; its
+//! consolidation runs at 1× only (its memory grows with the fragments).
 //!
 //! Each workload's arrays are written once by real TileDB
 //! (`xtask/bench/workloads.py` in the fixture venv) and cached under
@@ -117,6 +124,76 @@ fn write_phase(
         array: array.into(),
         spec: json!({"fields": fields, "queries": [], "write": true}),
         bytes: bytes as u64,
+    }
+}
+
+/// `--scale`'s phases at `f` times W1's, W3's and W5's size (the arrays
+/// `workloads.py` writes for scale `scale-F`): W1 and W3 read whole, W5's
+/// fragments consolidated under 64 MiB (tdb only past 1×).
+fn scale_phases(f: i64) -> Vec<Phase> {
+    let n = 4096 * [1, 2, 4][[1, 4, 16].iter().position(|&x| x == f).unwrap_or(0)];
+    let cells = 4_000_000 * f;
+    let mut consolidate = json!({"fields": ["a"], "queries": [], "consolidate": true,
+        "budget": 64u64 << 20});
+    if f > 1 {
+        consolidate["tdb_only"] = json!(true);
+    }
+    vec![
+        Phase {
+            workload: "W1",
+            name: format!("whole {n}² ({f}×)"),
+            array: format!("dense_f64_{n}"),
+            spec: read(&["a"], vec![query(None, "row-major", None)]),
+            bytes: (n * n * 8) as u64,
+        },
+        Phase {
+            workload: "W3",
+            name: format!("whole {cells} cells ({f}×)"),
+            array: "sparse_2d".into(),
+            spec: read(&["a"], vec![query(None, "unordered", None)]),
+            bytes: (cells * 8) as u64,
+        },
+        Phase {
+            workload: "W5",
+            name: format!("consolidate {} fragments, 64 MiB ({f}×)", 625 * f),
+            array: "fragments".into(),
+            spec: consolidate,
+            bytes: 0,
+        },
+    ]
+}
+
+/// `--scale`'s summary: per phase, time and tdb's peak as multiples of the
+/// 1× run's (printed, and kept in each row as `scale_time` and
+/// `scale_peak`).
+fn scale_growth(rows: &mut [Value]) {
+    let family = |row: &Value| -> Option<(String, i64)> {
+        let name = row["phase"].as_str()?;
+        let (_, f) = name.rsplit_once(" (")?;
+        let f: i64 = f.strip_suffix("×)")?.parse().ok()?;
+        Some((row["workload"].as_str()?.to_owned(), f))
+    };
+    let base: Vec<(String, f64, f64)> = (rows.iter())
+        .filter_map(|r| {
+            let (w, f) = family(r)?;
+            let (t, m) = (r["tdb_s"].as_f64()?, r["tdb_peak_mib"].as_f64()?);
+            (f == 1).then_some((w, t, m))
+        })
+        .collect();
+    for row in rows.iter_mut() {
+        let Some((w, f)) = family(row) else { continue };
+        let Some((_, t0, m0)) = base.iter().find(|b| b.0 == w) else {
+            continue;
+        };
+        let time = row["tdb_s"].as_f64().unwrap_or(0.0) / t0;
+        let peak = row["tdb_peak_mib"].as_f64().unwrap_or(0.0) / m0;
+        if f > 1 {
+            println!(
+                "{w:<4} {f}× the size: {time:.1}x the time, {peak:.2}x the peak memory of 1×"
+            );
+        }
+        row["scale_time"] = json!(time);
+        row["scale_peak"] = json!(peak);
     }
 }
 
@@ -444,10 +521,12 @@ pub(crate) fn bench(args: &[String], reference: &Writer) -> Result<(), String> {
     let mut tdb_config: Vec<String> = Vec::new();
     let mut json_out = None;
     let mut s3 = false;
+    let mut scaled = false;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         match a.as_str() {
             "--quick" => quick = true,
+            "--scale" => scaled = true,
             "--only" => only.push(it.next().ok_or("--only needs a workload")?.clone()),
             "--json" => json_out = Some(PathBuf::from(it.next().ok_or("--json needs a file")?)),
             "--tdb-config" => {
@@ -477,10 +556,27 @@ pub(crate) fn bench(args: &[String], reference: &Writer) -> Result<(), String> {
     run(&mut build)?;
     let tdb = root.join("target").join(profile).join("tdb-bench");
     let tiledb_phase = root.join("xtask/bench/tiledb_phase.py");
-    let (scale, sizes) = if quick {
+    if scaled && (quick || s3) {
+        return Err("bench: --scale runs alone (local storage, release build)".into());
+    }
+    let (scale, mut sizes) = if quick {
         ("quick", QUICK())
     } else {
         ("full", FULL())
+    };
+    // Each phase with the scale its arrays were written at.
+    let jobs: Vec<(String, Phase)> = if scaled {
+        sizes.reps = 3;
+        sizes.warm_up = false;
+        [1, 4, 16]
+            .into_iter()
+            .flat_map(|f| scale_phases(f).into_iter().map(move |p| (format!("scale-{f}"), p)))
+            .collect()
+    } else {
+        phases(&sizes)
+            .into_iter()
+            .map(|p| (scale.to_owned(), p))
+            .collect()
     };
     let selected = |w: &str| only.is_empty() || only.iter().any(|o| o.eq_ignore_ascii_case(w));
     let work = root.join("target/bench/phases");
@@ -503,10 +599,12 @@ pub(crate) fn bench(args: &[String], reference: &Writer) -> Result<(), String> {
         "TileDB MiB",
         if s3 { "   tdb req TileDB req" } else { "" }
     );
-    for (k, p) in phases(&sizes).iter().enumerate() {
+    for (k, (scale, p)) in jobs.iter().enumerate() {
+        let scale = scale.as_str();
         if !selected(p.workload) {
             continue;
         }
+        let tdb_only = p.spec["tdb_only"].as_bool().unwrap_or(false);
         if quick && p.spec.get("sql").is_some() {
             // The smoke test's tdb-bench is built without DataFusion.
             continue;
@@ -565,7 +663,9 @@ pub(crate) fn bench(args: &[String], reference: &Writer) -> Result<(), String> {
         };
         if sizes.warm_up {
             tdb_cmd()?;
-            tiledb_cmd()?;
+            if !tdb_only {
+                tiledb_cmd()?;
+            }
         }
         let (mut a, mut b) = (Vec::new(), Vec::new());
         let (mut a_req, mut b_req) = (0, 0);
@@ -573,11 +673,15 @@ pub(crate) fn bench(args: &[String], reference: &Writer) -> Result<(), String> {
             let (m, n) = requests(&tdb_cmd)?;
             a.push(m);
             a_req = n;
+            if tdb_only {
+                continue;
+            }
             let (m, n) = requests(&tiledb_cmd)?;
             b.push(m);
             b_req = n;
         }
-        let (x, y) = (a[0], b[0]);
+        // A phase TileDB does not run agrees with itself.
+        let (x, y) = (a[0], b.first().copied().unwrap_or(a[0]));
         let agree = x.cells == y.cells
             && ((x.check - y.check).abs() <= 1e-6 * x.check.abs().max(y.check.abs()).max(1.0));
         if !agree {
@@ -587,6 +691,7 @@ pub(crate) fn bench(args: &[String], reference: &Writer) -> Result<(), String> {
             ));
         }
         let tdb_s = median(&mut a.iter().map(|m| m.seconds).collect::<Vec<_>>());
+        // (NaN where TileDB did not run.)
         let tiledb_s = median(&mut b.iter().map(|m| m.seconds).collect::<Vec<_>>());
         let peak = |v: &[Measure]| v.iter().map(|m| m.peak_kib).max().unwrap_or(0) as f64 / 1024.0;
         let (tdb_mib, tiledb_mib) = (peak(&a), peak(&b));
@@ -621,6 +726,9 @@ pub(crate) fn bench(args: &[String], reference: &Writer) -> Result<(), String> {
         }));
     }
     budget_ratios(&mut rows);
+    if scaled {
+        scale_growth(&mut rows);
+    }
     // The store's floor: every byte of W1's array through the proxy, as
     // fast as tdb's storage layer fetches them.
     if let (Some(r), true) = (&remote, selected("W1")) {

@@ -217,7 +217,7 @@ fn fixtures(args: &[String]) -> Result<(), String> {
 
 const USAGE: &str = "usage: cargo xtask fixtures [--only TILEDB_PY_VERSION]...
        cargo xtask interop [DIR | URI [--out URI] [--config KEY=VALUE].. | --generated | --arrow [DIR] | --storage s3 [DIR]]
-       cargo xtask bench [--quick] [--only W..] [--json FILE] [--storage local|s3] [--tdb-config KEY=VALUE]..
+       cargo xtask bench [--quick | --scale] [--only W..] [--json FILE] [--storage local|s3] [--tdb-config KEY=VALUE]..
        cargo xtask conformance DIR [--only CASE]... [--no-queries] [--budget BYTES]
        cargo xtask fuzz [--seconds N] [--runs N] [--target T]... [--list]
        cargo xtask crash [--runs N] [--seed S] [--tiledb] [--storage s3]

@@ -42,7 +42,8 @@ struct Phase {
     /// the queries; the check sums the first row's numbers.
     #[serde(default)]
     sql: Option<String>,
-    /// The read's memory budget (else `TDB_BUDGET`, else 1 GiB).
+    /// The read's (or consolidation's) memory budget (else `TDB_BUDGET`,
+    /// else 1 GiB; a consolidation's else the default).
     #[serde(default)]
     budget: Option<u64>,
     /// Count the requests the reads send (a local array), reported as
@@ -221,7 +222,8 @@ fn consolidate(phase: &Phase, array: &str, out: &str) -> Result<serde_json::Valu
     tdb_testdata::copy_dir(std::path::Path::new(array), std::path::Path::new(out))?;
     let start = Instant::now();
     let a = open(out)?;
-    if a.consolidate_fragments(&tdb::FragmentSelection::default(), tdb::DEFAULT_BUDGET)?
+    let budget = phase.budget.unwrap_or(tdb::DEFAULT_BUDGET);
+    if a.consolidate_fragments(&tdb::FragmentSelection::default(), budget)?
         .is_empty()
     {
         return Err("no fragments to consolidate".into());

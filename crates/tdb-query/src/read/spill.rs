@@ -6,7 +6,9 @@
 //! in the result order, are written to a temporary file (a run), and the
 //! runs are merged, as an external sort merges, into batches. Versions of
 //! one coordinate meet in the merge, so deduplication, deletes and the
-//! condition on the newest version are decided there.
+//! condition on the newest version are decided there. A sparse tile past
+//! the budget spills in any order too: its runs are runs of its cells,
+//! read by the chunks holding them (`Piece::cells`).
 //!
 //! Spill files are scratch memory, not storage: unnamed temporary files
 //! (in `TMPDIR`), gone when closed, local whatever the array's backend.
