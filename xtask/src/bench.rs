@@ -131,7 +131,7 @@ fn write_phase(
 /// `workloads.py` writes for scale `scale-F`): W1 and W3 read whole, W5's
 /// fragments consolidated under 64 MiB (tdb only past 1×).
 fn scale_phases(f: i64) -> Vec<Phase> {
-    let n = 4096 * [1, 2, 4][[1, 4, 16].iter().position(|&x| x == f).unwrap_or(0)];
+    let n: i64 = 4096 * [1, 2, 4][[1, 4, 16].iter().position(|&x| x == f).unwrap_or(0)];
     let cells = 4_000_000 * f;
     let mut consolidate = json!({"fields": ["a"], "queries": [], "consolidate": true,
         "budget": 64u64 << 20});

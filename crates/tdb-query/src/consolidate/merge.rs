@@ -347,86 +347,96 @@ pub(super) fn merge_sparse<S: Storage>(
     let dims = schema.domain.dimensions.len();
     // Merge: the least cell in the global order next; of equal
     // coordinates the newest fragment's first (its versions are stored
-    // newest first too), as TileDB stores a coordinate's versions.
-    loop {
-        for input in inputs.iter_mut() {
+    // newest first too), as TileDB stores a coordinate's versions. The
+    // inputs holding a cell wait in `queue`, the next to take last (a
+    // binary search places each input again after its cell is taken: a
+    // merge of many fragments costs a search per cell, not a pass over
+    // every input).
+    let goes_before = |inputs: &[Input<'_, S>], a: usize, b: usize| {
+        let coord = |i: usize, d: usize| -> &[u8] {
+            let which = if i == 0 { a } else { b };
+            inputs.get(which).map_or(&[], |input| input.coord(d))
+        };
+        cmp_cells(&schema.domain, ops.dims(), kind, &coord, 0, 1).then_with(|| b.cmp(&a))
+    };
+    let mut queue: Vec<usize> = Vec::with_capacity(inputs.len());
+    let enqueue = |queue: &mut Vec<usize>, inputs: &[Input<'_, S>], k: usize| {
+        let at = queue.partition_point(|&q| goes_before(inputs, q, k).is_gt());
+        queue.insert(at, k);
+    };
+    for k in 0..inputs.len() {
+        if let Some(input) = inputs.get_mut(k) {
             input.refill(&deletes)?;
         }
-        let mut best: Option<usize> = None;
-        for (k, input) in inputs.iter().enumerate() {
-            if input.batch.is_none() {
-                continue;
-            }
-            best = Some(match best {
-                None => k,
-                Some(b) => {
-                    let coord = |i: usize, d: usize| -> &[u8] {
-                        let which = if i == 0 { b } else { k };
-                        inputs.get(which).map_or(&[], |input| input.coord(d))
-                    };
-                    match cmp_cells(&schema.domain, ops.dims(), kind, &coord, 0, 1) {
-                        std::cmp::Ordering::Greater | std::cmp::Ordering::Equal => k,
-                        std::cmp::Ordering::Less => b,
+        if inputs.get(k).is_some_and(|i| i.batch.is_some()) {
+            enqueue(&mut queue, &inputs, k);
+        }
+    }
+    while let Some(k) = queue.pop() {
+        'cell: {
+            let Some(input) = inputs.get_mut(k) else {
+                break 'cell;
+            };
+            let at = input.at;
+            let next = at.saturating_add(1);
+            input.at = next;
+            let (deleted_at, condition) = input.deleted.get(at).copied().unwrap_or(NEVER);
+            if purge {
+                if let Some(p) = &purged {
+                    // The same coordinates are the same bytes, as TileDB
+                    // deduplicates (-0.0 is not 0.0).
+                    let same = p.iter().enumerate().all(|(d, v)| {
+                        input
+                            .field(d)
+                            .is_ok_and(|f| f.column().cell(at) == v.as_slice())
+                    });
+                    if same {
+                        break 'cell;
                     }
+                    purged = None;
                 }
-            });
-        }
-        let Some(input) = best.and_then(|b| inputs.get_mut(b)) else {
-            break;
-        };
-        let at = input.at;
-        let next = at.saturating_add(1);
-        input.at = next;
-        let (deleted_at, condition) = input.deleted.get(at).copied().unwrap_or(NEVER);
-        if purge {
-            if let Some(p) = &purged {
-                // The same coordinates are the same bytes, as TileDB
-                // deduplicates (-0.0 is not 0.0).
-                let same = p.iter().enumerate().all(|(d, v)| {
-                    input
-                        .field(d)
-                        .is_ok_and(|f| f.column().cell(at) == v.as_slice())
-                });
-                if same {
-                    continue;
+                if deleted_at != u64::MAX && deleted_at <= window.end {
+                    if !schema.allows_dups {
+                        purged = Some(
+                            (0..dims)
+                                .map(|d| Ok(input.field(d)?.column().cell(at).to_vec()))
+                                .collect::<Result<_>>()?,
+                        );
+                    }
+                    break 'cell;
                 }
-                purged = None;
             }
-            if deleted_at != u64::MAX && deleted_at <= window.end {
-                if !schema.allows_dups {
-                    purged = Some(
-                        (0..dims)
-                            .map(|d| Ok(input.field(d)?.column().cell(at).to_vec()))
-                            .collect::<Result<_>>()?,
-                    );
-                }
-                continue;
+            // The schema's fields, then the per-cell timestamps and (kept)
+            // delete metadata, as `empty` lays them out.
+            let (fields, per_cell) = part
+                .split_at_mut_checked(names.len())
+                .ok_or_else(|| QueryError::invalid("a merge part without its fields"))?;
+            for (d, out) in fields.iter_mut().enumerate() {
+                out.extend_from(input.field(d)?, at..next);
+            }
+            let [stamps, meta @ ..] = per_cell else {
+                return Err(QueryError::invalid("a merge part without timestamps"));
+            };
+            match input.own_ts {
+                Some(k) => stamps.extend_from(input.field(k)?, at..next),
+                None => stamps.push(&input.stamp, true),
+            }
+            if let [times, conditions] = meta {
+                times.push(&deleted_at.to_le_bytes(), true);
+                conditions.push(&condition.to_le_bytes(), true);
+            }
+            in_part = in_part.saturating_add(1);
+            if in_part == part_cells {
+                writer.submit(&part)?;
+                part.iter_mut().for_each(FieldBuffer::clear);
+                in_part = 0;
             }
         }
-        // The schema's fields, then the per-cell timestamps and (kept)
-        // delete metadata, as `empty` lays them out.
-        let (fields, per_cell) = part
-            .split_at_mut_checked(names.len())
-            .ok_or_else(|| QueryError::invalid("a merge part without its fields"))?;
-        for (d, out) in fields.iter_mut().enumerate() {
-            out.extend_from(input.field(d)?, at..next);
+        if let Some(input) = inputs.get_mut(k) {
+            input.refill(&deletes)?;
         }
-        let [stamps, meta @ ..] = per_cell else {
-            return Err(QueryError::invalid("a merge part without timestamps"));
-        };
-        match input.own_ts {
-            Some(k) => stamps.extend_from(input.field(k)?, at..next),
-            None => stamps.push(&input.stamp, true),
-        }
-        if let [times, conditions] = meta {
-            times.push(&deleted_at.to_le_bytes(), true);
-            conditions.push(&condition.to_le_bytes(), true);
-        }
-        in_part = in_part.saturating_add(1);
-        if in_part == part_cells {
-            writer.submit(&part)?;
-            part.iter_mut().for_each(FieldBuffer::clear);
-            in_part = 0;
+        if inputs.get(k).is_some_and(|i| i.batch.is_some()) {
+            enqueue(&mut queue, &inputs, k);
         }
     }
     if in_part > 0 {
