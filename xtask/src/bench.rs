@@ -188,9 +188,7 @@ fn scale_growth(rows: &mut [Value]) {
         let time = row["tdb_s"].as_f64().unwrap_or(0.0) / t0;
         let peak = row["tdb_peak_mib"].as_f64().unwrap_or(0.0) / m0;
         if f > 1 {
-            println!(
-                "{w:<4} {f}× the size: {time:.1}x the time, {peak:.2}x the peak memory of 1×"
-            );
+            println!("{w:<4} {f}× the size: {time:.1}x the time, {peak:.2}x the peak memory of 1×");
         }
         row["scale_time"] = json!(time);
         row["scale_peak"] = json!(peak);
@@ -570,7 +568,11 @@ pub(crate) fn bench(args: &[String], reference: &Writer) -> Result<(), String> {
         sizes.warm_up = false;
         [1, 4, 16]
             .into_iter()
-            .flat_map(|f| scale_phases(f).into_iter().map(move |p| (format!("scale-{f}"), p)))
+            .flat_map(|f| {
+                scale_phases(f)
+                    .into_iter()
+                    .map(move |p| (format!("scale-{f}"), p))
+            })
             .collect()
     } else {
         phases(&sizes)
