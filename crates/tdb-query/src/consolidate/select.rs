@@ -147,18 +147,22 @@ pub(crate) fn choose(
     let n = candidates.len();
     let max = (selection.max_frags as usize).min(n);
     let min = (selection.min_frags as usize).min(n);
-    // sizes[i][j]: the size of the run j..=j+i, `None` where it may not be
-    // merged. Dense rules need each run's union: kept for one row only.
-    let mut sizes: Vec<Vec<Option<u64>>> = Vec::with_capacity(max);
+    // Row i: per j the size of the run j..=j+i, `None` where it may not be
+    // merged; each row comes from the one before (a run is allowed only
+    // if the run one shorter is), so only that one is kept, with the best
+    // run of the longest length so far: memory linear in the fragments,
+    // not quadratic (10,000 fragments once took 1.6 GB here). Dense rules
+    // need each run's union: kept for the current row only.
+    let mut shorter: Option<Vec<Option<u64>>> = None;
     let mut unions: Vec<NDRange> = Vec::new();
+    let mut chosen: Option<(usize, usize)> = None;
     for i in 0..max {
-        let shorter = i.checked_sub(1).and_then(|p| sizes.get(p));
         let row: Vec<Option<u64>> = (0..n)
             .map(|j| {
                 // The run's last candidate, and the one before it.
                 let last = j.checked_add(i)?;
                 let this = candidates.get(last)?;
-                let Some(shorter) = shorter else {
+                let Some(shorter) = &shorter else {
                     return Some(this.size);
                 };
                 let before = candidates.get(last.checked_sub(1)?)?;
@@ -180,26 +184,31 @@ pub(crate) fn choose(
         if i == 0 && dense.is_some() {
             unions = candidates.iter().map(|c| c.non_empty.clone()).collect();
         }
-        sizes.push(row);
-    }
-    // The longest run allowed, the smallest of that length (a later one
-    // only when over 25% smaller: TileDB prefers earlier runs).
-    for (i, row) in sizes.iter().enumerate().skip(min.saturating_sub(1)).rev() {
-        let mut best: Option<(u64, usize)> = None;
-        for (j, size) in row.iter().enumerate() {
-            let Some(size) = *size else { continue };
-            if best.is_none_or(|(b, _)| (size as f64) < b as f64 / 1.25) {
-                best = Some((size, j));
+        if row.iter().all(Option::is_none) {
+            // No longer run is allowed either.
+            break;
+        }
+        // The smallest run of this length (a later one only when over
+        // 25% smaller: TileDB prefers earlier runs); the longest length
+        // allowed wins.
+        if i.saturating_add(1) >= min {
+            let mut best: Option<(u64, usize)> = None;
+            for (j, size) in row.iter().enumerate() {
+                let Some(size) = *size else { continue };
+                if best.is_none_or(|(b, _)| (size as f64) < b as f64 / 1.25) {
+                    best = Some((size, j));
+                }
+            }
+            if let Some((_, j)) = best {
+                chosen = Some((i, j));
             }
         }
-        if let Some((_, j)) = best {
-            if i == 0 {
-                return None;
-            }
-            return Some(j..j.saturating_add(i).saturating_add(1));
-        }
+        shorter = Some(row);
     }
-    None
+    match chosen {
+        Some((i, j)) if i > 0 => Some(j..j.saturating_add(i).saturating_add(1)),
+        _ => None,
+    }
 }
 
 #[cfg(test)]
