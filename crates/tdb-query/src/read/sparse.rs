@@ -547,10 +547,7 @@ impl SparseScan<'_> {
         } = self.candidates(kept);
         let table = self.coordinates(&refs, &dim_slots)?;
         let n = dim_slots.len();
-        let at = |i: usize, d: usize| -> &[u8] {
-            let k = i.saturating_mul(n).saturating_add(d);
-            table.get(k).copied().unwrap_or_default()
-        };
+        let at = |i: usize, d: usize| coordinate(&table, n, i, d);
         let mut rejected = Vec::new();
         if let (Some(c), false) = (self.condition, self.schema.allows_dups) {
             let all: Vec<usize> = (0..refs.len()).collect();
@@ -642,10 +639,7 @@ impl SparseScan<'_> {
         let table = self.coordinates(&refs, &dim_slots)?;
         let n = dims.len();
         // Candidate `i`'s coordinate along `d` (every candidate has `n`).
-        let at = |i: usize, d: usize| -> &[u8] {
-            let k = i.saturating_mul(n).saturating_add(d);
-            table.get(k).copied().unwrap_or_default()
-        };
+        let at = |i: usize, d: usize| coordinate(&table, n, i, d);
         // Candidates' records, by index (every index below `refs.len()`).
         let stamp = |i: usize| stamps.get(i).copied().unwrap_or(0);
         let frag = |i: usize| refs.get(i).map_or(0, |r| r.frag);
@@ -736,6 +730,13 @@ impl SparseScan<'_> {
         }
         Ok(Results::from_cells(&out))
     }
+}
+
+/// Candidate `i`'s coordinate along `d` in a table of `n` a candidate
+/// ([`SparseScan::coordinates`]).
+fn coordinate<'t>(table: &[&'t [u8]], n: usize, i: usize, d: usize) -> &'t [u8] {
+    let k = i.saturating_mul(n).saturating_add(d);
+    table.get(k).copied().unwrap_or_default()
 }
 
 /// The order a sparse read's results come in (`None`: unordered, as
