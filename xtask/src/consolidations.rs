@@ -167,6 +167,16 @@ fn vacuum(out: &Path, key: Option<&[u8; 32]>) -> Result<(), String> {
     Ok(())
 }
 
+/// Rewrites a case's expected.json through `change`.
+fn edit_expected(case: &Path, change: impl FnOnce(&mut serde_json::Value)) -> Result<(), String> {
+    let path = case.join("expected.json");
+    let text = fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut exp: serde_json::Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
+    change(&mut exp);
+    let text = serde_json::to_string_pretty(&exp).map_err(|e| e.to_string())?;
+    fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))
+}
+
 /// A dense merge keeps no per-cell timestamps: once vacuumed, a window
 /// that holds part of a merged span only cannot be answered (TileDB's own
 /// consolidation loses the same). Drops such queries from the copy's
@@ -179,9 +189,6 @@ fn drop_unanswerable(copy: &Path, merged: &Choices) -> Result<(), String> {
             Some((a.parse().ok()?, b.parse().ok()?))
         })
         .collect();
-    let path = copy.join("expected.json");
-    let text = fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut exp: serde_json::Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
     let answerable = |q: &serde_json::Value| {
         let (start, end) = match &q["timestamp"] {
             serde_json::Value::Number(t) => (0, t.as_u64().unwrap_or(u64::MAX)),
@@ -195,11 +202,11 @@ fn drop_unanswerable(copy: &Path, merged: &Choices) -> Result<(), String> {
             .iter()
             .all(|&(t1, t2)| (start <= t1 && t2 <= end) || end < t1 || start > t2)
     };
-    if let Some(queries) = exp["queries"].as_array_mut() {
-        queries.retain(answerable);
-    }
-    let text = serde_json::to_string_pretty(&exp).map_err(|e| e.to_string())?;
-    fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))
+    edit_expected(copy, |exp| {
+        if let Some(queries) = exp["queries"].as_array_mut() {
+            queries.retain(answerable);
+        }
+    })
 }
 
 pub(crate) fn fresh(dir: &Path) -> Result<(), String> {
@@ -249,29 +256,139 @@ pub(crate) fn fragment_dependent(exp: &serde_json::Value) -> bool {
         })
 }
 
+/// The cases `check` set aside because TileDB crashed reading tdb's
+/// consolidation of them (in `<out>.crashed`), where each query that kills
+/// TileDB kills it over TileDB's own consolidation of the case as well
+/// (vacuumed, as tdb's is): TileDB's bug, not a difference. Those queries
+/// are named and left out, the rest checked again and the case put back in
+/// `out`. Returns how many set-aside cases were so explained and how many
+/// of them failed on their other queries; a query that kills TileDB over
+/// tdb's merge only stays a failure.
+fn tiledb_crashes(
+    root: &Path,
+    python: &Path,
+    corpus: &Path,
+    out: &Path,
+    reference: &Path,
+) -> Result<(usize, usize), String> {
+    let crashed = out.with_extension("crashed");
+    let cases = tdb_testdata::case_dirs(&crashed);
+    if cases.is_empty() {
+        return Ok((0, 0));
+    }
+    // TileDB's own consolidation of each (the defaults' choice copy).
+    let theirs_root = root.join("target/interop/consolidated-crashes");
+    fresh(&theirs_root)?;
+    let mut pairs = Vec::new();
+    for mine in &cases {
+        let rel = mine.strip_prefix(&crashed).unwrap_or(mine).to_path_buf();
+        let (_, key) = read_expected(mine, &tdb::StorageConfig::new())?;
+        let theirs = theirs_root.join(&rel);
+        copy(
+            &root
+                .join("target/interop/choices")
+                .join(SETTINGS[0].0)
+                .join("tiledb")
+                .join(&rel),
+            &theirs,
+        )?;
+        vacuum(&theirs, key.as_ref())?;
+        fs::copy(mine.join("expected.json"), theirs.join("expected.json"))
+            .map_err(|e| format!("{}: {e}", theirs.display()))?;
+        pairs.push((rel, mine.clone(), theirs));
+    }
+    let output = Command::new(python)
+        .current_dir(root)
+        .arg("xtask/interop/crashes.py")
+        .args(pairs.iter().flat_map(|(_, mine, theirs)| [mine, theirs]))
+        .output()
+        .map_err(|e| format!("crashes.py: {e}"))?;
+    eprint!("{}", String::from_utf8_lossy(&output.stderr));
+    let text = String::from_utf8_lossy(&output.stdout);
+    // The queries that killed TileDB, by case directory.
+    let killers: std::collections::HashMap<&str, BTreeSet<&str>> = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("CRASH ")?.split_once(": "))
+        .map(|(case, names)| (case, names.split(' ').collect()))
+        .collect();
+    let none = BTreeSet::new();
+    let killed = |p: &Path| killers.get(p.to_string_lossy().as_ref()).unwrap_or(&none);
+    let retry = root.join("target/interop/consolidated-retried");
+    fresh(&retry)?;
+    let mut explained = Vec::new();
+    for (rel, mine, theirs) in &pairs {
+        let (ours, tiledb) = (killed(mine), killed(theirs));
+        if ours.is_empty() || !ours.is_subset(tiledb) {
+            let only: Vec<_> = ours.difference(tiledb).collect();
+            println!(
+                "     {}: queries killing TileDB over tdb's merge only: {only:?} (over both: {:?})",
+                rel.display(),
+                ours.intersection(tiledb).collect::<Vec<_>>()
+            );
+            continue;
+        }
+        println!(
+            "skip {} queries {ours:?}: they kill TileDB over its own consolidation too (its \
+             bug; the FAIL above is withdrawn, the other queries checked again)",
+            rel.display()
+        );
+        let keep = |exp: &mut serde_json::Value| {
+            if let Some(queries) = exp["queries"].as_array_mut() {
+                queries.retain(|q| !q["name"].as_str().is_some_and(|n| ours.contains(n)));
+            }
+        };
+        edit_expected(mine, keep)?;
+        if reference.join(rel).is_dir() {
+            edit_expected(&reference.join(rel), keep)?;
+        }
+        let to = retry.join(rel);
+        fs::create_dir_all(to.parent().unwrap_or(&retry))
+            .and_then(|()| fs::rename(mine, &to))
+            .map_err(|e| format!("{}: {e}", to.display()))?;
+        explained.push(rel.clone());
+    }
+    if explained.is_empty() {
+        return Ok((0, 0));
+    }
+    let (_, bad) = crate::interop::check(
+        root,
+        python,
+        corpus,
+        &retry,
+        Some("--consolidated"),
+        Some(reference),
+    )?;
+    for rel in &explained {
+        let (from, to) = (retry.join(rel), out.join(rel));
+        if from.is_dir() {
+            fs::create_dir_all(to.parent().unwrap_or(out))
+                .and_then(|()| fs::rename(&from, &to))
+                .map_err(|e| format!("{}: {e}", to.display()))?;
+        }
+    }
+    Ok((explained.len(), bad))
+}
+
 /// Drops from `case`'s expected.json the min and max of every aggregate
 /// whose sum is NaN: TileDB's threads make those depend on the order its
 /// tiles finish (5.75 one run, NaN the next), so a report of them does not
 /// say what TileDB answers (check.py ignores them likewise).
 fn drop_order_dependent(case: &Path) -> Result<(), String> {
-    let path = case.join("expected.json");
-    let text = fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut exp: serde_json::Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
-    for q in exp["queries"].as_array_mut().into_iter().flatten() {
-        // `get_mut`: indexing a query without aggregates would add a null.
-        let aggregates = q.get_mut("aggregates").and_then(|a| a.as_object_mut());
-        for ops in aggregates.into_iter().flat_map(|a| a.values_mut()) {
-            if let Some(ops) = ops
-                .as_object_mut()
-                .filter(|o| o.get("sum") == Some(&"NaN".into()))
-            {
-                ops.remove("min");
-                ops.remove("max");
+    edit_expected(case, |exp| {
+        for q in exp["queries"].as_array_mut().into_iter().flatten() {
+            // `get_mut`: indexing a query without aggregates would add a null.
+            let aggregates = q.get_mut("aggregates").and_then(|a| a.as_object_mut());
+            for ops in aggregates.into_iter().flat_map(|a| a.values_mut()) {
+                if let Some(ops) = ops
+                    .as_object_mut()
+                    .filter(|o| o.get("sum") == Some(&"NaN".into()))
+                {
+                    ops.remove("min");
+                    ops.remove("max");
+                }
             }
         }
-    }
-    let text = serde_json::to_string_pretty(&exp).map_err(|e| e.to_string())?;
-    fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))
+    })
 }
 
 fn copy(case: &Path, out: &Path) -> Result<(), String> {
@@ -472,7 +589,7 @@ pub(crate) fn consolidations(
         )
         .map_err(|e| format!("{}: {e}", theirs.display()))?;
     }
-    let (cases, bad) = crate::interop::check(
+    let (cases, mut bad) = crate::interop::check(
         root,
         python,
         corpus,
@@ -480,6 +597,12 @@ pub(crate) fn consolidations(
         Some("--consolidated"),
         Some(&reference),
     )?;
+    let (explained, retried_bad) = tiledb_crashes(root, python, corpus, &out, &reference)?;
+    bad = bad - explained + retried_bad;
+    // Every case crashed TileDB: nothing left for tdb to read.
+    if tdb_testdata::case_dirs(&out).is_empty() {
+        return Ok((cases - bad + same, failed + bad, skipped));
+    }
     // check.py left in each copy's expected.json what TileDB reports of
     // tdb's consolidated bytes (fragments included): tdb must read them
     // alike.
