@@ -56,6 +56,19 @@ fn a_merge_over_deletes_keeps_tiledbs_delete_metadata() {
 /// made, at the same times, made again by tdb: the array as it was before
 /// TileDB merged (and vacuumed) it.
 fn rewritten(case: &str, t1: u64, t2: u64) -> (tempfile::TempDir, tempfile::TempDir) {
+    written(case, t1, t2, &[(1, 0..10, 0, "x"), (3, 5..15, 10, "y")])
+}
+
+/// A copy of fixture `case` holding its schema and delete commits only
+/// (TileDB's merge spanning `t1..=t2` saved aside), and `writes` made by
+/// tdb: per write its time, coordinates, first value of `a` and the
+/// prefix of `s`.
+fn written(
+    case: &str,
+    t1: u64,
+    t2: u64,
+    writes: &[(u64, std::ops::Range<i32>, i32, &str)],
+) -> (tempfile::TempDir, tempfile::TempDir) {
     let (tmp, saved) = before_merge(case, t1, t2);
     std::fs::remove_dir_all(tmp.path().join("__fragments")).unwrap();
     for e in std::fs::read_dir(tmp.path().join("__commits")).unwrap() {
@@ -65,19 +78,64 @@ fn rewritten(case: &str, t1: u64, t2: u64) -> (tempfile::TempDir, tempfile::Temp
         }
     }
     let a = tdb::Array::open(tmp.path()).unwrap();
-    let write = |t: u64, d: std::ops::Range<i32>, a0: i32, prefix: &str| {
-        let d: Vec<i32> = d.collect();
+    for (t, d, a0, prefix) in writes {
+        let d: Vec<i32> = d.clone().collect();
         let values: Vec<i32> = (0..d.len() as i32).map(|i| a0 + i).collect();
         let mut s = tdb::FieldBuffer::for_field(a.schema(), "s").unwrap();
         for i in 0..d.len() {
             s.push(format!("{prefix}{i}").as_bytes(), true);
         }
-        a.write(tdb::WriteSpec::new(vec![ints("d", &d), ints("a", &values), s]).at(t))
+        a.write(tdb::WriteSpec::new(vec![ints("d", &d), ints("a", &values), s]).at(*t))
             .unwrap();
-    };
-    write(1, 0..10, 0, "x");
-    write(3, 5..15, 10, "y");
+    }
     (tmp, saved)
+}
+
+/// A merge of more fragments than its budget reads at once goes in levels
+/// (groups merged into temporary runs, then the runs): it writes what one
+/// merge of them all writes (the merge `merge_matches` pins to TileDB's),
+/// over deletes between the fragments, kept or purged, with duplicates or
+/// not; reads answer as before.
+#[test]
+fn merges_in_levels_write_what_one_merge_writes() {
+    let writes = [
+        (1, 0..10, 0, "x"),
+        (3, 5..15, 10, "y"),
+        (5, 3..8, 20, "z"),
+        (6, 0..20, 30, "w"),
+        (7, 12..13, 40, "v"),
+    ];
+    for case in ["delete_consolidated_dups", "delete_consolidated_purge"] {
+        for purge in [false, true] {
+            let (one, _) = written(case, 1, 3, &writes);
+            let levels = tempfile::tempdir().unwrap();
+            tdb_testdata::copy_dir(one.path(), levels.path()).unwrap();
+            let times = 1..=8;
+            let before: Vec<_> = times.clone().map(|t| cells(one.path(), Some(t))).collect();
+            let mut merged = Vec::new();
+            // 1 MiB: two inputs at a time, so five fragments take three
+            // levels; the default budget reads them all at once.
+            for (dir, budget) in [(one.path(), tdb::DEFAULT_BUDGET), (levels.path(), 1 << 20)] {
+                let a = tdb::Array::open(dir).unwrap();
+                let mut selection = tdb::FragmentSelection::default();
+                selection.purge_deleted_cells = purge;
+                let done = a.consolidate_fragments(&selection, budget).unwrap();
+                assert_eq!(done.len(), 1, "{case}");
+                let f = done[0].written.fragment.clone();
+                assert_eq!((f.t1, f.t2), (1, 7));
+                merged.push(dir.join(format!("__fragments/{f}")));
+                a.vacuum_fragments().unwrap();
+            }
+            assert_same_files(&merged[0], &merged[1]);
+            for (t, want) in times.zip(before) {
+                let got = cells(levels.path(), Some(t));
+                if !purge {
+                    assert_eq!(got, want, "{case}: read at t={t}");
+                }
+                assert_eq!(got, cells(one.path(), Some(t)), "{case}: read at t={t}");
+            }
+        }
+    }
 }
 
 #[test]

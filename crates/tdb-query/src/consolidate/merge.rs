@@ -12,6 +12,7 @@
 //! instead, and where duplicates are not allowed so is every older
 //! version of a coordinate behind a deleted one.
 
+use super::runs::{self, Run, RunReader, RunSink};
 use super::unsupported;
 use crate::column::{Column, Columns};
 use crate::condition::BoundDelete;
@@ -31,7 +32,7 @@ const NEVER: (u64, u64) = (u64::MAX, u64::MAX);
 /// One input fragment of a merge: its global-order read, the batch at
 /// hand and the next cell in it.
 struct Input<'a, S: Storage> {
-    read: SyncRead<'a, S>,
+    read: Batches<'a, S>,
     batch: Option<Batch>,
     at: usize,
     /// The timestamp of every cell when the fragment keeps none of its own.
@@ -209,13 +210,300 @@ fn load_deletes<S: Storage>(
         .collect()
 }
 
+/// Where a merge's cells come from: one of the chosen fragments (its
+/// position among them), or a run an earlier level merged.
+enum Source {
+    Fragment(usize),
+    Run(Run),
+}
+
+/// A merge input's batches: a fragment's global-order read, or a run.
+enum Batches<'a, S: Storage> {
+    Read(Box<SyncRead<'a, S>>),
+    Run(RunReader),
+}
+
+impl<S: Storage> Batches<'_, S> {
+    fn next(&mut self) -> Option<Result<Batch>> {
+        match self {
+            Batches::Read(r) => r.next(),
+            Batches::Run(r) => r.next_batch(),
+        }
+    }
+}
+
+/// What every level of one merge shares.
+struct Merging<'a, S: Storage> {
+    storage: &'a S,
+    snapshot: &'a Snapshot,
+    chosen: &'a [usize],
+    frags: Vec<&'a LoadedFragment>,
+    /// Per chosen fragment, the delete commits it already applied.
+    processed: Vec<Vec<String>>,
+    deletes: Vec<BoundDelete>,
+    markers: Vec<String>,
+    /// The latest schema's fields.
+    names: Vec<String>,
+    window: TimeWindow,
+}
+
+impl<'a, S: Storage> Merging<'a, S> {
+    /// Empty buffers for a part: the schema's fields, the per-cell
+    /// timestamps, then (with `meta`) the delete metadata.
+    fn empty(&self, meta: bool) -> Result<Vec<FieldBuffer>> {
+        let schema = &self.snapshot.open.schemas.latest().schema;
+        let mut fields: Vec<FieldBuffer> = self
+            .names
+            .iter()
+            .map(|n| {
+                FieldBuffer::for_field(schema, n)
+                    .map_err(|_| QueryError::invalid(format!("{n}: no such field")))
+            })
+            .collect::<Result<_>>()?;
+        let mut per_cell = vec![TIMESTAMPS_FIELD];
+        if meta {
+            per_cell.extend([DELETE_TIMESTAMPS_FIELD, DELETE_CONDITION_INDEX_FIELD]);
+        }
+        for name in per_cell {
+            fields.push(FieldBuffer::new(name, Datatype::UInt64, 1, false));
+        }
+        Ok(fields)
+    }
+
+    /// Opens `source` as an input reading under `share` bytes.
+    fn input(&self, source: Source, share: u64) -> Result<Input<'a, S>> {
+        let names = self.names.len();
+        let pos = match source {
+            Source::Fragment(pos) => pos,
+            // A run's cells carry their timestamps and delete metadata, the
+            // commits applied already.
+            Source::Run(run) => {
+                return Ok(Input {
+                    read: Batches::Run(RunReader::new(run, self.empty(true)?)),
+                    batch: None,
+                    at: 0,
+                    stamp: [0; 8],
+                    own_ts: Some(names),
+                    own_deletes: Some(names.saturating_add(1)),
+                    processed: vec![true; self.markers.len()],
+                    renumber: (0..self.markers.len() as u64).collect(),
+                    deleted: Vec::new(),
+                    lacks: Vec::new(),
+                })
+            }
+        };
+        let (Some(f), Some(&i), Some(applied)) = (
+            self.frags.get(pos),
+            self.chosen.get(pos),
+            self.processed.get(pos),
+        ) else {
+            return Err(QueryError::invalid(
+                "a merge input is not a chosen fragment",
+            ));
+        };
+        // The fragment alone, every version of its cells (deleted ones too),
+        // read in the global order under the latest schema as TileDB reads
+        // them: attributes added since read as their fill values, dropped
+        // ones are gone.
+        let open = &self.snapshot.open;
+        let mut one = self
+            .snapshot
+            .sparse_fragment_alone(i)?
+            .ok_or_else(|| QueryError::invalid("a fragment vanished"))?;
+        one.open = one.open.reading_view(open.directory.window.end);
+        let footer = &f.metadata.footer;
+        let mut fields = self.names.clone();
+        let own_ts = footer.has_timestamps.then(|| {
+            fields.push(TIMESTAMPS_FIELD.to_owned());
+            fields.len().saturating_sub(1)
+        });
+        let own_deletes = footer.has_delete_meta.then(|| {
+            fields.push(DELETE_TIMESTAMPS_FIELD.to_owned());
+            fields.push(DELETE_CONDITION_INDEX_FIELD.to_owned());
+            fields.len().saturating_sub(2)
+        });
+        let read = ReadSpec::new(fields)
+            .with_layout(ResultLayout::GlobalOrder)
+            .with_budget(share);
+        Ok(Input {
+            read: Batches::Read(Box::new(SyncRead::new(
+                self.storage,
+                std::sync::Arc::new(one),
+                read,
+            )?)),
+            batch: None,
+            at: 0,
+            stamp: f.file.name.t1.to_le_bytes(),
+            own_ts,
+            own_deletes,
+            // TileDB skips a fragment's processed conditions only where its
+            // delete metadata stands for them.
+            processed: self
+                .markers
+                .iter()
+                .map(|m| own_deletes.is_some() && applied.contains(m))
+                .collect(),
+            renumber: applied
+                .iter()
+                .map(|m| {
+                    self.markers
+                        .iter()
+                        .position(|x| x == m)
+                        .map_or(u64::MAX, |p| p as u64)
+                })
+                .collect(),
+            deleted: Vec::new(),
+            lacks: lacks(open, f),
+        })
+    }
+
+    /// Merges `sources` (oldest first) into `sink`, a part of `capacity`
+    /// cells at a time, each part laid out as [`Merging::empty`] with
+    /// `meta`, under `budget` bytes shared by the sources. `purge` drops
+    /// deleted cells (see the module's docs): the last level only, where
+    /// every version of a coordinate meets.
+    fn merge(
+        &self,
+        sources: Vec<Source>,
+        budget: u64,
+        purge: bool,
+        meta: bool,
+        sink: &mut dyn FnMut(&[FieldBuffer]) -> Result<()>,
+    ) -> Result<()> {
+        let schema = &self.snapshot.open.schemas.latest().schema;
+        let share = budget
+            .checked_div((sources.len() as u64).saturating_add(1))
+            .unwrap_or(budget)
+            .max(1);
+        let mut inputs = Vec::with_capacity(sources.len());
+        for source in sources {
+            inputs.push(self.input(source, share)?);
+        }
+        let deletes = &self.deletes;
+        let window = self.window;
+        let ops = DomainOps::new(&schema.domain)?;
+        let kind = CellOrder::Global {
+            tile_order: schema.tile_order,
+            cell_order: schema.cell_order,
+        };
+        let part_cells = usize::try_from(schema.capacity.max(1)).unwrap_or(usize::MAX);
+        let mut part = self.empty(meta)?;
+        let names = self.names.len();
+        let mut in_part = 0usize;
+        // Purging without duplicates: the coordinates of the last deleted
+        // cell, whose older versions go with it.
+        let mut purged: Option<Vec<Vec<u8>>> = None;
+        let dims = schema.domain.dimensions.len();
+        // Merge: the least cell in the global order next; of equal
+        // coordinates the newest input's first (its versions are stored
+        // newest first too), as TileDB stores a coordinate's versions. The
+        // inputs holding a cell wait in `queue`, the next to take last (a
+        // binary search places each input again after its cell is taken: a
+        // merge of many fragments costs a search per cell, not a pass over
+        // every input).
+        let goes_before = |inputs: &[Input<'_, S>], a: usize, b: usize| {
+            let coord = |i: usize, d: usize| -> &[u8] {
+                let which = if i == 0 { a } else { b };
+                inputs.get(which).map_or(&[], |input| input.coord(d))
+            };
+            cmp_cells(&schema.domain, ops.dims(), kind, &coord, 0, 1).then_with(|| b.cmp(&a))
+        };
+        let mut queue: Vec<usize> = Vec::with_capacity(inputs.len());
+        let enqueue = |queue: &mut Vec<usize>, inputs: &[Input<'_, S>], k: usize| {
+            let at = queue.partition_point(|&q| goes_before(inputs, q, k).is_gt());
+            queue.insert(at, k);
+        };
+        for k in 0..inputs.len() {
+            if let Some(input) = inputs.get_mut(k) {
+                input.refill(deletes)?;
+            }
+            if inputs.get(k).is_some_and(|i| i.batch.is_some()) {
+                enqueue(&mut queue, &inputs, k);
+            }
+        }
+        while let Some(k) = queue.pop() {
+            'cell: {
+                let Some(input) = inputs.get_mut(k) else {
+                    break 'cell;
+                };
+                let at = input.at;
+                let next = at.saturating_add(1);
+                input.at = next;
+                let (deleted_at, condition) = input.deleted.get(at).copied().unwrap_or(NEVER);
+                if purge {
+                    if let Some(p) = &purged {
+                        // The same coordinates are the same bytes, as TileDB
+                        // deduplicates (-0.0 is not 0.0).
+                        let same = p.iter().enumerate().all(|(d, v)| {
+                            input
+                                .field(d)
+                                .is_ok_and(|f| f.column().cell(at) == v.as_slice())
+                        });
+                        if same {
+                            break 'cell;
+                        }
+                        purged = None;
+                    }
+                    if deleted_at != u64::MAX && deleted_at <= window.end {
+                        if !schema.allows_dups {
+                            purged = Some(
+                                (0..dims)
+                                    .map(|d| Ok(input.field(d)?.column().cell(at).to_vec()))
+                                    .collect::<Result<_>>()?,
+                            );
+                        }
+                        break 'cell;
+                    }
+                }
+                // The schema's fields, then the per-cell timestamps and (kept)
+                // delete metadata, as `empty` lays them out.
+                let (fields, per_cell) = part
+                    .split_at_mut_checked(names)
+                    .ok_or_else(|| QueryError::invalid("a merge part without its fields"))?;
+                for (d, out) in fields.iter_mut().enumerate() {
+                    out.extend_from(input.field(d)?, at..next);
+                }
+                let [stamps, meta @ ..] = per_cell else {
+                    return Err(QueryError::invalid("a merge part without timestamps"));
+                };
+                match input.own_ts {
+                    Some(k) => stamps.extend_from(input.field(k)?, at..next),
+                    None => stamps.push(&input.stamp, true),
+                }
+                if let [times, conditions] = meta {
+                    times.push(&deleted_at.to_le_bytes(), true);
+                    conditions.push(&condition.to_le_bytes(), true);
+                }
+                in_part = in_part.saturating_add(1);
+                if in_part == part_cells {
+                    sink(&part)?;
+                    part.iter_mut().for_each(FieldBuffer::clear);
+                    in_part = 0;
+                }
+            }
+            if let Some(input) = inputs.get_mut(k) {
+                input.refill(deletes)?;
+            }
+            if inputs.get(k).is_some_and(|i| i.batch.is_some()) {
+                enqueue(&mut queue, &inputs, k);
+            }
+        }
+        if in_part > 0 {
+            sink(&part)?;
+        }
+        Ok(())
+    }
+}
+
 /// Merges fragments `chosen` of `snapshot` (indices in its time order, at
 /// least two) into one, streaming: each is read alone in the global order
 /// under a share of `budget` bytes and merged cell by cell into a
 /// global-order write, so memory does not grow with the array. Of equal
 /// coordinates the newest fragment's cells come first, as TileDB stores a
 /// coordinate's versions. The delete commits of `window` apply (see the
-/// module's docs; `purge` drops deleted cells).
+/// module's docs; `purge` drops deleted cells). More fragments than the
+/// budget reads at once ([`runs::fan_in`]) merge in levels: groups of
+/// them into temporary runs, then the runs.
 pub(super) fn merge_sparse<S: Storage>(
     storage: &S,
     snapshot: &Snapshot,
@@ -245,202 +533,56 @@ pub(super) fn merge_sparse<S: Storage>(
     let deletes = if applies { deletes } else { Vec::new() };
     let keep_meta = applies && !purge;
     let processed = open.processed_conditions(storage, &frags)?;
-    let schema = &latest.schema;
-    let names: Vec<String> = schema.fields().map(str::to_owned).collect();
-    let empty = || -> Result<Vec<FieldBuffer>> {
-        let mut fields: Vec<FieldBuffer> = names
-            .iter()
-            .map(|n| {
-                FieldBuffer::for_field(schema, n)
-                    .map_err(|_| QueryError::invalid(format!("{n}: no such field")))
-            })
-            .collect::<Result<_>>()?;
-        let mut per_cell = vec![TIMESTAMPS_FIELD];
-        if keep_meta {
-            per_cell.extend([DELETE_TIMESTAMPS_FIELD, DELETE_CONDITION_INDEX_FIELD]);
-        }
-        for name in per_cell {
-            fields.push(FieldBuffer::new(name, Datatype::UInt64, 1, false));
-        }
-        Ok(fields)
+    let merging = Merging {
+        storage,
+        snapshot,
+        chosen,
+        frags,
+        processed,
+        deletes,
+        markers: markers.clone(),
+        names: latest.schema.fields().map(str::to_owned).collect(),
+        window,
     };
-    // Each fragment alone, every version of its cells (deleted ones too),
-    // read in the global order under its share of the budget, under the
-    // latest schema as TileDB reads them: attributes added since read as
-    // their fill values, dropped ones are gone.
-    let mut alone = Vec::with_capacity(frags.len());
-    for &i in chosen {
-        let mut one = snapshot
-            .sparse_fragment_alone(i)?
-            .ok_or_else(|| QueryError::invalid("a fragment vanished"))?;
-        one.open = one.open.reading_view(open.directory.window.end);
-        alone.push(std::sync::Arc::new(one));
+    let fan_in = runs::fan_in(budget);
+    let mut sources: Vec<Source> = (0..chosen.len()).map(Source::Fragment).collect();
+    while sources.len() > fan_in {
+        // The next level reads this one's runs at once (or in groups
+        // again): each run is written in batches of its share there.
+        let groups = sources.len().div_ceil(fan_in);
+        let batch = budget
+            .checked_div((groups.min(fan_in) as u64).saturating_add(1))
+            .unwrap_or(budget);
+        tracing::debug!(
+            inputs = sources.len(),
+            groups,
+            "consolidation merges a level"
+        );
+        let mut level = Vec::with_capacity(groups);
+        let mut rest = sources.into_iter();
+        loop {
+            let group: Vec<Source> = rest.by_ref().take(fan_in).collect();
+            if group.is_empty() {
+                break;
+            }
+            let mut run = RunSink::new(batch)?;
+            merging.merge(group, budget, false, true, &mut |part| run.push(part))?;
+            level.push(Source::Run(run.finish()?));
+        }
+        sources = level;
     }
-    let share = budget
-        .checked_div((frags.len() as u64).saturating_add(1))
-        .unwrap_or(budget)
-        .max(1);
-    let mut inputs = Vec::with_capacity(frags.len());
-    for ((f, one), applied) in frags.iter().zip(alone).zip(processed) {
-        let footer = &f.metadata.footer;
-        let mut fields = names.clone();
-        let own_ts = footer.has_timestamps.then(|| {
-            fields.push(TIMESTAMPS_FIELD.to_owned());
-            fields.len().saturating_sub(1)
-        });
-        let own_deletes = footer.has_delete_meta.then(|| {
-            fields.push(DELETE_TIMESTAMPS_FIELD.to_owned());
-            fields.push(DELETE_CONDITION_INDEX_FIELD.to_owned());
-            fields.len().saturating_sub(2)
-        });
-        let read = ReadSpec::new(fields)
-            .with_layout(ResultLayout::GlobalOrder)
-            .with_budget(share);
-        inputs.push(Input {
-            read: SyncRead::new(storage, one, read)?,
-            batch: None,
-            at: 0,
-            stamp: f.file.name.t1.to_le_bytes(),
-            own_ts,
-            own_deletes,
-            // TileDB skips a fragment's processed conditions only where its
-            // delete metadata stands for them.
-            processed: markers
-                .iter()
-                .map(|m| own_deletes.is_some() && applied.contains(m))
-                .collect(),
-            renumber: applied
-                .iter()
-                .map(|m| {
-                    markers
-                        .iter()
-                        .position(|x| x == m)
-                        .map_or(u64::MAX, |p| p as u64)
-                })
-                .collect(),
-            deleted: Vec::new(),
-            lacks: lacks(open, f),
-        });
-    }
-    let (t1, t2) = (first, last);
     let mut spec = WriteSpec::new(Vec::new())
         .with_layout(ResultLayout::GlobalOrder)
         .with_cell_timestamps()
         .with_processed_conditions(markers)
-        .between(t1, t2);
+        .between(first, last);
     if keep_meta {
         spec = spec.with_delete_metadata();
     }
     spec.max_fragment_size = max_fragment_size;
     let mut writer = FragmentWriter::new(storage, &open.dir, latest, open.key(), &spec)?;
-    let ops = DomainOps::new(&schema.domain)?;
-    let kind = CellOrder::Global {
-        tile_order: schema.tile_order,
-        cell_order: schema.cell_order,
-    };
-    let part_cells = usize::try_from(schema.capacity.max(1)).unwrap_or(usize::MAX);
-    let mut part = empty()?;
-    let mut in_part = 0usize;
-    // Purging without duplicates: the coordinates of the last deleted
-    // cell, whose older versions go with it.
-    let mut purged: Option<Vec<Vec<u8>>> = None;
-    let dims = schema.domain.dimensions.len();
-    // Merge: the least cell in the global order next; of equal
-    // coordinates the newest fragment's first (its versions are stored
-    // newest first too), as TileDB stores a coordinate's versions. The
-    // inputs holding a cell wait in `queue`, the next to take last (a
-    // binary search places each input again after its cell is taken: a
-    // merge of many fragments costs a search per cell, not a pass over
-    // every input).
-    let goes_before = |inputs: &[Input<'_, S>], a: usize, b: usize| {
-        let coord = |i: usize, d: usize| -> &[u8] {
-            let which = if i == 0 { a } else { b };
-            inputs.get(which).map_or(&[], |input| input.coord(d))
-        };
-        cmp_cells(&schema.domain, ops.dims(), kind, &coord, 0, 1).then_with(|| b.cmp(&a))
-    };
-    let mut queue: Vec<usize> = Vec::with_capacity(inputs.len());
-    let enqueue = |queue: &mut Vec<usize>, inputs: &[Input<'_, S>], k: usize| {
-        let at = queue.partition_point(|&q| goes_before(inputs, q, k).is_gt());
-        queue.insert(at, k);
-    };
-    for k in 0..inputs.len() {
-        if let Some(input) = inputs.get_mut(k) {
-            input.refill(&deletes)?;
-        }
-        if inputs.get(k).is_some_and(|i| i.batch.is_some()) {
-            enqueue(&mut queue, &inputs, k);
-        }
-    }
-    while let Some(k) = queue.pop() {
-        'cell: {
-            let Some(input) = inputs.get_mut(k) else {
-                break 'cell;
-            };
-            let at = input.at;
-            let next = at.saturating_add(1);
-            input.at = next;
-            let (deleted_at, condition) = input.deleted.get(at).copied().unwrap_or(NEVER);
-            if purge {
-                if let Some(p) = &purged {
-                    // The same coordinates are the same bytes, as TileDB
-                    // deduplicates (-0.0 is not 0.0).
-                    let same = p.iter().enumerate().all(|(d, v)| {
-                        input
-                            .field(d)
-                            .is_ok_and(|f| f.column().cell(at) == v.as_slice())
-                    });
-                    if same {
-                        break 'cell;
-                    }
-                    purged = None;
-                }
-                if deleted_at != u64::MAX && deleted_at <= window.end {
-                    if !schema.allows_dups {
-                        purged = Some(
-                            (0..dims)
-                                .map(|d| Ok(input.field(d)?.column().cell(at).to_vec()))
-                                .collect::<Result<_>>()?,
-                        );
-                    }
-                    break 'cell;
-                }
-            }
-            // The schema's fields, then the per-cell timestamps and (kept)
-            // delete metadata, as `empty` lays them out.
-            let (fields, per_cell) = part
-                .split_at_mut_checked(names.len())
-                .ok_or_else(|| QueryError::invalid("a merge part without its fields"))?;
-            for (d, out) in fields.iter_mut().enumerate() {
-                out.extend_from(input.field(d)?, at..next);
-            }
-            let [stamps, meta @ ..] = per_cell else {
-                return Err(QueryError::invalid("a merge part without timestamps"));
-            };
-            match input.own_ts {
-                Some(k) => stamps.extend_from(input.field(k)?, at..next),
-                None => stamps.push(&input.stamp, true),
-            }
-            if let [times, conditions] = meta {
-                times.push(&deleted_at.to_le_bytes(), true);
-                conditions.push(&condition.to_le_bytes(), true);
-            }
-            in_part = in_part.saturating_add(1);
-            if in_part == part_cells {
-                writer.submit(&part)?;
-                part.iter_mut().for_each(FieldBuffer::clear);
-                in_part = 0;
-            }
-        }
-        if let Some(input) = inputs.get_mut(k) {
-            input.refill(&deletes)?;
-        }
-        if inputs.get(k).is_some_and(|i| i.batch.is_some()) {
-            enqueue(&mut queue, &inputs, k);
-        }
-    }
-    if in_part > 0 {
-        writer.submit(&part)?;
-    }
+    merging.merge(sources, budget, purge, keep_meta, &mut |part| {
+        writer.submit(part)
+    })?;
     writer.finish()
 }

@@ -30,6 +30,7 @@
 mod dense;
 pub use dense::dense_merge_specs;
 mod merge;
+mod runs;
 mod select;
 
 pub use select::FragmentSelection;
