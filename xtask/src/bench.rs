@@ -22,6 +22,15 @@
 //! as JSON: per phase the medians, their ratio (TileDB time / tdb time) and
 //! each side's peak resident set.
 //!
+//! Full local runs read some phases a third way, on a peer format's copy
+//! of the same array (`tdb-bench zarr-copy` / `parquet-copy`, cached under
+//! the workload's `peers/`): W1's and W2's reads beside Zarr V3 through
+//! zarrs (a chunk per tile, the nearest codec chain), W3's whole read,
+//! boxes and condition beside Parquet through arrow-rs (a row group per
+//! data tile, in TileDB's global order, ZSTD, statistics pruning on). The
+//! peer must give tdb's cells and checksum; its row prints its time, its
+//! time over tdb's and its peak.
+//!
 //! `--storage s3` runs the read phases against a loopback S3 server
 //! (moto) behind a proxy that holds every request back 10 ms, as a remote
 //! store would: TileDB writes the arrays there (its own VFS), both engines
@@ -107,6 +116,13 @@ fn query(ranges: Option<Vec<[i64; 2]>>, layout: &str, condition: Option<&str>) -
 
 fn read(fields: &[&str], queries: Vec<Value>) -> Value {
     json!({"fields": fields, "queries": queries})
+}
+
+/// `spec`, read by `peer` too (a name in [`PEERS`]) on its copy of the
+/// array.
+fn beside(mut spec: Value, peer: &str) -> Value {
+    spec["peers"] = json!([peer]);
+    spec
 }
 
 /// A write phase: `fields` of `array` read (untimed), then written into a
@@ -218,14 +234,14 @@ fn phases(s: &Sizes) -> Vec<Phase> {
         workload: "W1",
         name: format!("whole {n}²"),
         array: array.clone(),
-        spec: read(&["a"], vec![query(None, "row-major", None)]),
+        spec: beside(read(&["a"], vec![query(None, "row-major", None)]), "zarr"),
         bytes: (n * n * 8) as u64,
     });
     out.push(Phase {
         workload: "W1",
         name: format!("64 slices {side}²"),
         array: array.clone(),
-        spec: read(&["a"], slices(n, side, &mut rng)),
+        spec: beside(read(&["a"], slices(n, side, &mut rng)), "zarr"),
         bytes: (64 * side * side * 8) as u64,
     });
     out.push(write_phase(
@@ -240,9 +256,12 @@ fn phases(s: &Sizes) -> Vec<Phase> {
         workload: "W1",
         name: format!("column {n}×1"),
         array,
-        spec: read(
-            &["a"],
-            vec![query(Some(vec![[0, n - 1], [c, c]]), "row-major", None)],
+        spec: beside(
+            read(
+                &["a"],
+                vec![query(Some(vec![[0, n - 1], [c, c]]), "row-major", None)],
+            ),
+            "zarr",
         ),
         bytes: (n * 8) as u64,
     });
@@ -252,7 +271,7 @@ fn phases(s: &Sizes) -> Vec<Phase> {
             workload: "W2",
             name: format!("whole {n}²"),
             array: format!("dense_i32_{n}"),
-            spec: read(&["a"], vec![query(None, "row-major", None)]),
+            spec: beside(read(&["a"], vec![query(None, "row-major", None)]), "zarr"),
             bytes: (n * n * 4) as u64,
         });
     }
@@ -271,7 +290,7 @@ fn phases(s: &Sizes) -> Vec<Phase> {
         workload: "W2",
         name: format!("64 slices {side}² of {n}²"),
         array: format!("dense_i32_{n}"),
-        spec: read(&["a"], slices(n, side, &mut rng)),
+        spec: beside(read(&["a"], slices(n, side, &mut rng)), "zarr"),
         bytes: (64 * side * side * 4) as u64,
     });
     out.push(write_phase(
@@ -288,7 +307,7 @@ fn phases(s: &Sizes) -> Vec<Phase> {
         workload: "W3",
         name: format!("whole {cells} cells"),
         array: "sparse_2d".into(),
-        spec: whole("unordered"),
+        spec: beside(whole("unordered"), "parquet"),
         bytes: (cells * 8) as u64,
     });
     let boxes = (0..16)
@@ -305,14 +324,17 @@ fn phases(s: &Sizes) -> Vec<Phase> {
         workload: "W3",
         name: "16 boxes of 1%".into(),
         array: "sparse_2d".into(),
-        spec: read(&["a"], boxes),
+        spec: beside(read(&["a"], boxes), "parquet"),
         bytes: (cells * 16 / 100 * 8) as u64,
     });
     out.push(Phase {
         workload: "W3",
         name: "condition a < 0.1".into(),
         array: "sparse_2d".into(),
-        spec: read(&["a"], vec![query(None, "unordered", Some("a < 0.1"))]),
+        spec: beside(
+            read(&["a"], vec![query(None, "unordered", Some("a < 0.1"))]),
+            "parquet",
+        ),
         bytes: (cells / 10 * 8) as u64,
     });
     out.push(Phase {
@@ -497,6 +519,10 @@ fn workload_dir(root: &Path, python: &Path, w: &str, scale: &str) -> Result<Path
         return Ok(dir);
     }
     eprintln!("bench: writing {w} ({scale}) with TileDB");
+    let peers = dir.join("peers");
+    if peers.exists() {
+        std::fs::remove_dir_all(&peers).map_err(|e| format!("{}: {e}", peers.display()))?;
+    }
     run(Command::new(python)
         .arg(&script)
         .arg(w)
@@ -504,6 +530,32 @@ fn workload_dir(root: &Path, python: &Path, w: &str, scale: &str) -> Result<Path
         .arg(scale))?;
     std::fs::write(&stamp, stamp_text).map_err(|e| format!("{}: {e}", stamp.display()))?;
     Ok(dir)
+}
+
+/// The peers a phase reads beside tdb and TileDB (`spec["peers"]`), by
+/// the name `tdb-bench` knows them by, and what the row calls them.
+const PEERS: [(&str, &str); 2] = [("zarr", "Zarr (zarrs)"), ("parquet", "Parquet (arrow-rs)")];
+
+/// `array`'s copy in peer format `peer`, written by `tdb-bench` from the
+/// array unless cached (under the workload's `peers/`, which a rewrite of
+/// the workload removes).
+fn peer_copy(tdb: &Path, dir: &Path, array: &str, peer: &str) -> Result<PathBuf, String> {
+    let out = dir.join("peers").join(format!("{array}.{peer}"));
+    if out.exists() {
+        return Ok(out);
+    }
+    let tmp = out.with_extension("partial");
+    if tmp.exists() {
+        let _ = std::fs::remove_dir_all(&tmp).or_else(|_| std::fs::remove_file(&tmp));
+    }
+    std::fs::create_dir_all(dir.join("peers")).map_err(|e| format!("{}: {e}", dir.display()))?;
+    eprintln!("bench: copying {array} as {peer}");
+    run(Command::new(tdb)
+        .arg(format!("{peer}-copy"))
+        .arg(dir.join(array))
+        .arg(&tmp))?;
+    std::fs::rename(&tmp, &out).map_err(|e| format!("{}: {e}", out.display()))?;
+    Ok(out)
 }
 
 /// FNV-1a: a generator's fingerprint for the cache stamp.
@@ -542,14 +594,15 @@ pub(crate) fn bench(args: &[String], reference: &Writer) -> Result<(), String> {
     let python = venv_for(&root, reference)?.join("bin/python");
     // `--quick` is a smoke test (both engines run every phase but the SQL
     // one and agree): the dev build serves, without DataFusion (its SQL
-    // answers are the tests'). Timings come from full runs only.
+    // answers are the tests') and without the peers. Timings come from
+    // full runs only.
     let profile = if quick { "debug" } else { "release" };
     let mut build = Command::new("cargo");
     build
         .current_dir(&root)
         .args(["build", "--quiet", "-p", "tdb-bench"]);
     if !quick {
-        build.args(["--release", "--features", "sql"]);
+        build.args(["--release", "--features", "sql,peers"]);
     }
     run(&mut build)?;
     let tdb = root.join("target").join(profile).join("tdb-bench");
@@ -663,18 +716,51 @@ pub(crate) fn bench(args: &[String], reference: &Writer) -> Result<(), String> {
             let got = m()?;
             Ok((got, remote.as_ref().map_or(0, |r| r.proxy.requests(true))))
         };
+        // The peers this phase reads too (full local runs: the quick
+        // build has none), each from its copy of the array, the phase's
+        // spec naming it.
+        let peers: Vec<(&str, &str, PathBuf, PathBuf)> = if quick || remote.is_some() {
+            Vec::new()
+        } else {
+            PEERS
+                .iter()
+                .filter(|(peer, _)| {
+                    p.spec["peers"]
+                        .as_array()
+                        .is_some_and(|l| l.iter().any(|x| x == peer))
+                })
+                .map(|&(peer, label)| {
+                    let copy = peer_copy(&tdb, &dir, &p.array, peer)?;
+                    let mut spec_json = p.spec.clone();
+                    spec_json["peer"] = json!(peer);
+                    let file = work.join(format!("phase{k}-{peer}.json"));
+                    std::fs::write(&file, spec_json.to_string())
+                        .map_err(|e| format!("{}: {e}", file.display()))?;
+                    Ok((peer, label, file, copy))
+                })
+                .collect::<Result<_, String>>()?
+        };
+        let peer_cmd =
+            |file: &Path, copy: &Path| measure(Command::new(&tdb).arg("phase").arg(file).arg(copy));
         if sizes.warm_up {
             tdb_cmd()?;
             if !tdb_only {
                 tiledb_cmd()?;
             }
+            for (_, _, file, copy) in &peers {
+                peer_cmd(file, copy)?;
+            }
         }
         let (mut a, mut b) = (Vec::new(), Vec::new());
+        let mut c: Vec<Vec<Measure>> = vec![Vec::new(); peers.len()];
         let (mut a_req, mut b_req) = (0, 0);
         for _ in 0..sizes.reps {
             let (m, n) = requests(&tdb_cmd)?;
             a.push(m);
             a_req = n;
+            for ((_, _, file, copy), runs) in peers.iter().zip(&mut c) {
+                runs.push(peer_cmd(file, copy)?);
+            }
             if tdb_only {
                 continue;
             }
@@ -713,7 +799,38 @@ pub(crate) fn bench(args: &[String], reference: &Writer) -> Result<(), String> {
             },
             if agree { "" } else { "  MISMATCH" }
         );
+        // Each peer beside tdb: the same answers, its time and peak.
+        let mut peer_rows = serde_json::Map::new();
+        for ((peer, label, _, _), runs) in peers.iter().zip(&c) {
+            let z = runs[0];
+            let same = x.cells == z.cells
+                && ((x.check - z.check).abs() <= 1e-6 * x.check.abs().max(z.check.abs()).max(1.0));
+            if !same {
+                failures.push(format!(
+                    "{} {}: tdb {} cells (check {}), {label} {} cells (check {})",
+                    p.workload, p.name, x.cells, x.check, z.cells, z.check
+                ));
+            }
+            let peer_s = median(&mut runs.iter().map(|m| m.seconds).collect::<Vec<_>>());
+            let peer_mib = peak(runs);
+            println!(
+                "{:<4} {:<48} {:>10} {:>10.4} {:>7.2} {:>9} {:>9.1}{}",
+                "",
+                format!("  beside {label}"),
+                "",
+                peer_s,
+                peer_s / tdb_s,
+                "",
+                peer_mib,
+                if same { "" } else { "  MISMATCH" }
+            );
+            peer_rows.insert(
+                (*peer).to_owned(),
+                json!({"label": label, "seconds": peer_s, "ratio": peer_s / tdb_s, "peak_mib": peer_mib}),
+            );
+        }
         rows.push(json!({
+            "peers": peer_rows,
             "workload": p.workload,
             "phase": p.name,
             "tdb_s": tdb_s,

@@ -6,6 +6,9 @@
 //!   (untimed), then times creating OUT with ARRAY's schema and writing them
 //!   into it as one fragment;
 //! - `tdb-bench memcpy`: this machine's single-core copy bandwidth;
+//! - `tdb-bench zarr-copy ARRAY OUT` / `parquet-copy ARRAY OUT` (feature
+//!   `peers`): ARRAY's cells as a Zarr V3 array or a Parquet file, for the
+//!   phases that read a peer format beside tdb (`peers`);
 //! - `tdb-bench fetch URI`: every byte of every file under URI in one
 //!   batch (on an object store: the floor of a read of all of them);
 //! - `tdb-bench zstd FILE THREADS`: raw zstd decoding of the chunks of a
@@ -18,6 +21,9 @@
 //! Each prints one JSON object: `seconds`, `cells` (or bytes), a `check`
 //! value both engines must agree on, and `peak_kib` (the process's peak
 //! resident set).
+
+#[cfg(feature = "peers")]
+mod peers;
 
 use serde::Deserialize;
 use std::time::Instant;
@@ -50,6 +56,10 @@ struct Phase {
     /// `requests`.
     #[serde(default)]
     count_requests: bool,
+    /// Run the queries on a peer format's copy of the array instead
+    /// (`zarr`, `parquet`: see `peers`).
+    #[serde(default)]
+    peer: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -75,8 +85,12 @@ fn main() {
         ["memcpy"] => memcpy(),
         ["zstd", file, threads] => zstd_cmd(file, threads),
         ["fetch", uri] => fetch(uri),
+        #[cfg(feature = "peers")]
+        ["zarr-copy", array, out] => open(array).and_then(|a| peers::zarr_copy(&a, out)),
+        #[cfg(feature = "peers")]
+        ["parquet-copy", array, out] => open(array).and_then(|a| peers::parquet_copy(&a, out)),
         _ => Err(
-            "usage: tdb-bench phase PHASE.json ARRAY [OUT] | memcpy | zstd FILE THREADS | fetch URI"
+            "usage: tdb-bench phase PHASE.json ARRAY [OUT] | memcpy | zstd FILE THREADS | fetch URI | zarr-copy ARRAY OUT | parquet-copy ARRAY OUT"
                 .into(),
         ),
     };
@@ -135,6 +149,20 @@ fn storage_config() -> Result<tdb::StorageConfig, Error> {
 
 fn phase_cmd(phase: &str, array: &str, out: Option<&str>) -> Result<serde_json::Value, Error> {
     let phase: Phase = serde_json::from_slice(&std::fs::read(phase)?)?;
+    if let Some(peer) = &phase.peer {
+        // ARRAY is the peer's copy.
+        let start = Instant::now();
+        #[cfg(feature = "peers")]
+        let (cells, check) = match peer.as_str() {
+            "zarr" => peers::zarr_phase(&phase, array)?,
+            "parquet" => peers::parquet_phase(&phase, array)?,
+            other => return Err(format!("no peer {other:?}").into()),
+        };
+        #[cfg(not(feature = "peers"))]
+        let (cells, check): (u64, f64) =
+            return Err(format!("{peer}: tdb-bench was built without its `peers` feature").into());
+        return Ok(report(start.elapsed().as_secs_f64(), cells, check));
+    }
     if phase.consolidate {
         return consolidate(&phase, array, out.ok_or("a consolidation phase needs OUT")?);
     }
