@@ -24,6 +24,7 @@ mod links;
 mod local;
 mod memory;
 mod path;
+mod pool;
 mod range;
 mod recording;
 
@@ -33,6 +34,7 @@ pub use faulty::FaultyStorage;
 pub use local::{LocalStorage, TEMP_PREFIX as LOCAL_TEMP_PREFIX};
 pub use memory::MemoryStorage;
 pub use path::check_path;
+pub use pool::{idle_buffers, BufferPool, IDLE_LIMIT, POOLED_MIN};
 pub use range::{ByteRange, RangeRead, RangeRequest};
 pub use recording::{RecordingStorage, Request};
 

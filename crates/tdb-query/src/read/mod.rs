@@ -105,6 +105,16 @@ pub(crate) enum Event {
     Done,
 }
 
+impl Drop for Reader {
+    /// The read's tile buffers outlive it in the process's idle buffers
+    /// (bounded: `tdb_storage::IDLE_LIMIT`), so the next read writes them
+    /// without page faults.
+    fn drop(&mut self) {
+        self.spare.keep_tiles(self.tiles.drain().map(|(_, t)| t));
+        self.spare.to_idle();
+    }
+}
+
 /// A read in progress: a state machine that does no I/O. Drive it with
 /// [`Reader::step`], answering each [`ReadStep::Need`] with
 /// [`Reader::push`]; [`SyncRead`] does that over a storage backend.

@@ -641,18 +641,32 @@ impl Spare {
     }
 
     /// An empty buffer, the smallest kept that holds `size` bytes (none
-    /// that would have to grow: growing copies).
+    /// that would have to grow: growing copies), else one of the process's
+    /// idle buffers (`tdb_storage::idle_buffers`, what earlier reads left).
     fn take(&self, size: usize) -> Vec<u8> {
-        let Ok(mut bufs) = self.bufs.lock() else {
-            return Vec::new();
-        };
-        let best = bufs
-            .iter()
-            .enumerate()
-            .filter(|(_, b)| b.capacity() >= size)
-            .min_by_key(|(_, b)| b.capacity())
-            .map(|(i, _)| i);
-        best.map(|i| bufs.swap_remove(i)).unwrap_or_default()
+        let own = self.bufs.lock().ok().and_then(|mut bufs| {
+            let best = bufs
+                .iter()
+                .enumerate()
+                .filter(|(_, b)| b.capacity() >= size)
+                .min_by_key(|(_, b)| b.capacity())
+                .map(|(i, _)| i)?;
+            Some(bufs.swap_remove(best))
+        });
+        let mut buf = own
+            .or_else(|| tdb_storage::idle_buffers().take(size))
+            .unwrap_or_default();
+        buf.clear();
+        buf
+    }
+
+    /// Hands what is kept to the process's idle buffers, for the reads
+    /// that come after this one (at its end).
+    pub fn to_idle(&self) {
+        let bufs = self.bufs.lock().map(|mut b| std::mem::take(&mut *b));
+        for buf in bufs.into_iter().flatten() {
+            tdb_storage::idle_buffers().give(buf);
+        }
     }
 
     /// Keeps `buf`'s allocation, while the kept ones stay under the limit.
