@@ -265,6 +265,7 @@ fn consolidate(phase: &Phase, array: &str, out: &str) -> Result<serde_json::Valu
 
 fn run(phase: &Phase, a: &Array) -> Result<(u64, f64), Error> {
     let (mut cells, mut check) = (0u64, 0.0f64);
+    let mut batch = tdb::Batch::default();
     for q in &phase.queries {
         let budget = phase.budget.unwrap_or_else(|| {
             std::env::var("TDB_BUDGET")
@@ -322,8 +323,11 @@ fn run(phase: &Phase, a: &Array) -> Result<(u64, f64), Error> {
             }
             continue;
         }
-        for batch in a.read(spec)? {
-            let batch = batch?;
+        // Into one batch's buffers, read after read, as a scan over many
+        // batches would (`Query::next_into`).
+        let mut read = a.read(spec)?;
+        while let Some(next) = read.next_into(&mut batch) {
+            next?;
             cells += batch.num_cells;
             for f in &batch.fields {
                 check += touch_buffer(f);

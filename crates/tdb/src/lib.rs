@@ -972,6 +972,41 @@ fn slice_batch(batch: &Batch, cells: std::ops::Range<usize>) -> Batch {
     out
 }
 
+impl<S: tdb_fragment::ReadStorage> Query<'_, S> {
+    /// The next batch, written into `batch`'s buffers (a batch of this
+    /// read or of an earlier one of the same fields): a scan over many
+    /// batches, or many reads, writes memory it touched before instead of
+    /// fresh pages, which cost the kernel a fault each. `Some(Ok(()))` with
+    /// `batch` holding the next batch; `None` at the end, `batch` then
+    /// emptied, its buffers kept for the next read.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// # let dir = tempfile::tempdir()?;
+    /// use tdb::{Array, ArraySchema, ArrayType, AttributeBuilder, Batch, Datatype, DimensionBuilder, ReadSpec};
+    /// let schema = ArraySchema::builder(ArrayType::Dense)
+    ///     .dimension(DimensionBuilder::range("x", 0i32..=99).tile_extent(10i32))
+    ///     .attribute(AttributeBuilder::new("a", Datatype::Int32))
+    ///     .build()?;
+    /// let array = Array::create(dir.path(), &schema)?;
+    /// let mut batch = Batch::default();
+    /// for _ in 0..3 {
+    ///     let mut read = array.read(ReadSpec::new(["a"]))?;
+    ///     while let Some(next) = read.next_into(&mut batch) {
+    ///         next?;
+    ///         assert_eq!(batch.num_cells, 100);
+    ///     }
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn next_into(&mut self, batch: &mut Batch) -> Option<Result<()>> {
+        self.inner.recycle(std::mem::take(batch));
+        let next = self.next();
+        self.inner.settle(batch, next)
+    }
+}
+
 impl<S: tdb_fragment::ReadStorage> Iterator for Query<'_, S> {
     type Item = Result<Batch>;
 

@@ -26,6 +26,7 @@ mod metadata_consolidation;
 mod object_store;
 mod packed_validity;
 mod parts;
+mod read_into;
 mod sliced_tiles;
 mod sorted_runs;
 mod string_parts;

@@ -123,6 +123,44 @@ impl<'a, S: ReadStorage + ?Sized> SyncRead<'a, S> {
         })
     }
 
+    /// The next batch, written into `batch`'s buffers (a batch of this
+    /// read or an earlier one, of the same fields): a scan over many
+    /// batches, or many reads, writes memory it touched before instead of
+    /// fresh pages. `Some(Ok(()))` with `batch` holding the next batch;
+    /// `None` at the end, `batch` then emptied with its buffers kept for
+    /// the next read.
+    pub fn next_into(&mut self, batch: &mut Batch) -> Option<Result<()>> {
+        self.recycle(std::mem::take(batch));
+        let next = self.next();
+        self.settle(batch, next)
+    }
+
+    /// Hands a batch the caller is done with to the read, whose next batch
+    /// is written into its buffers ([`Reader::recycle`]).
+    pub fn recycle(&mut self, batch: Batch) {
+        self.reader.recycle(batch);
+    }
+
+    /// Puts `next` (what the read gave after [`SyncRead::recycle`]) into
+    /// `batch`, or where there is no batch the recycled buffers back, as
+    /// [`SyncRead::next_into`] does.
+    pub fn settle<E>(
+        &mut self,
+        batch: &mut Batch,
+        next: Option<std::result::Result<Batch, E>>,
+    ) -> Option<std::result::Result<(), E>> {
+        match next {
+            Some(Ok(b)) => {
+                *batch = b;
+                Some(Ok(()))
+            }
+            other => {
+                *batch = self.reader.take_recycled();
+                other.map(|r| r.map(|_| ()))
+            }
+        }
+    }
+
     fn advance(&mut self) -> Result<Option<Batch>> {
         loop {
             match self.reader.step()? {

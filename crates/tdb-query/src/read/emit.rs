@@ -72,7 +72,11 @@ impl Reader {
                     .collect();
                 let fields = slots
                     .iter()
-                    .map(|&s| self.materialize(s, &parts, None, false))
+                    .map(|&s| {
+                        let f = (self.fields.get(s))
+                            .ok_or_else(|| QueryError::invalid(format!("no field in slot {s}")))?;
+                        self.materialize(s, &parts, None, false, f.empty_buffer())
+                    })
                     .collect::<Result<_>>()?;
                 let b = Batch { num_cells, fields };
                 let mut mask = vec![true; num_cells as usize];
@@ -97,11 +101,35 @@ impl Reader {
             }
             self.last_states = Some(states);
         }
-        let fields = self
-            .requested
-            .iter()
-            .map(|&s| self.materialize(s, &parts, keep.as_deref(), self.spec.packed_validity))
-            .collect::<Result<_>>()?;
+        // The caller's buffers handed back (`Reader::recycle`), where they
+        // are of the field asked for: written again, not allocated anew.
+        let mut recycled = std::mem::take(&mut self.recycled).into_iter();
+        let mut fields = Vec::with_capacity(self.requested.len());
+        for &s in &self.requested {
+            let f = (self.fields.get(s))
+                .ok_or_else(|| QueryError::invalid(format!("no field in slot {s}")))?;
+            let empty = f.empty_buffer();
+            let packed = self.spec.packed_validity;
+            let out = match recycled.next() {
+                Some(mut b)
+                    if b.name == empty.name
+                        && b.datatype == empty.datatype
+                        && b.cell_val_num == empty.cell_val_num
+                        && b.offsets.is_some() == empty.offsets.is_some()
+                        && match (&b.validity, &empty.validity) {
+                            (None, None) | (Some(Validity::Bytes(_)), Some(_)) => true,
+                            // Bits are made anew unless asked for.
+                            (Some(Validity::Bits(_)), Some(_)) => packed,
+                            _ => false,
+                        } =>
+                {
+                    b.clear();
+                    b
+                }
+                _ => empty,
+            };
+            fields.push(self.materialize(s, &parts, keep.as_deref(), packed, out)?);
+        }
         Ok(Some(Batch { num_cells, fields }))
     }
 
@@ -182,10 +210,10 @@ impl Reader {
         parts: &[(Slab, usize, u64)],
         keep: Option<&[bool]>,
         packed: bool,
+        mut out: FieldBuffer,
     ) -> Result<FieldBuffer> {
         let f = (self.fields.get(slot))
             .ok_or_else(|| QueryError::invalid(format!("no field in slot {slot}")))?;
-        let mut out = f.empty_buffer();
         let cells = (parts.iter())
             .map(|p| p.0.len as usize)
             .fold(0usize, usize::saturating_add);
@@ -245,7 +273,8 @@ impl Reader {
         let bytes = cells
             .checked_mul(size)
             .ok_or_else(|| QueryError::invalid(format!("{}: a batch past memory", f.name)))?;
-        out.data = vec![0; bytes];
+        out.data.clear();
+        out.data.resize(bytes, 0);
         let fill = Fill {
             bytes: &f.fill,
             valid: f.fill_validity,
@@ -254,7 +283,8 @@ impl Reader {
         // run after run, as they do not split at cell boundaries.
         let (mut validity, mut bits) = match &mut out.validity {
             Some(Validity::Bytes(v)) => {
-                *v = vec![0; cells];
+                v.clear();
+                v.resize(cells, 0);
                 (Some(v.as_mut_slice()), None)
             }
             Some(Validity::Bits(b)) => (None, Some(b)),

@@ -34,7 +34,7 @@ pub use partition::split_for_parallel;
 pub use stream::ReadStream;
 pub use tiles::{DecodeWork, Decoded};
 
-use crate::batch::Batch;
+use crate::batch::{Batch, FieldBuffer};
 use crate::condition::{self, BoundCondition, BoundDelete};
 use crate::{QueryError, ReadSpec, Result, ResultLayout, Snapshot};
 use dense::Results;
@@ -105,6 +105,27 @@ pub(crate) enum Event {
     Done,
 }
 
+impl Reader {
+    /// Takes back a batch the caller is done with: the next batch's fields
+    /// are written into its buffers (same fields, same order), whose pages
+    /// are already the process's, instead of fresh ones (a page fault per
+    /// 4 KiB). See [`SyncRead::next_into`].
+    pub fn recycle(&mut self, batch: Batch) {
+        self.recycled = batch.fields;
+    }
+
+    /// The recycled buffers no batch took, emptied (as a batch of no
+    /// cells): the caller's again at the read's end.
+    pub fn take_recycled(&mut self) -> Batch {
+        let mut fields = std::mem::take(&mut self.recycled);
+        fields.iter_mut().for_each(FieldBuffer::clear);
+        Batch {
+            num_cells: 0,
+            fields,
+        }
+    }
+}
+
 impl Drop for Reader {
     /// The read's tile buffers outlive it in the process's idle buffers
     /// (bounded: `tdb_storage::IDLE_LIMIT`), so the next read writes them
@@ -132,6 +153,9 @@ pub struct Reader {
     /// subarray, in the snapshot's order.
     plans: Vec<FragPlan>,
     tiles: TileMap,
+    /// The caller's buffers of a batch it is done with ([`Reader::recycle`]),
+    /// for the next batch's fields.
+    recycled: Vec<FieldBuffer>,
     /// Buffers of the last piece's tiles, for the next piece's (shared
     /// with the piece's [`DecodeWork`]).
     spare: Arc<tiles::Spare>,
@@ -271,6 +295,7 @@ impl Reader {
             ops,
             plans: Vec::new(),
             tiles: HashMap::new(),
+            recycled: Vec::new(),
             results: Results::default(),
             next: (0, 0),
             phase: Phase::Start,
