@@ -81,12 +81,15 @@ impl BufferPool {
 
     /// A buffer of `len` bytes to fill: an idle one where there is one
     /// (its old contents left in place, to be overwritten: no pass of
-    /// zeroes), else a new zeroed one.
+    /// zeroes), else a new zeroed one (`vec!` of zeroes: the allocator
+    /// maps zeroed pages, no pass of zeroes either).
     pub fn filled(&self, len: usize) -> Vec<u8> {
         if len < POOLED_MIN {
             return vec![0; len];
         }
-        let mut buf = self.take(len).unwrap_or_default();
+        let Some(mut buf) = self.take(len) else {
+            return vec![0; len];
+        };
         if buf.len() >= len {
             buf.truncate(len);
         } else {

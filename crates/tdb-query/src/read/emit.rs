@@ -273,8 +273,7 @@ impl Reader {
         let bytes = cells
             .checked_mul(size)
             .ok_or_else(|| QueryError::invalid(format!("{}: a batch past memory", f.name)))?;
-        out.data.clear();
-        out.data.resize(bytes, 0);
+        out.data = zeroed(std::mem::take(&mut out.data), bytes);
         let fill = Fill {
             bytes: &f.fill,
             valid: f.fill_validity,
@@ -283,8 +282,7 @@ impl Reader {
         // run after run, as they do not split at cell boundaries.
         let (mut validity, mut bits) = match &mut out.validity {
             Some(Validity::Bytes(v)) => {
-                v.clear();
-                v.resize(cells, 0);
+                *v = zeroed(std::mem::take(v), cells);
                 (Some(v.as_mut_slice()), None)
             }
             Some(Validity::Bits(b)) => (None, Some(b)),
@@ -527,4 +525,17 @@ mod tests {
         }
         assert_eq!(Validity::Bits(bits), Validity::Bytes(serial.1));
     }
+}
+
+/// `len` zero bytes in `buf`'s allocation where it holds them (a recycled
+/// buffer: its pages are the process's already), else a new zeroed
+/// allocation (`vec!`: zeroed pages straight from the kernel, no pass of
+/// zeroes over them, which growing an empty buffer would make).
+fn zeroed(mut buf: Vec<u8>, len: usize) -> Vec<u8> {
+    if buf.capacity() < len {
+        return vec![0; len];
+    }
+    buf.clear();
+    buf.resize(len, 0);
+    buf
 }
