@@ -151,17 +151,7 @@ fn phase_cmd(phase: &str, array: &str, out: Option<&str>) -> Result<serde_json::
     let phase: Phase = serde_json::from_slice(&std::fs::read(phase)?)?;
     if let Some(peer) = &phase.peer {
         // ARRAY is the peer's copy.
-        let start = Instant::now();
-        #[cfg(feature = "peers")]
-        let (cells, check) = match peer.as_str() {
-            "zarr" => peers::zarr_phase(&phase, array)?,
-            "parquet" => peers::parquet_phase(&phase, array)?,
-            other => return Err(format!("no peer {other:?}").into()),
-        };
-        #[cfg(not(feature = "peers"))]
-        let (cells, check): (u64, f64) =
-            return Err(format!("{peer}: tdb-bench was built without its `peers` feature").into());
-        return Ok(report(start.elapsed().as_secs_f64(), cells, check));
+        return peer_phase(&phase, peer, array);
     }
     if phase.consolidate {
         return consolidate(&phase, array, out.ok_or("a consolidation phase needs OUT")?);
@@ -261,6 +251,23 @@ fn consolidate(phase: &Phase, array: &str, out: &str) -> Result<serde_json::Valu
     let cells = a.read_all(ReadSpec::new(phase.fields.clone()))?;
     let check = cells.fields.iter().map(touch_buffer).sum();
     Ok(report(seconds, cells.num_cells, check))
+}
+
+/// The phase's queries on a peer format's copy (`peers`).
+#[cfg(feature = "peers")]
+fn peer_phase(phase: &Phase, peer: &str, copy: &str) -> Result<serde_json::Value, Error> {
+    let start = Instant::now();
+    let (cells, check) = match peer {
+        "zarr" => peers::zarr_phase(phase, copy)?,
+        "parquet" => peers::parquet_phase(phase, copy)?,
+        other => return Err(format!("no peer {other:?}").into()),
+    };
+    Ok(report(start.elapsed().as_secs_f64(), cells, check))
+}
+
+#[cfg(not(feature = "peers"))]
+fn peer_phase(_: &Phase, peer: &str, _: &str) -> Result<serde_json::Value, Error> {
+    Err(format!("{peer}: tdb-bench was built without its `peers` feature").into())
 }
 
 fn run(phase: &Phase, a: &Array) -> Result<(u64, f64), Error> {

@@ -447,6 +447,19 @@ fn push_cell(out: &mut FieldBuffer, bytes: &[u8], valid: bool) {
     }
 }
 
+/// `len` zero bytes in `buf`'s allocation where it holds them (a recycled
+/// buffer: its pages are the process's already), else a new zeroed
+/// allocation (`vec!`: zeroed pages straight from the kernel, no pass of
+/// zeroes over them, which growing an empty buffer would make).
+fn zeroed(mut buf: Vec<u8>, len: usize) -> Vec<u8> {
+    if buf.capacity() < len {
+        return vec![0; len];
+    }
+    buf.clear();
+    buf.resize(len, 0);
+    buf
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -525,17 +538,4 @@ mod tests {
         }
         assert_eq!(Validity::Bits(bits), Validity::Bytes(serial.1));
     }
-}
-
-/// `len` zero bytes in `buf`'s allocation where it holds them (a recycled
-/// buffer: its pages are the process's already), else a new zeroed
-/// allocation (`vec!`: zeroed pages straight from the kernel, no pass of
-/// zeroes over them, which growing an empty buffer would make).
-fn zeroed(mut buf: Vec<u8>, len: usize) -> Vec<u8> {
-    if buf.capacity() < len {
-        return vec![0; len];
-    }
-    buf.clear();
-    buf.resize(len, 0);
-    buf
 }
