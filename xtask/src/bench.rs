@@ -472,6 +472,13 @@ fn phases(s: &Sizes) -> Vec<Phase> {
     out
 }
 
+/// Whether two engines' reports agree: the same cells, checksums equal
+/// to a millionth (sums in another order round otherwise).
+fn same_answer(x: &Measure, y: &Measure) -> bool {
+    x.cells == y.cells
+        && (x.check - y.check).abs() <= 1e-6 * x.check.abs().max(y.check.abs()).max(1.0)
+}
+
 fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);
     match v.len() {
@@ -770,8 +777,7 @@ pub(crate) fn bench(args: &[String], reference: &Writer) -> Result<(), String> {
         }
         // A phase TileDB does not run agrees with itself.
         let (x, y) = (a[0], b.first().copied().unwrap_or(a[0]));
-        let agree = x.cells == y.cells
-            && ((x.check - y.check).abs() <= 1e-6 * x.check.abs().max(y.check.abs()).max(1.0));
+        let agree = same_answer(&x, &y);
         if !agree {
             failures.push(format!(
                 "{} {}: tdb {} cells (check {}), TileDB {} cells (check {})",
@@ -803,8 +809,7 @@ pub(crate) fn bench(args: &[String], reference: &Writer) -> Result<(), String> {
         let mut peer_rows = serde_json::Map::new();
         for ((peer, label, _, _), runs) in peers.iter().zip(&c) {
             let z = runs[0];
-            let same = x.cells == z.cells
-                && ((x.check - z.check).abs() <= 1e-6 * x.check.abs().max(z.check.abs()).max(1.0));
+            let same = same_answer(&x, &z);
             if !same {
                 failures.push(format!(
                     "{} {}: tdb {} cells (check {}), {label} {} cells (check {})",

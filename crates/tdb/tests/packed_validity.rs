@@ -1,7 +1,8 @@
 //! Reads that give validity as bits (Arrow's layout) give the cells the
 //! byte layout gives, through the facade's limit, batch size and joins.
 
-use tdb::{Array, ArrayType, Batch, LocalStorage, OpenOptions, ReadSpec, Validity};
+use crate::common::whole;
+use tdb::{Array, Batch, LocalStorage, OpenOptions, Validity};
 
 fn open(dir: &std::path::Path, key: Option<&[u8; 32]>) -> tdb::Result<Array<LocalStorage>> {
     let mut options = OpenOptions::new();
@@ -9,16 +10,6 @@ fn open(dir: &std::path::Path, key: Option<&[u8; 32]>) -> tdb::Result<Array<Loca
         options = options.key(k)?;
     }
     Array::open_in(LocalStorage::new(dir), "", options)
-}
-
-/// Every field over what was written.
-fn whole(array: &Array<LocalStorage>) -> Option<ReadSpec> {
-    let schema = array.schema();
-    let spec = ReadSpec::new(schema.fields().map(str::to_owned).collect::<Vec<_>>());
-    if schema.array_type == ArrayType::Sparse {
-        return Some(spec);
-    }
-    Some(spec.with_subarray(array.non_empty_subarray().ok()??))
 }
 
 /// Whether every nullable field's validity is in bits.

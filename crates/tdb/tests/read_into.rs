@@ -3,18 +3,8 @@
 //! to read across arrays of other fields; and they write into the
 //! buffers they were given rather than new ones.
 
+use crate::common::whole;
 use tdb::{Array, ArrayType, Batch, LocalStorage, OpenOptions, ReadSpec};
-
-/// Every field over what was written, under a budget that cuts the read
-/// into several batches where it is large enough.
-fn whole(array: &Array<LocalStorage>) -> Option<ReadSpec> {
-    let schema = array.schema();
-    let spec = ReadSpec::new(schema.fields().map(str::to_owned).collect::<Vec<_>>());
-    if schema.array_type == ArrayType::Sparse {
-        return Some(spec);
-    }
-    Some(spec.with_subarray(array.non_empty_subarray().ok()??))
-}
 
 #[test]
 fn reads_into_handed_back_buffers_give_the_cells_of_plain_reads() {

@@ -115,3 +115,14 @@ pub fn chain(e: &dyn std::error::Error) -> String {
     }
     out
 }
+
+/// Every field of `array` over what was written (`None`: a dense array
+/// with nothing written).
+pub fn whole<S: tdb::Storage>(array: &tdb::Array<S>) -> Option<tdb::ReadSpec> {
+    let schema = array.schema();
+    let spec = tdb::ReadSpec::new(schema.fields().map(str::to_owned).collect::<Vec<_>>());
+    if schema.array_type == tdb::ArrayType::Sparse {
+        return Some(spec);
+    }
+    Some(spec.with_subarray(array.non_empty_subarray().ok()??))
+}
