@@ -25,6 +25,7 @@ mod error;
 pub mod label;
 mod pool;
 mod read;
+mod scratch;
 mod snapshot;
 mod spec;
 mod summary;

@@ -13,7 +13,7 @@
 use crate::validity::Validity;
 use crate::{Batch, FieldBuffer, QueryError, Result};
 use std::fs::File;
-use std::io::{BufReader, BufWriter, Read, Seek, Write};
+use std::io::{BufReader, BufWriter, Read, Write};
 
 /// The fewest budget bytes a merge gives each input it reads at once: a
 /// fragment's read under a smaller share spends more on its own state
@@ -40,9 +40,8 @@ impl RunSink {
     /// A new run in a fresh temporary file, cut into batches of at most
     /// `slice` bytes (a cell larger than that is a batch of its own).
     pub fn new(slice: u64) -> Result<Self> {
-        let file = tempfile::tempfile().map_err(QueryError::Spill)?;
         Ok(RunSink {
-            out: BufWriter::with_capacity(64 << 10, file),
+            out: crate::scratch::create(64 << 10)?,
             slice: slice.max(1),
             batches: 0,
             largest: 0,
@@ -105,13 +104,8 @@ impl RunSink {
 
     /// The run, written, ready to be read back.
     pub fn finish(self) -> Result<Run> {
-        let mut file = self
-            .out
-            .into_inner()
-            .map_err(|e| QueryError::Spill(e.into_error()))?;
-        file.rewind().map_err(QueryError::Spill)?;
         Ok(Run {
-            file,
+            file: crate::scratch::rewound(self.out)?,
             batches: self.batches,
             largest: self.largest,
         })
@@ -207,6 +201,7 @@ fn read_u64(input: &mut BufReader<File>) -> Result<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Seek;
     use tdb_format::Datatype;
 
     fn part() -> Vec<FieldBuffer> {

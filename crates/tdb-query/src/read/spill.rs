@@ -24,7 +24,7 @@ use crate::{QueryError, Result, ResultLayout};
 use std::cmp::Ordering;
 use std::collections::VecDeque;
 use std::fs::File;
-use std::io::{BufReader, BufWriter, Read, Seek, Write};
+use std::io::{BufReader, BufWriter, Read, Write};
 use tdb_format::{ArrayType, Layout};
 use tdb_index::order::{cmp_cells, cmp_coord_bytes, CellOrder};
 use tdb_index::RangeOps;
@@ -125,9 +125,8 @@ pub(crate) struct RunWriter {
 impl RunWriter {
     /// A new run in a fresh temporary file, written through `buffer` bytes.
     pub fn new(buffer: usize) -> Result<Self> {
-        let file = tempfile::tempfile().map_err(QueryError::Spill)?;
         Ok(RunWriter {
-            out: BufWriter::with_capacity(buffer, file),
+            out: crate::scratch::create(buffer)?,
             records: 0,
         })
     }
@@ -182,13 +181,8 @@ impl RunWriter {
 
     /// The run, written, ready to be read back.
     pub fn finish(self) -> Result<Run> {
-        let mut file = self
-            .out
-            .into_inner()
-            .map_err(|e| QueryError::Spill(e.into_error()))?;
-        file.rewind().map_err(QueryError::Spill)?;
         Ok(Run {
-            file,
+            file: crate::scratch::rewound(self.out)?,
             records: self.records,
         })
     }
@@ -580,6 +574,7 @@ impl Reader {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::io::Seek;
     use tdb_format::Datatype;
     use tdb_schema::{ArraySchema, Attribute, DimensionBuilder};
 
