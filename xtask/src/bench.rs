@@ -472,11 +472,25 @@ fn phases(s: &Sizes) -> Vec<Phase> {
     out
 }
 
-/// Whether two engines' reports agree: the same cells, checksums equal
-/// to a millionth (sums in another order round otherwise).
-fn same_answer(x: &Measure, y: &Measure) -> bool {
-    x.cells == y.cells
-        && (x.check - y.check).abs() <= 1e-6 * x.check.abs().max(y.check.abs()).max(1.0)
+/// Whether `other`'s report (`label`'s) agrees with tdb's `x`: the same
+/// cells, checksums equal to a millionth (sums in another order round
+/// otherwise). A disagreement is added to `failures`, naming phase `what`.
+fn same_answer(
+    failures: &mut Vec<String>,
+    what: &str,
+    x: &Measure,
+    label: &str,
+    other: &Measure,
+) -> bool {
+    let same = x.cells == other.cells
+        && (x.check - other.check).abs() <= 1e-6 * x.check.abs().max(other.check.abs()).max(1.0);
+    if !same {
+        failures.push(format!(
+            "{what}: tdb {} cells (check {}), {label} {} cells (check {})",
+            x.cells, x.check, other.cells, other.check
+        ));
+    }
+    same
 }
 
 fn median(v: &mut [f64]) -> f64 {
@@ -777,13 +791,8 @@ pub(crate) fn bench(args: &[String], reference: &Writer) -> Result<(), String> {
         }
         // A phase TileDB does not run agrees with itself.
         let (x, y) = (a[0], b.first().copied().unwrap_or(a[0]));
-        let agree = same_answer(&x, &y);
-        if !agree {
-            failures.push(format!(
-                "{} {}: tdb {} cells (check {}), TileDB {} cells (check {})",
-                p.workload, p.name, x.cells, x.check, y.cells, y.check
-            ));
-        }
+        let what = format!("{} {}", p.workload, p.name);
+        let agree = same_answer(&mut failures, &what, &x, "TileDB", &y);
         let tdb_s = median(&mut a.iter().map(|m| m.seconds).collect::<Vec<_>>());
         // (NaN where TileDB did not run.)
         let tiledb_s = median(&mut b.iter().map(|m| m.seconds).collect::<Vec<_>>());
@@ -809,13 +818,7 @@ pub(crate) fn bench(args: &[String], reference: &Writer) -> Result<(), String> {
         let mut peer_rows = serde_json::Map::new();
         for ((peer, label, _, _), runs) in peers.iter().zip(&c) {
             let z = runs[0];
-            let same = same_answer(&x, &z);
-            if !same {
-                failures.push(format!(
-                    "{} {}: tdb {} cells (check {}), {label} {} cells (check {})",
-                    p.workload, p.name, x.cells, x.check, z.cells, z.check
-                ));
-            }
+            let same = same_answer(&mut failures, &what, &x, label, &z);
             let peer_s = median(&mut runs.iter().map(|m| m.seconds).collect::<Vec<_>>());
             let peer_mib = peak(runs);
             println!(
