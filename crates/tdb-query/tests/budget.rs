@@ -272,10 +272,74 @@ fn pieces_cut_along_tiledbs_string_parts_dimension_answer_as_one_piece() {
     }
 }
 
+/// Reads whose least piece, one cell's chunks of every field, needs more
+/// than half a small budget: tiles take that and half the rest, batches
+/// hold fewer cells, so the budget a refusal names (one cell's chunks of
+/// each field, two of a var field's offsets, and a batch of one cell)
+/// reads the cells. TileDB's chunks of 64 KiB (`dense_multi_chunk`'s
+/// strings, `sparse_large_tiles`' tiles of 100,000 cells) need under
+/// 24 KiB (twice the chunks before). (`sparse_large_tiles` is read by
+/// runs of its tile's cells, a chunk of each field decoded for every few
+/// cells: seconds at that budget, so only the dense read is made here.)
+#[test]
+fn the_budget_a_refusal_names_reads_the_cells() {
+    use tdb_query::{ResultLayout, Subarray};
+    let range = |lo: i64, hi: i64, n: usize| {
+        tdb_schema::Range::from_bounds(&lo.to_le_bytes()[..n], &hi.to_le_bytes()[..n], false)
+    };
+    let mut dense = Subarray::new(2);
+    dense.add_range(0, range(145, 154, 8));
+    dense.add_range(1, range(70, 79, 8));
+    dense.add_range(1, range(147, 152, 8));
+    let mut sparse = Subarray::new(2);
+    sparse.add_range(0, range(300, 306, 4));
+    sparse.add_range(1, range(100, 110, 4));
+    for (case, fields, sub, read) in [
+        ("dense_multi_chunk", &["a", "s"][..], dense, true),
+        (
+            "sparse_large_tiles",
+            &["x", "y", "a", "f", "s"],
+            sparse,
+            false,
+        ),
+    ] {
+        let dir = tdb_testdata::root().join(case).join("array");
+        let storage = LocalStorage::new(&dir);
+        let snap = Arc::new(Snapshot::load(&storage, "", TimeWindow::ALL, None).unwrap());
+        let spec = ReadSpec::new(fields.iter().copied())
+            .with_subarray(sub)
+            .with_layout(ResultLayout::RowMajor);
+        let Err(err) = SyncRead::new(&storage, snap.clone(), spec.clone().with_budget(16 << 10))
+            .unwrap()
+            .collect::<Result<Vec<_>, _>>()
+        else {
+            panic!("{case}: read under 16 KiB");
+        };
+        let msg = err.to_string();
+        let named: u64 = (msg.split("give at least ").nth(1))
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("{case}: {msg}"));
+        assert!(named < 24 << 10, "{case}: {msg}");
+        if !read {
+            continue;
+        }
+        let (whole, _) = run(&storage, &snap, spec.clone());
+        assert!(whole.num_cells > 100, "{case}: {} cells", whole.num_cells);
+        let mut batches = 0;
+        let mut joined = Batch::default();
+        for b in SyncRead::new(&storage, snap.clone(), spec.with_budget(named)).unwrap() {
+            joined.append(&b.unwrap());
+            batches += 1;
+        }
+        assert!(joined == whole, "{case}: the cells differ");
+        assert!(batches > 1, "{case}: {batches} batches");
+    }
+}
+
 /// A budget too small for what a tile's cells need (dense tiles are
 /// sliced to the chunks holding a piece's cells, fixed and var-size
-/// fields alike, so a cell's chunks) is an error before any tile is read,
-/// and it says what budget would do.
+/// fields alike, so a cell's chunks, and a batch of one cell) is an error
+/// before any tile is read, and it says what budget would do.
 #[test]
 fn a_budget_below_one_tile_is_refused_up_front() {
     let dir = tdb_testdata::root().join("dense_multi_chunk").join("array");
@@ -288,7 +352,7 @@ fn a_budget_below_one_tile_is_refused_up_front() {
         .map(|b| b.unwrap().num_cells)
         .sum();
     assert_eq!(cells, 300 * 300);
-    let spec = ReadSpec::new(["a", "s"]).with_budget(30_000);
+    let spec = ReadSpec::new(["a", "s"]).with_budget(8_000);
     let mut reader = tdb_query::Reader::new(snap.clone(), spec).unwrap();
     let mut tile_requests = 0;
     let err = loop {
@@ -311,7 +375,7 @@ fn a_budget_below_one_tile_is_refused_up_front() {
     assert_eq!(tile_requests, 0);
     let msg = err.to_string();
     assert!(
-        msg.contains("memory budget of 30000 bytes is too small"),
+        msg.contains("memory budget of 8000 bytes is too small"),
         "{msg}"
     );
     assert!(msg.contains("give at least"), "{msg}");

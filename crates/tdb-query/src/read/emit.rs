@@ -1,6 +1,6 @@
 //! Batches out of a piece's results: each requested field's cells copied
 //! from the decoded tiles (or fill) a slab at a time, dense conditions
-//! applied as fill, under the half of the budget batches get.
+//! applied as fill, under the part of the budget batches get.
 
 use super::dense::Slab;
 use super::fields::{FieldInfo, Kind};
@@ -12,12 +12,22 @@ use tdb_format::ArrayType;
 use tdb_index::dense::push_int;
 
 impl Reader {
-    /// Result cells per batch: the budget over a generous per-cell cost.
+    /// Result cells per batch: the batch's part of the budget over a
+    /// generous per-cell cost.
     pub(super) fn batch_cells(&self) -> usize {
-        // A var cell: its offset and a guess of 32 bytes of data.
+        let budget = self.spec.budget.saturating_sub(self.tile_budget());
+        budget
+            .checked_div(self.result_cell_bytes())
+            .unwrap_or(0)
+            .max(1) as usize
+    }
+
+    /// What one result cell costs a batch, generously: every requested
+    /// field's value (a var cell: its offset and a guess of 32 bytes of
+    /// data) and validity.
+    pub(super) fn result_cell_bytes(&self) -> u64 {
         const VAR_CELL: u64 = 8 + 32;
-        let per_cell: u64 = self
-            .requested
+        self.requested
             .iter()
             .filter_map(|&s| self.fields.get(s))
             .map(|f| {
@@ -29,9 +39,7 @@ impl Reader {
                 data.saturating_add(u64::from(f.nullable))
             })
             .fold(0u64, u64::saturating_add)
-            .max(1);
-        let budget = self.spec.budget.saturating_sub(self.tile_budget());
-        budget.checked_div(per_cell).unwrap_or(0).max(1) as usize
+            .max(1)
     }
 
     pub(super) fn next_batch(&mut self) -> Result<Option<Batch>> {

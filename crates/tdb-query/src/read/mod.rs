@@ -3,12 +3,13 @@
 //! Phases: the delete commits' conditions (one batch; they may read fields
 //! the query does not), the fragment-metadata sections the read needs (one
 //! batch), then piece by piece: the subarray is cut in result order until
-//! the tiles a piece needs fit half the budget (`pieces`), each piece's
+//! the tiles a piece needs fit the tile budget (half the budget, or more
+//! where one cell's tiles need it: `pieces`), each piece's
 //! candidate tiles are fetched (one batch, answered in any order and
 //! matched by range), decoded (a step of its own, [`DecodeWork`], which a
 //! driver runs where it likes), scanned (`sparse`, `dense`: which cells, in
-//! which order, from which fragment) and handed out in batches the other
-//! half of the budget bounds (`emit`), then dropped.
+//! which order, from which fragment) and handed out in batches the rest
+//! of the budget bounds (`emit`), then dropped.
 //!
 //! The reader owns an `Arc` of its snapshot and does no I/O. Two drivers
 //! run it: [`SyncRead`] (an iterator; the calling thread waits) and
@@ -184,7 +185,7 @@ pub struct Reader {
     with_states: bool,
     last_states: Option<Vec<CellState>>,
     /// Pieces still to read, the next last; the piece being read. Each
-    /// piece's tiles fit half the budget.
+    /// piece's tiles fit the tile budget.
     partitions: Vec<Piece>,
     /// Cuts so far whose halves each need as many tile bytes as the piece
     /// cut (see [`pieces::MAX_FRUITLESS_CUTS`]).
@@ -193,6 +194,8 @@ pub struct Reader {
     /// The largest tile of each fragment, all fields read, filtered and
     /// unfiltered bytes.
     tile_max: Vec<u64>,
+    /// The part of the budget tiles get ([`Reader::tile_budget`]).
+    tile_share: u64,
     /// Whether any batch went out (an empty read is one empty batch).
     emitted: bool,
     /// Whether sparse tiles whose min/max metadata rule the condition out
@@ -286,6 +289,7 @@ impl Reader {
         Ok(Reader {
             snapshot,
             spare: Arc::new(tiles::Spare::new(spec.budget / 2)),
+            tile_share: spec.budget / 2,
             pieces_started: 0,
             spec,
             fields,
@@ -809,22 +813,28 @@ impl Reader {
                     .unwrap_or(0)
             })
             .collect();
-        let allowed = self.tile_budget();
-        if let Some((i, &need)) = least
-            .iter()
-            .enumerate()
-            .max_by_key(|(_, b)| **b)
-            .filter(|(_, b)| **b > allowed)
-        {
-            return Err(QueryError::Budget {
-                budget: self.spec.budget,
-                need: format!(
-                    "a tile of fragment {} needs {need} bytes (the fields read, filtered and \
-                     unfiltered), and tiles get half the budget: give at least {}",
-                    self.plans.get(i).map_or("?", |p| p.file.path.as_str()),
-                    need.saturating_mul(2)
-                ),
-            });
+        // Tiles get half the budget, or where the least a piece holds
+        // needs more, that and half of the rest: batches then hold fewer
+        // cells, down to one.
+        let budget = self.spec.budget;
+        let (i, need) = (least.iter().copied().enumerate())
+            .max_by_key(|&(_, b)| b)
+            .unwrap_or((0, 0));
+        let cell = self.result_cell_bytes();
+        if need > budget / 2 {
+            let batch = budget.saturating_sub(need) / 2;
+            if batch < cell {
+                return Err(QueryError::Budget {
+                    budget,
+                    need: format!(
+                        "a tile of fragment {} needs {need} bytes (the fields read, filtered \
+                         and unfiltered), and a batch of one cell {cell}: give at least {}",
+                        self.plans.get(i).map_or("?", |p| p.file.path.as_str()),
+                        need.saturating_add(cell.saturating_mul(2))
+                    ),
+                });
+            }
+            self.tile_share = budget.saturating_sub(batch);
         }
         self.partitions = vec![Piece {
             sub: self.spec.subarray.clone(),
@@ -889,7 +899,10 @@ impl Reader {
                         cells = run.records(),
                         "run spilled"
                     );
-                    spill.runs.push(run);
+                    let order = self.run_order();
+                    if let Some(spill) = &mut self.spill {
+                        spill.push(run, &order)?;
+                    }
                 }
                 None => self.results = scan.cells()?,
             }

@@ -94,9 +94,11 @@ impl Piece {
 pub(super) const MAX_FRUITLESS_CUTS: u32 = 256;
 
 impl Reader {
-    /// Half the budget holds tiles, the other half one batch of results.
+    /// The part of the budget that holds tiles, the rest one batch of
+    /// results: half, unless the least a piece can hold needs more (see
+    /// [`Reader::start_partitions`]).
     pub(super) fn tile_budget(&self) -> u64 {
-        self.spec.budget / 2
+        self.tile_share
     }
 
     /// The piece size reads aim at even when the budget allows more: a
@@ -175,13 +177,13 @@ impl Reader {
         let span = span.filter(|_| Self::sliceable(plan)).map(|s| s.min(cells));
         let mut total = 0u64;
         for (slot, ff) in Self::frag_fields(plan) {
+            let var = self.fields.get(slot).is_none_or(|f| f.is_var());
             for (part, _) in &ff.parts {
                 let (filtered, unfiltered) = match part {
                     DataPart::Fixed => {
                         let size = match self.fields.get(slot) {
-                            Some(f) if f.is_var() => 8,
-                            Some(f) => f.cell_size() as u64,
-                            None => 8,
+                            Some(f) if !var => f.cell_size() as u64,
+                            _ => 8,
                         };
                         (meta.tile_range(ff.index, t), cells.saturating_mul(size))
                     }
@@ -201,11 +203,16 @@ impl Reader {
                             u64::try_from(part).unwrap_or(u64::MAX)
                         };
                         // Two chunks' filtered bytes (a chunk's share of
-                        // the part's, at least a header's worth).
+                        // the part's, at least a header's worth); one for
+                        // one cell, which TileDB never cuts across chunks
+                        // (its offsets part reads the next cell's offset
+                        // too: two).
                         let chunk = (u128::from(filtered).saturating_mul(u128::from(Self::CHUNK)))
                             .checked_div(u128::from(unfiltered.max(1)))
                             .map_or(filtered, |c| u64::try_from(c).unwrap_or(u64::MAX));
-                        let ends = chunk.max(64).saturating_mul(2).min(filtered);
+                        let offsets = var && *part == DataPart::Fixed;
+                        let count = if span <= 1 && !offsets { 1 } else { 2 };
+                        let ends = chunk.max(64).saturating_mul(count).min(filtered);
                         (share(filtered).saturating_add(ends), share(unfiltered))
                     }
                     None => (filtered, unfiltered),

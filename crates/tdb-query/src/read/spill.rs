@@ -350,7 +350,8 @@ impl Heads {
 /// The runs of a read and what merging them takes.
 pub(crate) struct Spill {
     pub fmt: RunFormat,
-    pub runs: Vec<Run>,
+    /// Each run and how many merges made it (0: a piece's).
+    runs: Vec<(Run, u32)>,
     /// Bytes each run is read and written through.
     pub buffer: usize,
     /// Runs merged at once.
@@ -371,33 +372,65 @@ impl Spill {
         }
     }
 
+    /// Adds a piece's run. Where the newest `fan_in` runs have been
+    /// merged as often, they are merged into one (and so on up), as a
+    /// counter carries: a read of many small pieces keeps a few runs per
+    /// level open, never one per piece (each is an open file). Runs compare
+    /// by their cells alone, so which runs merge first changes nothing.
+    pub fn push(&mut self, run: Run, order: &RunOrder) -> Result<()> {
+        self.runs.push((run, 0));
+        while let Some(tail) = self.runs.len().checked_sub(self.fan_in) {
+            let level = self.runs.last().map_or(0, |r| r.1);
+            if self
+                .runs
+                .get(tail..)
+                .is_none_or(|t| t.iter().any(|r| r.1 != level))
+            {
+                break;
+            }
+            let group = self.runs.split_off(tail).into_iter().map(|r| r.0).collect();
+            let merged = self.merge_runs(group, order)?;
+            self.runs.push((merged, level.saturating_add(1)));
+        }
+        Ok(())
+    }
+
+    /// How many runs are held.
+    pub fn len(&self) -> usize {
+        self.runs.len()
+    }
+
+    /// `runs` merged into one.
+    fn merge_runs(&self, runs: Vec<Run>, order: &RunOrder) -> Result<Run> {
+        let mut heads = Heads::new(runs, self.buffer, &self.fmt, order)?;
+        let mut out = RunWriter::new(self.buffer)?;
+        while let Some(rec) = heads.pop(&self.fmt, order)? {
+            let values: Vec<(&[u8], bool)> =
+                (0..self.fmt.fields.len()).map(|k| rec.value(k)).collect();
+            out.push(
+                &self.fmt,
+                rec.at,
+                rec.stamp,
+                (rec.gone, rec.rejected),
+                &values,
+            )?;
+        }
+        out.finish()
+    }
+
     /// The merge of every run: runs beyond the fan-in are first merged
     /// into longer ones, `fan_in` at a time.
     pub fn merge(mut self, order: RunOrder, dedup: bool, cells: usize) -> Result<Merge> {
-        while self.runs.len() > self.fan_in {
-            let rest = self.runs.split_off(self.fan_in);
-            let first = std::mem::replace(&mut self.runs, rest);
-            let mut heads = Heads::new(first, self.buffer, &self.fmt, &order)?;
-            let mut out = RunWriter::new(self.buffer)?;
-            while let Some(rec) = heads.pop(&self.fmt, &order)? {
-                let values: Vec<(&[u8], bool)> =
-                    (0..self.fmt.fields.len()).map(|k| rec.value(k)).collect();
-                out.push(
-                    &self.fmt,
-                    rec.at,
-                    rec.stamp,
-                    (rec.gone, rec.rejected),
-                    &values,
-                )?;
-            }
-            self.runs.push(out.finish()?);
+        let mut runs: Vec<Run> = std::mem::take(&mut self.runs)
+            .into_iter()
+            .map(|r| r.0)
+            .collect();
+        while runs.len() > self.fan_in {
+            let rest = runs.split_off(self.fan_in);
+            let first = std::mem::replace(&mut runs, rest);
+            runs.push(self.merge_runs(first, &order)?);
         }
-        let heads = Heads::new(
-            std::mem::take(&mut self.runs),
-            self.buffer,
-            &self.fmt,
-            &order,
-        )?;
+        let heads = Heads::new(runs, self.buffer, &self.fmt, &order)?;
         Ok(Merge {
             fmt: self.fmt,
             heads,
@@ -556,18 +589,22 @@ impl Reader {
             && self.estimate(&whole) > self.tile_budget()
     }
 
-    /// The merge of `spill`'s runs, in the read's order.
-    pub(super) fn merge(&self, spill: Spill) -> Result<Merge> {
+    /// How this read's runs compare: its result order.
+    pub(super) fn run_order(&self) -> RunOrder {
         let schema = self.snapshot.schema();
-        let kind = sparse::spill_order(schema, self.spec.layout);
-        let order = RunOrder {
+        RunOrder {
             domain: schema.domain.clone(),
             ops: self.ops.dims().to_vec(),
-            kind,
+            kind: sparse::spill_order(schema, self.spec.layout),
             layout: self.spec.layout,
-        };
-        tracing::debug!(runs = spill.runs.len(), "merging spilled runs");
-        spill.merge(order, !schema.allows_dups, self.batch_cells())
+        }
+    }
+
+    /// The merge of `spill`'s runs, in the read's order.
+    pub(super) fn merge(&self, spill: Spill) -> Result<Merge> {
+        tracing::debug!(runs = spill.len(), "merging spilled runs");
+        let dedup = !self.snapshot.schema().allows_dups;
+        spill.merge(self.run_order(), dedup, self.batch_cells())
     }
 }
 
@@ -673,7 +710,7 @@ mod tests {
     }
 
     /// Runs merge in the result order, beyond the fan-in too (merged into
-    /// longer runs first); per coordinate the newest version stands, then
+    /// longer runs as they come); per coordinate the newest version stands, then
     /// its delete or the condition's rejection removes it (an older
     /// version does not come back); batches hold at most their cells.
     #[test]
@@ -705,7 +742,11 @@ mod tests {
         ];
         let mut spill = Spill::new(fmt.clone(), 0);
         assert_eq!(spill.fan_in, 2);
-        spill.runs = runs.iter().map(|r| run(&fmt, r)).collect();
+        for r in &runs {
+            spill.push(run(&fmt, r), &order(&schema)).unwrap();
+            // Merged as they come, two at a time: a run per level at most.
+            assert!(spill.len() <= 2, "{} runs held", spill.len());
+        }
         let got = drain(spill.merge(order(&schema), true, 2).unwrap(), &fields);
         let want: Vec<(Option<String>, i32)> = [
             (Some("d0"), 0),
@@ -723,7 +764,10 @@ mod tests {
         // among equal coordinates (flags are not looked at: the runs'
         // writer applied deletes and the condition).
         let mut spill = Spill::new(fmt.clone(), 1 << 20);
-        spill.runs = runs.iter().map(|r| run(&fmt, r)).collect();
+        for r in &runs {
+            spill.push(run(&fmt, r), &order(&schema)).unwrap();
+        }
+        assert_eq!(spill.len(), runs.len());
         let got = drain(spill.merge(order(&schema), false, 3).unwrap(), &fields);
         let texts: Vec<Option<&str>> = got.iter().map(|(s, _)| s.as_deref()).collect();
         assert_eq!(
