@@ -160,6 +160,8 @@ pub struct Reader {
     /// Buffers of the last piece's tiles, for the next piece's (shared
     /// with the piece's [`DecodeWork`]).
     spare: Arc<tiles::Spare>,
+    /// Sliced tiles' chunks decoded by the last pieces, for the next.
+    chunks: Arc<tiles::ChunkCache>,
     /// Pieces installed so far: decoded tiles must be the current one's.
     pieces_started: u64,
     /// Result cells in order, with the dense coordinates when dense.
@@ -289,6 +291,7 @@ impl Reader {
         Ok(Reader {
             snapshot,
             spare: Arc::new(tiles::Spare::new(spec.budget / 2)),
+            chunks: Arc::default(),
             tile_share: spec.budget / 2,
             pieces_started: 0,
             spec,
@@ -925,12 +928,12 @@ impl Reader {
         let plan = self.plans.get(i).ok_or_else(|| unknown_fragment(i))?;
         let ff = (plan.fields.get(slot).and_then(Option::as_ref))
             .ok_or_else(|| QueryError::invalid("var data of an unknown field"))?;
-        let (_, pf) = (ff.parts.iter())
-            .find(|(p, _)| *p == DataPart::Fixed)
+        let (part, (_, pf)) = (ff.parts.iter().enumerate())
+            .find(|(_, (p, _))| *p == DataPart::Fixed)
             .ok_or_else(|| QueryError::invalid("var data without offsets"))?;
         let filters = pf.tile_filters(plan.schema.version, self.key());
         let var_size = plan.meta.var_tile_size(ff.index, t)?;
-        tiles::var_bytes(fetch, found, &filters, var_size)
+        tiles::var_bytes(fetch, found, (&filters, part), var_size, &self.chunks)
     }
 
     /// The decoding of `fetches` from their parts' bytes (in order).
@@ -995,6 +998,7 @@ impl Reader {
             fields,
             key: self.key().copied(),
             spare: Arc::clone(&self.spare),
+            chunks: Arc::clone(&self.chunks),
         })
     }
 }

@@ -176,8 +176,9 @@ fn with_ends(needed: &[(u64, u64)], cells: u64) -> Vec<(u64, u64)> {
 pub(crate) fn var_bytes(
     fetch: &TileFetch,
     found: &[(WalkedChunk, Bytes)],
-    filters: &TileFilters<'_>,
+    (filters, part): (&TileFilters<'_>, usize),
     var_size: u64,
+    cache: &ChunkCache,
 ) -> Result<Vec<Range<u64>>> {
     let path = fetch.parts.first().map_or("", |p| p.1.as_str());
     let tile = fetch.key.2;
@@ -211,14 +212,27 @@ pub(crate) fn var_bytes(
             ));
         }
         if decoded.as_ref().is_none_or(|(k, _)| *k != c.index) {
-            let (_, chunk) = tdb_tile::filtered_chunk(bytes)
-                .map_err(|e| QueryError::corrupt(path, tile, e.to_string()))?;
-            let mut out = TileData::default();
             let index = usize::try_from(c.index).unwrap_or(usize::MAX);
-            let location = format!("{path} tile {tile}");
-            (filters.unfilter_into(&location, &mut ws, &[chunk], index, false, &mut out))
-                .map_err(|e| tile_error(path, tile, e))?;
-            decoded = Some((c.index, out.data));
+            let data = match cache.take(fetch.key, part, index) {
+                Some(kept) => kept,
+                None => {
+                    let (_, chunk) = tdb_tile::filtered_chunk(bytes)
+                        .map_err(|e| QueryError::corrupt(path, tile, e.to_string()))?;
+                    let mut out = TileData::default();
+                    let location = format!("{path} tile {tile}");
+                    (filters.unfilter_into(&location, &mut ws, &[chunk], index, false, &mut out))
+                        .map_err(|e| tile_error(path, tile, e))?;
+                    out.data
+                }
+            };
+            if let Some((k, old)) = decoded.replace((c.index, data)) {
+                cache.give(
+                    fetch.key,
+                    part,
+                    usize::try_from(k).unwrap_or(usize::MAX),
+                    old,
+                );
+            }
         }
         let data = decoded.as_ref().map_or(&[][..], |(_, d)| d.as_slice());
         let i = usize::try_from(at.saturating_sub(c.unfiltered.start)).unwrap_or(usize::MAX);
@@ -237,6 +251,15 @@ pub(crate) fn var_bytes(
             ));
         }
         bytes.push(start..end);
+    }
+    // The last chunk decoded stays for the decoding of the tile.
+    if let Some((k, data)) = decoded {
+        cache.give(
+            fetch.key,
+            part,
+            usize::try_from(k).unwrap_or(usize::MAX),
+            data,
+        );
     }
     Ok(bytes)
 }
@@ -701,6 +724,78 @@ impl Spare {
     }
 }
 
+/// Decoded chunks of sliced tiles kept from one piece to the next. A read
+/// under a budget that holds less than a decoded chunk of each field goes
+/// a few cells a piece, and a chunk is decoded whole: consecutive pieces
+/// mostly want the chunks the last one decoded (`sparse_large_tiles` under
+/// 64 KiB decoded each 64 KiB chunk again for every few cells, 270 times
+/// the unbudgeted read's time). The most recently decoded stay, up to
+/// [`ChunkCache::LIMIT`] bytes: memory outside the budget, as the decoder's
+/// own scratch is (a chunk is its unit).
+#[derive(Debug, Default)]
+pub(crate) struct ChunkCache {
+    kept: Mutex<CacheInner>,
+}
+
+/// A chunk: its tile, its part's index in the tile's fetch, its index.
+type ChunkKey = (TileKey, usize, usize);
+
+#[derive(Debug, Default)]
+struct CacheInner {
+    /// Each chunk, when it was last given, its bytes.
+    chunks: HashMap<ChunkKey, (u64, Vec<u8>)>,
+    /// Capacity held.
+    bytes: usize,
+    clock: u64,
+}
+
+impl ChunkCache {
+    /// Bytes of decoded chunks kept at most: eight of TileDB's 64 KiB.
+    pub const LIMIT: usize = 512 << 10;
+
+    /// Chunk `index` of part `part` of tile `tile`, decoded, if kept: taken
+    /// out (give it back with [`ChunkCache::give`]).
+    pub fn take(&self, tile: TileKey, part: usize, index: usize) -> Option<Vec<u8>> {
+        let mut inner = self.kept.lock().ok()?;
+        let (_, data) = inner.chunks.remove(&(tile, part, index))?;
+        inner.bytes = inner.bytes.saturating_sub(data.capacity());
+        Some(data)
+    }
+
+    /// Keeps decoded chunk `index` of part `part` of tile `tile`, the
+    /// least recently given making room; returns the buffers let go (the
+    /// chunk itself when larger than the limit).
+    pub fn give(&self, tile: TileKey, part: usize, index: usize, data: Vec<u8>) -> Vec<Vec<u8>> {
+        let Ok(mut inner) = self.kept.lock() else {
+            return vec![data];
+        };
+        if data.capacity() > Self::LIMIT {
+            return vec![data];
+        }
+        let mut freed = Vec::new();
+        while inner.bytes.saturating_add(data.capacity()) > Self::LIMIT {
+            let Some(oldest) = (inner.chunks.iter())
+                .min_by_key(|(_, (when, _))| *when)
+                .map(|(k, _)| *k)
+            else {
+                break;
+            };
+            if let Some((_, old)) = inner.chunks.remove(&oldest) {
+                inner.bytes = inner.bytes.saturating_sub(old.capacity());
+                freed.push(old);
+            }
+        }
+        inner.clock = inner.clock.saturating_add(1);
+        inner.bytes = inner.bytes.saturating_add(data.capacity());
+        let when = inner.clock;
+        if let Some((_, old)) = inner.chunks.insert((tile, part, index), (when, data)) {
+            inner.bytes = inner.bytes.saturating_sub(old.capacity());
+            freed.push(old);
+        }
+        freed
+    }
+}
+
 /// A piece's tiles to unfilter, with everything the work needs owned, so
 /// a driver runs it where it likes ([`super::ReadStep::Decode`]): on the
 /// calling thread, or off an async executor's. The work itself runs on the
@@ -716,6 +811,7 @@ pub struct DecodeWork {
     pub(super) fields: Vec<FragField>,
     pub(super) key: Option<[u8; 32]>,
     pub(super) spare: Arc<Spare>,
+    pub(super) chunks: Arc<ChunkCache>,
 }
 
 /// What one tile of a [`DecodeWork`] is: its field (an index into the
@@ -758,7 +854,13 @@ impl DecodeWork {
                 })
             })
             .collect::<Result<_>>()?;
-        let decoded = decode_tiles(&jobs, self.key.as_ref(), crate::threads(), &self.spare)?;
+        let decoded = decode_tiles(
+            &jobs,
+            self.key.as_ref(),
+            crate::threads(),
+            &self.spare,
+            &self.chunks,
+        )?;
         self.spare.release();
         Ok(Decoded {
             piece: self.piece,
@@ -796,6 +898,7 @@ impl std::fmt::Debug for Decoded {
 
 /// One tile to decode: its fetch, its parts' bytes (in the fetch's
 /// order), how it is stored, and how many cells it must hold.
+#[derive(Clone, Copy)]
 pub(crate) struct TileJob<'a> {
     pub fetch: &'a TileFetch,
     pub bytes: &'a [PartBytes],
@@ -1001,6 +1104,7 @@ pub(crate) fn decode_tiles<'a>(
     key: Option<&'a [u8; 32]>,
     threads: usize,
     spare: &Spare,
+    cache: &ChunkCache,
 ) -> Result<Vec<DecodedTile>> {
     let parsed: Vec<Vec<PartJob<'a>>> = jobs
         .iter()
@@ -1091,7 +1195,39 @@ pub(crate) fn decode_tiles<'a>(
             out.data.resize(size, 0);
             return Ok(out);
         }
-        let tile = jobs.get(run.job).map_or(0, |j| j.fetch.key.2);
+        let key = jobs.get(run.job).map_or((0, 0, 0), |j| j.fetch.key);
+        // A sliced part's chunk: decoded whole (or kept from the piece
+        // before), only its bytes inside the part's window held.
+        if let (Some(at), Some(SlicedPart { window, .. })) = (run.at, &part.sliced) {
+            let decoded = match cache.take(key, run.part, run.first) {
+                Some(kept) => kept,
+                None => {
+                    part.filters
+                        .unfilter_into(
+                            &part.location,
+                            ws,
+                            run.chunks,
+                            run.first,
+                            part.kind == DataPart::Var,
+                            &mut out,
+                        )
+                        .map_err(|e| tile_error(part.path, key.2, e))?;
+                    std::mem::take(&mut out.data)
+                }
+            };
+            let from = window.start.max(at);
+            let to = window.end.min(at.saturating_add(decoded.len() as u64));
+            out.data.extend_from_slice(
+                (usize::try_from(from.saturating_sub(at)).ok())
+                    .zip(usize::try_from(to.saturating_sub(at)).ok())
+                    .and_then(|(a, b)| decoded.get(a..b.max(a)))
+                    .unwrap_or_default(),
+            );
+            for buf in cache.give(key, run.part, run.first, decoded) {
+                spare.keep(buf);
+            }
+            return Ok(out);
+        }
         part.filters
             .unfilter_into(
                 &part.location,
@@ -1101,18 +1237,7 @@ pub(crate) fn decode_tiles<'a>(
                 part.kind == DataPart::Var,
                 &mut out,
             )
-            .map_err(|e| tile_error(part.path, tile, e))?;
-        // A sliced part's chunk: only its bytes inside the part's window.
-        if let (Some(at), Some(SlicedPart { window, .. })) = (run.at, &part.sliced) {
-            let from = window.start.max(at);
-            let to = window.end.min(at.saturating_add(out.data.len() as u64));
-            let bytes = (usize::try_from(from.saturating_sub(at)).ok())
-                .zip(usize::try_from(to.saturating_sub(at)).ok())
-                .and_then(|(a, b)| out.data.get(a..b.max(a)))
-                .unwrap_or_default()
-                .to_vec();
-            spare.keep(std::mem::replace(&mut out.data, bytes));
-        }
+            .map_err(|e| tile_error(part.path, key.2, e))?;
         Ok(out)
     })?;
     // Join each part's runs in order (the first run's buffer becomes the
@@ -1367,6 +1492,7 @@ mod tests {
             };
             let size = |_: TileKey, p: usize| fv.parts[p].1.cell_size;
             let mut fetching = Fetching::new(vec![fetch], size, 4096, &HashMap::new());
+            let cache = ChunkCache::default();
             let mut read = 0u64;
             loop {
                 for r in fetching.answers.ask().unwrap() {
@@ -1381,7 +1507,7 @@ mod tests {
                     fetching.answers.take(&r, Some(answer)).unwrap();
                 }
                 let mut window = |f: &TileFetch, found: &[(WalkedChunk, Bytes)]| {
-                    var_bytes(f, found, &filters, var_size)
+                    var_bytes(f, found, (&filters, 0), var_size, &cache)
                 };
                 if fetching.absorb(&mut window).unwrap() {
                     break;
@@ -1402,9 +1528,44 @@ mod tests {
                 needed: fetch.needed.as_deref(),
                 var_size: Some(var_size),
             };
-            let tile = decode_tiles(&[job], None, 1, &Spare::new(0))
+            let tile = decode_tiles(&[job], None, 1, &Spare::new(0), &cache)
                 .unwrap()
                 .remove(0);
+            // Decoded again, as the next piece over the same chunks is,
+            // the chunks kept are not: their filtered bytes, spoiled, are
+            // never looked at (without the cache they are an error).
+            if needed.len() <= 2 {
+                let spoiled: Vec<PartBytes> = (bytes.iter())
+                    .map(|b| match b {
+                        PartBytes::Chunks(found) => PartBytes::Chunks(
+                            (found.iter())
+                                .map(|(c, b)| {
+                                    let mut b = b.to_vec();
+                                    b.iter_mut().skip(12).for_each(|x| *x = 0);
+                                    (c.clone(), Bytes::from(b))
+                                })
+                                .collect(),
+                        ),
+                        PartBytes::Whole(b) => PartBytes::Whole(b.clone()),
+                    })
+                    .collect();
+                let again = TileJob {
+                    bytes: &spoiled,
+                    ..job
+                };
+                let kept = decode_tiles(&[again], None, 1, &Spare::new(0), &cache).unwrap();
+                assert_eq!(
+                    (&kept[0].offsets, &kept[0].var),
+                    (&tile.offsets, &tile.var),
+                    "{needed:?}"
+                );
+                let cold = ChunkCache::default();
+                let again = TileJob {
+                    bytes: &spoiled,
+                    ..job
+                };
+                assert!(decode_tiles(&[again], None, 1, &Spare::new(0), &cold).is_err());
+            }
             let (lo, hi) = (needed[0].0, needed.last().unwrap().1);
             assert_eq!(tile.first, lo, "{needed:?}");
             assert_eq!(tile.offsets.len() as u64, hi - lo, "{needed:?}");
@@ -1420,6 +1581,29 @@ mod tests {
                 ..offsets.get(hi as usize).map_or(var.len(), |&e| e as usize);
             assert_eq!(tile.var.len(), held.len(), "{needed:?}: the data held");
         }
+    }
+
+    /// The chunk cache keeps the most recently given chunks within its
+    /// limit, lets the oldest go first, and keeps no chunk larger than it.
+    #[test]
+    fn the_chunk_cache_keeps_the_newest_chunks_within_its_limit() {
+        let cache = ChunkCache::default();
+        let chunk = |k: u8| vec![k; 64 << 10];
+        let tile = (0, 1, 2);
+        for k in 0..10u8 {
+            assert!(cache.give(tile, 0, usize::from(k), chunk(k)).len() <= 1);
+        }
+        // Eight of 64 KiB fit: the first two went.
+        assert!(cache.take(tile, 0, 0).is_none() && cache.take(tile, 0, 1).is_none());
+        assert_eq!(cache.take(tile, 0, 2), Some(chunk(2)));
+        assert!(cache.take(tile, 0, 2).is_none(), "taken out");
+        assert!(cache.take(tile, 1, 9).is_none() && cache.take((0, 1, 3), 0, 9).is_none());
+        assert_eq!(cache.take(tile, 0, 9), Some(chunk(9)));
+        let huge = vec![0u8; ChunkCache::LIMIT + 1];
+        assert_eq!(cache.give(tile, 0, 11, huge).len(), 1);
+        assert!(cache.take(tile, 0, 11).is_none());
+        let held = cache.kept.lock().unwrap().bytes;
+        assert!(held <= ChunkCache::LIMIT, "{held}");
     }
 
     /// Tiles of several chunks come out the same whether the pool decodes
@@ -1478,7 +1662,7 @@ mod tests {
         // next: what they held must not show through.
         let spare = Spare::new(1 << 30);
         for threads in [1, 4, 1, 4] {
-            let tiles = decode_tiles(&jobs, None, threads, &spare).unwrap();
+            let tiles = decode_tiles(&jobs, None, threads, &spare, &ChunkCache::default()).unwrap();
             assert_eq!(tiles[0].fixed, a, "{threads}");
             assert_eq!(
                 (&tiles[1].offsets, &tiles[1].var),
@@ -1503,8 +1687,13 @@ mod tests {
         bad[at] ^= 0xFF;
         let bad = [PartBytes::Whole(Bytes::from(bad))];
         for threads in [1, 4] {
-            let Err(err) = decode_tiles(&[job(&fetch_a, &bad[..], &fa)], None, threads, &spare)
-            else {
+            let Err(err) = decode_tiles(
+                &[job(&fetch_a, &bad[..], &fa)],
+                None,
+                threads,
+                &spare,
+                &ChunkCache::default(),
+            ) else {
                 panic!("{threads}: a broken chunk decoded")
             };
             let QueryError::Tile { source, .. } = &err else {
@@ -1529,6 +1718,7 @@ mod tests {
                 None,
                 threads,
                 &spare,
+                &ChunkCache::default(),
             )
             .unwrap_or_else(|e| panic!("{threads}: {e}"));
             let got = &tiles[0].fixed;
