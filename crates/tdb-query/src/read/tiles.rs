@@ -1198,23 +1198,22 @@ pub(crate) fn decode_tiles<'a>(
         let key = jobs.get(run.job).map_or((0, 0, 0), |j| j.fetch.key);
         // A sliced part's chunk: decoded whole (or kept from the piece
         // before), only its bytes inside the part's window held.
-        if let (Some(at), Some(SlicedPart { window, .. })) = (run.at, &part.sliced) {
-            let decoded = match cache.take(key, run.part, run.first) {
-                Some(kept) => kept,
-                None => {
-                    part.filters
-                        .unfilter_into(
-                            &part.location,
-                            ws,
-                            run.chunks,
-                            run.first,
-                            part.kind == DataPart::Var,
-                            &mut out,
-                        )
-                        .map_err(|e| tile_error(part.path, key.2, e))?;
-                    std::mem::take(&mut out.data)
-                }
-            };
+        let sliced = run.at.zip(part.sliced.as_ref());
+        let kept = sliced.and_then(|_| cache.take(key, run.part, run.first));
+        if kept.is_none() {
+            part.filters
+                .unfilter_into(
+                    &part.location,
+                    ws,
+                    run.chunks,
+                    run.first,
+                    part.kind == DataPart::Var,
+                    &mut out,
+                )
+                .map_err(|e| tile_error(part.path, key.2, e))?;
+        }
+        if let Some((at, SlicedPart { window, .. })) = sliced {
+            let decoded = kept.unwrap_or_else(|| std::mem::take(&mut out.data));
             let from = window.start.max(at);
             let to = window.end.min(at.saturating_add(decoded.len() as u64));
             out.data.extend_from_slice(
@@ -1226,18 +1225,7 @@ pub(crate) fn decode_tiles<'a>(
             for buf in cache.give(key, run.part, run.first, decoded) {
                 spare.keep(buf);
             }
-            return Ok(out);
         }
-        part.filters
-            .unfilter_into(
-                &part.location,
-                ws,
-                run.chunks,
-                run.first,
-                part.kind == DataPart::Var,
-                &mut out,
-            )
-            .map_err(|e| tile_error(part.path, key.2, e))?;
         Ok(out)
     })?;
     // Join each part's runs in order (the first run's buffer becomes the
