@@ -847,6 +847,7 @@ impl Reader {
             // Runs of each fragment's tiles, the first fragment's first.
             self.spill = Some(spill::Spill::new(
                 spill::RunFormat::new(&self.fields, &self.requested)?,
+                self.run_order(),
                 self.tile_budget(),
             ));
             self.partitions = (self.plans.iter().enumerate().rev())
@@ -902,10 +903,7 @@ impl Reader {
                         cells = run.records(),
                         "run spilled"
                     );
-                    let order = self.run_order();
-                    if let Some(spill) = &mut self.spill {
-                        spill.push(run, &order)?;
-                    }
+                    spill.push(run)?;
                 }
                 None => self.results = scan.cells()?,
             }

@@ -350,6 +350,8 @@ impl Heads {
 /// The runs of a read and what merging them takes.
 pub(crate) struct Spill {
     pub fmt: RunFormat,
+    /// How runs compare: the read's result order.
+    order: RunOrder,
     /// Each run and how many merges made it (0: a piece's).
     runs: Vec<(Run, u32)>,
     /// Bytes each run is read and written through.
@@ -359,13 +361,15 @@ pub(crate) struct Spill {
 }
 
 impl Spill {
-    /// Runs of `fmt` merged in at most `memory` bytes of buffers.
-    pub fn new(fmt: RunFormat, memory: u64) -> Self {
+    /// Runs of `fmt` in `order`, merged in at most `memory` bytes of
+    /// buffers.
+    pub fn new(fmt: RunFormat, order: RunOrder, memory: u64) -> Self {
         let memory = usize::try_from(memory).unwrap_or(usize::MAX);
         let fan_in = (memory / 4096).clamp(2, 64);
         let buffer = memory.checked_div(fan_in).unwrap_or(0).clamp(512, 64 << 10);
         Spill {
             fmt,
+            order,
             runs: Vec::new(),
             buffer,
             fan_in,
@@ -377,7 +381,7 @@ impl Spill {
     /// counter carries: a read of many small pieces keeps a few runs per
     /// level open, never one per piece (each is an open file). Runs compare
     /// by their cells alone, so which runs merge first changes nothing.
-    pub fn push(&mut self, run: Run, order: &RunOrder) -> Result<()> {
+    pub fn push(&mut self, run: Run) -> Result<()> {
         self.runs.push((run, 0));
         while let Some(tail) = self.runs.len().checked_sub(self.fan_in) {
             let level = self.runs.last().map_or(0, |r| r.1);
@@ -389,7 +393,7 @@ impl Spill {
                 break;
             }
             let group = self.runs.split_off(tail).into_iter().map(|r| r.0).collect();
-            let merged = self.merge_runs(group, order)?;
+            let merged = self.merge_runs(group)?;
             self.runs.push((merged, level.saturating_add(1)));
         }
         Ok(())
@@ -401,10 +405,10 @@ impl Spill {
     }
 
     /// `runs` merged into one.
-    fn merge_runs(&self, runs: Vec<Run>, order: &RunOrder) -> Result<Run> {
-        let mut heads = Heads::new(runs, self.buffer, &self.fmt, order)?;
+    fn merge_runs(&self, runs: Vec<Run>) -> Result<Run> {
+        let mut heads = Heads::new(runs, self.buffer, &self.fmt, &self.order)?;
         let mut out = RunWriter::new(self.buffer)?;
-        while let Some(rec) = heads.pop(&self.fmt, order)? {
+        while let Some(rec) = heads.pop(&self.fmt, &self.order)? {
             let values: Vec<(&[u8], bool)> =
                 (0..self.fmt.fields.len()).map(|k| rec.value(k)).collect();
             out.push(
@@ -420,7 +424,7 @@ impl Spill {
 
     /// The merge of every run: runs beyond the fan-in are first merged
     /// into longer ones, `fan_in` at a time.
-    pub fn merge(mut self, order: RunOrder, dedup: bool, cells: usize) -> Result<Merge> {
+    pub fn merge(mut self, dedup: bool, cells: usize) -> Result<Merge> {
         let mut runs: Vec<Run> = std::mem::take(&mut self.runs)
             .into_iter()
             .map(|r| r.0)
@@ -428,13 +432,13 @@ impl Spill {
         while runs.len() > self.fan_in {
             let rest = runs.split_off(self.fan_in);
             let first = std::mem::replace(&mut runs, rest);
-            runs.push(self.merge_runs(first, &order)?);
+            runs.push(self.merge_runs(first)?);
         }
-        let heads = Heads::new(runs, self.buffer, &self.fmt, &order)?;
+        let heads = Heads::new(runs, self.buffer, &self.fmt, &self.order)?;
         Ok(Merge {
             fmt: self.fmt,
             heads,
-            order,
+            order: self.order,
             dedup,
             ready: VecDeque::new(),
             cells: cells.max(1),
@@ -604,7 +608,7 @@ impl Reader {
     pub(super) fn merge(&self, spill: Spill) -> Result<Merge> {
         tracing::debug!(runs = spill.len(), "merging spilled runs");
         let dedup = !self.snapshot.schema().allows_dups;
-        spill.merge(self.run_order(), dedup, self.batch_cells())
+        spill.merge(dedup, self.batch_cells())
     }
 }
 
@@ -740,14 +744,14 @@ mod tests {
             vec![((0, 5), 3, 3, false, false, Some("d0"))],
             vec![((2, 5), 4, 3, false, false, Some("e2"))],
         ];
-        let mut spill = Spill::new(fmt.clone(), 0);
+        let mut spill = Spill::new(fmt.clone(), order(&schema), 0);
         assert_eq!(spill.fan_in, 2);
         for r in &runs {
-            spill.push(run(&fmt, r), &order(&schema)).unwrap();
+            spill.push(run(&fmt, r)).unwrap();
             // Merged as they come, two at a time: a run per level at most.
             assert!(spill.len() <= 2, "{} runs held", spill.len());
         }
-        let got = drain(spill.merge(order(&schema), true, 2).unwrap(), &fields);
+        let got = drain(spill.merge(true, 2).unwrap(), &fields);
         let want: Vec<(Option<String>, i32)> = [
             (Some("d0"), 0),
             (Some("a0"), 1),
@@ -763,12 +767,12 @@ mod tests {
         // With duplicates every version comes out, oldest fragment first
         // among equal coordinates (flags are not looked at: the runs'
         // writer applied deletes and the condition).
-        let mut spill = Spill::new(fmt.clone(), 1 << 20);
+        let mut spill = Spill::new(fmt.clone(), order(&schema), 1 << 20);
         for r in &runs {
-            spill.push(run(&fmt, r), &order(&schema)).unwrap();
+            spill.push(run(&fmt, r)).unwrap();
         }
         assert_eq!(spill.len(), runs.len());
-        let got = drain(spill.merge(order(&schema), false, 3).unwrap(), &fields);
+        let got = drain(spill.merge(false, 3).unwrap(), &fields);
         let texts: Vec<Option<&str>> = got.iter().map(|(s, _)| s.as_deref()).collect();
         assert_eq!(
             texts,
