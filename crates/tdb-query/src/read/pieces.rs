@@ -177,14 +177,15 @@ impl Reader {
         let span = span.filter(|_| Self::sliceable(plan)).map(|s| s.min(cells));
         let mut total = 0u64;
         for (slot, ff) in Self::frag_fields(plan) {
-            let var = self.fields.get(slot).is_none_or(|f| f.is_var());
+            // A var field's fixed part is its offsets, 8 bytes a cell.
+            let cell_size = (self.fields.get(slot))
+                .filter(|f| !f.is_var())
+                .map(|f| f.cell_size() as u64);
+            let var = cell_size.is_none();
             for (part, _) in &ff.parts {
                 let (filtered, unfiltered) = match part {
                     DataPart::Fixed => {
-                        let size = match self.fields.get(slot) {
-                            Some(f) if !var => f.cell_size() as u64,
-                            _ => 8,
-                        };
+                        let size = cell_size.unwrap_or(8);
                         (meta.tile_range(ff.index, t), cells.saturating_mul(size))
                     }
                     DataPart::Var => {

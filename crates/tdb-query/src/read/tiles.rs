@@ -212,26 +212,21 @@ pub(crate) fn var_bytes(
             ));
         }
         if decoded.as_ref().is_none_or(|(k, _)| *k != c.index) {
-            let index = usize::try_from(c.index).unwrap_or(usize::MAX);
-            let data = match cache.take(fetch.key, part, index) {
+            let data = match cache.take(fetch.key, part, c.index) {
                 Some(kept) => kept,
                 None => {
                     let (_, chunk) = tdb_tile::filtered_chunk(bytes)
                         .map_err(|e| QueryError::corrupt(path, tile, e.to_string()))?;
                     let mut out = TileData::default();
                     let location = format!("{path} tile {tile}");
+                    let index = usize::try_from(c.index).unwrap_or(usize::MAX);
                     (filters.unfilter_into(&location, &mut ws, &[chunk], index, false, &mut out))
                         .map_err(|e| tile_error(path, tile, e))?;
                     out.data
                 }
             };
             if let Some((k, old)) = decoded.replace((c.index, data)) {
-                cache.give(
-                    fetch.key,
-                    part,
-                    usize::try_from(k).unwrap_or(usize::MAX),
-                    old,
-                );
+                cache.give(fetch.key, part, k, old);
             }
         }
         let data = decoded.as_ref().map_or(&[][..], |(_, d)| d.as_slice());
@@ -254,12 +249,7 @@ pub(crate) fn var_bytes(
     }
     // The last chunk decoded stays for the decoding of the tile.
     if let Some((k, data)) = decoded {
-        cache.give(
-            fetch.key,
-            part,
-            usize::try_from(k).unwrap_or(usize::MAX),
-            data,
-        );
+        cache.give(fetch.key, part, k, data);
     }
     Ok(bytes)
 }
@@ -738,7 +728,7 @@ pub(crate) struct ChunkCache {
 }
 
 /// A chunk: its tile, its part's index in the tile's fetch, its index.
-type ChunkKey = (TileKey, usize, usize);
+type ChunkKey = (TileKey, usize, u64);
 
 #[derive(Debug, Default)]
 struct CacheInner {
@@ -755,7 +745,7 @@ impl ChunkCache {
 
     /// Chunk `index` of part `part` of tile `tile`, decoded, if kept: taken
     /// out (give it back with [`ChunkCache::give`]).
-    pub fn take(&self, tile: TileKey, part: usize, index: usize) -> Option<Vec<u8>> {
+    pub fn take(&self, tile: TileKey, part: usize, index: u64) -> Option<Vec<u8>> {
         let mut inner = self.kept.lock().ok()?;
         let (_, data) = inner.chunks.remove(&(tile, part, index))?;
         inner.bytes = inner.bytes.saturating_sub(data.capacity());
@@ -765,7 +755,7 @@ impl ChunkCache {
     /// Keeps decoded chunk `index` of part `part` of tile `tile`, the
     /// least recently given making room; returns the buffers let go (the
     /// chunk itself when larger than the limit).
-    pub fn give(&self, tile: TileKey, part: usize, index: usize, data: Vec<u8>) -> Vec<Vec<u8>> {
+    pub fn give(&self, tile: TileKey, part: usize, index: u64, data: Vec<u8>) -> Vec<Vec<u8>> {
         let Ok(mut inner) = self.kept.lock() else {
             return vec![data];
         };
@@ -1199,7 +1189,8 @@ pub(crate) fn decode_tiles<'a>(
         // A sliced part's chunk: decoded whole (or kept from the piece
         // before), only its bytes inside the part's window held.
         let sliced = run.at.zip(part.sliced.as_ref());
-        let kept = sliced.and_then(|_| cache.take(key, run.part, run.first));
+        let chunk = u64::try_from(run.first).unwrap_or(u64::MAX);
+        let kept = sliced.and_then(|_| cache.take(key, run.part, chunk));
         if kept.is_none() {
             part.filters
                 .unfilter_into(
@@ -1222,7 +1213,7 @@ pub(crate) fn decode_tiles<'a>(
                     .and_then(|(a, b)| decoded.get(a..b.max(a)))
                     .unwrap_or_default(),
             );
-            for buf in cache.give(key, run.part, run.first, decoded) {
+            for buf in cache.give(key, run.part, chunk, decoded) {
                 spare.keep(buf);
             }
         }
@@ -1579,7 +1570,7 @@ mod tests {
         let chunk = |k: u8| vec![k; 64 << 10];
         let tile = (0, 1, 2);
         for k in 0..10u8 {
-            assert!(cache.give(tile, 0, usize::from(k), chunk(k)).len() <= 1);
+            assert!(cache.give(tile, 0, u64::from(k), chunk(k)).len() <= 1);
         }
         // Eight of 64 KiB fit: the first two went.
         assert!(cache.take(tile, 0, 0).is_none() && cache.take(tile, 0, 1).is_none());
