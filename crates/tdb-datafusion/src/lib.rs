@@ -24,11 +24,13 @@
 //! # }
 //! ```
 
+mod insert;
 mod pushdown;
 mod scan;
 mod table;
 
-pub use scan::TileDbScan;
+pub use insert::{InsertTotal, TileDbInsert};
+pub use scan::{ScanPlan, TileDbScan};
 pub use table::{TableOptions, TileDbTable, TileDbTableFactory};
 
 use datafusion::execution::session_state::SessionStateBuilder;

@@ -126,6 +126,61 @@ impl TileDbScan {
     pub fn parts(&self) -> &[Subarray] {
         &self.parts
     }
+
+    /// The URI of the array read.
+    pub fn uri(&self) -> &str {
+        &self.opened.uri
+    }
+
+    /// Options that open the array as this scan reads it
+    /// ([`TileDbTable::pinned_options`](crate::TileDbTable::pinned_options)).
+    pub fn table_options(&self) -> &crate::TableOptions {
+        &self.opened.options
+    }
+
+    /// What this scan reads, as plain values
+    /// ([`TileDbTable::scan_from`](crate::TileDbTable::scan_from) makes
+    /// the scan again from them).
+    pub fn plan(&self) -> ScanPlan {
+        ScanPlan {
+            fields: self.fields.clone(),
+            parts: self.parts.clone(),
+            condition: self.condition.clone(),
+            limit: self.limit,
+            subarray_text: self.subarray_text.clone(),
+        }
+    }
+}
+
+/// What a scan of a table reads, as plain values: what a cluster ships,
+/// beside the table's URI and pinned options, to the processes that run
+/// the scan's partitions.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ScanPlan {
+    /// The columns read, as named in the array.
+    pub fields: Vec<String>,
+    /// One subarray per partition.
+    pub parts: Vec<Subarray>,
+    /// The query condition pushed into every read.
+    pub condition: Option<String>,
+    /// At most this many rows a partition.
+    pub limit: Option<usize>,
+    /// What EXPLAIN shows of the pushed subarray.
+    pub subarray_text: String,
+}
+
+impl ScanPlan {
+    /// A plan of `fields` over `parts`, with no condition or limit.
+    pub fn new(fields: Vec<String>, parts: Vec<Subarray>) -> Self {
+        ScanPlan {
+            fields,
+            parts,
+            condition: None,
+            limit: None,
+            subarray_text: String::new(),
+        }
+    }
 }
 
 /// Row-major results are ordered by the dimensions, in order, when every

@@ -1,13 +1,15 @@
 //! A TileDB array as a DataFusion table, and the factory behind
 //! `CREATE EXTERNAL TABLE ... STORED AS TILEDB`.
 
+use crate::insert::{InsertTotal, TileDbInsert};
 use crate::pushdown::{describe, push, Pushed};
-use crate::scan::{external, TileDbScan};
+use crate::scan::{external, ScanPlan, TileDbScan};
 use async_trait::async_trait;
 use datafusion::arrow::datatypes::{Schema, SchemaRef};
 use datafusion::catalog::{Session, TableProvider, TableProviderFactory};
 use datafusion::common::stats::Precision;
 use datafusion::common::{DataFusionError, Result, ScalarValue, Statistics};
+use datafusion::logical_expr::dml::InsertOp;
 use datafusion::logical_expr::{CreateExternalTable, Expr, TableProviderFilterPushDown, TableType};
 use datafusion::physical_plan::ExecutionPlan;
 use std::collections::HashMap;
@@ -22,6 +24,9 @@ use tdb_format::ArrayType;
 pub struct TableOptions {
     /// Open the array as it was at this timestamp (ms since the epoch).
     pub timestamp: Option<u64>,
+    /// With `timestamp`: open the window from this timestamp on (fragments
+    /// written before it are not seen).
+    pub timestamp_start: Option<u64>,
     /// The AES-256-GCM key of an encrypted array.
     pub key: Option<String>,
     /// The memory budget of each partition's read (bytes).
@@ -36,7 +41,7 @@ pub struct TableOptions {
 
 impl TableOptions {
     /// The options of a `CREATE EXTERNAL TABLE ... OPTIONS (...)`:
-    /// `timestamp`, `key`, `budget`, `layout`, and any storage setting by
+    /// `timestamp`, `timestamp_start`, `key`, `budget`, `layout`, and any storage setting by
     /// TileDB's or object_store's name. Keys may carry DataFusion's
     /// `format.` prefix.
     pub fn from_map(map: &HashMap<String, String>) -> Result<Self> {
@@ -50,6 +55,7 @@ impl TableOptions {
             };
             match key {
                 "timestamp" => o.timestamp = Some(number("timestamp")?),
+                "timestamp_start" => o.timestamp_start = Some(number("timestamp_start")?),
                 "budget" => o.budget = Some(number("budget")?),
                 "key" => o.key = Some(v.clone()),
                 "layout" => {
@@ -62,7 +68,31 @@ impl TableOptions {
                 _ => o.config = std::mem::take(&mut o.config).set(key, v.clone()),
             }
         }
+        if o.timestamp_start.is_some() && o.timestamp.is_none() {
+            return Err(DataFusionError::Configuration(
+                "timestamp_start needs a timestamp (the window's end)".into(),
+            ));
+        }
         Ok(o)
+    }
+
+    /// The map [`TableOptions::from_map`] reads back as these options.
+    pub fn to_map(&self) -> HashMap<String, String> {
+        let mut map: HashMap<String, String> = self.config.pairs().iter().cloned().collect();
+        let mut put = |k: &str, v: Option<String>| {
+            if let Some(v) = v {
+                map.insert(k.to_owned(), v);
+            }
+        };
+        put("timestamp", self.timestamp.map(|t| t.to_string()));
+        put(
+            "timestamp_start",
+            self.timestamp_start.map(|t| t.to_string()),
+        );
+        put("budget", self.budget.map(|b| b.to_string()));
+        put("key", self.key.clone());
+        put("layout", self.layout.map(|l| l.name().to_owned()));
+        map
     }
 }
 
@@ -71,6 +101,8 @@ impl TableOptions {
 pub(crate) struct Opened {
     pub uri: String,
     pub array: Array,
+    /// The options it was opened with, at the window it shows.
+    pub options: TableOptions,
     pub budget: Option<u64>,
     /// The non-empty domain at the table's timestamp.
     pub ned: Option<Vec<Range>>,
@@ -93,8 +125,10 @@ impl TileDbTable {
     /// Opens the array at `uri` (a path or an object store URI).
     pub fn open(uri: &str, options: &TableOptions) -> Result<Self> {
         let mut open = OpenOptions::new().storage_config(options.config.clone());
-        if let Some(t) = options.timestamp {
-            open = open.at(t);
+        match (options.timestamp_start, options.timestamp) {
+            (Some(start), Some(end)) => open = open.between(start, end),
+            (None, Some(t)) => open = open.at(t),
+            _ => {}
         }
         if let Some(k) = &options.key {
             open = open.key(k.as_bytes()).map_err(external)?;
@@ -121,10 +155,18 @@ impl TileDbTable {
             ArrayType::Dense => ResultLayout::RowMajor,
             ArrayType::Sparse => options.layout.unwrap_or(ResultLayout::Unordered),
         };
+        let window = array.window();
+        let pinned = TableOptions {
+            timestamp: Some(window.end),
+            timestamp_start: (window.start > 0).then_some(window.start),
+            layout: Some(layout),
+            ..options.clone()
+        };
         Ok(TileDbTable {
             opened: Arc::new(Opened {
                 uri: uri.to_owned(),
                 array,
+                options: pinned,
                 budget: options.budget,
                 ned,
                 attrs,
@@ -137,6 +179,50 @@ impl TileDbTable {
     /// The array read.
     pub fn array(&self) -> &Array {
         &self.opened.array
+    }
+
+    /// The array's URI.
+    pub fn uri(&self) -> &str {
+        &self.opened.uri
+    }
+
+    /// Options that open the array, anywhere, as this table shows it: the
+    /// window pinned to what it was opened at (`timestamp`,
+    /// `timestamp_start`), the layout chosen. What a cluster ships to the
+    /// processes that plan and read it.
+    pub fn pinned_options(&self) -> &TableOptions {
+        &self.opened.options
+    }
+
+    /// The scan `plan` describes, over this table (another process's
+    /// [`TileDbScan::plan`]): its columns must be the table's, its parts
+    /// subarrays of the array's dimensions.
+    pub fn scan_from(&self, plan: ScanPlan) -> Result<TileDbScan> {
+        let mut indices = Vec::with_capacity(plan.fields.len());
+        for f in &plan.fields {
+            indices.push(self.schema.index_of(f).map_err(|_| {
+                DataFusionError::Plan(format!("{}: no column {f:?}", self.opened.uri))
+            })?);
+        }
+        let dims = self.opened.array.schema().domain.dimensions.len();
+        let parts_fit = plan.parts.iter().all(|p| p.dim_num() == dims);
+        if !parts_fit {
+            return Err(DataFusionError::Plan(format!(
+                "{}: a scan's subarray is not of the array's {dims} dimensions",
+                self.opened.uri
+            )));
+        }
+        let schema = Arc::new(self.schema.project(&indices)?);
+        Ok(TileDbScan::new(
+            Arc::clone(&self.opened),
+            plan.fields,
+            schema,
+            plan.parts,
+            self.layout,
+            plan.condition,
+            plan.limit,
+            plan.subarray_text,
+        ))
     }
 
     fn pushed(&self, filter: &Expr) -> Pushed {
@@ -241,6 +327,24 @@ impl TableProvider for TileDbTable {
             }
         }
         Some(s)
+    }
+
+    /// Each partition of the rows becomes a fragment, written and committed
+    /// on its own, all stamped with the time the insert was planned.
+    async fn insert_into(
+        &self,
+        _state: &dyn Session,
+        input: Arc<dyn ExecutionPlan>,
+        insert_op: InsertOp,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        if insert_op != InsertOp::Append {
+            return Err(DataFusionError::NotImplemented(format!(
+                "INSERT {insert_op} into {}: an array takes new fragments, over what it holds",
+                self.opened.uri
+            )));
+        }
+        let write = TileDbInsert::new(self.clone(), input, tdb::now_ms());
+        Ok(Arc::new(InsertTotal::new(Arc::new(write))))
     }
 
     async fn scan(

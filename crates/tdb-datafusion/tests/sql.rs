@@ -2,91 +2,17 @@
 //! reads, `xtask/fixtures/gen_sql.py`), what EXPLAIN shows of the pushed
 //! subarray and condition, and the bytes a dimension filter saves.
 
-use async_trait::async_trait;
-use datafusion::arrow::array::{Array, ArrayRef, AsArray};
-use datafusion::arrow::datatypes::{DataType, Float32Type, Float64Type};
-use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
-use datafusion::common::DataFusionError;
+#[path = "sql/db.rs"]
+mod db;
+
 use datafusion::prelude::SessionContext;
-use sqllogictest::{AsyncDB, DBOutput, DefaultColumnType, Runner};
+use db::{cell, Db};
+use sqllogictest::Runner;
 use std::path::Path;
 use std::sync::Arc;
 use tdb::{AnyStorage, Array as TdbArray, LocalStorage, OpenOptions};
 use tdb_datafusion::{TableOptions, TileDbTable};
 use tdb_storage::RecordingStorage;
-
-struct Db {
-    ctx: SessionContext,
-}
-
-/// One cell as gen_sql.py prints it.
-fn cell(array: &ArrayRef, i: usize) -> String {
-    if array.is_null(i) {
-        return "NULL".into();
-    }
-    let text = match array.data_type() {
-        DataType::Float32 => format!("{:.6}", array.as_primitive::<Float32Type>().value(i)),
-        DataType::Float64 => format!("{:.6}", array.as_primitive::<Float64Type>().value(i)),
-        DataType::Dictionary(..) => {
-            let d = array.as_any_dictionary();
-            let key = d.normalized_keys()[i];
-            return cell(d.values(), key);
-        }
-        _ => {
-            let f = ArrayFormatter::try_new(array.as_ref(), &FormatOptions::default())
-                .expect("a printable column");
-            f.value(i).to_string()
-        }
-    };
-    if text.is_empty() {
-        "(empty)".into()
-    } else {
-        text
-    }
-}
-
-fn column_type(t: &DataType) -> DefaultColumnType {
-    if t.is_integer() {
-        DefaultColumnType::Integer
-    } else if t.is_floating() {
-        DefaultColumnType::FloatingPoint
-    } else {
-        DefaultColumnType::Text
-    }
-}
-
-#[async_trait]
-impl AsyncDB for Db {
-    type Error = DataFusionError;
-    type ColumnType = DefaultColumnType;
-
-    async fn run(&mut self, sql: &str) -> Result<DBOutput<Self::ColumnType>, Self::Error> {
-        let df = self.ctx.sql(sql).await?;
-        let schema = df.schema().as_arrow().clone();
-        let batches = df.collect().await?;
-        if schema.fields().is_empty() || sql.trim_start().to_uppercase().starts_with("CREATE") {
-            return Ok(DBOutput::StatementComplete(0));
-        }
-        let types = schema
-            .fields()
-            .iter()
-            .map(|f| column_type(f.data_type()))
-            .collect();
-        let mut rows = Vec::new();
-        for b in &batches {
-            for r in 0..b.num_rows() {
-                rows.push(b.columns().iter().map(|c| cell(c, r)).collect());
-            }
-        }
-        Ok(DBOutput::Rows { types, rows })
-    }
-
-    async fn shutdown(&mut self) {}
-
-    fn engine_name(&self) -> &str {
-        "tdb-datafusion"
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sql_over_the_fixtures_gives_tiledbs_answers() {

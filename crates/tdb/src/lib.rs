@@ -649,6 +649,27 @@ impl<S: tdb_fragment::ReadStorage> Array<S> {
         self.snapshot.schema()
     }
 
+    /// The window the array shows: the one it was opened at, or, opened
+    /// now, from 0 to when it was loaded (or its newest fragment, if
+    /// later). Opened again at this window, it shows the same fragments
+    /// (merged ones hold the same cells) and nothing written since: what
+    /// another process must open to read the same cells.
+    pub fn window(&self) -> TimeWindow {
+        self.options.window.unwrap_or_else(|| {
+            let newest = self
+                .snapshot
+                .fragments
+                .iter()
+                .map(|f| f.file.name.timestamp_range().1)
+                .max()
+                .unwrap_or(0);
+            TimeWindow {
+                start: 0,
+                end: self.loaded_at.max(newest),
+            }
+        })
+    }
+
     /// The fragments reads see, oldest first.
     pub fn fragments(&self) -> &[LoadedFragment] {
         &self.snapshot.fragments
@@ -734,17 +755,7 @@ impl<S: tdb_fragment::ReadStorage> Array<S> {
     /// consolidation merged since hold the same cells; none written since
     /// is seen), for a read whose fragments a vacuum removed under it.
     fn reload(&self) -> Result<Arc<Snapshot>> {
-        let newest = self
-            .snapshot
-            .fragments
-            .iter()
-            .map(|f| f.file.name.timestamp_range().1)
-            .max()
-            .unwrap_or(0);
-        let window = self.options.window.unwrap_or(TimeWindow {
-            start: 0,
-            end: self.loaded_at.max(newest),
-        });
+        let window = self.window();
         let open = &self.snapshot.open;
         Ok(Arc::new(load_snapshot(|| {
             Snapshot::load(&self.storage, &open.dir, window, open.key())
