@@ -7,6 +7,8 @@
 
 #[cfg(feature = "sql")]
 pub mod arrow_ipc;
+#[cfg(feature = "cluster")]
+pub mod cluster;
 pub mod demo;
 pub mod dissect;
 pub mod export;

@@ -428,6 +428,22 @@ enum Command {
         /// Output: table, csv, or json (one array of row objects).
         #[arg(long, default_value = "table")]
         format: String,
+        /// Run the query on the cluster whose scheduler is at HOST:PORT
+        /// (`tdb cluster`): scans and inserts run on its executors, which
+        /// read and write the arrays' storage themselves.
+        #[cfg(feature = "cluster")]
+        #[arg(long, value_name = "HOST:PORT")]
+        cluster: Option<String>,
+    },
+    /// Run a process of a cluster (Ballista) that runs `tdb sql
+    /// --cluster` queries: the scheduler, or one of its executors. Each
+    /// executor reads and writes the arrays of its tasks in their storage.
+    ///
+    /// Example: tdb cluster scheduler --bind 0.0.0.0:50050
+    #[cfg(feature = "cluster")]
+    Cluster {
+        #[command(subcommand)]
+        role: ClusterRole,
     },
     /// Print an array's schema: a readable dump, or the conformance JSON
     /// summary.
@@ -454,6 +470,48 @@ enum Command {
     Completions {
         /// bash, zsh, fish, elvish or powershell.
         shell: clap_complete::Shell,
+    },
+}
+
+/// A process of a cluster.
+#[cfg(feature = "cluster")]
+#[derive(Subcommand)]
+enum ClusterRole {
+    /// The scheduler: plans queries and hands their tasks to executors.
+    /// Prints `listening on ADDR` once it listens.
+    Scheduler {
+        /// HOST:PORT to listen on (port 0: any free one).
+        #[arg(long, default_value = "127.0.0.1:50050")]
+        bind: String,
+        /// Seconds without word from an executor after which it is lost
+        /// and its tasks run again on the others.
+        #[arg(long, default_value_t = 180)]
+        executor_timeout: u64,
+    },
+    /// An executor: runs the tasks its scheduler launches.
+    Executor {
+        /// The scheduler's HOST:PORT.
+        #[arg(long, default_value = "127.0.0.1:50050")]
+        scheduler: String,
+        /// The address to listen on (an IP address).
+        #[arg(long, default_value = "127.0.0.1")]
+        bind: String,
+        /// The port results are fetched from (Arrow Flight).
+        #[arg(long, default_value_t = 50051)]
+        port: u16,
+        /// The port the scheduler launches tasks on.
+        #[arg(long, default_value_t = 50052)]
+        grpc_port: u16,
+        /// Where shuffled rows go (default: a directory under the
+        /// system's temporary one).
+        #[arg(long)]
+        work_dir: Option<PathBuf>,
+        /// Tasks run at once (0: one a core).
+        #[arg(long, default_value_t = 0)]
+        tasks: usize,
+        /// Seconds between the heartbeats it sends the scheduler.
+        #[arg(long, default_value_t = 60)]
+        heartbeat: u64,
     },
 }
 
@@ -1400,7 +1458,11 @@ fn run(cli: Cli) -> Result<bool, CliError> {
             at,
             key,
             format,
+            #[cfg(feature = "cluster")]
+            cluster,
         } => {
+            #[cfg(not(feature = "cluster"))]
+            let cluster: Option<String> = None;
             let format = OutputFormat::parse(&format, &[Table, Csv, Json])?;
             let tables = tables
                 .iter()
@@ -1418,9 +1480,43 @@ fn run(cli: Cli) -> Result<bool, CliError> {
             options.key = key;
             options.config = config().clone();
             let spinner = progress::spinner("query");
-            let batches = tdb_cli::sql::run(&query, &tables, &options)?;
+            let batches = tdb_cli::sql::run(&query, &tables, &options, cluster.as_deref())?;
             spinner.finish_and_clear();
             tdb_cli::sql::print(&batches, format, &mut std::io::stdout().lock())?;
+            Ok(true)
+        }
+        #[cfg(feature = "cluster")]
+        Command::Cluster { role } => {
+            match role {
+                ClusterRole::Scheduler {
+                    bind,
+                    executor_timeout,
+                } => {
+                    let mut options = tdb_cluster::SchedulerOptions::new(bind);
+                    options.executor_timeout = std::time::Duration::from_secs(executor_timeout);
+                    tdb_cli::cluster::scheduler(options)?;
+                }
+                ClusterRole::Executor {
+                    scheduler,
+                    bind,
+                    port,
+                    grpc_port,
+                    work_dir,
+                    tasks,
+                    heartbeat,
+                } => {
+                    let work_dir = work_dir.unwrap_or_else(|| {
+                        std::env::temp_dir().join(format!("tdb-executor-{}", std::process::id()))
+                    });
+                    let mut options = tdb_cluster::ExecutorOptions::new(scheduler, work_dir);
+                    options.bind_host = bind;
+                    options.port = port;
+                    options.grpc_port = grpc_port;
+                    options.tasks = tasks;
+                    options.heartbeat = std::time::Duration::from_secs(heartbeat);
+                    tdb_cli::cluster::executor(options)?;
+                }
+            }
             Ok(true)
         }
         Command::Schema {

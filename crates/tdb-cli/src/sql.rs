@@ -6,12 +6,14 @@ use datafusion::arrow::record_batch::RecordBatch;
 use std::io::Write;
 use tdb_datafusion::{TableOptions, TileDbTable};
 
-/// Runs `query` over `tables` (`(name, uri)`, each opened with `options`):
-/// the answer's record batches ([`print`] shows them).
+/// Runs `query` over `tables` (`(name, uri)`, each opened with `options`),
+/// here or on the cluster whose scheduler is at `cluster`: the answer's
+/// record batches ([`print`] shows them).
 pub fn run(
     query: &str,
     tables: &[(String, String)],
     options: &TableOptions,
+    cluster: Option<&str>,
 ) -> Result<Vec<RecordBatch>, CliError> {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -19,7 +21,19 @@ pub fn run(
         .build()
         .map_err(|e| CliError::Output(e.to_string()))?;
     runtime.block_on(async {
-        let ctx = tdb_datafusion::session();
+        let ctx = match cluster {
+            #[cfg(feature = "cluster")]
+            Some(scheduler) => tdb_cluster::connect(scheduler)
+                .await
+                .map_err(|e| CliError::Usage(e.to_string()))?,
+            #[cfg(not(feature = "cluster"))]
+            Some(_) => {
+                return Err(CliError::Usage(
+                    "--cluster: this tdb was built without the cluster feature".into(),
+                ))
+            }
+            None => tdb_datafusion::session(),
+        };
         for (name, uri) in tables {
             let table = TileDbTable::open(uri, options)
                 .map_err(|e| CliError::Usage(format!("table {name} ({uri}): {e}")))?;

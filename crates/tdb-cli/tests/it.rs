@@ -3,6 +3,7 @@
 
 mod arrow_files;
 mod change;
+mod cluster;
 mod common;
 mod conventions;
 mod copy;

@@ -1,0 +1,244 @@
+//! `tdb cluster`: a scheduler and two executors, each a process of its
+//! own on loopback, over the fixtures in an S3 server (moto, started
+//! here). The SQL suite answers through the cluster as on one machine
+//! (TileDB's answers), with both executors taking part; an `INSERT`
+//! through it writes a fragment a partition, each read back whole.
+
+#![cfg(feature = "cluster")]
+
+#[path = "../../tdb-datafusion/tests/sql/db.rs"]
+mod db;
+
+use std::io::{BufRead as _, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use tdb::{ObjectStorage, StorageConfig};
+use tdb_storage::WritableStorage as _;
+use tdb_test_servers::S3Server;
+
+/// The processes of a cluster, killed when it drops.
+struct Cluster {
+    scheduler: String,
+    processes: Vec<Child>,
+    work_dirs: Vec<PathBuf>,
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for p in &mut self.processes {
+            let _ = p.kill();
+            let _ = p.wait();
+        }
+    }
+}
+
+fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
+
+/// A scheduler (on a port it picks) and `executors` executors, each
+/// running two tasks at once and shuffling under `tmp`.
+fn start(executors: usize, tmp: &Path) -> Cluster {
+    let tdb = env!("CARGO_BIN_EXE_tdb");
+    let mut scheduler = Command::new(tdb)
+        .args(["cluster", "scheduler", "--bind", "127.0.0.1:0"])
+        .args(["--executor-timeout", "5"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(scheduler.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("listening on ")
+        .unwrap_or_else(|| panic!("the scheduler said {line:?}"))
+        .to_owned();
+    let mut cluster = Cluster {
+        scheduler: addr.clone(),
+        processes: vec![scheduler],
+        work_dirs: Vec::new(),
+    };
+    for i in 0..executors {
+        let dir = tmp.join(format!("executor-{i}"));
+        let (port, grpc) = (free_port().to_string(), free_port().to_string());
+        let executor = Command::new(tdb)
+            .args(["cluster", "executor", "--scheduler", &addr])
+            .args(["--port", &port, "--grpc-port", &grpc, "--tasks", "2"])
+            .args(["--heartbeat", "1", "--work-dir"])
+            .arg(&dir)
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        cluster.processes.push(executor);
+        cluster.work_dirs.push(dir);
+    }
+    cluster
+}
+
+/// Puts fixture `case`'s TileDB-written array under key `case`, byte for
+/// byte.
+fn upload(s: &ObjectStorage, case: &str) {
+    let dir = tdb_testdata::root().join(case).join("array");
+    let mut stack = vec![dir.clone()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                let rel = p.strip_prefix(&dir).unwrap().to_string_lossy().into_owned();
+                s.write(&format!("{case}/{rel}"), std::fs::read(&p).unwrap().into())
+                    .unwrap();
+            }
+        }
+    }
+}
+
+/// The SQL suite with its arrays in `bucket` of `server`: every `LOCATION
+/// '../../testdata/arrays/CASE/array'` becomes `s3://BUCKET/CASE`, with
+/// the server's settings among the table's options (the processes that
+/// read it have them from the plan alone), each case uploaded once.
+fn suite_on_s3(server: &S3Server, bucket: &str, out: &Path) -> PathBuf {
+    let suite =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tdb-datafusion/tests/sql/fixtures.slt");
+    let config: StorageConfig = server.settings().into_iter().collect();
+    let storage = ObjectStorage::open(&format!("s3://{bucket}"), &config).unwrap();
+    let settings: Vec<String> = server
+        .settings()
+        .iter()
+        .map(|(k, v)| format!("'{k}' '{v}'"))
+        .collect();
+    let mut uploaded = std::collections::HashSet::new();
+    let mut text = String::new();
+    for line in std::fs::read_to_string(suite).unwrap().lines() {
+        let local = line
+            .split_once("LOCATION '../../testdata/arrays/")
+            .and_then(|(head, rest)| {
+                let (case, tail) = rest.split_once("/array'")?;
+                Some((head, case, tail))
+            });
+        let Some((head, case, tail)) = local else {
+            text.push_str(line);
+            text.push('\n');
+            continue;
+        };
+        if uploaded.insert(case.to_owned()) {
+            upload(&storage, case);
+        }
+        let options = match tail.trim().strip_prefix("OPTIONS (") {
+            Some(theirs) => format!("OPTIONS ({}, {theirs}", settings.join(", ")),
+            None => format!("OPTIONS ({})", settings.join(", ")),
+        };
+        text.push_str(&format!(
+            "{head}LOCATION 's3://{bucket}/{case}' {options}\n"
+        ));
+    }
+    let path = out.join("fixtures_on_s3.slt");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// Files under `dir`, all levels.
+fn files_under(dir: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .map(|e| {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                files_under(&p)
+            } else {
+                1
+            }
+        })
+        .sum()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sql_suite_answers_through_a_cluster_as_on_one_machine() {
+    let tmp = tempfile::tempdir().unwrap();
+    let server = S3Server::start().unwrap_or_else(|e| panic!("S3 server: {e}"));
+    server.create_bucket("cluster").unwrap();
+    let suite = suite_on_s3(&server, "cluster", tmp.path());
+    let cluster = start(2, tmp.path());
+
+    let scheduler = cluster.scheduler.clone();
+    let mut runner = sqllogictest::Runner::new(move || {
+        let scheduler = scheduler.clone();
+        async move {
+            let ctx = tdb_cluster::connect(&scheduler)
+                .await
+                .map_err(|e| datafusion::common::DataFusionError::External(Box::new(e)))?;
+            Ok(db::Db { ctx })
+        }
+    });
+    runner
+        .run_file_async(&suite)
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+
+    // The scans ran on the executors: each shuffled rows of its tasks.
+    for dir in &cluster.work_dirs {
+        assert!(files_under(dir) > 0, "{} ran no task", dir.display());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_insert_through_a_cluster_writes_a_fragment_a_partition() {
+    let tmp = tempfile::tempdir().unwrap();
+    let array = tmp.path().join("array");
+    tdb_testdata::copy_dir(
+        &tdb_testdata::root().join("sparse_2d_int").join("array"),
+        &array,
+    )
+    .unwrap();
+    let cluster = start(2, tmp.path());
+    let ctx = tdb_cluster::connect(&cluster.scheduler).await.unwrap();
+    ctx.sql(&format!(
+        "CREATE EXTERNAL TABLE t STORED AS TILEDB LOCATION '{}'",
+        array.display()
+    ))
+    .await
+    .unwrap();
+    let before = tdb::Array::open(&array).unwrap().fragments().len();
+    // Mirror the cells of x > 50 onto x < 51: new coordinates, none overwritten.
+    let answer = ctx
+        .sql("INSERT INTO t SELECT 101 - x, y, a, f FROM t WHERE x > 50")
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap();
+    assert_eq!(db::cell(answer[0].column(0), 0), "34");
+
+    let after = tdb::Array::open(&array).unwrap();
+    let written = after.fragments().len() - before;
+    assert!(
+        written > 1,
+        "{written} fragments: the partitions were not written apart"
+    );
+    let local = tdb_datafusion::session();
+    local
+        .sql(&format!(
+            "CREATE EXTERNAL TABLE t STORED AS TILEDB LOCATION '{}'",
+            array.display()
+        ))
+        .await
+        .unwrap();
+    let check = |sql: &'static str| {
+        let local = local.clone();
+        async move {
+            let batches = local.sql(sql).await.unwrap().collect().await.unwrap();
+            db::cell(batches[0].column(0), 0)
+        }
+    };
+    // Every cell once: the 60 there were and the 34 mirrored, the cells
+    // below 51 now holding what the whole array held (-4203: TileDB's sum).
+    assert_eq!(check("SELECT count(*) FROM t").await, "94");
+    assert_eq!(check("SELECT sum(a) FROM t WHERE x < 51").await, "-4203");
+}
