@@ -1,8 +1,10 @@
 //! `tdb cluster`: a scheduler and two executors, each a process of its
 //! own on loopback, over the fixtures in an S3 server (moto, started
 //! here). The SQL suite answers through the cluster as on one machine
-//! (TileDB's answers), with both executors taking part; an `INSERT`
-//! through it writes a fragment a partition, each read back whole.
+//! (TileDB's answers), with both executors taking part; a query whose
+//! executor is killed in it answers exactly (its tasks run again on the
+//! other); an `INSERT` through it writes a fragment a partition, each
+//! read back whole.
 
 #![cfg(feature = "cluster")]
 
@@ -38,8 +40,8 @@ fn free_port() -> u16 {
 }
 
 /// A scheduler (on a port it picks) and `executors` executors, each
-/// running two tasks at once and shuffling under `tmp`.
-fn start(executors: usize, tmp: &Path) -> Cluster {
+/// running `tasks` tasks at once and shuffling under `tmp`.
+fn start(executors: usize, tasks: usize, tmp: &Path) -> Cluster {
     let tdb = env!("CARGO_BIN_EXE_tdb");
     let mut scheduler = Command::new(tdb)
         .args(["cluster", "scheduler", "--bind", "127.0.0.1:0"])
@@ -67,7 +69,8 @@ fn start(executors: usize, tmp: &Path) -> Cluster {
         let (port, grpc) = (free_port().to_string(), free_port().to_string());
         let executor = Command::new(tdb)
             .args(["cluster", "executor", "--scheduler", &addr])
-            .args(["--port", &port, "--grpc-port", &grpc, "--tasks", "2"])
+            .args(["--port", &port, "--grpc-port", &grpc])
+            .args(["--tasks", &tasks.to_string()])
             .args(["--heartbeat", "1", "--work-dir"])
             .arg(&dir)
             .stdout(Stdio::null())
@@ -98,6 +101,25 @@ fn upload(s: &ObjectStorage, case: &str) {
     }
 }
 
+/// `'key' 'value'` pairs of the settings that reach `server` through
+/// `127.0.0.1:port` (the server's own port, or a proxy's in front of it).
+fn s3_options(server: &S3Server, port: u16) -> Vec<String> {
+    server
+        .settings()
+        .iter()
+        .map(|(k, v)| match k.as_str() {
+            "aws_endpoint_url" => format!("'{k}' 'http://127.0.0.1:{port}'"),
+            _ => format!("'{k}' '{v}'"),
+        })
+        .collect()
+}
+
+fn s3_storage(server: &S3Server, bucket: &str) -> ObjectStorage {
+    server.create_bucket(bucket).unwrap();
+    let config: StorageConfig = server.settings().into_iter().collect();
+    ObjectStorage::open(&format!("s3://{bucket}"), &config).unwrap()
+}
+
 /// The SQL suite with its arrays in `bucket` of `server`: every `LOCATION
 /// '../../testdata/arrays/CASE/array'` becomes `s3://BUCKET/CASE`, with
 /// the server's settings among the table's options (the processes that
@@ -105,13 +127,8 @@ fn upload(s: &ObjectStorage, case: &str) {
 fn suite_on_s3(server: &S3Server, bucket: &str, out: &Path) -> PathBuf {
     let suite =
         Path::new(env!("CARGO_MANIFEST_DIR")).join("../tdb-datafusion/tests/sql/fixtures.slt");
-    let config: StorageConfig = server.settings().into_iter().collect();
-    let storage = ObjectStorage::open(&format!("s3://{bucket}"), &config).unwrap();
-    let settings: Vec<String> = server
-        .settings()
-        .iter()
-        .map(|(k, v)| format!("'{k}' '{v}'"))
-        .collect();
+    let storage = s3_storage(server, bucket);
+    let settings = s3_options(server, server.port());
     let mut uploaded = std::collections::HashSet::new();
     let mut text = String::new();
     for line in std::fs::read_to_string(suite).unwrap().lines() {
@@ -163,9 +180,8 @@ fn files_under(dir: &Path) -> usize {
 async fn the_sql_suite_answers_through_a_cluster_as_on_one_machine() {
     let tmp = tempfile::tempdir().unwrap();
     let server = S3Server::start().unwrap_or_else(|e| panic!("S3 server: {e}"));
-    server.create_bucket("cluster").unwrap();
     let suite = suite_on_s3(&server, "cluster", tmp.path());
-    let cluster = start(2, tmp.path());
+    let cluster = start(2, 2, tmp.path());
 
     let scheduler = cluster.scheduler.clone();
     let mut runner = sqllogictest::Runner::new(move || {
@@ -197,7 +213,7 @@ async fn an_insert_through_a_cluster_writes_a_fragment_a_partition() {
         &array,
     )
     .unwrap();
-    let cluster = start(2, tmp.path());
+    let cluster = start(2, 2, tmp.path());
     let ctx = tdb_cluster::connect(&cluster.scheduler).await.unwrap();
     ctx.sql(&format!(
         "CREATE EXTERNAL TABLE t STORED AS TILEDB LOCATION '{}'",
@@ -241,4 +257,79 @@ async fn an_insert_through_a_cluster_writes_a_fragment_a_partition() {
     // below 51 now holding what the whole array held (-4203: TileDB's sum).
     assert_eq!(check("SELECT count(*) FROM t").await, "94");
     assert_eq!(check("SELECT sum(a) FROM t WHERE x < 51").await, "-4203");
+}
+
+/// The rows of an answer, a line each.
+fn rows(batches: &[datafusion::arrow::record_batch::RecordBatch]) -> Vec<String> {
+    let mut out = Vec::new();
+    for b in batches {
+        for r in 0..b.num_rows() {
+            let cells: Vec<String> = b.columns().iter().map(|c| db::cell(c, r)).collect();
+            out.push(cells.join(" "));
+        }
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_query_whose_executor_is_killed_answers_exactly() {
+    use std::time::{Duration, Instant};
+    let tmp = tempfile::tempdir().unwrap();
+    let server = S3Server::start().unwrap_or_else(|e| panic!("S3 server: {e}"));
+    upload(&s3_storage(&server, "killed"), "sparse_2d_int");
+    // Every request held back: a task takes a while, so the kill lands
+    // while the query runs.
+    let proxy =
+        tdb_test_servers::LatencyProxy::start(server.port(), Duration::from_millis(100)).unwrap();
+    let mut cluster = start(2, 1, tmp.path());
+    let ctx = tdb_cluster::connect(&cluster.scheduler).await.unwrap();
+    ctx.sql("SET datafusion.execution.target_partitions = 8")
+        .await
+        .unwrap();
+    ctx.sql(&format!(
+        "CREATE EXTERNAL TABLE t STORED AS TILEDB LOCATION 's3://killed/sparse_2d_int' OPTIONS ({})",
+        s3_options(&server, proxy.port()).join(", ")
+    ))
+    .await
+    .unwrap();
+    let query = "SELECT x, count(*), sum(a) FROM t GROUP BY x ORDER BY x";
+    let answer = tokio::spawn({
+        let ctx = ctx.clone();
+        async move { ctx.sql(query).await?.collect().await }
+    });
+
+    // Once the first executor has finished a task (its rows are on its
+    // disk, lost with it), kill it.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while files_under(&cluster.work_dirs[0]) == 0 {
+        assert!(
+            !answer.is_finished(),
+            "the query ended before the executor ran a task"
+        );
+        assert!(
+            Instant::now() < deadline,
+            "the executor ran no task in a minute"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let executor = &mut cluster.processes[1];
+    executor.kill().unwrap();
+    executor.wait().unwrap();
+    assert!(!answer.is_finished(), "the query ended before the kill");
+
+    let got = tokio::time::timeout(Duration::from_secs(120), answer)
+        .await
+        .expect("the query ends within two minutes of the kill")
+        .unwrap()
+        .unwrap();
+    let local = tdb_datafusion::session();
+    local
+        .sql(&format!(
+            "CREATE EXTERNAL TABLE t STORED AS TILEDB LOCATION '{}'",
+            tdb_testdata::root().join("sparse_2d_int/array").display()
+        ))
+        .await
+        .unwrap();
+    let want = local.sql(query).await.unwrap().collect().await.unwrap();
+    assert_eq!(rows(&got), rows(&want));
 }
