@@ -23,6 +23,9 @@ pub struct ArrowWrite {
     /// The fragment's timestamp (milliseconds since the epoch); `None`:
     /// now.
     pub timestamp: Option<u64>,
+    /// Leave the fragment for the caller to commit (see
+    /// `tdb::WriteSpec::uncommitted`).
+    pub uncommitted: bool,
 }
 
 impl ArrowWrite {
@@ -40,6 +43,13 @@ impl ArrowWrite {
     /// The fragment's timestamp.
     pub fn at(mut self, t: u64) -> Self {
         self.timestamp = Some(t);
+        self
+    }
+
+    /// Writes the fragment uncommitted: no reader sees it until
+    /// `Array::commit_fragments` names it.
+    pub fn uncommitted(mut self) -> Self {
+        self.uncommitted = true;
         self
     }
 }
@@ -145,6 +155,9 @@ pub(crate) fn write<S: tdb::Storage>(
     };
     if let Some(t) = options.timestamp {
         spec = spec.at(t);
+    }
+    if options.uncommitted {
+        spec = spec.uncommitted();
     }
     Ok(array.write(spec)?)
 }

@@ -3,8 +3,8 @@
 //! here). The SQL suite answers through the cluster as on one machine
 //! (TileDB's answers), with both executors taking part; a query whose
 //! executor is killed in it answers exactly (its tasks run again on the
-//! other); an `INSERT` through it writes a fragment a partition, each
-//! read back whole.
+//! other); an `INSERT` through it writes a fragment a partition, all
+//! committed at once, and one that fails leaves nothing readers see.
 
 #![cfg(feature = "cluster")]
 
@@ -204,16 +204,18 @@ async fn the_sql_suite_answers_through_a_cluster_as_on_one_machine() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_insert_through_a_cluster_writes_a_fragment_a_partition() {
-    let tmp = tempfile::tempdir().unwrap();
-    let array = tmp.path().join("array");
+/// A copy of fixture sparse_2d_int under `tmp`, a cluster, and a
+/// session of it with the copy as table `t`.
+async fn cluster_with_a_table(
+    tmp: &Path,
+) -> (Cluster, PathBuf, datafusion::prelude::SessionContext) {
+    let array = tmp.join("array");
     tdb_testdata::copy_dir(
         &tdb_testdata::root().join("sparse_2d_int").join("array"),
         &array,
     )
     .unwrap();
-    let cluster = start(2, 2, tmp.path());
+    let cluster = start(2, 2, tmp);
     let ctx = tdb_cluster::connect(&cluster.scheduler).await.unwrap();
     ctx.sql(&format!(
         "CREATE EXTERNAL TABLE t STORED AS TILEDB LOCATION '{}'",
@@ -221,6 +223,13 @@ async fn an_insert_through_a_cluster_writes_a_fragment_a_partition() {
     ))
     .await
     .unwrap();
+    (cluster, array, ctx)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_insert_through_a_cluster_writes_a_fragment_a_partition() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (_cluster, array, ctx) = cluster_with_a_table(tmp.path()).await;
     let before = tdb::Array::open(&array).unwrap().fragments().len();
     // Mirror the cells of x > 50 onto x < 51: new coordinates, none overwritten.
     let answer = ctx
@@ -257,6 +266,15 @@ async fn an_insert_through_a_cluster_writes_a_fragment_a_partition() {
     // below 51 now holding what the whole array held (-4203: TileDB's sum).
     assert_eq!(check("SELECT count(*) FROM t").await, "94");
     assert_eq!(check("SELECT sum(a) FROM t WHERE x < 51").await, "-4203");
+    // The cluster's session sees them too: its table follows the array.
+    let again = ctx
+        .sql("SELECT count(*) FROM t")
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap();
+    assert_eq!(db::cell(again[0].column(0), 0), "94");
 }
 
 /// The rows of an answer, a line each.
@@ -332,4 +350,28 @@ async fn a_query_whose_executor_is_killed_answers_exactly() {
         .unwrap();
     let want = local.sql(query).await.unwrap().collect().await.unwrap();
     assert_eq!(rows(&got), rows(&want));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_insert_that_fails_leaves_nothing_readers_see() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (_cluster, array, ctx) = cluster_with_a_table(tmp.path()).await;
+    let before = tdb::Array::open(&array).unwrap().fragments().len();
+    // The partitions of x > 90 put cells outside the domain [1, 100]: their
+    // writes fail, the others' succeed, and none may show.
+    let failed = async {
+        ctx.sql("INSERT INTO t SELECT CASE WHEN x > 90 THEN 1000 ELSE x END, y, a, f FROM t")
+            .await?
+            .collect()
+            .await
+    }
+    .await;
+    let e = failed
+        .expect_err("an insert outside the domain")
+        .to_string();
+    assert!(e.contains("domain"), "{e}");
+    let after = tdb::Array::open(&array).unwrap();
+    assert_eq!(after.fragments().len(), before);
+    let cells = after.read_all(tdb::ReadSpec::new(["a"])).unwrap().num_cells;
+    assert_eq!(cells, 60);
 }

@@ -42,6 +42,10 @@ impl Tables {
         }
         let options = msg.options().map_err(into_df)?;
         let table = TileDbTable::open(&msg.uri, &options)?;
+        if options.timestamp.is_none() {
+            // It follows the array: each query opens it again anyway.
+            return Ok(table);
+        }
         let mut open = lock();
         if open.len() >= Self::KEEP {
             open.remove(0);
@@ -183,8 +187,9 @@ impl PhysicalExtensionCodec for PhysicalCodec {
                 one_input()?,
                 insert.timestamp,
             )))
-        } else if msg.total {
-            Ok(Arc::new(InsertTotal::new(one_input()?)))
+        } else if let Some(total) = msg.total {
+            let table = table(Some(total))?;
+            Ok(Arc::new(InsertTotal::new(table, one_input()?)))
         } else {
             Err(into_df(Error::Decode(
                 "a tdb plan node that is no scan, insert or total".into(),
@@ -215,9 +220,9 @@ impl PhysicalExtensionCodec for PhysicalCodec {
                 }),
                 ..NodeMsg::default()
             }
-        } else if node.downcast_ref::<InsertTotal>().is_some() {
+        } else if let Some(total) = node.downcast_ref::<InsertTotal>() {
             NodeMsg {
-                total: true,
+                total: Some(TableMsg::of(total.table())),
                 ..NodeMsg::default()
             }
         } else {

@@ -13,8 +13,9 @@ use tdb_datafusion::{ScanPlan, TableOptions, TileDbScan, TileDbTable};
 /// its wire type, and 7 is none: Ballista's messages never start so.
 pub(crate) const TAG: &[u8] = b"\x07tdb1";
 
-/// A table: the array's URI and the options that open it as the planner
-/// saw it (window pinned; key and storage settings included).
+/// A table: the array's URI and the options that open it as the client
+/// reads it (at the window it shows, or as given where it follows the
+/// array; key and storage settings included).
 #[derive(Clone, PartialEq, Message)]
 pub(crate) struct TableMsg {
     #[prost(string, tag = "1")]
@@ -79,9 +80,9 @@ pub(crate) struct NodeMsg {
     pub scan: Option<ScanMsg>,
     #[prost(message, optional, tag = "2")]
     pub insert: Option<InsertMsg>,
-    /// An insert's total.
-    #[prost(bool, tag = "3")]
-    pub total: bool,
+    /// An insert's commit and total: its table.
+    #[prost(message, optional, tag = "3")]
+    pub total: Option<TableMsg>,
 }
 
 /// `msg` after [`TAG`].
@@ -101,7 +102,7 @@ impl TableMsg {
     pub fn of(table: &TileDbTable) -> Self {
         TableMsg {
             uri: table.uri().to_owned(),
-            options: table.pinned_options().to_map(),
+            options: table.options().to_map(),
         }
     }
 

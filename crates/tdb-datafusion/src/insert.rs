@@ -1,11 +1,13 @@
 //! `INSERT INTO t SELECT ...`: each partition of the rows inserted is
-//! written as a fragment of its own, in parallel, and commits on its own
-//! (fragments are independent, as in TileDB); [`InsertTotal`] then adds
-//! up the rows written into the one-row `count` DataFusion answers.
+//! written as a fragment of its own, in parallel, uncommitted;
+//! [`InsertTotal`] then commits them all with one commit file (readers see
+//! the whole insert or none of it: a failed insert leaves only fragments
+//! no reader sees, which a vacuum of uncommitted fragments removes) and
+//! adds up the rows written into the one-row `count` DataFusion answers.
 
 use crate::scan::external;
 use crate::TileDbTable;
-use datafusion::arrow::array::{ArrayRef, AsArray, RecordBatch, UInt64Array};
+use datafusion::arrow::array::{ArrayRef, AsArray, RecordBatch, StringArray, UInt64Array};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, UInt64Type};
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::{DataFusionError, Result};
@@ -36,9 +38,18 @@ fn count_batch(n: u64) -> Result<RecordBatch> {
     Ok(RecordBatch::try_new(count_schema(), vec![column])?)
 }
 
-fn properties(partitions: usize) -> Arc<PlanProperties> {
+/// The schema of a partition's write: the rows written and the
+/// fragments they went to (names, a line each), uncommitted.
+fn written_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("count", DataType::UInt64, false),
+        Field::new("fragments", DataType::Utf8, false),
+    ]))
+}
+
+fn properties(schema: SchemaRef, partitions: usize) -> Arc<PlanProperties> {
     Arc::new(PlanProperties::new(
-        EquivalenceProperties::new(count_schema()),
+        EquivalenceProperties::new(schema),
         Partitioning::UnknownPartitioning(partitions),
         EmissionType::Final,
         Boundedness::Bounded,
@@ -46,9 +57,10 @@ fn properties(partitions: usize) -> Arc<PlanProperties> {
 }
 
 /// Writes each partition of its input as one fragment of the table's
-/// array, stamped `timestamp` (one for the whole insert: fixed when
-/// planned, so a task run again writes what it wrote before); answers the
-/// rows written, a row a partition.
+/// array, uncommitted, stamped `timestamp` (one for the whole insert:
+/// fixed when planned); answers the rows written and the fragment, a row
+/// a partition. A task run again writes another fragment: only the one
+/// whose row reaches [`InsertTotal`] is committed.
 #[derive(Debug)]
 pub struct TileDbInsert {
     table: TileDbTable,
@@ -60,7 +72,10 @@ pub struct TileDbInsert {
 impl TileDbInsert {
     /// An insert of `input`'s rows into `table`, stamped `timestamp`.
     pub fn new(table: TileDbTable, input: Arc<dyn ExecutionPlan>, timestamp: u64) -> Self {
-        let properties = properties(input.output_partitioning().partition_count());
+        let properties = properties(
+            written_schema(),
+            input.output_partitioning().partition_count(),
+        );
         TileDbInsert {
             table,
             input,
@@ -137,40 +152,54 @@ impl ExecutionPlan for TileDbInsert {
             // rows are held until it is written.
             let batches: Vec<RecordBatch> = input.try_collect().await?;
             let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
+            let mut names = Vec::new();
             if rows > 0 {
-                tokio::task::spawn_blocking(move || {
-                    table
-                        .array()
-                        .write_arrow(&batches, &ArrowWrite::new().at(timestamp))
+                let written = tokio::task::spawn_blocking(move || {
+                    let write = ArrowWrite::new().at(timestamp).uncommitted();
+                    table.array().write_arrow(&batches, &write)
                 })
                 .await
                 .map_err(|e| DataFusionError::External(Box::new(e)))?
                 .map_err(external)?;
+                names = written.fragments.iter().map(ToString::to_string).collect();
             }
-            count_batch(rows as u64)
+            let count: ArrayRef = Arc::new(UInt64Array::from(vec![rows as u64]));
+            let fragments: ArrayRef = Arc::new(StringArray::from(vec![names.join("\n")]));
+            Ok(RecordBatch::try_new(
+                written_schema(),
+                vec![count, fragments],
+            )?)
         };
         Ok(Box::pin(RecordBatchStreamAdapter::new(
-            count_schema(),
+            written_schema(),
             futures::stream::once(written),
         )))
     }
 }
 
-/// The rows an insert wrote in all: the sum of its partitions' counts, as
-/// the one row DataFusion answers an `INSERT`.
+/// An insert's end: commits every fragment its partitions wrote, at once,
+/// and answers the rows written in all, the one row DataFusion answers an
+/// `INSERT`.
 #[derive(Debug)]
 pub struct InsertTotal {
+    table: TileDbTable,
     input: Arc<dyn ExecutionPlan>,
     properties: Arc<PlanProperties>,
 }
 
 impl InsertTotal {
-    /// The total of `input`'s counts (a [`TileDbInsert`]'s).
-    pub fn new(input: Arc<dyn ExecutionPlan>) -> Self {
+    /// The commit and total of `input` (a [`TileDbInsert`] into `table`).
+    pub fn new(table: TileDbTable, input: Arc<dyn ExecutionPlan>) -> Self {
         InsertTotal {
+            table,
             input,
-            properties: properties(1),
+            properties: properties(count_schema(), 1),
         }
+    }
+
+    /// The table written.
+    pub fn table(&self) -> &TileDbTable {
+        &self.table
     }
 }
 
@@ -211,7 +240,7 @@ impl ExecutionPlan for InsertTotal {
         let [input] = <[_; 1]>::try_from(children).map_err(|c| {
             DataFusionError::Internal(format!("an insert total of {} inputs", c.len()))
         })?;
-        Ok(Arc::new(InsertTotal::new(input)))
+        Ok(Arc::new(InsertTotal::new(self.table.clone(), input)))
     }
 
     fn execute(
@@ -225,16 +254,39 @@ impl ExecutionPlan for InsertTotal {
             )));
         }
         let input = self.input.execute(0, context)?;
-        let total = input.try_fold(0u64, |sum, batch| async move {
-            let counts = batch
-                .column_by_name("count")
-                .and_then(|c| c.as_primitive_opt::<UInt64Type>())
-                .ok_or_else(|| {
-                    DataFusionError::Internal("an insert's counts are not UInt64".into())
-                })?;
-            Ok::<_, DataFusionError>(sum + counts.values().iter().sum::<u64>())
-        });
-        let answer = async move { count_batch(total.await?) };
+        let table = self.table.clone();
+        let answer = async move {
+            let batches: Vec<RecordBatch> = input.try_collect().await?;
+            let (mut total, mut names) = (0u64, Vec::new());
+            for b in &batches {
+                let (Some(counts), Some(fragments)) = (
+                    b.column_by_name("count")
+                        .and_then(|c| c.as_primitive_opt::<UInt64Type>()),
+                    b.column_by_name("fragments")
+                        .and_then(|c| c.as_string_opt::<i32>()),
+                ) else {
+                    return Err(DataFusionError::Internal(
+                        "an insert's partitions answered no counts and fragments".into(),
+                    ));
+                };
+                total += counts.values().iter().sum::<u64>();
+                for list in fragments.iter().flatten() {
+                    for name in list.lines() {
+                        let name = tdb_format::TimestampedName::parse(name).map_err(|e| {
+                            DataFusionError::Internal(format!("fragment {name:?}: {e}"))
+                        })?;
+                        names.push(name);
+                    }
+                }
+            }
+            if !names.is_empty() {
+                tokio::task::spawn_blocking(move || table.array().commit_fragments(&names))
+                    .await
+                    .map_err(|e| DataFusionError::External(Box::new(e)))?
+                    .map_err(external)?;
+            }
+            count_batch(total)
+        };
         Ok(Box::pin(RecordBatchStreamAdapter::new(
             count_schema(),
             futures::stream::once(answer),

@@ -132,8 +132,9 @@ impl TileDbScan {
         &self.opened.uri
     }
 
-    /// Options that open the array as this scan reads it
-    /// ([`TileDbTable::pinned_options`](crate::TileDbTable::pinned_options)).
+    /// Options that open the array as this scan reads it: its window
+    /// pinned to the one the scan was planned at, so every process that
+    /// runs a partition reads the same fragments.
     pub fn table_options(&self) -> &crate::TableOptions {
         &self.opened.options
     }

@@ -114,11 +114,18 @@ pub(crate) struct Opened {
 /// columns (the Arrow types of [`tdb_arrow::mapping`]). A sparse array's
 /// rows are its cells; a dense array's are the cells of its non-empty
 /// domain (fill values where nothing was written inside it).
+///
+/// Opened by URI without a timestamp, a table follows the array: each
+/// query opens it again and sees what was committed up to then (an
+/// `INSERT`'s rows among them). Otherwise it shows one window.
 #[derive(Debug, Clone)]
 pub struct TileDbTable {
     opened: Arc<Opened>,
     schema: SchemaRef,
     layout: ResultLayout,
+    /// The options to open the array again with, for each query: when it
+    /// follows the array.
+    follow: Option<Arc<TableOptions>>,
 }
 
 impl TileDbTable {
@@ -134,7 +141,27 @@ impl TileDbTable {
             open = open.key(k.as_bytes()).map_err(external)?;
         }
         let array = Array::open_with(uri, open).map_err(external)?;
-        Self::new(array, uri, options)
+        let mut table = Self::new(array, uri, options)?;
+        if options.timestamp.is_none() {
+            table.follow = Some(Arc::new(options.clone()));
+        }
+        Ok(table)
+    }
+
+    /// The table as a query plans over it: opened again when it follows
+    /// the array (its columns must not have changed).
+    fn latest(&self) -> Result<std::borrow::Cow<'_, TileDbTable>> {
+        let Some(options) = &self.follow else {
+            return Ok(std::borrow::Cow::Borrowed(self));
+        };
+        let now = TileDbTable::open(&self.opened.uri, options)?;
+        if now.schema.fields() != self.schema.fields() {
+            return Err(DataFusionError::Plan(format!(
+                "{}: the array's columns changed since the table was made: make it again",
+                self.opened.uri
+            )));
+        }
+        Ok(std::borrow::Cow::Owned(now))
     }
 
     /// A table over an array already open (at the window it was opened
@@ -173,6 +200,7 @@ impl TileDbTable {
             }),
             schema,
             layout,
+            follow: None,
         })
     }
 
@@ -186,12 +214,14 @@ impl TileDbTable {
         &self.opened.uri
     }
 
-    /// Options that open the array, anywhere, as this table shows it: the
-    /// window pinned to what it was opened at (`timestamp`,
-    /// `timestamp_start`), the layout chosen. What a cluster ships to the
-    /// processes that plan and read it.
-    pub fn pinned_options(&self) -> &TableOptions {
-        &self.opened.options
+    /// Options that open the array, anywhere, as this table reads it: as
+    /// given, when it follows the array; else with the window pinned to
+    /// what it was opened at (`timestamp`, `timestamp_start`) and the
+    /// layout chosen. What a cluster ships to the processes that plan
+    /// and write it (scans ship their own, always pinned:
+    /// [`TileDbScan::table_options`]).
+    pub fn options(&self) -> &TableOptions {
+        self.follow.as_deref().unwrap_or(&self.opened.options)
     }
 
     /// The scan `plan` describes, over this table (another process's
@@ -329,8 +359,8 @@ impl TableProvider for TileDbTable {
         Some(s)
     }
 
-    /// Each partition of the rows becomes a fragment, written and committed
-    /// on its own, all stamped with the time the insert was planned.
+    /// Each partition of the rows becomes a fragment, all stamped with the
+    /// time the insert was planned and committed at once at its end.
     async fn insert_into(
         &self,
         _state: &dyn Session,
@@ -343,11 +373,25 @@ impl TableProvider for TileDbTable {
                 self.opened.uri
             )));
         }
-        let write = TileDbInsert::new(self.clone(), input, tdb::now_ms());
-        Ok(Arc::new(InsertTotal::new(Arc::new(write))))
+        let table = self.latest()?.into_owned();
+        let write = TileDbInsert::new(table.clone(), input, tdb::now_ms());
+        Ok(Arc::new(InsertTotal::new(table, Arc::new(write))))
     }
 
     async fn scan(
+        &self,
+        state: &dyn Session,
+        projection: Option<&Vec<usize>>,
+        filters: &[Expr],
+        limit: Option<usize>,
+    ) -> Result<Arc<dyn ExecutionPlan>> {
+        self.latest()?.scan_now(state, projection, filters, limit)
+    }
+}
+
+impl TileDbTable {
+    /// [`TableProvider::scan`] of the array as this table opened it.
+    fn scan_now(
         &self,
         state: &dyn Session,
         projection: Option<&Vec<usize>>,

@@ -330,3 +330,49 @@ fn attribute_statistics_hold_tiledbs_min_and_max() {
     // i, u, f and n (s is a string: TileDB keeps no bounds of UTF-8).
     assert_eq!(bounded, 4);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_insert_writes_a_fragment_a_partition_committed_at_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let array = tmp.path().join("array");
+    tdb_testdata::copy_dir(&fixture("sparse_2d_int"), &array).unwrap();
+    let commits = |dir: &Path| std::fs::read_dir(dir.join("__commits")).unwrap().count();
+    let (fragments, before) = (
+        TdbArray::open(&array).unwrap().fragments().len(),
+        commits(&array),
+    );
+    let ctx = tdb_datafusion::session_with(
+        datafusion::prelude::SessionConfig::new().with_target_partitions(4),
+    );
+    ctx.sql(&format!(
+        "CREATE EXTERNAL TABLE t STORED AS TILEDB LOCATION '{}'",
+        array.display()
+    ))
+    .await
+    .unwrap();
+    // The cells of x > 50 mirrored onto x < 51, where none lies yet.
+    let answer = ctx
+        .sql("INSERT INTO t SELECT 101 - x, y, a, f FROM t WHERE x > 50")
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap();
+    assert_eq!(cell(answer[0].column(0), 0), "34");
+    let after = TdbArray::open(&array).unwrap();
+    assert!(
+        after.fragments().len() > fragments + 1,
+        "one fragment a partition"
+    );
+    assert_eq!(commits(&array), before + 1, "one commit for them all");
+    let batches = ctx
+        .sql("SELECT count(*), sum(a) FILTER (WHERE x < 51) FROM t")
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap();
+    // Every cell once; below 51 what the whole array held (TileDB's sum).
+    assert_eq!(cell(batches[0].column(0), 0), "94");
+    assert_eq!(cell(batches[0].column(1), 0), "-4203");
+}

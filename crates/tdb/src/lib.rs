@@ -344,6 +344,19 @@ impl<S: tdb_storage::Storage> Array<S> {
         )?)
     }
 
+    /// Commits fragments written [`WriteSpec::uncommitted`] (by this
+    /// process or others), all at once: one commit file names them, so
+    /// readers see all of them or none. Returns the commit's path.
+    pub fn commit_fragments(&self, fragments: &[tdb_format::TimestampedName]) -> Result<String> {
+        let open = &self.snapshot.open;
+        Ok(tdb_fragment::write_fragment_commits(
+            &self.storage,
+            &open.dir,
+            fragments,
+            tdb_format::FormatVersion::WRITTEN,
+        )?)
+    }
+
     /// `spec`, stamped with the open window's end unless it has timestamps.
     fn stamped(&self, spec: WriteSpec) -> WriteSpec {
         match spec.timestamps {

@@ -81,6 +81,12 @@ pub struct WriteSpec {
     /// label's dimension, in order (TileDB's label buffers). Written to
     /// the labels' arrays before the cells, stamped alike.
     pub labels: Vec<FieldBuffer>,
+    /// Write the fragments' files but not their commit: no reader sees
+    /// them until one commit names them all
+    /// (`tdb_fragment::write_fragment_commits`), as a write of several
+    /// processes is made visible at once. Never committed, they are what
+    /// a vacuum of uncommitted fragments removes.
+    pub uncommitted: bool,
 }
 
 impl WriteSpec {
@@ -98,6 +104,7 @@ impl WriteSpec {
             non_empty_domain: None,
             max_fragment_size: None,
             labels: Vec::new(),
+            uncommitted: false,
         }
     }
 
@@ -149,6 +156,12 @@ impl WriteSpec {
     /// See [`WriteSpec::processed_conditions`].
     pub fn with_processed_conditions(mut self, markers: Vec<String>) -> Self {
         self.processed_conditions = markers;
+        self
+    }
+
+    /// See [`WriteSpec::uncommitted`].
+    pub fn uncommitted(mut self) -> Self {
+        self.uncommitted = true;
         self
     }
 

@@ -86,6 +86,8 @@ struct Target<'a, S: WritableStorage + ?Sized> {
     dense_tile_cells: Option<u64>,
     /// Condition markers for the metadata (see `WriteSpec::processed_conditions`).
     processed_conditions: Vec<String>,
+    /// See `WriteSpec::uncommitted`.
+    uncommitted: bool,
 }
 
 /// The fragment a write is filling: its files, and what its metadata will
@@ -189,8 +191,11 @@ impl<'a, S: WritableStorage + ?Sized> Target<'a, S> {
     }
 
     /// Commits fragments `names`, all at once: from then on readers see
-    /// them.
+    /// them (unless the write is left for its caller to commit).
     fn commit(&self, names: &[TimestampedName]) -> Result<()> {
+        if self.uncommitted {
+            return Ok(());
+        }
         tdb_fragment::write_fragment_commits(
             self.storage,
             &self.dir,
@@ -340,6 +345,7 @@ impl<'a, S: WritableStorage + ?Sized> FragmentWriter<'a, S> {
             domain: spec.non_empty_domain.clone().or_else(|| subarray.clone()),
             dense_tile_cells: dense.then_some(tile_cells.max(1) as u64),
             processed_conditions: spec.processed_conditions.clone(),
+            uncommitted: spec.uncommitted,
         };
         let current = target.start()?;
         let mut w = FragmentWriter {
