@@ -15,7 +15,6 @@ use datafusion::logical_expr::{Extension, LogicalPlan};
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion_proto::logical_plan::LogicalExtensionCodec;
 use datafusion_proto::physical_plan::{PhysicalExtensionCodec, PhysicalProtoConverterExtension};
-use prost::Message;
 use std::sync::{Arc, Mutex, PoisonError};
 use tdb_datafusion::{InsertTotal, TileDbInsert, TileDbScan, TileDbTable};
 
@@ -25,7 +24,21 @@ use tdb_datafusion::{InsertTotal, TileDbInsert, TileDbScan, TileDbTable};
 /// would list it and load its fragments again.
 #[derive(Debug, Default)]
 struct Tables {
-    open: Mutex<Vec<(Vec<u8>, TileDbTable)>>,
+    open: Mutex<Vec<(TableKey, TileDbTable)>>,
+}
+
+/// A table's URI and options, sorted: what names one opening (a message's
+/// options are a map, whose encoding is in no set order).
+type TableKey = (String, Vec<(String, String)>);
+
+fn key(msg: &TableMsg) -> TableKey {
+    let mut options: Vec<_> = msg
+        .options
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    options.sort();
+    (msg.uri.clone(), options)
 }
 
 impl Tables {
@@ -33,7 +46,7 @@ impl Tables {
     const KEEP: usize = 16;
 
     fn get(&self, msg: &TableMsg) -> Result<TileDbTable> {
-        let key = msg.encode_to_vec();
+        let key = key(msg);
         // Entries are whole tables, never half-made: one a panic left is
         // still good.
         let lock = || self.open.lock().unwrap_or_else(PoisonError::into_inner);
@@ -230,5 +243,32 @@ impl PhysicalExtensionCodec for PhysicalCodec {
         };
         wire::encode(&msg, buf);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_table_is_one_key_however_its_options_were_encoded() {
+        use prost::Message as _;
+        let mut a = TableMsg {
+            uri: "s3://b/a".into(),
+            options: Default::default(),
+        };
+        for (k, v) in [("timestamp", "5"), ("budget", "1024"), ("aws_region", "x")] {
+            a.options.insert(k.into(), v.into());
+        }
+        let keys: Vec<TableKey> = (0..8)
+            .map(|_| {
+                let again = TableMsg::decode(a.encode_to_vec().as_slice()).unwrap();
+                key(&again)
+            })
+            .collect();
+        assert!(keys.iter().all(|k| *k == key(&a)));
+        let mut b = a.clone();
+        b.options.insert("timestamp".into(), "6".into());
+        assert_ne!(key(&a), key(&b));
     }
 }

@@ -119,6 +119,13 @@ impl ExecutionPlan for TileDbInsert {
         vec![&self.input]
     }
 
+    /// A partition is a fragment: rows dealt out again would make more,
+    /// smaller ones, and a dense partition's rows must fill a box (a
+    /// dense scan's part does).
+    fn benefits_from_input_partitioning(&self) -> Vec<bool> {
+        vec![false]
+    }
+
     fn apply_expressions(
         &self,
         _f: &mut dyn FnMut(&Arc<dyn PhysicalExpr>) -> Result<TreeNodeRecursion>,
