@@ -18,7 +18,7 @@ use datafusion_proto::physical_plan::{PhysicalExtensionCodec, PhysicalProtoConve
 use std::sync::{Arc, Mutex, PoisonError};
 use tdb_datafusion::{InsertTotal, TileDbInsert, TileDbScan, TileDbTable};
 
-/// Arrays a process opened for plans, by their encoded table: a window
+/// Arrays a process opened for plans, by URI and options: a window
 /// pinned, so one opening serves every task of every query at it. Each
 /// task of a stage decodes the stage's plan; opening the array for each
 /// would list it and load its fragments again.
