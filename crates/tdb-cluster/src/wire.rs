@@ -100,9 +100,13 @@ pub(crate) fn decode<M: Message + Default>(buf: &[u8]) -> Option<Result<M, Error
 
 impl TableMsg {
     pub fn of(table: &TileDbTable) -> Self {
+        Self::new(table.uri(), table.options())
+    }
+
+    fn new(uri: &str, options: &TableOptions) -> Self {
         TableMsg {
-            uri: table.uri().to_owned(),
-            options: table.options().to_map(),
+            uri: uri.to_owned(),
+            options: options.to_map(),
         }
     }
 
@@ -116,10 +120,7 @@ impl ScanMsg {
         let plan = scan.plan();
         let dims = scan.parts().first().map_or(0, Subarray::dim_num);
         ScanMsg {
-            table: Some(TableMsg {
-                uri: scan.uri().to_owned(),
-                options: scan.table_options().to_map(),
-            }),
+            table: Some(TableMsg::new(scan.uri(), scan.table_options())),
             fields: plan.fields,
             parts: plan
                 .parts
