@@ -69,7 +69,7 @@ impl Tables {
 }
 
 fn into_df(e: Error) -> DataFusionError {
-    DataFusionError::External(Box::new(e))
+    tdb_datafusion::external(e)
 }
 
 /// The logical codec: tdb's tables (client to scheduler), anything else

@@ -5,7 +5,7 @@
 //! no reader sees, which a vacuum of uncommitted fragments removes) and
 //! adds up the rows written into the one-row `count` DataFusion answers.
 
-use crate::scan::external;
+use crate::error::external;
 use crate::TileDbTable;
 use datafusion::arrow::array::{ArrayRef, AsArray, RecordBatch, StringArray, UInt64Array};
 use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef, UInt64Type};
@@ -166,7 +166,7 @@ impl ExecutionPlan for TileDbInsert {
                     table.array().write_arrow(&batches, &write)
                 })
                 .await
-                .map_err(|e| DataFusionError::External(Box::new(e)))?
+                .map_err(external)?
                 .map_err(external)?;
                 names = written.fragments.iter().map(ToString::to_string).collect();
             }
@@ -289,7 +289,7 @@ impl ExecutionPlan for InsertTotal {
             if !names.is_empty() {
                 tokio::task::spawn_blocking(move || table.array().commit_fragments(&names))
                     .await
-                    .map_err(|e| DataFusionError::External(Box::new(e)))?
+                    .map_err(external)?
                     .map_err(external)?;
             }
             count_batch(total)

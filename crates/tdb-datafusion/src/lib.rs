@@ -24,11 +24,13 @@
 //! # }
 //! ```
 
+mod error;
 mod insert;
 mod pushdown;
 mod scan;
 mod table;
 
+pub use error::{external, Reported};
 pub use insert::{InsertTotal, TileDbInsert};
 pub use scan::{ScanPlan, TileDbScan};
 pub use table::{TableOptions, TileDbTable, TileDbTableFactory};

@@ -2,10 +2,11 @@
 //! read's subarray, each read by tdb on a blocking thread as Arrow record
 //! batches.
 
+use crate::error::external;
 use crate::table::Opened;
 use datafusion::arrow::datatypes::SchemaRef;
 use datafusion::common::tree_node::TreeNodeRecursion;
-use datafusion::common::{DataFusionError, Result};
+use datafusion::common::Result;
 use datafusion::execution::{SendableRecordBatchStream, TaskContext};
 use datafusion::physical_expr::{
     EquivalenceProperties, LexOrdering, PhysicalExpr, PhysicalSortExpr,
@@ -305,8 +306,4 @@ impl ExecutionPlan for TileDbScan {
         });
         Ok(builder.build())
     }
-}
-
-pub(crate) fn external(e: impl std::error::Error + Send + Sync + 'static) -> DataFusionError {
-    DataFusionError::External(Box::new(e))
 }

@@ -1,9 +1,10 @@
 //! A TileDB array as a DataFusion table, and the factory behind
 //! `CREATE EXTERNAL TABLE ... STORED AS TILEDB`.
 
+use crate::error::external;
 use crate::insert::{InsertTotal, TileDbInsert};
 use crate::pushdown::{describe, push, Pushed};
-use crate::scan::{external, ScanPlan, TileDbScan};
+use crate::scan::{ScanPlan, TileDbScan};
 use async_trait::async_trait;
 use datafusion::arrow::datatypes::{Schema, SchemaRef};
 use datafusion::catalog::{Session, TableProvider, TableProviderFactory};
