@@ -11,93 +11,25 @@
 #[path = "../../tdb-datafusion/tests/sql/db.rs"]
 mod db;
 
-use std::io::{BufRead as _, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use tdb::{ObjectStorage, StorageConfig};
 use tdb_storage::WritableStorage as _;
-use tdb_test_servers::S3Server;
+use tdb_test_servers::{Cluster, S3Server};
 
-/// The processes of a cluster, killed when it drops.
-struct Cluster {
-    scheduler: String,
-    processes: Vec<Child>,
-    work_dirs: Vec<PathBuf>,
-}
-
-impl Drop for Cluster {
-    fn drop(&mut self) {
-        for p in &mut self.processes {
-            let _ = p.kill();
-            let _ = p.wait();
-        }
-    }
-}
-
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
-}
-
-/// A scheduler (on a port it picks) and `executors` executors, each
-/// running `tasks` tasks at once and shuffling under `tmp`.
+/// A scheduler and `executors` executors (`tasks` tasks each) of this
+/// build's `tdb`, shuffling under `tmp`.
 fn start(executors: usize, tasks: usize, tmp: &Path) -> Cluster {
-    let tdb = env!("CARGO_BIN_EXE_tdb");
-    let mut scheduler = Command::new(tdb)
-        .args(["cluster", "scheduler", "--bind", "127.0.0.1:0"])
-        .args(["--executor-timeout", "5"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(scheduler.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap_or_else(|| panic!("the scheduler said {line:?}"))
-        .to_owned();
-    let mut cluster = Cluster {
-        scheduler: addr.clone(),
-        processes: vec![scheduler],
-        work_dirs: Vec::new(),
-    };
-    for i in 0..executors {
-        let dir = tmp.join(format!("executor-{i}"));
-        let (port, grpc) = (free_port().to_string(), free_port().to_string());
-        let executor = Command::new(tdb)
-            .args(["cluster", "executor", "--scheduler", &addr])
-            .args(["--port", &port, "--grpc-port", &grpc])
-            .args(["--tasks", &tasks.to_string()])
-            .args(["--heartbeat", "1", "--work-dir"])
-            .arg(&dir)
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap();
-        cluster.processes.push(executor);
-        cluster.work_dirs.push(dir);
-    }
-    cluster
+    Cluster::start(Path::new(env!("CARGO_BIN_EXE_tdb")), executors, tasks, tmp)
+        .unwrap_or_else(|e| panic!("cluster: {e}"))
 }
 
 /// Puts fixture `case`'s TileDB-written array under key `case`, byte for
 /// byte.
 fn upload(s: &ObjectStorage, case: &str) {
     let dir = tdb_testdata::root().join(case).join("array");
-    let mut stack = vec![dir.clone()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                let rel = p.strip_prefix(&dir).unwrap().to_string_lossy().into_owned();
-                s.write(&format!("{case}/{rel}"), std::fs::read(&p).unwrap().into())
-                    .unwrap();
-            }
-        }
+    for rel in tdb_testdata::files_in(&dir) {
+        let bytes = std::fs::read(dir.join(&rel)).unwrap();
+        s.write(&format!("{case}/{rel}"), bytes.into()).unwrap();
     }
 }
 
@@ -159,23 +91,6 @@ fn suite_on_s3(server: &S3Server, bucket: &str, out: &Path) -> PathBuf {
     path
 }
 
-/// Files under `dir`, all levels.
-fn files_under(dir: &Path) -> usize {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return 0;
-    };
-    entries
-        .map(|e| {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                files_under(&p)
-            } else {
-                1
-            }
-        })
-        .sum()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_sql_suite_answers_through_a_cluster_as_on_one_machine() {
     let tmp = tempfile::tempdir().unwrap();
@@ -183,7 +98,7 @@ async fn the_sql_suite_answers_through_a_cluster_as_on_one_machine() {
     let suite = suite_on_s3(&server, "cluster", tmp.path());
     let cluster = start(2, 2, tmp.path());
 
-    let scheduler = cluster.scheduler.clone();
+    let scheduler = cluster.scheduler().to_owned();
     let mut runner = sqllogictest::Runner::new(move || {
         let scheduler = scheduler.clone();
         async move {
@@ -199,8 +114,12 @@ async fn the_sql_suite_answers_through_a_cluster_as_on_one_machine() {
         .unwrap_or_else(|e| panic!("{e}"));
 
     // The scans ran on the executors: each shuffled rows of its tasks.
-    for dir in &cluster.work_dirs {
-        assert!(files_under(dir) > 0, "{} ran no task", dir.display());
+    for dir in cluster.work_dirs() {
+        assert!(
+            !tdb_testdata::files_in(dir).is_empty(),
+            "{} ran no task",
+            dir.display()
+        );
     }
 }
 
@@ -216,7 +135,7 @@ async fn cluster_with_a_table(
     )
     .unwrap();
     let cluster = start(2, 2, tmp);
-    let ctx = tdb_cluster::connect(&cluster.scheduler).await.unwrap();
+    let ctx = tdb_cluster::connect(cluster.scheduler()).await.unwrap();
     ctx.sql(&format!(
         "CREATE EXTERNAL TABLE t STORED AS TILEDB LOCATION '{}'",
         array.display()
@@ -289,18 +208,23 @@ fn rows(batches: &[datafusion::arrow::record_batch::RecordBatch]) -> Vec<String>
     out
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_query_whose_executor_is_killed_answers_exactly() {
+/// Runs `query` on a cluster of two executors (one task at a time each)
+/// over fixture sparse_2d_int in S3 as table `t` (8 partitions, every
+/// request held back 100 ms), and SIGKILLs executor 0 once it has finished
+/// a task (its output is on its disk, lost with it): the answer, and the
+/// S3 server (bucket `killed`, the array at `sparse_2d_int`).
+async fn killing_an_executor_in(
+    query: &'static str,
+    tmp: &Path,
+) -> (Vec<datafusion::arrow::record_batch::RecordBatch>, S3Server) {
     use std::time::{Duration, Instant};
-    let tmp = tempfile::tempdir().unwrap();
     let server = S3Server::start().unwrap_or_else(|e| panic!("S3 server: {e}"));
     upload(&s3_storage(&server, "killed"), "sparse_2d_int");
-    // Every request held back: a task takes a while, so the kill lands
-    // while the query runs.
+    // A task takes a while, so the kill lands while the query runs.
     let proxy =
         tdb_test_servers::LatencyProxy::start(server.port(), Duration::from_millis(100)).unwrap();
-    let mut cluster = start(2, 1, tmp.path());
-    let ctx = tdb_cluster::connect(&cluster.scheduler).await.unwrap();
+    let mut cluster = start(2, 1, tmp);
+    let ctx = tdb_cluster::connect(cluster.scheduler()).await.unwrap();
     ctx.sql("SET datafusion.execution.target_partitions = 8")
         .await
         .unwrap();
@@ -310,16 +234,12 @@ async fn a_query_whose_executor_is_killed_answers_exactly() {
     ))
     .await
     .unwrap();
-    let query = "SELECT x, count(*), sum(a) FROM t GROUP BY x ORDER BY x";
     let answer = tokio::spawn({
         let ctx = ctx.clone();
         async move { ctx.sql(query).await?.collect().await }
     });
-
-    // Once the first executor has finished a task (its rows are on its
-    // disk, lost with it), kill it.
     let deadline = Instant::now() + Duration::from_secs(60);
-    while files_under(&cluster.work_dirs[0]) == 0 {
+    while tdb_testdata::files_in(&cluster.work_dirs()[0]).is_empty() {
         assert!(
             !answer.is_finished(),
             "the query ended before the executor ran a task"
@@ -330,16 +250,21 @@ async fn a_query_whose_executor_is_killed_answers_exactly() {
         );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    let executor = &mut cluster.processes[1];
-    executor.kill().unwrap();
-    executor.wait().unwrap();
+    cluster.kill_executor(0).unwrap();
     assert!(!answer.is_finished(), "the query ended before the kill");
-
     let got = tokio::time::timeout(Duration::from_secs(120), answer)
         .await
         .expect("the query ends within two minutes of the kill")
         .unwrap()
         .unwrap();
+    (got, server)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_query_whose_executor_is_killed_answers_exactly() {
+    let tmp = tempfile::tempdir().unwrap();
+    let query = "SELECT x, count(*), sum(a) FROM t GROUP BY x ORDER BY x";
+    let (got, _server) = killing_an_executor_in(query, tmp.path()).await;
     let local = tdb_datafusion::session();
     local
         .sql(&format!(
@@ -350,6 +275,35 @@ async fn a_query_whose_executor_is_killed_answers_exactly() {
         .unwrap();
     let want = local.sql(query).await.unwrap().collect().await.unwrap();
     assert_eq!(rows(&got), rows(&want));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_insert_whose_executor_is_killed_writes_every_cell_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (got, server) = killing_an_executor_in(
+        "INSERT INTO t SELECT 101 - x, y, a, f FROM t WHERE x > 50",
+        tmp.path(),
+    )
+    .await;
+    assert_eq!(rows(&got), ["34"]);
+    // The kill lands in a task (its rows still being read): the task runs
+    // again on the other executor, and each cell shows once.
+    let local = tdb_datafusion::session();
+    local
+        .sql(&format!(
+            "CREATE EXTERNAL TABLE t STORED AS TILEDB LOCATION 's3://killed/sparse_2d_int' OPTIONS ({})",
+            s3_options(&server, server.port()).join(", ")
+        ))
+        .await
+        .unwrap();
+    let check = local
+        .sql("SELECT count(*), sum(a) FILTER (WHERE x < 51) FROM t")
+        .await
+        .unwrap()
+        .collect()
+        .await
+        .unwrap();
+    assert_eq!(rows(&check), ["94 -4203"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

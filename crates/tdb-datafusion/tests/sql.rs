@@ -8,7 +8,7 @@ mod db;
 use datafusion::prelude::SessionContext;
 use db::{cell, Db};
 use sqllogictest::Runner;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tdb::{AnyStorage, Array as TdbArray, LocalStorage, OpenOptions};
 use tdb_datafusion::{TableOptions, TileDbTable};
@@ -28,7 +28,7 @@ async fn sql_over_the_fixtures_gives_tiledbs_answers() {
         .unwrap_or_else(|e| panic!("{e}"));
 }
 
-fn fixture(case: &str) -> std::path::PathBuf {
+fn fixture(case: &str) -> PathBuf {
     tdb_testdata::root().join(case).join("array")
 }
 
@@ -375,4 +375,74 @@ async fn an_insert_writes_a_fragment_a_partition_committed_at_once() {
     // Every cell once; below 51 what the whole array held (TileDB's sum).
     assert_eq!(cell(batches[0].column(0), 0), "94");
     assert_eq!(cell(batches[0].column(1), 0), "-4203");
+}
+
+/// A copy of dense fixture dense_2d_row_row (7 x 5 cells) under `tmp` as
+/// table `t` of a session of 4 partitions.
+async fn a_dense_table(tmp: &Path) -> (PathBuf, SessionContext) {
+    let array = tmp.join("array");
+    tdb_testdata::copy_dir(&fixture("dense_2d_row_row"), &array).unwrap();
+    let ctx = tdb_datafusion::session_with(
+        datafusion::prelude::SessionConfig::new().with_target_partitions(4),
+    );
+    ctx.sql(&format!(
+        "CREATE EXTERNAL TABLE t STORED AS TILEDB LOCATION '{}'",
+        array.display()
+    ))
+    .await
+    .unwrap();
+    (array, ctx)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dense_insert_writes_a_box_a_partition() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (array, ctx) = a_dense_table(tmp.path()).await;
+    let one = |sql: &'static str| {
+        let ctx = ctx.clone();
+        async move {
+            let batches = ctx.sql(sql).await.unwrap().collect().await.unwrap();
+            cell(batches[0].column(0), 0)
+        }
+    };
+    let before = one("SELECT sum(CAST(a AS BIGINT)) FROM t").await;
+    let fragments = TdbArray::open(&array).unwrap().fragments().len();
+    // Every cell again, one more: each partition of the scan is a box of
+    // rows, and each box a dense fragment.
+    assert_eq!(
+        one("INSERT INTO t SELECT r, c, a + 1, f FROM t").await,
+        "35"
+    );
+    let after = TdbArray::open(&array).unwrap();
+    assert!(
+        after.fragments().len() > fragments + 1,
+        "one fragment a partition"
+    );
+    let want = before.parse::<i64>().unwrap() + 35;
+    assert_eq!(
+        one("SELECT sum(CAST(a AS BIGINT)) FROM t").await,
+        want.to_string()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dense_insert_with_holes_fails_and_leaves_nothing() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (array, ctx) = a_dense_table(tmp.path()).await;
+    let commits = std::fs::read_dir(array.join("__commits")).unwrap().count();
+    // Column 3 left out: no partition's rows fill a box.
+    let failed = async {
+        ctx.sql("INSERT INTO t SELECT r, c, a, f FROM t WHERE c <> 3")
+            .await?
+            .collect()
+            .await
+    }
+    .await;
+    let e = failed.expect_err("rows that fill no box").to_string();
+    assert!(e.contains("box"), "{e}");
+    assert_eq!(
+        std::fs::read_dir(array.join("__commits")).unwrap().count(),
+        commits,
+        "nothing committed"
+    );
 }

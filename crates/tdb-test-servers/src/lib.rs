@@ -482,3 +482,89 @@ impl S3Server {
         self.port
     }
 }
+
+/// A cluster of `tdb` processes on loopback (`tdb cluster scheduler` and
+/// its executors), each stopped on drop: for the cluster tests and the
+/// interop pass that writes through one.
+#[derive(Debug)]
+pub struct Cluster {
+    scheduler: String,
+    processes: Vec<Process>,
+    work_dirs: Vec<PathBuf>,
+}
+
+impl Cluster {
+    /// Starts `tdb`'s scheduler on a port it picks and `executors`
+    /// executors, each running `tasks` tasks at once and shuffling in a
+    /// directory of its own under `work`. A lost executor is noticed after
+    /// 5 s (the tests kill one), so executors beat every second.
+    pub fn start(
+        tdb: &Path,
+        executors: usize,
+        tasks: usize,
+        work: &Path,
+    ) -> Result<Cluster, Error> {
+        let mut scheduler = Command::new(tdb)
+            .args(["cluster", "scheduler", "--bind", "127.0.0.1:0"])
+            .args(["--executor-timeout", "5"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("{}: {e}", tdb.display()))?;
+        let stdout = scheduler.stdout.take();
+        let scheduler = Process::new(scheduler);
+        let mut line = String::new();
+        if let Some(out) = stdout {
+            use std::io::BufRead as _;
+            std::io::BufReader::new(out)
+                .read_line(&mut line)
+                .map_err(|e| e.to_string())?;
+        }
+        let addr = line
+            .trim()
+            .strip_prefix("listening on ")
+            .ok_or_else(|| format!("the scheduler said {line:?}"))?
+            .to_owned();
+        let mut cluster = Cluster {
+            scheduler: addr,
+            processes: vec![scheduler],
+            work_dirs: Vec::new(),
+        };
+        for i in 0..executors {
+            let dir = work.join(format!("executor-{i}"));
+            let (port, grpc) = (free_port()?.to_string(), free_port()?.to_string());
+            let executor = Command::new(tdb)
+                .args(["cluster", "executor", "--scheduler", &cluster.scheduler])
+                .args(["--port", &port, "--grpc-port", &grpc])
+                .args(["--tasks", &tasks.to_string()])
+                .args(["--heartbeat", "1", "--work-dir"])
+                .arg(&dir)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .spawn()
+                .map_err(|e| format!("{}: {e}", tdb.display()))?;
+            cluster.processes.push(Process::new(executor));
+            cluster.work_dirs.push(dir);
+        }
+        Ok(cluster)
+    }
+
+    /// The scheduler's `HOST:PORT`.
+    pub fn scheduler(&self) -> &str {
+        &self.scheduler
+    }
+
+    /// Each executor's work directory (its shuffle files), by number.
+    pub fn work_dirs(&self) -> &[PathBuf] {
+        &self.work_dirs
+    }
+
+    /// Kills executor `i` (SIGKILL: no goodbye to the scheduler) and
+    /// waits for it to end.
+    pub fn kill_executor(&mut self, i: usize) -> Result<(), Error> {
+        let p = &mut self.processes[i + 1].0;
+        p.kill().map_err(|e| e.to_string())?;
+        p.wait().map_err(|e| e.to_string())?;
+        Ok(())
+    }
+}

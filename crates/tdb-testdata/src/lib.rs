@@ -75,6 +75,34 @@ pub fn copy_dir(from: &Path, to: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Every file under `dir`, all levels, as sorted `/`-separated paths
+/// relative to it; none when `dir` is missing. For tests that upload a
+/// fixture to an object store or count what a process left on disk.
+pub fn files_in(dir: &Path) -> Vec<String> {
+    fn walk(dir: &Path, rel: &str, out: &mut Vec<String>) {
+        let Ok(entries) = fs::read_dir(dir) else {
+            return;
+        };
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let child = if rel.is_empty() {
+                name
+            } else {
+                format!("{rel}/{name}")
+            };
+            if e.path().is_dir() {
+                walk(&e.path(), &child, out);
+            } else {
+                out.push(child);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(dir, "", &mut out);
+    out.sort();
+    out
+}
+
 /// The kinds (extensions: `con`, `ign`, `wrt`, ...) of the files in the
 /// `__commits/` directory of the array at `dir`, sorted: what a test of
 /// consolidating or vacuuming compares with what TileDB left.

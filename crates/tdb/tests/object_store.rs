@@ -27,18 +27,9 @@ fn bucket(name: &str) -> ObjectStorage {
 /// for byte.
 fn upload(s: &ObjectStorage, case: &str) {
     let dir = tdb_testdata::root().join(case).join("array");
-    let mut stack = vec![dir.clone()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else {
-                let rel = p.strip_prefix(&dir).unwrap().to_string_lossy().into_owned();
-                let bytes = std::fs::read(&p).unwrap();
-                s.write(&format!("{case}/{rel}"), bytes.into()).unwrap();
-            }
-        }
+    for rel in tdb_testdata::files_in(&dir) {
+        let bytes = std::fs::read(dir.join(&rel)).unwrap();
+        s.write(&format!("{case}/{rel}"), bytes.into()).unwrap();
     }
 }
 
