@@ -618,10 +618,8 @@ pub(crate) fn bench(args: &[String], reference: &Writer) -> Result<(), String> {
     // answers are the tests') and without the peers. Timings come from
     // full runs only.
     let profile = if quick { "debug" } else { "release" };
-    let mut build = Command::new("cargo");
-    build
-        .current_dir(&root)
-        .args(["build", "--quiet", "-p", "tdb-bench"]);
+    let mut build = crate::cargo(&root);
+    build.args(["build", "--quiet", "-p", "tdb-bench"]);
     if !quick {
         build.args(["--release", "--features", "sql,peers"]);
     }

@@ -1,7 +1,7 @@
 //! `cargo xtask interop [DIR | --generated]`: does TileDB read what tdb
 //! wrote?
 //!
-//! Five passes, four over a directory of conformance cases
+//! Six passes, five over a directory of conformance cases
 //! (default `testdata/arrays`, any directory in FORMAT.md's shape works):
 //!
 //! 1. Copies: `tdb::copy` writes every case anew (format v22, new
@@ -31,6 +31,9 @@
 //! 5. Arrow ([`crate::arrow_copies`]): every array case read as Arrow
 //!    record batches and written back through Arrow into a new array, read
 //!    by TileDB; `--arrow [DIR]` runs this pass alone.
+//! 6. SQL inserts ([`crate::cluster_inserts`]): every array case copied by
+//!    `INSERT INTO copy SELECT * FROM src` through a cluster of `tdb`
+//!    processes, read by TileDB; `--insert [DIR]` runs this pass alone.
 
 use crate::{venv_for, workspace_root, Writer};
 use std::fs;
@@ -321,6 +324,13 @@ pub(crate) fn interop(args: &[String], reference: &Writer) -> Result<(), String>
         println!("written from Arrow: {skipped} skipped (groups)");
         return totals("interop (arrow)", passed, failed);
     }
+    if args.first().map(String::as_str) == Some("--insert") {
+        let corpus = corpus_at(args.get(1))?;
+        let (passed, failed, skipped) =
+            crate::cluster_inserts::cluster_inserts(&root, &corpus, &venv.join("bin/python"))?;
+        println!("inserted through a cluster: {skipped} skipped (groups)");
+        return totals("interop (insert)", passed, failed);
+    }
     if args.first().map(String::as_str) == Some("--storage") {
         if args.get(1).map(String::as_str) != Some("s3") {
             return Err("interop: --storage takes s3".into());
@@ -379,14 +389,17 @@ pub(crate) fn interop(args: &[String], reference: &Writer) -> Result<(), String>
     let (gen_passed, gen_failed) = crate::generated::generated(&root, &venv.join("bin/python"))?;
     let (arrow_passed, arrow_failed, arrow_skipped) =
         crate::arrow_copies::arrow_copies(&root, &corpus, &venv.join("bin/python"))?;
+    let (insert_passed, insert_failed, insert_skipped) =
+        crate::cluster_inserts::cluster_inserts(&root, &corpus, &venv.join("bin/python"))?;
     println!("copies: {skipped} skipped (not supported yet)");
     println!(
         "consolidations: {con_skipped} skipped (not supported yet, or TileDB crashed: see above)"
     );
     println!("written from Arrow: {arrow_skipped} skipped (groups)");
+    println!("inserted through a cluster: {insert_skipped} skipped (groups)");
     let (passed, failed) = (
-        passed + cases - bad + gen_passed + con_passed + arrow_passed,
-        failed + bad + gen_failed + con_failed + arrow_failed,
+        passed + cases - bad + gen_passed + con_passed + arrow_passed + insert_passed,
+        failed + bad + gen_failed + con_failed + arrow_failed + insert_failed,
     );
     totals("interop", passed, failed)
 }

@@ -28,6 +28,7 @@
 mod arrow_cells;
 mod arrow_copies;
 mod bench;
+mod cluster_inserts;
 mod concurrency;
 mod conformance;
 mod consolidations;
@@ -114,6 +115,31 @@ fn number_arg(args: &mut std::slice::Iter<'_, String>, what: &str) -> Result<u64
     args.next()
         .and_then(|s| s.parse().ok())
         .ok_or(format!("{what} takes a whole number"))
+}
+
+/// `cargo` in the workspace, as if run from a shell. `cargo xtask` runs
+/// this program with the variables cargo gives a package it runs
+/// (`CARGO_MANIFEST_DIR`, `CARGO_PKG_*`, ...); build scripts that watch
+/// them (ring's watches `CARGO_MANIFEST_DIR`) would see a change, and the
+/// next build from a shell would build them and all above them again.
+fn cargo(root: &Path) -> Command {
+    let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    cmd.current_dir(root);
+    for (name, _) in std::env::vars_os() {
+        let n = name.to_string_lossy();
+        if n.starts_with("CARGO_PKG_")
+            || n.starts_with("CARGO_MANIFEST_")
+            || [
+                "CARGO_CRATE_NAME",
+                "CARGO_BIN_NAME",
+                "CARGO_PRIMARY_PACKAGE",
+            ]
+            .contains(&&*n)
+        {
+            cmd.env_remove(&name);
+        }
+    }
+    cmd
 }
 
 fn run(cmd: &mut Command) -> Result<(), String> {
