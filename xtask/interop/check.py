@@ -18,8 +18,9 @@ Where REFERENCE holds the same case (TileDB's own consolidation of it), the answ
 gives for that are what the copy must give instead of CORPUS's, and its fragments must have
 the reference's timestamps, kinds, cell counts and non-empty domains.
 
-With --arrow, COPY holds new arrays (the case's schema, one fragment) that tdb wrote
-from the case read as Arrow record batches: the schema and the answers of the queries the
+With --arrow, COPY holds new arrays with the case's schema that hold its cells now, as tdb
+wrote them from the case read as Arrow record batches (one fragment) or by SQL `INSERT`
+through a cluster (a fragment a partition): the schema and the answers of the queries the
 copy's expected.json lists (those that read now) must be TileDB's, as multisets (see
 arrow_view); fragments, metadata and files are left out.
 
@@ -94,7 +95,7 @@ def arrow_view(doc, covered=True):
 
     Every answer is compared as a multiset: the order TileDB returns some reads in
     depends on how the cells are spread over fragments (1-D multi-range reads, equal
-    float coordinates), and a copy holds one fragment. A dense copy writes its whole box,
+    float coordinates), and a copy's fragments are not the case's. A dense copy writes its whole box,
     the fill values of cells no fragment of the case wrote among them; TileDB's dense
     aggregates fold only written cells into sums, minima, maxima and means (its counts
     take every cell), so unless the case's fragments cover their box (`covered`, see
@@ -292,7 +293,8 @@ def main(corpus, copy, mode=None, reference=None, only=None):
         else:
             print("ok   %s" % rel)
     label = {"--copy": " (copies)", "--consolidated": " (consolidated)",
-             "--arrow": " (written from Arrow)"}.get(mode, "")
+             # The Arrow pass's copies and the insert pass's: named by their directory.
+             "--arrow": " (%s: cells)" % os.path.basename(os.path.normpath(copy))}.get(mode, "")
     print("interop%s: %d cases, %d failed" % (label, len(cases), failed))
     return 1 if failed or not cases else 0
 

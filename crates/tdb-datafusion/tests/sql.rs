@@ -331,16 +331,11 @@ fn attribute_statistics_hold_tiledbs_min_and_max() {
     assert_eq!(bounded, 4);
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_insert_writes_a_fragment_a_partition_committed_at_once() {
-    let tmp = tempfile::tempdir().unwrap();
-    let array = tmp.path().join("array");
-    tdb_testdata::copy_dir(&fixture("sparse_2d_int"), &array).unwrap();
-    let commits = |dir: &Path| std::fs::read_dir(dir.join("__commits")).unwrap().count();
-    let (fragments, before) = (
-        TdbArray::open(&array).unwrap().fragments().len(),
-        commits(&array),
-    );
+/// A copy of fixture `case` under `tmp` as table `t` of a session of 4
+/// partitions.
+async fn a_table(case: &str, tmp: &Path) -> (PathBuf, SessionContext) {
+    let array = tmp.join("array");
+    tdb_testdata::copy_dir(&fixture(case), &array).unwrap();
     let ctx = tdb_datafusion::session_with(
         datafusion::prelude::SessionConfig::new().with_target_partitions(4),
     );
@@ -350,6 +345,18 @@ async fn an_insert_writes_a_fragment_a_partition_committed_at_once() {
     ))
     .await
     .unwrap();
+    (array, ctx)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_insert_writes_a_fragment_a_partition_committed_at_once() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (array, ctx) = a_table("sparse_2d_int", tmp.path()).await;
+    let commits = |dir: &Path| std::fs::read_dir(dir.join("__commits")).unwrap().count();
+    let (fragments, before) = (
+        TdbArray::open(&array).unwrap().fragments().len(),
+        commits(&array),
+    );
     // The cells of x > 50 mirrored onto x < 51, where none lies yet.
     let answer = ctx
         .sql("INSERT INTO t SELECT 101 - x, y, a, f FROM t WHERE x > 50")
@@ -377,27 +384,10 @@ async fn an_insert_writes_a_fragment_a_partition_committed_at_once() {
     assert_eq!(cell(batches[0].column(1), 0), "-4203");
 }
 
-/// A copy of dense fixture dense_2d_row_row (7 x 5 cells) under `tmp` as
-/// table `t` of a session of 4 partitions.
-async fn a_dense_table(tmp: &Path) -> (PathBuf, SessionContext) {
-    let array = tmp.join("array");
-    tdb_testdata::copy_dir(&fixture("dense_2d_row_row"), &array).unwrap();
-    let ctx = tdb_datafusion::session_with(
-        datafusion::prelude::SessionConfig::new().with_target_partitions(4),
-    );
-    ctx.sql(&format!(
-        "CREATE EXTERNAL TABLE t STORED AS TILEDB LOCATION '{}'",
-        array.display()
-    ))
-    .await
-    .unwrap();
-    (array, ctx)
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dense_insert_writes_a_box_a_partition() {
     let tmp = tempfile::tempdir().unwrap();
-    let (array, ctx) = a_dense_table(tmp.path()).await;
+    let (array, ctx) = a_table("dense_2d_row_row", tmp.path()).await;
     let one = |sql: &'static str| {
         let ctx = ctx.clone();
         async move {
@@ -428,7 +418,7 @@ async fn a_dense_insert_writes_a_box_a_partition() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dense_insert_with_holes_fails_and_leaves_nothing() {
     let tmp = tempfile::tempdir().unwrap();
-    let (array, ctx) = a_dense_table(tmp.path()).await;
+    let (array, ctx) = a_table("dense_2d_row_row", tmp.path()).await;
     let commits = std::fs::read_dir(array.join("__commits")).unwrap().count();
     // Column 3 left out: no partition's rows fill a box.
     let failed = async {
