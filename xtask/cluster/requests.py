@@ -125,8 +125,8 @@ def main():
             for i in range(executors):
                 work = os.path.join(tmp, f"e{executors}-{i}")
                 procs.append(subprocess.Popen(
-                    [args.tdb, "cluster", "executor", "--scheduler", addr, "--port", str(free_port()),
-                     "--grpc-port", str(free_port()), "--work-dir", work, "--heartbeat", "1"],
+                    [args.tdb, "cluster", "executor", "--scheduler", addr, "--port", "0",
+                     "--grpc-port", "0", "--work-dir", work, "--heartbeat", "1"],
                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env))
             time.sleep(2)
             for name, sql in queries.items():

@@ -496,10 +496,10 @@ enum ClusterRole {
         /// The address to listen on (an IP address).
         #[arg(long, default_value = "127.0.0.1")]
         bind: String,
-        /// The port results are fetched from (Arrow Flight).
+        /// The port results are fetched from (Arrow Flight; 0: a free one).
         #[arg(long, default_value_t = 50051)]
         port: u16,
-        /// The port the scheduler launches tasks on.
+        /// The port the scheduler launches tasks on (0: a free one).
         #[arg(long, default_value_t = 50052)]
         grpc_port: u16,
         /// Where shuffled rows go (default: a directory under the

@@ -158,9 +158,10 @@ pub struct ExecutorOptions {
     pub scheduler: String,
     /// The host to listen on (an IP address).
     pub bind_host: String,
-    /// The port results and shuffles are fetched from (Arrow Flight).
+    /// The port results and shuffles are fetched from (Arrow Flight; 0:
+    /// a free one).
     pub port: u16,
-    /// The port the scheduler launches tasks on.
+    /// The port the scheduler launches tasks on (0: a free one).
     pub grpc_port: u16,
     /// Where shuffle files go (one directory an executor).
     pub work_dir: PathBuf,
@@ -199,11 +200,13 @@ pub async fn run_executor(options: ExecutorOptions) -> Result<(), Error> {
             why: "not HOST:PORT".into(),
         })?;
     std::fs::create_dir_all(&options.work_dir).map_err(|e| failed(&e))?;
+    let port_on = |port: u16| free_port(&options.bind_host, port);
+    let (flight, grpc) = (port_on(options.port)?, port_on(options.grpc_port)?);
     let config = ExecutorProcessConfig {
         bind_host: options.bind_host.clone(),
         external_host: Some(options.bind_host.clone()),
-        port: options.port,
-        grpc_port: options.grpc_port,
+        port: flight,
+        grpc_port: grpc,
         scheduler_host: host.to_owned(),
         scheduler_port: port,
         // Retry while the scheduler starts.
@@ -219,6 +222,21 @@ pub async fn run_executor(options: ExecutorOptions) -> Result<(), Error> {
     start_executor_process(Arc::new(config))
         .await
         .map_err(|e| failed(&e))
+}
+
+/// `port`, or for 0 one free on `host` now. Ballista tells the scheduler
+/// the port it was given, not the one it bound: 0 would reach the
+/// scheduler as the port to call.
+fn free_port(host: &str, port: u16) -> Result<u16, Error> {
+    if port != 0 {
+        return Ok(port);
+    }
+    let bad = |e: std::io::Error| Error::Address {
+        addr: format!("{host}:0"),
+        why: e.to_string(),
+    };
+    let listener = std::net::TcpListener::bind((host, 0)).map_err(bad)?;
+    Ok(listener.local_addr().map_err(bad)?.port())
 }
 
 /// A session whose queries run on the cluster whose scheduler is at

@@ -532,10 +532,9 @@ impl Cluster {
         };
         for i in 0..executors {
             let dir = work.join(format!("executor-{i}"));
-            let (port, grpc) = (free_port()?.to_string(), free_port()?.to_string());
             let executor = Command::new(tdb)
                 .args(["cluster", "executor", "--scheduler", &cluster.scheduler])
-                .args(["--port", &port, "--grpc-port", &grpc])
+                .args(["--port", "0", "--grpc-port", "0"])
                 .args(["--tasks", &tasks.to_string()])
                 .args(["--heartbeat", "1", "--work-dir"])
                 .arg(&dir)
