@@ -1,5 +1,6 @@
 //! `INSERT INTO t SELECT ...`: each partition of the rows inserted is
-//! written as a fragment of its own, in parallel, uncommitted;
+//! written as a fragment of its own (a sparse one as several where it
+//! passes a quarter of the table's budget), in parallel, uncommitted;
 //! [`InsertTotal`] then commits them all with one commit file (readers see
 //! the whole insert or none of it: a failed insert leaves only fragments
 //! no reader sees, which a vacuum of uncommitted fragments removes) and
@@ -56,11 +57,12 @@ fn properties(schema: SchemaRef, partitions: usize) -> Arc<PlanProperties> {
     ))
 }
 
-/// Writes each partition of its input as one fragment of the table's
-/// array, uncommitted, stamped `timestamp` (one for the whole insert:
-/// fixed when planned); answers the rows written and the fragment, a row
-/// a partition. A task run again writes another fragment: only the one
-/// whose row reaches [`InsertTotal`] is committed.
+/// Writes each partition of its input as a fragment of the table's array
+/// (a sparse one as several where its rows pass [`held_rows_budget`]),
+/// uncommitted, stamped `timestamp` (one for the whole insert: fixed when
+/// planned); answers the rows written and the fragments, a row a
+/// partition. A task run again writes other fragments: only those whose
+/// row reaches [`InsertTotal`] are committed.
 #[derive(Debug)]
 pub struct TileDbInsert {
     table: TileDbTable,
@@ -151,25 +153,26 @@ impl ExecutionPlan for TileDbInsert {
         partition: usize,
         context: Arc<TaskContext>,
     ) -> Result<SendableRecordBatchStream> {
-        let input = self.input.execute(partition, context)?;
+        let mut input = self.input.execute(partition, context)?;
         let table = self.table.clone();
         let timestamp = self.timestamp;
         let written = async move {
-            // A fragment's cells are sorted as a whole: the partition's
-            // rows are held until it is written.
-            let batches: Vec<RecordBatch> = input.try_collect().await?;
-            let rows: usize = batches.iter().map(RecordBatch::num_rows).sum();
+            let dense = table.array().schema().array_type == tdb::ArrayType::Dense;
+            let hold = held_rows_budget(table.options().budget);
+            let (mut held, mut bytes, mut rows) = (Vec::new(), 0, 0);
             let mut names = Vec::new();
-            if rows > 0 {
-                let written = tokio::task::spawn_blocking(move || {
-                    let write = ArrowWrite::new().at(timestamp).uncommitted();
-                    table.array().write_arrow(&batches, &write)
-                })
-                .await
-                .map_err(external)?
-                .map_err(external)?;
-                names = written.fragments.iter().map(ToString::to_string).collect();
+            while let Some(batch) = input.try_next().await? {
+                rows += batch.num_rows();
+                bytes += batch.get_array_memory_size() as u64;
+                held.push(batch);
+                // A dense fragment is one box: the partition's rows are
+                // held whole (a dense scan's part is one).
+                if !dense && bytes >= hold {
+                    names.extend(write(&table, std::mem::take(&mut held), timestamp).await?);
+                    bytes = 0;
+                }
             }
+            names.extend(write(&table, held, timestamp).await?);
             let count: ArrayRef = Arc::new(UInt64Array::from(vec![rows as u64]));
             let fragments: ArrayRef = Arc::new(StringArray::from(vec![names.join("\n")]));
             Ok(RecordBatch::try_new(
@@ -182,6 +185,35 @@ impl ExecutionPlan for TileDbInsert {
             futures::stream::once(written),
         )))
     }
+}
+
+/// The bytes of rows an insert's partition holds before writing them as a
+/// fragment: a quarter of the table's budget (its read budget, or tdb's
+/// default), the rest for the write (rows converted, sorted, tiled and
+/// filtered). A sparse partition larger than that is several fragments.
+fn held_rows_budget(budget: Option<u64>) -> u64 {
+    budget.unwrap_or(tdb::DEFAULT_BUDGET) / 4
+}
+
+/// Writes `batches` into `table` as fragments stamped `timestamp`,
+/// uncommitted: their names (none for no rows).
+async fn write(
+    table: &TileDbTable,
+    batches: Vec<RecordBatch>,
+    timestamp: u64,
+) -> Result<Vec<String>> {
+    if batches.iter().all(|b| b.num_rows() == 0) {
+        return Ok(Vec::new());
+    }
+    let table = table.clone();
+    let written = tokio::task::spawn_blocking(move || {
+        let write = ArrowWrite::new().at(timestamp).uncommitted();
+        table.array().write_arrow(&batches, &write)
+    })
+    .await
+    .map_err(external)?
+    .map_err(external)?;
+    Ok(written.fragments.iter().map(ToString::to_string).collect())
 }
 
 /// An insert's end: commits every fragment its partitions wrote, at once,

@@ -385,6 +385,51 @@ async fn an_insert_writes_a_fragment_a_partition_committed_at_once() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_insert_over_its_budget_writes_a_partition_as_several_fragments() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (array, ctx) = a_table("sparse_2d_int", tmp.path()).await;
+    // A 4 KiB budget: a partition holds 1 KiB of rows, less than a batch
+    // of 64.
+    ctx.sql(&format!(
+        "CREATE EXTERNAL TABLE small STORED AS TILEDB LOCATION '{}' OPTIONS ('budget' '4096')",
+        array.display()
+    ))
+    .await
+    .unwrap();
+    ctx.sql("SET datafusion.execution.batch_size = 64")
+        .await
+        .unwrap();
+    let commits = |dir: &Path| std::fs::read_dir(dir.join("__commits")).unwrap().count();
+    let (fragments, before) = (
+        TdbArray::open(&array).unwrap().fragments().len(),
+        commits(&array),
+    );
+    let one = |sql: &'static str| {
+        let ctx = ctx.clone();
+        async move {
+            let batches = ctx.sql(sql).await.unwrap().collect().await.unwrap();
+            cell(batches[0].column(0), 0)
+        }
+    };
+    // 1,000 cells, each coordinate once, marked by a >= 1,000,000.
+    let insert = "INSERT INTO small SELECT CAST(value % 100 + 1 AS INT), \
+                  CAST(value / 100 + 1 AS INT), value + 1000000, CAST(value AS FLOAT) \
+                  FROM range(0, 1000)";
+    assert_eq!(one(insert).await, "1000");
+    let written = TdbArray::open(&array).unwrap().fragments().len() - fragments;
+    assert!(written > 4, "{written} fragments: no partition was split");
+    assert_eq!(commits(&array), before + 1, "one commit for them all");
+    assert_eq!(
+        one("SELECT count(*) FROM t WHERE a >= 1000000").await,
+        "1000"
+    );
+    assert_eq!(
+        one("SELECT sum(a - 1000000) FROM t WHERE a >= 1000000").await,
+        "499500"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dense_insert_writes_a_box_a_partition() {
     let tmp = tempfile::tempdir().unwrap();
     let (array, ctx) = a_table("dense_2d_row_row", tmp.path()).await;
