@@ -18,7 +18,6 @@ use crate::arrow_copies::{copies_checked_as_cells, empty_copy};
 use crate::conformance::chain;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use tdb::{Array, LocalStorage, OpenOptions};
 use tdb_test_servers::Cluster;
 
 /// Writes the copies through a cluster and runs check.py over them:
@@ -41,19 +40,15 @@ pub fn cluster_inserts(
         python,
         &root.join("target/interop/insert"),
         |rel, src, dst, key| {
-            let labels = empty_copy(src, dst, key)?.labels;
+            let mut copy = empty_copy(src, dst, key)?;
             let cells = insert(&tdb, cluster.scheduler(), src, dst, key)?;
-            let options = match &key {
-                Some(k) => OpenOptions::new().key(k).map_err(|e| chain(&e))?,
-                None => OpenOptions::new(),
-            };
-            let fragments = Array::open_in(LocalStorage::new(dst), "", options)
-                .map_err(|e| format!("open the copy: {}", chain(&e)))?
-                .fragments()
-                .len();
+            copy.copy
+                .reopen()
+                .map_err(|e| format!("open the copy: {}", chain(&e)))?;
+            let fragments = copy.copy.fragments().len();
             most_fragments = most_fragments.max(fragments);
             println!("inserted {rel}: {cells} cells in {fragments} fragments");
-            Ok(labels)
+            Ok(copy.labels)
         },
         |expected, query| !by_tile_layout(expected, query),
     )?;
@@ -126,8 +121,11 @@ fn insert(
 /// would build DataFusion and Ballista a second time under other
 /// features.
 fn tdb_binary(root: &Path) -> Result<PathBuf, String> {
+    // A clean checkout builds the whole test suite here: cargo's progress
+    // shows.
+    eprintln!("interop (insert): building the test suite for its tdb (cargo test --no-run)");
     let status = crate::cargo(root)
-        .args(["test", "--workspace", "--locked", "--no-run", "--quiet"])
+        .args(["test", "--workspace", "--locked", "--no-run"])
         .status()
         .map_err(|e| format!("cargo: {e}"))?;
     if !status.success() {
