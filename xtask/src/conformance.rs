@@ -1044,8 +1044,8 @@ mod runs {
     /// cut in result order): every query still returns TileDB's answer,
     /// unless one tile of its array needs more than the budget allows,
     /// which is the budget error and nothing else. `dense_large_tiles` is
-    /// left out: its 6.5 MiB tiles go a few cells a piece there (21 s in
-    /// a release build, each piece's own cost); `budget_peak` and
+    /// left out: its 6.5 MiB tiles go by their chunks there, 2 KiB of
+    /// cells a piece (3.5 s in a release build); `budget_peak` and
     /// `sliced_tiles` read it under small budgets.
     #[test]
     fn the_corpus_passes_under_a_tiny_budget() {

@@ -229,8 +229,10 @@ pub struct ReadSpec {
     pub condition: Option<String>,
     /// Bytes the query may hold at once: half for the tiles of the piece
     /// of the subarray being read (fetched and unfiltered), half for one
-    /// batch of results. A budget too small for one tile is an error
-    /// before any tile is fetched.
+    /// batch of results. Tiles read by their chunks (dense ones, sparse
+    /// ones in a read that spills) go over a budget below a piece's chunks
+    /// by those chunks; a budget too small for a tile that must be held
+    /// whole is an error before any tile is fetched.
     pub budget: u64,
     /// Nullable fields' validity comes as bits (Arrow's layout), not
     /// bytes: see [`crate::Validity`].

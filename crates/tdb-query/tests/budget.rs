@@ -272,17 +272,13 @@ fn pieces_cut_along_tiledbs_string_parts_dimension_answer_as_one_piece() {
     }
 }
 
-/// Reads whose least piece, one cell's chunks of every field, needs more
-/// than half a small budget: tiles take that and half the rest, batches
-/// hold fewer cells, so the budget a refusal names (one cell's chunks of
-/// each field, two of a var field's offsets, and a batch of one cell)
-/// reads the cells. TileDB's chunks of 64 KiB (`dense_multi_chunk`'s
-/// strings, `sparse_large_tiles`' tiles of 100,000 cells) need under
-/// 24 KiB (twice the chunks before). (`sparse_large_tiles` is read by
-/// runs of its tile's cells, a chunk of each field decoded for every few
-/// cells: seconds at that budget, so only the dense read is made here.)
+/// Reads under a budget below the chunks a piece of their tiles needs
+/// (TileDB's 64 KiB chunks: `dense_multi_chunk`'s strings, `sparse_large_tiles`'
+/// tiles of 100,000 cells, read by runs of their cells; 21-22 KB for one
+/// cell's chunks, two of a var field's offsets) go over the budget by those
+/// chunks, and answer as the read in one piece does, in more pieces.
 #[test]
-fn the_budget_a_refusal_names_reads_the_cells() {
+fn a_budget_below_a_cells_chunks_reads_the_cells() {
     use tdb_query::{ResultLayout, Subarray};
     let range = |lo: i64, hi: i64, n: usize| {
         tdb_schema::Range::from_bounds(&lo.to_le_bytes()[..n], &hi.to_le_bytes()[..n], false)
@@ -294,14 +290,9 @@ fn the_budget_a_refusal_names_reads_the_cells() {
     let mut sparse = Subarray::new(2);
     sparse.add_range(0, range(300, 306, 4));
     sparse.add_range(1, range(100, 110, 4));
-    for (case, fields, sub, read) in [
-        ("dense_multi_chunk", &["a", "s"][..], dense, true),
-        (
-            "sparse_large_tiles",
-            &["x", "y", "a", "f", "s"],
-            sparse,
-            false,
-        ),
+    for (case, fields, sub) in [
+        ("dense_multi_chunk", &["a", "s"][..], dense),
+        ("sparse_large_tiles", &["x", "y", "a", "f", "s"], sparse),
     ] {
         let dir = tdb_testdata::root().join(case).join("array");
         let storage = LocalStorage::new(&dir);
@@ -309,51 +300,39 @@ fn the_budget_a_refusal_names_reads_the_cells() {
         let spec = ReadSpec::new(fields.iter().copied())
             .with_subarray(sub)
             .with_layout(ResultLayout::RowMajor);
-        let Err(err) = SyncRead::new(&storage, snap.clone(), spec.clone().with_budget(16 << 10))
-            .unwrap()
-            .collect::<Result<Vec<_>, _>>()
-        else {
-            panic!("{case}: read under 16 KiB");
-        };
-        let msg = err.to_string();
-        let named: u64 = (msg.split("give at least ").nth(1))
-            .and_then(|n| n.parse().ok())
-            .unwrap_or_else(|| panic!("{case}: {msg}"));
-        assert!(named < 24 << 10, "{case}: {msg}");
-        if !read {
-            continue;
+        let (whole, rounds) = run(&storage, &snap, spec.clone());
+        assert!(whole.num_cells > 10, "{case}: {} cells", whole.num_cells);
+        for budget in [16 << 10, 1 << 10] {
+            let (pieces, more) = run(&storage, &snap, spec.clone().with_budget(budget));
+            assert!(pieces == whole, "{case} at {budget}: the cells differ");
+            assert!(
+                more > rounds,
+                "{case} at {budget}: {more} rounds, {rounds} unbudgeted"
+            );
+            let batches = SyncRead::new(&storage, snap.clone(), spec.clone().with_budget(budget))
+                .unwrap()
+                .count();
+            // Batches get half the budget: 8 cells of 61 bytes at 1 KiB.
+            assert!(
+                budget > 1024 || batches > 1,
+                "{case} at {budget}: {batches} batches"
+            );
         }
-        let (whole, _) = run(&storage, &snap, spec.clone());
-        assert!(whole.num_cells > 100, "{case}: {} cells", whole.num_cells);
-        let mut batches = 0;
-        let mut joined = Batch::default();
-        for b in SyncRead::new(&storage, snap.clone(), spec.with_budget(named)).unwrap() {
-            joined.append(&b.unwrap());
-            batches += 1;
-        }
-        assert!(joined == whole, "{case}: the cells differ");
-        assert!(batches > 1, "{case}: {batches} batches");
     }
 }
 
-/// A budget too small for what a tile's cells need (dense tiles are
-/// sliced to the chunks holding a piece's cells, fixed and var-size
-/// fields alike, so a cell's chunks, and a batch of one cell) is an error
-/// before any tile is read, and it says what budget would do.
+/// A budget too small for a tile that must be held whole (var-size cells
+/// whose filters keep their offsets inside the data, TileDB's DICTIONARY
+/// on strings: no cell's bytes can be found without the tile's) is an
+/// error before any tile is read, and it says what budget would do: that
+/// budget reads the cells.
 #[test]
-fn a_budget_below_one_tile_is_refused_up_front() {
-    let dir = tdb_testdata::root().join("dense_multi_chunk").join("array");
+fn a_budget_below_a_tile_held_whole_is_refused_up_front() {
+    let dir = tdb_testdata::root().join("filter_dictionary").join("array");
     let storage = LocalStorage::new(&dir);
     let snap = Arc::new(Snapshot::load(&storage, "", TimeWindow::ALL, None).unwrap());
-    // Tiles of `a`, and of var `s`, of three chunks each, larger than
-    // the 50 KB tiles get here: read by their chunks.
-    let a = ReadSpec::new(["a", "s"]).with_budget(100_000);
-    let cells: u64 = (tdb_query::SyncRead::new(&storage, snap.clone(), a).unwrap())
-        .map(|b| b.unwrap().num_cells)
-        .sum();
-    assert_eq!(cells, 300 * 300);
-    let spec = ReadSpec::new(["a", "s"]).with_budget(8_000);
-    let mut reader = tdb_query::Reader::new(snap.clone(), spec).unwrap();
+    let spec = ReadSpec::new(["a"]);
+    let mut reader = tdb_query::Reader::new(snap.clone(), spec.clone().with_budget(200)).unwrap();
     let mut tile_requests = 0;
     let err = loop {
         match reader.step() {
@@ -375,10 +354,18 @@ fn a_budget_below_one_tile_is_refused_up_front() {
     assert_eq!(tile_requests, 0);
     let msg = err.to_string();
     assert!(
-        msg.contains("memory budget of 8000 bytes is too small"),
+        msg.contains("memory budget of 200 bytes is too small"),
         "{msg}"
     );
-    assert!(msg.contains("give at least"), "{msg}");
+    let named: u64 = (msg.split("give at least ").nth(1))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{msg}"));
+    let (whole, _) = run(&storage, &snap, spec.clone());
+    let (pieces, _) = run(&storage, &snap, spec.with_budget(named));
+    assert!(
+        whole.num_cells == 200 && pieces == whole,
+        "the cells differ"
+    );
 }
 
 /// Tiles whose min/max metadata rule the condition out are not fetched

@@ -15,8 +15,7 @@ impl Reader {
     /// Result cells per batch: the batch's part of the budget over a
     /// generous per-cell cost.
     pub(super) fn batch_cells(&self) -> usize {
-        let budget = self.spec.budget.saturating_sub(self.tile_budget());
-        budget
+        self.batch_share
             .checked_div(self.result_cell_bytes())
             .unwrap_or(0)
             .max(1) as usize

@@ -198,6 +198,8 @@ pub struct Reader {
     tile_max: Vec<u64>,
     /// The part of the budget tiles get ([`Reader::tile_budget`]).
     tile_share: u64,
+    /// The part batches get ([`Reader::batch_cells`]).
+    batch_share: u64,
     /// Whether any batch went out (an empty read is one empty batch).
     emitted: bool,
     /// Whether sparse tiles whose min/max metadata rule the condition out
@@ -293,6 +295,7 @@ impl Reader {
             spare: Arc::new(tiles::Spare::new(spec.budget / 2)),
             chunks: Arc::default(),
             tile_share: spec.budget / 2,
+            batch_share: spec.budget.saturating_sub(spec.budget / 2),
             pieces_started: 0,
             spec,
             fields,
@@ -804,41 +807,55 @@ impl Reader {
             })
             .collect();
         let spills = self.spills();
-        // The least a piece can hold: a tile, or of a tile whose fields can
-        // be sliced (dense, or sparse in a read that spills), one cell's
-        // chunks.
-        let least: Vec<u64> = (self.plans.iter().enumerate())
-            .map(|(i, plan)| {
-                let slices = plan.meta.footer.dense || spills;
-                (0..plan.tile_num())
-                    .map(|t| self.tile_cost(i, t, slices.then_some(1)))
-                    .max()
-                    .unwrap_or(0)
-            })
-            .collect();
-        // Tiles get half the budget, or where the least a piece holds
-        // needs more, that and half of the rest: batches then hold fewer
-        // cells, down to one.
+        // What a piece must hold whatever its cells: a whole tile where
+        // the tile's fields cannot be sliced; where they can (dense, or
+        // sparse in a read that spills), the chunks a piece of a few cells
+        // reaches (two of each part: its cells' first and last).
+        let (mut whole, mut chunks) = ((0u64, 0usize), 0u64);
+        for (i, plan) in self.plans.iter().enumerate() {
+            let sliced = (plan.meta.footer.dense || spills) && Self::sliceable(plan);
+            let span = sliced.then_some(2);
+            let most = (0..plan.tile_num())
+                .map(|t| self.tile_cost(i, t, span))
+                .max()
+                .unwrap_or(0);
+            if sliced {
+                chunks = chunks.max(most);
+            } else if most > whole.0 {
+                whole = (most, i);
+            }
+        }
+        // Tiles get half the budget. Tiles held whole must fit in it: where
+        // one needs more, tiles get that and half the rest, batches then
+        // hold fewer cells, down to one. Chunks need not: where they need
+        // more than a quarter, tiles get them and a quarter, and the read
+        // goes over the budget by at most those chunks, as it does by the
+        // decoder's own chunk, a cost the fields' filter pipelines set
+        // (their chunk size), never the tiles or the data. Pieces then
+        // hold more than one cell (one-cell pieces cost 1,000 times the
+        // unbudgeted read).
         let budget = self.spec.budget;
-        let (i, need) = (least.iter().copied().enumerate())
-            .max_by_key(|&(_, b)| b)
-            .unwrap_or((0, 0));
         let cell = self.result_cell_bytes();
-        if need > budget / 2 {
-            let batch = budget.saturating_sub(need) / 2;
+        if whole.0 > budget / 2 {
+            let batch = budget.saturating_sub(whole.0) / 2;
             if batch < cell {
                 return Err(QueryError::Budget {
                     budget,
                     need: format!(
-                        "a tile of fragment {} needs {need} bytes (the fields read, filtered \
+                        "a tile of fragment {} needs {} bytes (the fields read, filtered \
                          and unfiltered), and a batch of one cell {cell}: give at least {}",
-                        self.plans.get(i).map_or("?", |p| p.file.path.as_str()),
-                        need.saturating_add(cell.saturating_mul(2))
+                        self.plans
+                            .get(whole.1)
+                            .map_or("?", |p| p.file.path.as_str()),
+                        whole.0,
+                        whole.0.saturating_add(cell.saturating_mul(2))
                     ),
                 });
             }
             self.tile_share = budget.saturating_sub(batch);
+            self.batch_share = batch;
         }
+        self.tile_share = self.tile_share.max(chunks.saturating_add(budget / 4));
         self.partitions = vec![Piece {
             sub: self.spec.subarray.clone(),
             ..Piece::default()

@@ -229,7 +229,7 @@ impl Reader {
     /// a budget below it stays an error.) Dense tiles are sliced by the
     /// cells a piece uses, sparse ones by runs of cells of a read that
     /// spills.
-    fn sliceable(plan: &FragPlan) -> bool {
+    pub(super) fn sliceable(plan: &FragPlan) -> bool {
         Self::frag_fields(plan)
             .into_iter()
             .all(|(_, ff)| tiles::sliceable(ff, plan.schema.version))
