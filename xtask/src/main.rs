@@ -8,7 +8,7 @@
 //!   other writers' directories inside it); then one
 //!   expectation pass with the first row's (current) TileDB completes every
 //!   case's `expected.json` with what TileDB reports.
-//! - `interop [DIR | URI [--out URI] [--config K=V].. | --generated | --arrow [DIR] | --storage s3 [DIR]]`:
+//! - `interop [DIR | URI [--out URI] [--config K=V].. | --generated | --arrow [DIR] | --insert [DIR] | --consolidations [DIR] | --storage s3 [DIR]]`:
 //!   TileDB reads what tdb wrote (see `interop.rs`); a URI runs the checks
 //!   on a corpus in an object store, `--storage s3` on a loopback S3 server
 //!   TileDB first writes the corpus into (see `object_stores.rs`).
@@ -242,7 +242,7 @@ fn fixtures(args: &[String]) -> Result<(), String> {
 }
 
 const USAGE: &str = "usage: cargo xtask fixtures [--only TILEDB_PY_VERSION]...
-       cargo xtask interop [DIR | URI [--out URI] [--config KEY=VALUE].. | --generated | --arrow [DIR] | --storage s3 [DIR]]
+       cargo xtask interop [DIR | URI [--out URI] [--config KEY=VALUE].. | --generated | --arrow [DIR] | --insert [DIR] | --consolidations [DIR] | --storage s3 [DIR]]
        cargo xtask bench [--quick | --scale] [--only W..] [--json FILE] [--storage local|s3] [--tdb-config KEY=VALUE]..
        cargo xtask conformance DIR [--only CASE]... [--no-queries] [--budget BYTES]
        cargo xtask fuzz [--seconds N] [--runs N] [--target T]... [--list]
