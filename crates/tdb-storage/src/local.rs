@@ -130,11 +130,8 @@ impl LocalStorage {
     /// Opens a file for reading; `None` when there is none.
     fn open(&self, key: &str) -> Result<Option<(fs::File, u64)>> {
         let full = self.resolve(key)?;
-        self.links.file(&self.root, key, &full)?;
-        let file = match fs::File::open(&full) {
-            Ok(f) => f,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(io_err(key, e)),
+        let Some(file) = self.links.open(&self.root, key, &full)? else {
+            return Ok(None);
         };
         let md = file.metadata().map_err(|e| io_err(key, e))?;
         if md.is_dir() {
@@ -543,6 +540,7 @@ impl ListableStorage for LocalStorage {
             Err(e) => return Err(io_err(dir, e)),
         };
         let mut listing = Listing::default();
+        let mut plain_dirs = Vec::new();
         for entry in entries {
             let entry = entry.map_err(|e| io_err(dir, e))?;
             let name = entry.file_name();
@@ -563,10 +561,13 @@ impl ListableStorage for LocalStorage {
             let kind = entry.file_type().map_err(|e| io_err(&path, e))?;
             if kind.is_dir() {
                 listing.dirs.push(path);
+                plain_dirs.push(entry.path());
             } else {
                 listing.files.push(ObjectMeta::new(path, None));
             }
         }
+        // Opening an array reads a file in each fragment directory listed.
+        self.links.listed(&self.root, &full, plain_dirs);
         listing.files.sort();
         listing.dirs.sort();
         Ok(listing)
@@ -851,12 +852,15 @@ mod tests {
         fs::create_dir_all(outside.join("dir")).unwrap();
         fs::write(outside.join("secret"), b"secret").unwrap();
         fs::write(outside.join("dir/f"), b"f").unwrap();
+        fs::create_dir_all(outside.join("dir/sub")).unwrap();
+        fs::write(outside.join("dir/sub/f"), b"f").unwrap();
         let real = tmp.path().join("real");
         fs::create_dir_all(real.join("arr/__schema")).unwrap();
         fs::write(real.join("arr/__schema/s"), b"schema").unwrap();
         symlink(outside.join("secret"), real.join("arr/__schema/out")).unwrap();
         symlink(real.join("arr/__schema/s"), real.join("arr/__schema/in")).unwrap();
         symlink(outside.join("dir"), real.join("arr/__fragments")).unwrap();
+        symlink(real.join("arr/__schema"), real.join("arr/inner")).unwrap();
         symlink(&real, tmp.path().join("root")).unwrap();
         let s = LocalStorage::new(tmp.path().join("root"));
         let refused = |r: Result<()>| {
@@ -865,9 +869,14 @@ mod tests {
                 "{r:?}"
             )
         };
+        // A listing remembers the plain directories it finds, not links.
+        assert_eq!(s.list_dir("arr").unwrap().dirs, ["arr/__schema"]);
         refused(s.read("arr/__schema/out").map(drop));
         refused(s.size("arr/__schema/out").map(drop));
         refused(s.read("arr/__fragments/f").map(drop));
+        // A plain directory beneath a link out is out too.
+        refused(s.read("arr/__fragments/sub/f").map(drop));
+        refused(s.list_dir("arr/__fragments/sub").map(drop));
         refused(s.list_dir("arr/__fragments").map(drop));
         refused(s.write("arr/__fragments/new/a.tdb", Bytes::from_static(b"x")));
         refused(s.write("arr/__fragments/g", Bytes::from_static(b"x")));
@@ -881,6 +890,10 @@ mod tests {
             Some(&b"schema"[..])
         );
         assert_eq!(s.list_dir("arr/__schema").unwrap().files.len(), 3);
+        assert_eq!(
+            s.read("arr/inner/s").unwrap().as_deref(),
+            Some(&b"schema"[..])
+        );
         s.write("arr/__meta/m", Bytes::from_static(b"m")).unwrap();
         assert_eq!(fs::read(real.join("arr/__meta/m")).unwrap(), b"m");
         // A link itself can go; what it leads to stays.
