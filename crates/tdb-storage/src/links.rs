@@ -7,10 +7,11 @@
 //! Each directory is checked once and remembered: a directory that is no
 //! link, in one already checked, by one `lstat` (by none when a listing
 //! found it); a link by its real path against the root's. A file is
-//! opened without following a link; only a link costs its real path. A link made after its directory was
-//! checked is caught at the file, not in the directories above it: this
-//! guards against arrays as they are handed over, not against a process
-//! changing them under a running reader.
+//! opened without following a link; only a link costs its real path. A
+//! link made after its directory was checked is caught at the file, not
+//! in the directories above it: this guards against arrays as they are
+//! handed over, not against a process changing them under a running
+//! reader.
 
 use crate::{Result, StorageError};
 use std::collections::HashSet;
