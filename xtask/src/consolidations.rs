@@ -3,9 +3,8 @@
 //! Every array case with two or more fragments is copied as it is under
 //! `target/interop/consolidated`, its fragments consolidated (TileDB's
 //! default settings, under a 1 MiB budget) and vacuumed there by tdb; real
-//! TileDB must then give
-//! the case's schema, metadata and query answers (unordered ones as
-//! multisets). Dense arrays merge without timestamps and TileDB's own
+//! TileDB must then give the case's schema, metadata and query answers
+//! (unordered ones as multisets). Dense arrays merge without timestamps and TileDB's own
 //! dense merges change some answers (aggregates over tiles' fill values):
 //! a dense case is compared with TileDB's own consolidation of it,
 //! vacuumed (its fragments' timestamps, cell counts and non-empty domains,

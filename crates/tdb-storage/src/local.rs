@@ -566,7 +566,10 @@ impl ListableStorage for LocalStorage {
                 listing.files.push(ObjectMeta::new(path, None));
             }
         }
-        // Opening an array reads a file in each fragment directory listed.
+        // Files in the directories a listing finds are often read next
+        // (pre-v5 fragment directories, a copy's or a vacuum's walk): the
+        // listing vouches for them. (An open does not list `__fragments/`:
+        // each fragment directory there still costs one `lstat`.)
         self.links.listed(&self.root, &full, plain_dirs);
         listing.files.sort();
         listing.dirs.sort();
