@@ -8,6 +8,7 @@ use crate::{
 use bytes::Bytes;
 use std::collections::HashMap;
 use std::collections::HashSet;
+use std::ffi::OsString;
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Component, Path, PathBuf};
@@ -26,8 +27,9 @@ pub struct LocalStorage {
     links: Arc<Confinement>,
 }
 
-/// Files kept open, by path, with their sizes.
-type OpenFiles = HashMap<PathBuf, (Arc<fs::File>, u64)>;
+/// Files kept open, by path, with their sizes (the path's bytes: hashing
+/// a `Path` parses its components).
+type OpenFiles = HashMap<OsString, (Arc<fs::File>, u64)>;
 
 /// Files kept open at most, for the whole process (then the lot is closed
 /// and the count starts again: reads go to a few files at a time).
@@ -102,7 +104,7 @@ impl LocalStorage {
         let mut handles = open_files();
         match full {
             Some(f) => {
-                handles.remove(f);
+                handles.remove(f.as_os_str());
             }
             None => handles.clear(),
         }
@@ -113,24 +115,24 @@ impl LocalStorage {
     fn handle(&self, key: &str) -> Result<Option<(Arc<fs::File>, u64)>> {
         let full = self.resolve(key)?;
         let mut handles = open_files();
-        if let Some(h) = handles.get(&full) {
+        if let Some(h) = handles.get(full.as_os_str()) {
             return Ok(Some(h.clone()));
         }
-        let Some((file, size)) = self.open(key)? else {
+        let Some((file, size)) = self.open(key, &full)? else {
             return Ok(None);
         };
         if handles.len() >= KEPT_OPEN {
             handles.clear();
         }
         let h = (Arc::new(file), size);
-        handles.insert(full, h.clone());
+        handles.insert(full.into_os_string(), h.clone());
         Ok(Some(h))
     }
 
-    /// Opens a file for reading; `None` when there is none.
-    fn open(&self, key: &str) -> Result<Option<(fs::File, u64)>> {
-        let full = self.resolve(key)?;
-        let Some(file) = self.links.open(&self.root, key, &full)? else {
+    /// Opens the file `key` (at `full`) for reading; `None` when there is
+    /// none.
+    fn open(&self, key: &str, full: &Path) -> Result<Option<(fs::File, u64)>> {
+        let Some(file) = self.links.open(&self.root, key, full)? else {
             return Ok(None);
         };
         let md = file.metadata().map_err(|e| io_err(key, e))?;
@@ -352,7 +354,7 @@ impl Upload for LocalUpload {
         let synced = flushed.and_then(|()| f.sync_all());
         // A file opened under this name before is not the one this makes.
         let forget = |full: &Path| {
-            open_files().remove(full);
+            open_files().remove(full.as_os_str());
         };
         if self.create {
             let linked =
@@ -865,13 +867,30 @@ mod tests {
         symlink(outside.join("dir"), real.join("arr/__fragments")).unwrap();
         symlink(real.join("arr/__schema"), real.join("arr/inner")).unwrap();
         symlink(&real, tmp.path().join("root")).unwrap();
-        let s = LocalStorage::new(tmp.path().join("root"));
         let refused = |r: Result<()>| {
             assert!(
                 matches!(&r, Err(StorageError::InvalidPath { reason, .. }) if reason.contains("symbolic link")),
                 "{r:?}"
             )
         };
+        // Rooted where no link is on the way, files open in one call
+        // until a link is met (Linux: `openat2`), then as elsewhere.
+        let plain = LocalStorage::new(&real);
+        assert_eq!(
+            plain.read("arr/__schema/s").unwrap().as_deref(),
+            Some(&b"schema"[..])
+        );
+        assert_eq!(plain.read("arr/__schema/none").unwrap(), None);
+        assert!(!plain.links.links_met());
+        refused(plain.read("arr/__fragments/sub/f").map(drop));
+        assert_eq!(plain.links.links_met(), cfg!(target_os = "linux"));
+        refused(plain.read("arr/__schema/out").map(drop));
+        assert_eq!(
+            plain.read("arr/inner/s").unwrap().as_deref(),
+            Some(&b"schema"[..])
+        );
+
+        let s = LocalStorage::new(tmp.path().join("root"));
         // A listing remembers the plain directories it finds, not links.
         assert_eq!(s.list_dir("arr").unwrap().dirs, ["arr/__schema"]);
         refused(s.read("arr/__schema/out").map(drop));
