@@ -70,6 +70,94 @@ fn pairwise_comparison_agrees_with_the_sort() {
     }
 }
 
+/// Every order sorts as the pairwise comparison then the tie, whatever
+/// path the sort takes: keys of integer words (signed and unsigned at
+/// their extremes, a dimension without tiles) or the datatypes' own
+/// comparisons (a float dimension); duplicates go by the tie.
+#[test]
+fn the_sort_is_the_pairwise_order_then_the_tie() {
+    let ints = ArraySchema::builder(ArrayType::Sparse)
+        .dimension(DimensionBuilder::range("a", -127i8..=126).tile_extent(16i8))
+        .dimension(DimensionBuilder::range("b", 0u64..=u64::MAX - 1))
+        .dimension(DimensionBuilder::range("c", -5i16..=1000).tile_extent(100i16))
+        .attribute(AttributeBuilder::new("v", Datatype::Int32))
+        .build()
+        .unwrap()
+        .domain;
+    let floats = ArraySchema::builder(ArrayType::Sparse)
+        .dimension(DimensionBuilder::range("a", -127i8..=126).tile_extent(16i8))
+        .dimension(DimensionBuilder::range("f", -1.0f64..=1.0).tile_extent(0.25f64))
+        .attribute(AttributeBuilder::new("v", Datatype::Int32))
+        .build()
+        .unwrap()
+        .domain;
+    let mut state = 11u64;
+    let mut next = move || {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        state >> 16
+    };
+    // Few distinct values per dimension, so duplicates are many.
+    let a_values = [-127i8, -1, 0, 15, 16, 126];
+    let b_values = [0u64, 1, 1 << 63, u64::MAX - 1];
+    let c_values = [-5i16, 94, 95, 1000];
+    let f_values = [-1.0f64, -0.5, 0.0, 0.2, 1.0];
+    let int_cells: Vec<[Vec<u8>; 3]> = (0..400)
+        .map(|_| {
+            let a = a_values[next() as usize % a_values.len()];
+            let b = b_values[next() as usize % b_values.len()];
+            let c = c_values[next() as usize % c_values.len()];
+            [
+                a.to_le_bytes().to_vec(),
+                b.to_le_bytes().to_vec(),
+                c.to_le_bytes().to_vec(),
+            ]
+        })
+        .collect();
+    let float_cells: Vec<[Vec<u8>; 2]> = (0..400)
+        .map(|_| {
+            let a = a_values[next() as usize % a_values.len()];
+            let f = f_values[next() as usize % f_values.len()];
+            [a.to_le_bytes().to_vec(), f.to_le_bytes().to_vec()]
+        })
+        .collect();
+    let mut kinds = vec![CellOrder::RowMajor, CellOrder::ColMajor];
+    for tile_order in [Layout::RowMajor, Layout::ColMajor] {
+        for cell_order in [Layout::RowMajor, Layout::ColMajor] {
+            kinds.push(CellOrder::Global {
+                tile_order,
+                cell_order,
+            });
+        }
+    }
+    // Later cells first among duplicates: not the order the cells came in.
+    fn check<'c>(
+        kinds: &[CellOrder],
+        domain: &tdb_schema::Domain,
+        n: usize,
+        coord: &dyn Fn(usize, usize) -> &'c [u8],
+    ) {
+        let tie = |a: usize, b: usize| b.cmp(&a);
+        let ops = DomainOps::new(domain).unwrap();
+        for &kind in kinds {
+            let mut sorted: Vec<usize> = (0..n).collect();
+            sort_cells(&mut sorted, n, domain, ops.dims(), kind, coord, tie);
+            let mut want: Vec<usize> = (0..n).collect();
+            want.sort_by(|&a, &b| {
+                cmp_cells(domain, ops.dims(), kind, &coord, a, b).then_with(|| tie(a, b))
+            });
+            assert_eq!(sorted, want, "{kind:?}");
+        }
+    }
+    check(&kinds, &ints, int_cells.len(), &|i, d| {
+        int_cells[i][d].as_slice()
+    });
+    check(&kinds, &floats, float_cells.len(), &|i, d| {
+        float_cells[i][d].as_slice()
+    });
+}
+
 #[test]
 fn tile_aligned_means_starting_and_ending_on_tile_bounds() {
     let domain = domain();

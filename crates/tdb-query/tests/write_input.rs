@@ -121,6 +121,34 @@ fn each_bad_input_is_refused_and_nothing_is_written() {
     nothing_written(&storage);
 }
 
+/// Coordinates are checked in blocks; the error still names the first
+/// cell outside the domain, wherever it lies.
+#[test]
+fn the_first_coordinate_outside_the_domain_is_named() {
+    let schema = sparse();
+    let n = 10_000;
+    let mut x: Vec<i32> = (0..n).map(|i| i % 100).collect();
+    x[6_000] = 100;
+    x[9_000] = -1;
+    let mut s = FieldBuffer::new("s", Datatype::StringAscii, u32::MAX, true);
+    s.offsets = Some(vec![0; n as usize]);
+    s.validity = Some(vec![0; n as usize].into());
+    let fields = vec![
+        fixed("x", Datatype::Int32, ints(&x)),
+        fixed("a", Datatype::Int32, ints(&x)),
+        s,
+    ];
+    let (storage, entry) = setup(&schema);
+    let err = tdb_query::write_fragment(&storage, "arr", &entry, None, &WriteSpec::new(fields))
+        .expect_err("outside the domain");
+    assert!(
+        err.to_string()
+            .contains("cell 6000's coordinate 100 is outside the domain [0, 99]"),
+        "{err}"
+    );
+    nothing_written(&storage);
+}
+
 #[test]
 fn a_sparse_write_reads_back_sorted_and_a_dense_one_in_its_subarray() {
     let (storage, entry) = setup(&sparse());

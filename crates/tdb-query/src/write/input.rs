@@ -266,9 +266,14 @@ fn check_offsets(name: &str, offsets: &[u64], data_len: u64, value_size: u64) ->
 }
 
 /// Every coordinate inside its dimension's domain (and the current domain
-/// where the schema has one).
+/// where the schema has one). Fixed-size coordinates are checked a block
+/// at a time as numbers (cell by cell through the datatype was a sixth of
+/// a 4M-cell write).
 fn check_coordinates(schema: &ArraySchema, input: &Input<'_>) -> Result<()> {
+    /// Cells a block.
+    const BLOCK: usize = 4096;
     let current = schema.current_domain.ranges.as_deref().unwrap_or(&[]);
+    let mut inside = vec![true; BLOCK.min(input.cells)];
     for (d, dim) in schema.domain.dimensions.iter().enumerate() {
         let Some(f) = input.dim(d) else { continue };
         let ops = RangeOps::new(dim, d)?;
@@ -279,19 +284,37 @@ fn check_coordinates(schema: &ArraySchema, input: &Input<'_>) -> Result<()> {
         if let Some(r) = current.get(d) {
             ranges.push(("current domain", r.clone()));
         }
-        for i in 0..input.cells {
+        let outside = |i: usize| {
             let v = f.cell(i);
-            if let Some((what, r)) = ranges.iter().find(|(_, r)| !ops.contains(r, v)) {
-                let (lo, hi) = r.bounds();
-                return Err(QueryError::bad_input(
-                    &dim.name,
-                    format!(
-                        "cell {i}'s coordinate {} is outside the {what} [{}, {}]",
-                        show_value(dim.datatype, v),
-                        show_value(dim.datatype, lo),
-                        show_value(dim.datatype, hi)
-                    ),
-                ));
+            let (what, r) = ranges.iter().find(|(_, r)| !ops.contains(r, v))?;
+            let (lo, hi) = r.bounds();
+            Some(QueryError::bad_input(
+                &dim.name,
+                format!(
+                    "cell {i}'s coordinate {} is outside the {what} [{}, {}]",
+                    show_value(dim.datatype, v),
+                    show_value(dim.datatype, lo),
+                    show_value(dim.datatype, hi)
+                ),
+            ))
+        };
+        for start in (0..input.cells).step_by(BLOCK) {
+            let n = BLOCK.min(input.cells.saturating_sub(start));
+            let block = inside.get_mut(..n).unwrap_or_default();
+            block.fill(true);
+            let values = f.cells(start, n);
+            let by_block = ranges
+                .iter()
+                .all(|(_, r)| ops.retain_within(std::slice::from_ref(r), values, block));
+            // Where the block could not be checked as numbers (var-size
+            // strings), every cell is a suspect.
+            let suspect = |k: &usize| !by_block || block.get(*k) == Some(&false);
+            if let Some(e) = (0..n)
+                .filter(suspect)
+                .map(|k| start.saturating_add(k))
+                .find_map(outside)
+            {
+                return Err(e);
             }
         }
     }
