@@ -25,21 +25,22 @@ pub enum CellOrder {
     },
 }
 
-/// Sorts `order` (indices of cells `0..cells`) by `order_kind`; `coord(i, d)`
-/// is cell `i`'s value of dimension `d`, compared by `ops[d]`. Cells with
-/// equal coordinates keep `tie`'s order. Keys that cost more than a
-/// comparison (tiles, Hilbert values) are computed once per cell.
+/// Sorts `order` (indices of cells) by `order_kind`; `coord(i, d)` is cell
+/// `i`'s value of dimension `d`, compared by `ops[d]`. Cells with equal
+/// coordinates keep `tie`'s order. Keys that cost more than a comparison
+/// (tiles, Hilbert values, integer coordinates) are computed once per
+/// cell, those of a large sort on up to `threads` threads.
 pub fn sort_cells<'c>(
     order: &mut [usize],
-    cells: usize,
     domain: &Domain,
     ops: &[RangeOps],
     order_kind: CellOrder,
-    coord: impl Fn(usize, usize) -> &'c [u8],
+    coord: impl Fn(usize, usize) -> &'c [u8] + Sync,
     tie: impl Fn(usize, usize) -> Ordering,
+    threads: usize,
 ) {
     let n = ops.len();
-    if sort_by_words(order, domain, n, order_kind, &coord, &tie) {
+    if sort_by_words(order, domain, n, order_kind, &coord, &tie, threads) {
         return;
     }
     let by_coords = |a: usize, b: usize, col_major: bool| cmp_coords(ops, &coord, a, b, col_major);
@@ -78,6 +79,7 @@ pub fn sort_cells<'c>(
             let col_tiles = tile_order == Layout::ColMajor;
             let col_cells = cell_order == Layout::ColMajor;
             // Space tile of every cell per dimension, once.
+            let cells = order.iter().max().map_or(0, |&m| m.saturating_add(1));
             let mut tile_of: Vec<Option<u64>> = vec![None; cells.saturating_mul(n)];
             // One key of `n` tiles per cell (a schema has a dimension).
             let width = n.max(1);
@@ -99,6 +101,10 @@ pub fn sort_cells<'c>(
 /// Dimensions at most for [`sort_by_words`] (a key of one word more).
 const MAX_WORD_DIMS: usize = 4;
 
+/// Cells at least per thread that makes keys (fewer are not worth a
+/// thread's start).
+const PARALLEL_KEYS: usize = 1 << 19;
+
 /// [`sort_cells`] where every dimension is an integer (all but Hilbert
 /// orders): each cell's key made once, as words that sort as the order
 /// does (its space tile's position in the tile order, then its
@@ -112,8 +118,9 @@ fn sort_by_words<'c>(
     domain: &Domain,
     n: usize,
     order_kind: CellOrder,
-    coord: &impl Fn(usize, usize) -> &'c [u8],
+    coord: &(impl Fn(usize, usize) -> &'c [u8] + Sync),
     tie: &impl Fn(usize, usize) -> Ordering,
+    threads: usize,
 ) -> bool {
     let dims = &domain.dimensions;
     if n == 0 || n > MAX_WORD_DIMS || dims.len() != n {
@@ -138,6 +145,13 @@ fn sort_by_words<'c>(
         },
     };
     let lead = usize::from(tiles.is_some());
+    let cell_dim = |k: usize| {
+        if col_cells {
+            n.saturating_sub(1).saturating_sub(k)
+        } else {
+            k
+        }
+    };
     let key = |i: usize, out: &mut [u64]| {
         let mut values = [0u64; MAX_WORD_DIMS];
         for (d, (v, f)) in values.iter_mut().zip(&words).enumerate() {
@@ -148,14 +162,32 @@ fn sort_by_words<'c>(
             *w = t.word(&values, coord, i);
         }
         for (k, w) in coords.iter_mut().enumerate() {
-            let d = if col_cells {
-                n.saturating_sub(1).saturating_sub(k)
-            } else {
-                k
-            };
-            *w = values.get(d).copied().unwrap_or_default();
+            *w = values.get(cell_dim(k)).copied().unwrap_or_default();
         }
     };
+    // Each part's lowest word and span: the tiles', then the domain's in
+    // the cell order.
+    let mut spans: Vec<(u64, u64)> = tiles
+        .iter()
+        .map(|t| (0, t.count.saturating_sub(1)))
+        .collect();
+    for k in 0..n {
+        let span = dims
+            .get(cell_dim(k))
+            .zip(words.get(cell_dim(k)))
+            .and_then(|(dim, word)| {
+                let (lo, hi) = dim.bounds()?;
+                let (lo, hi) = (word(lo), word(hi));
+                Some((lo, hi.checked_sub(lo)?))
+            });
+        match span {
+            Some(s) => spans.push(s),
+            None => return false,
+        }
+    }
+    if sort_packed(order, &spans, &key, tie, threads) {
+        return true;
+    }
     match lead.saturating_add(n) {
         1 => sort_keyed::<1>(order, key, tie),
         2 => sort_keyed::<2>(order, key, tie),
@@ -163,6 +195,119 @@ fn sort_by_words<'c>(
         4 => sort_keyed::<4>(order, key, tie),
         5 => sort_keyed::<5>(order, key, tie),
         _ => return false,
+    }
+    true
+}
+
+/// Bits that hold every value up to `max`.
+fn bits(max: u64) -> u32 {
+    u64::BITS.saturating_sub(max.leading_zeros())
+}
+
+/// [`sort_by_words`]'s keys packed into one `u128` a cell where they fit:
+/// each part less its lowest word, in as many bits as its span needs
+/// (W3's 4M cells: tiles in 7 bits, coordinates in 20 each), and below
+/// them the cell's place, so keys are unique and sort without a
+/// comparison function, in half the memory of words side by side (whose
+/// page faults alone were a fifth of the sort). Large sorts make their
+/// keys on several threads, each its share. Cells whose keys tie
+/// (equal coordinates) are then ordered by `tie`, keeping their order in
+/// `order` where it ties too. `false`, `order` untouched, where the keys
+/// do not fit (or a coordinate lies outside the domain).
+fn sort_packed(
+    order: &mut [usize],
+    spans: &[(u64, u64)],
+    key: &(impl Fn(usize, &mut [u64]) + Sync),
+    tie: &impl Fn(usize, usize) -> Ordering,
+    threads: usize,
+) -> bool {
+    let widths: Vec<u32> = spans.iter().map(|&(_, span)| bits(span)).collect();
+    // Cells given in ascending order are their own place; others carry
+    // their place in `order`, which a copy maps back.
+    let ascending = order.windows(2).all(|w| w.first() < w.get(1));
+    let last_place = if ascending {
+        order.last().copied().unwrap_or(0)
+    } else {
+        order.len().saturating_sub(1)
+    };
+    let place_bits = bits(last_place as u64);
+    let key_bits = widths.iter().sum::<u32>();
+    if key_bits.saturating_add(place_bits) > u128::BITS || spans.len() > MAX_WORD_DIMS + 1 {
+        return false;
+    }
+    // Zeroed memory comes from the system untouched: each thread faults
+    // in the pages of its own share.
+    let mut keyed: Vec<u128> = vec![0; order.len()];
+    let fill = |first: usize, cells: &[usize], out: &mut [u128]| {
+        let mut parts = [0u64; MAX_WORD_DIMS + 1];
+        let parts = parts.get_mut(..spans.len()).unwrap_or_default();
+        for (p, (&i, slot)) in (first..).zip(cells.iter().zip(out)) {
+            key(i, parts);
+            let mut k = 0u128;
+            for ((&w, &(low, span)), &width) in parts.iter().zip(spans).zip(&widths) {
+                match w.checked_sub(low).filter(|&v| v <= span) {
+                    Some(v) => k = (k << width) | u128::from(v),
+                    None => return false,
+                }
+            }
+            let place = if ascending { i } else { p };
+            *slot = (k << place_bits) | place as u128;
+        }
+        true
+    };
+    let threads = threads.min(order.len() / PARALLEL_KEYS).max(1);
+    let share = order.len().div_ceil(threads).max(1);
+    let filled = std::thread::scope(|s| {
+        let mut shares = order.chunks(share).zip(keyed.chunks_mut(share));
+        let first = shares.next();
+        let others: Vec<_> = (1..)
+            .zip(shares)
+            .map(|(t, (cells, out))| s.spawn(move || fill(share.saturating_mul(t), cells, out)))
+            .collect();
+        let mine = first.is_none_or(|(cells, out)| fill(0, cells, out));
+        // Every thread joined, whatever the first answered.
+        let theirs = others.into_iter().map(|h| h.join().unwrap_or(false));
+        theirs.fold(mine, |all, ok| all && ok)
+    });
+    if !filled {
+        return false;
+    }
+    keyed.sort_unstable();
+    let given = if ascending {
+        Vec::new()
+    } else {
+        order.to_vec()
+    };
+    let place_mask = (1u128 << place_bits).wrapping_sub(1);
+    let mut runs = Vec::new();
+    let cell = |k: u128| {
+        let place = (k & place_mask) as usize;
+        if ascending {
+            place
+        } else {
+            given.get(place).copied().unwrap_or(place)
+        }
+    };
+    // Back into `order`, runs of equal coordinates then ordered by the tie.
+    let mut run_start = 0;
+    let mut run_coords = None;
+    for (j, (slot, &k)) in order.iter_mut().zip(&keyed).enumerate() {
+        *slot = cell(k);
+        let coords = Some(k >> place_bits);
+        if coords != run_coords {
+            if j.saturating_sub(run_start) > 1 {
+                runs.push((run_start, j));
+            }
+            (run_start, run_coords) = (j, coords);
+        }
+    }
+    if keyed.len().saturating_sub(run_start) > 1 {
+        runs.push((run_start, keyed.len()));
+    }
+    for (start, end) in runs {
+        if let Some(run) = order.get_mut(start..end) {
+            run.sort_by(|&a, &b| tie(a, b));
+        }
     }
     true
 }
@@ -194,6 +339,8 @@ struct TileWord<'d> {
     /// Per dimension with tiles: the domain's low bound and the tile
     /// extent as words, and what one tile step adds to the position.
     steps: Vec<Option<(u64, u64, u64)>>,
+    /// Tiles in the domain.
+    count: u64,
 }
 
 impl<'d> TileWord<'d> {
@@ -222,7 +369,11 @@ impl<'d> TileWord<'d> {
             *steps.get_mut(d)? = Some((word(lo), extent, stride));
             stride = stride.checked_mul(count)?;
         }
-        Some(TileWord { dims, steps })
+        Some(TileWord {
+            dims,
+            steps,
+            count: stride,
+        })
     }
 
     /// Cell `i`'s tile word from its coordinates' words `values`.

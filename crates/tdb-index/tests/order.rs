@@ -48,12 +48,12 @@ fn pairwise_comparison_agrees_with_the_sort() {
         let mut order: Vec<usize> = (0..cells.len()).collect();
         sort_cells(
             &mut order,
-            cells.len(),
             &domain,
             ops.dims(),
             kind,
             coord,
             |a, b| a.cmp(&b),
+            1,
         );
         for w in order.windows(2) {
             let o = cmp_cells(&domain, ops.dims(), kind, &coord, w[0], w[1]);
@@ -87,6 +87,17 @@ fn the_sort_is_the_pairwise_order_then_the_tie() {
     let floats = ArraySchema::builder(ArrayType::Sparse)
         .dimension(DimensionBuilder::range("a", -127i8..=126).tile_extent(16i8))
         .dimension(DimensionBuilder::range("f", -1.0f64..=1.0).tile_extent(0.25f64))
+        .attribute(AttributeBuilder::new("v", Datatype::Int32))
+        .build()
+        .unwrap()
+        .domain;
+    // Two coordinates of 63 bits and their tiles do not fit one 128-bit
+    // key: sorted by words side by side.
+    let wide = ArraySchema::builder(ArrayType::Sparse)
+        .dimension(
+            DimensionBuilder::range("p", -(1i64 << 62)..=(1i64 << 62)).tile_extent(1i64 << 40),
+        )
+        .dimension(DimensionBuilder::range("q", 0i64..=(1i64 << 62)).tile_extent(1i64 << 50))
         .attribute(AttributeBuilder::new("v", Datatype::Int32))
         .build()
         .unwrap()
@@ -131,31 +142,98 @@ fn the_sort_is_the_pairwise_order_then_the_tie() {
             });
         }
     }
-    // Later cells first among duplicates: not the order the cells came in.
+    /// Sorted from the cells in ascending order and in a shuffled one
+    /// (readers sort cells they already ordered otherwise), with a tie
+    /// that puts later cells first and one that ties everything (equal
+    /// coordinates then keep the order they were given in).
     fn check<'c>(
         kinds: &[CellOrder],
         domain: &tdb_schema::Domain,
         n: usize,
-        coord: &dyn Fn(usize, usize) -> &'c [u8],
+        coord: &(dyn Fn(usize, usize) -> &'c [u8] + Sync),
     ) {
-        let tie = |a: usize, b: usize| b.cmp(&a);
         let ops = DomainOps::new(domain).unwrap();
+        let ascending: Vec<usize> = (0..n).collect();
+        let shuffled: Vec<usize> = (0..n).map(|i| (i * 7919) % n).collect();
+        let later_first = |a: usize, b: usize| b.cmp(&a);
+        let none = |_: usize, _: usize| std::cmp::Ordering::Equal;
         for &kind in kinds {
-            let mut sorted: Vec<usize> = (0..n).collect();
-            sort_cells(&mut sorted, n, domain, ops.dims(), kind, coord, tie);
-            let mut want: Vec<usize> = (0..n).collect();
-            want.sort_by(|&a, &b| {
-                cmp_cells(domain, ops.dims(), kind, &coord, a, b).then_with(|| tie(a, b))
-            });
-            assert_eq!(sorted, want, "{kind:?}");
+            for given in [&ascending, &shuffled] {
+                for (name, tie) in [
+                    ("later first", &later_first as &dyn Fn(usize, usize) -> _),
+                    ("no tie", &none),
+                ] {
+                    let mut sorted = given.clone();
+                    sort_cells(&mut sorted, domain, ops.dims(), kind, coord, tie, 1);
+                    let mut want = given.clone();
+                    want.sort_by(|&a, &b| {
+                        cmp_cells(domain, ops.dims(), kind, &coord, a, b).then_with(|| tie(a, b))
+                    });
+                    assert_eq!(sorted, want, "{kind:?}, {name}, from {:?}", &given[..3]);
+                }
+            }
         }
     }
+    let wide_values = [-(1i64 << 62), -1, 0, 1i64 << 41, 1i64 << 62];
+    let wide_cells: Vec<[Vec<u8>; 2]> = (0..400)
+        .map(|_| {
+            let p = wide_values[next() as usize % wide_values.len()];
+            let q = wide_values[next() as usize % wide_values.len()].max(0);
+            [p.to_le_bytes().to_vec(), q.to_le_bytes().to_vec()]
+        })
+        .collect();
     check(&kinds, &ints, int_cells.len(), &|i, d| {
         int_cells[i][d].as_slice()
+    });
+    check(&kinds, &wide, wide_cells.len(), &|i, d| {
+        wide_cells[i][d].as_slice()
     });
     check(&kinds, &floats, float_cells.len(), &|i, d| {
         float_cells[i][d].as_slice()
     });
+}
+
+/// A sort large enough to make its keys on two threads orders the cells
+/// as one thread does, from ascending and from shuffled cells.
+#[test]
+fn a_large_sort_on_threads_is_the_sort_on_one() {
+    let domain = domain();
+    let ops = DomainOps::new(&domain).unwrap();
+    let n = 1_200_000usize;
+    let mut state = 5u64;
+    let cells: Vec<u8> = (0..n)
+        .flat_map(|_| {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            let x = (state >> 40) as i32 % 32 - 8;
+            let y = (state >> 20) as i64 % 100;
+            x.to_le_bytes().into_iter().chain(y.to_le_bytes())
+        })
+        .collect();
+    let coord = |i: usize, d: usize| {
+        let at = i * 12 + if d == 0 { 0 } else { 4 };
+        &cells[at..at + if d == 0 { 4 } else { 8 }]
+    };
+    let kind = CellOrder::Global {
+        tile_order: Layout::RowMajor,
+        cell_order: Layout::ColMajor,
+    };
+    let ascending: Vec<usize> = (0..n).collect();
+    let shuffled: Vec<usize> = (0..n).map(|i| (i * 7919) % n).collect();
+    for given in [ascending, shuffled] {
+        let sort = |threads| {
+            let mut order = given.clone();
+            let tie = |a: usize, b: usize| a.cmp(&b);
+            sort_cells(&mut order, &domain, ops.dims(), kind, coord, tie, threads);
+            order
+        };
+        let one = sort(1);
+        assert!(one
+            .windows(2)
+            .all(|w| cmp_cells(&domain, ops.dims(), kind, &coord, w[0], w[1]).is_le()));
+        assert_eq!(sort(2), one);
+    }
 }
 
 #[test]

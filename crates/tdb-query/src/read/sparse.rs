@@ -562,7 +562,6 @@ impl SparseScan<'_> {
         let layout = self.layout;
         sort_cells(
             &mut order,
-            refs.len(),
             &self.schema.domain,
             self.ops,
             kind,
@@ -571,6 +570,7 @@ impl SparseScan<'_> {
                 (Some(x), Some(y)) => result_tie(layout, x, y),
                 _ => a.cmp(&b),
             },
+            crate::threads(),
         );
         let slots: Vec<usize> = fmt.slots().collect();
         let mut values: Vec<(&[u8], bool)> = Vec::with_capacity(slots.len());
@@ -669,7 +669,6 @@ impl SparseScan<'_> {
         if let Some(kind) = self.order_kind() {
             sort_cells(
                 &mut order,
-                refs.len(),
                 &schema.domain,
                 ops,
                 kind,
@@ -678,6 +677,7 @@ impl SparseScan<'_> {
                     (Some(x), Some(y)) => result_tie(layout, x, y),
                     _ => a.cmp(&b),
                 },
+                crate::threads(),
             );
         }
         let mut out: Vec<CellRef> = Vec::with_capacity(order.len());

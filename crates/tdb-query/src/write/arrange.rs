@@ -171,7 +171,16 @@ impl Arrangement {
             .map(|d| input.dim(d).copied())
             .collect::<Option<Vec<_>>>()
             .ok_or_else(|| QueryError::invalid("a sparse write without coordinates"))?;
-        let coord = |i: usize, d: usize| dims.get(d).map_or(&[][..], |f| f.cell(i));
+        // Fixed-size coordinates sliced from their buffers by a size
+        // known once (the column's cell by cell was a quarter of a 4M-cell
+        // sort).
+        let sized: Vec<Option<(&[u8], usize)>> = (dims.iter())
+            .map(|f| f.cell_size().map(|size| (f.col.fixed, size)))
+            .collect();
+        let coord = |i: usize, d: usize| match sized.get(d) {
+            Some(Some((fixed, size))) => tdb_format::le::nth(fixed, i, *size).unwrap_or_default(),
+            _ => dims.get(d).map_or(&[][..], |f| f.cell(i)),
+        };
         let kind = CellOrder::Global {
             tile_order: schema.tile_order,
             cell_order: schema.cell_order,
@@ -183,12 +192,12 @@ impl Arrangement {
         let mut order: Vec<usize> = (0..input.cells).collect();
         sort_cells(
             &mut order,
-            input.cells,
             &schema.domain,
             ops,
             kind,
             coord,
             |a, b| bytes(a, b).then(a.cmp(&b)),
+            crate::threads(),
         );
         // Cells with their own timestamps may share coordinates (a
         // coordinate's versions, as consolidation with timestamps keeps
@@ -200,10 +209,14 @@ impl Arrangement {
             }
         }
         let capacity = usize::try_from(schema.capacity.max(1)).unwrap_or(usize::MAX);
-        let mbrs: Vec<NDRange> = order
-            .chunks(capacity)
-            .map(|tile| mbr(&domain_ops, input, tile.iter().copied()))
-            .collect();
+        // The tiles' MBRs side by side on the workers.
+        let tiles: Vec<&[usize]> = order.chunks(capacity).collect();
+        let mbrs = crate::pool::map_all(
+            &tiles,
+            crate::threads(),
+            || (),
+            |_, tile| Ok(mbr(&domain_ops, input, tile.iter().copied())),
+        )?;
         Ok(Arrangement::Sparse {
             order,
             capacity,
