@@ -318,26 +318,38 @@ pub(crate) fn interop(args: &[String], reference: &Writer) -> Result<(), String>
         Some(d) => std::path::absolute(d).map_err(|e| format!("{d}: {e}")),
         None => Ok(root.join("testdata/arrays")),
     };
-    if args.first().map(String::as_str) == Some("--arrow") {
+    // The passes that run alone on a corpus: flag, pass, its name in the
+    // totals, what its lines say, why it skips cases.
+    type Pass = fn(&Path, &Path, &Path) -> Result<(usize, usize, usize), String>;
+    let alone: [(&str, Pass, &str, &str, &str); 3] = [
+        (
+            "--arrow",
+            crate::arrow_copies::arrow_copies,
+            "interop (arrow)",
+            "written from Arrow",
+            "groups",
+        ),
+        (
+            "--consolidations",
+            crate::consolidations::consolidations,
+            "interop (consolidations)",
+            "consolidations",
+            "not supported yet, or TileDB crashed",
+        ),
+        (
+            "--insert",
+            crate::cluster_inserts::cluster_inserts,
+            "interop (insert)",
+            "inserted through a cluster",
+            "groups",
+        ),
+    ];
+    let first = args.first().map(String::as_str);
+    if let Some((_, pass, what, says, why)) = alone.iter().find(|(f, ..)| first == Some(*f)) {
         let corpus = corpus_at(args.get(1))?;
-        let (passed, failed, skipped) =
-            crate::arrow_copies::arrow_copies(&root, &corpus, &venv.join("bin/python"))?;
-        println!("written from Arrow: {skipped} skipped (groups)");
-        return totals("interop (arrow)", passed, failed);
-    }
-    if args.first().map(String::as_str) == Some("--consolidations") {
-        let corpus = corpus_at(args.get(1))?;
-        let (passed, failed, skipped) =
-            crate::consolidations::consolidations(&root, &corpus, &venv.join("bin/python"))?;
-        println!("consolidations: {skipped} skipped (not supported yet, or TileDB crashed)");
-        return totals("interop (consolidations)", passed, failed);
-    }
-    if args.first().map(String::as_str) == Some("--insert") {
-        let corpus = corpus_at(args.get(1))?;
-        let (passed, failed, skipped) =
-            crate::cluster_inserts::cluster_inserts(&root, &corpus, &venv.join("bin/python"))?;
-        println!("inserted through a cluster: {skipped} skipped (groups)");
-        return totals("interop (insert)", passed, failed);
+        let (passed, failed, skipped) = pass(&root, &corpus, &venv.join("bin/python"))?;
+        println!("{says}: {skipped} skipped ({why})");
+        return totals(what, passed, failed);
     }
     if args.first().map(String::as_str) == Some("--storage") {
         if args.get(1).map(String::as_str) != Some("s3") {
