@@ -121,15 +121,16 @@ fn each_bad_input_is_refused_and_nothing_is_written() {
     nothing_written(&storage);
 }
 
-/// Coordinates are checked in blocks; the error still names the first
-/// cell outside the domain, wherever it lies.
+/// Coordinates are checked in blocks, runs of blocks side by side; the
+/// error still names the first cell outside the domain, wherever it lies
+/// (here in the second run, the third has one too).
 #[test]
 fn the_first_coordinate_outside_the_domain_is_named() {
     let schema = sparse();
-    let n = 10_000;
+    let n = 200_000;
     let mut x: Vec<i32> = (0..n).map(|i| i % 100).collect();
-    x[6_000] = 100;
-    x[9_000] = -1;
+    x[70_000] = 100;
+    x[150_000] = -1;
     let mut s = FieldBuffer::new("s", Datatype::StringAscii, u32::MAX, true);
     s.offsets = Some(vec![0; n as usize]);
     s.validity = Some(vec![0; n as usize].into());
@@ -143,7 +144,7 @@ fn the_first_coordinate_outside_the_domain_is_named() {
         .expect_err("outside the domain");
     assert!(
         err.to_string()
-            .contains("cell 6000's coordinate 100 is outside the domain [0, 99]"),
+            .contains("cell 70000's coordinate 100 is outside the domain [0, 99]"),
         "{err}"
     );
     nothing_written(&storage);

@@ -272,8 +272,9 @@ fn check_offsets(name: &str, offsets: &[u64], data_len: u64, value_size: u64) ->
 fn check_coordinates(schema: &ArraySchema, input: &Input<'_>) -> Result<()> {
     /// Cells a block.
     const BLOCK: usize = 4096;
+    /// Cells a job of the pool.
+    const RUN: usize = 16 * BLOCK;
     let current = schema.current_domain.ranges.as_deref().unwrap_or(&[]);
-    let mut inside = vec![true; BLOCK.min(input.cells)];
     for (d, dim) in schema.domain.dimensions.iter().enumerate() {
         let Some(f) = input.dim(d) else { continue };
         let ops = RangeOps::new(dim, d)?;
@@ -298,25 +299,30 @@ fn check_coordinates(schema: &ArraySchema, input: &Input<'_>) -> Result<()> {
                 ),
             ))
         };
-        for start in (0..input.cells).step_by(BLOCK) {
-            let n = BLOCK.min(input.cells.saturating_sub(start));
-            let block = inside.get_mut(..n).unwrap_or_default();
-            block.fill(true);
-            let values = f.cells(start, n);
-            let by_block = ranges
-                .iter()
-                .all(|(_, r)| ops.retain_within(std::slice::from_ref(r), values, block));
-            // Where the block could not be checked as numbers (var-size
-            // strings), every cell is a suspect.
-            let suspect = |k: &usize| !by_block || block.get(*k) == Some(&false);
-            if let Some(e) = (0..n)
-                .filter(suspect)
-                .map(|k| start.saturating_add(k))
-                .find_map(outside)
-            {
-                return Err(e);
+        // Runs of blocks on the workers; the first cell outside is the
+        // one in the earliest run that has one.
+        let runs: Vec<usize> = (0..input.cells).step_by(RUN).collect();
+        let check_run = |inside: &mut Vec<bool>, &run: &usize| {
+            let end = run.saturating_add(RUN).min(input.cells);
+            for start in (run..end).step_by(BLOCK) {
+                let n = BLOCK.min(end.saturating_sub(start));
+                inside.resize(BLOCK, true);
+                let block = inside.get_mut(..n).unwrap_or_default();
+                block.fill(true);
+                let values = f.cells(start, n);
+                let by_block = (ranges.iter())
+                    .all(|(_, r)| ops.retain_within(std::slice::from_ref(r), values, block));
+                // Where the block could not be checked as numbers
+                // (var-size strings), every cell is a suspect.
+                let suspect = |k: &usize| !by_block || block.get(*k) == Some(&false);
+                let mut cells = (0..n).filter(suspect).map(|k| start.saturating_add(k));
+                if let Some(e) = cells.find_map(outside) {
+                    return Err(e);
+                }
             }
-        }
+            Ok(())
+        };
+        crate::pool::map_all(&runs, crate::threads(), Vec::new, check_run)?;
     }
     Ok(())
 }
