@@ -561,14 +561,7 @@ impl Reader {
         let schema = self.snapshot.schema();
         let sub = &self.spec.subarray;
         let dims = schema.domain.dimensions.len();
-        // Results row- (col-) major go along an array whose tiles and
-        // cells go that way only where the read lies in one tile of
-        // every faster dimension: else each row crosses tiles.
-        let along = |order: Layout, slowest: usize| {
-            schema.cell_order == order
-                && schema.tile_order == order
-                && self.within_one_tile_but(slowest)
-        };
+        let along = |order: Layout| schema.cell_order == order && schema.tile_order == order;
         let against = match self.spec.layout {
             ResultLayout::Unordered => false,
             // One fragment's tiles are stored in the global order: only
@@ -577,8 +570,8 @@ impl Reader {
                 schema.cell_order == Layout::Hilbert && self.plans.len() > 1
             }
             _ if dims == 1 => schema.cell_order == Layout::Hilbert,
-            ResultLayout::RowMajor => !along(Layout::RowMajor, 0),
-            ResultLayout::ColMajor => !along(Layout::ColMajor, dims.saturating_sub(1)),
+            ResultLayout::RowMajor => !along(Layout::RowMajor),
+            ResultLayout::ColMajor => !along(Layout::ColMajor),
         };
         let whole = Piece {
             sub: sub.clone(),
@@ -598,38 +591,6 @@ impl Reader {
             && (0..dims).all(|d| sub.ranges(d).len() <= 1)
             && sparse::parts_dim(schema, sub).is_none()
             && self.estimate(&whole) > self.tile_budget()
-    }
-
-    /// Whether the read's cells (its subarray within the fragments'
-    /// non-empty domains) lie in one space tile on every dimension but
-    /// `slowest` (dimensions without tiles are one).
-    fn within_one_tile_but(&self, slowest: usize) -> bool {
-        let schema = self.snapshot.schema();
-        let dims = schema.domain.dimensions.iter().enumerate();
-        dims.filter(|&(d, _)| d != slowest).all(|(d, dim)| {
-            let Some(ops) = self.ops.dims().get(d) else {
-                return false;
-            };
-            let neds = (self.plans.iter())
-                .filter_map(|p| p.meta.footer.non_empty_domain.as_ref()?.get(d))
-                .map(|r| r.bounds());
-            let (mut lo, mut hi): (Option<&[u8]>, Option<&[u8]>) = (None, None);
-            for (l, h) in neds {
-                lo = Some(lo.map_or(l, |lo| if ops.cmp_values(l, lo).is_lt() { l } else { lo }));
-                hi = Some(hi.map_or(h, |hi| if ops.cmp_values(h, hi).is_gt() { h } else { hi }));
-            }
-            if let (Some(r), Some(l), Some(h)) = (self.spec.subarray.ranges(d).first(), lo, hi) {
-                let (rl, rh) = r.bounds();
-                lo = Some(if ops.cmp_values(rl, l).is_gt() { rl } else { l });
-                hi = Some(if ops.cmp_values(rh, h).is_lt() { rh } else { h });
-            }
-            match (lo, hi) {
-                (Some(lo), Some(hi)) => {
-                    tdb_index::dense::tile_index(dim, lo) == tdb_index::dense::tile_index(dim, hi)
-                }
-                _ => true,
-            }
-        })
     }
 
     /// How this read's runs compare: its result order.
