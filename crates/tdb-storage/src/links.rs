@@ -197,12 +197,13 @@ mod linux {
         // SAFETY: `name` is a NUL-terminated string and `how` an
         // `OpenHow` (the kernel's `struct open_how`) that both live across
         // the call; the size passed is that of `how`, so the kernel reads
-        // no byte beyond either.
+        // no byte beyond either. Every argument goes as a full register
+        // (`syscall` reads each as a `long`).
         #[allow(unsafe_code)]
         let fd = unsafe {
             libc::syscall(
                 libc::SYS_openat2,
-                libc::AT_FDCWD,
+                libc::c_long::from(libc::AT_FDCWD),
                 name.as_ptr(),
                 &how as *const OpenHow,
                 std::mem::size_of::<OpenHow>(),
