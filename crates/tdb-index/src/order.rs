@@ -7,7 +7,7 @@
 use crate::RangeOps;
 use std::cmp::Ordering;
 use tdb_format::{with_native, Layout, NativeType};
-use tdb_schema::{Dimension, Domain};
+use tdb_schema::{Dimension, Domain, Range};
 
 /// An order of cells by coordinates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -365,7 +365,7 @@ impl<'d> TileWord<'d> {
             // The extent's value: its word less zero's.
             let zero = [0u8; 8];
             let extent = word(extent).wrapping_sub(word(zero.get(..extent.len())?));
-            let count = crate::dense::tile_index(dim, hi)?.checked_add(1)?;
+            let count = crate::dense::dim_tile_count(dim, &Range::from_bounds(lo, hi, false))?;
             *steps.get_mut(d)? = Some((word(lo), extent, stride));
             stride = stride.checked_mul(count)?;
         }
