@@ -19,6 +19,20 @@ fn domain() -> tdb_schema::Domain {
         .domain
 }
 
+/// The next state of the tests' linear congruential generator.
+fn step(state: &mut u64) -> u64 {
+    *state = state
+        .wrapping_mul(6_364_136_223_846_793_005)
+        .wrapping_add(1_442_695_040_888_963_407);
+    *state
+}
+
+/// A cell of [`domain`] drawn from `state`.
+fn cell(state: &mut u64) -> (i32, i64) {
+    let s = step(state);
+    ((s >> 40) as i32 % 32 - 8, (s >> 20) as i64 % 100)
+}
+
 #[test]
 fn pairwise_comparison_agrees_with_the_sort() {
     let domain = domain();
@@ -26,11 +40,7 @@ fn pairwise_comparison_agrees_with_the_sort() {
     let mut state = 7u64;
     let cells: Vec<[Vec<u8>; 2]> = (0..300)
         .map(|_| {
-            state = state
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1442695040888963407);
-            let x = (state >> 40) as i32 % 32 - 8;
-            let y = (state >> 20) as i64 % 100;
+            let (x, y) = cell(&mut state);
             [x.to_le_bytes().to_vec(), y.to_le_bytes().to_vec()]
         })
         .collect();
@@ -103,12 +113,7 @@ fn the_sort_is_the_pairwise_order_then_the_tie() {
         .unwrap()
         .domain;
     let mut state = 11u64;
-    let mut next = move || {
-        state = state
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        state >> 16
-    };
+    let mut next = move || step(&mut state) >> 16;
     // Few distinct values per dimension, so duplicates are many.
     let a_values = [-127i8, -1, 0, 15, 16, 126];
     let b_values = [0u64, 1, 1 << 63, u64::MAX - 1];
@@ -203,11 +208,7 @@ fn a_large_sort_on_threads_is_the_sort_on_one() {
     let mut state = 5u64;
     let cells: Vec<u8> = (0..n)
         .flat_map(|_| {
-            state = state
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1_442_695_040_888_963_407);
-            let x = (state >> 40) as i32 % 32 - 8;
-            let y = (state >> 20) as i64 % 100;
+            let (x, y) = cell(&mut state);
             x.to_le_bytes().into_iter().chain(y.to_le_bytes())
         })
         .collect();
