@@ -152,6 +152,15 @@ impl Confinement {
         self.links_met.load(Ordering::Relaxed)
     }
 
+    /// Whether files open in one call here (Linux with `openat2`).
+    #[cfg(test)]
+    pub(crate) fn opens_in_one_call() -> bool {
+        #[cfg(target_os = "linux")]
+        return !linux::MISSING.load(Ordering::Relaxed);
+        #[cfg(not(target_os = "linux"))]
+        return false;
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, HashSet<PathBuf>> {
         self.checked.lock().unwrap_or_else(PoisonError::into_inner)
     }
@@ -169,7 +178,7 @@ mod linux {
 
     /// `openat2` is missing (before Linux 5.6) or refused (a seccomp
     /// filter that does not know it): asked once in the process.
-    static MISSING: AtomicBool = AtomicBool::new(false);
+    pub(super) static MISSING: AtomicBool = AtomicBool::new(false);
 
     /// The kernel's `struct open_how` (`linux/openat2.h`): three `u64`s,
     /// 24 bytes, no padding (`libc`'s cannot be built outside it).
