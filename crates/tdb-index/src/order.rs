@@ -105,14 +105,117 @@ const MAX_WORD_DIMS: usize = 4;
 /// thread's start).
 const PARALLEL_KEYS: usize = 1 << 19;
 
-/// [`sort_cells`] where every dimension is an integer (all but Hilbert
-/// orders): each cell's key made once, as words that sort as the order
-/// does (its space tile's position in the tile order, then its
-/// coordinates in the cell order), and sorted beside its index. A
-/// comparison then reads one contiguous pair of keys instead of two cells'
-/// coordinates, scattered, through their datatype (a write of 4M cells
-/// spent half its time sorting). Equal keys are equal coordinates, left
-/// to `tie`. `false`, with `order` untouched, where this does not apply.
+/// Words at most in a [`CellKeys`] key: a tile word and
+/// [`MAX_WORD_DIMS`] coordinates.
+pub const MAX_KEY_WORDS: usize = MAX_WORD_DIMS + 1;
+
+/// Cells' keys in an order where every dimension is an integer (all but
+/// Hilbert orders): words that compare as the order does (the space
+/// tile's position in the tile order, then the coordinates in the cell
+/// order). Equal keys are equal coordinates. Made once a cell, a key
+/// spares every comparison reading two cells' coordinates through their
+/// datatype: sorts and the merge of sorted runs compare keys.
+#[derive(Debug, Clone)]
+pub struct CellKeys {
+    words: Vec<fn(&[u8]) -> u64>,
+    tiles: Option<TileWord>,
+    col_cells: bool,
+}
+
+impl CellKeys {
+    /// The keys of `order_kind` over `domain`; `None` where a dimension
+    /// is not an integer, there are more than [`MAX_WORD_DIMS`], the
+    /// order is Hilbert's, or the domain has more tiles than a word counts.
+    pub fn new(domain: &Domain, order_kind: CellOrder) -> Option<Self> {
+        let dims = &domain.dimensions;
+        if dims.is_empty() || dims.len() > MAX_WORD_DIMS {
+            return None;
+        }
+        let words = dims.iter().map(word_fn).collect::<Option<Vec<_>>>()?;
+        let (col_cells, tiles) = match order_kind {
+            CellOrder::RowMajor => (false, None),
+            CellOrder::ColMajor => (true, None),
+            CellOrder::Global {
+                cell_order: Layout::Hilbert,
+                ..
+            } => return None,
+            CellOrder::Global {
+                tile_order,
+                cell_order,
+            } => (
+                cell_order == Layout::ColMajor,
+                Some(TileWord::new(
+                    domain,
+                    &words,
+                    tile_order == Layout::ColMajor,
+                )?),
+            ),
+        };
+        Some(CellKeys {
+            words,
+            tiles,
+            col_cells,
+        })
+    }
+
+    /// Words a key: one per dimension, and the tile's in a global order.
+    pub fn width(&self) -> usize {
+        self.words
+            .len()
+            .saturating_add(usize::from(self.tiles.is_some()))
+    }
+
+    /// The dimension whose value is a key's `k`-th coordinate word.
+    fn cell_dim(&self, k: usize) -> usize {
+        if self.col_cells {
+            self.words.len().saturating_sub(1).saturating_sub(k)
+        } else {
+            k
+        }
+    }
+
+    /// Writes the key of the cell whose value of dimension `d` is
+    /// `coord(d)` into `out` (its first [`width`](Self::width) words).
+    #[inline]
+    pub fn key<'c>(&self, coord: impl Fn(usize) -> &'c [u8], out: &mut [u64]) {
+        let mut values = [0u64; MAX_WORD_DIMS];
+        for (d, (v, f)) in values.iter_mut().zip(&self.words).enumerate() {
+            *v = f(coord(d));
+        }
+        let lead = usize::from(self.tiles.is_some());
+        let (tile, coords) = out.split_at_mut(lead.min(out.len()));
+        if let (Some(t), Some(w)) = (&self.tiles, tile.first_mut()) {
+            *w = t.word(&values, &coord);
+        }
+        for (k, w) in coords.iter_mut().take(self.words.len()).enumerate() {
+            *w = values.get(self.cell_dim(k)).copied().unwrap_or_default();
+        }
+    }
+
+    /// Per key word, its lowest value and span over `domain` (the one
+    /// these keys were made for): `None` where a bound is malformed.
+    fn spans(&self, domain: &Domain) -> Option<Vec<(u64, u64)>> {
+        let dims = &domain.dimensions;
+        let mut spans: Vec<(u64, u64)> = (self.tiles.iter())
+            .map(|t| (0, t.count.saturating_sub(1)))
+            .collect();
+        for k in 0..self.words.len() {
+            let d = self.cell_dim(k);
+            let (lo, hi) = dims.get(d)?.bounds()?;
+            let word = self.words.get(d)?;
+            let (lo, hi) = (word(lo), word(hi));
+            spans.push((lo, hi.checked_sub(lo)?));
+        }
+        Some(spans)
+    }
+}
+
+/// [`sort_cells`] by [`CellKeys`]: each cell's key made once and sorted
+/// beside its index, so a comparison reads one contiguous pair of keys
+/// instead of two cells' coordinates, scattered, through their datatype
+/// (a write of 4M cells spent half its time sorting). Equal keys are
+/// equal coordinates, left to `tie`. `false`, with `order` untouched,
+/// where there are no such keys.
 fn sort_by_words<'c>(
     order: &mut [usize],
     domain: &Domain,
@@ -122,73 +225,20 @@ fn sort_by_words<'c>(
     tie: &impl Fn(usize, usize) -> Ordering,
     threads: usize,
 ) -> bool {
-    let dims = &domain.dimensions;
-    if n == 0 || n > MAX_WORD_DIMS || dims.len() != n {
+    if domain.dimensions.len() != n {
         return false;
     }
-    let Some(words) = dims.iter().map(word_fn).collect::<Option<Vec<_>>>() else {
+    let Some(keys) = CellKeys::new(domain, order_kind) else {
         return false;
     };
-    let (col_cells, tiles) = match order_kind {
-        CellOrder::RowMajor => (false, None),
-        CellOrder::ColMajor => (true, None),
-        CellOrder::Global {
-            cell_order: Layout::Hilbert,
-            ..
-        } => return false,
-        CellOrder::Global {
-            tile_order,
-            cell_order,
-        } => match TileWord::new(domain, &words, tile_order == Layout::ColMajor) {
-            Some(t) => (cell_order == Layout::ColMajor, Some(t)),
-            None => return false,
-        },
+    let Some(spans) = keys.spans(domain) else {
+        return false;
     };
-    let lead = usize::from(tiles.is_some());
-    let cell_dim = |k: usize| {
-        if col_cells {
-            n.saturating_sub(1).saturating_sub(k)
-        } else {
-            k
-        }
-    };
-    let key = |i: usize, out: &mut [u64]| {
-        let mut values = [0u64; MAX_WORD_DIMS];
-        for (d, (v, f)) in values.iter_mut().zip(&words).enumerate() {
-            *v = f(coord(i, d));
-        }
-        let (tile, coords) = out.split_at_mut(lead);
-        if let (Some(t), Some(w)) = (&tiles, tile.first_mut()) {
-            *w = t.word(&values, coord, i);
-        }
-        for (k, w) in coords.iter_mut().enumerate() {
-            *w = values.get(cell_dim(k)).copied().unwrap_or_default();
-        }
-    };
-    // Each part's lowest word and span: the tiles', then the domain's in
-    // the cell order.
-    let mut spans: Vec<(u64, u64)> = tiles
-        .iter()
-        .map(|t| (0, t.count.saturating_sub(1)))
-        .collect();
-    for k in 0..n {
-        let span = dims
-            .get(cell_dim(k))
-            .zip(words.get(cell_dim(k)))
-            .and_then(|(dim, word)| {
-                let (lo, hi) = dim.bounds()?;
-                let (lo, hi) = (word(lo), word(hi));
-                Some((lo, hi.checked_sub(lo)?))
-            });
-        match span {
-            Some(s) => spans.push(s),
-            None => return false,
-        }
-    }
+    let key = |i: usize, out: &mut [u64]| keys.key(|d| coord(i, d), out);
     if sort_packed(order, &spans, &key, tie, threads) {
         return true;
     }
-    match lead.saturating_add(n) {
+    match keys.width() {
         1 => sort_keyed::<1>(order, key, tie),
         2 => sort_keyed::<2>(order, key, tie),
         3 => sort_keyed::<3>(order, key, tie),
@@ -334,8 +384,9 @@ fn sort_keyed<const W: usize>(
 
 /// A cell's space tile as one word: its position in the tile order among
 /// the domain's tiles (a dimension without tiles counts as one tile).
-struct TileWord<'d> {
-    dims: &'d [Dimension],
+#[derive(Debug, Clone)]
+struct TileWord {
+    dims: Vec<Dimension>,
     /// Per dimension with tiles: the domain's low bound and the tile
     /// extent as words, and what one tile step adds to the position.
     steps: Vec<Option<(u64, u64, u64)>>,
@@ -343,10 +394,10 @@ struct TileWord<'d> {
     count: u64,
 }
 
-impl<'d> TileWord<'d> {
+impl TileWord {
     /// `None` when the domain has more tiles than a word counts (or a
     /// bound is malformed).
-    fn new(domain: &'d Domain, words: &[fn(&[u8]) -> u64], col_tiles: bool) -> Option<Self> {
+    fn new(domain: &Domain, words: &[fn(&[u8]) -> u64], col_tiles: bool) -> Option<Self> {
         let dims = &domain.dimensions;
         let mut steps = vec![None; dims.len()];
         let mut stride = 1u64;
@@ -370,14 +421,15 @@ impl<'d> TileWord<'d> {
             stride = stride.checked_mul(count)?;
         }
         Some(TileWord {
-            dims,
+            dims: dims.clone(),
             steps,
             count: stride,
         })
     }
 
-    /// Cell `i`'s tile word from its coordinates' words `values`.
-    fn word<'c>(&self, values: &[u64], coord: &impl Fn(usize, usize) -> &'c [u8], i: usize) -> u64 {
+    /// The tile word of a cell whose coordinates' words are `values`
+    /// (`coord(d)`: its value of dimension `d`).
+    fn word<'c>(&self, values: &[u64], coord: &impl Fn(usize) -> &'c [u8]) -> u64 {
         let dims = self.dims.iter().zip(&self.steps).zip(values).enumerate();
         dims.fold(0u64, |w, (d, ((dim, step), &v))| {
             let Some((lo, extent, stride)) = *step else {
@@ -387,7 +439,7 @@ impl<'d> TileWord<'d> {
             // below it (outside the domain) TileDB's own arithmetic.
             let t = match v.checked_sub(lo) {
                 Some(diff) => diff.checked_div(extent),
-                None => crate::dense::tile_index(dim, coord(i, d)),
+                None => crate::dense::tile_index(dim, coord(d)),
             };
             w.wrapping_add(t.unwrap_or(0).wrapping_mul(stride))
         })

@@ -5,7 +5,7 @@
 
 use tdb_format::{ArrayType, Datatype, Layout};
 use tdb_index::dense::{InputOrder, WriteGrid};
-use tdb_index::order::{cmp_cells, sort_cells, CellOrder};
+use tdb_index::order::{cmp_cells, sort_cells, CellKeys, CellOrder, MAX_KEY_WORDS};
 use tdb_index::DomainOps;
 use tdb_schema::{ArraySchema, AttributeBuilder, DimensionBuilder, Range};
 
@@ -84,6 +84,62 @@ fn pairwise_comparison_agrees_with_the_sort() {
 /// path the sort takes: keys of integer words (signed and unsigned at
 /// their extremes, a dimension without tiles) or the datatypes' own
 /// comparisons (a float dimension); duplicates go by the tie.
+/// Keys compare as the order does, pair by pair, in every order that has
+/// them (none for Hilbert's or a float dimension).
+#[test]
+fn keys_compare_as_the_pairwise_order() {
+    let domain = domain();
+    let ops = DomainOps::new(&domain).unwrap();
+    let mut state = 11u64;
+    let cells: Vec<[Vec<u8>; 2]> = (0..200)
+        .map(|_| {
+            let (x, y) = cell(&mut state);
+            [x.to_le_bytes().to_vec(), y.to_le_bytes().to_vec()]
+        })
+        .collect();
+    let coord = |i: usize, d: usize| cells[i][d].as_slice();
+    let mut kinds = vec![CellOrder::RowMajor, CellOrder::ColMajor];
+    for tile_order in [Layout::RowMajor, Layout::ColMajor] {
+        for cell_order in [Layout::RowMajor, Layout::ColMajor] {
+            kinds.push(CellOrder::Global {
+                tile_order,
+                cell_order,
+            });
+        }
+    }
+    for kind in kinds {
+        let keys = CellKeys::new(&domain, kind).unwrap();
+        let global = matches!(kind, CellOrder::Global { .. });
+        assert_eq!(keys.width(), 2 + usize::from(global));
+        let key = |i: usize| {
+            let mut k = [0u64; MAX_KEY_WORDS];
+            keys.key(|d| coord(i, d), &mut k);
+            k
+        };
+        let mut strict = 0;
+        for a in 0..cells.len() {
+            for b in 0..cells.len() {
+                let want = cmp_cells(&domain, ops.dims(), kind, &coord, a, b);
+                assert_eq!(key(a).cmp(&key(b)), want, "{kind:?}: cells {a} and {b}");
+                strict += usize::from(want.is_lt());
+            }
+        }
+        assert!(strict > 0);
+    }
+    let hilbert = CellOrder::Global {
+        tile_order: Layout::RowMajor,
+        cell_order: Layout::Hilbert,
+    };
+    assert!(CellKeys::new(&domain, hilbert).is_none());
+    let floats = ArraySchema::builder(ArrayType::Sparse)
+        .dimension(DimensionBuilder::range("f", 0f64..=1f64))
+        .attribute(AttributeBuilder::new("a", Datatype::Int32))
+        .build()
+        .unwrap()
+        .domain;
+    assert!(CellKeys::new(&floats, CellOrder::RowMajor).is_none());
+}
+
 #[test]
 fn the_sort_is_the_pairwise_order_then_the_tie() {
     let ints = ArraySchema::builder(ArrayType::Sparse)

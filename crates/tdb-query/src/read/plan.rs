@@ -11,7 +11,7 @@ use tdb_index::{NDRange, RTree, RangeOps};
 use tdb_schema::{ArraySchema, Range};
 
 /// Where a result cell comes from: a cell of a decoded tile, or fill.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub(crate) struct CellRef {
     pub frag: u32,
     pub cell: u32,

@@ -572,22 +572,49 @@ impl SparseScan<'_> {
             },
             crate::threads(),
         );
+        // Each tile's columns looked up once, not a map lookup a cell and
+        // field: per candidate, the index of its tile's in `tiles`.
         let slots: Vec<usize> = fmt.slots().collect();
+        let mut tiles: Vec<Vec<Option<(Column<'_>, usize)>>> = Vec::new();
+        let mut tile_of: Vec<usize> = Vec::with_capacity(refs.len());
+        let mut last = None;
+        for r in &refs {
+            if last != Some((r.frag, r.tile)) {
+                last = Some((r.frag, r.tile));
+                let cols = (slots.iter())
+                    .map(|&slot| {
+                        let f = (self.fields.get(slot)).ok_or_else(|| {
+                            QueryError::invalid(format!("no field in slot {slot}"))
+                        })?;
+                        // A fragment without the field gives its fill value.
+                        Ok(
+                            (self.tiles.get(&(r.frag as usize, slot, r.tile))).map(|tile| {
+                                let col = tile.column(f.datatype, f.cell_val_num);
+                                (col, tile.first as usize)
+                            }),
+                        )
+                    })
+                    .collect::<Result<_>>()?;
+                tiles.push(cols);
+            }
+            tile_of.push(tiles.len().saturating_sub(1));
+        }
         let mut values: Vec<(&[u8], bool)> = Vec::with_capacity(slots.len());
         for i in order {
             let Some(&r) = refs.get(i) else { continue };
+            let cols = (tile_of.get(i).and_then(|&t| tiles.get(t)))
+                .ok_or_else(|| QueryError::invalid("a candidate without its tile"))?;
             values.clear();
-            for &slot in &slots {
-                let f = (self.fields.get(slot))
-                    .ok_or_else(|| QueryError::invalid(format!("no field in slot {slot}")))?;
-                // A fragment without the field gives its fill value.
-                let v = match self.tiles.get(&(r.frag as usize, slot, r.tile)) {
-                    Some(tile) => {
-                        let col = tile.column(f.datatype, f.cell_val_num);
-                        let c = (r.cell as usize).saturating_sub(tile.first as usize);
+            for (col, &slot) in cols.iter().zip(&slots) {
+                let v = match col {
+                    Some((col, first)) => {
+                        let c = (r.cell as usize).saturating_sub(*first);
                         (col.cell(c), !col.is_null(c))
                     }
-                    None => (f.fill.as_slice(), f.fill_validity != 0),
+                    None => match self.fields.get(slot) {
+                        Some(f) => (f.fill.as_slice(), f.fill_validity != 0),
+                        None => (&[][..], false),
+                    },
                 };
                 values.push(v);
             }

@@ -26,7 +26,7 @@ use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Write};
 use tdb_format::{ArrayType, Layout};
-use tdb_index::order::{cmp_cells, cmp_coord_bytes, CellOrder};
+use tdb_index::order::{cmp_cells, cmp_coord_bytes, CellKeys, CellOrder, MAX_KEY_WORDS};
 use tdb_index::RangeOps;
 use tdb_schema::Domain;
 
@@ -90,9 +90,13 @@ impl RunFormat {
     }
 }
 
-/// One candidate cell read back from a run.
-#[derive(Debug, Clone)]
+/// One candidate cell read back from a run. Records are reused: the
+/// merge hands each one back once its cell is out.
+#[derive(Debug, Clone, Default)]
 pub(crate) struct Record {
+    /// Its coordinates' key in the merge's order, where the order has
+    /// keys ([`RunOrder::keys`]).
+    key: [u64; MAX_KEY_WORDS],
     at: CellRef,
     stamp: u64,
     /// A delete took it (decided after deduplication).
@@ -138,9 +142,27 @@ impl RunWriter {
         fmt: &RunFormat,
         at: CellRef,
         stamp: u64,
-        (gone, rejected): (bool, bool),
+        flags: (bool, bool),
         values: &[(&[u8], bool)],
     ) -> Result<()> {
+        self.head(at, stamp, flags)?;
+        for (s, &(bytes, valid)) in fmt.fields.iter().zip(values) {
+            self.field(s, bytes, valid)?;
+        }
+        Ok(())
+    }
+
+    /// Appends a record read back from another run (a merge's output).
+    fn push_record(&mut self, fmt: &RunFormat, rec: &Record) -> Result<()> {
+        self.head(rec.at, rec.stamp, (rec.gone, rec.rejected))?;
+        for (k, s) in fmt.fields.iter().enumerate() {
+            let (bytes, valid) = rec.value(k);
+            self.field(s, bytes, valid)?;
+        }
+        Ok(())
+    }
+
+    fn head(&mut self, at: CellRef, stamp: u64, (gone, rejected): (bool, bool)) -> Result<()> {
         let mut head = [0u8; 25];
         head[..4].copy_from_slice(&at.frag.to_le_bytes());
         head[4..12].copy_from_slice(&at.tile.to_le_bytes());
@@ -152,31 +174,33 @@ impl RunWriter {
         if rejected {
             head[24] |= REJECTED;
         }
-        let w = &mut self.out;
-        w.write_all(&head).map_err(QueryError::Spill)?;
-        for (s, (bytes, valid)) in fmt.fields.iter().zip(values) {
-            if s.nullable {
-                w.write_all(&[u8::from(*valid)])
-                    .map_err(QueryError::Spill)?;
-            }
-            match s.size {
-                Some(size) if size != bytes.len() => {
-                    return Err(QueryError::invalid(format!(
-                        "a cell of {} bytes where the field stores {size} (slot {})",
-                        bytes.len(),
-                        s.slot
-                    )));
-                }
-                Some(_) => {}
-                None => {
-                    let len = bytes.len() as u64;
-                    w.write_all(&len.to_le_bytes()).map_err(QueryError::Spill)?;
-                }
-            }
-            w.write_all(bytes).map_err(QueryError::Spill)?;
-        }
+        self.out.write_all(&head).map_err(QueryError::Spill)?;
         self.records = self.records.saturating_add(1);
         Ok(())
+    }
+
+    /// One stored field's validity (if nullable), length (if var-size)
+    /// and bytes.
+    fn field(&mut self, s: &Stored, bytes: &[u8], valid: bool) -> Result<()> {
+        let w = &mut self.out;
+        if s.nullable {
+            w.write_all(&[u8::from(valid)]).map_err(QueryError::Spill)?;
+        }
+        match s.size {
+            Some(size) if size != bytes.len() => {
+                return Err(QueryError::invalid(format!(
+                    "a cell of {} bytes where the field stores {size} (slot {})",
+                    bytes.len(),
+                    s.slot
+                )));
+            }
+            Some(_) => {}
+            None => {
+                let len = bytes.len() as u64;
+                w.write_all(&len.to_le_bytes()).map_err(QueryError::Spill)?;
+            }
+        }
+        w.write_all(bytes).map_err(QueryError::Spill)
     }
 
     /// The run, written, ready to be read back.
@@ -215,9 +239,11 @@ impl RunReader {
         }
     }
 
-    fn next(&mut self, fmt: &RunFormat) -> Result<Option<Record>> {
+    /// Reads the next record into `rec` (its buffers reused), its key
+    /// made by `keys`; `false` at the run's end.
+    fn next(&mut self, fmt: &RunFormat, keys: Option<&CellKeys>, rec: &mut Record) -> Result<bool> {
         if self.left == 0 {
-            return Ok(None);
+            return Ok(false);
         }
         self.left = self.left.saturating_sub(1);
         let r = &mut self.input;
@@ -225,18 +251,16 @@ impl RunReader {
         r.read_exact(&mut head).map_err(QueryError::Spill)?;
         let le32 = |b: &[u8]| b.try_into().map(u32::from_le_bytes).unwrap_or(0);
         let le64 = |b: &[u8]| b.try_into().map(u64::from_le_bytes).unwrap_or(0);
-        let mut rec = Record {
-            at: CellRef {
-                frag: le32(&head[..4]),
-                tile: le64(&head[4..12]),
-                cell: le32(&head[12..16]),
-            },
-            stamp: le64(&head[16..24]),
-            gone: head[24] & GONE != 0,
-            rejected: head[24] & REJECTED != 0,
-            data: Vec::new(),
-            spans: Vec::with_capacity(fmt.fields.len()),
+        rec.at = CellRef {
+            frag: le32(&head[..4]),
+            tile: le64(&head[4..12]),
+            cell: le32(&head[12..16]),
         };
+        rec.stamp = le64(&head[16..24]);
+        rec.gone = head[24] & GONE != 0;
+        rec.rejected = head[24] & REJECTED != 0;
+        rec.data.clear();
+        rec.spans.clear();
         for s in &fmt.fields {
             let mut valid = true;
             if s.nullable {
@@ -265,7 +289,13 @@ impl RunReader {
             r.read_exact(into).map_err(QueryError::Spill)?;
             rec.spans.push((start, rec.data.len(), valid));
         }
-        Ok(Some(rec))
+        if let Some(keys) = keys {
+            let dim = |d: usize| fmt.dims.get(d).map_or(&[][..], |&k| rec.value(k).0);
+            let mut key = [0u64; MAX_KEY_WORDS];
+            keys.key(dim, &mut key);
+            rec.key = key;
+        }
+        Ok(true)
     }
 }
 
@@ -280,11 +310,29 @@ pub(crate) struct RunOrder {
     pub ops: Vec<RangeOps>,
     pub kind: CellOrder,
     pub layout: ResultLayout,
+    /// Keys of `kind` over `domain` where it has them: records then
+    /// compare by key, not value by value through the datatypes.
+    pub keys: Option<CellKeys>,
 }
 
 impl RunOrder {
+    /// The order `kind` of cells of `domain`, ties by `layout`.
+    pub fn new(domain: Domain, ops: Vec<RangeOps>, kind: CellOrder, layout: ResultLayout) -> Self {
+        let keys = CellKeys::new(&domain, kind);
+        RunOrder {
+            domain,
+            ops,
+            kind,
+            layout,
+            keys,
+        }
+    }
+
     /// `a` and `b` by their coordinates' values only.
     fn values(&self, fmt: &RunFormat, a: &Record, b: &Record) -> Ordering {
+        if self.keys.is_some() {
+            return a.key.cmp(&b.key);
+        }
         let coord = |i: usize, d: usize| {
             let r = if i == 0 { a } else { b };
             fmt.dims.get(d).map_or(&[][..], |&k| r.value(k).0)
@@ -298,22 +346,30 @@ impl RunOrder {
     }
 }
 
-/// Runs being merged: each one's next record, kept sorted with the least
-/// last.
+/// Runs being merged: each one's next record, and the runs that have one
+/// sorted by it with the least last.
 struct Heads {
     readers: Vec<RunReader>,
-    /// (record, its reader), greatest first.
-    heads: Vec<(Record, usize)>,
+    /// Per run, its next record (read into again once handed out).
+    recs: Vec<Record>,
+    /// Runs with a next record, greatest record first: an insertion
+    /// moves indices, not records.
+    live: Vec<usize>,
+    /// Records handed back, to read into again.
+    free: Vec<Record>,
 }
 
 impl Heads {
     fn new(runs: Vec<Run>, buffer: usize, fmt: &RunFormat, order: &RunOrder) -> Result<Self> {
+        let readers: Vec<RunReader> = runs
+            .into_iter()
+            .map(|r| RunReader::new(r, buffer))
+            .collect();
         let mut h = Heads {
-            readers: runs
-                .into_iter()
-                .map(|r| RunReader::new(r, buffer))
-                .collect(),
-            heads: Vec::new(),
+            recs: vec![Record::default(); readers.len()],
+            live: Vec::with_capacity(readers.len()),
+            readers,
+            free: Vec::new(),
         };
         for k in 0..h.readers.len() {
             h.refill(k, fmt, order)?;
@@ -322,28 +378,46 @@ impl Heads {
     }
 
     fn refill(&mut self, k: usize, fmt: &RunFormat, order: &RunOrder) -> Result<()> {
-        let Some(reader) = self.readers.get_mut(k) else {
+        let (Some(reader), Some(rec)) = (self.readers.get_mut(k), self.recs.get_mut(k)) else {
             return Ok(());
         };
-        if let Some(rec) = reader.next(fmt)? {
-            let at = self
-                .heads
-                .partition_point(|(h, _)| order.cmp(fmt, h, &rec) == Ordering::Greater);
-            self.heads.insert(at, (rec, k));
+        if reader.next(fmt, order.keys.as_ref(), rec)? {
+            let recs = &self.recs;
+            let Some(rec) = recs.get(k) else {
+                return Ok(());
+            };
+            let at = (self.live).partition_point(|&j| {
+                recs.get(j)
+                    .is_some_and(|h| order.cmp(fmt, h, rec) == Ordering::Greater)
+            });
+            self.live.insert(at, k);
         }
         Ok(())
     }
 
     fn peek(&self) -> Option<&Record> {
-        self.heads.last().map(|(r, _)| r)
+        self.live.last().and_then(|&k| self.recs.get(k))
     }
 
     fn pop(&mut self, fmt: &RunFormat, order: &RunOrder) -> Result<Option<Record>> {
-        let Some((rec, k)) = self.heads.pop() else {
+        let Some(k) = self.live.pop() else {
             return Ok(None);
         };
+        let spare = self.free.pop().unwrap_or_default();
+        let Some(slot) = self.recs.get_mut(k) else {
+            return Ok(None);
+        };
+        let rec = std::mem::replace(slot, spare);
         self.refill(k, fmt, order)?;
         Ok(Some(rec))
+    }
+
+    /// Takes back a record popped, its buffers to be reused.
+    fn recycle(&mut self, rec: Record) {
+        // A few suffice: records out at once are a group's of one value.
+        if self.free.len() < 8 {
+            self.free.push(rec);
+        }
     }
 }
 
@@ -409,15 +483,8 @@ impl Spill {
         let mut heads = Heads::new(runs, self.buffer, &self.fmt, &self.order)?;
         let mut out = RunWriter::new(self.buffer)?;
         while let Some(rec) = heads.pop(&self.fmt, &self.order)? {
-            let values: Vec<(&[u8], bool)> =
-                (0..self.fmt.fields.len()).map(|k| rec.value(k)).collect();
-            out.push(
-                &self.fmt,
-                rec.at,
-                rec.stamp,
-                (rec.gone, rec.rejected),
-                &values,
-            )?;
+            out.push_record(&self.fmt, &rec)?;
+            heads.recycle(rec);
         }
         out.finish()
     }
@@ -474,6 +541,14 @@ impl Merge {
             if !self.dedup {
                 return Ok(Some(first));
             }
+            // Mostly a coordinate has one version: no group.
+            if (self.heads.peek()).is_none_or(|next| order.values(fmt, &first, next).is_ne()) {
+                if first.gone || first.rejected {
+                    self.heads.recycle(first);
+                    continue;
+                }
+                return Ok(Some(first));
+            }
             // Every version of the coordinates' values (and, -0.0 beside
             // 0.0, of equal values) comes next.
             let mut group = vec![first];
@@ -513,6 +588,7 @@ impl Merge {
                 let (bytes, valid) = rec.value(k);
                 buf.push(bytes, valid);
             }
+            self.heads.recycle(rec);
             n = n.saturating_add(1);
         }
         Ok((n > 0).then_some(Batch {
@@ -596,12 +672,12 @@ impl Reader {
     /// How this read's runs compare: its result order.
     pub(super) fn run_order(&self) -> RunOrder {
         let schema = self.snapshot.schema();
-        RunOrder {
-            domain: schema.domain.clone(),
-            ops: self.ops.dims().to_vec(),
-            kind: sparse::spill_order(schema, self.spec.layout),
-            layout: self.spec.layout,
-        }
+        RunOrder::new(
+            schema.domain.clone(),
+            self.ops.dims().to_vec(),
+            sparse::spill_order(schema, self.spec.layout),
+            self.spec.layout,
+        )
     }
 
     /// The merge of `spill`'s runs, in the read's order.
@@ -666,16 +742,21 @@ mod tests {
         w.finish().unwrap()
     }
 
-    fn order(schema: &ArraySchema) -> RunOrder {
-        RunOrder {
-            domain: schema.domain.clone(),
-            ops: tdb_index::DomainOps::new(&schema.domain)
+    fn order(schema: &ArraySchema, keyed: bool) -> RunOrder {
+        let mut order = RunOrder::new(
+            schema.domain.clone(),
+            tdb_index::DomainOps::new(&schema.domain)
                 .unwrap()
                 .dims()
                 .to_vec(),
-            kind: CellOrder::RowMajor,
-            layout: ResultLayout::RowMajor,
+            CellOrder::RowMajor,
+            ResultLayout::RowMajor,
+        );
+        assert!(order.keys.is_some());
+        if !keyed {
+            order.keys = None;
         }
+        order
     }
 
     /// Every batch's (s, x) cells, joined.
@@ -702,15 +783,16 @@ mod tests {
             ((5, 6), 1, 7, false, false, Some("")),
         ];
         let mut r = RunReader::new(run(&fmt, &cells), 512);
+        let mut rec = Record::default();
         for &((x, y), frag, stamp, gone, rejected, s) in &cells {
-            let rec = r.next(&fmt).unwrap().unwrap();
+            assert!(r.next(&fmt, None, &mut rec).unwrap());
             assert_eq!((rec.at.frag, rec.stamp), (frag, stamp));
             assert_eq!((rec.gone, rec.rejected), (gone, rejected));
             assert_eq!(rec.value(0), (&x.to_le_bytes()[..], true));
             assert_eq!(rec.value(1), (&y.to_le_bytes()[..], true));
             assert_eq!(rec.value(2), (s.unwrap_or("").as_bytes(), s.is_some()));
         }
-        assert!(r.next(&fmt).unwrap().is_none());
+        assert!(!r.next(&fmt, None, &mut rec).unwrap());
     }
 
     /// Runs merge in the result order, beyond the fan-in too (merged into
@@ -744,53 +826,56 @@ mod tests {
             vec![((0, 5), 3, 3, false, false, Some("d0"))],
             vec![((2, 5), 4, 3, false, false, Some("e2"))],
         ];
-        let mut spill = Spill::new(fmt.clone(), order(&schema), 0);
-        assert_eq!(spill.fan_in, 2);
-        for r in &runs {
-            spill.push(run(&fmt, r)).unwrap();
-            // Merged as they come, two at a time: a run per level at most.
-            assert!(spill.len() <= 2, "{} runs held", spill.len());
-        }
-        let got = drain(spill.merge(true, 2).unwrap(), &fields);
-        let want: Vec<(Option<String>, i32)> = [
-            (Some("d0"), 0),
-            (Some("a0"), 1),
-            (Some("b1"), 1),
-            (Some("e2"), 2),
-            (Some("b4"), 4),
-            (Some("a9"), 9),
-        ]
-        .into_iter()
-        .map(|(s, x)| (s.map(str::to_owned), x))
-        .collect();
-        assert_eq!(got, want);
-        // With duplicates every version comes out, oldest fragment first
-        // among equal coordinates (flags are not looked at: the runs'
-        // writer applied deletes and the condition).
-        let mut spill = Spill::new(fmt.clone(), order(&schema), 1 << 20);
-        for r in &runs {
-            spill.push(run(&fmt, r)).unwrap();
-        }
-        assert_eq!(spill.len(), runs.len());
-        let got = drain(spill.merge(false, 3).unwrap(), &fields);
-        let texts: Vec<Option<&str>> = got.iter().map(|(s, _)| s.as_deref()).collect();
-        assert_eq!(
-            texts,
-            [
-                Some("d0"),
-                Some("a0"),
-                Some("a1"),
-                Some("b1"),
-                Some("a2"),
-                Some("b2"),
-                None,
-                Some("b3"),
-                Some("e2"),
-                Some("b4"),
-                Some("c4"),
-                Some("a9")
+        // By keys, and value by value (orders without keys).
+        for keyed in [true, false] {
+            let mut spill = Spill::new(fmt.clone(), order(&schema, keyed), 0);
+            assert_eq!(spill.fan_in, 2);
+            for r in &runs {
+                spill.push(run(&fmt, r)).unwrap();
+                // Merged as they come, two at a time: a run per level at most.
+                assert!(spill.len() <= 2, "{} runs held", spill.len());
+            }
+            let got = drain(spill.merge(true, 2).unwrap(), &fields);
+            let want: Vec<(Option<String>, i32)> = [
+                (Some("d0"), 0),
+                (Some("a0"), 1),
+                (Some("b1"), 1),
+                (Some("e2"), 2),
+                (Some("b4"), 4),
+                (Some("a9"), 9),
             ]
-        );
+            .into_iter()
+            .map(|(s, x)| (s.map(str::to_owned), x))
+            .collect();
+            assert_eq!(got, want);
+            // With duplicates every version comes out, oldest fragment first
+            // among equal coordinates (flags are not looked at: the runs'
+            // writer applied deletes and the condition).
+            let mut spill = Spill::new(fmt.clone(), order(&schema, keyed), 1 << 20);
+            for r in &runs {
+                spill.push(run(&fmt, r)).unwrap();
+            }
+            assert_eq!(spill.len(), runs.len());
+            let got = drain(spill.merge(false, 3).unwrap(), &fields);
+            let texts: Vec<Option<&str>> = got.iter().map(|(s, _)| s.as_deref()).collect();
+            assert_eq!(
+                texts,
+                [
+                    Some("d0"),
+                    Some("a0"),
+                    Some("a1"),
+                    Some("b1"),
+                    Some("a2"),
+                    Some("b2"),
+                    None,
+                    Some("b3"),
+                    Some("e2"),
+                    Some("b4"),
+                    Some("c4"),
+                    Some("a9")
+                ]
+            );
+        }
     }
 
     /// A run whose var-size length is past any cell is an error, and
@@ -807,12 +892,13 @@ mod tests {
         file.write_all(&bytes).unwrap();
         file.rewind().unwrap();
         let mut r = RunReader::new(Run { file, records: 1 }, 64);
-        assert!(r.next(&fmt).is_err());
+        assert!(r.next(&fmt, None, &mut Record::default()).is_err());
         // A run cut short.
         let mut file = tempfile::tempfile().unwrap();
         file.write_all(&[0u8; 10]).unwrap();
         file.rewind().unwrap();
         let mut r = RunReader::new(Run { file, records: 1 }, 64);
-        assert!(matches!(r.next(&fmt), Err(QueryError::Spill(_))));
+        let got = r.next(&fmt, None, &mut Record::default());
+        assert!(matches!(got, Err(QueryError::Spill(_))));
     }
 }
