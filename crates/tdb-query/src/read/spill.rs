@@ -637,7 +637,14 @@ impl Reader {
         let schema = self.snapshot.schema();
         let sub = &self.spec.subarray;
         let dims = schema.domain.dimensions.len();
-        let along = |order: Layout| schema.cell_order == order && schema.tile_order == order;
+        // Results row- (col-) major go along an array whose tiles and
+        // cells go that way, unless pieces cut along the slowest dimension
+        // would read its tiles again and again.
+        let along = |order: Layout, slowest: usize| {
+            schema.cell_order == order
+                && schema.tile_order == order
+                && !self.pieces_read_again(slowest)
+        };
         let against = match self.spec.layout {
             ResultLayout::Unordered => false,
             // One fragment's tiles are stored in the global order: only
@@ -646,8 +653,8 @@ impl Reader {
                 schema.cell_order == Layout::Hilbert && self.plans.len() > 1
             }
             _ if dims == 1 => schema.cell_order == Layout::Hilbert,
-            ResultLayout::RowMajor => !along(Layout::RowMajor),
-            ResultLayout::ColMajor => !along(Layout::ColMajor),
+            ResultLayout::RowMajor => !along(Layout::RowMajor, 0),
+            ResultLayout::ColMajor => !along(Layout::ColMajor, dims.saturating_sub(1)),
         };
         let whole = Piece {
             sub: sub.clone(),
@@ -667,6 +674,59 @@ impl Reader {
             && (0..dims).all(|d| sub.ranges(d).len() <= 1)
             && sparse::parts_dim(schema, sub).is_none()
             && self.estimate(&whole) > self.tile_budget()
+    }
+
+    /// Whether pieces of a read along the cell order, cut along dimension
+    /// `slowest` (see `partition`), would cost more than spilling. A data
+    /// tile whose cells lie in several space tiles side by side along a
+    /// faster dimension spans their whole extent on `slowest`, and every
+    /// piece that crosses it reads it again. As if the read's bytes lay
+    /// evenly along `slowest`, a piece (cut in halves until it fits: half
+    /// the tile budget, about) holds `span · budget / 2 / bytes` values of
+    /// it, and a tile `h` values high is read by `1 + h / that` pieces.
+    /// Spilled, every cell is written, read back and merged: about 2.5
+    /// reads' time (W3's 4M cells: 1.6 s spilled, 0.64 s in one piece).
+    /// So: spill where pieces would read the bytes more than 2.5 times
+    /// over, `1 + 2 · Σ bytes · h / (span · budget) > 2.5`. W3 row-major
+    /// under 64 MiB comes to 2.0 (0.75 s in pieces), W7's row_2d under
+    /// 64 KiB to 3.0 (5.4× the time of one piece, 1.9× spilled). An
+    /// integer dimension only (others are cut at tile bounds).
+    fn pieces_read_again(&self, slowest: usize) -> bool {
+        let schema = self.snapshot.schema();
+        let Some(dim) = schema.domain.dimensions.get(slowest) else {
+            return false;
+        };
+        let sub = &self.spec.subarray;
+        let Some(&[(lo, hi)]) = super::plan::int_ranges(schema, sub, slowest).as_deref() else {
+            return false;
+        };
+        let (mut bytes, mut weighted) = (0u128, 0u128);
+        let (mut first, mut last) = (hi, lo);
+        for (i, plan) in self.plans.iter().enumerate() {
+            if plan.meta.footer.dense {
+                continue;
+            }
+            let tile_num = plan.tile_num();
+            for t in plan.tiles_overlapping(self.ops.dims(), sub) {
+                let mbr = usize::try_from(t).ok().and_then(|t| plan.leaves().get(t));
+                let Some((a, b)) = mbr
+                    .and_then(|m| m.get(slowest))
+                    .and_then(|r| tdb_index::dense::int_range(dim, r))
+                else {
+                    return false;
+                };
+                let (a, b) = (a.max(lo), b.min(hi));
+                let held = (self.tile_bytes(i, t))
+                    .saturating_add(plan.cells(t, tile_num).saturating_mul(64));
+                let height = u128::try_from(b.saturating_sub(a).saturating_add(1)).unwrap_or(1);
+                bytes = bytes.saturating_add(u128::from(held));
+                weighted = weighted.saturating_add(u128::from(held).saturating_mul(height));
+                (first, last) = (first.min(a), last.max(b));
+            }
+        }
+        let span = u128::try_from(last.saturating_sub(first).saturating_add(1)).unwrap_or(0);
+        let budget = u128::from(self.tile_budget());
+        bytes > budget && weighted.saturating_mul(4) > span.saturating_mul(budget).saturating_mul(3)
     }
 
     /// How this read's runs compare: its result order.
