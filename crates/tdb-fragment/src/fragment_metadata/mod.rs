@@ -367,14 +367,17 @@ impl FragmentMetadata {
         }
     }
 
+    /// Tile `tile`'s range by the offsets of `section`. Its label is made
+    /// only for an error: reads ask for ranges once a tile and field, and
+    /// a label is a `format!`.
     fn range_in(
         &self,
         offsets: &[u64],
         tile: u64,
         file_size: u64,
-        what: &str,
+        section: Section,
     ) -> Result<Range<u64>> {
-        let bad = |reason: String| FragmentError::invalid(&self.file(), what.to_owned(), reason);
+        let bad = |reason: String| FragmentError::invalid(&self.file(), section.label(), reason);
         let t = usize::try_from(tile).map_err(|_| bad(format!("tile {tile} out of range")))?;
         let start = *offsets
             .get(t)
@@ -409,14 +412,14 @@ impl FragmentMetadata {
     pub fn tile_range(&self, field: usize, tile: u64) -> Result<Range<u64>> {
         let s = Section::TileOffsets(field);
         let size = self.size_of(&self.footer.file_sizes, field, "file sizes")?;
-        self.range_in(self.u64s(s)?, tile, size, &s.label())
+        self.range_in(self.u64s(s)?, tile, size, s)
     }
 
     /// Byte range of a var-size field's tile `tile` in its `_var` file.
     pub fn var_tile_range(&self, field: usize, tile: u64) -> Result<Range<u64>> {
         let s = Section::VarOffsets(field);
         let size = self.size_of(&self.footer.file_var_sizes, field, "file var sizes")?;
-        self.range_in(self.u64s(s)?, tile, size, &s.label())
+        self.range_in(self.u64s(s)?, tile, size, s)
     }
 
     /// Byte range of a nullable field's tile `tile` in its `_validity` file.
@@ -427,7 +430,7 @@ impl FragmentMetadata {
             field,
             "file validity sizes",
         )?;
-        self.range_in(self.u64s(s)?, tile, size, &s.label())
+        self.range_in(self.u64s(s)?, tile, size, s)
     }
 
     /// Unfiltered size of a var-size field's tile `tile` (var sizes section).

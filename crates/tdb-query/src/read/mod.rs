@@ -912,7 +912,7 @@ impl Reader {
             };
             match &mut self.spill {
                 Some(spill) => {
-                    let mut run = spill::RunWriter::new(spill.buffer)?;
+                    let mut run = spill::RunWriter::new(spill.buffer);
                     scan.spill(&spill.fmt, &mut run)?;
                     let run = run.finish()?;
                     tracing::debug!(
