@@ -872,8 +872,7 @@ impl Reader {
                     sub: self.spec.subarray.clone(),
                     run: Some(0..plan.tile_num()),
                     frag: Some(i),
-                    cells: None,
-                    share: None,
+                    ..Piece::default()
                 })
                 .collect();
         }
@@ -885,6 +884,11 @@ impl Reader {
         let schema = self.snapshot.schema();
         let window = self.snapshot.open.directory.window;
         if schema.array_type == ArrayType::Sparse {
+            // A probe read one dimension of one cell: no result.
+            if self.current.probe {
+                self.after_probe();
+                return Ok(());
+            }
             // A piece of one tile's cells (a read that spills).
             let held = (self.current.frag)
                 .zip(self.current.run.as_ref())

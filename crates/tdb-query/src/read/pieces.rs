@@ -11,7 +11,7 @@ use super::tiles::{self, Coalesced, Fetching, TileFetch, TileKey};
 use super::{aggregate, partition, sparse, Phase, Reader};
 use crate::{QueryError, Result, ResultLayout, Subarray};
 use std::collections::HashMap;
-use tdb_format::{ArrayType, DataPart};
+use tdb_format::{ArrayType, DataPart, Layout};
 use tdb_storage::RangeRequest;
 
 /// A piece planned: everything [`Reader::plan_piece`] works out, which
@@ -46,6 +46,29 @@ pub(super) struct Piece {
     pub frag: Option<usize>,
     pub cells: Option<std::ops::Range<u64>>,
     pub share: Option<sparse::Share>,
+    /// One cell of a tile sorted along a dimension the subarray bounds
+    /// ([`Reader::sorted_dim`]), of which only that dimension is read: its
+    /// value there says which of the runs beside it (the next two pieces;
+    /// the one above holds the cell) can hold results at all.
+    pub probe: bool,
+    /// Of a run of such a tile's cells: whether cells below, and above,
+    /// the subarray's range on that dimension may lie in it (`None`: as
+    /// the tile's MBR says).
+    pub edges: Option<(bool, bool)>,
+}
+
+/// How [`Reader::cut`] cuts a piece.
+pub(super) enum Cut {
+    /// In two halves.
+    Halves(Piece, Piece),
+    /// A run of a sorted tile's cells in two at its middle cell, whose
+    /// value on the sorted dimension is read first (`probe`): it may show
+    /// a half to hold no result (see [`Reader::after_probe`]).
+    Probe {
+        below: Piece,
+        probe: Piece,
+        above: Piece,
+    },
 }
 
 impl Piece {
@@ -389,7 +412,7 @@ impl Reader {
 
     /// `p` in two halves when its estimate passes the tile budget, or the
     /// piece size aimed at (at tile boundaries only).
-    pub(super) fn cut(&self, p: &Piece) -> Option<(Piece, Piece)> {
+    pub(super) fn cut(&self, p: &Piece) -> Option<Cut> {
         let schema = self.snapshot.schema();
         let order = partition::split_order(schema, self.spec.layout);
         let bounds = |d: usize, piece: &Subarray| self.tile_bounds(d, piece);
@@ -433,14 +456,32 @@ impl Reader {
                     cells: Some(cells),
                     ..p.clone()
                 };
-                return Some((half(cells.start..mid), half(mid..cells.end)));
+                // A sorted tile the subarray bounds on its sorted dimension:
+                // its middle cell first, to know which side can hold results
+                // (where the run is worth more than the chunk a probe reads).
+                let edges = (self.estimate(p) >= Self::PROBE_MIN)
+                    .then(|| self.probe_edges(p, plan, *t))
+                    .flatten();
+                if let Some(edges @ ((true, _) | (_, true))) = edges {
+                    let part = |cells, probe, edges| Piece {
+                        probe,
+                        edges,
+                        ..half(cells)
+                    };
+                    return Some(Cut::Probe {
+                        below: part(cells.start..mid, false, Some(edges)),
+                        probe: part(mid..mid.saturating_add(1), true, None),
+                        above: part(mid..cells.end, false, Some(edges)),
+                    });
+                }
+                return Some(Cut::Halves(half(cells.start..mid), half(mid..cells.end)));
             }
             let (a, b) = partition::split_run(&tiles, run)?;
             let half = |run| Piece {
                 run: Some(run),
                 ..p.clone()
             };
-            return Some((half(a), half(b)));
+            return Some(Cut::Halves(half(a), half(b)));
         }
         let in_order = self.range_cuts(&p.sub)?;
         let (a, b) = partition::split(
@@ -470,12 +511,136 @@ impl Reader {
         };
         let half = |sub, share| Piece {
             sub,
-            run: p.run.clone(),
-            frag: p.frag,
-            cells: p.cells.clone(),
             share,
+            ..p.clone()
         };
-        Some((half(a, share_a), half(b, share_b)))
+        Some(Cut::Halves(half(a, share_a), half(b, share_b)))
+    }
+
+    /// Runs of a sorted tile's cells at least this large are probed
+    /// ([`Cut::Probe`]): a probe fetches a chunk of the sorted dimension
+    /// (up to [`Reader::CHUNK`] unfiltered) and its chunk headers, which
+    /// below this would cost as much as the run it may save.
+    const PROBE_MIN: u64 = 8 * Self::CHUNK;
+
+    /// The dimension tile `t` of sparse fragment `plan` has its cells
+    /// sorted along: the first (row-major cells) or the last (col-major)
+    /// where its MBR lies in one space tile, whose cells are sorted in the
+    /// cell order (a data tile's cells are in the global order).
+    pub(super) fn sorted_dim(plan: &FragPlan, t: u64) -> Option<usize> {
+        let dims = &plan.schema.domain.dimensions;
+        let s = match plan.schema.cell_order {
+            Layout::RowMajor => 0,
+            Layout::ColMajor => dims.len().checked_sub(1)?,
+            _ => return None,
+        };
+        let mbr = plan.leaves().get(usize::try_from(t).ok()?)?;
+        for (d, dim) in dims.iter().enumerate() {
+            if dim.tile_extent.is_some() {
+                let (lo, hi) = mbr.get(d)?.bounds();
+                let tile = |v| tdb_index::dense::tile_index(dim, v);
+                if tile(lo)? != tile(hi)? {
+                    return None;
+                }
+            }
+        }
+        Some(s)
+    }
+
+    /// For a run of tile `t`'s cells (piece `p`, of fragment `plan`): whether
+    /// cells below, and above, the subarray's range on the tile's sorted
+    /// dimension may lie in it; `None` where the tile is not sorted or the
+    /// subarray has several ranges there.
+    fn probe_edges(&self, p: &Piece, plan: &FragPlan, t: u64) -> Option<(bool, bool)> {
+        if p.edges.is_some() {
+            return p.edges;
+        }
+        let s = Self::sorted_dim(plan, t)?;
+        let [range] = self.spec.subarray.ranges(s) else {
+            return None;
+        };
+        let ops = self.ops.dims().get(s)?;
+        let (lo, hi) = range.bounds();
+        let mbr = plan.leaves().get(usize::try_from(t).ok()?)?.get(s)?;
+        let (mlo, mhi) = mbr.bounds();
+        Some((
+            ops.cmp_values(mlo, lo).is_lt(),
+            ops.cmp_values(mhi, hi).is_gt(),
+        ))
+    }
+
+    /// The probe just read ([`Cut::Probe`]): the runs beside it on the
+    /// stack that its value shows to hold no cell of the subarray's range
+    /// on the sorted dimension go (the tile's cells below it are no larger,
+    /// those above no smaller), and the others learn which edges they may
+    /// still hold. Nothing goes where the value is not found.
+    pub(super) fn after_probe(&mut self) {
+        let p = &self.current;
+        let (Some(i), Some(run), Some(cells)) = (p.frag, p.run.clone(), p.cells.clone()) else {
+            return;
+        };
+        let (t, m) = (run.start, cells.start);
+        let Some(s) = self.plans.get(i).and_then(|plan| Self::sorted_dim(plan, t)) else {
+            return;
+        };
+        let Some((slot, f)) = (self.fields.iter().enumerate())
+            .find(|(_, f)| matches!(f.kind, Kind::Dim(d) if d == s))
+        else {
+            return;
+        };
+        let (Some(tile), Some(ops), [range]) = (
+            self.tiles.get(&(i, slot, t)),
+            self.ops.dims().get(s),
+            self.spec.subarray.ranges(s),
+        ) else {
+            return;
+        };
+        let Some(at) = m
+            .checked_sub(tile.first)
+            .and_then(|k| usize::try_from(k).ok())
+        else {
+            return;
+        };
+        let col = tile.column(f.datatype, f.cell_val_num);
+        if at >= col.len() {
+            return;
+        }
+        let v = col.cell(at);
+        let (lo, hi) = range.bounds();
+        let (below, above) = (ops.cmp_values(v, lo).is_lt(), ops.cmp_values(v, hi).is_gt());
+        let n = self.partitions.len();
+        let mut gone = Vec::new();
+        for k in (n.saturating_sub(2)..n).rev() {
+            let Some(side) = self.partitions.get_mut(k) else {
+                continue;
+            };
+            let Some(c) = side
+                .cells
+                .clone()
+                .filter(|_| side.frag == Some(i) && side.run == Some(run.clone()))
+            else {
+                continue;
+            };
+            let (may_below, may_above) = side.edges.unwrap_or((true, true));
+            if c.end == m {
+                // Cells no larger than the probe's.
+                if below {
+                    gone.push(k);
+                } else if !above {
+                    side.edges = Some((may_below, false));
+                }
+            } else if c.start == m {
+                // The probe's cell and those after it: no smaller.
+                if above {
+                    gone.push(k);
+                } else if !below {
+                    side.edges = Some((false, may_above));
+                }
+            }
+        }
+        for k in gone {
+            self.partitions.remove(k);
+        }
     }
 
     /// Whether piece `sub` is cut between ranges (`Some(true)`), anywhere
@@ -567,19 +732,32 @@ impl Reader {
     /// is read whole, over the budget, rather than cut without end.
     pub(super) fn next_piece(&mut self) -> Option<Piece> {
         while let Some(p) = self.partitions.pop() {
-            if let Some((a, b)) = self.cut(&p) {
-                let whole = self.estimate(&p);
-                if self.estimate(&a) >= whole && self.estimate(&b) >= whole {
-                    if self.fruitless_cuts >= MAX_FRUITLESS_CUTS {
-                        return Some(p);
+            match self.cut(&p) {
+                Some(Cut::Probe {
+                    below,
+                    probe,
+                    above,
+                }) => {
+                    for side in [above, below] {
+                        if side.cells.as_ref().is_some_and(|c| c.start < c.end) {
+                            self.partitions.push(side);
+                        }
                     }
-                    self.fruitless_cuts = self.fruitless_cuts.saturating_add(1);
+                    return Some(probe);
                 }
-                self.partitions.push(b);
-                self.partitions.push(a);
-                continue;
+                Some(Cut::Halves(a, b)) => {
+                    let whole = self.estimate(&p);
+                    if self.estimate(&a) >= whole && self.estimate(&b) >= whole {
+                        if self.fruitless_cuts >= MAX_FRUITLESS_CUTS {
+                            return Some(p);
+                        }
+                        self.fruitless_cuts = self.fruitless_cuts.saturating_add(1);
+                    }
+                    self.partitions.push(b);
+                    self.partitions.push(a);
+                }
+                None => return Some(p),
             }
-            return Some(p);
         }
         None
     }
@@ -593,7 +771,11 @@ impl Reader {
     /// fetched (from then on, while it is decoded too), or two pieces' tiles that would not fit the tile budget
     /// together (the next piece is then planned when its turn comes).
     pub fn plan_ahead(&mut self) -> Result<Option<Vec<RangeRequest>>> {
-        if self.ahead.is_some() || !matches!(self.phase, Phase::Decode(_) | Phase::Emit) {
+        // After a probe the next pieces wait for its value.
+        if self.ahead.is_some()
+            || self.current.probe
+            || !matches!(self.phase, Phase::Decode(_) | Phase::Emit)
+        {
             return Ok(None);
         }
         let Some(piece) = self.next_piece() else {
@@ -712,7 +894,22 @@ impl Reader {
                 && schema.allows_dups
                 && self.spec.layout == ResultLayout::Unordered
                 && self.deletes.is_empty();
+            let probed = (piece.probe)
+                .then(|| {
+                    piece
+                        .run
+                        .as_ref()
+                        .and_then(|r| Self::sorted_dim(plan, r.start))
+                })
+                .flatten();
             for (slot, ff) in Self::frag_fields(plan) {
+                // A probe reads the sorted dimension alone.
+                if piece.probe
+                    && !(self.fields.get(slot))
+                        .is_some_and(|f| matches!(f.kind, Kind::Dim(d) if Some(d) == probed))
+                {
+                    continue;
+                }
                 let optional = coordinates_optional
                     && self.fields.get(slot).is_some_and(|f| {
                         matches!(f.kind, Kind::Dim(_))
