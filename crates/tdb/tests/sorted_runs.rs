@@ -264,56 +264,65 @@ fn sparse_tiles_past_the_budget_are_read_by_runs_of_their_cells() {
 /// chunks of a few KiB: in the middle, about all the bytes again.)
 #[test]
 fn a_few_cells_of_a_sorted_tile_past_the_budget_read_only_the_runs_that_hold_them() {
-    let dir = tempfile::tempdir().unwrap();
-    let schema = ArraySchema::builder(ArrayType::Sparse)
-        .dimension(DimensionBuilder::range("x", 0i32..=999).tile_extent(1000i32))
-        .dimension(DimensionBuilder::range("y", 0i32..=999).tile_extent(1000i32))
-        .attribute(AttributeBuilder::new("a", Datatype::Int64).filters([Filter::Zstd { level: 1 }]))
-        .attribute(AttributeBuilder::new("n", Datatype::Float64).nullable(true))
-        .attribute(
-            AttributeBuilder::new("s", Datatype::StringUtf8)
-                .var()
-                .nullable(true)
-                .filters([Filter::Zstd { level: 1 }]),
-        )
-        .cell_order(Layout::RowMajor)
-        .tile_order(Layout::RowMajor)
-        .capacity(100_000)
-        .build()
-        .unwrap();
-    let array = Array::create(dir.path(), &schema).unwrap();
-    // One tile of 100,000 cells.
-    let cells: Vec<(i32, i32)> = (0..400)
-        .flat_map(|i| (0..250).map(move |j| (i * 2, j * 4)))
-        .collect();
-    write(&array, 1, &cells);
-    let storage = RecordingStorage::new(LocalStorage::new(dir.path()));
-    let array = Array::open_in(storage, "", OpenOptions::new()).unwrap();
-    // Rows near the start, the middle and the end of the tile, and the
-    // box's y range narrower than the tile's too.
-    for (x0, x1) in [(5, 12), (500, 505), (790, 999), (0, 1)] {
-        let mut boxed = Subarray::new(2);
-        boxed.add_range(0, range(x0, x1));
-        boxed.add_range(1, range(100, 700));
-        for layout in [ResultLayout::RowMajor, ResultLayout::Unordered] {
-            let spec = ReadSpec::new(["x", "y", "a", "s"])
-                .with_layout(layout)
-                .with_subarray(boxed.clone());
-            let what = format!("x {x0}..={x1}, {layout:?}");
-            array.storage().take();
-            let whole = array.read_all(spec.clone()).unwrap();
-            let whole_bytes = fetched(&array.storage().take());
-            assert!(whole.num_cells > 0, "{what}");
-            let small = array
-                .read_all(spec.with_budget(16 << 10))
-                .unwrap_or_else(|e| panic!("{what}: {}", chain(&e)));
-            let small_bytes = fetched(&array.storage().take());
-            assert_eq!(small, whole, "{what}");
-            let near_the_start = x0 < 100;
-            assert!(
-                small_bytes <= whole_bytes && (!near_the_start || small_bytes * 2 <= whole_bytes),
-                "{what}: {small_bytes} bytes fetched, {whole_bytes} unbudgeted"
-            );
+    // Row-major cells are sorted along x, col-major ones along y.
+    for (cell, sorted) in [(Layout::RowMajor, 0), (Layout::ColMajor, 1)] {
+        let dir = tempfile::tempdir().unwrap();
+        let schema = ArraySchema::builder(ArrayType::Sparse)
+            .dimension(DimensionBuilder::range("x", 0i32..=999).tile_extent(1000i32))
+            .dimension(DimensionBuilder::range("y", 0i32..=999).tile_extent(1000i32))
+            .attribute(
+                AttributeBuilder::new("a", Datatype::Int64).filters([Filter::Zstd { level: 1 }]),
+            )
+            .attribute(AttributeBuilder::new("n", Datatype::Float64).nullable(true))
+            .attribute(
+                AttributeBuilder::new("s", Datatype::StringUtf8)
+                    .var()
+                    .nullable(true)
+                    .filters([Filter::Zstd { level: 1 }]),
+            )
+            .cell_order(cell)
+            .tile_order(Layout::RowMajor)
+            .capacity(100_000)
+            .build()
+            .unwrap();
+        let array = Array::create(dir.path(), &schema).unwrap();
+        // One tile of 100,000 cells, then a fragment rewriting some of
+        // them (the newest version stands in the merge of runs).
+        let cells: Vec<(i32, i32)> = (0..400)
+            .flat_map(|i| (0..250).map(move |j| (i * 2, j * 4)))
+            .collect();
+        write(&array, 1, &cells);
+        let again: Vec<(i32, i32)> = (0..100).map(|k| (k * 8, k * 8)).collect();
+        write(&array, 2, &again);
+        let storage = RecordingStorage::new(LocalStorage::new(dir.path()));
+        let array = Array::open_in(storage, "", OpenOptions::new()).unwrap();
+        // Values near the start, the middle and the end of the tile on
+        // the sorted dimension; the other dimension narrower too.
+        for (v0, v1) in [(5, 12), (500, 505), (790, 999), (0, 1)] {
+            let mut boxed = Subarray::new(2);
+            boxed.add_range(sorted, range(v0, v1));
+            boxed.add_range(1 - sorted, range(100, 700));
+            for layout in [ResultLayout::RowMajor, ResultLayout::Unordered] {
+                let spec = ReadSpec::new(["x", "y", "a", "s"])
+                    .with_layout(layout)
+                    .with_subarray(boxed.clone());
+                let what = format!("{cell:?} cells, {v0}..={v1}, {layout:?}");
+                array.storage().take();
+                let whole = array.read_all(spec.clone()).unwrap();
+                let whole_bytes = fetched(&array.storage().take());
+                assert!(whole.num_cells > 0, "{what}");
+                let small = array
+                    .read_all(spec.with_budget(16 << 10))
+                    .unwrap_or_else(|e| panic!("{what}: {}", chain(&e)));
+                let small_bytes = fetched(&array.storage().take());
+                assert_eq!(small, whole, "{what}");
+                let near_the_start = v0 < 100;
+                assert!(
+                    small_bytes <= whole_bytes
+                        && (!near_the_start || small_bytes * 2 <= whole_bytes),
+                    "{what}: {small_bytes} bytes fetched, {whole_bytes} unbudgeted"
+                );
+            }
         }
     }
 }
