@@ -33,28 +33,44 @@ fn cell(state: &mut u64) -> (i32, i64) {
     ((s >> 40) as i32 % 32 - 8, (s >> 20) as i64 % 100)
 }
 
-#[test]
-fn pairwise_comparison_agrees_with_the_sort() {
-    let domain = domain();
-    let ops = DomainOps::new(&domain).unwrap();
-    let mut state = 7u64;
-    let cells: Vec<[Vec<u8>; 2]> = (0..300)
+/// `n` cells of [`domain`] drawn from `seed`, as each dimension's bytes.
+fn cells(seed: u64, n: usize) -> Vec<[Vec<u8>; 2]> {
+    let mut state = seed;
+    (0..n)
         .map(|_| {
             let (x, y) = cell(&mut state);
             [x.to_le_bytes().to_vec(), y.to_le_bytes().to_vec()]
         })
-        .collect();
-    let coord = |i: usize, d: usize| cells[i][d].as_slice();
+        .collect()
+}
+
+/// Row- and col-major, and every global order (with Hilbert's cells or
+/// not).
+fn orders(hilbert: bool) -> Vec<CellOrder> {
     let mut kinds = vec![CellOrder::RowMajor, CellOrder::ColMajor];
+    let cells: &[Layout] = if hilbert {
+        &[Layout::RowMajor, Layout::ColMajor, Layout::Hilbert]
+    } else {
+        &[Layout::RowMajor, Layout::ColMajor]
+    };
     for tile_order in [Layout::RowMajor, Layout::ColMajor] {
-        for cell_order in [Layout::RowMajor, Layout::ColMajor, Layout::Hilbert] {
+        for &cell_order in cells {
             kinds.push(CellOrder::Global {
                 tile_order,
                 cell_order,
             });
         }
     }
-    for kind in kinds {
+    kinds
+}
+
+#[test]
+fn pairwise_comparison_agrees_with_the_sort() {
+    let domain = domain();
+    let ops = DomainOps::new(&domain).unwrap();
+    let cells = cells(7, 300);
+    let coord = |i: usize, d: usize| cells[i][d].as_slice();
+    for kind in orders(true) {
         let mut order: Vec<usize> = (0..cells.len()).collect();
         sort_cells(
             &mut order,
@@ -80,34 +96,15 @@ fn pairwise_comparison_agrees_with_the_sort() {
     }
 }
 
-/// Every order sorts as the pairwise comparison then the tie, whatever
-/// path the sort takes: keys of integer words (signed and unsigned at
-/// their extremes, a dimension without tiles) or the datatypes' own
-/// comparisons (a float dimension); duplicates go by the tie.
 /// Keys compare as the order does, pair by pair, in every order that has
 /// them (none for Hilbert's or a float dimension).
 #[test]
 fn keys_compare_as_the_pairwise_order() {
     let domain = domain();
     let ops = DomainOps::new(&domain).unwrap();
-    let mut state = 11u64;
-    let cells: Vec<[Vec<u8>; 2]> = (0..200)
-        .map(|_| {
-            let (x, y) = cell(&mut state);
-            [x.to_le_bytes().to_vec(), y.to_le_bytes().to_vec()]
-        })
-        .collect();
+    let cells = cells(11, 200);
     let coord = |i: usize, d: usize| cells[i][d].as_slice();
-    let mut kinds = vec![CellOrder::RowMajor, CellOrder::ColMajor];
-    for tile_order in [Layout::RowMajor, Layout::ColMajor] {
-        for cell_order in [Layout::RowMajor, Layout::ColMajor] {
-            kinds.push(CellOrder::Global {
-                tile_order,
-                cell_order,
-            });
-        }
-    }
-    for kind in kinds {
+    for kind in orders(false) {
         let keys = CellKeys::new(&domain, kind).unwrap();
         let global = matches!(kind, CellOrder::Global { .. });
         assert_eq!(keys.width(), 2 + usize::from(global));
@@ -140,6 +137,10 @@ fn keys_compare_as_the_pairwise_order() {
     assert!(CellKeys::new(&floats, CellOrder::RowMajor).is_none());
 }
 
+/// Every order sorts as the pairwise comparison then the tie, whatever
+/// path the sort takes: keys of integer words (signed and unsigned at
+/// their extremes, a dimension without tiles) or the datatypes' own
+/// comparisons (a float dimension); duplicates go by the tie.
 #[test]
 fn the_sort_is_the_pairwise_order_then_the_tie() {
     let ints = ArraySchema::builder(ArrayType::Sparse)

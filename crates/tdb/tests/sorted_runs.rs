@@ -19,9 +19,15 @@ use tdb_storage::{LocalStorage, RecordingStorage, Request};
 use crate::common::{chain, range};
 
 fn schema(cell: Layout, tile: Layout, dups: bool) -> ArraySchema {
+    schema_of(cell, tile, 250, 24, dups)
+}
+
+/// The tests' fields over space tiles of `extent` × `extent` in a domain of
+/// 1,000 × 1,000, data tiles of `capacity` cells.
+fn schema_of(cell: Layout, tile: Layout, extent: i32, capacity: u64, dups: bool) -> ArraySchema {
     ArraySchema::builder(ArrayType::Sparse)
-        .dimension(DimensionBuilder::range("x", 0i32..=999).tile_extent(250i32))
-        .dimension(DimensionBuilder::range("y", 0i32..=999).tile_extent(250i32))
+        .dimension(DimensionBuilder::range("x", 0i32..=999).tile_extent(extent))
+        .dimension(DimensionBuilder::range("y", 0i32..=999).tile_extent(extent))
         .attribute(AttributeBuilder::new("a", Datatype::Int64).filters([Filter::Zstd { level: 1 }]))
         .attribute(AttributeBuilder::new("n", Datatype::Float64).nullable(true))
         .attribute(
@@ -32,7 +38,7 @@ fn schema(cell: Layout, tile: Layout, dups: bool) -> ArraySchema {
         )
         .cell_order(cell)
         .tile_order(tile)
-        .capacity(24)
+        .capacity(capacity)
         .allows_duplicates(dups)
         .build()
         .unwrap()
@@ -180,25 +186,7 @@ fn reads_against_the_tile_order_under_a_small_budget_read_each_tile_once() {
 fn sparse_tiles_past_the_budget_are_read_by_runs_of_their_cells() {
     for (cell, dups) in [(Layout::RowMajor, false), (Layout::Hilbert, true)] {
         let dir = tempfile::tempdir().unwrap();
-        let schema = ArraySchema::builder(ArrayType::Sparse)
-            .dimension(DimensionBuilder::range("x", 0i32..=999).tile_extent(1000i32))
-            .dimension(DimensionBuilder::range("y", 0i32..=999).tile_extent(1000i32))
-            .attribute(
-                AttributeBuilder::new("a", Datatype::Int64).filters([Filter::Zstd { level: 1 }]),
-            )
-            .attribute(AttributeBuilder::new("n", Datatype::Float64).nullable(true))
-            .attribute(
-                AttributeBuilder::new("s", Datatype::StringUtf8)
-                    .var()
-                    .nullable(true)
-                    .filters([Filter::Zstd { level: 1 }]),
-            )
-            .cell_order(cell)
-            .tile_order(Layout::RowMajor)
-            .capacity(60_000)
-            .allows_duplicates(dups)
-            .build()
-            .unwrap();
+        let schema = schema_of(cell, Layout::RowMajor, 1000, 60_000, dups);
         let array = Array::create(dir.path(), &schema).unwrap();
         let grid = |step: i32, shift: i32| -> Vec<(i32, i32)> {
             (0..200)
@@ -267,24 +255,7 @@ fn a_few_cells_of_a_sorted_tile_past_the_budget_read_only_the_runs_that_hold_the
     // Row-major cells are sorted along x, col-major ones along y.
     for (cell, sorted) in [(Layout::RowMajor, 0), (Layout::ColMajor, 1)] {
         let dir = tempfile::tempdir().unwrap();
-        let schema = ArraySchema::builder(ArrayType::Sparse)
-            .dimension(DimensionBuilder::range("x", 0i32..=999).tile_extent(1000i32))
-            .dimension(DimensionBuilder::range("y", 0i32..=999).tile_extent(1000i32))
-            .attribute(
-                AttributeBuilder::new("a", Datatype::Int64).filters([Filter::Zstd { level: 1 }]),
-            )
-            .attribute(AttributeBuilder::new("n", Datatype::Float64).nullable(true))
-            .attribute(
-                AttributeBuilder::new("s", Datatype::StringUtf8)
-                    .var()
-                    .nullable(true)
-                    .filters([Filter::Zstd { level: 1 }]),
-            )
-            .cell_order(cell)
-            .tile_order(Layout::RowMajor)
-            .capacity(100_000)
-            .build()
-            .unwrap();
+        let schema = schema_of(cell, Layout::RowMajor, 1000, 100_000, false);
         let array = Array::create(dir.path(), &schema).unwrap();
         // One tile of 100,000 cells, then a fragment rewriting some of
         // them (the newest version stands in the merge of runs).
