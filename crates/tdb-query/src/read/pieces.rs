@@ -247,6 +247,27 @@ impl Reader {
         total
     }
 
+    /// What reading sparse tile `t` of fragment `i` holds: the tile (with
+    /// `cells`, that run of its cells) and per cell the plan's bookkeeping.
+    pub(super) fn sparse_held(
+        &self,
+        i: usize,
+        t: u64,
+        cells: Option<&std::ops::Range<u64>>,
+    ) -> u64 {
+        let (cells, bytes) = match cells {
+            Some(c) => {
+                let span = c.end.saturating_sub(c.start);
+                (span, self.tile_cost(i, t, Some(span)))
+            }
+            None => {
+                let cells = (self.plans.get(i)).map_or(0, |plan| plan.cells(t, plan.tile_num()));
+                (cells, self.tile_bytes(i, t))
+            }
+        };
+        bytes.saturating_add(cells.saturating_mul(64))
+    }
+
     /// Whether the tiles of `plan` can be sliced: every field read can be.
     /// (Were one read whole, every piece inside a tile would read it again:
     /// a budget below it stays an error.) Dense tiles are sliced by the
@@ -382,18 +403,8 @@ impl Reader {
                 let tile_max = self.tile_max.get(i).copied().unwrap_or(u64::MAX);
                 total = total.saturating_add(tiles.saturating_mul(tile_max));
             } else {
-                let tile_num = plan.tile_num();
                 for t in piece.tiles(i, plan, self.ops.dims(), &self.spec.subarray) {
-                    let (cells, bytes) = match &piece.cells {
-                        Some(c) => {
-                            let span = c.end.saturating_sub(c.start);
-                            (span, self.tile_cost(i, t, Some(span)))
-                        }
-                        None => (plan.cells(t, tile_num), self.tile_bytes(i, t)),
-                    };
-                    total = total
-                        .saturating_add(bytes)
-                        .saturating_add(cells.saturating_mul(64));
+                    total = total.saturating_add(self.sparse_held(i, t, piece.cells.as_ref()));
                 }
             }
         }
@@ -459,7 +470,7 @@ impl Reader {
                 // A sorted tile the subarray bounds on its sorted dimension:
                 // its middle cell first, to know which side can hold results
                 // (where the run is worth more than the chunk a probe reads).
-                let edges = (self.estimate(p) >= Self::PROBE_MIN)
+                let edges = (estimate >= Self::PROBE_MIN)
                     .then(|| self.probe_edges(p, plan, *t))
                     .flatten();
                 if let Some(edges @ ((true, _) | (_, true))) = edges {

@@ -728,7 +728,6 @@ impl Reader {
             if plan.meta.footer.dense {
                 continue;
             }
-            let tile_num = plan.tile_num();
             for t in plan.tiles_overlapping(self.ops.dims(), sub) {
                 let mbr = usize::try_from(t).ok().and_then(|t| plan.leaves().get(t));
                 let Some((a, b)) = mbr
@@ -738,8 +737,7 @@ impl Reader {
                     return false;
                 };
                 let (a, b) = (a.max(lo), b.min(hi));
-                let held = (self.tile_bytes(i, t))
-                    .saturating_add(plan.cells(t, tile_num).saturating_mul(64));
+                let held = self.sparse_held(i, t, None);
                 let height = u128::try_from(b.saturating_sub(a).saturating_add(1)).unwrap_or(1);
                 bytes = bytes.saturating_add(u128::from(held));
                 weighted = weighted.saturating_add(u128::from(held).saturating_mul(height));
