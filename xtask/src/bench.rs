@@ -616,11 +616,15 @@ pub(crate) fn bench(args: &[String], reference: &Writer) -> Result<(), String> {
     // `--quick` is a smoke test (both engines run every phase but the SQL
     // one and agree): the dev build serves, without DataFusion (its SQL
     // answers are the tests') and without the peers. Timings come from
-    // full runs only.
+    // full runs only. Built beside xtask, whose dependencies resolve the
+    // workspace's features: alone, tdb-bench would resolve fewer and build
+    // every library it shares with xtask again.
     let profile = if quick { "debug" } else { "release" };
     let mut build = crate::cargo(&root);
     build.args(["build", "--quiet", "-p", "tdb-bench"]);
-    if !quick {
+    if quick {
+        build.args(["-p", "xtask"]);
+    } else {
         build.args(["--release", "--features", "sql,peers"]);
     }
     run(&mut build)?;

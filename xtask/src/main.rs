@@ -288,3 +288,62 @@ fn main() -> ExitCode {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::{BTreeMap, BTreeSet};
+
+    /// Each package `cargo tree` lists for `args`, with every feature set it
+    /// is built with (a build dependency can be built twice, with two sets).
+    fn features(args: &[&str]) -> BTreeMap<String, BTreeSet<String>> {
+        let out = cargo(&workspace_root())
+            .args(["tree", "--locked", "--prefix", "none", "-f", "{p} [{f}]"])
+            .args(args)
+            .output()
+            .expect("cargo tree runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let mut map: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        for line in String::from_utf8_lossy(&out.stdout).lines() {
+            // "name vX.Y.Z [(path)] [f1,f2] [(*)]"
+            let mut words = line.split_whitespace();
+            let (Some(name), Some(version)) = (words.next(), words.next()) else {
+                continue;
+            };
+            let Some(set) = words.find(|w| w.starts_with('[')) else {
+                continue;
+            };
+            map.entry(format!("{name} {version}"))
+                .or_default()
+                .insert(set.to_owned());
+        }
+        map
+    }
+
+    /// xtask's dependencies must resolve every package it links with the
+    /// features `cargo test --workspace` builds it with, or CI (which builds
+    /// xtask, then the tests) compiles it, and all above it, twice. The fix
+    /// for a failure: add, among the "not used in code" dependencies of
+    /// xtask/Cargo.toml, the dev-dependency that brings the missing features.
+    #[test]
+    fn features_match_the_workspace_tests() {
+        let xtask = features(&["-p", "xtask", "-e", "normal,build"]);
+        let tests = features(&["--workspace"]);
+        assert!(
+            xtask.len() > 100,
+            "cargo tree listed {} packages",
+            xtask.len()
+        );
+        let differ: Vec<String> = xtask
+            .iter()
+            .filter(|(p, _)| !p.starts_with("xtask "))
+            .filter(|(p, sets)| tests.get(*p) != Some(sets))
+            .map(|(p, sets)| format!("{p}: {sets:?}, tests {:?}", tests.get(p)))
+            .collect();
+        assert!(differ.is_empty(), "{differ:#?}");
+    }
+}
