@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """TileDB reads the copy tdb re-encoded exactly as it read TileDB's own bytes.
 
-Usage: <venv-0.36.1>/bin/python xtask/interop/check.py [--copy | --consolidated | --arrow] CORPUS COPY [REFERENCE] [--only CASE]
+Usage: <venv-0.36.1>/bin/python xtask/interop/check.py [--copy | --consolidated | --arrow] CORPUS COPY [REFERENCE] [--only CASE | --shard I/N]
 
 With --copy, COPY holds arrays tdb wrote anew (`tdb copy`, at format v22, with new
 fragment and schema names): what a copy changes by design is left out of the comparison
@@ -28,6 +28,9 @@ For every case under COPY (a copy of CORPUS in which tdb rewrote files), recompu
 TileDB reports (expect.py's complete_case, in place) and compare it with the committed
 expected.json of the same case under CORPUS. File sizes may differ (tdb's compressor
 output is not TileDB's); everything else must be equal.
+
+With --shard I/N, only every Nth case from the Ith (from 0) is checked, so N processes
+check a corpus at once.
 """
 import itertools
 import json
@@ -236,12 +239,12 @@ def same(want, got):
     return True
 
 
-def main(corpus, copy, mode=None, reference=None, only=None):
+def main(corpus, copy, mode=None, reference=None, only=None, shard=(0, 1)):
     view = {"--copy": copy_view, "--consolidated": consolidated_view,
             "--arrow": arrow_view}.get(mode, without_sizes)
     failed = 0
     cases = [c for c in expect.find_cases(copy)
-             if only is None or os.path.relpath(c, copy) == only]
+             if only is None or os.path.relpath(c, copy) == only][shard[0]::shard[1]]
     for case_dir in cases:
         rel = os.path.relpath(case_dir, copy)
         with open(os.path.join(corpus, rel, "expected.json")) as f:
@@ -306,10 +309,20 @@ if __name__ == "__main__":
         i = args.index("--only")
         only = args[i + 1] if i + 1 < len(args) else None
         args = args[:i] + args[i + 2:]
+    shard = (0, 1)
+    if "--shard" in args:
+        i = args.index("--shard")
+        try:
+            shard = tuple(int(n) for n in args[i + 1].split("/"))
+            assert len(shard) == 2 and 0 <= shard[0] < shard[1]
+        except (IndexError, ValueError, AssertionError):
+            print(__doc__, file=sys.stderr)
+            sys.exit(2)
+        args = args[:i] + args[i + 2:]
     mode = args[0] if args and args[0] in ("--copy", "--consolidated", "--arrow") else None
     if mode:
         args = args[1:]
     if len(args) not in (2, 3) or ("--only" in sys.argv and only is None):
         print(__doc__, file=sys.stderr)
         sys.exit(2)
-    sys.exit(main(*args[:2], mode, *args[2:], only=only))
+    sys.exit(main(*args[:2], mode, *args[2:], only=only, shard=shard))

@@ -205,9 +205,14 @@ fn copies(root: &Path, corpus: &Path, python: &Path) -> Result<(usize, usize, us
     Ok((cases - bad, failed + bad, skipped))
 }
 
+/// check.py processes a pass runs at once, each over its share of the
+/// cases: TileDB and Python use about one core each, and a loopback object
+/// store waits on its client as much as the client on it.
+const CHECKERS: usize = 2;
+
 /// Runs check.py over `out` (copies or rewrites of `corpus`; cases under
-/// `reference`, where there, are what to compare with instead), echoing
-/// its lines: `(cases, failed)`.
+/// `reference`, where there, are what to compare with instead), in
+/// [`CHECKERS`] processes, echoing their lines: `(cases, failed)`.
 pub(crate) fn check(
     root: &Path,
     python: &Path,
@@ -216,17 +221,16 @@ pub(crate) fn check(
     mode: Option<&str>,
     reference: Option<&Path>,
 ) -> Result<(usize, usize), String> {
-    let run = |only: Option<&str>| -> Result<(String, Option<(usize, usize)>), String> {
+    let command = |extra: [&str; 2]| {
         let mut cmd = Command::new(python);
         cmd.current_dir(root).arg("xtask/interop/check.py");
         if let Some(m) = mode {
             cmd.arg(m);
         }
-        cmd.arg(corpus).arg(out).args(reference);
-        if let Some(case) = only {
-            cmd.arg("--only").arg(case);
-        }
-        let output = cmd.output().map_err(|e| format!("check.py: {e}"))?;
+        cmd.arg(corpus).arg(out).args(reference).args(extra);
+        cmd
+    };
+    let report = |output: std::process::Output| -> (String, Option<(usize, usize)>) {
         let text = String::from_utf8_lossy(&output.stdout).into_owned();
         print!("{text}");
         eprint!("{}", String::from_utf8_lossy(&output.stderr));
@@ -240,18 +244,45 @@ pub(crate) fn check(
             [cases, bad] if bad <= cases => Some((cases, bad)),
             _ => None,
         };
-        Ok((text, counts))
+        (text, counts)
     };
-    let (text, counts) = run(None)?;
-    if let Some(counts) = counts {
-        return Ok(counts);
+    let run = |case: &str| -> Result<(String, Option<(usize, usize)>), String> {
+        let output = command(["--only", case])
+            .output()
+            .map_err(|e| format!("check.py: {e}"))?;
+        Ok(report(output))
+    };
+    let shards = (0..CHECKERS)
+        .map(|i| {
+            command(["--shard", &format!("{i}/{CHECKERS}")])
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .map_err(|e| format!("check.py: {e}"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut text = String::new();
+    let (mut cases, mut bad) = (0, 0);
+    let mut ended = Vec::new();
+    for shard in shards {
+        let output = shard
+            .wait_with_output()
+            .map_err(|e| format!("check.py: {e}"))?;
+        let (said, counts) = report(output);
+        match counts {
+            Some((c, b)) => (cases, bad) = (cases + c, bad + b),
+            None => ended.push(said.lines().last().unwrap_or("").to_owned()),
+        }
+        text.push_str(&said);
+    }
+    if ended.is_empty() {
+        return Ok((cases, bad));
     }
     // check.py died with TileDB (it crashes on some arrays, its own
-    // consolidations among them): the cases it had not reported are
+    // consolidations among them): the cases no process reported are
     // checked one by one, and one that kills it again is a failure, set
     // aside in `<out>.crashed`.
-    let last = text.lines().last().unwrap_or("").to_owned();
-    println!("check.py ended with {last:?}: the cases left are checked one by one");
+    println!("check.py ended with {ended:?}: the cases left are checked one by one");
     let reported: std::collections::HashSet<&str> = text
         .lines()
         .filter_map(|l| {
@@ -275,7 +306,7 @@ pub(crate) fn check(
             continue;
         }
         cases += 1;
-        match run(Some(&rel))? {
+        match run(&rel)? {
             (_, Some((_, failed))) => bad += failed,
             (text, None) => {
                 bad += 1;
