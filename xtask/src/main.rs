@@ -346,4 +346,40 @@ mod tests {
             .collect();
         assert!(differ.is_empty(), "{differ:#?}");
     }
+
+    /// The libraries Cargo.toml builds unoptimized (it says why) must be
+    /// every crate of their families xtask links: one that a DataFusion,
+    /// Ballista or Arrow upgrade adds would otherwise build at opt-level 1,
+    /// minutes of a clean build. The fix for a failure: add it to
+    /// `[profile.dev.package]` with `{ opt-level = 0 }`.
+    #[test]
+    fn heavy_libraries_build_unoptimized() {
+        const FAMILIES: [&str; 6] = [
+            "arrow",
+            "ballista",
+            "datafusion",
+            "object_store",
+            "parquet",
+            "sqlparser",
+        ];
+        let manifest = std::fs::read_to_string(workspace_root().join("Cargo.toml")).unwrap();
+        let unoptimized: BTreeSet<&str> = manifest
+            .lines()
+            .filter_map(|l| l.strip_suffix(" = { opt-level = 0 }"))
+            .collect();
+        let linked = features(&["-p", "xtask", "-e", "normal,build"]);
+        let heavy: BTreeSet<&str> = linked
+            .keys()
+            .filter_map(|p| p.split(' ').next())
+            .filter(|name| {
+                FAMILIES.iter().any(|f| {
+                    name.strip_prefix(f)
+                        .is_some_and(|rest| rest.is_empty() || rest.starts_with('-'))
+                })
+            })
+            .collect();
+        assert!(heavy.len() > 40, "xtask links {heavy:?}");
+        let missing: Vec<&&str> = heavy.difference(&unoptimized).collect();
+        assert!(missing.is_empty(), "built at opt-level 1: {missing:?}");
+    }
 }
