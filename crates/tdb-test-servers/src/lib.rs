@@ -14,6 +14,8 @@ use std::time::{Duration, Instant};
 
 /// The S3 server's release, pinned so every machine runs the same one.
 pub const MOTO: &str = "moto[server]==5.2.5";
+/// The script that starts moto's server (`python -c MOTO_SERVER ARGS...`).
+const MOTO_SERVER: &str = include_str!("moto_server.py");
 /// Used only to create Azurite containers (object_store cannot).
 pub const AZURE_BLOB: &str = "azure-storage-blob==12.31.1";
 /// Azurite's release.
@@ -233,8 +235,17 @@ impl S3Server {
     pub fn start() -> Result<S3Server, Error> {
         let venv = python_venv()?;
         let port = free_port()?;
-        let mut cmd = Command::new(venv.join("bin/moto_server"));
-        cmd.args(["-H", "127.0.0.1", "-p", &port.to_string()]);
+        // moto's S3 application alone, LISTs looking only under their
+        // prefix (`moto_server.py` says why).
+        let mut cmd = Command::new(venv.join("bin/python"));
+        cmd.args([
+            "-c",
+            MOTO_SERVER,
+            "-H",
+            "127.0.0.1",
+            "-p",
+            &port.to_string(),
+        ]);
         Ok(S3Server {
             _process: Process::serve(cmd, "moto", port)?,
             port,
