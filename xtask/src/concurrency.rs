@@ -183,7 +183,12 @@ pub fn concurrency(args: &[String]) -> Result<(), Err> {
         }
     }
     let root = crate::workspace_root();
-    let work = root.join("target/concurrency");
+    // Its own scratch directory per storage: CI runs the two side by side.
+    let work = root.join(if s3 {
+        "target/concurrency-s3"
+    } else {
+        "target/concurrency"
+    });
     let _ = std::fs::remove_dir_all(&work);
     let stop = work.join("stop");
     std::fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;

@@ -23,10 +23,11 @@
 //!
 //! With `--tiledb`, every tenth survivor, and every one whose kill left
 //! files behind (in progress or uncommitted), is also kept as two
-//! conformance cases (`target/crash/tiledb/`): real TileDB (expect.py)
-//! answers their queries (the array's cells now and at a time in its
-//! history, metadata, fragments; the group's members and metadata, and
-//! its member array's cells), and tdb must read them as TileDB did.
+//! conformance cases (`target/crash/tiledb/`; on S3 under
+//! `target/crash-s3/`): real TileDB (expect.py) answers their queries (the
+//! array's cells now and at a time in its history, metadata, fragments; the
+//! group's members and metadata, and its member array's cells), and tdb
+//! must read them as TileDB did.
 //!
 //! With `--storage s3` every run happens in a loopback S3 server (moto,
 //! started by `tdb-test-servers`; children reach it through `AWS_*`):
@@ -559,7 +560,12 @@ pub fn crash(args: &[String]) -> Result<(), Err> {
         }
     }
     let root = crate::workspace_root();
-    let work = root.join("target/crash");
+    // Its own scratch directory per storage: CI runs the two side by side.
+    let work = root.join(if s3 {
+        "target/crash-s3"
+    } else {
+        "target/crash"
+    });
     let cases = work.join("tiledb");
     let _ = fs::remove_dir_all(&cases);
     let base_dir = work.join("base");

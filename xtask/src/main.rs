@@ -152,26 +152,25 @@ fn run(cmd: &mut Command) -> Result<(), String> {
     }
 }
 
+/// The venv holding writer `w`'s tiledb-py, installed on first use (once,
+/// however many xtask processes ask for it at the same time).
 fn venv_for(root: &Path, w: &Writer) -> Result<PathBuf, String> {
     let venv = root
         .join("target/fixtures")
         .join(format!("venv-{}", w.tiledb_py));
-    let stamp = venv.join(".tdb-installed");
-    if stamp.exists() {
-        return Ok(venv);
-    }
-    if !venv.join("bin/python").exists() {
-        let python = find_python(&w.python)?;
-        run(Command::new(python).arg("-m").arg("venv").arg(&venv))?;
-    }
-    let mut pip = Command::new(venv.join("bin/python"));
-    pip.args(["-m", "pip", "install", "--quiet", "--only-binary=:all:"])
-        .arg(format!("tiledb=={}", w.tiledb_py));
-    if !w.numpy_pin.is_empty() && w.numpy_pin != "-" {
-        pip.arg(&w.numpy_pin);
-    }
-    run(&mut pip)?;
-    std::fs::write(&stamp, b"").map_err(|e| format!("{}: {e}", stamp.display()))?;
+    tdb_test_servers::install_once(&venv, |venv| {
+        if !venv.join("bin/python").exists() {
+            let python = find_python(&w.python)?;
+            run(Command::new(python).arg("-m").arg("venv").arg(venv))?;
+        }
+        let mut pip = Command::new(venv.join("bin/python"));
+        pip.args(["-m", "pip", "install", "--quiet", "--only-binary=:all:"])
+            .arg(format!("tiledb=={}", w.tiledb_py));
+        if !w.numpy_pin.is_empty() && w.numpy_pin != "-" {
+            pip.arg(&w.numpy_pin);
+        }
+        run(&mut pip)
+    })?;
     Ok(venv)
 }
 

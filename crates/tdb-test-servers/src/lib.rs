@@ -4,7 +4,8 @@
 //! port of 127.0.0.1. A server stops when its handle drops.
 //!
 //! Installs are shared by every test process: the first takes a lock
-//! directory, installs, and leaves a stamp; the others wait for the stamp.
+//! directory, installs, and leaves a stamp; the others wait for the stamp
+//! ([`install_once`], which xtask's TileDB venvs use too).
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -65,17 +66,32 @@ fn run(cmd: &mut Command) -> Result<(), Error> {
 /// Runs `install` once across processes: `stamp` marks it done.
 fn once(name: &str, install: impl FnOnce(&Path) -> Result<(), Error>) -> Result<PathBuf, Error> {
     let dir = servers_dir().join(name);
+    install_once(&dir, install)?;
+    Ok(dir)
+}
+
+/// Runs `install(dir)` once across processes, however many start at once
+/// (CI runs the local and the S3 checks side by side, each needing the same
+/// venvs): the first takes the lock directory `<dir>.lock` beside `dir`,
+/// installs and leaves the stamp `dir/.installed`; the others wait for it.
+pub fn install_once(
+    dir: &Path,
+    install: impl FnOnce(&Path) -> Result<(), Error>,
+) -> Result<(), Error> {
     let stamp = dir.join(".installed");
     if stamp.exists() {
-        return Ok(dir);
+        return Ok(());
     }
-    std::fs::create_dir_all(servers_dir()).map_err(|e| e.to_string())?;
-    let lock = servers_dir().join(format!("{name}.lock"));
+    let parent = dir.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+    let mut lock = dir.as_os_str().to_owned();
+    lock.push(".lock");
+    let lock = PathBuf::from(lock);
     let start = Instant::now();
     loop {
         match std::fs::create_dir(&lock) {
             Ok(()) => break,
-            Err(_) if stamp.exists() => return Ok(dir),
+            Err(_) if stamp.exists() => return Ok(()),
             Err(_) if start.elapsed() > Duration::from_secs(600) => {
                 return Err(format!(
                     "{}: another process has held it for 10 minutes (remove it if none runs)",
@@ -88,10 +104,12 @@ fn once(name: &str, install: impl FnOnce(&Path) -> Result<(), Error>) -> Result<
     let done = if stamp.exists() {
         Ok(())
     } else {
-        install(&dir).and_then(|()| std::fs::write(&stamp, b"").map_err(|e| e.to_string()))
+        install(dir).and_then(|()| {
+            std::fs::write(&stamp, b"").map_err(|e| format!("{}: {e}", stamp.display()))
+        })
     };
     let _ = std::fs::remove_dir(&lock);
-    done.map(|()| dir)
+    done
 }
 
 /// The Python venv holding moto's server and Azure's client.
