@@ -596,3 +596,48 @@ impl Cluster {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::install_once;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    #[test]
+    fn one_install_runs_however_many_ask_at_once_and_a_failed_one_runs_again() {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default();
+        let root = std::env::temp_dir().join(format!(
+            "tdb-install-once-{}-{}",
+            std::process::id(),
+            now.as_nanos()
+        ));
+        let dir = root.join("venv");
+        let runs = AtomicUsize::new(0);
+        // The first install fails: no stamp, the lock given back.
+        let failed = install_once(&dir, |_| {
+            runs.fetch_add(1, Ordering::SeqCst);
+            Err("pip failed".to_owned())
+        });
+        assert_eq!(failed, Err("pip failed".to_owned()));
+        assert!(!dir.join(".installed").exists());
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| {
+                    install_once(&dir, |d| {
+                        runs.fetch_add(1, Ordering::SeqCst);
+                        // Long enough for the others to find the lock taken.
+                        std::thread::sleep(Duration::from_millis(300));
+                        std::fs::create_dir_all(d).map_err(|e| e.to_string())
+                    })
+                    .unwrap();
+                });
+            }
+        });
+        assert_eq!(runs.load(Ordering::SeqCst), 2);
+        assert!(dir.join(".installed").exists());
+        assert!(!root.join("venv.lock").exists());
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+}
