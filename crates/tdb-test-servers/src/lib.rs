@@ -63,7 +63,7 @@ fn run(cmd: &mut Command) -> Result<(), Error> {
     }
 }
 
-/// Runs `install` once across processes: `stamp` marks it done.
+/// [`install_once`] into `target/servers/<name>`.
 fn once(name: &str, install: impl FnOnce(&Path) -> Result<(), Error>) -> Result<PathBuf, Error> {
     let dir = servers_dir().join(name);
     install_once(&dir, install)?;
