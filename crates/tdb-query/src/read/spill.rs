@@ -455,10 +455,15 @@ pub(crate) struct Spill {
 
 impl Spill {
     /// Runs of `fmt` in `order`, merged in at most `memory` bytes of
-    /// buffers.
+    /// buffers. A wide merge with small buffers beats a narrow one with
+    /// large buffers: each pass rereads and rewrites every cell, a smaller
+    /// buffer only costs more read calls. Buffers of 1 KiB, not 4 KiB,
+    /// under 8 KiB (a 16 KiB budget) merge 8 runs at a time, not 2: W7's
+    /// reads under 16 KiB went from 3.6–4.0× to 2.2–2.5× the unbudgeted
+    /// read's time (docs/performance.md).
     pub fn new(fmt: RunFormat, order: RunOrder, memory: u64) -> Self {
         let memory = usize::try_from(memory).unwrap_or(usize::MAX);
-        let fan_in = (memory / 4096).clamp(2, 64);
+        let fan_in = (memory / 1024).clamp(2, 64);
         let buffer = memory.checked_div(fan_in).unwrap_or(0).clamp(512, 64 << 10);
         Spill {
             fmt,
