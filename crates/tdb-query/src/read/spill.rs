@@ -454,8 +454,9 @@ pub(crate) struct Spill {
 }
 
 impl Spill {
-    /// Runs of `fmt` in `order`, merged in at most `memory` bytes of
-    /// buffers. A wide merge with small buffers beats a narrow one with
+    /// Runs of `fmt` in `order`, merged through at most `memory` bytes of
+    /// input buffers (a merge into a longer run writes through one buffer
+    /// more). A wide merge with small buffers beats a narrow one with
     /// large buffers: each pass rereads and rewrites every cell, a smaller
     /// buffer only costs more read calls. Buffers of 1 KiB, not 4 KiB,
     /// under 8 KiB (a 16 KiB budget) merge 8 runs at a time, not 2: W7's
