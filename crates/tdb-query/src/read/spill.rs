@@ -455,17 +455,20 @@ pub(crate) struct Spill {
 
 impl Spill {
     /// Runs of `fmt` in `order`, merged through at most `memory` bytes of
-    /// input buffers (a merge into a longer run writes through one buffer
-    /// more). A wide merge with small buffers beats a narrow one with
-    /// large buffers: each pass rereads and rewrites every cell, a smaller
-    /// buffer only costs more read calls. Buffers of 1 KiB, not 4 KiB,
-    /// under 8 KiB (a 16 KiB budget) merge 8 runs at a time, not 2: W7's
-    /// reads under 16 KiB went from 3.6–4.0× to 2.2–2.5× the unbudgeted
-    /// read's time (docs/performance.md).
+    /// buffers: a merge into a longer run reads `fan_in` runs and writes
+    /// through one buffer more, so `fan_in + 1` buffers share it (from
+    /// 1.5 KiB of memory on; below, three of the 512-byte floor). A wide
+    /// merge with small buffers beats a narrow one with large buffers:
+    /// each pass rereads and rewrites every cell, a smaller buffer only
+    /// costs more read calls. Buffers of 1 KiB, not 4 KiB, under 8 KiB
+    /// (a 16 KiB budget) merge 7 runs at a time, not 2: W7's reads under
+    /// 16 KiB went from 3.6–4.0× to about 2.3× the unbudgeted read's time
+    /// (docs/performance.md).
     pub fn new(fmt: RunFormat, order: RunOrder, memory: u64) -> Self {
         let memory = usize::try_from(memory).unwrap_or(usize::MAX);
-        let fan_in = (memory / 1024).clamp(2, 64);
-        let buffer = memory.checked_div(fan_in).unwrap_or(0).clamp(512, 64 << 10);
+        let buffers = (memory / 1024).clamp(3, 65);
+        let fan_in = buffers.saturating_sub(1);
+        let buffer = memory.checked_div(buffers).unwrap_or(0).clamp(512, 64 << 10);
         Spill {
             fmt,
             order,
@@ -962,6 +965,28 @@ mod tests {
                 ]
             );
         }
+    }
+
+    /// Every buffer a merge holds (its runs' and, into a longer run, its
+    /// output's) fits the memory given, from three floor-sized buffers
+    /// on; the merge widens with the memory up to 64 runs.
+    #[test]
+    fn a_merge_and_its_output_fit_the_memory() {
+        let schema = schema();
+        let (_, fmt) = format(&schema);
+        for memory in (0..70).map(|k| k * 1000).chain([8 << 10, 1 << 20, 1 << 40]) {
+            let s = Spill::new(fmt.clone(), order(&schema, true), memory);
+            let held = (s.fan_in as u64 + 1) * s.buffer as u64;
+            assert!(s.fan_in >= 2);
+            assert!(s.buffer >= 512);
+            if memory >= 1536 {
+                assert!(held <= memory, "{memory}: {} × {}", s.fan_in + 1, s.buffer);
+            }
+        }
+        let width = |m| Spill::new(fmt.clone(), order(&schema, true), m).fan_in;
+        assert_eq!(width(8 << 10), 7);
+        assert_eq!(width(32 << 10), 31);
+        assert_eq!(width(1 << 20), 64);
     }
 
     /// A run of no cell makes no scratch file and is not held.
