@@ -487,7 +487,13 @@ impl Reader {
                 }
                 return Some(Cut::Halves(half(cells.start..mid), half(mid..cells.end)));
             }
-            let (a, b) = partition::split_run(&tiles, run)?;
+            // Pieces are cut until they fit the tile budget and, but in
+            // reads answered from tile metadata, the piece size aimed at.
+            let aim = match self.md_sparse {
+                true => self.tile_budget(),
+                false => self.tile_budget().min(self.piece_aim()),
+            };
+            let (a, b) = partition::split_run(&tiles, run, aim, |t| self.sparse_held(i, t, None))?;
             let half = |run| Piece {
                 run: Some(run),
                 ..p.clone()

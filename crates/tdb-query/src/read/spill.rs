@@ -468,7 +468,10 @@ impl Spill {
         let memory = usize::try_from(memory).unwrap_or(usize::MAX);
         let buffers = (memory / 1024).clamp(3, 65);
         let fan_in = buffers.saturating_sub(1);
-        let buffer = memory.checked_div(buffers).unwrap_or(0).clamp(512, 64 << 10);
+        let buffer = memory
+            .checked_div(buffers)
+            .unwrap_or(0)
+            .clamp(512, 64 << 10);
         Spill {
             fmt,
             order,
