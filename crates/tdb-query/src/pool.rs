@@ -218,10 +218,10 @@ pub(crate) fn map_ordered<T: Send, S: 'static>(
 /// takes the first). For items that own what they write (disjoint slices
 /// of one buffer), which [`map_all`]'s shared jobs cannot be.
 pub(crate) fn for_each_share<T: Send>(
-    items: Vec<T>,
+    items: &mut [T],
     threads: usize,
     weight: impl Fn(&T) -> usize,
-    f: impl Fn(T) + Sync,
+    f: impl Fn(&mut T) + Sync,
 ) -> Result<()> {
     let threads = threads.clamp(1, items.len().max(1));
     let total = items
@@ -229,21 +229,31 @@ pub(crate) fn for_each_share<T: Send>(
         .map(&weight)
         .fold(0usize, usize::saturating_add);
     let share = total.div_ceil(threads).max(1);
-    let mut shares: Vec<Vec<T>> = Vec::with_capacity(threads);
-    let (mut current, mut filled) = (Vec::new(), 0usize);
-    for item in items {
-        filled = filled.saturating_add(weight(&item));
-        current.push(item);
-        if filled >= share && shares.len().saturating_add(1) < threads {
-            shares.push(std::mem::take(&mut current));
-            filled = 0;
-        }
+    // Each share ends after the item that fills it: slices of the items,
+    // not copies of them (a dense read copies one run a tile row, 8,192
+    // in an 8 MiB piece: gathered again into shares, they were a quarter
+    // of the piece's fresh pages).
+    let mut shares: Vec<&mut [T]> = Vec::with_capacity(threads);
+    let mut rest = items;
+    while shares.len().saturating_add(1) < threads && !rest.is_empty() {
+        let mut filled = 0usize;
+        let end = (rest.iter())
+            .position(|item| {
+                filled = filled.saturating_add(weight(item));
+                filled >= share
+            })
+            .map_or(rest.len(), |i| i.saturating_add(1));
+        let Some((a, b)) = std::mem::take(&mut rest).split_at_mut_checked(end) else {
+            break;
+        };
+        shares.push(a);
+        rest = b;
     }
-    shares.push(current);
+    shares.push(rest);
     let f = &f;
-    let run = |share: Vec<T>| {
+    let run = |share: &mut [T]| {
         guarded(|| {
-            share.into_iter().for_each(f);
+            share.iter_mut().for_each(f);
             Ok(())
         })
     };
@@ -321,14 +331,14 @@ mod tests {
             let mut out = vec![0u32; 1000];
             // Items own their slot: weights 1..=1000, so shares differ in
             // length but not much in weight.
-            let items: Vec<(usize, &mut u32)> = out.iter_mut().enumerate().collect();
+            let mut items: Vec<(usize, &mut u32)> = out.iter_mut().enumerate().collect();
             let seen = Mutex::new(std::collections::HashSet::new());
             for_each_share(
-                items,
+                &mut items,
                 threads,
                 |(i, _)| i + 1,
                 |(i, slot)| {
-                    *slot = i as u32 * 2;
+                    **slot = *i as u32 * 2;
                     seen.lock().unwrap().insert(std::thread::current().id());
                 },
             )
@@ -337,11 +347,11 @@ mod tests {
             assert!(seen.lock().unwrap().len() <= threads, "{threads}");
         }
         let e = for_each_share(
-            (0..100).collect(),
+            &mut (0..100).collect::<Vec<i32>>(),
             2,
             |_| 1,
-            |i: i32| {
-                if i == 70 {
+            |i: &mut i32| {
+                if *i == 70 {
                     panic!("boom")
                 }
             },

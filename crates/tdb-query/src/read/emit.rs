@@ -300,7 +300,15 @@ impl Reader {
         // short ones (sparse cells) straight away.
         let per_run = bytes.checked_div(parts.len()).unwrap_or(bytes);
         let shared = bytes >= PARALLEL_COPY && per_run >= PARALLEL_RUN;
-        let mut jobs: Vec<CopyJob<'_, '_>> = Vec::new();
+        let mut jobs: Vec<CopyJob<'_, '_>> = match shared {
+            true => {
+                let kept = self.copy_jobs.lock().map(|mut v| std::mem::take(&mut *v));
+                let mut jobs = relend(kept.unwrap_or_default());
+                jobs.reserve(parts.len());
+                jobs
+            }
+            false => Vec::new(),
+        };
         // The buffers are sized to the runs: none comes up short.
         let mut short = false;
         self.for_each_run(slot, f, parts, keep, |source, slab| {
@@ -339,11 +347,16 @@ impl Reader {
             )));
         }
         crate::pool::for_each_share(
-            jobs,
+            &mut jobs,
             crate::threads(),
             |job| job.0.len(),
-            |job| copy_run(job, size, fill),
+            |job| copy_run(reborrow(job), size, fill),
         )?;
+        if shared {
+            if let Ok(mut kept) = self.copy_jobs.lock() {
+                *kept = relend(jobs);
+            }
+        }
         Ok(out)
     }
 }
@@ -360,7 +373,21 @@ struct Fill<'a> {
 
 /// Where one run of fixed-size cells goes (data and validity slices of the
 /// batch), where it comes from (none: fill), and which cells.
-type CopyJob<'o, 't> = (&'o mut [u8], Option<&'o mut [u8]>, Option<Column<'t>>, Slab);
+pub(super) type CopyJob<'o, 't> = (&'o mut [u8], Option<&'o mut [u8]>, Option<Column<'t>>, Slab);
+
+/// `jobs`' allocation, emptied, for jobs of other lifetimes: the standard
+/// library collects a vector's own iterator in place where the element
+/// layouts agree, as they do here (`copy_jobs_keep_their_allocation`; were
+/// it not to, a new allocation is all it costs).
+pub(super) fn relend<'a, 'b, 'c, 'd>(jobs: Vec<CopyJob<'a, 'b>>) -> Vec<CopyJob<'c, 'd>> {
+    jobs.into_iter().map_while(|_| None).collect()
+}
+
+/// A job's slices lent for one copy (shares hand out their jobs by
+/// reference).
+fn reborrow<'a>(job: &'a mut CopyJob<'_, '_>) -> CopyJob<'a, 'a> {
+    (&mut *job.0, job.1.as_deref_mut(), job.2, job.3)
+}
 
 /// Batches of at least this many bytes, in runs of this many on average,
 /// are copied on every core: a large dense read's copy into its results
@@ -473,6 +500,23 @@ mod tests {
     use crate::ValidityRef;
     use tdb_format::Datatype;
 
+    /// A batch's copy jobs go to the next batch in the same allocation
+    /// (`relend`), whatever buffer they borrowed.
+    #[test]
+    fn copy_jobs_keep_their_allocation() {
+        let mut first = [0u8; 64];
+        let mut jobs: Vec<CopyJob<'_, '_>> = Vec::with_capacity(1000);
+        jobs.extend(first.chunks_mut(8).map(|d| (d, None, None, Slab::fill(2))));
+        let at = jobs.as_ptr() as usize;
+        let kept: Vec<CopyJob<'static, 'static>> = relend(jobs);
+        assert!(kept.is_empty());
+        assert_eq!((kept.as_ptr() as usize, kept.capacity()), (at, 1000));
+        let mut second = [0u8; 16];
+        let mut jobs: Vec<CopyJob<'_, '_>> = relend(kept);
+        jobs.push((&mut second, None, None, Slab::fill(4)));
+        assert_eq!((jobs.as_ptr() as usize, jobs.len()), (at, 1));
+    }
+
     /// Runs of every kind (whole ranges, strided cells, fill), enough bytes
     /// to be shared among threads, land where the serial copy puts them.
     #[test]
@@ -523,10 +567,10 @@ mod tests {
             if shared {
                 // Two threads whatever the machine has.
                 crate::pool::for_each_share(
-                    jobs,
+                    &mut jobs,
                     2,
                     |job| job.0.len(),
-                    |job| copy_run(job, 4, fill),
+                    |job| copy_run(reborrow(job), 4, fill),
                 )
                 .unwrap();
             } else {

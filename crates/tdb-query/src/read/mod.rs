@@ -157,6 +157,11 @@ pub struct Reader {
     /// The caller's buffers of a batch it is done with ([`Reader::recycle`]),
     /// for the next batch's fields.
     recycled: Vec<FieldBuffer>,
+    /// The allocation of a batch's copy jobs, kept for the next batch
+    /// (`emit`): a job a run, a dense piece of 8 MiB makes 8,192 of them,
+    /// a MiB of pages the allocator would hand back and fault in again
+    /// each piece.
+    copy_jobs: std::sync::Mutex<Vec<emit::CopyJob<'static, 'static>>>,
     /// Buffers of the last piece's tiles, for the next piece's (shared
     /// with the piece's [`DecodeWork`]).
     spare: Arc<tiles::Spare>,
@@ -306,6 +311,7 @@ impl Reader {
             plans: Vec::new(),
             tiles: HashMap::new(),
             recycled: Vec::new(),
+            copy_jobs: std::sync::Mutex::default(),
             results: Results::default(),
             next: (0, 0),
             phase: Phase::Start,
