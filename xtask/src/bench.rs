@@ -13,8 +13,9 @@
 //! Each workload's arrays are written once by real TileDB
 //! (`xtask/bench/workloads.py` in the fixture venv) and cached under
 //! `target/bench/<scale>/<workload>`. Every phase then runs in fresh
-//! processes — tdb through the `tdb` facade (`tdb-bench`, release build;
-//! `--quick`, a smoke test, uses the dev build),
+//! processes — tdb through the `tdb` facade (`tdb-bench`, release build
+//! without features; the peers and the SQL phase run from a second build
+//! with them; `--quick`, a smoke test, uses the dev build),
 //! TileDB through tiledb-py (`xtask/bench/tiledb_phase.py`, concurrency set
 //! to the core count) — one warm-up each, then alternating A B A B. Both
 //! sides touch every result byte and report a checksum; a phase whose
@@ -276,6 +277,17 @@ fn phases(s: &Sizes) -> Vec<Phase> {
         });
     }
     let n = s.w2[s.w2.len() / 2];
+    // The same whole read four times in one process, as a scan over many
+    // batches or a loop of reads makes it: tdb writes each into the
+    // buffers of the one before (`Query::next_into`), so only the first
+    // pays for fresh pages; TileDB reads as it does for the plain phase.
+    out.push(Phase {
+        workload: "W2",
+        name: format!("whole {n}², 4 reads into reused buffers"),
+        array: format!("dense_i32_{n}"),
+        spec: read(&["a"], vec![query(None, "row-major", None); 4]),
+        bytes: (4 * n * n * 4) as u64,
+    });
     // The same read as Arrow record batches (tdb-arrow; TileDB reads as
     // it does for the plain phase): its cost beside the plain one.
     out.push(Phase {
@@ -619,16 +631,31 @@ pub(crate) fn bench(args: &[String], reference: &Writer) -> Result<(), String> {
     // full runs only. Built beside xtask, whose dependencies resolve the
     // workspace's features: alone, tdb-bench would resolve fewer and build
     // every library it shares with xtask again.
+    //
+    // A full run builds tdb-bench twice: without features for tdb's own
+    // phases, and with the peers and DataFusion for the peers' phases and
+    // the SQL one. Linked into every phase, they added 10 MiB to each one's
+    // resident set (relocated data of a 124 MB binary) and slowed some
+    // reads by a tenth (W3's condition 65 -> 73 ms, side by side).
     let profile = if quick { "debug" } else { "release" };
+    let built = root.join("target").join(profile).join("tdb-bench");
     let mut build = crate::cargo(&root);
     build.args(["build", "--quiet", "-p", "tdb-bench"]);
-    if quick {
-        build.args(["-p", "xtask"]);
+    let tdb = if quick {
+        run(build.args(["-p", "xtask"]))?;
+        built.clone()
     } else {
-        build.args(["--release", "--features", "sql,peers"]);
-    }
-    run(&mut build)?;
-    let tdb = root.join("target").join(profile).join("tdb-bench");
+        run(build.arg("--release"))?;
+        let lean = root.join("target/bench/tdb-bench-lean");
+        std::fs::create_dir_all(root.join("target/bench")).map_err(|e| e.to_string())?;
+        std::fs::copy(&built, &lean).map_err(|e| format!("{}: {e}", lean.display()))?;
+        let mut build = crate::cargo(&root);
+        build.args(["build", "--quiet", "-p", "tdb-bench", "--release"]);
+        run(build.args(["--features", "sql,peers"]))?;
+        lean
+    };
+    // The build with the peers and DataFusion (the quick run's has none).
+    let tdb_full = built;
     let tiledb_phase = root.join("xtask/bench/tiledb_phase.py");
     if scaled && (quick || s3) {
         return Err("bench: --scale runs alone (local storage, release build)".into());
@@ -713,7 +740,12 @@ pub(crate) fn bench(args: &[String], reference: &Writer) -> Result<(), String> {
             Ok(())
         };
         let tdb_cmd = || {
-            let mut c = Command::new(&tdb);
+            let bin = if p.spec.get("sql").is_some() {
+                &tdb_full
+            } else {
+                &tdb
+            };
+            let mut c = Command::new(bin);
             c.arg("phase").arg(&spec).arg(&array);
             if let Some(r) = &remote {
                 c.envs(r.tdb_env());
@@ -753,7 +785,7 @@ pub(crate) fn bench(args: &[String], reference: &Writer) -> Result<(), String> {
                         .is_some_and(|l| l.iter().any(|x| x == peer))
                 })
                 .map(|&(peer, label)| {
-                    let copy = peer_copy(&tdb, &dir, &p.array, peer)?;
+                    let copy = peer_copy(&tdb_full, &dir, &p.array, peer)?;
                     let mut spec_json = p.spec.clone();
                     spec_json["peer"] = json!(peer);
                     let file = work.join(format!("phase{k}-{peer}.json"));
@@ -763,8 +795,9 @@ pub(crate) fn bench(args: &[String], reference: &Writer) -> Result<(), String> {
                 })
                 .collect::<Result<_, String>>()?
         };
-        let peer_cmd =
-            |file: &Path, copy: &Path| measure(Command::new(&tdb).arg("phase").arg(file).arg(copy));
+        let peer_cmd = |file: &Path, copy: &Path| {
+            measure(Command::new(&tdb_full).arg("phase").arg(file).arg(copy))
+        };
         if sizes.warm_up {
             tdb_cmd()?;
             if !tdb_only {
