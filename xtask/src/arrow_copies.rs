@@ -14,9 +14,15 @@
 use crate::conformance::{chain, read_expected};
 use serde_json::Value;
 use std::fs;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use tdb::{Array, LocalStorage, OpenOptions, ReadSpec, StorageConfig};
 use tdb_arrow::{ArrowArray, ArrowWrite};
+
+/// Where the copies go (a full interop run holds TileDB's crashes over
+/// them to its own consolidations there).
+pub(crate) fn out_dir(root: &Path) -> PathBuf {
+    root.join("target/interop/arrow")
+}
 
 /// Writes the copies and runs check.py over them: `(passed, failed,
 /// skipped)`.
@@ -25,7 +31,7 @@ pub fn arrow_copies(
     corpus: &Path,
     python: &Path,
 ) -> Result<(usize, usize, usize), String> {
-    let out = root.join("target/interop/arrow");
+    let out = out_dir(root);
     copies_checked_as_cells(
         root,
         corpus,

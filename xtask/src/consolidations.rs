@@ -265,13 +265,13 @@ pub(crate) fn fragment_dependent(exp: &serde_json::Value) -> bool {
 /// one-fragment copy of them (in `<out>.crashed`: tdb's consolidation, or
 /// the Arrow pass's rewrite), where each query that kills TileDB kills it
 /// over TileDB's own consolidation of the case as well (vacuumed, as tdb's
-/// is; made by this pass, so a full interop run asks for the Arrow pass after
-/// it, and `--arrow` alone does not): TileDB's
-/// bug, not a difference. Those queries are named and left out, the rest
-/// checked again (`check` with `flag` and `reference`) and the case put back
-/// in `out`. Returns how many set-aside cases were so explained and how many
-/// of them failed on their other queries; a query that kills TileDB over
-/// tdb's copy only stays a failure.
+/// is): TileDB's bug, not a difference. This pass makes those
+/// consolidations, so a full interop run asks for the Arrow pass after it,
+/// and `--arrow` alone does not. The queries are named and left out, the
+/// rest checked again (`check` with `flag` and `reference`) and the case
+/// put back in `out`. Returns how many set-aside cases were so explained
+/// and how many of them failed on their other queries; a query that kills
+/// TileDB over tdb's copy only stays a failure.
 pub(crate) fn tiledb_crashes(
     root: &Path,
     python: &Path,

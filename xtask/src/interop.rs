@@ -448,7 +448,7 @@ pub(crate) fn interop(args: &[String], reference: &Writer) -> Result<(), String>
         &root,
         &venv.join("bin/python"),
         &corpus,
-        &root.join("target/interop/arrow"),
+        &crate::arrow_copies::out_dir(&root),
         "--arrow",
         None,
     )?;
