@@ -49,6 +49,13 @@ fn with_state<S: 'static, R>(init: &impl Fn() -> S, f: impl FnOnce(&mut S) -> R)
     out
 }
 
+#[cfg(test)]
+thread_local! {
+    /// Calls of [`map_all`] this thread handed to the workers: what a
+    /// test of a caller's choice of threads looks at.
+    pub(crate) static HANDED: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
 /// Work on fewer bytes than this runs on the calling thread: handing it to
 /// the pool (waking workers, collecting results) costs more than doing it.
 pub(crate) const SMALL_WORK: usize = 256 << 10;
@@ -92,6 +99,8 @@ pub(crate) fn map_all<J: Sync, T: Send, S: 'static>(
             d.extend(mine);
         }
     };
+    #[cfg(test)]
+    HANDED.with(|h| h.set(h.get().saturating_add(1)));
     // The calling thread works too: one worker fewer to wake.
     pool.in_place_scope(|s| {
         for _ in 1..threads {

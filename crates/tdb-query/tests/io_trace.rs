@@ -49,7 +49,10 @@ fn read_traces(
 
 #[test]
 fn dense_slice_across_tiles() {
-    // expected.json query `cross_global`: 60 cells.
+    // expected.json query `cross_global`: 60 cells. The tiles of `a` and
+    // `s` (180 KB unfiltered, three chunks) are sliced: after a walk over
+    // their chunk headers, only the chunks holding the slice's rows are
+    // read and decoded.
     let mut s = Subarray::new(2);
     s.add_range(0, range::<8>(145, 154));
     s.add_range(1, range::<8>(147, 152));

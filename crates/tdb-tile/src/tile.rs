@@ -94,6 +94,12 @@ impl<'a> TileFilters<'a> {
             .with_key(self.key)
     }
 
+    /// Whether unfiltering is a copy of the chunks' bytes (no filter, no
+    /// key): work a caller may weigh far lighter than decoding.
+    pub fn copies_only(&self) -> bool {
+        self.pipeline.filters.is_empty() && self.key.is_none()
+    }
+
     /// Whether this var-size data tile carries its offsets inside
     /// (TileDB's `skip_offsets_filtering`).
     pub fn offsets_inside(&self) -> bool {
