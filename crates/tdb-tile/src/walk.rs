@@ -165,6 +165,38 @@ impl ChunkWalk {
         self.wanted.get(k).is_some_and(|w| w.start < r.end)
     }
 
+    /// Where the read of a wanted chunk (`span` bytes from its header,
+    /// holding `unfiltered`, ending at `chunk_end`) should end: past the
+    /// chunks after it that hold wanted bytes too, each guessed as long
+    /// as this one (TileDB's writer cuts a tile's chunks to one size;
+    /// compressed ones come out near it), and the header after them while
+    /// wanted bytes lie beyond. A run of
+    /// wanted chunks then takes one read, not two per chunk (its bytes,
+    /// then the header after it). A wrong guess costs a read more (the
+    /// chunks were longer) or bytes read and not used (shorter), never a
+    /// wrong chunk: every header is still read where the one before ends.
+    fn reach(&self, chunk_end: u64, unfiltered: &Range<u64>, span: u64, count: u64) -> u64 {
+        let size = unfiltered.end.saturating_sub(unfiltered.start).max(1);
+        let left = count.saturating_sub(self.index.saturating_add(1));
+        let mut more = 0u64;
+        let mut from = unfiltered.end;
+        while more < left && self.is_wanted(&(from..from.saturating_add(size))) {
+            more = more.saturating_add(1);
+            from = from.saturating_add(size);
+        }
+        if more == 0 {
+            return chunk_end;
+        }
+        // The next header too, unless the run ends the wanted bytes.
+        let header = match from < self.wanted_end() {
+            true => CHUNK_HEADER_SIZE as u64,
+            false => 0,
+        };
+        (chunk_end.saturating_add(more.saturating_mul(span)))
+            .saturating_add(header)
+            .min(self.tile.end)
+    }
+
     /// The bytes of the range [`ChunkWalk::want`] gave (`location` names
     /// the tile in errors): the wanted chunks they hold whole.
     pub fn give(&mut self, location: &str, bytes: &[u8]) -> Result<Vec<WalkedChunk>> {
@@ -217,8 +249,9 @@ impl ChunkWalk {
                 self.unfiltered..self.unfiltered.saturating_add(u64::from(h.unfiltered_size));
             if self.is_wanted(&unfiltered) {
                 if chunk_end > end {
-                    // Read it whole next time.
-                    self.until = chunk_end;
+                    // Read it whole next time, and the wanted chunks after
+                    // it as far as they are guessed to reach.
+                    self.until = self.reach(chunk_end, &unfiltered, h.span(), count);
                     break;
                 }
                 self.last = Some((self.index, self.at, self.unfiltered));
@@ -371,6 +404,50 @@ mod tests {
         // Another tile's point is not taken.
         let other = ChunkWalk::resume(tile.start + 1..tile.end, vec![720..721], 16, point);
         assert_eq!(other.want().unwrap().start, tile.start + 1);
+    }
+
+    /// Wanted chunks after the first are read with it, guessed as long
+    /// as it: one read for a run of six chunks of one size; chunks of
+    /// other sizes (longer, then shorter) are still each found whole.
+    #[test]
+    fn a_run_of_wanted_chunks_takes_one_read() {
+        let uniform = |sizes: &[usize]| {
+            let data: Vec<Vec<u8>> = (sizes.iter().enumerate())
+                .map(|(k, &n)| vec![k as u8; n])
+                .collect();
+            let chunks = data.iter().map(|d| FilteredChunk {
+                unfiltered_size: 100,
+                metadata: b"m",
+                data: d,
+            });
+            let mut out = vec![0xEE; 7];
+            write_filtered_chunks(chunks, &mut out).unwrap();
+            let end = out.len() as u64;
+            (out, 7..end)
+        };
+        let (bytes, tile) = uniform(&[50; 10]);
+        let (found, reads) = walk(&bytes, tile.clone(), vec![150..650], 16).unwrap();
+        let indices: Vec<u64> = found.iter().map(|c| c.index).collect();
+        assert_eq!(indices, [1, 2, 3, 4, 5, 6]);
+        // Chunk 0's header, chunk 1's, then chunks 1 to 6 (and the next
+        // header: none is needed, the run ends where the wanted bytes do).
+        assert_eq!(reads.len(), 3, "{reads:?}");
+        assert_eq!(reads[2].end, found[5].range.end);
+        for sizes in [
+            [50, 50, 80, 80, 80, 80, 80, 9, 9, 9],
+            [50, 50, 9, 9, 9, 9, 9, 9, 9, 9],
+        ] {
+            let (bytes, tile) = uniform(&sizes);
+            let (found, reads) = walk(&bytes, tile.clone(), vec![150..650], 16).unwrap();
+            let indices: Vec<u64> = found.iter().map(|c| c.index).collect();
+            assert_eq!(indices, [1, 2, 3, 4, 5, 6], "{sizes:?}");
+            for c in &found {
+                let b = &bytes[c.range.start as usize..c.range.end as usize];
+                assert_eq!(b.len(), 12 + 1 + sizes[c.index as usize], "{sizes:?}");
+                assert!(b[13..].iter().all(|&x| u64::from(x) == c.index));
+            }
+            assert!(reads.iter().all(|r| r.end <= tile.end));
+        }
     }
 
     #[test]
