@@ -363,7 +363,10 @@ struct PartWalk {
 
 /// A walk over `tile` for the unfiltered bytes `wanted`, from where an
 /// earlier one stood (`from`); where that walk's last chunk holds the
-/// first wanted bytes, its bytes go to `found` and the walk starts past it.
+/// first wanted bytes, its bytes go to `found` and the walk starts past it;
+/// where they lie past that chunk, the walk starts past it too (its header
+/// is not read again: a read cut inside a row of tiles walks each tile
+/// once).
 fn start_walk(
     tile: Range<u64>,
     mut wanted: Vec<Range<u64>>,
@@ -375,12 +378,17 @@ fn start_walk(
     let carried = from.and_then(|stop| {
         let (chunk, bytes) = stop.last.as_ref()?;
         let first = first?;
-        let holds = chunk.unfiltered.start <= first && first < chunk.unfiltered.end;
-        let past = stop.point.past(chunk).filter(|_| holds)?;
-        Some((chunk, bytes, past))
+        let past = stop.point.past(chunk)?;
+        if first >= chunk.unfiltered.end {
+            return Some((None, past));
+        }
+        (chunk.unfiltered.start <= first).then_some((Some((chunk, bytes)), past))
     });
-    let Some((chunk, bytes, past)) = carried else {
+    let Some((held, past)) = carried else {
         return ChunkWalk::resume(tile, wanted, window, from.map(|s| s.point));
+    };
+    let Some((chunk, bytes)) = held else {
+        return ChunkWalk::resume(tile, wanted, window, Some(past));
     };
     found.push((chunk.clone(), bytes.clone()));
     let end = chunk.unfiltered.end;
@@ -1198,11 +1206,14 @@ pub(crate) fn decode_tiles<'a>(
         }
         let key = jobs.get(run.job).map_or((0, 0, 0), |j| j.fetch.key);
         // A sliced part's chunk: decoded whole (or kept from the piece
-        // before), only its bytes inside the part's window held.
-        let sliced = run.at.zip(part.sliced.as_ref());
+        // before); the join copies its bytes inside the part's window and
+        // gives it to the cache.
         let chunk = u64::try_from(run.first).unwrap_or(u64::MAX);
-        let kept = sliced.and_then(|_| cache.take(key, run.part, chunk));
-        if kept.is_none() {
+        let kept =
+            (run.at.zip(part.sliced.as_ref())).and_then(|_| cache.take(key, run.part, chunk));
+        if let Some(decoded) = kept {
+            spare.keep(std::mem::replace(&mut out.data, decoded));
+        } else {
             part.filters
                 .unfilter_into(
                     &part.location,
@@ -1213,20 +1224,6 @@ pub(crate) fn decode_tiles<'a>(
                     &mut out,
                 )
                 .map_err(|e| tile_error(part.path, key.2, e))?;
-        }
-        if let Some((at, SlicedPart { window, .. })) = sliced {
-            let decoded = kept.unwrap_or_else(|| std::mem::take(&mut out.data));
-            let from = window.start.max(at);
-            let to = window.end.min(at.saturating_add(decoded.len() as u64));
-            out.data.extend_from_slice(
-                (usize::try_from(from.saturating_sub(at)).ok())
-                    .zip(usize::try_from(to.saturating_sub(at)).ok())
-                    .and_then(|(a, b)| decoded.get(a..b.max(a)))
-                    .unwrap_or_default(),
-            );
-            for buf in cache.give(key, run.part, chunk, decoded) {
-                spare.keep(buf);
-            }
         }
         Ok(out)
     })?;
@@ -1259,13 +1256,25 @@ pub(crate) fn decode_tiles<'a>(
                 );
                 t
             });
-            let from = usize::try_from(window.start.max(at).saturating_sub(window.start))
-                .unwrap_or(usize::MAX);
+            // The chunk's bytes inside the window, where they go in it.
+            let decoded = data.data;
+            let from = window.start.max(at);
+            let to = window.end.min(at.saturating_add(decoded.len() as u64));
+            let src = (usize::try_from(from.saturating_sub(at)).ok())
+                .zip(usize::try_from(to.saturating_sub(at)).ok())
+                .and_then(|(a, b)| decoded.get(a..b.max(a)))
+                .unwrap_or_default();
+            let into_at = usize::try_from(from.saturating_sub(window.start)).unwrap_or(usize::MAX);
             if let Some(dst) = into
                 .data
-                .get_mut(from..from.saturating_add(data.data.len()))
+                .get_mut(into_at..into_at.saturating_add(src.len()))
             {
-                dst.copy_from_slice(&data.data);
+                dst.copy_from_slice(src);
+            }
+            let key = jobs.get(run.job).map_or((0, 0, 0), |j| j.fetch.key);
+            let chunk = u64::try_from(run.first).unwrap_or(u64::MAX);
+            for buf in cache.give(key, run.part, chunk, decoded) {
+                spare.keep(buf);
             }
             continue;
         }
