@@ -147,3 +147,53 @@ fn difference(got: &tdb::Batch, want: &tdb::Batch) -> Option<String> {
     }
     (got != want).then(|| "the buffers differ beyond their cells".to_owned())
 }
+
+/// A row of tiles far past the piece size a read aims at (64 tiles of 512
+/// KiB with no filter, 64 MiB held as the reader counts tiles, fetched and
+/// unfiltered; the aim is 8 MiB) is read in pieces cut inside its tiles,
+/// each reading its cells' chunks: the read holds a part of the row at a
+/// time (before, one piece of the whole row), and every cell comes back in
+/// order.
+#[test]
+fn a_row_of_tiles_far_past_the_piece_aim_is_read_in_parts() {
+    let (rows, cols) = (64i32, 65_536i32);
+    let schema = ArraySchema::builder(ArrayType::Dense)
+        .dimension(DimensionBuilder::range("r", 0i32..=rows - 1).tile_extent(rows))
+        .dimension(DimensionBuilder::range("c", 0i32..=cols - 1).tile_extent(1024i32))
+        .attribute(AttributeBuilder::new("a", Datatype::Int64))
+        .build()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let array = Array::create(dir.path(), &schema).unwrap();
+    let value = |r: i32, c: i32| i64::from(r) * 1_000_000 + i64::from(c);
+    let mut a = FieldBuffer::new("a", Datatype::Int64, 1, false);
+    for r in 0..rows {
+        for c in 0..cols {
+            a.push(&value(r, c).to_le_bytes(), true);
+        }
+    }
+    array.write(WriteSpec::new(vec![a]).at(1)).unwrap();
+    let array = Array::open(dir.path()).unwrap();
+    let spec = ReadSpec::new(["a"]).with_layout(ResultLayout::RowMajor);
+    let (mut batches, mut next) = (0, 0usize);
+    for batch in array.read(spec).unwrap() {
+        let batch = batch.unwrap();
+        assert!(
+            batch.num_cells < (rows * cols) as u64,
+            "the whole row in one batch"
+        );
+        let column = batch.fields[0].column();
+        for i in 0..batch.num_cells as usize {
+            let (r, c) = ((next / cols as usize) as i32, (next % cols as usize) as i32);
+            assert_eq!(
+                column.cell(i),
+                &value(r, c).to_le_bytes()[..],
+                "cell {next}"
+            );
+            next += 1;
+        }
+        batches += 1;
+    }
+    assert_eq!(next, (rows * cols) as usize);
+    assert!(batches >= 2, "{batches} batches");
+}

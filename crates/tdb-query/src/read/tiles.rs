@@ -531,17 +531,21 @@ impl Fetching {
             let location = format!("{path} tile {tile}");
             let found =
                 (walk.give(&location, &read.bytes)).map_err(|e| tile_error(path, tile, e))?;
+            // Chunks found in a large window (object stores) are copied
+            // out, so the window is not held for them; a read that is
+            // mostly chunks found (a run of them) is kept as it is.
+            let used = (found.iter()).fold(0u64, |n, c| {
+                n.saturating_add(c.range.end.saturating_sub(c.range.start))
+            });
+            let copy = read.bytes.len() as u64 > used.saturating_mul(2);
             for c in found {
                 let from = usize::try_from(c.range.start.saturating_sub(start)).unwrap_or(0);
                 let len = usize::try_from(c.range.end.saturating_sub(c.range.start)).unwrap_or(0);
                 let to = from.saturating_add(len).min(read.bytes.len());
                 let bytes = read.bytes.slice(from.min(to)..to);
-                // A chunk in a large window (object stores) is copied out,
-                // so the window is not held for it.
-                let bytes = if read.bytes.len() > bytes.len().saturating_mul(2) {
-                    Bytes::copy_from_slice(&bytes)
-                } else {
-                    bytes
+                let bytes = match copy {
+                    true => Bytes::copy_from_slice(&bytes),
+                    false => bytes,
                 };
                 pw.found.push((c, bytes));
             }
@@ -1241,20 +1245,13 @@ pub(crate) fn decode_tiles<'a>(
             .and_then(|p| p.sliced.as_ref())
             .map(|p| &p.window);
         if let (Some(at), Some(window)) = (run.at, window) {
-            // Cells between the used chunks stay zero: no cell is read
-            // there.
-            let into = slot.get_or_insert_with(|| {
-                let mut t = TileData {
-                    data: spare.take(
-                        usize::try_from(window.end.saturating_sub(window.start)).unwrap_or(0),
-                    ),
-                    ..TileData::default()
-                };
-                t.data.resize(
-                    usize::try_from(window.end.saturating_sub(window.start)).unwrap_or(0),
-                    0,
-                );
-                t
+            // The window fills in chunk order; cells between the used
+            // chunks, and after the last, are zero (no cell is read
+            // there; the padding follows the loop).
+            let into = slot.get_or_insert_with(|| TileData {
+                data: spare
+                    .take(usize::try_from(window.end.saturating_sub(window.start)).unwrap_or(0)),
+                ..TileData::default()
             });
             // The chunk's bytes inside the window, where they go in it.
             let decoded = data.data;
@@ -1265,12 +1262,7 @@ pub(crate) fn decode_tiles<'a>(
                 .and_then(|(a, b)| decoded.get(a..b.max(a)))
                 .unwrap_or_default();
             let into_at = usize::try_from(from.saturating_sub(window.start)).unwrap_or(usize::MAX);
-            if let Some(dst) = into
-                .data
-                .get_mut(into_at..into_at.saturating_add(src.len()))
-            {
-                dst.copy_from_slice(src);
-            }
+            place(&mut into.data, into_at, src);
             let key = jobs.get(run.job).map_or((0, 0, 0), |j| j.fetch.key);
             let chunk = u64::try_from(run.first).unwrap_or(u64::MAX);
             for buf in cache.give(key, run.part, chunk, decoded) {
@@ -1289,6 +1281,15 @@ pub(crate) fn decode_tiles<'a>(
             }
         }
     }
+    for (parts, parsed) in joined.iter_mut().zip(&parsed) {
+        for (slot, part) in parts.iter_mut().zip(parsed) {
+            let (Some(t), Some(sliced)) = (slot.as_mut(), &part.sliced) else {
+                continue;
+            };
+            let len = sliced.window.end.saturating_sub(sliced.window.start);
+            t.data.resize(usize::try_from(len).unwrap_or(0), 0);
+        }
+    }
     jobs.iter()
         .zip(joined)
         .zip(&parsed)
@@ -1304,6 +1305,22 @@ pub(crate) fn decode_tiles<'a>(
             Ok(tile)
         })
         .collect()
+}
+
+/// Writes `src` at `at` in `data`, zeros before it where `data` is
+/// shorter: a window filled in order is written once, not zeroed first.
+fn place(data: &mut Vec<u8>, at: usize, src: &[u8]) {
+    if data.len() == at {
+        data.extend_from_slice(src);
+        return;
+    }
+    let end = at.saturating_add(src.len());
+    if data.len() < end {
+        data.resize(end, 0);
+    }
+    if let Some(dst) = data.get_mut(at..end) {
+        dst.copy_from_slice(src);
+    }
 }
 
 /// Per chunk of part `part` of `job`, whether it holds a cell the read
