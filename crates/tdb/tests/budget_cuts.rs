@@ -9,6 +9,8 @@
 use tdb::{Array, OpenOptions, ReadSpec, ResultLayout};
 use tdb_storage::{LocalStorage, RecordingStorage};
 
+use crate::common;
+
 #[test]
 fn many_dimensions_under_a_tiny_budget_answer_in_bounded_requests() {
     let dir = tdb_testdata::root().join("legacy/2.25.0/sparse_dims_ints/array");
@@ -24,4 +26,49 @@ fn many_dimensions_under_a_tiny_budget_answer_in_bounded_requests() {
         let requests = array.storage().take().len();
         assert!(requests < 2000, "{layout:?}: {requests} requests");
     }
+}
+
+/// A sparse unordered read whose pieces would each hold a whole row of
+/// space tiles (one million cells, about 110 MB as the reader counts
+/// tiles and per-cell bookkeeping, past eight piece aims of 8 MiB) cuts
+/// the row between its space tiles: the cells come in several batches,
+/// each once.
+#[test]
+fn an_unordered_read_cuts_a_long_row_of_space_tiles_between_them() {
+    let schema = tdb::ArraySchema::builder(tdb_format::ArrayType::Sparse)
+        .dimension(tdb_schema::DimensionBuilder::range("y", 0i64..=999).tile_extent(1000i64))
+        .dimension(tdb_schema::DimensionBuilder::range("x", 0i64..=999_999).tile_extent(10_000i64))
+        .attribute(tdb_schema::AttributeBuilder::new("a", tdb::Datatype::Int64))
+        .capacity(10_000)
+        .build()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let array = Array::create(dir.path(), &schema).unwrap();
+    let n = 1_000_000i64;
+    let xs: Vec<i64> = (0..n).collect();
+    let ys: Vec<i64> = xs.iter().map(|x| x * 7919 % 1000).collect();
+    let spec = tdb::WriteSpec::new(vec![
+        common::ints64("y", &ys),
+        common::ints64("x", &xs),
+        common::ints64("a", &xs),
+    ]);
+    array.write(spec.at(1)).unwrap();
+    let array = Array::open(dir.path()).unwrap();
+    let read = ReadSpec::new(["x", "a"]).with_layout(ResultLayout::Unordered);
+    let (mut batches, mut cells, mut sum) = (0, 0u64, 0i64);
+    for batch in array.read(read).unwrap() {
+        let batch = batch.unwrap();
+        let (x, a) = (batch.fields[0].column(), batch.fields[1].column());
+        for i in 0..batch.num_cells as usize {
+            assert_eq!(x.cell(i), a.cell(i));
+            sum += i64::from_le_bytes(x.cell(i).try_into().unwrap());
+        }
+        cells += batch.num_cells;
+        batches += 1;
+    }
+    assert_eq!((cells, sum), (n as u64, n * (n - 1) / 2));
+    assert!(
+        batches >= 2,
+        "{batches} batches: the whole row in one piece"
+    );
 }

@@ -45,6 +45,19 @@ pub(crate) enum Grain {
     Tile,
     /// Anywhere.
     Value,
+    /// Anywhere, in no order (see [`any_order`]): where cuts must fall on
+    /// tile boundaries and this dimension's span lies in one tile, the
+    /// next dimension is cut instead (a row-major read must cut this one
+    /// or none, to keep its order).
+    Any,
+}
+
+/// `order` for a read whose results have no order (sparse, unordered):
+/// every dimension may be cut at its tile boundaries, whichever comes
+/// first, so a piece over one row of space tiles is cut between them
+/// instead of staying whole.
+pub(crate) fn any_order(order: &[(usize, Grain)]) -> Vec<(usize, Grain)> {
+    order.iter().map(|&(d, _)| (d, Grain::Any)).collect()
 }
 
 /// The dimensions a read may split, in order. Empty where no split keeps
@@ -157,8 +170,9 @@ pub(crate) fn split(
         });
         let cut = match (grain, at_tile) {
             (_, Some(cut)) => Some(cut),
+            (Grain::Any, None) if tiles_only => None,
             (Grain::Value, None) if lo < hi && tiles_only => return None,
-            (Grain::Value, None) => (lo < hi)
+            (Grain::Value | Grain::Any, None) => (lo < hi)
                 .then(|| lo.checked_add(hi.checked_sub(lo)?.checked_div(2)?))
                 .flatten(),
             (Grain::Tile, None) => None,
@@ -595,6 +609,38 @@ mod tests {
             (vec![(0, 49)], vec![(50, 99)])
         );
         assert_eq!(bounds(&s, &a, 0), [(3, 3)]);
+    }
+
+    /// In no order, a piece whose rows lie in one tile is cut between its
+    /// column tiles, where a row-major read cuts nothing at tiles.
+    #[test]
+    fn any_order_cuts_the_next_dimension_at_tiles() {
+        let s = schema(Layout::RowMajor, Layout::RowMajor);
+        let order = split_order(&s, ResultLayout::RowMajor);
+        let mut row = Subarray::new(2);
+        row.add_range(
+            0,
+            Range::from_bounds(&9i32.to_le_bytes(), &10i32.to_le_bytes(), false),
+        );
+        assert!(cut(&s, &row, &order, true).is_none());
+        let (a, b) = cut(&s, &row, &any_order(&order), true).unwrap();
+        assert_eq!(bounds(&s, &a, 0), [(9, 10)]);
+        assert_eq!(
+            (bounds(&s, &a, 1), bounds(&s, &b, 1)),
+            (vec![(0, 49)], vec![(50, 99)])
+        );
+        // One column tile left: nothing to cut at tiles.
+        assert!(cut(&s, &b, &any_order(&order), true).is_some());
+        let mut one = row.clone();
+        one.set_ranges(
+            1,
+            vec![Range::from_bounds(
+                &60i64.to_le_bytes(),
+                &69i64.to_le_bytes(),
+                false,
+            )],
+        );
+        assert!(cut(&s, &one, &any_order(&order), true).is_none());
     }
 
     #[test]

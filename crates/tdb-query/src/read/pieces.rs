@@ -440,6 +440,15 @@ impl Reader {
     /// 8192², rows of 16 MB, cut at the aim: 0.15 → 0.28 s).
     const ROW_AIMS: u64 = 4;
 
+    /// A sparse unordered piece over one row of space tiles (the first
+    /// dimension's span in one tile, where a row-major read cuts nothing)
+    /// is cut at the next dimension's tile boundaries once its estimate
+    /// passes this many piece aims: W3 at `--scale` 4× and 16× (rows of
+    /// 1.6M and 6.4M cells) peak 57 → 34 and 97 → 45 MiB, at the same
+    /// time or less. At four aims W3's 1× rows are cut too, into pieces of
+    /// a space tile or two, and its whole read took 8% longer.
+    const UNORDERED_AIMS: u64 = 8;
+
     /// Whether piece `p` (its `estimate` past the aim, no tile boundary
     /// to cut it at) is cut inside its tiles: far enough past the aim
     /// ([`Reader::ROW_AIMS`]), over dense fragments alone whose tiles are
@@ -539,19 +548,26 @@ impl Reader {
             return Some(Cut::Halves(half(a), half(b)));
         }
         let in_order = self.range_cuts(&p.sub)?;
-        let split = |tiles_only| {
+        let split = |order: &[(usize, partition::Grain)], tiles_only| {
             partition::split(
                 schema,
                 self.ops.dims(),
                 &p.sub,
-                &order,
+                order,
                 tiles_only,
                 in_order,
                 &bounds,
             )
         };
-        let (a, b) = match split(tiles_only) {
-            None if tiles_only && self.cuts_inside_tiles(p, estimate) => split(false)?,
+        let unordered =
+            self.spec.layout == ResultLayout::Unordered && schema.array_type == ArrayType::Sparse;
+        let far = estimate > self.piece_aim().saturating_mul(Self::UNORDERED_AIMS);
+        let (a, b) = match split(&order, tiles_only) {
+            None if tiles_only && self.cuts_inside_tiles(p, estimate) => split(&order, false)?,
+            // A sparse unordered piece over one row of space tiles, far
+            // past the aim: cut between its space tiles along the next
+            // dimension ([`Reader::UNORDERED_AIMS`]).
+            None if tiles_only && unordered && far => split(&partition::any_order(&order), true)?,
             halves => halves?,
         };
         // Cut along the parts dimension: the pieces share out its values

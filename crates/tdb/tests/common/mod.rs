@@ -10,6 +10,13 @@ pub fn ints(name: &str, v: &[i32]) -> FieldBuffer {
     b
 }
 
+/// A non-nullable INT64 field of these cells.
+pub fn ints64(name: &str, v: &[i64]) -> FieldBuffer {
+    let mut b = FieldBuffer::new(name, Datatype::Int64, 1, false);
+    b.data = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+    b
+}
+
 /// An INT32 range `[lo, hi]`.
 pub fn range(lo: i32, hi: i32) -> Range {
     Range::from_bounds(&lo.to_le_bytes(), &hi.to_le_bytes(), false)
