@@ -286,7 +286,15 @@ mod tests {
     /// A tile of `n` chunks of 100 unfiltered bytes each, chunk `k`'s data
     /// `k + 1` bytes of value `k`, at offset 7 of its file.
     fn file(n: u8) -> (Vec<u8>, Range<u64>) {
-        let data: Vec<Vec<u8>> = (0..n).map(|k| vec![k; usize::from(k) + 1]).collect();
+        sized(&(1..=usize::from(n)).collect::<Vec<_>>())
+    }
+
+    /// A tile of chunks of 100 unfiltered bytes each, chunk `k`'s data
+    /// `sizes[k]` bytes of value `k`, at offset 7 of its file.
+    fn sized(sizes: &[usize]) -> (Vec<u8>, Range<u64>) {
+        let data: Vec<Vec<u8>> = (sizes.iter().enumerate())
+            .map(|(k, &n)| vec![k as u8; n])
+            .collect();
         let chunks = data.iter().map(|d| FilteredChunk {
             unfiltered_size: 100,
             metadata: b"m",
@@ -411,21 +419,7 @@ mod tests {
     /// other sizes (longer, then shorter) are still each found whole.
     #[test]
     fn a_run_of_wanted_chunks_takes_one_read() {
-        let uniform = |sizes: &[usize]| {
-            let data: Vec<Vec<u8>> = (sizes.iter().enumerate())
-                .map(|(k, &n)| vec![k as u8; n])
-                .collect();
-            let chunks = data.iter().map(|d| FilteredChunk {
-                unfiltered_size: 100,
-                metadata: b"m",
-                data: d,
-            });
-            let mut out = vec![0xEE; 7];
-            write_filtered_chunks(chunks, &mut out).unwrap();
-            let end = out.len() as u64;
-            (out, 7..end)
-        };
-        let (bytes, tile) = uniform(&[50; 10]);
+        let (bytes, tile) = sized(&[50; 10]);
         let (found, reads) = walk(&bytes, tile.clone(), vec![150..650], 16).unwrap();
         let indices: Vec<u64> = found.iter().map(|c| c.index).collect();
         assert_eq!(indices, [1, 2, 3, 4, 5, 6]);
@@ -437,7 +431,7 @@ mod tests {
             [50, 50, 80, 80, 80, 80, 80, 9, 9, 9],
             [50, 50, 9, 9, 9, 9, 9, 9, 9, 9],
         ] {
-            let (bytes, tile) = uniform(&sizes);
+            let (bytes, tile) = sized(&sizes);
             let (found, reads) = walk(&bytes, tile.clone(), vec![150..650], 16).unwrap();
             let indices: Vec<u64> = found.iter().map(|c| c.index).collect();
             assert_eq!(indices, [1, 2, 3, 4, 5, 6], "{sizes:?}");
