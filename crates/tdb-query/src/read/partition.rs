@@ -629,7 +629,8 @@ mod tests {
             (bounds(&s, &a, 1), bounds(&s, &b, 1)),
             (vec![(0, 49)], vec![(50, 99)])
         );
-        // One column tile left: nothing to cut at tiles.
+        // The right half's five column tiles are cut again; one column
+        // tile has nothing to cut at tiles.
         assert!(cut(&s, &b, &any_order(&order), true).is_some());
         let mut one = row.clone();
         one.set_ranges(

@@ -444,7 +444,7 @@ impl Reader {
     /// dimension's span in one tile, where a row-major read cuts nothing)
     /// is cut at the next dimension's tile boundaries once its estimate
     /// passes this many piece aims: W3 at `--scale` 4× and 16× (rows of
-    /// 1.6M and 6.4M cells) peak 57 → 34 and 97 → 45 MiB, at the same
+    /// 1.6M and 6.4M cells) peak 57 → 33 and 97 → 46 MiB, at the same
     /// time or less. At four aims W3's 1× rows are cut too, into pieces of
     /// a space tile or two, and its whole read took 8% longer.
     const UNORDERED_AIMS: u64 = 8;
