@@ -47,6 +47,11 @@ pub struct ChunkWalk {
     /// The last wanted chunk found: index, header offset, first
     /// unfiltered byte.
     last: Option<(u64, u64, u64)>,
+    /// The last chunk header read: unfiltered bytes and span. The chunks
+    /// after it are guessed as long (TileDB's writer cuts a tile's chunks
+    /// to one size; compressed ones come out near it), so a run of wanted
+    /// chunks is read at once ([`ChunkWalk::want`]).
+    stride: Option<(u64, u64)>,
 }
 
 /// Where a walk stood: a chunk header it reached, so a later walk over
@@ -59,6 +64,8 @@ pub struct WalkPoint {
     index: u64,
     at: u64,
     unfiltered: u64,
+    /// See [`ChunkWalk`]'s `stride`.
+    stride: Option<(u64, u64)>,
 }
 
 impl WalkPoint {
@@ -74,6 +81,10 @@ impl WalkPoint {
             index: self.index.saturating_add(1),
             at: chunk.range.end,
             unfiltered: chunk.unfiltered.end,
+            stride: Some((
+                chunk.unfiltered.end.saturating_sub(chunk.unfiltered.start),
+                chunk.range.end.saturating_sub(chunk.range.start),
+            )),
             ..*self
         })
     }
@@ -95,6 +106,7 @@ impl ChunkWalk {
             unfiltered: 0,
             until: 0,
             last: None,
+            stride: None,
         }
     }
 
@@ -118,6 +130,7 @@ impl ChunkWalk {
             walk.index = p.index;
             walk.at = p.at;
             walk.unfiltered = p.unfiltered;
+            walk.stride = p.stride;
         }
         walk
     }
@@ -133,6 +146,7 @@ impl ChunkWalk {
             index,
             at,
             unfiltered,
+            stride: self.stride,
         })
     }
 
@@ -146,55 +160,53 @@ impl ChunkWalk {
         self.unfiltered >= self.wanted_end()
     }
 
-    /// The file range to read next, `None` once done.
+    /// The file range to read next, `None` once done: at least a window,
+    /// the wanted chunk the last window cut short, and the wanted chunks
+    /// from the next header on as far as they are guessed to reach.
     pub fn want(&self) -> Option<Range<u64>> {
         if self.done() {
             return None;
         }
-        let end = self
-            .at
-            .saturating_add(self.window)
+        let end = (self.at.saturating_add(self.window))
             .max(self.until)
+            .max(self.guessed_run())
             .min(self.tile.end);
         Some(self.at..end)
+    }
+
+    /// Where the wanted chunks from the next header on end, each guessed
+    /// as long as the last header read (`stride`), and the header after
+    /// them while wanted bytes lie beyond: a run of them takes one read,
+    /// not two per chunk (its header, then its bytes). A wrong guess costs
+    /// a read more (the chunks were longer) or bytes read and not used
+    /// (shorter), never a wrong chunk: every header is still read where
+    /// the one before ends. The next header's offset where there is no
+    /// guess or the next chunk is not wanted.
+    fn guessed_run(&self) -> u64 {
+        let (Some((size, span)), Some(count)) = (self.stride, self.count) else {
+            return self.at;
+        };
+        let size = size.max(1);
+        let left = count.saturating_sub(self.index);
+        let (mut more, mut from) = (0u64, self.unfiltered);
+        while more < left && self.is_wanted(&(from..from.saturating_add(size))) {
+            more = more.saturating_add(1);
+            from = from.saturating_add(size);
+        }
+        if more == 0 {
+            return self.at;
+        }
+        let header = match from < self.wanted_end() {
+            true => CHUNK_HEADER_SIZE as u64,
+            false => 0,
+        };
+        (self.at.saturating_add(more.saturating_mul(span))).saturating_add(header)
     }
 
     /// Whether the tile's unfiltered bytes `r` hold a wanted one.
     fn is_wanted(&self, r: &Range<u64>) -> bool {
         let k = self.wanted.partition_point(|w| w.end <= r.start);
         self.wanted.get(k).is_some_and(|w| w.start < r.end)
-    }
-
-    /// Where the read of a wanted chunk (`span` bytes from its header,
-    /// holding `unfiltered`, ending at `chunk_end`) should end: past the
-    /// chunks after it that hold wanted bytes too, each guessed as long
-    /// as this one (TileDB's writer cuts a tile's chunks to one size;
-    /// compressed ones come out near it), and the header after them while
-    /// wanted bytes lie beyond. A run of
-    /// wanted chunks then takes one read, not two per chunk (its bytes,
-    /// then the header after it). A wrong guess costs a read more (the
-    /// chunks were longer) or bytes read and not used (shorter), never a
-    /// wrong chunk: every header is still read where the one before ends.
-    fn reach(&self, chunk_end: u64, unfiltered: &Range<u64>, span: u64, count: u64) -> u64 {
-        let size = unfiltered.end.saturating_sub(unfiltered.start).max(1);
-        let left = count.saturating_sub(self.index.saturating_add(1));
-        let mut more = 0u64;
-        let mut from = unfiltered.end;
-        while more < left && self.is_wanted(&(from..from.saturating_add(size))) {
-            more = more.saturating_add(1);
-            from = from.saturating_add(size);
-        }
-        if more == 0 {
-            return chunk_end;
-        }
-        // The next header too, unless the run ends the wanted bytes.
-        let header = match from < self.wanted_end() {
-            true => CHUNK_HEADER_SIZE as u64,
-            false => 0,
-        };
-        (chunk_end.saturating_add(more.saturating_mul(span)))
-            .saturating_add(header)
-            .min(self.tile.end)
     }
 
     /// The bytes of the range [`ChunkWalk::want`] gave (`location` names
@@ -239,6 +251,7 @@ impl ChunkWalk {
                 break;
             };
             let chunk_end = self.at.saturating_add(h.span());
+            self.stride = Some((u64::from(h.unfiltered_size), h.span()));
             if chunk_end > self.tile.end {
                 return Err(corrupt(format!(
                     "chunk {} ends at byte {chunk_end}, past the tile's end at {}",
@@ -249,9 +262,9 @@ impl ChunkWalk {
                 self.unfiltered..self.unfiltered.saturating_add(u64::from(h.unfiltered_size));
             if self.is_wanted(&unfiltered) {
                 if chunk_end > end {
-                    // Read it whole next time, and the wanted chunks after
-                    // it as far as they are guessed to reach.
-                    self.until = self.reach(chunk_end, &unfiltered, h.span(), count);
+                    // Read it whole next time (with the wanted chunks
+                    // after it, as far as they are guessed to reach).
+                    self.until = chunk_end;
                     break;
                 }
                 self.last = Some((self.index, self.at, self.unfiltered));
@@ -414,19 +427,37 @@ mod tests {
         assert_eq!(other.want().unwrap().start, tile.start + 1);
     }
 
-    /// Wanted chunks after the first are read with it, guessed as long
-    /// as it: one read for a run of six chunks of one size; chunks of
-    /// other sizes (longer, then shorter) are still each found whole.
+    /// Wanted chunks are read together, guessed as long as the last
+    /// header read: one read for a run of six chunks of one size, and one
+    /// for a walk resumed past them; chunks of other sizes (longer, then
+    /// shorter) are still each found whole.
     #[test]
     fn a_run_of_wanted_chunks_takes_one_read() {
         let (bytes, tile) = sized(&[50; 10]);
         let (found, reads) = walk(&bytes, tile.clone(), vec![150..650], 16).unwrap();
         let indices: Vec<u64> = found.iter().map(|c| c.index).collect();
         assert_eq!(indices, [1, 2, 3, 4, 5, 6]);
-        // Chunk 0's header, chunk 1's, then chunks 1 to 6 (and the next
-        // header: none is needed, the run ends where the wanted bytes do).
-        assert_eq!(reads.len(), 3, "{reads:?}");
-        assert_eq!(reads[2].end, found[5].range.end);
+        // Chunk 0's header, then chunks 1 to 6, guessed from chunk 0's
+        // size (and the next header: none is needed, the run ends where
+        // the wanted bytes do).
+        assert_eq!(reads.len(), 2, "{reads:?}");
+        assert_eq!(reads[1].start, found[0].range.start);
+        assert_eq!(reads[1].end, found[5].range.end);
+        // A walk resumed past chunk 6 reads chunks 7 and 8 in one read.
+        let mut first = ChunkWalk::new(tile.clone(), vec![150..650], 16);
+        while let Some(r) = first.want() {
+            first
+                .give("t", &bytes[r.start as usize..r.end as usize])
+                .unwrap();
+        }
+        let past = first.point().unwrap().past(&found[5]).unwrap();
+        let mut next = ChunkWalk::resume(tile.clone(), vec![700..900], 16, Some(past));
+        let r = next.want().unwrap();
+        let got = next
+            .give("t", &bytes[r.start as usize..r.end as usize])
+            .unwrap();
+        assert_eq!(got.iter().map(|c| c.index).collect::<Vec<_>>(), [7, 8]);
+        assert!(next.want().is_none());
         for sizes in [
             [50, 50, 80, 80, 80, 80, 80, 9, 9, 9],
             [50, 50, 9, 9, 9, 9, 9, 9, 9, 9],
