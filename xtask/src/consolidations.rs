@@ -297,7 +297,7 @@ pub(crate) fn tiledb_crashes(
         let rel = mine.strip_prefix(&crashed).unwrap_or(mine).to_path_buf();
         let (_, key) = read_expected(mine, &tdb::StorageConfig::new())?;
         let theirs = theirs_root.join(&rel);
-        let made = (root.join("target/interop/choices"))
+        let made = (choices_dir(root))
             .join(SETTINGS[0].0)
             .join("tiledb")
             .join(&rel);
@@ -406,6 +406,13 @@ fn copy(case: &Path, out: &Path) -> Result<(), String> {
     tdb_testdata::copy_dir(case, out).map_err(|e| format!("copying {}: {e}", case.display()))
 }
 
+/// Where the consolidation pass keeps each setting's copies, tdb's and
+/// TileDB's (`<setting>/{tdb,tiledb}/<case>`): `tiledb_crashes` holds
+/// crashes to TileDB's.
+fn choices_dir(root: &Path) -> PathBuf {
+    root.join("target/interop/choices")
+}
+
 /// The consolidation pass (see the module's docs): `(passed, failed,
 /// skipped)`.
 pub(crate) fn consolidations(
@@ -414,7 +421,7 @@ pub(crate) fn consolidations(
     python: &Path,
 ) -> Result<(usize, usize, usize), String> {
     let out = root.join("target/interop/consolidated");
-    let choice_root = root.join("target/interop/choices");
+    let choice_root = choices_dir(root);
     fresh(&out)?;
     fresh(&choice_root)?;
     let (mut failed, mut skipped) = (0, 0);
