@@ -1245,13 +1245,16 @@ pub(crate) fn decode_tiles<'a>(
             .and_then(|p| p.sliced.as_ref())
             .map(|p| &p.window);
         if let (Some(at), Some(window)) = (run.at, window) {
-            // The window fills in chunk order; cells between the used
-            // chunks, and after the last, are zero (no cell is read
-            // there; the padding follows the loop).
-            let into = slot.get_or_insert_with(|| TileData {
-                data: spare
-                    .take(usize::try_from(window.end.saturating_sub(window.start)).unwrap_or(0)),
-                ..TileData::default()
+            // Cells between the used chunks stay zero: no cell is read
+            // there.
+            let into = slot.get_or_insert_with(|| {
+                let len = usize::try_from(window.end.saturating_sub(window.start)).unwrap_or(0);
+                let mut data = spare.take(len);
+                data.resize(len, 0);
+                TileData {
+                    data,
+                    ..TileData::default()
+                }
             });
             // The chunk's bytes inside the window, where they go in it.
             let decoded = data.data;
@@ -1262,7 +1265,9 @@ pub(crate) fn decode_tiles<'a>(
                 .and_then(|(a, b)| decoded.get(a..b.max(a)))
                 .unwrap_or_default();
             let into_at = usize::try_from(from.saturating_sub(window.start)).unwrap_or(usize::MAX);
-            place(&mut into.data, into_at, src);
+            if let Some(dst) = (into.data).get_mut(into_at..into_at.saturating_add(src.len())) {
+                dst.copy_from_slice(src);
+            }
             let key = jobs.get(run.job).map_or((0, 0, 0), |j| j.fetch.key);
             let chunk = u64::try_from(run.first).unwrap_or(u64::MAX);
             for buf in cache.give(key, run.part, chunk, decoded) {
@@ -1281,15 +1286,6 @@ pub(crate) fn decode_tiles<'a>(
             }
         }
     }
-    for (parts, parsed) in joined.iter_mut().zip(&parsed) {
-        for (slot, part) in parts.iter_mut().zip(parsed) {
-            let (Some(t), Some(sliced)) = (slot.as_mut(), &part.sliced) else {
-                continue;
-            };
-            let len = sliced.window.end.saturating_sub(sliced.window.start);
-            t.data.resize(usize::try_from(len).unwrap_or(0), 0);
-        }
-    }
     jobs.iter()
         .zip(joined)
         .zip(&parsed)
@@ -1305,22 +1301,6 @@ pub(crate) fn decode_tiles<'a>(
             Ok(tile)
         })
         .collect()
-}
-
-/// Writes `src` at `at` in `data`, zeros before it where `data` is
-/// shorter: a window filled in order is written once, not zeroed first.
-fn place(data: &mut Vec<u8>, at: usize, src: &[u8]) {
-    if data.len() == at {
-        data.extend_from_slice(src);
-        return;
-    }
-    let end = at.saturating_add(src.len());
-    if data.len() < end {
-        data.resize(end, 0);
-    }
-    if let Some(dst) = data.get_mut(at..end) {
-        dst.copy_from_slice(src);
-    }
 }
 
 /// Per chunk of part `part` of `job`, whether it holds a cell the read
@@ -1756,15 +1736,11 @@ mod tests {
     fn tiles_that_unfilter_by_a_copy_decode_on_the_calling_thread() {
         let s = schema();
         let cells = 1u64 << 17;
-        // Values neither delta nor zstd shrink (splitmix64): the work is
-        // about the tile's bytes.
+        // Values neither delta nor zstd shrink (pseudo-random): the work
+        // is about the tile's bytes.
+        let mut rng = tdb_testdata::XorShift::new(7);
         let values: Vec<u8> = (0..cells)
-            .flat_map(|i| {
-                let z = i.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-                let z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-                let z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-                (z ^ (z >> 31)).to_le_bytes()
-            })
+            .flat_map(|_| rng.next_u64().to_le_bytes())
             .collect();
         for (attribute, pooled) in [(0u32, true), (2, false)] {
             let ff = field(&s, attribute, &[DataPart::Fixed]);
