@@ -27,6 +27,7 @@ mod object_store;
 mod packed_validity;
 mod parts;
 mod read_into;
+mod scattered_cells;
 mod sliced_tiles;
 mod sorted_runs;
 mod string_parts;

@@ -6,7 +6,9 @@
 //! lines along the result's fastest dimension, each line cut at space-tile
 //! boundaries, and each piece cut again where fragments cover it, the
 //! newest fragment winning. A sparse read's ordered cells are merged into
-//! slabs where they run on in one tile.
+//! slabs where they run on in one tile; an unordered read's cells of one
+//! tile, where they seldom run on (a condition or a box keeping a cell here
+//! and there), are listed in one slab instead of a slab each.
 
 // Coordinates here are i128 values of 64-bit domains and tile positions
 // below them: sums and differences of a few cannot overflow, and the
@@ -23,7 +25,8 @@ use tdb_index::dense::{origin_and_extent, FragmentGrid};
 use tdb_schema::{ArraySchema, NDRange};
 
 /// Cells `cell, cell + stride, ...` (`len` of them) of tile `tile` of
-/// fragment `frag`, or `len` fill cells.
+/// fragment `frag`, or `len` fill cells; or, with stride [`Slab::LISTED`],
+/// the cells its results list at `picks[cell..cell + len]`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Slab {
     pub frag: u32,
@@ -35,6 +38,10 @@ pub(crate) struct Slab {
 
 impl Slab {
     const FILL: u32 = u32::MAX;
+    /// The stride of a slab whose cells are listed in its results' `picks`
+    /// (positions among its tile's held cells): a slab costs 40 bytes, a
+    /// listed cell 4.
+    pub const LISTED: u64 = 0;
 
     pub fn fill(len: u64) -> Self {
         Slab {
@@ -50,22 +57,42 @@ impl Slab {
         self.frag == Self::FILL
     }
 
+    pub fn is_listed(&self) -> bool {
+        self.stride == Self::LISTED
+    }
+
     /// Cells `from..from + len` of this slab.
     pub fn part(&self, from: u64, len: u64) -> Slab {
+        let step = self.stride.max(u64::from(self.is_listed()));
         Slab {
-            cell: self.cell.saturating_add(from.saturating_mul(self.stride)),
+            cell: self.cell.saturating_add(from.saturating_mul(step)),
             len,
             ..*self
         }
     }
 
-    /// The tile positions of this slab's cells, in order.
-    pub fn cells(&self) -> impl Iterator<Item = usize> {
+    /// The tile positions of this slab's cells, in order (a listed slab's
+    /// from its results' `picks`).
+    pub fn cells<'p>(&self, picks: &'p [u32]) -> impl Iterator<Item = usize> + 'p {
         let (cell, stride) = (self.cell, self.stride);
-        (0..self.len).map(move |j| cell.saturating_add(j.saturating_mul(stride)) as usize)
+        let (listed, strided) = match self.is_listed() {
+            true => (self.listed(picks), 0),
+            false => (&[][..], self.len),
+        };
+        (listed.iter().map(|&c| c as usize)).chain(
+            (0..strided).map(move |j| cell.saturating_add(j.saturating_mul(stride)) as usize),
+        )
     }
 
-    /// The tile's cells this slab spans, as a half-open range.
+    /// A listed slab's cells in `picks` (none where they fall outside).
+    pub fn listed<'p>(&self, picks: &'p [u32]) -> &'p [u32] {
+        let from = usize::try_from(self.cell).unwrap_or(usize::MAX);
+        let to = usize::try_from(self.len).map_or(usize::MAX, |n| from.saturating_add(n));
+        picks.get(from..to).unwrap_or_default()
+    }
+
+    /// The tile's cells this slab spans, as a half-open range (a strided
+    /// slab's: only dense results, which list none, ask).
     pub fn cell_span(&self) -> (u64, u64) {
         let last = (self.len.saturating_sub(1)).saturating_mul(self.stride);
         (self.cell, self.cell.saturating_add(last).saturating_add(1))
@@ -78,6 +105,8 @@ impl Slab {
 #[derive(Debug, Default)]
 pub(crate) struct Results {
     pub slabs: Vec<Slab>,
+    /// The cells of listed slabs (see [`Slab::LISTED`]).
+    pub picks: Vec<u32>,
     pub coords: Vec<i128>,
     pub dims: usize,
     pub step_dim: usize,
@@ -202,6 +231,7 @@ pub(crate) fn dense_results(
         (faster.unwrap_or_default().iter())
             .map(|&(_, extent)| u64::try_from(extent).unwrap_or(u64::MAX))
             .fold(1u64, u64::saturating_mul)
+            .max(1)
     };
     let mut planner = Planner {
         frags,

@@ -156,7 +156,7 @@ impl Reader {
         // Consecutive slabs mostly share a tile (a sparse read's cells are
         // each a slab): it is looked up once per run of them.
         // A sliced tile holds its cells from `first` on: slabs count from
-        // there.
+        // there (listed cells already do).
         let mut last: Option<((u32, u64), Held<'t>)> = None;
         for &(slab, _, _) in parts {
             let len = slab.len as usize;
@@ -176,6 +176,7 @@ impl Reader {
                 }
             };
             let (tile, slab) = match held {
+                Some((col, _)) if slab.is_listed() => (Some(col), slab),
                 Some((col, first)) => (
                     Some(col),
                     Slab {
@@ -260,9 +261,10 @@ impl Reader {
             if let Some(v) = &mut out.validity {
                 v.reserve(cells);
             }
+            let picks = &self.results.picks;
             self.for_each_run(slot, f, parts, keep, |source, slab| match source {
                 Some(col) => {
-                    for i in slab.cells() {
+                    for i in slab.cells(picks) {
                         push_cell(&mut out, col.cell(i), !col.is_null(i));
                     }
                 }
@@ -284,6 +286,7 @@ impl Reader {
         let fill = Fill {
             bytes: &f.fill,
             valid: f.fill_validity,
+            picks: &self.results.picks,
         };
         // Bytes of validity are cut like the data; bits are packed here,
         // run after run, as they do not split at cell boundaries.
@@ -321,7 +324,7 @@ impl Reader {
             };
             data = rest;
             if let Some(b) = &mut bits {
-                pack_run(b, source, slab, fill.valid);
+                pack_run(b, source, slab, fill);
             }
             let v = match validity.take().map(|v| v.split_at_mut_checked(n)) {
                 Some(Some((a, b))) => {
@@ -364,11 +367,13 @@ impl Reader {
 /// A tile's column and the cell it starts at, if the tile is held.
 type Held<'t> = Option<(Column<'t>, u64)>;
 
-/// A field's fill value and fill validity.
+/// A field's fill value and fill validity, and the cells listed slabs
+/// take (what a run's copy needs besides its slices).
 #[derive(Clone, Copy)]
 struct Fill<'a> {
     bytes: &'a [u8],
     valid: u8,
+    picks: &'a [u32],
 }
 
 /// Where one run of fixed-size cells goes (data and validity slices of the
@@ -410,6 +415,12 @@ fn copy_run((data, validity, source, slab): CopyJob<'_, '_>, size: usize, fill: 
         (src.len() == data.len()).then_some((col, src))
     });
     match (source, whole) {
+        (Some(col), None) if slab.is_listed() && col.validity.is_none() => {
+            gather(data, col.fixed, slab.listed(fill.picks), size);
+            if let Some(v) = validity {
+                v.fill(1);
+            }
+        }
         (_, Some((col, src))) => {
             data.copy_from_slice(src);
             if let Some(v) = validity {
@@ -422,14 +433,14 @@ fn copy_run((data, validity, source, slab): CopyJob<'_, '_>, size: usize, fill: 
             }
         }
         (Some(col), None) => {
-            for (cell, i) in data.chunks_exact_mut(size).zip(slab.cells()) {
+            for (cell, i) in data.chunks_exact_mut(size).zip(slab.cells(fill.picks)) {
                 let bytes = col.cell(i);
                 if bytes.len() == size {
                     cell.copy_from_slice(bytes);
                 }
             }
             if let Some(v) = validity {
-                for (b, i) in v.iter_mut().zip(slab.cells()) {
+                for (b, i) in v.iter_mut().zip(slab.cells(fill.picks)) {
                     *b = u8::from(!col.is_null(i));
                 }
             }
@@ -447,13 +458,42 @@ fn copy_run((data, validity, source, slab): CopyJob<'_, '_>, size: usize, fill: 
     }
 }
 
+/// Copies the `size`-byte cells `picks` of `fixed` into `data`, one
+/// fixed-size copy a cell for the common sizes (a call to `memcpy` each
+/// cost more than the copy).
+fn gather(data: &mut [u8], fixed: &[u8], picks: &[u32], size: usize) {
+    fn cells<const N: usize>(data: &mut [u8], fixed: &[u8], picks: &[u32]) {
+        for (out, &i) in data.chunks_exact_mut(N).zip(picks) {
+            let at = (i as usize).saturating_mul(N);
+            if let Some(cell) = fixed.get(at..at.saturating_add(N)) {
+                out.copy_from_slice(cell);
+            }
+        }
+    }
+    match size {
+        1 => cells::<1>(data, fixed, picks),
+        2 => cells::<2>(data, fixed, picks),
+        4 => cells::<4>(data, fixed, picks),
+        8 => cells::<8>(data, fixed, picks),
+        16 => cells::<16>(data, fixed, picks),
+        _ => {
+            for (out, &i) in data.chunks_exact_mut(size.max(1)).zip(picks) {
+                let at = (i as usize).saturating_mul(size);
+                if let Some(cell) = fixed.get(at..at.saturating_add(size)) {
+                    out.copy_from_slice(cell);
+                }
+            }
+        }
+    }
+}
+
 /// Appends one run's validity as bits: whole byte ranges where the cells
 /// are adjacent in their tile, else cell by cell; fill where there is no
 /// source.
-fn pack_run(bits: &mut Bitmap, source: Option<Column<'_>>, slab: Slab, fill_valid: u8) {
+fn pack_run(bits: &mut Bitmap, source: Option<Column<'_>>, slab: Slab, fill: Fill<'_>) {
     let (first, len) = (slab.cell as usize, slab.len as usize);
     let Some(col) = source else {
-        bits.push_n(fill_valid != 0, len);
+        bits.push_n(fill.valid != 0, len);
         return;
     };
     let adjacent = (col.validity.and_then(|v| v.as_bytes()))
@@ -463,7 +503,7 @@ fn pack_run(bits: &mut Bitmap, source: Option<Column<'_>>, slab: Slab, fill_vali
         (_, Some(valid)) => bits.extend_from_bytes(valid),
         (None, _) => bits.push_n(true, len),
         (Some(_), None) => {
-            for i in slab.cells() {
+            for i in slab.cells(fill.picks) {
                 bits.push(!col.is_null(i));
             }
         }
@@ -551,6 +591,7 @@ mod tests {
         let fill = Fill {
             bytes: &[0xAB; 4],
             valid: 0,
+            picks: &[],
         };
         let copy = |shared: bool| -> (Vec<u8>, Vec<u8>) {
             let (mut data, mut valid) = (vec![0u8; total * 4], vec![7u8; total]);
@@ -585,7 +626,7 @@ mod tests {
         // Packed as bits, run by run, the validity is the same.
         let mut bits = Bitmap::default();
         for &(source, s) in &runs {
-            pack_run(&mut bits, source, s, fill.valid);
+            pack_run(&mut bits, source, s, fill);
         }
         assert_eq!(Validity::Bits(bits), Validity::Bytes(serial.1));
     }

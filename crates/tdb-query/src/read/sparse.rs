@@ -86,13 +86,79 @@ fn held_cells(held: Option<&HeldPart>, plan: &FragPlan, fi: usize, t: u64) -> (u
     }
 }
 
-/// The cells of one tile a sparse read keeps: runs of adjacent cells
-/// (first, count), with per-cell timestamps each kept cell's, and where
+/// Which cells of a tile a read keeps, by their position among its held
+/// cells: runs of adjacent cells `(first, count)`, or, where the runs are
+/// short (a condition or a box keeping a cell here and there), each cell.
+#[derive(Debug, PartialEq)]
+enum Kept {
+    Runs(Vec<(u32, u32)>),
+    Listed(Vec<u32>),
+}
+
+impl Kept {
+    /// Kept cells running on for fewer than this many cells on average are
+    /// listed (4 bytes a cell, and one slab for the tile) rather than each
+    /// run a slab (40 bytes): a condition keeping one cell in ten took half
+    /// as long again as the whole read, cell by cell.
+    const LIST_BELOW: usize = 10;
+
+    /// The cells `mask` sets (it has at most 2^32 cells).
+    fn of(mask: &[bool]) -> Kept {
+        let count = mask.iter().filter(|&&m| m).count();
+        if count == mask.len() {
+            return Kept::Runs(match count {
+                0 => Vec::new(),
+                n => vec![(0, n as u32)],
+            });
+        }
+        let starts = (mask.iter().zip(mask.iter().skip(1)))
+            .filter(|&(&a, &b)| !a && b)
+            .count()
+            .saturating_add(usize::from(mask.first() == Some(&true)));
+        if count < starts.saturating_mul(Self::LIST_BELOW) {
+            // Every position written, the next slot taken only past a kept
+            // one: no branch a cell for the processor to guess (the runs'
+            // were most of the cost).
+            let mut cells = vec![0u32; count.saturating_add(1)];
+            let mut k = 0usize;
+            for (i, &m) in mask.iter().enumerate() {
+                if let Some(c) = cells.get_mut(k) {
+                    *c = i as u32;
+                }
+                k = k.saturating_add(usize::from(m));
+            }
+            cells.truncate(count);
+            return Kept::Listed(cells);
+        }
+        let mut runs = Vec::with_capacity(starts);
+        let mut start = 0usize;
+        for run in mask.chunk_by(|a, b| a == b) {
+            if run.first() == Some(&true) {
+                runs.push((start as u32, run.len() as u32));
+            }
+            start = start.saturating_add(run.len());
+        }
+        Kept::Runs(runs)
+    }
+
+    /// The kept cells, in order.
+    fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+        let (runs, listed) = match self {
+            Kept::Runs(r) => (&r[..], &[][..]),
+            Kept::Listed(l) => (&[][..], &l[..]),
+        };
+        (runs.iter())
+            .flat_map(|&(s, l)| s..s.saturating_add(l))
+            .chain(listed.iter().copied())
+    }
+}
+
+/// The cells of one tile a sparse read keeps, with per-cell timestamps each kept cell's, and where
 /// duplicates are not allowed whether each kept cell is deleted; where
 /// a part's first cell decided (`tiledb_string_parts`), how many ranges
 /// of that dimension each kept cell counts as in.
 struct KeptCells {
-    runs: Vec<(u32, u32)>,
+    cells: Kept,
     stamps: Option<Vec<u64>>,
     deleted: Option<Vec<bool>>,
     range_hits: Option<Vec<u32>>,
@@ -232,18 +298,8 @@ impl TileCheck<'_> {
                 c.evaluate(&tc, &mut mask)?;
             }
         }
-        // Runs of kept cells (`n` fits 32 bits: checked above).
-        let mut runs = Vec::new();
-        let mut start = 0usize;
-        for run in mask.chunk_by(|a, b| a == b) {
-            if run.first() == Some(&true) {
-                runs.push((start as u32, run.len() as u32));
-            }
-            start = start.saturating_add(run.len());
-        }
-        let kept = || {
-            (runs.iter()).flat_map(|&(s, l)| s as usize..(s as usize).saturating_add(l as usize))
-        };
+        let cells = Kept::of(&mask);
+        let kept = || cells.iter().map(|i| i as usize);
         let stamps = ts.map(|ts| {
             kept()
                 .map(|i| ts.get(i).copied().unwrap_or(frag_ts))
@@ -257,7 +313,7 @@ impl TileCheck<'_> {
                 .collect()
         });
         Ok(KeptCells {
-            runs,
+            cells,
             stamps,
             deleted,
             range_hits,
@@ -475,28 +531,26 @@ impl SparseScan<'_> {
             let first = (self.plans.get(fi)).map_or(0, |p| held_cells(self.held, p, fi, t).0);
             // Kept cells of the tile, in order (`KeptCells` lists them so).
             let mut at = 0usize;
-            for (start, len) in kept.runs {
-                for k in start..start.saturating_add(len) {
-                    // (Cell numbers count from the tile's first.)
-                    let cell = u32::try_from(first).unwrap_or(u32::MAX).saturating_add(k);
-                    if let Some(h) = &kept.range_hits {
-                        c.hits.resize(c.refs.len(), u32::MAX);
-                        c.hits.push(h.get(at).copied().unwrap_or(u32::MAX));
-                    }
-                    c.refs.push(CellRef {
-                        frag: fi as u32,
-                        cell,
-                        tile: t,
-                    });
-                    let stamp = kept.stamps.as_ref().and_then(|s| s.get(at).copied());
-                    c.stamps.push(stamp.unwrap_or(frag_ts));
-                    c.gone.push(
-                        kept.deleted
-                            .as_ref()
-                            .is_some_and(|d| d.get(at) == Some(&true)),
-                    );
-                    at = at.saturating_add(1);
+            for k in kept.cells.iter() {
+                // (Cell numbers count from the tile's first.)
+                let cell = u32::try_from(first).unwrap_or(u32::MAX).saturating_add(k);
+                if let Some(h) = &kept.range_hits {
+                    c.hits.resize(c.refs.len(), u32::MAX);
+                    c.hits.push(h.get(at).copied().unwrap_or(u32::MAX));
                 }
+                c.refs.push(CellRef {
+                    frag: fi as u32,
+                    cell,
+                    tile: t,
+                });
+                let stamp = kept.stamps.as_ref().and_then(|s| s.get(at).copied());
+                c.stamps.push(stamp.unwrap_or(frag_ts));
+                c.gone.push(
+                    kept.deleted
+                        .as_ref()
+                        .is_some_and(|d| d.get(at) == Some(&true)),
+                );
+                at = at.saturating_add(1);
             }
         }
         c
@@ -640,12 +694,27 @@ impl SparseScan<'_> {
         let dim_slots = self.dim_slots()?;
         let kept = self.check_tiles(&dim_slots)?;
         // Unordered reads with duplicates keep cells in the order found:
-        // each tile's kept cells go straight into slabs, no per-cell record.
+        // each tile's kept cells go straight into slabs, no per-cell record,
+        // listed in one slab where they seldom run on (they cost less so).
         if schema.allows_dups && layout == ResultLayout::Unordered {
             let mut out = Results::default();
             for ((fi, t), kept) in kept {
+                let runs = match kept.cells {
+                    Kept::Runs(runs) => runs,
+                    Kept::Listed(cells) => {
+                        out.slabs.push(Slab {
+                            frag: fi as u32,
+                            tile: t,
+                            cell: out.picks.len() as u64,
+                            stride: Slab::LISTED,
+                            len: cells.len() as u64,
+                        });
+                        out.picks.extend_from_slice(&cells);
+                        continue;
+                    }
+                };
                 let first = (self.plans.get(fi)).map_or(0, |p| held_cells(self.held, p, fi, t).0);
-                for (start, len) in kept.runs {
+                for (start, len) in runs {
                     out.slabs.push(Slab {
                         frag: fi as u32,
                         tile: t,
@@ -846,7 +915,31 @@ impl SparseScan<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::{strncmp_equal, tiledb_string_parts, Share};
+    use super::{strncmp_equal, tiledb_string_parts, Kept, Share};
+
+    /// Kept cells are runs where they run on, listed where they are
+    /// scattered, and the same cells either way.
+    #[test]
+    fn kept_cells_are_listed_where_their_runs_are_short() {
+        let mask = |s: &str| s.bytes().map(|b| b == b'1').collect::<Vec<bool>>();
+        assert_eq!(Kept::of(&mask("")), Kept::Runs(vec![]));
+        assert_eq!(Kept::of(&mask("000")), Kept::Runs(vec![]));
+        assert_eq!(Kept::of(&mask("111")), Kept::Runs(vec![(0, 3)]));
+        assert_eq!(Kept::of(&mask("0100101")), Kept::Listed(vec![1, 4, 6]));
+        let long = format!("0{}00{}0", "1".repeat(12), "1".repeat(30));
+        assert_eq!(Kept::of(&mask(&long)), Kept::Runs(vec![(1, 12), (15, 30)]));
+        // One run of 9 and one of 10: 19 cells < 2 × 10, listed.
+        let short = format!("{}0{}", "1".repeat(9), "1".repeat(10));
+        let listed: Vec<u32> = (0..9).chain(10..20).collect();
+        assert_eq!(Kept::of(&mask(&short)), Kept::Listed(listed));
+        let mut rng = tdb_testdata::XorShift::new(0x5eed_cafe);
+        for _ in 0..50 {
+            let ones = rng.next_u64() % 100;
+            let m: Vec<bool> = (0..997).map(|_| rng.next_u64() % 100 < ones).collect();
+            let want: Vec<u32> = (0..997u32).filter(|&i| m[i as usize]).collect();
+            assert_eq!(Kept::of(&m).iter().collect::<Vec<u32>>(), want, "{ones}%");
+        }
+    }
 
     /// Cuts share out every value: each in exactly one share, a tile's
     /// bounds meeting the shares that hold a value between them.
