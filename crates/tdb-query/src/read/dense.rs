@@ -63,7 +63,8 @@ impl Slab {
 
     /// Cells `from..from + len` of this slab.
     pub fn part(&self, from: u64, len: u64) -> Slab {
-        let step = self.stride.max(u64::from(self.is_listed()));
+        // (A listed slab's cells follow each other in its list.)
+        let step = if self.is_listed() { 1 } else { self.stride };
         Slab {
             cell: self.cell.saturating_add(from.saturating_mul(step)),
             len,
