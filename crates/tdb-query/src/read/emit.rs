@@ -458,32 +458,26 @@ fn copy_run((data, validity, source, slab): CopyJob<'_, '_>, size: usize, fill: 
     }
 }
 
-/// Copies the `size`-byte cells `picks` of `fixed` into `data`, one
-/// fixed-size copy a cell for the common sizes (a call to `memcpy` each
-/// cost more than the copy).
+/// Copies the `size`-byte cells `picks` of `fixed` into `data`. The
+/// common sizes are passed as constants, so each cell is one fixed-size
+/// copy (a call to `memcpy` each cost more than the copy).
 fn gather(data: &mut [u8], fixed: &[u8], picks: &[u32], size: usize) {
-    fn cells<const N: usize>(data: &mut [u8], fixed: &[u8], picks: &[u32]) {
-        for (out, &i) in data.chunks_exact_mut(N).zip(picks) {
-            let at = (i as usize).saturating_mul(N);
-            if let Some(cell) = fixed.get(at..at.saturating_add(N)) {
+    #[inline(always)]
+    fn cells(data: &mut [u8], fixed: &[u8], picks: &[u32], size: usize) {
+        for (out, &i) in data.chunks_exact_mut(size.max(1)).zip(picks) {
+            let at = (i as usize).saturating_mul(size);
+            if let Some(cell) = fixed.get(at..at.saturating_add(size)) {
                 out.copy_from_slice(cell);
             }
         }
     }
     match size {
-        1 => cells::<1>(data, fixed, picks),
-        2 => cells::<2>(data, fixed, picks),
-        4 => cells::<4>(data, fixed, picks),
-        8 => cells::<8>(data, fixed, picks),
-        16 => cells::<16>(data, fixed, picks),
-        _ => {
-            for (out, &i) in data.chunks_exact_mut(size.max(1)).zip(picks) {
-                let at = (i as usize).saturating_mul(size);
-                if let Some(cell) = fixed.get(at..at.saturating_add(size)) {
-                    out.copy_from_slice(cell);
-                }
-            }
-        }
+        1 => cells(data, fixed, picks, 1),
+        2 => cells(data, fixed, picks, 2),
+        4 => cells(data, fixed, picks, 4),
+        8 => cells(data, fixed, picks, 8),
+        16 => cells(data, fixed, picks, 16),
+        _ => cells(data, fixed, picks, size),
     }
 }
 
