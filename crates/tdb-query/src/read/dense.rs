@@ -222,7 +222,8 @@ pub(crate) fn dense_results(
     let global = matches!(layout, ResultLayout::GlobalOrder | ResultLayout::Unordered);
     let step_dim = step_dim(schema, layout);
     let col = step_dim == 0 && n > 1;
-    // Cells per step along `step_dim` inside a tile (its cell order).
+    // Cells per step along `step_dim` inside a tile (its cell order; at
+    // least 1: a stride of 0 marks a listed slab).
     let stride: u64 = {
         let faster = if schema.cell_order == Layout::ColMajor {
             grid.get(..step_dim)

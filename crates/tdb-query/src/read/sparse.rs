@@ -155,9 +155,9 @@ impl Kept {
 
 /// The cells of one tile a sparse read keeps, with per-cell timestamps
 /// each kept cell's, and where duplicates are not allowed whether each
-/// kept cell is deleted; where
-/// a part's first cell decided (`tiledb_string_parts`), how many ranges
-/// of that dimension each kept cell counts as in.
+/// kept cell is deleted; where a part's first cell decided
+/// (`tiledb_string_parts`), how many ranges of that dimension each kept
+/// cell counts as in.
 struct KeptCells {
     cells: Kept,
     stamps: Option<Vec<u64>>,
