@@ -120,6 +120,15 @@ pub trait ReadableStorage: Send + Sync + std::fmt::Debug {
         false
     }
 
+    /// Whether a large batch reads faster as several `read_ranges` calls
+    /// at once, one a worker: a local disk's ranges are copies out of the
+    /// page cache, CPU work idle workers can share. Object stores run a
+    /// batch's requests concurrently themselves; wrappers that record or
+    /// fail batches keep each batch one call (their traces stay in order).
+    fn parallel_ranges(&self) -> bool {
+        false
+    }
+
     /// [`ReadableStorage::read_ranges`] as a future, for async drivers and
     /// for batches fetched ahead while a reader decodes. Backends that do
     /// I/O of their own (object stores) start the batch when called, so
@@ -284,6 +293,10 @@ macro_rules! forward_storage {
 
             fn remote(&self) -> bool {
                 (**self).remote()
+            }
+
+            fn parallel_ranges(&self) -> bool {
+                (**self).parallel_ranges()
             }
 
             fn read_ranges_async(&self, requests: Vec<RangeRequest>) -> RangesFuture<'_> {
