@@ -72,3 +72,53 @@ fn an_unordered_read_cuts_a_long_row_of_space_tiles_between_them() {
         "{batches} batches: the whole row in one piece"
     );
 }
+
+/// The budget is checked up front against the tiles the subarray reaches,
+/// not every tile of the array: a box away from a sparse tile held whole
+/// (DICTIONARY strings, never sliced) and larger than the budget reads
+/// under it, while the whole array is refused before any tile is fetched.
+#[test]
+fn a_tile_held_whole_outside_the_subarray_does_not_refuse_the_read() {
+    let schema = tdb::ArraySchema::builder(tdb_format::ArrayType::Sparse)
+        .dimension(tdb_schema::DimensionBuilder::range("d", 0i64..=999).tile_extent(1000i64))
+        .attribute(
+            tdb_schema::AttributeBuilder::new("s", tdb::Datatype::StringUtf8)
+                .var()
+                .filters([tdb_filters::Filter::Dictionary { level: 0 }]),
+        )
+        .capacity(4)
+        .build()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let array = Array::create(dir.path(), &schema).unwrap();
+    // Tile 0: four strings of 20,000 bytes; tile 1: four short ones.
+    let ds: Vec<i64> = (0..4).chain(100..104).collect();
+    let mut s = tdb::FieldBuffer::new("s", tdb::Datatype::StringUtf8, tdb::VAR_NUM, false);
+    for &d in &ds {
+        let len = if d < 4 { 20_000 } else { 3 };
+        s.push(&vec![b'a' + d as u8 % 26; len], true);
+    }
+    array
+        .write(tdb::WriteSpec::new(vec![common::ints64("d", &ds), s]).at(1))
+        .unwrap();
+    let array = Array::open(dir.path()).unwrap();
+    let budget = 16 << 10;
+    let mut sub = tdb::Subarray::new(1);
+    sub.add_range(
+        0,
+        tdb_schema::Range::from_bounds(&100i64.to_le_bytes(), &103i64.to_le_bytes(), false),
+    );
+    let boxed = ReadSpec::new(["d", "s"]).with_subarray(sub);
+    let want = array.read_all(boxed.clone()).unwrap();
+    assert_eq!(want.num_cells, 4);
+    let got = array.read_all(boxed.with_budget(budget)).unwrap();
+    assert_eq!(got, want);
+    let err = array
+        .read_all(ReadSpec::new(["d", "s"]).with_budget(budget))
+        .unwrap_err();
+    assert!(
+        common::chain(&err).contains("too small"),
+        "{}",
+        common::chain(&err)
+    );
+}

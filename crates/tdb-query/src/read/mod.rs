@@ -775,8 +775,9 @@ impl Reader {
     }
 
     /// Every section is in: R-tree leaves parsed once, the largest tile
-    /// of each fragment checked against the budget (up front, before any
-    /// tile is fetched), then the first piece of the subarray.
+    /// of each fragment the subarray reaches checked against the budget
+    /// (up front, before any tile is fetched), then the first piece of the
+    /// subarray.
     fn start_partitions(&mut self) -> Result<()> {
         for plan in &mut self.plans {
             let meta = &plan.meta;
@@ -804,9 +805,9 @@ impl Reader {
                 }
             }
         }
-        self.tile_max = (self.plans.iter().enumerate())
-            .map(|(i, plan)| {
-                (0..plan.tile_num())
+        self.tile_max = (0..self.plans.len())
+            .map(|i| {
+                (self.reached_tiles(i))
                     .map(|t| self.tile_bytes(i, t))
                     .max()
                     .unwrap_or(0)
@@ -821,7 +822,7 @@ impl Reader {
         for (i, plan) in self.plans.iter().enumerate() {
             let sliced = (plan.meta.footer.dense || spills) && Self::sliceable(plan);
             let span = sliced.then_some(2);
-            let most = (0..plan.tile_num())
+            let most = (self.reached_tiles(i))
                 .map(|t| self.tile_cost(i, t, span))
                 .max()
                 .unwrap_or(0);

@@ -257,6 +257,22 @@ impl Reader {
         total
     }
 
+    /// The tiles of fragment `i` a piece of this read may hold: of a sparse
+    /// fragment those whose MBR overlaps the subarray (found through the
+    /// R-tree), of a dense one every tile. The budget is checked against
+    /// these up front: a box over a large array reaches few of its tiles,
+    /// and looking at every one cost W3's 16 boxes 1,200 tile sizes a box.
+    pub(super) fn reached_tiles(&self, i: usize) -> Box<dyn Iterator<Item = u64> + '_> {
+        match self.plans.get(i) {
+            Some(plan) if !plan.meta.footer.dense => Box::new(
+                plan.tiles_overlapping(self.ops.dims(), &self.spec.subarray)
+                    .into_iter(),
+            ),
+            Some(plan) => Box::new(0..plan.tile_num()),
+            None => Box::new(std::iter::empty()),
+        }
+    }
+
     /// What reading sparse tile `t` of fragment `i` holds: the tile (with
     /// `cells`, that run of its cells) and per cell the plan's bookkeeping.
     pub(super) fn sparse_held(

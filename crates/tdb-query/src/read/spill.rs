@@ -699,7 +699,7 @@ impl Reader {
         let huge = || {
             (self.plans.iter().enumerate()).any(|(i, plan)| {
                 !plan.meta.footer.dense
-                    && (0..plan.tile_num()).any(|t| self.tile_bytes(i, t) > budget)
+                    && (self.reached_tiles(i)).any(|t| self.tile_bytes(i, t) > budget)
             })
         };
         schema.array_type == ArrayType::Sparse
