@@ -122,3 +122,51 @@ fn a_tile_held_whole_outside_the_subarray_does_not_refuse_the_read() {
         common::chain(&err)
     );
 }
+
+/// A sparse unordered read of one space tile past the piece aim (200,000
+/// cells, about 19 MB as the reader counts tiles and per-cell bookkeeping,
+/// against 8 MiB), which no tile boundary cuts, goes in runs of its data
+/// tiles: several batches, each cell once.
+#[test]
+fn an_unordered_read_of_one_space_tile_past_the_aim_goes_in_runs_of_its_tiles() {
+    let schema = tdb::ArraySchema::builder(tdb_format::ArrayType::Sparse)
+        .dimension(tdb_schema::DimensionBuilder::range("y", 0i64..=999).tile_extent(1000i64))
+        .dimension(
+            tdb_schema::DimensionBuilder::range("x", 0i64..=1_999_999).tile_extent(2_000_000i64),
+        )
+        .attribute(tdb_schema::AttributeBuilder::new("a", tdb::Datatype::Int64))
+        .capacity(10_000)
+        .allows_duplicates(true)
+        .build()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let array = Array::create(dir.path(), &schema).unwrap();
+    let n = 200_000i64;
+    let xs: Vec<i64> = (0..n).collect();
+    let ys: Vec<i64> = xs.iter().map(|x| x * 7919 % 1000).collect();
+    let spec = tdb::WriteSpec::new(vec![
+        common::ints64("y", &ys),
+        common::ints64("x", &xs),
+        common::ints64("a", &xs),
+    ]);
+    array.write(spec.at(1)).unwrap();
+    let array = Array::open(dir.path()).unwrap();
+    let read = ReadSpec::new(["x", "a"]).with_layout(ResultLayout::Unordered);
+    let mut seen = vec![false; n as usize];
+    let mut batches = 0;
+    for batch in array.read(read).unwrap() {
+        let batch = batch.unwrap();
+        let (x, a) = (batch.fields[0].column(), batch.fields[1].column());
+        for i in 0..batch.num_cells as usize {
+            assert_eq!(x.cell(i), a.cell(i));
+            let x = i64::from_le_bytes(x.cell(i).try_into().unwrap()) as usize;
+            assert!(!std::mem::replace(&mut seen[x], true), "cell {x} twice");
+        }
+        batches += 1;
+    }
+    assert!(seen.iter().all(|&s| s), "a cell missing");
+    assert!(
+        batches >= 2,
+        "{batches} batches: the space tile in one piece"
+    );
+}

@@ -458,11 +458,13 @@ impl Reader {
 
     /// A sparse unordered piece over one row of space tiles (the first
     /// dimension's span in one tile, where a row-major read cuts nothing)
-    /// is cut at the next dimension's tile boundaries once its estimate
-    /// passes this many piece aims: W3 at `--scale` 4× and 16× (rows of
-    /// 1.6M and 6.4M cells) peak 57 → 33 and 97 → 46 MiB, at the same
-    /// time or less. At four aims W3's 1× rows are cut too, into pieces of
-    /// a space tile or two, and its whole read took 8% longer.
+    /// that several fragments reach (else it goes in runs of its tiles,
+    /// [`Reader::run_cut`]) is cut at the next dimension's tile boundaries
+    /// once its estimate passes this many piece aims: W3 at `--scale` 4×
+    /// and 16× (rows of 1.6M and 6.4M cells) peaked 57 → 33 and 97 → 46
+    /// MiB so, at the same time or less. At four aims W3's 1× rows are cut
+    /// too, into pieces of a space tile or two, and its whole read took 8%
+    /// longer.
     const UNORDERED_AIMS: u64 = 8;
 
     /// Whether piece `p` (its `estimate` past the aim, no tile boundary
@@ -550,18 +552,11 @@ impl Reader {
                 }
                 return Some(Cut::Halves(half(cells.start..mid), half(mid..cells.end)));
             }
-            // Pieces are cut until they fit the tile budget and, but in
-            // reads answered from tile metadata, the piece size aimed at.
-            let aim = match self.md_sparse {
-                true => self.tile_budget(),
-                false => self.tile_budget().min(self.piece_aim()),
-            };
-            let (a, b) = partition::split_run(&tiles, run, aim, |t| self.sparse_held(i, t, None))?;
-            let half = |run| Piece {
-                run: Some(run),
-                ..p.clone()
-            };
-            return Some(Cut::Halves(half(a), half(b)));
+            return self.halve_run(p, i, &tiles, run);
+        }
+        // A run of tiles (below) is cut in runs.
+        if p.run.is_some() {
+            return self.run_cut(p);
         }
         let in_order = self.range_cuts(&p.sub)?;
         let split = |order: &[(usize, partition::Grain)], tiles_only| {
@@ -580,10 +575,16 @@ impl Reader {
         let far = estimate > self.piece_aim().saturating_mul(Self::UNORDERED_AIMS);
         let (a, b) = match split(&order, tiles_only) {
             None if tiles_only && self.cuts_inside_tiles(p, estimate) => split(&order, false)?,
-            // A sparse unordered piece over one row of space tiles, far
-            // past the aim: cut between its space tiles along the next
-            // dimension ([`Reader::UNORDERED_AIMS`]).
-            None if tiles_only && unordered && far => split(&partition::any_order(&order), true)?,
+            // A sparse unordered piece no tile boundary along the order
+            // cuts (one row of space tiles): runs of its data tiles
+            // ([`Reader::run_cut`]), else, far past the aim, cut between
+            // its space tiles along the next dimension
+            // ([`Reader::UNORDERED_AIMS`]).
+            None if tiles_only && unordered => match self.run_cut(p) {
+                Some(cut) => return Some(cut),
+                None if far => split(&partition::any_order(&order), true)?,
+                None => return None,
+            },
             halves => halves?,
         };
         // Cut along the parts dimension: the pieces share out its values
@@ -608,6 +609,56 @@ impl Reader {
             ..p.clone()
         };
         Some(Cut::Halves(half(a, share_a), half(b, share_b)))
+    }
+
+    /// Run `run` of fragment `i`'s tiles (`tiles`: those of it piece `p`
+    /// reads) in two: pieces are cut until they fit the tile budget and,
+    /// but in reads answered from tile metadata, the piece size aimed at.
+    fn halve_run(
+        &self,
+        p: &Piece,
+        i: usize,
+        tiles: &[u64],
+        run: std::ops::Range<u64>,
+    ) -> Option<Cut> {
+        let aim = match self.md_sparse {
+            true => self.tile_budget(),
+            false => self.tile_budget().min(self.piece_aim()),
+        };
+        let (a, b) = partition::split_run(tiles, run, aim, |t| self.sparse_held(i, t, None))?;
+        let half = |run| Piece {
+            run: Some(run),
+            frag: Some(i),
+            ..p.clone()
+        };
+        Some(Cut::Halves(half(a), half(b)))
+    }
+
+    /// A sparse unordered piece that no tile boundary along the order cuts
+    /// (a row of space tiles past the aim) in runs of its data tiles, each
+    /// read by one piece, so that what a read holds does not grow with the
+    /// row's length: W3 whole peaked at 21 / 33 / 46 MiB at `--scale` 1×
+    /// / 4× / 16× (a space tile of 640,000 cells at 16×, which no tile
+    /// boundary cuts), in runs 14 / 17 MiB at 1× / 16×. (Cut by value, a
+    /// piece reads the tiles the cut crosses in both halves.) Only where
+    /// one fragment reaches the piece: where duplicates are not allowed,
+    /// the versions of a coordinate in several fragments must meet in one
+    /// piece.
+    fn run_cut(&self, p: &Piece) -> Option<Cut> {
+        if p.share.is_some() || p.cells.is_some() {
+            return None;
+        }
+        let (ops, query) = (self.ops.dims(), &self.spec.subarray);
+        let mut reach = (self.plans.iter().enumerate()).filter(|(i, plan)| {
+            !plan.meta.footer.dense && !p.tiles(*i, plan, ops, query).is_empty()
+        });
+        let (i, plan) = reach.next()?;
+        if reach.next().is_some() {
+            return None;
+        }
+        let run = p.run.clone().unwrap_or(0..plan.tile_num());
+        let tiles = p.tiles(i, plan, ops, query);
+        self.halve_run(p, i, &tiles, run)
     }
 
     /// Runs of a sorted tile's cells at least this large are probed
