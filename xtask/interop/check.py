@@ -105,7 +105,9 @@ def arrow_view(doc, covered=True):
     fully_written) a dense array's aggregates are compared by count alone. Dense means
     are never compared: TileDB divides by a count that depends on how the fragments
     were written (aggregates_dense: 602/36 over TileDB's fragments, 602/48 over a copy
-    of the same box)."""
+    of the same box). Queries whose answer TileDB gives by how the cells lie in tiles
+    (parts_ruled) are left out: the copy's tiles are not the case's (its
+    copies_checked_as_cells has tdb read them on the copy as TileDB does instead)."""
     doc = consolidated_view(doc)
     for k in ("metadata", "metadata_at"):
         doc.pop(k, None)
@@ -116,6 +118,8 @@ def arrow_view(doc, covered=True):
     keep = (lambda op: op != "mean") if covered else (lambda op: op == "count")
     queries = []
     for q in doc.get("queries", []):
+        if parts_ruled(schema, q):
+            continue
         q = dict(q)
         if isinstance(q.get("result"), dict) and "rows" not in q["result"]:
             q["result"] = as_multiset(q["result"])
@@ -125,6 +129,23 @@ def arrow_view(doc, covered=True):
         queries.append(q)
     doc["queries"] = queries
     return doc
+
+
+def parts_ruled(schema, q):
+    """Whether TileDB 2.30 answers query `q` by how cells lie in tiles: it gives ranges on
+    the string dimension a sparse tile's cells are sorted on first (row-major cells: the
+    first, col-major: the last) in an array of several dimensions, where a part of a tile
+    whose first and last cells agree there is kept or dropped by its first cell (tdb's
+    `tiledb_string_parts`). rand_9809: over one fragment holding the case's cells TileDB
+    returns four cells outside both ranges that over the case's fragments it does not."""
+    if not isinstance(schema, dict) or schema.get("array_type") != "sparse":
+        return False
+    dims = schema.get("dims") or []
+    order = {"row-major": 0, "col-major": len(dims) - 1}.get(schema.get("cell_order"))
+    if len(dims) < 2 or order is None or not dims[order].get("var"):
+        return False
+    sub = q.get("subarray")
+    return isinstance(sub, list) and len(sub) > order and bool(sub[order])
 
 
 def fully_written(doc):

@@ -384,7 +384,7 @@ pub(crate) fn tiledb_crashes(
 /// whose sum is NaN: TileDB's threads make those depend on the order its
 /// tiles finish (5.75 one run, NaN the next), so a report of them does not
 /// say what TileDB answers (check.py ignores them likewise).
-fn drop_order_dependent(case: &Path) -> Result<(), String> {
+pub(crate) fn drop_order_dependent(case: &Path) -> Result<(), String> {
     edit_expected(case, |exp| {
         for q in exp["queries"].as_array_mut().into_iter().flatten() {
             // `get_mut`: indexing a query without aggregates would add a null.
