@@ -7,7 +7,7 @@ use tdb_fragment::{
     FragmentError, FragmentMetadata, LoadedFragment, OpenArray, OpenedArray, Opening, ReadStorage,
     Result, Section, SectionData, TimeWindow,
 };
-use tdb_index::{DomainOps, NDRange};
+use tdb_index::{DomainOps, NDRange, RTree};
 use tdb_schema::{ArraySchema, Enumeration, SchemaHistory};
 
 /// An opened array: schemas, visible fragments with their footers, and
@@ -35,19 +35,27 @@ pub struct Snapshot {
 /// and merges read, one reader per input held at once) start their own,
 /// which goes with them: sharing would hold every input's sections twice.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct SectionCache(Arc<Mutex<SectionsByFragment>>);
+pub(crate) struct SectionCache(Arc<Mutex<Cached>>);
 
-type SectionsByFragment = HashMap<String, HashMap<Section, Arc<SectionData>>>;
+#[derive(Debug, Default)]
+struct Cached {
+    /// By fragment path.
+    sections: HashMap<String, HashMap<Section, Arc<SectionData>>>,
+    /// Each sparse fragment's R-tree, parsed from its section (or built
+    /// from a v1–v2 fragment's MBRs) once: parsing every tile's MBR again
+    /// made a box over a large array cost in proportion to its tiles.
+    rtrees: HashMap<String, Arc<RTree>>,
+}
 
 impl SectionCache {
-    fn lock(&self) -> MutexGuard<'_, SectionsByFragment> {
+    fn lock(&self) -> MutexGuard<'_, Cached> {
         // A panic elsewhere cannot leave a half-inserted section behind.
         self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Shares the sections cached for `fragment` with `meta`.
     pub(crate) fn restore(&self, fragment: &str, meta: &mut FragmentMetadata) {
-        if let Some(cached) = self.lock().get(fragment) {
+        if let Some(cached) = self.lock().sections.get(fragment) {
             for (&section, data) in cached {
                 if meta.section(section).is_none() {
                     meta.set_section(section, Arc::clone(data));
@@ -59,10 +67,33 @@ impl SectionCache {
     /// Keeps a section `fragment`'s metadata just loaded.
     pub(crate) fn keep(&self, fragment: &str, section: Section, data: &Arc<SectionData>) {
         self.lock()
+            .sections
             .entry(fragment.to_owned())
             .or_default()
             .entry(section)
             .or_insert_with(|| Arc::clone(data));
+    }
+
+    /// `fragment`'s R-tree: the one kept, else `parse`'s, kept where it
+    /// gives one (`None`: its section not loaded, nothing to keep).
+    pub(crate) fn rtree(
+        &self,
+        fragment: &str,
+        parse: impl FnOnce() -> Result<Option<RTree>>,
+    ) -> Result<Option<Arc<RTree>>> {
+        if let Some(tree) = self.lock().rtrees.get(fragment) {
+            return Ok(Some(Arc::clone(tree)));
+        }
+        // Parsed unlocked: another read may parse it too, the first kept.
+        let Some(tree) = parse()? else {
+            return Ok(None);
+        };
+        let mut cached = self.lock();
+        let kept = cached
+            .rtrees
+            .entry(fragment.to_owned())
+            .or_insert_with(|| Arc::new(tree));
+        Ok(Some(Arc::clone(kept)))
     }
 }
 
@@ -202,5 +233,43 @@ impl Snapshot {
             enumerations: self.enumerations.clone(),
             sections: SectionCache::default(),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::cell::Cell;
+
+    #[test]
+    fn an_rtree_is_parsed_once_and_only_one_that_was_kept() {
+        let cache = SectionCache::default();
+        let parses = Cell::new(0);
+        let parse = |tree: Option<RTree>| {
+            || {
+                parses.set(parses.get() + 1);
+                Ok(tree)
+            }
+        };
+        // A section not loaded gives no tree, and nothing is kept.
+        assert!(cache.rtree("f", parse(None)).unwrap().is_none());
+        let empty = || RTree::empty(tdb_index::DEFAULT_FANOUT);
+        let first = cache.rtree("f", parse(Some(empty()))).unwrap().unwrap();
+        let again = cache.rtree("f", parse(Some(empty()))).unwrap().unwrap();
+        assert!(Arc::ptr_eq(&first, &again));
+        assert_eq!(parses.get(), 2);
+        // Clones of a snapshot share it; another fragment has its own.
+        let shared = cache.clone();
+        assert!(Arc::ptr_eq(
+            &shared.rtree("f", parse(None)).unwrap().unwrap(),
+            &first
+        ));
+        let other = cache.rtree("g", parse(Some(empty()))).unwrap().unwrap();
+        assert!(!Arc::ptr_eq(&other, &first));
+        assert_eq!(parses.get(), 3);
+        // A parse error is the caller's, and keeps nothing.
+        let bad = cache.rtree("h", || Err(FragmentError::missing("h", "R-tree")));
+        assert!(bad.is_err());
+        assert!(cache.rtree("h", parse(None)).unwrap().is_none());
     }
 }

@@ -628,7 +628,7 @@ impl Reader {
                 timestamps,
                 delete_timestamps,
                 tiles: Vec::new(),
-                rtree: tdb_index::RTree::empty(tdb_index::DEFAULT_FANOUT),
+                rtree: Arc::new(tdb_index::RTree::empty(tdb_index::DEFAULT_FANOUT)),
             });
         }
         Ok(())
@@ -779,14 +779,16 @@ impl Reader {
     /// (up front, before any tile is fetched), then the first piece of the
     /// subarray.
     fn start_partitions(&mut self) -> Result<()> {
+        let snapshot = Arc::clone(&self.snapshot);
         for plan in &mut self.plans {
             let meta = &plan.meta;
             if meta.footer.dense {
                 continue;
             }
-            plan.rtree = meta
-                .rtree(&plan.schema.domain)?
-                .unwrap_or_else(|| tdb_index::RTree::empty(tdb_index::DEFAULT_FANOUT));
+            let tree =
+                (snapshot.sections()).rtree(&plan.file.path, || meta.rtree(&plan.schema.domain))?;
+            plan.rtree = tree
+                .unwrap_or_else(|| Arc::new(tdb_index::RTree::empty(tdb_index::DEFAULT_FANOUT)));
         }
         // A fragment's tile count comes from its footer (sparse) or its
         // non-empty domain (dense), which nothing authenticates; the tile

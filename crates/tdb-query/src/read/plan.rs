@@ -32,8 +32,9 @@ pub(crate) struct FragPlan {
     /// Candidate tiles (those the subarray may touch).
     pub tiles: Vec<u64>,
     /// Sparse fragments: the R-tree over each tile's MBR (parsed, or built
-    /// over the MBRs of fragments too old for one).
-    pub rtree: RTree,
+    /// over the MBRs of fragments too old for one), shared by the reads of
+    /// a snapshot.
+    pub rtree: Arc<RTree>,
 }
 
 impl FragPlan {
