@@ -173,7 +173,10 @@ fn vacuum(out: &Path, key: Option<&[u8; 32]>) -> Result<(), String> {
 }
 
 /// Rewrites a case's expected.json through `change`.
-fn edit_expected(case: &Path, change: impl FnOnce(&mut serde_json::Value)) -> Result<(), String> {
+pub(crate) fn edit_expected(
+    case: &Path,
+    change: impl FnOnce(&mut serde_json::Value),
+) -> Result<(), String> {
     let path = case.join("expected.json");
     let text = fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut exp: serde_json::Value = serde_json::from_str(&text).map_err(|e| e.to_string())?;
