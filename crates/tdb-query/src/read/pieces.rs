@@ -467,6 +467,14 @@ impl Reader {
     /// longer.
     const UNORDERED_AIMS: u64 = 8;
 
+    /// A sparse unordered piece that no tile boundary cuts goes in runs of
+    /// its tiles ([`Reader::run_cut`]) once its estimate passes this many
+    /// piece aims. At the aim itself W3's 16 boxes, whose pieces over one
+    /// row of space tiles come to 8–10 MB, were cut into 43 pieces instead
+    /// of 32; at two, what a read holds stays bounded all the same (W3
+    /// whole peaks 14 / 17 MiB at `--scale` 1× / 16×).
+    const RUN_AIMS: u64 = 2;
+
     /// Whether piece `p` (its `estimate` past the aim, no tile boundary
     /// to cut it at) is cut inside its tiles: far enough past the aim
     /// ([`Reader::ROW_AIMS`]), over dense fragments alone whose tiles are
@@ -573,14 +581,15 @@ impl Reader {
         let unordered =
             self.spec.layout == ResultLayout::Unordered && schema.array_type == ArrayType::Sparse;
         let far = estimate > self.piece_aim().saturating_mul(Self::UNORDERED_AIMS);
+        let runs_past = self.piece_aim().saturating_mul(Self::RUN_AIMS);
         let (a, b) = match split(&order, tiles_only) {
             None if tiles_only && self.cuts_inside_tiles(p, estimate) => split(&order, false)?,
             // A sparse unordered piece no tile boundary along the order
-            // cuts (one row of space tiles): runs of its data tiles
-            // ([`Reader::run_cut`]), else, far past the aim, cut between
+            // cuts (one row of space tiles) past two aims: runs of its data
+            // tiles ([`Reader::run_cut`]), else, far past the aim, cut between
             // its space tiles along the next dimension
             // ([`Reader::UNORDERED_AIMS`]).
-            None if tiles_only && unordered => match self.run_cut(p) {
+            None if tiles_only && unordered && estimate > runs_past => match self.run_cut(p) {
                 Some(cut) => return Some(cut),
                 None if far => split(&partition::any_order(&order), true)?,
                 None => return None,
@@ -635,7 +644,7 @@ impl Reader {
     }
 
     /// A sparse unordered piece that no tile boundary along the order cuts
-    /// (a row of space tiles past the aim) in runs of its data tiles, each
+    /// (a row of space tiles past [`Reader::RUN_AIMS`]) in runs of its data tiles, each
     /// read by one piece, so that what a read holds does not grow with the
     /// row's length: W3 whole peaked at 21 / 33 / 46 MiB at `--scale` 1×
     /// / 4× / 16× (a space tile of 640,000 cells at 16×, which no tile
