@@ -17,6 +17,7 @@ mod dense_consolidation;
 mod dim_labels;
 mod errors;
 mod evolution;
+mod fetch_runs;
 mod fragment_consolidation;
 mod fragment_metadata_consolidation;
 mod group_members;

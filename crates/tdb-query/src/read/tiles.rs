@@ -264,8 +264,19 @@ pub(crate) struct Coalesced {
 }
 
 impl Coalesced {
-    /// The requests for `ranges` (file, byte range).
+    /// The requests for `ranges` (file, byte range), neighbours merged
+    /// into runs of any length.
     pub fn new<'p>(ranges: impl IntoIterator<Item = (&'p str, std::ops::Range<u64>)>) -> Self {
+        Self::capped(ranges, u64::MAX)
+    }
+
+    /// The requests for `ranges`, neighbours merged until a run reaches
+    /// `cap` bytes (a range is never cut: a run ends at the range that
+    /// takes it to `cap` or past).
+    pub fn capped<'p>(
+        ranges: impl IntoIterator<Item = (&'p str, std::ops::Range<u64>)>,
+        cap: u64,
+    ) -> Self {
         let mut all: Vec<(&str, u64, u64, usize)> = ranges
             .into_iter()
             .enumerate()
@@ -276,7 +287,8 @@ impl Coalesced {
         let mut parts = vec![(0, 0, 0); all.len()];
         let mut open: Option<(&str, u64, u64)> = None;
         for (path, start, end, k) in all {
-            let extends = matches!(open, Some((p, _, e)) if p == path && e == start);
+            let extends = matches!(open, Some((p, s, e)) if p == path && e == start
+                && e.saturating_sub(s) < cap);
             if !extends {
                 if let Some((p, s, e)) = open.take() {
                     requests.push(RangeRequest::new(p, ByteRange::new(s, e.saturating_sub(s))));
@@ -298,13 +310,15 @@ impl Coalesced {
         Coalesced { requests, parts }
     }
 
-    /// The requests for every part of `fetches` read whole (not sliced).
-    pub fn tiles(fetches: &[TileFetch]) -> Self {
-        Coalesced::new(fetches.iter().filter(|f| !f.sliced).flat_map(|f| {
+    /// The requests for every part of `fetches` read whole (not sliced),
+    /// in runs of at most about `cap` bytes.
+    pub fn tiles(fetches: &[TileFetch], cap: u64) -> Self {
+        let ranges = fetches.iter().filter(|f| !f.sliced).flat_map(|f| {
             f.parts
                 .iter()
                 .map(|(_, path, r)| (path.as_str(), r.clone()))
-        }))
+        });
+        Coalesced::capped(ranges, cap)
     }
 
     /// Each range's bytes (in the order given) from the answers to
@@ -425,8 +439,9 @@ impl Fetching {
         cell_size: impl Fn(TileKey, usize) -> u64,
         window: u64,
         points: &WalkPoints,
+        cap: u64,
     ) -> Self {
-        let coalesced = Coalesced::tiles(&fetches);
+        let coalesced = Coalesced::tiles(&fetches, cap);
         let mut walks = Vec::new();
         for (f, fetch) in fetches.iter().enumerate() {
             let Some(needed) = fetch.needed.as_deref().filter(|_| fetch.sliced) else {
@@ -1394,6 +1409,63 @@ mod tests {
     use tdb_format::{ArrayType, DataField};
     use tdb_schema::{ArraySchema, Attribute, Dimension};
 
+    #[test]
+    fn neighbouring_ranges_merge_into_runs_up_to_the_cap() {
+        // Given out of order, over two files, one gap.
+        let ranges = [
+            ("f", 300..350),
+            ("f", 0..100),
+            ("g", 0..10),
+            ("f", 100..300),
+            ("f", 350..1000),
+            ("f", 1200..1300),
+        ];
+        let asked = |c: &Coalesced| -> Vec<(String, ByteRange)> {
+            (c.requests.iter())
+                .map(|r| (r.key.clone(), r.range))
+                .collect()
+        };
+        let run = |k: &str, o, n| (k.to_owned(), ByteRange::new(o, n));
+        let whole = Coalesced::new(ranges.iter().cloned());
+        assert_eq!(
+            asked(&whole),
+            [run("f", 0, 1000), run("f", 1200, 100), run("g", 0, 10)]
+        );
+        // A run ends at the range that takes it to the cap or past; no
+        // range is cut.
+        let capped = Coalesced::capped(ranges.iter().cloned(), 250);
+        assert_eq!(
+            asked(&capped),
+            [
+                run("f", 0, 300),
+                run("f", 300, 700),
+                run("f", 1200, 100),
+                run("g", 0, 10)
+            ]
+        );
+        // Each range's bytes come back from its run, in the order given.
+        let file = |n: u64| Bytes::from((0..n).map(|i| (i % 251) as u8).collect::<Vec<_>>());
+        for c in [&whole, &capped] {
+            let reads: Vec<Option<RangeRead>> = (c.requests.iter())
+                .map(|r| {
+                    let ByteRange::Bounded { offset, len } = r.range else {
+                        unreachable!()
+                    };
+                    let f = file(2000);
+                    Some(RangeRead {
+                        bytes: f.slice(offset as usize..(offset + len) as usize),
+                        file_size: 2000,
+                    })
+                })
+                .collect();
+            let got = c.split(&reads);
+            for ((_, r), g) in ranges.iter().zip(got) {
+                let want = file(2000).slice(r.start as usize..r.end as usize);
+                assert_eq!(g.unwrap(), want, "{r:?}");
+            }
+        }
+    }
+
     fn schema() -> ArraySchema {
         ArraySchema::builder(ArrayType::Sparse)
             .dimension(Dimension::builder("d", Datatype::Int64).domain(0i64, 1 << 20))
@@ -1488,7 +1560,7 @@ mod tests {
                 var: None,
             };
             let size = |_: TileKey, p: usize| fv.parts[p].1.cell_size;
-            let mut fetching = Fetching::new(vec![fetch], size, 4096, &HashMap::new());
+            let mut fetching = Fetching::new(vec![fetch], size, 4096, &HashMap::new(), u64::MAX);
             let cache = ChunkCache::default();
             let mut read = 0u64;
             loop {
