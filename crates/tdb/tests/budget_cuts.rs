@@ -37,7 +37,7 @@ fn many_dimensions_under_a_tiny_budget_answer_in_bounded_requests() {
 /// each once.
 #[test]
 fn an_unordered_read_cuts_a_long_row_of_space_tiles_between_them() {
-    let (_dir, array) = one_row_of_cells(999_999, 10_000, 1_000_000, false);
+    let (_dir, array) = one_row_of_cells(999_999, 10_000, 1_000_000, false, 1);
     let batches = unordered_batches_of_each_cell_once(&array, 1_000_000);
     assert!(
         batches >= 2,
@@ -47,12 +47,14 @@ fn an_unordered_read_cuts_a_long_row_of_space_tiles_between_them() {
 
 /// An array whose `n` cells (`x` from 0, `y` = x · 7919 mod 1000, `a` =
 /// x) lie in one row of space tiles (`y` in one tile, `x` up to `x_max`
-/// in tiles of `x_tile`), written in one fragment.
+/// in tiles of `x_tile`), written in `fragments` fragments of equal runs
+/// of `x`.
 fn one_row_of_cells(
     x_max: i64,
     x_tile: i64,
     n: i64,
     duplicates: bool,
+    fragments: i64,
 ) -> (tempfile::TempDir, Array) {
     let schema = tdb::ArraySchema::builder(tdb_format::ArrayType::Sparse)
         .dimension(tdb_schema::DimensionBuilder::range("y", 0i64..=999).tile_extent(1000i64))
@@ -64,14 +66,17 @@ fn one_row_of_cells(
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let array = Array::create(dir.path(), &schema).unwrap();
-    let xs: Vec<i64> = (0..n).collect();
-    let ys: Vec<i64> = xs.iter().map(|x| x * 7919 % 1000).collect();
-    let spec = tdb::WriteSpec::new(vec![
-        common::ints64("y", &ys),
-        common::ints64("x", &xs),
-        common::ints64("a", &xs),
-    ]);
-    array.write(spec.at(1)).unwrap();
+    let per = n / fragments;
+    for f in 0..fragments {
+        let xs: Vec<i64> = (f * per..(f + 1) * per).collect();
+        let ys: Vec<i64> = xs.iter().map(|x| x * 7919 % 1000).collect();
+        let spec = tdb::WriteSpec::new(vec![
+            common::ints64("y", &ys),
+            common::ints64("x", &xs),
+            common::ints64("a", &xs),
+        ]);
+        array.write(spec.at(f as u64 + 1)).unwrap();
+    }
     let array = Array::open(dir.path()).unwrap();
     (dir, array)
 }
@@ -152,10 +157,24 @@ fn a_tile_held_whole_outside_the_subarray_does_not_refuse_the_read() {
 /// tiles: several batches, each cell once.
 #[test]
 fn an_unordered_read_of_one_space_tile_past_two_aims_goes_in_runs_of_its_tiles() {
-    let (_dir, array) = one_row_of_cells(1_999_999, 2_000_000, 300_000, true);
+    let (_dir, array) = one_row_of_cells(1_999_999, 2_000_000, 300_000, true, 1);
     let batches = unordered_batches_of_each_cell_once(&array, 300_000);
     assert!(
         batches >= 2,
         "{batches} batches: the space tile in one piece"
+    );
+}
+
+/// The same space tile written in three fragments of an array with
+/// duplicates: cut between its fragments, then in runs of each one's
+/// tiles (no version of a cell hides another). Several batches, each cell
+/// once.
+#[test]
+fn an_unordered_read_over_fragments_of_an_array_with_duplicates_goes_fragment_by_fragment() {
+    let (_dir, array) = one_row_of_cells(1_999_999, 2_000_000, 300_000, true, 3);
+    let batches = unordered_batches_of_each_cell_once(&array, 300_000);
+    assert!(
+        batches >= 2,
+        "{batches} batches: the fragments in one piece"
     );
 }

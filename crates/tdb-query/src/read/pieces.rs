@@ -44,6 +44,9 @@ pub(super) struct Piece {
     pub sub: Subarray,
     pub run: Option<std::ops::Range<u64>>,
     pub frag: Option<usize>,
+    /// The fragments an unordered read of an array with duplicates reads
+    /// here (their cells need not meet: [`Reader::run_cut`]).
+    pub frags: Option<std::ops::Range<u32>>,
     pub cells: Option<std::ops::Range<u64>>,
     pub share: Option<sparse::Share>,
     /// One cell of a tile sorted along a dimension the subarray bounds
@@ -82,7 +85,10 @@ impl Piece {
         ops: &[tdb_index::RangeOps],
         query: &Subarray,
     ) -> Vec<u64> {
-        if self.frag.is_some_and(|f| f != i) {
+        if self.frag.is_some_and(|f| f != i)
+            || (self.frags.as_ref())
+                .is_some_and(|r| !u32::try_from(i).is_ok_and(|i| r.contains(&i)))
+        {
             return Vec::new();
         }
         let mut tiles = match &self.share {
@@ -649,25 +655,43 @@ impl Reader {
     /// row's length: W3 whole peaked at 21 / 33 / 46 MiB at `--scale` 1×
     /// / 4× / 16× (a space tile of 640,000 cells at 16×, which no tile
     /// boundary cuts), in runs 14 / 17 MiB at 1× / 16×. (Cut by value, a
-    /// piece reads the tiles the cut crosses in both halves.) Only where
-    /// one fragment reaches the piece: where duplicates are not allowed,
-    /// the versions of a coordinate in several fragments must meet in one
-    /// piece.
+    /// piece reads the tiles the cut crosses in both halves.) A piece that
+    /// several fragments reach is first cut between them where the array
+    /// allows duplicates (no version of a cell hides another); where it
+    /// does not, the versions of a coordinate in several fragments must
+    /// meet in one piece, and it is not cut so.
     fn run_cut(&self, p: &Piece) -> Option<Cut> {
         if p.share.is_some() || p.cells.is_some() {
             return None;
         }
         let (ops, query) = (self.ops.dims(), &self.spec.subarray);
-        let mut reach = (self.plans.iter().enumerate()).filter(|(i, plan)| {
-            !plan.meta.footer.dense && !p.tiles(*i, plan, ops, query).is_empty()
-        });
-        let (i, plan) = reach.next()?;
-        if reach.next().is_some() {
-            return None;
+        let reach: Vec<usize> = (self.plans.iter().enumerate())
+            .filter(|(i, plan)| {
+                !plan.meta.footer.dense && !p.tiles(*i, plan, ops, query).is_empty()
+            })
+            .map(|(i, _)| i)
+            .collect();
+        match reach.as_slice() {
+            [i] => {
+                let plan = self.plans.get(*i)?;
+                let run = p.run.clone().unwrap_or(0..plan.tile_num());
+                let tiles = p.tiles(*i, plan, ops, query);
+                self.halve_run(p, *i, &tiles, run)
+            }
+            [first, .., last] if self.snapshot.schema().allows_dups => {
+                let at = |i: usize| u32::try_from(i).ok();
+                let mid = at(*reach.get(reach.len() / 2)?)?;
+                let half = |frags| Piece {
+                    frags: Some(frags),
+                    ..p.clone()
+                };
+                Some(Cut::Halves(
+                    half(at(*first)?..mid),
+                    half(mid..at(*last)?.saturating_add(1)),
+                ))
+            }
+            _ => None,
         }
-        let run = p.run.clone().unwrap_or(0..plan.tile_num());
-        let tiles = p.tiles(i, plan, ops, query);
-        self.halve_run(p, i, &tiles, run)
     }
 
     /// Runs of a sorted tile's cells at least this large are probed
