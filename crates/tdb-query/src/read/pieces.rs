@@ -464,8 +464,9 @@ impl Reader {
 
     /// A sparse unordered piece over one row of space tiles (the first
     /// dimension's span in one tile, where a row-major read cuts nothing)
-    /// that several fragments reach (else it goes in runs of its tiles,
-    /// [`Reader::run_cut`]) is cut at the next dimension's tile boundaries
+    /// that several fragments of an array without duplicates reach (else
+    /// it goes in runs of tiles, [`Reader::run_cut`]) is cut at the next
+    /// dimension's tile boundaries
     /// once its estimate passes this many piece aims: W3 at `--scale` 4×
     /// and 16× (rows of 1.6M and 6.4M cells) peaked 57 → 33 and 97 → 46
     /// MiB so, at the same time or less. At four aims W3's 1× rows are cut
