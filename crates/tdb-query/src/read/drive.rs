@@ -32,11 +32,7 @@ fn fetch<S: ReadStorage + ?Sized>(
     if !storage.parallel_ranges() || threads < 2 || requests.len() < groups {
         return read(requests);
     }
-    let total = requests
-        .iter()
-        .map(request_bytes)
-        .fold(0u64, u64::saturating_add);
-    if total < crate::pool::SMALL_WORK as u64 {
+    if total_bytes(requests) < crate::pool::SMALL_WORK as u64 {
         return read(requests);
     }
     let cuts = byte_groups(requests, groups);
@@ -52,15 +48,20 @@ fn request_bytes(r: &RangeRequest) -> u64 {
     }
 }
 
+/// The bytes `requests` ask for, as far as they say.
+fn total_bytes(requests: &[RangeRequest]) -> u64 {
+    requests
+        .iter()
+        .map(request_bytes)
+        .fold(0u64, u64::saturating_add)
+}
+
 /// `requests` in at most `n` runs of adjacent requests (a file's ranges
 /// stay together), cut where the running total of bytes passes each
 /// `n`th of the whole: a few a worker, so that one slow run does not hold
 /// up the rest.
 fn byte_groups(requests: &[RangeRequest], n: usize) -> Vec<&[RangeRequest]> {
-    let total = requests
-        .iter()
-        .map(request_bytes)
-        .fold(0u64, u64::saturating_add);
+    let total = total_bytes(requests);
     let share = total.checked_div(n as u64).unwrap_or(total);
     let mut groups: Vec<&[RangeRequest]> = Vec::with_capacity(n);
     let (mut start, mut sum) = (0usize, 0u64);
@@ -299,7 +300,8 @@ mod tests {
         }
     }
 
-    /// `n` requests of `len` bytes, every third one from a different spot.
+    /// `n` requests of `len` bytes from spots scattered over the file's
+    /// first half.
     fn requests(n: u64, len: u64) -> Vec<RangeRequest> {
         (0..n)
             .map(|i| RangeRequest::new("f", ByteRange::new((i * 7919) % (1 << 19), len)))

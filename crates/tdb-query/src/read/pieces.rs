@@ -466,12 +466,11 @@ impl Reader {
     /// dimension's span in one tile, where a row-major read cuts nothing)
     /// that several fragments of an array without duplicates reach (else
     /// it goes in runs of tiles, [`Reader::run_cut`]) is cut at the next
-    /// dimension's tile boundaries
-    /// once its estimate passes this many piece aims: W3 at `--scale` 4×
-    /// and 16× (rows of 1.6M and 6.4M cells) peaked 57 → 33 and 97 → 46
-    /// MiB so, at the same time or less. At four aims W3's 1× rows are cut
-    /// too, into pieces of a space tile or two, and its whole read took 8%
-    /// longer.
+    /// dimension's tile boundaries once its estimate passes this many
+    /// piece aims: W3 at `--scale` 4× and 16× (rows of 1.6M and 6.4M
+    /// cells) peaked 57 → 33 and 97 → 46 MiB so, at the same time or less.
+    /// At four aims W3's 1× rows are cut too, into pieces of a space tile
+    /// or two, and its whole read took 8% longer.
     const UNORDERED_AIMS: u64 = 8;
 
     /// A sparse unordered piece that no tile boundary cuts goes in runs of
@@ -1212,10 +1211,10 @@ impl Reader {
 
     /// On local storage a run of neighbouring tiles is one request up to
     /// this many bytes, so that a piece's fetch is several ranges the pool
-    /// reads side by side (`drive::fetch`): by hand W2 8192² 180 → 158 ms,
-    /// W1 whole 97 → 88 ms, W2 1024² 5.3 → 4.8 ms (a piece of one run of
-    /// tiles was read by the calling thread alone). On remote storage each
-    /// request is a round trip: runs go on ([`Reader::request_cap`]).
+    /// reads side by side (`drive::fetch`): by hand W2 8192² 209 → 179 ms,
+    /// W1 whole 94 → 87 ms (a piece of one run of tiles was read by the
+    /// calling thread alone). On remote storage each request is a round
+    /// trip: runs go on ([`Reader::request_cap`]).
     const LOCAL_REQUEST: u64 = 512 << 10;
 
     /// The most bytes a run of neighbouring tiles is fetched in at once
