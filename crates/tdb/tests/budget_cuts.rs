@@ -32,17 +32,14 @@ fn many_dimensions_under_a_tiny_budget_answer_in_bounded_requests() {
 
 /// A sparse unordered read whose pieces would each hold a whole row of
 /// space tiles (one million cells, about 110 MB as the reader counts
-/// tiles and per-cell bookkeeping, past eight piece aims of 8 MiB) cuts
-/// the row between its space tiles: the cells come in several batches,
-/// each once.
+/// tiles and per-cell bookkeeping, past eight piece aims of 8 MiB),
+/// written in two fragments of an array without duplicates (so not in
+/// runs of tiles: the versions of a coordinate must meet), cuts the row
+/// between its space tiles: the cells come in several batches, each once.
 #[test]
 fn an_unordered_read_cuts_a_long_row_of_space_tiles_between_them() {
-    let (_dir, array) = one_row_of_cells(999_999, 10_000, 1_000_000, false, 1);
-    let batches = unordered_batches_of_each_cell_once(&array, 1_000_000);
-    assert!(
-        batches >= 2,
-        "{batches} batches: the whole row in one piece"
-    );
+    let (_dir, array) = one_row_of_cells(999_999, 10_000, 1_000_000, false, 2);
+    read_each_cell_once_in_batches(&array, 1_000_000, "the whole row in one piece");
 }
 
 /// An array whose `n` cells (`x` from 0, `y` = x · 7919 mod 1000, `a` =
@@ -82,8 +79,9 @@ fn one_row_of_cells(
 }
 
 /// Reads `x` and `a` of [`one_row_of_cells`]'s array unordered: each of
-/// its `n` cells comes back once, `a` beside its `x`. The batches.
-fn unordered_batches_of_each_cell_once(array: &Array, n: usize) -> usize {
+/// its `n` cells comes back once, `a` beside its `x`, in two batches or
+/// more (`one`: what a single batch would mean).
+fn read_each_cell_once_in_batches(array: &Array, n: usize, one: &str) {
     let read = ReadSpec::new(["x", "a"]).with_layout(ResultLayout::Unordered);
     let mut seen = vec![false; n];
     let mut batches = 0;
@@ -98,7 +96,7 @@ fn unordered_batches_of_each_cell_once(array: &Array, n: usize) -> usize {
         batches += 1;
     }
     assert!(seen.iter().all(|&s| s), "a cell missing");
-    batches
+    assert!(batches >= 2, "{batches} batches: {one}");
 }
 
 /// The budget is checked up front against the tiles the subarray reaches,
@@ -158,11 +156,7 @@ fn a_tile_held_whole_outside_the_subarray_does_not_refuse_the_read() {
 #[test]
 fn an_unordered_read_of_one_space_tile_past_two_aims_goes_in_runs_of_its_tiles() {
     let (_dir, array) = one_row_of_cells(1_999_999, 2_000_000, 300_000, true, 1);
-    let batches = unordered_batches_of_each_cell_once(&array, 300_000);
-    assert!(
-        batches >= 2,
-        "{batches} batches: the space tile in one piece"
-    );
+    read_each_cell_once_in_batches(&array, 300_000, "the space tile in one piece");
 }
 
 /// The same space tile written in three fragments of an array with
@@ -172,9 +166,5 @@ fn an_unordered_read_of_one_space_tile_past_two_aims_goes_in_runs_of_its_tiles()
 #[test]
 fn an_unordered_read_over_fragments_of_an_array_with_duplicates_goes_fragment_by_fragment() {
     let (_dir, array) = one_row_of_cells(1_999_999, 2_000_000, 300_000, true, 3);
-    let batches = unordered_batches_of_each_cell_once(&array, 300_000);
-    assert!(
-        batches >= 2,
-        "{batches} batches: the fragments in one piece"
-    );
+    read_each_cell_once_in_batches(&array, 300_000, "the fragments in one piece");
 }
