@@ -665,22 +665,21 @@ impl Reader {
             return None;
         }
         let (ops, query) = (self.ops.dims(), &self.spec.subarray);
-        let reach: Vec<usize> = (self.plans.iter().enumerate())
-            .filter(|(i, plan)| {
-                !plan.meta.footer.dense && !p.tiles(*i, plan, ops, query).is_empty()
-            })
-            .map(|(i, _)| i)
+        // The fragments reaching the piece, with the tiles it reads of each.
+        let reach: Vec<(usize, Vec<u64>)> = (self.plans.iter().enumerate())
+            .filter(|(_, plan)| !plan.meta.footer.dense)
+            .map(|(i, plan)| (i, p.tiles(i, plan, ops, query)))
+            .filter(|(_, tiles)| !tiles.is_empty())
             .collect();
         match reach.as_slice() {
-            [i] => {
+            [(i, tiles)] => {
                 let plan = self.plans.get(*i)?;
                 let run = p.run.clone().unwrap_or(0..plan.tile_num());
-                let tiles = p.tiles(*i, plan, ops, query);
-                self.halve_run(p, *i, &tiles, run)
+                self.halve_run(p, *i, tiles, run)
             }
-            [first, .., last] if self.snapshot.schema().allows_dups => {
+            [(first, _), .., (last, _)] if self.snapshot.schema().allows_dups => {
                 let at = |i: usize| u32::try_from(i).ok();
-                let mid = at(*reach.get(reach.len() / 2)?)?;
+                let mid = at(reach.get(reach.len() / 2)?.0)?;
                 let half = |frags| Piece {
                     frags: Some(frags),
                     ..p.clone()
