@@ -21,7 +21,7 @@
 //! - `concurrency [--writers N] [--fragments N] [--readers N] [--reader-pause MS] [--tiledb] [--storage s3]`:
 //!   writers, readers and a consolidator at once on one array (see
 //!   `concurrency.rs`).
-//! - `conformance DIR [--only CASE]... [--no-queries] [--budget BYTES]`: every conformance
+//! - `conformance DIR [--only CASE]... [--no-queries] [--arrow] [--budget BYTES] [--piece-aim BYTES]`: every conformance
 //!   case under DIR through tdb, compared with its `expected.json` (see
 //!   `conformance.rs`); exits non-zero when a case fails.
 
@@ -243,7 +243,7 @@ fn fixtures(args: &[String]) -> Result<(), String> {
 const USAGE: &str = "usage: cargo xtask fixtures [--only TILEDB_PY_VERSION]...
        cargo xtask interop [DIR | URI [--out URI] [--config KEY=VALUE].. | --generated | --arrow [DIR] | --insert [DIR] | --consolidations [DIR] | --storage s3 [DIR]]
        cargo xtask bench [--quick | --scale] [--only W..] [--json FILE] [--storage local|s3] [--tdb-config KEY=VALUE]..
-       cargo xtask conformance DIR [--only CASE]... [--no-queries] [--budget BYTES]
+       cargo xtask conformance DIR [--only CASE]... [--no-queries] [--arrow] [--budget BYTES] [--piece-aim BYTES] [--config KEY=VALUE]..
        cargo xtask fuzz [--seconds N] [--runs N] [--target T]... [--list]
        cargo xtask crash [--runs N] [--seed S] [--tiledb] [--storage s3]
        cargo xtask concurrency [--writers N] [--fragments N] [--readers N] [--reader-pause MS] [--tiledb] [--storage s3]";

@@ -234,6 +234,13 @@ pub struct ReadSpec {
     /// by those chunks; a budget too small for a tile that must be held
     /// whole is an error before any tile is fetched.
     pub budget: u64,
+    /// The size pieces of the read aim at below the budget's tile share,
+    /// where no budget forces a cut (by default 8 MiB on local storage,
+    /// 256 MiB on remote): what a read holds at its peak beside how much
+    /// work each batch of requests does. A small aim makes a small array
+    /// go through the cuts only large reads take (conformance runs under
+    /// one: `cargo xtask conformance --piece-aim`).
+    pub piece_aim: Option<u64>,
     /// Nullable fields' validity comes as bits (Arrow's layout), not
     /// bytes: see [`crate::Validity`].
     pub packed_validity: bool,
@@ -256,6 +263,7 @@ impl ReadSpec {
             layout: ResultLayout::RowMajor,
             condition: None,
             budget: DEFAULT_BUDGET,
+            piece_aim: None,
             packed_validity: false,
             whole_tiles: false,
         }
@@ -290,6 +298,13 @@ impl ReadSpec {
     /// The same read under a memory budget of `bytes`.
     pub fn with_budget(mut self, bytes: u64) -> Self {
         self.budget = bytes;
+        self
+    }
+
+    /// The same read with pieces aimed at `bytes` (see
+    /// [`ReadSpec::piece_aim`]).
+    pub fn with_piece_aim(mut self, bytes: u64) -> Self {
+        self.piece_aim = Some(bytes);
         self
     }
 
