@@ -424,6 +424,53 @@ impl FragmentGrid {
         }
     }
 
+    /// The fragment's tiles that `ranges` (per dimension, inclusive
+    /// integer ranges in any order, overlapping or not) touch, numbered as
+    /// the fragment stores them, in that order. Costs what those tiles
+    /// number, whatever the fragment's size: a read of a few cells of a
+    /// large fragment need not go over all its tiles. `None` without one
+    /// list of ranges per dimension, or for a grid too large to number.
+    pub fn tiles_touched(&self, ranges: &[Vec<(i128, i128)>]) -> Option<TilesTouched> {
+        if ranges.len() != self.dims.len() {
+            return None;
+        }
+        // Per dimension, the tiles (counted from the fragment's first)
+        // some range reaches within the fragment, sorted and each once.
+        let touched = (self.dims.iter().zip(ranges))
+            .map(|(g, rs)| {
+                let mut ks: Vec<u64> = Vec::new();
+                for &(lo, hi) in rs {
+                    let (lo, hi) = (lo.max(g.lo), hi.min(g.hi));
+                    if lo > hi {
+                        continue;
+                    }
+                    let k = |v: i128| {
+                        let tile = v.checked_sub(g.origin)?.checked_div_euclid(g.extent)?;
+                        u64::try_from(tile.checked_sub(g.first)?).ok()
+                    };
+                    ks.extend(k(lo)?..=k(hi)?);
+                }
+                ks.sort_unstable();
+                ks.dedup();
+                Some(ks)
+            })
+            .collect::<Option<Vec<_>>>()?;
+        let mut strides = vec![0u64; self.dims.len()];
+        let mut acc = 1u64;
+        for d in fastest_first(self.dims.len(), self.tile_col) {
+            *strides.get_mut(d)? = acc;
+            acc = acc.checked_mul(u64::try_from(self.dims.get(d)?.span).ok()?)?;
+        }
+        let done = touched.iter().any(Vec::is_empty);
+        Some(TilesTouched {
+            at: vec![0; touched.len()],
+            order: fastest_first(touched.len(), self.tile_col),
+            touched,
+            strides,
+            done,
+        })
+    }
+
     /// The fragment's non-empty domain, per dimension, as integers.
     pub fn bounds(&self) -> impl Iterator<Item = (i128, i128)> + '_ {
         self.dims.iter().map(|d| (d.lo, d.hi))
@@ -468,6 +515,49 @@ impl FragmentGrid {
             ))
         })?;
         Some((tile, cell))
+    }
+}
+
+/// The tiles of a fragment some ranges touch: see
+/// [`FragmentGrid::tiles_touched`].
+#[derive(Debug, Clone)]
+pub struct TilesTouched {
+    /// Per dimension, the tiles touched along it.
+    touched: Vec<Vec<u64>>,
+    /// Per dimension, how far apart its neighbouring tiles are numbered.
+    strides: Vec<u64>,
+    /// Dimensions, the fastest-varying in the tile order first.
+    order: Vec<usize>,
+    /// Per dimension, the index into `touched` of the next tile.
+    at: Vec<usize>,
+    done: bool,
+}
+
+impl Iterator for TilesTouched {
+    type Item = u64;
+
+    fn next(&mut self) -> Option<u64> {
+        if self.done {
+            return None;
+        }
+        // The strides number every tile of the grid within u64, so no
+        // sum of a touched tile's terms overflows.
+        let t = (self.touched.iter().zip(&self.at).zip(&self.strides))
+            .map(|((ks, &i), &s)| ks.get(i).copied().unwrap_or(0).saturating_mul(s))
+            .fold(0u64, u64::saturating_add);
+        self.done = true;
+        for &d in &self.order {
+            let (Some(i), Some(ks)) = (self.at.get_mut(d), self.touched.get(d)) else {
+                break;
+            };
+            *i = i.saturating_add(1);
+            if *i < ks.len() {
+                self.done = false;
+                break;
+            }
+            *i = 0;
+        }
+        Some(t)
     }
 }
 
@@ -798,6 +888,41 @@ mod tests {
             }
         }
     }
+    /// The tiles some ranges touch are those whose box meets a range on
+    /// every dimension, in the order the fragment stores them, each once:
+    /// overlapping ranges, ranges out of order, ranges partly or wholly
+    /// outside the fragment, a fragment not on tile bounds.
+    #[test]
+    fn tiles_touched_are_the_tiles_whose_box_meets_the_ranges() {
+        use tdb_format::Layout::{ColMajor, RowMajor};
+        let d = domain(&[(-3, 20, 3), (1, 30, 4)]);
+        let ned = vec![range(-1, 13), range(3, 26)];
+        let cases: [[Vec<(i128, i128)>; 2]; 5] = [
+            [vec![(-3, 20)], vec![(1, 30)]],
+            [vec![(4, 4)], vec![(9, 9)]],
+            [vec![(10, 12), (-2, 0), (0, 5)], vec![(20, 29), (3, 3)]],
+            [vec![(14, 20)], vec![(3, 26)]],
+            [vec![(5, 7), (6, 6)], vec![(1, 2), (27, 30)]],
+        ];
+        for tile_order in [RowMajor, ColMajor] {
+            let grid = FragmentGrid::new(&d, tile_order, RowMajor, &ned).unwrap();
+            let n = tile_count(&d, &ned).unwrap();
+            for ranges in &cases {
+                let got: Vec<u64> = grid.tiles_touched(ranges).unwrap().collect();
+                let want: Vec<u64> = (0..n)
+                    .filter(|&t| {
+                        let (from, to, _) = grid.tile_box(t).unwrap();
+                        (ranges.iter().enumerate())
+                            .all(|(d, rs)| rs.iter().any(|&(lo, hi)| lo <= to[d] && hi >= from[d]))
+                    })
+                    .collect();
+                assert_eq!(got, want, "{tile_order:?} {ranges:?}");
+            }
+        }
+        let grid = FragmentGrid::new(&d, RowMajor, RowMajor, &ned).unwrap();
+        assert_eq!(grid.tiles_touched(&[vec![(0, 1)]]).map(|_| ()), None);
+    }
+
     /// Every input cell lands where `FragmentGrid::position` says a reader
     /// finds it, in every tile/cell/input order; the other positions are
     /// fill.

@@ -100,53 +100,71 @@ fn read_each_cell_once_in_batches(array: &Array, n: usize, one: &str) {
 }
 
 /// The budget is checked up front against the tiles the subarray reaches,
-/// not every tile of the array: a box away from a sparse tile held whole
+/// not every tile of the array: a box away from a tile held whole
 /// (DICTIONARY strings, never sliced) and larger than the budget reads
 /// under it, while the whole array is refused before any tile is fetched.
+/// Sparse (tiles found through the R-tree) and dense (by the tile grid).
 #[test]
 fn a_tile_held_whole_outside_the_subarray_does_not_refuse_the_read() {
-    let schema = tdb::ArraySchema::builder(tdb_format::ArrayType::Sparse)
-        .dimension(tdb_schema::DimensionBuilder::range("d", 0i64..=999).tile_extent(1000i64))
-        .attribute(
-            tdb_schema::AttributeBuilder::new("s", tdb::Datatype::StringUtf8)
-                .var()
-                .filters([tdb_filters::Filter::Dictionary { level: 0 }]),
-        )
-        .capacity(4)
-        .build()
-        .unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let array = Array::create(dir.path(), &schema).unwrap();
-    // Tile 0: four strings of 20,000 bytes; tile 1: four short ones.
-    let ds: Vec<i64> = (0..4).chain(100..104).collect();
-    let mut s = tdb::FieldBuffer::new("s", tdb::Datatype::StringUtf8, tdb::VAR_NUM, false);
-    for &d in &ds {
-        let len = if d < 4 { 20_000 } else { 3 };
-        s.push(&vec![b'a' + d as u8 % 26; len], true);
+    for array_type in [tdb_format::ArrayType::Sparse, tdb_format::ArrayType::Dense] {
+        let dense = array_type == tdb_format::ArrayType::Dense;
+        // Dense: tiles of four cells over 0..=7; sparse: one space tile,
+        // data tiles of four cells.
+        let (hi, extent) = if dense { (7i64, 4i64) } else { (999, 1000) };
+        let schema = tdb::ArraySchema::builder(array_type)
+            .dimension(tdb_schema::DimensionBuilder::range("d", 0i64..=hi).tile_extent(extent))
+            .attribute(
+                tdb_schema::AttributeBuilder::new("s", tdb::Datatype::StringUtf8)
+                    .var()
+                    .filters([tdb_filters::Filter::Dictionary { level: 0 }]),
+            )
+            .capacity(4)
+            .build()
+            .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let array = Array::create(dir.path(), &schema).unwrap();
+        // Tile 0: four strings of 20,000 bytes; tile 1: four short ones.
+        let ds: Vec<i64> = if dense {
+            (0..8).collect()
+        } else {
+            (0..4).chain(100..104).collect()
+        };
+        let mut s = tdb::FieldBuffer::new("s", tdb::Datatype::StringUtf8, tdb::VAR_NUM, false);
+        for (k, &d) in ds.iter().enumerate() {
+            let len = if k < 4 { 20_000 } else { 3 };
+            s.push(&vec![b'a' + d as u8 % 26; len], true);
+        }
+        let one = |lo: i64, hi: i64| {
+            let mut sub = tdb::Subarray::new(1);
+            sub.add_range(
+                0,
+                tdb_schema::Range::from_bounds(&lo.to_le_bytes(), &hi.to_le_bytes(), false),
+            );
+            sub
+        };
+        let write = if dense {
+            tdb::WriteSpec::new(vec![s]).with_subarray(one(0, 7))
+        } else {
+            tdb::WriteSpec::new(vec![common::ints64("d", &ds), s])
+        };
+        array.write(write.at(1)).unwrap();
+        let array = Array::open(dir.path()).unwrap();
+        let budget = 16 << 10;
+        let (lo, hi) = (ds[4], ds[7]);
+        let boxed = ReadSpec::new(["d", "s"]).with_subarray(one(lo, hi));
+        let want = array.read_all(boxed.clone()).unwrap();
+        assert_eq!(want.num_cells, 4, "{array_type:?}");
+        let got = array.read_all(boxed.with_budget(budget));
+        assert_eq!(got.ok(), Some(want), "{array_type:?}");
+        let err = array
+            .read_all(ReadSpec::new(["d", "s"]).with_budget(budget))
+            .unwrap_err();
+        assert!(
+            common::chain(&err).contains("too small"),
+            "{array_type:?}: {}",
+            common::chain(&err)
+        );
     }
-    array
-        .write(tdb::WriteSpec::new(vec![common::ints64("d", &ds), s]).at(1))
-        .unwrap();
-    let array = Array::open(dir.path()).unwrap();
-    let budget = 16 << 10;
-    let mut sub = tdb::Subarray::new(1);
-    sub.add_range(
-        0,
-        tdb_schema::Range::from_bounds(&100i64.to_le_bytes(), &103i64.to_le_bytes(), false),
-    );
-    let boxed = ReadSpec::new(["d", "s"]).with_subarray(sub);
-    let want = array.read_all(boxed.clone()).unwrap();
-    assert_eq!(want.num_cells, 4);
-    let got = array.read_all(boxed.with_budget(budget)).unwrap();
-    assert_eq!(got, want);
-    let err = array
-        .read_all(ReadSpec::new(["d", "s"]).with_budget(budget))
-        .unwrap_err();
-    assert!(
-        common::chain(&err).contains("too small"),
-        "{}",
-        common::chain(&err)
-    );
 }
 
 /// A sparse unordered read of one space tile past two piece aims (300,000

@@ -12,6 +12,7 @@ use super::{aggregate, partition, sparse, Phase, Reader};
 use crate::{QueryError, Result, ResultLayout, Subarray};
 use std::collections::HashMap;
 use tdb_format::{ArrayType, DataPart, Layout};
+use tdb_index::dense::FragmentGrid;
 use tdb_storage::RangeRequest;
 
 /// A piece planned: everything [`Reader::plan_piece`] works out, which
@@ -274,16 +275,31 @@ impl Reader {
 
     /// The tiles of fragment `i` a piece of this read may hold: of a sparse
     /// fragment those whose MBR overlaps the subarray (found through the
-    /// R-tree), of a dense one every tile. The budget is checked against
-    /// these up front: a box over a large array reaches few of its tiles,
-    /// and looking at every one cost W3's 16 boxes 1,200 tile sizes a box.
+    /// R-tree), of a dense one those its ranges touch (by the tile grid;
+    /// every tile where the grid cannot say). The budget is checked
+    /// against these up front: a box over a large array reaches few of its
+    /// tiles, and looking at every one cost W3's 16 boxes 1,200 tile sizes
+    /// a box, and a few cells of a dense array every tile of it.
     pub(super) fn reached_tiles(&self, i: usize) -> Box<dyn Iterator<Item = u64> + '_> {
         match self.plans.get(i) {
             Some(plan) if !plan.meta.footer.dense => Box::new(
                 plan.tiles_overlapping(self.ops.dims(), &self.spec.subarray)
                     .into_iter(),
             ),
-            Some(plan) => Box::new(0..plan.tile_num()),
+            Some(plan) => {
+                let schema = self.snapshot.schema();
+                let touched = (plan.meta.footer.non_empty_domain.as_ref())
+                    .and_then(|ned| {
+                        let domain = &plan.schema.domain;
+                        FragmentGrid::new(domain, schema.tile_order, schema.cell_order, ned)
+                    })
+                    .zip(plan::dense_coords(schema, &self.spec.subarray).ok())
+                    .and_then(|(grid, ranges)| grid.tiles_touched(&ranges));
+                match touched {
+                    Some(tiles) => Box::new(tiles),
+                    None => Box::new(0..plan.tile_num()),
+                }
+            }
             None => Box::new(std::iter::empty()),
         }
     }
