@@ -202,3 +202,46 @@ fn a_budget_below_a_pieces_chunks_is_passed_by_them_only() {
     );
     assert!(whole > 8 * small, "{whole} against {small}");
 }
+
+/// A few cells of large sparse tiles at the default budget cost the
+/// chunks holding them, not the tiles: `few_cells` of `sparse_large_tiles`
+/// (18 cells of tiles of 100,000 and 20,000 cells, two fragments) is a
+/// narrow read, whose probes find those chunks. It peaked at 5.0 MB, its
+/// tiles read whole; so, at 1.2 MB, as under a 1 MiB budget. Its cells are
+/// those of the same box read with a second, empty range on a dimension,
+/// which is never narrow, in every layout.
+#[test]
+fn a_few_cells_of_large_sparse_tiles_cost_their_chunks_at_the_default_budget() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let (storage, snap) = snapshot("sparse_large_tiles");
+    let range = |lo: i32, hi: i32| {
+        tdb_schema::Range::from_bounds(&lo.to_le_bytes(), &hi.to_le_bytes(), false)
+    };
+    let boxed = |empty_range: bool| {
+        let mut sub = tdb_query::Subarray::new(2);
+        sub.add_range(0, range(300, 306));
+        sub.add_range(1, range(100, 110));
+        if empty_range {
+            // Past every cell's y (the fragments' y stop below 999).
+            sub.add_range(1, range(999, 999));
+        }
+        sub
+    };
+    for layout in [
+        tdb_query::ResultLayout::RowMajor,
+        tdb_query::ResultLayout::ColMajor,
+        tdb_query::ResultLayout::Unordered,
+    ] {
+        let spec = ReadSpec::new(["x", "y", "a", "f", "s"]).with_layout(layout);
+        let (peak, cells, digest) =
+            peak_of(&storage, &snap, spec.clone().with_subarray(boxed(false)));
+        let (_, all, all_digest) = peak_of(&storage, &snap, spec.with_subarray(boxed(true)));
+        assert_eq!(cells, 18, "{layout:?}");
+        if layout != tdb_query::ResultLayout::Unordered {
+            assert_eq!((cells, digest), (all, all_digest), "{layout:?}");
+        }
+        assert_eq!(cells, all, "{layout:?}");
+        eprintln!("few cells of large sparse tiles, {layout:?}: peak {peak} bytes");
+        assert!(peak < 2 << 20, "{layout:?}: peak {peak}");
+    }
+}

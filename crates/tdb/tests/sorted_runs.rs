@@ -244,10 +244,12 @@ fn sparse_tiles_past_the_budget_are_read_by_runs_of_their_cells() {
 /// A few cells of a sparse tile past the budget whose cells are sorted
 /// along the dimension the subarray narrows (row-major cells in one space
 /// tile) are found by probing the tile's middle cells: runs of cells that
-/// cannot hold the subarray's range there are never read. Under 16 KiB
-/// the read gives the unbudgeted read's cells and fetches no more than the
-/// unbudgeted read's bytes (half of them or fewer for rows near the start
-/// of the tile), where runs over the whole tile fetched 1.5 times them. (A
+/// cannot hold the subarray's range there are never read, at the default
+/// budget too (where the tile fits: a narrow read). Under 16 KiB and
+/// unbudgeted the read gives the cells of the same box read with two
+/// ranges on a dimension (never narrow: tiles whole), fetching no more
+/// than its bytes (half of them or fewer for rows near the start of the
+/// tile), where runs over the whole tile fetched 1.5 times them. (A
 /// run further on walks the chunk headers before it, 4 KiB a hop over
 /// chunks of a few KiB: in the middle, about all the bytes again.)
 #[test]
@@ -282,17 +284,31 @@ fn a_few_cells_of_a_sorted_tile_past_the_budget_read_only_the_runs_that_hold_the
                 let whole = array.read_all(spec.clone()).unwrap();
                 let whole_bytes = fetched(&array.storage().take());
                 assert!(whole.num_cells > 0, "{what}");
+                // At the default budget too the read is narrow (a few
+                // cells of a large sorted tile): its probes find the
+                // chunks holding them. The same box with a second, empty
+                // range on the other dimension, never narrow, reads the
+                // tiles whole: the same cells, fetching more.
+                let mut two = boxed.clone();
+                two.add_range(1 - sorted, range(999, 999));
+                let reference = array.read_all(spec.clone().with_subarray(two)).unwrap();
+                let tiles_bytes = fetched(&array.storage().take());
+                assert_eq!(whole.num_cells, reference.num_cells, "{what}");
+                if layout == ResultLayout::RowMajor {
+                    assert_eq!(whole, reference, "{what}");
+                }
+                let near_the_start = v0 < 100;
                 let small = array
                     .read_all(spec.with_budget(16 << 10))
                     .unwrap_or_else(|e| panic!("{what}: {}", chain(&e)));
                 let small_bytes = fetched(&array.storage().take());
                 assert_eq!(small, whole, "{what}");
-                let near_the_start = v0 < 100;
-                assert!(
-                    small_bytes <= whole_bytes
-                        && (!near_the_start || small_bytes * 2 <= whole_bytes),
-                    "{what}: {small_bytes} bytes fetched, {whole_bytes} unbudgeted"
-                );
+                for (bytes, how) in [(small_bytes, "under 16 KiB"), (whole_bytes, "unbudgeted")] {
+                    assert!(
+                        bytes <= tiles_bytes && (!near_the_start || bytes * 2 <= tiles_bytes),
+                        "{what}: {bytes} bytes fetched {how}, {tiles_bytes} by whole tiles"
+                    );
+                }
             }
         }
     }

@@ -224,6 +224,9 @@ pub struct Reader {
     /// Where pieces are runs of tiles spilled sorted, for a merge
     /// ([`Reader::spills`]): the runs so far.
     spill: Option<spill::Spill>,
+    /// Whether this read spills to find a few cells of large sorted tiles
+    /// by probes ([`Reader::narrow_read`]).
+    narrow: bool,
 }
 /// What a dense result cell is, for aggregates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -330,6 +333,7 @@ impl Reader {
             ahead: None,
             walk_points: HashMap::new(),
             spill: None,
+            narrow: false,
         })
     }
 
@@ -815,6 +819,7 @@ impl Reader {
                     .unwrap_or(0)
             })
             .collect();
+        self.narrow = self.narrow_read();
         let spills = self.spills();
         // What a piece must hold whatever its cells: a whole tile where
         // the tile's fields cannot be sliced; where they can (dense, or

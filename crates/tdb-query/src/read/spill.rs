@@ -665,6 +665,8 @@ impl Reader {
     /// Also any sparse read with a tile past the tile budget: a run of its
     /// cells is read by the chunks holding them (unordered reads merge
     /// their runs row-major).
+    /// And a read of a few cells of large sorted tiles
+    /// ([`Reader::narrow_read`]), whose probes find the chunks holding them.
     /// Not for several ranges on a dimension, or TileDB's string-parts
     /// rule (results that depend on how a tile is cut).
     pub(super) fn spills(&self) -> bool {
@@ -703,11 +705,10 @@ impl Reader {
             })
         };
         schema.array_type == ArrayType::Sparse
-            && (against || huge())
             && !self.with_states
             && (0..dims).all(|d| sub.ranges(d).len() <= 1)
             && sparse::parts_dim(schema, sub).is_none()
-            && self.estimate(&whole) > self.tile_budget()
+            && (self.narrow || ((against || huge()) && self.estimate(&whole) > self.tile_budget()))
     }
 
     /// Whether pieces of a read along the cell order, cut along dimension
