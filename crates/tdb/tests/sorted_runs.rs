@@ -313,3 +313,55 @@ fn a_few_cells_of_a_sorted_tile_past_the_budget_read_only_the_runs_that_hold_the
         }
     }
 }
+
+/// A consolidated fragment keeps each cell's timestamp and, after a
+/// delete, the time it was deleted, in tiles of their own: a run of a
+/// large tile's cells reads them at the run's cells too. (They were taken
+/// for one byte a cell, so a run past the tile's first cells read the
+/// zeros of another part of the tile: every cell written at time 0, and
+/// after a delete every cell deleted.) Read before and after the delete,
+/// narrow at the default budget and under 16 KiB, the consolidated array
+/// gives the cells the same box gives read with a second, empty range on
+/// a dimension (never narrow: tiles whole), and the cells it gave before
+/// it was consolidated.
+#[test]
+fn a_consolidated_fragments_timestamps_are_read_by_runs_of_its_cells() {
+    let dir = tempfile::tempdir().unwrap();
+    let schema = schema_of(Layout::RowMajor, Layout::RowMajor, 1000, 100_000, false);
+    let array = Array::create(dir.path(), &schema).unwrap();
+    let cells: Vec<(i32, i32)> = (0..400)
+        .flat_map(|i| (0..250).map(move |j| (i * 2, j * 4)))
+        .collect();
+    write(&array, 1, &cells);
+    let again: Vec<(i32, i32)> = (0..400).map(|k| (k * 2, 500)).collect();
+    write(&array, 2, &again);
+    tdb::Array::open_with(dir.path(), OpenOptions::new().at(3))
+        .unwrap()
+        .delete("a < 1610000")
+        .unwrap();
+    let read = |at: u64, sub: &Subarray, budget: Option<u64>| {
+        let array = Array::open_with(dir.path(), OpenOptions::new().at(at)).unwrap();
+        let mut spec = ReadSpec::new(["x", "y", "a", "s"]).with_subarray(sub.clone());
+        if let Some(b) = budget {
+            spec = spec.with_budget(b);
+        }
+        array.read_all(spec).unwrap()
+    };
+    let mut boxed = Subarray::new(2);
+    boxed.add_range(0, range(600, 610));
+    boxed.add_range(1, range(400, 600));
+    let mut two = boxed.clone();
+    two.add_range(1, range(999, 999));
+    let before: Vec<_> = [1, 2, 3].map(|t| read(t, &two, None)).into();
+    Array::open(dir.path())
+        .unwrap()
+        .consolidate_fragments(&tdb::FragmentSelection::default(), tdb::DEFAULT_BUDGET)
+        .unwrap();
+    for (t, want) in [1u64, 2, 3].into_iter().zip(&before) {
+        assert!(want.num_cells > 0, "t={t}");
+        assert_eq!(&read(t, &two, None), want, "t={t}, tiles whole");
+        for budget in [None, Some(16 << 10)] {
+            assert_eq!(&read(t, &boxed, budget), want, "t={t}, {budget:?}");
+        }
+    }
+}

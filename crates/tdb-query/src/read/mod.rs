@@ -959,7 +959,7 @@ impl Reader {
     ) -> Result<Vec<std::ops::Range<u64>>> {
         let (i, slot, t) = fetch.key;
         let plan = self.plans.get(i).ok_or_else(|| unknown_fragment(i))?;
-        let ff = (plan.fields.get(slot).and_then(Option::as_ref))
+        let ff = (plan.field(slot))
             .ok_or_else(|| QueryError::invalid("var data of an unknown field"))?;
         let (part, (_, pf)) = (ff.parts.iter().enumerate())
             .find(|(_, (p, _))| *p == DataPart::Fixed)
@@ -996,12 +996,8 @@ impl Reader {
             let field = match field_of.get(&(i, slot)) {
                 Some(&f) => f,
                 None => {
-                    let ff = match slot {
-                        TIMESTAMPS_SLOT => plan.timestamps.as_ref(),
-                        DELETE_TS_SLOT => plan.delete_timestamps.as_ref(),
-                        s => plan.fields.get(s).and_then(Option::as_ref),
-                    }
-                    .ok_or_else(|| QueryError::invalid("tile of an unknown field"))?;
+                    let ff = (plan.field(slot))
+                        .ok_or_else(|| QueryError::invalid("tile of an unknown field"))?;
                     fields.push(ff.clone());
                     let f = fields.len().saturating_sub(1);
                     field_of.insert((i, slot), f);

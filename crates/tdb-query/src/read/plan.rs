@@ -49,6 +49,16 @@ impl FragPlan {
         self.rtree.leaves_where(|mbr| mbr_overlaps(ops, mbr, piece))
     }
 
+    /// How the field in `slot` is stored here: a requested field's slot,
+    /// or [`TIMESTAMPS_SLOT`] or [`DELETE_TS_SLOT`].
+    pub fn field(&self, slot: usize) -> Option<&FragField> {
+        match slot {
+            TIMESTAMPS_SLOT => self.timestamps.as_ref(),
+            DELETE_TS_SLOT => self.delete_timestamps.as_ref(),
+            s => self.fields.get(s)?.as_ref(),
+        }
+    }
+
     /// Cells tile `t` holds.
     pub fn cells(&self, t: u64, tile_num: u64) -> u64 {
         let f = &self.meta.footer;
