@@ -365,3 +365,53 @@ fn a_consolidated_fragments_timestamps_are_read_by_runs_of_its_cells() {
         }
     }
 }
+
+/// Narrow reads over float dimensions too: a box a thirtieth of a tile's
+/// span on its sorted dimension (x, row-major cells; one tile of 100,000
+/// cells) gives the cells of the same box read with a second, empty range
+/// (never narrow: tiles whole), fetching half their bytes or fewer.
+#[test]
+fn a_few_cells_of_a_large_tile_over_float_dimensions_are_found_by_probes() {
+    let dir = tempfile::tempdir().unwrap();
+    let schema = ArraySchema::builder(ArrayType::Sparse)
+        .dimension(DimensionBuilder::range("x", 0f64..=1000.0).tile_extent(1000.0f64))
+        .dimension(DimensionBuilder::range("y", 0f64..=1000.0).tile_extent(1000.0f64))
+        .attribute(AttributeBuilder::new("a", Datatype::Int64).filters([Filter::Zstd { level: 1 }]))
+        .capacity(100_000)
+        .build()
+        .unwrap();
+    let array = Array::create(dir.path(), &schema).unwrap();
+    let mut x = FieldBuffer::new("x", Datatype::Float64, 1, false);
+    let mut y = FieldBuffer::new("y", Datatype::Float64, 1, false);
+    let mut a = FieldBuffer::new("a", Datatype::Int64, 1, false);
+    for i in 0..400 {
+        for j in 0..250 {
+            x.push(&(f64::from(i) * 2.5).to_le_bytes(), true);
+            y.push(&(f64::from(j) * 4.0).to_le_bytes(), true);
+            a.push(&(i64::from(i) * 1000 + i64::from(j)).to_le_bytes(), true);
+        }
+    }
+    array.write(WriteSpec::new(vec![x, y, a]).at(1)).unwrap();
+    let storage = RecordingStorage::new(LocalStorage::new(dir.path()));
+    let array = Array::open_in(storage, "", OpenOptions::new()).unwrap();
+    let f = |lo: f64, hi: f64| {
+        tdb_schema::Range::from_bounds(&lo.to_le_bytes(), &hi.to_le_bytes(), false)
+    };
+    let mut boxed = Subarray::new(2);
+    boxed.add_range(0, f(10.0, 42.5));
+    boxed.add_range(1, f(100.0, 700.0));
+    let mut two = boxed.clone();
+    two.add_range(1, f(999.5, 999.5));
+    let spec = ReadSpec::new(["x", "y", "a"]);
+    array.storage().take();
+    let narrow = array.read_all(spec.clone().with_subarray(boxed)).unwrap();
+    let narrow_bytes = fetched(&array.storage().take());
+    let whole = array.read_all(spec.with_subarray(two)).unwrap();
+    let whole_bytes = fetched(&array.storage().take());
+    assert_eq!(narrow.num_cells, 14 * 151);
+    assert_eq!(narrow, whole);
+    assert!(
+        narrow_bytes * 2 <= whole_bytes,
+        "{narrow_bytes} bytes fetched, {whole_bytes} by whole tiles"
+    );
+}

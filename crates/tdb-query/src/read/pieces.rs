@@ -676,7 +676,7 @@ impl Reader {
 
     /// Whether this sparse read is a few cells of large sorted tiles: it
     /// reaches at most [`Reader::NARROW_TILES`] tiles, one of them of at
-    /// least [`Reader::PROBE_MIN`] bytes whose sorted (integer) dimension
+    /// least [`Reader::PROBE_MIN`] bytes whose sorted (numeric) dimension
     /// the subarray bounds to an eighth of its span or less. Such a read
     /// spills, each reached tile a run, and probes find the chunks holding
     /// its cells ([`Reader::narrow_cut`]) instead of reading the tiles
@@ -705,8 +705,8 @@ impl Reader {
     }
 
     /// Whether the subarray bounds tile `t` of `plan` on its sorted
-    /// dimension (an integer) to an eighth of the tile's span there or
-    /// less.
+    /// dimension (an integer or a float) to an eighth of the tile's span
+    /// there or less.
     fn narrows(&self, plan: &FragPlan, t: u64) -> bool {
         let Some(s) = Self::sorted_dim(plan, t) else {
             return false;
@@ -721,11 +721,19 @@ impl Reader {
         let (Some(dim), Some(mbr)) = (dim, mbr) else {
             return false;
         };
-        match (int_range(dim, range), int_range(dim, mbr)) {
-            (Some((lo, hi)), Some((mlo, mhi))) => {
-                let span = mhi.saturating_sub(mlo).saturating_add(1);
-                let overlap = (hi.min(mhi).saturating_sub(lo.max(mlo)).saturating_add(1)).max(0);
-                overlap.saturating_mul(8) <= span
+        if let (Some((lo, hi)), Some((mlo, mhi))) = (int_range(dim, range), int_range(dim, mbr)) {
+            let span = mhi.saturating_sub(mlo).saturating_add(1);
+            let overlap = (hi.min(mhi).saturating_sub(lo.max(mlo)).saturating_add(1)).max(0);
+            return overlap.saturating_mul(8) <= span;
+        }
+        let float = |b: &[u8]| match tdb_format::Scalar::decode(dim.datatype, b) {
+            Some(tdb_format::Scalar::Float(v)) if v.is_finite() => Some(v),
+            _ => None,
+        };
+        let ((lo, hi), (mlo, mhi)) = (range.bounds(), mbr.bounds());
+        match (float(lo), float(hi), float(mlo), float(mhi)) {
+            (Some(lo), Some(hi), Some(mlo), Some(mhi)) if mhi > mlo => {
+                (hi.min(mhi) - lo.max(mlo)).max(0.0) * 8.0 <= mhi - mlo
             }
             _ => false,
         }
