@@ -708,17 +708,10 @@ impl Reader {
     /// dimension (an integer or a float) to an eighth of the tile's span
     /// there or less.
     fn narrows(&self, plan: &FragPlan, t: u64) -> bool {
-        let Some(s) = Self::sorted_dim(plan, t) else {
+        let Some((s, range, mbr)) = self.sorted_ranges(plan, t) else {
             return false;
         };
-        let [range] = self.spec.subarray.ranges(s) else {
-            return false;
-        };
-        let dim = plan.schema.domain.dimensions.get(s);
-        let mbr = (usize::try_from(t).ok())
-            .and_then(|t| plan.leaves().get(t))
-            .and_then(|m| m.get(s));
-        let (Some(dim), Some(mbr)) = (dim, mbr) else {
+        let Some(dim) = plan.schema.domain.dimensions.get(s) else {
             return false;
         };
         if let (Some((lo, hi)), Some((mlo, mhi))) = (int_range(dim, range), int_range(dim, mbr)) {
@@ -874,6 +867,22 @@ impl Reader {
         Some(s)
     }
 
+    /// Tile `t` of `plan`'s sorted dimension ([`Reader::sorted_dim`]), the
+    /// subarray's one range there and the tile's MBR there; `None` where
+    /// the tile is not sorted or the subarray has several ranges there.
+    fn sorted_ranges<'a>(
+        &'a self,
+        plan: &'a FragPlan,
+        t: u64,
+    ) -> Option<(usize, &'a tdb_schema::Range, &'a tdb_schema::Range)> {
+        let s = Self::sorted_dim(plan, t)?;
+        let [range] = self.spec.subarray.ranges(s) else {
+            return None;
+        };
+        let mbr = plan.leaves().get(usize::try_from(t).ok()?)?.get(s)?;
+        Some((s, range, mbr))
+    }
+
     /// For a run of tile `t`'s cells (piece `p`, of fragment `plan`): whether
     /// cells below, and above, the subarray's range on the tile's sorted
     /// dimension may lie in it; `None` where the tile is not sorted or the
@@ -882,14 +891,9 @@ impl Reader {
         if p.edges.is_some() {
             return p.edges;
         }
-        let s = Self::sorted_dim(plan, t)?;
-        let [range] = self.spec.subarray.ranges(s) else {
-            return None;
-        };
+        let (s, range, mbr) = self.sorted_ranges(plan, t)?;
         let ops = self.ops.dims().get(s)?;
-        let (lo, hi) = range.bounds();
-        let mbr = plan.leaves().get(usize::try_from(t).ok()?)?.get(s)?;
-        let (mlo, mhi) = mbr.bounds();
+        let ((lo, hi), (mlo, mhi)) = (range.bounds(), mbr.bounds());
         Some((
             ops.cmp_values(mlo, lo).is_lt(),
             ops.cmp_values(mhi, hi).is_gt(),
