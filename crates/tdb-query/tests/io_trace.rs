@@ -164,6 +164,51 @@ fn a_read_of_large_tiles_in_many_pieces_walks_each_tile_once() {
     assert!(requests <= 40, "{requests} requests");
 }
 
+#[test]
+fn a_box_holding_tiles_along_one_dimension_fetches_none_of_its_coordinates() {
+    // Duplicates, unordered, the attribute alone: the box holds three of
+    // the five tiles it meets along x (MBRs x 0-24, 16-60 and 0-48 within
+    // 0-60) but none along y (each spans 0-98). Those tiles' x is not
+    // fetched: every cell is inside along x. Asking for the coordinates
+    // too fetches and checks them all, and gives the same cells.
+    let dir = tdb_testdata::root()
+        .join("sparse_dups_scattered")
+        .join("array");
+    let storage = RecordingStorage::new(LocalStorage::new(&dir));
+    let snap = Arc::new(Snapshot::load(&storage, "", TimeWindow::ALL, None).unwrap());
+    let mut s = Subarray::new(2);
+    s.add_range(0, range::<4>(0, 60));
+    s.add_range(1, range::<4>(10, 90));
+    let read = |fields: &[&str]| {
+        storage.take();
+        let spec = ReadSpec::new(fields.iter().copied())
+            .with_subarray(s.clone())
+            .with_layout(ResultLayout::Unordered);
+        let mut a: Vec<i64> = Vec::new();
+        for b in SyncRead::new(&storage, snap.clone(), spec).unwrap() {
+            let b = b.unwrap();
+            let data = &b.field("a").unwrap().data;
+            a.extend(
+                data.chunks_exact(8)
+                    .map(|c| i64::from_le_bytes(c.try_into().unwrap())),
+            );
+        }
+        a.sort_unstable();
+        let trace = storage.trace();
+        let bytes = |file: &str| bytes_read(&trace, |l| l.contains(file));
+        (a, bytes("/d0.tdb"), bytes("/d1.tdb"))
+    };
+    let (a, x, y) = read(&["a"]);
+    let (all_a, all_x, all_y) = read(&["a", "x", "y"]);
+    assert!(!a.is_empty());
+    assert_eq!(a, all_a);
+    assert!(
+        x < all_x,
+        "x: {x} bytes fetched, {all_x} with the coordinates"
+    );
+    assert_eq!(y, all_y);
+}
+
 /// The bytes a trace's requests of the lines `which` picks read.
 fn bytes_read(trace: &str, which: impl Fn(&str) -> bool) -> u64 {
     (trace.lines())

@@ -1219,8 +1219,12 @@ impl Reader {
                     .collect()
             };
             // Unordered reads with duplicates need no coordinates of a
-            // tile the piece holds whole (nothing to check or sort), unless
-            // asked for or named by the condition.
+            // tile the piece holds whole (nothing to check or sort), nor
+            // those along a dimension where the tile lies inside the piece
+            // (`TileCheck::kept` skips it; not the string-parts rule's
+            // dimension, tested against the query's ranges), unless asked
+            // for or named by the condition.
+            let parts = sparse::parts_dim(schema, &self.spec.subarray);
             let coordinates_optional = !meta.footer.dense
                 && schema.allows_dups
                 && self.spec.layout == ResultLayout::Unordered
@@ -1242,21 +1246,29 @@ impl Reader {
                     continue;
                 }
                 let optional = coordinates_optional
-                    && self.fields.get(slot).is_some_and(|f| {
-                        matches!(f.kind, Kind::Dim(_))
-                            && !self.requested.contains(&slot)
-                            && !self
-                                .condition
-                                .iter()
-                                .any(|c| c.fields().iter().any(|n| n == &f.name))
+                    .then(|| self.fields.get(slot))
+                    .flatten()
+                    .and_then(|f| match f.kind {
+                        Kind::Dim(d)
+                            if !self.requested.contains(&slot)
+                                && !(self.condition.iter())
+                                    .any(|c| c.fields().iter().any(|n| n == &f.name)) =>
+                        {
+                            Some(d)
+                        }
+                        _ => None,
                     });
                 for &t in &tiles {
-                    let whole = || {
-                        plan.leaves()
-                            .get(t as usize)
-                            .is_some_and(|mbr| plan::mbr_within(self.ops.dims(), mbr, &piece.sub))
+                    let unneeded = |d: usize| {
+                        let dims = self.ops.dims();
+                        if parts == Some(d) {
+                            (plan.leaves().get(t as usize))
+                                .is_some_and(|mbr| plan::mbr_within(dims, mbr, &piece.sub))
+                        } else {
+                            plan.tile_within_dim(dims, &piece.sub, t, d)
+                        }
                     };
-                    if optional && whole() {
+                    if optional.is_some_and(unneeded) {
                         continue;
                     }
                     // Sparse tiles are decoded whole: one held now serves.

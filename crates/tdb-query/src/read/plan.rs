@@ -43,6 +43,15 @@ impl FragPlan {
         self.rtree.leaves()
     }
 
+    /// Whether every cell of sparse tile `t` lies within `sub` along
+    /// dimension `d`, by the tile's MBR: that dimension rules out none of
+    /// its cells, so its coordinates need no check.
+    pub fn tile_within_dim(&self, ops: &[RangeOps], sub: &Subarray, t: u64, d: usize) -> bool {
+        let m = (self.leaves().get(t as usize)).and_then(|mbr| mbr.get(d));
+        m.zip(ops.get(d))
+            .is_some_and(|(m, o)| range_within(o, m, sub.ranges(d)))
+    }
+
     /// The tiles whose MBR overlaps `piece`, in order, found through the
     /// R-tree (a piece of a large read touches few of its tiles).
     pub fn tiles_overlapping(&self, ops: &[RangeOps], piece: &Subarray) -> Vec<u64> {
@@ -109,14 +118,21 @@ pub(crate) fn mbr_overlaps(ops: &[RangeOps], mbr: &[Range], subarray: &Subarray)
 /// covering it (or no range: the whole domain). Several ranges never count,
 /// so no cell can be counted twice.
 pub(crate) fn mbr_within(ops: &[RangeOps], mbr: &[Range], subarray: &Subarray) -> bool {
-    ops.iter().zip(mbr).enumerate().all(|(d, (o, m))| {
-        let (lo, hi) = m.bounds();
-        match subarray.ranges(d) {
-            [] => true,
-            [r] => o.contains(r, lo) && o.contains(r, hi),
-            _ => false,
-        }
-    })
+    ops.iter()
+        .zip(mbr)
+        .enumerate()
+        .all(|(d, (o, m))| range_within(o, m, subarray.ranges(d)))
+}
+
+/// Whether `ranges` (one dimension's) hold all of `m`, an MBR's range along
+/// it, as [`mbr_within`] judges each dimension.
+pub(crate) fn range_within(o: &RangeOps, m: &Range, ranges: &[Range]) -> bool {
+    let (lo, hi) = m.bounds();
+    match ranges {
+        [] => true,
+        [r] => o.contains(r, lo) && o.contains(r, hi),
+        _ => false,
+    }
 }
 
 /// Slots for a fragment's per-cell timestamps and delete timestamps, beyond

@@ -201,6 +201,12 @@ impl TileCheck<'_> {
             // The rule's dimension is tested against the query's ranges
             // (the piece's share of its values is applied after).
             let rule = self.parts.filter(|p| p.dim == d);
+            // Any other dimension along which the tile lies inside the
+            // piece keeps every cell (its coordinates may not be read:
+            // `Reader::plan_piece`).
+            if rule.is_none() && plan.tile_within_dim(self.ops, self.subarray, t, d) {
+                continue;
+            }
             let r = rule.map_or(self.subarray.ranges(d), |p| p.given);
             if r.is_empty() {
                 continue;
