@@ -154,6 +154,8 @@ pub struct Reader {
     /// subarray, in the snapshot's order.
     plans: Vec<FragPlan>,
     tiles: TileMap,
+    /// What the decoding of the piece's bounded tiles checked.
+    checked: tiles::Checked,
     /// The caller's buffers of a batch it is done with ([`Reader::recycle`]),
     /// for the next batch's fields.
     recycled: Vec<FieldBuffer>,
@@ -313,6 +315,7 @@ impl Reader {
             ops,
             plans: Vec::new(),
             tiles: HashMap::new(),
+            checked: HashMap::new(),
             recycled: Vec::new(),
             copy_jobs: std::sync::Mutex::default(),
             results: Results::default(),
@@ -552,6 +555,7 @@ impl Reader {
             ));
         }
         self.tiles.extend(decoded.tiles);
+        self.checked = decoded.checked;
         self.compute()?;
         self.phase = Phase::Emit;
         Ok(())
@@ -913,6 +917,7 @@ impl Reader {
                 plans: &self.plans,
                 fields: &self.fields,
                 tiles: &self.tiles,
+                checked: &self.checked,
                 ops: self.ops.dims(),
                 subarray: &self.current.sub,
                 window: (window.start, window.end),
@@ -1019,8 +1024,10 @@ impl Reader {
                 var_size,
             });
         }
+        let bounds = self.bounded_tiles(&fetches);
         Ok(DecodeWork {
             piece: self.pieces_started,
+            bounds,
             fetches,
             bytes,
             jobs,
@@ -1029,6 +1036,80 @@ impl Reader {
             spare: Arc::clone(&self.spare),
             chunks: Arc::clone(&self.chunks),
         })
+    }
+}
+
+impl Reader {
+    /// The sparse tiles of `fetches` whose fields decode in the chunks
+    /// holding cells within the piece's ranges ([`tiles::TileBound`]):
+    /// those the piece cuts along a fixed-size dimension whose tile it
+    /// fetches, the dimension its cell order sorts first decoded first.
+    /// None for a piece of one tile's cells (already cut to them), where
+    /// a delete's condition decides over every cell of a tile (arrays
+    /// without duplicates: a deleted cell hides older ones), or where
+    /// too few tiles would leave the pool's workers idle: a bounded tile
+    /// decodes on one of them, its chunks one after another.
+    fn bounded_tiles(&self, fetches: &[TileFetch]) -> Vec<tiles::TileBound> {
+        let schema = self.snapshot.schema();
+        let piece = &self.current;
+        if piece.cells.is_some() || piece.probe || !(schema.allows_dups || self.deletes.is_empty())
+        {
+            return Vec::new();
+        }
+        let n = schema.domain.dimensions.len();
+        let order: Vec<usize> = match schema.cell_order {
+            tdb_format::Layout::ColMajor => (0..n).rev().collect(),
+            _ => (0..n).collect(),
+        };
+        let mut by_tile: std::collections::BTreeMap<(usize, u64), Vec<usize>> = Default::default();
+        for (k, f) in fetches.iter().enumerate() {
+            let (i, _, t) = f.key;
+            if f.needed.is_none() && !f.sliced {
+                by_tile.entry((i, t)).or_default().push(k);
+            }
+        }
+        let slot_of = |k: usize| fetches.get(k).map(|f| f.key.1);
+        let mut bounds = Vec::new();
+        for ((i, t), ks) in by_tile {
+            let Some(plan) = self.plans.get(i).filter(|p| !p.meta.footer.dense) else {
+                continue;
+            };
+            let mut dims = Vec::new();
+            for &d in &order {
+                let ranges = piece.sub.ranges(d);
+                let fixed = (schema.domain.dimensions.get(d)).is_some_and(|dim| !dim.is_var());
+                if !fixed
+                    || ranges.is_empty()
+                    || plan.tile_within_dim(self.ops.dims(), &piece.sub, t, d)
+                {
+                    continue;
+                }
+                let slot = self.fields.iter().position(|f| f.kind == Kind::Dim(d));
+                let k = ks
+                    .iter()
+                    .copied()
+                    .find(|&k| slot.is_some() && slot_of(k) == slot);
+                if let (Some(k), Some(&ops)) = (k, self.ops.dims().get(d)) {
+                    dims.push((k, d, ops, ranges.to_vec()));
+                }
+            }
+            let rest: Vec<usize> = (ks.iter().copied())
+                .filter(|&k| !dims.iter().any(|d| d.0 == k))
+                .filter(|&k| !matches!(slot_of(k), Some(TIMESTAMPS_SLOT | DELETE_TS_SLOT)))
+                .collect();
+            if dims.is_empty() || (rest.is_empty() && dims.len() < 2) {
+                continue;
+            }
+            bounds.push(tiles::TileBound {
+                tile: (i, t),
+                dims,
+                rest,
+            });
+        }
+        if bounds.len() < crate::threads().saturating_mul(2) {
+            bounds.clear();
+        }
+        bounds
     }
 }
 

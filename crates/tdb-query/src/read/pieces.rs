@@ -1274,9 +1274,10 @@ impl Reader {
                     // Sparse tiles are decoded whole: one held now serves.
                     // (Dense ones only in the chunks their piece used; the
                     // pieces of a read that spills share no tile.)
+                    // (Not one decoded in part for the piece before.)
                     if !meta.footer.dense
                         && self.spill.is_none()
-                        && self.tiles.contains_key(&(i, slot, t))
+                        && self.tiles.get(&(i, slot, t)).is_some_and(|d| !d.partial)
                     {
                         carried.push((i, slot, t));
                         continue;
@@ -1341,6 +1342,7 @@ impl Reader {
         self.spare
             .keep_tiles(std::mem::replace(&mut self.tiles, kept).into_values());
         self.current = piece;
+        self.checked.clear();
         self.pieces_started = self.pieces_started.saturating_add(1);
         self.results = results;
         self.md_answered.extend(md_answered);

@@ -7,7 +7,7 @@ use super::dense::{Results, Slab};
 use super::fields::{FieldInfo, Kind};
 use super::plan::{mbr_within, CellRef, FragPlan, DELETE_TS_SLOT, TIMESTAMPS_SLOT};
 use super::spill::{RunFormat, RunWriter};
-use super::tiles::TileMap;
+use super::tiles::{Checked, TileMap};
 use crate::column::{Column, Columns};
 use crate::condition::{BoundCondition, BoundDelete};
 use crate::{QueryError, Result, ResultLayout, Subarray};
@@ -60,6 +60,7 @@ struct TileCheck<'r> {
     plans: &'r [FragPlan],
     fields: &'r [FieldInfo],
     tiles: &'r TileMap,
+    checked: &'r Checked,
     ops: &'r [RangeOps],
     subarray: &'r Subarray,
     window: (u64, u64),
@@ -187,7 +188,12 @@ impl TileCheck<'_> {
         let n = n as usize;
         let frag_ts = plan.file.name.t1;
         let tc = tile_columns(fields, tiles, fi, t, n);
-        let mut mask = vec![true; n];
+        // Dimensions the tile's decoding checked, its cells already
+        // checked along them (`tiles::TileBound`).
+        let (checked_dims, mut mask) = match self.checked.get(&(fi, t)) {
+            Some((dims, mask)) if mask.len() == n => (dims.as_slice(), mask.clone()),
+            _ => (&[][..], vec![true; n]),
+        };
         // Per cell, how many ranges of `parts_dim` TileDB found it in when
         // a part's first cell decided for it (`u32::MAX`: its own value
         // decides); see `tiledb_string_parts`.
@@ -204,7 +210,10 @@ impl TileCheck<'_> {
             // Any other dimension along which the tile lies inside the
             // piece keeps every cell (its coordinates may not be read:
             // `Reader::plan_piece`).
-            if rule.is_none() && plan.tile_within_dim(self.ops, self.subarray, t, d) {
+            if rule.is_none()
+                && (checked_dims.contains(&d)
+                    || plan.tile_within_dim(self.ops, self.subarray, t, d))
+            {
                 continue;
             }
             let r = rule.map_or(self.subarray.ranges(d), |p| p.given);
@@ -454,6 +463,7 @@ pub(crate) struct SparseScan<'r> {
     pub plans: &'r [FragPlan],
     pub fields: &'r [FieldInfo],
     pub tiles: &'r TileMap,
+    pub checked: &'r Checked,
     pub ops: &'r [RangeOps],
     pub subarray: &'r Subarray,
     pub window: (u64, u64),
@@ -503,6 +513,7 @@ impl SparseScan<'_> {
             plans,
             fields: self.fields,
             tiles: self.tiles,
+            checked: self.checked,
             ops: self.ops,
             subarray: self.subarray,
             window: self.window,

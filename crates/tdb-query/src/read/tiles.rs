@@ -31,6 +31,9 @@ pub(crate) struct DecodedTile {
     pub var: Vec<u8>,
     pub validity: Option<Vec<u8>>,
     pub first: u64,
+    /// Decoded only in the chunks holding cells of its piece's ranges
+    /// ([`TileBound`]): no later piece may use it.
+    pub partial: bool,
 }
 
 impl From<FieldTile> for DecodedTile {
@@ -41,6 +44,7 @@ impl From<FieldTile> for DecodedTile {
             var: t.var,
             validity: t.validity,
             first: 0,
+            partial: false,
         }
     }
 }
@@ -829,6 +833,28 @@ pub struct DecodeWork {
     pub(super) key: Option<[u8; 32]>,
     pub(super) spare: Arc<Spare>,
     pub(super) chunks: Arc<ChunkCache>,
+    /// Sparse tiles whose other fields decode only where their bounding
+    /// dimensions keep cells (empty: every tile decoded whole).
+    pub(super) bounds: Vec<TileBound>,
+}
+
+/// A sparse tile that a piece's ranges cut along some fixed-size
+/// dimensions: those dimensions' tiles decode first, one after the other,
+/// each only in the chunks holding cells the ones before kept; the tile's
+/// other fields then only in the chunks holding cells all of them kept.
+/// The read's check of each cell against the ranges drops every cell
+/// whose chunks were skipped (their bytes are zeros): it is the same check.
+/// (W3's 16 boxes: of the tiles they meet, only about 70% of the
+/// attribute's cells lie in chunks with a result.)
+pub(crate) struct TileBound {
+    /// The tile: (fragment, tile).
+    pub tile: (usize, u64),
+    /// Per bounding dimension, in the order decoded: its fetch (an index
+    /// into the work's), the dimension, how its values compare, and the
+    /// piece's ranges along it.
+    pub dims: Vec<(usize, usize, tdb_index::RangeOps, Vec<tdb_schema::Range>)>,
+    /// The fetches of the tile's other fields.
+    pub rest: Vec<usize>,
 }
 
 /// What one tile of a [`DecodeWork`] is: its field (an index into the
@@ -846,7 +872,13 @@ pub(super) struct TileInfo {
 pub struct Decoded {
     pub(super) piece: u64,
     pub(super) tiles: Vec<(TileKey, DecodedTile)>,
+    pub(super) checked: Checked,
 }
+
+/// Per bounded tile ([`TileBound`]), (fragment, tile): the dimensions its
+/// decoding checked its cells along, and which cells lie within the
+/// piece's ranges on all of them: the read's check starts from these.
+pub(crate) type Checked = HashMap<(usize, u64), (Vec<usize>, Vec<bool>)>;
 
 impl DecodeWork {
     /// Unfilters every tile (CPU-bound; it blocks until done).
@@ -871,17 +903,18 @@ impl DecodeWork {
                 })
             })
             .collect::<Result<_>>()?;
-        let decoded = decode_tiles(
-            &jobs,
-            self.key.as_ref(),
-            crate::threads(),
-            &self.spare,
-            &self.chunks,
-        )?;
+        let (key, threads) = (self.key.as_ref(), crate::threads());
+        let (decoded, checked) = if self.bounds.is_empty() {
+            let decoded = decode_tiles(&jobs, key, threads, &self.spare, &self.chunks)?;
+            (decoded, Checked::new())
+        } else {
+            decode_bounded(&jobs, &self.bounds, key, threads, &self.spare, &self.chunks)?
+        };
         self.spare.release();
         Ok(Decoded {
             piece: self.piece,
             tiles: self.fetches.iter().map(|f| f.key).zip(decoded).collect(),
+            checked,
         })
     }
 
@@ -996,6 +1029,9 @@ struct Run<'b> {
     chunks: &'b [FilteredChunk<'b>],
     /// Chunks holding no cell the read uses: zeros, not decoded.
     skip: bool,
+    /// On one thread, a part's chunks in one run: per chunk whether it
+    /// holds a used cell, so is decoded (the others are zeros); empty: all.
+    used: Vec<bool>,
     /// A sliced part's chunk: where its unfiltered bytes start.
     at: Option<u64>,
 }
@@ -1152,7 +1188,7 @@ pub(crate) fn decode_tiles<'a>(
     let target = threads.max(1).saturating_mul(4);
     let part_count: usize = parsed.iter().map(Vec::len).sum();
     let chunk_count: usize = parsed.iter().flatten().map(|p| p.chunks.len()).sum();
-    let run_len = if part_count >= target {
+    let run_len = if part_count >= target || threads < 2 {
         usize::MAX
     } else {
         chunk_count.div_ceil(target).max(1)
@@ -1170,6 +1206,7 @@ pub(crate) fn decode_tiles<'a>(
                         first: index,
                         chunks: part.chunks.get(k..=k).unwrap_or_default(),
                         skip: false,
+                        used: Vec::new(),
                         at: Some(start),
                     });
                 }
@@ -1178,6 +1215,20 @@ pub(crate) fn decode_tiles<'a>(
             let used = used_chunks(job, p, &part.chunks);
             let is_used = |c: usize| used.get(c).copied().unwrap_or(true);
             let n = part.chunks.len();
+            if threads < 2 && used.contains(&true) && used.contains(&false) {
+                // One thread: the part in one run, straight into its
+                // buffer, chunks without a used cell zeroed in place.
+                runs.push(Run {
+                    job: j,
+                    part: p,
+                    first: 0,
+                    chunks: &part.chunks,
+                    skip: false,
+                    used,
+                    at: None,
+                });
+                continue;
+            }
             let mut first = 0;
             loop {
                 // Up to `run_len` chunks, all used or all not.
@@ -1193,6 +1244,7 @@ pub(crate) fn decode_tiles<'a>(
                     first,
                     chunks: part.chunks.get(first..end).unwrap_or_default(),
                     skip,
+                    used: Vec::new(),
                     at: None,
                 });
                 first = end;
@@ -1232,17 +1284,37 @@ pub(crate) fn decode_tiles<'a>(
             (run.at.zip(part.sliced.as_ref())).and_then(|_| cache.take(key, run.part, chunk));
         if let Some(decoded) = kept {
             spare.keep(std::mem::replace(&mut out.data, decoded));
-        } else {
-            part.filters
-                .unfilter_into(
-                    &part.location,
-                    ws,
-                    run.chunks,
-                    run.first,
-                    part.kind == DataPart::Var,
-                    &mut out,
-                )
-                .map_err(|e| tile_error(part.path, key.2, e))?;
+            return Ok(out);
+        }
+        // Stretches of chunks alike: decoded, or zeros.
+        let mut c = 0;
+        while c < run.chunks.len() {
+            let used = run.used.get(c).copied().unwrap_or(true);
+            let alike = (run.used.get(c..).unwrap_or_default().iter())
+                .take_while(|&&u| u == used)
+                .count()
+                .max(1);
+            let end = match run.used.is_empty() {
+                true => run.chunks.len(),
+                false => c.saturating_add(alike).min(run.chunks.len()),
+            };
+            let chunks = run.chunks.get(c..end).unwrap_or_default();
+            if used {
+                part.filters
+                    .unfilter_into(
+                        &part.location,
+                        ws,
+                        chunks,
+                        run.first.saturating_add(c),
+                        part.kind == DataPart::Var,
+                        &mut out,
+                    )
+                    .map_err(|e| tile_error(part.path, key.2, e))?;
+            } else {
+                let zeros = usize::try_from(unfiltered_size(chunks)).unwrap_or(0);
+                out.data.resize(out.data.len().saturating_add(zeros), 0);
+            }
+            c = end;
         }
         Ok(out)
     })?;
@@ -1317,6 +1389,123 @@ pub(crate) fn decode_tiles<'a>(
         })
         .collect()
 }
+
+/// Unfilters `jobs` as [`decode_tiles`] does, but each tile of `bounds`
+/// as one job on the pool (its fields one after the other, see
+/// [`TileBound`]) and every other tile as one; with what the bounded
+/// tiles' decoding checked.
+fn decode_bounded<'a>(
+    jobs: &[TileJob<'a>],
+    bounds: &[TileBound],
+    key: Option<&'a [u8; 32]>,
+    threads: usize,
+    spare: &Spare,
+    cache: &ChunkCache,
+) -> Result<(Vec<DecodedTile>, Checked)> {
+    enum Unit<'b> {
+        Bound(&'b TileBound),
+        One(usize),
+    }
+    let mut grouped = vec![false; jobs.len()];
+    for b in bounds {
+        for j in b.dims.iter().map(|d| d.0).chain(b.rest.iter().copied()) {
+            if let Some(g) = grouped.get_mut(j) {
+                *g = true;
+            }
+        }
+    }
+    // The bounded tiles, the larger units, first.
+    let units: Vec<Unit<'_>> = (bounds.iter().map(Unit::Bound))
+        .chain(
+            (0..jobs.len())
+                .filter(|&j| !grouped.get(j).copied().unwrap_or(true))
+                .map(Unit::One),
+        )
+        .collect();
+    let one = |j: usize, needed: Option<&[(u64, u64)]>| -> Result<(usize, DecodedTile)> {
+        let job = jobs
+            .get(j)
+            .ok_or_else(|| QueryError::invalid("a bounded tile of no job"))?;
+        let job = TileJob { needed, ..*job };
+        let mut tile = decode_tiles(&[job], key, 1, spare, cache)?
+            .pop()
+            .ok_or_else(|| QueryError::invalid("a tile left undecoded"))?;
+        tile.partial = needed.is_some();
+        Ok((j, tile))
+    };
+    let decoded = crate::pool::map_all(
+        &units,
+        threads,
+        || (),
+        |_, unit| match unit {
+            Unit::One(j) => Ok((vec![one(*j, None)?], None)),
+            Unit::Bound(b) => {
+                let mut out = Vec::with_capacity(b.dims.len().saturating_add(b.rest.len()));
+                let mut mask: Option<Vec<bool>> = None;
+                let mut checked = Vec::with_capacity(b.dims.len());
+                for (j, d, ops, ranges) in &b.dims {
+                    let needed = mask.as_deref().map(kept_runs);
+                    let (j, tile) = one(*j, needed.as_deref())?;
+                    let cells = (jobs.get(j)).map_or(0, |job| job.cells);
+                    let m =
+                        mask.get_or_insert_with(|| vec![true; usize::try_from(cells).unwrap_or(0)]);
+                    // (A column it cannot compare leaves the mask as it was:
+                    // the cells the dimensions before kept.)
+                    if ops.retain_within(ranges, &tile.fixed, m) {
+                        checked.push(*d);
+                    }
+                    out.push((j, tile));
+                }
+                let needed = mask.as_deref().map(kept_runs);
+                for &j in &b.rest {
+                    out.push(one(j, needed.as_deref())?);
+                }
+                let checked = mask
+                    .filter(|_| !checked.is_empty())
+                    .map(|m| (b.tile, (checked, m)));
+                Ok((out, checked))
+            }
+        },
+    )?;
+    let mut tiles: Vec<Option<DecodedTile>> = jobs.iter().map(|_| None).collect();
+    let mut checked = Checked::new();
+    for (decoded, c) in decoded {
+        for (j, tile) in decoded {
+            if let Some(slot) = tiles.get_mut(j) {
+                *slot = Some(tile);
+            }
+        }
+        checked.extend(c);
+    }
+    let tiles = (tiles.into_iter())
+        .map(|t| t.ok_or_else(|| QueryError::invalid("a tile left undecoded")))
+        .collect::<Result<_>>()?;
+    Ok((tiles, checked))
+}
+
+/// Cells a bounded tile's next fields decode ([`TileJob::needed`]): the
+/// blocks of [`NEEDED_BLOCK`] cells holding one `mask` keeps, as sorted
+/// disjoint half-open ranges. (Cell by cell, a scattered mask gave runs by
+/// the thousand a tile, to find chunks of thousands of cells.)
+fn kept_runs(mask: &[bool]) -> Vec<(u64, u64)> {
+    let mut runs: Vec<(u64, u64)> = Vec::new();
+    for (b, block) in mask.chunks(NEEDED_BLOCK).enumerate() {
+        if !block.iter().any(|&m| m) {
+            continue;
+        }
+        let from = b.saturating_mul(NEEDED_BLOCK) as u64;
+        let to = from.saturating_add(block.len() as u64);
+        match runs.last_mut() {
+            Some((_, end)) if *end == from => *end = to,
+            _ => runs.push((from, to)),
+        }
+    }
+    runs
+}
+
+/// See [`kept_runs`]: far fewer cells than a chunk holds of all but the
+/// widest cells (64 KiB of 8-byte values is 8,192).
+const NEEDED_BLOCK: usize = 64;
 
 /// Per chunk of part `part` of `job`, whether it holds a cell the read
 /// uses; empty when every chunk is to be decoded. Only fixed-size fields'
@@ -1798,6 +1987,140 @@ mod tests {
                 .chain(&got[16384 * 8..])
                 .all(|&b| b == 0));
             spare.keep_tiles(tiles);
+        }
+    }
+
+    /// A bounded tile decodes its dimensions one after the other, each in
+    /// the chunks holding cells the ones before kept, then its other
+    /// fields in the chunks holding cells all of them kept (8,192 int64
+    /// cells a chunk); the cells kept are handed on, and the tiles decoded
+    /// in part are marked so no later piece takes them for whole.
+    #[test]
+    fn a_bounded_tile_decodes_only_the_chunks_holding_cells_within_its_ranges() {
+        let s = schema();
+        let cells = 40_000u64;
+        let col = |f: fn(i64) -> i64| -> Vec<u8> {
+            (0..cells as i64).flat_map(|i| f(i).to_le_bytes()).collect()
+        };
+        let (d, u) = (col(|i| i), col(|i| i * 3 - 7));
+        let fd = FragField {
+            index: 0,
+            parts: vec![(
+                DataPart::Fixed,
+                s.part_filters(&DataField::Dimension(0), DataPart::Fixed, false)
+                    .unwrap(),
+            )],
+            data_field: DataField::Dimension(0),
+            zipped: None,
+        };
+        let fu = field(&s, 2, &[DataPart::Fixed]);
+        let bd = [PartBytes::Whole(filtered(&fd, 0, &d, None))];
+        let bu = [PartBytes::Whole(filtered(&fu, 0, &u, None))];
+        // The dimension's tile twice (slots 0 and 1): two bounding
+        // dimensions, the second decoded only where the first kept cells.
+        let fetch = |slot: usize, tile: u64, bytes: &[PartBytes]| TileFetch {
+            key: (0, slot, tile),
+            parts: vec![(
+                DataPart::Fixed,
+                format!("f{slot}"),
+                0..bytes[0].len() as u64,
+            )],
+            cells,
+            needed: None,
+            sliced: false,
+            var: None,
+        };
+        let fetches = [
+            fetch(0, 0, &bd),
+            fetch(1, 0, &bd),
+            fetch(2, 0, &bu),
+            fetch(0, 1, &bd),
+            fetch(2, 1, &bu),
+        ];
+        let parts: [(&[PartBytes], &FragField); 5] =
+            [(&bd, &fd), (&bd, &fd), (&bu, &fu), (&bd, &fd), (&bu, &fu)];
+        let jobs: Vec<TileJob<'_>> = (fetches.iter().zip(parts))
+            .map(|(fetch, (bytes, field))| TileJob {
+                fetch,
+                bytes,
+                field,
+                version: FormatVersion::WRITTEN,
+                cells,
+                needed: None,
+                var_size: None,
+            })
+            .collect();
+        let ops = tdb_index::RangeOps::new(&s.domain.dimensions[0], 0).unwrap();
+        let range = |lo: i64, hi: i64| {
+            vec![tdb_schema::Range::from_bounds(
+                &lo.to_le_bytes(),
+                &hi.to_le_bytes(),
+                false,
+            )]
+        };
+        let bounds = [
+            // Tile 0: cells 15,000-30,000 (chunks 1-3), then 20,000-20,100
+            // (chunk 2).
+            TileBound {
+                tile: (0, 0),
+                dims: vec![
+                    (0, 0, ops, range(15_000, 30_000)),
+                    (1, 1, ops, range(20_000, 20_100)),
+                ],
+                rest: vec![2],
+            },
+            // Tile 1: no cell within.
+            TileBound {
+                tile: (0, 1),
+                dims: vec![(3, 0, ops, range(50_000, 60_000))],
+                rest: vec![4],
+            },
+        ];
+        let chunk = |c: usize| c * 8192 * 8..((c + 1) * 8192 * 8).min(d.len());
+        let zero = |b: &[u8]| b.iter().all(|&x| x == 0);
+        for threads in [1, 4] {
+            let spare = Spare::new(1 << 30);
+            let (tiles, checked) = decode_bounded(
+                &jobs,
+                &bounds,
+                None,
+                threads,
+                &spare,
+                &ChunkCache::default(),
+            )
+            .unwrap();
+            // The first dimension whole, the second in chunks 1-3.
+            assert_eq!(tiles[0].fixed, d);
+            assert!(!tiles[0].partial && tiles[1].partial && tiles[2].partial);
+            for c in 0..5 {
+                let (got, want) = (&tiles[1].fixed[chunk(c)], &d[chunk(c)]);
+                assert!(
+                    if (1..=3).contains(&c) {
+                        got == want
+                    } else {
+                        zero(got)
+                    },
+                    "{c}"
+                );
+                let got = &tiles[2].fixed[chunk(c)];
+                assert!(
+                    if c == 2 {
+                        got == &u[chunk(c)]
+                    } else {
+                        zero(got)
+                    },
+                    "{c}"
+                );
+            }
+            let (dims, mask) = &checked[&(0, 0)];
+            assert_eq!(dims, &[0, 1]);
+            let kept: Vec<usize> = (0..mask.len()).filter(|&i| mask[i]).collect();
+            assert_eq!(kept, (20_000..=20_100).collect::<Vec<_>>());
+            // Tile 1: nothing but its dimension decoded.
+            assert_eq!(tiles[3].fixed, d);
+            assert!(tiles[4].partial && zero(&tiles[4].fixed));
+            assert_eq!(tiles[4].fixed.len(), u.len());
+            assert!(checked[&(0, 1)].1.iter().all(|&m| !m));
         }
     }
 
