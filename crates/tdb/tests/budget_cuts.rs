@@ -167,14 +167,15 @@ fn a_tile_held_whole_outside_the_subarray_does_not_refuse_the_read() {
     }
 }
 
-/// A sparse unordered read of one space tile past two piece aims (300,000
-/// cells, about 28 MB as the reader counts tiles and per-cell bookkeeping,
-/// against 16 MiB), which no tile boundary cuts, goes in runs of its data
-/// tiles: several batches, each cell once.
+/// A sparse unordered read of one space tile past two piece aims (720,000
+/// cells: past 16 MiB as the reader counts tiles and per-cell bookkeeping,
+/// which for an unordered read with duplicates is a few bytes a cell),
+/// which no tile boundary cuts, goes in runs of its data tiles: several
+/// batches, each cell once.
 #[test]
 fn an_unordered_read_of_one_space_tile_past_two_aims_goes_in_runs_of_its_tiles() {
-    let (_dir, array) = one_row_of_cells(1_999_999, 2_000_000, 300_000, true, 1);
-    read_each_cell_once_in_batches(&array, 300_000, "the space tile in one piece");
+    let (_dir, array) = one_row_of_cells(1_999_999, 2_000_000, 720_000, true, 1);
+    read_each_cell_once_in_batches(&array, 720_000, "the space tile in one piece");
 }
 
 /// The same space tile written in three fragments of an array with
@@ -183,6 +184,6 @@ fn an_unordered_read_of_one_space_tile_past_two_aims_goes_in_runs_of_its_tiles()
 /// once.
 #[test]
 fn an_unordered_read_over_fragments_of_an_array_with_duplicates_goes_fragment_by_fragment() {
-    let (_dir, array) = one_row_of_cells(1_999_999, 2_000_000, 300_000, true, 3);
-    read_each_cell_once_in_batches(&array, 300_000, "the fragments in one piece");
+    let (_dir, array) = one_row_of_cells(1_999_999, 2_000_000, 720_000, true, 3);
+    read_each_cell_once_in_batches(&array, 720_000, "the fragments in one piece");
 }
