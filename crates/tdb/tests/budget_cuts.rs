@@ -178,6 +178,22 @@ fn an_unordered_read_of_one_space_tile_past_two_aims_goes_in_runs_of_its_tiles()
     read_each_cell_once_in_batches(&array, 720_000, "the space tile in one piece");
 }
 
+/// What an unordered read with duplicates holds per cell is its slabs'
+/// few bytes, not a sorted read's 64-byte records: 300,000 cells of one
+/// space tile stay under two piece aims (16 MiB), below which no data
+/// tile boundary cuts them, and come in one batch; counted at 64 bytes a
+/// cell they passed two aims and came in runs of tiles.
+#[test]
+fn an_unordered_read_with_duplicates_counts_a_few_bytes_a_cell() {
+    let n = 300_000;
+    let (_dir, array) = one_row_of_cells(1_999_999, 2_000_000, n as i64, true, 1);
+    let read = ReadSpec::new(["x", "a"]).with_layout(ResultLayout::Unordered);
+    let batches: Vec<u64> = (array.read(read).unwrap())
+        .map(|b| b.unwrap().num_cells)
+        .collect();
+    assert_eq!(batches, [n], "{batches:?}");
+}
+
 /// The same space tile written in three fragments of an array with
 /// duplicates: cut between its fragments, then in runs of each one's
 /// tiles (no version of a cell hides another). Several batches, each cell
