@@ -1684,6 +1684,23 @@ mod tests {
         }
     }
 
+    /// A job decoding all of `fetch`'s tile from `bytes`.
+    fn whole<'a>(
+        fetch: &'a TileFetch,
+        bytes: &'a [PartBytes],
+        field: &'a FragField,
+    ) -> TileJob<'a> {
+        TileJob {
+            fetch,
+            bytes,
+            field,
+            version: FormatVersion::WRITTEN,
+            cells: fetch.cells,
+            needed: None,
+            var_size: None,
+        }
+    }
+
     fn filtered(ff: &FragField, part: usize, tile: &[u8], offsets: Option<&[u64]>) -> Bytes {
         let f = ff.parts[part].1.tile_filters(FormatVersion::WRITTEN, None);
         let mut out = Vec::new();
@@ -1906,15 +1923,7 @@ mod tests {
             var: None,
         };
         let (fetch_a, fetch_v) = (fetch(0, &fa, &ba), fetch(1, &fv, &bv));
-        let job = |fetch, bytes, field| TileJob {
-            fetch,
-            bytes,
-            field,
-            version: FormatVersion::WRITTEN,
-            cells,
-            needed: None,
-            var_size: None,
-        };
+        let job = whole;
         let jobs = [job(&fetch_a, &ba[..], &fa), job(&fetch_v, &bv[..], &fv)];
         // Buffers go back to one spare after each decode and serve the
         // next: what they held must not show through.
@@ -2040,15 +2049,7 @@ mod tests {
         let parts: [(&[PartBytes], &FragField); 5] =
             [(&bd, &fd), (&bd, &fd), (&bu, &fu), (&bd, &fd), (&bu, &fu)];
         let jobs: Vec<TileJob<'_>> = (fetches.iter().zip(parts))
-            .map(|(fetch, (bytes, field))| TileJob {
-                fetch,
-                bytes,
-                field,
-                version: FormatVersion::WRITTEN,
-                cells,
-                needed: None,
-                var_size: None,
-            })
+            .map(|(fetch, (bytes, field))| whole(fetch, bytes, field))
             .collect();
         let ops = tdb_index::RangeOps::new(&s.domain.dimensions[0], 0).unwrap();
         let range = |lo: i64, hi: i64| {
@@ -2148,15 +2149,7 @@ mod tests {
                 sliced: false,
                 var: None,
             };
-            let job = TileJob {
-                fetch: &fetch,
-                bytes: &bytes,
-                field: &ff,
-                version: FormatVersion::WRITTEN,
-                cells,
-                needed: None,
-                var_size: None,
-            };
+            let job = whole(&fetch, &bytes, &ff);
             let before = crate::pool::HANDED.with(|h| h.get());
             let tiles =
                 decode_tiles(&[job], None, 2, &Spare::new(0), &ChunkCache::default()).unwrap();
