@@ -1037,9 +1037,7 @@ impl Reader {
             chunks: Arc::clone(&self.chunks),
         })
     }
-}
 
-impl Reader {
     /// The sparse tiles of `fetches` whose fields decode in the chunks
     /// holding cells within the piece's ranges ([`tiles::TileBound`]):
     /// those the piece cuts along a fixed-size dimension whose tile it

@@ -209,7 +209,7 @@ impl TileCheck<'_> {
             let rule = self.parts.filter(|p| p.dim == d);
             // Any other dimension along which the tile lies inside the
             // piece keeps every cell (its coordinates may not be read:
-            // `Reader::plan_piece`).
+            // `Reader::plan_piece`); one the decoding checked is done.
             if rule.is_none()
                 && (checked_dims.contains(&d)
                     || plan.tile_within_dim(self.ops, self.subarray, t, d))
