@@ -1042,11 +1042,9 @@ impl Reader {
     /// holding cells within the piece's ranges ([`tiles::TileBound`]):
     /// those the piece cuts along a fixed-size dimension whose tile it
     /// fetches, the dimension its cell order sorts first decoded first.
-    /// None for a piece of one tile's cells (already cut to them), where
-    /// a delete's condition decides over every cell of a tile (arrays
-    /// without duplicates: a deleted cell hides older ones), or where
-    /// too few tiles would leave the pool's workers idle: a bounded tile
-    /// decodes on one of them, its chunks one after another.
+    /// None for a piece of one tile's cells (already cut to them), or
+    /// where a delete's condition decides over every cell of a tile
+    /// (arrays without duplicates: a deleted cell hides older ones).
     fn bounded_tiles(&self, fetches: &[TileFetch]) -> Vec<tiles::TileBound> {
         let schema = self.snapshot.schema();
         let piece = &self.current;
@@ -1103,9 +1101,6 @@ impl Reader {
                 dims,
                 rest,
             });
-        }
-        if bounds.len() < crate::threads().saturating_mul(2) {
-            bounds.clear();
         }
         bounds
     }

@@ -904,11 +904,17 @@ impl DecodeWork {
             })
             .collect::<Result<_>>()?;
         let (key, threads) = (self.key.as_ref(), crate::threads());
-        let (decoded, checked) = if self.bounds.is_empty() {
-            let decoded = decode_tiles(&jobs, key, threads, &self.spare, &self.chunks)?;
-            (decoded, Checked::new())
-        } else {
-            decode_bounded(&jobs, &self.bounds, key, threads, &self.spare, &self.chunks)?
+        let (spare, cache) = (&self.spare, &self.chunks);
+        let (decoded, checked) = match self.bounds.len() {
+            0 => (
+                decode_tiles(&jobs, key, threads, spare, cache)?,
+                Checked::new(),
+            ),
+            // Enough tiles for the pool a tile a job.
+            n if n >= threads.saturating_mul(2) => {
+                decode_bounded(&jobs, &self.bounds, key, threads, spare, cache)?
+            }
+            _ => decode_by_levels(&jobs, &self.bounds, key, threads, spare, cache)?,
         };
         self.spare.release();
         Ok(Decoded {
@@ -1406,14 +1412,7 @@ fn decode_bounded<'a>(
         Bound(&'b TileBound),
         One(usize),
     }
-    let mut grouped = vec![false; jobs.len()];
-    for b in bounds {
-        for j in b.dims.iter().map(|d| d.0).chain(b.rest.iter().copied()) {
-            if let Some(g) = grouped.get_mut(j) {
-                *g = true;
-            }
-        }
-    }
+    let grouped = grouped_jobs(jobs.len(), bounds);
     // The bounded tiles, the larger units, first.
     let units: Vec<Unit<'_>> = (bounds.iter().map(Unit::Bound))
         .chain(
@@ -1481,6 +1480,100 @@ fn decode_bounded<'a>(
         .map(|t| t.ok_or_else(|| QueryError::invalid("a tile left undecoded")))
         .collect::<Result<_>>()?;
     Ok((tiles, checked))
+}
+
+/// Unfilters `jobs` as [`decode_bounded`] does, for a piece of too few
+/// bounded tiles to keep the pool busy a tile a job (a few large tiles):
+/// in rounds over all of them, each round on the whole pool, chunks of a
+/// part spread over the workers as [`decode_tiles`] spreads them: every
+/// tile's first bounding dimension (and every other tile), then its
+/// second, and so on, then its other fields.
+fn decode_by_levels<'a>(
+    jobs: &[TileJob<'a>],
+    bounds: &[TileBound],
+    key: Option<&'a [u8; 32]>,
+    threads: usize,
+    spare: &Spare,
+    cache: &ChunkCache,
+) -> Result<(Vec<DecodedTile>, Checked)> {
+    let grouped = grouped_jobs(jobs.len(), bounds);
+    let mut tiles: Vec<Option<DecodedTile>> = jobs.iter().map(|_| None).collect();
+    let mut masks: Vec<Option<Vec<bool>>> = bounds.iter().map(|_| None).collect();
+    let mut dims_checked: Vec<Vec<usize>> = bounds.iter().map(|_| Vec::new()).collect();
+    let levels = bounds.iter().map(|b| b.dims.len()).max().unwrap_or(0);
+    for level in 0..=levels {
+        let mut picked: Vec<Picked> = Vec::new();
+        if level == 0 {
+            let plain = (0..jobs.len()).filter(|&j| !grouped.get(j).copied().unwrap_or(true));
+            picked.extend(plain.map(|j| (j, None, None)));
+        }
+        for (bi, b) in bounds.iter().enumerate() {
+            let needed = || masks.get(bi).and_then(|m| m.as_deref()).map(kept_runs);
+            match b.dims.get(level) {
+                Some(&(j, ..)) => picked.push((j, Some(bi), needed())),
+                None if level == b.dims.len() => {
+                    let needed = needed();
+                    picked.extend(b.rest.iter().map(|&j| (j, None, needed.clone())));
+                }
+                None => {}
+            }
+        }
+        let round: Vec<TileJob<'_>> = (picked.iter())
+            .map(|(j, _, needed)| {
+                let job = jobs
+                    .get(*j)
+                    .ok_or_else(|| QueryError::invalid("a bounded tile of no job"))?;
+                Ok(TileJob {
+                    needed: needed.as_deref(),
+                    ..*job
+                })
+            })
+            .collect::<Result<_>>()?;
+        let decoded = decode_tiles(&round, key, threads, spare, cache)?;
+        for ((j, bound, needed), mut tile) in picked.iter().zip(decoded) {
+            tile.partial = needed.is_some();
+            let dim = bound.and_then(|bi| Some((bi, bounds.get(bi)?.dims.get(level)?)));
+            if let Some((bi, (_, d, ops, ranges))) = dim {
+                let cells = (jobs.get(*j)).map_or(0, |job| job.cells);
+                if let Some(m) = masks.get_mut(bi) {
+                    let m =
+                        m.get_or_insert_with(|| vec![true; usize::try_from(cells).unwrap_or(0)]);
+                    if ops.retain_within(ranges, &tile.fixed, m) {
+                        if let Some(c) = dims_checked.get_mut(bi) {
+                            c.push(*d);
+                        }
+                    }
+                }
+            }
+            if let Some(slot) = tiles.get_mut(*j) {
+                *slot = Some(tile);
+            }
+        }
+    }
+    let checked = (bounds.iter().zip(masks).zip(dims_checked))
+        .filter_map(|((b, m), dims)| Some((b.tile, (dims, m?))).filter(|(_, (d, _))| !d.is_empty()))
+        .collect();
+    let tiles = (tiles.into_iter())
+        .map(|t| t.ok_or_else(|| QueryError::invalid("a tile left undecoded")))
+        .collect::<Result<_>>()?;
+    Ok((tiles, checked))
+}
+
+/// A job of a round of [`decode_by_levels`]: the job, the bound whose
+/// dimension it is (`None`: another field), the cells it decodes.
+type Picked = (usize, Option<usize>, Option<Vec<(u64, u64)>>);
+
+/// Per job, whether it belongs to a tile of `bounds`.
+fn grouped_jobs(n: usize, bounds: &[TileBound]) -> Vec<bool> {
+    let mut grouped = vec![false; n];
+    for b in bounds {
+        for j in b.dims.iter().map(|d| d.0).chain(b.rest.iter().copied()) {
+            if let Some(g) = grouped.get_mut(j) {
+                *g = true;
+            }
+        }
+    }
+    grouped
 }
 
 /// Cells a bounded tile's next fields decode ([`TileJob::needed`]): the
@@ -2003,7 +2096,9 @@ mod tests {
     /// the chunks holding cells the ones before kept, then its other
     /// fields in the chunks holding cells all of them kept (8,192 int64
     /// cells a chunk); the cells kept are handed on, and the tiles decoded
-    /// in part are marked so no later piece takes them for whole.
+    /// in part are marked so no later piece takes them for whole. The
+    /// same a tile a job and in rounds over the tiles, on one thread and
+    /// on four.
     #[test]
     fn a_bounded_tile_decodes_only_the_chunks_holding_cells_within_its_ranges() {
         let s = schema();
@@ -2079,9 +2174,24 @@ mod tests {
         ];
         let chunk = |c: usize| c * 8192 * 8..((c + 1) * 8192 * 8).min(d.len());
         let zero = |b: &[u8]| b.iter().all(|&x| x == 0);
-        for threads in [1, 4] {
+        type Decode = for<'j> fn(
+            &[TileJob<'j>],
+            &[TileBound],
+            Option<&'j [u8; 32]>,
+            usize,
+            &Spare,
+            &ChunkCache,
+        ) -> Result<(Vec<DecodedTile>, Checked)>;
+        // A tile a job, and in rounds over all tiles.
+        let ways: [(Decode, usize); 4] = [
+            (decode_bounded, 1),
+            (decode_bounded, 4),
+            (decode_by_levels, 1),
+            (decode_by_levels, 4),
+        ];
+        for (decode, threads) in ways {
             let spare = Spare::new(1 << 30);
-            let (tiles, checked) = decode_bounded(
+            let (tiles, checked) = decode(
                 &jobs,
                 &bounds,
                 None,
