@@ -227,9 +227,12 @@ impl Reader {
         let mut total = 0u64;
         for (slot, ff) in Self::frag_fields(plan) {
             // A var field's fixed part is its offsets, 8 bytes a cell.
-            let cell_size = (self.fields.get(slot))
-                .filter(|f| !f.is_var())
-                .map(|f| f.cell_size() as u64);
+            // Per-cell timestamps and delete times (no field of the read)
+            // are their part's own values.
+            let cell_size = match self.fields.get(slot) {
+                Some(f) => (!f.is_var()).then(|| f.cell_size() as u64),
+                None => ff.parts.first().and_then(|(_, pf)| pf.field_cell_size),
+            };
             let var = cell_size.is_none();
             for (part, _) in &ff.parts {
                 let (filtered, unfiltered) = match part {
