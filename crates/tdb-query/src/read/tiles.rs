@@ -852,10 +852,15 @@ pub(crate) struct TileBound {
     /// Per bounding dimension, in the order decoded: its fetch (an index
     /// into the work's), the dimension, how its values compare, and the
     /// piece's ranges along it.
-    pub dims: Vec<(usize, usize, tdb_index::RangeOps, Vec<tdb_schema::Range>)>,
+    pub dims: Vec<BoundDim>,
     /// The fetches of the tile's other fields.
     pub rest: Vec<usize>,
 }
+
+/// A bounding dimension of a [`TileBound`]: its fetch (an index into the
+/// work's), the dimension, how its values compare, and the piece's ranges
+/// along it.
+pub(crate) type BoundDim = (usize, usize, tdb_index::RangeOps, Vec<tdb_schema::Range>);
 
 /// What one tile of a [`DecodeWork`] is: its field (an index into the
 /// work's fields) and format version (its cells, and those used, are the
@@ -878,7 +883,10 @@ pub struct Decoded {
 /// Per bounded tile ([`TileBound`]), (fragment, tile): the dimensions its
 /// decoding checked its cells along, and which cells lie within the
 /// piece's ranges on all of them: the read's check starts from these.
-pub(crate) type Checked = HashMap<(usize, u64), (Vec<usize>, Vec<bool>)>;
+pub(crate) type Checked = HashMap<(usize, u64), CheckedTile>;
+
+/// A bounded tile's dimensions checked, and its cells within them.
+pub(crate) type CheckedTile = (Vec<usize>, Vec<bool>);
 
 impl DecodeWork {
     /// Unfilters every tile (CPU-bound; it blocks until done).
@@ -903,18 +911,18 @@ impl DecodeWork {
                 })
             })
             .collect::<Result<_>>()?;
-        let (key, threads) = (self.key.as_ref(), crate::threads());
-        let (spare, cache) = (&self.spare, &self.chunks);
-        let (decoded, checked) = match self.bounds.len() {
-            0 => (
-                decode_tiles(&jobs, key, threads, spare, cache)?,
-                Checked::new(),
-            ),
-            // Enough tiles for the pool a tile a job.
-            n if n >= threads.saturating_mul(2) => {
-                decode_bounded(&jobs, &self.bounds, key, threads, spare, cache)?
+        let on = Decoding {
+            key: self.key.as_ref(),
+            threads: crate::threads(),
+            spare: &self.spare,
+            cache: &self.chunks,
+        };
+        let (decoded, checked) = match self.bounds.is_empty() {
+            true => {
+                let tiles = decode_tiles(&jobs, on.key, on.threads, on.spare, on.cache)?;
+                (tiles, Checked::new())
             }
-            _ => decode_by_levels(&jobs, &self.bounds, key, threads, spare, cache)?,
+            false => decode_bounded(&jobs, &self.bounds, on)?,
         };
         self.spare.release();
         Ok(Decoded {
@@ -1396,17 +1404,74 @@ pub(crate) fn decode_tiles<'a>(
         .collect()
 }
 
-/// Unfilters `jobs` as [`decode_tiles`] does, but each tile of `bounds`
-/// as one job on the pool (its fields one after the other, see
-/// [`TileBound`]) and every other tile as one; with what the bounded
-/// tiles' decoding checked.
+/// What the decoding of one bounded tile has found so far: the cells
+/// within the piece's ranges along the dimensions decoded (`None`: no
+/// dimension yet, every cell), and which dimensions those were.
+#[derive(Default)]
+struct Narrowing {
+    mask: Option<Vec<bool>>,
+    dims: Vec<usize>,
+}
+
+impl Narrowing {
+    /// The cells the tile's next field decodes ([`TileJob::needed`]).
+    fn needed(&self) -> Option<Vec<(u64, u64)>> {
+        self.mask.as_deref().map(kept_runs)
+    }
+
+    /// Narrows the cells to those within the ranges of `dim`, whose
+    /// `cells`-cell tile is `tile`. (A column it cannot compare leaves the
+    /// cells as they were: those the dimensions before kept.)
+    fn narrow(&mut self, cells: u64, dim: &BoundDim, tile: &DecodedTile) {
+        let (_, d, ops, ranges) = dim;
+        let all = || vec![true; usize::try_from(cells).unwrap_or(0)];
+        if ops.retain_within(ranges, &tile.fixed, self.mask.get_or_insert_with(all)) {
+            self.dims.push(*d);
+        }
+    }
+
+    /// What the check takes of tile `tile`'s narrowing, if a dimension was
+    /// checked.
+    fn into_checked(self, tile: (usize, u64)) -> Option<((usize, u64), CheckedTile)> {
+        let mask = self.mask.filter(|_| !self.dims.is_empty())?;
+        Some((tile, (self.dims, mask)))
+    }
+}
+
+/// Where a piece's bounded tiles decode: with the array's key, on up to
+/// `threads` workers, buffers from `spare`, chunks kept in `cache` (what
+/// [`decode_tiles`] takes besides its jobs).
+#[derive(Clone, Copy)]
+struct Decoding<'r, 'a> {
+    key: Option<&'a [u8; 32]>,
+    threads: usize,
+    spare: &'r Spare,
+    cache: &'r ChunkCache,
+}
+
+/// Unfilters `jobs` as [`decode_tiles`] does, every tile of `bounds`
+/// narrowed by its bounding dimensions ([`TileBound`]); with what the
+/// bounded tiles' decoding checked. With at least two bounded tiles a
+/// worker, each is one job on the pool ([`decode_tile_by_tile`]); with
+/// fewer (a few large tiles) they go in rounds ([`decode_in_rounds`]).
 fn decode_bounded<'a>(
     jobs: &[TileJob<'a>],
     bounds: &[TileBound],
-    key: Option<&'a [u8; 32]>,
-    threads: usize,
-    spare: &Spare,
-    cache: &ChunkCache,
+    on: Decoding<'_, 'a>,
+) -> Result<(Vec<DecodedTile>, Checked)> {
+    let decode = match bounds.len() >= on.threads.saturating_mul(2) {
+        true => decode_tile_by_tile,
+        false => decode_in_rounds,
+    };
+    decode(jobs, bounds, on)
+}
+
+/// [`decode_bounded`], each bounded tile one job on the pool (its fields
+/// one after the other) and every other tile one.
+fn decode_tile_by_tile<'a>(
+    jobs: &[TileJob<'a>],
+    bounds: &[TileBound],
+    on: Decoding<'_, 'a>,
 ) -> Result<(Vec<DecodedTile>, Checked)> {
     enum Unit<'b> {
         Bound(&'b TileBound),
@@ -1426,7 +1491,7 @@ fn decode_bounded<'a>(
             .get(j)
             .ok_or_else(|| QueryError::invalid("a bounded tile of no job"))?;
         let job = TileJob { needed, ..*job };
-        let mut tile = decode_tiles(&[job], key, 1, spare, cache)?
+        let mut tile = decode_tiles(&[job], on.key, 1, on.spare, on.cache)?
             .pop()
             .ok_or_else(|| QueryError::invalid("a tile left undecoded"))?;
         tile.partial = needed.is_some();
@@ -1434,72 +1499,49 @@ fn decode_bounded<'a>(
     };
     let decoded = crate::pool::map_all(
         &units,
-        threads,
+        on.threads,
         || (),
         |_, unit| match unit {
             Unit::One(j) => Ok((vec![one(*j, None)?], None)),
             Unit::Bound(b) => {
                 let mut out = Vec::with_capacity(b.dims.len().saturating_add(b.rest.len()));
-                let mut mask: Option<Vec<bool>> = None;
-                let mut checked = Vec::with_capacity(b.dims.len());
-                for (j, d, ops, ranges) in &b.dims {
-                    let needed = mask.as_deref().map(kept_runs);
-                    let (j, tile) = one(*j, needed.as_deref())?;
-                    let cells = (jobs.get(j)).map_or(0, |job| job.cells);
-                    let m =
-                        mask.get_or_insert_with(|| vec![true; usize::try_from(cells).unwrap_or(0)]);
-                    // (A column it cannot compare leaves the mask as it was:
-                    // the cells the dimensions before kept.)
-                    if ops.retain_within(ranges, &tile.fixed, m) {
-                        checked.push(*d);
-                    }
+                let mut narrowing = Narrowing::default();
+                for dim in &b.dims {
+                    let (j, tile) = one(dim.0, narrowing.needed().as_deref())?;
+                    narrowing.narrow((jobs.get(j)).map_or(0, |job| job.cells), dim, &tile);
                     out.push((j, tile));
                 }
-                let needed = mask.as_deref().map(kept_runs);
+                let needed = narrowing.needed();
                 for &j in &b.rest {
                     out.push(one(j, needed.as_deref())?);
                 }
-                let checked = mask
-                    .filter(|_| !checked.is_empty())
-                    .map(|m| (b.tile, (checked, m)));
-                Ok((out, checked))
+                Ok((out, narrowing.into_checked(b.tile)))
             }
         },
     )?;
-    let mut tiles: Vec<Option<DecodedTile>> = jobs.iter().map(|_| None).collect();
     let mut checked = Checked::new();
+    let mut placed = Vec::with_capacity(jobs.len());
     for (decoded, c) in decoded {
-        for (j, tile) in decoded {
-            if let Some(slot) = tiles.get_mut(j) {
-                *slot = Some(tile);
-            }
-        }
+        placed.extend(decoded);
         checked.extend(c);
     }
-    let tiles = (tiles.into_iter())
-        .map(|t| t.ok_or_else(|| QueryError::invalid("a tile left undecoded")))
-        .collect::<Result<_>>()?;
-    Ok((tiles, checked))
+    Ok((in_job_order(jobs.len(), placed)?, checked))
 }
 
-/// Unfilters `jobs` as [`decode_bounded`] does, for a piece of too few
-/// bounded tiles to keep the pool busy a tile a job (a few large tiles):
-/// in rounds over all of them, each round on the whole pool, chunks of a
-/// part spread over the workers as [`decode_tiles`] spreads them: every
-/// tile's first bounding dimension (and every other tile), then its
-/// second, and so on, then its other fields.
-fn decode_by_levels<'a>(
+/// [`decode_bounded`] for a piece of too few bounded tiles to keep the
+/// pool busy a tile a job (a few large tiles): in rounds over all of them,
+/// each round on the whole pool, chunks of a part spread over the workers
+/// as [`decode_tiles`] spreads them: every tile's first bounding dimension
+/// (and every other tile), then its second, and so on, then its other
+/// fields.
+fn decode_in_rounds<'a>(
     jobs: &[TileJob<'a>],
     bounds: &[TileBound],
-    key: Option<&'a [u8; 32]>,
-    threads: usize,
-    spare: &Spare,
-    cache: &ChunkCache,
+    on: Decoding<'_, 'a>,
 ) -> Result<(Vec<DecodedTile>, Checked)> {
     let grouped = grouped_jobs(jobs.len(), bounds);
-    let mut tiles: Vec<Option<DecodedTile>> = jobs.iter().map(|_| None).collect();
-    let mut masks: Vec<Option<Vec<bool>>> = bounds.iter().map(|_| None).collect();
-    let mut dims_checked: Vec<Vec<usize>> = bounds.iter().map(|_| Vec::new()).collect();
+    let mut placed = Vec::with_capacity(jobs.len());
+    let mut narrowings: Vec<Narrowing> = bounds.iter().map(|_| Narrowing::default()).collect();
     let levels = bounds.iter().map(|b| b.dims.len()).max().unwrap_or(0);
     for level in 0..=levels {
         let mut picked: Vec<Picked> = Vec::new();
@@ -1507,12 +1549,11 @@ fn decode_by_levels<'a>(
             let plain = (0..jobs.len()).filter(|&j| !grouped.get(j).copied().unwrap_or(true));
             picked.extend(plain.map(|j| (j, None, None)));
         }
-        for (bi, b) in bounds.iter().enumerate() {
-            let needed = || masks.get(bi).and_then(|m| m.as_deref()).map(kept_runs);
+        for ((bi, b), n) in bounds.iter().enumerate().zip(&narrowings) {
             match b.dims.get(level) {
-                Some(&(j, ..)) => picked.push((j, Some(bi), needed())),
+                Some(&(j, ..)) => picked.push((j, Some(bi), n.needed())),
                 None if level == b.dims.len() => {
-                    let needed = needed();
+                    let needed = n.needed();
                     picked.extend(b.rest.iter().map(|&j| (j, None, needed.clone())));
                 }
                 None => {}
@@ -1529,39 +1570,38 @@ fn decode_by_levels<'a>(
                 })
             })
             .collect::<Result<_>>()?;
-        let decoded = decode_tiles(&round, key, threads, spare, cache)?;
-        for ((j, bound, needed), mut tile) in picked.iter().zip(decoded) {
+        let decoded = decode_tiles(&round, on.key, on.threads, on.spare, on.cache)?;
+        for ((j, bound, needed), mut tile) in picked.into_iter().zip(decoded) {
             tile.partial = needed.is_some();
             let dim = bound.and_then(|bi| Some((bi, bounds.get(bi)?.dims.get(level)?)));
-            if let Some((bi, (_, d, ops, ranges))) = dim {
-                let cells = (jobs.get(*j)).map_or(0, |job| job.cells);
-                if let Some(m) = masks.get_mut(bi) {
-                    let m =
-                        m.get_or_insert_with(|| vec![true; usize::try_from(cells).unwrap_or(0)]);
-                    if ops.retain_within(ranges, &tile.fixed, m) {
-                        if let Some(c) = dims_checked.get_mut(bi) {
-                            c.push(*d);
-                        }
-                    }
-                }
+            if let Some((n, dim)) = dim.and_then(|(bi, dim)| Some((narrowings.get_mut(bi)?, dim))) {
+                n.narrow((jobs.get(j)).map_or(0, |job| job.cells), dim, &tile);
             }
-            if let Some(slot) = tiles.get_mut(*j) {
-                *slot = Some(tile);
-            }
+            placed.push((j, tile));
         }
     }
-    let checked = (bounds.iter().zip(masks).zip(dims_checked))
-        .filter_map(|((b, m), dims)| Some((b.tile, (dims, m?))).filter(|(_, (d, _))| !d.is_empty()))
+    let checked = (bounds.iter().zip(narrowings))
+        .filter_map(|(b, n)| n.into_checked(b.tile))
         .collect();
-    let tiles = (tiles.into_iter())
-        .map(|t| t.ok_or_else(|| QueryError::invalid("a tile left undecoded")))
-        .collect::<Result<_>>()?;
-    Ok((tiles, checked))
+    Ok((in_job_order(jobs.len(), placed)?, checked))
 }
 
-/// A job of a round of [`decode_by_levels`]: the job, the bound whose
+/// A round's job in [`decode_in_rounds`]: the job, the bound whose
 /// dimension it is (`None`: another field), the cells it decodes.
 type Picked = (usize, Option<usize>, Option<Vec<(u64, u64)>>);
+
+/// `n` jobs' tiles, `placed` as (job, tile) in any order, in job order.
+fn in_job_order(n: usize, placed: Vec<(usize, DecodedTile)>) -> Result<Vec<DecodedTile>> {
+    let mut tiles: Vec<Option<DecodedTile>> = (0..n).map(|_| None).collect();
+    for (j, tile) in placed {
+        if let Some(slot) = tiles.get_mut(j) {
+            *slot = Some(tile);
+        }
+    }
+    (tiles.into_iter())
+        .map(|t| t.ok_or_else(|| QueryError::invalid("a tile left undecoded")))
+        .collect()
+}
 
 /// Per job, whether it belongs to a tile of `bounds`.
 fn grouped_jobs(n: usize, bounds: &[TileBound]) -> Vec<bool> {
@@ -2174,32 +2214,27 @@ mod tests {
         ];
         let chunk = |c: usize| c * 8192 * 8..((c + 1) * 8192 * 8).min(d.len());
         let zero = |b: &[u8]| b.iter().all(|&x| x == 0);
-        type Decode = for<'j> fn(
+        type Decode = for<'r, 'j> fn(
             &[TileJob<'j>],
             &[TileBound],
-            Option<&'j [u8; 32]>,
-            usize,
-            &Spare,
-            &ChunkCache,
+            Decoding<'r, 'j>,
         ) -> Result<(Vec<DecodedTile>, Checked)>;
         // A tile a job, and in rounds over all tiles.
         let ways: [(Decode, usize); 4] = [
-            (decode_bounded, 1),
-            (decode_bounded, 4),
-            (decode_by_levels, 1),
-            (decode_by_levels, 4),
+            (decode_tile_by_tile, 1),
+            (decode_tile_by_tile, 4),
+            (decode_in_rounds, 1),
+            (decode_in_rounds, 4),
         ];
         for (decode, threads) in ways {
-            let spare = Spare::new(1 << 30);
-            let (tiles, checked) = decode(
-                &jobs,
-                &bounds,
-                None,
+            let (spare, cache) = (Spare::new(1 << 30), ChunkCache::default());
+            let on = Decoding {
+                key: None,
                 threads,
-                &spare,
-                &ChunkCache::default(),
-            )
-            .unwrap();
+                spare: &spare,
+                cache: &cache,
+            };
+            let (tiles, checked) = decode(&jobs, &bounds, on).unwrap();
             // The first dimension whole, the second in chunks 1-3.
             assert_eq!(tiles[0].fixed, d);
             assert!(!tiles[0].partial && tiles[1].partial && tiles[2].partial);
