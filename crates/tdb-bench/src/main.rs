@@ -170,7 +170,7 @@ fn phase_cmd(phase: &str, array: &str, out: Option<&str>) -> Result<serde_json::
         let seconds = start.elapsed().as_secs_f64();
         let requests: usize = (recording.take().iter())
             .map(|r| match r {
-                tdb_storage::Request::ReadRanges { ranges } => ranges.len(),
+                tdb_storage::Request::ReadRanges { ranges, .. } => ranges.len(),
                 tdb_storage::Request::Read { .. } => 1,
                 _ => 0,
             })

@@ -120,6 +120,7 @@ async fn bytes_read(case: &str, sql: &str) -> (u64, String) {
         .filter_map(|l| {
             l.rsplit(": ")
                 .next()?
+                .trim_end_matches(" arranged")
                 .strip_suffix(" B")?
                 .parse::<u64>()
                 .ok()
@@ -216,7 +217,7 @@ async fn partitions_on_a_cold_snapshot_fetch_each_section_once() {
     assert_ne!(cell(got[0].column(0), 0), "0");
     let mut fetched = std::collections::HashSet::new();
     for r in recording.take() {
-        let tdb_storage::Request::ReadRanges { ranges } = r else {
+        let tdb_storage::Request::ReadRanges { ranges, .. } = r else {
             continue;
         };
         for (file, range, _) in ranges {

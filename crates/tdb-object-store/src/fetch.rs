@@ -295,6 +295,7 @@ pub(crate) async fn read_ranges_async(
             out[i] = Some(RangeRead {
                 bytes,
                 file_size: got.size,
+                arranged: false,
             });
         }
     }

@@ -15,7 +15,7 @@ fn data_bytes<T>(storage: &RecordingStorage<LocalStorage>, f: impl FnOnce() -> T
         .take()
         .into_iter()
         .filter_map(|r| match r {
-            Request::ReadRanges { ranges } => Some(ranges),
+            Request::ReadRanges { ranges, .. } => Some(ranges),
             _ => None,
         })
         .flatten()

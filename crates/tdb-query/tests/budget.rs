@@ -390,7 +390,7 @@ fn tiles_the_condition_rules_out_are_not_fetched() {
             .take()
             .into_iter()
             .filter_map(|r| match r {
-                tdb_storage::Request::ReadRanges { ranges } => Some(ranges),
+                tdb_storage::Request::ReadRanges { ranges, .. } => Some(ranges),
                 _ => None,
             })
             .flatten()

@@ -83,6 +83,7 @@ mod tests {
         Some(RangeRead {
             bytes: Bytes::from_static(b),
             file_size: 100,
+            arranged: false,
         })
     }
 

@@ -91,7 +91,11 @@ impl ReadableStorage for MemoryStorage {
                 let (offset, len) = r.range.resolve(&r.key, file_size)?;
                 // `resolve` keeps the range inside the data, whose length fits usize.
                 let bytes = data.slice(offset as usize..(offset + len) as usize);
-                Ok(Some(RangeRead { bytes, file_size }))
+                Ok(Some(RangeRead {
+                    bytes,
+                    file_size,
+                    arranged: false,
+                }))
             })
             .collect()
     }

@@ -40,6 +40,9 @@ pub enum Request {
     ReadRanges {
         /// `(file, range, bytes returned)` per request.
         ranges: Vec<(String, ByteRange, Option<u64>)>,
+        /// Per request, whether its answer came arranged
+        /// ([`crate::RangeRequest::front`]).
+        arranged: Vec<bool>,
     },
     /// `size`.
     Size {
@@ -99,11 +102,14 @@ impl fmt::Display for Request {
             }
             Request::ListPrefix { dir, files } => write!(f, "list_prefix {dir:?}: {files} files"),
             Request::Read { key, bytes } => write!(f, "read {key}: {}", opt(bytes)),
-            Request::ReadRanges { ranges } => {
+            Request::ReadRanges { ranges, arranged } => {
                 let total: u64 = ranges.iter().filter_map(|r| r.2).sum();
                 write!(f, "read_ranges ({} ranges, {total} B)", ranges.len())?;
-                for (key, range, bytes) in ranges {
+                for (i, (key, range, bytes)) in ranges.iter().enumerate() {
                     write!(f, "\n    {key} [{range}]: {}", opt(bytes))?;
+                    if arranged.get(i).copied().unwrap_or(false) {
+                        f.write_str(" arranged")?;
+                    }
                 }
                 Ok(())
             }
@@ -162,7 +168,7 @@ impl<S> RecordingStorage<S> {
             out.push('\n');
             bytes += match r {
                 Request::Read { bytes, .. } => bytes.unwrap_or(0),
-                Request::ReadRanges { ranges } => ranges.iter().filter_map(|r| r.2).sum(),
+                Request::ReadRanges { ranges, .. } => ranges.iter().filter_map(|r| r.2).sum(),
                 _ => 0,
             };
         }
@@ -191,7 +197,11 @@ impl<S: ReadableStorage> ReadableStorage for RecordingStorage<S> {
                 (r.key.clone(), r.range, bytes)
             })
             .collect();
-        self.push(Request::ReadRanges { ranges });
+        let arranged = out
+            .iter()
+            .map(|b| b.as_ref().is_some_and(|b| b.arranged))
+            .collect();
+        self.push(Request::ReadRanges { ranges, arranged });
         Ok(out)
     }
 

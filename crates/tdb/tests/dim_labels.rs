@@ -396,7 +396,7 @@ mod writes {
             .take()
             .iter()
             .filter_map(|r| match r {
-                tdb_storage::Request::ReadRanges { ranges } => Some(
+                tdb_storage::Request::ReadRanges { ranges, .. } => Some(
                     ranges
                         .iter()
                         .filter(|(key, _, _)| {

@@ -39,7 +39,7 @@ fn local_reads_fetch_runs_of_tiles_in_requests_of_half_a_mebibyte() {
     }
     let lens: Vec<u64> = (array.storage().take().into_iter())
         .filter_map(|r| match r {
-            Request::ReadRanges { ranges } => Some(ranges),
+            Request::ReadRanges { ranges, .. } => Some(ranges),
             _ => None,
         })
         .flatten()

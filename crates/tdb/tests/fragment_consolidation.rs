@@ -377,7 +377,7 @@ fn merge_within<S: tdb_storage::Storage>(
         .take()
         .iter()
         .filter_map(|r| match r {
-            tdb_storage::Request::ReadRanges { ranges } => Some(
+            tdb_storage::Request::ReadRanges { ranges, .. } => Some(
                 ranges
                     .iter()
                     .filter(|(key, _, _)| {

@@ -91,7 +91,7 @@ fn fetched(requests: &[Request]) -> u64 {
     requests
         .iter()
         .map(|r| match r {
-            Request::ReadRanges { ranges } => ranges.iter().filter_map(|(_, _, b)| *b).sum(),
+            Request::ReadRanges { ranges, .. } => ranges.iter().filter_map(|(_, _, b)| *b).sum(),
             _ => 0,
         })
         .sum()
