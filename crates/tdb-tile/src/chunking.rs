@@ -74,6 +74,31 @@ pub fn chunk_ranges(
     })
 }
 
+/// Where the chunks' data of a tile stored without filters lies in its
+/// `persisted` bytes (from the tile's first byte), if those are as many
+/// as TileDB writes for `unfiltered` bytes of `cell_size`-byte cells: a
+/// chunk count, then each chunk's 12-byte header and its bytes as they
+/// are. A reader that fetches them apart from the headers has the tile
+/// contiguous without a copy; [`crate::bare_framing_matches`] then checks
+/// the headers agree (an older release cuts chunks otherwise).
+pub fn bare_chunk_data(persisted: u64, unfiltered: u64, cell_size: u64) -> Option<Vec<Range<u64>>> {
+    let chunks = chunk_ranges(unfiltered, cell_size, None, true).ok()?;
+    let header = crate::CHUNK_HEADER_SIZE as u64;
+    let framing = (chunks.len() as u64).checked_mul(header)?.checked_add(8)?;
+    if unfiltered == 0 || framing.checked_add(unfiltered)? != persisted {
+        return None;
+    }
+    let mut at = 8u64;
+    let mut data = Vec::with_capacity(chunks.len());
+    for c in chunks {
+        let start = at.checked_add(header)?;
+        let end = start.checked_add(c.end.checked_sub(c.start)?)?;
+        data.push(start..end);
+        at = end;
+    }
+    Some(data)
+}
+
 fn var_chunk_starts(
     chunk_size: u64,
     tile_size: u64,
@@ -165,6 +190,25 @@ mod tests {
         let offsets = [0, 50 * K, 250 * K];
         let r = chunk_ranges(260 * K, 1, Some(&offsets), true).unwrap();
         assert_eq!(r, vec![0..50 * K, 50 * K..250 * K, 250 * K..260 * K]);
+    }
+
+    #[test]
+    fn bare_tiles_have_their_data_between_headers() {
+        // 150 KiB of 8-byte cells: chunks of 64, 64 and 22 KiB.
+        let persisted = 8 + 3 * 12 + 150 * K;
+        let data = bare_chunk_data(persisted, 150 * K, 8).unwrap();
+        assert_eq!(
+            data,
+            vec![
+                20..20 + 64 * K,
+                32 + 64 * K..32 + 128 * K,
+                44 + 128 * K..44 + 150 * K
+            ]
+        );
+        // Any other size: not framed as TileDB frames bare chunks.
+        assert_eq!(bare_chunk_data(persisted + 1, 150 * K, 8), None);
+        assert_eq!(bare_chunk_data(persisted, 150 * K, 100 * K), None);
+        assert_eq!(bare_chunk_data(8, 0, 8), None);
     }
 
     #[test]

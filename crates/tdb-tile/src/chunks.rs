@@ -115,6 +115,33 @@ pub fn write_filtered_chunks<'a>(
     Ok(())
 }
 
+/// Whether `framing` (a tile's bytes outside its chunks' data, in order:
+/// the chunk count, then each chunk's header) frames chunks of `data`'s
+/// lengths stored as they are: no filter changed a byte, no metadata. See
+/// [`crate::bare_chunk_data`].
+pub fn bare_framing_matches(framing: &[u8], data: &[std::ops::Range<u64>]) -> bool {
+    let Ok((mut rest, count)) = le::u64("chunk count")(framing) else {
+        return false;
+    };
+    if count != data.len() as u64 {
+        return false;
+    }
+    for d in data {
+        let Ok((r, h)) = chunk_header(rest) else {
+            return false;
+        };
+        let len = d.end.saturating_sub(d.start);
+        if u64::from(h.unfiltered_size) != len
+            || u64::from(h.data_size) != len
+            || h.metadata_size != 0
+        {
+            return false;
+        }
+        rest = r;
+    }
+    rest.is_empty()
+}
+
 /// The unfiltered size of a tile: the sum of its chunks'.
 pub fn unfiltered_size(chunks: &[FilteredChunk<'_>]) -> u64 {
     chunks.iter().map(|c| u64::from(c.unfiltered_size)).sum()
@@ -152,6 +179,37 @@ mod tests {
         assert_eq!(chunks[0].metadata, b"mm");
         assert_eq!(chunks[0].data, b"ddd");
         assert_eq!(unfiltered_size(&chunks), 5);
+    }
+
+    #[test]
+    fn bare_framing_is_checked_header_by_header() {
+        let chunks = [
+            FilteredChunk {
+                unfiltered_size: 3,
+                metadata: b"",
+                data: b"abc",
+            },
+            FilteredChunk {
+                unfiltered_size: 2,
+                metadata: b"",
+                data: b"de",
+            },
+        ];
+        let mut tile = Vec::new();
+        write_filtered_chunks(chunks.into_iter(), &mut tile).unwrap();
+        let data = [20..23, 35..37];
+        let framing: Vec<u8> = [&tile[..20], &tile[23..35]].concat();
+        assert!(bare_framing_matches(&framing, &data));
+        assert!(!bare_framing_matches(&framing, &data[..1]));
+        assert!(!bare_framing_matches(&framing[..31], &data));
+        assert!(!bare_framing_matches(
+            &[framing.as_slice(), b"x"].concat(),
+            &data
+        ));
+        // A chunk whose filtered size differs (a filter ran): not bare.
+        let mut changed = framing.clone();
+        changed[12] = 2;
+        assert!(!bare_framing_matches(&changed, &data));
     }
 
     #[test]

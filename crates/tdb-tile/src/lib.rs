@@ -22,10 +22,12 @@ mod generic;
 mod tile;
 mod walk;
 
-pub use chunking::{chunk_ranges, fixed_chunk_size, ChunkingError, MAX_TILE_CHUNK_SIZE};
+pub use chunking::{
+    bare_chunk_data, chunk_ranges, fixed_chunk_size, ChunkingError, MAX_TILE_CHUNK_SIZE,
+};
 pub use chunks::{
-    chunk_header, filtered_chunk, filtered_chunks, unfiltered_size, write_filtered_chunks,
-    ChunkHeader, FilteredChunk, CHUNK_HEADER_SIZE,
+    bare_framing_matches, chunk_header, filtered_chunk, filtered_chunks, unfiltered_size,
+    write_filtered_chunks, ChunkHeader, FilteredChunk, CHUNK_HEADER_SIZE,
 };
 pub use coords::CoordsLayout;
 pub use error::{Result, TileError};
