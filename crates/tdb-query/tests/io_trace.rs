@@ -209,6 +209,32 @@ fn a_box_holding_tiles_along_one_dimension_fetches_none_of_its_coordinates() {
     assert_eq!(y, all_y);
 }
 
+#[test]
+fn tiles_stored_without_filters_are_fetched_as_the_tile() {
+    // expected.json query `tile_column`: 512 cells, in the two tiles of
+    // rows 0-127 (128 x 256 cells each). Their `ch` tiles (3-byte cells,
+    // chunks of 65,535 and 32,769 bytes) and `n` tiles (four chunks of
+    // 64 KiB) are stored without filters: each is fetched on its own,
+    // arranged (the chunks' data first, then the headers), and the data
+    // is the decoded tile. The validity tiles (32 KiB) are coalesced as
+    // before.
+    let mut s = Subarray::new(2);
+    s.add_range(0, range::<8>(0, 127));
+    s.add_range(1, range::<8>(254, 257));
+    let (mut traces, cells) = read_traces(
+        "dense_unfiltered_tiles",
+        &["ch", "n"],
+        s,
+        ResultLayout::RowMajor,
+        1,
+    );
+    assert_eq!(cells, 512);
+    let trace = traces.remove(0);
+    let arranged = trace.lines().filter(|l| l.ends_with(" arranged")).count();
+    assert_eq!(arranged, 4, "{trace}");
+    insta::assert_snapshot!(trace);
+}
+
 /// The bytes a trace's requests of the lines `which` picks read.
 fn bytes_read(trace: &str, which: impl Fn(&str) -> bool) -> u64 {
     (trace.lines())
@@ -216,6 +242,7 @@ fn bytes_read(trace: &str, which: impl Fn(&str) -> bool) -> u64 {
         .filter_map(|l| {
             l.rsplit(": ")
                 .next()?
+                .trim_end_matches(" arranged")
                 .strip_suffix(" B")?
                 .parse::<u64>()
                 .ok()

@@ -13,9 +13,11 @@ use tdb_storage::{ByteRange, RangeRead, RangeRequest, RangesFuture};
 /// Where the storage reads ranges on the CPU ([`ReadableStorage::parallel_ranges`]:
 /// local files) a batch of many ranges and enough bytes is read in groups on
 /// the pool, whose workers would otherwise wait for the decode (W3's 16
-/// boxes, 9–12 tiles a piece: 57 → 51 ms). Few ranges (a whole read's
-/// coalesced runs) and few bytes (footers and metadata sections, where two
-/// threads opening files contend) are read in one call.
+/// boxes, 9–12 tiles a piece: 57 → 51 ms). Few ranges (fewer than two a
+/// group: a whole read's coalesced runs, or the four tiles of a small
+/// dense slice, which took longer on the pool than on one thread: W2's 64
+/// slices 16.7 → 19.4 ms) and few bytes (footers and metadata sections,
+/// where two threads opening files contend) are read in one call.
 ///
 /// [`ReadableStorage::parallel_ranges`]: tdb_storage::ReadableStorage::parallel_ranges
 fn fetch<S: ReadStorage + ?Sized>(
@@ -29,7 +31,7 @@ fn fetch<S: ReadStorage + ?Sized>(
     };
     let threads = crate::threads();
     let groups = threads.saturating_mul(2);
-    if !storage.parallel_ranges() || threads < 2 || requests.len() < groups {
+    if !storage.parallel_ranges() || threads < 2 || requests.len() < groups.saturating_mul(2) {
         return read(requests);
     }
     if total_bytes(requests) < crate::pool::SMALL_WORK as u64 {

@@ -1143,8 +1143,12 @@ impl Reader {
         }
         let planned = self.plan_piece(&piece)?;
         // Sliced tiles are found a step at a time: nothing to fetch ahead.
+        // (Only remote storage fetches ahead, where no part is fetched
+        // bare: `install` asks for these same requests.)
         let requests = (!planned.fetches.is_empty() && planned.fetches.iter().all(|f| !f.sliced))
-            .then(|| Coalesced::tiles(&planned.fetches, self.request_cap()).requests);
+            .then(|| {
+                Coalesced::tiles(&planned.fetches, self.request_cap(), &Default::default()).requests
+            });
         self.ahead = Some(planned);
         Ok(requests)
     }
@@ -1390,13 +1394,34 @@ impl Reader {
                 .and_then(|ff| ff.parts.get(p))
                 .map_or(1, |(_, pf)| pf.cell_size)
         };
+        // On local storage, parts stored without filters (nor encryption)
+        // come arranged, their chunks' data a tile without a copy; remote
+        // storage answers ranges as they are, one request a run of tiles.
+        let (remote, key) = (self.remote, self.key());
+        let bare = |(i, slot, _): TileKey, p: usize| {
+            let Some(plan) = plans.get(i).filter(|_| !remote) else {
+                return false;
+            };
+            let Some(ff) = plan.field(slot).filter(|ff| ff.zipped.is_none()) else {
+                return false;
+            };
+            (ff.parts.get(p))
+                .is_some_and(|(_, pf)| pf.tile_filters(plan.schema.version, key).copies_only())
+        };
         let fetching = Fetching::new(
             fetches,
             cell_size,
+            bare,
             self.walk_window(),
             &self.walk_points,
             self.request_cap(),
         );
+        if fetching.bare_parts() > 0 {
+            // The buffers of the piece before go where the storage takes
+            // its fetch buffers from: bare parts' fetch buffers become
+            // their tiles, so this piece takes no tile buffer of its own.
+            self.spare.to_idle();
+        }
         self.fetched(Box::new(fetching))
     }
 

@@ -314,15 +314,14 @@ impl Coalesced {
         Coalesced { requests, parts }
     }
 
-    /// The requests for every part of `fetches` read whole (not sliced),
-    /// in runs of at most about `cap` bytes.
-    pub fn tiles(fetches: &[TileFetch], cap: u64) -> Self {
-        let ranges = fetches.iter().filter(|f| !f.sliced).flat_map(|f| {
-            f.parts
-                .iter()
-                .map(|(_, path, r)| (path.as_str(), r.clone()))
-        });
-        Coalesced::capped(ranges, cap)
+    /// The requests for every part of `fetches` read whole (not sliced)
+    /// but those `apart` (fetch, part), in runs of at most about `cap`
+    /// bytes.
+    pub fn tiles(fetches: &[TileFetch], cap: u64, apart: &Apart) -> Self {
+        Coalesced::capped(
+            whole_parts(fetches, apart).map(|(_, _, path, r)| (path, r)),
+            cap,
+        )
     }
 
     /// Each range's bytes (in the order given) from the answers to
@@ -339,12 +338,79 @@ impl Coalesced {
     }
 }
 
+/// Parts of a piece's tiles fetched on their own: (fetch, part) of each
+/// [`BareFetch`].
+pub(crate) type Apart = std::collections::HashSet<(usize, usize)>;
+
+/// The parts of `fetches` read whole (not sliced) in one coalesced batch:
+/// (fetch, part, file, byte range), all but those `apart`.
+fn whole_parts<'f>(
+    fetches: &'f [TileFetch],
+    apart: &'f Apart,
+) -> impl Iterator<Item = (usize, usize, &'f str, Range<u64>)> + 'f {
+    (fetches.iter().enumerate())
+        .filter(|(_, f)| !f.sliced)
+        .flat_map(move |(i, f)| {
+            (f.parts.iter().enumerate())
+                .filter(move |(p, _)| !apart.contains(&(i, *p)))
+                .map(move |(p, (_, path, r))| (i, p, path.as_str(), r.clone()))
+        })
+}
+
+/// Parts stored without filters of at least this many bytes are fetched
+/// on their own, their chunks' data apart from the headers
+/// ([`BareFetch`]); smaller ones are copied out of their chunks as any
+/// other (a copy costs less than a request of its own).
+const BARE_MIN: u64 = 64 << 10;
+
+/// A part of a tile stored without filters, fetched on its own with its
+/// chunks' data (`data`, from the tile's first byte) asked for first
+/// ([`RangeRequest::front`]): a local file answers it arranged, the data
+/// contiguous, which is then the decoded part ([`PartBytes::Bare`]).
+/// W2's dense reads of 256 KiB tiles copied every byte out of its chunks
+/// into a fresh tile buffer.
+struct BareFetch {
+    fetch: usize,
+    part: usize,
+    data: Arc<[Range<u64>]>,
+    got: Option<PartBytes>,
+}
+
+/// The part a bare fetch's answer gives: the data taken as the decoded
+/// part when the answer is arranged and its headers say the chunks are
+/// stored as they are; else the tile's bytes in file order, decoded as any
+/// other (a backend that does not arrange, or a tile chunked otherwise).
+fn bare_part(read: RangeRead, data: &[Range<u64>]) -> Result<PartBytes> {
+    if !read.arranged {
+        return Ok(PartBytes::Whole(read.bytes));
+    }
+    let kept = data
+        .iter()
+        .map(|r| r.end.saturating_sub(r.start))
+        .sum::<u64>();
+    let kept = usize::try_from(kept).unwrap_or(usize::MAX);
+    let framing = read.bytes.get(kept..).unwrap_or_default();
+    if tdb_tile::bare_framing_matches(framing, data) {
+        let mut part = Vec::from(read.bytes);
+        part.truncate(kept);
+        return Ok(PartBytes::Bare(Mutex::new(part)));
+    }
+    let raw = tdb_storage::unarrange(&read.bytes, data)
+        .ok_or_else(|| QueryError::invalid("an arranged answer does not fit its request"))?;
+    Ok(PartBytes::Whole(Bytes::from(raw)))
+}
+
 /// A part's fetched bytes: the whole filtered tile, or (a sliced tile)
 /// the chunks holding its needed cells, each with where it lies and its
 /// bytes (header, metadata, data).
 pub(crate) enum PartBytes {
     Whole(Bytes),
     Chunks(Vec<(WalkedChunk, Bytes)>),
+    /// A part stored without filters, fetched with its chunks' data apart
+    /// from their headers ([`tdb_tile::bare_chunk_data`]) and the headers
+    /// checked: its unfiltered bytes as they are, which the decoding takes
+    /// whole instead of copying them out of the chunks.
+    Bare(Mutex<Vec<u8>>),
 }
 
 impl PartBytes {
@@ -352,6 +418,7 @@ impl PartBytes {
         match self {
             PartBytes::Whole(b) => b.len(),
             PartBytes::Chunks(c) => c.iter().map(|(_, b)| b.len()).sum(),
+            PartBytes::Bare(b) => b.lock().map_or(0, |b| b.len()),
         }
     }
 }
@@ -424,6 +491,10 @@ pub(crate) struct Fetching {
     fetches: Vec<TileFetch>,
     window: u64,
     coalesced: Coalesced,
+    /// Parts stored without filters, fetched on their own (first batch,
+    /// after the coalesced requests), and which those are.
+    bare: Vec<BareFetch>,
+    apart: Apart,
     /// The whole tiles' parts, once in.
     whole: Option<Vec<Option<Bytes>>>,
     walks: Vec<PartWalk>,
@@ -434,18 +505,45 @@ pub(crate) struct Fetching {
 }
 
 impl Fetching {
-    /// Fetches `fetches`; part `p` of a sliced tile `key` holds
-    /// `cell_size(key, p)` bytes a cell, and its walk reads at least
-    /// `window` bytes at a time, from where an earlier piece's walk over
-    /// it stood (`points`) when that is not past what this one wants.
+    /// Fetches `fetches`; part `p` of a tile `key` holds
+    /// `cell_size(key, p)` bytes a cell, and a sliced one's walk reads at
+    /// least `window` bytes at a time, from where an earlier piece's walk
+    /// over it stood (`points`) when that is not past what this one wants.
+    /// Fixed-size values that `bare(key, p)` says are stored without
+    /// filters are fetched on their own ([`BareFetch`]).
     pub fn new(
         fetches: Vec<TileFetch>,
         cell_size: impl Fn(TileKey, usize) -> u64,
+        bare: impl Fn(TileKey, usize) -> bool,
         window: u64,
         points: &WalkPoints,
         cap: u64,
     ) -> Self {
-        let coalesced = Coalesced::tiles(&fetches, cap);
+        let mut bares = Vec::new();
+        for (f, fetch) in fetches.iter().enumerate().filter(|(_, f)| !f.sliced) {
+            for (p, (kind, _, range)) in fetch.parts.iter().enumerate() {
+                if *kind != DataPart::Fixed || offsets_part(fetch, p) || !bare(fetch.key, p) {
+                    continue;
+                }
+                let size = cell_size(fetch.key, p);
+                let unfiltered = fetch.cells.saturating_mul(size);
+                let persisted = range.end.saturating_sub(range.start);
+                let Some(data) = (unfiltered >= BARE_MIN)
+                    .then(|| tdb_tile::bare_chunk_data(persisted, unfiltered, size))
+                    .flatten()
+                else {
+                    continue;
+                };
+                bares.push(BareFetch {
+                    fetch: f,
+                    part: p,
+                    data: data.into(),
+                    got: None,
+                });
+            }
+        }
+        let apart: Apart = bares.iter().map(|b| (b.fetch, b.part)).collect();
+        let coalesced = Coalesced::tiles(&fetches, cap, &apart);
         let mut walks = Vec::new();
         for (f, fetch) in fetches.iter().enumerate() {
             let Some(needed) = fetch.needed.as_deref().filter(|_| fetch.sliced) else {
@@ -481,16 +579,34 @@ impl Fetching {
             }
         }
         let mut requests = coalesced.requests.clone();
+        for b in &bares {
+            let Some((_, path, range)) = (fetches.get(b.fetch)).and_then(|f| f.parts.get(b.part))
+            else {
+                continue;
+            };
+            let len = range.end.saturating_sub(range.start);
+            requests.push(
+                RangeRequest::new(path.as_str(), ByteRange::new(range.start, len))
+                    .with_front(b.data.clone()),
+            );
+        }
         let asked = Self::round(&fetches, &walks, &mut requests);
         Fetching {
             fetches,
             window,
             coalesced,
+            bare: bares,
+            apart,
             whole: None,
             walks,
             answers: Answers::new(requests),
             asked,
         }
+    }
+
+    /// How many parts are fetched bare ([`BareFetch`]).
+    pub fn bare_parts(&self) -> usize {
+        self.bare.len()
     }
 
     /// Each unfinished walk's next read, appended to `requests`; which
@@ -528,9 +644,14 @@ impl Fetching {
         let answers = std::mem::replace(&mut self.answers, Answers::new(Vec::new()));
         let mut reads = answers.into_reads();
         if self.whole.is_none() {
-            let walked = reads.split_off(self.coalesced.requests.len().min(reads.len()));
+            let mut walked = reads.split_off(self.coalesced.requests.len().min(reads.len()));
             self.whole = Some(self.coalesced.split(&reads));
-            reads = walked;
+            reads = walked.split_off(self.bare.len().min(walked.len()));
+            // Each bare part's answer moves into its part: the only
+            // holder of its buffer, which then becomes the decoded tile's.
+            for (b, read) in self.bare.iter_mut().zip(walked) {
+                b.got = read.map(|r| bare_part(r, &b.data)).transpose()?;
+            }
         }
         for (&w, read) in self.asked.iter().zip(reads) {
             let Some(pw) = self.walks.get_mut(w) else {
@@ -615,15 +736,20 @@ impl Fetching {
     /// The tiles fetched and, per tile and part, their bytes (`None` where
     /// a file was missing); where each walk stopped goes to `points`.
     pub fn finish(self, points: &mut WalkPoints) -> (Vec<TileFetch>, Vec<Vec<Option<PartBytes>>>) {
-        let mut whole = self.whole.unwrap_or_default().into_iter();
         let mut bytes: Vec<Vec<Option<PartBytes>>> = (self.fetches.iter())
-            .map(|f| match f.sliced {
-                true => f.parts.iter().map(|_| None).collect(),
-                false => (f.parts.iter())
-                    .map(|_| whole.next().flatten().map(PartBytes::Whole))
-                    .collect(),
-            })
+            .map(|f| f.parts.iter().map(|_| None).collect())
             .collect();
+        let whole = self.whole.unwrap_or_default().into_iter();
+        for ((f, p, _, _), got) in whole_parts(&self.fetches, &self.apart).zip(whole) {
+            if let Some(slot) = bytes.get_mut(f).and_then(|b| b.get_mut(p)) {
+                *slot = got.map(PartBytes::Whole);
+            }
+        }
+        for b in self.bare {
+            if let Some(slot) = bytes.get_mut(b.fetch).and_then(|s| s.get_mut(b.part)) {
+                *slot = b.got;
+            }
+        }
         // Only this piece's walks keep their last chunk (at most one a part
         // of the piece's tiles, which its estimate charged).
         for stop in points.values_mut() {
@@ -1023,6 +1149,8 @@ struct PartJob<'a> {
     /// What the chunks unfilter to, checked against the tile.
     size: u64,
     sliced: Option<SlicedPart>,
+    /// The part's bytes already unfiltered ([`PartBytes::Bare`]): no chunk.
+    bare: Option<&'a Mutex<Vec<u8>>>,
 }
 
 /// A sliced tile's part: the unfiltered bytes it holds (`window`), and
@@ -1085,7 +1213,31 @@ fn parse_parts<'a>(job: &TileJob<'a>, key: Option<&'a [u8; 32]>) -> Result<Vec<P
     let mut parts = Vec::with_capacity(n);
     for (((kind, filters), (_, path, _)), b) in filters.zip(&job.fetch.parts).zip(job.bytes) {
         let location = format!("{path} tile {tile}");
+        if let PartBytes::Bare(bare) = b {
+            let holds = shape.part_size(kind, offsets_inside);
+            let size = bare.lock().map_or(0, |b| b.len() as u64);
+            if holds != Some(size) || kind != DataPart::Fixed {
+                return Err(QueryError::corrupt(
+                    path,
+                    tile,
+                    format!("{size} bytes stored without filters where the tile holds {holds:?}"),
+                ));
+            }
+            parts.push(PartJob {
+                kind,
+                filters,
+                path,
+                location,
+                chunks: Vec::new(),
+                size,
+                sliced: None,
+                bare: Some(bare),
+            });
+            continue;
+        }
         let (chunks, sliced) = match b {
+            // (Taken above.)
+            PartBytes::Bare(_) => (Vec::new(), None),
             PartBytes::Whole(b) => {
                 let chunks = filters
                     .chunks(&location, b)
@@ -1155,6 +1307,7 @@ fn parse_parts<'a>(job: &TileJob<'a>, key: Option<&'a [u8; 32]>) -> Result<Vec<P
             chunks,
             size,
             sliced,
+            bare: None,
         });
     }
     Ok(parts)
@@ -1210,6 +1363,9 @@ pub(crate) fn decode_tiles<'a>(
     let mut runs = Vec::new();
     for ((j, parts), job) in parsed.iter().enumerate().zip(jobs) {
         for (p, part) in parts.iter().enumerate() {
+            if part.bare.is_some() {
+                continue;
+            }
             if let Some(SlicedPart { chunks: at, .. }) = &part.sliced {
                 // A sliced part's chunks, each its own run: each lands
                 // where its bytes go in the part.
@@ -1384,6 +1540,18 @@ pub(crate) fn decode_tiles<'a>(
                 into.offsets
                     .extend(data.offsets.iter().map(|o| o.saturating_add(base)));
                 spare.keep(data.data);
+            }
+        }
+    }
+    // Parts stored without filters: their bytes, taken as they are.
+    for (slots, parts) in joined.iter_mut().zip(&parsed) {
+        for (slot, part) in slots.iter_mut().zip(parts) {
+            if let Some(bare) = part.bare {
+                let data = bare.lock().map(|mut b| std::mem::take(&mut *b));
+                *slot = Some(TileData {
+                    data: data.map_err(|_| QueryError::invalid("a tile's bytes poisoned"))?,
+                    ..TileData::default()
+                });
             }
         }
     }
@@ -1777,6 +1945,7 @@ mod tests {
                     Some(RangeRead {
                         bytes: f.slice(offset as usize..(offset + len) as usize),
                         file_size: 2000,
+                        arranged: false,
                     })
                 })
                 .collect();
@@ -1814,6 +1983,59 @@ mod tests {
                 .collect(),
             data_field,
             zipped: None,
+        }
+    }
+
+    /// A bare fetch's answer: arranged with its headers as predicted, the
+    /// data is the part (the answer's own allocation); arranged but framed
+    /// otherwise (a release that cuts chunks elsewhere, same total), the
+    /// tile's bytes back in file order; not arranged, as they came.
+    #[test]
+    fn a_bare_answer_is_the_tile_only_when_its_headers_agree() {
+        let k = 1024u64;
+        let tile = |cuts: &[u64]| {
+            let data: Vec<u8> = (0..128 * k).map(|i| (i % 253) as u8).collect();
+            let mut at = 0usize;
+            let chunks = cuts.iter().map(|&n| {
+                let c = tdb_tile::FilteredChunk {
+                    unfiltered_size: n as u32,
+                    metadata: &[],
+                    data: &data[at..at + n as usize],
+                };
+                at += n as usize;
+                c
+            });
+            let mut out = Vec::new();
+            tdb_tile::write_filtered_chunks(chunks.collect::<Vec<_>>().into_iter(), &mut out)
+                .unwrap();
+            (out, data)
+        };
+        let data = tdb_tile::bare_chunk_data(8 + 2 * 12 + 128 * k, 128 * k, 4).unwrap();
+        let answer = |bytes: Vec<u8>, arranged: bool| RangeRead {
+            bytes: Bytes::from(bytes),
+            file_size: 0,
+            arranged,
+        };
+        // As TileDB chunks 4-byte cells: two chunks of 64 KiB.
+        let (raw, cells) = tile(&[64 * k, 64 * k]);
+        let arranged = tdb_storage::arrange(&raw, &data).unwrap();
+        let at = arranged.as_ptr();
+        match bare_part(answer(arranged, true), &data).unwrap() {
+            PartBytes::Bare(part) => {
+                let part = part.into_inner().unwrap();
+                assert_eq!(part, cells);
+                assert_eq!(part.as_ptr(), at, "the answer's allocation");
+            }
+            _ => panic!("not taken as the tile"),
+        }
+        // The same size in chunks of 48 and 80 KiB: decoded as any tile.
+        let (raw, _) = tile(&[48 * k, 80 * k]);
+        let arranged = tdb_storage::arrange(&raw, &data).unwrap();
+        for (bytes, arranged) in [(arranged, true), (raw.clone(), false)] {
+            match bare_part(answer(bytes, arranged), &data).unwrap() {
+                PartBytes::Whole(b) => assert_eq!(b.as_ref(), raw.as_slice()),
+                _ => panic!("taken as the tile"),
+            }
         }
     }
 
@@ -1899,7 +2121,14 @@ mod tests {
                 var: None,
             };
             let size = |_: TileKey, p: usize| fv.parts[p].1.cell_size;
-            let mut fetching = Fetching::new(vec![fetch], size, 4096, &HashMap::new(), u64::MAX);
+            let mut fetching = Fetching::new(
+                vec![fetch],
+                size,
+                |_, _| false,
+                4096,
+                &HashMap::new(),
+                u64::MAX,
+            );
             let cache = ChunkCache::default();
             let mut read = 0u64;
             loop {
@@ -1911,6 +2140,7 @@ mod tests {
                     let answer = RangeRead {
                         bytes,
                         file_size: file.len() as u64,
+                        arranged: false,
                     };
                     fetching.answers.take(&r, Some(answer)).unwrap();
                 }
@@ -1955,6 +2185,7 @@ mod tests {
                                 .collect(),
                         ),
                         PartBytes::Whole(b) => PartBytes::Whole(b.clone()),
+                        PartBytes::Bare(_) => unreachable!("no bare part here"),
                     })
                     .collect();
                 let again = TileJob {
