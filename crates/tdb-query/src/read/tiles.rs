@@ -840,13 +840,17 @@ impl Spare {
     }
 
     /// Keeps `buf`'s allocation, while the kept ones stay under the limit.
-    fn keep(&self, mut buf: Vec<u8>) {
+    /// Its length stays too (`take` empties it): given on to the idle pool
+    /// (`to_idle`), it is a fetch buffer that need not be zeroed first
+    /// ([`tdb_storage::BufferPool::filled`]; an emptied one was zeroed
+    /// whole: a fifth of W2's four reads, once bare tiles' buffers went
+    /// there after every piece).
+    fn keep(&self, buf: Vec<u8>) {
         let Ok(mut bufs) = self.bufs.lock() else {
             return;
         };
         let held: usize = bufs.iter().map(Vec::capacity).sum();
         if buf.capacity() > 0 && held.saturating_add(buf.capacity()) <= self.limit {
-            buf.clear();
             bufs.push(buf);
         }
     }
