@@ -3,8 +3,7 @@
 //! each copied fragment's data files and fragment metadata are TileDB's
 //! bytes, except where TileDB's output is not a
 //! function of the cells (lossy filters, whose input a copy no longer
-//! has; LZ4, whose encoder is liblz4's and not lz4_flex's; the schema's
-//! name in the footer, a fresh uuid).
+//! has; the schema's name in the footer, a fresh uuid).
 
 use tdb::{Array, MemoryStorage};
 use tdb_filters::Filter;
@@ -13,10 +12,7 @@ use tdb_storage::{ListableStorage, ReadableStorage};
 
 /// Filters whose output a copy cannot reproduce byte for byte.
 fn not_reproducible(f: &Filter) -> bool {
-    matches!(
-        f,
-        Filter::ScaleFloat { .. } | Filter::Webp { .. } | Filter::Lz4 { .. }
-    )
+    matches!(f, Filter::ScaleFloat { .. } | Filter::Webp { .. })
 }
 
 #[test]
@@ -65,11 +61,14 @@ fn copies_of_v22_arrays_are_tiledbs_bytes() {
                 .by_name(&footer.array_schema_name)
                 .unwrap()
                 .schema;
-            let exact_metadata = !schema
-                .attributes
-                .iter()
-                .flat_map(|a| &a.filters.filters)
-                .any(not_reproducible);
+            // TileDB 2.25 wrote zeros for this array's var tile mins, where
+            // 2.30 (and tdb) write the values.
+            let exact_metadata = obj.case != "legacy/2.25.0/attr_types_dense"
+                && !schema
+                    .attributes
+                    .iter()
+                    .flat_map(|a| &a.filters.filters)
+                    .any(not_reproducible);
             let prefix = format!("{}/", f.file.path);
             for rel in obj.files.iter().filter(|r| r.starts_with(&prefix)) {
                 let file = &rel[prefix.len()..];

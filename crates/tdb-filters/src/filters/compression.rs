@@ -210,14 +210,9 @@ fn compress_part(
                 .compress_to_buffer(part, &mut tail)
                 .map_err(io)?;
         }
-        Codec::Lz4 => {
-            let start = out.len();
-            let room = lz4_flex::block::get_maximum_output_size(part.len());
-            out.resize(start.saturating_add(room), 0);
-            let n = lz4_flex::block::compress_into(part, tail(out, start))
-                .map_err(|e| FilterError::bad_input(name, e.to_string()))?;
-            out.truncate(start.saturating_add(n));
-        }
+        // liblz4's encoder, ported: TileDB's bytes, so TileDB's tile sizes
+        // (`max_fragment_size` splits by them).
+        Codec::Lz4 => super::lz4::compress(part, out),
         Codec::Bzip2(level) => {
             let level = if level < 1 { 1 } else { level.min(9) as u32 };
             let mut enc = bzip2::write::BzEncoder::new(&mut *out, bzip2::Compression::new(level));

@@ -14,6 +14,7 @@ pub(crate) mod delta;
 pub(crate) mod double_delta;
 pub(crate) mod encryption;
 mod framed;
+pub(crate) mod lz4;
 pub(crate) mod positive_delta;
 pub(crate) mod rle;
 pub(crate) mod scale_float;
