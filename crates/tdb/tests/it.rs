@@ -2,6 +2,7 @@
 //! modules (one compile and link instead of one per file).
 
 mod attribute_bounds;
+mod bare_tiles;
 mod budget_cuts;
 mod cell_timestamps;
 mod commit_consolidation;
