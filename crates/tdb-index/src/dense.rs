@@ -476,46 +476,59 @@ impl FragmentGrid {
         self.dims.iter().map(|d| (d.lo, d.hi))
     }
 
-    /// See [`cell_position`].
+    /// See [`cell_position`]. (A dense read asks this for every slab it
+    /// plans, one row of a tile: W2's 4096² read 65,536 times.)
     pub fn position(&self, coords: &[i128]) -> Option<(u64, u64)> {
         if coords.len() != self.dims.len() {
             return None;
         }
-        if self
-            .dims
-            .iter()
-            .zip(coords)
-            .any(|(d, &c)| c < d.lo || c > d.hi)
-        {
-            return None;
+        // Per dimension: the tile's index in the grid and the cell's in
+        // the tile.
+        let mut at = [(0i128, 0i128); 4];
+        let mut many = Vec::new();
+        let parts: &mut [(i128, i128)] = match at.get_mut(..coords.len()) {
+            Some(p) => p,
+            None => {
+                many.resize(coords.len(), (0, 0));
+                &mut many
+            }
+        };
+        for ((d, &c), part) in self.dims.iter().zip(coords).zip(parts.iter_mut()) {
+            if c < d.lo || c > d.hi {
+                return None;
+            }
+            let (k, r) = div_rem_euclid(c.checked_sub(d.origin)?, d.extent)?;
+            *part = (k.checked_sub(d.first)?, r);
         }
         // A position in a grid: the fastest-varying dimension last
         // (row-major) or first (col-major).
-        type Step<'a> = &'a dyn Fn(&GridDim, i128) -> Option<(i128, i128)>;
-        let linear = |col: bool, step: Step<'_>| {
-            let fold = |acc: i128, (d, &c): (&GridDim, &i128)| {
-                let (pos, span) = step(d, c)?;
+        let linear = |col: bool, pick: fn(&GridDim, (i128, i128)) -> (i128, i128)| {
+            let fold = |acc: i128, (d, &p): (&GridDim, &(i128, i128))| {
+                let (pos, span) = pick(d, p);
                 acc.checked_mul(span)?.checked_add(pos)
             };
-            let idx = if col {
-                self.dims.iter().zip(coords).rev().try_fold(0, fold)
-            } else {
-                self.dims.iter().zip(coords).try_fold(0, fold)
+            let idx = match col {
+                true => self.dims.iter().zip(parts.iter()).rev().try_fold(0, fold),
+                false => self.dims.iter().zip(parts.iter()).try_fold(0, fold),
             };
             u64::try_from(idx?).ok()
         };
-        let tile = linear(self.tile_col, &|d, c| {
-            let k = c.checked_sub(d.origin)?.checked_div_euclid(d.extent)?;
-            Some((k.checked_sub(d.first)?, d.span))
-        })?;
-        let cell = linear(self.cell_col, &|d, c| {
-            Some((
-                c.checked_sub(d.origin)?.checked_rem_euclid(d.extent)?,
-                d.extent,
-            ))
-        })?;
+        let tile = linear(self.tile_col, |d, (k, _)| (k, d.span))?;
+        let cell = linear(self.cell_col, |d, (_, r)| (r, d.extent))?;
         Some((tile, cell))
     }
+}
+
+/// `a.div_euclid(b)` and `a.rem_euclid(b)`, in 64-bit arithmetic where
+/// both fit (as domains and extents do but for the widest types): 128-bit
+/// division is a library call, several times slower. `None` where `b` is 0.
+pub fn div_rem_euclid(a: i128, b: i128) -> Option<(i128, i128)> {
+    if let (Ok(a), Ok(b)) = (i64::try_from(a), i64::try_from(b)) {
+        if let (Some(q), Some(r)) = (a.checked_div_euclid(b), a.checked_rem_euclid(b)) {
+            return Some((i128::from(q), i128::from(r)));
+        }
+    }
+    Some((a.checked_div_euclid(b)?, a.checked_rem_euclid(b)?))
 }
 
 /// The tiles of a fragment some ranges touch: see
@@ -735,6 +748,32 @@ impl WriteGrid {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The 64-bit path and the 128-bit one agree, at the edges of both.
+    #[test]
+    fn division_is_euclids_in_either_width() {
+        let big = i128::from(u64::MAX) * 3;
+        let values = [
+            0,
+            1,
+            -1,
+            7,
+            -7,
+            255,
+            -256,
+            i64::MAX.into(),
+            i64::MIN.into(),
+            big,
+            -big,
+        ];
+        for a in values {
+            for b in [1, 2, 7, -7, 256, -1, i64::MAX.into(), big] {
+                let want = Some((a.div_euclid(b), a.rem_euclid(b)));
+                assert_eq!(div_rem_euclid(a, b), want, "{a} / {b}");
+            }
+            assert_eq!(div_rem_euclid(a, 0), None);
+        }
+    }
 
     #[test]
     fn ints_go_back_to_the_bytes_they_came_from() {

@@ -427,9 +427,7 @@ fn flatten(ranges: &[(i128, i128)]) -> Vec<i128> {
 /// The space tile of coordinate `x` along a dimension whose tiles start
 /// at `origin` and span `extent` (positive, as `origin_and_extent` gives).
 fn tile_of(x: i128, origin: i128, extent: i128) -> i128 {
-    x.saturating_sub(origin)
-        .checked_div_euclid(extent)
-        .unwrap_or(0)
+    tdb_index::dense::div_rem_euclid(x.saturating_sub(origin), extent).map_or(0, |(k, _)| k)
 }
 
 /// Calls `f` with every combination of one value per list, the last list
