@@ -132,6 +132,11 @@ pub(crate) fn copies_checked_as_cells(
             }
         })?;
     }
+    // Every copy set aside (TileDB crashed on each): nothing left for tdb
+    // here; `tiledb_crashes` decides about them.
+    if tdb_testdata::case_dirs(out).is_empty() {
+        return Ok((cases - bad, failed + bad, skipped));
+    }
     let mut report = Vec::new();
     let (_, tdb_bad) =
         crate::conformance::run(out, &crate::conformance::Options::default(), &mut report)?;

@@ -20,6 +20,12 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use tdb_test_servers::Cluster;
 
+/// Where the copies go (a full interop run holds TileDB's crashes over
+/// them to its own consolidations there, as the Arrow pass's).
+pub(crate) fn out_dir(root: &Path) -> PathBuf {
+    root.join("target/interop/insert")
+}
+
 /// Writes the copies through a cluster and runs check.py over them:
 /// `(passed, failed, skipped)`.
 pub fn cluster_inserts(
@@ -38,7 +44,7 @@ pub fn cluster_inserts(
         root,
         corpus,
         python,
-        &root.join("target/interop/insert"),
+        &out_dir(root),
         |rel, src, dst, key| {
             let mut copy = empty_copy(src, dst, key)?;
             let cells = insert(&tdb, cluster.scheduler(), src, dst, key)?;
