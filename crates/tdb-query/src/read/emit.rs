@@ -377,8 +377,12 @@ impl Reader {
 /// A tile's column and the cell it starts at, if the tile is held.
 type Held<'t> = Option<(Column<'t>, u64)>;
 
-/// Tiles [`Reader::for_each_run`] keeps at hand (by fragment and tile).
-const RECENT_TILES: usize = 8;
+/// Tiles [`Reader::for_each_run`] keeps at hand (by fragment and tile, a
+/// slot each by their numbers): as many as a row of tiles a dense read
+/// crosses line after line (W2 4096²: 16; with 8 slots, tiles 8 apart
+/// took turns in one and every slab of a line looked its tile up in the
+/// map).
+const RECENT_TILES: usize = 64;
 
 /// A field's fill value and fill validity, and the cells listed slabs
 /// take (what a run's copy needs besides its slices).
