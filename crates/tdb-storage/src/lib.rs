@@ -35,7 +35,7 @@ pub use local::{LocalStorage, TEMP_PREFIX as LOCAL_TEMP_PREFIX};
 pub use memory::MemoryStorage;
 pub use path::check_path;
 pub use pool::{idle_buffers, BufferPool, IDLE_LIMIT, POOLED_MIN};
-pub use range::{arrange, arrangement, unarrange, ByteRange, RangeRead, RangeRequest};
+pub use range::{arrange, arrangement, front_len, unarrange, ByteRange, RangeRead, RangeRequest};
 pub use recording::{RecordingStorage, Request};
 
 use bytes::Bytes;

@@ -480,10 +480,9 @@ fn read_arranged_at(
     front: &[std::ops::Range<u64>],
 ) -> Result<Option<Bytes>> {
     use std::io::IoSliceMut;
-    let Some(runs) = crate::arrangement(front, len) else {
+    let (Some(runs), Some(kept)) = (crate::arrangement(front, len), crate::front_len(front)) else {
         return Ok(None);
     };
-    let kept = front.iter().map(|r| r.end - r.start).sum::<u64>();
     let n = buffer_len(key, offset, len, size)?;
     let mut buf = crate::pool::idle_buffers().filled(n);
     {

@@ -114,9 +114,7 @@ impl RangeRequest {
 /// around them. `None` when `front` is not sorted, disjoint and inside
 /// the range.
 pub fn arrangement(front: &[Range<u64>], len: u64) -> Option<Vec<(u64, u64, u64)>> {
-    let kept = front
-        .iter()
-        .try_fold(0u64, |n, r| n.checked_add(r.end.checked_sub(r.start)?))?;
+    let kept = front_len(front)?;
     let mut runs = Vec::with_capacity(front.len().saturating_mul(2).saturating_add(1));
     let (mut at, mut to_front, mut to_rest) = (0u64, 0u64, kept);
     for r in front {
@@ -137,6 +135,14 @@ pub fn arrangement(front: &[Range<u64>], len: u64) -> Option<Vec<(u64, u64, u64)
         runs.push((at, to_rest, len - at));
     }
     Some(runs)
+}
+
+/// How many bytes `front`'s parts hold: where the rest begins in an
+/// arranged answer. `None` for a part that ends before it starts.
+pub fn front_len(front: &[Range<u64>]) -> Option<u64> {
+    front
+        .iter()
+        .try_fold(0u64, |n, r| n.checked_add(r.end.checked_sub(r.start)?))
 }
 
 /// `bytes` (a range's, in file order) arranged as `front` asks; `None`

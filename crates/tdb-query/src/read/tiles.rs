@@ -342,6 +342,11 @@ impl Coalesced {
 /// [`BareFetch`].
 pub(crate) type Apart = std::collections::HashSet<(usize, usize)>;
 
+/// The parts `bare` fetches on their own.
+fn apart(bare: &[BareFetch]) -> Apart {
+    bare.iter().map(|b| (b.fetch, b.part)).collect()
+}
+
 /// The parts of `fetches` read whole (not sliced) in one coalesced batch:
 /// (fetch, part, file, byte range), all but those `apart`.
 fn whole_parts<'f>(
@@ -384,11 +389,8 @@ fn bare_part(read: RangeRead, data: &[Range<u64>]) -> Result<PartBytes> {
     if !read.arranged {
         return Ok(PartBytes::Whole(read.bytes));
     }
-    let kept = data
-        .iter()
-        .map(|r| r.end.saturating_sub(r.start))
-        .sum::<u64>();
-    let kept = usize::try_from(kept).unwrap_or(usize::MAX);
+    let kept = tdb_storage::front_len(data).and_then(|n| usize::try_from(n).ok());
+    let kept = kept.unwrap_or(usize::MAX);
     let framing = read.bytes.get(kept..).unwrap_or_default();
     if tdb_tile::bare_framing_matches(framing, data) {
         let mut part = Vec::from(read.bytes);
@@ -492,9 +494,8 @@ pub(crate) struct Fetching {
     window: u64,
     coalesced: Coalesced,
     /// Parts stored without filters, fetched on their own (first batch,
-    /// after the coalesced requests), and which those are.
+    /// after the coalesced requests).
     bare: Vec<BareFetch>,
-    apart: Apart,
     /// The whole tiles' parts, once in.
     whole: Option<Vec<Option<Bytes>>>,
     walks: Vec<PartWalk>,
@@ -542,8 +543,7 @@ impl Fetching {
                 });
             }
         }
-        let apart: Apart = bares.iter().map(|b| (b.fetch, b.part)).collect();
-        let coalesced = Coalesced::tiles(&fetches, cap, &apart);
+        let coalesced = Coalesced::tiles(&fetches, cap, &apart(&bares));
         let mut walks = Vec::new();
         for (f, fetch) in fetches.iter().enumerate() {
             let Some(needed) = fetch.needed.as_deref().filter(|_| fetch.sliced) else {
@@ -596,7 +596,6 @@ impl Fetching {
             window,
             coalesced,
             bare: bares,
-            apart,
             whole: None,
             walks,
             answers: Answers::new(requests),
@@ -740,7 +739,8 @@ impl Fetching {
             .map(|f| f.parts.iter().map(|_| None).collect())
             .collect();
         let whole = self.whole.unwrap_or_default().into_iter();
-        for ((f, p, _, _), got) in whole_parts(&self.fetches, &self.apart).zip(whole) {
+        let apart = apart(&self.bare);
+        for ((f, p, _, _), got) in whole_parts(&self.fetches, &apart).zip(whole) {
             if let Some(slot) = bytes.get_mut(f).and_then(|b| b.get_mut(p)) {
                 *slot = got.map(PartBytes::Whole);
             }
@@ -1217,36 +1217,13 @@ fn parse_parts<'a>(job: &TileJob<'a>, key: Option<&'a [u8; 32]>) -> Result<Vec<P
     let mut parts = Vec::with_capacity(n);
     for (((kind, filters), (_, path, _)), b) in filters.zip(&job.fetch.parts).zip(job.bytes) {
         let location = format!("{path} tile {tile}");
-        if let PartBytes::Bare(bare) = b {
-            let holds = shape.part_size(kind, offsets_inside);
-            let size = bare.lock().map_or(0, |b| b.len() as u64);
-            if holds != Some(size) || kind != DataPart::Fixed {
-                return Err(QueryError::corrupt(
-                    path,
-                    tile,
-                    format!("{size} bytes stored without filters where the tile holds {holds:?}"),
-                ));
-            }
-            parts.push(PartJob {
-                kind,
-                filters,
-                path,
-                location,
-                chunks: Vec::new(),
-                size,
-                sliced: None,
-                bare: Some(bare),
-            });
-            continue;
-        }
-        let (chunks, sliced) = match b {
-            // (Taken above.)
-            PartBytes::Bare(_) => (Vec::new(), None),
+        let (chunks, sliced, bare) = match b {
+            PartBytes::Bare(bare) => (Vec::new(), None, Some(bare)),
             PartBytes::Whole(b) => {
                 let chunks = filters
                     .chunks(&location, b)
                     .map_err(|e| tile_error(path, tile, e))?;
-                (chunks, None)
+                (chunks, None, None)
             }
             PartBytes::Chunks(found) => {
                 let size = shape.part_size(kind, offsets_inside).unwrap_or(0);
@@ -1295,12 +1272,27 @@ fn parse_parts<'a>(job: &TileJob<'a>, key: Option<&'a [u8; 32]>) -> Result<Vec<P
                     ));
                 }
                 let window = first..first.saturating_add(size);
-                (chunks, Some(SlicedPart { window, chunks: at }))
+                (chunks, Some(SlicedPart { window, chunks: at }), None)
             }
         };
-        let size = match &sliced {
-            Some(p) => p.window.end.saturating_sub(p.window.start),
-            None => (shape.check_chunks(&location, kind, offsets_inside, &chunks))
+        let size = match (&sliced, bare) {
+            (Some(p), _) => p.window.end.saturating_sub(p.window.start),
+            // Bytes already unfiltered: as many as the tile holds.
+            (None, Some(bare)) => {
+                let holds = shape.part_size(kind, offsets_inside);
+                let size = bare.lock().map_or(0, |b| b.len() as u64);
+                if holds != Some(size) || kind != DataPart::Fixed {
+                    return Err(QueryError::corrupt(
+                        path,
+                        tile,
+                        format!(
+                            "{size} bytes stored without filters where the tile holds {holds:?}"
+                        ),
+                    ));
+                }
+                size
+            }
+            (None, None) => (shape.check_chunks(&location, kind, offsets_inside, &chunks))
                 .map_err(|e| shape_error(path, tile, e))?,
         };
         parts.push(PartJob {
@@ -1311,7 +1303,7 @@ fn parse_parts<'a>(job: &TileJob<'a>, key: Option<&'a [u8; 32]>) -> Result<Vec<P
             chunks,
             size,
             sliced,
-            bare: None,
+            bare,
         });
     }
     Ok(parts)
