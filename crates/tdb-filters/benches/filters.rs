@@ -1,6 +1,11 @@
 //! Forward and reverse throughput of every filter on 1 MiB of typical data,
 //! cut into TileDB's 64 KiB chunks, next to raw zstd and lz4 on the same
 //! bytes. `cargo bench -p tdb-filters` (criterion reports MiB/s).
+//!
+//! The `lz4` filter rows encode with the crate's port of liblz4's encoder
+//! (TileDB's bytes); the raw rows are lz4_flex, which the filter decodes
+//! with, so `raw/lz4_compress` against `forward/lz4` is lz4_flex's
+//! encoder against the port.
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use std::hint::black_box;
