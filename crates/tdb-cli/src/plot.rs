@@ -277,7 +277,7 @@ fn shape(
 /// non-empty domain touches, clipped to the array's domain (none past
 /// [`MAX_TILES_DRAWN`]), and how many tiles it has in all.
 fn dense_tiles(schema: &ArraySchema, ned: &NDRange, dims: &[usize]) -> (Vec<Vec<[f64; 2]>>, u64) {
-    use tdb_index::dense::{int_range, int_value, origin_and_extent};
+    use tdb_index::dense::{int_range, int_value, origin_and_extent, tile_of};
     let count = tdb_index::dense::tile_count(&schema.domain, ned).unwrap_or(0);
     // Each plotted dimension's tiles as value ranges.
     let per_dim: Option<Vec<Vec<[f64; 2]>>> = dims
@@ -288,9 +288,7 @@ fn dense_tiles(schema: &ArraySchema, ned: &NDRange, dims: &[usize]) -> (Vec<Vec<
             let (origin, extent) = origin_and_extent(dim)?;
             let (_, dom_hi) = dim.bounds()?;
             let dom_hi = int_value(dim.datatype, dom_hi)?;
-            // `extent` is positive (`origin_and_extent`).
-            let first = (lo - origin).checked_div(extent)?;
-            let last = (hi - origin).checked_div(extent)?;
+            let (first, last) = (tile_of(lo, origin, extent)?, tile_of(hi, origin, extent)?);
             if last - first >= MAX_TILES_DRAWN as i128 {
                 return None;
             }

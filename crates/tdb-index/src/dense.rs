@@ -165,7 +165,7 @@ pub fn expand_range_to_tiles(dim: &Dimension, r: &Range) -> Option<Range> {
     let (origin, extent) = origin_and_extent(dim)?;
     let (lo, hi) = int_range(dim, r)?;
     let tile_start = |v: i128| {
-        let k = v.checked_sub(origin)?.checked_div_euclid(extent)?;
+        let k = tile_of(v, origin, extent)?;
         origin.checked_add(k.checked_mul(extent)?)
     };
     let high = tile_start(hi)?.checked_add(extent)?.checked_sub(1)?;
@@ -316,15 +316,16 @@ impl FragmentGrid {
             .map(|(dim, r)| {
                 let (origin, extent) = origin_and_extent(dim)?;
                 let (lo, hi) = int_range(dim, r)?;
-                let tile = |v: i128| v.checked_sub(origin)?.checked_div_euclid(extent);
-                let first = tile(lo)?;
+                let first = tile_of(lo, origin, extent)?;
                 Some(GridDim {
                     origin,
                     extent,
                     lo,
                     hi,
                     first,
-                    span: tile(hi)?.checked_sub(first)?.checked_add(1)?,
+                    span: tile_of(hi, origin, extent)?
+                        .checked_sub(first)?
+                        .checked_add(1)?,
                 })
             })
             .collect::<Option<_>>()?;
@@ -445,7 +446,7 @@ impl FragmentGrid {
                         continue;
                     }
                     let k = |v: i128| {
-                        let tile = v.checked_sub(g.origin)?.checked_div_euclid(g.extent)?;
+                        let tile = tile_of(v, g.origin, g.extent)?;
                         u64::try_from(tile.checked_sub(g.first)?).ok()
                     };
                     ks.extend(k(lo)?..=k(hi)?);
@@ -517,6 +518,15 @@ impl FragmentGrid {
         let cell = linear(self.cell_col, |d, (_, r)| (r, d.extent))?;
         Some((tile, cell))
     }
+}
+
+/// The space tile holding integer coordinate `v` along a dimension whose
+/// tiles start at `origin` and span `extent` ([`origin_and_extent`]),
+/// counted from the tile at `origin` (negative below it). `None` on
+/// overflow or a zero extent. The one place the tile arithmetic divides,
+/// in 64 bits where it can ([`div_rem_euclid`]).
+pub fn tile_of(v: i128, origin: i128, extent: i128) -> Option<i128> {
+    div_rem_euclid(v.checked_sub(origin)?, extent).map(|(k, _)| k)
 }
 
 /// `a.div_euclid(b)` and `a.rem_euclid(b)`, in 64-bit arithmetic where
@@ -773,6 +783,25 @@ mod tests {
             }
             assert_eq!(div_rem_euclid(a, 0), None);
         }
+    }
+
+    #[test]
+    fn tiles_count_from_the_origin_and_round_down() {
+        // Tiles of 10 from -5: [-5, 4] is tile 0, [5, 14] tile 1, and
+        // values below the origin fall in negative tiles, not tile 0.
+        assert_eq!(tile_of(-5, -5, 10), Some(0));
+        assert_eq!(tile_of(4, -5, 10), Some(0));
+        assert_eq!(tile_of(5, -5, 10), Some(1));
+        assert_eq!(tile_of(-6, -5, 10), Some(-1));
+        assert_eq!(tile_of(-15, -5, 10), Some(-1));
+        assert_eq!(tile_of(-16, -5, 10), Some(-2));
+        // The widest domains (uint64 from 0, int64 from its least) need
+        // no 128-bit division yet answer the same.
+        let (max, min) = (i128::from(u64::MAX), i128::from(i64::MIN));
+        assert_eq!(tile_of(max, 0, 1 << 20), Some(max >> 20));
+        assert_eq!(tile_of(i128::from(i64::MAX), min, 1), Some(max));
+        assert_eq!(tile_of(3, 0, 0), None);
+        assert_eq!(tile_of(i128::MIN, 1, 10), None);
     }
 
     #[test]

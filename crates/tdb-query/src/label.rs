@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use tdb_format::{ArrayType, DataOrder};
 use tdb_fragment::ReadStorage;
-use tdb_index::dense::{int_range, int_range_of, origin_and_extent};
+use tdb_index::dense::{int_range, int_range_of, origin_and_extent, tile_of};
 use tdb_index::RangeOps;
 use tdb_schema::{ArraySchema, Dimension, DimensionLabel, Range};
 use tdb_storage::WritableStorage;
@@ -525,10 +525,7 @@ impl<'a, S: ReadStorage + ?Sized> Search<'a, S> {
     fn value(&mut self, i: i128) -> Result<&[u8]> {
         // Index values are 64-bit at most: i128 arithmetic on them cannot
         // overflow (saturating only to satisfy the no-panic lints).
-        let tile = i
-            .saturating_sub(self.origin)
-            .checked_div_euclid(self.extent)
-            .unwrap_or(0);
+        let tile = tile_of(i, self.origin, self.extent).unwrap_or(0);
         if !self.tiles.contains_key(&tile) {
             if self.tiles.len() >= CACHED_TILES {
                 self.tiles.clear();

@@ -18,7 +18,9 @@ use std::sync::Arc;
 use tdb_format::{ArrayType, Datatype};
 use tdb_fragment::fragment_metadata::{Section, SectionData};
 use tdb_fragment::ReadStorage;
-use tdb_index::dense::{cell_num_per_tile, cell_position, int_range, int_value, origin_and_extent};
+use tdb_index::dense::{
+    cell_num_per_tile, cell_position, int_range, int_value, origin_and_extent, tile_of,
+};
 use tdb_storage::{RangeRead, RangeRequest};
 
 /// What an aggregation needs next.
@@ -412,8 +414,7 @@ impl DenseGrid {
         for (&(lo, ext), &c) in self.dims.iter().zip(&self.dim_columns) {
             let col = batch.fields.get(c).ok_or_else(bad)?.column();
             let v = int_value(col.datatype, col.cell(k)).ok_or_else(bad)?;
-            let t = v.checked_sub(lo).and_then(|x| x.checked_div_euclid(ext));
-            tc.push(t.ok_or_else(bad)?);
+            tc.push(tile_of(v, lo, ext).ok_or_else(bad)?);
         }
         Ok(())
     }

@@ -21,7 +21,7 @@ use crate::{QueryError, Result, ResultLayout};
 use std::collections::HashMap;
 use tdb_format::Layout;
 use tdb_index::dense::int_value;
-use tdb_index::dense::{origin_and_extent, FragmentGrid};
+use tdb_index::dense::{origin_and_extent, tile_of, FragmentGrid};
 use tdb_schema::{ArraySchema, NDRange};
 
 /// Cells `cell, cell + stride, ...` (`len` of them) of tile `tile` of
@@ -410,8 +410,8 @@ pub(crate) fn slab_bound(
     }
     let (origin, extent) = origin_and_extent(schema.domain.dimensions.get(s)?)?;
     let pieces = ranges.get(s)?.iter().try_fold(0u64, |a, &(lo, hi)| {
-        let tiles = tile_of(hi, origin, extent)
-            .checked_sub(tile_of(lo, origin, extent))?
+        let tiles = tile_of(hi, origin, extent)?
+            .checked_sub(tile_of(lo, origin, extent)?)?
             .checked_add(1)?;
         a.checked_add(u64::try_from(tiles).ok()?)
     })?;
@@ -422,12 +422,6 @@ pub(crate) fn slab_bound(
 /// Every value of `ranges` in order.
 fn flatten(ranges: &[(i128, i128)]) -> Vec<i128> {
     ranges.iter().flat_map(|&(lo, hi)| lo..=hi).collect()
-}
-
-/// The space tile of coordinate `x` along a dimension whose tiles start
-/// at `origin` and span `extent` (positive, as `origin_and_extent` gives).
-fn tile_of(x: i128, origin: i128, extent: i128) -> i128 {
-    tdb_index::dense::div_rem_euclid(x.saturating_sub(origin), extent).map_or(0, |(k, _)| k)
 }
 
 /// Calls `f` with every combination of one value per list, the last list
@@ -491,7 +485,9 @@ impl Planner<'_> {
             .ok_or_else(|| QueryError::invalid("no step dimension"))?;
         let mut a = lo;
         while a <= hi {
-            let next_tile = tile_of(a, origin, extent).saturating_add(1);
+            let next_tile = (tile_of(a, origin, extent))
+                .ok_or_else(|| QueryError::invalid("a dense tile past the integer range"))?
+                .saturating_add(1);
             let tile_end = next_tile
                 .saturating_mul(extent)
                 .saturating_add(origin)

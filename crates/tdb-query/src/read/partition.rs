@@ -30,7 +30,7 @@ use super::plan::int_ranges;
 use crate::{ResultLayout, Subarray};
 use std::cmp::Ordering;
 use tdb_format::{ArrayType, Datatype, Layout};
-use tdb_index::dense::{int_range_of, origin_and_extent, tile_index};
+use tdb_index::dense::{int_range_of, origin_and_extent, tile_index, tile_of};
 use tdb_index::RangeOps;
 use tdb_schema::{ArraySchema, Dimension, Range};
 
@@ -163,8 +163,7 @@ pub(crate) fn split(
         let hi = ranges.iter().map(|r| r.1).max()?;
         // The last cell of the middle tile the span crosses.
         let at_tile = origin_and_extent(dim).and_then(|(origin, ext)| {
-            let tlo = lo.checked_sub(origin)?.checked_div_euclid(ext)?;
-            let thi = hi.checked_sub(origin)?.checked_div_euclid(ext)?;
+            let (tlo, thi) = (tile_of(lo, origin, ext)?, tile_of(hi, origin, ext)?);
             let mid = tlo.checked_add(thi)?.checked_div(2)?.checked_add(1)?;
             (tlo < thi).then(|| mid.checked_mul(ext)?.checked_add(origin)?.checked_sub(1))?
         });
@@ -238,7 +237,7 @@ pub fn split_for_parallel(
                     .checked_add(extent)?
                     .checked_sub(1)?
                     .checked_div(extent)?;
-                let first = lo.checked_sub(origin)?.checked_div_euclid(extent)?;
+                let first = tile_of(lo, origin, extent)?;
                 Some((
                     tiles.checked_mul(extent)?,
                     first.checked_mul(extent)?.checked_add(origin)?,

@@ -405,7 +405,7 @@ impl Reader {
             let mut parts = Vec::new();
             let mut at = lo;
             while at <= hi {
-                let k = at.checked_sub(origin)?.checked_div_euclid(extent)?;
+                let k = tdb_index::dense::tile_of(at, origin, extent)?;
                 let end = origin
                     .checked_add(k.checked_add(1)?.checked_mul(extent)?)?
                     .checked_sub(1)?

@@ -6,7 +6,7 @@ use crate::{QueryError, Result, Subarray};
 use std::sync::Arc;
 use tdb_fragment::fragment_metadata::{Section, SectionData};
 use tdb_fragment::{FragmentMetadata, TimestampedFile};
-use tdb_index::dense::{int_range, int_value, origin_and_extent};
+use tdb_index::dense::{int_range, int_value, origin_and_extent, tile_of};
 use tdb_index::{NDRange, RTree, RangeOps};
 use tdb_schema::{ArraySchema, Range};
 
@@ -155,8 +155,9 @@ pub(crate) fn dense_tiles_touched(plan: &FragPlan, sub: &Subarray) -> Option<u64
         if lo > hi {
             return Some(0);
         }
-        let tile = |v: i128| v.checked_sub(origin)?.checked_div_euclid(ext);
-        let n = tile(hi)?.checked_sub(tile(lo)?)?.checked_add(1)?;
+        let n = tile_of(hi, origin, ext)?
+            .checked_sub(tile_of(lo, origin, ext)?)?
+            .checked_add(1)?;
         tiles = tiles.checked_mul(u64::try_from(n).ok()?)?;
     }
     Some(tiles)
