@@ -1,10 +1,13 @@
 //! Scratch files: where a spilled read's sorted runs and a consolidation's
 //! merge levels go. Unnamed temporary files (in `TMPDIR`), gone when
 //! closed, local whatever the array's backend: scratch memory, not storage.
+//! A consolidation's run has a file of its own; a spilled read's runs share
+//! one file a merge level ([`At`]).
 
 use crate::{QueryError, Result};
 use std::fs::File;
-use std::io::{BufWriter, Seek};
+use std::io::{self, BufWriter, Read, Seek, Write};
+use std::sync::Arc;
 
 /// A fresh scratch file, written through `buffer` bytes.
 pub(crate) fn create(buffer: usize) -> Result<BufWriter<File>> {
@@ -19,4 +22,87 @@ pub(crate) fn rewound(out: BufWriter<File>) -> Result<File> {
         .map_err(|e| QueryError::Spill(e.into_error()))?;
     file.rewind().map_err(QueryError::Spill)?;
     Ok(file)
+}
+
+/// A stretch of a shared scratch file from `pos` to `end`, written and read
+/// by position, not through the file's cursor: a spilled read keeps its
+/// runs of one merge level in one file, and a merge reads several of them
+/// side by side while it appends its output to the next level's file.
+/// (With a file a run, W7's 2-D reads under 16 KiB made about 50 files of
+/// a few KiB; on ext4, creating and dropping them took a fifth of the
+/// read: 4.3 → 3.5 ms.)
+pub(crate) struct At {
+    file: Arc<File>,
+    pos: u64,
+    end: u64,
+}
+
+impl At {
+    /// `file` from `pos` up to `end` (writes are not bounded by it).
+    pub fn new(file: Arc<File>, pos: u64, end: u64) -> Self {
+        At { file, pos, end }
+    }
+
+    /// Where the next byte goes (or comes from).
+    pub fn pos(&self) -> u64 {
+        self.pos
+    }
+
+    /// The file.
+    pub fn file(&self) -> Arc<File> {
+        Arc::clone(&self.file)
+    }
+}
+
+impl Write for At {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = write_at(&self.file, buf, self.pos)?;
+        self.pos = self.pos.saturating_add(n as u64);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Read for At {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let left = usize::try_from(self.end.saturating_sub(self.pos)).unwrap_or(usize::MAX);
+        let Some(buf) = buf.get_mut(..left.min(buf.len())).filter(|b| !b.is_empty()) else {
+            return Ok(0);
+        };
+        let n = read_at(&self.file, buf, self.pos)?;
+        self.pos = self.pos.saturating_add(n as u64);
+        Ok(n)
+    }
+}
+
+/// A fresh scratch file to share ([`At`]).
+pub(crate) fn shared() -> Result<Arc<File>> {
+    Ok(Arc::new(tempfile::tempfile().map_err(QueryError::Spill)?))
+}
+
+#[cfg(unix)]
+fn write_at(file: &File, buf: &[u8], pos: u64) -> io::Result<usize> {
+    std::os::unix::fs::FileExt::write_at(file, buf, pos)
+}
+
+#[cfg(unix)]
+fn read_at(file: &File, buf: &mut [u8], pos: u64) -> io::Result<usize> {
+    std::os::unix::fs::FileExt::read_at(file, buf, pos)
+}
+
+// Elsewhere through the cursor: a spilled read's merge runs on one thread,
+// and each call seeks before it moves.
+#[cfg(not(unix))]
+fn write_at(mut file: &File, buf: &[u8], pos: u64) -> io::Result<usize> {
+    file.seek(io::SeekFrom::Start(pos))?;
+    file.write(buf)
+}
+
+#[cfg(not(unix))]
+fn read_at(mut file: &File, buf: &mut [u8], pos: u64) -> io::Result<usize> {
+    file.seek(io::SeekFrom::Start(pos))?;
+    file.read(buf)
 }

@@ -935,7 +935,7 @@ impl Reader {
             };
             match &mut self.spill {
                 Some(spill) => {
-                    let mut run = spill::RunWriter::new(spill.buffer);
+                    let mut run = spill.writer(0);
                     scan.spill(&spill.fmt, &mut run)?;
                     let run = run.finish()?;
                     tracing::debug!(

@@ -12,6 +12,9 @@
 //!
 //! Spill files are scratch memory, not storage: unnamed temporary files
 //! (in `TMPDIR`), gone when closed, local whatever the array's backend.
+//! A merge level's runs go one after another into one file, which starts
+//! over once a merge has taken them; the final merge's own passes keep
+//! what they read until the read ends (at most twice the runs' bytes).
 
 use super::fields::{FieldInfo, Kind};
 use super::pieces::Piece;
@@ -19,12 +22,14 @@ use super::plan::CellRef;
 use super::sparse::{self, result_tie};
 use super::Reader;
 use crate::batch::{Batch, FieldBuffer};
+use crate::scratch::At;
 use crate::validity::{Bitmap, Validity};
 use crate::{QueryError, Result, ResultLayout};
 use std::cmp::Ordering;
 use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Write};
+use std::sync::Arc;
 use tdb_format::{ArrayType, Layout};
 use tdb_index::order::{cmp_cells, cmp_coord_bytes, CellKeys, CellOrder, MAX_KEY_WORDS};
 use tdb_index::RangeOps;
@@ -120,32 +125,47 @@ impl Record {
 const GONE: u8 = 1;
 const REJECTED: u8 = 2;
 
-/// A run being written: records in the result order.
+/// A run being written: records in the result order, appended to its
+/// merge level's scratch file ([`Spill::writer`]).
 pub(crate) struct RunWriter {
-    /// Its temporary file, made at the first record: most pieces of a
+    /// Where its records go, from the first record on: most pieces of a
     /// read of a few cells in a large tile hold none of them (`few_cells`
     /// of `sparse_large_tiles` under 16 KiB made 5,541 files for 18
-    /// cells, a fifth of its time).
-    out: Option<BufWriter<File>>,
+    /// cells, a fifth of its time, when each run had a file of its own).
+    out: Option<BufWriter<At>>,
+    /// The level's file and where it ends (`None`: a fresh file, made at
+    /// the first record).
+    level: Option<(Arc<File>, u64)>,
+    /// Where its first record went.
+    start: u64,
     buffer: usize,
     records: u64,
 }
 
 impl RunWriter {
-    /// A new run, to be written to a fresh temporary file through
-    /// `buffer` bytes.
+    /// A new run, to be written to a fresh scratch file through `buffer`
+    /// bytes.
     pub fn new(buffer: usize) -> Self {
         RunWriter {
             out: None,
+            level: None,
+            start: 0,
             buffer,
             records: 0,
         }
     }
 
-    /// The run's file, made now if it was not.
-    fn out(&mut self) -> Result<&mut BufWriter<File>> {
+    /// Where the run's records go, from the end of its level's file (made
+    /// now if there is none).
+    fn out(&mut self) -> Result<&mut BufWriter<At>> {
         if self.out.is_none() {
-            self.out = Some(crate::scratch::create(self.buffer)?);
+            let (file, end) = match self.level.take() {
+                Some(level) => level,
+                None => (crate::scratch::shared()?, 0),
+            };
+            self.start = end;
+            let at = At::new(file, end, end);
+            self.out = Some(BufWriter::with_capacity(self.buffer, at));
         }
         self.out
             .as_mut()
@@ -222,17 +242,26 @@ impl RunWriter {
 
     /// The run, written, ready to be read back.
     pub fn finish(self) -> Result<Run> {
+        let Some(out) = self.out else {
+            return Ok(Run {
+                file: None,
+                records: 0,
+            });
+        };
+        let at = out
+            .into_inner()
+            .map_err(|e| QueryError::Spill(e.into_error()))?;
         Ok(Run {
-            file: self.out.map(crate::scratch::rewound).transpose()?,
+            file: Some((at.file(), self.start..at.pos())),
             records: self.records,
         })
     }
 }
 
-/// A run written: its file, at its start (none for no record), and how
-/// many records it holds.
+/// A run written: its scratch file and the bytes it holds there (none for
+/// no record), and how many records it holds.
 pub(crate) struct Run {
-    file: Option<File>,
+    file: Option<(Arc<File>, std::ops::Range<u64>)>,
     records: u64,
 }
 
@@ -245,14 +274,15 @@ impl Run {
 
 /// A run read back, record by record.
 struct RunReader {
-    input: Option<BufReader<File>>,
+    input: Option<BufReader<At>>,
     left: u64,
 }
 
 impl RunReader {
     fn new(run: Run, buffer: usize) -> Self {
         RunReader {
-            input: run.file.map(|f| BufReader::with_capacity(buffer, f)),
+            input: (run.file)
+                .map(|(f, r)| BufReader::with_capacity(buffer, At::new(f, r.start, r.end))),
             left: run.records,
         }
     }
@@ -447,6 +477,11 @@ pub(crate) struct Spill {
     order: RunOrder,
     /// Each run and how many merges made it (0: a piece's).
     runs: Vec<(Run, u32)>,
+    /// Per level (merges that made its runs), the scratch file its runs
+    /// are appended to and where it ends. A file a run cost more than the
+    /// run's bytes where runs are small (creating and dropping a file on
+    /// ext4); a level's file starts over once a merge has taken its runs.
+    levels: Vec<Option<(Arc<File>, u64)>>,
     /// Bytes each run is read and written through.
     pub buffer: usize,
     /// Runs merged at once.
@@ -476,9 +511,49 @@ impl Spill {
             fmt,
             order,
             runs: Vec::new(),
+            levels: Vec::new(),
             buffer,
             fan_in,
         }
+    }
+
+    /// A writer for a new run of `level` (0: a piece's), appended to the
+    /// level's file.
+    pub fn writer(&self, level: u32) -> RunWriter {
+        let mut w = RunWriter::new(self.buffer);
+        w.level = (self.levels.get(level as usize)).and_then(Clone::clone);
+        w
+    }
+
+    /// Run `run` of `level` is written: its file's end moves past it.
+    fn landed(&mut self, level: u32, run: &Run) {
+        let Some((file, bytes)) = &run.file else {
+            return;
+        };
+        let k = level as usize;
+        if self.levels.len() <= k {
+            self.levels.resize(k.saturating_add(1), None);
+        }
+        if let Some(slot) = self.levels.get_mut(k) {
+            *slot = Some((Arc::clone(file), bytes.end));
+        }
+    }
+
+    /// No run of `level` is left: its file starts over (emptied, so a
+    /// read's scratch space stays about what its live runs hold).
+    fn emptied(&mut self, level: u32) -> Result<()> {
+        let Some(slot) = self.levels.get_mut(level as usize) else {
+            return Ok(());
+        };
+        match slot.take() {
+            // Nothing but the level holds the file (no reader, no run).
+            Some((file, _)) if Arc::strong_count(&file) == 1 => {
+                file.set_len(0).map_err(QueryError::Spill)?;
+                *slot = Some((file, 0));
+            }
+            other => *slot = other,
+        }
+        Ok(())
     }
 
     /// Adds a piece's run. Where the newest `fan_in` runs have been
@@ -490,6 +565,7 @@ impl Spill {
         if run.records == 0 {
             return Ok(());
         }
+        self.landed(0, &run);
         self.runs.push((run, 0));
         while let Some(tail) = self.runs.len().checked_sub(self.fan_in) {
             let level = self.runs.last().map_or(0, |r| r.1);
@@ -501,8 +577,11 @@ impl Spill {
                 break;
             }
             let group = self.runs.split_off(tail).into_iter().map(|r| r.0).collect();
-            let merged = self.merge_runs(group)?;
-            self.runs.push((merged, level.saturating_add(1)));
+            let up = level.saturating_add(1);
+            let merged = self.merge_runs(group, up)?;
+            // Those were the level's runs: it holds fewer than `fan_in`.
+            self.emptied(level)?;
+            self.runs.push((merged, up));
         }
         Ok(())
     }
@@ -512,29 +591,36 @@ impl Spill {
         self.runs.len()
     }
 
-    /// `runs` merged into one.
-    fn merge_runs(&self, runs: Vec<Run>) -> Result<Run> {
+    /// `runs` merged into one run of `level`.
+    fn merge_runs(&mut self, runs: Vec<Run>, level: u32) -> Result<Run> {
         let mut heads = Heads::new(runs, self.buffer, &self.fmt, &self.order)?;
-        let mut out = RunWriter::new(self.buffer);
+        let mut out = self.writer(level);
         while let Some(rec) = heads.pop(&self.fmt, &self.order)? {
             out.push_record(&self.fmt, &rec)?;
             heads.recycle(rec);
         }
-        out.finish()
+        let run = out.finish()?;
+        self.landed(level, &run);
+        Ok(run)
     }
 
     /// The merge of every run: runs beyond the fan-in are first merged
     /// into longer ones, `fan_in` at a time.
     pub fn merge(mut self, dedup: bool, cells: usize) -> Result<Merge> {
-        let mut runs: Vec<Run> = std::mem::take(&mut self.runs)
-            .into_iter()
-            .map(|r| r.0)
-            .collect();
+        let mut runs: Vec<(Run, u32)> = std::mem::take(&mut self.runs);
         while runs.len() > self.fan_in {
             let rest = runs.split_off(self.fan_in);
             let first = std::mem::replace(&mut runs, rest);
-            runs.push(self.merge_runs(first)?);
+            let up = first
+                .iter()
+                .map(|r| r.1)
+                .max()
+                .unwrap_or(0)
+                .saturating_add(1);
+            let merged = self.merge_runs(first.into_iter().map(|r| r.0).collect(), up)?;
+            runs.push((merged, up));
         }
+        let runs = runs.into_iter().map(|r| r.0).collect();
         let heads = Heads::new(runs, self.buffer, &self.fmt, &self.order)?;
         Ok(Merge {
             fmt: self.fmt,
@@ -784,7 +870,6 @@ impl Reader {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::io::Seek;
     use tdb_format::Datatype;
     use tdb_schema::{ArraySchema, Attribute, DimensionBuilder};
 
@@ -816,7 +901,11 @@ mod tests {
 
     /// `cells` written as a run in the order given; tile 0, cell `k`.
     fn run(fmt: &RunFormat, cells: &[Cell]) -> Run {
-        let mut w = RunWriter::new(512);
+        run_by(RunWriter::new(512), fmt, cells)
+    }
+
+    /// `cells` written as a run by `w`.
+    fn run_by(mut w: RunWriter, fmt: &RunFormat, cells: &[Cell]) -> Run {
         for (k, &((x, y), frag, stamp, gone, rejected, s)) in cells.iter().enumerate() {
             let (xb, yb) = (x.to_le_bytes(), y.to_le_bytes());
             // In the format's order: x, y, s.
@@ -924,7 +1013,7 @@ mod tests {
             let mut spill = Spill::new(fmt.clone(), order(&schema, keyed), 0);
             assert_eq!(spill.fan_in, 2);
             for r in &runs {
-                spill.push(run(&fmt, r)).unwrap();
+                spill.push(run_by(spill.writer(0), &fmt, r)).unwrap();
                 // Merged as they come, two at a time: a run per level at most.
                 assert!(spill.len() <= 2, "{} runs held", spill.len());
             }
@@ -993,6 +1082,52 @@ mod tests {
         assert_eq!(width(1 << 20), 64);
     }
 
+    /// A level's runs go one after another into one scratch file, and the
+    /// file starts over once a merge has taken them: a file a run cost
+    /// more than the run where runs are small, and a read's scratch space
+    /// stays what its live runs hold.
+    #[test]
+    fn runs_of_a_level_share_a_file_that_starts_over_once_merged() {
+        let schema = schema();
+        let (fields, fmt) = format(&schema);
+        let mut spill = Spill::new(fmt.clone(), order(&schema, true), 3 << 10);
+        assert_eq!(spill.fan_in, 2);
+        let cell = |x: i32, s: &'static str| ((x, 0), 0, 1, false, false, Some(s));
+        // Each run's file (by address: the test holds no handle, so the
+        // spill alone decides when a file starts over) and bytes.
+        let file = |r: &Run| {
+            let (f, bytes) = r.file.clone().unwrap();
+            (Arc::as_ptr(&f) as usize, bytes)
+        };
+        let a = run_by(spill.writer(0), &fmt, &[cell(3, "c"), cell(5, "e")]);
+        let (fa, ra) = file(&a);
+        let level0 = a.file.as_ref().unwrap().0.try_clone().unwrap();
+        assert_eq!(ra.start, 0);
+        spill.push(a).unwrap();
+        let b = run_by(spill.writer(0), &fmt, &[cell(1, "a"), cell(4, "d")]);
+        let (fb, rb) = file(&b);
+        // After the first run, in the same file.
+        assert_eq!(fa, fb);
+        assert_eq!(rb.start, ra.end);
+        assert_eq!(level0.metadata().unwrap().len(), rb.end);
+        spill.push(b).unwrap();
+        // Merged into one run of level 1, in a file of its own; level 0's
+        // file is emptied, and its next run starts at its beginning.
+        assert_eq!(spill.len(), 1);
+        assert_eq!(level0.metadata().unwrap().len(), 0);
+        let (f1, r1) = spill.runs.first().map(|r| file(&r.0)).unwrap();
+        assert_ne!(fa, f1);
+        assert_eq!(r1, 0..rb.end);
+        let c = run_by(spill.writer(0), &fmt, &[cell(2, "b")]);
+        let (fc, rc) = file(&c);
+        assert_eq!(fa, fc);
+        assert_eq!(rc.start, 0);
+        spill.push(c).unwrap();
+        let got = drain(spill.merge(true, 2).unwrap(), &fields);
+        let xs: Vec<i32> = got.iter().map(|c| c.1).collect();
+        assert_eq!(xs, [1, 2, 3, 4, 5]);
+    }
+
     /// A run of no cell makes no scratch file and is not held.
     #[test]
     fn an_empty_run_makes_no_file() {
@@ -1021,10 +1156,9 @@ mod tests {
         bytes.push(1); // s valid
         bytes.extend_from_slice(&u64::MAX.to_le_bytes());
         file.write_all(&bytes).unwrap();
-        file.rewind().unwrap();
         let mut r = RunReader::new(
             Run {
-                file: Some(file),
+                file: Some((Arc::new(file), 0..bytes.len() as u64)),
                 records: 1,
             },
             64,
@@ -1032,11 +1166,11 @@ mod tests {
         assert!(r.next(&fmt, None, &mut Record::default()).is_err());
         // A run cut short.
         let mut file = tempfile::tempfile().unwrap();
-        file.write_all(&[0u8; 10]).unwrap();
-        file.rewind().unwrap();
+        file.write_all(&[0u8; 40]).unwrap();
+        // Ten bytes of it are the run: the rest is the next run's.
         let mut r = RunReader::new(
             Run {
-                file: Some(file),
+                file: Some((Arc::new(file), 0..10)),
                 records: 1,
             },
             64,
