@@ -240,19 +240,20 @@ impl RunWriter {
         w.write_all(bytes).map_err(QueryError::Spill)
     }
 
-    /// The run, written, ready to be read back.
+    /// The run, written, ready to be read back (with no record, its
+    /// level's file as it was, to go back to the level).
     pub fn finish(self) -> Result<Run> {
-        let Some(out) = self.out else {
-            return Ok(Run {
-                file: None,
-                records: 0,
-            });
+        let file = match self.out {
+            Some(out) => {
+                let at = out
+                    .into_inner()
+                    .map_err(|e| QueryError::Spill(e.into_error()))?;
+                Some((at.file(), self.start..at.pos()))
+            }
+            None => self.level.map(|(f, end)| (f, end..end)),
         };
-        let at = out
-            .into_inner()
-            .map_err(|e| QueryError::Spill(e.into_error()))?;
         Ok(Run {
-            file: Some((at.file(), self.start..at.pos())),
+            file,
             records: self.records,
         })
     }
@@ -518,10 +519,12 @@ impl Spill {
     }
 
     /// A writer for a new run of `level` (0: a piece's), appended to the
-    /// level's file.
-    pub fn writer(&self, level: u32) -> RunWriter {
+    /// level's file. The writer takes the file until its run lands
+    /// ([`Spill::push`]), so no two runs are ever written at one place; a
+    /// run abandoned halfway leaves the level a fresh file.
+    pub fn writer(&mut self, level: u32) -> RunWriter {
         let mut w = RunWriter::new(self.buffer);
-        w.level = (self.levels.get(level as usize)).and_then(Clone::clone);
+        w.level = (self.levels.get_mut(level as usize)).and_then(Option::take);
         w
     }
 
@@ -562,10 +565,10 @@ impl Spill {
     /// level open, never one per piece (each is an open file). Runs compare
     /// by their cells alone, so which runs merge first changes nothing.
     pub fn push(&mut self, run: Run) -> Result<()> {
+        self.landed(0, &run);
         if run.records == 0 {
             return Ok(());
         }
-        self.landed(0, &run);
         self.runs.push((run, 0));
         while let Some(tail) = self.runs.len().checked_sub(self.fan_in) {
             let level = self.runs.last().map_or(0, |r| r.1);
@@ -1013,7 +1016,8 @@ mod tests {
             let mut spill = Spill::new(fmt.clone(), order(&schema, keyed), 0);
             assert_eq!(spill.fan_in, 2);
             for r in &runs {
-                spill.push(run_by(spill.writer(0), &fmt, r)).unwrap();
+                let w = spill.writer(0);
+                spill.push(run_by(w, &fmt, r)).unwrap();
                 // Merged as they come, two at a time: a run per level at most.
                 assert!(spill.len() <= 2, "{} runs held", spill.len());
             }
@@ -1118,6 +1122,10 @@ mod tests {
         let (f1, r1) = spill.runs.first().map(|r| file(&r.0)).unwrap();
         assert_ne!(fa, f1);
         assert_eq!(r1, 0..rb.end);
+        // A piece without a cell gives the level its file back as it was.
+        let empty = spill.writer(0).finish().unwrap();
+        spill.push(empty).unwrap();
+        assert_eq!(spill.len(), 1);
         let c = run_by(spill.writer(0), &fmt, &[cell(2, "b")]);
         let (fc, rc) = file(&c);
         assert_eq!(fa, fc);
