@@ -99,19 +99,26 @@ pub fn write_filtered_chunks<'a>(
     out: &mut Vec<u8>,
 ) -> Result<(), FormatError> {
     le::put_u64(out, chunks.len() as u64);
-    for c in chunks {
-        let len = |field: &'static str, n: usize| {
-            u32::try_from(n).map_err(|_| FormatError::Invalid {
-                field,
-                reason: format!("{n} bytes do not fit a u32"),
-            })
-        };
-        le::put_u32(out, c.unfiltered_size);
-        le::put_u32(out, len("chunk filtered size", c.data.len())?);
-        le::put_u32(out, len("chunk metadata size", c.metadata.len())?);
-        out.extend_from_slice(c.metadata);
-        out.extend_from_slice(c.data);
-    }
+    chunks
+        .into_iter()
+        .try_for_each(|c| write_filtered_chunk(&c, out))
+}
+
+/// Appends one chunk of a filtered tile, after its count and the chunks
+/// before it ([`write_filtered_chunks`] in steps: a writer appends each
+/// chunk as it is filtered instead of holding them all).
+pub fn write_filtered_chunk(c: &FilteredChunk<'_>, out: &mut Vec<u8>) -> Result<(), FormatError> {
+    let len = |field: &'static str, n: usize| {
+        u32::try_from(n).map_err(|_| FormatError::Invalid {
+            field,
+            reason: format!("{n} bytes do not fit a u32"),
+        })
+    };
+    le::put_u32(out, c.unfiltered_size);
+    le::put_u32(out, len("chunk filtered size", c.data.len())?);
+    le::put_u32(out, len("chunk metadata size", c.metadata.len())?);
+    out.extend_from_slice(c.metadata);
+    out.extend_from_slice(c.data);
     Ok(())
 }
 

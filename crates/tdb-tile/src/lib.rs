@@ -27,7 +27,7 @@ pub use chunking::{
 };
 pub use chunks::{
     bare_framing_matches, chunk_header, filtered_chunk, filtered_chunks, unfiltered_size,
-    write_filtered_chunks, ChunkHeader, FilteredChunk, CHUNK_HEADER_SIZE,
+    write_filtered_chunk, write_filtered_chunks, ChunkHeader, FilteredChunk, CHUNK_HEADER_SIZE,
 };
 pub use coords::CoordsLayout;
 pub use error::{Result, TileError};

@@ -1,7 +1,7 @@
 //! Filtering and unfiltering whole tiles: chunk by chunk through a pipeline.
 
 use crate::chunking::chunk_ranges;
-use crate::chunks::{filtered_chunks, unfiltered_size, write_filtered_chunks, FilteredChunk};
+use crate::chunks::{filtered_chunks, unfiltered_size, write_filtered_chunk, FilteredChunk};
 use crate::{Result, TileError};
 use tdb_filters::{FilterPipeline, Stage, StringOffsets, Unfiltered, Workspace};
 use tdb_format::{Datatype, FormatVersion};
@@ -253,8 +253,12 @@ impl<'a> TileFilters<'a> {
             _ => StringOffsets::None,
         };
         let stage = self.stage(string_offsets);
-        let mut filtered = Vec::with_capacity(ranges.len());
-        for (i, r) in ranges.iter().enumerate() {
+        // Each chunk goes into `out` as it is filtered (the count first),
+        // so a tile is never held filtered twice; on an error `out` is
+        // left as it was.
+        let at = out.len();
+        tdb_format::le::put_u64(out, ranges.len() as u64);
+        let result = ranges.iter().enumerate().try_for_each(|(i, r)| {
             let chunk = usize::try_from(r.start)
                 .ok()
                 .zip(usize::try_from(r.end).ok())
@@ -270,19 +274,19 @@ impl<'a> TileFilters<'a> {
                         source,
                     })?;
             // `chunk_ranges` keeps every chunk within u32.
-            let size = u32::try_from(r.end.saturating_sub(r.start))
+            let unfiltered_size = u32::try_from(r.end.saturating_sub(r.start))
                 .map_err(|_| bad(format!("chunk {i} is larger than u32")))?;
-            filtered.push((size, metadata, data));
+            let chunk = FilteredChunk {
+                unfiltered_size,
+                metadata: &metadata,
+                data: &data,
+            };
+            write_filtered_chunk(&chunk, out).map_err(|e| bad(e.to_string()))
+        });
+        if result.is_err() {
+            out.truncate(at);
         }
-        write_filtered_chunks(
-            filtered.iter().map(|(size, metadata, data)| FilteredChunk {
-                unfiltered_size: *size,
-                metadata,
-                data,
-            }),
-            out,
-        )
-        .map_err(|e| bad(e.to_string()))
+        result
     }
 }
 
@@ -293,6 +297,32 @@ mod tests {
 
     fn pipeline(filters: Vec<Filter>) -> FilterPipeline {
         FilterPipeline::new(filters)
+    }
+
+    /// A tile is appended chunk by chunk as each is filtered; where a chunk
+    /// fails (POSITIVE_DELTA refuses decreasing values, here in the second
+    /// chunk) the error names it and `out` is left as it was.
+    #[test]
+    fn a_tile_that_fails_to_filter_leaves_the_output_as_it_was() {
+        let p = pipeline(vec![Filter::PositiveDelta { max_window: 256 }]);
+        let f = TileFilters::new(&p, Datatype::UInt64, 8, FormatVersion::WRITTEN);
+        let rising: Vec<u8> = (0..(1u64 << 14)).flat_map(|i| i.to_le_bytes()).collect();
+        let mut out = b"kept".to_vec();
+        f.filter("t", &mut Workspace::default(), &rising, None, &mut out)
+            .unwrap();
+        assert_eq!(&out[..4], b"kept");
+        let tile = f.unfilter_whole("t", &out[4..], false).unwrap();
+        assert_eq!(tile.data, rising);
+        let falling: Vec<u8> = (0..(1u64 << 14))
+            .map(|i| if i < 1 << 13 { i } else { (1 << 14) - i })
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        let mut out = b"kept".to_vec();
+        let err = f
+            .filter("t", &mut Workspace::default(), &falling, None, &mut out)
+            .unwrap_err();
+        assert!(matches!(err, TileError::Filter { chunk: 1, .. }), "{err}");
+        assert_eq!(out, b"kept");
     }
 
     /// A 1 MiB tile is 16 chunks; unfiltered whole, or in runs of chunks
