@@ -245,3 +245,44 @@ fn a_few_cells_of_large_sparse_tiles_cost_their_chunks_at_the_default_budget() {
         assert!(peak < 2 << 20, "{layout:?}: peak {peak}");
     }
 }
+
+/// A merge of TileDB's large dense tiles under 1 MiB completes, and what
+/// it holds is set by its tiles, not its budget: the writer carries a
+/// tile's cells until the tile is whole, then filters them where they lie
+/// into the filtered tile (a tile of every field is 6.5 MiB in
+/// `dense_large_tiles`). Pinned so that a change in what the writer holds
+/// shows: the cells read as before, and the peak stays under two tiles.
+/// (20.7 MB before the tile was filtered in place and each chunk appended
+/// as it was filtered, 12.4 MB after; the reads of the merge hold 1 MiB.)
+#[test]
+fn a_merge_of_large_tiles_under_1_mib_holds_its_tiles() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let from = tdb_testdata::root().join("dense_large_tiles").join("array");
+    tdb_testdata::copy_dir(&from, tmp.path()).unwrap();
+    let storage = LocalStorage::new(tmp.path());
+    let fields = ["a", "f"];
+    let before = {
+        let snap = Arc::new(Snapshot::load(&storage, "", TimeWindow::ALL, None).unwrap());
+        peak_of_read(&storage, &snap, &fields, 1 << 20)
+    };
+    let base = CURRENT.load(Ordering::Relaxed);
+    PEAK.store(base, Ordering::Relaxed);
+    let steps = tdb_query::consolidate_fragments(
+        &storage,
+        "",
+        None,
+        TimeWindow::ALL,
+        &tdb_query::FragmentSelection::default(),
+        1 << 20,
+    )
+    .unwrap();
+    let peak = PEAK.load(Ordering::Relaxed) - base;
+    assert_eq!(steps.len(), 1);
+    let snap = Arc::new(Snapshot::load(&storage, "", TimeWindow::ALL, None).unwrap());
+    let after = peak_of_read(&storage, &snap, &fields, 1 << 20);
+    assert_eq!((before.1, &before.2), (after.1, &after.2));
+    let tile: usize = 512 * 1024 * (4 + 8 + 1);
+    eprintln!("merge of dense_large_tiles under 1 MiB: peak {peak} bytes (a tile: {tile})");
+    assert!(peak < 2 * tile, "peak {peak}");
+}
