@@ -263,30 +263,74 @@ impl<'a> TileFilters<'a> {
                 .ok()
                 .zip(usize::try_from(r.end).ok())
                 .and_then(|(start, end)| tile.get(start..end))
-                .ok_or_else(|| bad(format!("chunk {i} at {r:?} is outside the tile")))?
-                .to_vec();
-            let (metadata, data) =
-                self.pipeline
-                    .forward_chunk(&stage, ws, chunk)
-                    .map_err(|source| TileError::Filter {
-                        location: location.to_owned(),
-                        chunk: i as u64,
-                        source,
-                    })?;
-            // `chunk_ranges` keeps every chunk within u32.
-            let unfiltered_size = u32::try_from(r.end.saturating_sub(r.start))
-                .map_err(|_| bad(format!("chunk {i} is larger than u32")))?;
-            let chunk = FilteredChunk {
-                unfiltered_size,
-                metadata: &metadata,
-                data: &data,
-            };
-            write_filtered_chunk(&chunk, out).map_err(|e| bad(e.to_string()))
+                .ok_or_else(|| bad(format!("chunk {i} at {r:?} is outside the tile")))?;
+            self.filter_chunk_at(&stage, location, ws, i as u64, chunk, out)
         });
         if result.is_err() {
             out.truncate(at);
         }
         result
+    }
+
+    /// Where TileDB cuts a tile of `len` bytes of fixed-size values (or
+    /// validity bytes) into chunks: a writer that filters the tile chunk by
+    /// chunk as its cells come ([`TileFilters::filter_chunk`]) writes the
+    /// count of these first.
+    pub fn fixed_chunks(&self, location: &str, len: u64) -> Result<Vec<std::ops::Range<u64>>> {
+        let chunked = self
+            .pipeline
+            .use_tile_chunking(false, self.version, self.datatype);
+        chunk_ranges(len, self.cell_size, None, chunked).map_err(|e| TileError::BadInput {
+            location: location.to_owned(),
+            reason: e.0,
+        })
+    }
+
+    /// Filters chunk `index` of a tile of fixed-size values (one of
+    /// [`TileFilters::fixed_chunks`]) and appends it to `out`: after the
+    /// tile's chunk count and the chunks before it, it makes the bytes
+    /// [`TileFilters::filter`] makes of the whole tile.
+    pub fn filter_chunk(
+        &self,
+        location: &str,
+        ws: &mut Workspace,
+        index: u64,
+        chunk: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Result<()> {
+        let stage = self.stage(StringOffsets::None);
+        self.filter_chunk_at(&stage, location, ws, index, chunk, out)
+    }
+
+    fn filter_chunk_at(
+        &self,
+        stage: &Stage<'_>,
+        location: &str,
+        ws: &mut Workspace,
+        index: u64,
+        chunk: &[u8],
+        out: &mut Vec<u8>,
+    ) -> Result<()> {
+        let bad = |reason: String| TileError::BadInput {
+            location: location.to_owned(),
+            reason,
+        };
+        let (metadata, data) = self
+            .pipeline
+            .forward_chunk(stage, ws, chunk.to_vec())
+            .map_err(|source| TileError::Filter {
+                location: location.to_owned(),
+                chunk: index,
+                source,
+            })?;
+        let unfiltered_size = u32::try_from(chunk.len())
+            .map_err(|_| bad(format!("chunk {index} is larger than u32")))?;
+        let chunk = FilteredChunk {
+            unfiltered_size,
+            metadata: &metadata,
+            data: &data,
+        };
+        write_filtered_chunk(&chunk, out).map_err(|e| bad(e.to_string()))
     }
 }
 
@@ -297,6 +341,46 @@ mod tests {
 
     fn pipeline(filters: Vec<Filter>) -> FilterPipeline {
         FilterPipeline::new(filters)
+    }
+
+    /// A tile of fixed-size values filtered chunk by chunk (its count, then
+    /// each of `fixed_chunks` through `filter_chunk`) is the tile `filter`
+    /// makes whole: cells of 8 and 3 bytes (TileDB's chunks end on a whole
+    /// cell), a tile of one chunk, of none, and a validity tile.
+    #[test]
+    fn a_tile_filtered_chunk_by_chunk_is_the_tile_filtered_whole() {
+        let p = pipeline(vec![
+            Filter::Delta {
+                level: -1,
+                reinterpret: None,
+            },
+            Filter::Zstd { level: 3 },
+        ]);
+        let cases = [
+            (Datatype::Int64, 8u64, 300_000usize),
+            (Datatype::Char, 3, 200_001),
+            (Datatype::Int64, 8, 1_000),
+            (Datatype::Int64, 8, 0),
+            (Datatype::UInt8, 1, 150_000),
+        ];
+        for (dt, cell, len) in cases {
+            let f = TileFilters::new(&p, dt, cell, FormatVersion::WRITTEN);
+            let tile: Vec<u8> = (0..len).map(|i| (i * 7 % 251) as u8).collect();
+            let mut whole = Vec::new();
+            f.filter("t", &mut Workspace::default(), &tile, None, &mut whole)
+                .unwrap();
+            let cuts = f.fixed_chunks("t", len as u64).unwrap();
+            let mut by_chunk = Vec::new();
+            tdb_format::le::put_u64(&mut by_chunk, cuts.len() as u64);
+            let mut ws = Workspace::default();
+            for (i, r) in cuts.iter().enumerate() {
+                let chunk = &tile[r.start as usize..r.end as usize];
+                f.filter_chunk("t", &mut ws, i as u64, chunk, &mut by_chunk)
+                    .unwrap();
+            }
+            assert_eq!(by_chunk, whole, "{dt:?}, {len} bytes");
+            assert_eq!(f.unfilter_whole("t", &by_chunk, false).unwrap().data, tile);
+        }
     }
 
     /// A tile is appended chunk by chunk as each is filtered; where a chunk
