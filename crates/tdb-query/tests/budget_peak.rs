@@ -246,16 +246,16 @@ fn a_few_cells_of_large_sparse_tiles_cost_their_chunks_at_the_default_budget() {
     }
 }
 
-/// A merge of TileDB's large dense tiles under 1 MiB completes, and what
-/// it holds is set by its tiles, not its budget: the writer carries a
-/// tile's cells until the tile is whole, then filters them where they lie
-/// into the filtered tile (a tile of every field is 6.5 MiB in
-/// `dense_large_tiles`). Pinned so that a change in what the writer holds
-/// shows: the cells read as before, and the peak stays under two tiles.
-/// (20.7 MB before the tile was filtered in place and each chunk appended
-/// as it was filtered, 12.4 MB after; the reads of the merge hold 1 MiB.)
+/// A merge of TileDB's large dense tiles under 1 MiB stays within its
+/// budget: its reads hold pieces of the budget, and its writer filters
+/// each tile chunk by chunk as the cells come (`write/chunked.rs`), holding
+/// a chunk of each part and the filtered tile, not the tile (a tile of
+/// every field is 6.5 MiB in `dense_large_tiles`; its filtered tiles are a
+/// fraction of that). The cells read as before. (20.7 MB before the tile
+/// was filtered where the carried cells lay and each chunk appended as it
+/// was filtered, 12.4 MB after, under 1 MB once chunk by chunk.)
 #[test]
-fn a_merge_of_large_tiles_under_1_mib_holds_its_tiles() {
+fn a_merge_of_large_tiles_stays_within_1_mib() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let tmp = tempfile::tempdir().unwrap();
     let from = tdb_testdata::root().join("dense_large_tiles").join("array");
@@ -284,5 +284,5 @@ fn a_merge_of_large_tiles_under_1_mib_holds_its_tiles() {
     assert_eq!((before.1, &before.2), (after.1, &after.2));
     let tile: usize = 512 * 1024 * (4 + 8 + 1);
     eprintln!("merge of dense_large_tiles under 1 MiB: peak {peak} bytes (a tile: {tile})");
-    assert!(peak < 2 * tile, "peak {peak}");
+    assert!((peak as u64) < (1 << 20) + OVERHEAD, "peak {peak}");
 }

@@ -364,3 +364,98 @@ fn unfinished_or_short_writes_leave_nothing() {
     assert!(e.contains("whole space tiles"), "{e}");
     assert_eq!(fragment_keys(&dense), before);
 }
+
+/// A dense write of fixed-size fields in parts filters the tile a part
+/// leaves unfinished chunk by chunk as its cells come (`write/chunked.rs`),
+/// where other writes filter whole tiles: the same bytes, file for file,
+/// as one row-major write and as one global-order part, whatever the cuts
+/// (inside a chunk, on a chunk's or a tile's edge, one cell at a time) and
+/// whichever field (float values over chunks of 64 KiB, nullable int32
+/// with its validity, a byte field cut at another count).
+#[test]
+fn dense_parts_of_fixed_size_fields_are_filtered_chunk_by_chunk_as_whole_tiles() {
+    use tdb_filters::Filter;
+    let s = ArraySchema::builder(ArrayType::Dense)
+        .dimension(DimensionBuilder::range("x", 0i32..=255).tile_extent(128i32))
+        .dimension(DimensionBuilder::range("y", 0i32..=255).tile_extent(128i32))
+        .attribute(
+            AttributeBuilder::new("a", Datatype::Float64)
+                .filters([Filter::Byteshuffle, Filter::Zstd { level: 3 }]),
+        )
+        .attribute(
+            AttributeBuilder::new("n", Datatype::Int32)
+                .nullable(true)
+                .filters([Filter::Zstd { level: 1 }]),
+        )
+        .attribute(AttributeBuilder::new("b", Datatype::UInt8))
+        .validity_filters([Filter::Rle { level: -1 }])
+        .build()
+        .unwrap();
+    let mut array = create(&s);
+    let mut sub = Subarray::new(2);
+    sub.add_range(0, range(0, 255));
+    sub.add_range(1, range(0, 255));
+    let fields = |coords: &[(i32, i32)]| {
+        let mut a = FieldBuffer::new("a", Datatype::Float64, 1, false);
+        let mut n = FieldBuffer::new("n", Datatype::Int32, 1, true);
+        let mut b = FieldBuffer::new("b", Datatype::UInt8, 1, false);
+        for &(i, j) in coords {
+            a.push(&(f64::from(i * 3 + j) * 0.25).to_le_bytes(), true);
+            n.push(&(i * j - 7).to_le_bytes(), (i + 2 * j) % 7 != 0);
+            b.push(&[(i ^ j) as u8], true);
+        }
+        vec![a, n, b]
+    };
+    let row_major: Vec<(i32, i32)> = (0..=255)
+        .flat_map(|i| (0..=255).map(move |j| (i, j)))
+        .collect();
+    let whole = array
+        .write(
+            WriteSpec::new(fields(&row_major))
+                .with_subarray(sub.clone())
+                .at(10),
+        )
+        .unwrap();
+    let want = fragment_files(&array, &whole.fragment.to_string());
+    // The tiles' cells in the global order: tile by tile, row-major in each.
+    let global: Vec<(i32, i32)> = [(0, 0), (0, 128), (128, 0), (128, 128)]
+        .iter()
+        .flat_map(|&(ti, tj)| (ti..ti + 128).flat_map(move |i| (tj..tj + 128).map(move |j| (i, j))))
+        .collect();
+    let input = fields(&global);
+    let tile = 128 * 128;
+    let cuts: Vec<Vec<usize>> = vec![
+        vec![],
+        // Inside the first chunk of a's first tile, then across a tile.
+        vec![100, 9_000, tile + 5, 3 * tile - 1],
+        // On a's chunk edge (8,192 values), and one cell at a time there.
+        vec![8_192, 8_193, 8_194, 2 * tile],
+        // Small parts everywhere.
+        (1..64).map(|k| k * 1_021).collect(),
+    ];
+    for (k, cut) in cuts.iter().enumerate() {
+        let mut w = array
+            .writer(
+                WriteSpec::new(Vec::new())
+                    .with_layout(ResultLayout::GlobalOrder)
+                    .with_subarray(sub.clone())
+                    .at(20 + k as u64),
+            )
+            .unwrap();
+        for part in parts_of(&input, cut) {
+            w.submit(&part).unwrap();
+        }
+        let written = w.finish().unwrap();
+        assert_eq!(
+            (written.cells, written.tiles),
+            (4 * tile as u64, 4),
+            "{cut:?}"
+        );
+        let got = fragment_files(&array, &written.fragment.to_string());
+        assert_eq!(got.len(), want.len(), "{cut:?}");
+        for ((name, bytes), (want_name, want_bytes)) in got.iter().zip(&want) {
+            assert_eq!(name, want_name);
+            assert!(bytes == want_bytes, "{name} differs, cuts {cut:?}");
+        }
+    }
+}

@@ -13,6 +13,7 @@
 //! fragment, so a write that fails half way leaves nothing visible.
 
 mod arrange;
+mod chunked;
 mod coordinates;
 mod delete;
 mod dense_split;

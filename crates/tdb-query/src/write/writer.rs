@@ -7,11 +7,15 @@
 //! writer): whole tiles are built, filtered and uploaded as soon as their
 //! cells are in, and fewer than a tile's cells wait for the next part. The
 //! writer's memory is therefore a tile per field plus the tiles in flight,
-//! whatever the write's size. Nothing is visible before [`FragmentWriter::finish`]
+//! whatever the write's size; for dense writes of fixed-size fields the
+//! waiting tile is filtered chunk by chunk as its cells come
+//! ([`ChunkedTile`]), so it holds a chunk of each part and the filtered
+//! tile instead. Nothing is visible before [`FragmentWriter::finish`]
 //! writes the fragment metadata and, last, the commit file; a writer
 //! dropped unfinished, or one that failed, leaves no file behind.
 
 use super::arrange::{self, Arrangement};
+use super::chunked::ChunkedTile;
 use super::dense_split::DenseSplit;
 use super::files::{Built, FieldFiles};
 use super::input::{self, Input};
@@ -52,9 +56,15 @@ pub struct FragmentWriter<'a, S: WritableStorage + ?Sized> {
     expected_cells: Option<u64>,
     /// Cells per tile: the capacity, or a dense tile's cells.
     tile_cells: usize,
-    /// Global-order writes: fewer than a tile's cells, waiting for more.
+    /// Global-order writes: fewer than a tile's cells, waiting for more
+    /// (`carry_cells` counts them, whether carried or `chunked`).
     carry: Vec<FieldBuffer>,
     carry_cells: usize,
+    /// Dense global-order writes of fixed-size fields: the tile a part
+    /// leaves unfinished, filtered chunk by chunk as its cells come
+    /// instead of carried (`None` until the first part; `Some(None)` where
+    /// a field needs its tile whole).
+    chunked: Option<Option<ChunkedTile<'a>>>,
     /// Sparse global-order writes: the coordinates of the last cell given.
     last: Option<Vec<Vec<u8>>>,
     /// Tiles and cells written, every fragment's.
@@ -363,6 +373,7 @@ impl<'a, S: WritableStorage + ?Sized> FragmentWriter<'a, S> {
             tile_cells: tile_cells.max(1),
             carry: Vec::new(),
             carry_cells: 0,
+            chunked: None,
             last: None,
             tiles: 0,
             cells: 0,
@@ -445,6 +456,12 @@ impl<'a, S: WritableStorage + ?Sized> FragmentWriter<'a, S> {
 
     /// A global-order part: whole tiles now, the rest carried.
     fn stream(&mut self, input: &Input<'_>) -> Result<()> {
+        if self.chunked.is_none() {
+            self.chunked = Some(self.chunked_tile(input)?);
+        }
+        if matches!(self.chunked, Some(Some(_))) {
+            return self.stream_chunked(input);
+        }
         let tc = self.tile_cells;
         let mut start = 0;
         if self.carry_cells > 0 {
@@ -485,6 +502,75 @@ impl<'a, S: WritableStorage + ?Sized> FragmentWriter<'a, S> {
             self.cells = self.cells.saturating_add(end.saturating_sub(start) as u64);
         }
         self.carry_more(input, end..input.cells);
+        Ok(())
+    }
+
+    /// The tile a dense write's parts leave unfinished, filtered chunk by
+    /// chunk where every field allows it.
+    fn chunked_tile(&self, input: &Input<'_>) -> Result<Option<ChunkedTile<'a>>> {
+        let s = &self.entry.schema;
+        if s.array_type != ArrayType::Dense {
+            return Ok(None);
+        }
+        let fields: Vec<(DataField, usize, Option<usize>, bool)> = (input.fields.iter())
+            .zip(&self.current.files)
+            .map(|(f, (_, data_field, files))| {
+                let fixed = (!f.col.is_var()).then(|| f.col.cell_size());
+                (
+                    data_field.clone(),
+                    files.idx,
+                    fixed,
+                    f.col.validity.is_some(),
+                )
+            })
+            .collect();
+        ChunkedTile::new(s, &fields, self.tile_cells, self.key)
+    }
+
+    /// A dense global-order part: the cells finishing the tile an earlier
+    /// part began, whole tiles on the pool, and the rest begun.
+    fn stream_chunked(&mut self, input: &Input<'_>) -> Result<()> {
+        let tc = self.tile_cells;
+        let mut start = 0;
+        if self.carry_cells > 0 {
+            start = tc.saturating_sub(self.carry_cells).min(input.cells);
+            self.feed_chunked(input, 0..start)?;
+        }
+        let tiles = (input.cells.saturating_sub(start))
+            .checked_div(tc)
+            .unwrap_or(0);
+        let end = start.saturating_add(tiles.saturating_mul(tc));
+        if end > start {
+            self.push_tiles(
+                input,
+                &Arrangement::Run {
+                    start,
+                    end,
+                    tile_cells: tc,
+                },
+            )?;
+            self.cells = self.cells.saturating_add(end.saturating_sub(start) as u64);
+        }
+        self.feed_chunked(input, end..input.cells)
+    }
+
+    /// Feeds `cells` of `input` to the unfinished tile; places it once
+    /// whole.
+    fn feed_chunked(&mut self, input: &Input<'_>, cells: std::ops::Range<usize>) -> Result<()> {
+        if cells.is_empty() {
+            return Ok(());
+        }
+        let fragment = self.current.name.to_string();
+        let Some(Some(chunked)) = &mut self.chunked else {
+            return Err(QueryError::invalid("no tile to feed"));
+        };
+        let built = chunked.feed(input, cells, (self.tiles, &fragment))?;
+        self.carry_cells = chunked.fed();
+        if let Some(built) = built {
+            let tc = self.tile_cells;
+            self.place(built, None, tc as u64)?;
+            self.cells = self.cells.saturating_add(tc as u64);
+        }
         Ok(())
     }
 
