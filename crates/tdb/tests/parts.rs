@@ -391,7 +391,7 @@ fn dense_parts_of_fixed_size_fields_are_filtered_chunk_by_chunk_as_whole_tiles()
         .validity_filters([Filter::Rle { level: -1 }])
         .build()
         .unwrap();
-    let mut array = create(&s);
+    let array = create(&s);
     let mut sub = Subarray::new(2);
     sub.add_range(0, range(0, 255));
     sub.add_range(1, range(0, 255));
