@@ -5,10 +5,12 @@
 //! filtered as soon as its bytes are in, and the tile metadata is folded
 //! cell by cell ([`tdb_fragment::tile_metadata::TileFold`]). Instead of
 //! the tile's cells until it is whole, the writer holds a chunk of each
-//! part and the filtered tile. The bytes are those of a tile filtered
+//! part, and either the filtered tile (where a maximum fragment size
+//! places tiles by their filtered size) or nothing more: each chunk is
+//! uploaded as it is filtered. The bytes are those of a tile filtered
 //! whole (`write/tiles.rs`): the parts tests write every cut both ways.
 
-use super::files::Built;
+use super::files::{Built, FieldFiles};
 use super::input::Input;
 use crate::{QueryError, Result};
 use std::ops::Range;
@@ -45,8 +47,18 @@ pub(crate) struct ChunkedTile<'k> {
     fields: Vec<FieldChunks>,
     tile_cells: usize,
     fed: usize,
+    /// Filtered bytes of the tile uploaded so far, every field's.
+    uploaded: u64,
     key: Option<&'k [u8; 32]>,
     ws: Workspace,
+}
+
+/// A tile fed whole.
+pub(crate) enum Done {
+    /// Its fields built, for the writer to place.
+    Built(Vec<Built>),
+    /// Uploaded as it was filtered: its filtered bytes, every field's.
+    Uploaded(u64),
 }
 
 impl<'k> ChunkedTile<'k> {
@@ -109,6 +121,7 @@ impl<'k> ChunkedTile<'k> {
             fields: out,
             tile_cells: tile_cells.max(1),
             fed: 0,
+            uploaded: 0,
             key,
             ws: Workspace::default(),
         }))
@@ -120,23 +133,33 @@ impl<'k> ChunkedTile<'k> {
     }
 
     /// Feeds `cells` of `input` (no further than the tile's end): each
-    /// chunk they complete is filtered. The tile's fields, built, once its
+    /// chunk they complete is filtered, and with `files` (the fragment's
+    /// files, one per field in order) uploaded at once. The tile, once its
     /// last cell is in. `(tile, fragment)` name the tile in errors.
     pub(crate) fn feed(
         &mut self,
         input: &Input<'_>,
         cells: Range<usize>,
         (tile, fragment): (u64, &str),
-    ) -> Result<Option<Vec<Built>>> {
+        mut files: Option<Vec<&mut FieldFiles<'_>>>,
+    ) -> Result<Option<Done>> {
         let n = cells.len();
-        if self.fed.saturating_add(n) > self.tile_cells || input.fields.len() != self.fields.len() {
+        let files_out = files.as_ref().is_some_and(|f| f.len() != self.fields.len());
+        if self.fed.saturating_add(n) > self.tile_cells
+            || input.fields.len() != self.fields.len()
+            || files_out
+        {
             return Err(QueryError::invalid(
                 "cells past a tile's end, or fields out of step with the fragment's",
             ));
         }
+        if let (0, Some(files)) = (self.fed, &mut files) {
+            files.iter_mut().for_each(|f| f.begin_tile());
+            self.uploaded = 0;
+        }
         let (key, ws) = (self.key, &mut self.ws);
         let mut validity = Vec::new();
-        for (f, fc) in input.fields.iter().zip(&mut self.fields) {
+        for (k, (f, fc)) in input.fields.iter().zip(&mut self.fields).enumerate() {
             let data = f.cells(cells.start, n);
             if data.len() != n.saturating_mul(fc.cell_size) {
                 return Err(QueryError::invalid(format!(
@@ -158,6 +181,13 @@ impl<'k> ChunkedTile<'k> {
                 };
                 let file = format!("{fragment}/{}", fc.data_field.file_name(part.kind));
                 part.push(bytes, (&file, tile), ws, key)?;
+                if let Some(files) = files.as_mut().and_then(|fs| fs.get_mut(k)) {
+                    let out = std::mem::take(&mut part.out);
+                    self.uploaded = self.uploaded.saturating_add(out.len() as u64);
+                    if !out.is_empty() {
+                        files.append(part.kind, out)?;
+                    }
+                }
             }
         }
         self.fed = self.fed.saturating_add(n);
@@ -166,7 +196,7 @@ impl<'k> ChunkedTile<'k> {
         }
         self.fed = 0;
         let mut built = Vec::with_capacity(self.fields.len());
-        for fc in &mut self.fields {
+        for (k, fc) in self.fields.iter_mut().enumerate() {
             let mut b = Built::default();
             for part in &mut fc.parts {
                 let filtered = part.finish()?;
@@ -180,9 +210,17 @@ impl<'k> ChunkedTile<'k> {
                 .fold()
                 .ok_or_else(|| QueryError::invalid("a tile fold went away"))?;
             b.metadata = std::mem::replace(&mut fc.fold, fresh).finish();
-            built.push(b);
+            match files.as_mut().and_then(|fs| fs.get_mut(k)) {
+                // Every chunk went out as it was filtered (what is left is
+                // the next tile's chunk count, for its first upload).
+                Some(files) => files.end_tile(b.metadata),
+                None => built.push(b),
+            }
         }
-        Ok(Some(built))
+        Ok(Some(match files {
+            Some(_) => Done::Uploaded(self.uploaded),
+            None => Done::Built(built),
+        }))
     }
 }
 

@@ -44,10 +44,20 @@ impl<'a> File<'a> {
     }
 
     fn put(&mut self, tile: Vec<u8>) -> Result<()> {
+        self.begin_tile();
+        self.append(tile)
+    }
+
+    /// The next tile starts here.
+    fn begin_tile(&mut self) {
         self.offsets.push(self.size);
-        self.size = self.size.saturating_add(tile.len() as u64);
+    }
+
+    /// More bytes of the tile begun last.
+    fn append(&mut self, bytes: Vec<u8>) -> Result<()> {
+        self.size = self.size.saturating_add(bytes.len() as u64);
         self.upload
-            .put(Bytes::from(tile))
+            .put(Bytes::from(bytes))
             .map_err(|source| QueryError::Storage {
                 file: self.key.clone(),
                 source,
@@ -116,6 +126,33 @@ impl<'a> FieldFiles<'a> {
         }
         self.metadata.push(b.metadata);
         Ok(())
+    }
+
+    /// Starts the field's next tile, to be uploaded in pieces as it is
+    /// filtered ([`FieldFiles::append`], then [`FieldFiles::end_tile`]):
+    /// fixed-size values and validity (no var-size data).
+    pub fn begin_tile(&mut self) {
+        self.fixed.begin_tile();
+        if let Some(v) = &mut self.validity {
+            v.begin_tile();
+        }
+    }
+
+    /// More filtered bytes of part `kind` of the tile begun last.
+    pub fn append(&mut self, kind: DataPart, bytes: Vec<u8>) -> Result<()> {
+        match (kind, &mut self.validity) {
+            (DataPart::Validity, Some(v)) => v.append(bytes),
+            (DataPart::Fixed, _) => self.fixed.append(bytes),
+            _ => Err(QueryError::invalid(format!(
+                "{}: no {kind:?} part to append to",
+                self.fixed.key
+            ))),
+        }
+    }
+
+    /// The tile begun last is whole: its metadata.
+    pub fn end_tile(&mut self, metadata: TileMetadata) {
+        self.metadata.push(metadata);
     }
 
     /// Makes the field's files visible (still uncommitted: no reader

@@ -15,7 +15,7 @@
 //! dropped unfinished, or one that failed, leaves no file behind.
 
 use super::arrange::{self, Arrangement};
-use super::chunked::ChunkedTile;
+use super::chunked::{ChunkedTile, Done};
 use super::dense_split::DenseSplit;
 use super::files::{Built, FieldFiles};
 use super::input::{self, Input};
@@ -564,13 +564,25 @@ impl<'a, S: WritableStorage + ?Sized> FragmentWriter<'a, S> {
         let Some(Some(chunked)) = &mut self.chunked else {
             return Err(QueryError::invalid("no tile to feed"));
         };
-        let built = chunked.feed(input, cells, (self.tiles, &fragment))?;
+        // Without a maximum fragment size every tile goes to the fragment
+        // being filled: its chunks are uploaded as they are filtered.
+        let direct = self.dense_split.is_none() && self.max_fragment_size.is_none();
+        let files = direct.then(|| (self.current.files.iter_mut()).map(|(_, _, f)| f).collect());
+        let done = chunked.feed(input, cells, (self.tiles, &fragment), files)?;
         self.carry_cells = chunked.fed();
-        if let Some(built) = built {
-            let tc = self.tile_cells;
-            self.place(built, None, tc as u64)?;
-            self.cells = self.cells.saturating_add(tc as u64);
+        let tc = self.tile_cells as u64;
+        match done {
+            None => return Ok(()),
+            Some(Done::Built(built)) => self.place(built, None, tc)?,
+            Some(Done::Uploaded(size)) => {
+                let cur = &mut self.current;
+                cur.tiles = cur.tiles.saturating_add(1);
+                cur.size = cur.size.saturating_add(size);
+                cur.last_tile_cells = tc;
+                self.tiles = self.tiles.saturating_add(1);
+            }
         }
+        self.cells = self.cells.saturating_add(tc);
         Ok(())
     }
 
