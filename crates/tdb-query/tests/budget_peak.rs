@@ -85,6 +85,25 @@ fn peak_of(
     (PEAK.load(Ordering::Relaxed) - base, cells, digests)
 }
 
+/// Peak bytes allocated while the array in `storage` consolidates its
+/// fragments (one step) under `budget`.
+fn peak_of_merge(storage: &LocalStorage, budget: u64) -> usize {
+    let base = CURRENT.load(Ordering::Relaxed);
+    PEAK.store(base, Ordering::Relaxed);
+    let steps = tdb_query::consolidate_fragments(
+        storage,
+        "",
+        None,
+        TimeWindow::ALL,
+        &tdb_query::FragmentSelection::default(),
+        budget,
+    )
+    .unwrap();
+    let peak = PEAK.load(Ordering::Relaxed) - base;
+    assert_eq!(steps.len(), 1);
+    peak
+}
+
 fn snapshot(case: &str) -> (LocalStorage, Arc<Snapshot>) {
     let dir = tdb_testdata::root().join(case).join("array");
     let storage = LocalStorage::new(&dir);
@@ -266,19 +285,7 @@ fn a_merge_of_large_tiles_stays_within_1_mib() {
         let snap = Arc::new(Snapshot::load(&storage, "", TimeWindow::ALL, None).unwrap());
         peak_of_read(&storage, &snap, &fields, 1 << 20)
     };
-    let base = CURRENT.load(Ordering::Relaxed);
-    PEAK.store(base, Ordering::Relaxed);
-    let steps = tdb_query::consolidate_fragments(
-        &storage,
-        "",
-        None,
-        TimeWindow::ALL,
-        &tdb_query::FragmentSelection::default(),
-        1 << 20,
-    )
-    .unwrap();
-    let peak = PEAK.load(Ordering::Relaxed) - base;
-    assert_eq!(steps.len(), 1);
+    let peak = peak_of_merge(&storage, 1 << 20);
     let snap = Arc::new(Snapshot::load(&storage, "", TimeWindow::ALL, None).unwrap());
     let after = peak_of_read(&storage, &snap, &fields, 1 << 20);
     assert_eq!((before.1, &before.2), (after.1, &after.2));
@@ -369,19 +376,7 @@ fn a_merge_of_incompressible_tiles_stays_within_1_mib() {
             "{layout:?}: {rounds} rounds, {batches} batches"
         );
     }
-    let base = CURRENT.load(Ordering::Relaxed);
-    PEAK.store(base, Ordering::Relaxed);
-    let steps = tdb_query::consolidate_fragments(
-        &storage,
-        "",
-        None,
-        TimeWindow::ALL,
-        &tdb_query::FragmentSelection::default(),
-        1 << 20,
-    )
-    .unwrap();
-    let peak = PEAK.load(Ordering::Relaxed) - base;
-    assert_eq!(steps.len(), 1);
+    let peak = peak_of_merge(&storage, 1 << 20);
     let after = read();
     assert_eq!((before.1, &before.2), (after.1, &after.2));
     assert_eq!(after.1, 1 << 20);

@@ -343,19 +343,24 @@ mod tests {
         FilterPipeline::new(filters)
     }
 
+    /// DELTA then ZSTD at `level`: a typical integer pipeline.
+    fn delta_zstd(level: i32) -> FilterPipeline {
+        pipeline(vec![
+            Filter::Delta {
+                level: -1,
+                reinterpret: None,
+            },
+            Filter::Zstd { level },
+        ])
+    }
+
     /// A tile of fixed-size values filtered chunk by chunk (its count, then
     /// each of `fixed_chunks` through `filter_chunk`) is the tile `filter`
     /// makes whole: cells of 8 and 3 bytes (TileDB's chunks end on a whole
     /// cell), a tile of one chunk, of none, and a validity tile.
     #[test]
     fn a_tile_filtered_chunk_by_chunk_is_the_tile_filtered_whole() {
-        let p = pipeline(vec![
-            Filter::Delta {
-                level: -1,
-                reinterpret: None,
-            },
-            Filter::Zstd { level: 3 },
-        ]);
+        let p = delta_zstd(3);
         let cases = [
             (Datatype::Int64, 8u64, 300_000usize),
             (Datatype::Char, 3, 200_001),
@@ -415,13 +420,7 @@ mod tests {
     /// meets it.
     #[test]
     fn runs_of_chunks_give_the_same_tile() {
-        let p = pipeline(vec![
-            Filter::Delta {
-                level: -1,
-                reinterpret: None,
-            },
-            Filter::Zstd { level: 1 },
-        ]);
+        let p = delta_zstd(1);
         let tile: Vec<u8> = (0..(1u64 << 17))
             .flat_map(|i| (i * 3 + i % 7).to_le_bytes())
             .collect();

@@ -484,9 +484,16 @@ impl<'a, S: WritableStorage + ?Sized> FragmentWriter<'a, S> {
                 self.carry_cells = 0;
             }
         }
-        let tiles = input
-            .cells
-            .saturating_sub(start)
+        let end = self.push_whole_tiles(input, start)?;
+        self.carry_more(input, end..input.cells);
+        Ok(())
+    }
+
+    /// The whole tiles of `input` from cell `start` on, built on the pool;
+    /// where they end.
+    fn push_whole_tiles(&mut self, input: &Input<'_>, start: usize) -> Result<usize> {
+        let tc = self.tile_cells;
+        let tiles = (input.cells.saturating_sub(start))
             .checked_div(tc)
             .unwrap_or(0);
         let end = start.saturating_add(tiles.saturating_mul(tc));
@@ -501,8 +508,7 @@ impl<'a, S: WritableStorage + ?Sized> FragmentWriter<'a, S> {
             )?;
             self.cells = self.cells.saturating_add(end.saturating_sub(start) as u64);
         }
-        self.carry_more(input, end..input.cells);
-        Ok(())
+        Ok(end)
     }
 
     /// The tile a dense write's parts leave unfinished, filtered chunk by
@@ -536,21 +542,7 @@ impl<'a, S: WritableStorage + ?Sized> FragmentWriter<'a, S> {
             start = tc.saturating_sub(self.carry_cells).min(input.cells);
             self.feed_chunked(input, 0..start)?;
         }
-        let tiles = (input.cells.saturating_sub(start))
-            .checked_div(tc)
-            .unwrap_or(0);
-        let end = start.saturating_add(tiles.saturating_mul(tc));
-        if end > start {
-            self.push_tiles(
-                input,
-                &Arrangement::Run {
-                    start,
-                    end,
-                    tile_cells: tc,
-                },
-            )?;
-            self.cells = self.cells.saturating_add(end.saturating_sub(start) as u64);
-        }
+        let end = self.push_whole_tiles(input, start)?;
         self.feed_chunked(input, end..input.cells)
     }
 
