@@ -208,33 +208,18 @@ fn numeric<T: Cell>(
         }
         return;
     }
-    let mut summing = sum;
-    let visit = |v: T| {
-        if min_max {
-            b.min(v);
-            b.max(v);
-        }
-        if summing {
-            summing = add(T::SUM, &mut m.sum, v.raw());
-        }
-    };
-    let cell = |i: usize| le::nth(data, i, T::SIZE).map(T::read_le);
-    let valid = |i: usize| validity.is_none_or(|v| v.get(i) != Some(&0));
+    // Cells one at a time, as a fold fed the whole tile does.
+    let mut fold = NumFold::<T>::new((min_max, sum));
     match order {
-        None => (0..data.len().checked_div(T::SIZE).unwrap_or(0))
-            .filter(|&i| valid(i))
-            .filter_map(cell)
-            .for_each(visit),
-        Some(o) => o
-            .iter()
-            .filter(|&&i| valid(i))
-            .filter_map(|&i| cell(i))
-            .for_each(visit),
+        None => fold.feed(data, validity),
+        Some(o) => {
+            let valid = |i: usize| validity.is_none_or(|v| v.get(i) != Some(&0));
+            (o.iter().filter(|&&i| valid(i)))
+                .filter_map(|&i| le::nth(data, i, T::SIZE).map(T::read_le))
+                .for_each(|v| fold.visit(v));
+        }
     }
-    if min_max {
-        m.min = bytes_of(b.lo);
-        m.max = bytes_of(b.hi);
-    }
+    fold.finish(m);
 }
 
 /// One tile's metadata fed in pieces ([`FieldStats::fold`]).
@@ -310,21 +295,24 @@ impl<T: Cell> NumFold<T> {
             min_max,
         }
     }
+
+    /// One non-null cell's value, the next in the order.
+    fn visit(&mut self, v: T) {
+        if self.min_max {
+            self.bounds.min(v);
+            self.bounds.max(v);
+        }
+        if self.summing {
+            self.summing = add(T::SUM, &mut self.sum, v.raw());
+        }
+    }
 }
 
 impl<T: Cell + Send> Feed for NumFold<T> {
     fn feed(&mut self, data: &[u8], validity: Option<&[u8]>) {
         for (i, c) in data.chunks_exact(T::SIZE).enumerate() {
-            if validity.is_some_and(|v| v.get(i) == Some(&0)) {
-                continue;
-            }
-            let v = T::read_le(c);
-            if self.min_max {
-                self.bounds.min(v);
-                self.bounds.max(v);
-            }
-            if self.summing {
-                self.summing = add(T::SUM, &mut self.sum, v.raw());
+            if validity.is_none_or(|v| v.get(i) != Some(&0)) {
+                self.visit(T::read_le(c));
             }
         }
     }
