@@ -62,37 +62,41 @@ pub(crate) enum Done {
 }
 
 impl<'k> ChunkedTile<'k> {
-    /// The tile of `tile_cells` cells of `fields` (data field, footer
-    /// index, cell size, nullable), in the fragment's order; `None` where
-    /// a field's tile cannot be filtered chunk by chunk (var-size cells,
-    /// strings, whose bounds need the tile).
+    /// The tile of `tile_cells` cells of `fields` (data field and footer
+    /// index, in the fragment's order); `None` where a field's tile cannot
+    /// be filtered chunk by chunk (var-size cells, strings, whose bounds
+    /// need the tile). Cell sizes and validity are the schema's
+    /// ([`ArraySchema::part_filters`]).
     pub(crate) fn new(
         schema: &ArraySchema,
-        fields: &[(DataField, usize, Option<usize>, bool)],
+        fields: &[(DataField, usize)],
         tile_cells: usize,
         key: Option<&'k [u8; 32]>,
     ) -> Result<Option<Self>> {
+        let part = |data_field: &DataField, kind: DataPart| {
+            (schema.part_filters(data_field, kind, key.is_some()))
+                .ok_or_else(|| QueryError::invalid(format!("{data_field:?}: no {kind:?} part")))
+        };
         let mut out = Vec::with_capacity(fields.len());
-        for (data_field, idx, cell_size, nullable) in fields {
-            let (Some(cell_size), Some(stats)) = (cell_size, FieldStats::of_index(schema, *idx))
+        for (data_field, idx) in fields {
+            let fixed = part(data_field, DataPart::Fixed)?;
+            let (Some(cell_size), Some(stats)) =
+                (fixed.field_cell_size, FieldStats::of_index(schema, *idx))
             else {
                 return Ok(None);
             };
             let Some(fold) = stats.fold() else {
                 return Ok(None);
             };
-            let mut parts = vec![(DataPart::Fixed, *cell_size)];
-            if *nullable {
-                parts.push((DataPart::Validity, 1));
+            let nullable = fixed.nullable;
+            let mut filters = vec![(DataPart::Fixed, fixed)];
+            if nullable {
+                filters.push((DataPart::Validity, part(data_field, DataPart::Validity)?));
             }
-            let parts = parts
+            let parts = filters
                 .into_iter()
-                .map(|(kind, size)| {
-                    let filters = (schema.part_filters(data_field, kind, key.is_some()))
-                        .ok_or_else(|| {
-                            QueryError::invalid(format!("{data_field:?}: no {kind:?} part"))
-                        })?;
-                    let len = (tile_cells as u64).saturating_mul(size as u64);
+                .map(|(kind, filters)| {
+                    let len = (tile_cells as u64).saturating_mul(filters.cell_size);
                     let cuts = (filters.tile_filters(FormatVersion::WRITTEN, key))
                         .fixed_chunks(&data_field.file_name(kind), len)
                         .map_err(|e| QueryError::invalid(e.to_string()))?;
@@ -112,8 +116,8 @@ impl<'k> ChunkedTile<'k> {
                 data_field: data_field.clone(),
                 stats,
                 fold,
-                cell_size: *cell_size,
-                nullable: *nullable,
+                cell_size: usize::try_from(cell_size).unwrap_or(usize::MAX),
+                nullable,
                 parts,
             });
         }

@@ -88,11 +88,11 @@ impl<'f, 'a> FieldTiles<'f, 'a> {
         sources.sources(t, scratch)?;
         let mut b = Built::default();
         let cells = scratch.len();
-        // A tile of consecutive input cells without fill (global-order
-        // parts, merges): its fixed values are the input's bytes, measured
-        // and filtered where they lie, not copied into a tile first (a
-        // dense merge of 6.5 MiB tiles held the carried cells, this copy
-        // and the filtered tile).
+        // A tile of consecutive input cells without fill (the whole tiles
+        // of a global-order part, a sparse merge's carried tiles): its
+        // fixed values are the input's bytes, measured and filtered where
+        // they lie, not copied into a tile first (a merge held the carried
+        // cells, this copy and the filtered tile).
         let inside = match (scratch.first(), var, field.cell_size()) {
             (Some(&first), false, Some(size)) if is_run(scratch) => {
                 Some(field.cells(first, cells)).filter(|b| b.len() == cells.saturating_mul(size))

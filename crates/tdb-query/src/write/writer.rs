@@ -62,9 +62,8 @@ pub struct FragmentWriter<'a, S: WritableStorage + ?Sized> {
     carry_cells: usize,
     /// Dense global-order writes of fixed-size fields: the tile a part
     /// leaves unfinished, filtered chunk by chunk as its cells come
-    /// instead of carried (`None` until the first part; `Some(None)` where
-    /// a field needs its tile whole).
-    chunked: Option<Option<ChunkedTile<'a>>>,
+    /// instead of carried (`None` where a field needs its tile whole).
+    chunked: Option<ChunkedTile<'a>>,
     /// Sparse global-order writes: the coordinates of the last cell given.
     last: Option<Vec<Vec<u8>>>,
     /// Tiles and cells written, every fragment's.
@@ -358,6 +357,15 @@ impl<'a, S: WritableStorage + ?Sized> FragmentWriter<'a, S> {
             uncommitted: spec.uncommitted,
         };
         let current = target.start()?;
+        let chunked = match dense && layout == ResultLayout::GlobalOrder {
+            true => {
+                let fields: Vec<(DataField, usize)> = (current.files.iter())
+                    .map(|(_, data_field, files)| (data_field.clone(), files.idx))
+                    .collect();
+                ChunkedTile::new(s, &fields, tile_cells.max(1), key)?
+            }
+            false => None,
+        };
         let mut w = FragmentWriter {
             entry,
             key,
@@ -373,7 +381,7 @@ impl<'a, S: WritableStorage + ?Sized> FragmentWriter<'a, S> {
             tile_cells: tile_cells.max(1),
             carry: Vec::new(),
             carry_cells: 0,
-            chunked: None,
+            chunked,
             last: None,
             tiles: 0,
             cells: 0,
@@ -456,10 +464,7 @@ impl<'a, S: WritableStorage + ?Sized> FragmentWriter<'a, S> {
 
     /// A global-order part: whole tiles now, the rest carried.
     fn stream(&mut self, input: &Input<'_>) -> Result<()> {
-        if self.chunked.is_none() {
-            self.chunked = Some(self.chunked_tile(input)?);
-        }
-        if matches!(self.chunked, Some(Some(_))) {
+        if self.chunked.is_some() {
             return self.stream_chunked(input);
         }
         let tc = self.tile_cells;
@@ -511,28 +516,6 @@ impl<'a, S: WritableStorage + ?Sized> FragmentWriter<'a, S> {
         Ok(end)
     }
 
-    /// The tile a dense write's parts leave unfinished, filtered chunk by
-    /// chunk where every field allows it.
-    fn chunked_tile(&self, input: &Input<'_>) -> Result<Option<ChunkedTile<'a>>> {
-        let s = &self.entry.schema;
-        if s.array_type != ArrayType::Dense {
-            return Ok(None);
-        }
-        let fields: Vec<(DataField, usize, Option<usize>, bool)> = (input.fields.iter())
-            .zip(&self.current.files)
-            .map(|(f, (_, data_field, files))| {
-                let fixed = (!f.col.is_var()).then(|| f.col.cell_size());
-                (
-                    data_field.clone(),
-                    files.idx,
-                    fixed,
-                    f.col.validity.is_some(),
-                )
-            })
-            .collect();
-        ChunkedTile::new(s, &fields, self.tile_cells, self.key)
-    }
-
     /// A dense global-order part: the cells finishing the tile an earlier
     /// part began, whole tiles on the pool, and the rest begun.
     fn stream_chunked(&mut self, input: &Input<'_>) -> Result<()> {
@@ -553,7 +536,7 @@ impl<'a, S: WritableStorage + ?Sized> FragmentWriter<'a, S> {
             return Ok(());
         }
         let fragment = self.current.name.to_string();
-        let Some(Some(chunked)) = &mut self.chunked else {
+        let Some(chunked) = &mut self.chunked else {
             return Err(QueryError::invalid("no tile to feed"));
         };
         // Without a maximum fragment size every tile goes to the fragment
