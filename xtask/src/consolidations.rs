@@ -262,10 +262,10 @@ fn string_parts(exp: &serde_json::Value) -> bool {
     let Some(d) = first.filter(|_| schema["array_type"] == "sparse" && dims.len() >= 2) else {
         return false;
     };
-    let string = dims
-        .get(d)
+    let string = (dims.get(d))
         .and_then(|dim| dim["datatype"].as_str())
-        .is_some_and(|t| t.starts_with("STRING") || t == "CHAR");
+        .and_then(|t| tdb_format::Datatype::from_name(t).ok())
+        .is_some_and(tdb_format::Datatype::is_string);
     string
         && exp["queries"].as_array().into_iter().flatten().any(|q| {
             q["subarray"][d]
