@@ -484,9 +484,9 @@ pub(crate) struct Spill {
     /// ext4); a level's file starts over once a merge has taken its runs.
     levels: Vec<Option<(Arc<File>, u64)>>,
     /// Bytes each run is read and written through.
-    pub buffer: usize,
+    buffer: usize,
     /// Runs merged at once.
-    pub fan_in: usize,
+    fan_in: usize,
 }
 
 impl Spill {
