@@ -39,30 +39,38 @@ fn cells(dir: &std::path::Path, at: Option<u64>) -> Vec<u8> {
 fn tdbs_merged_dense_fragment_is_tiledbs() {
     // The writes xtask/fixtures/gen_current.py made, at the same times.
     let first: Vec<f32> = (0..12).map(|x| x as f32).collect();
-    merged_as_tiledb(
-        "consolidated_dense",
-        &[
-            (1, 1, 12, &first),
-            (2, 3, 6, &[-1.0; 4]),
-            (3, 6, 9, &[-2.0; 4]),
-        ],
-    );
-    // A domain of 1..=10 in tiles of 4: the merge covers the last tile
-    // whole (to 12), past the domain, as TileDB's does.
-    merged_as_tiledb(
-        "consolidated_dense_edge_tiles",
-        &[
-            (1, 1, 10, &first[..10]),
-            (2, 3, 6, &[-1.0; 4]),
-            (3, 8, 10, &[-2.0; 3]),
-        ],
-    );
+    // At the default budget the merge's batches hold whole tiles; under
+    // 64 bytes they hold fewer cells than a tile, so every tile is
+    // filtered chunk by chunk as its cells come (`write/chunked.rs`).
+    for budget in [tdb::DEFAULT_BUDGET, 64] {
+        merged_as_tiledb(
+            "consolidated_dense",
+            &[
+                (1, 1, 12, &first),
+                (2, 3, 6, &[-1.0; 4]),
+                (3, 6, 9, &[-2.0; 4]),
+            ],
+            budget,
+        );
+        // A domain of 1..=10 in tiles of 4: the merge covers the last tile
+        // whole (to 12), past the domain, as TileDB's does.
+        merged_as_tiledb(
+            "consolidated_dense_edge_tiles",
+            &[
+                (1, 1, 10, &first[..10]),
+                (2, 3, 6, &[-1.0; 4]),
+                (3, 8, 10, &[-2.0; 3]),
+            ],
+            budget,
+        );
+    }
 }
 
 /// Makes again, in a copy of `case` without TileDB's merged fragment, the
 /// `writes` (time, first and last cell, values) it merged; tdb's merge of
-/// them must be TileDB's file for file, and read as they did.
-fn merged_as_tiledb(case: &str, writes: &[(u64, i32, i32, &[f32])]) {
+/// them under `budget` must be TileDB's file for file, and read as they
+/// did.
+fn merged_as_tiledb(case: &str, writes: &[(u64, i32, i32, &[f32])], budget: u64) {
     let tmp = tempfile::tempdir().unwrap();
     let src = tdb_testdata::root().join(case).join("array");
     tdb_testdata::copy_dir(&src, tmp.path()).unwrap();
@@ -80,7 +88,7 @@ fn merged_as_tiledb(case: &str, writes: &[(u64, i32, i32, &[f32])]) {
     let before = cells(tmp.path(), None);
     let a = tdb::Array::open(tmp.path()).unwrap();
     let done = a
-        .consolidate_fragments(&FragmentSelection::default(), tdb::DEFAULT_BUDGET)
+        .consolidate_fragments(&FragmentSelection::default(), budget)
         .unwrap();
     assert_eq!(done.len(), 1, "{case}");
     let last = writes.last().map_or(0, |w| w.0);
