@@ -97,10 +97,12 @@ pub enum QueryError {
         /// What is wrong and what to change.
         reason: String,
     },
-    /// A read's spill file (sorted runs, under a budget too small for the
-    /// tiles its result order crosses) could not be written or read back:
-    /// see `TMPDIR`.
-    #[error("spill file in the temporary directory")]
+    /// A scratch file (a read's sorted runs, under a budget too small for
+    /// the tiles its result order crosses; a merge's runs) could not be
+    /// written or read back.
+    #[error(
+        "scratch file in the temporary directory (set TMPDIR to a local directory with room,          or give a larger budget)"
+    )]
     Spill(#[source] std::io::Error),
     /// Storage failed while fetching tiles or writing a fragment.
     #[error("{file}: storage failed")]
