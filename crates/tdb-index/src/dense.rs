@@ -368,6 +368,21 @@ impl FragmentGrid {
         Some((from, to, corner))
     }
 
+    /// Tile `t`'s cells as coordinates: where it lies, how its cells are
+    /// numbered, and its part inside the non-empty domain (the rest holds
+    /// fill). For a read that walks a run of a tile's cells in their stored
+    /// order.
+    pub fn tile_cells(&self, t: u64) -> Option<TileCells> {
+        let (from, to, corner) = self.tile_box(t)?;
+        Some(TileCells {
+            extent: self.dims.iter().map(|g| g.extent).collect(),
+            order: fastest_first(self.dims.len(), self.cell_col),
+            corner,
+            from,
+            to,
+        })
+    }
+
     /// Whether [`FragmentGrid::written_cells`] of tile `t` would be every
     /// position in order: the rectangle holds the whole tile and its cells
     /// are stored row-major (or it has one dimension). Spares building
@@ -517,6 +532,62 @@ impl FragmentGrid {
         let tile = linear(self.tile_col, |d, (k, _)| (k, d.span))?;
         let cell = linear(self.cell_col, |d, (_, r)| (r, d.extent))?;
         Some((tile, cell))
+    }
+}
+
+/// One dense tile's cells as coordinates ([`FragmentGrid::tile_cells`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TileCells {
+    /// The tile's low corner.
+    pub corner: Vec<i128>,
+    /// Per dimension, the tile's extent.
+    pub extent: Vec<i128>,
+    /// The part of the tile inside the fragment's non-empty domain: its
+    /// low corner and its high one.
+    pub from: Vec<i128>,
+    /// See `from`.
+    pub to: Vec<i128>,
+    /// Dimensions, the fastest-varying in the cell order first.
+    order: Vec<usize>,
+}
+
+impl TileCells {
+    /// The coordinates of the tile's cell at `pos` (in its cell order)
+    /// into `at`; `None` past the tile.
+    pub fn coords(&self, pos: u64, at: &mut [i128]) -> Option<()> {
+        let mut rest = i128::from(pos);
+        for &d in &self.order {
+            let e = *self.extent.get(d)?;
+            let (q, r) = div_rem_euclid(rest, e)?;
+            *at.get_mut(d)? = self.corner.get(d)?.checked_add(r)?;
+            rest = q;
+        }
+        (rest == 0).then_some(())
+    }
+
+    /// Moves `at` to the next cell in the tile's cell order; `false` past
+    /// the tile's last.
+    pub fn step(&self, at: &mut [i128]) -> bool {
+        for &d in &self.order {
+            let (Some(a), Some(&c), Some(&e)) =
+                (at.get_mut(d), self.corner.get(d), self.extent.get(d))
+            else {
+                return false;
+            };
+            if a.saturating_sub(c) < e.saturating_sub(1) {
+                *a = a.saturating_add(1);
+                return true;
+            }
+            *a = c;
+        }
+        false
+    }
+
+    /// Whether `at` lies inside the fragment's non-empty domain.
+    pub fn written(&self, at: &[i128]) -> bool {
+        at.iter()
+            .zip(self.from.iter().zip(&self.to))
+            .all(|(v, (lo, hi))| lo <= v && v <= hi)
     }
 }
 
@@ -894,6 +965,47 @@ mod tests {
             None,
             "wrong cell count"
         );
+    }
+
+    /// A tile's cells walked by `step` from any position are those
+    /// `coords` gives, and `position` (the grid's inverse) takes each back
+    /// to its tile and position; `written` is the non-empty domain.
+    #[test]
+    fn tile_cells_walk_the_positions_position_gives() {
+        use tdb_format::Layout::{ColMajor, RowMajor};
+        let d = domain(&[(-2, 7, 3), (1, 5, 2), (0, 3, 4)]);
+        let ned = vec![range(0, 6), range(2, 5), range(1, 3)];
+        for (tile_order, cell_order) in [
+            (RowMajor, RowMajor),
+            (ColMajor, ColMajor),
+            (RowMajor, ColMajor),
+        ] {
+            let g = FragmentGrid::new(&d, tile_order, cell_order, &ned).unwrap();
+            for t in 0..tile_count(&d, &ned).unwrap() {
+                let cells = g.tile_cells(t).unwrap();
+                let n: u64 = cells.extent.iter().map(|&e| e as u64).product();
+                assert_eq!(n, 24);
+                for start in [0, 5, 23] {
+                    let mut at = vec![0i128; 3];
+                    cells.coords(start, &mut at).unwrap();
+                    for pos in start..n {
+                        let mut want = vec![0i128; 3];
+                        cells.coords(pos, &mut want).unwrap();
+                        assert_eq!(at, want, "tile {t} cell {pos}");
+                        let inside = (0..3).all(|k| {
+                            let (lo, hi) = int_range(&d.dimensions[k], &ned[k]).unwrap();
+                            (lo..=hi).contains(&at[k])
+                        });
+                        assert_eq!(cells.written(&at), inside);
+                        if inside {
+                            assert_eq!(g.position(&at), Some((t, pos)));
+                        }
+                        assert_eq!(cells.step(&mut at), pos + 1 < n);
+                    }
+                }
+                assert_eq!(cells.coords(n, &mut [0; 3]), None, "past the tile");
+            }
+        }
     }
 
     #[test]

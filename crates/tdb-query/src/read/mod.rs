@@ -18,6 +18,7 @@
 
 mod aggregate;
 mod dense;
+mod dense_runs;
 mod drive;
 mod emit;
 mod fields;
@@ -887,6 +888,9 @@ impl Reader {
             ..Piece::default()
         }];
         if spills {
+            if self.snapshot.schema().array_type == ArrayType::Dense {
+                self.slot_dims()?;
+            }
             // Runs of each fragment's tiles, the first fragment's first.
             self.spill = Some(spill::Spill::new(
                 spill::RunFormat::new(&self.fields, &self.requested)?,
@@ -955,6 +959,10 @@ impl Reader {
                 }
                 None => self.results = scan.cells()?,
             }
+        } else if let Some(mut spill) = self.spill.take() {
+            let spilled = self.spill_dense(&mut spill);
+            self.spill = Some(spill);
+            spilled?;
         } else if self.plans.iter().any(|p| !p.meta.footer.dense) {
             let old = std::mem::take(&mut self.results);
             self.results =

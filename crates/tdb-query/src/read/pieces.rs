@@ -12,7 +12,7 @@ use super::{aggregate, partition, sparse, Phase, Reader};
 use crate::{QueryError, Result, ResultLayout, Subarray};
 use std::collections::HashMap;
 use tdb_format::{ArrayType, DataPart, Layout};
-use tdb_index::dense::{int_range, FragmentGrid};
+use tdb_index::dense::int_range;
 use tdb_storage::RangeRequest;
 
 /// A piece planned: everything [`Reader::plan_piece`] works out, which
@@ -93,6 +93,11 @@ impl Piece {
             return Vec::new();
         }
         let mut tiles = match &self.share {
+            // (A read that spills dense tiles: those the piece touches.)
+            None if plan.meta.footer.dense => match plan.dense_tiles(&self.sub) {
+                Some(tiles) => tiles.collect(),
+                None => (0..plan.tile_num()).collect(),
+            },
             None => plan.tiles_overlapping(ops, &self.sub),
             Some(share) => {
                 let mut sub = self.sub.clone();
@@ -289,33 +294,26 @@ impl Reader {
                 plan.tiles_overlapping(self.ops.dims(), &self.spec.subarray)
                     .into_iter(),
             ),
-            Some(plan) => {
-                let schema = self.snapshot.schema();
-                let touched = (plan.meta.footer.non_empty_domain.as_ref())
-                    .and_then(|ned| {
-                        let domain = &plan.schema.domain;
-                        FragmentGrid::new(domain, schema.tile_order, schema.cell_order, ned)
-                    })
-                    .zip(plan::dense_coords(schema, &self.spec.subarray).ok())
-                    .and_then(|(grid, ranges)| grid.tiles_touched(&ranges));
-                match touched {
-                    Some(tiles) => Box::new(tiles),
-                    None => Box::new(0..plan.tile_num()),
-                }
-            }
+            Some(plan) => match plan.dense_tiles(&self.spec.subarray) {
+                Some(tiles) => Box::new(tiles),
+                None => Box::new(0..plan.tile_num()),
+            },
             None => Box::new(std::iter::empty()),
         }
     }
 
     /// What reading sparse tile `t` of fragment `i` holds: the tile (with
     /// `cells`, that run of its cells) and per cell the plan's bookkeeping.
+    /// A dense tile in a read that spills: the run of its cells from the
+    /// first inside the subarray to the last ([`Reader::dense_span`]).
     pub(super) fn sparse_held(
         &self,
         i: usize,
         t: u64,
         cells: Option<&std::ops::Range<u64>>,
     ) -> u64 {
-        let (cells, bytes) = match cells {
+        let span = cells.is_none().then(|| self.dense_span(i, t)).flatten();
+        let (cells, bytes) = match cells.or(span.as_ref()) {
             Some(c) => {
                 let span = c.end.saturating_sub(c.start);
                 (span, self.tile_cost(i, t, Some(span)))
@@ -461,8 +459,11 @@ impl Reader {
         let schema = self.snapshot.schema();
         let dims = schema.domain.dimensions.len() as u64;
         let mut total = 0u64;
+        // A read that spills dense tiles reads runs of one fragment's tiles
+        // (or of one tile's cells), as a sparse read that spills does.
+        let runs = piece.frag.is_some();
         for (i, plan) in self.plans.iter().enumerate() {
-            if plan.meta.footer.dense {
+            if plan.meta.footer.dense && !runs {
                 let tiles = plan::dense_tiles_touched(plan, p).unwrap_or(u64::MAX);
                 // A piece over few tiles may read only its cells' chunks
                 // of each.
@@ -487,7 +488,7 @@ impl Reader {
                 }
             }
         }
-        if schema.array_type == ArrayType::Dense {
+        if schema.array_type == ArrayType::Dense && !runs {
             // Per slab: where its cells come from and its first coordinates.
             let frags = self.plans.iter().filter(|p| p.meta.footer.dense).count() as u64;
             let slabs = plan::dense_coords(schema, p)
@@ -661,7 +662,9 @@ impl Reader {
         if !Self::sliceable(plan) {
             return None;
         }
-        let cells = (p.cells.clone()).unwrap_or(0..plan.cells(t, plan.tile_num()));
+        let cells = (p.cells.clone())
+            .or_else(|| self.dense_span(p.frag?, t))
+            .unwrap_or(0..plan.cells(t, plan.tile_num()));
         let mid = (cells.start).saturating_add(cells.end.saturating_sub(cells.start) / 2);
         if mid == cells.start {
             return None;
@@ -1167,7 +1170,8 @@ impl Reader {
         // Dense arrays: each result cell from the newest dense fragment
         // whose non-empty domain holds it (sparse fragments overlay these
         // once their coordinates are read); only those tiles are fetched.
-        let results = if schema.array_type == ArrayType::Dense {
+        // (A read that spills dense tiles makes its results in the merge.)
+        let results = if schema.array_type == ArrayType::Dense && self.spill.is_none() {
             let ranges = plan::dense_coords(schema, &piece.sub)?;
             let frags: Vec<DenseFrag> = self
                 .plans
@@ -1190,7 +1194,9 @@ impl Reader {
         let mut tiles_of = Vec::with_capacity(self.plans.len());
         for (i, plan) in self.plans.iter().enumerate() {
             let meta = &plan.meta;
-            let tiles: Vec<u64> = if meta.footer.dense {
+            let tiles: Vec<u64> = if meta.footer.dense && self.spill.is_some() {
+                piece.tiles(i, plan, self.ops.dims(), &self.spec.subarray)
+            } else if meta.footer.dense {
                 let mut set: Vec<u64> = results
                     .slabs
                     .iter()
@@ -1311,8 +1317,25 @@ impl Reader {
                     // Dense tiles' cells are known before decoding: chunks
                     // without any are skipped, or only theirs fetched. A
                     // sparse piece of one tile's cells fetches their chunks.
-                    let (used, slice) = match &piece.cells {
-                        Some(c) if !meta.footer.dense => (Some(vec![(c.start, c.end)]), true),
+                    // A dense tile in a read that spills: its cells in
+                    // the piece's run, or those the subarray reaches.
+                    let run = match &piece.cells {
+                        Some(c) if meta.footer.dense && self.spill.is_some() => Some(c.clone()),
+                        None if meta.footer.dense && self.spill.is_some() => self.dense_span(i, t),
+                        _ => None,
+                    };
+                    if run.as_ref().is_some_and(|r| r.is_empty()) {
+                        continue;
+                    }
+                    let (used, slice) = match (&piece.cells, run) {
+                        (_, Some(c)) => {
+                            let slice = piece.cells.is_some()
+                                || self.slices(i, t, c.end.saturating_sub(c.start));
+                            (Some(vec![(c.start, c.end)]), slice)
+                        }
+                        (Some(c), None) if !meta.footer.dense => {
+                            (Some(vec![(c.start, c.end)]), true)
+                        }
                         _ => {
                             let used = (needed.get(&(i, t)).cloned()).filter(|_| meta.footer.dense);
                             let slice = (used.as_ref())

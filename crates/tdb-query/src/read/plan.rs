@@ -52,6 +52,15 @@ impl FragPlan {
             .is_some_and(|(m, o)| range_within(o, m, sub.ranges(d)))
     }
 
+    /// The tiles of this dense fragment that `sub` touches, in the order
+    /// stored, by its tile grid (`None` where the grid cannot say).
+    pub fn dense_tiles(&self, sub: &Subarray) -> Option<tdb_index::dense::TilesTouched> {
+        let ned = self.meta.footer.non_empty_domain.as_ref()?;
+        let s = &self.schema;
+        let grid = tdb_index::dense::FragmentGrid::new(&s.domain, s.tile_order, s.cell_order, ned)?;
+        grid.tiles_touched(&dense_coords(s, sub).ok()?)
+    }
+
     /// The tiles whose MBR overlaps `piece`, in order, found through the
     /// R-tree (a piece of a large read touches few of its tiles).
     pub fn tiles_overlapping(&self, ops: &[RangeOps], piece: &Subarray) -> Vec<u64> {

@@ -16,6 +16,7 @@
 //! over once a merge has taken them; the final merge's own passes keep
 //! what they read until the read ends (at most twice the runs' bytes).
 
+use super::dense_runs::DenseBox;
 use super::fields::{FieldInfo, Kind};
 use super::pieces::Piece;
 use super::plan::CellRef;
@@ -632,6 +633,8 @@ impl Spill {
             dedup,
             ready: VecDeque::new(),
             cells: cells.max(1),
+            dense: None,
+            pending: None,
         })
     }
 }
@@ -648,9 +651,54 @@ pub(crate) struct Merge {
     ready: VecDeque<Record>,
     /// Cells a batch.
     cells: usize,
+    /// A dense read's box: every cell of it is a result, fill where no
+    /// run holds it.
+    pub dense: Option<DenseBox>,
+    /// A dense read's next merged cell, not yet handed out.
+    pending: Option<Record>,
 }
 
 impl Merge {
+    /// Appends the dense box's current cell to `out`: the merge's next
+    /// cell where it is that one, else fill. `false` once the box is out.
+    fn next_dense(&mut self, out: &mut [FieldBuffer], fields: &[FieldInfo]) -> Result<bool> {
+        if self.dense.as_ref().is_none_or(|b| b.current().is_none()) {
+            return Ok(false);
+        }
+        if self.pending.is_none() {
+            self.pending = self.next_cell()?;
+        }
+        let (Some(bx), fmt) = (&mut self.dense, &self.fmt) else {
+            return Ok(false);
+        };
+        let hit = (self.pending.as_ref())
+            .is_some_and(|r| bx.is_current(|d| fmt.dims.get(d).map_or(&[][..], |&k| r.value(k).0)));
+        match self.pending.take() {
+            Some(rec) if hit => {
+                for (buf, &k) in out.iter_mut().zip(&fmt.out) {
+                    let (bytes, valid) = rec.value(k);
+                    buf.push(bytes, valid);
+                }
+                self.heads.recycle(rec);
+            }
+            pending => {
+                self.pending = pending;
+                for (buf, &k) in out.iter_mut().zip(&fmt.out) {
+                    let slot = fmt.fields.get(k).map_or(usize::MAX, |s| s.slot);
+                    match fields.get(slot) {
+                        Some(f) => match f.kind {
+                            Kind::Dim(d) => bx.push_coord(d, buf),
+                            _ => buf.push(&f.fill, f.fill_validity != 0),
+                        },
+                        None => buf.push(&[], false),
+                    }
+                }
+            }
+        }
+        bx.step();
+        Ok(true)
+    }
+
     /// The next result cell.
     fn next_cell(&mut self) -> Result<Option<Record>> {
         loop {
@@ -704,6 +752,13 @@ impl Merge {
         }
         let mut n = 0usize;
         while n < self.cells {
+            if self.dense.is_some() {
+                if !self.next_dense(&mut out, fields)? {
+                    break;
+                }
+                n = n.saturating_add(1);
+                continue;
+            }
             let Some(rec) = self.next_cell()? else {
                 break;
             };
@@ -760,6 +815,9 @@ impl Reader {
     /// rule (results that depend on how a tile is cut).
     pub(super) fn spills(&self) -> bool {
         let schema = self.snapshot.schema();
+        if schema.array_type == ArrayType::Dense {
+            return self.dense_spills();
+        }
         let sub = &self.spec.subarray;
         let dims = schema.domain.dimensions.len();
         // Results row- (col-) major go along an array whose tiles and
@@ -865,8 +923,12 @@ impl Reader {
     /// The merge of `spill`'s runs, in the read's order.
     pub(super) fn merge(&self, spill: Spill) -> Result<Merge> {
         tracing::debug!(runs = spill.len(), "merging spilled runs");
-        let dedup = !self.snapshot.schema().allows_dups;
-        spill.merge(dedup, self.batch_cells())
+        let schema = self.snapshot.schema();
+        let mut merge = spill.merge(!schema.allows_dups, self.batch_cells())?;
+        if schema.array_type == ArrayType::Dense {
+            merge.dense = Some(self.dense_box()?);
+        }
+        Ok(merge)
     }
 }
 
