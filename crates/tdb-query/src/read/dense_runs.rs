@@ -281,72 +281,51 @@ impl Reader {
                 .map(|&slot| {
                     let f = (self.fields.get(slot))
                         .ok_or_else(|| QueryError::invalid(format!("no field in slot {slot}")))?;
-                    // A fragment without the field gives its fill value.
                     Ok((self.tiles.get(&(i, slot, t)))
                         .map(|tile| (tile.column(f.datatype, f.cell_val_num), tile.first)))
                 })
                 .collect::<Result<Vec<_>>>()?;
             cols.push(row);
         }
-        // The coordinates' bytes, every dimension's a cell, in the order
-        // found (charged with the cell's bookkeeping).
         let types: Vec<Datatype> = (plan.schema.domain.dimensions.iter())
             .map(|d| d.datatype)
             .collect();
-        let mut offsets = Vec::with_capacity(n.saturating_add(1));
-        offsets.push(0usize);
-        for t in &types {
-            let end = offsets.last().copied().unwrap_or(0);
-            offsets.push(end.saturating_add(t.size() as usize));
-        }
-        let stride = offsets.last().copied().unwrap_or(0);
-        let mut coords: Vec<u8> = Vec::with_capacity(found.len().saturating_mul(stride));
-        for &(key, _, _) in &found {
+        let mut run = spill.writer(0);
+        let fmt = &spill.fmt;
+        let mut coord = Vec::with_capacity(8);
+        for &(key, k, pos) in &found {
             bx.coords(key, &mut at)
                 .ok_or_else(|| QueryError::invalid("a cell outside the subarray"))?;
-            for (&v, &t) in at.iter().zip(&types) {
-                push_int(t, v, &mut coords);
-            }
-        }
-        if coords.len() != found.len().saturating_mul(stride) {
-            return Err(QueryError::invalid(
-                "a dense dimension that is not an integer",
-            ));
-        }
-        let mut run = spill.writer(0);
-        let mut values: Vec<(&[u8], bool)> = Vec::with_capacity(slots.len());
-        for (c, &(_, k, pos)) in found.iter().enumerate() {
-            let cell = c.saturating_mul(stride);
             let row = (cols.get(k as usize))
                 .ok_or_else(|| QueryError::invalid("a cell without its tile"))?;
-            values.clear();
-            for (col, &slot) in row.iter().zip(&slots) {
-                let f = self.fields.get(slot);
-                let v = match (f.map(|f| f.kind), col) {
-                    (Some(Kind::Dim(d)), _) => {
-                        let a = offsets.get(d).copied().unwrap_or(0);
-                        let b = offsets.get(d.saturating_add(1)).copied().unwrap_or(a);
-                        let bytes = coords.get(cell.saturating_add(a)..cell.saturating_add(b));
-                        (bytes.unwrap_or_default(), true)
-                    }
-                    (_, Some((col, first))) => {
-                        let c = (pos as usize).saturating_sub(*first as usize);
-                        (col.cell(c), !col.is_null(c))
-                    }
-                    (_, None) => match f {
-                        Some(f) => (f.fill.as_slice(), f.fill_validity != 0),
-                        None => (&[][..], false),
-                    },
-                };
-                values.push(v);
-            }
             let t = plan.tiles.get(k as usize).copied().unwrap_or(0);
-            let at = CellRef {
+            let cell = CellRef {
                 frag,
                 tile: t,
                 cell: pos,
             };
-            run.push(&spill.fmt, at, u64::from(frag), (false, false), &values)?;
+            run.head(cell, u64::from(frag), (false, false))?;
+            for (s, (col, &slot)) in row.iter().zip(&slots).enumerate() {
+                let f = self.fields.get(slot);
+                match (f.map(|f| f.kind), col) {
+                    (Some(Kind::Dim(d)), _) => {
+                        coord.clear();
+                        if let (Some(&t), Some(&v)) = (types.get(d), at.get(d)) {
+                            push_int(t, v, &mut coord);
+                        }
+                        run.field(fmt, s, &coord, true)?;
+                    }
+                    (_, Some((col, first))) => {
+                        let c = (pos as usize).saturating_sub(*first as usize);
+                        run.field(fmt, s, col.cell(c), !col.is_null(c))?;
+                    }
+                    // A fragment without the field gives its fill value.
+                    (_, None) => match f {
+                        Some(f) => run.field(fmt, s, &f.fill, f.fill_validity != 0)?,
+                        None => run.field(fmt, s, &[], false)?,
+                    },
+                }
+            }
         }
         let run = run.finish()?;
         tracing::debug!(

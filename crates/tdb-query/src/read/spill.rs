@@ -185,7 +185,7 @@ impl RunWriter {
     ) -> Result<()> {
         self.head(at, stamp, flags)?;
         for (s, &(bytes, valid)) in fmt.fields.iter().zip(values) {
-            self.field(s, bytes, valid)?;
+            self.stored(s, bytes, valid)?;
         }
         Ok(())
     }
@@ -195,12 +195,15 @@ impl RunWriter {
         self.head(rec.at, rec.stamp, (rec.gone, rec.rejected))?;
         for (k, s) in fmt.fields.iter().enumerate() {
             let (bytes, valid) = rec.value(k);
-            self.field(s, bytes, valid)?;
+            self.stored(s, bytes, valid)?;
         }
         Ok(())
     }
 
-    fn head(&mut self, at: CellRef, stamp: u64, (gone, rejected): (bool, bool)) -> Result<()> {
+    /// Appends a cell's head: where it is, its timestamp and its flags;
+    /// each stored field follows ([`RunWriter::field`], in the format's
+    /// order).
+    pub fn head(&mut self, at: CellRef, stamp: u64, (gone, rejected): (bool, bool)) -> Result<()> {
         let mut head = [0u8; 25];
         head[..4].copy_from_slice(&at.frag.to_le_bytes());
         head[4..12].copy_from_slice(&at.tile.to_le_bytes());
@@ -217,9 +220,16 @@ impl RunWriter {
         Ok(())
     }
 
+    /// Appends stored field `k` of `fmt` of the cell whose head came last.
+    pub fn field(&mut self, fmt: &RunFormat, k: usize, bytes: &[u8], valid: bool) -> Result<()> {
+        let s = (fmt.fields.get(k))
+            .ok_or_else(|| QueryError::invalid(format!("no stored field {k} in a run")))?;
+        self.stored(s, bytes, valid)
+    }
+
     /// One stored field's validity (if nullable), length (if var-size)
     /// and bytes.
-    fn field(&mut self, s: &Stored, bytes: &[u8], valid: bool) -> Result<()> {
+    fn stored(&mut self, s: &Stored, bytes: &[u8], valid: bool) -> Result<()> {
         let w = self.out()?;
         if s.nullable {
             w.write_all(&[u8::from(valid)]).map_err(QueryError::Spill)?;
@@ -397,15 +407,27 @@ impl RunOrder {
     }
 }
 
+/// A run in the merge's heap: its next record's key and tie-break (where
+/// the order has keys: compared without going to the record), and the run.
+#[derive(Debug, Clone, Copy)]
+struct Head {
+    key: [u64; MAX_KEY_WORDS],
+    /// [`result_tie`] as a tuple that sorts the same way: fragment (in a
+    /// global-order read, inverted: the newest first), tile, cell.
+    tie: (u32, u64, u32),
+    run: usize,
+}
+
 /// Runs being merged: each one's next record, and the runs that have one
-/// sorted by it with the least last.
+/// in a binary heap by it, the least first (a merge of hundreds of runs
+/// costs a few comparisons a record, not a shift of every run).
 struct Heads {
     readers: Vec<RunReader>,
     /// Per run, its next record (read into again once handed out).
     recs: Vec<Record>,
-    /// Runs with a next record, greatest record first: an insertion
-    /// moves indices, not records.
-    live: Vec<usize>,
+    /// Runs with a next record, a heap: each one's record no greater than
+    /// those of its children (`2i + 1`, `2i + 2`).
+    live: Vec<Head>,
     /// Records handed back, to read into again.
     free: Vec<Record>,
 }
@@ -423,35 +445,86 @@ impl Heads {
             free: Vec::new(),
         };
         for k in 0..h.readers.len() {
-            h.refill(k, fmt, order)?;
+            if let Some(head) = h.read(k, fmt, order)? {
+                h.live.push(head);
+                h.sift_up(h.live.len().saturating_sub(1), fmt, order);
+            }
         }
         Ok(h)
     }
 
-    fn refill(&mut self, k: usize, fmt: &RunFormat, order: &RunOrder) -> Result<()> {
+    /// Reads run `k`'s next record into its slot: its head, `None` at
+    /// the run's end.
+    fn read(&mut self, k: usize, fmt: &RunFormat, order: &RunOrder) -> Result<Option<Head>> {
         let (Some(reader), Some(rec)) = (self.readers.get_mut(k), self.recs.get_mut(k)) else {
-            return Ok(());
+            return Ok(None);
         };
-        if reader.next(fmt, order.keys.as_ref(), rec)? {
-            let recs = &self.recs;
-            let Some(rec) = recs.get(k) else {
-                return Ok(());
-            };
-            let at = (self.live).partition_point(|&j| {
-                recs.get(j)
-                    .is_some_and(|h| order.cmp(fmt, h, rec) == Ordering::Greater)
-            });
-            self.live.insert(at, k);
+        if !reader.next(fmt, order.keys.as_ref(), rec)? {
+            return Ok(None);
         }
-        Ok(())
+        let at = rec.at;
+        let frag = match order.layout {
+            ResultLayout::GlobalOrder => !at.frag,
+            _ => at.frag,
+        };
+        Ok(Some(Head {
+            key: rec.key,
+            tie: (frag, at.tile, at.cell),
+            run: k,
+        }))
+    }
+
+    /// Whether the record of the run at heap place `a` comes before that
+    /// at `b`.
+    fn before(&self, a: usize, b: usize, fmt: &RunFormat, order: &RunOrder) -> bool {
+        let (Some(x), Some(y)) = (self.live.get(a), self.live.get(b)) else {
+            return false;
+        };
+        if order.keys.is_some() {
+            return (x.key, x.tie) < (y.key, y.tie);
+        }
+        match (self.recs.get(x.run), self.recs.get(y.run)) {
+            (Some(x), Some(y)) => order.cmp(fmt, x, y) == Ordering::Less,
+            _ => false,
+        }
+    }
+
+    fn sift_up(&mut self, mut i: usize, fmt: &RunFormat, order: &RunOrder) {
+        while i > 0 {
+            let parent = i.saturating_sub(1) / 2;
+            if !self.before(i, parent, fmt, order) {
+                break;
+            }
+            self.live.swap(i, parent);
+            i = parent;
+        }
+    }
+
+    fn sift_down(&mut self, mut i: usize, fmt: &RunFormat, order: &RunOrder) {
+        loop {
+            let l = i.saturating_mul(2).saturating_add(1);
+            let r = l.saturating_add(1);
+            let mut least = i;
+            if l < self.live.len() && self.before(l, least, fmt, order) {
+                least = l;
+            }
+            if r < self.live.len() && self.before(r, least, fmt, order) {
+                least = r;
+            }
+            if least == i {
+                return;
+            }
+            self.live.swap(i, least);
+            i = least;
+        }
     }
 
     fn peek(&self) -> Option<&Record> {
-        self.live.last().and_then(|&k| self.recs.get(k))
+        self.live.first().and_then(|h| self.recs.get(h.run))
     }
 
     fn pop(&mut self, fmt: &RunFormat, order: &RunOrder) -> Result<Option<Record>> {
-        let Some(k) = self.live.pop() else {
+        let Some(k) = self.live.first().map(|h| h.run) else {
             return Ok(None);
         };
         let spare = self.free.pop().unwrap_or_default();
@@ -459,7 +532,17 @@ impl Heads {
             return Ok(None);
         };
         let rec = std::mem::replace(slot, spare);
-        self.refill(k, fmt, order)?;
+        match self.read(k, fmt, order)? {
+            Some(head) => {
+                if let Some(root) = self.live.first_mut() {
+                    *root = head;
+                }
+            }
+            None => {
+                self.live.swap_remove(0);
+            }
+        }
+        self.sift_down(0, fmt, order);
         Ok(Some(rec))
     }
 
@@ -484,37 +567,45 @@ pub(crate) struct Spill {
     /// run's bytes where runs are small (creating and dropping a file on
     /// ext4); a level's file starts over once a merge has taken its runs.
     levels: Vec<Option<(Arc<File>, u64)>>,
-    /// Bytes each run is read and written through.
+    /// Bytes each run is read through.
     buffer: usize,
+    /// Bytes a run is written through.
+    out_buffer: usize,
     /// Runs merged at once.
     fan_in: usize,
 }
 
 impl Spill {
+    /// The most runs merged at once.
+    const MAX_FAN_IN: usize = 1024;
+
     /// Runs of `fmt` in `order`, merged through at most `memory` bytes of
-    /// buffers: a merge into a longer run reads `fan_in` runs and writes
-    /// through one buffer more, so `fan_in + 1` buffers share it (from
-    /// 1.5 KiB of memory on; below, three of the 512-byte floor). A wide
-    /// merge with small buffers beats a narrow one with large buffers:
-    /// each pass rereads and rewrites every cell, a smaller buffer only
-    /// costs more read calls. Buffers of 1 KiB, not 4 KiB, under 8 KiB
-    /// (a 16 KiB budget) merge 7 runs at a time, not 2: W7's reads under
-    /// 16 KiB went from 3.6–4.0× to about 2.3× the unbudgeted read's time
-    /// (docs/performance.md).
+    /// buffers: a quarter (up to 64 KiB) for the run being written, the
+    /// rest shared by the `fan_in` runs a merge reads (from 2 KiB of memory
+    /// on; below, two of the 512-byte floor). A wide merge with small
+    /// buffers beats a narrow one with large buffers: each pass rereads
+    /// and rewrites every cell, a smaller buffer only costs more read
+    /// calls. Buffers of 1 KiB, not 4 KiB, under 8 KiB (a 16 KiB budget)
+    /// merge 7 runs at a time, not 2: W7's reads under 16 KiB went from
+    /// 3.6–4.0× to about 2.3× the unbudgeted read's time
+    /// (docs/performance.md). The writer's own buffer is larger: each of
+    /// its calls is a buffered write of the scratch file, whose cost on
+    /// ext4 is the call more than the bytes (col-major results of
+    /// `dense_large_tiles` under 256 KiB: 0.79 → 0.65 s with 16 KiB
+    /// instead of 1 KiB).
     pub fn new(fmt: RunFormat, order: RunOrder, memory: u64) -> Self {
         let memory = usize::try_from(memory).unwrap_or(usize::MAX);
-        let buffers = (memory / 1024).clamp(3, 65);
-        let fan_in = buffers.saturating_sub(1);
-        let buffer = memory
-            .checked_div(buffers)
-            .unwrap_or(0)
-            .clamp(512, 64 << 10);
+        let out_buffer = (memory / 4).clamp(512, 64 << 10);
+        let rest = memory.saturating_sub(out_buffer);
+        let fan_in = (rest / 1024).clamp(2, Self::MAX_FAN_IN);
+        let buffer = rest.checked_div(fan_in).unwrap_or(0).clamp(512, 64 << 10);
         Spill {
             fmt,
             order,
             runs: Vec::new(),
             levels: Vec::new(),
             buffer,
+            out_buffer,
             fan_in,
         }
     }
@@ -524,7 +615,7 @@ impl Spill {
     /// ([`Spill::push`]), so no two runs are ever written at one place; a
     /// run abandoned halfway leaves the level a fresh file.
     pub fn writer(&mut self, level: u32) -> RunWriter {
-        let mut w = RunWriter::new(self.buffer);
+        let mut w = RunWriter::new(self.out_buffer);
         w.level = (self.levels.get_mut(level as usize)).and_then(Option::take);
         w
     }
@@ -1128,24 +1219,32 @@ mod tests {
 
     /// Every buffer a merge holds (its runs' and, into a longer run, its
     /// output's) fits the memory given, from three floor-sized buffers
-    /// on; the merge widens with the memory up to 64 runs.
+    /// on; the output takes a quarter, and the merge widens with the rest
+    /// up to [`Spill::MAX_FAN_IN`] runs.
     #[test]
     fn a_merge_and_its_output_fit_the_memory() {
         let schema = schema();
         let (_, fmt) = format(&schema);
         for memory in (0..70).map(|k| k * 1000).chain([8 << 10, 1 << 20, 1 << 40]) {
             let s = Spill::new(fmt.clone(), order(&schema, true), memory);
-            let held = (s.fan_in as u64 + 1) * s.buffer as u64;
+            let held = s.fan_in as u64 * s.buffer as u64 + s.out_buffer as u64;
             assert!(s.fan_in >= 2);
-            assert!(s.buffer >= 512);
+            assert!(s.buffer >= 512 && s.out_buffer >= 512);
             if memory >= 1536 {
-                assert!(held <= memory, "{memory}: {} × {}", s.fan_in + 1, s.buffer);
+                assert!(
+                    held <= memory,
+                    "{memory}: {} × {} + {}",
+                    s.fan_in,
+                    s.buffer,
+                    s.out_buffer
+                );
             }
         }
         let width = |m| Spill::new(fmt.clone(), order(&schema, true), m).fan_in;
-        assert_eq!(width(8 << 10), 7);
-        assert_eq!(width(32 << 10), 31);
-        assert_eq!(width(1 << 20), 64);
+        assert_eq!(width(8 << 10), 6);
+        assert_eq!(width(32 << 10), 24);
+        assert_eq!(width(1 << 20), 960);
+        assert_eq!(width(1 << 40), Spill::MAX_FAN_IN);
     }
 
     /// A level's runs go one after another into one scratch file, and the
