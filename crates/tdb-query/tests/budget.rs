@@ -545,26 +545,47 @@ fn dense_reads_across_the_cell_order_go_in_sorted_runs() {
         (tdb_format::Layout::ColMajor, ResultLayout::RowMajor),
     ] {
         let (storage, snap) = dense_overlapping(cells);
-        for (fields, (r0, r1), (c0, c1)) in [
-            (&["a", "s"][..], (0, 99), (0, 99)),
-            (&["c", "s", "r", "a"][..], (5, 94), (3, 97)),
-            (&["a"][..], (61, 61), (0, 99)),
+        for (fields, (r0, r1), (c0, c1), condition) in [
+            (&["a", "s"][..], (0, 99), (0, 99), None),
+            (&["c", "s", "r", "a"][..], (5, 94), (3, 97), None),
+            (&["a"][..], (61, 61), (0, 99), None),
+            // Fragment 2's cells from row 50 on fail: fill, not fragment
+            // 1's older cells beneath them.
+            (
+                &["a", "s"][..],
+                (0, 99),
+                (0, 99),
+                Some("a < 305000 and c != 40"),
+            ),
         ] {
             let mut sub = Subarray::new(2);
             sub.add_range(0, range(r0, r1));
             sub.add_range(1, range(c0, c1));
-            let spec = ReadSpec::new(fields.iter().copied())
+            let mut spec = ReadSpec::new(fields.iter().copied())
                 .with_layout(layout)
                 .with_subarray(sub);
+            if let Some(c) = condition {
+                spec = spec.with_condition(c);
+            }
             let (whole, _) = run(&storage, &snap, spec.clone());
             let (runs, rounds) = run(&storage, &snap, spec.with_budget(4096));
-            let what = format!("{layout:?} of {cells:?} cells, {fields:?}");
+            let what = format!("{layout:?} of {cells:?} cells, {fields:?} where {condition:?}");
             assert_eq!(
                 whole.num_cells,
                 ((r1 - r0 + 1) * (c1 - c0 + 1)) as u64,
                 "{what}"
             );
             assert_eq!(runs, whole, "{what}");
+            if condition.is_some() {
+                // (55, 50): fragment 2 wrote 305,550 over fragment 1's
+                // 205,550, which passes; the answer is fill.
+                let at = match layout {
+                    ResultLayout::ColMajor => 50 * 100 + 55,
+                    _ => 55 * 100 + 50,
+                };
+                let a = &runs.fields[0].data[at * 4..at * 4 + 4];
+                assert_eq!(i32::from_le_bytes(a.try_into().unwrap()), 7, "{what}");
+            }
             assert!(rounds < 100, "{what}: {rounds} rounds");
         }
     }

@@ -15,7 +15,8 @@ use super::fields::{FieldInfo, Kind};
 use super::plan::{self, CellRef};
 use super::spill::Spill;
 use super::Reader;
-use crate::batch::FieldBuffer;
+use crate::batch::{Batch, FieldBuffer};
+use crate::condition::BoundCondition;
 use crate::{QueryError, Result, ResultLayout};
 use std::ops::Range;
 use std::sync::Arc;
@@ -133,8 +134,7 @@ impl Reader {
     /// Whether this dense read spills (see the module): more than one
     /// dimension, results row- (col-) major over cells that go the other
     /// way, a reached tile past the tile budget, dense fragments alone
-    /// whose tiles can be sliced, one range a dimension, no condition
-    /// and no aggregate.
+    /// whose tiles can be sliced, one range a dimension and no aggregate.
     pub(super) fn dense_spills(&self) -> bool {
         let schema = self.snapshot.schema();
         let sub = &self.spec.subarray;
@@ -149,7 +149,6 @@ impl Reader {
             && dims > 1
             && against
             && !self.with_states
-            && self.condition.is_none()
             && (0..dims).all(|d| sub.ranges(d).len() <= 1)
             && (self.plans.iter()).all(|p| p.meta.footer.dense && Self::sliceable(p))
             && (self.plans.iter().enumerate())
@@ -293,7 +292,14 @@ impl Reader {
         let mut run = spill.writer(0);
         let fmt = &spill.fmt;
         let mut coord = Vec::with_capacity(8);
-        for &(key, k, pos) in &found {
+        // Cells the condition rejects stay in the run, so that they hide
+        // older fragments' versions: the merge hands out fill for them, as
+        // a dense read does for a cell that fails its condition.
+        let rejected = match &self.condition {
+            Some(cond) => self.rejected(cond, i, &plan.tiles, &found, &bx)?,
+            None => Vec::new(),
+        };
+        for (c, &(key, k, pos)) in found.iter().enumerate() {
             bx.coords(key, &mut at)
                 .ok_or_else(|| QueryError::invalid("a cell outside the subarray"))?;
             let row = (cols.get(k as usize))
@@ -304,7 +310,8 @@ impl Reader {
                 tile: t,
                 cell: pos,
             };
-            run.head(cell, u64::from(frag), (false, false))?;
+            let rejected = rejected.get(c).copied().unwrap_or(false);
+            run.head(cell, u64::from(frag), (false, rejected))?;
             for (s, (col, &slot)) in row.iter().zip(&slots).enumerate() {
                 let f = self.fields.get(slot);
                 match (f.map(|f| f.kind), col) {
@@ -334,5 +341,69 @@ impl Reader {
             "dense run spilled"
         );
         spill.push(run)
+    }
+}
+
+impl Reader {
+    /// Per cell of `found` (its place in the box `bx`, its tile's index
+    /// in `tiles` of fragment `i`, its position there), whether `cond`
+    /// rejects it: evaluated on a block of cells at a time, each field's
+    /// value (fill where the fragment lacks the field, coordinates for a
+    /// dimension).
+    fn rejected(
+        &self,
+        cond: &BoundCondition,
+        i: usize,
+        tiles: &[u64],
+        found: &[(u64, u32, u32)],
+        bx: &DenseBox,
+    ) -> Result<Vec<bool>> {
+        /// Cells a block: what one evaluation holds of each field.
+        const BLOCK: usize = 4096;
+        let slots: Vec<usize> = (cond.fields().iter())
+            .filter_map(|n| self.fields.iter().position(|f| &f.name == n))
+            .collect();
+        let n = bx.lo.len();
+        let mut at = vec![0i128; n];
+        let mut coord = Vec::with_capacity(8);
+        let mut out = Vec::with_capacity(found.len());
+        for block in found.chunks(BLOCK) {
+            let mut fields = Vec::with_capacity(slots.len());
+            for &slot in &slots {
+                let f = (self.fields.get(slot))
+                    .ok_or_else(|| QueryError::invalid(format!("no field in slot {slot}")))?;
+                let mut buf = f.empty_buffer();
+                for &(key, k, pos) in block {
+                    if let Kind::Dim(d) = f.kind {
+                        bx.coords(key, &mut at)
+                            .ok_or_else(|| QueryError::invalid("a cell outside the subarray"))?;
+                        coord.clear();
+                        if let (Some(&t), Some(&v)) = (bx.types.get(d), at.get(d)) {
+                            push_int(t, v, &mut coord);
+                        }
+                        buf.push(&coord, true);
+                        continue;
+                    }
+                    let tile = (tiles.get(k as usize)).and_then(|&t| self.tiles.get(&(i, slot, t)));
+                    match tile {
+                        Some(tile) => {
+                            let col = tile.column(f.datatype, f.cell_val_num);
+                            let c = (pos as usize).saturating_sub(tile.first as usize);
+                            buf.push(col.cell(c), !col.is_null(c));
+                        }
+                        None => buf.push(&f.fill, f.fill_validity != 0),
+                    }
+                }
+                fields.push(buf);
+            }
+            let batch = Batch {
+                num_cells: block.len() as u64,
+                fields,
+            };
+            let mut keep = vec![true; block.len()];
+            cond.evaluate(&batch, &mut keep)?;
+            out.extend(keep.iter().map(|k| !k));
+        }
+        Ok(out)
     }
 }

@@ -335,10 +335,11 @@ impl Reader {
     /// its coordinates to sort or deduplicate them (64). (At 64 for every
     /// read, each of W3's 1% boxes was two pieces: 39.5 → 36.6 ms as one.)
     /// A dense tile's cells in a read that spills: each one's place in the
-    /// result order, tile and position, to sort them (16).
+    /// result order, tile and position, to sort them, and whether the
+    /// condition rejects it (17).
     fn cell_bookkeeping(&self, i: usize) -> u64 {
         if (self.plans.get(i)).is_some_and(|p| p.meta.footer.dense) {
-            return 16;
+            return 17;
         }
         let schema = self.snapshot.schema();
         if !(schema.allows_dups && self.spec.layout == ResultLayout::Unordered) {
