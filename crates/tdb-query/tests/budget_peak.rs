@@ -215,8 +215,14 @@ fn a_budget_below_a_pieces_chunks_is_passed_by_them_only() {
     assert_eq!(cells, 120_000);
     assert_eq!((cells, digest), (all, all_digest));
     eprintln!("sparse large tiles at 16 KiB: peak {small} bytes; {whole} under the default");
+    // What the read goes over the budget by: the chunks one cell of every
+    // field reaches. (Checked against the budget and the fixed overhead
+    // alone, it passed by a kilobyte or failed by one, as the process's
+    // environment went: 1,064,014 bytes before 2026-12-05, 1,065,433 once
+    // in CI.)
+    let chunks: u64 = 22 << 10;
     assert!(
-        (small as u64) < budget + OVERHEAD,
+        (small as u64) < budget + chunks + OVERHEAD,
         "peak {small} under a budget of {budget}"
     );
     assert!(whole > 8 * small, "{whole} against {small}");

@@ -592,7 +592,8 @@ impl Spill {
     /// its calls is a buffered write of the scratch file, whose cost on
     /// ext4 is the call more than the bytes (col-major results of
     /// `dense_large_tiles` under 256 KiB: 0.79 → 0.65 s with 16 KiB
-    /// instead of 1 KiB).
+    /// instead of 1 KiB). A piece's run is written while its tiles are
+    /// held, but no batch is: the batch's share of the budget holds it.
     pub fn new(fmt: RunFormat, order: RunOrder, memory: u64) -> Self {
         let memory = usize::try_from(memory).unwrap_or(usize::MAX);
         let out_buffer = (memory / 4).clamp(512, 64 << 10);
