@@ -427,14 +427,16 @@ fn phases(s: &Sizes) -> Vec<Phase> {
         bytes: 20 * 128 * 4,
     });
     // W7: whole reads of small sparse arrays against their cell order
-    // (and one along it) under small budgets, beside the same read
-    // unbudgeted: what a budget costs in time and requests (tdb's own
-    // ratios; TileDB reads unbudgeted).
+    // (and one along it, and unordered ones) under small budgets, beside
+    // the same read unbudgeted: what a budget costs in time and requests
+    // (tdb's own ratios; TileDB reads unbudgeted).
     for (array, layout) in [
         ("hilbert_3d", "row-major"),
         ("row_2d", "col-major"),
         ("col_2d", "row-major"),
         ("row_2d", "row-major"),
+        ("hilbert_3d", "unordered"),
+        ("col_2d", "unordered"),
     ] {
         for budget in [None, Some(1u64 << 20), Some(64 << 10), Some(16 << 10)] {
             let mut spec = read(&["a"], vec![query(None, layout, None)]);

@@ -34,7 +34,7 @@ fn a_small_budget_gives_the_same_cells_in_batches() {
 
 /// Steps a read to the end: its batches joined, and how many rounds of
 /// requests it made.
-fn run<S: tdb_storage::ReadableStorage>(
+fn run<S: tdb_storage::ReadableStorage + ?Sized>(
     storage: &S,
     snap: &Arc<Snapshot>,
     spec: ReadSpec,
@@ -605,8 +605,13 @@ fn dense_aggregates_fold_in_storage_order_whatever_the_layout() {
     let requests: Vec<(String, AggregateOp)> = ["a", "f"]
         .iter()
         .flat_map(|f| {
-            [AggregateOp::Count, AggregateOp::Min, AggregateOp::Max, AggregateOp::Sum]
-                .map(|op| (f.to_string(), op))
+            [
+                AggregateOp::Count,
+                AggregateOp::Min,
+                AggregateOp::Max,
+                AggregateOp::Sum,
+            ]
+            .map(|op| (f.to_string(), op))
         })
         .collect();
     let run = |layout, budget| {
@@ -629,4 +634,108 @@ fn dense_aggregates_fold_in_storage_order_whatever_the_layout() {
     let (col, rounds) = run(ResultLayout::ColMajor, 1 << 20);
     assert_eq!(col, whole);
     assert!(rounds < 200, "{rounds} rounds");
+}
+
+/// A sparse array written by tdb: 4,000 cells over 200×200 in space tiles
+/// of 20×20, col-major cells, 16 cells a tile, two fragments writing
+/// cells again (duplicates allowed, or not).
+fn col_major_twice(dups: bool) -> (tdb_storage::MemoryStorage, Arc<Snapshot>) {
+    use tdb_format::{ArrayType, Datatype};
+    use tdb_query::{FieldBuffer, ResultLayout, WriteSpec};
+    use tdb_schema::{ArraySchema, AttributeBuilder, DimensionBuilder};
+    let schema = ArraySchema::builder(ArrayType::Sparse)
+        .dimension(DimensionBuilder::range("x", 0i32..=199).tile_extent(20i32))
+        .dimension(DimensionBuilder::range("y", 0i32..=199).tile_extent(20i32))
+        .attribute(AttributeBuilder::new("a", Datatype::Int32))
+        .capacity(16)
+        .cell_order(tdb_format::Layout::ColMajor)
+        .allows_duplicates(dups)
+        .build()
+        .unwrap();
+    let storage = tdb_storage::MemoryStorage::new();
+    let entry = tdb_fragment::create_array(&storage, "arr", &schema, &[], None, 1).unwrap();
+    let mut rng = tdb_testdata::XorShift::new(11);
+    for t in [2u64, 3] {
+        let (mut x, mut y, mut a) = (
+            FieldBuffer::new("x", Datatype::Int32, 1, false),
+            FieldBuffer::new("y", Datatype::Int32, 1, false),
+            FieldBuffer::new("a", Datatype::Int32, 1, false),
+        );
+        for i in 0..2000u64 {
+            let (cx, cy) = ((rng.next_u64() % 200) as i32, (rng.next_u64() % 200) as i32);
+            // Without duplicates, one fragment's coordinates each once.
+            let (cx, cy) = if dups {
+                (cx, cy)
+            } else {
+                ((i / 10) as i32, (i % 10) as i32 * 20 + cx % 20)
+            };
+            x.data.extend_from_slice(&cx.to_le_bytes());
+            y.data.extend_from_slice(&cy.to_le_bytes());
+            a.data
+                .extend_from_slice(&((t * 10_000 + i) as i32).to_le_bytes());
+        }
+        let spec = WriteSpec::new(vec![x, y, a])
+            .with_layout(ResultLayout::Unordered)
+            .at(t);
+        tdb_query::write_fragment(&storage, "arr", &entry, None, &spec).unwrap();
+    }
+    let snap = Arc::new(Snapshot::load(&storage, "arr", TimeWindow::ALL, None).unwrap());
+    (storage, snap)
+}
+
+/// Every cell of `b` as (x, y, a), sorted: an unordered read's answer.
+fn cell_set(b: &Batch) -> Vec<(i32, i32, i32)> {
+    let v = |f: usize, i: usize| {
+        i32::from_le_bytes(b.fields[f].data[i * 4..i * 4 + 4].try_into().unwrap())
+    };
+    let mut cells: Vec<_> = (0..b.num_cells as usize)
+        .map(|i| (v(0, i), v(1, i), v(2, i)))
+        .collect();
+    cells.sort_unstable();
+    cells
+}
+
+/// Unordered reads whose pieces, cut by the subarray, would cross their
+/// tiles (Hilbert or col-major cells) read each tile once under a small
+/// budget: without duplicates over several fragments (or a fragment that
+/// keeps older versions), runs spilled and merged, each coordinate's
+/// newest version once; otherwise runs of tiles, not spilled. The same
+/// cells as the unbudgeted read, in a few dozen rounds (hundreds to
+/// thousands cut by the subarray).
+#[test]
+fn unordered_reads_across_their_tiles_read_each_tile_once() {
+    use tdb_query::ResultLayout;
+    let mut cases: Vec<(String, Box<dyn tdb_storage::ReadableStorage>, Arc<Snapshot>)> = Vec::new();
+    for name in ["sparse_hilbert", "sparse_hilbert_multi"] {
+        let dir = tdb_testdata::root().join(name).join("array");
+        let storage = LocalStorage::new(&dir);
+        let snap = Arc::new(Snapshot::load(&storage, "", TimeWindow::ALL, None).unwrap());
+        cases.push((name.into(), Box::new(storage), snap));
+    }
+    for dups in [true, false] {
+        let (storage, snap) = col_major_twice(dups);
+        cases.push((
+            format!("col-major, duplicates {dups}"),
+            Box::new(storage),
+            snap,
+        ));
+    }
+    for (name, storage, snap) in &cases {
+        let schema = snap.schema();
+        let dims: Vec<&str> = schema
+            .domain
+            .dimensions
+            .iter()
+            .map(|d| d.name.as_str())
+            .collect();
+        let attr = schema.attributes[0].name.as_str();
+        let spec = ReadSpec::new([dims[0], dims[1], attr]).with_layout(ResultLayout::Unordered);
+        let (whole, _) = run(storage.as_ref(), snap, spec.clone());
+        let (pieces, rounds) = run(storage.as_ref(), snap, spec.with_budget(16 << 10));
+        assert_eq!(pieces.num_cells, whole.num_cells, "{name}");
+        if schema.domain.dimensions[0].datatype == tdb_format::Datatype::Int32 {
+            assert_eq!(cell_set(&pieces), cell_set(&whole), "{name}");
+        }
+        assert!(rounds < 100, "{name}: {rounds} rounds");
+    }
 }

@@ -887,16 +887,18 @@ impl Reader {
             sub: self.spec.subarray.clone(),
             ..Piece::default()
         }];
-        if spills {
-            if self.snapshot.schema().array_type == ArrayType::Dense {
+        if spills || self.unordered_runs() {
+            if spills && self.snapshot.schema().array_type == ArrayType::Dense {
                 self.slot_dims()?;
             }
+            if spills {
+                self.spill = Some(spill::Spill::new(
+                    spill::RunFormat::new(&self.fields, &self.requested)?,
+                    self.run_order(),
+                    self.tile_budget(),
+                ));
+            }
             // Runs of each fragment's tiles, the first fragment's first.
-            self.spill = Some(spill::Spill::new(
-                spill::RunFormat::new(&self.fields, &self.requested)?,
-                self.run_order(),
-                self.tile_budget(),
-            ));
             self.partitions = (self.plans.iter().enumerate().rev())
                 .map(|(i, plan)| Piece {
                     sub: self.spec.subarray.clone(),

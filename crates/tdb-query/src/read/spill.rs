@@ -921,7 +921,12 @@ impl Reader {
                 && !self.pieces_read_again(slowest)
         };
         let against = match self.spec.layout {
-            ResultLayout::Unordered => false,
+            // Unordered reads whose versions of a coordinate must meet
+            // ([`Reader::versions_meet`]) are cut by the subarray, row-major,
+            // and read again every tile their pieces cross (W7's Hilbert
+            // array without duplicates under 16 KiB); without, they go in
+            // runs of tiles ([`Reader::unordered_runs`]).
+            ResultLayout::Unordered => self.versions_meet() && self.unordered_crosses(),
             // One fragment's tiles are stored in the global order: only
             // Hilbert's over several fragments has no cut.
             ResultLayout::GlobalOrder => {
@@ -948,6 +953,33 @@ impl Reader {
             && (0..dims).all(|d| sub.ranges(d).len() <= 1)
             && sparse::parts_dim(schema, sub).is_none()
             && (self.narrow || ((against || huge()) && self.estimate(&whole) > self.tile_budget()))
+    }
+
+    /// Whether an unordered read's pieces, cut by the subarray row-major,
+    /// would cross its tiles: cells or tiles not row-major, or pieces that
+    /// would read the tiles again ([`Reader::pieces_read_again`]).
+    pub(super) fn unordered_crosses(&self) -> bool {
+        let schema = self.snapshot.schema();
+        !(schema.cell_order == Layout::RowMajor
+            && schema.tile_order == Layout::RowMajor
+            && !self.pieces_read_again(0))
+    }
+
+    /// Whether versions of one coordinate may lie in several tiles and
+    /// must meet to be deduplicated: no duplicates allowed, and several
+    /// fragments reached, or one that keeps its cells' timestamps (a
+    /// consolidated fragment, holding older versions next to newer ones).
+    pub(super) fn versions_meet(&self) -> bool {
+        if self.snapshot.schema().allows_dups {
+            return false;
+        }
+        let reaching: Vec<usize> = (0..self.plans.len())
+            .filter(|&i| self.reached_tiles(i).next().is_some())
+            .collect();
+        reaching.len() > 1
+            || reaching
+                .iter()
+                .any(|&i| self.plans.get(i).is_some_and(|p| p.timestamps.is_some()))
     }
 
     /// Whether pieces of a read along the cell order, cut along dimension
