@@ -230,6 +230,9 @@ pub struct Reader {
     /// Whether this read spills to find a few cells of large sorted tiles
     /// by probes ([`Reader::narrow_read`]).
     narrow: bool,
+    /// Whether this unordered read goes in runs of each fragment's tiles
+    /// without spilling ([`Reader::unordered_runs`]).
+    unordered_runs: bool,
 }
 /// What a dense result cell is, for aggregates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -338,6 +341,7 @@ impl Reader {
             walk_points: HashMap::new(),
             spill: None,
             narrow: false,
+            unordered_runs: false,
         })
     }
 
@@ -826,6 +830,7 @@ impl Reader {
             .collect();
         self.narrow = self.narrow_read();
         let spills = self.spills();
+        self.unordered_runs = !spills && self.unordered_runs();
         // What a piece must hold whatever its cells: a whole tile where
         // the tile's fields cannot be sliced; where they can (dense, or
         // sparse in a read that spills), the chunks a piece of a few cells
@@ -837,7 +842,8 @@ impl Reader {
         // 11.8 s against 0.1.
         let (mut whole, mut chunks, mut dense_chunks) = ((0u64, 0usize), 0u64, 0u64);
         for (i, plan) in self.plans.iter().enumerate() {
-            let sliced = (plan.meta.footer.dense || spills) && Self::sliceable(plan);
+            let runs = spills || self.unordered_runs;
+            let sliced = (plan.meta.footer.dense || runs) && Self::sliceable(plan);
             let span = sliced.then_some(2);
             let most = (self.reached_tiles(i))
                 .map(|t| self.tile_cost(i, t, span))
@@ -887,7 +893,7 @@ impl Reader {
             sub: self.spec.subarray.clone(),
             ..Piece::default()
         }];
-        if spills || self.unordered_runs() {
+        if spills || self.unordered_runs {
             if spills && self.snapshot.schema().array_type == ArrayType::Dense {
                 self.slot_dims()?;
             }

@@ -941,18 +941,26 @@ impl Reader {
             ..Piece::default()
         };
         // A sparse tile past the budget is read in runs of its cells.
-        let budget = self.tile_budget();
+        // (Unless unordered without versions to meet: then runs of its
+        // cells need no merge, `Reader::unordered_runs`.)
         let huge = || {
-            (self.plans.iter().enumerate()).any(|(i, plan)| {
-                !plan.meta.footer.dense
-                    && (self.reached_tiles(i)).any(|t| self.tile_bytes(i, t) > budget)
-            })
+            (self.spec.layout != ResultLayout::Unordered || self.versions_meet())
+                && self.sparse_tile_past_budget()
         };
         schema.array_type == ArrayType::Sparse
             && !self.with_states
             && (0..dims).all(|d| sub.ranges(d).len() <= 1)
             && sparse::parts_dim(schema, sub).is_none()
             && (self.narrow || ((against || huge()) && self.estimate(&whole) > self.tile_budget()))
+    }
+
+    /// Whether a sparse tile the read reaches passes the tile budget.
+    pub(super) fn sparse_tile_past_budget(&self) -> bool {
+        let budget = self.tile_budget();
+        (self.plans.iter().enumerate()).any(|(i, plan)| {
+            !plan.meta.footer.dense
+                && (self.reached_tiles(i)).any(|t| self.tile_bytes(i, t) > budget)
+        })
     }
 
     /// Whether an unordered read's pieces, cut by the subarray row-major,

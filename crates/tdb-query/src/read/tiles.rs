@@ -1563,6 +1563,9 @@ pub(crate) fn decode_tiles<'a>(
             let parts = parts.into_iter().map(Option::unwrap_or_default);
             let mut tile = finish_tile(job, parts, offsets_inside)?;
             tile.first = job.fetch.slice().map_or(0, |(lo, _)| lo);
+            // A slice holds some of the tile's cells: no later piece may
+            // take it for the tile.
+            tile.partial = job.fetch.slice().is_some();
             Ok(tile)
         })
         .collect()
