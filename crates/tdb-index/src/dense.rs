@@ -255,7 +255,7 @@ fn fastest_first(n: usize, col: bool) -> Vec<usize> {
 /// Steps the odometer `at` over the box `[from, to]` along the dimensions
 /// `order` gives, the first turning fastest; `false` once every one has
 /// turned over (or an index is out of range).
-fn next_row(
+pub fn next_row(
     at: &mut [i128],
     from: &[i128],
     to: &[i128],
@@ -374,7 +374,11 @@ impl FragmentGrid {
     /// order.
     pub fn tile_cells(&self, t: u64) -> Option<TileCells> {
         let (from, to, corner) = self.tile_box(t)?;
+        let last = (corner.iter().zip(&self.dims))
+            .map(|(&c, g)| c.checked_add(g.extent)?.checked_sub(1))
+            .collect::<Option<_>>()?;
         Some(TileCells {
+            last,
             extent: self.dims.iter().map(|g| g.extent).collect(),
             order: fastest_first(self.dims.len(), self.cell_col),
             corner,
@@ -542,6 +546,8 @@ pub struct TileCells {
     pub corner: Vec<i128>,
     /// Per dimension, the tile's extent.
     pub extent: Vec<i128>,
+    /// The tile's high corner.
+    pub last: Vec<i128>,
     /// The part of the tile inside the fragment's non-empty domain: its
     /// low corner and its high one.
     pub from: Vec<i128>,
@@ -568,19 +574,7 @@ impl TileCells {
     /// Moves `at` to the next cell in the tile's cell order; `false` past
     /// the tile's last.
     pub fn step(&self, at: &mut [i128]) -> bool {
-        for &d in &self.order {
-            let (Some(a), Some(&c), Some(&e)) =
-                (at.get_mut(d), self.corner.get(d), self.extent.get(d))
-            else {
-                return false;
-            };
-            if a.saturating_sub(c) < e.saturating_sub(1) {
-                *a = a.saturating_add(1);
-                return true;
-            }
-            *a = c;
-        }
-        false
+        next_row(at, &self.corner, &self.last, self.order.iter().copied())
     }
 
     /// Whether `at` lies inside the fragment's non-empty domain.

@@ -21,7 +21,7 @@ use crate::{QueryError, Result, ResultLayout};
 use std::ops::Range;
 use std::sync::Arc;
 use tdb_format::{ArrayType, Datatype, Layout};
-use tdb_index::dense::{int_value, push_int, FragmentGrid};
+use tdb_index::dense::{int_value, next_row, push_int, FragmentGrid};
 
 /// A dense read's result cells in order: the subarray's box (one range a
 /// dimension), walked in the result order, each cell numbered by its
@@ -93,21 +93,11 @@ impl DenseBox {
 
     /// Moves on to the next cell in the box's order.
     pub fn step(&mut self) {
-        let Some(at) = &mut self.at else {
-            return;
-        };
-        for &d in &self.order {
-            let (Some(a), Some(&lo), Some(&hi)) = (at.get_mut(d), self.lo.get(d), self.hi.get(d))
-            else {
-                break;
-            };
-            if *a < hi {
-                *a = a.saturating_add(1);
-                return;
+        if let Some(at) = &mut self.at {
+            if !next_row(at, &self.lo, &self.hi, self.order.iter().copied()) {
+                self.at = None;
             }
-            *a = lo;
         }
-        self.at = None;
     }
 
     /// Whether a cell whose dimension `d`'s value is `coord(d)` is the

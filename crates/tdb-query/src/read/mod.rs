@@ -231,7 +231,7 @@ pub struct Reader {
     /// by probes ([`Reader::narrow_read`]).
     narrow: bool,
     /// Whether this unordered read goes in runs of each fragment's tiles
-    /// without spilling ([`Reader::unordered_runs`]).
+    /// without spilling ([`Reader::reads_unordered_in_runs`]).
     unordered_runs: bool,
 }
 /// What a dense result cell is, for aggregates.
@@ -830,10 +830,10 @@ impl Reader {
             .collect();
         self.narrow = self.narrow_read();
         let spills = self.spills();
-        self.unordered_runs = !spills && self.unordered_runs();
+        self.unordered_runs = !spills && self.reads_unordered_in_runs();
         // What a piece must hold whatever its cells: a whole tile where
         // the tile's fields cannot be sliced; where they can (dense, or
-        // sparse in a read that spills), the chunks a piece of a few cells
+        // sparse in a read that goes in runs of tiles), the chunks a piece of a few cells
         // reaches (two of each part: its cells' first and last), in every
         // dense fragment at once (a cell lies in all of them where they
         // overlap; a spilled piece is one fragment's run). Counting one

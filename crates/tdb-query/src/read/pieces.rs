@@ -302,16 +302,11 @@ impl Reader {
         }
     }
 
-    /// What reading sparse tile `t` of fragment `i` holds: the tile (with
-    /// `cells`, that run of its cells) and per cell the plan's bookkeeping.
-    /// A dense tile in a read that spills: the run of its cells from the
-    /// first inside the subarray to the last ([`Reader::dense_span`]).
-    pub(super) fn sparse_held(
-        &self,
-        i: usize,
-        t: u64,
-        cells: Option<&std::ops::Range<u64>>,
-    ) -> u64 {
+    /// What reading tile `t` of fragment `i` in a run of tiles holds: the
+    /// tile (with `cells`, that run of its cells; a dense tile in a read
+    /// that spills, its cells from the first inside the subarray to the
+    /// last, [`Reader::dense_span`]) and per cell the plan's bookkeeping.
+    pub(super) fn run_held(&self, i: usize, t: u64, cells: Option<&std::ops::Range<u64>>) -> u64 {
         let span = cells.is_none().then(|| self.dense_span(i, t)).flatten();
         let (cells, bytes) = match cells.or(span.as_ref()) {
             Some(c) => {
@@ -490,7 +485,7 @@ impl Reader {
                 total = total.saturating_add(tiles.saturating_mul(tile_max));
             } else {
                 for t in piece.tiles(i, plan, self.ops.dims(), &self.spec.subarray) {
-                    total = total.saturating_add(self.sparse_held(i, t, piece.cells.as_ref()));
+                    total = total.saturating_add(self.run_held(i, t, piece.cells.as_ref()));
                 }
             }
         }
@@ -571,7 +566,7 @@ impl Reader {
             return None;
         };
         // A run of one fragment's tiles of an unordered read that goes in
-        // runs ([`Reader::unordered_runs`]).
+        // runs ([`Reader::reads_unordered_in_runs`]).
         let unordered_run = self.unordered_runs && p.frag.is_some() && p.run.is_some();
         if order.is_empty() || self.spill.is_some() || unordered_run {
             // The Hilbert global order: no subarray cut keeps it, but one
@@ -818,7 +813,7 @@ impl Reader {
         run: std::ops::Range<u64>,
     ) -> Option<Cut> {
         let (a, b) =
-            partition::split_run(tiles, run, self.cut_aim(), |t| self.sparse_held(i, t, None))?;
+            partition::split_run(tiles, run, self.cut_aim(), |t| self.run_held(i, t, None))?;
         let half = |run| Piece {
             run: Some(run),
             frag: Some(i),
@@ -840,7 +835,7 @@ impl Reader {
     /// merged (`sparse_bounded_tiles` under 16 KiB: 0.42 s spilled,
     /// against 0.024 unbudgeted). Not under TileDB's string-parts rule,
     /// whose pieces share out a dimension's values.
-    pub(super) fn unordered_runs(&self) -> bool {
+    pub(super) fn reads_unordered_in_runs(&self) -> bool {
         let schema = self.snapshot.schema();
         let whole = Piece {
             sub: self.spec.subarray.clone(),

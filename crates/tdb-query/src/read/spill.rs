@@ -925,7 +925,7 @@ impl Reader {
             // ([`Reader::versions_meet`]) are cut by the subarray, row-major,
             // and read again every tile their pieces cross (W7's Hilbert
             // array without duplicates under 16 KiB); without, they go in
-            // runs of tiles ([`Reader::unordered_runs`]).
+            // runs of tiles ([`Reader::reads_unordered_in_runs`]).
             ResultLayout::Unordered => self.versions_meet() && self.unordered_crosses(),
             // One fragment's tiles are stored in the global order: only
             // Hilbert's over several fragments has no cut.
@@ -942,7 +942,7 @@ impl Reader {
         };
         // A sparse tile past the budget is read in runs of its cells.
         // (Unless unordered without versions to meet: then runs of its
-        // cells need no merge, `Reader::unordered_runs`.)
+        // cells need no merge, `Reader::reads_unordered_in_runs`.)
         let huge = || {
             (self.spec.layout != ResultLayout::Unordered || self.versions_meet())
                 && self.sparse_tile_past_budget()
@@ -1029,7 +1029,7 @@ impl Reader {
                     return false;
                 };
                 let (a, b) = (a.max(lo), b.min(hi));
-                let held = self.sparse_held(i, t, None);
+                let held = self.run_held(i, t, None);
                 let height = u128::try_from(b.saturating_sub(a).saturating_add(1)).unwrap_or(1);
                 bytes = bytes.saturating_add(u128::from(held));
                 weighted = weighted.saturating_add(u128::from(held).saturating_mul(height));
