@@ -359,23 +359,7 @@ fn a_merge_of_incompressible_tiles_stays_within_1_mib() {
         let spec = ReadSpec::new(["v"])
             .with_layout(layout)
             .with_budget(512 << 10);
-        let mut reader = tdb_query::Reader::new(snap, spec).unwrap();
-        let (mut rounds, mut cells, mut batches) = (0, 0, 0);
-        loop {
-            match reader.step().unwrap() {
-                tdb_query::ReadStep::Need(r) => {
-                    rounds += 1;
-                    let got = tdb_storage::ReadableStorage::read_ranges(&storage, &r).unwrap();
-                    reader.push(r.into_iter().zip(got)).unwrap();
-                }
-                tdb_query::ReadStep::Decode(w) => reader.push_decoded(w.run().unwrap()).unwrap(),
-                tdb_query::ReadStep::Batch(b) => {
-                    cells += b.num_cells;
-                    batches += 1;
-                }
-                tdb_query::ReadStep::Done => break,
-            }
-        }
+        let (rounds, batches, cells) = rounds_of(&storage, &snap, spec);
         assert_eq!(cells, 1 << 20);
         assert!(
             rounds < 1_000 && batches < 1_000,
