@@ -11,7 +11,7 @@
 //! the newest fragment's version of each cell (dense arrays have no
 //! duplicates) and gives fill where no fragment wrote ([`DenseBox`]).
 
-use super::fields::{FieldInfo, Kind};
+use super::fields::Kind;
 use super::plan::{self, CellRef};
 use super::spill::Spill;
 use super::Reader;
@@ -19,9 +19,8 @@ use crate::batch::{Batch, FieldBuffer};
 use crate::condition::BoundCondition;
 use crate::{QueryError, Result, ResultLayout};
 use std::ops::Range;
-use std::sync::Arc;
 use tdb_format::{ArrayType, Datatype, Layout};
-use tdb_index::dense::{int_value, next_row, push_int, FragmentGrid};
+use tdb_index::dense::{next_row, push_int, FragmentGrid};
 
 /// A dense read's result cells in order: the subarray's box (one range a
 /// dimension), walked in the result order, each cell numbered by its
@@ -35,6 +34,8 @@ pub(crate) struct DenseBox {
     types: Vec<Datatype>,
     /// The next cell to hand out (`None`: every one is out).
     at: Option<Vec<i128>>,
+    /// Its place in the box's order.
+    place: u64,
 }
 
 impl DenseBox {
@@ -54,6 +55,7 @@ impl DenseBox {
             hi,
             order,
             types,
+            place: 0,
         }
     }
 
@@ -86,28 +88,20 @@ impl DenseBox {
         (rest == 0).then_some(())
     }
 
-    /// The next cell to hand out, `None` once every one is out.
-    pub fn current(&self) -> Option<&[i128]> {
-        self.at.as_deref()
+    /// The next cell's place in the box's order, `None` once every one
+    /// is out.
+    pub fn place(&self) -> Option<u64> {
+        self.at.as_ref().map(|_| self.place)
     }
 
     /// Moves on to the next cell in the box's order.
     pub fn step(&mut self) {
         if let Some(at) = &mut self.at {
+            self.place = self.place.saturating_add(1);
             if !next_row(at, &self.lo, &self.hi, self.order.iter().copied()) {
                 self.at = None;
             }
         }
-    }
-
-    /// Whether a cell whose dimension `d`'s value is `coord(d)` is the
-    /// current one.
-    pub fn is_current<'a>(&self, coord: impl Fn(usize) -> &'a [u8]) -> bool {
-        let Some(at) = &self.at else {
-            return false;
-        };
-        (at.iter().zip(&self.types).enumerate())
-            .all(|(d, (&v, &t))| int_value(t, coord(d)) == Some(v))
     }
 
     /// Appends dimension `d`'s value of the current cell to `out`.
@@ -143,21 +137,6 @@ impl Reader {
             && (self.plans.iter()).all(|p| p.meta.footer.dense && Self::sliceable(p))
             && (self.plans.iter().enumerate())
                 .any(|(i, _)| (self.reached_tiles(i)).any(|t| self.tile_bytes(i, t) > budget))
-    }
-
-    /// Gives every dimension a field slot: runs carry each cell's
-    /// coordinates, which the merge orders them by, but a dense read has
-    /// slots only for the dimensions it asks for (no dense fragment stores
-    /// any, so the new slots fetch nothing).
-    pub(super) fn slot_dims(&mut self) -> Result<()> {
-        let schema = Arc::clone(&self.snapshot);
-        for d in &schema.schema().domain.dimensions {
-            if !self.fields.iter().any(|f| f.name == d.name) {
-                self.fields
-                    .push(FieldInfo::resolve(schema.schema(), &d.name)?);
-            }
-        }
-        Ok(())
     }
 
     /// The subarray's box, walked in the result order.
@@ -289,15 +268,20 @@ impl Reader {
             Some(cond) => self.rejected(cond, i, &plan.tiles, &found, &bx)?,
             None => Vec::new(),
         };
+        // Coordinates only where a dimension is asked for.
+        let coords_asked = (slots.iter())
+            .any(|&slot| matches!(self.fields.get(slot).map(|f| f.kind), Some(Kind::Dim(_))));
         for (c, &(key, k, pos)) in found.iter().enumerate() {
-            bx.coords(key, &mut at)
-                .ok_or_else(|| QueryError::invalid("a cell outside the subarray"))?;
+            if coords_asked {
+                bx.coords(key, &mut at)
+                    .ok_or_else(|| QueryError::invalid("a cell outside the subarray"))?;
+            }
             let row = (cols.get(k as usize))
                 .ok_or_else(|| QueryError::invalid("a cell without its tile"))?;
-            let t = plan.tiles.get(k as usize).copied().unwrap_or(0);
+            // Known by its place in the result order (`RunFormat::placed`).
             let cell = CellRef {
                 frag,
-                tile: t,
+                tile: key,
                 cell: pos,
             };
             let rejected = rejected.get(c).copied().unwrap_or(false);

@@ -894,15 +894,12 @@ impl Reader {
             ..Piece::default()
         }];
         if spills || self.unordered_runs {
-            if spills && self.snapshot.schema().array_type == ArrayType::Dense {
-                self.slot_dims()?;
-            }
             if spills {
-                self.spill = Some(spill::Spill::new(
-                    spill::RunFormat::new(&self.fields, &self.requested)?,
-                    self.run_order(),
-                    self.tile_budget(),
-                ));
+                let fmt = match self.snapshot.schema().array_type {
+                    ArrayType::Dense => spill::RunFormat::placed(&self.fields, &self.requested)?,
+                    ArrayType::Sparse => spill::RunFormat::new(&self.fields, &self.requested)?,
+                };
+                self.spill = Some(spill::Spill::new(fmt, self.run_order(), self.tile_budget()));
             }
             // Runs of each fragment's tiles, the first fragment's first.
             self.partitions = (self.plans.iter().enumerate().rev())

@@ -46,7 +46,8 @@ struct Stored {
 }
 
 /// What a run holds per cell: the dimensions (for the merge) and the
-/// requested fields, each once.
+/// requested fields, each once; or, for a dense read, the requested
+/// fields alone, each cell known by its place in the result order.
 #[derive(Debug, Clone)]
 pub(crate) struct RunFormat {
     fields: Vec<Stored>,
@@ -54,6 +55,10 @@ pub(crate) struct RunFormat {
     dims: Vec<usize>,
     /// Per requested field, its index in `fields`.
     out: Vec<usize>,
+    /// Cells are a dense read's: each one's place in the result order is
+    /// its key (kept where a sparse cell keeps its tile), and cells of
+    /// one place are versions of one coordinate.
+    placed: bool,
 }
 
 impl RunFormat {
@@ -87,6 +92,37 @@ impl RunFormat {
             fields: stored,
             dims: dims.into_iter().map(|(_, k)| k).collect(),
             out,
+            placed: false,
+        })
+    }
+
+    /// The format of a dense read of `requested` slots of `fields`: those
+    /// fields alone (a cell's place in the result order, [`CellRef::tile`],
+    /// orders and identifies it; its coordinates follow from it), half
+    /// the bytes of a record with coordinates for a 2-D read of a few
+    /// fields.
+    pub fn placed(fields: &[FieldInfo], requested: &[usize]) -> Result<Self> {
+        let mut stored: Vec<Stored> = Vec::new();
+        let mut out = Vec::with_capacity(requested.len());
+        for &slot in requested {
+            if let Some(k) = stored.iter().position(|s| s.slot == slot) {
+                out.push(k);
+                continue;
+            }
+            let f = (fields.get(slot))
+                .ok_or_else(|| QueryError::invalid(format!("no field in slot {slot}")))?;
+            stored.push(Stored {
+                slot,
+                size: (!f.is_var()).then(|| f.cell_size()),
+                nullable: f.nullable,
+            });
+            out.push(stored.len().saturating_sub(1));
+        }
+        Ok(RunFormat {
+            fields: stored,
+            dims: Vec::new(),
+            out,
+            placed: true,
         })
     }
 
@@ -350,7 +386,11 @@ impl RunReader {
             r.read_exact(into).map_err(QueryError::Spill)?;
             rec.spans.push((start, rec.data.len(), valid));
         }
-        if let Some(keys) = keys {
+        if fmt.placed {
+            let mut key = [0u64; MAX_KEY_WORDS];
+            key[0] = rec.at.tile;
+            rec.key = key;
+        } else if let Some(keys) = keys {
             let dim = |d: usize| fmt.dims.get(d).map_or(&[][..], |&k| rec.value(k).0);
             let mut key = [0u64; MAX_KEY_WORDS];
             keys.key(dim, &mut key);
@@ -391,7 +431,7 @@ impl RunOrder {
 
     /// `a` and `b` by their coordinates' values only.
     fn values(&self, fmt: &RunFormat, a: &Record, b: &Record) -> Ordering {
-        if self.keys.is_some() {
+        if self.keyed(fmt) {
             return a.key.cmp(&b.key);
         }
         let coord = |i: usize, d: usize| {
@@ -399,6 +439,11 @@ impl RunOrder {
             fmt.dims.get(d).map_or(&[][..], |&k| r.value(k).0)
         };
         cmp_cells(&self.domain, &self.ops, self.kind, &coord, 0, 1)
+    }
+
+    /// Whether records compare by their keys alone.
+    fn keyed(&self, fmt: &RunFormat) -> bool {
+        fmt.placed || self.keys.is_some()
     }
 
     fn cmp(&self, fmt: &RunFormat, a: &Record, b: &Record) -> Ordering {
@@ -480,7 +525,7 @@ impl Heads {
         let (Some(x), Some(y)) = (self.live.get(a), self.live.get(b)) else {
             return false;
         };
-        if order.keys.is_some() {
+        if order.keyed(fmt) {
             return (x.key, x.tie) < (y.key, y.tie);
         }
         match (self.recs.get(x.run), self.recs.get(y.run)) {
@@ -754,7 +799,7 @@ impl Merge {
     /// Appends the dense box's current cell to `out`: the merge's next
     /// cell where it is that one, else fill. `false` once the box is out.
     fn next_dense(&mut self, out: &mut [FieldBuffer], fields: &[FieldInfo]) -> Result<bool> {
-        if self.dense.as_ref().is_none_or(|b| b.current().is_none()) {
+        if self.dense.as_ref().is_none_or(|b| b.place().is_none()) {
             return Ok(false);
         }
         if self.pending.is_none() {
@@ -763,8 +808,7 @@ impl Merge {
         let (Some(bx), fmt) = (&mut self.dense, &self.fmt) else {
             return Ok(false);
         };
-        let hit = (self.pending.as_ref())
-            .is_some_and(|r| bx.is_current(|d| fmt.dims.get(d).map_or(&[][..], |&k| r.value(k).0)));
+        let hit = (self.pending.as_ref()).is_some_and(|r| Some(r.at.tile) == bx.place());
         match self.pending.take() {
             Some(rec) if hit => {
                 for (buf, &k) in out.iter_mut().zip(&fmt.out) {
@@ -874,6 +918,9 @@ impl Merge {
 fn survivors(fmt: &RunFormat, order: &RunOrder, mut group: Vec<Record>) -> Vec<Record> {
     let n = fmt.dims.len();
     let bytes = |a: &Record, b: &Record| {
+        if fmt.placed {
+            return a.key.cmp(&b.key);
+        }
         let coord = |i: usize, d: usize| {
             let r = if i == 0 { a } else { b };
             fmt.dims.get(d).map_or(&[][..], |&k| r.value(k).0)
@@ -1255,6 +1302,69 @@ mod tests {
                     Some("a9")
                 ]
             );
+        }
+    }
+
+    /// A dense read's runs (`RunFormat::placed`): cells known by their
+    /// place in the result order alone merge by it, the newest fragment's
+    /// version of a place stands (a rejected one hides the older and
+    /// comes out as fill), and the box hands out fill, with coordinates
+    /// where asked, for every place no run holds.
+    #[test]
+    fn placed_runs_merge_by_place_and_the_box_fills_the_gaps() {
+        let schema = schema();
+        let (fields, _) = format(&schema);
+        // Requested: s, then x (a dimension, from the box).
+        let fmt = RunFormat::placed(&fields, &[2, 0]).unwrap();
+        assert!(fmt.dims.is_empty());
+        // (place, fragment, rejected, s): the box is x 0..=1 by y 0..=2,
+        // row-major, so place p is (p / 3, p % 3).
+        let runs: [&[(u64, u32, bool, &str)]; 2] = [
+            &[
+                (0, 0, false, "a0"),
+                (1, 0, false, "a1"),
+                (3, 0, false, "a3"),
+                (4, 0, false, "a4"),
+            ],
+            &[(1, 1, false, "b1"), (3, 1, true, "b3"), (5, 1, false, "b5")],
+        ];
+        for keyed in [true, false] {
+            let mut spill = Spill::new(fmt.clone(), order(&schema, keyed), 1 << 20);
+            for r in runs {
+                let mut w = spill.writer(0);
+                for &(place, frag, rejected, text) in r {
+                    let x = i32::try_from(place / 3).unwrap().to_le_bytes();
+                    let at = CellRef {
+                        frag,
+                        tile: place,
+                        cell: 0,
+                    };
+                    w.head(at, u64::from(frag), (false, rejected)).unwrap();
+                    w.field(&fmt, 0, text.as_bytes(), true).unwrap();
+                    w.field(&fmt, 1, &x, true).unwrap();
+                }
+                spill.push(w.finish().unwrap()).unwrap();
+            }
+            let mut merge = spill.merge(true, 4).unwrap();
+            merge.dense = Some(DenseBox::new(
+                vec![0, 0],
+                vec![1, 2],
+                false,
+                vec![tdb_format::Datatype::Int32; 2],
+            ));
+            let got = drain(merge, &fields);
+            let want: Vec<(Option<String>, i32)> = [
+                (Some("a0"), 0),
+                (Some("b1"), 0),
+                (None, 0),
+                (None, 1),
+                (Some("a4"), 1),
+                (Some("b5"), 1),
+            ]
+            .into_iter()
+            .map(|(s, x)| (s.map(str::to_owned), x))
+            .collect();
+            assert_eq!(got, want, "keyed {keyed}");
         }
     }
 
