@@ -8,7 +8,9 @@
 //! one coordinate meet in the merge, so deduplication, deletes and the
 //! condition on the newest version are decided there. A sparse tile past
 //! the budget spills in any order too: its runs are runs of its cells,
-//! read by the chunks holding them (`Piece::cells`).
+//! read by the chunks holding them (`Piece::cells`). Dense reads against
+//! their tiles' cell order spill too (`dense_runs`), their cells known by
+//! their place in the result order.
 //!
 //! Spill files are scratch memory, not storage: unnamed temporary files
 //! (in `TMPDIR`), gone when closed, local whatever the array's backend.
@@ -137,7 +139,8 @@ impl RunFormat {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Record {
     /// Its coordinates' key in the merge's order, where the order has
-    /// keys ([`RunOrder::keys`]).
+    /// keys ([`RunOrder::keys`]); a dense read's cell, its place in the
+    /// result order ([`RunFormat::placed`]).
     key: [u64; MAX_KEY_WORDS],
     at: CellRef,
     stamp: u64,

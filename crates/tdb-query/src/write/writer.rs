@@ -33,7 +33,7 @@ use tdb_storage::WritableStorage;
 /// A fragment being written: [`FragmentWriter::submit`] each part of the
 /// cells, then [`FragmentWriter::finish`] to commit it. With a
 /// `max_fragment_size` a global-order write is several fragments, split
-/// where the next tile would take one past it (see [`Current`]).
+/// where the next tile would take one past it (see `Current`).
 pub struct FragmentWriter<'a, S: WritableStorage + ?Sized> {
     entry: &'a SchemaEntry,
     key: Option<&'a [u8; 32]>,
