@@ -66,6 +66,21 @@ pub(crate) struct RunFormat {
 impl RunFormat {
     /// The format of a read of `requested` slots of `fields`.
     pub fn new(fields: &[FieldInfo], requested: &[usize]) -> Result<Self> {
+        Self::of(fields, requested, false)
+    }
+
+    /// The format of a dense read of `requested` slots of `fields`: those
+    /// fields alone (a cell's place in the result order, [`CellRef::tile`],
+    /// orders and identifies it; its coordinates follow from it), half
+    /// the bytes of a record with coordinates for a 2-D read of a few
+    /// fields.
+    pub fn placed(fields: &[FieldInfo], requested: &[usize]) -> Result<Self> {
+        Self::of(fields, requested, true)
+    }
+
+    /// The requested fields, each once, after the dimensions unless
+    /// `placed`.
+    fn of(fields: &[FieldInfo], requested: &[usize], placed: bool) -> Result<Self> {
         let mut stored: Vec<Stored> = Vec::new();
         let mut index = |slot: usize| -> Result<usize> {
             if let Some(k) = stored.iter().position(|s| s.slot == slot) {
@@ -81,7 +96,7 @@ impl RunFormat {
             Ok(stored.len().saturating_sub(1))
         };
         let mut dims: Vec<(usize, usize)> = Vec::new();
-        for (slot, f) in fields.iter().enumerate() {
+        for (slot, f) in fields.iter().enumerate().filter(|_| !placed) {
             if let Kind::Dim(d) = f.kind {
                 dims.push((d, index(slot)?));
             }
@@ -94,37 +109,7 @@ impl RunFormat {
             fields: stored,
             dims: dims.into_iter().map(|(_, k)| k).collect(),
             out,
-            placed: false,
-        })
-    }
-
-    /// The format of a dense read of `requested` slots of `fields`: those
-    /// fields alone (a cell's place in the result order, [`CellRef::tile`],
-    /// orders and identifies it; its coordinates follow from it), half
-    /// the bytes of a record with coordinates for a 2-D read of a few
-    /// fields.
-    pub fn placed(fields: &[FieldInfo], requested: &[usize]) -> Result<Self> {
-        let mut stored: Vec<Stored> = Vec::new();
-        let mut out = Vec::with_capacity(requested.len());
-        for &slot in requested {
-            if let Some(k) = stored.iter().position(|s| s.slot == slot) {
-                out.push(k);
-                continue;
-            }
-            let f = (fields.get(slot))
-                .ok_or_else(|| QueryError::invalid(format!("no field in slot {slot}")))?;
-            stored.push(Stored {
-                slot,
-                size: (!f.is_var()).then(|| f.cell_size()),
-                nullable: f.nullable,
-            });
-            out.push(stored.len().saturating_sub(1));
-        }
-        Ok(RunFormat {
-            fields: stored,
-            dims: Vec::new(),
-            out,
-            placed: true,
+            placed,
         })
     }
 
@@ -950,7 +935,8 @@ impl Reader {
     /// they cross again, without bound; as runs, each tile is read once.
     /// Also any sparse read with a tile past the tile budget: a run of its
     /// cells is read by the chunks holding them (unordered reads merge
-    /// their runs row-major).
+    /// their runs row-major; those without versions of a coordinate to
+    /// meet go in runs unspilled, [`Reader::reads_unordered_in_runs`]).
     /// And a read of a few cells of large sorted tiles
     /// ([`Reader::narrow_read`]), whose probes find the chunks holding them.
     /// Not for several ranges on a dimension, or TileDB's string-parts
