@@ -107,10 +107,19 @@ impl DenseBox {
     /// Appends dimension `d`'s value of the current cell to `out`.
     pub fn push_coord(&self, d: usize, out: &mut FieldBuffer) {
         let mut bytes = Vec::with_capacity(8);
-        if let (Some(&v), Some(&t)) = (self.at.as_ref().and_then(|a| a.get(d)), self.types.get(d)) {
-            push_int(t, v, &mut bytes);
+        if let Some(at) = &self.at {
+            self.coord_bytes(at, d, &mut bytes);
         }
         out.push(&bytes, true);
+    }
+
+    /// Dimension `d`'s value of the cell at `at`, in the dimension's type,
+    /// into `out` (emptied first).
+    pub fn coord_bytes(&self, at: &[i128], d: usize, out: &mut Vec<u8>) {
+        out.clear();
+        if let (Some(&v), Some(&t)) = (at.get(d), self.types.get(d)) {
+            push_int(t, v, out);
+        }
     }
 }
 
@@ -128,15 +137,13 @@ impl Reader {
             ResultLayout::ColMajor => schema.cell_order != Layout::ColMajor,
             _ => false,
         };
-        let budget = self.tile_budget();
         schema.array_type == ArrayType::Dense
             && dims > 1
             && against
             && !self.with_states
             && (0..dims).all(|d| sub.ranges(d).len() <= 1)
             && (self.plans.iter()).all(|p| p.meta.footer.dense && Self::sliceable(p))
-            && (self.plans.iter().enumerate())
-                .any(|(i, _)| (self.reached_tiles(i)).any(|t| self.tile_bytes(i, t) > budget))
+            && self.tile_past_budget(true)
     }
 
     /// The subarray's box, walked in the result order.
@@ -255,9 +262,6 @@ impl Reader {
                 .collect::<Result<Vec<_>>>()?;
             cols.push(row);
         }
-        let types: Vec<Datatype> = (plan.schema.domain.dimensions.iter())
-            .map(|d| d.datatype)
-            .collect();
         let mut run = spill.writer(0);
         let fmt = &spill.fmt;
         let mut coord = Vec::with_capacity(8);
@@ -290,10 +294,7 @@ impl Reader {
                 let f = self.fields.get(slot);
                 match (f.map(|f| f.kind), col) {
                     (Some(Kind::Dim(d)), _) => {
-                        coord.clear();
-                        if let (Some(&t), Some(&v)) = (types.get(d), at.get(d)) {
-                            push_int(t, v, &mut coord);
-                        }
+                        bx.coord_bytes(&at, d, &mut coord);
                         run.field(fmt, s, &coord, true)?;
                     }
                     (_, Some((col, first))) => {
@@ -351,10 +352,7 @@ impl Reader {
                     if let Kind::Dim(d) = f.kind {
                         bx.coords(key, &mut at)
                             .ok_or_else(|| QueryError::invalid("a cell outside the subarray"))?;
-                        coord.clear();
-                        if let (Some(&t), Some(&v)) = (bx.types.get(d), at.get(d)) {
-                            push_int(t, v, &mut coord);
-                        }
+                        bx.coord_bytes(&at, d, &mut coord);
                         buf.push(&coord, true);
                         continue;
                     }

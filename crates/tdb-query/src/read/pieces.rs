@@ -845,7 +845,7 @@ impl Reader {
             && self.spec.layout == ResultLayout::Unordered
             && sparse::parts_dim(schema, &self.spec.subarray).is_none()
             && !self.versions_meet()
-            && (self.unordered_crosses() || self.sparse_tile_past_budget())
+            && (self.unordered_crosses() || self.tile_past_budget(false))
             && self.estimate(&whole) > self.tile_budget()
     }
 

@@ -981,7 +981,7 @@ impl Reader {
         // cells need no merge, `Reader::reads_unordered_in_runs`.)
         let huge = || {
             (self.spec.layout != ResultLayout::Unordered || self.versions_meet())
-                && self.sparse_tile_past_budget()
+                && self.tile_past_budget(false)
         };
         schema.array_type == ArrayType::Sparse
             && !self.with_states
@@ -990,11 +990,12 @@ impl Reader {
             && (self.narrow || ((against || huge()) && self.estimate(&whole) > self.tile_budget()))
     }
 
-    /// Whether a sparse tile the read reaches passes the tile budget.
-    pub(super) fn sparse_tile_past_budget(&self) -> bool {
+    /// Whether a tile of the read's sparse (`dense`: dense) fragments that
+    /// the read reaches passes the tile budget.
+    pub(super) fn tile_past_budget(&self, dense: bool) -> bool {
         let budget = self.tile_budget();
         (self.plans.iter().enumerate()).any(|(i, plan)| {
-            !plan.meta.footer.dense
+            plan.meta.footer.dense == dense
                 && (self.reached_tiles(i)).any(|t| self.tile_bytes(i, t) > budget)
         })
     }
