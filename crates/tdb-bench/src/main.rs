@@ -66,6 +66,10 @@ struct Phase {
 struct Query {
     /// One inclusive `[lo, hi]` per dimension; `None`: the whole domain.
     ranges: Option<Vec<(i128, i128)>>,
+    /// More inclusive ranges, `[dimension, lo, hi]`, added after `ranges`
+    /// (a multi-range subarray; tdb's reads only).
+    #[serde(default)]
+    more_ranges: Vec<(usize, i128, i128)>,
     layout: String,
     condition: Option<String>,
 }
@@ -284,7 +288,7 @@ fn run(phase: &Phase, a: &Array) -> Result<(u64, f64), Error> {
             .with_budget(budget)
             .with_layout(ResultLayout::from_name(&q.layout).ok_or("unknown layout")?);
         if let Some(r) = &q.ranges {
-            spec = spec.with_subarray(subarray(a, r)?);
+            spec = spec.with_subarray(subarray(a, r, &q.more_ranges)?);
         }
         if let Some(c) = &q.condition {
             spec = spec.with_condition(c.clone());
@@ -413,14 +417,25 @@ fn run_sql(sql: &str, table: tdb_datafusion::TileDbTable) -> Result<(u64, f64), 
     Ok((1, check))
 }
 
-/// One inclusive range per dimension, in each dimension's datatype.
-fn subarray(a: &Array, ranges: &[(i128, i128)]) -> Result<Subarray, Error> {
+/// One inclusive range per dimension, in each dimension's datatype, then
+/// any `more` (`(dimension, lo, hi)`).
+fn subarray(
+    a: &Array,
+    ranges: &[(i128, i128)],
+    more: &[(usize, i128, i128)],
+) -> Result<Subarray, Error> {
     let dims = &a.schema().domain.dimensions;
     if dims.len() != ranges.len() {
         return Err("one range per dimension".into());
     }
     let mut s = Subarray::new(dims.len());
     for (d, (dim, &(lo, hi))) in dims.iter().zip(ranges).enumerate() {
+        let range = tdb_index::dense::int_range_of(dim, lo, hi)
+            .ok_or_else(|| format!("dimension {} is not an integer", dim.name))?;
+        s.add_range(d, range);
+    }
+    for &(d, lo, hi) in more {
+        let dim = dims.get(d).ok_or("a range past the dimensions")?;
         let range = tdb_index::dense::int_range_of(dim, lo, hi)
             .ok_or_else(|| format!("dimension {} is not an integer", dim.name))?;
         s.add_range(d, range);

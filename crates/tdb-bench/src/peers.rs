@@ -74,7 +74,7 @@ pub fn zarr_copy(a: &Array, out: &str) -> Result<serde_json::Value, Error> {
             .collect();
         let spec = ReadSpec::new(["a"])
             .with_layout(ResultLayout::RowMajor)
-            .with_subarray(crate::subarray(a, &ranges)?);
+            .with_subarray(crate::subarray(a, &ranges, &[])?);
         let cells = a.read_all(spec)?;
         let data = &cells.fields.first().ok_or("no field read")?.data;
         bytes += data.len() as u64;

@@ -255,7 +255,7 @@ fn fastest_first(n: usize, col: bool) -> Vec<usize> {
 /// Steps the odometer `at` over the box `[from, to]` along the dimensions
 /// `order` gives, the first turning fastest; `false` once every one has
 /// turned over (or an index is out of range).
-pub fn next_row(
+fn next_row(
     at: &mut [i128],
     from: &[i128],
     to: &[i128],

@@ -112,16 +112,15 @@ impl Aggregation {
         }
         let mut spec = spec;
         spec.fields = read_fields;
-        // A dense read's cells are its subarray's whatever their order, so
-        // with one range a dimension it folds them in the order they are
-        // stored: against it, under a budget smaller than a tile, pieces
-        // of a few result lines would read every chunk of their tiles
-        // again (`dense_large_tiles` col-major under 1 MiB: 4.2 s against
-        // 0.16). Only a float sum's last bits can change, as TileDB's own
-        // vary with its threads.
-        let one_range =
-            (0..schema.domain.dimensions.len()).all(|d| spec.subarray.ranges(d).len() <= 1);
-        if dense && one_range {
+        // A dense read's cells are its subarray's whatever their order (a
+        // cell of overlapping ranges once for each, in the global order as
+        // in any other), so it folds them in the order they are stored:
+        // against it, under a budget smaller than a tile, pieces of a few
+        // result lines would read every chunk of their tiles again
+        // (`dense_large_tiles` col-major under 1 MiB: 4.2 s against 0.16).
+        // Only a float sum's last bits can change, as TileDB's own vary
+        // with its threads.
+        if dense {
             spec.layout = ResultLayout::GlobalOrder;
         }
         let mut reader = Reader::new(Arc::clone(&snapshot), spec)?;

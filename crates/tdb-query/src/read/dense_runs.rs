@@ -20,70 +20,160 @@ use crate::condition::BoundCondition;
 use crate::{QueryError, Result, ResultLayout};
 use std::ops::Range;
 use tdb_format::{ArrayType, Datatype, Layout};
-use tdb_index::dense::{next_row, push_int, FragmentGrid};
+use tdb_index::dense::{push_int, FragmentGrid};
 
-/// A dense read's result cells in order: the subarray's box (one range a
-/// dimension), walked in the result order, each cell numbered by its
-/// place in it.
+/// One dimension's result coordinates: its ranges in the order given,
+/// each value once for every range holding it (TileDB's dense reads give
+/// a cell of overlapping ranges once for each).
+#[derive(Debug, Clone)]
+struct Axis {
+    /// The ranges, each with its first value's offset on the axis.
+    ranges: Vec<(i128, i128, u64)>,
+    /// Values on the axis.
+    len: u64,
+    /// The axis cut where any range starts or ends, in order of value:
+    /// each part's first and last value and the offsets its first value
+    /// has (one for each range over it); parts no range covers left out.
+    parts: Vec<(i128, i128, Vec<u64>)>,
+}
+
+impl Axis {
+    /// `None` where the axis has more values than 64 bits count.
+    fn new(given: &[(i128, i128)]) -> Option<Self> {
+        let mut ranges = Vec::with_capacity(given.len());
+        let mut len = 0u64;
+        for &(lo, hi) in given.iter().filter(|(lo, hi)| lo <= hi) {
+            ranges.push((lo, hi, len));
+            let n = u64::try_from(hi.checked_sub(lo)?.checked_add(1)?).ok()?;
+            len = len.checked_add(n)?;
+        }
+        let mut cuts: Vec<i128> = (ranges.iter())
+            .flat_map(|&(lo, hi, _)| [lo, hi.saturating_add(1)])
+            .collect();
+        cuts.sort_unstable();
+        cuts.dedup();
+        let mut parts: Vec<(i128, i128, Vec<u64>)> = Vec::new();
+        for w in cuts.windows(2) {
+            let &[a, b] = w else { continue };
+            let offsets: Vec<u64> = (ranges.iter())
+                .filter(|&&(lo, hi, _)| lo <= a && a <= hi)
+                .filter_map(|&(lo, _, off)| {
+                    off.checked_add(u64::try_from(a.checked_sub(lo)?).ok()?)
+                })
+                .collect();
+            if !offsets.is_empty() {
+                parts.push((a, b.saturating_sub(1), offsets));
+            }
+        }
+        Some(Axis { ranges, len, parts })
+    }
+
+    /// The offsets `v` has on the axis (none outside every range), as the
+    /// first value of its part's offsets and its distance from it.
+    fn offsets(&self, v: i128) -> Option<(&[u64], u64)> {
+        let i = self.parts.partition_point(|p| p.0 <= v).checked_sub(1)?;
+        let (start, end, offs) = self.parts.get(i)?;
+        if v > *end {
+            return None;
+        }
+        Some((offs, u64::try_from(v.checked_sub(*start)?).ok()?))
+    }
+
+    /// The value at offset `off`.
+    fn value(&self, off: u64) -> Option<i128> {
+        let i = self.ranges.partition_point(|r| r.2 <= off).checked_sub(1)?;
+        let &(lo, hi, first) = self.ranges.get(i)?;
+        let v = lo.checked_add(i128::from(off.checked_sub(first)?))?;
+        (v <= hi).then_some(v)
+    }
+}
+
+/// A dense read's result cells in order: every combination of one
+/// coordinate a dimension (each dimension's ranges in the order given),
+/// walked in the result order, each cell numbered by its place in it.
 #[derive(Debug, Clone)]
 pub(crate) struct DenseBox {
-    lo: Vec<i128>,
-    hi: Vec<i128>,
+    axes: Vec<Axis>,
     /// Dimensions, the fastest-varying in the result order first.
     order: Vec<usize>,
     types: Vec<Datatype>,
-    /// The next cell to hand out (`None`: every one is out).
-    at: Option<Vec<i128>>,
-    /// Its place in the box's order.
+    /// Cells in the box.
+    cells: u64,
+    /// The next cell to hand out.
     place: u64,
+    /// Reused by `push_coord`: a cell's coordinates and a value's bytes.
+    at: Vec<i128>,
+    bytes: Vec<u8>,
 }
 
 impl DenseBox {
-    /// The box from `lo` to `hi` (inclusive) of dimensions of `types`,
-    /// walked col-major (`col`) or row-major.
-    pub fn new(lo: Vec<i128>, hi: Vec<i128>, col: bool, types: Vec<Datatype>) -> Self {
-        let n = lo.len();
+    /// The cells of `ranges` (per dimension, its ranges in order) of
+    /// dimensions of `types`, walked col-major (`col`) or row-major.
+    /// `None` where the box has more cells than 64 bits count.
+    pub fn new(ranges: &[Vec<(i128, i128)>], col: bool, types: Vec<Datatype>) -> Option<Self> {
+        let n = ranges.len();
         let order = if col {
             (0..n).collect()
         } else {
             (0..n).rev().collect()
         };
-        let empty = lo.iter().zip(&hi).any(|(l, h)| l > h);
-        DenseBox {
-            at: (!empty).then(|| lo.clone()),
-            lo,
-            hi,
+        let axes = (ranges.iter())
+            .map(|r| Axis::new(r))
+            .collect::<Option<Vec<_>>>()?;
+        let cells = (axes.iter()).try_fold(1u64, |a, x| a.checked_mul(x.len))?;
+        Some(DenseBox {
+            axes,
             order,
             types,
+            cells,
             place: 0,
-        }
+            at: vec![0; n],
+            bytes: Vec::with_capacity(8),
+        })
     }
 
-    /// `at`'s place in the box's order (`None` outside it, or past what
-    /// 64 bits count).
-    pub fn key(&self, at: &[i128]) -> Option<u64> {
-        let mut key = 0u128;
+    /// The places of the cell at `at` in the box's order, into `out`
+    /// (emptied first): none outside it, several where ranges overlap.
+    pub fn keys(&self, at: &[i128], out: &mut Vec<u64>) {
+        out.clear();
+        out.push(0);
         for &d in self.order.iter().rev() {
-            let (lo, hi, v) = (*self.lo.get(d)?, *self.hi.get(d)?, *at.get(d)?);
-            if v < lo || v > hi {
-                return None;
+            let (Some(axis), Some(&v)) = (self.axes.get(d), at.get(d)) else {
+                out.clear();
+                return;
+            };
+            let Some((offs, dist)) = axis.offsets(v) else {
+                out.clear();
+                return;
+            };
+            let place =
+                |k: u64, off: u64| k.checked_mul(axis.len)?.checked_add(off)?.checked_add(dist);
+            match offs {
+                [off] => {
+                    for k in out.iter_mut() {
+                        *k = place(*k, *off).unwrap_or(u64::MAX);
+                    }
+                }
+                _ => {
+                    let before = std::mem::take(out);
+                    for k in before {
+                        out.extend(offs.iter().map(|&off| place(k, off).unwrap_or(u64::MAX)));
+                    }
+                }
             }
-            let len = u128::try_from(hi.checked_sub(lo)?.checked_add(1)?).ok()?;
-            let off = u128::try_from(v.checked_sub(lo)?).ok()?;
-            key = key.checked_mul(len)?.checked_add(off)?;
         }
-        u64::try_from(key).ok()
+        // Past the box's count (cannot be, as it fits 64 bits): no place.
+        out.retain(|&k| k < self.cells);
     }
 
     /// The coordinates of the cell at place `key` into `at`.
     pub fn coords(&self, key: u64, at: &mut [i128]) -> Option<()> {
-        let mut rest = i128::from(key);
+        let mut rest = key;
         for &d in &self.order {
-            let (lo, hi) = (*self.lo.get(d)?, *self.hi.get(d)?);
-            let len = hi.checked_sub(lo)?.checked_add(1)?;
-            let (q, r) = tdb_index::dense::div_rem_euclid(rest, len)?;
-            *at.get_mut(d)? = lo.checked_add(r)?;
-            rest = q;
+            let axis = self.axes.get(d)?;
+            let off = rest.checked_rem(axis.len)?;
+            rest = rest.checked_div(axis.len)?;
+            *at.get_mut(d)? = axis.value(off)?;
         }
         (rest == 0).then_some(())
     }
@@ -91,26 +181,25 @@ impl DenseBox {
     /// The next cell's place in the box's order, `None` once every one
     /// is out.
     pub fn place(&self) -> Option<u64> {
-        self.at.as_ref().map(|_| self.place)
+        (self.place < self.cells).then_some(self.place)
     }
 
     /// Moves on to the next cell in the box's order.
     pub fn step(&mut self) {
-        if let Some(at) = &mut self.at {
-            self.place = self.place.saturating_add(1);
-            if !next_row(at, &self.lo, &self.hi, self.order.iter().copied()) {
-                self.at = None;
-            }
-        }
+        self.place = self.place.saturating_add(1);
     }
 
     /// Appends dimension `d`'s value of the current cell to `out`.
-    pub fn push_coord(&self, d: usize, out: &mut FieldBuffer) {
-        let mut bytes = Vec::with_capacity(8);
-        if let Some(at) = &self.at {
-            self.coord_bytes(at, d, &mut bytes);
+    pub fn push_coord(&mut self, d: usize, out: &mut FieldBuffer) {
+        let mut at = std::mem::take(&mut self.at);
+        let mut bytes = std::mem::take(&mut self.bytes);
+        bytes.clear();
+        if self.coords(self.place, &mut at).is_some() {
+            self.coord_bytes(&at, d, &mut bytes);
         }
         out.push(&bytes, true);
+        self.at = at;
+        self.bytes = bytes;
     }
 
     /// Dimension `d`'s value of the cell at `at`, in the dimension's type,
@@ -127,10 +216,9 @@ impl Reader {
     /// Whether this dense read spills (see the module): more than one
     /// dimension, results row- (col-) major over cells that go the other
     /// way, a reached tile past the tile budget, dense fragments alone
-    /// whose tiles can be sliced, one range a dimension and no aggregate.
+    /// whose tiles can be sliced.
     pub(super) fn dense_spills(&self) -> bool {
         let schema = self.snapshot.schema();
-        let sub = &self.spec.subarray;
         let dims = schema.domain.dimensions.len();
         let against = match self.spec.layout {
             ResultLayout::RowMajor => schema.cell_order != Layout::RowMajor,
@@ -141,30 +229,20 @@ impl Reader {
             && dims > 1
             && against
             && !self.with_states
-            && (0..dims).all(|d| sub.ranges(d).len() <= 1)
             && (self.plans.iter()).all(|p| p.meta.footer.dense && Self::sliceable(p))
             && self.tile_past_budget(true)
     }
 
-    /// The subarray's box, walked in the result order.
+    /// The subarray's cells, walked in the result order.
     pub(super) fn dense_box(&self) -> Result<DenseBox> {
         let schema = self.snapshot.schema();
         let ranges = plan::dense_coords(schema, &self.spec.subarray)?;
-        let mut lo = Vec::with_capacity(ranges.len());
-        let mut hi = Vec::with_capacity(ranges.len());
-        for rs in &ranges {
-            let (Some(l), Some(h)) = (rs.iter().map(|r| r.0).min(), rs.iter().map(|r| r.1).max())
-            else {
-                return Err(QueryError::invalid("a dense dimension without a range"));
-            };
-            lo.push(l);
-            hi.push(h);
-        }
         let types = (schema.domain.dimensions.iter())
             .map(|d| d.datatype)
             .collect();
         let col = self.spec.layout == ResultLayout::ColMajor;
-        Ok(DenseBox::new(lo, hi, col, types))
+        DenseBox::new(&ranges, col, types)
+            .ok_or_else(|| QueryError::invalid("a dense subarray of over 2^64 cells"))
     }
 
     /// The cells of tile `t` of dense fragment `i` from the first inside
@@ -222,6 +300,7 @@ impl Reader {
         // the piece's) and its position there.
         let mut found: Vec<(u64, u32, u32)> = Vec::new();
         let mut at = vec![0i128; n];
+        let mut keys = Vec::new();
         for (k, &t) in plan.tiles.iter().enumerate() {
             let cells = match &self.current.cells {
                 Some(c) => c.clone(),
@@ -238,10 +317,11 @@ impl Reader {
             let k = u32::try_from(k).map_err(|_| QueryError::invalid("too many tiles"))?;
             for pos in cells {
                 if tc.written(&at) {
-                    if let Some(key) = bx.key(&at) {
+                    bx.keys(&at, &mut keys);
+                    if !keys.is_empty() {
                         let pos = u32::try_from(pos)
                             .map_err(|_| QueryError::invalid("a tile of over 2^32 cells"))?;
-                        found.push((key, k, pos));
+                        found.extend(keys.iter().map(|&key| (key, k, pos)));
                     }
                 }
                 tc.step(&mut at);
@@ -338,7 +418,7 @@ impl Reader {
         let slots: Vec<usize> = (cond.fields().iter())
             .filter_map(|n| self.fields.iter().position(|f| &f.name == n))
             .collect();
-        let n = bx.lo.len();
+        let n = bx.axes.len();
         let mut at = vec![0i128; n];
         let mut coord = Vec::with_capacity(8);
         let mut out = Vec::with_capacity(found.len());
@@ -377,5 +457,58 @@ impl Reader {
             out.extend(keep.iter().map(|k| !k));
         }
         Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::DenseBox;
+    use tdb_format::Datatype;
+
+    /// Over ranges out of order and overlapping, a place's coordinates
+    /// have that place among their keys, and a coordinate has one key for
+    /// each combination of ranges holding it, in the odometer's order.
+    #[test]
+    fn places_and_coordinates_agree_over_overlapping_ranges() {
+        let ranges = [vec![(3, 5), (1, 4), (9, 8)], vec![(0, 1), (1, 2)]];
+        let values =
+            |r: &[(i128, i128)]| -> Vec<i128> { r.iter().flat_map(|&(lo, hi)| lo..=hi).collect() };
+        let (rows, cols) = (values(&ranges[0]), values(&ranges[1]));
+        for col in [false, true] {
+            let mut bx = DenseBox::new(&ranges, col, vec![Datatype::Int64; 2]).unwrap();
+            // The cells in the result order, as TileDB gives them.
+            let mut want = Vec::new();
+            if col {
+                for &c in &cols {
+                    for &r in &rows {
+                        want.push([r, c]);
+                    }
+                }
+            } else {
+                for &r in &rows {
+                    for &c in &cols {
+                        want.push([r, c]);
+                    }
+                }
+            }
+            let (mut at, mut keys) = ([0i128; 2], Vec::new());
+            for (place, cell) in want.iter().enumerate() {
+                let place = place as u64;
+                assert_eq!(bx.place(), Some(place));
+                bx.coords(place, &mut at).unwrap();
+                assert_eq!(&at, cell, "col {col}");
+                bx.keys(cell, &mut keys);
+                assert!(keys.contains(&place), "col {col}: {cell:?} {keys:?}");
+                let copies = want.iter().filter(|w| *w == cell).count();
+                assert_eq!(keys.len(), copies, "col {col}: {cell:?}");
+                assert!(keys.windows(2).all(|w| w[0] < w[1]), "{keys:?}");
+                bx.step();
+            }
+            assert_eq!(bx.place(), None);
+            bx.keys(&[0, 0], &mut keys);
+            assert!(keys.is_empty());
+            bx.keys(&[6, 1], &mut keys);
+            assert!(keys.is_empty());
+        }
     }
 }

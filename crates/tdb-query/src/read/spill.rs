@@ -1336,12 +1336,11 @@ mod tests {
                 spill.push(w.finish().unwrap()).unwrap();
             }
             let mut merge = spill.merge(true, 4).unwrap();
-            merge.dense = Some(DenseBox::new(
-                vec![0, 0],
-                vec![1, 2],
+            merge.dense = DenseBox::new(
+                &[vec![(0, 1)], vec![(0, 2)]],
                 false,
                 vec![tdb_format::Datatype::Int32; 2],
-            ));
+            );
             let got = drain(merge, &fields);
             let want: Vec<(Option<String>, i32)> = [
                 (Some("a0"), 0),
