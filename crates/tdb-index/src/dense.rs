@@ -577,6 +577,24 @@ impl TileCells {
         next_row(at, &self.corner, &self.last, self.order.iter().copied())
     }
 
+    /// How far apart in the cell order two cells are that differ by one
+    /// along dimension `d`: the extents of the dimensions faster than it.
+    pub fn stride(&self, d: usize) -> Option<i128> {
+        let mut stride = 1i128;
+        for &e in &self.order {
+            if e == d {
+                return Some(stride);
+            }
+            stride = stride.checked_mul(*self.extent.get(e)?)?;
+        }
+        None
+    }
+
+    /// The dimension the cell order varies slowest.
+    pub fn slowest(&self) -> Option<usize> {
+        self.order.last().copied()
+    }
+
     /// Whether `at` lies inside the fragment's non-empty domain.
     pub fn written(&self, at: &[i128]) -> bool {
         at.iter()
@@ -994,6 +1012,12 @@ mod tests {
                         if inside {
                             assert_eq!(g.position(&at), Some((t, pos)));
                         }
+                        // A cell's position: its offsets from the corner
+                        // by the strides.
+                        let by_strides: i128 = (0..3)
+                            .map(|k| (at[k] - cells.corner[k]) * cells.stride(k).unwrap())
+                            .sum();
+                        assert_eq!(by_strides, pos as i128);
                         assert_eq!(cells.step(&mut at), pos + 1 < n);
                     }
                 }

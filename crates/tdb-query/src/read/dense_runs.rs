@@ -20,7 +20,7 @@ use crate::condition::BoundCondition;
 use crate::{QueryError, Result, ResultLayout};
 use std::ops::Range;
 use tdb_format::{ArrayType, Datatype, Layout};
-use tdb_index::dense::{push_int, FragmentGrid};
+use tdb_index::dense::{push_int, FragmentGrid, TileCells};
 
 /// One dimension's result coordinates: its ranges in the order given,
 /// each value once for every range holding it (TileDB's dense reads give
@@ -31,10 +31,6 @@ struct Axis {
     ranges: Vec<(i128, i128, u64)>,
     /// Values on the axis.
     len: u64,
-    /// The axis cut where any range starts or ends, in order of value:
-    /// each part's first and last value and the offsets its first value
-    /// has (one for each range over it); parts no range covers left out.
-    parts: Vec<(i128, i128, Vec<u64>)>,
 }
 
 impl Axis {
@@ -47,36 +43,7 @@ impl Axis {
             let n = u64::try_from(hi.checked_sub(lo)?.checked_add(1)?).ok()?;
             len = len.checked_add(n)?;
         }
-        let mut cuts: Vec<i128> = (ranges.iter())
-            .flat_map(|&(lo, hi, _)| [lo, hi.saturating_add(1)])
-            .collect();
-        cuts.sort_unstable();
-        cuts.dedup();
-        let mut parts: Vec<(i128, i128, Vec<u64>)> = Vec::new();
-        for w in cuts.windows(2) {
-            let &[a, b] = w else { continue };
-            let offsets: Vec<u64> = (ranges.iter())
-                .filter(|&&(lo, hi, _)| lo <= a && a <= hi)
-                .filter_map(|&(lo, _, off)| {
-                    off.checked_add(u64::try_from(a.checked_sub(lo)?).ok()?)
-                })
-                .collect();
-            if !offsets.is_empty() {
-                parts.push((a, b.saturating_sub(1), offsets));
-            }
-        }
-        Some(Axis { ranges, len, parts })
-    }
-
-    /// The offsets `v` has on the axis (none outside every range), as the
-    /// first value of its part's offsets and its distance from it.
-    fn offsets(&self, v: i128) -> Option<(&[u64], u64)> {
-        let i = self.parts.partition_point(|p| p.0 <= v).checked_sub(1)?;
-        let (start, end, offs) = self.parts.get(i)?;
-        if v > *end {
-            return None;
-        }
-        Some((offs, u64::try_from(v.checked_sub(*start)?).ok()?))
+        Some(Axis { ranges, len })
     }
 
     /// The value at offset `off`.
@@ -132,38 +99,86 @@ impl DenseBox {
         })
     }
 
-    /// The places of the cell at `at` in the box's order, into `out`
-    /// (emptied first): none outside it, several where ranges overlap.
-    pub fn keys(&self, at: &[i128], out: &mut Vec<u64>) {
-        out.clear();
-        out.push(0);
-        for &d in self.order.iter().rev() {
-            let (Some(axis), Some(&v)) = (self.axes.get(d), at.get(d)) else {
-                out.clear();
-                return;
+    /// The cells at positions `span` of the tile `tc` that lie in the box
+    /// and inside the fragment's non-empty domain, as (place, position),
+    /// appended to `out` in the order of their places (a cell of
+    /// overlapping ranges once for each of its places). Walked in the
+    /// result order over the span's bounding box, so they come sorted;
+    /// only the cells of the span's first and last lines of the tile
+    /// (along its slowest dimension) can fall outside it.
+    pub fn tile_places(
+        &self,
+        tc: &TileCells,
+        span: Range<u64>,
+        out: &mut Vec<(u64, u64)>,
+    ) -> Option<()> {
+        if span.is_empty() {
+            return Some(());
+        }
+        let n = self.axes.len();
+        let (mut first, mut last) = (vec![0i128; n], vec![0i128; n]);
+        tc.coords(span.start, &mut first)?;
+        tc.coords(span.end.checked_sub(1)?, &mut last)?;
+        let slowest = tc.slowest()?;
+        // Per dimension, in the result order (fastest first): the
+        // coordinates the span's box holds on the axis, each as what it
+        // adds to a cell's place and to its position.
+        let mut lists: Vec<Vec<(u64, u64)>> = Vec::with_capacity(n);
+        let mut place_stride = 1u64;
+        for &d in &self.order {
+            let axis = self.axes.get(d)?;
+            let (lo, hi) = if d == slowest {
+                (*first.get(d)?, *last.get(d)?)
+            } else {
+                (*tc.corner.get(d)?, *tc.last.get(d)?)
             };
-            let Some((offs, dist)) = axis.offsets(v) else {
-                out.clear();
-                return;
-            };
-            let place =
-                |k: u64, off: u64| k.checked_mul(axis.len)?.checked_add(off)?.checked_add(dist);
-            match offs {
-                [off] => {
-                    for k in out.iter_mut() {
-                        *k = place(*k, *off).unwrap_or(u64::MAX);
-                    }
-                }
-                _ => {
-                    let before = std::mem::take(out);
-                    for k in before {
-                        out.extend(offs.iter().map(|&off| place(k, off).unwrap_or(u64::MAX)));
-                    }
+            let lo = lo.max(*tc.from.get(d)?);
+            let hi = hi.min(*tc.to.get(d)?);
+            let corner = *tc.corner.get(d)?;
+            let stride = tc.stride(d)?;
+            let mut list = Vec::new();
+            for &(rlo, rhi, off) in &axis.ranges {
+                for v in rlo.max(lo)..=rhi.min(hi) {
+                    let place = off.checked_add(u64::try_from(v.checked_sub(rlo)?).ok()?)?;
+                    let pos = v.checked_sub(corner)?.checked_mul(stride)?;
+                    list.push((place.checked_mul(place_stride)?, u64::try_from(pos).ok()?));
                 }
             }
+            if list.is_empty() {
+                return Some(());
+            }
+            lists.push(list);
+            place_stride = place_stride.checked_mul(axis.len)?;
         }
-        // Past the box's count (cannot be, as it fits 64 bits): no place.
-        out.retain(|&k| k < self.cells);
+        // An odometer over the slower dimensions, the fastest walked inside.
+        let (inner, outer) = lists.split_first()?;
+        let mut idx = vec![0usize; outer.len()];
+        loop {
+            let (mut place, mut pos) = (0u64, 0u64);
+            for (list, &i) in outer.iter().zip(&idx) {
+                let &(p, q) = list.get(i)?;
+                place = place.saturating_add(p);
+                pos = pos.saturating_add(q);
+            }
+            for &(p, q) in inner {
+                let at = pos.saturating_add(q);
+                if span.contains(&at) {
+                    out.push((place.saturating_add(p), at));
+                }
+            }
+            let mut stepped = false;
+            for (list, i) in outer.iter().zip(&mut idx) {
+                *i = i.saturating_add(1);
+                if *i < list.len() {
+                    stepped = true;
+                    break;
+                }
+                *i = 0;
+            }
+            if !stepped {
+                return Some(());
+            }
+        }
     }
 
     /// The coordinates of the cell at place `key` into `at`.
@@ -186,7 +201,22 @@ impl DenseBox {
 
     /// Moves on to the next cell in the box's order.
     pub fn step(&mut self) {
-        self.place = self.place.saturating_add(1);
+        self.advance(1);
+    }
+
+    /// Moves on past `n` cells.
+    pub fn advance(&mut self, n: u64) {
+        self.place = self.place.saturating_add(n).min(self.cells);
+    }
+
+    /// Cells not yet handed out.
+    pub fn left(&self) -> u64 {
+        self.cells.saturating_sub(self.place)
+    }
+
+    /// Dimensions.
+    pub fn dims(&self) -> usize {
+        self.axes.len()
     }
 
     /// Appends dimension `d`'s value of the current cell to `out`.
@@ -300,7 +330,8 @@ impl Reader {
         // the piece's) and its position there.
         let mut found: Vec<(u64, u32, u32)> = Vec::new();
         let mut at = vec![0i128; n];
-        let mut keys = Vec::new();
+        let mut places = Vec::new();
+        let mut tiles_found = 0usize;
         for (k, &t) in plan.tiles.iter().enumerate() {
             let cells = match &self.current.cells {
                 Some(c) => c.clone(),
@@ -312,22 +343,23 @@ impl Reader {
             let tc = grid.tile_cells(t).ok_or_else(|| {
                 QueryError::invalid(format!("{}: no tile {t} in its grid", plan.file.path))
             })?;
-            tc.coords(cells.start, &mut at)
-                .ok_or_else(|| QueryError::invalid(format!("no cell {} in a tile", cells.start)))?;
+            places.clear();
+            bx.tile_places(&tc, cells, &mut places).ok_or_else(|| {
+                QueryError::invalid(format!("{}: tile {t} past its grid", plan.file.path))
+            })?;
             let k = u32::try_from(k).map_err(|_| QueryError::invalid("too many tiles"))?;
-            for pos in cells {
-                if tc.written(&at) {
-                    bx.keys(&at, &mut keys);
-                    if !keys.is_empty() {
-                        let pos = u32::try_from(pos)
-                            .map_err(|_| QueryError::invalid("a tile of over 2^32 cells"))?;
-                        found.extend(keys.iter().map(|&key| (key, k, pos)));
-                    }
-                }
-                tc.step(&mut at);
+            for &(place, pos) in &places {
+                let pos = u32::try_from(pos)
+                    .map_err(|_| QueryError::invalid("a tile of over 2^32 cells"))?;
+                found.push((place, k, pos));
             }
+            tiles_found = tiles_found.saturating_add(usize::from(!places.is_empty()));
         }
-        found.sort_unstable_by_key(|f| f.0);
+        // Each tile's cells came sorted: only several tiles' interleave (a
+        // stable sort merges the sorted stretches).
+        if tiles_found > 1 {
+            found.sort_by_key(|f| f.0);
+        }
         // Each tile's columns looked up once.
         let slots: Vec<usize> = spill.fmt.slots().collect();
         let mut cols = Vec::with_capacity(plan.tiles.len());
@@ -369,7 +401,7 @@ impl Reader {
                 cell: pos,
             };
             let rejected = rejected.get(c).copied().unwrap_or(false);
-            run.head(cell, u64::from(frag), (false, rejected))?;
+            run.head(fmt, cell, u64::from(frag), (false, rejected))?;
             for (s, (col, &slot)) in row.iter().zip(&slots).enumerate() {
                 let f = self.fields.get(slot);
                 match (f.map(|f| f.kind), col) {
@@ -463,17 +495,35 @@ impl Reader {
 #[cfg(test)]
 mod tests {
     use super::DenseBox;
-    use tdb_format::Datatype;
+    use tdb_format::{ArrayType, Datatype, Layout};
+    use tdb_index::dense::FragmentGrid;
+    use tdb_schema::{ArraySchema, AttributeBuilder, DimensionBuilder, Range};
 
-    /// Over ranges out of order and overlapping, a place's coordinates
-    /// have that place among their keys, and a coordinate has one key for
-    /// each combination of ranges holding it, in the odometer's order.
+    /// Over ranges out of order and overlapping, a place's coordinates are
+    /// the odometer's (each dimension's ranges in the order given), and a
+    /// tile's cells come out as the places that hold them, sorted: the
+    /// brute force's answer for spans of every shape, tiles of both cell
+    /// orders, cells outside the fragment's non-empty domain left out.
     #[test]
-    fn places_and_coordinates_agree_over_overlapping_ranges() {
-        let ranges = [vec![(3, 5), (1, 4), (9, 8)], vec![(0, 1), (1, 2)]];
+    fn a_tiles_cells_come_out_in_the_order_of_their_places() {
+        let ranges = [
+            vec![(3, 5), (1, 4), (9, 8), (7, 9)],
+            vec![(0, 1), (1, 2), (4, 4)],
+        ];
         let values =
             |r: &[(i128, i128)]| -> Vec<i128> { r.iter().flat_map(|&(lo, hi)| lo..=hi).collect() };
         let (rows, cols) = (values(&ranges[0]), values(&ranges[1]));
+        let domain = ArraySchema::builder(ArrayType::Dense)
+            .dimension(DimensionBuilder::range("r", 0i32..=11).tile_extent(4i32))
+            .dimension(DimensionBuilder::range("c", 0i32..=5).tile_extent(3i32))
+            .attribute(AttributeBuilder::new("a", Datatype::Int32))
+            .build()
+            .unwrap()
+            .domain;
+        let range =
+            |lo: i32, hi: i32| Range::from_bounds(&lo.to_le_bytes(), &hi.to_le_bytes(), false);
+        // The fragment wrote rows 1..=10, columns 0..=4.
+        let ned = vec![range(1, 10), range(0, 4)];
         for col in [false, true] {
             let mut bx = DenseBox::new(&ranges, col, vec![Datatype::Int64; 2]).unwrap();
             // The cells in the result order, as TileDB gives them.
@@ -491,24 +541,38 @@ mod tests {
                     }
                 }
             }
-            let (mut at, mut keys) = ([0i128; 2], Vec::new());
+            let mut at = [0i128; 2];
             for (place, cell) in want.iter().enumerate() {
-                let place = place as u64;
-                assert_eq!(bx.place(), Some(place));
-                bx.coords(place, &mut at).unwrap();
+                assert_eq!(bx.place(), Some(place as u64));
+                bx.coords(place as u64, &mut at).unwrap();
                 assert_eq!(&at, cell, "col {col}");
-                bx.keys(cell, &mut keys);
-                assert!(keys.contains(&place), "col {col}: {cell:?} {keys:?}");
-                let copies = want.iter().filter(|w| *w == cell).count();
-                assert_eq!(keys.len(), copies, "col {col}: {cell:?}");
-                assert!(keys.windows(2).all(|w| w[0] < w[1]), "{keys:?}");
                 bx.step();
             }
             assert_eq!(bx.place(), None);
-            bx.keys(&[0, 0], &mut keys);
-            assert!(keys.is_empty());
-            bx.keys(&[6, 1], &mut keys);
-            assert!(keys.is_empty());
+            for cell_order in [Layout::RowMajor, Layout::ColMajor] {
+                let grid = FragmentGrid::new(&domain, Layout::RowMajor, cell_order, &ned).unwrap();
+                for t in 0..6 {
+                    let tc = grid.tile_cells(t).unwrap();
+                    for span in [0..12, 0..1, 2..9, 5..6, 11..12, 4..4, 1..11] {
+                        let mut brute = Vec::new();
+                        for pos in span.clone() {
+                            tc.coords(pos, &mut at).unwrap();
+                            if tc.written(&at) {
+                                for (p, cell) in want.iter().enumerate() {
+                                    if *cell == at {
+                                        brute.push((p as u64, pos));
+                                    }
+                                }
+                            }
+                        }
+                        brute.sort();
+                        let mut got = Vec::new();
+                        bx.tile_places(&tc, span.clone(), &mut got).unwrap();
+                        let what = format!("col {col}, {cell_order:?} cells, tile {t}, {span:?}");
+                        assert_eq!(got, brute, "{what}");
+                    }
+                }
+            }
         }
     }
 }
