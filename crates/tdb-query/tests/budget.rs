@@ -619,6 +619,64 @@ fn dense_reads_across_the_cell_order_go_in_sorted_runs() {
     }
 }
 
+/// A dense array written by tdb: 1024 × 256 int32 cells in square tiles
+/// of `extent`, row-major, through ZSTD (`zstd`) or stored as they are.
+fn dense_square_tiles(extent: i64, zstd: bool) -> (tdb_storage::MemoryStorage, Arc<Snapshot>) {
+    use tdb_format::{ArrayType, Datatype};
+    use tdb_query::{FieldBuffer, WriteSpec};
+    use tdb_schema::{ArraySchema, AttributeBuilder, DimensionBuilder};
+    let filters = zstd.then_some(tdb_filters::Filter::Zstd { level: 1 });
+    let schema = ArraySchema::builder(ArrayType::Dense)
+        .dimension(DimensionBuilder::range("r", 0i64..=1023).tile_extent(extent))
+        .dimension(DimensionBuilder::range("c", 0i64..=255).tile_extent(extent))
+        .attribute(AttributeBuilder::new("a", Datatype::Int32).filters(filters))
+        .build()
+        .unwrap();
+    let storage = tdb_storage::MemoryStorage::new();
+    let entry = tdb_fragment::create_array(&storage, "arr", &schema, &[], None, 1).unwrap();
+    let mut a = FieldBuffer::new("a", Datatype::Int32, 1, false);
+    let mut rng = tdb_testdata::XorShift::new(5);
+    for _ in 0..1024 * 256 {
+        a.data
+            .extend_from_slice(&(rng.next_u64() as i32).to_le_bytes());
+    }
+    let spec = WriteSpec::new(vec![a]).at(2);
+    tdb_query::write_fragment(&storage, "arr", &entry, None, &spec).unwrap();
+    let snap = Arc::new(Snapshot::load(&storage, "arr", TimeWindow::ALL, None).unwrap());
+    (storage, snap)
+}
+
+/// Dense reads across the cell order whose tiles each fit the budget but
+/// whose lines' tiles do not spill too (`Reader::lines_read_again`): a
+/// column of the array above in 64 × 64 tiles crosses 16 of them, 512 KiB
+/// with their ZSTD bytes, and pieces of half a column each read 8 tiles
+/// whole (512 rounds under 1 MiB, 2,048 under 256 KiB, before). A tile
+/// of 64 KiB stored as it is costs its bytes once (fetched bare): in
+/// 128 × 128 tiles unfiltered, a column's 8 tiles fit a 2 MiB budget and
+/// the read goes in two pieces of whole tile columns (8 rounds spilled
+/// when they were counted twice).
+#[test]
+fn dense_lines_whose_tiles_pass_the_budget_spill() {
+    use tdb_query::ResultLayout;
+    for (extent, zstd, budget, most) in [
+        (64, true, 1 << 20, 40),
+        (64, true, 256 << 10, 100),
+        (128, false, 2 << 20, 4),
+        (128, false, 1 << 20, 40),
+    ] {
+        let (storage, snap) = dense_square_tiles(extent, zstd);
+        let spec = ReadSpec::new(["a", "c"]).with_layout(ResultLayout::ColMajor);
+        let (whole, _) = run(&storage, &snap, spec.clone());
+        let (pieces, rounds) = run(&storage, &snap, spec.with_budget(budget));
+        assert_eq!(whole.num_cells, 1024 * 256);
+        assert_eq!(pieces, whole, "zstd {zstd} under {budget}");
+        assert!(
+            rounds <= most,
+            "zstd {zstd} under {budget}: {rounds} rounds"
+        );
+    }
+}
+
 /// Dense aggregates fold the subarray's cells in the order they are
 /// stored, whatever the layout asked: col-major over `dense_large_tiles`'
 /// row-major 6.5 MiB tiles under 1 MiB answers as the unbudgeted

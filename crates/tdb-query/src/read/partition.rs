@@ -93,7 +93,13 @@ pub(crate) fn split_order(schema: &ArraySchema, layout: ResultLayout) -> Vec<(us
 
 /// `sub` with dimension `d`'s ranges clipped to `[lo, hi]`; `None` when
 /// nothing is left.
-fn clip(schema: &ArraySchema, sub: &Subarray, d: usize, lo: i128, hi: i128) -> Option<Subarray> {
+pub(crate) fn clip(
+    schema: &ArraySchema,
+    sub: &Subarray,
+    d: usize,
+    lo: i128,
+    hi: i128,
+) -> Option<Subarray> {
     let dim = schema.domain.dimensions.get(d)?;
     let mut out = Subarray::new(schema.domain.dimensions.len());
     for k in 0..schema.domain.dimensions.len() {

@@ -5,7 +5,7 @@
 //! planned and fetched while one is read.
 
 use super::dense::{self, DenseFrag, Results};
-use super::fields::Kind;
+use super::fields::{FragField, Kind};
 use super::plan::{self, FragPlan};
 use super::tiles::{self, Coalesced, Fetching, TileFetch, TileKey};
 use super::{aggregate, partition, sparse, Phase, Reader};
@@ -229,6 +229,7 @@ impl Reader {
         let cells = plan.cells(t, plan.tile_num());
         let meta = &plan.meta;
         let span = span.filter(|_| Self::sliceable(plan)).map(|s| s.min(cells));
+        let (remote, key) = (self.remote, self.key());
         let mut total = 0u64;
         for (slot, ff) in Self::frag_fields(plan) {
             // A var field's fixed part is its offsets, 8 bytes a cell.
@@ -239,7 +240,7 @@ impl Reader {
                 None => ff.parts.first().and_then(|(_, pf)| pf.field_cell_size),
             };
             let var = cell_size.is_none();
-            for (part, _) in &ff.parts {
+            for (p, (part, _)) in ff.parts.iter().enumerate() {
                 let (filtered, unfiltered) = match part {
                     DataPart::Fixed => {
                         let size = cell_size.unwrap_or(8);
@@ -272,6 +273,15 @@ impl Reader {
                         let count = if span <= 1 && !offsets { 1 } else { 2 };
                         let ends = chunk.max(64).saturating_mul(count).min(filtered);
                         (share(filtered).saturating_add(ends), share(unfiltered))
+                    }
+                    // A part fetched bare is held once: its fetch buffer
+                    // becomes the tile ([`tiles::BARE_MIN`]).
+                    None if *part == DataPart::Fixed
+                        && !var
+                        && unfiltered >= tiles::BARE_MIN
+                        && stored_bare(remote, key, plan, ff, p) =>
+                    {
+                        (0, filtered.max(unfiltered))
                     }
                     None => (filtered, unfiltered),
                 };
@@ -1453,14 +1463,9 @@ impl Reader {
         // storage answers ranges as they are, one request a run of tiles.
         let (remote, key) = (self.remote, self.key());
         let bare = |(i, slot, _): TileKey, p: usize| {
-            let Some(plan) = plans.get(i).filter(|_| !remote) else {
-                return false;
-            };
-            let Some(ff) = plan.field(slot).filter(|ff| ff.zipped.is_none()) else {
-                return false;
-            };
-            (ff.parts.get(p))
-                .is_some_and(|(_, pf)| pf.tile_filters(plan.schema.version, key).copies_only())
+            (plans.get(i))
+                .and_then(|plan| Some((plan, plan.field(slot)?)))
+                .is_some_and(|(plan, ff)| stored_bare(remote, key, plan, ff, p))
         };
         let fetching = Fetching::new(
             fetches,
@@ -1508,4 +1513,22 @@ impl Reader {
             4 << 10
         }
     }
+}
+
+/// Whether part `p` of field `ff` of fragment `plan` is stored as it is,
+/// so a whole tile's part large enough is fetched bare
+/// ([`tiles::BARE_MIN`]): on local storage, its filters only copies (no
+/// encryption) and not in a zipped file. Remote storage answers ranges as
+/// they are, one request a run of tiles.
+fn stored_bare(
+    remote: bool,
+    key: Option<&[u8; 32]>,
+    plan: &FragPlan,
+    ff: &FragField,
+    p: usize,
+) -> bool {
+    !remote
+        && ff.zipped.is_none()
+        && (ff.parts.get(p))
+            .is_some_and(|(_, pf)| pf.tile_filters(plan.schema.version, key).copies_only())
 }

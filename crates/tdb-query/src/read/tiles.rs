@@ -366,7 +366,7 @@ fn whole_parts<'f>(
 /// on their own, their chunks' data apart from the headers
 /// ([`BareFetch`]); smaller ones are copied out of their chunks as any
 /// other (a copy costs less than a request of its own).
-const BARE_MIN: u64 = 64 << 10;
+pub(super) const BARE_MIN: u64 = 64 << 10;
 
 /// A part of a tile stored without filters, fetched on its own with its
 /// chunks' data (`data`, from the tile's first byte) asked for first
