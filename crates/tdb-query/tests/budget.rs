@@ -654,7 +654,8 @@ fn dense_square_tiles(extent: i64, zstd: bool) -> (tdb_storage::MemoryStorage, A
 /// of 64 KiB stored as it is costs its bytes once (fetched bare): in
 /// 128 × 128 tiles unfiltered, a column's 8 tiles fit a 2 MiB budget and
 /// the read goes in two pieces of whole tile columns (8 rounds spilled
-/// when they were counted twice).
+/// when they were counted twice). Lines are weighed at every tile along
+/// the slowest dimension, as fragments may join anywhere.
 #[test]
 fn dense_lines_whose_tiles_pass_the_budget_spill() {
     use tdb_query::ResultLayout;
@@ -675,6 +676,18 @@ fn dense_lines_whose_tiles_pass_the_budget_spill() {
             "zstd {zstd} under {budget}: {rounds} rounds"
         );
     }
+    // TileDB's `dense_multi_chunk`: the first columns' tiles fit, but not
+    // those where the second fragment joins (302 rounds before, weighed
+    // at the first columns alone).
+    let dir = tdb_testdata::root().join("dense_multi_chunk").join("array");
+    let storage = LocalStorage::new(&dir);
+    let snap = Arc::new(Snapshot::load(&storage, "", TimeWindow::ALL, None).unwrap());
+    let spec = ReadSpec::new(["a"]).with_layout(ResultLayout::ColMajor);
+    let (whole, _) = run(&storage, &snap, spec.clone());
+    let (pieces, rounds) = run(&storage, &snap, spec.with_budget(1 << 20));
+    assert_eq!(whole.num_cells, 300 * 300);
+    assert_eq!(pieces, whole);
+    assert!(rounds <= 30, "dense_multi_chunk: {rounds} rounds");
 }
 
 /// Dense aggregates fold the subarray's cells in the order they are

@@ -271,38 +271,53 @@ impl Reader {
     /// lines reads a tile `extent / k` times over; spilled, a cell costs
     /// about 2.5 reads (as [`Reader::pieces_read_again`] weighs it for
     /// sparse reads). So spill where `2/5` of a tile's extent along the
-    /// slowest dimension, as lines, pass the tile budget. (A 1024 × 256
-    /// array in 64 × 64 tiles read col-major under 1 MiB: a column's 16
-    /// tiles were just past the budget, every piece half a column reading
-    /// 8 tiles whole, 4,097 requests and 12× the unbudgeted read's time.)
+    /// slowest dimension, as lines from the start of a tile, pass the
+    /// tile budget: at every tile along it, or at 64 spread over them
+    /// (fragments cover the subarray unevenly). (A 1024 × 256 array in
+    /// 64 × 64 tiles read col-major under 1 MiB: a column's 16 tiles were
+    /// just past the budget, every piece half a column reading 8 tiles
+    /// whole, 4,097 requests and 12× the unbudgeted read's time.)
     fn lines_read_again(&self) -> bool {
+        /// Tiles along the slowest dimension probed at most.
+        const PROBES: i128 = 64;
         let schema = self.snapshot.schema();
         let n = schema.domain.dimensions.len();
         let slowest = match self.spec.layout {
             ResultLayout::ColMajor => n.saturating_sub(1),
             _ => 0,
         };
-        let Some((_, extent)) =
+        let Some((origin, extent)) =
             (schema.domain.dimensions.get(slowest)).and_then(tdb_index::dense::origin_and_extent)
         else {
             return false;
         };
         let lines = extent.saturating_mul(2) / 5;
-        let Some(&(lo, _)) = (plan::dense_coords(schema, &self.spec.subarray).ok())
-            .and_then(|r| r.get(slowest)?.first().copied())
-            .as_ref()
-        else {
+        let Some((lo, hi)) = (plan::dense_coords(schema, &self.spec.subarray).ok()).and_then(|r| {
+            let r = r.get(slowest)?;
+            Some((r.iter().map(|r| r.0).min()?, r.iter().map(|r| r.1).max()?))
+        }) else {
             return false;
         };
-        let hi = lo.saturating_add(lines.saturating_sub(1));
-        let Some(sub) = super::partition::clip(schema, &self.spec.subarray, slowest, lo, hi) else {
+        let tile = |v| tdb_index::dense::tile_of(v, origin, extent);
+        let (Some(first), Some(last)) = (tile(lo), tile(hi)) else {
             return false;
         };
-        let piece = super::pieces::Piece {
-            sub,
-            ..Default::default()
-        };
-        lines >= 1 && self.estimate(&piece) > self.tile_budget()
+        let step = (last.saturating_sub(first) / PROBES).max(1);
+        let mut k = first;
+        while lines >= 1 && k <= last {
+            let start = origin.saturating_add(k.saturating_mul(extent)).max(lo);
+            let end = start.saturating_add(lines.saturating_sub(1));
+            let piece = super::partition::clip(schema, &self.spec.subarray, slowest, start, end)
+                .map(|sub| super::pieces::Piece {
+                    sub,
+                    ..Default::default()
+                });
+            if piece.is_some_and(|p| self.estimate(&p) > self.tile_budget()) {
+                return true;
+            }
+            k = k.saturating_add(step);
+        }
+        false
     }
 
     /// The subarray's cells, walked in the result order.
