@@ -15,7 +15,7 @@ use super::fields::Kind;
 use super::plan::{self, CellRef};
 use super::spill::Spill;
 use super::Reader;
-use crate::batch::{Batch, FieldBuffer};
+use crate::batch::Batch;
 use crate::condition::BoundCondition;
 use crate::{QueryError, Result, ResultLayout};
 use std::ops::Range;
@@ -68,9 +68,6 @@ pub(crate) struct DenseBox {
     cells: u64,
     /// The next cell to hand out.
     place: u64,
-    /// Reused by `push_coord`: a cell's coordinates and a value's bytes.
-    at: Vec<i128>,
-    bytes: Vec<u8>,
 }
 
 impl DenseBox {
@@ -94,8 +91,6 @@ impl DenseBox {
             types,
             cells,
             place: 0,
-            at: vec![0; n],
-            bytes: Vec::with_capacity(8),
         })
     }
 
@@ -199,11 +194,6 @@ impl DenseBox {
         (self.place < self.cells).then_some(self.place)
     }
 
-    /// Moves on to the next cell in the box's order.
-    pub fn step(&mut self) {
-        self.advance(1);
-    }
-
     /// Moves on past `n` cells.
     pub fn advance(&mut self, n: u64) {
         self.place = self.place.saturating_add(n).min(self.cells);
@@ -217,19 +207,6 @@ impl DenseBox {
     /// Dimensions.
     pub fn dims(&self) -> usize {
         self.axes.len()
-    }
-
-    /// Appends dimension `d`'s value of the current cell to `out`.
-    pub fn push_coord(&mut self, d: usize, out: &mut FieldBuffer) {
-        let mut at = std::mem::take(&mut self.at);
-        let mut bytes = std::mem::take(&mut self.bytes);
-        bytes.clear();
-        if self.coords(self.place, &mut at).is_some() {
-            self.coord_bytes(&at, d, &mut bytes);
-        }
-        out.push(&bytes, true);
-        self.at = at;
-        self.bytes = bytes;
     }
 
     /// Dimension `d`'s value of the cell at `at`, in the dimension's type,
@@ -603,7 +580,7 @@ mod tests {
                 assert_eq!(bx.place(), Some(place as u64));
                 bx.coords(place as u64, &mut at).unwrap();
                 assert_eq!(&at, cell, "col {col}");
-                bx.step();
+                bx.advance(1);
             }
             assert_eq!(bx.place(), None);
             for cell_order in [Layout::RowMajor, Layout::ColMajor] {
