@@ -121,6 +121,22 @@ impl RunFormat {
         })
     }
 
+    /// What a run being merged holds beside its buffer: its next record
+    /// read back, a var-size value taken at 64 bytes.
+    fn record_bytes(&self) -> usize {
+        let values: usize = (self.fields.iter())
+            .map(|s| s.size.unwrap_or(64).saturating_add(1))
+            .sum();
+        let spans = self
+            .fields
+            .len()
+            .saturating_mul(std::mem::size_of::<(usize, usize, bool)>());
+        (std::mem::size_of::<Record>())
+            .saturating_add(self.head_len())
+            .saturating_add(values)
+            .saturating_add(spans)
+    }
+
     /// A record's head: for a dense read's cell its place, fragment and
     /// flags (its stamp is its fragment); else its fragment, tile, cell,
     /// stamp and flags.
@@ -695,14 +711,16 @@ impl Spill {
 
     /// Runs of `fmt` in `order`, merged through at most `memory` bytes of
     /// buffers: a quarter (up to 64 KiB) for the run being written, the
-    /// rest shared by the `fan_in` runs a merge reads (from 2 KiB of memory
-    /// on; below, two of the 512-byte floor). A wide merge with small
-    /// buffers beats a narrow one with large buffers: each pass rereads
-    /// and rewrites every cell, a smaller buffer only costs more read
-    /// calls. Buffers of 1 KiB, not 4 KiB, under 8 KiB (a 16 KiB budget)
-    /// merge 7 runs at a time, not 2: W7's reads under 16 KiB went from
-    /// 3.6–4.0× to about 2.3× the unbudgeted read's time
-    /// (docs/performance.md). The writer's own buffer is larger: each of
+    /// rest shared by the `fan_in` runs a merge reads, each with its next
+    /// record ([`RunFormat::record_bytes`]; from two 512-byte buffers and
+    /// records on, below which two are merged all the same). A wide merge
+    /// with small buffers beats a narrow one with large buffers: each pass
+    /// rereads and rewrites every cell, a smaller buffer only costs more
+    /// read calls. Buffers of 1 KiB, not 4 KiB, under 8 KiB (a 16 KiB
+    /// budget) merge 7 runs at a time, not 2: W7's reads under 16 KiB went
+    /// from 3.6–4.0× to about 2.3× the unbudgeted read's time
+    /// (docs/performance.md); 512 bytes with the record charged keep 7
+    /// (its 2-D reads 10% faster than 1 KiB and the record, 4 runs). The writer's own buffer is larger: each of
     /// its calls is a buffered write of the scratch file, whose cost on
     /// ext4 is the call more than the bytes (col-major results of
     /// `dense_large_tiles` under 256 KiB: 0.79 → 0.65 s with 16 KiB
@@ -712,7 +730,8 @@ impl Spill {
         let memory = usize::try_from(memory).unwrap_or(usize::MAX);
         let out_buffer = (memory / 4).clamp(512, 64 << 10);
         let rest = memory.saturating_sub(out_buffer);
-        let fan_in = (rest / 1024).clamp(2, Self::MAX_FAN_IN);
+        let per_run = fmt.record_bytes().saturating_add(512);
+        let fan_in = (rest.checked_div(per_run).unwrap_or(0)).clamp(2, Self::MAX_FAN_IN);
         Spill {
             fmt,
             order,
@@ -729,7 +748,9 @@ impl Spill {
     /// fan-in read through larger buffers, in fewer calls (a dense read's
     /// final merge of a few dozen runs under 1 MiB: 1 KiB a call before).
     fn buffer(&self, runs: usize) -> usize {
-        (self.reading.checked_div(runs.max(1)).unwrap_or(0)).clamp(512, 64 << 10)
+        (self.reading.checked_div(runs.max(1)).unwrap_or(0))
+            .saturating_sub(self.fmt.record_bytes())
+            .clamp(512, 64 << 10)
     }
 
     /// A writer for a new run of `level` (0: a piece's), appended to the
@@ -1657,9 +1678,9 @@ mod tests {
         }
     }
 
-    /// Every buffer a merge holds (its runs' and, into a longer run, its
-    /// output's) fits the memory given, from three floor-sized buffers
-    /// on; the output takes a quarter, and the merge widens with the rest
+    /// Every buffer a merge holds (its runs' and their records, and, into
+    /// a longer run, its output's) fits the memory given, from three
+    /// floor-sized buffers and two records on; the output takes a quarter, and the merge widens with the rest
     /// up to [`Spill::MAX_FAN_IN`] runs.
     #[test]
     fn a_merge_and_its_output_fit_the_memory() {
@@ -1674,9 +1695,9 @@ mod tests {
                 .filter(|&r| r <= s.fan_in)
             {
                 let buffer = s.buffer(runs);
-                let held = runs as u64 * buffer as u64 + s.out_buffer as u64;
+                let held = runs as u64 * (buffer + fmt.record_bytes()) as u64 + s.out_buffer as u64;
                 assert!(buffer >= 512);
-                if memory >= 1536 {
+                if memory >= 1536 + 2 * fmt.record_bytes() as u64 {
                     assert!(
                         held <= memory,
                         "{memory}: {runs} × {buffer} + {}",
@@ -1686,9 +1707,11 @@ mod tests {
             }
         }
         let width = |m| Spill::new(fmt.clone(), order(&schema, true), m).fan_in;
-        assert_eq!(width(8 << 10), 6);
-        assert_eq!(width(32 << 10), 24);
-        assert_eq!(width(1 << 20), 960);
+        // A run costs 512 bytes and its record (292 bytes here).
+        assert_eq!(fmt.record_bytes(), 292);
+        assert_eq!(width(8 << 10), 7);
+        assert_eq!(width(32 << 10), 30);
+        assert_eq!(width(1 << 20), Spill::MAX_FAN_IN);
         assert_eq!(width(1 << 40), Spill::MAX_FAN_IN);
     }
 
