@@ -245,15 +245,17 @@ impl Reader {
     /// result lines (the subarray with its slowest result dimension at a
     /// few values) reaches every tile those lines cross, and the next
     /// piece the same tiles for the next few lines. A piece holding `k`
-    /// lines reads a tile `extent / k` times over; spilled, a cell costs
-    /// about 2.5 reads (as [`Reader::pieces_read_again`] weighs it for
-    /// sparse reads). So spill where `2/5` of a tile's extent along the
-    /// slowest dimension, as lines from the start of a tile, pass the
-    /// tile budget: at every tile along it, or at 64 spread over them
-    /// (fragments cover the subarray unevenly). (A 1024 × 256 array in
-    /// 64 × 64 tiles read col-major under 1 MiB: a column's 16 tiles were
-    /// just past the budget, every piece half a column reading 8 tiles
-    /// whole, 4,097 requests and 12× the unbudgeted read's time.)
+    /// lines reads a tile `extent / k` times over; spilled, a dense read
+    /// costs about three times the unbudgeted one. So spill where a
+    /// quarter of a tile's extent along the slowest dimension, as lines
+    /// from the start of a tile, pass the tile budget: at every tile
+    /// along it, or at 64 spread over them (fragments cover the subarray
+    /// unevenly). (A 1024 × 256 array in 64 × 64 tiles read col-major
+    /// under 1 MiB: a column's 16 tiles were just past the budget, every
+    /// piece half a column reading 8 tiles whole, 4,097 requests and 12×
+    /// the unbudgeted read's time. At 2/5 of the extent
+    /// `dense_unfiltered_tiles` spilled, 0.012 s, where pieces of 64 of
+    /// its 256-column tiles' columns took 0.002.)
     fn lines_read_again(&self) -> bool {
         /// Tiles along the slowest dimension probed at most.
         const PROBES: i128 = 64;
@@ -268,7 +270,7 @@ impl Reader {
         else {
             return false;
         };
-        let lines = extent.saturating_mul(2) / 5;
+        let lines = extent / 4;
         let Some((lo, hi)) = (plan::dense_coords(schema, &self.spec.subarray).ok()).and_then(|r| {
             let r = r.get(slowest)?;
             Some((r.iter().map(|r| r.0).min()?, r.iter().map(|r| r.1).max()?))
