@@ -1561,8 +1561,10 @@ mod tests {
             ],
             &[(1, 1, false, "b1"), (3, 1, true, "b3"), (5, 1, false, "b5")],
         ];
-        for keyed in [true, false] {
-            let mut spill = Spill::new(fmt.clone(), order(&schema, keyed), 1 << 20);
+        // With no memory the two runs merge by place into one as the second
+        // lands (every version kept), then go by windows.
+        for memory in [1 << 20, 0] {
+            let mut spill = Spill::new(fmt.clone(), order(&schema, true), memory);
             for r in runs {
                 let mut w = spill.writer(0);
                 for &(place, frag, rejected, text) in r {
@@ -1579,6 +1581,7 @@ mod tests {
                 }
                 spill.push(w.finish().unwrap()).unwrap();
             }
+            assert_eq!(spill.len(), if memory == 0 { 1 } else { 2 });
             let bx = DenseBox::new(
                 &[vec![(0, 1)], vec![(0, 2)]],
                 false,
@@ -1598,15 +1601,16 @@ mod tests {
             .into_iter()
             .map(|(s, x)| (s.map(str::to_owned), x))
             .collect();
-            assert_eq!(got, want, "keyed {keyed}");
+            assert_eq!(got, want, "{memory} bytes");
         }
     }
 
     /// A dense read's runs merge by windows of the box ([`Window`]): the
     /// newest fragment's version of a place standing (a rejected one is
     /// fill), a place no run holds fill with its coordinates from the box,
-    /// over windows that cut runs anywhere (two dimensions asked for, of a
-    /// fixed size; the test above has a var-size field).
+    /// over windows that cut runs anywhere, after runs past the fan-in
+    /// merged by place (two dimensions asked for, of a fixed size; the
+    /// test above has a var-size field).
     #[test]
     fn placed_runs_merge_by_windows_that_cut_them_anywhere() {
         let schema = schema();
@@ -1637,8 +1641,10 @@ mod tests {
             };
             want.push((x, y));
         }
-        for cells in [1, 3, 4, 12, 100] {
-            let mut spill = Spill::new(fmt.clone(), order(&schema, true), 1 << 20);
+        // With no memory two runs merge at a time: the first two merge by
+        // place into one run (every version kept), then the windows.
+        for (cells, memory) in [(1, 1 << 20), (3, 0), (4, 1 << 20), (12, 0), (100, 1 << 20)] {
+            let mut spill = Spill::new(fmt.clone(), order(&schema, true), memory);
             for r in runs {
                 let mut w = spill.writer(0);
                 for &(place, frag, rejected) in r {
@@ -1656,6 +1662,7 @@ mod tests {
                 }
                 spill.push(w.finish().unwrap()).unwrap();
             }
+            assert_eq!(spill.len(), if memory == 0 { 2 } else { 3 });
             let bx = DenseBox::new(
                 &[vec![(5, 6), (0, 1)], vec![(0, 2)]],
                 true,
@@ -1674,7 +1681,7 @@ mod tests {
                     got.push((v(&x, i), v(&y, i)));
                 }
             }
-            assert_eq!(got, want, "{cells} cells a batch");
+            assert_eq!(got, want, "{cells} cells a batch, {memory} bytes");
         }
     }
 
