@@ -1,15 +1,17 @@
 //! Dense tiles spilled as sorted runs: a dense read whose result order
 //! crosses its tiles' cell order (col-major results of row-major tiles,
-//! and the reverse) and whose tiles pass the tile budget. Cut by the
-//! subarray, a piece of a few result lines reaches every chunk of each
-//! tile it crosses, so pieces shrink to a cell or two (`dense_large_tiles`
-//! col-major under 1 MiB: 33,068 rounds of requests, about 10 s). As a
-//! sparse read against its order does (see `spill`), pieces are instead
-//! runs of one fragment's tiles, or of one tile's cells, read by the
-//! chunks holding them, so each chunk is read once; a run's cells inside
-//! the subarray are written sorted in the result order. The merge takes
-//! the newest fragment's version of each cell (dense arrays have no
-//! duplicates) and gives fill where no fragment wrote ([`DenseBox`]).
+//! and the reverse) and whose tiles, or a few result lines' tiles, pass
+//! the tile budget. Cut by the subarray, a piece of a few result lines
+//! reaches every chunk of each tile it crosses, so pieces shrink to a
+//! cell or two (`dense_large_tiles` col-major under 1 MiB: 33,068 rounds
+//! of requests, about 10 s). As a sparse read against its order does (see
+//! `spill`), pieces are instead runs of one fragment's tiles, or of one
+//! tile's cells, read by the chunks holding them, so each chunk is read
+//! once; a run's cells inside the subarray come out of each tile in the
+//! result order ([`DenseBox::tile_places`]) and are written so. The merge
+//! (`spill::Window`) takes the newest fragment's version of each cell
+//! (dense arrays have no duplicates) and gives fill where no fragment
+//! wrote.
 
 use super::fields::Kind;
 use super::plan::{self, CellRef};
@@ -222,8 +224,9 @@ impl DenseBox {
 impl Reader {
     /// Whether this dense read spills (see the module): more than one
     /// dimension, results row- (col-) major over cells that go the other
-    /// way, a reached tile past the tile budget, dense fragments alone
-    /// whose tiles can be sliced.
+    /// way, dense fragments alone whose tiles can be sliced, no aggregate
+    /// (`with_states`), and a reached tile past the tile budget or lines
+    /// whose tiles pass it ([`Reader::lines_read_again`]).
     pub(super) fn dense_spills(&self) -> bool {
         let schema = self.snapshot.schema();
         let dims = schema.domain.dimensions.len();

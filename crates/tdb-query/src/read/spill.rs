@@ -1053,20 +1053,25 @@ impl Merge {
         let mut values: Vec<Slots> = Vec::with_capacity(fmt.out.len());
         let mut valid: Vec<Vec<u8>> = Vec::with_capacity(fmt.out.len());
         for &k in &fmt.out {
-            values.push(match fmt.fields.get(k).and_then(|st| st.size) {
+            let stored = fmt.fields.get(k);
+            values.push(match stored.and_then(|st| st.size) {
                 Some(size) => Slots::Fixed(size, vec![0u8; w.saturating_mul(size)]),
                 None => Slots::Var(Vec::new(), vec![0..0; w]),
             });
-            valid.push(vec![1u8; w]);
+            // (Fields that are not nullable keep none.)
+            let nullable = stored.is_some_and(|st| st.nullable);
+            valid.push(if nullable { vec![1u8; w] } else { Vec::new() });
         }
-        let mut newest = vec![0u64; w];
+        let mut newest = vec![0u32; w];
         for (reader, next) in win.readers.iter_mut().zip(&mut win.next) {
             while let Some(rec) = next.as_mut().filter(|r| r.at.tile < end) {
                 let slot = (rec.at.tile.checked_sub(first))
                     .and_then(|s| usize::try_from(s).ok())
                     .ok_or_else(|| QueryError::invalid("a spilled run out of order"))?;
-                let version =
-                    (u64::from(rec.at.frag).saturating_add(1) << 1) | u64::from(rec.rejected);
+                let version = (rec.at.frag.checked_add(1))
+                    .and_then(|f| f.checked_mul(2))
+                    .ok_or_else(|| QueryError::invalid("too many fragments"))?
+                    | u32::from(rec.rejected);
                 if let Some(n) = newest.get_mut(slot).filter(|n| version >> 1 > **n >> 1) {
                     *n = version;
                     for ((slots, v), &k) in values.iter_mut().zip(&mut valid).zip(&fmt.out) {
