@@ -590,9 +590,9 @@ impl TileCells {
         None
     }
 
-    /// The dimension the cell order varies slowest.
-    pub fn slowest(&self) -> Option<usize> {
-        self.order.last().copied()
+    /// Dimensions, the fastest-varying in the cell order first.
+    pub fn order(&self) -> &[usize] {
+        &self.order
     }
 
     /// Whether `at` lies inside the fragment's non-empty domain.

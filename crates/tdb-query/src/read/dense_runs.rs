@@ -99,24 +99,58 @@ impl DenseBox {
     /// The cells at positions `span` of the tile `tc` that lie in the box
     /// and inside the fragment's non-empty domain, as (place, position),
     /// appended to `out` in the order of their places (a cell of
-    /// overlapping ranges once for each of its places). Walked in the
-    /// result order over the span's bounding box, so they come sorted;
-    /// only the cells of the span's first and last lines of the tile
-    /// (along its slowest dimension) can fall outside it.
+    /// overlapping ranges once for each of its places), in stretches each
+    /// sorted: how many it appended. Walked in the result order over the
+    /// span's bounding box (along the cell order from the slowest
+    /// dimension, coordinates the span's ends share pin it, the first that
+    /// differs runs between them, faster ones over the tile). Where that
+    /// box holds more than about twice the span (a span of a few cells
+    /// across the end of one line of a long tile), the span is cut at the
+    /// start of its second line, so no walk holds more than that.
     pub fn tile_places(
         &self,
         tc: &TileCells,
         span: Range<u64>,
         out: &mut Vec<(u64, u64)>,
-    ) -> Option<()> {
+    ) -> Option<usize> {
         if span.is_empty() {
-            return Some(());
+            return Some(0);
         }
         let n = self.axes.len();
         let (mut first, mut last) = (vec![0i128; n], vec![0i128; n]);
         tc.coords(span.start, &mut first)?;
         tc.coords(span.end.checked_sub(1)?, &mut last)?;
-        let slowest = tc.slowest()?;
+        let (mut lo, mut hi) = (first.clone(), last.clone());
+        let mut differs = None;
+        for &d in tc.order().iter().rev() {
+            let (l, h) = (lo.get_mut(d)?, hi.get_mut(d)?);
+            match differs {
+                None if *l == *h => {}
+                None => differs = Some(d),
+                Some(_) => (*l, *h) = (*tc.corner.get(d)?, *tc.last.get(d)?),
+            }
+        }
+        let volume = (lo.iter().zip(&hi))
+            .map(|(l, h)| u64::try_from(h.checked_sub(*l)?.checked_add(1)?).ok())
+            .try_fold(1u64, |a, v| a.checked_mul(v?))?;
+        let len = span.end.saturating_sub(span.start);
+        if let Some(d) = differs.filter(|_| volume > len.saturating_mul(2).saturating_add(64)) {
+            // The start of the line after the first's.
+            let mut at = first.clone();
+            *at.get_mut(d)? = first.get(d)?.checked_add(1)?;
+            let mut cut = 0i128;
+            for &e in tc.order() {
+                if e != d && tc.stride(e)? < tc.stride(d)? {
+                    *at.get_mut(e)? = *tc.corner.get(e)?;
+                }
+                let off = at.get(e)?.checked_sub(*tc.corner.get(e)?)?;
+                cut = cut.checked_add(off.checked_mul(tc.stride(e)?)?)?;
+            }
+            let cut = u64::try_from(cut).ok()?;
+            let a = self.tile_places(tc, span.start..cut, out)?;
+            let b = self.tile_places(tc, cut..span.end, out)?;
+            return Some(a.saturating_add(b));
+        }
         // Per dimension, in the result order (fastest first): the
         // coordinates the span's box holds on the axis, each as what it
         // adds to a cell's place and to its position.
@@ -124,13 +158,8 @@ impl DenseBox {
         let mut place_stride = 1u64;
         for &d in &self.order {
             let axis = self.axes.get(d)?;
-            let (lo, hi) = if d == slowest {
-                (*first.get(d)?, *last.get(d)?)
-            } else {
-                (*tc.corner.get(d)?, *tc.last.get(d)?)
-            };
-            let lo = lo.max(*tc.from.get(d)?);
-            let hi = hi.min(*tc.to.get(d)?);
+            let lo = (*lo.get(d)?).max(*tc.from.get(d)?);
+            let hi = (*hi.get(d)?).min(*tc.to.get(d)?);
             let corner = *tc.corner.get(d)?;
             let stride = tc.stride(d)?;
             let mut list = Vec::new();
@@ -142,7 +171,7 @@ impl DenseBox {
                 }
             }
             if list.is_empty() {
-                return Some(());
+                return Some(0);
             }
             lists.push(list);
             place_stride = place_stride.checked_mul(axis.len)?;
@@ -173,7 +202,7 @@ impl DenseBox {
                 *i = 0;
             }
             if !stepped {
-                return Some(());
+                return Some(1);
             }
         }
     }
@@ -370,7 +399,7 @@ impl Reader {
         let mut found: Vec<(u64, u32, u32)> = Vec::new();
         let mut at = vec![0i128; n];
         let mut places = Vec::new();
-        let mut tiles_found = 0usize;
+        let mut stretches_found = 0usize;
         for (k, &t) in plan.tiles.iter().enumerate() {
             let cells = match &self.current.cells {
                 Some(c) => c.clone(),
@@ -383,7 +412,7 @@ impl Reader {
                 QueryError::invalid(format!("{}: no tile {t} in its grid", plan.file.path))
             })?;
             places.clear();
-            bx.tile_places(&tc, cells, &mut places).ok_or_else(|| {
+            let stretches = bx.tile_places(&tc, cells, &mut places).ok_or_else(|| {
                 QueryError::invalid(format!("{}: tile {t} past its grid", plan.file.path))
             })?;
             let k = u32::try_from(k).map_err(|_| QueryError::invalid("too many tiles"))?;
@@ -392,11 +421,11 @@ impl Reader {
                     .map_err(|_| QueryError::invalid("a tile of over 2^32 cells"))?;
                 found.push((place, k, pos));
             }
-            tiles_found = tiles_found.saturating_add(usize::from(!places.is_empty()));
+            stretches_found = stretches_found.saturating_add(stretches);
         }
-        // Each tile's cells came sorted: only several tiles' interleave (a
-        // stable sort merges the sorted stretches).
-        if tiles_found > 1 {
+        // Cells come in sorted stretches: only several interleave (a stable
+        // sort merges them).
+        if stretches_found > 1 {
             found.sort_by_key(|f| f.0);
         }
         // Each tile's columns looked up once.
@@ -606,12 +635,49 @@ mod tests {
                         }
                         brute.sort();
                         let mut got = Vec::new();
-                        bx.tile_places(&tc, span.clone(), &mut got).unwrap();
+                        let stretches = bx.tile_places(&tc, span.clone(), &mut got).unwrap();
                         let what = format!("col {col}, {cell_order:?} cells, tile {t}, {span:?}");
+                        assert_eq!(stretches, usize::from(!brute.is_empty()), "{what}");
                         assert_eq!(got, brute, "{what}");
                     }
                 }
             }
         }
+    }
+
+    /// A span of a few cells across the end of one line of a long tile
+    /// is walked as two stretches, not over the two lines' box; the cells
+    /// are the brute force's all the same.
+    #[test]
+    fn a_short_span_across_a_long_line_is_cut_there() {
+        let domain = ArraySchema::builder(ArrayType::Dense)
+            .dimension(DimensionBuilder::range("r", 0i32..=3).tile_extent(4i32))
+            .dimension(DimensionBuilder::range("c", 0i32..=99_999).tile_extent(100_000i32))
+            .attribute(AttributeBuilder::new("a", Datatype::Int32))
+            .build()
+            .unwrap()
+            .domain;
+        let range =
+            |lo: i32, hi: i32| Range::from_bounds(&lo.to_le_bytes(), &hi.to_le_bytes(), false);
+        let ned = vec![range(0, 3), range(0, 99_999)];
+        let grid = FragmentGrid::new(&domain, Layout::RowMajor, Layout::RowMajor, &ned).unwrap();
+        let tc = grid.tile_cells(0).unwrap();
+        let bx = DenseBox::new(
+            &[vec![(0, 3)], vec![(0, 99_999)]],
+            true,
+            vec![Datatype::Int32; 2],
+        )
+        .unwrap();
+        let span = 99_998..100_003;
+        let mut got = Vec::new();
+        assert_eq!(bx.tile_places(&tc, span.clone(), &mut got), Some(2));
+        got.sort();
+        // Col-major places: c × 4 + r.
+        let want: Vec<(u64, u64)> = span
+            .map(|pos| ((pos % 100_000) * 4 + pos / 100_000, pos))
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        assert_eq!(got, want);
     }
 }
