@@ -98,9 +98,9 @@ impl DenseBox {
 
     /// The cells at positions `span` of the tile `tc` that lie in the box
     /// and inside the fragment's non-empty domain, as (place, position),
-    /// appended to `out` in the order of their places (a cell of
+    /// handed to `out` in the order of their places (a cell of
     /// overlapping ranges once for each of its places), in stretches each
-    /// sorted: how many it appended. Walked in the result order over the
+    /// sorted: how many it handed out. Walked in the result order over the
     /// span's bounding box (along the cell order from the slowest
     /// dimension, coordinates the span's ends share pin it, the first that
     /// differs runs between them, faster ones over the tile). Where that
@@ -111,7 +111,7 @@ impl DenseBox {
         &self,
         tc: &TileCells,
         span: Range<u64>,
-        out: &mut Vec<(u64, u64)>,
+        out: &mut impl FnMut(u64, u64),
     ) -> Option<usize> {
         if span.is_empty() {
             return Some(0);
@@ -189,7 +189,7 @@ impl DenseBox {
             for &(p, q) in inner {
                 let at = pos.saturating_add(q);
                 if span.contains(&at) {
-                    out.push((place.saturating_add(p), at));
+                    out(place.saturating_add(p), at);
                 }
             }
             let mut stepped = false;
@@ -398,8 +398,8 @@ impl Reader {
         // the piece's) and its position there.
         let mut found: Vec<(u64, u32, u32)> = Vec::new();
         let mut at = vec![0i128; n];
-        let mut places = Vec::new();
         let mut stretches_found = 0usize;
+        let mut past_u32 = false;
         for (k, &t) in plan.tiles.iter().enumerate() {
             let cells = match &self.current.cells {
                 Some(c) => c.clone(),
@@ -411,15 +411,16 @@ impl Reader {
             let tc = grid.tile_cells(t).ok_or_else(|| {
                 QueryError::invalid(format!("{}: no tile {t} in its grid", plan.file.path))
             })?;
-            places.clear();
-            let stretches = bx.tile_places(&tc, cells, &mut places).ok_or_else(|| {
+            let k = u32::try_from(k).map_err(|_| QueryError::invalid("too many tiles"))?;
+            let mut put = |place, pos| match u32::try_from(pos) {
+                Ok(pos) => found.push((place, k, pos)),
+                Err(_) => past_u32 = true,
+            };
+            let stretches = bx.tile_places(&tc, cells, &mut put).ok_or_else(|| {
                 QueryError::invalid(format!("{}: tile {t} past its grid", plan.file.path))
             })?;
-            let k = u32::try_from(k).map_err(|_| QueryError::invalid("too many tiles"))?;
-            for &(place, pos) in &places {
-                let pos = u32::try_from(pos)
-                    .map_err(|_| QueryError::invalid("a tile of over 2^32 cells"))?;
-                found.push((place, k, pos));
+            if past_u32 {
+                return Err(QueryError::invalid("a tile of over 2^32 cells"));
             }
             stretches_found = stretches_found.saturating_add(stretches);
         }
@@ -635,7 +636,9 @@ mod tests {
                         }
                         brute.sort();
                         let mut got = Vec::new();
-                        let stretches = bx.tile_places(&tc, span.clone(), &mut got).unwrap();
+                        let stretches = bx
+                            .tile_places(&tc, span.clone(), &mut |p, q| got.push((p, q)))
+                            .unwrap();
                         let what = format!("col {col}, {cell_order:?} cells, tile {t}, {span:?}");
                         assert_eq!(stretches, usize::from(!brute.is_empty()), "{what}");
                         assert_eq!(got, brute, "{what}");
@@ -670,7 +673,10 @@ mod tests {
         .unwrap();
         let span = 99_998..100_003;
         let mut got = Vec::new();
-        assert_eq!(bx.tile_places(&tc, span.clone(), &mut got), Some(2));
+        assert_eq!(
+            bx.tile_places(&tc, span.clone(), &mut |p, q| got.push((p, q))),
+            Some(2)
+        );
         got.sort();
         // Col-major places: c × 4 + r.
         let want: Vec<(u64, u64)> = span
