@@ -568,6 +568,22 @@ mod tests {
     use tdb_index::dense::FragmentGrid;
     use tdb_schema::{ArraySchema, AttributeBuilder, DimensionBuilder, Range};
 
+    /// Dimensions `r` and `c` from 0 to the first of each pair, in tiles
+    /// of the second.
+    fn domain(r: (i32, i32), c: (i32, i32)) -> tdb_schema::Domain {
+        ArraySchema::builder(ArrayType::Dense)
+            .dimension(DimensionBuilder::range("r", 0i32..=r.0).tile_extent(r.1))
+            .dimension(DimensionBuilder::range("c", 0i32..=c.0).tile_extent(c.1))
+            .attribute(AttributeBuilder::new("a", Datatype::Int32))
+            .build()
+            .unwrap()
+            .domain
+    }
+
+    fn range(lo: i32, hi: i32) -> Range {
+        Range::from_bounds(&lo.to_le_bytes(), &hi.to_le_bytes(), false)
+    }
+
     /// Over ranges out of order and overlapping, a place's coordinates are
     /// the odometer's (each dimension's ranges in the order given), and a
     /// tile's cells come out as the places that hold them, sorted: the
@@ -582,15 +598,7 @@ mod tests {
         let values =
             |r: &[(i128, i128)]| -> Vec<i128> { r.iter().flat_map(|&(lo, hi)| lo..=hi).collect() };
         let (rows, cols) = (values(&ranges[0]), values(&ranges[1]));
-        let domain = ArraySchema::builder(ArrayType::Dense)
-            .dimension(DimensionBuilder::range("r", 0i32..=11).tile_extent(4i32))
-            .dimension(DimensionBuilder::range("c", 0i32..=5).tile_extent(3i32))
-            .attribute(AttributeBuilder::new("a", Datatype::Int32))
-            .build()
-            .unwrap()
-            .domain;
-        let range =
-            |lo: i32, hi: i32| Range::from_bounds(&lo.to_le_bytes(), &hi.to_le_bytes(), false);
+        let domain = domain((11, 4), (5, 3));
         // The fragment wrote rows 1..=10, columns 0..=4.
         let ned = vec![range(1, 10), range(0, 4)];
         for col in [false, true] {
@@ -653,15 +661,7 @@ mod tests {
     /// are the brute force's all the same.
     #[test]
     fn a_short_span_across_a_long_line_is_cut_there() {
-        let domain = ArraySchema::builder(ArrayType::Dense)
-            .dimension(DimensionBuilder::range("r", 0i32..=3).tile_extent(4i32))
-            .dimension(DimensionBuilder::range("c", 0i32..=99_999).tile_extent(100_000i32))
-            .attribute(AttributeBuilder::new("a", Datatype::Int32))
-            .build()
-            .unwrap()
-            .domain;
-        let range =
-            |lo: i32, hi: i32| Range::from_bounds(&lo.to_le_bytes(), &hi.to_le_bytes(), false);
+        let domain = domain((3, 4), (99_999, 100_000));
         let ned = vec![range(0, 3), range(0, 99_999)];
         let grid = FragmentGrid::new(&domain, Layout::RowMajor, Layout::RowMajor, &ned).unwrap();
         let tc = grid.tile_cells(0).unwrap();
