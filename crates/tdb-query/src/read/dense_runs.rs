@@ -22,7 +22,7 @@ use crate::condition::BoundCondition;
 use crate::{QueryError, Result, ResultLayout};
 use std::ops::Range;
 use tdb_format::{ArrayType, Datatype, Layout};
-use tdb_index::dense::{push_int, FragmentGrid, TileCells};
+use tdb_index::dense::{push_int, TileCells};
 
 /// One dimension's result coordinates: its ranges in the order given,
 /// each value once for every range holding it (TileDB's dense reads give
@@ -303,10 +303,9 @@ impl Reader {
             return false;
         };
         let lines = extent / 4;
-        let Some((lo, hi)) = (plan::dense_coords(schema, &self.spec.subarray).ok()).and_then(|r| {
-            let r = r.get(slowest)?;
-            Some((r.iter().map(|r| r.0).min()?, r.iter().map(|r| r.1).max()?))
-        }) else {
+        let Some((lo, hi)) = (plan::dense_coords(schema, &self.spec.subarray).ok())
+            .and_then(|r| plan::int_span(r.get(slowest)?))
+        else {
             return false;
         };
         let tile = |v| tdb_index::dense::tile_of(v, origin, extent);
@@ -350,14 +349,14 @@ impl Reader {
     /// `None` for a sparse fragment, or where the grid cannot say.
     pub(super) fn dense_span(&self, i: usize, t: u64) -> Option<Range<u64>> {
         let plan = self.plans.get(i).filter(|p| p.meta.footer.dense)?;
-        let grid = Self::grid(plan)?;
+        let grid = plan.grid()?;
         let cells = grid.tile_cells(t)?;
         let ranges = plan::dense_coords(&plan.schema, &self.spec.subarray).ok()?;
         let mut lo = Vec::with_capacity(ranges.len());
         let mut hi = Vec::with_capacity(ranges.len());
         for ((rs, &from), &to) in ranges.iter().zip(&cells.from).zip(&cells.to) {
-            let l = rs.iter().map(|r| r.0).min()?.max(from);
-            let h = rs.iter().map(|r| r.1).max()?.min(to);
+            let (l, h) = plan::int_span(rs)?;
+            let (l, h) = (l.max(from), h.min(to));
             if l > h {
                 return Some(0..0);
             }
@@ -369,13 +368,6 @@ impl Reader {
         (tl == t && th == t).then(|| first..last.saturating_add(1))
     }
 
-    /// A dense fragment's tile grid.
-    fn grid(plan: &plan::FragPlan) -> Option<FragmentGrid> {
-        let ned = plan.meta.footer.non_empty_domain.as_ref()?;
-        let s = &plan.schema;
-        FragmentGrid::new(&s.domain, s.tile_order, s.cell_order, ned)
-    }
-
     /// The current piece's cells (a run of one dense fragment's tiles, or
     /// of one tile's cells) inside the subarray, written to `spill` as a
     /// run sorted in the result order.
@@ -385,7 +377,7 @@ impl Reader {
         };
         let plan = (self.plans.get(i))
             .ok_or_else(|| QueryError::invalid(format!("no fragment {i} planned")))?;
-        let grid = Self::grid(plan).ok_or_else(|| {
+        let grid = plan.grid().ok_or_else(|| {
             QueryError::invalid(format!(
                 "dense fragment {}: no tile grid over its non-empty domain",
                 plan.file.path

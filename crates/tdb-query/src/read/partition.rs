@@ -165,8 +165,7 @@ pub(crate) fn split(
                 None => return None,
             }
         };
-        let lo = ranges.iter().map(|r| r.0).min()?;
-        let hi = ranges.iter().map(|r| r.1).max()?;
+        let (lo, hi) = super::plan::int_span(&ranges)?;
         // The last cell of the middle tile the span crosses.
         let at_tile = origin_and_extent(dim).and_then(|(origin, ext)| {
             let (tlo, thi) = (tile_of(lo, origin, ext)?, tile_of(hi, origin, ext)?);
@@ -218,10 +217,7 @@ pub fn split_for_parallel(
     else {
         return whole();
     };
-    let (Some(mut lo), Some(mut hi)) = (
-        ranges.iter().map(|r| r.0).min(),
-        ranges.iter().map(|r| r.1).max(),
-    ) else {
+    let Some((mut lo, mut hi)) = super::plan::int_span(&ranges) else {
         return whole();
     };
     if let Some((a, b)) = ned

@@ -391,14 +391,8 @@ impl Reader {
     /// tile to its high one, in the tile's cell order).
     fn dense_spans(&self, i: usize, p: &Subarray) -> Option<Vec<(u64, u64)>> {
         let plan = self.plans.get(i)?;
-        let ned = plan.meta.footer.non_empty_domain.as_ref()?;
         let schema = &plan.schema;
-        let grid = tdb_index::dense::FragmentGrid::new(
-            &schema.domain,
-            schema.tile_order,
-            schema.cell_order,
-            ned,
-        )?;
+        let grid = plan.grid()?;
         let coords = plan::dense_coords(schema, p).ok()?;
         // Per dimension: the piece's bounds inside the fragment, cut at
         // tile boundaries.
@@ -408,8 +402,8 @@ impl Reader {
             .zip(grid.bounds())
             .zip(&schema.domain.dimensions)
         {
-            let lo = ranges.iter().map(|r| r.0).min()?.max(nlo);
-            let hi = ranges.iter().map(|r| r.1).max()?.min(nhi);
+            let (lo, hi) = plan::int_span(ranges)?;
+            let (lo, hi) = (lo.max(nlo), hi.min(nhi));
             let (origin, extent) = tdb_index::dense::origin_and_extent(dim)?;
             let mut parts = Vec::new();
             let mut at = lo;

@@ -55,10 +55,16 @@ impl FragPlan {
     /// The tiles of this dense fragment that `sub` touches, in the order
     /// stored, by its tile grid (`None` where the grid cannot say).
     pub fn dense_tiles(&self, sub: &Subarray) -> Option<tdb_index::dense::TilesTouched> {
+        self.grid()?
+            .tiles_touched(&dense_coords(&self.schema, sub).ok()?)
+    }
+
+    /// This dense fragment's tile grid over its non-empty domain (`None`
+    /// where it has none, or the grid cannot say).
+    pub fn grid(&self) -> Option<tdb_index::dense::FragmentGrid> {
         let ned = self.meta.footer.non_empty_domain.as_ref()?;
         let s = &self.schema;
-        let grid = tdb_index::dense::FragmentGrid::new(&s.domain, s.tile_order, s.cell_order, ned)?;
-        grid.tiles_touched(&dense_coords(s, sub).ok()?)
+        tdb_index::dense::FragmentGrid::new(&s.domain, s.tile_order, s.cell_order, ned)
     }
 
     /// The tiles whose MBR overlaps `piece`, in order, found through the
@@ -159,8 +165,8 @@ pub(crate) fn dense_tiles_touched(plan: &FragPlan, sub: &Subarray) -> Option<u64
     for ((dim, r), ranges) in plan.schema.domain.dimensions.iter().zip(ned).zip(&coords) {
         let (origin, ext) = origin_and_extent(dim)?;
         let (nlo, nhi) = int_range(dim, r)?;
-        let lo = ranges.iter().map(|r| r.0).min()?.max(nlo);
-        let hi = ranges.iter().map(|r| r.1).max()?.min(nhi);
+        let (lo, hi) = int_span(ranges)?;
+        let (lo, hi) = (lo.max(nlo), hi.min(nhi));
         if lo > hi {
             return Some(0);
         }
@@ -191,6 +197,14 @@ pub(crate) fn int_ranges(
         }
         rs => rs.iter().map(|r| int_range(dim, r)).collect(),
     }
+}
+
+/// The least and greatest values a dimension's integer ranges hold
+/// (`None` for no range).
+pub(crate) fn int_span(ranges: &[(i128, i128)]) -> Option<(i128, i128)> {
+    let lo = ranges.iter().map(|r| r.0).min()?;
+    let hi = ranges.iter().map(|r| r.1).max()?;
+    Some((lo, hi))
 }
 
 /// A dense read's result coordinates per dimension: the subarray's ranges
