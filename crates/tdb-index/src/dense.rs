@@ -370,8 +370,8 @@ impl FragmentGrid {
 
     /// Tile `t`'s cells as coordinates: where it lies, how its cells are
     /// numbered, and its part inside the non-empty domain (the rest holds
-    /// fill). For a read that walks a run of a tile's cells in their stored
-    /// order.
+    /// fill). For a read that finds where a run of a tile's cells goes in
+    /// its result order.
     pub fn tile_cells(&self, t: u64) -> Option<TileCells> {
         let (from, to, corner) = self.tile_box(t)?;
         let last = (corner.iter().zip(&self.dims))
@@ -569,12 +569,6 @@ impl TileCells {
             rest = q;
         }
         (rest == 0).then_some(())
-    }
-
-    /// Moves `at` to the next cell in the tile's cell order; `false` past
-    /// the tile's last.
-    pub fn step(&self, at: &mut [i128]) -> bool {
-        next_row(at, &self.corner, &self.last, self.order.iter().copied())
     }
 
     /// How far apart in the cell order two cells are that differ by one
@@ -979,9 +973,10 @@ mod tests {
         );
     }
 
-    /// A tile's cells walked by `step` from any position are those
-    /// `coords` gives, and `position` (the grid's inverse) takes each back
-    /// to its tile and position; `written` is the non-empty domain.
+    /// Every position of a tile has its own cell inside the tile by
+    /// `coords`, whose offsets by the strides and `position` (the grid's
+    /// inverse) take it back to its tile and position; `written` is the
+    /// non-empty domain.
     #[test]
     fn tile_cells_walk_the_positions_position_gives() {
         use tdb_format::Layout::{ColMajor, RowMajor};
@@ -997,29 +992,26 @@ mod tests {
                 let cells = g.tile_cells(t).unwrap();
                 let n: u64 = cells.extent.iter().map(|&e| e as u64).product();
                 assert_eq!(n, 24);
-                for start in [0, 5, 23] {
+                let mut seen = std::collections::HashSet::new();
+                for pos in 0..n {
                     let mut at = vec![0i128; 3];
-                    cells.coords(start, &mut at).unwrap();
-                    for pos in start..n {
-                        let mut want = vec![0i128; 3];
-                        cells.coords(pos, &mut want).unwrap();
-                        assert_eq!(at, want, "tile {t} cell {pos}");
-                        let inside = (0..3).all(|k| {
-                            let (lo, hi) = int_range(&d.dimensions[k], &ned[k]).unwrap();
-                            (lo..=hi).contains(&at[k])
-                        });
-                        assert_eq!(cells.written(&at), inside);
-                        if inside {
-                            assert_eq!(g.position(&at), Some((t, pos)));
-                        }
-                        // A cell's position: its offsets from the corner
-                        // by the strides.
-                        let by_strides: i128 = (0..3)
-                            .map(|k| (at[k] - cells.corner[k]) * cells.stride(k).unwrap())
-                            .sum();
-                        assert_eq!(by_strides, pos as i128);
-                        assert_eq!(cells.step(&mut at), pos + 1 < n);
+                    cells.coords(pos, &mut at).unwrap();
+                    assert!(seen.insert(at.clone()), "tile {t} cell {pos} twice");
+                    assert!((0..3).all(|k| (cells.corner[k]..=cells.last[k]).contains(&at[k])));
+                    let inside = (0..3).all(|k| {
+                        let (lo, hi) = int_range(&d.dimensions[k], &ned[k]).unwrap();
+                        (lo..=hi).contains(&at[k])
+                    });
+                    assert_eq!(cells.written(&at), inside);
+                    if inside {
+                        assert_eq!(g.position(&at), Some((t, pos)));
                     }
+                    // A cell's position: its offsets from the corner
+                    // by the strides.
+                    let by_strides: i128 = (0..3)
+                        .map(|k| (at[k] - cells.corner[k]) * cells.stride(k).unwrap())
+                        .sum();
+                    assert_eq!(by_strides, pos as i128);
                 }
                 assert_eq!(cells.coords(n, &mut [0; 3]), None, "past the tile");
             }
