@@ -274,11 +274,8 @@ impl Reader {
                         let ends = chunk.max(64).saturating_mul(count).min(filtered);
                         (share(filtered).saturating_add(ends), share(unfiltered))
                     }
-                    // A part fetched bare is held once: its fetch buffer
-                    // becomes the tile ([`tiles::BARE_MIN`]).
-                    None if *part == DataPart::Fixed
-                        && !var
-                        && unfiltered >= tiles::BARE_MIN
+                    // A part fetched bare is held once.
+                    None if tiles::fetched_bare(*part, var, unfiltered)
                         && stored_bare(remote, key, plan, ff, p) =>
                     {
                         (0, filtered.max(unfiltered))
@@ -1511,7 +1508,7 @@ impl Reader {
 
 /// Whether part `p` of field `ff` of fragment `plan` is stored as it is,
 /// so a whole tile's part large enough is fetched bare
-/// ([`tiles::BARE_MIN`]): on local storage, its filters only copies (no
+/// ([`tiles::fetched_bare`]): on local storage, its filters only copies (no
 /// encryption) and not in a zipped file. Remote storage answers ranges as
 /// they are, one request a run of tiles.
 fn stored_bare(

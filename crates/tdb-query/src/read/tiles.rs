@@ -366,7 +366,15 @@ fn whole_parts<'f>(
 /// on their own, their chunks' data apart from the headers
 /// ([`BareFetch`]); smaller ones are copied out of their chunks as any
 /// other (a copy costs less than a request of its own).
-pub(super) const BARE_MIN: u64 = 64 << 10;
+const BARE_MIN: u64 = 64 << 10;
+
+/// Whether a whole tile's part of `kind` (`offsets`: a var field's fixed
+/// part), `unfiltered` bytes, stored without filters, is fetched bare
+/// ([`BareFetch`]): the values of a fixed-size field of [`BARE_MIN`] or
+/// more. A part fetched bare is held once, its fetch buffer the tile.
+pub(super) fn fetched_bare(kind: DataPart, offsets: bool, unfiltered: u64) -> bool {
+    kind == DataPart::Fixed && !offsets && unfiltered >= BARE_MIN
+}
 
 /// A part of a tile stored without filters, fetched on its own with its
 /// chunks' data (`data`, from the tile's first byte) asked for first
@@ -523,16 +531,13 @@ impl Fetching {
         let mut bares = Vec::new();
         for (f, fetch) in fetches.iter().enumerate().filter(|(_, f)| !f.sliced) {
             for (p, (kind, _, range)) in fetch.parts.iter().enumerate() {
-                if *kind != DataPart::Fixed || offsets_part(fetch, p) || !bare(fetch.key, p) {
-                    continue;
-                }
                 let size = cell_size(fetch.key, p);
                 let unfiltered = fetch.cells.saturating_mul(size);
+                if !fetched_bare(*kind, offsets_part(fetch, p), unfiltered) || !bare(fetch.key, p) {
+                    continue;
+                }
                 let persisted = range.end.saturating_sub(range.start);
-                let Some(data) = (unfiltered >= BARE_MIN)
-                    .then(|| tdb_tile::bare_chunk_data(persisted, unfiltered, size))
-                    .flatten()
-                else {
+                let Some(data) = tdb_tile::bare_chunk_data(persisted, unfiltered, size) else {
                     continue;
                 };
                 bares.push(BareFetch {
