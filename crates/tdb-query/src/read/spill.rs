@@ -1543,6 +1543,28 @@ mod tests {
         }
     }
 
+    /// A dense read's run pushed to `spill`: per cell its place, fragment,
+    /// whether the condition rejects it, and its stored fields' bytes.
+    fn push_placed(
+        spill: &mut Spill,
+        fmt: &RunFormat,
+        cells: impl IntoIterator<Item = (u64, u32, bool, Vec<Vec<u8>>)>,
+    ) {
+        let mut w = spill.writer(0);
+        for (place, frag, rejected, values) in cells {
+            let at = CellRef {
+                frag,
+                tile: place,
+                cell: 0,
+            };
+            w.head(fmt, at, u64::from(frag), (false, rejected)).unwrap();
+            for (k, v) in values.iter().enumerate() {
+                w.field(fmt, k, v, true).unwrap();
+            }
+        }
+        spill.push(w.finish().unwrap()).unwrap();
+    }
+
     /// A dense read's runs (`RunFormat::placed`): cells known by their
     /// place in the result order alone merge by it, the newest fragment's
     /// version of a place stands (a rejected one hides the older and
@@ -1571,20 +1593,16 @@ mod tests {
         for memory in [1 << 20, 0] {
             let mut spill = Spill::new(fmt.clone(), order(&schema, true), memory);
             for r in runs {
-                let mut w = spill.writer(0);
-                for &(place, frag, rejected, text) in r {
+                let cells = r.iter().map(|&(place, frag, rejected, text)| {
                     let x = i32::try_from(place / 3).unwrap().to_le_bytes();
-                    let at = CellRef {
+                    (
+                        place,
                         frag,
-                        tile: place,
-                        cell: 0,
-                    };
-                    w.head(&fmt, at, u64::from(frag), (false, rejected))
-                        .unwrap();
-                    w.field(&fmt, 0, text.as_bytes(), true).unwrap();
-                    w.field(&fmt, 1, &x, true).unwrap();
-                }
-                spill.push(w.finish().unwrap()).unwrap();
+                        rejected,
+                        vec![text.as_bytes().to_vec(), x.to_vec()],
+                    )
+                });
+                push_placed(&mut spill, &fmt, cells);
             }
             assert_eq!(spill.len(), if memory == 0 { 1 } else { 2 });
             let bx = DenseBox::new(
@@ -1651,21 +1669,17 @@ mod tests {
         for (cells, memory) in [(1, 1 << 20), (3, 0), (4, 1 << 20), (12, 0), (100, 1 << 20)] {
             let mut spill = Spill::new(fmt.clone(), order(&schema, true), memory);
             for r in runs {
-                let mut w = spill.writer(0);
-                for &(place, frag, rejected) in r {
+                let cells = r.iter().map(|&(place, frag, rejected)| {
                     let (x, y) = (xs[(place % 4) as usize], (place / 4) as i32);
-                    let at = CellRef {
+                    let y = (y + 100 * frag as i32).to_le_bytes();
+                    (
+                        place,
                         frag,
-                        tile: place,
-                        cell: 0,
-                    };
-                    w.head(&fmt, at, u64::from(frag), (false, rejected))
-                        .unwrap();
-                    w.field(&fmt, 0, &(y + 100 * frag as i32).to_le_bytes(), true)
-                        .unwrap();
-                    w.field(&fmt, 1, &x.to_le_bytes(), true).unwrap();
-                }
-                spill.push(w.finish().unwrap()).unwrap();
+                        rejected,
+                        vec![y.to_vec(), x.to_le_bytes().to_vec()],
+                    )
+                });
+                push_placed(&mut spill, &fmt, cells);
             }
             assert_eq!(spill.len(), if memory == 0 { 2 } else { 3 });
             let bx = DenseBox::new(
