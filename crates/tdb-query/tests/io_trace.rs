@@ -165,6 +165,45 @@ fn a_read_of_large_tiles_in_many_pieces_walks_each_tile_once() {
 }
 
 #[test]
+fn pieces_that_take_turns_over_tiles_side_by_side_keep_each_tiles_last_chunk() {
+    // TileDB's `dense_multi_chunk` read row-major under 64 KiB: a row of
+    // two tiles in two fragments does not fit, so pieces are half a row,
+    // one tile column after the other. Each tile's walk keeps the chunk it
+    // ended in for its next piece, though the piece between took the other
+    // tiles: the read takes each chunk about once. (When only the latest
+    // piece's walks kept theirs, every half row fetched its chunks again:
+    // 622 requests, 23 under 256 KiB.)
+    let dir = tdb_testdata::root().join("dense_multi_chunk").join("array");
+    let storage = RecordingStorage::new(LocalStorage::new(&dir));
+    let snap = Arc::new(Snapshot::load(&storage, "", TimeWindow::ALL, None).unwrap());
+    storage.take();
+    let requests = |budget: u64| {
+        let spec = ReadSpec::new(["a", "s"])
+            .with_layout(ResultLayout::RowMajor)
+            .with_budget(budget);
+        let (mut cells, mut batches) = (0, 0);
+        for b in SyncRead::new(&storage, snap.clone(), spec).unwrap() {
+            cells += b.unwrap().num_cells;
+            batches += 1;
+        }
+        assert_eq!(cells, 300 * 300);
+        let trace = storage.trace();
+        storage.take();
+        let requests: u64 = (trace.lines())
+            .find_map(|l| l.strip_prefix("total: ")?.split(' ').next()?.parse().ok())
+            .unwrap();
+        (requests, batches)
+    };
+    let (whole, _) = requests(256 << 10);
+    let (turns, batches) = requests(64 << 10);
+    assert!(batches > 100, "{batches} batches");
+    assert!(
+        turns <= 2 * whole,
+        "{turns} requests, {whole} under 256 KiB"
+    );
+}
+
+#[test]
 fn a_box_holding_tiles_along_one_dimension_fetches_none_of_its_coordinates() {
     // Duplicates, unordered, the attribute alone: the box holds three of
     // the five tiles it meets along x (MBRs x 0-24, 16-60 and 0-48 within

@@ -436,14 +436,21 @@ impl PartBytes {
 /// Where the walks over each sliced tile's parts (tile, part) stood.
 pub(crate) type WalkPoints = HashMap<(TileKey, usize), WalkStop>;
 
-/// Where a walk stood, and for the last piece's walks the last chunk they
-/// found: the next piece of the same tile, which wants that chunk again
-/// (its first cells are in it), takes its bytes instead of fetching them.
+/// Where a walk stood, and the last chunk it found: the next piece of the
+/// same tile, which wants that chunk again (its first cells are in it),
+/// takes its bytes instead of fetching them.
 #[derive(Clone)]
 pub(crate) struct WalkStop {
     point: WalkPoint,
     last: Option<(WalkedChunk, Bytes)>,
+    /// The piece that walked (see [`Fetching::finish`]).
+    when: u64,
 }
+
+/// Filtered bytes of last chunks kept for walks the latest piece did not
+/// take (see [`Fetching::finish`]): memory outside the budget, as the
+/// decoded chunks of [`ChunkCache`] are.
+const CARRIED_LIMIT: usize = ChunkCache::LIMIT;
 
 /// One sliced part's walk over its chunk headers, and the chunks found.
 /// A var-size tile's data walk starts once its offsets are in (`walk` is
@@ -755,11 +762,7 @@ impl Fetching {
                 *slot = b.got;
             }
         }
-        // Only this piece's walks keep their last chunk (at most one a part
-        // of the piece's tiles, which its estimate charged).
-        for stop in points.values_mut() {
-            stop.last = None;
-        }
+        let now = (points.values().map(|s| s.when).max()).map_or(0, |w| w.saturating_add(1));
         for pw in self.walks {
             let Some(f) = self.fetches.get(pw.fetch) else {
                 continue;
@@ -774,10 +777,11 @@ impl Fetching {
                     .map(|(c, _)| c)
                     == pw.found.first().map(|(c, _)| c);
             let stop = match (carried_only, pw.walk.as_ref().and_then(ChunkWalk::point)) {
-                (true, _) => pw.from.clone(),
+                (true, _) => pw.from.clone().map(|s| WalkStop { when: now, ..s }),
                 (false, Some(point)) => Some(WalkStop {
                     point,
                     last: pw.found.last().cloned(),
+                    when: now,
                 }),
                 (false, None) => None,
             };
@@ -788,7 +792,32 @@ impl Fetching {
                 *slot = Some(PartBytes::Chunks(pw.found));
             }
         }
+        keep_carried(points, now);
         (self.fetches, bytes)
+    }
+}
+
+/// Lets go of the last chunks of walks piece `now` did not take beyond
+/// [`CARRIED_LIMIT`] bytes, the least recent first. (A piece's own are
+/// charged by its estimate, at most one a part of its tiles.) Pieces that
+/// take turns over tiles side by side (a row of tiles over two fragments,
+/// cut at the tiles' edges) found each tile's carried chunk let go by the
+/// piece between: `dense_multi_chunk` a,s row-major under 64 KiB fetched
+/// every chunk again for each row, 1,842 requests.
+fn keep_carried(points: &mut WalkPoints, now: u64) {
+    let mut others: Vec<(u64, (TileKey, usize), usize)> = (points.iter())
+        .filter(|(_, s)| s.when != now)
+        .filter_map(|(k, s)| Some((s.when, *k, s.last.as_ref()?.1.len())))
+        .collect();
+    others.sort_unstable_by_key(|o| std::cmp::Reverse(o.0));
+    let mut held = 0usize;
+    for (_, key, len) in others {
+        held = held.saturating_add(len);
+        if held > CARRIED_LIMIT {
+            if let Some(s) = points.get_mut(&key) {
+                s.last = None;
+            }
+        }
     }
 }
 
