@@ -19,6 +19,29 @@ fn read_trace(case: &str, subarray: Subarray, layout: ResultLayout) -> (String, 
     (traces.remove(0), cells)
 }
 
+/// `case`'s array opened through a recording storage (the open's
+/// requests taken), and its directory.
+fn opened(
+    case: &str,
+) -> (
+    RecordingStorage<LocalStorage>,
+    Arc<Snapshot>,
+    std::path::PathBuf,
+) {
+    let dir = tdb_testdata::root().join(case).join("array");
+    let storage = RecordingStorage::new(LocalStorage::new(&dir));
+    let snap = Arc::new(Snapshot::load(&storage, "", TimeWindow::ALL, None).unwrap());
+    storage.take();
+    (storage, snap, dir)
+}
+
+/// The requests a trace counts in all.
+fn requests_in(trace: &str) -> u64 {
+    (trace.lines())
+        .find_map(|l| l.strip_prefix("total: ")?.split(' ').next()?.parse().ok())
+        .unwrap()
+}
+
 /// The traces of `times` reads of `subarray` on one opened array.
 fn read_traces(
     case: &str,
@@ -27,10 +50,7 @@ fn read_traces(
     layout: ResultLayout,
     times: usize,
 ) -> (Vec<String>, u64) {
-    let dir = tdb_testdata::root().join(case).join("array");
-    let storage = RecordingStorage::new(LocalStorage::new(&dir));
-    let snap = Arc::new(Snapshot::load(&storage, "", TimeWindow::ALL, None).unwrap());
-    storage.take();
+    let (storage, snap, _) = opened(case);
     let mut traces = Vec::new();
     let mut cells = 0;
     for _ in 0..times {
@@ -123,10 +143,7 @@ fn a_read_of_large_tiles_in_many_pieces_walks_each_tile_once() {
     // over a tile's chunk headers goes on from where the last one stood
     // (the chunk it ended in), so the read takes each data file's bytes
     // about twice, not once per piece.
-    let dir = tdb_testdata::root().join("dense_large_tiles").join("array");
-    let storage = RecordingStorage::new(LocalStorage::new(&dir));
-    let snap = Arc::new(Snapshot::load(&storage, "", TimeWindow::ALL, None).unwrap());
-    storage.take();
+    let (storage, snap, dir) = opened("dense_large_tiles");
     let spec = ReadSpec::new(["a", "f"]).with_budget(1 << 20);
     let (mut cells, mut batches) = (0, 0);
     for b in SyncRead::new(&storage, snap, spec).unwrap() {
@@ -158,9 +175,7 @@ fn a_read_of_large_tiles_in_many_pieces_walks_each_tile_once() {
     // A piece whose cells begin past the chunk the last one ended in
     // starts its walk past that chunk, its header not read again: 36
     // requests (63, and 355 KB read instead of 244, when it was).
-    let requests: usize = (trace.lines())
-        .find_map(|l| l.strip_prefix("total: ")?.split(' ').next()?.parse().ok())
-        .unwrap();
+    let requests = requests_in(&trace);
     assert!(requests <= 40, "{requests} requests");
 }
 
@@ -173,10 +188,7 @@ fn pieces_that_take_turns_over_tiles_side_by_side_keep_each_tiles_last_chunk() {
     // tiles: the read takes each chunk about once. (When only the latest
     // piece's walks kept theirs, every half row fetched its chunks again:
     // 622 requests, 23 under 256 KiB.)
-    let dir = tdb_testdata::root().join("dense_multi_chunk").join("array");
-    let storage = RecordingStorage::new(LocalStorage::new(&dir));
-    let snap = Arc::new(Snapshot::load(&storage, "", TimeWindow::ALL, None).unwrap());
-    storage.take();
+    let (storage, snap, _) = opened("dense_multi_chunk");
     let requests = |budget: u64| {
         let spec = ReadSpec::new(["a", "s"])
             .with_layout(ResultLayout::RowMajor)
@@ -187,11 +199,8 @@ fn pieces_that_take_turns_over_tiles_side_by_side_keep_each_tiles_last_chunk() {
             batches += 1;
         }
         assert_eq!(cells, 300 * 300);
-        let trace = storage.trace();
+        let requests = requests_in(&storage.trace());
         storage.take();
-        let requests: u64 = (trace.lines())
-            .find_map(|l| l.strip_prefix("total: ")?.split(' ').next()?.parse().ok())
-            .unwrap();
         (requests, batches)
     };
     let (whole, _) = requests(256 << 10);
@@ -210,11 +219,7 @@ fn a_box_holding_tiles_along_one_dimension_fetches_none_of_its_coordinates() {
     // 0-60) but none along y (each spans 0-98). Those tiles' x is not
     // fetched: every cell is inside along x. Asking for the coordinates
     // too fetches and checks them all, and gives the same cells.
-    let dir = tdb_testdata::root()
-        .join("sparse_dups_scattered")
-        .join("array");
-    let storage = RecordingStorage::new(LocalStorage::new(&dir));
-    let snap = Arc::new(Snapshot::load(&storage, "", TimeWindow::ALL, None).unwrap());
+    let (storage, snap, _) = opened("sparse_dups_scattered");
     let mut s = Subarray::new(2);
     s.add_range(0, range::<4>(0, 60));
     s.add_range(1, range::<4>(10, 90));
