@@ -303,6 +303,16 @@ impl RunWriter {
 
     /// Appends a record read back from another run (a merge's output).
     fn push_record(&mut self, fmt: &RunFormat, rec: &Record) -> Result<()> {
+        // A record of fixed-size fields holds its bytes as read, head
+        // first ([`RunReader::next`]): written back in one call.
+        let raw = fmt.fixed.map(|len| fmt.head_len().saturating_add(len));
+        if raw == Some(rec.data.len()) && self.order.is_none() {
+            self.out()?
+                .write_all(&rec.data)
+                .map_err(QueryError::Spill)?;
+            self.records = self.records.saturating_add(1);
+            return Ok(());
+        }
         self.head(fmt, rec.at, rec.stamp, (rec.gone, rec.rejected))?;
         for (k, s) in fmt.fields.iter().enumerate() {
             let (bytes, valid) = rec.value(k);
