@@ -204,7 +204,7 @@ pub(crate) struct RunWriter {
     buffer: usize,
     records: u64,
     /// How its records stand in the merge's order, where it has keys: a
-    /// piece's run (see [`Run::chain`]).
+    /// piece's run (see [`Run::followed_by`]).
     order: Option<Standings>,
     /// Where its first and last records stand.
     ends: Option<Box<(Standing, Standing)>>,
@@ -437,25 +437,29 @@ impl Run {
             .map_or(0, |(_, r)| r.end.saturating_sub(r.start))
     }
 
-    /// Appends `next`, written right after this run in the same file and
-    /// wholly after it in the order (its first record stands past this
-    /// one's last): one run, as if written at once. `next` back where it
-    /// cannot be.
-    fn chain(&mut self, next: Run) -> std::result::Result<(), Run> {
-        let (Some(ends), Some(next_ends)) = (&mut self.ends, &next.ends) else {
-            return Err(next);
+    /// Whether `next` was written right after this run in the same file
+    /// and lies wholly after it in the order (its first record stands past
+    /// this one's last): then [`Run::extend`] makes them one run, as if
+    /// written at once.
+    fn followed_by(&self, next: &Run) -> bool {
+        let (Some(ends), Some(next_ends)) = (&self.ends, &next.ends) else {
+            return false;
         };
-        let (Some((file, bytes)), Some((next_file, next_bytes))) = (&mut self.file, &next.file)
-        else {
-            return Err(next);
+        let (Some((file, bytes)), Some((next_file, next_bytes))) = (&self.file, &next.file) else {
+            return false;
         };
-        if ends.1 >= next_ends.0 || !Arc::ptr_eq(file, next_file) || bytes.end != next_bytes.start {
-            return Err(next);
+        ends.1 < next_ends.0 && Arc::ptr_eq(file, next_file) && bytes.end == next_bytes.start
+    }
+
+    /// This run and `next`, which follows it ([`Run::followed_by`]), as one.
+    fn extend(&mut self, next: Run) {
+        if let (Some((_, bytes)), Some((_, next_bytes))) = (&mut self.file, &next.file) {
+            bytes.end = next_bytes.end;
         }
-        bytes.end = next_bytes.end;
+        if let (Some(ends), Some(next_ends)) = (&mut self.ends, &next.ends) {
+            ends.1 = next_ends.1;
+        }
         self.records = self.records.saturating_add(next.records);
-        ends.1 = next_ends.1;
-        Ok(())
     }
 }
 
@@ -777,6 +781,22 @@ impl Heads {
     }
 }
 
+/// A merge level's scratch file. A file a run cost more than the run's
+/// bytes where runs are small (creating and dropping a file on ext4), so a
+/// level's runs go one after another into its file, `fan_in` to a file:
+/// the runs a merge of the level takes at once (its oldest), so that the
+/// merge leaves the file to no one and it goes (or, still the level's,
+/// starts over): a read's scratch space stays about what its live runs
+/// hold.
+#[derive(Default)]
+struct Level {
+    /// The file and where it ends (`None` while a writer has it, or
+    /// before the level's first run).
+    file: Option<(Arc<File>, u64)>,
+    /// Runs the file has taken.
+    runs: usize,
+}
+
 /// The runs of a read and what merging them takes.
 pub(crate) struct Spill {
     pub fmt: RunFormat,
@@ -785,15 +805,8 @@ pub(crate) struct Spill {
     /// Each run and how many merges made it (0: a piece's).
     runs: Vec<(Run, u32)>,
     /// Per level (merges that made its runs), the scratch file its runs
-    /// are appended to and where it ends. A file a run cost more than the
-    /// run's bytes where runs are small (creating and dropping a file on
-    /// ext4); a level's file starts over once a merge has taken its runs.
-    levels: Vec<Option<(Arc<File>, u64)>>,
-    /// Per level, the runs its file has taken: a file takes `fan_in`, the
-    /// runs a merge of the level takes at once (its oldest), so that the
-    /// merge leaves the file to no one and it goes: a read's scratch
-    /// space stays about what its live runs hold.
-    filled: Vec<usize>,
+    /// are appended to ([`Level`]).
+    levels: Vec<Level>,
     /// Bytes the runs a merge reads share.
     reading: usize,
     /// Bytes a run is written through.
@@ -834,7 +847,6 @@ impl Spill {
             order,
             runs: Vec::new(),
             levels: Vec::new(),
-            filled: Vec::new(),
             reading: rest,
             out_buffer,
             fan_in,
@@ -857,15 +869,14 @@ impl Spill {
     /// run abandoned halfway leaves the level a fresh file.
     pub fn writer(&mut self, level: u32) -> RunWriter {
         let mut w = RunWriter::new(self.out_buffer);
-        let k = level as usize;
-        if let Some(filled) = self.filled.get_mut(k).filter(|f| **f >= self.fan_in) {
-            // A full file: the next run starts a fresh one.
-            *filled = 0;
-            if let Some(slot) = self.levels.get_mut(k) {
-                *slot = None;
+        let fan_in = self.fan_in;
+        if let Some(lv) = self.level(level) {
+            if lv.runs >= fan_in {
+                // A full file: the next run starts a fresh one.
+                *lv = Level::default();
             }
+            w.level = lv.file.take();
         }
-        w.level = (self.levels.get_mut(k)).and_then(Option::take);
         // A piece's run knows where its ends stand, to extend the last.
         if level == 0 && self.order.keyed(&self.fmt) {
             w.order = Some(Standings {
@@ -878,28 +889,24 @@ impl Spill {
         w
     }
 
-    /// One more run of `level` in its file.
-    fn filled(&mut self, level: u32) {
+    /// Level `level`, made if new.
+    fn level(&mut self, level: u32) -> Option<&mut Level> {
         let k = level as usize;
-        if self.filled.len() <= k {
-            self.filled.resize(k.saturating_add(1), 0);
+        if self.levels.len() <= k {
+            self.levels.resize_with(k.saturating_add(1), Level::default);
         }
-        if let Some(f) = self.filled.get_mut(k) {
-            *f = f.saturating_add(1);
-        }
+        self.levels.get_mut(k)
     }
 
-    /// Run `run` of `level` is written: its file's end moves past it.
-    fn landed(&mut self, level: u32, run: &Run) {
+    /// Run `run` of `level` is written: its file's end moves past it, and
+    /// (`new`: not one that extends the last) the file holds one run more.
+    fn landed(&mut self, level: u32, run: &Run, new: bool) {
         let Some((file, bytes)) = &run.file else {
             return;
         };
-        let k = level as usize;
-        if self.levels.len() <= k {
-            self.levels.resize(k.saturating_add(1), None);
-        }
-        if let Some(slot) = self.levels.get_mut(k) {
-            *slot = Some((Arc::clone(file), bytes.end));
+        if let Some(lv) = self.level(level) {
+            lv.file = Some((Arc::clone(file), bytes.end));
+            lv.runs = lv.runs.saturating_add(usize::from(new && run.records > 0));
         }
     }
 
@@ -907,25 +914,25 @@ impl Spill {
     /// file starts over (emptied, so a read's scratch space stays about
     /// what its live runs hold).
     fn emptied(&mut self, level: u32) -> Result<()> {
-        let Some(slot) = self.levels.get_mut(level as usize) else {
+        let Some(lv) = self.levels.get_mut(level as usize) else {
             return Ok(());
         };
-        match slot.take() {
+        match lv.file.take() {
             // Nothing but the level holds the file (no reader, no run).
             Some((file, _)) if Arc::strong_count(&file) == 1 => {
                 file.set_len(0).map_err(QueryError::Spill)?;
-                *slot = Some((file, 0));
-                if let Some(f) = self.filled.get_mut(level as usize) {
-                    *f = 0;
-                }
+                *lv = Level {
+                    file: Some((file, 0)),
+                    runs: 0,
+                };
             }
-            other => *slot = other,
+            other => lv.file = other,
         }
         Ok(())
     }
 
     /// Adds a piece's run. A run that follows the last one, in its file
-    /// and in the order, extends it ([`Run::chain`]): pieces of a few cells
+    /// and in the order, extends it ([`Run::followed_by`]): pieces of a few cells
     /// along one result line make one run of the line, not one each
     /// (`dense_large_tiles` col-major under 16 KiB: runs of a row's 1,024
     /// cells instead of 128, a merge pass fewer), and a global-order read's
@@ -936,26 +943,23 @@ impl Spill {
     /// pieces keeps a few runs per level, never one per piece. Runs compare
     /// by their cells alone, so which runs merge first changes nothing.
     pub fn push(&mut self, run: Run) -> Result<()> {
-        self.landed(0, &run);
+        let follows = matches!(self.runs.last(), Some((last, 0)) if last.followed_by(&run));
+        self.landed(0, &run, !follows);
         if run.records == 0 {
             return Ok(());
         }
-        let run = match self.runs.last_mut() {
-            Some((last, 0)) => match last.chain(run) {
-                Ok(()) => return Ok(()),
-                Err(run) => {
-                    // Only the newest run's ends are looked at.
-                    last.ends = None;
-                    run
-                }
-            },
-            _ => run,
-        };
-        self.filled(0);
+        if let Some((last, _)) = self.runs.last_mut() {
+            if follows {
+                last.extend(run);
+                return Ok(());
+            }
+            // Only the newest run's ends are looked at.
+            last.ends = None;
+        }
         self.runs.push((run, 0));
         while self.runs.len() > self.held_most() {
             // The lowest level with `fan_in` runs: its oldest `fan_in` (a
-            // file's, [`Spill::filled`]).
+            // file's, [`Level`]).
             let mut count: Vec<usize> = Vec::new();
             for &(_, level) in &self.runs {
                 let l = level as usize;
@@ -994,7 +998,7 @@ impl Spill {
     }
 
     /// Runs held before any is merged: four times the fan-in (the newest
-    /// alone keeps where its ends stand, [`Run::chain`]). Merges wait
+    /// alone keeps where its ends stand, [`Run::followed_by`]). Merges wait
     /// until then, so that the last ones can take just the runs it takes
     /// ([`Spill::merge`]): `dense_large_tiles` col-major under 256 KiB, 288
     /// runs under a fan-in of 139, rewrote 97% of its cells merging them
@@ -1033,8 +1037,7 @@ impl Spill {
             heads.recycle(rec);
         }
         let run = out.finish()?;
-        self.landed(level, &run);
-        self.filled(level);
+        self.landed(level, &run, true);
         Ok(run)
     }
 
