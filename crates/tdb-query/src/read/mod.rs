@@ -17,6 +17,7 @@
 //! thread of its own).
 
 mod aggregate;
+mod chunk_cache;
 mod dense;
 mod dense_runs;
 mod drive;
@@ -169,7 +170,7 @@ pub struct Reader {
     /// with the piece's [`DecodeWork`]).
     spare: Arc<tiles::Spare>,
     /// Sliced tiles' chunks decoded by the last pieces, for the next.
-    chunks: Arc<tiles::ChunkCache>,
+    chunks: Arc<chunk_cache::ChunkCache>,
     /// Pieces installed so far: decoded tiles must be the current one's.
     pieces_started: u64,
     /// Result cells in order, with the dense coordinates when dense.

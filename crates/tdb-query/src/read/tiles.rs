@@ -1,6 +1,7 @@
 //! Fetching and unfiltering tiles: the byte ranges a set of tiles needs,
 //! and the decoded tiles those bytes give.
 
+use super::chunk_cache::ChunkCache;
 use super::fields::FragField;
 use crate::column::Column;
 use crate::validity::ValidityRef;
@@ -906,78 +907,6 @@ impl Spare {
                 self.keep(v);
             }
         }
-    }
-}
-
-/// Decoded chunks of sliced tiles kept from one piece to the next. A read
-/// under a budget that holds less than a decoded chunk of each field goes
-/// a few cells a piece, and a chunk is decoded whole: consecutive pieces
-/// mostly want the chunks the last one decoded (`sparse_large_tiles` under
-/// 64 KiB decoded each 64 KiB chunk again for every few cells, 270 times
-/// the unbudgeted read's time). The most recently decoded stay, up to
-/// [`ChunkCache::LIMIT`] bytes: memory outside the budget, as the decoder's
-/// own scratch is (a chunk is its unit).
-#[derive(Debug, Default)]
-pub(crate) struct ChunkCache {
-    kept: Mutex<CacheInner>,
-}
-
-/// A chunk: its tile, its part's index in the tile's fetch, its index.
-type ChunkKey = (TileKey, usize, u64);
-
-#[derive(Debug, Default)]
-struct CacheInner {
-    /// Each chunk, when it was last given, its bytes.
-    chunks: HashMap<ChunkKey, (u64, Vec<u8>)>,
-    /// Capacity held.
-    bytes: usize,
-    clock: u64,
-}
-
-impl ChunkCache {
-    /// Bytes of decoded chunks kept at most: eight of TileDB's 64 KiB.
-    pub const LIMIT: usize = 512 << 10;
-
-    /// Chunk `index` of part `part` of tile `tile`, decoded, if kept: taken
-    /// out (give it back with [`ChunkCache::give`]).
-    pub fn take(&self, tile: TileKey, part: usize, index: u64) -> Option<Vec<u8>> {
-        let mut inner = self.kept.lock().ok()?;
-        let (_, data) = inner.chunks.remove(&(tile, part, index))?;
-        inner.bytes = inner.bytes.saturating_sub(data.capacity());
-        Some(data)
-    }
-
-    /// Keeps decoded chunk `index` of part `part` of tile `tile`, the
-    /// least recently given making room; returns the buffers let go (the
-    /// chunk itself when larger than the limit).
-    pub fn give(&self, tile: TileKey, part: usize, index: u64, data: Vec<u8>) -> Vec<Vec<u8>> {
-        let Ok(mut inner) = self.kept.lock() else {
-            return vec![data];
-        };
-        if data.capacity() > Self::LIMIT {
-            return vec![data];
-        }
-        let mut freed = Vec::new();
-        while inner.bytes.saturating_add(data.capacity()) > Self::LIMIT {
-            let Some(oldest) = (inner.chunks.iter())
-                .min_by_key(|(_, (when, _))| *when)
-                .map(|(k, _)| *k)
-            else {
-                break;
-            };
-            if let Some((_, old)) = inner.chunks.remove(&oldest) {
-                inner.bytes = inner.bytes.saturating_sub(old.capacity());
-                freed.push(old);
-            }
-        }
-        inner.clock = inner.clock.saturating_add(1);
-        inner.bytes = inner.bytes.saturating_add(data.capacity());
-        let when = inner.clock;
-        if let Some((_, old)) = inner.chunks.insert((tile, part, index), (when, data)) {
-            inner.bytes = inner.bytes.saturating_sub(old.capacity());
-            freed.push(old);
-        }
-        freed
     }
 }
 
@@ -2253,29 +2182,6 @@ mod tests {
                 ..offsets.get(hi as usize).map_or(var.len(), |&e| e as usize);
             assert_eq!(tile.var.len(), held.len(), "{needed:?}: the data held");
         }
-    }
-
-    /// The chunk cache keeps the most recently given chunks within its
-    /// limit, lets the oldest go first, and keeps no chunk larger than it.
-    #[test]
-    fn the_chunk_cache_keeps_the_newest_chunks_within_its_limit() {
-        let cache = ChunkCache::default();
-        let chunk = |k: u8| vec![k; 64 << 10];
-        let tile = (0, 1, 2);
-        for k in 0..10u8 {
-            assert!(cache.give(tile, 0, u64::from(k), chunk(k)).len() <= 1);
-        }
-        // Eight of 64 KiB fit: the first two went.
-        assert!(cache.take(tile, 0, 0).is_none() && cache.take(tile, 0, 1).is_none());
-        assert_eq!(cache.take(tile, 0, 2), Some(chunk(2)));
-        assert!(cache.take(tile, 0, 2).is_none(), "taken out");
-        assert!(cache.take(tile, 1, 9).is_none() && cache.take((0, 1, 3), 0, 9).is_none());
-        assert_eq!(cache.take(tile, 0, 9), Some(chunk(9)));
-        let huge = vec![0u8; ChunkCache::LIMIT + 1];
-        assert_eq!(cache.give(tile, 0, 11, huge).len(), 1);
-        assert!(cache.take(tile, 0, 11).is_none());
-        let held = cache.kept.lock().unwrap().bytes;
-        assert!(held <= ChunkCache::LIMIT, "{held}");
     }
 
     /// Tiles of several chunks come out the same whether the pool decodes
