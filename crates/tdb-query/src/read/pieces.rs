@@ -1119,7 +1119,22 @@ impl Reader {
     /// [`MAX_FRUITLESS_CUTS`] of them in a read, a piece that only cuts so
     /// is read whole, over the budget, rather than cut without end.
     pub(super) fn next_piece(&mut self) -> Option<Piece> {
-        while let Some(p) = self.partitions.pop() {
+        let mut partitions = std::mem::take(&mut self.partitions);
+        let mut fruitless = self.fruitless_cuts;
+        let piece = self.first_fitting(&mut partitions, &mut fruitless);
+        (self.partitions, self.fruitless_cuts) = (partitions, fruitless);
+        piece
+    }
+
+    /// Pops `partitions` (the last first) until a piece fits, pushing the
+    /// halves of those that do not ([`Reader::next_piece`]); `fruitless`
+    /// counts the cuts that separated no tile.
+    pub(super) fn first_fitting(
+        &self,
+        partitions: &mut Vec<Piece>,
+        fruitless: &mut u32,
+    ) -> Option<Piece> {
+        while let Some(p) = partitions.pop() {
             match self.cut(&p) {
                 Some(Cut::Probe {
                     below,
@@ -1128,7 +1143,7 @@ impl Reader {
                 }) => {
                     for side in [above, below] {
                         if side.cells.as_ref().is_some_and(|c| c.start < c.end) {
-                            self.partitions.push(side);
+                            partitions.push(side);
                         }
                     }
                     return Some(probe);
@@ -1136,13 +1151,13 @@ impl Reader {
                 Some(Cut::Halves(a, b)) => {
                     let whole = self.estimate(&p);
                     if self.estimate(&a) >= whole && self.estimate(&b) >= whole {
-                        if self.fruitless_cuts >= MAX_FRUITLESS_CUTS {
+                        if *fruitless >= MAX_FRUITLESS_CUTS {
                             return Some(p);
                         }
-                        self.fruitless_cuts = self.fruitless_cuts.saturating_add(1);
+                        *fruitless = fruitless.saturating_add(1);
                     }
-                    self.partitions.push(b);
-                    self.partitions.push(a);
+                    partitions.push(b);
+                    partitions.push(a);
                 }
                 None => return Some(p),
             }

@@ -1378,9 +1378,12 @@ impl Reader {
     /// Whether this read's pieces are runs of tiles, spilled sorted and
     /// merged: a sparse read in an order its tiles do not follow (cells
     /// row-major of a Hilbert or col-major array, and the like; the
-    /// Hilbert order over several fragments) whose tiles pass the tile
-    /// budget. Cut by the subarray, its pieces would each read every tile
-    /// they cross again, without bound; as runs, each tile is read once.
+    /// Hilbert order over several fragments; the global order where
+    /// pieces cut by the subarray would hold their tiles' bytes more than
+    /// 2.5 times over, [`Reader::cut_pieces_read_again`]) whose tiles pass
+    /// the tile budget. Cut by the subarray, its pieces would each read
+    /// every tile they cross again, without bound; as runs, each tile is
+    /// read once.
     /// Also any sparse read with a tile past the tile budget: a run of its
     /// cells is read by the chunks holding them (unordered reads merge
     /// their runs row-major; those without versions of a coordinate to
@@ -1404,7 +1407,11 @@ impl Reader {
                 && schema.tile_order == order
                 && !self.pieces_read_again(slowest)
         };
-        let against = match self.spec.layout {
+        let whole = Piece {
+            sub: sub.clone(),
+            ..Piece::default()
+        };
+        let against = || match self.spec.layout {
             // Unordered reads whose versions of a coordinate must meet
             // ([`Reader::versions_meet`]) are cut by the subarray, row-major,
             // and read again every tile their pieces cross (W7's Hilbert
@@ -1412,17 +1419,19 @@ impl Reader {
             // runs of tiles ([`Reader::reads_unordered_in_runs`]).
             ResultLayout::Unordered => self.versions_meet() && self.unordered_crosses(),
             // One fragment's tiles are stored in the global order: only
-            // Hilbert's over several fragments has no cut.
+            // Hilbert's over several fragments has no cut. Other orders
+            // are cut at space tiles, which data tiles whose MBRs span
+            // several (cells scattered over them, by fragments in
+            // different places) make pieces read again and again
+            // (`sparse_dups_scattered` under 64 KiB: 273 pieces of 700
+            // cells, 7 times the time spilled).
             ResultLayout::GlobalOrder => {
-                schema.cell_order == Layout::Hilbert && self.plans.len() > 1
+                (schema.cell_order == Layout::Hilbert && self.plans.len() > 1)
+                    || self.cut_pieces_read_again(&whole)
             }
             _ if dims == 1 => schema.cell_order == Layout::Hilbert,
             ResultLayout::RowMajor => !along(Layout::RowMajor, 0),
             ResultLayout::ColMajor => !along(Layout::ColMajor, dims.saturating_sub(1)),
-        };
-        let whole = Piece {
-            sub: sub.clone(),
-            ..Piece::default()
         };
         // A sparse tile past the budget is read in runs of its cells.
         // (Unless unordered without versions to meet: then runs of its
@@ -1435,7 +1444,8 @@ impl Reader {
             && !self.with_states
             && (0..dims).all(|d| sub.ranges(d).len() <= 1)
             && sparse::parts_dim(schema, sub).is_none()
-            && (self.narrow || ((against || huge()) && self.estimate(&whole) > self.tile_budget()))
+            && (self.narrow
+                || (self.estimate(&whole) > self.tile_budget() && (huge() || against())))
     }
 
     /// Whether a tile of the read's sparse (`dense`: dense) fragments that
@@ -1524,6 +1534,44 @@ impl Reader {
         let span = u128::try_from(last.saturating_sub(first).saturating_add(1)).unwrap_or(0);
         let budget = u128::from(self.tile_budget());
         bytes > budget && weighted.saturating_mul(4) > span.saturating_mul(budget).saturating_mul(3)
+    }
+
+    /// Pieces of the subarray [`Reader::cut_pieces_read_again`] looks at,
+    /// at most.
+    const SIMULATED_PIECES: usize = 1024;
+
+    /// Whether the pieces of the subarray, cut as [`Reader::next_piece`]
+    /// cuts them (run ahead on the fragments' metadata, the first
+    /// [`Reader::SIMULATED_PIECES`]), would hold their tiles' bytes more
+    /// than 2.5 times over (the cost of spilling, see
+    /// [`Reader::pieces_read_again`]): what they hold against the tiles
+    /// they reach, each once. It stops once they pass 2.5 times what the
+    /// whole subarray reaches (`whole`): run to the end, such cuts cost
+    /// about what the read saves (`sparse_dups_scattered`: 3 ms).
+    fn cut_pieces_read_again(&self, whole: &Piece) -> bool {
+        let most = u128::from(self.estimate(whole)).saturating_mul(5) / 2;
+        let mut partitions = vec![whole.clone()];
+        let mut fruitless = 0;
+        let (mut held, mut once) = (0u128, 0u128);
+        let mut seen = std::collections::HashSet::new();
+        for _ in 0..Self::SIMULATED_PIECES {
+            let Some(p) = self.first_fitting(&mut partitions, &mut fruitless) else {
+                break;
+            };
+            for (i, plan) in self.plans.iter().enumerate() {
+                for t in p.tiles(i, plan, self.ops.dims(), &self.spec.subarray) {
+                    let bytes = u128::from(self.run_held(i, t, None));
+                    held = held.saturating_add(bytes);
+                    if seen.insert((i, t)) {
+                        once = once.saturating_add(bytes);
+                    }
+                }
+            }
+            if held > most {
+                return true;
+            }
+        }
+        held.saturating_mul(2) > once.saturating_mul(5)
     }
 
     /// How this read's runs compare: its result order.
