@@ -435,7 +435,7 @@ impl Reader {
                 .collect::<Result<Vec<_>>>()?;
             cols.push(row);
         }
-        let mut run = spill.writer(0);
+        let mut run = spill.writer(0)?;
         let fmt = &spill.fmt;
         let mut coord = Vec::with_capacity(8);
         // Cells the condition rejects stay in the run, so that they hide

@@ -953,7 +953,7 @@ impl Reader {
             };
             match &mut self.spill {
                 Some(spill) => {
-                    let mut run = spill.writer(0);
+                    let mut run = spill.writer(0)?;
                     scan.spill(&spill.fmt, &mut run)?;
                     let run = run.finish()?;
                     tracing::debug!(
