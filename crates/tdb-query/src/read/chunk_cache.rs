@@ -40,9 +40,11 @@ struct CacheInner {
     bytes: usize,
     /// Gives so far.
     clock: u64,
-    /// Chunks let go to make room, the latest last (at most
-    /// [`ChunkCache::GHOSTS`]).
-    gone: VecDeque<ChunkKey>,
+    /// Chunks let go to make room (at most [`ChunkCache::GHOSTS`]): each
+    /// with the number of its going, which `order` lists, the first gone
+    /// first (an entry whose number is not the chunk's is stale).
+    gone: HashMap<ChunkKey, u64>,
+    order: VecDeque<(ChunkKey, u64)>,
 }
 
 impl ChunkCache {
@@ -96,12 +98,9 @@ impl ChunkCache {
                 inner.bytes = inner.bytes.saturating_sub(old.capacity());
                 freed.push(old);
             }
-            if inner.gone.len() >= Self::GHOSTS {
-                inner.gone.pop_front();
-            }
-            inner.gone.push_back(victim);
+            inner.let_go(victim);
         }
-        inner.gone.retain(|k| *k != key);
+        inner.gone.remove(&key);
         inner.bytes = inner.bytes.saturating_add(data.capacity());
         let when = inner.clock;
         inner.chunks.insert(key, (when, data));
@@ -110,11 +109,32 @@ impl ChunkCache {
 }
 
 impl CacheInner {
+    /// Remembers `key` as let go, forgetting the first gone past
+    /// [`ChunkCache::GHOSTS`].
+    fn let_go(&mut self, key: ChunkKey) {
+        while self.gone.len() >= ChunkCache::GHOSTS {
+            let Some((old, n)) = self.order.pop_front() else {
+                break;
+            };
+            if self.gone.get(&old) == Some(&n) {
+                self.gone.remove(&old);
+            }
+        }
+        let n = self.clock;
+        self.gone.insert(key, n);
+        self.order.push_back((key, n));
+        // Stale entries go too once they outnumber the live ones.
+        if self.order.len() > ChunkCache::GHOSTS.saturating_mul(2) {
+            let gone = &self.gone;
+            self.order.retain(|(k, n)| gone.get(k) == Some(n));
+        }
+    }
+
     /// Whether `incoming` is let go rather than make room: it went before
     /// to make room (so pieces take turns over more chunks than fit), no
     /// held chunk is passed, and the least recent is not stale.
     fn refuses(&self, incoming: ChunkKey) -> bool {
-        if !self.gone.contains(&incoming) || self.passed(incoming).is_some() {
+        if !self.gone.contains_key(&incoming) || self.passed(incoming).is_some() {
             return false;
         }
         let stale = ChunkCache::STALE.saturating_mul(self.chunks.len() as u64);
@@ -186,6 +206,13 @@ mod tests {
         assert!(cache.take(tile, 0, 11).is_none());
         let held = cache.kept.lock().unwrap().bytes;
         assert!(held <= ChunkCache::LIMIT, "{held}");
+        // Chunks let go are remembered up to a bound, however many go.
+        for k in 0..2_000u64 {
+            cache.give((1, 0, k), 0, 0, vec![0; 64 << 10]);
+        }
+        let inner = cache.kept.lock().unwrap();
+        assert_eq!(inner.gone.len(), ChunkCache::GHOSTS);
+        assert!(inner.order.len() <= 2 * ChunkCache::GHOSTS);
     }
 
     /// Pieces taking turns over twelve chunks (one a tile part) where
