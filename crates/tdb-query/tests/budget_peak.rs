@@ -228,6 +228,31 @@ fn a_budget_below_a_pieces_chunks_is_passed_by_them_only() {
     assert!(whole > 8 * small, "{whole} against {small}");
 }
 
+/// A global-order read of `sparse_bounded_tiles` (two fragments of
+/// 10,000-cell tiles whose MBRs reach past their space tiles) under 1 MiB:
+/// cut by the subarray, no piece holding a space tile's tiles fit, so the
+/// cuts ran out (256 that separated no tile) and pieces were read over
+/// the budget; it spills instead, each tile's cells by runs, and peaks
+/// under the budget plus the fixed overhead.
+#[test]
+fn a_global_order_read_over_tiles_past_their_space_tiles_stays_within_its_budget() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let (storage, snap) = snapshot("sparse_bounded_tiles");
+    let spec =
+        ReadSpec::new(["x", "y", "a", "f", "s"]).with_layout(tdb_query::ResultLayout::GlobalOrder);
+    let budget: u64 = 1 << 20;
+    let (small, cells, digest) = peak_of(&storage, &snap, spec.clone().with_budget(budget));
+    let (whole, all, all_digest) = peak_of(&storage, &snap, spec);
+    assert_eq!((cells, digest), (all, all_digest));
+    eprintln!(
+        "sparse bounded tiles, global order, at 1 MiB: peak {small} bytes; {whole} unbudgeted"
+    );
+    assert!(
+        (small as u64) < budget + OVERHEAD,
+        "peak {small} under a budget of {budget}"
+    );
+}
+
 /// A few cells of large sparse tiles at the default budget cost the
 /// chunks holding them, not the tiles: `few_cells` of `sparse_large_tiles`
 /// (18 cells of tiles of 100,000 and 20,000 cells, two fragments) is a

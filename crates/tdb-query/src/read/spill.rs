@@ -936,10 +936,19 @@ impl Spill {
 
     /// Run `run` of `level` is written: its file's end moves past it, and
     /// (`new`: not one that extends the last) the file holds one run more.
-    fn landed(&mut self, level: u32, run: &mut Run, new: bool) {
-        let open = run.open.take();
+    /// Pieces' runs (level 0) leave their writer open to the level
+    /// ([`Level::open`]); a merge's run is written out (one writer's buffer
+    /// is held between pieces, in the batch's share as the writer's was).
+    fn landed(&mut self, level: u32, run: &mut Run, new: bool) -> Result<()> {
+        let open = match run.open.take() {
+            Some(out) if level > 0 => {
+                written_out(*out)?;
+                None
+            }
+            open => open,
+        };
         let Some((file, bytes)) = &run.file else {
-            return;
+            return Ok(());
         };
         if let Some(lv) = self.level(level) {
             match open {
@@ -948,6 +957,7 @@ impl Spill {
             }
             lv.runs = lv.runs.saturating_add(usize::from(new && run.records > 0));
         }
+        Ok(())
     }
 
     /// Every level's writer's buffer written out, before a merge reads
@@ -996,7 +1006,7 @@ impl Spill {
     /// by their cells alone, so which runs merge first changes nothing.
     pub fn push(&mut self, mut run: Run) -> Result<()> {
         let follows = matches!(self.runs.last(), Some((last, 0)) if last.followed_by(&run));
-        self.landed(0, &mut run, !follows);
+        self.landed(0, &mut run, !follows)?;
         if run.records == 0 {
             return Ok(());
         }
@@ -1090,7 +1100,7 @@ impl Spill {
             heads.recycle(rec);
         }
         let mut run = out.finish()?;
-        self.landed(level, &mut run, true);
+        self.landed(level, &mut run, true)?;
         Ok(run)
     }
 
