@@ -20,7 +20,7 @@
 //!   decoded every one for every piece); keeping those held serves them
 //!   while the rest come and go.
 
-use super::tiles::TileKey;
+use super::tiles::{FastHash, TileKey};
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 
@@ -35,7 +35,7 @@ pub(crate) struct ChunkCache {
 #[derive(Debug, Default)]
 struct CacheInner {
     /// Each chunk, when it was last given, its bytes.
-    chunks: HashMap<ChunkKey, (u64, Vec<u8>)>,
+    chunks: HashMap<ChunkKey, (u64, Vec<u8>), FastHash>,
     /// Capacity held.
     bytes: usize,
     /// Gives so far.
@@ -43,7 +43,7 @@ struct CacheInner {
     /// Chunks let go to make room (at most [`ChunkCache::GHOSTS`]): each
     /// with the number of its going, which `order` lists, the first gone
     /// first (an entry whose number is not the chunk's is stale).
-    gone: HashMap<ChunkKey, u64>,
+    gone: HashMap<ChunkKey, u64, FastHash>,
     order: VecDeque<(ChunkKey, u64)>,
 }
 
@@ -160,7 +160,7 @@ impl CacheInner {
     /// counts as given now).
     fn passed(&self, incoming: ChunkKey) -> Option<ChunkKey> {
         // Per tile part, the index of its latest given chunk.
-        let mut latest: HashMap<(TileKey, usize), (u64, u64)> = HashMap::new();
+        let mut latest: HashMap<(TileKey, usize), (u64, u64), FastHash> = HashMap::default();
         let all = (self.chunks.iter().map(|(k, (when, _))| (*k, *when)))
             .chain(std::iter::once((incoming, u64::MAX)));
         for ((tile, part, index), when) in all {

@@ -10,7 +10,6 @@ use super::plan::{self, FragPlan};
 use super::tiles::{self, Coalesced, Fetching, TileFetch, TileKey};
 use super::{aggregate, partition, sparse, Phase, Reader};
 use crate::{QueryError, Result, ResultLayout, Subarray};
-use std::collections::HashMap;
 use tdb_format::{ArrayType, DataPart, Layout};
 use tdb_index::dense::int_range;
 use tdb_storage::RangeRequest;
@@ -1428,7 +1427,7 @@ impl Reader {
         } = planned;
         // The tiles of the piece before that this one reads stay; the rest
         // go back to the spare buffers.
-        let mut kept = HashMap::with_capacity(carried.len());
+        let mut kept = tiles::TileMap::with_capacity_and_hasher(carried.len(), Default::default());
         for key in carried {
             let tile = self.tiles.remove(&key).ok_or_else(|| {
                 QueryError::invalid("a tile planned as held is not (a reader bug)")
