@@ -542,7 +542,7 @@ impl Reader {
     fn fetched(&mut self, mut fetching: Box<Fetching>) -> Result<()> {
         while fetching.answers.complete() {
             if fetching.absorb(|fetch, found| self.var_bytes(fetch, found))? {
-                let (fetches, parts) = fetching.finish(&mut self.walk_points);
+                let (fetches, parts) = fetching.finish(&mut self.walk_points, self.pieces_started);
                 let work = self.decode_work(fetches, parts)?;
                 self.phase = Phase::Decode(Some(work));
                 return Ok(());

@@ -450,7 +450,8 @@ pub(crate) type WalkPoints = HashMap<(TileKey, usize), WalkStop, FastHash>;
 pub(crate) struct WalkStop {
     point: WalkPoint,
     last: Option<(WalkedChunk, Bytes)>,
-    /// The piece that walked (see [`Fetching::finish`]).
+    /// The piece that walked (the reader's count of pieces started, see
+    /// [`Fetching::finish`]).
     when: u64,
 }
 
@@ -752,8 +753,13 @@ impl Fetching {
     }
 
     /// The tiles fetched and, per tile and part, their bytes (`None` where
-    /// a file was missing); where each walk stopped goes to `points`.
-    pub fn finish(self, points: &mut WalkPoints) -> (Vec<TileFetch>, Vec<Vec<Option<PartBytes>>>) {
+    /// a file was missing); where each walk of piece `now` stopped goes to
+    /// `points`.
+    pub fn finish(
+        self,
+        points: &mut WalkPoints,
+        now: u64,
+    ) -> (Vec<TileFetch>, Vec<Vec<Option<PartBytes>>>) {
         let mut bytes: Vec<Vec<Option<PartBytes>>> = (self.fetches.iter())
             .map(|f| f.parts.iter().map(|_| None).collect())
             .collect();
@@ -769,7 +775,6 @@ impl Fetching {
                 *slot = b.got;
             }
         }
-        let now = (points.values().map(|s| s.when).max()).map_or(0, |w| w.saturating_add(1));
         for pw in self.walks {
             let Some(f) = self.fetches.get(pw.fetch) else {
                 continue;
@@ -804,14 +809,31 @@ impl Fetching {
     }
 }
 
+/// Walk points of earlier pieces kept at most (past twice as many, the
+/// least recent go: a later piece over their tile walks its headers from
+/// the start again). Else a read over many sliced tiles held a point for
+/// every tile part it ever walked, and scanned them all at each piece.
+const POINTS_KEPT: usize = 1024;
+
 /// Lets go of the last chunks of walks piece `now` did not take beyond
-/// [`CARRIED_LIMIT`] bytes, the least recent first. (A piece's own are
-/// charged by its estimate, at most one a part of its tiles.) Pieces that
-/// take turns over tiles side by side (a row of tiles over two fragments,
-/// cut at the tiles' edges) found each tile's carried chunk let go by the
-/// piece between: `dense_multi_chunk` a,s row-major under 64 KiB fetched
-/// every chunk again for each row, 1,842 requests.
+/// [`CARRIED_LIMIT`] bytes, the least recent first, and of their points
+/// beyond [`POINTS_KEPT`]. (A piece's own are charged by its estimate, at
+/// most one a part of its tiles.) Pieces that take turns over tiles side
+/// by side (a row of tiles over two fragments, cut at the tiles' edges)
+/// found each tile's carried chunk let go by the piece between:
+/// `dense_multi_chunk` a,s row-major under 64 KiB fetched every chunk
+/// again for each row, 1,842 requests.
 fn keep_carried(points: &mut WalkPoints, now: u64) {
+    if points.len() > POINTS_KEPT.saturating_mul(2) {
+        let mut whens: Vec<u64> = (points.values().map(|s| s.when))
+            .filter(|&w| w != now)
+            .collect();
+        if whens.len() > POINTS_KEPT {
+            let gone = whens.len().saturating_sub(POINTS_KEPT);
+            let (_, &mut oldest_kept, _) = whens.select_nth_unstable(gone);
+            points.retain(|_, s| s.when == now || s.when >= oldest_kept);
+        }
+    }
     let mut others: Vec<(u64, (TileKey, usize), usize)> = (points.iter())
         .filter(|(_, s)| s.when != now)
         .filter_map(|(k, s)| Some((s.when, *k, s.last.as_ref()?.1.len())))
@@ -2122,7 +2144,7 @@ mod tests {
             if needed.len() <= 2 {
                 assert!(read * 4 < whole, "{needed:?}: {read} of {whole} bytes read");
             }
-            let (fetches, parts) = fetching.finish(&mut WalkPoints::default());
+            let (fetches, parts) = fetching.finish(&mut WalkPoints::default(), 1);
             let bytes: Vec<PartBytes> = parts.into_iter().flatten().flatten().collect();
             let fetch = &fetches[0];
             let job = TileJob {
@@ -2188,6 +2210,39 @@ mod tests {
                 ..offsets.get(hi as usize).map_or(var.len(), |&e| e as usize);
             assert_eq!(tile.var.len(), held.len(), "{needed:?}: the data held");
         }
+    }
+
+    /// However many tile parts a read walks, the points of earlier pieces
+    /// are kept up to a bound, the most recent; the latest piece's stay.
+    #[test]
+    fn walk_points_of_earlier_pieces_stay_bounded() {
+        // A tile of one chunk: its count, its header, 4 bytes of data.
+        let mut tile = 1u64.to_le_bytes().to_vec();
+        for v in [4u32, 4, 0] {
+            tile.extend(v.to_le_bytes());
+        }
+        tile.extend([1, 2, 3, 4]);
+        let mut walk = ChunkWalk::new(0..tile.len() as u64, std::iter::once(0..4).collect(), 4096);
+        let r = walk.want().unwrap();
+        walk.give("t", &tile[r.start as usize..r.end as usize])
+            .unwrap();
+        let point = walk.point().unwrap();
+        let key = |k: u64| ((0, 0, k), 0);
+        let mut points = WalkPoints::default();
+        for k in 0..5_000u64 {
+            let stop = |when| WalkStop {
+                point,
+                last: None,
+                when,
+            };
+            // Two tile parts a piece, none walked again.
+            points.insert(key(2 * k), stop(k));
+            points.insert(key(2 * k + 1), stop(k));
+            keep_carried(&mut points, k);
+            assert!(points.len() <= 2 * POINTS_KEPT + 2, "{}", points.len());
+        }
+        assert!(points.contains_key(&key(9_999)) && points.contains_key(&key(9_000)));
+        assert!(!points.contains_key(&key(0)));
     }
 
     /// Tiles of several chunks come out the same whether the pool decodes
