@@ -1643,12 +1643,11 @@ impl Reader {
             let Some(p) = self.first_fitting(&mut partitions, &mut fruitless) else {
                 break;
             };
+            held = held.saturating_add(u128::from(self.estimate(&p)));
             for (i, plan) in self.plans.iter().enumerate() {
                 for t in p.tiles(i, plan, self.ops.dims(), &self.spec.subarray) {
-                    let bytes = u128::from(self.run_held(i, t, None));
-                    held = held.saturating_add(bytes);
                     if seen.insert((i, t)) {
-                        once = once.saturating_add(bytes);
+                        once = once.saturating_add(u128::from(self.run_held(i, t, None)));
                     }
                 }
             }
