@@ -228,6 +228,8 @@ pub struct TileFold {
     cells: u64,
     nulls: u64,
     numeric: Option<Box<dyn Feed>>,
+    /// String bounds (chars with a min and max).
+    text: Option<StrBounds>,
 }
 
 impl std::fmt::Debug for TileFold {
@@ -252,6 +254,38 @@ impl TileFold {
         if let Some(n) = &mut self.numeric {
             n.feed(data, validity);
         }
+        if let Some(b) = &mut self.text {
+            let size = self.stats.cell_size.max(1);
+            for (i, cell) in data.chunks_exact(size).enumerate() {
+                if validity.is_none_or(|v| v.get(i) != Some(&0)) {
+                    b.min(cell);
+                    b.max(cell);
+                }
+            }
+        }
+    }
+
+    /// The next cells of a var-size field's tile: `data` their bytes,
+    /// `offsets` where each starts in `data`.
+    pub fn feed_var(&mut self, data: &[u8], offsets: &[u64], validity: Option<&[u8]>) {
+        self.cells = self.cells.saturating_add(offsets.len() as u64);
+        self.nulls = self
+            .nulls
+            .saturating_add(self.stats.null_count(validity, None));
+        if let Some(b) = &mut self.text {
+            let ends = offsets.iter().skip(1).copied().chain([data.len() as u64]);
+            for (i, (&start, end)) in offsets.iter().zip(ends).enumerate() {
+                let cell = usize::try_from(start)
+                    .ok()
+                    .zip(usize::try_from(end).ok())
+                    .and_then(|(s, e)| data.get(s..e))
+                    .unwrap_or(&[]);
+                if validity.is_none_or(|v| v.get(i) != Some(&0)) {
+                    b.min(cell);
+                    b.max(cell);
+                }
+            }
+        }
     }
 
     /// The tile's metadata.
@@ -266,6 +300,9 @@ impl TileFold {
         m.null_count = self.nulls;
         if let Some(n) = &self.numeric {
             n.finish(&mut m);
+        }
+        if let Some(b) = &self.text {
+            b.store(&mut m.min, &mut m.max);
         }
         m
     }
@@ -354,14 +391,17 @@ fn var_less(a: &[u8], b: &[u8]) -> bool {
 
 /// Running string bounds: `strncmp` over `n` bytes for fixed-size cells;
 /// [`var_less`] for var-size ones (`var`).
-struct StrBounds<'a> {
+/// String bounds as TileDB keeps them, copies of the least and greatest
+/// cells seen (a fold fed in pieces cannot borrow them).
+#[derive(Debug, Clone)]
+struct StrBounds {
     var: bool,
     n: usize,
-    lo: Option<&'a [u8]>,
-    hi: Option<&'a [u8]>,
+    lo: Option<Vec<u8>>,
+    hi: Option<Vec<u8>>,
 }
 
-impl<'a> StrBounds<'a> {
+impl StrBounds {
     fn new(var: bool, n: usize) -> Self {
         StrBounds {
             var,
@@ -379,23 +419,27 @@ impl<'a> StrBounds<'a> {
         }
     }
 
-    fn min(&mut self, v: &'a [u8]) {
-        if self.lo.is_none_or(|lo| self.less(v, lo)) {
-            self.lo = Some(v);
+    fn min(&mut self, v: &[u8]) {
+        if self.lo.as_deref().is_none_or(|lo| self.less(v, lo)) {
+            let lo = self.lo.get_or_insert_with(Vec::new);
+            lo.clear();
+            lo.extend_from_slice(v);
         }
     }
 
-    fn max(&mut self, v: &'a [u8]) {
-        if self.hi.is_none_or(|hi| self.less(hi, v)) {
-            self.hi = Some(v);
+    fn max(&mut self, v: &[u8]) {
+        if self.hi.as_deref().is_none_or(|hi| self.less(hi, v)) {
+            let hi = self.hi.get_or_insert_with(Vec::new);
+            hi.clear();
+            hi.extend_from_slice(v);
         }
     }
 
     /// Into `m`'s min and max, where a value was seen.
     fn store(&self, min: &mut Vec<u8>, max: &mut Vec<u8>) {
-        if let (Some(lo), Some(hi)) = (self.lo, self.hi) {
-            *min = lo.to_vec();
-            *max = hi.to_vec();
+        if let (Some(lo), Some(hi)) = (&self.lo, &self.hi) {
+            min.clone_from(lo);
+            max.clone_from(hi);
         }
     }
 }
@@ -537,14 +581,11 @@ impl FieldStats {
     /// without holding it, so a writer can filter a large tile chunk by
     /// chunk. The bounds run over the pieces as one pass does (TileDB's
     /// NaN rule makes them depend on the order), sums saturate and stop
-    /// across pieces. `None` for var-size fields and strings (whose
-    /// bounds borrow the tile).
-    pub fn fold(&self) -> Option<TileFold> {
-        if self.var || (self.chars() && self.min_max()) {
-            return None;
-        }
+    /// across pieces, string bounds are copies of the cells. Var-size
+    /// fields are fed by [`TileFold::feed_var`].
+    pub fn fold(&self) -> TileFold {
         let numeric = match self.datatype.native() {
-            Some(num) if self.cell_val_num == 1 && !(self.is_dim && self.dense) => {
+            Some(num) if !self.var && self.cell_val_num == 1 && !(self.is_dim && self.dense) => {
                 let what = (self.min_max() && !self.chars(), self.sum());
                 (what.0 || what.1).then(
                     || with_native!(num, T => Box::new(NumFold::<T>::new(what)) as Box<dyn Feed>),
@@ -552,12 +593,15 @@ impl FieldStats {
             }
             _ => None,
         };
-        Some(TileFold {
+        let text =
+            (self.min_max() && self.chars()).then(|| StrBounds::new(self.var, self.cell_size));
+        TileFold {
             stats: *self,
             cells: 0,
             nulls: 0,
             numeric,
-        })
+            text,
+        }
     }
 
     /// Metadata of one tile: `data` is its fixed cells, or for var-size
@@ -857,8 +901,8 @@ mod tests {
     /// A tile fed to a fold in pieces gives what the whole tile gives:
     /// every numeric type, nullable or not, with NaNs (whose effect on the
     /// bounds depends on the order) and sums that saturate and stop, cut
-    /// anywhere, even inside no cell at all. Strings and var-size fields
-    /// have no fold.
+    /// anywhere, even inside no cell at all; strings too, fixed chars and
+    /// var-size cells (prefixes of one another, empty, null).
     #[test]
     fn a_tile_fed_in_pieces_folds_to_the_whole_tiles_metadata() {
         use Datatype::*;
@@ -899,7 +943,7 @@ mod tests {
             let validity: Option<Vec<u8>> =
                 nullable.then(|| (0..cells).map(|_| u8::from(next() % 4 != 0)).collect());
             let whole = f.tile(&data, None, validity.as_deref(), None);
-            let mut fold = f.fold().unwrap();
+            let mut fold = f.fold();
             let mut at = 0;
             while at < cells {
                 let n = ((next() % 40) as usize).min(cells - at);
@@ -913,12 +957,56 @@ mod tests {
                 "{dt:?} nullable {nullable}, {cells} cells"
             );
         }
-        assert!(fixed(StringAscii, 1, false).fold().is_none());
-        assert!(fixed(Char, 1, false).fold().is_none());
-        assert!(fixed(Char, 4, false).fold().is_none());
-        let mut var = fixed(Int32, 1, false);
-        var.var = true;
-        assert!(var.fold().is_none());
+        let words: [&[u8]; 7] = [b"", b"a", b"ab", b"abz", b"b\0", b"zz", b"\xffa"];
+        for round in 0..300 {
+            let nullable = round % 2 == 0;
+            let cells = (next() % 60) as usize;
+            let validity: Option<Vec<u8>> =
+                nullable.then(|| (0..cells).map(|_| u8::from(next() % 4 != 0)).collect());
+            let valid = validity.as_deref();
+            // Var-size strings.
+            let mut var = fixed(StringAscii, u32::MAX, nullable);
+            var.var = true;
+            let (mut data, mut offsets) = (Vec::new(), Vec::new());
+            for _ in 0..cells {
+                offsets.push(data.len() as u64);
+                data.extend_from_slice(words[(next() % 7) as usize]);
+            }
+            let whole = var.tile(&data, Some(&offsets), valid, None);
+            let mut fold = var.fold();
+            let mut at = 0;
+            while at < cells {
+                let n = ((next() % 9) as usize).min(cells - at);
+                let start = offsets[at] as usize;
+                let end = offsets.get(at + n).map_or(data.len(), |&e| e as usize);
+                let rel: Vec<u64> = offsets[at..at + n]
+                    .iter()
+                    .map(|o| o - start as u64)
+                    .collect();
+                fold.feed_var(&data[start..end], &rel, valid.map(|v| &v[at..at + n]));
+                at += n;
+            }
+            assert_eq!(fold.finish(), whole, "var strings, {cells} cells");
+            // Chars of 3 bytes.
+            let chars = fixed(Char, 3, nullable);
+            let data: Vec<u8> = (0..cells)
+                .flat_map(|_| {
+                    let w = words[(next() % 7) as usize];
+                    let mut c = w.to_vec();
+                    c.resize(3, 0);
+                    c
+                })
+                .collect();
+            let whole = chars.tile(&data, None, valid, None);
+            let mut fold = chars.fold();
+            let mut at = 0;
+            while at < cells {
+                let n = ((next() % 9) as usize).min(cells - at);
+                fold.feed(&data[at * 3..(at + n) * 3], valid.map(|v| &v[at..at + n]));
+                at += n;
+            }
+            assert_eq!(fold.finish(), whole, "chars, {cells} cells");
+        }
     }
 
     #[test]

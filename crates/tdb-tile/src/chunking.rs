@@ -104,10 +104,8 @@ fn var_chunk_starts(
     tile_size: u64,
     offsets: &[u64],
 ) -> Result<Vec<u64>, ChunkingError> {
-    let min_size = chunk_size / 2;
-    let max_size = chunk_size.saturating_add(chunk_size / 2);
+    let mut cuts = VarCuts::new(chunk_size);
     let mut starts = vec![0];
-    let mut current = 0u64;
     for (c, &start) in offsets.iter().enumerate() {
         let last = c.saturating_add(1) == offsets.len();
         let end = offsets
@@ -122,31 +120,93 @@ fn var_chunk_starts(
                     "cell {c} spans {start}..{end} in a tile of {tile_size} bytes"
                 ))
             })?;
-        let grown = current.saturating_add(cell);
-        if grown <= chunk_size {
-            current = grown;
-        } else if current <= min_size || grown <= max_size {
-            if grown > u64::from(u32::MAX) {
-                return Err(ChunkingError("chunk size exceeds u32".into()));
-            }
-            starts.push(end);
-            current = 0;
-        } else {
-            starts.push(start);
-            if cell > chunk_size {
-                if cell > u64::from(u32::MAX) {
-                    return Err(ChunkingError("chunk size exceeds u32".into()));
-                }
+        match cuts.cell(cell)? {
+            VarCut::Join => {}
+            VarCut::JoinThenCut => starts.push(end),
+            VarCut::CutThenJoin => starts.push(start),
+            VarCut::Alone => {
+                starts.push(start);
                 if !last {
                     starts.push(end);
                 }
-                current = 0;
-            } else {
-                current = cell;
             }
         }
     }
     Ok(starts)
+}
+
+/// The chunk size of a tile of `cell_size`-byte values whose length is not
+/// known until its last cell is in (a writer filtering chunk by chunk as
+/// cells come): for any length, chunks of this size, the last shorter,
+/// are the cuts [`chunk_ranges`] makes (a tile below the target is one
+/// chunk, and is never longer than this). For var-size data the size
+/// [`VarCuts`] takes.
+pub fn streamed_chunk_size(cell_size: u64) -> Result<u64, ChunkingError> {
+    fixed_chunk_size(u64::MAX, cell_size)
+}
+
+/// Where a var-size cell goes among a tile's chunks ([`VarCuts::cell`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VarCut {
+    /// Into the chunk being filled.
+    Join,
+    /// Into the chunk being filled, which it ends (the next cell, or an
+    /// empty chunk at the tile's end, starts the next).
+    JoinThenCut,
+    /// Into a new chunk, the one being filled ending before it.
+    CutThenJoin,
+    /// Into a chunk of its own: larger than a chunk, it ends the chunk
+    /// being filled and the next cell, if any, starts another.
+    Alone,
+}
+
+/// TileDB's cut rule for var-size data, one cell at a time: a cell that
+/// would overflow the chunk still joins it if the chunk is at most half
+/// full or the result stays within 150%; otherwise it starts the next.
+/// [`chunk_ranges`] runs it over a whole tile; a writer runs it as the
+/// cells come.
+#[derive(Debug, Clone)]
+pub struct VarCuts {
+    chunk_size: u64,
+    /// Bytes in the chunk being filled.
+    current: u64,
+}
+
+impl VarCuts {
+    /// Cuts for chunks of `chunk_size` bytes ([`streamed_chunk_size`] of
+    /// the datatype's size where the tile's length is not known).
+    pub fn new(chunk_size: u64) -> Self {
+        VarCuts {
+            chunk_size,
+            current: 0,
+        }
+    }
+
+    /// Where the next cell, of `len` bytes, goes.
+    pub fn cell(&mut self, len: u64) -> Result<VarCut, ChunkingError> {
+        let (chunk_size, current) = (self.chunk_size, self.current);
+        let grown = current.saturating_add(len);
+        let too_large = |n: u64| {
+            (n > u64::from(u32::MAX))
+                .then(|| ChunkingError("chunk size exceeds u32".into()))
+                .map_or(Ok(()), Err)
+        };
+        if grown <= chunk_size {
+            self.current = grown;
+            Ok(VarCut::Join)
+        } else if current <= chunk_size / 2 || grown <= chunk_size.saturating_add(chunk_size / 2) {
+            too_large(grown)?;
+            self.current = 0;
+            Ok(VarCut::JoinThenCut)
+        } else if len > chunk_size {
+            too_large(len)?;
+            self.current = 0;
+            Ok(VarCut::Alone)
+        } else {
+            self.current = len;
+            Ok(VarCut::CutThenJoin)
+        }
+    }
 }
 
 #[cfg(test)]
@@ -190,6 +250,90 @@ mod tests {
         let offsets = [0, 50 * K, 250 * K];
         let r = chunk_ranges(260 * K, 1, Some(&offsets), true).unwrap();
         assert_eq!(r, vec![0..50 * K, 50 * K..250 * K, 250 * K..260 * K]);
+    }
+
+    /// The cuts a writer makes as cells come (chunks of
+    /// [`streamed_chunk_size`], var cells by [`VarCuts`], the tile's length
+    /// unknown until the end) are those of the whole tile, whatever the
+    /// cells: small, empty, around the half and one-and-a-half marks,
+    /// larger than a chunk, at the tile's end.
+    #[test]
+    fn cuts_made_as_cells_come_are_the_whole_tiles() {
+        let mut state = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = |n: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % n
+        };
+        for case in 0..3_000 {
+            let cells = 1 + next(40) as usize;
+            let scale = [10, 1_000, 20 * K, 70 * K][case % 4];
+            let lens: Vec<u64> = (0..cells)
+                .map(|_| match next(10) {
+                    0 => 0,
+                    1 => 33 * K,
+                    2 => 97 * K,
+                    _ => next(scale),
+                })
+                .collect();
+            let tile_size: u64 = lens.iter().sum();
+            let offsets: Vec<u64> = lens
+                .iter()
+                .scan(0, |at, l| {
+                    let o = *at;
+                    *at += l;
+                    Some(o)
+                })
+                .collect();
+            let whole = chunk_ranges(tile_size, 1, Some(&offsets), true).unwrap();
+            // As a writer streams: a chunk ends where a cut says, a cell
+            // alone waits to see whether another follows, the chunk being
+            // filled ends the tile (empty or not).
+            let mut cuts = VarCuts::new(streamed_chunk_size(1).unwrap());
+            let (mut streamed, mut start, mut at, mut alone) = (Vec::new(), 0, 0, false);
+            for &len in &lens {
+                if std::mem::take(&mut alone) {
+                    streamed.push(start..at);
+                    start = at;
+                }
+                let cut = cuts.cell(len).unwrap();
+                if matches!(cut, VarCut::CutThenJoin | VarCut::Alone) {
+                    streamed.push(start..at);
+                    start = at;
+                }
+                at += len;
+                match cut {
+                    VarCut::JoinThenCut => {
+                        streamed.push(start..at);
+                        start = at;
+                    }
+                    VarCut::Alone => alone = true,
+                    _ => {}
+                }
+            }
+            streamed.push(start..at);
+            assert_eq!(streamed, whole, "cells {lens:?}");
+        }
+        // Fixed cells: chunks of the streamed size, the last shorter.
+        for (len, cell) in [
+            (0, 8),
+            (40, 8),
+            (64 * K, 8),
+            (150 * K, 24),
+            (300 * K, 100 * K),
+        ] {
+            let size = streamed_chunk_size(cell).unwrap();
+            let streamed: Vec<_> = (0..len)
+                .step_by(size as usize)
+                .map(|s| s..(s + size).min(len))
+                .collect();
+            assert_eq!(
+                streamed,
+                chunk_ranges(len, cell, None, true).unwrap(),
+                "{len} {cell}"
+            );
+        }
     }
 
     #[test]

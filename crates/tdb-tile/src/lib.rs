@@ -23,7 +23,8 @@ mod tile;
 mod walk;
 
 pub use chunking::{
-    bare_chunk_data, chunk_ranges, fixed_chunk_size, ChunkingError, MAX_TILE_CHUNK_SIZE,
+    bare_chunk_data, chunk_ranges, fixed_chunk_size, streamed_chunk_size, ChunkingError, VarCut,
+    VarCuts, MAX_TILE_CHUNK_SIZE,
 };
 pub use chunks::{
     bare_framing_matches, chunk_header, filtered_chunk, filtered_chunks, unfiltered_size,

@@ -286,10 +286,27 @@ impl<'a> TileFilters<'a> {
         })
     }
 
+    /// The chunk size of a tile cut as its cells come, its length not yet
+    /// known ([`crate::streamed_chunk_size`]; var-size data, `var`, by
+    /// [`crate::VarCuts`] over chunks of this size): `None` where the tile
+    /// is one chunk whatever its size (WebP, string RLE or dictionary) or
+    /// var data carries its offsets inside, so only the whole tile tells
+    /// its chunks.
+    pub fn streamed_chunk_size(&self, var: bool) -> Option<u64> {
+        let chunked = self
+            .pipeline
+            .use_tile_chunking(var, self.version, self.datatype);
+        if !chunked || (var && self.offsets_inside()) {
+            return None;
+        }
+        crate::streamed_chunk_size(self.cell_size).ok()
+    }
+
     /// Filters chunk `index` of a tile of fixed-size values (one of
-    /// [`TileFilters::fixed_chunks`]) and appends it to `out`: after the
-    /// tile's chunk count and the chunks before it, it makes the bytes
-    /// [`TileFilters::filter`] makes of the whole tile.
+    /// [`TileFilters::fixed_chunks`]), or of var-size data whose offsets
+    /// stay apart (cut by [`crate::VarCuts`]), and appends it to `out`:
+    /// after the tile's chunk count and the chunks before it, it makes the
+    /// bytes [`TileFilters::filter`] makes of the whole tile.
     pub fn filter_chunk(
         &self,
         location: &str,

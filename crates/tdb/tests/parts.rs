@@ -459,3 +459,202 @@ fn dense_parts_of_fixed_size_fields_are_filtered_chunk_by_chunk_as_whole_tiles()
         }
     }
 }
+
+/// Sparse tiles, and var-size cells dense or sparse, filtered chunk by
+/// chunk as their parts come make the bytes of whole tiles too: a sparse
+/// tile's chunk count is known only at its end (the fragment's last tile
+/// is short), var data is cut where its cells' sizes say (cells around the
+/// half and one-and-a-half marks of a chunk, larger than a chunk, empty,
+/// null), a sparse tile's MBR and string bounds are folded part by part,
+/// and filtered chunks waiting for a sparse tile's end past 64 KiB go to a
+/// scratch file. Each write's files, byte for byte, are one unordered (sparse) or
+/// row-major (dense) write's, whatever the cuts.
+#[test]
+fn sparse_and_var_parts_are_filtered_chunk_by_chunk_as_whole_tiles() {
+    use tdb_filters::Filter;
+    // Cells given a length of their own: the last of a tile, to end its
+    // last chunk (then TileDB writes an empty one) or have one of its own.
+    let mut lengths = std::collections::HashMap::<(i32, i32), usize>::new();
+    let text = |k: usize, special: Option<&usize>| -> Vec<u8> {
+        let len = match k % 997 {
+            _ if special.is_some() => special.copied().unwrap_or(0),
+            0 => 70_000,
+            1 => 40_000,
+            2 => 33_000,
+            3 => 0,
+            _ => k % 23,
+        };
+        (0..len).map(|i| b'a' + ((i * 7 + k) % 26) as u8).collect()
+    };
+    let fields = |coords: &[(i32, i32)],
+                  with_coords: bool,
+                  lengths: &std::collections::HashMap<(i32, i32), usize>| {
+        let mut x = FieldBuffer::new("x", Datatype::Int32, 1, false);
+        let mut y = FieldBuffer::new("y", Datatype::Int32, 1, false);
+        let mut a = FieldBuffer::new("a", Datatype::Float64, 1, false);
+        let mut s = FieldBuffer::new("s", Datatype::StringAscii, u32::MAX, true);
+        let mut c = FieldBuffer::new("c", Datatype::Char, 3, false);
+        let mut r = FieldBuffer::new("r", Datatype::UInt64, 1, false);
+        for &(i, j) in coords {
+            let k = (i * 211 + j) as usize;
+            x.push(&i.to_le_bytes(), true);
+            y.push(&j.to_le_bytes(), true);
+            a.push(&(f64::from(i) * 0.25 - f64::from(j)).to_le_bytes(), true);
+            let special = lengths.get(&(i, j));
+            s.push(&text(k, special), k % 11 != 0 || special.is_some());
+            c.push(&[b'a' + (k % 5) as u8, b'q', (k % 3) as u8], true);
+            r.push(
+                &(k as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15).to_le_bytes(),
+                true,
+            );
+        }
+        let mut out = vec![a, s, c, r];
+        if with_coords {
+            out.extend([x, y]);
+        }
+        out
+    };
+    let attributes = |b: tdb_schema::ArraySchemaBuilder| {
+        b.attribute(
+            AttributeBuilder::new("a", Datatype::Float64)
+                .filters([Filter::Byteshuffle, Filter::Zstd { level: 3 }]),
+        )
+        .attribute(
+            AttributeBuilder::new("s", Datatype::StringAscii)
+                .var()
+                .nullable(true)
+                .filters([Filter::Zstd { level: 1 }]),
+        )
+        .attribute(AttributeBuilder::new("c", Datatype::Char).cell_val_num(3))
+        // Unfiltered: a sparse tile's 160 KB wait in a scratch file.
+        .attribute(AttributeBuilder::new("r", Datatype::UInt64))
+    };
+    let check = |array: &Array,
+                 whole: &str,
+                 input: &[FieldBuffer],
+                 cuts: &[Vec<usize>],
+                 t0: u64,
+                 sub: Option<&Subarray>| {
+        let want = fragment_files(array, whole);
+        for (k, cut) in cuts.iter().enumerate() {
+            let mut spec = WriteSpec::new(Vec::new())
+                .with_layout(ResultLayout::GlobalOrder)
+                .at(t0 + k as u64);
+            if let Some(sub) = sub {
+                spec = spec.with_subarray(sub.clone());
+            }
+            let mut w = array.writer(spec).unwrap();
+            for part in parts_of(input, cut) {
+                w.submit(&part).unwrap();
+            }
+            let written = w.finish().unwrap();
+            let got = fragment_files(array, &written.fragment.to_string());
+            assert_eq!(got.len(), want.len(), "{cut:?}");
+            for ((name, bytes), (want_name, want_bytes)) in got.iter().zip(&want) {
+                assert_eq!(name, want_name);
+                assert!(bytes == want_bytes, "{name} differs, cuts {cut:?}");
+            }
+        }
+    };
+    // Sparse: tiles of 20,000 cells, the last of 5,000.
+    let s = attributes(
+        ArraySchema::builder(ArrayType::Sparse)
+            .dimension(DimensionBuilder::range("x", 0i32..=299).tile_extent(100i32))
+            .dimension(DimensionBuilder::range("y", 0i32..=299).tile_extent(100i32)),
+    )
+    .capacity(20_000)
+    .build()
+    .unwrap();
+    let array = create(&s);
+    let coords: Vec<(i32, i32)> = (0..45_000)
+        .map(|k: i32| {
+            let p = k * 7_919 % 90_000;
+            (p / 300, p % 300)
+        })
+        .collect();
+    // The global order, from a first write of the cells.
+    let sorted = {
+        let mut probe = create(&s);
+        probe
+            .write(WriteSpec::new(fields(&coords, true, &lengths)).at(1))
+            .unwrap();
+        global_coords(&read_global(&mut probe))
+    };
+    assert_eq!(sorted.len(), 45_000);
+    lengths.extend([
+        (sorted[19_999], 40_000),
+        // 60,000 and 50,000 bytes leave a chunk more than half full
+        // that 70,000 cannot join: a chunk of its own, the tile's last.
+        (sorted[39_997], 60_000),
+        (sorted[39_998], 50_000),
+        (sorted[39_999], 70_000),
+        (sorted[44_999], 40_000),
+    ]);
+    let whole = array
+        .write(WriteSpec::new(fields(&coords, true, &lengths)).at(10))
+        .unwrap();
+    assert_eq!(whole.tiles, 3);
+    let cuts: Vec<Vec<usize>> = vec![
+        // Inside the first tile, across a tile, inside the last.
+        vec![100, 9_000, 20_005, 39_999, 44_000],
+        // On tile edges, one cell at a time there.
+        vec![19_999, 20_000, 20_001, 40_000],
+        // Small parts everywhere.
+        (1..90).map(|k| k * 503).collect(),
+    ];
+    check(
+        &array,
+        &whole.fragment.to_string(),
+        &fields(&sorted, true, &lengths),
+        &cuts,
+        20,
+        None,
+    );
+    // Dense: tiles of 128 x 128, var strings.
+    let s = attributes(
+        ArraySchema::builder(ArrayType::Dense)
+            .dimension(DimensionBuilder::range("x", 0i32..=255).tile_extent(128i32))
+            .dimension(DimensionBuilder::range("y", 0i32..=255).tile_extent(128i32)),
+    )
+    .build()
+    .unwrap();
+    let array = create(&s);
+    let mut sub = Subarray::new(2);
+    sub.add_range(0, range(0, 255));
+    sub.add_range(1, range(0, 255));
+    let row_major: Vec<(i32, i32)> = (0..=255)
+        .flat_map(|i| (0..=255).map(move |j| (i, j)))
+        .collect();
+    lengths.clear();
+    lengths.extend([
+        ((127, 127), 40_000),
+        ((127, 253), 60_000),
+        ((127, 254), 50_000),
+        ((127, 255), 70_000),
+        ((255, 127), 40_000),
+    ]);
+    let whole = array
+        .write(
+            WriteSpec::new(fields(&row_major, false, &lengths))
+                .with_subarray(sub.clone())
+                .at(10),
+        )
+        .unwrap();
+    let global: Vec<(i32, i32)> = [(0, 0), (0, 128), (128, 0), (128, 128)]
+        .iter()
+        .flat_map(|&(ti, tj)| (ti..ti + 128).flat_map(move |i| (tj..tj + 128).map(move |j| (i, j))))
+        .collect();
+    let tile = 128 * 128;
+    let cuts: Vec<Vec<usize>> = vec![
+        vec![100, 9_000, tile + 5, 3 * tile - 1],
+        (1..64).map(|k| k * 1_021).collect(),
+    ];
+    check(
+        &array,
+        &whole.fragment.to_string(),
+        &fields(&global, false, &lengths),
+        &cuts,
+        20,
+        Some(&sub),
+    );
+}

@@ -475,7 +475,12 @@ impl<'a, S: Storage> Merging<'a, S> {
                     conditions.push(&condition.to_le_bytes(), true);
                 }
                 in_part = in_part.saturating_add(1);
-                if in_part == part_cells {
+                // A tile's cells a part, or fewer where they pass a share
+                // of the budget (the writer filters a tile chunk by chunk
+                // as its parts come).
+                let full = in_part == part_cells
+                    || (in_part % 64 == 0 && part_bytes(&part) >= share as usize);
+                if full {
                     sink(&part)?;
                     part.iter_mut().for_each(FieldBuffer::clear);
                     in_part = 0;
@@ -493,6 +498,23 @@ impl<'a, S: Storage> Merging<'a, S> {
         }
         Ok(())
     }
+}
+
+/// Bytes a merge part holds.
+fn part_bytes(part: &[FieldBuffer]) -> usize {
+    part.iter()
+        .map(|f| {
+            let offsets = f.offsets.as_ref().map_or(0, |o| o.len().saturating_mul(8));
+            let validity = f
+                .validity
+                .as_ref()
+                .map_or(0, |v| v.as_bytes().map_or(0, <[u8]>::len));
+            f.data
+                .len()
+                .saturating_add(offsets)
+                .saturating_add(validity)
+        })
+        .sum()
 }
 
 /// Merges fragments `chosen` of `snapshot` (indices in its time order, at

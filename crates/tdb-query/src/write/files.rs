@@ -129,20 +129,19 @@ impl<'a> FieldFiles<'a> {
     }
 
     /// Starts the field's next tile, to be uploaded in pieces as it is
-    /// filtered ([`FieldFiles::append`], then [`FieldFiles::end_tile`]):
-    /// fixed-size values and validity (no var-size data).
+    /// filtered ([`FieldFiles::append`], then [`FieldFiles::end_tile`]).
     pub fn begin_tile(&mut self) {
         self.fixed.begin_tile();
-        if let Some(v) = &mut self.validity {
+        for v in [&mut self.var, &mut self.validity].into_iter().flatten() {
             v.begin_tile();
         }
     }
 
     /// More filtered bytes of part `kind` of the tile begun last.
     pub fn append(&mut self, kind: DataPart, bytes: Vec<u8>) -> Result<()> {
-        match (kind, &mut self.validity) {
-            (DataPart::Validity, Some(v)) => v.append(bytes),
-            (DataPart::Fixed, _) => self.fixed.append(bytes),
+        match (kind, &mut self.var, &mut self.validity) {
+            (DataPart::Validity, _, Some(v)) | (DataPart::Var, Some(v), _) => v.append(bytes),
+            (DataPart::Fixed, _, _) => self.fixed.append(bytes),
             _ => Err(QueryError::invalid(format!(
                 "{}: no {kind:?} part to append to",
                 self.fixed.key
@@ -150,8 +149,12 @@ impl<'a> FieldFiles<'a> {
         }
     }
 
-    /// The tile begun last is whole: its metadata.
-    pub fn end_tile(&mut self, metadata: TileMetadata) {
+    /// The tile begun last is whole: its metadata, and its unfiltered var
+    /// bytes (var-size fields).
+    pub fn end_tile(&mut self, metadata: TileMetadata, var_size: u64) {
+        if self.var.is_some() {
+            self.var_sizes.push(var_size);
+        }
         self.metadata.push(metadata);
     }
 

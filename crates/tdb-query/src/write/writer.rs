@@ -15,7 +15,7 @@
 //! dropped unfinished, or one that failed, leaves no file behind.
 
 use super::arrange::{self, Arrangement};
-use super::chunked::{ChunkedTile, Done};
+use super::chunked::{ChunkedTile, Done, Placed};
 use super::dense_split::DenseSplit;
 use super::files::{Built, FieldFiles};
 use super::input::{self, Input};
@@ -115,6 +115,13 @@ struct Current<'a> {
     size: u64,
     /// Dense split writes: its own non-empty domain (else the write's).
     domain: Option<NDRange>,
+}
+
+impl<'a> Current<'a> {
+    /// Its fields' files, in order.
+    fn field_files(&mut self) -> Vec<&mut FieldFiles<'a>> {
+        (self.files.iter_mut()).map(|(_, _, f)| f).collect()
+    }
 }
 
 impl<'a, S: WritableStorage + ?Sized> Target<'a, S> {
@@ -357,7 +364,7 @@ impl<'a, S: WritableStorage + ?Sized> FragmentWriter<'a, S> {
             uncommitted: spec.uncommitted,
         };
         let current = target.start()?;
-        let chunked = match dense && layout == ResultLayout::GlobalOrder {
+        let chunked = match layout == ResultLayout::GlobalOrder {
             true => {
                 let fields: Vec<(DataField, usize)> = (current.files.iter())
                     .map(|(_, data_field, files)| (data_field.clone(), files.idx))
@@ -516,8 +523,9 @@ impl<'a, S: WritableStorage + ?Sized> FragmentWriter<'a, S> {
         Ok(end)
     }
 
-    /// A dense global-order part: the cells finishing the tile an earlier
-    /// part began, whole tiles on the pool, and the rest begun.
+    /// A global-order part whose unfinished tiles are filtered chunk by
+    /// chunk: the cells finishing the tile an earlier part began, whole
+    /// tiles on the pool, and the rest begun.
     fn stream_chunked(&mut self, input: &Input<'_>) -> Result<()> {
         let tc = self.tile_cells;
         let mut start = 0;
@@ -536,28 +544,38 @@ impl<'a, S: WritableStorage + ?Sized> FragmentWriter<'a, S> {
             return Ok(());
         }
         let fragment = self.current.name.to_string();
+        let files = (self.direct()).then(|| self.current.field_files());
         let Some(chunked) = &mut self.chunked else {
             return Err(QueryError::invalid("no tile to feed"));
         };
-        // Without a maximum fragment size every tile goes to the fragment
-        // being filled: its chunks are uploaded as they are filtered.
-        let direct = self.dense_split.is_none() && self.max_fragment_size.is_none();
-        let files = direct.then(|| (self.current.files.iter_mut()).map(|(_, _, f)| f).collect());
         let done = chunked.feed(input, cells, (self.tiles, &fragment), files)?;
         self.carry_cells = chunked.fed();
-        let tc = self.tile_cells as u64;
         match done {
-            None => return Ok(()),
-            Some(Done::Built(built)) => self.place(built, None, tc)?,
-            Some(Done::Uploaded(size)) => {
+            None => Ok(()),
+            Some(done) => self.place_chunked(done),
+        }
+    }
+
+    /// Without a maximum fragment size every tile goes to the fragment
+    /// being filled: its chunks are uploaded as they are filtered.
+    fn direct(&self) -> bool {
+        self.dense_split.is_none() && self.max_fragment_size.is_none()
+    }
+
+    /// Places a tile filtered chunk by chunk.
+    fn place_chunked(&mut self, done: Done) -> Result<()> {
+        match done.tile {
+            Placed::Built(built) => self.place(built, done.mbr, done.cells)?,
+            Placed::Uploaded(size) => {
                 let cur = &mut self.current;
+                cur.mbrs.extend(done.mbr);
                 cur.tiles = cur.tiles.saturating_add(1);
                 cur.size = cur.size.saturating_add(size);
-                cur.last_tile_cells = tc;
+                cur.last_tile_cells = done.cells;
                 self.tiles = self.tiles.saturating_add(1);
             }
         }
-        self.cells = self.cells.saturating_add(tc);
+        self.cells = self.cells.saturating_add(done.cells);
         Ok(())
     }
 
@@ -770,6 +788,21 @@ impl<'a, S: WritableStorage + ?Sized> FragmentWriter<'a, S> {
         }
         let s = &self.entry.schema;
         let dense = s.array_type == ArrayType::Dense;
+        if self.carry_cells > 0 && !dense && self.chunked.is_some() {
+            // The tile was begun for the files or for `place` (with a
+            // maximum fragment size): it ends the same way. TileDB's
+            // global-order writer puts the last, partial tile in the
+            // fragment being filled whatever its size.
+            let fragment = self.current.name.to_string();
+            let files = (self.direct()).then(|| self.current.field_files());
+            let done = match &mut self.chunked {
+                Some(chunked) => chunked.end((self.tiles, &fragment), files)?,
+                None => return Err(QueryError::invalid("no tile to end")),
+            };
+            self.max_fragment_size = None;
+            self.carry_cells = 0;
+            self.place_chunked(done)?;
+        }
         if self.carry_cells > 0 && !dense {
             let carry = std::mem::take(&mut self.carry);
             let carried = input::check(s, &carry)?;
