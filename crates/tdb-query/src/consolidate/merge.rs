@@ -479,7 +479,7 @@ impl<'a, S: Storage> Merging<'a, S> {
                 // of the budget (the writer filters a tile chunk by chunk
                 // as its parts come).
                 let full = in_part == part_cells
-                    || (in_part % 64 == 0 && part_bytes(&part) >= share as usize);
+                    || (in_part % 64 == 0 && part_bytes(&part) as u64 >= share);
                 if full {
                     sink(&part)?;
                     part.iter_mut().for_each(FieldBuffer::clear);

@@ -7,12 +7,12 @@
 //! writer): whole tiles are built, filtered and uploaded as soon as their
 //! cells are in, and fewer than a tile's cells wait for the next part. The
 //! writer's memory is therefore a tile per field plus the tiles in flight,
-//! whatever the write's size; for dense writes of fixed-size fields the
-//! waiting tile is filtered chunk by chunk as its cells come
-//! ([`ChunkedTile`]), so it holds a chunk of each part and the filtered
-//! tile instead. Nothing is visible before [`FragmentWriter::finish`]
-//! writes the fragment metadata and, last, the commit file; a writer
-//! dropped unfinished, or one that failed, leaves no file behind.
+//! whatever the write's size; the waiting tile is filtered chunk by chunk
+//! as its cells come ([`ChunkedTile`]), so it holds a chunk of each part
+//! instead (only pipelines that take a tile whole carry its cells).
+//! Nothing is visible before [`FragmentWriter::finish`] writes the
+//! fragment metadata and, last, the commit file; a writer dropped
+//! unfinished, or one that failed, leaves no file behind.
 
 use super::arrange::{self, Arrangement};
 use super::chunked::{ChunkedTile, Done, Placed};
@@ -60,9 +60,9 @@ pub struct FragmentWriter<'a, S: WritableStorage + ?Sized> {
     /// (`carry_cells` counts them, whether carried or `chunked`).
     carry: Vec<FieldBuffer>,
     carry_cells: usize,
-    /// Dense global-order writes of fixed-size fields: the tile a part
-    /// leaves unfinished, filtered chunk by chunk as its cells come
-    /// instead of carried (`None` where a field needs its tile whole).
+    /// Global-order writes: the tile a part leaves unfinished, filtered
+    /// chunk by chunk as its cells come instead of carried (`None` where
+    /// a field's pipeline takes its tile whole).
     chunked: Option<ChunkedTile<'a>>,
     /// Sparse global-order writes: the coordinates of the last cell given.
     last: Option<Vec<Vec<u8>>>,
