@@ -222,6 +222,20 @@ impl Reader {
     /// cells unfiltered, and its used chunks filtered (their share of the
     /// tile's filtered bytes, plus a chunk each end).
     pub(super) fn tile_cost(&self, i: usize, t: u64, span: Option<u64>) -> u64 {
+        self.tile_cost_at(i, t, span, None)
+    }
+
+    /// [`Reader::tile_cost`] of a span starting at cell `start` of the
+    /// tile, where known: a fixed-size part then holds the chunks the span
+    /// touches, not its share and a chunk at each end (a span inside one
+    /// chunk holds that chunk, not three).
+    pub(super) fn tile_cost_at(
+        &self,
+        i: usize,
+        t: u64,
+        span: Option<u64>,
+        start: Option<u64>,
+    ) -> u64 {
         let Some(plan) = self.plans.get(i) else {
             return 0;
         };
@@ -269,9 +283,33 @@ impl Reader {
                             .checked_div(u128::from(unfiltered.max(1)))
                             .map_or(filtered, |c| u64::try_from(c).unwrap_or(u64::MAX));
                         let offsets = var && *part == DataPart::Fixed;
-                        let count = if span <= 1 && !offsets { 1 } else { 2 };
-                        let ends = chunk.max(64).saturating_mul(count).min(filtered);
-                        (share(filtered).saturating_add(ends), share(unfiltered))
+                        // Fixed-size values and validity: the chunks the
+                        // span's cells lie in, where its start is known.
+                        let size = match part {
+                            DataPart::Validity => Some(1),
+                            DataPart::Fixed => cell_size,
+                            DataPart::Var => None,
+                        };
+                        let touched = start.zip(size).and_then(|(first, size)| {
+                            let chunk_cells = tdb_tile::fixed_chunk_size(unfiltered, size)
+                                .ok()?
+                                .checked_div(size)?;
+                            let last = first.checked_add(span.checked_sub(1)?)?;
+                            let n = (last.checked_div(chunk_cells)?)
+                                .checked_sub(first.checked_div(chunk_cells)?)?;
+                            Some(n.saturating_add(1))
+                        });
+                        match touched {
+                            Some(n) => (
+                                chunk.max(64).saturating_mul(n).min(filtered),
+                                share(unfiltered),
+                            ),
+                            None => {
+                                let count = if span <= 1 && !offsets { 1 } else { 2 };
+                                let ends = chunk.max(64).saturating_mul(count).min(filtered);
+                                (share(filtered).saturating_add(ends), share(unfiltered))
+                            }
+                        }
                     }
                     // A part fetched bare is held once.
                     None if tiles::fetched_bare(*part, var, unfiltered)
@@ -382,10 +420,10 @@ impl Reader {
     /// tiles (they are cut anyway).
     const SPANNED_TILES: u64 = 64;
 
-    /// Per tile of dense fragment `i` piece `p` reads, how many of its
-    /// cells the piece spans there (from the piece's low corner in the
-    /// tile to its high one, in the tile's cell order).
-    fn dense_spans(&self, i: usize, p: &Subarray) -> Option<Vec<(u64, u64)>> {
+    /// Per tile of dense fragment `i` piece `p` reads, the first of its
+    /// cells the piece spans there and how many (from the piece's low
+    /// corner in the tile to its high one, in the tile's cell order).
+    fn dense_spans(&self, i: usize, p: &Subarray) -> Option<Vec<(u64, u64, u64)>> {
         let plan = self.plans.get(i)?;
         let schema = &plan.schema;
         let grid = plan.grid()?;
@@ -433,7 +471,7 @@ impl Reader {
             if t != t_hi || last < first {
                 return None;
             }
-            spans.push((t, last.saturating_sub(first).saturating_add(1)));
+            spans.push((t, first, last.saturating_sub(first).saturating_add(1)));
             // The next combination, the last dimension fastest.
             let mut d = per_dim.len();
             loop {
@@ -472,9 +510,9 @@ impl Reader {
                     .then(|| self.dense_spans(i, p))
                     .flatten()
                 {
-                    for (t, span) in spans {
+                    for (t, first, span) in spans {
                         let cost = match self.slices(i, t, span) {
-                            true => self.tile_cost(i, t, Some(span)),
+                            true => self.tile_cost_at(i, t, Some(span), Some(first)),
                             false => self.tile_bytes(i, t),
                         };
                         total = total.saturating_add(cost);
