@@ -185,9 +185,13 @@ impl Reader {
         if self.remote {
             Self::REMOTE_PIECE_TARGET.min(self.tile_budget() / 2)
         } else {
-            Self::PIECE_TARGET
+            self.halved_aim.unwrap_or(Self::PIECE_TARGET)
         }
     }
+
+    /// Local reads of one piece past this many bytes go in two
+    /// ([`Reader::halved_aim`]).
+    pub(super) const HALVED_MIN: u64 = 2 << 20;
 
     /// Bytes tile `t` of fragment `i` holds while read: every field part
     /// fetched (filtered) and unfiltered.
