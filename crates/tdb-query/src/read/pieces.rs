@@ -189,7 +189,7 @@ impl Reader {
         }
     }
 
-    /// Local reads of one piece past this many bytes go in two
+    /// Local dense reads of one piece past this many bytes go in two
     /// ([`Reader::halved_aim`]).
     pub(super) const HALVED_MIN: u64 = 2 << 20;
 
