@@ -160,8 +160,22 @@ def w7(out, cells):
     """Small sparse arrays in three fragments, for reads under small memory
     budgets: a 3-D Hilbert-ordered array (the issue's case: int32, float64
     and int64 dimensions, capacity 8), and 2-D arrays of row-major and
-    col-major cells and tiles (capacity 64)."""
+    col-major cells and tiles (capacity 64); and a dense array whose row of
+    tiles (16 int32 tiles of 256², stored as they are) passes the budgets,
+    read along its cell order."""
     rng = np.random.default_rng(7)
+    rows = 256 if cells >= 1000 else 64
+    path = os.path.join(out, "dense_rows")
+    dom = tiledb.Domain(
+        tiledb.Dim("y", domain=(0, rows - 1), tile=min(256, rows), dtype=np.int32),
+        tiledb.Dim("x", domain=(0, 4095), tile=256, dtype=np.int32),
+    )
+    tiledb.Array.create(
+        path,
+        tiledb.ArraySchema(domain=dom, attrs=[tiledb.Attr("a", dtype=np.int32)], sparse=False),
+    )
+    with tiledb.open(path, "w") as a:
+        a[0:rows, 0:4096] = rng.integers(-1000, 1000, (rows, 4096)).astype(np.int32)
 
     def fill(path, coords):
         for part in np.array_split(np.arange(cells), 3):
