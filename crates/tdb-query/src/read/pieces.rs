@@ -288,8 +288,11 @@ impl Reader {
                             .map_or(filtered, |c| u64::try_from(c).unwrap_or(u64::MAX));
                         let offsets = var && *part == DataPart::Fixed;
                         // Fixed-size values and validity: the chunks the
-                        // span's cells lie in, where its start is known.
+                        // span's cells lie in, where its start is known
+                        // and the fragment's chunks are cut as TileDB cuts
+                        // them since format v11.
                         let size = match part {
+                            _ if meta.footer.version < 11 => None,
                             DataPart::Validity => Some(1),
                             DataPart::Fixed => cell_size,
                             DataPart::Var => None,
