@@ -479,7 +479,8 @@ impl<'a, S: Storage> Merging<'a, S> {
                 // of the budget (the writer filters a tile chunk by chunk
                 // as its parts come).
                 let full = in_part == part_cells
-                    || (in_part % 64 == 0 && part_bytes(&part) as u64 >= share);
+                    || (in_part % 64 == 0
+                        && part.iter().map(FieldBuffer::byte_len).sum::<u64>() >= share);
                 if full {
                     sink(&part)?;
                     part.iter_mut().for_each(FieldBuffer::clear);
@@ -498,23 +499,6 @@ impl<'a, S: Storage> Merging<'a, S> {
         }
         Ok(())
     }
-}
-
-/// Bytes a merge part holds.
-fn part_bytes(part: &[FieldBuffer]) -> usize {
-    part.iter()
-        .map(|f| {
-            let offsets = f.offsets.as_ref().map_or(0, |o| o.len().saturating_mul(8));
-            let validity = f
-                .validity
-                .as_ref()
-                .map_or(0, |v| v.as_bytes().map_or(0, <[u8]>::len));
-            f.data
-                .len()
-                .saturating_add(offsets)
-                .saturating_add(validity)
-        })
-        .sum()
 }
 
 /// Merges fragments `chosen` of `snapshot` (indices in its time order, at
