@@ -906,10 +906,11 @@ impl Reader {
         // every tile (MBRs across the domain); nor remote ones, which
         // fetch the next piece while one is read.
         let dense = (self.plans.iter()).all(|p| p.meta.footer.dense);
-        let halves = dense && !self.remote && self.spec.piece_aim.is_none() && !spills;
-        let whole = self.partitions.first().map_or(0, |p| self.estimate(p));
-        if halves && whole > Self::HALVED_MIN && whole <= self.piece_aim() {
-            self.halved_aim = Some(whole / 2);
+        if dense && !self.remote && self.spec.piece_aim.is_none() && !spills {
+            let whole = self.partitions.first().map_or(0, |p| self.estimate(p));
+            if whole > Self::HALVED_MIN && whole <= self.piece_aim() {
+                self.halved_aim = Some(whole / 2);
+            }
         }
         if spills || self.unordered_runs {
             if spills {
