@@ -1,5 +1,6 @@
-//! Scratch files: where a spilled read's sorted runs and a consolidation's
-//! merge levels go. Unnamed temporary files (in `TMPDIR`), gone when
+//! Scratch files: where a spilled read's sorted runs, a consolidation's
+//! merge levels and a writer's filtered chunks waiting for their tile's
+//! end go. Unnamed temporary files (in `TMPDIR`), gone when
 //! closed, local whatever the array's backend: scratch memory, not storage.
 //! A consolidation's run has a file of its own; a spilled read's runs share
 //! one file a merge level ([`At`]).
@@ -11,8 +12,13 @@ use std::sync::Arc;
 
 /// A fresh scratch file, written through `buffer` bytes.
 pub(crate) fn create(buffer: usize) -> Result<BufWriter<File>> {
-    let file = tempfile::tempfile().map_err(QueryError::Spill)?;
-    Ok(BufWriter::with_capacity(buffer, file))
+    Ok(BufWriter::with_capacity(buffer, unbuffered()?))
+}
+
+/// A fresh scratch file, written without a buffer (blocks of whole chunks;
+/// one shared by position, [`shared`]).
+pub(crate) fn unbuffered() -> Result<File> {
+    tempfile::tempfile().map_err(QueryError::Spill)
 }
 
 /// The file `out` wrote, flushed and back at its start, to be read.
@@ -80,7 +86,7 @@ impl Read for At {
 
 /// A fresh scratch file to share ([`At`]).
 pub(crate) fn shared() -> Result<Arc<File>> {
-    Ok(Arc::new(tempfile::tempfile().map_err(QueryError::Spill)?))
+    Ok(Arc::new(unbuffered()?))
 }
 
 #[cfg(unix)]

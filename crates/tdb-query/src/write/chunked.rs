@@ -525,9 +525,7 @@ impl PartChunks {
         if self.count.is_none() && chunks.len() >= HELD {
             let file = match &mut self.spilled {
                 Some(file) => file,
-                None => self
-                    .spilled
-                    .insert(tempfile::tempfile().map_err(QueryError::Spill)?),
+                None => self.spilled.insert(crate::scratch::unbuffered()?),
             };
             file.write_all(chunks).map_err(QueryError::Spill)?;
             self.spilled_len = self.spilled_len.saturating_add(chunks.len() as u64);
