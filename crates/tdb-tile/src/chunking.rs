@@ -182,6 +182,11 @@ impl VarCuts {
         }
     }
 
+    /// Cuts for the next tile: its first cell starts a chunk.
+    pub fn restart(&mut self) {
+        self.current = 0;
+    }
+
     /// Where the next cell, of `len` bytes, goes.
     pub fn cell(&mut self, len: u64) -> Result<VarCut, ChunkingError> {
         let (chunk_size, current) = (self.chunk_size, self.current);

@@ -35,11 +35,7 @@ enum Cut {
     Fixed { size: usize },
     /// Var-size data, a cell at a time. `alone`: the last cell has a chunk
     /// of its own, which ends once another cell follows.
-    Var {
-        cuts: VarCuts,
-        size: u64,
-        alone: bool,
-    },
+    Var { cuts: VarCuts, alone: bool },
 }
 
 /// One part (fixed values or offsets, var data, validity) of a tile being
@@ -163,7 +159,6 @@ impl<'k> ChunkedTile<'k> {
                         Some(size) => (
                             Cut::Var {
                                 cuts: VarCuts::new(size),
-                                size,
                                 alone: false,
                             },
                             None,
@@ -555,8 +550,8 @@ impl PartChunks {
         match &mut self.cut {
             Cut::Fixed { .. } if self.pending.is_empty() => {}
             Cut::Fixed { .. } => self.emit(at, ws, key)?,
-            Cut::Var { cuts, size, alone } => {
-                *cuts = VarCuts::new(*size);
+            Cut::Var { cuts, alone } => {
+                cuts.restart();
                 *alone = false;
                 self.emit(at, ws, key)?;
             }
