@@ -104,6 +104,20 @@ fn peak_of_merge(storage: &LocalStorage, budget: u64) -> usize {
     peak
 }
 
+/// [`peak_of_merge`] of the array in `storage`, checked to read the same
+/// cells of `fields` (under `budget`) after the merge as before.
+fn peak_of_merge_keeping_cells(storage: &LocalStorage, fields: &[&str], budget: u64) -> usize {
+    let read = || {
+        let snap = Arc::new(Snapshot::load(storage, "", TimeWindow::ALL, None).unwrap());
+        peak_of_read(storage, &snap, fields, budget)
+    };
+    let before = read();
+    let peak = peak_of_merge(storage, budget);
+    let after = read();
+    assert_eq!((before.1, &before.2), (after.1, &after.2));
+    peak
+}
+
 fn snapshot(case: &str) -> (LocalStorage, Arc<Snapshot>) {
     let dir = tdb_testdata::root().join(case).join("array");
     let storage = LocalStorage::new(&dir);
@@ -311,15 +325,7 @@ fn a_merge_of_large_tiles_stays_within_1_mib() {
     let from = tdb_testdata::root().join("dense_large_tiles").join("array");
     tdb_testdata::copy_dir(&from, tmp.path()).unwrap();
     let storage = LocalStorage::new(tmp.path());
-    let fields = ["a", "f"];
-    let before = {
-        let snap = Arc::new(Snapshot::load(&storage, "", TimeWindow::ALL, None).unwrap());
-        peak_of_read(&storage, &snap, &fields, 1 << 20)
-    };
-    let peak = peak_of_merge(&storage, 1 << 20);
-    let snap = Arc::new(Snapshot::load(&storage, "", TimeWindow::ALL, None).unwrap());
-    let after = peak_of_read(&storage, &snap, &fields, 1 << 20);
-    assert_eq!((before.1, &before.2), (after.1, &after.2));
+    let peak = peak_of_merge_keeping_cells(&storage, &["a", "f"], 1 << 20);
     let tile: usize = 512 * 1024 * (4 + 8 + 1);
     eprintln!("merge of dense_large_tiles under 1 MiB: peak {peak} bytes (a tile: {tile})");
     assert!((peak as u64) < (1 << 20) + OVERHEAD, "peak {peak}");
@@ -465,24 +471,13 @@ fn a_merge_of_large_sparse_tiles_holds_chunks_not_tiles() {
     use tdb_query::{FieldBuffer, WriteSpec};
     use tdb_schema::{ArraySchema, AttributeBuilder, DimensionBuilder};
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let merged = |storage: &LocalStorage, fields: &[&str]| {
-        let read = || {
-            let snap = Arc::new(Snapshot::load(storage, "", TimeWindow::ALL, None).unwrap());
-            peak_of_read(storage, &snap, fields, 1 << 20)
-        };
-        let before = read();
-        let peak = peak_of_merge(storage, 1 << 20);
-        let after = read();
-        assert_eq!((before.1, &before.2), (after.1, &after.2));
-        peak
-    };
     let tmp = tempfile::tempdir().unwrap();
     let from = tdb_testdata::root()
         .join("sparse_large_tiles")
         .join("array");
     tdb_testdata::copy_dir(&from, tmp.path()).unwrap();
     let storage = LocalStorage::new(tmp.path());
-    let peak = merged(&storage, &["x", "y", "a", "f", "s"]);
+    let peak = peak_of_merge_keeping_cells(&storage, &["x", "y", "a", "f", "s"], 1 << 20);
     eprintln!("merge of sparse_large_tiles under 1 MiB: peak {peak} bytes");
     assert!((peak as u64) < (1 << 20) + 3 * OVERHEAD, "peak {peak}");
     let mut peaks = Vec::new();
@@ -523,7 +518,7 @@ fn a_merge_of_large_sparse_tiles_holds_chunks_not_tiles() {
         };
         write(0..200_000, 1);
         write(150_000..250_000, 2);
-        let peak = merged(&storage, &["x", "y", "v", "s"]);
+        let peak = peak_of_merge_keeping_cells(&storage, &["x", "y", "v", "s"], 1 << 20);
         eprintln!("merge of tiles of {capacity} cells under 1 MiB: peak {peak} bytes");
         peaks.push(peak);
     }
