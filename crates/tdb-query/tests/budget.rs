@@ -492,8 +492,9 @@ fn consecutive_pieces_fetch_a_shared_tile_once() {
 }
 
 /// A dense array written by tdb: 100×100 cells in tiles of 50×50 whose
-/// cells go `cell_order`; an int32 and a nullable string attribute (the
-/// string's fill is its default, the int's 7). Fragment 1 covers rows
+/// cells go `cell_order`; an int32, a nullable string and a nullable pair
+/// of int16s (the string's fill is its default, the int's 7, the pair's
+/// (-3, 4) and null). Fragment 1 covers rows
 /// 0-59, columns 0-79; fragment 2, newer, rows 30-99, columns 20-99; the
 /// rest is fill.
 fn dense_overlapping(
@@ -511,6 +512,12 @@ fn dense_overlapping(
                 .var()
                 .nullable(true),
         )
+        .attribute(
+            AttributeBuilder::new("n", Datatype::Int16)
+                .cell_val_num(2)
+                .nullable(true)
+                .fill_bytes([(-3i16).to_le_bytes(), 4i16.to_le_bytes()].concat()),
+        )
         .cell_order(cell_order)
         .build()
         .unwrap();
@@ -522,11 +529,16 @@ fn dense_overlapping(
     ] {
         let mut a = FieldBuffer::new("a", Datatype::Int32, 1, false);
         let mut s = FieldBuffer::new("s", Datatype::StringUtf8, u32::MAX, true);
-        let (mut offsets, mut valid) = (Vec::new(), Vec::new());
+        let mut n = FieldBuffer::new("n", Datatype::Int16, 2, true);
+        let (mut offsets, mut valid, mut n_valid) = (Vec::new(), Vec::new(), Vec::new());
         for r in r0..=r1 {
             for c in c0..=c1 {
                 let v = (t as i64 * 100_000 + r * 100 + c) as i32;
                 a.data.extend_from_slice(&v.to_le_bytes());
+                n.data
+                    .extend_from_slice(&(r as i16 * t as i16).to_le_bytes());
+                n.data.extend_from_slice(&(c as i16).to_le_bytes());
+                n_valid.push(u8::from((r * c) % 5 != 1));
                 offsets.push(s.data.len() as u64);
                 s.data.extend_from_slice(
                     format!("{t}:{r}:{}", "x".repeat((c % 5) as usize)).as_bytes(),
@@ -536,16 +548,99 @@ fn dense_overlapping(
         }
         s.offsets = Some(offsets);
         s.validity = Some(Validity::Bytes(valid));
+        n.validity = Some(Validity::Bytes(n_valid));
         let mut sub = Subarray::new(2);
         let range =
             |lo: i64, hi: i64| Range::from_bounds(&lo.to_le_bytes(), &hi.to_le_bytes(), false);
         sub.add_range(0, range(r0, r1));
         sub.add_range(1, range(c0, c1));
-        let spec = WriteSpec::new(vec![a, s]).with_subarray(sub).at(t);
+        let spec = WriteSpec::new(vec![a, s, n]).with_subarray(sub).at(t);
         tdb_query::write_fragment(&storage, "arr", &entry, None, &spec).unwrap();
     }
     let snap = Arc::new(Snapshot::load(&storage, "arr", TimeWindow::ALL, None).unwrap());
     (storage, snap)
+}
+
+/// Dense reads along the cell order whose chunks hold more lines than a
+/// piece under the budget go in stretches (`read::stretches`): the same
+/// cells in the same order as the read in one piece, newest fragment first
+/// and fill (the fields' own, null where so) where none wrote, with and
+/// without the dimensions, over several ranges a dimension (out of order
+/// and overlapping), a field asked for twice; each tile read about once.
+/// Reads with a var-size field or a condition go in pieces as before.
+#[test]
+fn dense_reads_along_the_cell_order_go_in_stretches() {
+    use tdb_query::{ResultLayout, Subarray};
+    use tdb_schema::Range;
+    let range = |lo: i64, hi: i64| Range::from_bounds(&lo.to_le_bytes(), &hi.to_le_bytes(), false);
+    let whole_rows: &[(i64, i64)] = &[(0, 99)];
+    for (cells, layout) in [
+        (tdb_format::Layout::RowMajor, ResultLayout::RowMajor),
+        (tdb_format::Layout::ColMajor, ResultLayout::ColMajor),
+    ] {
+        let (storage, snap) = dense_overlapping(cells);
+        for (fields, rows, cols, condition) in [
+            (&["a", "n"][..], whole_rows, whole_rows, None),
+            (
+                &["c", "n", "r", "a"][..],
+                &[(5, 94)][..],
+                &[(3, 97)][..],
+                None,
+            ),
+            (&["a", "a"][..], &[(61, 61)][..], whole_rows, None),
+            (
+                &["r", "a", "c", "n"][..],
+                &[(70, 90), (2, 20), (10, 55), (60, 60)][..],
+                &[(40, 99), (0, 45)][..],
+                None,
+            ),
+            (&["n", "s"][..], whole_rows, whole_rows, None),
+            (
+                &["a", "n"][..],
+                whole_rows,
+                &[(30, 30), (5, 80)][..],
+                Some("a < 305000"),
+            ),
+        ] {
+            let mut sub = Subarray::new(2);
+            for &(lo, hi) in rows {
+                sub.add_range(0, range(lo, hi));
+            }
+            for &(lo, hi) in cols {
+                sub.add_range(1, range(lo, hi));
+            }
+            let mut spec = ReadSpec::new(fields.iter().copied())
+                .with_layout(layout)
+                .with_subarray(sub);
+            if let Some(c) = condition {
+                spec = spec.with_condition(c);
+            }
+            let (whole, _) = run(&storage, &snap, spec.clone());
+            let what = format!(
+                "{layout:?} of {cells:?} cells, {fields:?} of {rows:?} × {cols:?} where {condition:?}"
+            );
+            let count = |r: &[(i64, i64)]| r.iter().map(|(lo, hi)| hi - lo + 1).sum::<i64>();
+            assert_eq!(
+                whole.num_cells,
+                (count(rows) * count(cols)) as u64,
+                "{what}"
+            );
+            for budget in [4096, 16 << 10] {
+                let (got, rounds) = run(&storage, &snap, spec.clone().with_budget(budget));
+                assert_eq!(got, whole, "{what} under {budget}");
+                // (In pieces, `["n", "s"]` under 4 KiB takes 1,319.)
+                let stretched = condition.is_none() && !fields.contains(&"s");
+                assert!(
+                    !stretched || rounds < 100,
+                    "{what} under {budget}: {rounds} rounds"
+                );
+            }
+            let packed = spec.clone().with_packed_validity();
+            let (bits, _) = run(&storage, &snap, packed.clone());
+            let (got, _) = run(&storage, &snap, packed.with_budget(4096));
+            assert_eq!(got, bits, "{what}, validity as bits");
+        }
+    }
 }
 
 /// Dense reads whose result order crosses their tiles' cell order, with

@@ -16,13 +16,14 @@
 use super::fields::Kind;
 use super::plan::{self, CellRef};
 use super::spill::Spill;
+use super::stretches::{Stretch, Stretches};
 use super::Reader;
 use crate::batch::Batch;
 use crate::condition::BoundCondition;
 use crate::{QueryError, Result, ResultLayout};
 use std::ops::Range;
 use tdb_format::{ArrayType, Datatype, Layout};
-use tdb_index::dense::{push_int, TileCells};
+use tdb_index::dense::{push_int, FragmentGrid, TileCells};
 
 /// One dimension's result coordinates: its ranges in the order given,
 /// each value once for every range holding it (TileDB's dense reads give
@@ -97,10 +98,12 @@ impl DenseBox {
     }
 
     /// The cells at positions `span` of the tile `tc` that lie in the box
-    /// and inside the fragment's non-empty domain, as (place, position),
-    /// handed to `out` in the order of their places (a cell of
-    /// overlapping ranges once for each of its places), in stretches each
-    /// sorted: how many it handed out. Walked in the result order over the
+    /// and inside the fragment's non-empty domain, handed to `out` in the
+    /// order of their places (a cell of overlapping ranges once for each
+    /// of its places) as (place, position, cells): that many cells whose
+    /// places and positions both go up one a cell (a line of the tile
+    /// along the result order; one cell across it). They come in sorted
+    /// stretches: how many it handed out. Walked in the result order over the
     /// span's bounding box (along the cell order from the slowest
     /// dimension, coordinates the span's ends share pin it, the first that
     /// differs runs between them, faster ones over the tile). Where that
@@ -111,7 +114,7 @@ impl DenseBox {
         &self,
         tc: &TileCells,
         span: Range<u64>,
-        out: &mut impl FnMut(u64, u64),
+        out: &mut impl FnMut(u64, u64, u64),
     ) -> Option<usize> {
         if span.is_empty() {
             return Some(0);
@@ -176,8 +179,20 @@ impl DenseBox {
             lists.push(list);
             place_stride = place_stride.checked_mul(axis.len)?;
         }
-        // An odometer over the slower dimensions, the fastest walked inside.
+        // An odometer over the slower dimensions, the fastest walked inside
+        // in runs whose places and positions both step by one.
         let (inner, outer) = lists.split_first()?;
+        let mut runs: Vec<(u64, u64, u64)> = Vec::new();
+        for &(p, q) in inner {
+            match runs.last_mut() {
+                Some((p0, q0, n))
+                    if p0.checked_add(*n) == Some(p) && q0.checked_add(*n) == Some(q) =>
+                {
+                    *n = n.saturating_add(1);
+                }
+                _ => runs.push((p, q, 1)),
+            }
+        }
         let mut idx = vec![0usize; outer.len()];
         loop {
             let (mut place, mut pos) = (0u64, 0u64);
@@ -186,10 +201,16 @@ impl DenseBox {
                 place = place.saturating_add(p);
                 pos = pos.saturating_add(q);
             }
-            for &(p, q) in inner {
-                let at = pos.saturating_add(q);
-                if span.contains(&at) {
-                    out(place.saturating_add(p), at);
+            for &(p, q, n) in &runs {
+                let from = pos.saturating_add(q);
+                let (a, b) = (from.max(span.start), from.saturating_add(n).min(span.end));
+                if a < b {
+                    let skip = a.saturating_sub(from);
+                    out(
+                        place.saturating_add(p).saturating_add(skip),
+                        a,
+                        b.saturating_sub(a),
+                    );
                 }
             }
             let mut stepped = false;
@@ -266,10 +287,86 @@ impl Reader {
         };
         schema.array_type == ArrayType::Dense
             && dims > 1
-            && against
             && !self.with_states
             && (self.plans.iter()).all(|p| p.meta.footer.dense && Self::sliceable(p))
-            && (self.tile_past_budget(true) || self.lines_read_again())
+            && match against {
+                true => self.tile_past_budget(true) || self.lines_read_again(),
+                false => self.spills_in_stretches() && self.chunks_read_again(),
+            }
+    }
+
+    /// Whether a dense read goes along its cell order and, spilled, goes
+    /// in stretches (the module [`super::stretches`]): fixed-size fields
+    /// alone, and no condition.
+    pub(super) fn spills_in_stretches(&self) -> bool {
+        let schema = self.snapshot.schema();
+        let along = match self.spec.layout {
+            ResultLayout::RowMajor => schema.cell_order == Layout::RowMajor,
+            ResultLayout::ColMajor => schema.cell_order == Layout::ColMajor,
+            _ => false,
+        };
+        along && self.condition.is_none() && Stretches::fit(&self.fields, &self.requested)
+    }
+
+    /// Whether pieces of a read along the cell order would decode chunks
+    /// again and again: a chunk of a requested field holds several lines
+    /// of its tile (along the slowest result dimension), and a piece of a
+    /// quarter of them passes the tile budget, so each chunk would be
+    /// fetched and decoded more than four times (W2 4096² under 1 and 2
+    /// MiB: 64 lines a chunk, pieces of part of a line, 14 times the
+    /// unbudgeted read; under 3 MiB, pieces of 51 lines, 1.3 times, and
+    /// 0.064 s against 0.109 spilled).
+    fn chunks_read_again(&self) -> bool {
+        let Some((tile_cells, line)) = self.tile_lines() else {
+            return false;
+        };
+        let lines = (self.requested.iter())
+            .filter_map(|&s| self.fields.get(s))
+            .filter(|f| !matches!(f.kind, Kind::Dim(_)))
+            .filter_map(|f| {
+                let size = u64::try_from(f.cell_size()).ok()?.max(1);
+                let bytes = u64::try_from(tile_cells).ok()?.checked_mul(size)?;
+                let chunk = tdb_tile::fixed_chunk_size(bytes, size)
+                    .ok()?
+                    .checked_div(size)?;
+                i128::from(chunk).checked_div(line)
+            })
+            .max()
+            .unwrap_or(0);
+        lines / 4 >= 1 && self.lines_pass_budget(lines / 4)
+    }
+
+    /// A space tile's cells, and the cells of one of its lines along the
+    /// slowest result dimension.
+    fn tile_lines(&self) -> Option<(i128, i128)> {
+        let schema = self.snapshot.schema();
+        let slowest = self.slowest_result_dim();
+        let extents: Vec<i128> = (schema.domain.dimensions.iter())
+            .map(|d| tdb_index::dense::origin_and_extent(d).map(|(_, e)| e))
+            .collect::<Option<_>>()?;
+        let tile = (extents.iter()).try_fold(1i128, |a, &e| a.checked_mul(e))?;
+        let line = (extents.iter().enumerate())
+            .filter(|&(d, _)| d != slowest)
+            .try_fold(1i128, |a, (_, &e)| a.checked_mul(e))?;
+        Some((tile, line))
+    }
+
+    /// Bytes a spilled dense tile's cell costs a piece besides the tile,
+    /// in stretches: a stretch (32 bytes) a line of the tile.
+    pub(super) fn stretch_bookkeeping(&self) -> u64 {
+        let line = self.tile_lines().map_or(1, |(_, line)| line.max(1));
+        (31i128.saturating_add(line).checked_div(line))
+            .and_then(|b| u64::try_from(b).ok())
+            .unwrap_or(32)
+    }
+
+    /// The slowest dimension of the read's result order.
+    fn slowest_result_dim(&self) -> usize {
+        let n = self.snapshot.schema().domain.dimensions.len();
+        match self.spec.layout {
+            ResultLayout::ColMajor => n.saturating_sub(1),
+            _ => 0,
+        }
     }
 
     /// Whether pieces of a read across the cell order, cut by the
@@ -289,20 +386,27 @@ impl Reader {
     /// `dense_unfiltered_tiles` spilled, 0.012 s, where pieces of 64 of
     /// its 256-column tiles' columns took 0.002.)
     fn lines_read_again(&self) -> bool {
+        let schema = self.snapshot.schema();
+        let slowest = self.slowest_result_dim();
+        (schema.domain.dimensions.get(slowest))
+            .and_then(tdb_index::dense::origin_and_extent)
+            .is_some_and(|(_, extent)| self.lines_pass_budget(extent / 4))
+    }
+
+    /// Whether a piece of `lines` result lines from the start of a tile
+    /// along the slowest result dimension passes the tile budget: at every
+    /// tile along it, or at 64 spread over them (fragments cover the
+    /// subarray unevenly).
+    fn lines_pass_budget(&self, lines: i128) -> bool {
         /// Tiles along the slowest dimension probed at most.
         const PROBES: i128 = 64;
         let schema = self.snapshot.schema();
-        let n = schema.domain.dimensions.len();
-        let slowest = match self.spec.layout {
-            ResultLayout::ColMajor => n.saturating_sub(1),
-            _ => 0,
-        };
+        let slowest = self.slowest_result_dim();
         let Some((origin, extent)) =
             (schema.domain.dimensions.get(slowest)).and_then(tdb_index::dense::origin_and_extent)
         else {
             return false;
         };
-        let lines = extent / 4;
         let Some((lo, hi)) = (plan::dense_coords(schema, &self.spec.subarray).ok())
             .and_then(|r| plan::int_span(r.get(slowest)?))
         else {
@@ -386,6 +490,9 @@ impl Reader {
         let bx = self.dense_box()?;
         let n = plan.schema.domain.dimensions.len();
         let frag = u32::try_from(i).map_err(|_| QueryError::invalid("too many fragments"))?;
+        if let Some(st) = &mut spill.stretches {
+            return self.spill_stretches(st, i, &grid, &bx);
+        }
         // Per cell: its place in the result order, its tile (an index in
         // the piece's) and its position there.
         let mut found: Vec<(u64, u32, u32)> = Vec::new();
@@ -404,9 +511,13 @@ impl Reader {
                 QueryError::invalid(format!("{}: no tile {t} in its grid", plan.file.path))
             })?;
             let k = u32::try_from(k).map_err(|_| QueryError::invalid("too many tiles"))?;
-            let mut put = |place, pos| match u32::try_from(pos) {
-                Ok(pos) => found.push((place, k, pos)),
-                Err(_) => past_u32 = true,
+            let mut put = |place: u64, pos: u64, n: u64| {
+                for c in 0..n {
+                    match u32::try_from(pos.saturating_add(c)) {
+                        Ok(pos) => found.push((place.saturating_add(c), k, pos)),
+                        Err(_) => past_u32 = true,
+                    }
+                }
             };
             let stretches = bx.tile_places(&tc, cells, &mut put).ok_or_else(|| {
                 QueryError::invalid(format!("{}: tile {t} past its grid", plan.file.path))
@@ -493,6 +604,63 @@ impl Reader {
 }
 
 impl Reader {
+    /// The piece's cells of dense fragment `i` (of tile grid `grid`) in the
+    /// box `bx`, spilled as one run of stretches in place order.
+    fn spill_stretches(
+        &self,
+        st: &mut Stretches,
+        i: usize,
+        grid: &FragmentGrid,
+        bx: &DenseBox,
+    ) -> Result<()> {
+        let plan = (self.plans.get(i))
+            .ok_or_else(|| QueryError::invalid(format!("no fragment {i} planned")))?;
+        let frag = u32::try_from(i).map_err(|_| QueryError::invalid("too many fragments"))?;
+        let mut found: Vec<Stretch> = Vec::new();
+        let mut sorted = 0usize;
+        for (k, &t) in plan.tiles.iter().enumerate() {
+            let cells = match &self.current.cells {
+                Some(c) => c.clone(),
+                None => self.dense_span(i, t).unwrap_or(0..0),
+            };
+            let tc = grid.tile_cells(t).ok_or_else(|| {
+                QueryError::invalid(format!("{}: no tile {t} in its grid", plan.file.path))
+            })?;
+            let tile = u32::try_from(k).map_err(|_| QueryError::invalid("too many tiles"))?;
+            let mut put = |place, pos, len| {
+                found.push(Stretch {
+                    place,
+                    len,
+                    tile,
+                    pos,
+                })
+            };
+            let n = bx.tile_places(&tc, cells, &mut put).ok_or_else(|| {
+                QueryError::invalid(format!("{}: tile {t} past its grid", plan.file.path))
+            })?;
+            sorted = sorted.saturating_add(n);
+        }
+        if sorted > 1 {
+            found.sort_unstable();
+        }
+        let slots: Vec<usize> = st.slots().collect();
+        let tiles: Vec<Vec<_>> = (plan.tiles.iter())
+            .map(|&t| {
+                slots
+                    .iter()
+                    .map(|&slot| self.tiles.get(&(i, slot, t)))
+                    .collect()
+            })
+            .collect();
+        st.push_run(frag, &found, &tiles, &self.fields)?;
+        tracing::debug!(
+            piece = self.pieces_started,
+            stretches = found.len(),
+            "dense stretches spilled"
+        );
+        Ok(())
+    }
+
     /// Per cell of `found` (its place in the box `bx`, its tile's index
     /// in `tiles` of fragment `i`, its position there), whether `cond`
     /// rejects it: evaluated on a block of cells at a time, each field's
@@ -637,7 +805,9 @@ mod tests {
                         brute.sort();
                         let mut got = Vec::new();
                         let stretches = bx
-                            .tile_places(&tc, span.clone(), &mut |p, q| got.push((p, q)))
+                            .tile_places(&tc, span.clone(), &mut |p, q, n| {
+                                got.extend((0..n).map(|c| (p + c, q + c)))
+                            })
                             .unwrap();
                         let what = format!("col {col}, {cell_order:?} cells, tile {t}, {span:?}");
                         assert_eq!(stretches, usize::from(!brute.is_empty()), "{what}");
@@ -666,7 +836,8 @@ mod tests {
         let span = 99_998..100_003;
         let mut got = Vec::new();
         assert_eq!(
-            bx.tile_places(&tc, span.clone(), &mut |p, q| got.push((p, q))),
+            bx.tile_places(&tc, span.clone(), &mut |p, q, n| got
+                .extend((0..n).map(|c| (p + c, q + c)))),
             Some(2)
         );
         got.sort();

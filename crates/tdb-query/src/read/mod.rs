@@ -29,6 +29,7 @@ mod plan;
 mod sparse;
 mod spill;
 mod stream;
+mod stretches;
 mod tiles;
 
 pub use aggregate::{aggregate, AggregateStep, Aggregation};
@@ -918,7 +919,18 @@ impl Reader {
                     ArrayType::Dense => spill::RunFormat::placed(&self.fields, &self.requested)?,
                     ArrayType::Sparse => spill::RunFormat::new(&self.fields, &self.requested)?,
                 };
-                self.spill = Some(spill::Spill::new(fmt, self.run_order(), self.tile_budget()));
+                let mut spill = spill::Spill::new(fmt, self.run_order(), self.tile_budget());
+                if self.snapshot.schema().array_type == ArrayType::Dense
+                    && self.spills_in_stretches()
+                {
+                    let buffer = usize::try_from(self.tile_budget() / 4).unwrap_or(usize::MAX);
+                    spill.stretches = Some(stretches::Stretches::new(
+                        &self.fields,
+                        &self.requested,
+                        buffer,
+                    )?);
+                }
+                self.spill = Some(spill);
             }
             // Runs of each fragment's tiles, the first fragment's first.
             self.partitions = (self.plans.iter().enumerate().rev())

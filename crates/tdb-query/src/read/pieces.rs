@@ -382,10 +382,14 @@ impl Reader {
     /// read, each of W3's 1% boxes was two pieces: 39.5 → 36.6 ms as one.)
     /// A dense tile's cells in a read that spills: each one's place in the
     /// result order, tile and position, to sort them, and whether the
-    /// condition rejects it (17).
+    /// condition rejects it (17); in stretches, a stretch a line
+    /// ([`Reader::stretch_bookkeeping`]).
     fn cell_bookkeeping(&self, i: usize) -> u64 {
         if (self.plans.get(i)).is_some_and(|p| p.meta.footer.dense) {
-            return 17;
+            return match self.spill.as_ref().is_some_and(|s| s.stretches.is_some()) {
+                true => self.stretch_bookkeeping(),
+                false => 17,
+            };
         }
         let schema = self.snapshot.schema();
         if !(schema.allows_dups && self.spec.layout == ResultLayout::Unordered) {

@@ -23,6 +23,7 @@ use super::fields::{FieldInfo, Kind};
 use super::pieces::Piece;
 use super::plan::CellRef;
 use super::sparse::{self, result_tie};
+use super::stretches::{StretchMerge, Stretches};
 use super::Reader;
 use crate::batch::{Batch, FieldBuffer};
 use crate::scratch::At;
@@ -860,6 +861,9 @@ pub(crate) struct Spill {
     out_buffer: usize,
     /// Runs merged at once.
     fan_in: usize,
+    /// A dense read along its cell order: its runs go in stretches, not
+    /// records (the module [`super::stretches`]).
+    pub stretches: Option<Stretches>,
 }
 
 impl Spill {
@@ -897,6 +901,7 @@ impl Spill {
             reading: rest,
             out_buffer,
             fan_in,
+            stretches: None,
         }
     }
 
@@ -1133,6 +1138,19 @@ impl Spill {
     /// nearly all of a read's cells to take in a few hundred late ones.)
     /// A dense read's (`dense`, its box) merges by windows ([`Window`]).
     pub fn merge(mut self, dedup: bool, cells: usize, dense: Option<DenseBox>) -> Result<Merge> {
+        if let (Some(st), Some(bx)) = (self.stretches.take(), dense.clone()) {
+            return Ok(Merge {
+                fmt: self.fmt.clone(),
+                heads: Heads::new(Vec::new(), 512, &self.fmt, &self.order)?,
+                order: self.order,
+                dedup,
+                ready: VecDeque::new(),
+                cells: cells.max(1),
+                dense: None,
+                window: None,
+                stretches: Some(st.merge(bx, cells)?),
+            });
+        }
         if self.runs.len() > self.fan_in {
             // Merging k runs leaves k − 1 fewer: what is left over a
             // multiple of `fan_in − 1`.
@@ -1169,6 +1187,7 @@ impl Spill {
             cells: cells.max(1),
             dense,
             window,
+            stretches: None,
         })
     }
 }
@@ -1191,6 +1210,8 @@ pub(crate) struct Merge {
     /// A dense read's runs, merged by windows of the box instead of
     /// `heads`.
     window: Option<Window>,
+    /// A dense read's stretches, in place of runs.
+    stretches: Option<StretchMerge>,
 }
 
 /// The final merge of a dense read's runs. A batch is a window of the
@@ -1286,6 +1307,9 @@ impl Merge {
     /// The next batch of `fields` (validity as bits with `packed`), or
     /// `None` once every cell is out.
     pub fn next_batch(&mut self, fields: &[FieldInfo], packed: bool) -> Result<Option<Batch>> {
+        if let Some(st) = &mut self.stretches {
+            return st.next_batch(fields, packed);
+        }
         if self.window.is_some() {
             return self.next_window(fields, packed);
         }
