@@ -560,3 +560,49 @@ fn a_local_read_of_a_few_mib_fetches_half_its_tiles_at_once() {
     eprintln!("a 4 MiB read whole: peak {peak} bytes");
     assert!(peak < (4 << 20) + (2 << 20), "peak {peak}");
 }
+
+/// A dense read along the cell order whose chunks hold more lines than a
+/// piece under the budget goes in stretches spilled to a scratch file
+/// (`read::stretches`): 512 × 4096 int32 cells in 256² tiles, ZSTD and
+/// stored as they are (a chunk holds 64 lines, sixteen tiles a row), read
+/// row-major under 1 MiB, hold no more than the budget and the fixed
+/// overhead, and give the unbudgeted read's cells.
+#[test]
+fn reads_along_the_cell_order_in_stretches_stay_within_the_budget() {
+    use tdb_format::{ArrayType, Datatype};
+    use tdb_query::{FieldBuffer, ResultLayout, WriteSpec};
+    use tdb_schema::{ArraySchema, AttributeBuilder, DimensionBuilder};
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    for zstd in [false, true] {
+        let tmp = tempfile::tempdir().unwrap();
+        let storage = LocalStorage::new(tmp.path());
+        let filters = zstd.then_some(tdb_filters::Filter::Zstd { level: 1 });
+        let schema = ArraySchema::builder(ArrayType::Dense)
+            .dimension(DimensionBuilder::range("y", 0i32..=511).tile_extent(256i32))
+            .dimension(DimensionBuilder::range("x", 0i32..=4095).tile_extent(256i32))
+            .attribute(AttributeBuilder::new("a", Datatype::Int32).filters(filters))
+            .build()
+            .unwrap();
+        let entry = tdb_fragment::create_array(&storage, "", &schema, &[], None, 1).unwrap();
+        let mut a = FieldBuffer::new("a", Datatype::Int32, 1, false);
+        a.data = (0..512 * 4096i32)
+            .flat_map(|v| (v.wrapping_mul(2_654_435_761u32 as i32) >> 12).to_le_bytes())
+            .collect();
+        let spec = WriteSpec::new(vec![a]).at(1);
+        tdb_query::write_fragment(&storage, "", &entry, None, &spec).unwrap();
+        let snap = Arc::new(Snapshot::load(&storage, "", TimeWindow::ALL, None).unwrap());
+        let spec = ReadSpec::new(["a", "x"]).with_layout(ResultLayout::RowMajor);
+        let whole = peak_of(&storage, &snap, spec.clone());
+        let (peak, cells, digests) = peak_of(&storage, &snap, spec.with_budget(1 << 20));
+        assert_eq!((cells, &digests), (whole.1, &whole.2), "zstd {zstd}");
+        assert_eq!(cells, 512 * 4096);
+        eprintln!(
+            "zstd {zstd}: peak {peak} bytes in stretches, {} whole",
+            whole.0
+        );
+        assert!(
+            (peak as u64) < (1 << 20) + 2 * OVERHEAD,
+            "zstd {zstd}: peak {peak}"
+        );
+    }
+}
