@@ -357,12 +357,17 @@ impl Reader {
     /// tile (with `cells`, that run of its cells; a dense tile in a read
     /// that spills, its cells from the first inside the subarray to the
     /// last, [`Reader::dense_span`]) and per cell the plan's bookkeeping.
+    /// A run of cells is charged the chunks it touches, as a dense piece's
+    /// span is ([`Reader::tile_cost_at`]): charged a chunk at each end
+    /// besides its share, a run of a few lines of W7's `dense_rows` in 64
+    /// KiB chunks never fit a 16 KiB budget's quarter, and its pieces were
+    /// one tile line each (4,096 pieces, 8.7 times the unbudgeted read).
     pub(super) fn run_held(&self, i: usize, t: u64, cells: Option<&std::ops::Range<u64>>) -> u64 {
         let span = cells.is_none().then(|| self.dense_span(i, t)).flatten();
         let (cells, bytes) = match cells.or(span.as_ref()) {
             Some(c) => {
                 let span = c.end.saturating_sub(c.start);
-                (span, self.tile_cost(i, t, Some(span)))
+                (span, self.tile_cost_at(i, t, Some(span), Some(c.start)))
             }
             None => {
                 let cells = (self.plans.get(i)).map_or(0, |plan| plan.cells(t, plan.tile_num()));
