@@ -296,8 +296,7 @@ impl Reader {
     }
 
     /// Whether a dense read goes along its cell order and, spilled, goes
-    /// in stretches (the module [`super::stretches`]): fixed-size fields
-    /// alone, and no condition.
+    /// in stretches (the module [`super::stretches`]): no condition.
     pub(super) fn spills_in_stretches(&self) -> bool {
         let schema = self.snapshot.schema();
         let along = match self.spec.layout {
@@ -305,7 +304,7 @@ impl Reader {
             ResultLayout::ColMajor => schema.cell_order == Layout::ColMajor,
             _ => false,
         };
-        along && self.condition.is_none() && Stretches::fit(&self.fields, &self.requested)
+        along && self.condition.is_none()
     }
 
     /// Whether pieces of a read along the cell order would decode chunks

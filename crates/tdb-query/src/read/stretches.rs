@@ -8,16 +8,17 @@
 //! cells of one tile line inside the subarray, whose places in the result
 //! order and positions in the tile both go up one a cell
 //! ([`DenseBox::tile_places`]), and each stretch is appended to a scratch
-//! file with its first place and length, every requested field's values
-//! after it, column by column. Results then come a window of places at a
-//! time: each run hands out its stretches in the window, copied straight
-//! to their places, and places no run holds get fill.
+//! file as records of its first place, cells and bytes, then every
+//! requested field's values, column by column (a var-size field's lengths,
+//! then its bytes). Results then come a window of places at a time: each
+//! run hands out its records in the window, copied straight to their
+//! places (var-size values through an arena, put in order at the end), and
+//! places no run holds get fill.
 //!
 //! The runs' records merge by copies a stretch, not a cell: the records of
 //! [`super::spill`] cost about 75 ns a cell, five times the unbudgeted read
-//! of W2. Only fixed-size fields (and their validity) go so, without a
-//! condition: a var-size value's place in a batch is not known before the
-//! batch, and a condition's rejected cells would hide older fragments'.
+//! of W2. Reads with a condition do not go so: a rejected cell would have
+//! to hide older fragments' versions of its place.
 
 use super::dense_runs::DenseBox;
 use super::fields::{FieldInfo, Kind};
@@ -28,21 +29,26 @@ use crate::validity::{Bitmap, Validity};
 use crate::{QueryError, Result};
 use std::fs::File;
 use std::io::{BufWriter, Write};
+use std::ops::Range;
 use std::sync::Arc;
 
-/// A stretch record's head: its first place (8 bytes) and cells (4),
-/// little-endian.
-const HEAD: u64 = 12;
+/// A record's head: its first place (8 bytes), cells (4) and body bytes
+/// (8), little-endian.
+const HEAD: u64 = 20;
 
 /// Cells of fill written at a time.
 const FILL_BLOCK: u64 = 4096;
 
-/// A field the runs hold: its slot among the read's fields, bytes a cell,
-/// and whether a byte of validity follows each value.
+/// What a var-size cell is guessed to hold, for a window's reads.
+const VAR_GUESS: u64 = 32;
+
+/// A field the runs hold: its slot among the read's fields, bytes a cell
+/// (`None`: var-size, a length of 8 bytes a cell then the bytes), and
+/// whether a byte of validity a cell follows the values.
 #[derive(Debug, Clone)]
 struct Col {
     slot: usize,
-    size: usize,
+    size: Option<usize>,
     nullable: bool,
 }
 
@@ -54,14 +60,14 @@ enum Out {
     Dim(usize, usize),
 }
 
-/// One piece's stretches, in place order: where they lie in the file.
+/// One piece's records, in place order: where they lie in the file.
 #[derive(Debug)]
 struct Run {
     frag: u32,
-    /// The file bytes of its records.
+    /// The file bytes of its records not yet done with.
     start: u64,
     end: u64,
-    /// The first place of the stretch at `start`, and cells of it already
+    /// The first place of the record at `start`, and cells of it already
     /// handed out.
     place: u64,
     skip: u64,
@@ -86,17 +92,19 @@ pub(crate) struct Stretches {
     /// Bytes written (the file's end once the writer is out).
     written: u64,
     runs: Vec<Run>,
-    /// Bytes the writer buffers.
+    /// Bytes the writer buffers, and the most a record's body holds but
+    /// for one cell past it (what a window reads at once).
     buffer: usize,
 }
 
-impl Stretches {
-    /// Whether a read of `requested` slots of `fields` can go in
-    /// stretches: fixed-size values alone.
-    pub fn fit(fields: &[FieldInfo], requested: &[usize]) -> bool {
-        (requested.iter()).all(|&s| fields.get(s).is_some_and(|f| !f.is_var()))
-    }
+/// One held field's values over a window, a slot a cell: fixed-size ones
+/// in place, var-size ones in an arena, each slot's bytes there.
+enum Held {
+    Fixed(usize, Vec<u8>),
+    Var(Vec<u8>, Vec<Option<Range<usize>>>),
+}
 
+impl Stretches {
     /// Stretches of the `requested` slots of `fields` (dimensions come from
     /// the box), written through `buffer` bytes.
     pub fn new(fields: &[FieldInfo], requested: &[usize], buffer: usize) -> Result<Self> {
@@ -105,9 +113,6 @@ impl Stretches {
         for &slot in requested {
             let f = (fields.get(slot))
                 .ok_or_else(|| QueryError::invalid(format!("no field in slot {slot}")))?;
-            if f.is_var() {
-                return Err(QueryError::invalid("a var-size field spilled in stretches"));
-            }
             out.push(match f.kind {
                 Kind::Dim(d) => Out::Dim(d, slot),
                 _ => match cols.iter().position(|c| c.slot == slot) {
@@ -115,7 +120,7 @@ impl Stretches {
                     None => {
                         cols.push(Col {
                             slot,
-                            size: f.cell_size(),
+                            size: (!f.is_var()).then(|| f.cell_size()),
                             nullable: f.nullable,
                         });
                         Out::Col(cols.len().saturating_sub(1))
@@ -139,16 +144,18 @@ impl Stretches {
         self.cols.iter().map(|c| c.slot)
     }
 
-    /// Bytes of a stretch's values (and validity) a cell.
-    fn cell_bytes(&self) -> u64 {
+    /// Bytes a record's body holds a cell besides var-size values: fixed
+    /// values, var lengths, validity.
+    fn fixed_bytes(&self) -> u64 {
         (self.cols.iter())
-            .map(|c| (c.size as u64).saturating_add(u64::from(c.nullable)))
+            .map(|c| (c.size.unwrap_or(8) as u64).saturating_add(u64::from(c.nullable)))
             .fold(0, u64::saturating_add)
     }
 
     /// Appends a run of fragment `frag`: `stretches` in place order, each
     /// of `tiles` (per tile, per held field, its decoded tile; `None`
-    /// where the fragment lacks the field: its fill).
+    /// where the fragment lacks the field: its fill). A stretch goes in
+    /// records of at most the writer's buffer (a cell past it alone).
     pub fn push_run(
         &mut self,
         frag: u32,
@@ -174,47 +181,73 @@ impl Stretches {
                 BufWriter::with_capacity(self.buffer, At::new(file, start, start))
             }
         };
-        let mut fill: Vec<u8> = Vec::new();
         let mut wrote = 0u64;
         let mut put = |bytes: &[u8]| -> Result<()> {
             out.write_all(bytes).map_err(QueryError::Spill)?;
             wrote = wrote.saturating_add(bytes.len() as u64);
             Ok(())
         };
+        // Per held field, a cell of its fill and whether that is valid.
+        let fills: Vec<(&[u8], u8)> = (self.cols.iter())
+            .map(|c| {
+                fields
+                    .get(c.slot)
+                    .map_or((&[][..], 0), |f| (&f.fill[..], f.fill_validity))
+            })
+            .collect();
+        let mut fill: Vec<u8> = Vec::new();
+        let mut row: Vec<Option<&DecodedTile>> = Vec::with_capacity(self.cols.len());
         for s in stretches {
-            // A record holds at most 2^32 − 1 cells: longer stretches go
-            // in several.
+            let of_tile = tiles.get(s.tile as usize);
+            row.clear();
+            row.extend(
+                (0..self.cols.len()).map(|k| of_tile.and_then(|r| r.get(k).copied().flatten())),
+            );
             let mut done = 0u64;
             while done < s.len {
-                let n = s.len.saturating_sub(done).min(u64::from(u32::MAX));
-                let (place, pos) = (s.place.saturating_add(done), s.pos.saturating_add(done));
+                let pos = s.pos.saturating_add(done);
+                let left = s.len.saturating_sub(done);
+                let (n, body) = self.record_cells(&row, &fills, pos, left)?;
+                let place = s.place.saturating_add(done);
                 put(&place.to_le_bytes())?;
                 put(&(n as u32).to_le_bytes())?;
-                let row = tiles.get(s.tile as usize);
-                let tile = |k: usize| row.and_then(|r| r.get(k).copied().flatten());
-                for (k, c) in self.cols.iter().enumerate() {
-                    match tile(k) {
-                        Some(t) => put(values_of(&t.fixed, t.first, pos, n, c.size)?)?,
-                        None => {
-                            let mut cell =
-                                fields.get(c.slot).map_or(Vec::new(), |f| f.fill.clone());
-                            cell.resize(c.size, 0);
-                            repeated(&mut put, &mut fill, &cell, n)?;
+                put(&body.to_le_bytes())?;
+                for ((c, t), &(cell, _)) in self.cols.iter().zip(&row).zip(&fills) {
+                    match (c.size, t) {
+                        (Some(size), Some(t)) => put(values_of(&t.fixed, t.first, pos, n, size)?)?,
+                        (None, Some(t)) => {
+                            let (offsets, data) = var_cells(t, pos, n)?;
+                            for (k, &o) in offsets.iter().enumerate() {
+                                let next = offsets.get(k.saturating_add(1)).copied();
+                                let end = next.unwrap_or_else(|| {
+                                    offsets
+                                        .first()
+                                        .map_or(0, |f| f.saturating_add(data.len() as u64))
+                                });
+                                put(&end.saturating_sub(o).to_le_bytes())?;
+                            }
+                            put(data)?;
+                        }
+                        (Some(size), None) => {
+                            let mut one = cell.to_vec();
+                            one.resize(size, 0);
+                            repeated(&mut put, &mut fill, &one, n)?;
+                        }
+                        (None, None) => {
+                            repeated(&mut put, &mut fill, &(cell.len() as u64).to_le_bytes(), n)?;
+                            repeated(&mut put, &mut fill, cell, n)?;
                         }
                     }
                 }
-                for (k, c) in self.cols.iter().enumerate().filter(|(_, c)| c.nullable) {
-                    let t = tile(k);
-                    match t.and_then(|t| t.validity.as_deref().map(|v| (t.first, v))) {
-                        Some((first, v)) => put(values_of(v, first, pos, n, 1)?)?,
+                for ((c, t), &(_, valid)) in self.cols.iter().zip(&row).zip(&fills) {
+                    if !c.nullable {
+                        continue;
+                    }
+                    match t.map(|t| (t.first, t.validity.as_deref())) {
+                        Some((first, Some(v))) => put(values_of(v, first, pos, n, 1)?)?,
                         // (A tile of the field without validity: valid.)
-                        None => {
-                            let v = match t {
-                                Some(_) => 1,
-                                None => fields.get(c.slot).map_or(0, |f| f.fill_validity),
-                            };
-                            repeated(&mut put, &mut fill, &[v], n)?;
-                        }
+                        Some((_, None)) => repeated(&mut put, &mut fill, &[1], n)?,
+                        None => repeated(&mut put, &mut fill, &[valid], n)?,
                     }
                 }
                 done = done.saturating_add(n);
@@ -232,13 +265,50 @@ impl Stretches {
         Ok(())
     }
 
+    /// How many of the `left` cells from position `pos` of `row`'s tiles
+    /// (`fills` where a tile is missing) one record holds, and its body's
+    /// bytes: as many as fit the writer's buffer, at least one.
+    fn record_cells(
+        &self,
+        row: &[Option<&DecodedTile>],
+        fills: &[(&[u8], u8)],
+        pos: u64,
+        left: u64,
+    ) -> Result<(u64, u64)> {
+        let most = self.buffer as u64;
+        let fixed = self.fixed_bytes().max(1);
+        let cap = left.min(u64::from(u32::MAX));
+        if self.cols.iter().all(|c| c.size.is_some()) {
+            let n = (most.checked_div(fixed).unwrap_or(1)).clamp(1, cap.max(1));
+            return Ok((n, n.saturating_mul(fixed)));
+        }
+        let (mut n, mut body) = (0u64, 0u64);
+        while n < cap {
+            let mut cell = fixed;
+            for ((c, t), f) in self.cols.iter().zip(row).zip(fills) {
+                let len = match (c.size, t) {
+                    (Some(_), _) => 0,
+                    (None, Some(t)) => var_cells(t, pos.saturating_add(n), 1)?.1.len() as u64,
+                    (None, None) => f.0.len() as u64,
+                };
+                cell = cell.saturating_add(len);
+            }
+            if n > 0 && body.saturating_add(cell) > most {
+                break;
+            }
+            body = body.saturating_add(cell);
+            n = n.saturating_add(1);
+        }
+        Ok((n, body))
+    }
+
     /// The runs handed out over `bx`'s places, `cells` a batch.
     pub fn merge(mut self, bx: DenseBox, cells: usize) -> Result<StretchMerge> {
         if let Some(w) = self.writer.take() {
             w.into_inner()
                 .map_err(|e| QueryError::Spill(e.into_error()))?;
         }
-        // Older fragments first: a newer one's stretch then overwrites
+        // Older fragments first: a newer one's record then overwrites
         // theirs (a fragment's own runs never share a place).
         self.runs.sort_by_key(|r| r.frag);
         Ok(StretchMerge {
@@ -285,7 +355,22 @@ fn values_of(bytes: &[u8], first: u64, pos: u64, n: u64, size: usize) -> Result<
         .ok_or_else(|| QueryError::invalid("a spilled stretch past its decoded tile"))
 }
 
-/// The runs' stretches handed out a window of places at a time.
+/// The offsets of var-size cells `pos..pos + n` of `t` and the bytes they
+/// hold (back to back in the tile).
+fn var_cells(t: &DecodedTile, pos: u64, n: u64) -> Result<(&[u64], &[u8])> {
+    let past = || QueryError::invalid("a spilled stretch past its decoded tile");
+    let a = usize::try_from(pos.checked_sub(t.first).ok_or_else(past)?).map_err(|_| past())?;
+    let b = a
+        .checked_add(usize::try_from(n).map_err(|_| past())?)
+        .ok_or_else(past)?;
+    let offsets = t.offsets.get(a..b).ok_or_else(past)?;
+    let start = offsets.first().map_or(0, |&o| o as usize);
+    let end = t.offsets.get(b).map_or(t.var.len(), |&o| o as usize);
+    let data = t.var.get(start..end).ok_or_else(past)?;
+    Ok((offsets, data))
+}
+
+/// The runs' records handed out a window of places at a time.
 pub(crate) struct StretchMerge {
     st: Stretches,
     bx: DenseBox,
@@ -298,8 +383,7 @@ pub(crate) struct StretchMerge {
 }
 
 impl StretchMerge {
-    /// Bytes a read of the file takes at most (a stretch's record past
-    /// it is read straight to its places).
+    /// Bytes a read of the file takes at most, but for a record past it.
     const READ_MOST: usize = 1 << 20;
 
     /// The next window of the box's places as a batch of `fields`
@@ -311,23 +395,32 @@ impl StretchMerge {
         let w = usize::try_from(self.bx.left().min(self.cells as u64))
             .map_err(|_| QueryError::invalid("a window past memory"))?;
         let end = first.saturating_add(w as u64);
-        let cols = &self.st.cols;
-        let mut values: Vec<Vec<u8>> = cols
-            .iter()
-            .map(|c| vec![0u8; w.saturating_mul(c.size)])
+        let mut held: Vec<Held> = (self.st.cols.iter())
+            .map(|c| match c.size {
+                Some(size) => Held::Fixed(size, vec![0u8; w.saturating_mul(size)]),
+                None => Held::Var(Vec::new(), vec![None; w]),
+            })
             .collect();
-        let mut valid: Vec<Vec<u8>> = (cols.iter())
+        let mut valid: Vec<Vec<u8>> = (self.st.cols.iter())
             .map(|c| if c.nullable { vec![0u8; w] } else { Vec::new() })
             .collect();
-        let mut covered = vec![false; w];
-        let cell_bytes = self.st.cell_bytes();
+        // The slots runs wrote, a range a record.
+        let mut covered: Vec<Range<usize>> = Vec::new();
+        // Each run's share of the window, read at once (a record or two
+        // more is read again in the next window).
         let active = (self.st.runs.iter())
             .filter(|r| r.start < r.end && r.place < end)
             .count();
-        // Each run's share of the window, read at once (a stretch or two
-        // more is read again in the next window).
+        let var_guess = VAR_GUESS
+            .saturating_mul((self.st.cols.iter()).filter(|c| c.size.is_none()).count() as u64);
+        // (A byte a cell more for the records' heads, a few a line.)
+        let per_cell = self
+            .st
+            .fixed_bytes()
+            .saturating_add(var_guess)
+            .saturating_add(1);
         let share = (w as u64)
-            .saturating_mul(cell_bytes.saturating_add(1))
+            .saturating_mul(per_cell)
             .checked_div(active.max(1) as u64)
             .unwrap_or(0)
             .saturating_add(4 << 10);
@@ -347,19 +440,27 @@ impl StretchMerge {
             self.take_run(
                 r,
                 file,
-                first,
-                end,
+                (first, end),
                 share,
-                &mut values,
+                &mut held,
                 &mut valid,
                 &mut covered,
             )?;
         }
-        // Fill where no run wrote; a dimension's value from the box.
+        // Fill where no run wrote (mostly nowhere); a dimension's value
+        // from the box.
+        covered.sort_unstable_by_key(|r| r.start);
+        let mut gaps: Vec<usize> = Vec::new();
+        let mut next = 0usize;
+        for r in &covered {
+            gaps.extend(next..r.start);
+            next = next.max(r.end);
+        }
+        gaps.extend(next..w);
         let mut out = Vec::with_capacity(self.st.out.len());
         let mut coords = vec![0i128; self.bx.dims()];
         let mut bytes = Vec::with_capacity(8);
-        for &o in &self.st.out {
+        for (n, &o) in self.st.out.iter().enumerate() {
             let slot = match o {
                 Out::Col(k) => self.st.cols.get(k).map_or(usize::MAX, |c| c.slot),
                 Out::Dim(_, slot) => slot,
@@ -367,7 +468,7 @@ impl StretchMerge {
             let f = (fields.get(slot))
                 .ok_or_else(|| QueryError::invalid(format!("no field in slot {slot}")))?;
             let mut b = f.empty_buffer();
-            match o {
+            let k = match o {
                 Out::Dim(d, _) => {
                     b.data.reserve_exact(w.saturating_mul(f.cell_size()));
                     for c in 0..w as u64 {
@@ -376,48 +477,66 @@ impl StretchMerge {
                         self.bx.coord_bytes(&coords, d, &mut bytes);
                         b.data.extend_from_slice(&bytes);
                     }
+                    out.push(b);
+                    continue;
                 }
-                Out::Col(k) => {
-                    let size = self.st.cols.get(k).map_or(0, |c| c.size);
-                    // Several requests of one field share its column: the
-                    // last takes it, earlier ones a copy.
-                    let later = (self.st.out.iter())
-                        .skip(out.len().saturating_add(1))
-                        .any(|&x| matches!(x, Out::Col(j) if j == k));
-                    let (mut data, mut v) = match later {
-                        true => (
-                            values.get(k).cloned().unwrap_or_default(),
-                            valid.get(k).cloned().unwrap_or_default(),
-                        ),
-                        false => (
-                            values.get_mut(k).map(std::mem::take).unwrap_or_default(),
-                            valid.get_mut(k).map(std::mem::take).unwrap_or_default(),
-                        ),
-                    };
-                    let fill = &f.fill;
-                    for (c, _) in covered.iter().enumerate().filter(|(_, &c)| !c) {
-                        if let Some(dst) = data.get_mut(
-                            c.saturating_mul(size)..c.saturating_add(1).saturating_mul(size),
-                        ) {
-                            if fill.len() == size {
-                                dst.copy_from_slice(fill);
-                            }
-                        }
-                        if let Some(v) = v.get_mut(c) {
-                            *v = f.fill_validity;
+                Out::Col(k) => k,
+            };
+            // Several requests of one field share its values: the last
+            // takes them, earlier ones a copy.
+            let later = (self.st.out.iter().skip(n.saturating_add(1)))
+                .any(|&x| matches!(x, Out::Col(j) if j == k));
+            let (h, mut v) = match (later, held.get_mut(k), valid.get_mut(k)) {
+                (_, None, _) | (_, _, None) => {
+                    return Err(QueryError::invalid("a requested field not held"));
+                }
+                (true, Some(h), Some(v)) => (h.clone_held(), v.clone()),
+                (false, Some(h), Some(v)) => (
+                    std::mem::replace(h, Held::Fixed(0, Vec::new())),
+                    std::mem::take(v),
+                ),
+            };
+            for &c in &gaps {
+                if let Some(v) = v.get_mut(c) {
+                    *v = f.fill_validity;
+                }
+            }
+            match h {
+                Held::Fixed(size, mut data) => {
+                    for &c in &gaps {
+                        let at = c.saturating_mul(size);
+                        let dst = data.get_mut(at..at.saturating_add(size));
+                        if let Some(dst) = dst.filter(|d| d.len() == f.fill.len()) {
+                            dst.copy_from_slice(&f.fill);
                         }
                     }
                     b.data = data;
-                    if let Some(validity) = &mut b.validity {
-                        *validity = if packed {
-                            let mut bits = Bitmap::with_capacity(w);
-                            bits.extend_from_bytes(&v);
-                            Validity::Bits(bits)
-                        } else {
-                            Validity::Bytes(v)
-                        };
-                    }
                 }
+                Held::Var(arena, spans) => {
+                    // (A slot no run wrote holds no span: fill.)
+                    let total = (spans.iter())
+                        .map(|s| s.as_ref().map_or(f.fill.len(), |s| s.len()))
+                        .fold(0usize, usize::saturating_add);
+                    b.data.reserve_exact(total);
+                    let mut offsets = Vec::with_capacity(w);
+                    for span in spans {
+                        offsets.push(b.data.len() as u64);
+                        match span.and_then(|s| arena.get(s)) {
+                            Some(bytes) => b.data.extend_from_slice(bytes),
+                            None => b.data.extend_from_slice(&f.fill),
+                        }
+                    }
+                    b.offsets = Some(offsets);
+                }
+            }
+            if let Some(validity) = &mut b.validity {
+                *validity = if packed {
+                    let mut bits = Bitmap::with_capacity(w);
+                    bits.extend_from_bytes(&v);
+                    Validity::Bits(bits)
+                } else {
+                    Validity::Bytes(std::mem::take(&mut v))
+                };
             }
             out.push(b);
         }
@@ -428,26 +547,26 @@ impl StretchMerge {
         }))
     }
 
-    /// Run `r`'s stretches in the window `first..end` copied to their
-    /// places, each read through reads of about `share` bytes.
+    /// Run `r`'s records in the window `first..end` copied to their
+    /// places, read through reads of about `share` bytes.
     #[allow(clippy::too_many_arguments)]
     fn take_run(
         &mut self,
         r: usize,
         file: &Arc<File>,
-        first: u64,
-        end: u64,
+        (first, end): (u64, u64),
         share: usize,
-        values: &mut [Vec<u8>],
+        held: &mut [Held],
         valid: &mut [Vec<u8>],
-        covered: &mut [bool],
+        covered: &mut Vec<Range<usize>>,
     ) -> Result<()> {
-        let cell_bytes = self.st.cell_bytes();
+        let cols = &self.st.cols;
         let Some(run) = self.st.runs.get_mut(r) else {
             return Ok(());
         };
         let (mut at, run_end, mut skip) = (run.start, run.end, run.skip);
         let mut next_place = run.place;
+        let cut = || QueryError::invalid("a spilled stretch cut short");
         while at < run_end {
             let head = read(
                 &mut self.buf,
@@ -458,66 +577,88 @@ impl StretchMerge {
                 share,
                 run_end,
             )?;
-            let (place, len) = parse_head(head)?;
+            let (place, len, body) = parse_head(head)?;
             next_place = place.saturating_add(skip);
             if next_place >= end {
                 break;
             }
-            let from = next_place
-                .checked_sub(first)
-                .ok_or_else(|| QueryError::invalid("a spilled stretch out of order"))?;
+            let from = usize::try_from(
+                next_place
+                    .checked_sub(first)
+                    .ok_or_else(|| QueryError::invalid("a spilled stretch out of order"))?,
+            )
+            .map_err(|_| cut())?;
             let take = len.saturating_sub(skip).min(end.saturating_sub(next_place));
-            let record = len.saturating_mul(cell_bytes);
-            let body = at.saturating_add(HEAD);
-            // Each held field's cells, then each nullable one's validity.
-            let mut col_at = body;
-            let mut parts: Vec<(u64, usize, bool, u64)> = Vec::new();
-            for (k, c) in self.st.cols.iter().enumerate() {
-                parts.push((col_at, k, false, c.size as u64));
-                col_at = col_at.saturating_add(len.saturating_mul(c.size as u64));
-            }
-            for (k, _) in self.st.cols.iter().enumerate().filter(|(_, c)| c.nullable) {
-                parts.push((col_at, k, true, 1));
-                col_at = col_at.saturating_add(len);
-            }
-            let whole = record <= self.read_most as u64;
-            for (part_at, k, validity, size) in parts {
-                let src = part_at.saturating_add(skip.saturating_mul(size));
-                let n = take.saturating_mul(size);
-                let dst = if validity {
-                    valid.get_mut(k)
-                } else {
-                    values.get_mut(k)
-                };
-                let to = usize::try_from(from.saturating_mul(size)).unwrap_or(usize::MAX);
-                let dst = (dst.and_then(|d| d.get_mut(to..to.saturating_add(n as usize))))
-                    .ok_or_else(|| QueryError::invalid("a spilled stretch past its window"))?;
-                if whole {
-                    // The record's bytes from here on, read with the share.
-                    let need = body.saturating_add(record).saturating_sub(src);
-                    let got = read(
-                        &mut self.buf,
-                        &mut self.buf_at,
-                        file,
-                        src,
-                        need.max(n),
-                        share,
-                        run_end,
-                    )?;
-                    dst.copy_from_slice(got.get(..dst.len()).unwrap_or_default());
-                } else {
-                    read_exact_at(file, dst, src)?;
+            let (skip_n, take_n, len_n) = (
+                usize::try_from(skip).map_err(|_| cut())?,
+                usize::try_from(take).map_err(|_| cut())?,
+                usize::try_from(len).map_err(|_| cut())?,
+            );
+            let whole = HEAD.saturating_add(body);
+            let rec = read(
+                &mut self.buf,
+                &mut self.buf_at,
+                file,
+                at,
+                whole,
+                share,
+                run_end,
+            )?;
+            let rec = rec.get(HEAD as usize..).ok_or_else(cut)?;
+            // Each held field's cells (a var-size one's lengths, then its
+            // bytes), then each nullable one's validity.
+            let mut off = 0usize;
+            for (c, h) in cols.iter().zip(held.iter_mut()) {
+                match (c.size, h) {
+                    (Some(size), Held::Fixed(_, data)) => {
+                        let src = off.saturating_add(skip_n.saturating_mul(size));
+                        let n = take_n.saturating_mul(size);
+                        let to = from.saturating_mul(size);
+                        let dst = data.get_mut(to..to.saturating_add(n)).ok_or_else(cut)?;
+                        dst.copy_from_slice(rec.get(src..src.saturating_add(n)).ok_or_else(cut)?);
+                        off = off.saturating_add(len_n.saturating_mul(size));
+                    }
+                    (None, Held::Var(arena, spans)) => {
+                        let lens = rec.get(off..off.saturating_add(len_n.saturating_mul(8)));
+                        let lens = lens.ok_or_else(cut)?;
+                        let mut data = off.saturating_add(lens.len());
+                        for (i, l) in lens.chunks_exact(8).enumerate() {
+                            let l = u64::from_le_bytes(l.try_into().map_err(|_| cut())?);
+                            let l = usize::try_from(l).map_err(|_| cut())?;
+                            if (skip_n..skip_n.saturating_add(take_n)).contains(&i) {
+                                let bytes =
+                                    rec.get(data..data.saturating_add(l)).ok_or_else(cut)?;
+                                let slot = from.saturating_add(i.saturating_sub(skip_n));
+                                let span = spans.get_mut(slot).ok_or_else(cut)?;
+                                *span = Some(arena.len()..arena.len().saturating_add(l));
+                                arena.extend_from_slice(bytes);
+                            }
+                            data = data.saturating_add(l);
+                        }
+                        off = data;
+                    }
+                    _ => return Err(QueryError::invalid("a held field of two shapes")),
                 }
             }
-            if let Some(c) = covered.get_mut(from as usize..(from.saturating_add(take)) as usize) {
-                c.fill(true);
+            for (_, v) in cols
+                .iter()
+                .zip(valid.iter_mut())
+                .filter(|(c, _)| c.nullable)
+            {
+                let src = off.saturating_add(skip_n);
+                let dst = v
+                    .get_mut(from..from.saturating_add(take_n))
+                    .ok_or_else(cut)?;
+                dst.copy_from_slice(rec.get(src..src.saturating_add(take_n)).ok_or_else(cut)?);
+                off = off.saturating_add(len_n);
             }
+            covered.push(from..from.saturating_add(take_n));
             if skip.saturating_add(take) < len {
                 skip = skip.saturating_add(take);
                 next_place = place.saturating_add(skip);
                 break;
             }
-            at = body.saturating_add(record);
+            at = at.saturating_add(whole);
             skip = 0;
             next_place = place.saturating_add(len);
         }
@@ -528,12 +669,29 @@ impl StretchMerge {
     }
 }
 
-/// A stretch record's head: its first place and cells.
-fn parse_head(head: &[u8]) -> Result<(u64, u64)> {
-    let place = head.get(..8).and_then(|b| b.try_into().ok());
-    let len = head.get(8..12).and_then(|b| b.try_into().ok());
-    match (place, len) {
-        (Some(p), Some(l)) => Ok((u64::from_le_bytes(p), u64::from(u32::from_le_bytes(l)))),
+impl Held {
+    /// A copy, for a field asked for again.
+    fn clone_held(&self) -> Held {
+        match self {
+            Held::Fixed(size, data) => Held::Fixed(*size, data.clone()),
+            Held::Var(arena, spans) => Held::Var(arena.clone(), spans.clone()),
+        }
+    }
+}
+
+/// A record's head: its first place, cells and body bytes.
+fn parse_head(head: &[u8]) -> Result<(u64, u64, u64)> {
+    let word = |r: Range<usize>| head.get(r).and_then(|b| b.try_into().ok());
+    match (
+        word(0..8),
+        head.get(8..12).and_then(|b| b.try_into().ok()),
+        word(12..20),
+    ) {
+        (Some(p), Some(n), Some(b)) => Ok((
+            u64::from_le_bytes(p),
+            u64::from(u32::from_le_bytes(n)),
+            u64::from_le_bytes(b),
+        )),
         _ => Err(QueryError::invalid("a spilled stretch's head cut short")),
     }
 }
@@ -552,25 +710,19 @@ fn read<'b>(
 ) -> Result<&'b [u8]> {
     let have = at >= *buf_at && at.saturating_add(n) <= buf_at.saturating_add(buf.len() as u64);
     if !have {
-        let want = (n as usize)
-            .max(share)
-            .min(usize::try_from(limit.saturating_sub(at)).unwrap_or(usize::MAX));
-        if want < n as usize {
+        let left = usize::try_from(limit.saturating_sub(at)).unwrap_or(usize::MAX);
+        let n = usize::try_from(n).unwrap_or(usize::MAX);
+        if n > left {
             return Err(QueryError::invalid("a spilled stretch past its run"));
         }
-        buf.resize(want, 0);
-        read_exact_at(file, buf, at)?;
+        buf.resize(n.max(share).min(left), 0);
+        let mut reader = At::new(Arc::clone(file), at, limit);
+        std::io::Read::read_exact(&mut reader, buf).map_err(QueryError::Spill)?;
         *buf_at = at;
     }
     let from = usize::try_from(at.saturating_sub(*buf_at)).unwrap_or(usize::MAX);
     buf.get(from..from.saturating_add(n as usize))
         .ok_or_else(|| QueryError::invalid("a spilled stretch past its read"))
-}
-
-/// `buf.len()` bytes of `file` from `at`.
-fn read_exact_at(file: &Arc<File>, buf: &mut [u8], at: u64) -> Result<()> {
-    let mut reader = At::new(Arc::clone(file), at, u64::MAX);
-    std::io::Read::read_exact(&mut reader, buf).map_err(QueryError::Spill)
 }
 
 #[cfg(test)]
@@ -580,7 +732,7 @@ mod tests {
     use tdb_schema::{ArraySchema, AttributeBuilder, DimensionBuilder};
 
     /// Slots: x (a dimension), a (int32, fill 7), n (a nullable pair of
-    /// int16s, fill (-3, 4) and null).
+    /// int16s, fill (-3, 4) and null), s (a nullable string, fill "zz").
     fn fields() -> Vec<FieldInfo> {
         let schema = ArraySchema::builder(ArrayType::Dense)
             .dimension(DimensionBuilder::range("x", 0i32..=99).tile_extent(100i32))
@@ -591,9 +743,15 @@ mod tests {
                     .nullable(true)
                     .fill_bytes([(-3i16).to_le_bytes(), 4i16.to_le_bytes()].concat()),
             )
+            .attribute(
+                AttributeBuilder::new("s", Datatype::StringUtf8)
+                    .var()
+                    .nullable(true)
+                    .fill_bytes(b"zz".to_vec()),
+            )
             .build()
             .unwrap();
-        ["x", "a", "n"]
+        ["x", "a", "n", "s"]
             .iter()
             .map(|n| FieldInfo::resolve(&schema, n).unwrap())
             .collect()
@@ -618,17 +776,48 @@ mod tests {
         }
     }
 
+    /// The string of cell `p` of a tile tagged `tag` (empty for every
+    /// fourth).
+    fn text(tag: u16, p: u64) -> String {
+        format!("{tag}:{p}").repeat((p % 4) as usize)
+    }
+
+    /// A decoded var-size tile of `cells` cells from position `first`:
+    /// cell `p` holds [`text`], valid unless `p` is a multiple of 3.
+    fn var_tile(first: u64, cells: u64, tag: u16) -> DecodedTile {
+        let (mut offsets, mut var) = (Vec::new(), Vec::new());
+        for p in first..first + cells {
+            offsets.push(var.len() as u64);
+            var.extend_from_slice(text(tag, p).as_bytes());
+        }
+        DecodedTile {
+            offsets,
+            var,
+            validity: Some(
+                (first..first + cells)
+                    .map(|p| u8::from(p % 3 != 0))
+                    .collect(),
+            ),
+            first,
+            ..DecodedTile::default()
+        }
+    }
+
+    /// One place's newest cell: a, n, n's validity, s, s's validity.
+    type Want = Option<(u16, u16, u8, String, u8)>;
+
     /// Runs of two fragments over places 0..100 of a 1-D box (fragment 1,
     /// newer, over part of fragment 0's; places 80..90 and 95.. written
-    /// by none) handed out in windows that cut stretches anywhere, with
-    /// records read whole or straight to their places: each place's
-    /// newest value, fill where none wrote, `a` asked for twice.
+    /// by none) handed out in windows that cut records anywhere, records
+    /// read through large and small buffers, written with many cells and
+    /// with a few: each place's newest value, fill where none wrote, `a`
+    /// asked for twice, var-size strings.
     #[test]
     fn windows_take_the_newest_stretch_of_each_place_and_fill_the_rest() {
         let fields = fields();
-        let requested = [1, 0, 2, 1];
+        let requested = [1, 0, 2, 1, 3];
         // (fragment, stretches (place, len, tile, pos)), tiles per run:
-        // (first, cells, tag) for a and n.
+        // (first, cells, tag) for a, n (tag + 500) and s (tag + 700).
         type Run<'a> = (u32, &'a [(u64, u64, u32, u64)], &'a [(u64, u64, u16)]);
         let runs: [Run<'_>; 3] = [
             (
@@ -639,8 +828,8 @@ mod tests {
             (1, &[(20, 5, 0, 3), (40, 25, 0, 8)], &[(3, 30, 3000)]),
             (0, &[(90, 5, 0, 0)], &[(0, 5, 4000)]),
         ];
-        // Brute force: per place, (a, n, n valid) or None (fill).
-        let mut want: Vec<Option<(u16, u16, u8)>> = vec![None; 100];
+        // Brute force: per place, its newest cell or None (fill).
+        let mut want: Vec<Want> = vec![None; 100];
         for frag in [0u32, 1] {
             for (f, stretches, tiles) in &runs {
                 if *f != frag {
@@ -650,26 +839,34 @@ mod tests {
                     let (_, _, tag) = tiles[t as usize];
                     for c in 0..len {
                         let p = pos + c;
-                        want[(place + c) as usize] =
-                            Some((tag + p as u16, tag + 500 + p as u16, (p % 2) as u8));
+                        want[(place + c) as usize] = Some((
+                            tag + p as u16,
+                            tag + 500 + p as u16,
+                            (p % 2) as u8,
+                            text(tag + 700, p),
+                            u8::from(p % 3 != 0),
+                        ));
                     }
                 }
             }
         }
-        for read_most in [StretchMerge::READ_MOST, 16] {
+        for (read_most, record) in [(StretchMerge::READ_MOST, 64 << 10), (16, 40)] {
             for cells in [1usize, 3, 7, 64, 100] {
-                let mut st = Stretches::new(&fields, &requested, 64).unwrap();
+                let mut st = Stretches::new(&fields, &requested, 64 << 10).unwrap();
+                // Records of at most `record` bytes (a cell past it alone).
+                st.buffer = record;
                 for (frag, stretches, tiles) in &runs {
-                    let decoded: Vec<(DecodedTile, DecodedTile)> = (tiles.iter())
+                    let decoded: Vec<[DecodedTile; 3]> = (tiles.iter())
                         .map(|&(first, n, tag)| {
-                            (
+                            [
                                 tile(first, n, 4, tag, false),
                                 tile(first, n, 4, tag + 500, true),
-                            )
+                                var_tile(first, n, tag + 700),
+                            ]
                         })
                         .collect();
                     let by_tile: Vec<Vec<Option<&DecodedTile>>> = (decoded.iter())
-                        .map(|(a, n)| vec![Some(a), Some(n)])
+                        .map(|t| t.iter().map(Some).collect())
                         .collect();
                     let stretches: Vec<Stretch> = (stretches.iter())
                         .map(|&(place, len, tile, pos)| Stretch {
@@ -689,34 +886,39 @@ mod tests {
                     assert!(b.num_cells as usize <= cells);
                     got.append(&b);
                 }
-                let what = format!("windows of {cells}, reads of {read_most}");
+                let what = format!("windows of {cells}, reads of {read_most}, records {record}");
                 assert_eq!(got.num_cells, 100, "{what}");
-                let [a, x, n, a2] = &got.fields[..] else {
+                let [a, x, n, a2, s] = &got.fields[..] else {
                     panic!("{what}: {} fields", got.fields.len());
                 };
                 assert_eq!(a.data, a2.data, "{what}");
-                let valid = match &n.validity {
+                let bytes = |v: &Option<Validity>| match v {
                     Some(Validity::Bytes(v)) => v.clone(),
                     other => panic!("{what}: {other:?}"),
+                };
+                let (valid, s_valid) = (bytes(&n.validity), bytes(&s.validity));
+                let offsets = s.offsets.clone().unwrap();
+                let s_cell = |p: usize| {
+                    let end = offsets.get(p + 1).map_or(s.data.len(), |&e| e as usize);
+                    String::from_utf8(s.data[offsets[p] as usize..end].to_vec()).unwrap()
                 };
                 for (p, w) in want.iter().enumerate() {
                     let av = &a.data[p * 4..p * 4 + 4];
                     let nv = &n.data[p * 4..p * 4 + 4];
-                    assert_eq!(
-                        &x.data[p * 4..p * 4 + 4],
-                        &(p as i32).to_le_bytes(),
-                        "{what}"
-                    );
-                    match *w {
-                        Some((av_want, nv_want, ok)) => {
+                    let xv = &x.data[p * 4..p * 4 + 4];
+                    assert_eq!(xv, &(p as i32).to_le_bytes(), "{what}");
+                    match w {
+                        Some((av_want, nv_want, ok, text, s_ok)) => {
                             assert_eq!(av, [av_want.to_le_bytes(); 2].concat(), "{what}, {p}");
                             assert_eq!(nv, [nv_want.to_le_bytes(); 2].concat(), "{what}, {p}");
-                            assert_eq!(valid[p], ok, "{what}, {p}");
+                            assert_eq!(valid[p], *ok, "{what}, {p}");
+                            assert_eq!((&s_cell(p), s_valid[p]), (text, *s_ok), "{what}, {p}");
                         }
                         None => {
                             assert_eq!(av, 7i32.to_le_bytes(), "{what}, {p}");
                             assert_eq!(nv, [(-3i16).to_le_bytes(), 4i16.to_le_bytes()].concat());
                             assert_eq!(valid[p], 0, "{what}, {p}");
+                            assert_eq!((s_cell(p).as_str(), s_valid[p]), ("zz", 0), "{what}, {p}");
                         }
                     }
                 }
