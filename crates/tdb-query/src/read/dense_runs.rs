@@ -295,16 +295,15 @@ impl Reader {
             }
     }
 
-    /// Whether a dense read goes along its cell order and, spilled, goes
-    /// in stretches (the module [`super::stretches`]): no condition.
+    /// Whether a dense read goes along its cell order, so that, spilled,
+    /// it goes in stretches (the module [`super::stretches`]).
     pub(super) fn spills_in_stretches(&self) -> bool {
         let schema = self.snapshot.schema();
-        let along = match self.spec.layout {
+        match self.spec.layout {
             ResultLayout::RowMajor => schema.cell_order == Layout::RowMajor,
             ResultLayout::ColMajor => schema.cell_order == Layout::ColMajor,
             _ => false,
-        };
-        along && self.condition.is_none()
+        }
     }
 
     /// Whether pieces of a read along the cell order would decode chunks
@@ -351,12 +350,18 @@ impl Reader {
     }
 
     /// Bytes a spilled dense tile's cell costs a piece besides the tile,
-    /// in stretches: a stretch (32 bytes) a line of the tile.
+    /// in stretches: a stretch (32 bytes) a line of the tile, and with a
+    /// condition each cell's place, tile and position to evaluate it and
+    /// whether it is rejected (17).
     pub(super) fn stretch_bookkeeping(&self) -> u64 {
         let line = self.tile_lines().map_or(1, |(_, line)| line.max(1));
-        (31i128.saturating_add(line).checked_div(line))
+        let stretch = (31i128.saturating_add(line).checked_div(line))
             .and_then(|b| u64::try_from(b).ok())
-            .unwrap_or(32)
+            .unwrap_or(32);
+        match self.condition {
+            Some(_) => stretch.saturating_add(17),
+            None => stretch,
+        }
     }
 
     /// The slowest dimension of the read's result order.
@@ -651,7 +656,23 @@ impl Reader {
                     .collect()
             })
             .collect();
-        st.push_run(frag, &found, &tiles, &self.fields)?;
+        // Per cell of the stretches in turn, whether the condition rejects
+        // it (its record then holds fill).
+        let rejected = match &self.condition {
+            Some(cond) => {
+                let mut cells: Vec<(u64, u32, u32)> = Vec::new();
+                for s in &found {
+                    for c in 0..s.len {
+                        let pos = u32::try_from(s.pos.saturating_add(c))
+                            .map_err(|_| QueryError::invalid("a tile of over 2^32 cells"))?;
+                        cells.push((s.place.saturating_add(c), s.tile, pos));
+                    }
+                }
+                self.rejected(cond, i, &plan.tiles, &cells, bx)?
+            }
+            None => Vec::new(),
+        };
+        st.push_run(frag, &found, &tiles, &rejected, &self.fields)?;
         tracing::debug!(
             piece = self.pieces_started,
             stretches = found.len(),

@@ -154,13 +154,17 @@ impl Stretches {
 
     /// Appends a run of fragment `frag`: `stretches` in place order, each
     /// of `tiles` (per tile, per held field, its decoded tile; `None`
-    /// where the fragment lacks the field: its fill). A stretch goes in
-    /// records of at most the writer's buffer (a cell past it alone).
+    /// where the fragment lacks the field: its fill). `rejected` says, per
+    /// cell of the stretches in turn, whether the condition rejects it
+    /// (empty: none): its record holds fill, which hides older fragments'
+    /// values of its place as the cell would. A stretch goes in records of
+    /// at most the writer's buffer (a cell past it alone).
     pub fn push_run(
         &mut self,
         frag: u32,
         stretches: &[Stretch],
         tiles: &[Vec<Option<&DecodedTile>>],
+        rejected: &[bool],
         fields: &[FieldInfo],
     ) -> Result<()> {
         let Some(first) = stretches.first() else {
@@ -188,15 +192,20 @@ impl Stretches {
             Ok(())
         };
         // Per held field, a cell of its fill and whether that is valid.
-        let fills: Vec<(&[u8], u8)> = (self.cols.iter())
+        let fills: Vec<(Vec<u8>, u8)> = (self.cols.iter())
             .map(|c| {
-                fields
-                    .get(c.slot)
-                    .map_or((&[][..], 0), |f| (&f.fill[..], f.fill_validity))
+                let (mut cell, valid) = (fields.get(c.slot))
+                    .map_or((Vec::new(), 0), |f| (f.fill.clone(), f.fill_validity));
+                if let Some(size) = c.size {
+                    cell.resize(size, 0);
+                }
+                (cell, valid)
             })
             .collect();
         let mut fill: Vec<u8> = Vec::new();
         let mut row: Vec<Option<&DecodedTile>> = Vec::with_capacity(self.cols.len());
+        let mut segs: Vec<(u64, u64, bool)> = Vec::new();
+        let mut cell = 0usize;
         for s in stretches {
             let of_tile = tiles.get(s.tile as usize);
             row.clear();
@@ -207,35 +216,58 @@ impl Stretches {
             while done < s.len {
                 let pos = s.pos.saturating_add(done);
                 let left = s.len.saturating_sub(done);
-                let (n, body) = self.record_cells(&row, &fills, pos, left)?;
+                let rej = rejected.get(cell..).unwrap_or_default();
+                let (n, body) = self.record_cells(&row, &fills, rej, pos, left)?;
+                let rej = rej.get(..n as usize).unwrap_or_default();
+                // Runs of cells kept and of cells rejected.
+                segs.clear();
+                for (k, &r) in rej.iter().enumerate() {
+                    match segs.last_mut() {
+                        Some((_, len, was)) if *was == r => *len = len.saturating_add(1),
+                        _ => segs.push((k as u64, 1, r)),
+                    }
+                }
+                if segs.is_empty() {
+                    segs.push((0, n, false));
+                }
                 let place = s.place.saturating_add(done);
                 put(&place.to_le_bytes())?;
                 put(&(n as u32).to_le_bytes())?;
                 put(&body.to_le_bytes())?;
-                for ((c, t), &(cell, _)) in self.cols.iter().zip(&row).zip(&fills) {
-                    match (c.size, t) {
-                        (Some(size), Some(t)) => put(values_of(&t.fixed, t.first, pos, n, size)?)?,
-                        (None, Some(t)) => {
-                            let (offsets, data) = var_cells(t, pos, n)?;
-                            for (k, &o) in offsets.iter().enumerate() {
-                                let next = offsets.get(k.saturating_add(1)).copied();
-                                let end = next.unwrap_or_else(|| {
-                                    offsets
-                                        .first()
-                                        .map_or(0, |f| f.saturating_add(data.len() as u64))
-                                });
-                                put(&end.saturating_sub(o).to_le_bytes())?;
+                for ((c, t), (cell, _)) in self.cols.iter().zip(&row).zip(&fills) {
+                    // A var-size field's lengths, then its bytes (a fixed-
+                    // size one's values in the first pass).
+                    let passes: &[bool] = match c.size {
+                        Some(_) => &[true],
+                        None => &[true, false],
+                    };
+                    for &lengths in passes {
+                        for &(from, len, rejected) in &segs {
+                            let at = pos.saturating_add(from);
+                            match (c.size, t.filter(|_| !rejected)) {
+                                (Some(size), Some(t)) => {
+                                    put(values_of(&t.fixed, t.first, at, len, size)?)?
+                                }
+                                (Some(_), None) => repeated(&mut put, &mut fill, cell, len)?,
+                                (None, Some(t)) => {
+                                    let (offsets, data) = var_cells(t, at, len)?;
+                                    if !lengths {
+                                        put(data)?;
+                                        continue;
+                                    }
+                                    let base = offsets.first().copied().unwrap_or(0);
+                                    let ends = offsets.iter().skip(1).copied();
+                                    let ends = ends.chain([base.saturating_add(data.len() as u64)]);
+                                    for (&o, e) in offsets.iter().zip(ends) {
+                                        put(&e.saturating_sub(o).to_le_bytes())?;
+                                    }
+                                }
+                                (None, None) if lengths => {
+                                    let l = (cell.len() as u64).to_le_bytes();
+                                    repeated(&mut put, &mut fill, &l, len)?;
+                                }
+                                (None, None) => repeated(&mut put, &mut fill, cell, len)?,
                             }
-                            put(data)?;
-                        }
-                        (Some(size), None) => {
-                            let mut one = cell.to_vec();
-                            one.resize(size, 0);
-                            repeated(&mut put, &mut fill, &one, n)?;
-                        }
-                        (None, None) => {
-                            repeated(&mut put, &mut fill, &(cell.len() as u64).to_le_bytes(), n)?;
-                            repeated(&mut put, &mut fill, cell, n)?;
                         }
                     }
                 }
@@ -243,14 +275,19 @@ impl Stretches {
                     if !c.nullable {
                         continue;
                     }
-                    match t.map(|t| (t.first, t.validity.as_deref())) {
-                        Some((first, Some(v))) => put(values_of(v, first, pos, n, 1)?)?,
-                        // (A tile of the field without validity: valid.)
-                        Some((_, None)) => repeated(&mut put, &mut fill, &[1], n)?,
-                        None => repeated(&mut put, &mut fill, &[valid], n)?,
+                    for &(from, len, rejected) in &segs {
+                        let at = pos.saturating_add(from);
+                        let t = t.filter(|_| !rejected);
+                        match t.map(|t| (t.first, t.validity.as_deref())) {
+                            Some((first, Some(v))) => put(values_of(v, first, at, len, 1)?)?,
+                            // (A tile of the field without validity: valid.)
+                            Some((_, None)) => repeated(&mut put, &mut fill, &[1], len)?,
+                            None => repeated(&mut put, &mut fill, &[valid], len)?,
+                        }
                     }
                 }
                 done = done.saturating_add(n);
+                cell = cell.saturating_add(n as usize);
             }
         }
         self.written = self.written.saturating_add(wrote);
@@ -266,12 +303,14 @@ impl Stretches {
     }
 
     /// How many of the `left` cells from position `pos` of `row`'s tiles
-    /// (`fills` where a tile is missing) one record holds, and its body's
-    /// bytes: as many as fit the writer's buffer, at least one.
+    /// (`fills` where a tile is missing or `rejected` says so) one record
+    /// holds, and its body's bytes: as many as fit the writer's buffer, at
+    /// least one.
     fn record_cells(
         &self,
         row: &[Option<&DecodedTile>],
-        fills: &[(&[u8], u8)],
+        fills: &[(Vec<u8>, u8)],
+        rejected: &[bool],
         pos: u64,
         left: u64,
     ) -> Result<(u64, u64)> {
@@ -284,9 +323,10 @@ impl Stretches {
         }
         let (mut n, mut body) = (0u64, 0u64);
         while n < cap {
+            let gone = rejected.get(n as usize).copied().unwrap_or(false);
             let mut cell = fixed;
             for ((c, t), f) in self.cols.iter().zip(row).zip(fills) {
-                let len = match (c.size, t) {
+                let len = match (c.size, t.filter(|_| !gone)) {
                     (Some(_), _) => 0,
                     (None, Some(t)) => var_cells(t, pos.saturating_add(n), 1)?.1.len() as u64,
                     (None, None) => f.0.len() as u64,
@@ -876,7 +916,8 @@ mod tests {
                             pos,
                         })
                         .collect();
-                    st.push_run(*frag, &stretches, &by_tile, &fields).unwrap();
+                    st.push_run(*frag, &stretches, &by_tile, &[], &fields)
+                        .unwrap();
                 }
                 let bx = DenseBox::new(&[vec![(0, 99)]], false, vec![Datatype::Int32]).unwrap();
                 let mut merge = st.merge(bx, cells).unwrap();
