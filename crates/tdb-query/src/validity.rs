@@ -177,6 +177,14 @@ impl Validity {
         }
     }
 
+    /// A byte a cell, as bits (`packed`: Arrow's layout) or as they are.
+    pub fn of_bytes(bytes: Vec<u8>, packed: bool) -> Validity {
+        match packed {
+            true => Validity::Bits(Validity::Bytes(bytes).into_bits()),
+            false => Validity::Bytes(bytes),
+        }
+    }
+
     /// The same cells in Arrow's layout (bytes packed, bits as they are).
     pub fn into_bits(self) -> Bitmap {
         match self {

@@ -561,6 +561,50 @@ fn dense_overlapping(
     (storage, snap)
 }
 
+/// One dimension's ranges.
+type Ranges<'a> = &'a [(i64, i64)];
+
+/// A read of `fields` of [`dense_overlapping`]'s array over `rows` ×
+/// `cols` (each dimension's ranges in the order given), in `layout`, with
+/// `condition`.
+fn overlapping_spec(
+    fields: &[&str],
+    (rows, cols): (Ranges<'_>, Ranges<'_>),
+    layout: tdb_query::ResultLayout,
+    condition: Option<&str>,
+) -> ReadSpec {
+    use tdb_query::Subarray;
+    use tdb_schema::Range;
+    let range = |lo: i64, hi: i64| Range::from_bounds(&lo.to_le_bytes(), &hi.to_le_bytes(), false);
+    let mut sub = Subarray::new(2);
+    for &(lo, hi) in rows {
+        sub.add_range(0, range(lo, hi));
+    }
+    for &(lo, hi) in cols {
+        sub.add_range(1, range(lo, hi));
+    }
+    let spec = ReadSpec::new(fields.iter().copied())
+        .with_layout(layout)
+        .with_subarray(sub);
+    match condition {
+        Some(c) => spec.with_condition(c),
+        None => spec,
+    }
+}
+
+/// Checks `got`, a whole-array read of [`dense_overlapping`] in `layout`
+/// under "a < 305000 and c != 40" with `a` first: (55, 50) is fill (7),
+/// as fragment 2 wrote 305,550 there, which fails, over fragment 1's
+/// 205,550, which passes.
+fn rejected_newer_hides_older(got: &Batch, layout: tdb_query::ResultLayout, what: &str) {
+    let at = match layout {
+        tdb_query::ResultLayout::ColMajor => 50 * 100 + 55,
+        _ => 55 * 100 + 50,
+    };
+    let a = &got.fields[0].data[at * 4..at * 4 + 4];
+    assert_eq!(i32::from_le_bytes(a.try_into().unwrap()), 7, "{what}");
+}
+
 /// Dense reads along the cell order whose chunks hold more lines than a
 /// piece under the budget go in stretches (`read::stretches`): the same
 /// cells in the same order as the read in one piece, newest fragment first
@@ -571,9 +615,7 @@ fn dense_overlapping(
 /// cells beneath them; each tile read about once.
 #[test]
 fn dense_reads_along_the_cell_order_go_in_stretches() {
-    use tdb_query::{ResultLayout, Subarray};
-    use tdb_schema::Range;
-    let range = |lo: i64, hi: i64| Range::from_bounds(&lo.to_le_bytes(), &hi.to_le_bytes(), false);
+    use tdb_query::ResultLayout;
     let whole_rows: &[(i64, i64)] = &[(0, 99)];
     for (cells, layout) in [
         (tdb_format::Layout::RowMajor, ResultLayout::RowMajor),
@@ -611,19 +653,7 @@ fn dense_reads_along_the_cell_order_go_in_stretches() {
                 Some("a < 305000 and c != 40"),
             ),
         ] {
-            let mut sub = Subarray::new(2);
-            for &(lo, hi) in rows {
-                sub.add_range(0, range(lo, hi));
-            }
-            for &(lo, hi) in cols {
-                sub.add_range(1, range(lo, hi));
-            }
-            let mut spec = ReadSpec::new(fields.iter().copied())
-                .with_layout(layout)
-                .with_subarray(sub);
-            if let Some(c) = condition {
-                spec = spec.with_condition(c);
-            }
+            let spec = overlapping_spec(fields, (rows, cols), layout, condition);
             let (whole, _) = run(&storage, &snap, spec.clone());
             let what = format!(
                 "{layout:?} of {cells:?} cells, {fields:?} of {rows:?} × {cols:?} where {condition:?}"
@@ -640,14 +670,7 @@ fn dense_reads_along_the_cell_order_go_in_stretches() {
                 // (In pieces, `["n", "s"]` under 4 KiB took 1,319.)
                 assert!(rounds < 100, "{what} under {budget}: {rounds} rounds");
                 if condition.is_some() && rows == whole_rows {
-                    // (55, 50): fragment 2 wrote 305,550 over fragment 1's
-                    // 205,550, which passes; the answer is fill.
-                    let at = match layout {
-                        ResultLayout::ColMajor => 50 * 100 + 55,
-                        _ => 55 * 100 + 50,
-                    };
-                    let a = &got.fields[0].data[at * 4..at * 4 + 4];
-                    assert_eq!(i32::from_le_bytes(a.try_into().unwrap()), 7, "{what}");
+                    rejected_newer_hides_older(&got, layout, &what);
                 }
             }
             let packed = spec.clone().with_packed_validity();
@@ -668,9 +691,7 @@ fn dense_reads_along_the_cell_order_go_in_stretches() {
 /// (a few dozen rounds, not thousands).
 #[test]
 fn dense_reads_across_the_cell_order_go_in_sorted_runs() {
-    use tdb_query::{ResultLayout, Subarray};
-    use tdb_schema::Range;
-    let range = |lo: i64, hi: i64| Range::from_bounds(&lo.to_le_bytes(), &hi.to_le_bytes(), false);
+    use tdb_query::ResultLayout;
     let whole_rows: &[(i64, i64)] = &[(0, 99)];
     for (cells, layout) in [
         (tdb_format::Layout::RowMajor, ResultLayout::ColMajor),
@@ -708,19 +729,7 @@ fn dense_reads_across_the_cell_order_go_in_sorted_runs() {
                 Some("a < 305000 and c != 40"),
             ),
         ] {
-            let mut sub = Subarray::new(2);
-            for &(lo, hi) in rows {
-                sub.add_range(0, range(lo, hi));
-            }
-            for &(lo, hi) in cols {
-                sub.add_range(1, range(lo, hi));
-            }
-            let mut spec = ReadSpec::new(fields.iter().copied())
-                .with_layout(layout)
-                .with_subarray(sub);
-            if let Some(c) = condition {
-                spec = spec.with_condition(c);
-            }
+            let spec = overlapping_spec(fields, (rows, cols), layout, condition);
             let (whole, _) = run(&storage, &snap, spec.clone());
             let (runs, rounds) = run(&storage, &snap, spec.with_budget(4096));
             let what = format!(
@@ -734,14 +743,7 @@ fn dense_reads_across_the_cell_order_go_in_sorted_runs() {
             );
             assert_eq!(runs, whole, "{what}");
             if condition.is_some() && rows == whole_rows {
-                // (55, 50): fragment 2 wrote 305,550 over fragment 1's
-                // 205,550, which passes; the answer is fill.
-                let at = match layout {
-                    ResultLayout::ColMajor => 50 * 100 + 55,
-                    _ => 55 * 100 + 50,
-                };
-                let a = &runs.fields[0].data[at * 4..at * 4 + 4];
-                assert_eq!(i32::from_le_bytes(a.try_into().unwrap()), 7, "{what}");
+                rejected_newer_hides_older(&runs, layout, &what);
             }
             assert!(rounds < 100, "{what}: {rounds} rounds");
         }

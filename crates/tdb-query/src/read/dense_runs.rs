@@ -11,7 +11,9 @@
 //! result order ([`DenseBox::tile_places`]) and are written so. The merge
 //! (`spill::Window`) takes the newest fragment's version of each cell
 //! (dense arrays have no duplicates) and gives fill where no fragment
-//! wrote.
+//! wrote. Reads along the cell order whose pieces would decode chunks
+//! again and again spill too, with the same pieces, but as stretches of
+//! tile lines rather than records of cells (`super::stretches`).
 
 use super::fields::Kind;
 use super::plan::{self, CellRef};
@@ -291,13 +293,13 @@ impl Reader {
             && (self.plans.iter()).all(|p| p.meta.footer.dense && Self::sliceable(p))
             && match against {
                 true => self.tile_past_budget(true) || self.lines_read_again(),
-                false => self.spills_in_stretches() && self.chunks_read_again(),
+                false => self.reads_along_cell_order() && self.chunks_read_again(),
             }
     }
 
     /// Whether a dense read goes along its cell order, so that, spilled,
     /// it goes in stretches (the module [`super::stretches`]).
-    pub(super) fn spills_in_stretches(&self) -> bool {
+    pub(super) fn reads_along_cell_order(&self) -> bool {
         let schema = self.snapshot.schema();
         match self.spec.layout {
             ResultLayout::RowMajor => schema.cell_order == Layout::RowMajor,

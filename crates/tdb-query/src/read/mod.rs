@@ -921,7 +921,7 @@ impl Reader {
                 };
                 let mut spill = spill::Spill::new(fmt, self.run_order(), self.tile_budget());
                 if self.snapshot.schema().array_type == ArrayType::Dense
-                    && self.spills_in_stretches()
+                    && self.reads_along_cell_order()
                 {
                     let buffer = usize::try_from(self.tile_budget() / 4).unwrap_or(usize::MAX);
                     spill.stretches = Some(stretches::Stretches::new(

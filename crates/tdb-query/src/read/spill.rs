@@ -1439,13 +1439,7 @@ impl Merge {
                 }
             }
             if let Some(validity) = &mut b.validity {
-                *validity = if packed {
-                    let mut bits = Bitmap::with_capacity(w);
-                    bits.extend_from_bytes(&v);
-                    Validity::Bits(bits)
-                } else {
-                    Validity::Bytes(std::mem::take(&mut v))
-                };
+                *validity = Validity::of_bytes(std::mem::take(&mut v), packed);
             }
             out.push(b);
         }

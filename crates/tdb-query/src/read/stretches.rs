@@ -17,15 +17,15 @@
 //!
 //! The runs' records merge by copies a stretch, not a cell: the records of
 //! [`super::spill`] cost about 75 ns a cell, five times the unbudgeted read
-//! of W2. Reads with a condition do not go so: a rejected cell would have
-//! to hide older fragments' versions of its place.
+//! of W2. A cell the condition rejects is spilled as its field's fill: it
+//! hides older fragments' values of its place, as it does in pieces.
 
 use super::dense_runs::DenseBox;
 use super::fields::{FieldInfo, Kind};
 use super::tiles::DecodedTile;
 use crate::batch::Batch;
 use crate::scratch::{self, At};
-use crate::validity::{Bitmap, Validity};
+use crate::validity::Validity;
 use crate::{QueryError, Result};
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -570,13 +570,7 @@ impl StretchMerge {
                 }
             }
             if let Some(validity) = &mut b.validity {
-                *validity = if packed {
-                    let mut bits = Bitmap::with_capacity(w);
-                    bits.extend_from_bytes(&v);
-                    Validity::Bits(bits)
-                } else {
-                    Validity::Bytes(std::mem::take(&mut v))
-                };
+                *validity = Validity::of_bytes(std::mem::take(&mut v), packed);
             }
             out.push(b);
         }
