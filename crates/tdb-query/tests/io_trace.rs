@@ -50,13 +50,28 @@ fn read_traces(
     layout: ResultLayout,
     times: usize,
 ) -> (Vec<String>, u64) {
+    read_traces_under(case, fields, subarray, layout, times, None)
+}
+
+/// [`read_traces`] under `budget` (`None`: the default).
+fn read_traces_under(
+    case: &str,
+    fields: &[&str],
+    subarray: Subarray,
+    layout: ResultLayout,
+    times: usize,
+    budget: Option<u64>,
+) -> (Vec<String>, u64) {
     let (storage, snap, _) = opened(case);
     let mut traces = Vec::new();
     let mut cells = 0;
     for _ in 0..times {
-        let spec = ReadSpec::new(fields.iter().copied())
+        let mut spec = ReadSpec::new(fields.iter().copied())
             .with_subarray(subarray.clone())
             .with_layout(layout);
+        if let Some(b) = budget {
+            spec = spec.with_budget(b);
+        }
         cells = SyncRead::new(&storage, snap.clone(), spec)
             .unwrap()
             .map(|b| b.unwrap().num_cells)
@@ -277,6 +292,39 @@ fn tiles_stored_without_filters_are_fetched_as_the_tile() {
     let arranged = trace.lines().filter(|l| l.ends_with(" arranged")).count();
     assert_eq!(arranged, 4, "{trace}");
     insta::assert_snapshot!(trace);
+}
+
+#[test]
+fn a_band_along_the_cell_order_under_a_small_budget_fetches_each_chunk_once() {
+    // expected.json query `band`: rows 126-131 of all 512 columns, 3,072
+    // cells, across the tiles' row boundary at 128 (128 x 256 tiles, `a`
+    // and `n` in chunks of 64 and 32 rows, stored as they are). Under 16
+    // KiB the chunks a line of the band crosses pass the budget: the read
+    // spills in stretches (`read::stretches`) and fetches each chunk the
+    // band touches once, no more bytes than the unbudgeted read.
+    let mut s = Subarray::new(2);
+    s.add_range(0, range::<8>(126, 131));
+    s.add_range(1, range::<8>(0, 511));
+    let fields = ["r", "c", "a", "ch", "n"];
+    let band = |budget| {
+        let (mut traces, cells) = read_traces_under(
+            "dense_unfiltered_tiles",
+            &fields,
+            s.clone(),
+            ResultLayout::RowMajor,
+            1,
+            budget,
+        );
+        assert_eq!(cells, 3072);
+        traces.remove(0)
+    };
+    let (whole, small) = (band(None), band(Some(16 << 10)));
+    let all = |_: &str| true;
+    assert!(
+        bytes_read(&small, all) <= bytes_read(&whole, all),
+        "{small}\nagainst\n{whole}"
+    );
+    insta::assert_snapshot!(small);
 }
 
 /// The bytes a trace's requests of the lines `which` picks read.
