@@ -348,9 +348,8 @@ impl Stretches {
             w.into_inner()
                 .map_err(|e| QueryError::Spill(e.into_error()))?;
         }
-        // Older fragments first: a newer one's record then overwrites
-        // theirs (a fragment's own runs never share a place).
-        self.runs.sort_by_key(|r| r.frag);
+        // By their first places, as windows come to them.
+        self.runs.sort_by_key(|r| r.place);
         Ok(StretchMerge {
             st: self,
             bx,
@@ -358,6 +357,8 @@ impl Stretches {
             buf: Vec::new(),
             buf_at: 0,
             read_most: StretchMerge::READ_MOST,
+            live: Vec::new(),
+            reached: 0,
         })
     }
 }
@@ -420,6 +421,13 @@ pub(crate) struct StretchMerge {
     buf_at: u64,
     /// [`StretchMerge::READ_MOST`] (less in tests).
     read_most: usize,
+    /// The runs a window reached and that are not yet out, older fragments
+    /// first: a newer one's record then overwrites theirs (a fragment's
+    /// own runs never share a place). A window looks at these alone, not
+    /// at every run (a read of many runs and windows would go quadratic).
+    live: Vec<usize>,
+    /// Runs (by first place) a window has reached.
+    reached: usize,
 }
 
 impl StretchMerge {
@@ -448,8 +456,21 @@ impl StretchMerge {
         let mut covered: Vec<Range<usize>> = Vec::new();
         // Each run's share of the window, read at once (a record or two
         // more is read again in the next window).
-        let active = (self.st.runs.iter())
-            .filter(|r| r.start < r.end && r.place < end)
+        let runs = &self.st.runs;
+        let before = self.reached;
+        while (runs.get(self.reached)).is_some_and(|r| r.place < end) {
+            self.live.push(self.reached);
+            self.reached = self.reached.saturating_add(1);
+        }
+        if self.reached > before {
+            self.live
+                .sort_by_key(|&r| (runs.get(r).map_or(0, |r| r.frag), r));
+        }
+        let active = (self.live.iter())
+            .filter(|&&r| {
+                runs.get(r)
+                    .is_some_and(|r| r.start < r.end && r.place < end)
+            })
             .count();
         let var_guess = VAR_GUESS
             .saturating_mul((self.st.cols.iter()).filter(|c| c.size.is_none()).count() as u64);
@@ -468,7 +489,10 @@ impl StretchMerge {
             .unwrap_or(usize::MAX)
             .min(self.read_most);
         let file = self.st.file.clone();
-        for r in 0..self.st.runs.len() {
+        for k in 0..self.live.len() {
+            let Some(&r) = self.live.get(k) else {
+                break;
+            };
             let Some(run) = self.st.runs.get(r) else {
                 break;
             };
@@ -487,6 +511,9 @@ impl StretchMerge {
                 &mut covered,
             )?;
         }
+        let runs = &self.st.runs;
+        self.live
+            .retain(|&r| runs.get(r).is_some_and(|r| r.start < r.end));
         // Fill where no run wrote (mostly nowhere); a dimension's value
         // from the box.
         covered.sort_unstable_by_key(|r| r.start);
@@ -841,8 +868,10 @@ mod tests {
     type Want = Option<(u16, u16, u8, String, u8)>;
 
     /// Runs of two fragments over places 0..100 of a 1-D box (fragment 1,
-    /// newer, over part of fragment 0's; places 80..90 and 95.. written
-    /// by none) handed out in windows that cut records anywhere, records
+    /// newer, over part of fragment 0's, one of whose runs starts under
+    /// it; places 80..90 and 95.. written by none) handed out in windows
+    /// that cut records anywhere (each looking at the runs it reached and
+    /// not yet out, older fragments first), records
     /// read through large and small buffers, written with many cells and
     /// with a few: each place's newest value, fill where none wrote, `a`
     /// asked for twice, var-size strings.
@@ -853,13 +882,16 @@ mod tests {
         // (fragment, stretches (place, len, tile, pos)), tiles per run:
         // (first, cells, tag) for a, n (tag + 500) and s (tag + 700).
         type Run<'a> = (u32, &'a [(u64, u64, u32, u64)], &'a [(u64, u64, u16)]);
-        let runs: [Run<'_>; 3] = [
+        // (Fragment 0's third run starts after fragment 1's, under it: the
+        // older is still written first.)
+        let runs: [Run<'_>; 4] = [
+            (0, &[(0, 40, 0, 10)], &[(10, 40, 1000)]),
+            (1, &[(20, 5, 0, 3), (40, 25, 0, 8)], &[(3, 30, 3000)]),
             (
                 0,
-                &[(0, 50, 0, 10), (50, 30, 1, 0)],
-                &[(10, 50, 1000), (0, 30, 2000)],
+                &[(40, 10, 0, 50), (50, 30, 1, 0)],
+                &[(50, 10, 1500), (0, 30, 2000)],
             ),
-            (1, &[(20, 5, 0, 3), (40, 25, 0, 8)], &[(3, 30, 3000)]),
             (0, &[(90, 5, 0, 0)], &[(0, 5, 4000)]),
         ];
         // Brute force: per place, its newest cell or None (fill).
