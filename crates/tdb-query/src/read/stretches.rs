@@ -454,8 +454,6 @@ impl StretchMerge {
             .collect();
         // The slots runs wrote, a range a record.
         let mut covered: Vec<Range<usize>> = Vec::new();
-        // Each run's share of the window, read at once (a record or two
-        // more is read again in the next window).
         let runs = &self.st.runs;
         let before = self.reached;
         while (runs.get(self.reached)).is_some_and(|r| r.place < end) {
@@ -472,6 +470,8 @@ impl StretchMerge {
                     .is_some_and(|r| r.start < r.end && r.place < end)
             })
             .count();
+        // Each run's share of the window, read at once (a record or two
+        // more is read again in the next window).
         let var_guess = VAR_GUESS
             .saturating_mul((self.st.cols.iter()).filter(|c| c.size.is_none()).count() as u64);
         // (A byte a cell more for the records' heads, a few a line.)
@@ -514,16 +514,18 @@ impl StretchMerge {
         let runs = &self.st.runs;
         self.live
             .retain(|&r| runs.get(r).is_some_and(|r| r.start < r.end));
-        // Fill where no run wrote (mostly nowhere); a dimension's value
-        // from the box.
+        // Fill where no run wrote (mostly nowhere: the gaps between the
+        // ranges written, not a flag a slot); a dimension's value from the
+        // box.
         covered.sort_unstable_by_key(|r| r.start);
-        let mut gaps: Vec<usize> = Vec::new();
+        let mut gaps: Vec<Range<usize>> = Vec::new();
         let mut next = 0usize;
-        for r in &covered {
-            gaps.extend(next..r.start);
+        for r in covered.iter().chain([&(w..w)]) {
+            if next < r.start {
+                gaps.push(next..r.start);
+            }
             next = next.max(r.end);
         }
-        gaps.extend(next..w);
         let mut out = Vec::with_capacity(self.st.out.len());
         let mut coords = vec![0i128; self.bx.dims()];
         let mut bytes = Vec::with_capacity(8);
@@ -563,14 +565,14 @@ impl StretchMerge {
                     std::mem::take(v),
                 ),
             };
-            for &c in &gaps {
-                if let Some(v) = v.get_mut(c) {
-                    *v = f.fill_validity;
+            for g in &gaps {
+                if let Some(v) = v.get_mut(g.clone()) {
+                    v.fill(f.fill_validity);
                 }
             }
             match h {
                 Held::Fixed(size, mut data) => {
-                    for &c in &gaps {
+                    for c in gaps.iter().flat_map(Clone::clone) {
                         let at = c.saturating_mul(size);
                         let dst = data.get_mut(at..at.saturating_add(size));
                         if let Some(dst) = dst.filter(|d| d.len() == f.fill.len()) {
