@@ -324,7 +324,11 @@ impl Reader {
             .filter_map(|&s| self.fields.get(s))
             .filter(|f| !matches!(f.kind, Kind::Dim(_)))
             .filter_map(|f| {
-                let size = u64::try_from(f.cell_size()).ok()?.max(1);
+                // A var-size field's fixed part: its offsets, 8 bytes a cell.
+                let size = match f.is_var() {
+                    true => 8,
+                    false => u64::try_from(f.cell_size()).ok()?.max(1),
+                };
                 let bytes = u64::try_from(tile_cells).ok()?.checked_mul(size)?;
                 let chunk = tdb_tile::fixed_chunk_size(bytes, size)
                     .ok()?
