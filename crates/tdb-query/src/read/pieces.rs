@@ -130,9 +130,18 @@ pub(super) const MAX_FRUITLESS_CUTS: u32 = 256;
 impl Reader {
     /// The part of the budget that holds tiles, the rest one batch of
     /// results: half, unless the least a piece can hold needs more (see
-    /// [`Reader::start_partitions`]).
+    /// [`Reader::start_partitions`]). A read that spills in stretches
+    /// makes no batch while its pieces are read (its merge makes them
+    /// after, holding no tile): its pieces take the batch's share too, less
+    /// the stretches' writer buffer (W1 4096² under 1 MiB: pieces of whole
+    /// tiles, not halves, each walked and fetched once).
     pub(super) fn tile_budget(&self) -> u64 {
-        self.tile_share
+        match self.spill.as_ref().is_some_and(|s| s.stretches.is_some()) {
+            true => (self.tile_share.saturating_add(self.batch_share))
+                .saturating_sub(super::stretches::Stretches::MOST_BUFFER as u64)
+                .max(self.tile_share),
+            false => self.tile_share,
+        }
     }
 
     /// The piece size reads aim at even when the budget allows more: a

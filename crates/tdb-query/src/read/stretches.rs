@@ -105,6 +105,9 @@ enum Held {
 }
 
 impl Stretches {
+    /// The most bytes the writer buffers.
+    pub const MOST_BUFFER: usize = 64 << 10;
+
     /// Stretches of the `requested` slots of `fields` (dimensions come from
     /// the box), written through `buffer` bytes.
     pub fn new(fields: &[FieldInfo], requested: &[usize], buffer: usize) -> Result<Self> {
@@ -135,7 +138,7 @@ impl Stretches {
             writer: None,
             written: 0,
             runs: Vec::new(),
-            buffer: buffer.clamp(4 << 10, 64 << 10),
+            buffer: buffer.clamp(4 << 10, Self::MOST_BUFFER),
         })
     }
 
