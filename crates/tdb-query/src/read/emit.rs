@@ -536,7 +536,7 @@ fn push_cell(out: &mut FieldBuffer, bytes: &[u8], valid: bool) {
 /// buffer: its pages are the process's already), else a new zeroed
 /// allocation (`vec!`: zeroed pages straight from the kernel, no pass of
 /// zeroes over them, which growing an empty buffer would make).
-fn zeroed(mut buf: Vec<u8>, len: usize) -> Vec<u8> {
+pub(super) fn zeroed(mut buf: Vec<u8>, len: usize) -> Vec<u8> {
     if buf.capacity() < len {
         return vec![0; len];
     }

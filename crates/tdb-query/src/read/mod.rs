@@ -434,7 +434,8 @@ impl Reader {
                     }
                 }
                 Phase::Merge(merge) => {
-                    if let Some(b) = merge.next_batch(&self.fields, self.spec.packed_validity)? {
+                    let (fields, packed) = (&self.fields, self.spec.packed_validity);
+                    if let Some(b) = merge.next_batch(fields, packed, &mut self.recycled)? {
                         self.emitted = true;
                         return Ok(Event::Batch(b, None));
                     }

@@ -1305,10 +1305,16 @@ impl Merge {
     }
 
     /// The next batch of `fields` (validity as bits with `packed`), or
-    /// `None` once every cell is out.
-    pub fn next_batch(&mut self, fields: &[FieldInfo], packed: bool) -> Result<Option<Batch>> {
+    /// `None` once every cell is out; in stretches, written into the
+    /// caller's `recycled` buffers where they fit.
+    pub fn next_batch(
+        &mut self,
+        fields: &[FieldInfo],
+        packed: bool,
+        recycled: &mut Vec<FieldBuffer>,
+    ) -> Result<Option<Batch>> {
         if let Some(st) = &mut self.stretches {
-            return st.next_batch(fields, packed);
+            return st.next_batch(fields, packed, std::mem::take(recycled));
         }
         if self.window.is_some() {
             return self.next_window(fields, packed);
@@ -1776,7 +1782,7 @@ mod tests {
     /// Every batch's (s, x) cells, joined.
     fn drain(mut m: Merge, fields: &[FieldInfo]) -> Vec<(Option<String>, i32)> {
         let mut out = Vec::new();
-        while let Some(b) = m.next_batch(fields, false).unwrap() {
+        while let Some(b) = m.next_batch(fields, false, &mut Vec::new()).unwrap() {
             let (s, x) = (b.fields[0].column(), b.fields[1].column());
             for i in 0..b.num_cells as usize {
                 let text = String::from_utf8(s.cell(i).to_vec()).unwrap();
@@ -2078,7 +2084,7 @@ mod tests {
         );
         let mut merge = spill.merge(true, 4, bx).unwrap();
         let mut got = Vec::new();
-        while let Some(b) = merge.next_batch(&fields, false).unwrap() {
+        while let Some(b) = merge.next_batch(&fields, false, &mut Vec::new()).unwrap() {
             let y = b.fields[0].column();
             for i in 0..b.num_cells as usize {
                 got.push(i32::from_le_bytes(y.cell(i).try_into().unwrap()));
@@ -2151,7 +2157,10 @@ mod tests {
             let mut merge = spill.merge(true, cells, bx).unwrap();
             assert!(merge.window.is_some());
             let mut got = Vec::new();
-            while let Some(b) = merge.next_batch(&fields, cells % 2 == 0).unwrap() {
+            while let Some(b) = merge
+                .next_batch(&fields, cells % 2 == 0, &mut Vec::new())
+                .unwrap()
+            {
                 assert!(b.num_cells as usize <= cells);
                 let (y, x) = (b.fields[0].column(), b.fields[1].column());
                 for i in 0..b.num_cells as usize {

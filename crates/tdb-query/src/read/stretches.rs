@@ -21,9 +21,10 @@
 //! hides older fragments' values of its place, as it does in pieces.
 
 use super::dense_runs::DenseBox;
+use super::emit::zeroed;
 use super::fields::{FieldInfo, Kind};
 use super::tiles::DecodedTile;
-use crate::batch::Batch;
+use crate::batch::{Batch, FieldBuffer};
 use crate::scratch::{self, At};
 use crate::validity::Validity;
 use crate::{QueryError, Result};
@@ -439,16 +440,36 @@ impl StretchMerge {
 
     /// The next window of the box's places as a batch of `fields`
     /// (validity as bits with `packed`), `None` once every cell is out.
-    pub fn next_batch(&mut self, fields: &[FieldInfo], packed: bool) -> Result<Option<Batch>> {
+    /// A fixed-size field's values go into the caller's `recycled` buffer
+    /// of it (`Reader::recycle`), whose pages are the process's already.
+    pub fn next_batch(
+        &mut self,
+        fields: &[FieldInfo],
+        packed: bool,
+        recycled: Vec<FieldBuffer>,
+    ) -> Result<Option<Batch>> {
         let Some(first) = self.bx.place() else {
             return Ok(None);
         };
         let w = usize::try_from(self.bx.left().min(self.cells as u64))
             .map_err(|_| QueryError::invalid("a window past memory"))?;
         let end = first.saturating_add(w as u64);
-        let mut held: Vec<Held> = (self.st.cols.iter())
-            .map(|c| match c.size {
-                Some(size) => Held::Fixed(size, vec![0u8; w.saturating_mul(size)]),
+        // Per held field, the recycled buffer of its first request.
+        let mut spare: Vec<Vec<u8>> = vec![Vec::new(); self.st.cols.len()];
+        for (b, &o) in recycled.into_iter().zip(&self.st.out) {
+            let Out::Col(k) = o else { continue };
+            let named = (self.st.cols.get(k))
+                .and_then(|c| fields.get(c.slot))
+                .is_some_and(|f| f.name == b.name && !f.is_var());
+            if let (true, Some(s)) = (named, spare.get_mut(k)) {
+                if s.capacity() == 0 {
+                    *s = b.data;
+                }
+            }
+        }
+        let mut held: Vec<Held> = (self.st.cols.iter().zip(spare))
+            .map(|(c, buf)| match c.size {
+                Some(size) => Held::Fixed(size, zeroed(buf, w.saturating_mul(size))),
                 None => Held::Var(Vec::new(), vec![None; w]),
             })
             .collect();
@@ -954,10 +975,26 @@ mod tests {
                 let mut merge = st.merge(bx, cells).unwrap();
                 merge.read_most = read_most;
                 let mut got = crate::Batch::default();
-                while let Some(b) = merge.next_batch(&fields, false).unwrap() {
+                // Each batch handed back (`Reader::recycle`): the next one's
+                // `n` (asked once) is written in its allocation.
+                let (mut back, mut reused, mut windows) = (Vec::new(), 0, 0);
+                loop {
+                    let was = back.get(2).map(|b: &FieldBuffer| b.data.as_ptr());
+                    let recycled = std::mem::take(&mut back);
+                    let Some(b) = merge.next_batch(&fields, false, recycled).unwrap() else {
+                        break;
+                    };
                     assert!(b.num_cells as usize <= cells);
+                    reused += usize::from(was == Some(b.fields[2].data.as_ptr()));
+                    windows += 1;
                     got.append(&b);
+                    back = b.fields;
                 }
+                // (All but the first window, and the last where it is larger.)
+                assert!(
+                    reused + 2 >= windows,
+                    "{reused} of {windows} windows reused"
+                );
                 let what = format!("windows of {cells}, reads of {read_most}, records {record}");
                 assert_eq!(got.num_cells, 100, "{what}");
                 let [a, x, n, a2, s] = &got.fields[..] else {
