@@ -72,6 +72,8 @@ struct Run {
     /// handed out.
     place: u64,
     skip: u64,
+    /// One past its last place.
+    past: u64,
 }
 
 /// One stretch of a piece: `len` cells from place `place`, at positions
@@ -101,7 +103,7 @@ pub(crate) struct Stretches {
 /// One held field's values over a window, a slot a cell: fixed-size ones
 /// in place, var-size ones in an arena, each slot's bytes there.
 enum Held {
-    Fixed(usize, Vec<u8>),
+    Fixed(Vec<u8>),
     Var(Vec<u8>, Vec<Option<Range<usize>>>),
 }
 
@@ -296,13 +298,28 @@ impl Stretches {
         }
         self.written = self.written.saturating_add(wrote);
         self.writer = Some(out);
-        self.runs.push(Run {
-            frag,
-            start,
-            end: self.written,
-            place: first.place,
-            skip: 0,
-        });
+        let past = (stretches.iter())
+            .map(|s| s.place.saturating_add(s.len))
+            .max()
+            .unwrap_or(first.place);
+        // A run that follows the last one (the same fragment, places past
+        // its last, bytes right after it) extends it: the next piece of
+        // one tile's cells does, so runs are about one a tile, not one a
+        // piece.
+        match self.runs.last_mut() {
+            Some(last) if last.frag == frag && last.end == start && last.past <= first.place => {
+                last.end = self.written;
+                last.past = past;
+            }
+            _ => self.runs.push(Run {
+                frag,
+                start,
+                end: self.written,
+                place: first.place,
+                past,
+                skip: 0,
+            }),
+        }
         Ok(())
     }
 
@@ -469,7 +486,7 @@ impl StretchMerge {
         }
         let mut held: Vec<Held> = (self.st.cols.iter().zip(spare))
             .map(|(c, buf)| match c.size {
-                Some(size) => Held::Fixed(size, zeroed(buf, w.saturating_mul(size))),
+                Some(size) => Held::Fixed(zeroed(buf, w.saturating_mul(size))),
                 None => Held::Var(Vec::new(), vec![None; w]),
             })
             .collect();
@@ -585,7 +602,7 @@ impl StretchMerge {
                 }
                 (true, Some(h), Some(v)) => (h.clone_held(), v.clone()),
                 (false, Some(h), Some(v)) => (
-                    std::mem::replace(h, Held::Fixed(0, Vec::new())),
+                    std::mem::replace(h, Held::Fixed(Vec::new())),
                     std::mem::take(v),
                 ),
             };
@@ -595,7 +612,8 @@ impl StretchMerge {
                 }
             }
             match h {
-                Held::Fixed(size, mut data) => {
+                Held::Fixed(mut data) => {
+                    let size = self.st.cols.get(k).and_then(|c| c.size).unwrap_or(0);
                     for c in gaps.iter().flat_map(Clone::clone) {
                         let at = c.saturating_mul(size);
                         let dst = data.get_mut(at..at.saturating_add(size));
@@ -697,7 +715,7 @@ impl StretchMerge {
             let mut off = 0usize;
             for (c, h) in cols.iter().zip(held.iter_mut()) {
                 match (c.size, h) {
-                    (Some(size), Held::Fixed(_, data)) => {
+                    (Some(size), Held::Fixed(data)) => {
                         let src = off.saturating_add(skip_n.saturating_mul(size));
                         let n = take_n.saturating_mul(size);
                         let to = from.saturating_mul(size);
@@ -760,7 +778,7 @@ impl Held {
     /// A copy, for a field asked for again.
     fn clone_held(&self) -> Held {
         match self {
-            Held::Fixed(size, data) => Held::Fixed(*size, data.clone()),
+            Held::Fixed(data) => Held::Fixed(data.clone()),
             Held::Var(arena, spans) => Held::Var(arena.clone(), spans.clone()),
         }
     }
@@ -971,6 +989,9 @@ mod tests {
                     st.push_run(*frag, &stretches, &by_tile, &[], &fields)
                         .unwrap();
                 }
+                // Fragment 0's last run follows its third (places past it,
+                // bytes right after it): one run.
+                assert_eq!(st.runs.len(), 3);
                 let bx = DenseBox::new(&[vec![(0, 99)]], false, vec![Datatype::Int32]).unwrap();
                 let mut merge = st.merge(bx, cells).unwrap();
                 merge.read_most = read_most;
