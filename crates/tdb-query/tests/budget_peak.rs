@@ -125,6 +125,35 @@ fn snapshot(case: &str) -> (LocalStorage, Arc<Snapshot>) {
     (storage, snap)
 }
 
+/// A dense array in `storage` of `rows` × `cols` int32 cells `a` in 256²
+/// tiles (ZSTD with `zstd`, else stored as they are), cell `k` in the
+/// row-major order holding `value(k)`, written at t=1 in one fragment.
+fn dense_i32(
+    storage: &LocalStorage,
+    (rows, cols): (i32, i32),
+    zstd: bool,
+    value: impl Fn(i32) -> i32,
+) -> Arc<Snapshot> {
+    use tdb_format::{ArrayType, Datatype};
+    use tdb_query::{FieldBuffer, WriteSpec};
+    use tdb_schema::{ArraySchema, AttributeBuilder, DimensionBuilder};
+    let filters = zstd.then_some(tdb_filters::Filter::Zstd { level: 1 });
+    let schema = ArraySchema::builder(ArrayType::Dense)
+        .dimension(DimensionBuilder::range("y", 0i32..=rows - 1).tile_extent(256i32))
+        .dimension(DimensionBuilder::range("x", 0i32..=cols - 1).tile_extent(256i32))
+        .attribute(AttributeBuilder::new("a", Datatype::Int32).filters(filters))
+        .build()
+        .unwrap();
+    let entry = tdb_fragment::create_array(storage, "", &schema, &[], None, 1).unwrap();
+    let mut a = FieldBuffer::new("a", Datatype::Int32, 1, false);
+    a.data = (0..rows * cols)
+        .flat_map(|k| value(k).to_le_bytes())
+        .collect();
+    let spec = WriteSpec::new(vec![a]).at(1);
+    tdb_query::write_fragment(storage, "", &entry, None, &spec).unwrap();
+    Arc::new(Snapshot::load(storage, "", TimeWindow::ALL, None).unwrap())
+}
+
 // The fixed overhead: the decode pool's threads, the filter contexts
 // (zstd's decompression context alone is ~100 kB) and bookkeeping.
 const OVERHEAD: u64 = 1 << 20;
@@ -537,24 +566,10 @@ fn a_merge_of_large_sparse_tiles_holds_chunks_not_tiles() {
 /// one piece.
 #[test]
 fn a_local_read_of_a_few_mib_fetches_half_its_tiles_at_once() {
-    use tdb_format::{ArrayType, Datatype};
-    use tdb_query::{FieldBuffer, WriteSpec};
-    use tdb_schema::{ArraySchema, AttributeBuilder, DimensionBuilder};
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let tmp = tempfile::tempdir().unwrap();
     let storage = LocalStorage::new(tmp.path());
-    let schema = ArraySchema::builder(ArrayType::Dense)
-        .dimension(DimensionBuilder::range("y", 0i32..=1023).tile_extent(256i32))
-        .dimension(DimensionBuilder::range("x", 0i32..=1023).tile_extent(256i32))
-        .attribute(AttributeBuilder::new("a", Datatype::Int32))
-        .build()
-        .unwrap();
-    let entry = tdb_fragment::create_array(&storage, "", &schema, &[], None, 1).unwrap();
-    let mut a = FieldBuffer::new("a", Datatype::Int32, 1, false);
-    a.data = (0..1i32 << 20).flat_map(|v| v.to_le_bytes()).collect();
-    let spec = WriteSpec::new(vec![a]).at(1);
-    tdb_query::write_fragment(&storage, "", &entry, None, &spec).unwrap();
-    let snap = Arc::new(Snapshot::load(&storage, "", TimeWindow::ALL, None).unwrap());
+    let snap = dense_i32(&storage, (1024, 1024), false, |v| v);
     let (peak, cells, _) = peak_of_read(&storage, &snap, &["a"], tdb_query::DEFAULT_BUDGET);
     assert_eq!(cells, 1 << 20);
     eprintln!("a 4 MiB read whole: peak {peak} bytes");
@@ -569,28 +584,14 @@ fn a_local_read_of_a_few_mib_fetches_half_its_tiles_at_once() {
 /// overhead, and give the unbudgeted read's cells.
 #[test]
 fn reads_along_the_cell_order_in_stretches_stay_within_the_budget() {
-    use tdb_format::{ArrayType, Datatype};
-    use tdb_query::{FieldBuffer, ResultLayout, WriteSpec};
-    use tdb_schema::{ArraySchema, AttributeBuilder, DimensionBuilder};
+    use tdb_query::ResultLayout;
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     for zstd in [false, true] {
         let tmp = tempfile::tempdir().unwrap();
         let storage = LocalStorage::new(tmp.path());
-        let filters = zstd.then_some(tdb_filters::Filter::Zstd { level: 1 });
-        let schema = ArraySchema::builder(ArrayType::Dense)
-            .dimension(DimensionBuilder::range("y", 0i32..=511).tile_extent(256i32))
-            .dimension(DimensionBuilder::range("x", 0i32..=4095).tile_extent(256i32))
-            .attribute(AttributeBuilder::new("a", Datatype::Int32).filters(filters))
-            .build()
-            .unwrap();
-        let entry = tdb_fragment::create_array(&storage, "", &schema, &[], None, 1).unwrap();
-        let mut a = FieldBuffer::new("a", Datatype::Int32, 1, false);
-        a.data = (0..512 * 4096i32)
-            .flat_map(|v| (v.wrapping_mul(2_654_435_761u32 as i32) >> 12).to_le_bytes())
-            .collect();
-        let spec = WriteSpec::new(vec![a]).at(1);
-        tdb_query::write_fragment(&storage, "", &entry, None, &spec).unwrap();
-        let snap = Arc::new(Snapshot::load(&storage, "", TimeWindow::ALL, None).unwrap());
+        let snap = dense_i32(&storage, (512, 4096), zstd, |v| {
+            v.wrapping_mul(2_654_435_761u32 as i32) >> 12
+        });
         let spec = ReadSpec::new(["a", "x"]).with_layout(ResultLayout::RowMajor);
         let whole = peak_of(&storage, &snap, spec.clone());
         let (peak, cells, digests) = peak_of(&storage, &snap, spec.with_budget(1 << 20));
