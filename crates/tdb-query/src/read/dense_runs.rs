@@ -102,9 +102,10 @@ impl DenseBox {
     /// The cells at positions `span` of the tile `tc` that lie in the box
     /// and inside the fragment's non-empty domain, handed to `out` in the
     /// order of their places (a cell of overlapping ranges once for each
-    /// of its places) as (place, position, cells): that many cells whose
-    /// places and positions both go up one a cell (a line of the tile
-    /// along the result order; one cell across it). They come in sorted
+    /// of its places) as (place, position, cells, step): that many cells
+    /// whose places go up one a cell and positions `step` (a line of the
+    /// tile along the result order, step one; across it, the stride of
+    /// the result's fastest dimension in the tile). They come in sorted
     /// stretches: how many it handed out. Walked in the result order over the
     /// span's bounding box (along the cell order from the slowest
     /// dimension, coordinates the span's ends share pin it, the first that
@@ -116,7 +117,7 @@ impl DenseBox {
         &self,
         tc: &TileCells,
         span: Range<u64>,
-        out: &mut impl FnMut(u64, u64, u64),
+        out: &mut impl FnMut(u64, u64, u64, u64),
     ) -> Option<usize> {
         if span.is_empty() {
             return Some(0);
@@ -182,13 +183,16 @@ impl DenseBox {
             place_stride = place_stride.checked_mul(axis.len)?;
         }
         // An odometer over the slower dimensions, the fastest walked inside
-        // in runs whose places and positions both step by one.
+        // in runs whose places step by one and positions by that
+        // dimension's stride in the tile (one along the cell order).
         let (inner, outer) = lists.split_first()?;
+        let step = u64::try_from(tc.stride(*self.order.first()?)?).ok()?;
         let mut runs: Vec<(u64, u64, u64)> = Vec::new();
         for &(p, q) in inner {
             match runs.last_mut() {
                 Some((p0, q0, n))
-                    if p0.checked_add(*n) == Some(p) && q0.checked_add(*n) == Some(q) =>
+                    if p0.checked_add(*n) == Some(p)
+                        && n.checked_mul(step).and_then(|d| q0.checked_add(d)) == Some(q) =>
                 {
                     *n = n.saturating_add(1);
                 }
@@ -204,14 +208,16 @@ impl DenseBox {
                 pos = pos.saturating_add(q);
             }
             for &(p, q, n) in &runs {
+                // The run's cells whose positions lie in the span.
                 let from = pos.saturating_add(q);
-                let (a, b) = (from.max(span.start), from.saturating_add(n).min(span.end));
+                let into = |bound: u64| (bound.saturating_sub(from)).div_ceil(step).min(n);
+                let (a, b) = (into(span.start), into(span.end));
                 if a < b {
-                    let skip = a.saturating_sub(from);
                     out(
-                        place.saturating_add(p).saturating_add(skip),
-                        a,
+                        place.saturating_add(p).saturating_add(a),
+                        from.saturating_add(a.saturating_mul(step)),
                         b.saturating_sub(a),
+                        step,
                     );
                 }
             }
@@ -355,19 +361,48 @@ impl Reader {
         Some((tile, line))
     }
 
-    /// Bytes a spilled dense tile's cell costs a piece besides the tile,
-    /// in stretches: a stretch (32 bytes) a line of the tile, and with a
+    /// Bytes `cells` cells of a spilled dense tile (a run of them in its
+    /// cell order) cost a piece besides the tile: a [`Stretch`] (40 bytes)
+    /// each run of them along the result's fastest dimension, and with a
     /// condition each cell's place, tile and position to evaluate it and
-    /// whether it is rejected (17).
-    pub(super) fn stretch_bookkeeping(&self) -> u64 {
-        let line = self.tile_lines().map_or(1, |(_, line)| line.max(1));
-        let stretch = (31i128.saturating_add(line).checked_div(line))
-            .and_then(|b| u64::try_from(b).ok())
-            .unwrap_or(32);
-        match self.condition {
-            Some(_) => stretch.saturating_add(17),
-            None => stretch,
-        }
+    /// whether it is rejected (17). Along the cell order a stretch is a
+    /// line of the tile; across it, a stretch takes one cell of each of
+    /// the run's lines, so a run of part of a line is a stretch a cell.
+    pub(super) fn stretch_bookkeeping(&self, cells: u64) -> u64 {
+        let stretches = self
+            .fastest_stride_and_extent()
+            .map_or(cells, |(stride, extent)| {
+                let lines = cells
+                    .checked_div(stride.saturating_mul(extent))
+                    .unwrap_or(0);
+                cells.min(stride).saturating_mul(lines.saturating_add(1))
+            });
+        let per_cell = if self.condition.is_some() { 17 } else { 0 };
+        let stretch = std::mem::size_of::<Stretch>() as u64;
+        (stretches.saturating_mul(stretch)).saturating_add(cells.saturating_mul(per_cell))
+    }
+
+    /// The stride in a space tile's cell order of the result's fastest
+    /// dimension, and its extent.
+    fn fastest_stride_and_extent(&self) -> Option<(u64, u64)> {
+        let schema = self.snapshot.schema();
+        let extents: Vec<u64> = (schema.domain.dimensions.iter())
+            .map(|d| {
+                tdb_index::dense::origin_and_extent(d).and_then(|(_, e)| u64::try_from(e).ok())
+            })
+            .collect::<Option<_>>()?;
+        let n = extents.len();
+        let fastest = match self.spec.layout {
+            ResultLayout::ColMajor => 0,
+            _ => n.checked_sub(1)?,
+        };
+        // Dimensions faster than it in the cell order.
+        let faster = match schema.cell_order {
+            Layout::ColMajor => 0..fastest,
+            _ => fastest.saturating_add(1)..n,
+        };
+        let stride = (extents.get(faster)?.iter()).try_fold(1u64, |a, &e| a.checked_mul(e))?;
+        Some((stride, *extents.get(fastest)?))
     }
 
     /// The slowest dimension of the read's result order.
@@ -521,9 +556,9 @@ impl Reader {
                 QueryError::invalid(format!("{}: no tile {t} in its grid", plan.file.path))
             })?;
             let k = u32::try_from(k).map_err(|_| QueryError::invalid("too many tiles"))?;
-            let mut put = |place: u64, pos: u64, n: u64| {
+            let mut put = |place: u64, pos: u64, n: u64, step: u64| {
                 for c in 0..n {
-                    match u32::try_from(pos.saturating_add(c)) {
+                    match u32::try_from(pos.saturating_add(c.saturating_mul(step))) {
                         Ok(pos) => found.push((place.saturating_add(c), k, pos)),
                         Err(_) => past_u32 = true,
                     }
@@ -627,6 +662,9 @@ impl Reader {
             .ok_or_else(|| QueryError::invalid(format!("no fragment {i} planned")))?;
         let frag = u32::try_from(i).map_err(|_| QueryError::invalid("too many fragments"))?;
         let mut found: Vec<Stretch> = Vec::new();
+        // The step of every stretch (a dimension's stride in a tile); set
+        // if a stretch is too long or steps otherwise.
+        let (mut step, mut odd) = (1u64, false);
         let mut sorted = 0usize;
         for (k, &t) in plan.tiles.iter().enumerate() {
             let cells = match &self.current.cells {
@@ -637,18 +675,28 @@ impl Reader {
                 QueryError::invalid(format!("{}: no tile {t} in its grid", plan.file.path))
             })?;
             let tile = u32::try_from(k).map_err(|_| QueryError::invalid("too many tiles"))?;
-            let mut put = |place, pos, len| {
-                found.push(Stretch {
-                    place,
-                    len,
-                    tile,
-                    pos,
-                })
+            let mut put = |place, pos, len: u64, by: u64| match u32::try_from(len) {
+                Ok(len) if found.is_empty() || by == step => {
+                    step = by;
+                    found.push(Stretch {
+                        place,
+                        pos,
+                        len,
+                        tile,
+                    })
+                }
+                _ => odd = true,
             };
             let n = bx.tile_places(&tc, cells, &mut put).ok_or_else(|| {
                 QueryError::invalid(format!("{}: tile {t} past its grid", plan.file.path))
             })?;
             sorted = sorted.saturating_add(n);
+            if odd {
+                return Err(QueryError::invalid(format!(
+                    "{}: tile {t}'s stretches past 2^32 cells or of two steps",
+                    plan.file.path
+                )));
+            }
         }
         if sorted > 1 {
             found.sort_unstable();
@@ -668,8 +716,8 @@ impl Reader {
             Some(cond) => {
                 let mut cells: Vec<(u64, u32, u32)> = Vec::new();
                 for s in &found {
-                    for c in 0..s.len {
-                        let pos = u32::try_from(s.pos.saturating_add(c))
+                    for c in 0..u64::from(s.len) {
+                        let pos = u32::try_from(s.pos.saturating_add(c.saturating_mul(step)))
                             .map_err(|_| QueryError::invalid("a tile of over 2^32 cells"))?;
                         cells.push((s.place.saturating_add(c), s.tile, pos));
                     }
@@ -678,7 +726,7 @@ impl Reader {
             }
             None => Vec::new(),
         };
-        st.push_run(frag, &found, &tiles, &rejected, &self.fields)?;
+        st.push_run(frag, &found, step, &tiles, &rejected, &self.fields)?;
         tracing::debug!(
             piece = self.pieces_started,
             stretches = found.len(),
@@ -831,8 +879,8 @@ mod tests {
                         brute.sort();
                         let mut got = Vec::new();
                         let stretches = bx
-                            .tile_places(&tc, span.clone(), &mut |p, q, n| {
-                                got.extend((0..n).map(|c| (p + c, q + c)))
+                            .tile_places(&tc, span.clone(), &mut |p, q, n, step| {
+                                got.extend((0..n).map(|c| (p + c, q + c * step)))
                             })
                             .unwrap();
                         let what = format!("col {col}, {cell_order:?} cells, tile {t}, {span:?}");
@@ -862,8 +910,8 @@ mod tests {
         let span = 99_998..100_003;
         let mut got = Vec::new();
         assert_eq!(
-            bx.tile_places(&tc, span.clone(), &mut |p, q, n| got
-                .extend((0..n).map(|c| (p + c, q + c)))),
+            bx.tile_places(&tc, span.clone(), &mut |p, q, n, step| got
+                .extend((0..n).map(|c| (p + c, q + c * step)))),
             Some(2)
         );
         got.sort();

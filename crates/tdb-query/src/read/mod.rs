@@ -921,9 +921,7 @@ impl Reader {
                     ArrayType::Sparse => spill::RunFormat::new(&self.fields, &self.requested)?,
                 };
                 let mut spill = spill::Spill::new(fmt, self.run_order(), self.tile_budget());
-                if self.snapshot.schema().array_type == ArrayType::Dense
-                    && self.reads_along_cell_order()
-                {
+                if self.snapshot.schema().array_type == ArrayType::Dense {
                     let buffer = usize::try_from(self.tile_budget() / 4).unwrap_or(usize::MAX);
                     spill.stretches = Some(stretches::Stretches::new(
                         &self.fields,

@@ -383,36 +383,35 @@ impl Reader {
                 (cells, self.tile_bytes(i, t))
             }
         };
-        bytes.saturating_add(cells.saturating_mul(self.cell_bookkeeping(i)))
+        bytes.saturating_add(self.bookkeeping(i, cells))
     }
 
-    /// Bytes a piece holds per cell of a sparse tile of fragment `i`
-    /// besides the tile. An unordered read of an array with duplicates puts
-    /// each tile's kept cells straight into slabs: the byte a bounded
-    /// tile's check hands on (`tiles::Checked`), at most 4 bytes listing
-    /// the cell and 4 more picking it, and its timestamp where the
-    /// fragment keeps one (8). Any other read keeps a record per cell and
-    /// its coordinates to sort or deduplicate them (64). (At 64 for every
-    /// read, each of W3's 1% boxes was two pieces: 39.5 → 36.6 ms as one.)
-    /// A dense tile's cells in a read that spills: each one's place in the
-    /// result order, tile and position, to sort them, and whether the
-    /// condition rejects it (17); in stretches, a stretch a line
-    /// ([`Reader::stretch_bookkeeping`]).
-    fn cell_bookkeeping(&self, i: usize) -> u64 {
+    /// Bytes a piece holds for `cells` cells of a tile of fragment `i`
+    /// besides the tile. An unordered read of an array with duplicates
+    /// puts each sparse tile's kept cells straight into slabs: the byte a
+    /// bounded tile's check hands on (`tiles::Checked`), at most 4 bytes
+    /// listing the cell and 4 more picking it, and its timestamp where the
+    /// fragment keeps one (8). Any other sparse read keeps a record per
+    /// cell and its coordinates to sort or deduplicate them (64). (At 64
+    /// for every read, each of W3's 1% boxes was two pieces: 39.5 → 36.6
+    /// ms as one.) A dense tile's cells in a read that spills go in
+    /// stretches ([`Reader::stretch_bookkeeping`]).
+    fn bookkeeping(&self, i: usize, cells: u64) -> u64 {
         if (self.plans.get(i)).is_some_and(|p| p.meta.footer.dense) {
-            return match self.spill.as_ref().is_some_and(|s| s.stretches.is_some()) {
-                true => self.stretch_bookkeeping(),
-                false => 17,
+            return match self.spill.is_some() {
+                true => self.stretch_bookkeeping(cells),
+                false => 0,
             };
         }
         let schema = self.snapshot.schema();
-        if !(schema.allows_dups && self.spec.layout == ResultLayout::Unordered) {
-            return 64;
-        }
-        match (self.plans.get(i)).is_some_and(|p| p.timestamps.is_some()) {
-            true => 17,
-            false => 9,
-        }
+        let per_cell = if !(schema.allows_dups && self.spec.layout == ResultLayout::Unordered) {
+            64
+        } else if (self.plans.get(i)).is_some_and(|p| p.timestamps.is_some()) {
+            17
+        } else {
+            9
+        };
+        cells.saturating_mul(per_cell)
     }
 
     /// Whether the tiles of `plan` can be sliced: every field read can be.

@@ -1148,7 +1148,11 @@ impl Spill {
                 cells: cells.max(1),
                 dense: None,
                 window: None,
-                stretches: Some(st.merge(bx, cells)?),
+                stretches: Some(st.merge(
+                    bx,
+                    cells,
+                    self.reading.saturating_add(self.out_buffer),
+                )?),
             });
         }
         if self.runs.len() > self.fan_in {

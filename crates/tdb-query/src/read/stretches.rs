@@ -20,6 +20,8 @@
 //! of W2. A cell the condition rejects is spilled as its field's fill: it
 //! hides older fragments' values of its place, as it does in pieces.
 
+mod levels;
+
 use super::dense_runs::DenseBox;
 use super::emit::zeroed;
 use super::fields::{FieldInfo, Kind};
@@ -77,13 +79,22 @@ struct Run {
 }
 
 /// One stretch of a piece: `len` cells from place `place`, at positions
-/// from `pos` of the piece's tile `tile`.
+/// from `pos` of the piece's tile `tile`, the read's step apart (one along
+/// the tile's cell order, a line's cells across it). 24 bytes: across the
+/// order a piece of part of a line is a stretch a cell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct Stretch {
     pub place: u64,
-    pub len: u64,
-    pub tile: u32,
     pub pos: u64,
+    pub len: u32,
+    pub tile: u32,
+}
+
+impl Stretch {
+    /// The position of its cell `c`, cells `step` apart.
+    fn at(&self, c: u64, step: u64) -> u64 {
+        self.pos.saturating_add(c.saturating_mul(step))
+    }
 }
 
 /// The stretches of a read's pieces, written to one scratch file.
@@ -158,7 +169,8 @@ impl Stretches {
             .fold(0, u64::saturating_add)
     }
 
-    /// Appends a run of fragment `frag`: `stretches` in place order, each
+    /// Appends a run of fragment `frag`: `stretches` in place order (their
+    /// cells `step` apart in their tiles), each
     /// of `tiles` (per tile, per held field, its decoded tile; `None`
     /// where the fragment lacks the field: its fill). `rejected` says, per
     /// cell of the stretches in turn, whether the condition rejects it
@@ -169,6 +181,7 @@ impl Stretches {
         &mut self,
         frag: u32,
         stretches: &[Stretch],
+        step: u64,
         tiles: &[Vec<Option<&DecodedTile>>],
         rejected: &[bool],
         fields: &[FieldInfo],
@@ -209,6 +222,8 @@ impl Stretches {
             })
             .collect();
         let mut fill: Vec<u8> = Vec::new();
+        // Values of a stretch across the cell order, gathered.
+        let mut gathered: Vec<u8> = Vec::new();
         let mut row: Vec<Option<&DecodedTile>> = Vec::with_capacity(self.cols.len());
         let mut segs: Vec<(u64, u64, bool)> = Vec::new();
         let mut cell = 0usize;
@@ -219,11 +234,12 @@ impl Stretches {
                 (0..self.cols.len()).map(|k| of_tile.and_then(|r| r.get(k).copied().flatten())),
             );
             let mut done = 0u64;
-            while done < s.len {
-                let pos = s.pos.saturating_add(done);
-                let left = s.len.saturating_sub(done);
+            let len = u64::from(s.len);
+            while done < len {
+                let left = len.saturating_sub(done);
                 let rej = rejected.get(cell..).unwrap_or_default();
-                let (n, body) = self.record_cells(&row, &fills, rej, pos, left)?;
+                let (n, body) =
+                    self.record_cells(&row, &fills, rej, s.at(done, step), step, left)?;
                 let rej = rej.get(..n as usize).unwrap_or_default();
                 // Runs of cells kept and of cells rejected.
                 segs.clear();
@@ -249,13 +265,17 @@ impl Stretches {
                     };
                     for &lengths in passes {
                         for &(from, len, rejected) in &segs {
-                            let at = pos.saturating_add(from);
+                            let at = s.at(done.saturating_add(from), step);
                             match (c.size, t.filter(|_| !rejected)) {
-                                (Some(size), Some(t)) => {
-                                    put(values_of(&t.fixed, t.first, at, len, size)?)?
-                                }
+                                (Some(size), Some(t)) => put(values_of(
+                                    &t.fixed,
+                                    t.first,
+                                    (at, len, step),
+                                    size,
+                                    &mut gathered,
+                                )?)?,
                                 (Some(_), None) => repeated(&mut put, &mut fill, cell, len)?,
-                                (None, Some(t)) => {
+                                (None, Some(t)) if step == 1 => {
                                     let (offsets, data) = var_cells(t, at, len)?;
                                     if !lengths {
                                         put(data)?;
@@ -266,6 +286,17 @@ impl Stretches {
                                     let ends = ends.chain([base.saturating_add(data.len() as u64)]);
                                     for (&o, e) in offsets.iter().zip(ends) {
                                         put(&e.saturating_sub(o).to_le_bytes())?;
+                                    }
+                                }
+                                (None, Some(t)) => {
+                                    // Across the cell order: a cell at a time.
+                                    for k in 0..len {
+                                        let at = at.saturating_add(k.saturating_mul(step));
+                                        let data = var_cells(t, at, 1)?.1;
+                                        match lengths {
+                                            true => put(&(data.len() as u64).to_le_bytes())?,
+                                            false => put(data)?,
+                                        }
                                     }
                                 }
                                 (None, None) if lengths => {
@@ -282,10 +313,12 @@ impl Stretches {
                         continue;
                     }
                     for &(from, len, rejected) in &segs {
-                        let at = pos.saturating_add(from);
+                        let at = s.at(done.saturating_add(from), step);
                         let t = t.filter(|_| !rejected);
                         match t.map(|t| (t.first, t.validity.as_deref())) {
-                            Some((first, Some(v))) => put(values_of(v, first, at, len, 1)?)?,
+                            Some((first, Some(v))) => {
+                                put(values_of(v, first, (at, len, step), 1, &mut gathered)?)?
+                            }
                             // (A tile of the field without validity: valid.)
                             Some((_, None)) => repeated(&mut put, &mut fill, &[1], len)?,
                             None => repeated(&mut put, &mut fill, &[valid], len)?,
@@ -299,7 +332,7 @@ impl Stretches {
         self.written = self.written.saturating_add(wrote);
         self.writer = Some(out);
         let past = (stretches.iter())
-            .map(|s| s.place.saturating_add(s.len))
+            .map(|s| s.place.saturating_add(u64::from(s.len)))
             .max()
             .unwrap_or(first.place);
         // A run that follows the last one (the same fragment, places past
@@ -323,16 +356,17 @@ impl Stretches {
         Ok(())
     }
 
-    /// How many of the `left` cells from position `pos` of `row`'s tiles
-    /// (`fills` where a tile is missing or `rejected` says so) one record
-    /// holds, and its body's bytes: as many as fit the writer's buffer, at
-    /// least one.
+    /// How many of the `left` cells from position `pos` of `row`'s tiles,
+    /// `step` apart (`fills` where a tile is missing or `rejected` says
+    /// so), one record holds, and its body's bytes: as many as fit the
+    /// writer's buffer, at least one.
     fn record_cells(
         &self,
         row: &[Option<&DecodedTile>],
         fills: &[(Vec<u8>, u8)],
         rejected: &[bool],
         pos: u64,
+        step: u64,
         left: u64,
     ) -> Result<(u64, u64)> {
         let most = self.buffer as u64;
@@ -349,7 +383,10 @@ impl Stretches {
             for ((c, t), f) in self.cols.iter().zip(row).zip(fills) {
                 let len = match (c.size, t.filter(|_| !gone)) {
                     (Some(_), _) => 0,
-                    (None, Some(t)) => var_cells(t, pos.saturating_add(n), 1)?.1.len() as u64,
+                    (None, Some(t)) => {
+                        let at = pos.saturating_add(n.saturating_mul(step));
+                        var_cells(t, at, 1)?.1.len() as u64
+                    }
                     (None, None) => f.0.len() as u64,
                 };
                 cell = cell.saturating_add(len);
@@ -363,8 +400,11 @@ impl Stretches {
         Ok((n, body))
     }
 
-    /// The runs handed out over `bx`'s places, `cells` a batch.
-    pub fn merge(mut self, bx: DenseBox, cells: usize) -> Result<StretchMerge> {
+    /// The runs handed out over `bx`'s places, `cells` a batch; runs
+    /// merged first through `memory` bytes where too many meet at a place
+    /// ([`levels`]).
+    pub fn merge(mut self, bx: DenseBox, cells: usize, memory: usize) -> Result<StretchMerge> {
+        self.merge_down(cells, memory)?;
         if let Some(w) = self.writer.take() {
             w.into_inner()
                 .map_err(|e| QueryError::Spill(e.into_error()))?;
@@ -404,17 +444,46 @@ fn repeated(
     Ok(())
 }
 
-/// `n` cells of `size` bytes from position `pos` of `bytes`, whose first
-/// cell is the tile's `first`.
-fn values_of(bytes: &[u8], first: u64, pos: u64, n: u64, size: usize) -> Result<&[u8]> {
-    let at = pos
-        .checked_sub(first)
-        .and_then(|c| c.checked_mul(size as u64));
-    let len = n.checked_mul(size as u64);
-    at.zip(len)
-        .and_then(|(a, l)| Some((usize::try_from(a).ok()?, usize::try_from(l).ok()?)))
-        .and_then(|(a, l)| bytes.get(a..a.checked_add(l)?))
-        .ok_or_else(|| QueryError::invalid("a spilled stretch past its decoded tile"))
+/// `n` cells of `size` bytes from position `pos` of `bytes`, `step`
+/// apart (`(pos, n, step)`), whose first cell is the tile's `first`: in
+/// place where they lie back to back, else gathered into `gathered`.
+fn values_of<'a>(
+    bytes: &'a [u8],
+    first: u64,
+    (pos, n, step): (u64, u64, u64),
+    size: usize,
+    gathered: &'a mut Vec<u8>,
+) -> Result<&'a [u8]> {
+    let past = || QueryError::invalid("a spilled stretch past its decoded tile");
+    let at = |pos: u64| {
+        pos.checked_sub(first)
+            .and_then(|c| c.checked_mul(size as u64))
+            .and_then(|a| usize::try_from(a).ok())
+            .ok_or_else(past)
+    };
+    let len = (n.checked_mul(size as u64))
+        .and_then(|l| usize::try_from(l).ok())
+        .ok_or_else(past)?;
+    let a = at(pos)?;
+    if step == 1 || n <= 1 {
+        return bytes
+            .get(a..a.checked_add(len).ok_or_else(past)?)
+            .ok_or_else(past);
+    }
+    let stride = (step.checked_mul(size as u64))
+        .and_then(|s| usize::try_from(s).ok())
+        .ok_or_else(past)?;
+    gathered.clear();
+    gathered.reserve(len);
+    let mut from = a;
+    for _ in 0..n {
+        let cell = bytes
+            .get(from..from.saturating_add(size))
+            .ok_or_else(past)?;
+        gathered.extend_from_slice(cell);
+        from = from.saturating_add(stride);
+    }
+    Ok(gathered)
 }
 
 /// The offsets of var-size cells `pos..pos + n` of `t` and the bytes they
@@ -981,19 +1050,19 @@ mod tests {
                     let stretches: Vec<Stretch> = (stretches.iter())
                         .map(|&(place, len, tile, pos)| Stretch {
                             place,
-                            len,
-                            tile,
                             pos,
+                            len: len as u32,
+                            tile,
                         })
                         .collect();
-                    st.push_run(*frag, &stretches, &by_tile, &[], &fields)
+                    st.push_run(*frag, &stretches, 1, &by_tile, &[], &fields)
                         .unwrap();
                 }
                 // Fragment 0's last run follows its third (places past it,
                 // bytes right after it): one run.
                 assert_eq!(st.runs.len(), 3);
                 let bx = DenseBox::new(&[vec![(0, 99)]], false, vec![Datatype::Int32]).unwrap();
-                let mut merge = st.merge(bx, cells).unwrap();
+                let mut merge = st.merge(bx, cells, 1 << 20).unwrap();
                 merge.read_most = read_most;
                 let mut got = crate::Batch::default();
                 // Each batch handed back (`Reader::recycle`): the next one's

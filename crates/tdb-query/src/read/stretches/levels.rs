@@ -1,0 +1,308 @@
+//! Runs of stretches merged into fewer, longer ones before the windows.
+//!
+//! A window reads each run it reaches at least once. Along the cell order
+//! few runs meet at a place (a piece's stretches follow the last piece's),
+//! but across it every piece of a tile holds some of every result line:
+//! `dense_large_tiles` read col-major under 16 KiB spills 1,024 runs of one
+//! row each, all live in every window, and the windows' reads of them cost
+//! 1.5 times the records' external merge. Where more runs than a window
+//! reads well meet at a place, a fragment's runs are merged, a group of
+//! runs next to each other at a time, by their records' first places: a
+//! record that starts where the last one ended joins it, so merging the
+//! runs of `g` rows makes records of `g` cells, and the next round (or the
+//! windows) copies `g` cells a record. A fragment's runs never share a
+//! place, so a merge within one needs no newest-wins choice; fragments
+//! stay apart, as the windows need.
+
+use super::{Col, Run, Stretches, HEAD};
+use crate::scratch::{self, At};
+use crate::{QueryError, Result};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::fs::File;
+use std::io::{BufReader, BufWriter, Read, Write};
+use std::sync::Arc;
+
+/// Cells of a window each run it reads should hold at least: past a
+/// window's cells over this many runs meeting at a place, they are merged
+/// first. (`dense_large_tiles` col-major, windows of 2,520 cells under 64
+/// KiB, 576 runs: 0.27 s read by the windows, 0.17 merged down to 16 or
+/// 64; under 256 KiB, 10,082 cells and 136 runs: 0.060 s as they are,
+/// 0.068 merged to 64; under 16 KiB, 630 cells and 1,124 runs: 1.0 s as
+/// they are, 0.47–0.52 merged to 16–256.)
+const WINDOW_CELLS_A_RUN: usize = 32;
+
+/// Runs a window may read at once however small it is.
+const LIVE_LEAST: usize = 16;
+
+/// Bytes each run a merge reads is read through, at least.
+const READ_LEAST: usize = 1 << 10;
+
+/// Runs merged at once, at most.
+const GROUP_MOST: usize = 256;
+
+/// One run being merged: its records in turn.
+struct Cursor {
+    reader: BufReader<At>,
+    /// Bytes of the run past what `reader` handed out.
+    left: u64,
+    /// Its next record's first place, cells and body bytes.
+    head: Option<(u64, u64, u64)>,
+}
+
+impl Cursor {
+    fn new(file: &Arc<File>, run: &Run, buffer: usize) -> Result<Self> {
+        let reader =
+            BufReader::with_capacity(buffer, At::new(Arc::clone(file), run.start, run.end));
+        let mut c = Cursor {
+            reader,
+            left: run.end.saturating_sub(run.start),
+            head: None,
+        };
+        c.advance()?;
+        Ok(c)
+    }
+
+    /// Reads the next record's head (none at the run's end).
+    fn advance(&mut self) -> Result<()> {
+        self.head = None;
+        if self.left == 0 {
+            return Ok(());
+        }
+        let mut head = [0u8; HEAD as usize];
+        self.take(&mut head)?;
+        self.head = Some(super::parse_head(&head)?);
+        Ok(())
+    }
+
+    /// The run's next bytes into `out`.
+    fn take(&mut self, out: &mut [u8]) -> Result<()> {
+        let n = out.len() as u64;
+        if n > self.left {
+            return Err(QueryError::invalid("a spilled stretch past its run"));
+        }
+        self.reader.read_exact(out).map_err(QueryError::Spill)?;
+        self.left = self.left.saturating_sub(n);
+        Ok(())
+    }
+
+    /// The run's next `n` bytes appended to `out`.
+    fn append(&mut self, out: &mut Vec<u8>, n: u64) -> Result<()> {
+        let n =
+            usize::try_from(n).map_err(|_| QueryError::invalid("a spilled stretch too long"))?;
+        let at = out.len();
+        out.resize(at.saturating_add(n), 0);
+        self.take(out.get_mut(at..).unwrap_or_default())
+    }
+}
+
+/// A merged record being made: its first place, cells and body bytes, and
+/// per held field its values (a var-size one's lengths), its bytes
+/// (var-size) and its validity.
+#[derive(Default)]
+struct Making {
+    place: u64,
+    cells: u64,
+    body: u64,
+    cols: Vec<(Vec<u8>, Vec<u8>, Vec<u8>)>,
+}
+
+impl Making {
+    /// Appends `cursor`'s record (its head taken) of `cells` cells and
+    /// `body` bytes: each held field's values column by column.
+    fn take(&mut self, cols: &[Col], cursor: &mut Cursor, cells: u64, body: u64) -> Result<()> {
+        let cut = || QueryError::invalid("a spilled stretch cut short");
+        self.cols.resize_with(cols.len(), Default::default);
+        let mut read = 0u64;
+        for (c, (vals, bytes, _)) in cols.iter().zip(&mut self.cols) {
+            match c.size {
+                Some(size) => {
+                    let n = cells.checked_mul(size as u64).ok_or_else(cut)?;
+                    cursor.append(vals, n)?;
+                    read = read.saturating_add(n);
+                }
+                None => {
+                    let at = vals.len();
+                    let n = cells.checked_mul(8).ok_or_else(cut)?;
+                    cursor.append(vals, n)?;
+                    let lens = vals.get(at..).ok_or_else(cut)?;
+                    let total = (lens.chunks_exact(8))
+                        .map(|l| u64::from_le_bytes(l.try_into().unwrap_or_default()))
+                        .try_fold(0u64, u64::checked_add)
+                        .filter(|&t| t <= body)
+                        .ok_or_else(cut)?;
+                    cursor.append(bytes, total)?;
+                    read = read.saturating_add(n).saturating_add(total);
+                }
+            }
+        }
+        for (_, (_, _, valid)) in (cols.iter().zip(&mut self.cols)).filter(|(c, _)| c.nullable) {
+            cursor.append(valid, cells)?;
+            read = read.saturating_add(cells);
+        }
+        if read != body {
+            return Err(cut());
+        }
+        self.cells = self.cells.saturating_add(cells);
+        self.body = self.body.saturating_add(body);
+        Ok(())
+    }
+
+    /// Writes the record out (if it holds any cell) and starts anew.
+    fn flush(&mut self, out: &mut impl Write) -> Result<u64> {
+        if self.cells == 0 {
+            return Ok(0);
+        }
+        let cells = u32::try_from(self.cells)
+            .map_err(|_| QueryError::invalid("a merged stretch of over 2^32 cells"))?;
+        let mut put = |b: &[u8]| out.write_all(b).map_err(QueryError::Spill);
+        put(&self.place.to_le_bytes())?;
+        put(&cells.to_le_bytes())?;
+        put(&self.body.to_le_bytes())?;
+        for (vals, bytes, _) in &self.cols {
+            put(vals)?;
+            put(bytes)?;
+        }
+        for (_, _, valid) in &self.cols {
+            put(valid)?;
+        }
+        for (vals, bytes, valid) in &mut self.cols {
+            vals.clear();
+            bytes.clear();
+            valid.clear();
+        }
+        let wrote = HEAD.saturating_add(self.body);
+        (self.cells, self.body) = (0, 0);
+        Ok(wrote)
+    }
+}
+
+/// The most runs that meet at one place: a sweep over each run's places.
+pub(super) fn most_live(runs: &[Run]) -> usize {
+    let mut ends: Vec<(u64, bool)> = (runs.iter())
+        .flat_map(|r| [(r.place, true), (r.past, false)])
+        .collect();
+    // An end before a start at the same place: the runs do not meet.
+    ends.sort_unstable_by_key(|&(at, start)| (at, start));
+    let (mut live, mut most) = (0usize, 0usize);
+    for (_, start) in ends {
+        match start {
+            true => {
+                live = live.saturating_add(1);
+                most = most.max(live);
+            }
+            false => live = live.saturating_sub(1),
+        }
+    }
+    most
+}
+
+impl Stretches {
+    /// Merges runs until few enough meet at any place for windows of
+    /// `window` cells ([`WINDOW_CELLS_A_RUN`]; or each fragment has one),
+    /// through about `memory` bytes: each run of a merge reads through a
+    /// share of it, at least [`READ_LEAST`], and the record being made and
+    /// the writer take the writer's buffer each.
+    pub(super) fn merge_down(&mut self, window: usize, memory: usize) -> Result<()> {
+        let live = (window / WINDOW_CELLS_A_RUN).max(LIVE_LEAST);
+        let reading = memory.saturating_sub(self.buffer.saturating_mul(2));
+        let widest = (reading / READ_LEAST).clamp(2, GROUP_MOST);
+        loop {
+            let most = most_live(&self.runs);
+            if most <= live {
+                return Ok(());
+            }
+            let g = most.div_ceil(live).clamp(2, widest);
+            // Per fragment, its runs by first place, `g` at a time.
+            let mut order: Vec<usize> = (0..self.runs.len()).collect();
+            order.sort_by_key(|&r| self.runs.get(r).map(|r| (r.frag, r.place)));
+            let mut groups: Vec<Vec<usize>> = Vec::new();
+            for r in order {
+                let frag = self.runs.get(r).map(|r| r.frag);
+                match groups.last_mut() {
+                    Some(gr)
+                        if gr.len() < g
+                            && gr.first().and_then(|&f| self.runs.get(f)).map(|f| f.frag)
+                                == frag =>
+                    {
+                        gr.push(r)
+                    }
+                    _ => groups.push(vec![r]),
+                }
+            }
+            if groups.len() == self.runs.len() {
+                // Every fragment's runs are one: no merge makes fewer.
+                return Ok(());
+            }
+            self.merge_groups(&groups, reading)?;
+            tracing::debug!(runs = self.runs.len(), most, "stretch runs merged");
+        }
+    }
+
+    /// Each of `groups` (runs, by first place, of one fragment) merged
+    /// into one run of a fresh file, which takes the old one's place.
+    fn merge_groups(&mut self, groups: &[Vec<usize>], reading: usize) -> Result<()> {
+        if let Some(w) = self.writer.take() {
+            w.into_inner()
+                .map_err(|e| QueryError::Spill(e.into_error()))?;
+        }
+        let old = (self.file.take())
+            .ok_or_else(|| QueryError::invalid("spilled stretches without their file"))?;
+        let file = scratch::shared()?;
+        let mut out = BufWriter::with_capacity(self.buffer, At::new(Arc::clone(&file), 0, 0));
+        let mut written = 0u64;
+        let mut runs = Vec::with_capacity(groups.len());
+        let mut making = Making::default();
+        for group in groups {
+            let group: Vec<&Run> = group.iter().filter_map(|&r| self.runs.get(r)).collect();
+            let (Some(first), Some(frag)) = (group.first(), group.first().map(|r| r.frag)) else {
+                continue;
+            };
+            let start = written;
+            let past = group.iter().map(|r| r.past).max().unwrap_or(first.past);
+            let place = group.iter().map(|r| r.place).min().unwrap_or(first.place);
+            let each = (reading.checked_div(group.len()).unwrap_or(0)).max(READ_LEAST);
+            let mut cursors = (group.iter())
+                .map(|r| Cursor::new(&old, r, each))
+                .collect::<Result<Vec<_>>>()?;
+            let mut heap: BinaryHeap<Reverse<(u64, usize)>> = (cursors.iter().enumerate())
+                .filter_map(|(k, c)| c.head.map(|(p, _, _)| Reverse((p, k))))
+                .collect();
+            while let Some(Reverse((p, k))) = heap.pop() {
+                let cursor = cursors
+                    .get_mut(k)
+                    .ok_or_else(|| QueryError::invalid("no run"))?;
+                let (_, cells, body) = cursor.head.ok_or_else(|| QueryError::invalid("no head"))?;
+                let follows = making.place.saturating_add(making.cells) == p;
+                let fits = making.body.saturating_add(body) <= self.buffer as u64
+                    && making.cells.saturating_add(cells) <= u64::from(u32::MAX);
+                if making.cells > 0 && !(follows && fits) {
+                    written = written.saturating_add(making.flush(&mut out)?);
+                }
+                if making.cells == 0 {
+                    making.place = p;
+                }
+                making.take(&self.cols, cursor, cells, body)?;
+                cursor.advance()?;
+                if let Some((next, _, _)) = cursor.head {
+                    heap.push(Reverse((next, k)));
+                }
+            }
+            written = written.saturating_add(making.flush(&mut out)?);
+            runs.push(Run {
+                frag,
+                start,
+                end: written,
+                place,
+                skip: 0,
+                past,
+            });
+        }
+        out.flush().map_err(QueryError::Spill)?;
+        drop(out);
+        self.runs = runs;
+        self.file = Some(file);
+        self.written = written;
+        Ok(())
+    }
+}
