@@ -1,23 +1,22 @@
-//! Dense tiles spilled as sorted runs: a dense read whose result order
-//! crosses its tiles' cell order (col-major results of row-major tiles,
-//! and the reverse) and whose tiles, or a few result lines' tiles, pass
-//! the tile budget. Cut by the subarray, a piece of a few result lines
-//! reaches every chunk of each tile it crosses, so pieces shrink to a
-//! cell or two (`dense_large_tiles` col-major under 1 MiB: 33,068 rounds
-//! of requests, about 10 s). As a sparse read against its order does (see
+//! Dense tiles spilled in stretches: a dense read whose tiles, or a few
+//! result lines' tiles, pass the tile budget. Cut by the subarray, a
+//! piece of a few result lines across the tiles' cell order (col-major
+//! results of row-major tiles, and the reverse) reaches every chunk of
+//! each tile it crosses, so pieces shrink to a cell or two
+//! (`dense_large_tiles` col-major under 1 MiB: 33,068 rounds of requests,
+//! about 10 s); along the order, pieces of part of a line decode each
+//! chunk again for every line it holds (W2 4096² under 1 MiB: 14 times
+//! the unbudgeted read). As a sparse read against its order does (see
 //! `spill`), pieces are instead runs of one fragment's tiles, or of one
 //! tile's cells, read by the chunks holding them, so each chunk is read
-//! once; a run's cells inside the subarray come out of each tile in the
-//! result order ([`DenseBox::tile_places`]) and are written so. The merge
-//! (`spill::Window`) takes the newest fragment's version of each cell
-//! (dense arrays have no duplicates) and gives fill where no fragment
-//! wrote. Reads along the cell order whose pieces would decode chunks
-//! again and again spill too, with the same pieces, but as stretches of
-//! tile lines rather than records of cells (`super::stretches`).
+//! once; a run's cells inside the subarray come out of each tile as
+//! stretches in the result order ([`DenseBox::tile_places`]) and are
+//! written so (`super::stretches`), whose merge takes the newest
+//! fragment's version of each cell (dense arrays have no duplicates) and
+//! gives fill where no fragment wrote.
 
 use super::fields::Kind;
-use super::plan::{self, CellRef};
-use super::spill::Spill;
+use super::plan;
 use super::stretches::{Stretch, Stretches};
 use super::Reader;
 use crate::batch::Batch;
@@ -518,9 +517,9 @@ impl Reader {
     }
 
     /// The current piece's cells (a run of one dense fragment's tiles, or
-    /// of one tile's cells) inside the subarray, written to `spill` as a
-    /// run sorted in the result order.
-    pub(super) fn spill_dense(&self, spill: &mut Spill) -> Result<()> {
+    /// of one tile's cells) inside the subarray, written to `st` as a run
+    /// of stretches in place order.
+    pub(super) fn spill_dense(&self, st: &mut Stretches) -> Result<()> {
         let Some(i) = self.current.frag else {
             return Ok(());
         };
@@ -533,118 +532,7 @@ impl Reader {
             ))
         })?;
         let bx = self.dense_box()?;
-        let n = plan.schema.domain.dimensions.len();
-        let frag = u32::try_from(i).map_err(|_| QueryError::invalid("too many fragments"))?;
-        if let Some(st) = &mut spill.stretches {
-            return self.spill_stretches(st, i, &grid, &bx);
-        }
-        // Per cell: its place in the result order, its tile (an index in
-        // the piece's) and its position there.
-        let mut found: Vec<(u64, u32, u32)> = Vec::new();
-        let mut at = vec![0i128; n];
-        let mut stretches_found = 0usize;
-        let mut past_u32 = false;
-        for (k, &t) in plan.tiles.iter().enumerate() {
-            let cells = match &self.current.cells {
-                Some(c) => c.clone(),
-                None => self.dense_span(i, t).unwrap_or(0..0),
-            };
-            if cells.is_empty() {
-                continue;
-            }
-            let tc = grid.tile_cells(t).ok_or_else(|| {
-                QueryError::invalid(format!("{}: no tile {t} in its grid", plan.file.path))
-            })?;
-            let k = u32::try_from(k).map_err(|_| QueryError::invalid("too many tiles"))?;
-            let mut put = |place: u64, pos: u64, n: u64, step: u64| {
-                for c in 0..n {
-                    match u32::try_from(pos.saturating_add(c.saturating_mul(step))) {
-                        Ok(pos) => found.push((place.saturating_add(c), k, pos)),
-                        Err(_) => past_u32 = true,
-                    }
-                }
-            };
-            let stretches = bx.tile_places(&tc, cells, &mut put).ok_or_else(|| {
-                QueryError::invalid(format!("{}: tile {t} past its grid", plan.file.path))
-            })?;
-            if past_u32 {
-                return Err(QueryError::invalid("a tile of over 2^32 cells"));
-            }
-            stretches_found = stretches_found.saturating_add(stretches);
-        }
-        // Cells come in sorted stretches: only several interleave (a stable
-        // sort merges them).
-        if stretches_found > 1 {
-            found.sort_by_key(|f| f.0);
-        }
-        // Each tile's columns looked up once.
-        let slots: Vec<usize> = spill.fmt.slots().collect();
-        let mut cols = Vec::with_capacity(plan.tiles.len());
-        for &t in &plan.tiles {
-            let row = (slots.iter())
-                .map(|&slot| {
-                    let f = (self.fields.get(slot))
-                        .ok_or_else(|| QueryError::invalid(format!("no field in slot {slot}")))?;
-                    Ok((self.tiles.get(&(i, slot, t)))
-                        .map(|tile| (tile.column(f.datatype, f.cell_val_num), tile.first)))
-                })
-                .collect::<Result<Vec<_>>>()?;
-            cols.push(row);
-        }
-        let mut run = spill.writer(0)?;
-        let fmt = &spill.fmt;
-        let mut coord = Vec::with_capacity(8);
-        // Cells the condition rejects stay in the run, so that they hide
-        // older fragments' versions: the merge hands out fill for them, as
-        // a dense read does for a cell that fails its condition.
-        let rejected = match &self.condition {
-            Some(cond) => self.rejected(cond, i, &plan.tiles, &found, &bx)?,
-            None => Vec::new(),
-        };
-        // Coordinates only where a dimension is asked for.
-        let coords_asked = (slots.iter())
-            .any(|&slot| matches!(self.fields.get(slot).map(|f| f.kind), Some(Kind::Dim(_))));
-        for (c, &(key, k, pos)) in found.iter().enumerate() {
-            if coords_asked {
-                bx.coords(key, &mut at)
-                    .ok_or_else(|| QueryError::invalid("a cell outside the subarray"))?;
-            }
-            let row = (cols.get(k as usize))
-                .ok_or_else(|| QueryError::invalid("a cell without its tile"))?;
-            // Known by its place in the result order (`RunFormat::placed`).
-            let cell = CellRef {
-                frag,
-                tile: key,
-                cell: pos,
-            };
-            let rejected = rejected.get(c).copied().unwrap_or(false);
-            run.head(fmt, cell, u64::from(frag), (false, rejected))?;
-            for (s, (col, &slot)) in row.iter().zip(&slots).enumerate() {
-                let f = self.fields.get(slot);
-                match (f.map(|f| f.kind), col) {
-                    (Some(Kind::Dim(d)), _) => {
-                        bx.coord_bytes(&at, d, &mut coord);
-                        run.field(fmt, s, &coord, true)?;
-                    }
-                    (_, Some((col, first))) => {
-                        let c = (pos as usize).saturating_sub(*first as usize);
-                        run.field(fmt, s, col.cell(c), !col.is_null(c))?;
-                    }
-                    // A fragment without the field gives its fill value.
-                    (_, None) => match f {
-                        Some(f) => run.field(fmt, s, &f.fill, f.fill_validity != 0)?,
-                        None => run.field(fmt, s, &[], false)?,
-                    },
-                }
-            }
-        }
-        let run = run.finish()?;
-        tracing::debug!(
-            piece = self.pieces_started,
-            cells = run.records(),
-            "dense run spilled"
-        );
-        spill.push(run)
+        self.spill_stretches(st, i, &grid, &bx)
     }
 }
 

@@ -28,6 +28,7 @@ mod pieces;
 mod plan;
 mod sparse;
 mod spill;
+mod spilled;
 mod stream;
 mod stretches;
 mod tiles;
@@ -91,7 +92,7 @@ enum Phase {
     Decode(Option<DecodeWork>),
     Emit,
     /// Every piece's runs are written: their merge hands out the batches.
-    Merge(Box<spill::Merge>),
+    Merge(Box<spilled::Merging>),
     Done,
 }
 
@@ -226,9 +227,9 @@ pub struct Reader {
     /// Where the chunk walks of sliced tiles stood, so the next piece's
     /// walk over the same tile goes on from there.
     walk_points: tiles::WalkPoints,
-    /// Where pieces are runs of tiles spilled sorted, for a merge
+    /// Where pieces are runs of tiles spilled, for a merge
     /// ([`Reader::spills`]): the runs so far.
-    spill: Option<spill::Spill>,
+    spill: Option<spilled::Spilled>,
     /// Whether this read spills to find a few cells of large sorted tiles
     /// by probes ([`Reader::narrow_read`]).
     narrow: bool,
@@ -916,20 +917,19 @@ impl Reader {
         }
         if spills || self.unordered_runs {
             if spills {
-                let fmt = match self.snapshot.schema().array_type {
-                    ArrayType::Dense => spill::RunFormat::placed(&self.fields, &self.requested)?,
-                    ArrayType::Sparse => spill::RunFormat::new(&self.fields, &self.requested)?,
-                };
-                let mut spill = spill::Spill::new(fmt, self.run_order(), self.tile_budget());
-                if self.snapshot.schema().array_type == ArrayType::Dense {
-                    let buffer = usize::try_from(self.tile_budget() / 4).unwrap_or(usize::MAX);
-                    spill.stretches = Some(stretches::Stretches::new(
-                        &self.fields,
-                        &self.requested,
-                        buffer,
-                    )?);
-                }
-                self.spill = Some(spill);
+                // (The tile budget before the spill takes its part.)
+                let budget = self.tile_budget();
+                self.spill = Some(match self.snapshot.schema().array_type {
+                    ArrayType::Dense => {
+                        let buffer = usize::try_from(budget / 4).unwrap_or(usize::MAX);
+                        let st = stretches::Stretches::new(&self.fields, &self.requested, buffer)?;
+                        spilled::Spilled::Stretches(st)
+                    }
+                    ArrayType::Sparse => {
+                        let fmt = spill::RunFormat::new(&self.fields, &self.requested)?;
+                        spilled::Spilled::Records(spill::Spill::new(fmt, self.run_order(), budget))
+                    }
+                });
             }
             // Runs of each fragment's tiles, the first fragment's first.
             self.partitions = (self.plans.iter().enumerate().rev())
@@ -981,7 +981,12 @@ impl Reader {
                 held: held.as_ref(),
             };
             match &mut self.spill {
-                Some(spill) => {
+                Some(spilled::Spilled::Stretches(_)) => {
+                    return Err(QueryError::invalid(
+                        "a sparse fragment's cells in stretches",
+                    ));
+                }
+                Some(spilled::Spilled::Records(spill)) => {
                     let mut run = spill.writer(0)?;
                     scan.spill(&spill.fmt, &mut run)?;
                     let run = run.finish()?;
@@ -995,7 +1000,12 @@ impl Reader {
                 None => self.results = scan.cells()?,
             }
         } else if let Some(mut spill) = self.spill.take() {
-            let spilled = self.spill_dense(&mut spill);
+            let spilled = match &mut spill {
+                spilled::Spilled::Stretches(st) => self.spill_dense(st),
+                spilled::Spilled::Records(_) => {
+                    Err(QueryError::invalid("a dense fragment's cells in records"))
+                }
+            };
             self.spill = Some(spill);
             spilled?;
         } else if self.plans.iter().any(|p| !p.meta.footer.dense) {

@@ -136,7 +136,7 @@ impl Reader {
     /// the stretches' writer buffer (W1 4096² under 1 MiB: pieces of whole
     /// tiles, not halves, each walked and fetched once).
     pub(super) fn tile_budget(&self) -> u64 {
-        match self.spill.as_ref().is_some_and(|s| s.stretches.is_some()) {
+        match matches!(self.spill, Some(super::spilled::Spilled::Stretches(_))) {
             true => (self.tile_share.saturating_add(self.batch_share))
                 .saturating_sub(super::stretches::Stretches::MOST_BUFFER as u64)
                 .max(self.tile_share),

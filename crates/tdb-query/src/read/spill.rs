@@ -8,9 +8,8 @@
 //! one coordinate meet in the merge, so deduplication, deletes and the
 //! condition on the newest version are decided there. A sparse tile past
 //! the budget spills in any order too: its runs are runs of its cells,
-//! read by the chunks holding them (`Piece::cells`). Dense reads against
-//! their tiles' cell order spill too (`dense_runs`), their cells known by
-//! their place in the result order.
+//! read by the chunks holding them (`Piece::cells`). (Dense reads spill
+//! in stretches of tile lines instead, `super::stretches`.)
 //!
 //! Spill files are scratch memory, not storage: unnamed temporary files
 //! (in `TMPDIR`), gone when closed, local whatever the array's backend.
@@ -18,12 +17,10 @@
 //! over once a merge has taken them; the final merge's own passes keep
 //! what they read until the read ends (at most twice the runs' bytes).
 
-use super::dense_runs::DenseBox;
 use super::fields::{FieldInfo, Kind};
 use super::pieces::Piece;
 use super::plan::CellRef;
 use super::sparse::{self, result_tie};
-use super::stretches::{StretchMerge, Stretches};
 use super::Reader;
 use crate::batch::{Batch, FieldBuffer};
 use crate::scratch::At;
@@ -33,7 +30,6 @@ use std::cmp::Ordering;
 use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Write};
-use std::ops::Range;
 use std::sync::Arc;
 use tdb_format::{ArrayType, Layout};
 use tdb_index::order::{cmp_cells, cmp_coord_bytes, CellKeys, CellOrder, MAX_KEY_WORDS};
@@ -50,8 +46,7 @@ struct Stored {
 }
 
 /// What a run holds per cell: the dimensions (for the merge) and the
-/// requested fields, each once; or, for a dense read, the requested
-/// fields alone, each cell known by its place in the result order.
+/// requested fields, each once.
 #[derive(Debug, Clone)]
 pub(crate) struct RunFormat {
     fields: Vec<Stored>,
@@ -59,33 +54,15 @@ pub(crate) struct RunFormat {
     dims: Vec<usize>,
     /// Per requested field, its index in `fields`.
     out: Vec<usize>,
-    /// Cells are a dense read's: each one's place in the result order is
-    /// its key (kept where a sparse cell keeps its tile), and cells of
-    /// one place are versions of one coordinate.
-    placed: bool,
     /// Where every stored field has a fixed size: a record's bytes after
     /// its head, read in one call.
     fixed: Option<usize>,
 }
 
 impl RunFormat {
-    /// The format of a read of `requested` slots of `fields`.
+    /// The format of a read of `requested` slots of `fields`: the
+    /// dimensions, then the requested fields, each once.
     pub fn new(fields: &[FieldInfo], requested: &[usize]) -> Result<Self> {
-        Self::of(fields, requested, false)
-    }
-
-    /// The format of a dense read of `requested` slots of `fields`: those
-    /// fields alone (a cell's place in the result order, [`CellRef::tile`],
-    /// orders and identifies it; its coordinates follow from it), half
-    /// the bytes of a record with coordinates for a 2-D read of a few
-    /// fields.
-    pub fn placed(fields: &[FieldInfo], requested: &[usize]) -> Result<Self> {
-        Self::of(fields, requested, true)
-    }
-
-    /// The requested fields, each once, after the dimensions unless
-    /// `placed`.
-    fn of(fields: &[FieldInfo], requested: &[usize], placed: bool) -> Result<Self> {
         let mut stored: Vec<Stored> = Vec::new();
         let mut index = |slot: usize| -> Result<usize> {
             if let Some(k) = stored.iter().position(|s| s.slot == slot) {
@@ -101,7 +78,7 @@ impl RunFormat {
             Ok(stored.len().saturating_sub(1))
         };
         let mut dims: Vec<(usize, usize)> = Vec::new();
-        for (slot, f) in fields.iter().enumerate().filter(|_| !placed) {
+        for (slot, f) in fields.iter().enumerate() {
             if let Kind::Dim(d) = f.kind {
                 dims.push((d, index(slot)?));
             }
@@ -117,7 +94,6 @@ impl RunFormat {
             fields: stored,
             dims: dims.into_iter().map(|(_, k)| k).collect(),
             out,
-            placed,
             fixed,
         })
     }
@@ -133,20 +109,9 @@ impl RunFormat {
             .len()
             .saturating_mul(std::mem::size_of::<(usize, usize, bool)>());
         (std::mem::size_of::<Record>())
-            .saturating_add(self.head_len())
+            .saturating_add(HEAD)
             .saturating_add(values)
             .saturating_add(spans)
-    }
-
-    /// A record's head: for a dense read's cell its place, fragment and
-    /// flags (its stamp is its fragment); else its fragment, tile, cell,
-    /// stamp and flags.
-    fn head_len(&self) -> usize {
-        if self.placed {
-            PLACED_HEAD
-        } else {
-            HEAD
-        }
     }
 
     /// The slots a run stores, in its order.
@@ -160,8 +125,7 @@ impl RunFormat {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Record {
     /// Its coordinates' key in the merge's order, where the order has
-    /// keys ([`RunOrder::keys`]); a dense read's cell, its place in the
-    /// result order ([`RunFormat::placed`]).
+    /// keys ([`RunOrder::keys`]).
     key: [u64; MAX_KEY_WORDS],
     at: CellRef,
     stamp: u64,
@@ -185,9 +149,9 @@ impl Record {
 
 const GONE: u8 = 1;
 const REJECTED: u8 = 2;
-/// Bytes of a record's head ([`RunFormat::head_len`]).
+/// Bytes of a record's head: its cell's fragment, tile and position, its
+/// stamp and its flags.
 const HEAD: usize = 25;
-const PLACED_HEAD: usize = 13;
 
 /// A run being written: records in the result order, appended to its
 /// merge level's scratch file ([`Spill::writer`]).
@@ -215,9 +179,8 @@ pub(crate) struct RunWriter {
 /// its tie ([`Head`]).
 type Standing = ([u64; MAX_KEY_WORDS], (u32, u64, u32));
 
-/// What a writer needs to know where its records stand: the order's keys
-/// (none for a dense read's places, which are their keys), and whether
-/// ties go the newest fragment first (the global order).
+/// What a writer needs to know where its records stand: the order's keys,
+/// and whether ties go the newest fragment first (the global order).
 #[derive(Clone)]
 struct Standings {
     keys: Option<CellKeys>,
@@ -275,7 +238,7 @@ impl RunWriter {
         flags: (bool, bool),
         values: &[(&[u8], bool)],
     ) -> Result<()> {
-        self.head(fmt, at, stamp, flags)?;
+        self.head(at, stamp, flags)?;
         for (s, &(bytes, valid)) in fmt.fields.iter().zip(values) {
             self.stored(s, bytes, valid)?;
         }
@@ -306,7 +269,7 @@ impl RunWriter {
     fn push_record(&mut self, fmt: &RunFormat, rec: &Record) -> Result<()> {
         // A record of fixed-size fields holds its bytes as read, head
         // first ([`RunReader::next`]): written back in one call.
-        let raw = fmt.fixed.map(|len| fmt.head_len().saturating_add(len));
+        let raw = fmt.fixed.map(|len| HEAD.saturating_add(len));
         if raw == Some(rec.data.len()) && self.order.is_none() {
             self.out()?
                 .write_all(&rec.data)
@@ -314,7 +277,7 @@ impl RunWriter {
             self.records = self.records.saturating_add(1);
             return Ok(());
         }
-        self.head(fmt, rec.at, rec.stamp, (rec.gone, rec.rejected))?;
+        self.head(rec.at, rec.stamp, (rec.gone, rec.rejected))?;
         for (k, s) in fmt.fields.iter().enumerate() {
             let (bytes, valid) = rec.value(k);
             self.stored(s, bytes, valid)?;
@@ -323,52 +286,18 @@ impl RunWriter {
     }
 
     /// Appends a cell's head: where it is, its timestamp and its flags;
-    /// each stored field follows ([`RunWriter::field`], in the format's
-    /// order). A dense read's cell (`fmt.placed`) is its place
-    /// ([`CellRef::tile`]) and fragment, whose index is its stamp.
-    pub fn head(
-        &mut self,
-        fmt: &RunFormat,
-        at: CellRef,
-        stamp: u64,
-        (gone, rejected): (bool, bool),
-    ) -> Result<()> {
+    /// each stored field follows ([`RunWriter::stored`], in the format's
+    /// order).
+    fn head(&mut self, at: CellRef, stamp: u64, (gone, rejected): (bool, bool)) -> Result<()> {
         let mut head = [0u8; HEAD];
-        let flags = if fmt.placed {
-            if stamp != u64::from(at.frag) {
-                return Err(QueryError::invalid(
-                    "a dense cell stamped other than by its fragment",
-                ));
-            }
-            head[..8].copy_from_slice(&at.tile.to_le_bytes());
-            head[8..12].copy_from_slice(&at.frag.to_le_bytes());
-            if let Some(o) = &self.order {
-                let mut key = [0u64; MAX_KEY_WORDS];
-                key[0] = at.tile;
-                self.stand((key, Standings::tie(o.global, &at)));
-            }
-            PLACED_HEAD - 1
-        } else {
-            head[..4].copy_from_slice(&at.frag.to_le_bytes());
-            head[4..12].copy_from_slice(&at.tile.to_le_bytes());
-            head[12..16].copy_from_slice(&at.cell.to_le_bytes());
-            head[16..24].copy_from_slice(&stamp.to_le_bytes());
-            HEAD - 1
-        };
-        if let Some(f) = head.get_mut(flags) {
-            *f = if gone { GONE } else { 0 } | if rejected { REJECTED } else { 0 };
-        }
-        let head = head.get(..=flags).unwrap_or_default();
-        self.out()?.write_all(head).map_err(QueryError::Spill)?;
+        head[..4].copy_from_slice(&at.frag.to_le_bytes());
+        head[4..12].copy_from_slice(&at.tile.to_le_bytes());
+        head[12..16].copy_from_slice(&at.cell.to_le_bytes());
+        head[16..24].copy_from_slice(&stamp.to_le_bytes());
+        head[HEAD - 1] = if gone { GONE } else { 0 } | if rejected { REJECTED } else { 0 };
+        self.out()?.write_all(&head).map_err(QueryError::Spill)?;
         self.records = self.records.saturating_add(1);
         Ok(())
-    }
-
-    /// Appends stored field `k` of `fmt` of the cell whose head came last.
-    pub fn field(&mut self, fmt: &RunFormat, k: usize, bytes: &[u8], valid: bool) -> Result<()> {
-        let s = (fmt.fields.get(k))
-            .ok_or_else(|| QueryError::invalid(format!("no stored field {k} in a run")))?;
-        self.stored(s, bytes, valid)
     }
 
     /// One stored field's validity (if nullable), length (if var-size)
@@ -509,17 +438,15 @@ impl RunReader {
         self.left = self.left.saturating_sub(1);
         let r = (self.input.as_mut())
             .ok_or_else(|| QueryError::invalid("a spill file's records are missing"))?;
-        let head_len = fmt.head_len();
         let flags;
         rec.spans.clear();
         if let Some(len) = fmt.fixed {
             // One call for the head and every field (kept before them in
             // `data`); the spans follow from the sizes.
-            rec.data.resize(head_len.saturating_add(len), 0);
+            rec.data.resize(HEAD.saturating_add(len), 0);
             r.read_exact(&mut rec.data).map_err(QueryError::Spill)?;
-            (rec.at, rec.stamp, flags) =
-                parse_head(fmt, rec.data.get(..head_len).unwrap_or_default());
-            let mut at = head_len;
+            (rec.at, rec.stamp, flags) = parse_head(rec.data.get(..HEAD).unwrap_or_default());
+            let mut at = HEAD;
             for s in &fmt.fields {
                 let valid = !s.nullable || rec.data.get(at).is_some_and(|&v| v != 0);
                 at = at.saturating_add(usize::from(s.nullable));
@@ -529,9 +456,8 @@ impl RunReader {
             }
         } else {
             let mut head = [0u8; HEAD];
-            let head = head.get_mut(..head_len).unwrap_or_default();
-            r.read_exact(head).map_err(QueryError::Spill)?;
-            (rec.at, rec.stamp, flags) = parse_head(fmt, head);
+            r.read_exact(&mut head).map_err(QueryError::Spill)?;
+            (rec.at, rec.stamp, flags) = parse_head(&head);
             rec.data.clear();
         }
         rec.gone = flags & GONE != 0;
@@ -564,11 +490,7 @@ impl RunReader {
             r.read_exact(into).map_err(QueryError::Spill)?;
             rec.spans.push((start, rec.data.len(), valid));
         }
-        if fmt.placed {
-            let mut key = [0u64; MAX_KEY_WORDS];
-            key[0] = rec.at.tile;
-            rec.key = key;
-        } else if let Some(keys) = keys {
+        if let Some(keys) = keys {
             let dim = |d: usize| fmt.dims.get(d).map_or(&[][..], |&k| rec.value(k).0);
             let mut key = [0u64; MAX_KEY_WORDS];
             keys.key(dim, &mut key);
@@ -578,9 +500,9 @@ impl RunReader {
     }
 }
 
-/// A record's head (`fmt.head_len()` bytes): where its cell is, its
-/// stamp and its flags.
-fn parse_head(fmt: &RunFormat, head: &[u8]) -> (CellRef, u64, u8) {
+/// A record's head ([`HEAD`] bytes): where its cell is, its stamp and its
+/// flags.
+fn parse_head(head: &[u8]) -> (CellRef, u64, u8) {
     let le32 = |b: Option<&[u8]>| {
         b.and_then(|b| b.try_into().ok())
             .map_or(0, u32::from_le_bytes)
@@ -590,15 +512,6 @@ fn parse_head(fmt: &RunFormat, head: &[u8]) -> (CellRef, u64, u8) {
             .map_or(0, u64::from_le_bytes)
     };
     let flags = head.last().copied().unwrap_or(0);
-    if fmt.placed {
-        let frag = le32(head.get(8..12));
-        let at = CellRef {
-            frag,
-            tile: le64(head.get(..8)),
-            cell: 0,
-        };
-        return (at, u64::from(frag), flags);
-    }
     let at = CellRef {
         frag: le32(head.get(..4)),
         tile: le64(head.get(4..12)),
@@ -638,7 +551,7 @@ impl RunOrder {
 
     /// `a` and `b` by their coordinates' values only.
     fn values(&self, fmt: &RunFormat, a: &Record, b: &Record) -> Ordering {
-        if self.keyed(fmt) {
+        if self.keyed() {
             return a.key.cmp(&b.key);
         }
         let coord = |i: usize, d: usize| {
@@ -649,8 +562,8 @@ impl RunOrder {
     }
 
     /// Whether records compare by their keys alone.
-    fn keyed(&self, fmt: &RunFormat) -> bool {
-        fmt.placed || self.keys.is_some()
+    fn keyed(&self) -> bool {
+        self.keys.is_some()
     }
 
     fn cmp(&self, fmt: &RunFormat, a: &Record, b: &Record) -> Ordering {
@@ -764,7 +677,7 @@ impl Heads {
         let Some(y) = y else {
             return true;
         };
-        if order.keyed(fmt) {
+        if order.keyed() {
             return (x.key, x.tie) < (y.key, y.tie);
         }
         match (self.recs.get(a), self.recs.get(b)) {
@@ -861,9 +774,6 @@ pub(crate) struct Spill {
     out_buffer: usize,
     /// Runs merged at once.
     fan_in: usize,
-    /// A dense read along its cell order: its runs go in stretches, not
-    /// records (the module [`super::stretches`]).
-    pub stretches: Option<Stretches>,
 }
 
 impl Spill {
@@ -901,7 +811,6 @@ impl Spill {
             reading: rest,
             out_buffer,
             fan_in,
-            stretches: None,
         }
     }
 
@@ -940,11 +849,9 @@ impl Spill {
             }
         }
         // A piece's run knows where its ends stand, to extend the last.
-        if level == 0 && self.order.keyed(&self.fmt) {
+        if level == 0 && self.order.keyed() {
             w.order = Some(Standings {
-                keys: (!self.fmt.placed)
-                    .then(|| self.order.keys.clone())
-                    .flatten(),
+                keys: self.order.keys.clone(),
                 global: self.order.layout == ResultLayout::GlobalOrder,
             });
         }
@@ -1136,25 +1043,7 @@ impl Spill {
     /// one takes `fan_in` and the last leaves `fan_in`: the fewest bytes
     /// rewritten. (Merging the oldest `fan_in` first, as before, rewrote
     /// nearly all of a read's cells to take in a few hundred late ones.)
-    /// A dense read's (`dense`, its box) merges by windows ([`Window`]).
-    pub fn merge(mut self, dedup: bool, cells: usize, dense: Option<DenseBox>) -> Result<Merge> {
-        if let (Some(st), Some(bx)) = (self.stretches.take(), dense.clone()) {
-            return Ok(Merge {
-                fmt: self.fmt.clone(),
-                heads: Heads::new(Vec::new(), 512, &self.fmt, &self.order)?,
-                order: self.order,
-                dedup,
-                ready: VecDeque::new(),
-                cells: cells.max(1),
-                dense: None,
-                window: None,
-                stretches: Some(st.merge(
-                    bx,
-                    cells,
-                    self.reading.saturating_add(self.out_buffer),
-                )?),
-            });
-        }
+    pub fn merge(mut self, dedup: bool, cells: usize) -> Result<Merge> {
         if self.runs.len() > self.fan_in {
             // Merging k runs leaves k − 1 fewer: what is left over a
             // multiple of `fan_in − 1`.
@@ -1170,18 +1059,7 @@ impl Spill {
         let runs: Vec<(Run, u32)> = std::mem::take(&mut self.runs);
         let buffer = self.buffer(runs.len());
         let runs: Vec<Run> = runs.into_iter().map(|r| r.0).collect();
-        let (window, heads) = match &dense {
-            Some(_) if self.fmt.placed => (
-                Some(Window::new(
-                    (runs.into_iter())
-                        .map(|r| RunReader::new(r, buffer))
-                        .collect::<Result<_>>()?,
-                    &self.fmt,
-                )?),
-                Heads::new(Vec::new(), buffer, &self.fmt, &self.order)?,
-            ),
-            _ => (None, Heads::new(runs, buffer, &self.fmt, &self.order)?),
-        };
+        let heads = Heads::new(runs, buffer, &self.fmt, &self.order)?;
         Ok(Merge {
             fmt: self.fmt,
             heads,
@@ -1189,9 +1067,6 @@ impl Spill {
             dedup,
             ready: VecDeque::new(),
             cells: cells.max(1),
-            dense,
-            window,
-            stretches: None,
         })
     }
 }
@@ -1208,66 +1083,6 @@ pub(crate) struct Merge {
     ready: VecDeque<Record>,
     /// Cells a batch.
     cells: usize,
-    /// A dense read's box: every cell of it is a result, fill where no
-    /// run holds it.
-    pub dense: Option<DenseBox>,
-    /// A dense read's runs, merged by windows of the box instead of
-    /// `heads`.
-    window: Option<Window>,
-    /// A dense read's stretches, in place of runs.
-    stretches: Option<StretchMerge>,
-}
-
-/// The final merge of a dense read's runs. A batch is a window of the
-/// box's places: each run's records in it (a prefix of what the run has
-/// left, as runs are sorted by place) are copied straight to their
-/// cell's slot, the newest fragment's standing, and the slots no record
-/// filled get fill. No heap and no record handed out, a few copies a cell
-/// (`dense_large_tiles` col-major under 1 MiB: 0.24 → 0.13 s); var-size
-/// values wait in the window's arena until the batch is put in order.
-struct Window {
-    readers: Vec<RunReader>,
-    /// Per run, its next record, `None` once the run is out.
-    next: Vec<Option<Record>>,
-}
-
-impl Window {
-    fn new(mut readers: Vec<RunReader>, fmt: &RunFormat) -> Result<Self> {
-        let mut next = Vec::with_capacity(readers.len());
-        for r in &mut readers {
-            let mut rec = Record::default();
-            next.push(r.next(fmt, None, &mut rec)?.then_some(rec));
-        }
-        Ok(Window { readers, next })
-    }
-}
-
-/// A requested field's values over a window, a slot a cell: fixed-size
-/// ones in place, var-size ones in an arena, each slot's bytes there.
-enum Slots {
-    Fixed(usize, Vec<u8>),
-    Var(Vec<u8>, Vec<Range<usize>>),
-}
-
-impl Slots {
-    fn set(&mut self, slot: usize, bytes: &[u8]) {
-        match self {
-            Slots::Fixed(size, data) => {
-                let to = slot.saturating_mul(*size);
-                if let Some(dst) = data.get_mut(to..to.saturating_add(*size)) {
-                    if bytes.len() == dst.len() {
-                        dst.copy_from_slice(bytes);
-                    }
-                }
-            }
-            Slots::Var(arena, spans) => {
-                if let Some(span) = spans.get_mut(slot) {
-                    *span = arena.len()..arena.len().saturating_add(bytes.len());
-                    arena.extend_from_slice(bytes);
-                }
-            }
-        }
-    }
 }
 
 impl Merge {
@@ -1309,20 +1124,8 @@ impl Merge {
     }
 
     /// The next batch of `fields` (validity as bits with `packed`), or
-    /// `None` once every cell is out; in stretches, written into the
-    /// caller's `recycled` buffers where they fit.
-    pub fn next_batch(
-        &mut self,
-        fields: &[FieldInfo],
-        packed: bool,
-        recycled: &mut Vec<FieldBuffer>,
-    ) -> Result<Option<Batch>> {
-        if let Some(st) = &mut self.stretches {
-            return st.next_batch(fields, packed, std::mem::take(recycled));
-        }
-        if self.window.is_some() {
-            return self.next_window(fields, packed);
-        }
+    /// `None` once every cell is out.
+    pub fn next_batch(&mut self, fields: &[FieldInfo], packed: bool) -> Result<Option<Batch>> {
         let mut out: Vec<FieldBuffer> = Vec::with_capacity(self.fmt.out.len());
         for &k in &self.fmt.out {
             let slot = self.fmt.fields.get(k).map_or(usize::MAX, |s| s.slot);
@@ -1353,123 +1156,12 @@ impl Merge {
     }
 }
 
-impl Merge {
-    /// The next window of the dense box's places as a batch (see
-    /// [`Window`]), `None` once every cell is out.
-    fn next_window(&mut self, fields: &[FieldInfo], packed: bool) -> Result<Option<Batch>> {
-        let (Some(bx), Some(win), fmt) = (&mut self.dense, &mut self.window, &self.fmt) else {
-            return Ok(None);
-        };
-        let Some(first) = bx.place() else {
-            return Ok(None);
-        };
-        let w = usize::try_from(bx.left().min(self.cells as u64))
-            .map_err(|_| QueryError::invalid("a window past memory"))?;
-        let end = first.saturating_add(w as u64);
-        // The requested fields' values and validity, a slot a cell, and per
-        // slot the version standing: 1 + its fragment, shifted past a bit
-        // that says the condition rejects it (0: none yet).
-        let mut values: Vec<Slots> = Vec::with_capacity(fmt.out.len());
-        let mut valid: Vec<Vec<u8>> = Vec::with_capacity(fmt.out.len());
-        for &k in &fmt.out {
-            let stored = fmt.fields.get(k);
-            values.push(match stored.and_then(|st| st.size) {
-                Some(size) => Slots::Fixed(size, vec![0u8; w.saturating_mul(size)]),
-                None => Slots::Var(Vec::new(), vec![0..0; w]),
-            });
-            // (Fields that are not nullable keep none.)
-            let nullable = stored.is_some_and(|st| st.nullable);
-            valid.push(if nullable { vec![1u8; w] } else { Vec::new() });
-        }
-        let mut newest = vec![0u32; w];
-        for (reader, next) in win.readers.iter_mut().zip(&mut win.next) {
-            while let Some(rec) = next.as_mut().filter(|r| r.at.tile < end) {
-                let slot = (rec.at.tile.checked_sub(first))
-                    .and_then(|s| usize::try_from(s).ok())
-                    .ok_or_else(|| QueryError::invalid("a spilled run out of order"))?;
-                let version = (rec.at.frag.checked_add(1))
-                    .and_then(|f| f.checked_mul(2))
-                    .ok_or_else(|| QueryError::invalid("too many fragments"))?
-                    | u32::from(rec.rejected);
-                if let Some(n) = newest.get_mut(slot).filter(|n| version >> 1 > **n >> 1) {
-                    *n = version;
-                    for ((slots, v), &k) in values.iter_mut().zip(&mut valid).zip(&fmt.out) {
-                        let (bytes, ok) = rec.value(k);
-                        slots.set(slot, bytes);
-                        if let Some(v) = v.get_mut(slot) {
-                            *v = u8::from(ok);
-                        }
-                    }
-                }
-                if !reader.next(fmt, None, rec)? {
-                    *next = None;
-                }
-            }
-        }
-        // Fill where no fragment wrote, or the newest version is rejected;
-        // a dimension's value from the box.
-        let mut coords = vec![0i128; bx.dims()];
-        let mut bytes = Vec::with_capacity(8);
-        let mut out = Vec::with_capacity(fmt.out.len());
-        for ((mut slots, mut v), &k) in values.into_iter().zip(valid).zip(&fmt.out) {
-            let slot_of = fmt.fields.get(k).map_or(usize::MAX, |st| st.slot);
-            let f = (fields.get(slot_of))
-                .ok_or_else(|| QueryError::invalid(format!("no field in slot {slot_of}")))?;
-            for (slot, &n) in newest.iter().enumerate() {
-                if n != 0 && n & 1 == 0 {
-                    continue;
-                }
-                let (cell, ok) = match f.kind {
-                    Kind::Dim(dim) => {
-                        bx.coords(first.saturating_add(slot as u64), &mut coords)
-                            .ok_or_else(|| QueryError::invalid("a cell outside the subarray"))?;
-                        bx.coord_bytes(&coords, dim, &mut bytes);
-                        (&bytes[..], 1)
-                    }
-                    _ => (&f.fill[..], f.fill_validity),
-                };
-                slots.set(slot, cell);
-                if let Some(v) = v.get_mut(slot) {
-                    *v = ok;
-                }
-            }
-            let mut b = f.empty_buffer();
-            match slots {
-                Slots::Fixed(_, data) => b.data = data,
-                Slots::Var(arena, spans) => {
-                    let bytes = spans.iter().map(|s| s.len()).sum();
-                    b.data.reserve_exact(bytes);
-                    let mut offsets = Vec::with_capacity(w);
-                    for span in spans {
-                        offsets.push(b.data.len() as u64);
-                        b.data
-                            .extend_from_slice(arena.get(span).unwrap_or_default());
-                    }
-                    b.offsets = Some(offsets);
-                }
-            }
-            if let Some(validity) = &mut b.validity {
-                *validity = Validity::of_bytes(std::mem::take(&mut v), packed);
-            }
-            out.push(b);
-        }
-        bx.advance(w as u64);
-        Ok((w > 0).then_some(Batch {
-            num_cells: w as u64,
-            fields: out,
-        }))
-    }
-}
-
 /// The cells of one group of equal values that are results: per
 /// coordinate (its bytes, as TileDB deduplicates) the newest version,
 /// unless deleted or rejected by the condition; in the result order.
 fn survivors(fmt: &RunFormat, order: &RunOrder, mut group: Vec<Record>) -> Vec<Record> {
     let n = fmt.dims.len();
     let bytes = |a: &Record, b: &Record| {
-        if fmt.placed {
-            return a.key.cmp(&b.key);
-        }
         let coord = |i: usize, d: usize| {
             let r = if i == 0 { a } else { b };
             fmt.dims.get(d).map_or(&[][..], |&k| r.value(k).0)
@@ -1696,17 +1388,6 @@ impl Reader {
             self.spec.layout,
         )
     }
-
-    /// The merge of `spill`'s runs, in the read's order.
-    pub(super) fn merge(&self, spill: Spill) -> Result<Merge> {
-        tracing::debug!(runs = spill.len(), "merging spilled runs");
-        let schema = self.snapshot.schema();
-        let dense = match schema.array_type {
-            ArrayType::Dense => Some(self.dense_box()?),
-            ArrayType::Sparse => None,
-        };
-        spill.merge(!schema.allows_dups, self.batch_cells(), dense)
-    }
 }
 
 #[cfg(test)]
@@ -1786,7 +1467,7 @@ mod tests {
     /// Every batch's (s, x) cells, joined.
     fn drain(mut m: Merge, fields: &[FieldInfo]) -> Vec<(Option<String>, i32)> {
         let mut out = Vec::new();
-        while let Some(b) = m.next_batch(fields, false, &mut Vec::new()).unwrap() {
+        while let Some(b) = m.next_batch(fields, false).unwrap() {
             let (s, x) = (b.fields[0].column(), b.fields[1].column());
             for i in 0..b.num_cells as usize {
                 let text = String::from_utf8(s.cell(i).to_vec()).unwrap();
@@ -1900,7 +1581,7 @@ mod tests {
                     spill.len()
                 );
             }
-            let got = drain(spill.merge(true, 2, None).unwrap(), &fields);
+            let got = drain(spill.merge(true, 2).unwrap(), &fields);
             let want: Vec<(Option<String>, i32)> = [
                 (Some("d0"), 0),
                 (Some("a0"), 1),
@@ -1921,7 +1602,7 @@ mod tests {
                 spill.push(run(&fmt, r)).unwrap();
             }
             assert_eq!(spill.len(), runs.len());
-            let got = drain(spill.merge(false, 3, None).unwrap(), &fields);
+            let got = drain(spill.merge(false, 3).unwrap(), &fields);
             let texts: Vec<Option<&str>> = got.iter().map(|(s, _)| s.as_deref()).collect();
             assert_eq!(
                 texts,
@@ -1943,94 +1624,6 @@ mod tests {
         }
     }
 
-    /// A dense read's run pushed to `spill`: per cell its place, fragment,
-    /// whether the condition rejects it, and its stored fields' bytes.
-    fn push_placed(
-        spill: &mut Spill,
-        fmt: &RunFormat,
-        cells: impl IntoIterator<Item = (u64, u32, bool, Vec<Vec<u8>>)>,
-    ) {
-        let mut w = spill.writer(0).unwrap();
-        for (place, frag, rejected, values) in cells {
-            let at = CellRef {
-                frag,
-                tile: place,
-                cell: 0,
-            };
-            w.head(fmt, at, u64::from(frag), (false, rejected)).unwrap();
-            for (k, v) in values.iter().enumerate() {
-                w.field(fmt, k, v, true).unwrap();
-            }
-        }
-        spill.push(w.finish().unwrap()).unwrap();
-    }
-
-    /// A dense read's runs (`RunFormat::placed`): cells known by their
-    /// place in the result order alone merge by it, the newest fragment's
-    /// version of a place stands (a rejected one hides the older and
-    /// comes out as fill), and the box hands out fill, with coordinates
-    /// where asked, for every place no run holds.
-    #[test]
-    fn placed_runs_merge_by_place_and_the_box_fills_the_gaps() {
-        let schema = schema();
-        let (fields, _) = format(&schema);
-        // Requested: s, then x (a dimension, from the box).
-        let fmt = RunFormat::placed(&fields, &[2, 0]).unwrap();
-        assert!(fmt.dims.is_empty());
-        // (place, fragment, rejected, s): the box is x 0..=1 by y 0..=2,
-        // row-major, so place p is (p / 3, p % 3).
-        // (Fragment 0's cells in two runs that interleave, so neither
-        // extends the other.)
-        let runs: [&[(u64, u32, bool, &str)]; 3] = [
-            &[(0, 0, false, "a0"), (3, 0, false, "a3")],
-            &[(1, 0, false, "a1"), (4, 0, false, "a4")],
-            &[(1, 1, false, "b1"), (3, 1, true, "b3"), (5, 1, false, "b5")],
-        ];
-        // With no memory two runs merge by place into one (every version
-        // kept) before the three go by windows.
-        for memory in [1 << 20, 0] {
-            let mut spill = Spill::new(fmt.clone(), order(&schema, true), memory);
-            for r in runs {
-                let cells = r.iter().map(|&(place, frag, rejected, text)| {
-                    let x = i32::try_from(place / 3).unwrap().to_le_bytes();
-                    (
-                        place,
-                        frag,
-                        rejected,
-                        vec![text.as_bytes().to_vec(), x.to_vec()],
-                    )
-                });
-                push_placed(&mut spill, &fmt, cells);
-            }
-            assert_eq!(spill.len(), 3);
-            let bx = DenseBox::new(
-                &[vec![(0, 1)], vec![(0, 2)]],
-                false,
-                vec![tdb_format::Datatype::Int32; 2],
-            );
-            let merge = spill.merge(true, 4, bx).unwrap();
-            assert!(merge.window.is_some(), "a dense merge goes by windows");
-            let got = drain(merge, &fields);
-            let want: Vec<(Option<String>, i32)> = [
-                (Some("a0"), 0),
-                (Some("b1"), 0),
-                (None, 0),
-                (None, 1),
-                (Some("a4"), 1),
-                (Some("b5"), 1),
-            ]
-            .into_iter()
-            .map(|(s, x)| (s.map(str::to_owned), x))
-            .collect();
-            assert_eq!(got, want, "{memory} bytes");
-        }
-    }
-
-    /// A piece's run whose first record stands past the last run's last,
-    /// written right after it, extends it: pieces of a few cells along one
-    /// result line are one run (a sparse one where the order has keys). One
-    /// that starts before it, or in another file, is a run of its own; the
-    /// cells come out the same.
     #[test]
     fn runs_that_follow_one_another_are_one() {
         let schema = schema();
@@ -2044,137 +1637,9 @@ mod tests {
             }
             // Keyed: the second extends the first. Without keys: none.
             assert_eq!(spill.len(), if keyed { 2 } else { 3 });
-            let got = drain(spill.merge(true, 2, None).unwrap(), &fields);
+            let got = drain(spill.merge(true, 2).unwrap(), &fields);
             let xs: Vec<i32> = got.iter().map(|c| c.1).collect();
             assert_eq!(xs, [0, 1, 2, 2]);
-        }
-        let fmt = RunFormat::placed(&fields, &[1, 0]).unwrap();
-        let mut spill = Spill::new(fmt.clone(), order(&schema, true), 1 << 20);
-        let cells = |places: &[(u64, u32)]| -> Vec<(u64, u32, bool, Vec<Vec<u8>>)> {
-            (places.iter())
-                .map(|&(p, frag)| {
-                    let v = (p as i32 + 100 * frag as i32).to_le_bytes().to_vec();
-                    (p, frag, false, vec![v, (p as i32).to_le_bytes().to_vec()])
-                })
-                .collect()
-        };
-        push_placed(&mut spill, &fmt, cells(&[(0, 0), (1, 0)]));
-        push_placed(&mut spill, &fmt, cells(&[(2, 0), (4, 0)]));
-        let ends = |spill: &Spill, k: usize| {
-            let e = spill.runs[k].0.ends.as_deref().unwrap();
-            (e.0 .0[0], e.1 .0[0], spill.runs[k].0.records)
-        };
-        assert_eq!(spill.len(), 1);
-        assert_eq!(ends(&spill, 0), (0, 4, 4));
-        // Before the last place: a run of its own.
-        push_placed(&mut spill, &fmt, cells(&[(3, 1), (4, 1)]));
-        assert_eq!(spill.len(), 2);
-        // Past it again, or at it in a newer fragment (places tie by
-        // fragment): extends the newest run.
-        push_placed(&mut spill, &fmt, cells(&[(4, 2), (7, 1)]));
-        assert_eq!(spill.len(), 2);
-        assert_eq!(ends(&spill, 1), (3, 7, 4));
-        // Written elsewhere: not after the last run in its file.
-        let mut other = Spill::new(fmt.clone(), order(&schema, true), 1 << 20);
-        push_placed(&mut other, &fmt, cells(&[(8, 0)]));
-        other.written_out().unwrap();
-        let run = other.runs.pop().unwrap().0;
-        spill.push(run).unwrap();
-        assert_eq!(spill.len(), 3);
-        let bx = DenseBox::new(
-            &[vec![(0, 2)], vec![(0, 2)]],
-            false,
-            vec![tdb_format::Datatype::Int32; 2],
-        );
-        let mut merge = spill.merge(true, 4, bx).unwrap();
-        let mut got = Vec::new();
-        while let Some(b) = merge.next_batch(&fields, false, &mut Vec::new()).unwrap() {
-            let y = b.fields[0].column();
-            for i in 0..b.num_cells as usize {
-                got.push(i32::from_le_bytes(y.cell(i).try_into().unwrap()));
-            }
-        }
-        // y is the place plus 100 × the fragment where written (the
-        // newest), else its coordinate from the box (place % 3).
-        assert_eq!(got, [0, 1, 2, 103, 204, 2, 0, 107, 8]);
-    }
-
-    /// A dense read's runs merge by windows of the box ([`Window`]): the
-    /// newest fragment's version of a place standing (a rejected one is
-    /// fill), a place no run holds fill with its coordinates from the box,
-    /// over windows that cut runs anywhere, after runs past the fan-in
-    /// merged by place (two dimensions asked for, of a fixed size; the
-    /// test above has a var-size field).
-    #[test]
-    fn placed_runs_merge_by_windows_that_cut_them_anywhere() {
-        let schema = schema();
-        let (fields, _) = format(&schema);
-        // Requested: y, then x (both stored: fixed size).
-        let fmt = RunFormat::placed(&fields, &[1, 0]).unwrap();
-        assert!(fmt.fixed.is_some());
-        // The box: x in 5..=6 then 0..=1, y in 0..=2, col-major: place p
-        // is (xs[p % 4], p / 4).
-        let xs: [i32; 4] = [5, 6, 0, 1];
-        let runs: [&[(u64, u32, bool)]; 3] = [
-            &[(0, 0, false), (1, 0, false), (5, 0, false), (9, 0, false)],
-            &[(1, 2, false), (5, 2, true), (6, 2, false), (11, 2, false)],
-            &[(1, 1, false), (2, 1, false), (9, 1, true), (10, 1, false)],
-        ];
-        let mut want = Vec::new();
-        for p in 0..12u64 {
-            let (x, y) = (xs[(p % 4) as usize], (p / 4) as i32);
-            // The newest version of p, if any, and whether it stands.
-            let newest = (runs.iter().flat_map(|r| r.iter()))
-                .filter(|c| c.0 == p)
-                .max_by_key(|c| c.1);
-            let written = newest.is_some_and(|c| !c.2);
-            // A written cell carries its fragment in y (+ 100 × frag).
-            let y = match newest {
-                Some(c) if written => y + 100 * c.1 as i32,
-                _ => y,
-            };
-            want.push((x, y));
-        }
-        // With no memory two runs merge at a time: two merge by place into
-        // one run (every version kept), then the windows.
-        for (cells, memory) in [(1, 1 << 20), (3, 0), (4, 1 << 20), (12, 0), (100, 1 << 20)] {
-            let mut spill = Spill::new(fmt.clone(), order(&schema, true), memory);
-            for r in runs {
-                let cells = r.iter().map(|&(place, frag, rejected)| {
-                    let (x, y) = (xs[(place % 4) as usize], (place / 4) as i32);
-                    let y = (y + 100 * frag as i32).to_le_bytes();
-                    (
-                        place,
-                        frag,
-                        rejected,
-                        vec![y.to_vec(), x.to_le_bytes().to_vec()],
-                    )
-                });
-                push_placed(&mut spill, &fmt, cells);
-            }
-            assert_eq!(spill.len(), 3);
-            let bx = DenseBox::new(
-                &[vec![(5, 6), (0, 1)], vec![(0, 2)]],
-                true,
-                vec![tdb_format::Datatype::Int32; 2],
-            );
-            let mut merge = spill.merge(true, cells, bx).unwrap();
-            assert!(merge.window.is_some());
-            let mut got = Vec::new();
-            while let Some(b) = merge
-                .next_batch(&fields, cells % 2 == 0, &mut Vec::new())
-                .unwrap()
-            {
-                assert!(b.num_cells as usize <= cells);
-                let (y, x) = (b.fields[0].column(), b.fields[1].column());
-                for i in 0..b.num_cells as usize {
-                    let v = |c: &crate::Column<'_>, i| {
-                        i32::from_le_bytes(c.cell(i).try_into().unwrap())
-                    };
-                    got.push((v(&x, i), v(&y, i)));
-                }
-            }
-            assert_eq!(got, want, "{cells} cells a batch, {memory} bytes");
         }
     }
 
@@ -2303,7 +1768,7 @@ mod tests {
             );
         }
         assert!(spill.runs.iter().any(|r| r.1 >= 2), "merged twice");
-        let got = drain(spill.merge(true, 2, None).unwrap(), &fields);
+        let got = drain(spill.merge(true, 2).unwrap(), &fields);
         let xs: Vec<i32> = got.iter().map(|c| c.1).collect();
         let mut want: Vec<i32> = (0..62).filter(|&v| v != 55).collect();
         want.sort();
