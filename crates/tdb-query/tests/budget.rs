@@ -682,15 +682,17 @@ fn dense_reads_along_the_cell_order_go_in_stretches() {
 }
 
 /// Dense reads whose result order crosses their tiles' cell order, with
-/// tiles past the budget, go in sorted runs of each tile's cells, merged
-/// (`read::dense_runs`): the same cells in the same order as the read in
-/// one piece, newest fragment first and fill where none wrote, with and
-/// without the dimensions asked for, over several ranges a dimension
-/// (out of order and overlapping: a cell once for each range holding
-/// it); each tile's chunks read about once, not again for every few cells
-/// (a few dozen rounds, not thousands).
+/// tiles past the budget, go in stretches too, each a cell of every line
+/// of a piece (`read::stretches`), runs merged down where many meet: the
+/// same cells in the same order as the read in one piece, newest fragment
+/// first and fill (the fields' own, null where so) where none wrote, with
+/// and without the dimensions asked for, over several ranges a dimension
+/// (out of order and overlapping: a cell once for each range holding it),
+/// with a condition whose rejected cells hide older ones; each tile's
+/// chunks read about once, not again for every few cells (a few dozen
+/// rounds, not thousands).
 #[test]
-fn dense_reads_across_the_cell_order_go_in_sorted_runs() {
+fn dense_reads_across_the_cell_order_go_in_stretches() {
     use tdb_query::ResultLayout;
     let whole_rows: &[(i64, i64)] = &[(0, 99)];
     for (cells, layout) in [
@@ -700,6 +702,7 @@ fn dense_reads_across_the_cell_order_go_in_sorted_runs() {
         let (storage, snap) = dense_overlapping(cells);
         for (fields, rows, cols, condition) in [
             (&["a", "s"][..], whole_rows, whole_rows, None),
+            (&["n", "a", "n"][..], whole_rows, whole_rows, None),
             (
                 &["c", "s", "r", "a"][..],
                 &[(5, 94)][..],
@@ -731,7 +734,6 @@ fn dense_reads_across_the_cell_order_go_in_sorted_runs() {
         ] {
             let spec = overlapping_spec(fields, (rows, cols), layout, condition);
             let (whole, _) = run(&storage, &snap, spec.clone());
-            let (runs, rounds) = run(&storage, &snap, spec.with_budget(4096));
             let what = format!(
                 "{layout:?} of {cells:?} cells, {fields:?} of {rows:?} × {cols:?} where {condition:?}"
             );
@@ -741,11 +743,18 @@ fn dense_reads_across_the_cell_order_go_in_sorted_runs() {
                 (count(rows) * count(cols)) as u64,
                 "{what}"
             );
-            assert_eq!(runs, whole, "{what}");
-            if condition.is_some() && rows == whole_rows {
-                rejected_newer_hides_older(&runs, layout, &what);
+            for budget in [4096, 16 << 10] {
+                let (got, rounds) = run(&storage, &snap, spec.clone().with_budget(budget));
+                assert_eq!(got, whole, "{what} under {budget}");
+                if condition.is_some() && rows == whole_rows {
+                    rejected_newer_hides_older(&got, layout, &what);
+                }
+                assert!(rounds < 100, "{what} under {budget}: {rounds} rounds");
             }
-            assert!(rounds < 100, "{what}: {rounds} rounds");
+            let packed = spec.clone().with_packed_validity();
+            let (bits, _) = run(&storage, &snap, packed.clone());
+            let (got, _) = run(&storage, &snap, packed.with_budget(4096));
+            assert_eq!(got, bits, "{what}, validity as bits");
         }
     }
 }

@@ -360,14 +360,23 @@ impl Reader {
         Some((tile, line))
     }
 
+    /// Stretches a piece of one tile's cells hands to the spill at a time.
+    const STREAMED_BLOCK: usize = 64;
+
     /// Bytes `cells` cells of a spilled dense tile (a run of them in its
-    /// cell order) cost a piece besides the tile: a [`Stretch`] (40 bytes)
+    /// cell order) cost a piece besides the tile: a [`Stretch`] (24 bytes)
     /// each run of them along the result's fastest dimension, and with a
     /// condition each cell's place, tile and position to evaluate it and
     /// whether it is rejected (17). Along the cell order a stretch is a
     /// line of the tile; across it, a stretch takes one cell of each of
     /// the run's lines, so a run of part of a line is a stretch a cell.
-    pub(super) fn stretch_bookkeeping(&self, cells: u64) -> u64 {
+    /// A piece of one tile's cells (`streamed`) without a condition hands
+    /// its stretches on a block at a time ([`Self::STREAMED_BLOCK`]).
+    pub(super) fn stretch_bookkeeping(&self, cells: u64, streamed: bool) -> u64 {
+        if streamed && self.condition.is_none() {
+            let block = Self::STREAMED_BLOCK.saturating_mul(std::mem::size_of::<Stretch>());
+            return block as u64;
+        }
         let stretches = self
             .fastest_stride_and_extent()
             .map_or(cells, |(stride, extent)| {
@@ -549,10 +558,25 @@ impl Reader {
         let plan = (self.plans.get(i))
             .ok_or_else(|| QueryError::invalid(format!("no fragment {i} planned")))?;
         let frag = u32::try_from(i).map_err(|_| QueryError::invalid("too many fragments"))?;
+        let slots: Vec<usize> = st.slots().collect();
+        let tiles: Vec<Vec<_>> = (plan.tiles.iter())
+            .map(|&t| {
+                slots
+                    .iter()
+                    .map(|&slot| self.tiles.get(&(i, slot, t)))
+                    .collect()
+            })
+            .collect();
+        // A piece of one tile's cells without a condition goes to the
+        // spill as its stretches come, a block at a time (each block in
+        // place order: a walk that comes back before its last place starts
+        // a run); else they are gathered, sorted and judged first.
+        let streamed = self.current.cells.is_some() && self.condition.is_none();
         let mut found: Vec<Stretch> = Vec::new();
-        // The step of every stretch (a dimension's stride in a tile); set
-        // if a stretch is too long or steps otherwise.
-        let (mut step, mut odd) = (1u64, false);
+        let mut failed: Option<QueryError> = None;
+        // The step of every stretch (a dimension's stride in a tile), once
+        // a stretch set it; `odd` if one is too long or steps otherwise.
+        let (mut step, mut stepped, mut odd) = (1u64, false, false);
         let mut sorted = 0usize;
         for (k, &t) in plan.tiles.iter().enumerate() {
             let cells = match &self.current.cells {
@@ -563,17 +587,31 @@ impl Reader {
                 QueryError::invalid(format!("{}: no tile {t} in its grid", plan.file.path))
             })?;
             let tile = u32::try_from(k).map_err(|_| QueryError::invalid("too many tiles"))?;
-            let mut put = |place, pos, len: u64, by: u64| match u32::try_from(len) {
-                Ok(len) if found.is_empty() || by == step => {
-                    step = by;
-                    found.push(Stretch {
-                        place,
-                        pos,
-                        len,
-                        tile,
-                    })
+            let mut put = |place: u64, pos, len: u64, by: u64| {
+                let Ok(len) = u32::try_from(len).map_err(|_| odd = true) else {
+                    return;
+                };
+                if stepped && by != step {
+                    odd = true;
+                    return;
                 }
-                _ => odd = true,
+                (step, stepped) = (by, true);
+                if streamed && failed.is_none() {
+                    let back = (found.last())
+                        .is_some_and(|l| l.place.saturating_add(u64::from(l.len)) > place);
+                    if back || found.len() >= Self::STREAMED_BLOCK {
+                        failed = st
+                            .push_run(frag, &found, step, &tiles, &[], &self.fields)
+                            .err();
+                        found.clear();
+                    }
+                }
+                found.push(Stretch {
+                    place,
+                    pos,
+                    len,
+                    tile,
+                });
             };
             let n = bx.tile_places(&tc, cells, &mut put).ok_or_else(|| {
                 QueryError::invalid(format!("{}: tile {t} past its grid", plan.file.path))
@@ -586,18 +624,12 @@ impl Reader {
                 )));
             }
         }
-        if sorted > 1 {
+        if let Some(e) = failed {
+            return Err(e);
+        }
+        if sorted > 1 && !streamed {
             found.sort_unstable();
         }
-        let slots: Vec<usize> = st.slots().collect();
-        let tiles: Vec<Vec<_>> = (plan.tiles.iter())
-            .map(|&t| {
-                slots
-                    .iter()
-                    .map(|&slot| self.tiles.get(&(i, slot, t)))
-                    .collect()
-            })
-            .collect();
         // Per cell of the stretches in turn, whether the condition rejects
         // it (its record then holds fill).
         let rejected = match &self.condition {
@@ -615,11 +647,7 @@ impl Reader {
             None => Vec::new(),
         };
         st.push_run(frag, &found, step, &tiles, &rejected, &self.fields)?;
-        tracing::debug!(
-            piece = self.pieces_started,
-            stretches = found.len(),
-            "dense stretches spilled"
-        );
+        tracing::debug!(piece = self.pieces_started, "dense stretches spilled");
         Ok(())
     }
 

@@ -372,6 +372,7 @@ impl Reader {
     /// KiB chunks never fit a 16 KiB budget's quarter, and its pieces were
     /// one tile line each (4,096 pieces, 8.7 times the unbudgeted read).
     pub(super) fn run_held(&self, i: usize, t: u64, cells: Option<&std::ops::Range<u64>>) -> u64 {
+        let given = cells;
         let span = cells.is_none().then(|| self.dense_span(i, t)).flatten();
         let (cells, bytes) = match cells.or(span.as_ref()) {
             Some(c) => {
@@ -383,7 +384,7 @@ impl Reader {
                 (cells, self.tile_bytes(i, t))
             }
         };
-        bytes.saturating_add(self.bookkeeping(i, cells))
+        bytes.saturating_add(self.bookkeeping(i, cells, given.is_some()))
     }
 
     /// Bytes a piece holds for `cells` cells of a tile of fragment `i`
@@ -396,10 +397,10 @@ impl Reader {
     /// for every read, each of W3's 1% boxes was two pieces: 39.5 → 36.6
     /// ms as one.) A dense tile's cells in a read that spills go in
     /// stretches ([`Reader::stretch_bookkeeping`]).
-    fn bookkeeping(&self, i: usize, cells: u64) -> u64 {
+    fn bookkeeping(&self, i: usize, cells: u64, one_tile: bool) -> u64 {
         if (self.plans.get(i)).is_some_and(|p| p.meta.footer.dense) {
             return match self.spill.is_some() {
-                true => self.stretch_bookkeeping(cells),
+                true => self.stretch_bookkeeping(cells, one_tile),
                 false => 0,
             };
         }

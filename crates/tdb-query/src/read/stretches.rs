@@ -1124,4 +1124,152 @@ mod tests {
             }
         }
     }
+
+    /// Across the cell order: col-major results of a 40 × 6 box over
+    /// row-major tiles, a run a row (stretches of one cell, a row's
+    /// cells apart), fragment 1 (newer) over rows 5..25 and columns 2..5.
+    /// Merged down (runs of a fragment merged, a record that starts where
+    /// the last ended joining it), by groups as wide as the memory allows
+    /// and two at a time, until few meet at a place: records of many
+    /// cells, fragments apart, and windows that give each place its newest
+    /// value, fill where none wrote.
+    #[test]
+    fn runs_across_the_order_merge_down_into_long_records() {
+        let fields = fields();
+        let requested = [1, 0, 2, 3];
+        let (rows, cols) = (40u64, 6u64);
+        // (fragment, rows, columns, tag); each fragment a tile over the
+        // whole box, row-major.
+        let frags = [(0u32, 0..rows, 0..cols, 1000u16), (1, 5..25, 2..5, 3000)];
+        let mut want: Vec<Want> = vec![None; (rows * cols) as usize];
+        for (_, rs, cs, tag) in &frags {
+            for r in rs.clone() {
+                for c in cs.clone() {
+                    let p = r * cols + c;
+                    want[(c * rows + r) as usize] = Some((
+                        tag + p as u16,
+                        tag + 500 + p as u16,
+                        (p % 2) as u8,
+                        text(tag + 700, p),
+                        u8::from(p % 3 != 0),
+                    ));
+                }
+            }
+        }
+        let decoded: Vec<[DecodedTile; 3]> = (frags.iter())
+            .map(|&(_, _, _, tag)| {
+                [
+                    tile(0, rows * cols, 4, tag, false),
+                    tile(0, rows * cols, 4, tag + 500, true),
+                    var_tile(0, rows * cols, tag + 700),
+                ]
+            })
+            .collect();
+        for memory in [1 << 20, 2 * (4 << 10) + 2 * (1 << 10)] {
+            for window in [1usize, 600] {
+                let mut st = Stretches::new(&fields, &requested, 4 << 10).unwrap();
+                for (k, (frag, rs, cs, _)) in frags.iter().enumerate() {
+                    let by_tile = vec![decoded[k].iter().map(Some).collect::<Vec<_>>()];
+                    for r in rs.clone() {
+                        let stretches: Vec<Stretch> = (cs.clone())
+                            .map(|c| Stretch {
+                                place: c * rows + r,
+                                pos: r * cols + c,
+                                len: 1,
+                                tile: 0,
+                            })
+                            .collect();
+                        st.push_run(*frag, &stretches, cols, &by_tile, &[], &fields)
+                            .unwrap();
+                    }
+                }
+                assert_eq!(st.runs.len(), 60);
+                assert_eq!(levels::most_live(&st.runs), 60);
+                st.merge_down(window, memory).unwrap();
+                let what = format!("memory {memory}, windows of {window}");
+                // Windows of 600 cells read 18 runs at once well, of one
+                // cell 16: groups of four runs (or two, twice), 15 left.
+                let live = levels::most_live(&st.runs);
+                let most = if window == 600 { 18 } else { 16 };
+                assert!(live <= most, "{what}: {live} runs meet");
+                assert!(st.runs.len() >= 2, "{what}");
+                // Every record of a merged run holds a column of its rows.
+                let file = st.file.clone().unwrap();
+                let mut records = 0u64;
+                for run in &st.runs {
+                    let mut at = run.start;
+                    while at < run.end {
+                        let mut head = [0u8; HEAD as usize];
+                        std::io::Read::read_exact(
+                            &mut scratch::At::new(file.clone(), at, run.end),
+                            &mut head,
+                        )
+                        .unwrap();
+                        let (_, cells, body) = parse_head(&head).unwrap();
+                        assert!(cells >= 2, "{what}: a record of {cells} cells");
+                        records += 1;
+                        at += HEAD + body;
+                    }
+                }
+                assert!(
+                    records <= 6 * st.runs.len() as u64,
+                    "{what}: {records} records"
+                );
+                let bx = DenseBox::new(
+                    &[vec![(0, rows as i128 - 1)], vec![(0, cols as i128 - 1)]],
+                    true,
+                    vec![Datatype::Int32; 2],
+                )
+                .unwrap();
+                let mut merge = st.merge(bx, 7, memory).unwrap();
+                let mut got = crate::Batch::default();
+                while let Some(b) = merge.next_batch(&fields, false, Vec::new()).unwrap() {
+                    got.append(&b);
+                }
+                assert_eq!(got.num_cells, rows * cols, "{what}");
+                let [a, x, n, s] = &got.fields[..] else {
+                    panic!("{what}: {} fields", got.fields.len());
+                };
+                let bytes = |v: &Option<Validity>| match v {
+                    Some(Validity::Bytes(v)) => v.clone(),
+                    other => panic!("{what}: {other:?}"),
+                };
+                let (valid, s_valid) = (bytes(&n.validity), bytes(&s.validity));
+                let offsets = s.offsets.clone().unwrap();
+                for (p, w) in want.iter().enumerate() {
+                    let end = offsets.get(p + 1).map_or(s.data.len(), |&e| e as usize);
+                    let text =
+                        String::from_utf8(s.data[offsets[p] as usize..end].to_vec()).unwrap();
+                    assert_eq!(
+                        &x.data[p * 4..p * 4 + 4],
+                        &((p as u64 % rows) as i32).to_le_bytes()
+                    );
+                    let got = (
+                        a.data[p * 4..p * 4 + 4].to_vec(),
+                        n.data[p * 4..p * 4 + 4].to_vec(),
+                        valid[p],
+                        text,
+                        s_valid[p],
+                    );
+                    let want = match w {
+                        Some((av, nv, ok, text, s_ok)) => (
+                            [av.to_le_bytes(); 2].concat(),
+                            [nv.to_le_bytes(); 2].concat(),
+                            *ok,
+                            text.clone(),
+                            *s_ok,
+                        ),
+                        None => (
+                            7i32.to_le_bytes().to_vec(),
+                            [(-3i16).to_le_bytes(), 4i16.to_le_bytes()].concat(),
+                            0,
+                            "zz".to_string(),
+                            0,
+                        ),
+                    };
+                    assert_eq!(got, want, "{what}, place {p}");
+                }
+            }
+        }
+    }
 }
