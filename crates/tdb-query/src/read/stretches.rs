@@ -1,24 +1,30 @@
-//! A dense read along its array's cell order, spilled in stretches. Row-
-//! major results of row-major tiles (or col-major of col-major) go through
-//! a row of tiles at a time; where the chunks one result line crosses pass
-//! the tile budget, pieces hold a part of a line, and every chunk holding
-//! several lines is fetched and decoded again for each of them (W2 4096²
-//! under 1 MiB: 14 times the unbudgeted read's time). Spilled instead,
-//! each chunk is read once: a piece's tiles are cut into stretches, the
-//! cells of one tile line inside the subarray, whose places in the result
-//! order and positions in the tile both go up one a cell
-//! ([`DenseBox::tile_places`]), and each stretch is appended to a scratch
-//! file as records of its first place, cells and bytes, then every
-//! requested field's values, column by column (a var-size field's lengths,
-//! then its bytes). Results then come a window of places at a time: each
-//! run hands out its records in the window, copied straight to their
-//! places (var-size values through an arena, put in order at the end), and
-//! places no run holds get fill.
+//! A dense read spilled in stretches (`super::dense_runs` says when). Along
+//! the array's cell order (row-major results of row-major tiles, or
+//! col-major of col-major) a read goes through a row of tiles at a time;
+//! where the chunks one result line crosses pass the tile budget, pieces
+//! hold a part of a line, and every chunk holding several lines is fetched
+//! and decoded again for each of them (W2 4096² under 1 MiB: 14 times the
+//! unbudgeted read's time). Across it, a piece of a few result lines
+//! reaches every chunk of the tiles it crosses. Spilled instead, each chunk
+//! is read once: a piece's tiles are cut into stretches, cells inside the
+//! subarray whose places in the result order go up one a cell and whose
+//! positions in the tile go up by a step (one along the order, a tile
+//! line's cells across it: [`DenseBox::tile_places`]), and each stretch is
+//! appended to a scratch file as records of its first place, cells and
+//! bytes, then every requested field's values, column by column (a
+//! var-size field's lengths, then its bytes). Results then come a window
+//! of places at a time: each run hands out its records in the window,
+//! copied straight to their places (var-size values through an arena, put
+//! in order at the end), and places no run holds get fill. Where too many
+//! runs meet at a place for a window to read them well (across the order,
+//! a run a piece of a tile's lines), they are merged down first
+//! ([`levels`]).
 //!
-//! The runs' records merge by copies a stretch, not a cell: the records of
-//! [`super::spill`] cost about 75 ns a cell, five times the unbudgeted read
-//! of W2. A cell the condition rejects is spilled as its field's fill: it
-//! hides older fragments' values of its place, as it does in pieces.
+//! The runs' records merge by copies a stretch, not a cell: records of
+//! cells, as [`super::spill`] merges a sparse read's, cost about 75 ns a
+//! cell, five times the unbudgeted read of W2. A cell the condition
+//! rejects is spilled as its field's fill: it hides older fragments'
+//! values of its place, as it does in pieces.
 
 mod levels;
 
