@@ -136,11 +136,13 @@ impl Reader {
     /// the stretches' writer buffer (W1 4096² under 1 MiB: pieces of whole
     /// tiles, not halves, each walked and fetched once).
     pub(super) fn tile_budget(&self) -> u64 {
-        match matches!(self.spill, Some(super::spilled::Spilled::Stretches(_))) {
-            true => (self.tile_share.saturating_add(self.batch_share))
-                .saturating_sub(super::stretches::Stretches::MOST_BUFFER as u64)
-                .max(self.tile_share),
-            false => self.tile_share,
+        match &self.spill {
+            Some(super::spilled::Spilled::Stretches(st)) => {
+                (self.tile_share.saturating_add(self.batch_share))
+                    .saturating_sub(st.buffer() as u64)
+                    .max(self.tile_share)
+            }
+            _ => self.tile_share,
         }
     }
 

@@ -41,7 +41,7 @@ impl Merging {
 
 impl Reader {
     /// The merge of what the read spilled, in its result order. The
-    /// stretches' runs are merged down (if they must be) through the tile
+    /// stretches' runs are merged down (if they must be) through the whole
     /// budget: no tile is held any more, and no batch yet.
     pub(super) fn merge(&self, spilled: Spilled) -> Result<Merging> {
         let cells = self.batch_cells();
@@ -52,7 +52,8 @@ impl Reader {
                 Merging::Records(spill.merge(dedup, cells)?)
             }
             Spilled::Stretches(st) => {
-                let memory = usize::try_from(self.tile_budget()).unwrap_or(usize::MAX);
+                let memory = self.tile_share.saturating_add(self.batch_share);
+                let memory = usize::try_from(memory).unwrap_or(usize::MAX);
                 Merging::Stretches(st.merge(self.dense_box()?, cells, memory)?)
             }
         })

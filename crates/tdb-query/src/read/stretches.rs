@@ -162,6 +162,11 @@ impl Stretches {
         })
     }
 
+    /// Bytes the writer buffers.
+    pub fn buffer(&self) -> usize {
+        self.buffer
+    }
+
     /// The slots of the fields the runs hold.
     pub fn slots(&self) -> impl Iterator<Item = usize> + '_ {
         self.cols.iter().map(|c| c.slot)
