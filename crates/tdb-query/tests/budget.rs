@@ -759,6 +759,61 @@ fn dense_reads_across_the_cell_order_go_in_stretches() {
     }
 }
 
+/// Pieces of one tile's cells hand their stretches to the spill as they
+/// come, a block at a time, each block a sorted run or the next part of
+/// one: a tile of 3,000 × 7 int32 cells (pieces of many short lines, cut
+/// anywhere in a line: stretches of a piece's rows, a line's cells apart)
+/// and one of 4 × 30,000 (pieces of part of a line: a stretch a cell) read
+/// col-major under 16 and 64 KiB, whole and over ranges: the unbudgeted
+/// read's cells.
+#[test]
+fn pieces_of_one_tile_hand_their_stretches_on_as_they_come() {
+    use tdb_format::{ArrayType, Datatype};
+    use tdb_query::{FieldBuffer, ResultLayout, WriteSpec};
+    use tdb_schema::{ArraySchema, AttributeBuilder, DimensionBuilder};
+    let range = |lo: i64, hi: i64| {
+        tdb_schema::Range::from_bounds(&lo.to_le_bytes(), &hi.to_le_bytes(), false)
+    };
+    for (rows, cols) in [(3_000i64, 7i64), (4, 30_000)] {
+        let schema = ArraySchema::builder(ArrayType::Dense)
+            .dimension(DimensionBuilder::range("r", 0i64..=rows - 1).tile_extent(rows))
+            .dimension(DimensionBuilder::range("c", 0i64..=cols - 1).tile_extent(cols))
+            .attribute(AttributeBuilder::new("a", Datatype::Int32))
+            .build()
+            .unwrap();
+        let storage = tdb_storage::MemoryStorage::new();
+        let entry = tdb_fragment::create_array(&storage, "arr", &schema, &[], None, 1).unwrap();
+        let mut a = FieldBuffer::new("a", Datatype::Int32, 1, false);
+        for v in 0..(rows * cols) as i32 {
+            a.data.extend_from_slice(&v.to_le_bytes());
+        }
+        let write = WriteSpec::new(vec![a]).at(2);
+        tdb_query::write_fragment(&storage, "arr", &entry, None, &write).unwrap();
+        let snap = Arc::new(Snapshot::load(&storage, "arr", TimeWindow::ALL, None).unwrap());
+        let cuts = [
+            None,
+            Some((1, rows - 2, 1, cols - 1)),
+            Some((0, rows - 1, cols / 3, cols / 2)),
+        ];
+        for cut in cuts {
+            let mut spec = ReadSpec::new(["a", "r", "c"]).with_layout(ResultLayout::ColMajor);
+            if let Some((r0, r1, c0, c1)) = cut {
+                let mut sub = tdb_query::Subarray::new(2);
+                sub.add_range(0, range(r0, r1));
+                sub.add_range(1, range(c0, c1));
+                spec = spec.with_subarray(sub);
+            }
+            let (whole, _) = run(&storage, &snap, spec.clone());
+            for budget in [16 << 10, 64 << 10] {
+                let (got, rounds) = run(&storage, &snap, spec.clone().with_budget(budget));
+                let what = format!("{rows} × {cols}, {cut:?} under {budget}");
+                assert_eq!(got, whole, "{what}");
+                assert!(rounds < 100, "{what}: {rounds} rounds");
+            }
+        }
+    }
+}
+
 /// A dense array written by tdb: 1024 × 256 int32 cells in square tiles
 /// of `extent`, row-major, through ZSTD (`zstd`) or stored as they are.
 fn dense_square_tiles(extent: i64, zstd: bool) -> (tdb_storage::MemoryStorage, Arc<Snapshot>) {
