@@ -42,7 +42,9 @@ use std::ops::Range;
 use std::sync::Arc;
 
 /// A record's head: its first place (8 bytes), cells (4) and body bytes
-/// (8), little-endian.
+/// (8), little-endian ([`head`], [`parse_head`]). (Bodies in 4 bytes
+/// measured no faster across the order under 16 KiB, where records are a
+/// cell each.)
 const HEAD: u64 = 20;
 
 /// Cells of fill written at a time.
@@ -264,9 +266,7 @@ impl Stretches {
                     segs.push((0, n, false));
                 }
                 let place = s.place.saturating_add(done);
-                put(&place.to_le_bytes())?;
-                put(&(n as u32).to_le_bytes())?;
-                put(&body.to_le_bytes())?;
+                put(&head(place, n, body)?)?;
                 for ((c, t), (cell, _)) in self.cols.iter().zip(&row).zip(&fills) {
                     // A var-size field's lengths, then its bytes (a fixed-
                     // size one's values in the first pass).
@@ -867,11 +867,8 @@ impl Held {
 /// A record's head: its first place, cells and body bytes.
 fn parse_head(head: &[u8]) -> Result<(u64, u64, u64)> {
     let word = |r: Range<usize>| head.get(r).and_then(|b| b.try_into().ok());
-    match (
-        word(0..8),
-        head.get(8..12).and_then(|b| b.try_into().ok()),
-        word(12..20),
-    ) {
+    let cells = head.get(8..12).and_then(|b| b.try_into().ok());
+    match (word(0..8), cells, word(12..20)) {
         (Some(p), Some(n), Some(b)) => Ok((
             u64::from_le_bytes(p),
             u64::from(u32::from_le_bytes(n)),
@@ -879,6 +876,18 @@ fn parse_head(head: &[u8]) -> Result<(u64, u64, u64)> {
         )),
         _ => Err(QueryError::invalid("a spilled stretch's head cut short")),
     }
+}
+
+/// The head of a record of `cells` cells (at most 2^32: records are cut
+/// there) from `place` whose body holds `body` bytes.
+fn head(place: u64, cells: u64, body: u64) -> Result<[u8; HEAD as usize]> {
+    let cells = u32::try_from(cells)
+        .map_err(|_| QueryError::invalid("a spilled stretch of over 2^32 cells"))?;
+    let mut h = [0u8; HEAD as usize];
+    h[..8].copy_from_slice(&place.to_le_bytes());
+    h[8..12].copy_from_slice(&cells.to_le_bytes());
+    h[12..].copy_from_slice(&body.to_le_bytes());
+    Ok(h)
 }
 
 /// `n` bytes of `file` from `at`, from `buf` (holding the file's bytes from

@@ -153,12 +153,8 @@ impl Making {
         if self.cells == 0 {
             return Ok(0);
         }
-        let cells = u32::try_from(self.cells)
-            .map_err(|_| QueryError::invalid("a merged stretch of over 2^32 cells"))?;
         let mut put = |b: &[u8]| out.write_all(b).map_err(QueryError::Spill);
-        put(&self.place.to_le_bytes())?;
-        put(&cells.to_le_bytes())?;
-        put(&self.body.to_le_bytes())?;
+        put(&super::head(self.place, self.cells, self.body)?)?;
         for (vals, bytes, _) in &self.cols {
             put(vals)?;
             put(bytes)?;
@@ -279,6 +275,8 @@ impl Stretches {
                     .ok_or_else(|| QueryError::invalid("no run"))?;
                 let (_, cells, body) = cursor.head.ok_or_else(|| QueryError::invalid("no head"))?;
                 let follows = making.place.saturating_add(making.cells) == p;
+                // (Cells bounded too: a read of dimensions alone holds no
+                // bytes a cell.)
                 let fits = making.body.saturating_add(body) <= cap as u64
                     && making.cells.saturating_add(cells) <= u64::from(u32::MAX);
                 if making.cells > 0 && !(follows && fits) {
