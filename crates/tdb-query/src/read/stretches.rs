@@ -84,6 +84,8 @@ struct Run {
     skip: u64,
     /// One past its last place.
     past: u64,
+    /// Merges that made it while pieces pushed (0: a piece's).
+    level: u8,
 }
 
 /// One stretch of a piece: `len` cells from place `place`, at positions
@@ -117,6 +119,9 @@ pub(crate) struct Stretches {
     /// Bytes the writer buffers, and the most a record's body holds but
     /// for one cell past it (what a window reads at once).
     buffer: usize,
+    /// Runs held at most while pieces push ([`levels::HELD_MOST`]; fewer
+    /// in tests).
+    held_most: usize,
 }
 
 /// One held field's values over a window, a slot a cell: fixed-size ones
@@ -161,6 +166,7 @@ impl Stretches {
             written: 0,
             runs: Vec::new(),
             buffer: buffer.clamp(4 << 10, Self::MOST_BUFFER),
+            held_most: levels::HELD_MOST,
         })
     }
 
@@ -362,8 +368,10 @@ impl Stretches {
                 place: first.place,
                 past,
                 skip: 0,
+                level: 0,
             }),
         }
+        self.bound_runs()?;
         Ok(())
     }
 
@@ -416,10 +424,7 @@ impl Stretches {
     /// ([`levels`]).
     pub fn merge(mut self, bx: DenseBox, cells: usize, memory: usize) -> Result<StretchMerge> {
         self.merge_down(cells, memory)?;
-        if let Some(w) = self.writer.take() {
-            w.into_inner()
-                .map_err(|e| QueryError::Spill(e.into_error()))?;
-        }
+        self.written_out()?;
         // By their first places, as windows come to them.
         self.runs.sort_by_key(|r| r.place);
         Ok(StretchMerge {
@@ -1147,7 +1152,7 @@ mod tests {
 
     /// Across the cell order: col-major results of a 40 × 6 box over
     /// row-major tiles, a run a row (stretches of one cell, a row's
-    /// cells apart), fragment 1 (newer) over rows 5..25 and columns 2..5.
+    /// cells apart), fragment 1 (newer) over rows 20..40 and columns 2..5.
     /// Merged down (runs of a fragment merged, a record that starts where
     /// the last ended joining it), by groups as wide as the memory allows
     /// and two at a time, until few meet at a place: records of many
@@ -1160,7 +1165,7 @@ mod tests {
         let (rows, cols) = (40u64, 6u64);
         // (fragment, rows, columns, tag); each fragment a tile over the
         // whole box, row-major.
-        let frags = [(0u32, 0..rows, 0..cols, 1000u16), (1, 5..25, 2..5, 3000)];
+        let frags = [(0u32, 0..rows, 0..cols, 1000u16), (1, 20..40, 2..5, 3000)];
         let mut want: Vec<Want> = vec![None; (rows * cols) as usize];
         for (_, rs, cs, tag) in &frags {
             for r in rs.clone() {
@@ -1185,9 +1190,19 @@ mod tests {
                 ]
             })
             .collect();
-        for memory in [1 << 20, 2 * (4 << 10) + 2 * (1 << 10)] {
-            for window in [1usize, 600] {
+        let cases = [
+            (1 << 20, 1usize, usize::MAX),
+            (1 << 20, 600, usize::MAX),
+            (2 * (4 << 10) + 2 * (1 << 10), 1, usize::MAX),
+            (2 * (4 << 10) + 2 * (1 << 10), 600, usize::MAX),
+            // Runs held while pieces push bounded: 16 of a level merged
+            // into one of the level above past 8.
+            (1 << 20, 600, 8),
+        ];
+        for (memory, window, held_most) in cases {
+            {
                 let mut st = Stretches::new(&fields, &requested, 4 << 10).unwrap();
+                st.held_most = held_most;
                 for (k, (frag, rs, cs, _)) in frags.iter().enumerate() {
                     let by_tile = vec![decoded[k].iter().map(Some).collect::<Vec<_>>()];
                     for r in rs.clone() {
@@ -1201,12 +1216,27 @@ mod tests {
                             .collect();
                         st.push_run(*frag, &stretches, cols, &by_tile, &[], &fields)
                             .unwrap();
+                        // (Past the bound, each fragment holds fewer than 16 of a level.)
+                        assert!(st.runs.len() <= held_most.max(2 * 15).saturating_add(3));
                     }
                 }
-                assert_eq!(st.runs.len(), 60);
-                assert_eq!(levels::most_live(&st.runs), 60);
+                let what = format!("memory {memory}, windows of {window}, {held_most} held");
+                if held_most == usize::MAX {
+                    assert_eq!(st.runs.len(), 60);
+                    assert_eq!(levels::most_live(&st.runs), 60);
+                } else {
+                    // Fragment 0's 40 runs: two merged, eight left; 1's 20:
+                    // one merged, four left.
+                    let levels: Vec<(u32, u8)> =
+                        st.runs.iter().map(|r| (r.frag, r.level)).collect();
+                    assert_eq!(
+                        levels.iter().filter(|l| l.1 == 1).count(),
+                        3,
+                        "{what}: {levels:?}"
+                    );
+                    assert_eq!(st.runs.len(), 3 + 8 + 4, "{what}: {levels:?}");
+                }
                 st.merge_down(window, memory).unwrap();
-                let what = format!("memory {memory}, windows of {window}");
                 // Windows of 600 cells read 18 runs at once well, of one
                 // cell 16: groups of four runs (or two, twice), 15 left.
                 let live = levels::most_live(&st.runs);
@@ -1214,7 +1244,9 @@ mod tests {
                 assert!(live <= most, "{what}: {live} runs meet");
                 assert!(st.runs.len() >= 2, "{what}");
                 // Every record of a merged run holds a column of its rows.
+                st.written_out().unwrap();
                 let file = st.file.clone().unwrap();
+                let least = if held_most == usize::MAX { 2 } else { 1 };
                 let mut records = 0u64;
                 for run in &st.runs {
                     let mut at = run.start;
@@ -1226,7 +1258,7 @@ mod tests {
                         )
                         .unwrap();
                         let (_, cells, body) = parse_head(&head).unwrap();
-                        assert!(cells >= 2, "{what}: a record of {cells} cells");
+                        assert!(cells >= least, "{what}: a record of {cells} cells");
                         records += 1;
                         at += HEAD + body;
                     }

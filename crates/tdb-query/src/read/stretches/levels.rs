@@ -41,6 +41,13 @@ const READ_LEAST: usize = 512;
 /// Runs merged at once, at most.
 const GROUP_MOST: usize = 256;
 
+/// Runs a read holds while its pieces push theirs, at most but for the
+/// levels' few ([`Stretches::bound_runs`]).
+pub(super) const HELD_MOST: usize = 4096;
+
+/// Runs of a level merged into one of the level above while pieces push.
+const GROUP: usize = 16;
+
 /// One run being merged: its records in turn.
 struct Cursor {
     reader: BufReader<At>,
@@ -243,63 +250,25 @@ impl Stretches {
     /// Each of `groups` (runs, by first place, of one fragment) merged
     /// into one run of a fresh file, which takes the old one's place.
     fn merge_groups(&mut self, groups: &[Vec<usize>], reading: usize, cap: usize) -> Result<()> {
-        if let Some(w) = self.writer.take() {
-            w.into_inner()
-                .map_err(|e| QueryError::Spill(e.into_error()))?;
-        }
+        self.written_out()?;
         let old = (self.file.take())
             .ok_or_else(|| QueryError::invalid("spilled stretches without their file"))?;
         let file = scratch::shared()?;
         let mut out = BufWriter::with_capacity(cap, At::new(Arc::clone(&file), 0, 0));
         let mut written = 0u64;
         let mut runs = Vec::with_capacity(groups.len());
-        let mut making = Making::default();
         for group in groups {
             let group: Vec<&Run> = group.iter().filter_map(|&r| self.runs.get(r)).collect();
-            let (Some(first), Some(frag)) = (group.first(), group.first().map(|r| r.frag)) else {
-                continue;
-            };
-            let start = written;
-            let past = group.iter().map(|r| r.past).max().unwrap_or(first.past);
-            let place = group.iter().map(|r| r.place).min().unwrap_or(first.place);
-            let each = (reading.checked_div(group.len()).unwrap_or(0)).max(READ_LEAST);
-            let mut cursors = (group.iter())
-                .map(|r| Cursor::new(&old, r, each))
-                .collect::<Result<Vec<_>>>()?;
-            let mut heap: BinaryHeap<Reverse<(u64, usize)>> = (cursors.iter().enumerate())
-                .filter_map(|(k, c)| c.head.map(|(p, _, _)| Reverse((p, k))))
-                .collect();
-            while let Some(Reverse((p, k))) = heap.pop() {
-                let cursor = cursors
-                    .get_mut(k)
-                    .ok_or_else(|| QueryError::invalid("no run"))?;
-                let (_, cells, body) = cursor.head.ok_or_else(|| QueryError::invalid("no head"))?;
-                let follows = making.place.saturating_add(making.cells) == p;
-                // (Cells bounded too: a read of dimensions alone holds no
-                // bytes a cell.)
-                let fits = making.body.saturating_add(body) <= cap as u64
-                    && making.cells.saturating_add(cells) <= u64::from(u32::MAX);
-                if making.cells > 0 && !(follows && fits) {
-                    written = written.saturating_add(making.flush(&mut out)?);
-                }
-                if making.cells == 0 {
-                    making.place = p;
-                }
-                making.take(&self.cols, cursor, cells, body)?;
-                cursor.advance()?;
-                if let Some((next, _, _)) = cursor.head {
-                    heap.push(Reverse((next, k)));
-                }
+            if let Some(run) = merge_group(
+                &self.cols,
+                &old,
+                &group,
+                (reading, cap),
+                (&mut out, written),
+            )? {
+                written = run.end;
+                runs.push(run);
             }
-            written = written.saturating_add(making.flush(&mut out)?);
-            runs.push(Run {
-                frag,
-                start,
-                end: written,
-                place,
-                skip: 0,
-                past,
-            });
         }
         out.flush().map_err(QueryError::Spill)?;
         drop(out);
@@ -308,4 +277,155 @@ impl Stretches {
         self.written = written;
         Ok(())
     }
+
+    /// Bounds the runs held while pieces push theirs (each costs the read
+    /// its place in the list, a few dozen bytes, whatever the budget: a
+    /// read of 10^6 pieces would hold 48 MB of them): past
+    /// [`HELD_MOST`] (`held_most`), the newest fragment's runs of its
+    /// lowest level that has [`GROUP`] of them are merged, [`GROUP`] at a
+    /// time oldest first, each into one of the level above appended to the
+    /// file (their bytes left behind: scratch space, not memory), until
+    /// half the bound is held, as a log-structured merge does: every cell
+    /// is rewritten once a level, and a level holds [`GROUP`] times fewer
+    /// runs. (A group at a time, each taking its runs out of the list,
+    /// would be quadratic in the runs held.) The merges read through [`READ_LEAST`] a run beside the
+    /// piece's tiles and make records of at most the writer's buffer.
+    pub(super) fn bound_runs(&mut self) -> Result<()> {
+        if self.runs.len() <= self.held_most {
+            return Ok(());
+        }
+        while self.runs.len() > self.held_most / 2 {
+            let Some(frag) = self.runs.last().map(|r| r.frag) else {
+                return Ok(());
+            };
+            let mut counts: Vec<usize> = Vec::new();
+            for r in self.runs.iter().filter(|r| r.frag == frag) {
+                let l = usize::from(r.level);
+                if counts.len() <= l {
+                    counts.resize(l.saturating_add(1), 0);
+                }
+                if let Some(c) = counts.get_mut(l) {
+                    *c = c.saturating_add(1);
+                }
+            }
+            let Some(level) = counts.iter().position(|&c| c >= GROUP) else {
+                // Many fragments of a run or two each: nothing to merge.
+                return Ok(());
+            };
+            let level = u8::try_from(level).unwrap_or(u8::MAX);
+            let members: Vec<usize> = (0..self.runs.len())
+                .filter(|&k| (self.runs.get(k)).is_some_and(|r| r.frag == frag && r.level == level))
+                .collect();
+            self.written_out()?;
+            let file = (self.file.clone())
+                .ok_or_else(|| QueryError::invalid("spilled stretches without their file"))?;
+            let cap = self.buffer;
+            let mut out = BufWriter::with_capacity(
+                cap,
+                At::new(Arc::clone(&file), self.written, self.written),
+            );
+            let mut merged = Vec::new();
+            let mut gone = vec![false; self.runs.len()];
+            for group in members.chunks_exact(GROUP) {
+                let mut runs: Vec<&Run> = group.iter().filter_map(|&k| self.runs.get(k)).collect();
+                runs.sort_by_key(|r| r.place);
+                let reading = READ_LEAST.saturating_mul(runs.len());
+                let at = merged.last().map_or(self.written, |r: &Run| r.end);
+                if let Some(mut run) =
+                    merge_group(&self.cols, &file, &runs, (reading, cap), (&mut out, at))?
+                {
+                    run.level = level.saturating_add(1);
+                    merged.push(run);
+                }
+                for &k in group {
+                    if let Some(g) = gone.get_mut(k) {
+                        *g = true;
+                    }
+                }
+            }
+            out.flush().map_err(QueryError::Spill)?;
+            drop(out);
+            let mut k = 0usize;
+            self.runs.retain(|_| {
+                k = k.saturating_add(1);
+                !gone.get(k.saturating_sub(1)).copied().unwrap_or(false)
+            });
+            if let Some(last) = merged.last() {
+                self.written = last.end;
+            }
+            self.runs.extend(merged);
+            tracing::debug!(runs = self.runs.len(), level, "stretch runs held merged");
+        }
+        Ok(())
+    }
+
+    /// The pieces' writer's buffer written out, so the file holds every run.
+    pub(super) fn written_out(&mut self) -> Result<()> {
+        if let Some(w) = self.writer.take() {
+            w.into_inner()
+                .map_err(|e| QueryError::Spill(e.into_error()))?;
+        }
+        Ok(())
+    }
+}
+
+/// `group` (runs of `file`, by first place, of one fragment) merged into
+/// one run written through `out`, which stands at `at` of its file: their
+/// records by first place, a record that starts where the last ended
+/// joining it up to `cap` bytes; each run read through a share of
+/// `reading`. `None` for no run.
+fn merge_group(
+    cols: &[Col],
+    file: &Arc<File>,
+    group: &[&Run],
+    (reading, cap): (usize, usize),
+    (out, at): (&mut BufWriter<At>, u64),
+) -> Result<Option<Run>> {
+    let (Some(first), Some(frag)) = (group.first(), group.first().map(|r| r.frag)) else {
+        return Ok(None);
+    };
+    let past = group.iter().map(|r| r.past).max().unwrap_or(first.past);
+    let place = group.iter().map(|r| r.place).min().unwrap_or(first.place);
+    let level = group.iter().map(|r| r.level).max().unwrap_or(0);
+    let each = (reading.checked_div(group.len()).unwrap_or(0)).max(READ_LEAST);
+    let mut cursors = (group.iter())
+        .map(|r| Cursor::new(file, r, each))
+        .collect::<Result<Vec<_>>>()?;
+    let mut heap: BinaryHeap<Reverse<(u64, usize)>> = (cursors.iter().enumerate())
+        .filter_map(|(k, c)| c.head.map(|(p, _, _)| Reverse((p, k))))
+        .collect();
+    let mut making = Making::default();
+    let mut written = at;
+    while let Some(Reverse((p, k))) = heap.pop() {
+        let cursor = cursors
+            .get_mut(k)
+            .ok_or_else(|| QueryError::invalid("no run"))?;
+        let (_, cells, body) = cursor.head.ok_or_else(|| QueryError::invalid("no head"))?;
+        let follows = making.place.saturating_add(making.cells) == p;
+        // (Cells bounded too: a read of dimensions alone holds no bytes a
+        // cell.)
+        let fits = making.body.saturating_add(body) <= cap as u64
+            && making.cells.saturating_add(cells) <= u64::from(u32::MAX);
+        if making.cells > 0 && !(follows && fits) {
+            written = written.saturating_add(making.flush(out)?);
+        }
+        if making.cells == 0 {
+            making.place = p;
+        }
+        making.take(cols, cursor, cells, body)?;
+        cursor.advance()?;
+        if let Some((next, _, _)) = cursor.head {
+            heap.push(Reverse((next, k)));
+        }
+    }
+    written = written.saturating_add(making.flush(out)?);
+    Ok(Some(Run {
+        frag,
+        start: at,
+        end: written,
+        place,
+        skip: 0,
+        past,
+        level,
+    }))
 }
