@@ -3,16 +3,18 @@
 //! A window reads each run it reaches at least once. Along the cell order
 //! few runs meet at a place (a piece's stretches follow the last piece's),
 //! but across it every piece of a tile holds some of every result line:
-//! `dense_large_tiles` read col-major under 16 KiB spills 1,024 runs of one
-//! row each, all live in every window, and the windows' reads of them cost
-//! 1.5 times the records' external merge. Where more runs than a window
+//! `dense_large_tiles` read col-major under 16 KiB spills 1,124 runs of a
+//! third of a row each, all live in every window, and the windows' reads
+//! of them took 1.0 s, 1.5 times the records' external merge. Where more
+//! runs than a window
 //! reads well meet at a place, a fragment's runs are merged, a group of
 //! runs next to each other at a time, by their records' first places: a
 //! record that starts where the last one ended joins it, so merging the
 //! runs of `g` rows makes records of `g` cells, and the next round (or the
 //! windows) copies `g` cells a record. A fragment's runs never share a
 //! place, so a merge within one needs no newest-wins choice; fragments
-//! stay apart, as the windows need.
+//! stay apart, as the windows need. While pieces push, the runs held are
+//! bounded the same way, a level at a time ([`Stretches::bound_runs`]).
 
 use super::{Col, Run, Stretches, HEAD};
 use crate::scratch::{self, At};
