@@ -162,7 +162,7 @@ def w7(out, cells):
     and int64 dimensions, capacity 8), and 2-D arrays of row-major and
     col-major cells and tiles (capacity 64); and a dense array whose row of
     tiles (16 int32 tiles of 256², stored as they are) passes the budgets,
-    read along its cell order."""
+    read along its cell order and across it."""
     rng = np.random.default_rng(7)
     rows = 256 if cells >= 1000 else 64
     path = os.path.join(out, "dense_rows")

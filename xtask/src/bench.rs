@@ -429,8 +429,9 @@ fn phases(s: &Sizes) -> Vec<Phase> {
     // W7: whole reads of small sparse arrays against their cell order
     // (and one along it, and unordered ones) under small budgets, beside
     // the same read unbudgeted: what a budget costs in time and requests
-    // (tdb's own ratios; TileDB reads unbudgeted). And a dense array read
-    // along its cell order whose row of tiles passes the budgets.
+    // (tdb's own ratios; TileDB reads unbudgeted). And a dense array whose
+    // row of tiles passes the budgets, read along its cell order and
+    // across it.
     for (array, layout) in [
         ("hilbert_3d", "row-major"),
         ("row_2d", "col-major"),
@@ -439,6 +440,7 @@ fn phases(s: &Sizes) -> Vec<Phase> {
         ("hilbert_3d", "unordered"),
         ("col_2d", "unordered"),
         ("dense_rows", "row-major"),
+        ("dense_rows", "col-major"),
     ] {
         for budget in [None, Some(1u64 << 20), Some(64 << 10), Some(16 << 10)] {
             let mut spec = read(&["a"], vec![query(None, layout, None)]);
