@@ -1,5 +1,5 @@
 //! Query conditions built in Rust. A [`Cond`] renders to TileDB-Py's
-//! syntax, which [`super::parse`] turns into the same tree as the text a
+//! syntax, which [`super::parse()`] turns into the same tree as the text a
 //! user would write: one grammar, one tree, whichever way a condition is
 //! made.
 //!

@@ -43,7 +43,7 @@ pub fn parse(expr: &str, schema: &ArraySchema) -> Result<Condition> {
     parse::parse(expr, schema, &HashMap::new())
 }
 
-/// [`parse`], with the enumerations of `schema` (keyed by name) so that
+/// [`parse()`], with the enumerations of `schema` (keyed by name) so that
 /// labels of enumerated attributes are encoded in their enumeration's
 /// datatype, as TileDB-Py does (`size == 20` on a `uint8` attribute with an
 /// `int32` enumeration writes a 4-byte 20).

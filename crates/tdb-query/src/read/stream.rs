@@ -1,5 +1,5 @@
 //! The async driver: the same reader as a `Stream` of batches. Fetches are
-//! the storage's futures ([`ReadableStorage::read_ranges_async`]), decoding
+//! the storage's futures ([`tdb_storage::ReadableStorage::read_ranges_async`]), decoding
 //! runs on a thread of its own so the executor never waits on it, and on
 //! remote storage the next piece is fetched while one is decoded and
 //! handed out.
