@@ -605,54 +605,24 @@ fn rejected_newer_hides_older(got: &Batch, layout: tdb_query::ResultLayout, what
     assert_eq!(i32::from_le_bytes(a.try_into().unwrap()), 7, "{what}");
 }
 
-/// Dense reads along the cell order whose chunks hold more lines than a
-/// piece under the budget go in stretches (`read::stretches`): the same
-/// cells in the same order as the read in one piece, newest fragment first
-/// and fill (the fields' own, null where so) where none wrote, with and
-/// without the dimensions, over several ranges a dimension (out of order
-/// and overlapping), a field asked for twice, a var-size one, and with a
-/// condition, whose rejected cells are fill and hide older fragments'
-/// cells beneath them; each tile read about once.
-#[test]
-fn dense_reads_along_the_cell_order_go_in_stretches() {
-    use tdb_query::ResultLayout;
+/// A read of [`dense_overlapping`]'s array: its fields, rows, columns
+/// and condition.
+type OverlappingCase<'a> = (&'a [&'a str], Ranges<'a>, Ranges<'a>, Option<&'a str>);
+
+/// Each of `cases`, over [`dense_overlapping`]'s array of each cell order
+/// read in its layout (`orders`), gives under 4 and 16 KiB the cells of
+/// the read in one piece, in under 100 rounds (thousands in pieces cut by
+/// the subarray: `["n", "s"]` along the order under 4 KiB took 1,319),
+/// rejected newer cells hiding older ones where a condition reads the
+/// whole array, and under 4 KiB the same validity as bits.
+fn same_cells_as_one_piece(
+    orders: [(tdb_format::Layout, tdb_query::ResultLayout); 2],
+    cases: &[OverlappingCase<'_>],
+) {
     let whole_rows: &[(i64, i64)] = &[(0, 99)];
-    for (cells, layout) in [
-        (tdb_format::Layout::RowMajor, ResultLayout::RowMajor),
-        (tdb_format::Layout::ColMajor, ResultLayout::ColMajor),
-    ] {
+    for (cells, layout) in orders {
         let (storage, snap) = dense_overlapping(cells);
-        for (fields, rows, cols, condition) in [
-            (&["a", "n"][..], whole_rows, whole_rows, None),
-            (
-                &["c", "n", "r", "a"][..],
-                &[(5, 94)][..],
-                &[(3, 97)][..],
-                None,
-            ),
-            (&["a", "a"][..], &[(61, 61)][..], whole_rows, None),
-            (
-                &["r", "a", "c", "n"][..],
-                &[(70, 90), (2, 20), (10, 55), (60, 60)][..],
-                &[(40, 99), (0, 45)][..],
-                None,
-            ),
-            (&["n", "s"][..], whole_rows, whole_rows, None),
-            // Fragment 2's cells from row 50 on fail: fill, not fragment
-            // 1's older cells beneath them.
-            (
-                &["a", "n", "s"][..],
-                whole_rows,
-                whole_rows,
-                Some("a < 305000 and c != 40"),
-            ),
-            (
-                &["s", "a", "r"][..],
-                &[(90, 99), (0, 60)][..],
-                &[(30, 30), (5, 80), (81, 81)][..],
-                Some("a < 305000 and c != 40"),
-            ),
-        ] {
+        for &(fields, rows, cols, condition) in cases {
             let spec = overlapping_spec(fields, (rows, cols), layout, condition);
             let (whole, _) = run(&storage, &snap, spec.clone());
             let what = format!(
@@ -667,7 +637,6 @@ fn dense_reads_along_the_cell_order_go_in_stretches() {
             for budget in [4096, 16 << 10] {
                 let (got, rounds) = run(&storage, &snap, spec.clone().with_budget(budget));
                 assert_eq!(got, whole, "{what} under {budget}");
-                // (In pieces, `["n", "s"]` under 4 KiB took 1,319.)
                 assert!(rounds < 100, "{what} under {budget}: {rounds} rounds");
                 if condition.is_some() && rows == whole_rows {
                     rejected_newer_hides_older(&got, layout, &what);
@@ -679,6 +648,58 @@ fn dense_reads_along_the_cell_order_go_in_stretches() {
             assert_eq!(got, bits, "{what}, validity as bits");
         }
     }
+}
+
+/// Dense reads along the cell order whose chunks hold more lines than a
+/// piece under the budget go in stretches (`read::stretches`): the same
+/// cells in the same order as the read in one piece, newest fragment first
+/// and fill (the fields' own, null where so) where none wrote, with and
+/// without the dimensions, over several ranges a dimension (out of order
+/// and overlapping), a field asked for twice, a var-size one, and with a
+/// condition, whose rejected cells are fill and hide older fragments'
+/// cells beneath them; each tile read about once.
+#[test]
+fn dense_reads_along_the_cell_order_go_in_stretches() {
+    use tdb_query::ResultLayout;
+    let whole_rows: &[(i64, i64)] = &[(0, 99)];
+    let cases: &[OverlappingCase<'_>] = &[
+        (&["a", "n"][..], whole_rows, whole_rows, None),
+        (
+            &["c", "n", "r", "a"][..],
+            &[(5, 94)][..],
+            &[(3, 97)][..],
+            None,
+        ),
+        (&["a", "a"][..], &[(61, 61)][..], whole_rows, None),
+        (
+            &["r", "a", "c", "n"][..],
+            &[(70, 90), (2, 20), (10, 55), (60, 60)][..],
+            &[(40, 99), (0, 45)][..],
+            None,
+        ),
+        (&["n", "s"][..], whole_rows, whole_rows, None),
+        // Fragment 2's cells from row 50 on fail: fill, not fragment
+        // 1's older cells beneath them.
+        (
+            &["a", "n", "s"][..],
+            whole_rows,
+            whole_rows,
+            Some("a < 305000 and c != 40"),
+        ),
+        (
+            &["s", "a", "r"][..],
+            &[(90, 99), (0, 60)][..],
+            &[(30, 30), (5, 80), (81, 81)][..],
+            Some("a < 305000 and c != 40"),
+        ),
+    ];
+    same_cells_as_one_piece(
+        [
+            (tdb_format::Layout::RowMajor, ResultLayout::RowMajor),
+            (tdb_format::Layout::ColMajor, ResultLayout::ColMajor),
+        ],
+        cases,
+    );
 }
 
 /// Dense reads whose result order crosses their tiles' cell order, with
@@ -695,68 +716,45 @@ fn dense_reads_along_the_cell_order_go_in_stretches() {
 fn dense_reads_across_the_cell_order_go_in_stretches() {
     use tdb_query::ResultLayout;
     let whole_rows: &[(i64, i64)] = &[(0, 99)];
-    for (cells, layout) in [
-        (tdb_format::Layout::RowMajor, ResultLayout::ColMajor),
-        (tdb_format::Layout::ColMajor, ResultLayout::RowMajor),
-    ] {
-        let (storage, snap) = dense_overlapping(cells);
-        for (fields, rows, cols, condition) in [
-            (&["a", "s"][..], whole_rows, whole_rows, None),
-            (&["n", "a", "n"][..], whole_rows, whole_rows, None),
-            (
-                &["c", "s", "r", "a"][..],
-                &[(5, 94)][..],
-                &[(3, 97)][..],
-                None,
-            ),
-            (&["a"][..], &[(61, 61)][..], whole_rows, None),
-            // Fragment 2's cells from row 50 on fail: fill, not fragment
-            // 1's older cells beneath them.
-            (
-                &["a", "s"][..],
-                whole_rows,
-                whole_rows,
-                Some("a < 305000 and c != 40"),
-            ),
-            // Out of order, overlapping, and across both fragments.
-            (
-                &["r", "a", "c", "s"][..],
-                &[(70, 90), (2, 20), (10, 55), (60, 60)][..],
-                &[(40, 99), (0, 45)][..],
-                None,
-            ),
-            (
-                &["s", "a"][..],
-                &[(90, 99), (0, 60)][..],
-                &[(30, 30), (5, 80), (81, 81)][..],
-                Some("a < 305000 and c != 40"),
-            ),
-        ] {
-            let spec = overlapping_spec(fields, (rows, cols), layout, condition);
-            let (whole, _) = run(&storage, &snap, spec.clone());
-            let what = format!(
-                "{layout:?} of {cells:?} cells, {fields:?} of {rows:?} × {cols:?} where {condition:?}"
-            );
-            let count = |r: &[(i64, i64)]| r.iter().map(|(lo, hi)| hi - lo + 1).sum::<i64>();
-            assert_eq!(
-                whole.num_cells,
-                (count(rows) * count(cols)) as u64,
-                "{what}"
-            );
-            for budget in [4096, 16 << 10] {
-                let (got, rounds) = run(&storage, &snap, spec.clone().with_budget(budget));
-                assert_eq!(got, whole, "{what} under {budget}");
-                if condition.is_some() && rows == whole_rows {
-                    rejected_newer_hides_older(&got, layout, &what);
-                }
-                assert!(rounds < 100, "{what} under {budget}: {rounds} rounds");
-            }
-            let packed = spec.clone().with_packed_validity();
-            let (bits, _) = run(&storage, &snap, packed.clone());
-            let (got, _) = run(&storage, &snap, packed.with_budget(4096));
-            assert_eq!(got, bits, "{what}, validity as bits");
-        }
-    }
+    let cases: &[OverlappingCase<'_>] = &[
+        (&["a", "s"][..], whole_rows, whole_rows, None),
+        (&["n", "a", "n"][..], whole_rows, whole_rows, None),
+        (
+            &["c", "s", "r", "a"][..],
+            &[(5, 94)][..],
+            &[(3, 97)][..],
+            None,
+        ),
+        (&["a"][..], &[(61, 61)][..], whole_rows, None),
+        // Fragment 2's cells from row 50 on fail: fill, not fragment
+        // 1's older cells beneath them.
+        (
+            &["a", "s"][..],
+            whole_rows,
+            whole_rows,
+            Some("a < 305000 and c != 40"),
+        ),
+        // Out of order, overlapping, and across both fragments.
+        (
+            &["r", "a", "c", "s"][..],
+            &[(70, 90), (2, 20), (10, 55), (60, 60)][..],
+            &[(40, 99), (0, 45)][..],
+            None,
+        ),
+        (
+            &["s", "a"][..],
+            &[(90, 99), (0, 60)][..],
+            &[(30, 30), (5, 80), (81, 81)][..],
+            Some("a < 305000 and c != 40"),
+        ),
+    ];
+    same_cells_as_one_piece(
+        [
+            (tdb_format::Layout::RowMajor, ResultLayout::ColMajor),
+            (tdb_format::Layout::ColMajor, ResultLayout::RowMajor),
+        ],
+        cases,
+    );
 }
 
 /// Pieces of one tile's cells hand their stretches to the spill as they
