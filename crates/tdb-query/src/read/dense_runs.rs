@@ -24,7 +24,7 @@ use crate::condition::BoundCondition;
 use crate::{QueryError, Result, ResultLayout};
 use std::ops::Range;
 use tdb_format::{ArrayType, Datatype, Layout};
-use tdb_index::dense::{push_int, FragmentGrid, TileCells};
+use tdb_index::dense::{push_int, TileCells};
 
 /// One dimension's result coordinates: its ranges in the order given,
 /// each value once for every range holding it (TileDB's dense reads give
@@ -287,30 +287,22 @@ impl Reader {
     pub(super) fn dense_spills(&self) -> bool {
         let schema = self.snapshot.schema();
         let dims = schema.domain.dimensions.len();
-        let against = match self.spec.layout {
-            ResultLayout::RowMajor => schema.cell_order != Layout::RowMajor,
-            ResultLayout::ColMajor => schema.cell_order != Layout::ColMajor,
-            _ => false,
+        // Along the cell order (row-major results of row-major cells,
+        // col-major of col-major) or against it; neither in other layouts.
+        let along = match self.spec.layout {
+            ResultLayout::RowMajor => Some(schema.cell_order == Layout::RowMajor),
+            ResultLayout::ColMajor => Some(schema.cell_order == Layout::ColMajor),
+            _ => None,
         };
         schema.array_type == ArrayType::Dense
             && dims > 1
             && !self.with_states
             && (self.plans.iter()).all(|p| p.meta.footer.dense && Self::sliceable(p))
-            && match against {
-                true => self.tile_past_budget(true) || self.lines_read_again(),
-                false => self.reads_along_cell_order() && self.chunks_read_again(),
+            && match along {
+                Some(false) => self.tile_past_budget(true) || self.lines_read_again(),
+                Some(true) => self.chunks_read_again(),
+                None => false,
             }
-    }
-
-    /// Whether a dense read goes along its cell order, so that, spilled,
-    /// it goes in stretches (the module [`super::stretches`]).
-    pub(super) fn reads_along_cell_order(&self) -> bool {
-        let schema = self.snapshot.schema();
-        match self.spec.layout {
-            ResultLayout::RowMajor => schema.cell_order == Layout::RowMajor,
-            ResultLayout::ColMajor => schema.cell_order == Layout::ColMajor,
-            _ => false,
-        }
     }
 
     /// Whether pieces of a read along the cell order would decode chunks
@@ -348,11 +340,8 @@ impl Reader {
     /// A space tile's cells, and the cells of one of its lines along the
     /// slowest result dimension.
     fn tile_lines(&self) -> Option<(i128, i128)> {
-        let schema = self.snapshot.schema();
         let slowest = self.slowest_result_dim();
-        let extents: Vec<i128> = (schema.domain.dimensions.iter())
-            .map(|d| tdb_index::dense::origin_and_extent(d).map(|(_, e)| e))
-            .collect::<Option<_>>()?;
+        let extents = self.tile_extents()?;
         let tile = (extents.iter()).try_fold(1i128, |a, &e| a.checked_mul(e))?;
         let line = (extents.iter().enumerate())
             .filter(|&(d, _)| d != slowest)
@@ -394,11 +383,9 @@ impl Reader {
     /// dimension, and its extent.
     fn fastest_stride_and_extent(&self) -> Option<(u64, u64)> {
         let schema = self.snapshot.schema();
-        let extents: Vec<u64> = (schema.domain.dimensions.iter())
-            .map(|d| {
-                tdb_index::dense::origin_and_extent(d).and_then(|(_, e)| u64::try_from(e).ok())
-            })
-            .collect::<Option<_>>()?;
+        let extents = (self.tile_extents()?.into_iter())
+            .map(|e| u64::try_from(e).ok())
+            .collect::<Option<Vec<u64>>>()?;
         let n = extents.len();
         let fastest = match self.spec.layout {
             ResultLayout::ColMajor => 0,
@@ -411,6 +398,13 @@ impl Reader {
         };
         let stride = (extents.get(faster)?.iter()).try_fold(1u64, |a, &e| a.checked_mul(e))?;
         Some((stride, *extents.get(fastest)?))
+    }
+
+    /// A space tile's extent along each dimension.
+    fn tile_extents(&self) -> Option<Vec<i128>> {
+        (self.snapshot.schema().domain.dimensions.iter())
+            .map(|d| tdb_index::dense::origin_and_extent(d).map(|(_, e)| e))
+            .collect()
     }
 
     /// The slowest dimension of the read's result order.
@@ -541,22 +535,6 @@ impl Reader {
             ))
         })?;
         let bx = self.dense_box()?;
-        self.spill_stretches(st, i, &grid, &bx)
-    }
-}
-
-impl Reader {
-    /// The piece's cells of dense fragment `i` (of tile grid `grid`) in the
-    /// box `bx`, spilled as one run of stretches in place order.
-    fn spill_stretches(
-        &self,
-        st: &mut Stretches,
-        i: usize,
-        grid: &FragmentGrid,
-        bx: &DenseBox,
-    ) -> Result<()> {
-        let plan = (self.plans.get(i))
-            .ok_or_else(|| QueryError::invalid(format!("no fragment {i} planned")))?;
         let frag = u32::try_from(i).map_err(|_| QueryError::invalid("too many fragments"))?;
         let slots: Vec<usize> = st.slots().collect();
         let tiles: Vec<Vec<_>> = (plan.tiles.iter())
@@ -637,12 +615,12 @@ impl Reader {
                 let mut cells: Vec<(u64, u32, u32)> = Vec::new();
                 for s in &found {
                     for c in 0..u64::from(s.len) {
-                        let pos = u32::try_from(s.pos.saturating_add(c.saturating_mul(step)))
+                        let pos = u32::try_from(s.at(c, step))
                             .map_err(|_| QueryError::invalid("a tile of over 2^32 cells"))?;
                         cells.push((s.place.saturating_add(c), s.tile, pos));
                     }
                 }
-                self.rejected(cond, i, &plan.tiles, &cells, bx)?
+                self.rejected(cond, i, &plan.tiles, &cells, &bx)?
             }
             None => Vec::new(),
         };

@@ -102,7 +102,7 @@ pub(crate) struct Stretch {
 
 impl Stretch {
     /// The position of its cell `c`, cells `step` apart.
-    fn at(&self, c: u64, step: u64) -> u64 {
+    pub fn at(&self, c: u64, step: u64) -> u64 {
         self.pos.saturating_add(c.saturating_mul(step))
     }
 }
@@ -133,7 +133,7 @@ enum Held {
 
 impl Stretches {
     /// The most bytes the writer buffers.
-    pub const MOST_BUFFER: usize = 64 << 10;
+    const MOST_BUFFER: usize = 64 << 10;
 
     /// Stretches of the `requested` slots of `fields` (dimensions come from
     /// the box), written through `buffer` bytes.
