@@ -290,8 +290,11 @@ impl Stretches {
     /// half the bound is held, as a log-structured merge does: every cell
     /// is rewritten once a level, and a level holds [`GROUP`] times fewer
     /// runs. (A group at a time, each taking its runs out of the list,
-    /// would be quadratic in the runs held.) The merges read through [`READ_LEAST`] a run beside the
-    /// piece's tiles and make records of at most the writer's buffer.
+    /// would be quadratic in the runs held.) The pieces' writer is written
+    /// out first, so the merges take its share of the budget while the
+    /// piece's tiles are held: half to read the group's runs (at least
+    /// [`READ_LEAST`] each), a quarter each for the record being made and
+    /// the merge's writer.
     pub(super) fn bound_runs(&mut self) -> Result<()> {
         if self.runs.len() <= self.held_most {
             return Ok(());
@@ -321,7 +324,7 @@ impl Stretches {
             self.written_out()?;
             let file = (self.file.clone())
                 .ok_or_else(|| QueryError::invalid("spilled stretches without their file"))?;
-            let cap = self.buffer;
+            let cap = (self.buffer / 4).max(1);
             let mut out = BufWriter::with_capacity(
                 cap,
                 At::new(Arc::clone(&file), self.written, self.written),
@@ -331,7 +334,7 @@ impl Stretches {
             for group in members.chunks_exact(GROUP) {
                 let mut runs: Vec<&Run> = group.iter().filter_map(|&k| self.runs.get(k)).collect();
                 runs.sort_by_key(|r| r.place);
-                let reading = READ_LEAST.saturating_mul(runs.len());
+                let reading = self.buffer / 2;
                 let at = merged.last().map_or(self.written, |r: &Run| r.end);
                 if let Some(mut run) =
                     merge_group(&self.cols, &file, &runs, (reading, cap), (&mut out, at))?
