@@ -9,7 +9,10 @@
 //! condition on the newest version are decided there. A sparse tile past
 //! the budget spills in any order too: its runs are runs of its cells,
 //! read by the chunks holding them (`Piece::cells`). (Dense reads spill
-//! in stretches of tile lines instead, `super::stretches`.)
+//! in stretches of tile lines instead, `super::stretches`. Until then
+//! dense reads across their cell order spilled records here, and some of
+//! the measures below, on `dense_large_tiles` col-major, were theirs: the
+//! mechanisms they chose serve sparse reads as they stand.)
 //!
 //! Spill files are scratch memory, not storage: unnamed temporary files
 //! (in `TMPDIR`), gone when closed, local whatever the array's backend.
