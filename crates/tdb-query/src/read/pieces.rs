@@ -374,7 +374,8 @@ impl Reader {
     /// KiB chunks never fit a 16 KiB budget's quarter, and its pieces were
     /// one tile line each (4,096 pieces, 8.7 times the unbudgeted read).
     pub(super) fn run_held(&self, i: usize, t: u64, cells: Option<&std::ops::Range<u64>>) -> u64 {
-        let given = cells;
+        // A run of one tile's cells (else the tile's cells in the read).
+        let one_tile = cells.is_some();
         let span = cells.is_none().then(|| self.dense_span(i, t)).flatten();
         let (cells, bytes) = match cells.or(span.as_ref()) {
             Some(c) => {
@@ -386,7 +387,7 @@ impl Reader {
                 (cells, self.tile_bytes(i, t))
             }
         };
-        bytes.saturating_add(self.bookkeeping(i, cells, given.is_some()))
+        bytes.saturating_add(self.bookkeeping(i, cells, one_tile))
     }
 
     /// Bytes a piece holds for `cells` cells of a tile of fragment `i`
