@@ -112,9 +112,55 @@ impl RunFormat {
             .len()
             .saturating_mul(std::mem::size_of::<(usize, usize, bool)>());
         (std::mem::size_of::<Record>())
-            .saturating_add(HEAD)
+            .saturating_add(self.head_len())
             .saturating_add(values)
             .saturating_add(spans)
+    }
+
+    /// Bytes of a record's head: [`HEAD`], and where a field is var-size
+    /// its body's length (4 bytes), so that a record is read in two calls
+    /// whatever its fields.
+    fn head_len(&self) -> usize {
+        match self.fixed {
+            Some(_) => HEAD,
+            None => HEAD.saturating_add(4),
+        }
+    }
+
+    /// The spans of a record's stored fields (`rec.data` from `at` on):
+    /// each one's validity (if nullable), length (if var-size, 4 bytes)
+    /// and bytes. A span past the record is an error (our own file, but
+    /// read as any other).
+    fn parse_body(
+        &self,
+        data: &[u8],
+        mut at: usize,
+        spans: &mut Vec<(usize, usize, bool)>,
+    ) -> Result<()> {
+        let corrupt = || QueryError::invalid("a spill file's record is corrupt");
+        spans.clear();
+        for s in &self.fields {
+            let mut valid = true;
+            if s.nullable {
+                valid = *data.get(at).ok_or_else(corrupt)? != 0;
+                at = at.saturating_add(1);
+            }
+            let len = match s.size {
+                Some(size) => size,
+                None => {
+                    let l = data.get(at..at.saturating_add(4)).ok_or_else(corrupt)?;
+                    at = at.saturating_add(4);
+                    u32::from_le_bytes(l.try_into().map_err(|_| corrupt())?) as usize
+                }
+            };
+            let end = at
+                .checked_add(len)
+                .filter(|&e| e <= data.len())
+                .ok_or_else(corrupt)?;
+            spans.push((at, end, valid));
+            at = end;
+        }
+        Ok(())
     }
 
     /// The slots a run stores, in its order.
@@ -153,8 +199,13 @@ impl Record {
 const GONE: u8 = 1;
 const REJECTED: u8 = 2;
 /// Bytes of a record's head: its cell's fragment, tile and position, its
-/// stamp and its flags.
+/// stamp and its flags (then, in a format with a var-size field, its
+/// body's length: [`RunFormat::head_len`]).
 const HEAD: usize = 25;
+
+/// The largest record body a run holds: a var-size value's length is 4
+/// bytes, and a piece's cell is far smaller than its tile's budget.
+const MAX_BODY: usize = u32::MAX as usize;
 
 /// A run being written: records in the result order, appended to its
 /// merge level's scratch file ([`Spill::writer`]).
@@ -174,8 +225,11 @@ pub(crate) struct RunWriter {
     /// How its records stand in the merge's order, where it has keys: a
     /// piece's run (see [`Run::followed_by`]).
     order: Option<Standings>,
-    /// Where its first and last records stand.
+    /// Where its first and last records stand (the last's known once the
+    /// run is done, [`RunWriter::finish`]).
     ends: Option<Box<(Standing, Standing)>>,
+    /// The record being written, then the last one written.
+    record: Vec<u8>,
 }
 
 /// Where a record stands in a merge whose order has keys: its key, then
@@ -188,6 +242,8 @@ type Standing = ([u64; MAX_KEY_WORDS], (u32, u64, u32));
 struct Standings {
     keys: Option<CellKeys>,
     global: bool,
+    /// The run's format, to read the last record's coordinates back.
+    fmt: RunFormat,
 }
 
 impl Standings {
@@ -196,6 +252,15 @@ impl Standings {
     fn tie(global: bool, at: &CellRef) -> (u32, u64, u32) {
         let frag = if global { !at.frag } else { at.frag };
         (frag, at.tile, at.cell)
+    }
+
+    /// Where a record of coordinates `dim` at `at` stands (`None`: the
+    /// order has no keys).
+    fn of<'c>(&self, at: &CellRef, dim: impl Fn(usize) -> &'c [u8]) -> Option<Standing> {
+        let keys = self.keys.as_ref()?;
+        let mut key = [0u64; MAX_KEY_WORDS];
+        keys.key(dim, &mut key);
+        Some((key, Self::tie(self.global, at)))
     }
 }
 
@@ -211,6 +276,7 @@ impl RunWriter {
             records: 0,
             order: None,
             ends: None,
+            record: Vec::new(),
         }
     }
 
@@ -232,105 +298,112 @@ impl RunWriter {
     }
 
     /// Appends one cell: where it is, its timestamp, its flags, and each
-    /// stored field's bytes and validity (in the format's order).
+    /// stored field's bytes and validity (in the format's order), as one
+    /// record written in one call ([`RunFormat::head_len`]).
     pub fn push(
         &mut self,
         fmt: &RunFormat,
         at: CellRef,
         stamp: u64,
-        flags: (bool, bool),
+        (gone, rejected): (bool, bool),
         values: &[(&[u8], bool)],
     ) -> Result<()> {
-        self.head(at, stamp, flags)?;
+        let mut rec = std::mem::take(&mut self.record);
+        rec.clear();
+        rec.extend_from_slice(&at.frag.to_le_bytes());
+        rec.extend_from_slice(&at.tile.to_le_bytes());
+        rec.extend_from_slice(&at.cell.to_le_bytes());
+        rec.extend_from_slice(&stamp.to_le_bytes());
+        rec.push(if gone { GONE } else { 0 } | if rejected { REJECTED } else { 0 });
+        let head = fmt.head_len();
+        rec.resize(head, 0);
         for (s, &(bytes, valid)) in fmt.fields.iter().zip(values) {
-            self.stored(s, bytes, valid)?;
+            if s.nullable {
+                rec.push(u8::from(valid));
+            }
+            match s.size {
+                Some(size) if size != bytes.len() => {
+                    return Err(QueryError::invalid(format!(
+                        "a cell of {} bytes where the field stores {size} (slot {})",
+                        bytes.len(),
+                        s.slot
+                    )));
+                }
+                Some(_) => {}
+                None => {
+                    let len = u32::try_from(bytes.len()).map_err(|_| {
+                        QueryError::invalid(format!(
+                            "a cell of {} bytes, too large to spill (slot {})",
+                            bytes.len(),
+                            s.slot
+                        ))
+                    })?;
+                    rec.extend_from_slice(&len.to_le_bytes());
+                }
+            }
+            rec.extend_from_slice(bytes);
         }
-        if let Some((keys, global)) =
-            (self.order.as_ref()).and_then(|o| Some((o.keys.as_ref()?, o.global)))
-        {
+        if fmt.fixed.is_none() {
+            let body = rec.len().saturating_sub(head);
+            let body = u32::try_from(body)
+                .ok()
+                .filter(|&b| b as usize <= MAX_BODY)
+                .ok_or_else(|| QueryError::invalid("a spilled record past 4 GiB"))?;
+            if let Some(len) = rec.get_mut(HEAD..head) {
+                len.copy_from_slice(&body.to_le_bytes());
+            }
+        }
+        let wrote = self
+            .out()
+            .and_then(|w| w.write_all(&rec).map_err(QueryError::Spill));
+        self.record = rec;
+        wrote?;
+        self.records = self.records.saturating_add(1);
+        // The first record's standing now, the last's when the run is done.
+        if self.ends.is_none() {
             let dim = |d: usize| {
                 (fmt.dims.get(d))
                     .and_then(|&k| values.get(k))
                     .map_or(&[][..], |v| v.0)
             };
-            let mut key = [0u64; MAX_KEY_WORDS];
-            keys.key(dim, &mut key);
-            self.stand((key, Standings::tie(global, &at)));
+            if let Some(first) = self.order.as_ref().and_then(|o| o.of(&at, dim)) {
+                self.ends = Some(Box::new((first, first)));
+            }
         }
         Ok(())
     }
 
-    /// The record just written stands at `s`.
-    fn stand(&mut self, s: Standing) {
-        match &mut self.ends {
-            Some(ends) => ends.1 = s,
-            None => self.ends = Some(Box::new((s, s))),
-        }
-    }
-
-    /// Appends a record read back from another run (a merge's output).
-    fn push_record(&mut self, fmt: &RunFormat, rec: &Record) -> Result<()> {
-        // A record of fixed-size fields holds its bytes as read, head
-        // first ([`RunReader::next`]): written back in one call.
-        let raw = fmt.fixed.map(|len| HEAD.saturating_add(len));
-        if raw == Some(rec.data.len()) && self.order.is_none() {
-            self.out()?
-                .write_all(&rec.data)
-                .map_err(QueryError::Spill)?;
-            self.records = self.records.saturating_add(1);
-            return Ok(());
-        }
-        self.head(rec.at, rec.stamp, (rec.gone, rec.rejected))?;
-        for (k, s) in fmt.fields.iter().enumerate() {
-            let (bytes, valid) = rec.value(k);
-            self.stored(s, bytes, valid)?;
-        }
-        Ok(())
-    }
-
-    /// Appends a cell's head: where it is, its timestamp and its flags;
-    /// each stored field follows ([`RunWriter::stored`], in the format's
-    /// order).
-    fn head(&mut self, at: CellRef, stamp: u64, (gone, rejected): (bool, bool)) -> Result<()> {
-        let mut head = [0u8; HEAD];
-        head[..4].copy_from_slice(&at.frag.to_le_bytes());
-        head[4..12].copy_from_slice(&at.tile.to_le_bytes());
-        head[12..16].copy_from_slice(&at.cell.to_le_bytes());
-        head[16..24].copy_from_slice(&stamp.to_le_bytes());
-        head[HEAD - 1] = if gone { GONE } else { 0 } | if rejected { REJECTED } else { 0 };
-        self.out()?.write_all(&head).map_err(QueryError::Spill)?;
+    /// Appends a record read back from another run (a merge's output):
+    /// its bytes as read, head first ([`RunReader::next`]).
+    fn push_record(&mut self, rec: &Record) -> Result<()> {
+        self.out()?
+            .write_all(&rec.data)
+            .map_err(QueryError::Spill)?;
         self.records = self.records.saturating_add(1);
         Ok(())
-    }
-
-    /// One stored field's validity (if nullable), length (if var-size)
-    /// and bytes.
-    fn stored(&mut self, s: &Stored, bytes: &[u8], valid: bool) -> Result<()> {
-        let w = self.out()?;
-        if s.nullable {
-            w.write_all(&[u8::from(valid)]).map_err(QueryError::Spill)?;
-        }
-        match s.size {
-            Some(size) if size != bytes.len() => {
-                return Err(QueryError::invalid(format!(
-                    "a cell of {} bytes where the field stores {size} (slot {})",
-                    bytes.len(),
-                    s.slot
-                )));
-            }
-            Some(_) => {}
-            None => {
-                let len = bytes.len() as u64;
-                w.write_all(&len.to_le_bytes()).map_err(QueryError::Spill)?;
-            }
-        }
-        w.write_all(bytes).map_err(QueryError::Spill)
     }
 
     /// The run, written (its last bytes maybe still in the writer's
     /// buffer, which goes with it to its level, [`Run::open`]; with no
     /// record, its level's file as it was, to go back to the level).
-    pub fn finish(self) -> Result<Run> {
+    pub fn finish(mut self) -> Result<Run> {
+        if let (Some(order), Some(ends), true) = (&self.order, &mut self.ends, self.records > 1) {
+            // The last record's standing, from its bytes.
+            let (at, _, _) = parse_head(self.record.get(..HEAD).unwrap_or_default());
+            let mut spans = Vec::new();
+            order
+                .fmt
+                .parse_body(&self.record, order.fmt.head_len(), &mut spans)?;
+            let dim = |d: usize| {
+                (order.fmt.dims.get(d))
+                    .and_then(|&k| spans.get(k))
+                    .and_then(|&(a, b, _)| self.record.get(a..b))
+                    .unwrap_or_default()
+            };
+            if let Some(last) = order.of(&at, dim) {
+                ends.1 = last;
+            }
+        }
         let (file, open) = match self.out {
             Some(out) => {
                 let end = written_end(&out);
@@ -418,10 +491,13 @@ impl Run {
 struct RunReader {
     input: Option<BufReader<At>>,
     left: u64,
+    /// Bytes of the run not yet read: no record claims more.
+    bytes: u64,
 }
 
 impl RunReader {
     fn new(run: Run, buffer: usize) -> Result<Self> {
+        let bytes = run.bytes();
         if let Some(out) = run.open {
             written_out(*out)?;
         }
@@ -429,11 +505,14 @@ impl RunReader {
             input: (run.file)
                 .map(|(f, r)| BufReader::with_capacity(buffer, At::new(f, r.start, r.end))),
             left: run.records,
+            bytes,
         })
     }
 
     /// Reads the next record into `rec` (its buffers reused), its key
-    /// made by `keys`; `false` at the run's end.
+    /// made by `keys`; `false` at the run's end. Two read calls at most:
+    /// the head (with every field, where they all have a fixed size), then
+    /// the body its head gives the length of.
     fn next(&mut self, fmt: &RunFormat, keys: Option<&CellKeys>, rec: &mut Record) -> Result<bool> {
         if self.left == 0 {
             return Ok(false);
@@ -441,58 +520,33 @@ impl RunReader {
         self.left = self.left.saturating_sub(1);
         let r = (self.input.as_mut())
             .ok_or_else(|| QueryError::invalid("a spill file's records are missing"))?;
+        let head = fmt.head_len();
+        let first = head.saturating_add(fmt.fixed.unwrap_or(0));
+        rec.data.resize(first, 0);
+        r.read_exact(&mut rec.data).map_err(QueryError::Spill)?;
         let flags;
-        rec.spans.clear();
-        if let Some(len) = fmt.fixed {
-            // One call for the head and every field (kept before them in
-            // `data`); the spans follow from the sizes.
-            rec.data.resize(HEAD.saturating_add(len), 0);
-            r.read_exact(&mut rec.data).map_err(QueryError::Spill)?;
-            (rec.at, rec.stamp, flags) = parse_head(rec.data.get(..HEAD).unwrap_or_default());
-            let mut at = HEAD;
-            for s in &fmt.fields {
-                let valid = !s.nullable || rec.data.get(at).is_some_and(|&v| v != 0);
-                at = at.saturating_add(usize::from(s.nullable));
-                let end = at.saturating_add(s.size.unwrap_or(0));
-                rec.spans.push((at, end, valid));
-                at = end;
+        (rec.at, rec.stamp, flags) = parse_head(rec.data.get(..HEAD).unwrap_or_default());
+        let mut whole = first as u64;
+        if fmt.fixed.is_none() {
+            // Our own file, but its lengths are still checked before
+            // anything is allocated for them.
+            let body = (rec.data.get(HEAD..head))
+                .and_then(|b| b.try_into().ok())
+                .map_or(0, u32::from_le_bytes);
+            whole = whole.saturating_add(u64::from(body));
+            if whole > self.bytes {
+                return Err(QueryError::invalid(
+                    "a spill file's record length is corrupt",
+                ));
             }
-        } else {
-            let mut head = [0u8; HEAD];
-            r.read_exact(&mut head).map_err(QueryError::Spill)?;
-            (rec.at, rec.stamp, flags) = parse_head(&head);
-            rec.data.clear();
+            rec.data.resize(head.saturating_add(body as usize), 0);
+            let into = rec.data.get_mut(head..).unwrap_or_default();
+            r.read_exact(into).map_err(QueryError::Spill)?;
         }
+        self.bytes = self.bytes.saturating_sub(whole);
+        fmt.parse_body(&rec.data, head, &mut rec.spans)?;
         rec.gone = flags & GONE != 0;
         rec.rejected = flags & REJECTED != 0;
-        for s in fmt.fields.iter().filter(|_| fmt.fixed.is_none()) {
-            let mut valid = true;
-            if s.nullable {
-                let mut v = [0u8; 1];
-                r.read_exact(&mut v).map_err(QueryError::Spill)?;
-                valid = v[0] != 0;
-            }
-            let len = match s.size {
-                Some(size) => size,
-                None => {
-                    let mut l = [0u8; 8];
-                    r.read_exact(&mut l).map_err(QueryError::Spill)?;
-                    // Our own file, but its lengths are still checked before
-                    // anything is allocated for them.
-                    usize::try_from(u64::from_le_bytes(l))
-                        .ok()
-                        .filter(|&l| l <= MAX_SPILLED_CELL)
-                        .ok_or_else(|| {
-                            QueryError::invalid("a spill file's cell length is corrupt")
-                        })?
-                }
-            };
-            let start = rec.data.len();
-            rec.data.resize(start.saturating_add(len), 0);
-            let into = rec.data.get_mut(start..).unwrap_or_default();
-            r.read_exact(into).map_err(QueryError::Spill)?;
-            rec.spans.push((start, rec.data.len(), valid));
-        }
         if let Some(keys) = keys {
             let dim = |d: usize| fmt.dims.get(d).map_or(&[][..], |&k| rec.value(k).0);
             let mut key = [0u64; MAX_KEY_WORDS];
@@ -522,10 +576,6 @@ fn parse_head(head: &[u8]) -> (CellRef, u64, u8) {
     };
     (at, le64(head.get(16..24)), flags)
 }
-
-/// The largest var-size cell a run reads back: a cell came out of a tile
-/// the budget held, so anything larger is a corrupt file.
-const MAX_SPILLED_CELL: usize = 1 << 40;
 
 /// How runs compare: the result order of their cells' coordinates, then
 /// TileDB's order among equal values.
@@ -604,6 +654,13 @@ struct Heads {
     losers: Vec<usize>,
     /// The run whose record comes first (`None`: no run).
     winner: Option<usize>,
+    /// Where the winner won its last match again: the best of the runs
+    /// that lost to it on its path (the runner-up). While its next record
+    /// still comes before that run's, it wins again without a match
+    /// replayed: runs that interleave in stretches (row-major results of
+    /// a row-major array's tile columns) cost a comparison a record, not
+    /// one a level.
+    second: Option<usize>,
     /// Records handed back, to read into again.
     free: Vec<Record>,
 }
@@ -619,6 +676,7 @@ impl Heads {
             heads: vec![None; n],
             losers: vec![0; n],
             winner: None,
+            second: None,
             readers,
             free: Vec::new(),
         };
@@ -689,6 +747,12 @@ impl Heads {
         }
     }
 
+    /// Records not yet handed out.
+    fn left(&self) -> u64 {
+        let heads = self.heads.iter().filter(|h| h.is_some()).count() as u64;
+        (self.readers.iter()).fold(heads, |n, r| n.saturating_add(r.left))
+    }
+
     fn peek(&self) -> Option<&Record> {
         let w = self.winner?;
         self.heads.get(w)?.as_ref()?;
@@ -711,6 +775,11 @@ impl Heads {
         if let Some(slot) = self.heads.get_mut(k) {
             *slot = head;
         }
+        if let Some(second) = self.second {
+            if self.before(k, second, fmt, order) {
+                return Ok(Some(rec));
+            }
+        }
         // Replay run `k`'s matches up to the root.
         let n = self.readers.len();
         let mut win = k;
@@ -727,6 +796,22 @@ impl Heads {
             node /= 2;
         }
         self.winner = Some(win);
+        self.second = None;
+        if win == k {
+            // The best of the losers on its path.
+            let mut node = n.saturating_add(k) / 2;
+            while node > 0 {
+                if let Some(&loser) = self.losers.get(node) {
+                    let better = self
+                        .second
+                        .is_none_or(|s| self.before(loser, s, fmt, order));
+                    if better {
+                        self.second = Some(loser);
+                    }
+                }
+                node /= 2;
+            }
+        }
         Ok(Some(rec))
     }
 
@@ -856,6 +941,7 @@ impl Spill {
             w.order = Some(Standings {
                 keys: self.order.keys.clone(),
                 global: self.order.layout == ResultLayout::GlobalOrder,
+                fmt: self.fmt.clone(),
             });
         }
         Ok(w)
@@ -1032,7 +1118,7 @@ impl Spill {
         let mut heads = Heads::new(runs, buffer, &self.fmt, &self.order)?;
         let mut out = self.writer(level)?;
         while let Some(rec) = heads.pop(&self.fmt, &self.order)? {
-            out.push_record(&self.fmt, &rec)?;
+            out.push_record(&rec)?;
             heads.recycle(rec);
         }
         let mut run = out.finish()?;
@@ -1129,14 +1215,31 @@ impl Merge {
     /// The next batch of `fields` (validity as bits with `packed`), or
     /// `None` once every cell is out.
     pub fn next_batch(&mut self, fields: &[FieldInfo], packed: bool) -> Result<Option<Batch>> {
+        // The batch's cells at most: its buffers made that large at once
+        // (grown cell by cell, their reallocations were a twelfth of a
+        // spilled read's merge).
+        let most = (self.heads.left())
+            .saturating_add(self.ready.len() as u64)
+            .min(self.cells as u64) as usize;
         let mut out: Vec<FieldBuffer> = Vec::with_capacity(self.fmt.out.len());
         for &k in &self.fmt.out {
-            let slot = self.fmt.fields.get(k).map_or(usize::MAX, |s| s.slot);
+            let stored = self.fmt.fields.get(k);
+            let slot = stored.map_or(usize::MAX, |s| s.slot);
             let f = (fields.get(slot))
                 .ok_or_else(|| QueryError::invalid(format!("no field in slot {slot}")))?;
             let mut b = f.empty_buffer();
-            if let (Some(v), true) = (&mut b.validity, packed) {
-                *v = Validity::Bits(Bitmap::default());
+            match stored.and_then(|s| s.size) {
+                Some(size) => b.data.reserve(most.saturating_mul(size)),
+                None => {
+                    if let Some(o) = &mut b.offsets {
+                        o.reserve(most);
+                    }
+                }
+            }
+            match (&mut b.validity, packed) {
+                (Some(v), true) => *v = Validity::Bits(Bitmap::default()),
+                (Some(Validity::Bytes(v)), false) => v.reserve(most),
+                _ => {}
             }
             out.push(b);
         }
@@ -1675,8 +1778,8 @@ mod tests {
             }
         }
         let width = |m| Spill::new(fmt.clone(), order(&schema, true), m).fan_in;
-        // A run costs 512 bytes and its record (292 bytes here).
-        assert_eq!(fmt.record_bytes(), 292);
+        // A run costs 512 bytes and its record (296 bytes here).
+        assert_eq!(fmt.record_bytes(), 296);
         assert_eq!(width(8 << 10), 7);
         assert_eq!(width(32 << 10), 30);
         assert_eq!(width(1 << 20), Spill::MAX_FAN_IN);
@@ -1794,44 +1897,49 @@ mod tests {
         assert_eq!(spill.len(), 1);
     }
 
-    /// A run whose var-size length is past any cell is an error, and
-    /// nothing that large is allocated.
+    /// A record whose body is longer than its run, or whose var-size
+    /// value runs past its body, is an error, and nothing that large is
+    /// allocated; a run cut short is an I/O error.
     #[test]
     fn a_corrupt_run_is_an_error() {
         let schema = schema();
         let (_, fmt) = format(&schema);
-        let mut file = tempfile::tempfile().unwrap();
-        let mut bytes = vec![0u8; 25];
-        bytes.extend_from_slice(&[0; 8]); // x, y
-        bytes.push(1); // s valid
-        bytes.extend_from_slice(&u64::MAX.to_le_bytes());
-        file.write_all(&bytes).unwrap();
-        let mut r = RunReader::new(
-            Run {
-                file: Some((Arc::new(file), 0..bytes.len() as u64)),
+        let reader = |bytes: &[u8], run_bytes: u64| {
+            let mut file = tempfile::tempfile().unwrap();
+            file.write_all(bytes).unwrap();
+            let run = Run {
+                file: Some((Arc::new(file), 0..run_bytes)),
                 records: 1,
                 ends: None,
                 open: None,
-            },
-            64,
-        )
-        .unwrap();
-        assert!(r.next(&fmt, None, &mut Record::default()).is_err());
-        // A run cut short.
-        let mut file = tempfile::tempfile().unwrap();
-        file.write_all(&[0u8; 40]).unwrap();
-        // Ten bytes of it are the run: the rest is the next run's.
-        let mut r = RunReader::new(
-            Run {
-                file: Some((Arc::new(file), 0..10)),
-                records: 1,
-                ends: None,
-                open: None,
-            },
-            64,
-        )
-        .unwrap();
-        let got = r.next(&fmt, None, &mut Record::default());
-        assert!(matches!(got, Err(QueryError::Spill(_))));
+            };
+            RunReader::new(run, 64).unwrap()
+        };
+        // The record as written: x, y, then s valid, 1 byte long.
+        let mut good = vec![0u8; HEAD];
+        good.extend_from_slice(&14u32.to_le_bytes());
+        good.extend_from_slice(&[0; 8]);
+        good.push(1);
+        good.extend_from_slice(&1u32.to_le_bytes());
+        good.push(b'a');
+        let mut rec = Record::default();
+        assert!(reader(&good, good.len() as u64)
+            .next(&fmt, None, &mut rec)
+            .unwrap());
+        assert_eq!(rec.value(2), (&b"a"[..], true));
+        // Its body's length past the run's bytes (here, u32::MAX).
+        let mut long = good.clone();
+        long[HEAD..HEAD + 4].copy_from_slice(&u32::MAX.to_le_bytes());
+        let got = reader(&long, long.len() as u64).next(&fmt, None, &mut rec);
+        assert!(matches!(got, Err(QueryError::Invalid(_))), "{got:?}");
+        // s's length past the body.
+        let mut past = good.clone();
+        let at = HEAD + 4 + 8 + 1;
+        past[at..at + 4].copy_from_slice(&2u32.to_le_bytes());
+        let got = reader(&past, past.len() as u64).next(&fmt, None, &mut rec);
+        assert!(matches!(got, Err(QueryError::Invalid(_))), "{got:?}");
+        // A run cut short: ten bytes of it are the run, the rest the next's.
+        let got = reader(&[0u8; 40], 10).next(&fmt, None, &mut rec);
+        assert!(matches!(got, Err(QueryError::Spill(_))), "{got:?}");
     }
 }
