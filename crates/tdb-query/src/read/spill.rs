@@ -906,8 +906,14 @@ impl Spill {
     /// share of the memory, from 512 bytes to 64 KiB. Fewer runs than the
     /// fan-in read through larger buffers, in fewer calls (a dense read's
     /// final merge of a few dozen runs under 1 MiB: 1 KiB a call before).
-    fn buffer(&self, runs: usize) -> usize {
-        (self.reading.checked_div(runs.max(1)).unwrap_or(0))
+    /// The final merge (`last`) writes no run: its runs share the
+    /// writer's part too.
+    fn buffer(&self, runs: usize, last: bool) -> usize {
+        let reading = match last {
+            true => self.reading.saturating_add(self.out_buffer),
+            false => self.reading,
+        };
+        (reading.checked_div(runs.max(1)).unwrap_or(0))
             .saturating_sub(self.fmt.record_bytes())
             .clamp(512, 64 << 10)
     }
@@ -1114,7 +1120,7 @@ impl Spill {
     /// `runs` merged into one run of `level`.
     fn merge_runs(&mut self, runs: Vec<Run>, level: u32) -> Result<Run> {
         self.written_out()?;
-        let buffer = self.buffer(runs.len());
+        let buffer = self.buffer(runs.len(), false);
         let mut heads = Heads::new(runs, buffer, &self.fmt, &self.order)?;
         let mut out = self.writer(level)?;
         while let Some(rec) = heads.pop(&self.fmt, &self.order)? {
@@ -1146,7 +1152,7 @@ impl Spill {
         }
         self.written_out()?;
         let runs: Vec<(Run, u32)> = std::mem::take(&mut self.runs);
-        let buffer = self.buffer(runs.len());
+        let buffer = self.buffer(runs.len(), true);
         let runs: Vec<Run> = runs.into_iter().map(|r| r.0).collect();
         let heads = Heads::new(runs, buffer, &self.fmt, &self.order)?;
         Ok(Merge {
@@ -1751,8 +1757,9 @@ mod tests {
 
     /// Every buffer a merge holds (its runs' and their records, and, into
     /// a longer run, its output's) fits the memory given, from three
-    /// floor-sized buffers and two records on; the output takes a quarter, and the merge widens with the rest
-    /// up to [`Spill::MAX_FAN_IN`] runs.
+    /// floor-sized buffers and two records on; the output takes a quarter
+    /// (the final merge's runs share it), and the merge widens with the
+    /// rest up to [`Spill::MAX_FAN_IN`] runs.
     #[test]
     fn a_merge_and_its_output_fit_the_memory() {
         let schema = schema();
@@ -1765,15 +1772,15 @@ mod tests {
                 .into_iter()
                 .filter(|&r| r <= s.fan_in)
             {
-                let buffer = s.buffer(runs);
-                let held = runs as u64 * (buffer + fmt.record_bytes()) as u64 + s.out_buffer as u64;
-                assert!(buffer >= 512);
-                if memory >= 1536 + 2 * fmt.record_bytes() as u64 {
-                    assert!(
-                        held <= memory,
-                        "{memory}: {runs} × {buffer} + {}",
-                        s.out_buffer
-                    );
+                // Into a longer run, and the final merge (no output).
+                for last in [false, true] {
+                    let buffer = s.buffer(runs, last);
+                    let out = if last { 0 } else { s.out_buffer as u64 };
+                    let held = runs as u64 * (buffer + fmt.record_bytes()) as u64 + out;
+                    assert!(buffer >= 512);
+                    if memory >= 1536 + 2 * fmt.record_bytes() as u64 {
+                        assert!(held <= memory, "{memory}: {runs} × {buffer} + {out}");
+                    }
                 }
             }
         }
