@@ -969,8 +969,8 @@ fn a_read_in_stretches_takes_the_batch_share_for_its_pieces() {
 
 /// A read of `spec` stepped by hand: its cells, rounds of requests, bytes
 /// fetched and pieces (a decoding step each).
-fn pieces_of(
-    storage: &tdb_storage::MemoryStorage,
+fn pieces_of<S: tdb_storage::ReadableStorage + ?Sized>(
+    storage: &S,
     snap: &Arc<Snapshot>,
     spec: ReadSpec,
 ) -> (Batch, usize, u64, usize) {
@@ -1215,6 +1215,31 @@ fn rows(b: &Batch) -> Vec<Vec<(Vec<u8>, bool)>> {
 /// cells, read by the chunks holding them, without spilling: the
 /// unbudgeted read's cells (the string field too, whose runs are slices of
 /// its tiles: a slice is never taken for the tile by the next piece).
+/// A tile past the budget is read in runs of its cells cut after the
+/// most that fit, not in halves (which hold between half the budget and
+/// all of it): `sparse_bounded_tiles` (tiles of 10,000 cells, five
+/// fields) row-major under 16 and 64 KiB, the cells of the unbudgeted
+/// read in 2,233 and 1,262 pieces (3,715 and 1,889 halved).
+#[test]
+fn runs_of_a_sparse_tiles_cells_are_cut_where_the_budget_is_filled() {
+    use tdb_query::ResultLayout;
+    let dir = tdb_testdata::root()
+        .join("sparse_bounded_tiles")
+        .join("array");
+    let storage = LocalStorage::new(&dir);
+    let snap = Arc::new(Snapshot::load(&storage, "", TimeWindow::ALL, None).unwrap());
+    let spec = ReadSpec::new(["x", "y", "a", "f", "s"]).with_layout(ResultLayout::RowMajor);
+    let (whole, _) = run(&storage, &snap, spec.clone());
+    for (budget, most) in [(16u64 << 10, 3_000), (64 << 10, 1_600)] {
+        let (all, rounds, _, pieces) = pieces_of(&storage, &snap, spec.clone().with_budget(budget));
+        assert_eq!(all, whole, "under {budget}");
+        assert!(
+            pieces <= most,
+            "under {budget}: {pieces} pieces, {rounds} rounds"
+        );
+    }
+}
+
 #[test]
 fn unordered_reads_of_tiles_past_the_budget_go_in_runs_of_their_cells() {
     use tdb_query::ResultLayout;

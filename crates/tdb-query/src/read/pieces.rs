@@ -761,8 +761,43 @@ impl Reader {
                 })
             }
             _ if probe_only => None,
-            _ => Some(Cut::Halves(half(cells.start..mid), half(mid..cells.end))),
+            _ => {
+                let at = (p.frag)
+                    .and_then(|i| self.cells_fitting(i, t, &cells))
+                    .unwrap_or(mid);
+                Some(Cut::Halves(half(cells.start..at), half(at..cells.end)))
+            }
         }
+    }
+
+    /// Where to cut run `cells` of tile `t` of fragment `i`: after the
+    /// most of its cells that fit [`Reader::cut_aim`] (found by bisection:
+    /// what a run holds grows with its cells), as runs of tiles are cut
+    /// ([`partition::split_run`]). `None` where no cell or every cell fits.
+    /// Halved instead, runs of cells held between half the aim and all of
+    /// it, and a read made a third more pieces than it needed
+    /// (`sparse_bounded_tiles` under 64 KiB: pieces of 156 cells of tiles
+    /// of 10,000, where 230 fit).
+    fn cells_fitting(&self, i: usize, t: u64, cells: &std::ops::Range<u64>) -> Option<u64> {
+        let aim = self.cut_aim();
+        let fits = |n: u64| {
+            let run = cells.start..cells.start.saturating_add(n);
+            self.run_held(i, t, Some(&run)) <= aim
+        };
+        let len = cells.end.saturating_sub(cells.start);
+        if len < 2 || !fits(1) {
+            return None;
+        }
+        // `lo` cells fit, `hi` do not.
+        let (mut lo, mut hi) = (1u64, len);
+        while hi.saturating_sub(lo) > 1 {
+            let m = lo.saturating_add(hi.saturating_sub(lo) / 2);
+            match fits(m) {
+                true => lo = m,
+                false => hi = m,
+            }
+        }
+        Some(cells.start.saturating_add(lo))
     }
 
     /// Tiles a read reaches at most to count as narrow
