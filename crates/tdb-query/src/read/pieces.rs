@@ -97,7 +97,10 @@ impl Piece {
                 Some(tiles) => tiles.collect(),
                 None => (0..plan.tile_num()).collect(),
             },
-            None => plan.tiles_overlapping(ops, &self.sub),
+            None => match &self.run {
+                Some(run) => return plan.tiles_overlapping_in(ops, &self.sub, run),
+                None => plan.tiles_overlapping(ops, &self.sub),
+            },
             Some(share) => {
                 let mut sub = self.sub.clone();
                 sub.set_ranges(share.dim, query.ranges(share.dim).to_vec());

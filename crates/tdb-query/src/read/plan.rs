@@ -73,6 +73,34 @@ impl FragPlan {
         self.rtree.leaves_where(|mbr| mbr_overlaps(ops, mbr, piece))
     }
 
+    /// [`FragPlan::tiles_overlapping`] among the tiles of `run`: a short
+    /// run's MBRs are looked at one by one instead of the R-tree walked
+    /// (a read that spills plans thousands of pieces of one tile's cells,
+    /// and walked the tree for each: 4% of `sparse_bounded_tiles` under 16
+    /// KiB).
+    pub fn tiles_overlapping_in(
+        &self,
+        ops: &[RangeOps],
+        piece: &Subarray,
+        run: &std::ops::Range<u64>,
+    ) -> Vec<u64> {
+        const SHORT: u64 = 64;
+        if run.end.saturating_sub(run.start) > SHORT {
+            let mut tiles = self.tiles_overlapping(ops, piece);
+            tiles.retain(|t| run.contains(t));
+            return tiles;
+        }
+        let leaves = self.leaves();
+        (run.clone())
+            .filter(|&t| {
+                usize::try_from(t)
+                    .ok()
+                    .and_then(|t| leaves.get(t))
+                    .is_some_and(|mbr| mbr_overlaps(ops, mbr, piece))
+            })
+            .collect()
+    }
+
     /// How the field in `slot` is stored here: a requested field's slot,
     /// or [`TIMESTAMPS_SLOT`] or [`DELETE_TS_SLOT`].
     pub fn field(&self, slot: usize) -> Option<&FragField> {
