@@ -291,15 +291,18 @@ fn decompress_part(
                     tail.set_position(start as u64);
                     codecs
                         .zstd(name)?
-                        .decompress_to_buffer(part, &mut tail)
-                        .map_err(|e| FilterError::corrupt(name, e.to_string()))?;
+                        .decompress(&mut tail, part)
+                        .map_err(|code| {
+                            let e = zstd::zstd_safe::get_error_name(code);
+                            FilterError::corrupt(name, e.to_string())
+                        })?;
                 }
                 Ok(Some(n)) if n != original as u64 => {
                     return Err(size_mismatch(name, original, n as usize))
                 }
                 _ => {
-                    let decoder = zstd::stream::read::Decoder::with_buffer(part)
-                        .map_err(|e| FilterError::corrupt(name, e.to_string()))?;
+                    let decoder =
+                        zstd::stream::read::Decoder::with_context(part, codecs.zstd(name)?);
                     read_exact_stream(name, decoder, out, original)?
                 }
             }
