@@ -796,8 +796,12 @@ impl Reader {
             return None;
         }
         // `lo` cells fit, `hi` do not.
-        let per_cell = (all.saturating_sub(one) / len.saturating_sub(1)).max(1);
-        let guess = (aim.saturating_sub(one) / per_cell)
+        let per_cell = (all.saturating_sub(one))
+            .checked_div(len.saturating_sub(1))
+            .unwrap_or(1)
+            .max(1);
+        let guess = (aim.saturating_sub(one).checked_div(per_cell))
+            .unwrap_or(0)
             .saturating_add(1)
             .clamp(1, len.saturating_sub(1));
         let (mut lo, mut hi) = (1u64, len);
