@@ -15,8 +15,11 @@
 //! place, so a merge within one needs no newest-wins choice; fragments
 //! stay apart, as the windows need. While pieces push, the runs held are
 //! bounded the same way, a level at a time ([`Stretches::bound_runs`]).
+//! Strided records ([`STRIDED`]) are read whole and handed to the merge a
+//! cell at a time, as records of one cell were; a run of them is merged
+//! down even where nothing else meets it, since windows read none.
 
-use super::{Col, Run, Stretches, HEAD};
+use super::{Col, Run, Stretches, HEAD, STRIDED, STRIDED_MOST};
 use crate::scratch::{self, At};
 use crate::{QueryError, Result};
 use std::cmp::Reverse;
@@ -50,37 +53,192 @@ pub(super) const HELD_MOST: usize = 4096;
 /// Runs of a level merged into one of the level above while pieces push.
 const GROUP: usize = 16;
 
-/// One run being merged: its records in turn.
+/// One run being merged: its records in turn, a strided one's
+/// ([`STRIDED`]) a cell at a time.
 struct Cursor {
     reader: BufReader<At>,
     /// Bytes of the run past what `reader` handed out.
     left: u64,
-    /// Its next record's first place, cells and body bytes.
+    /// Its next record's first place, cells and body bytes (a strided
+    /// record's next cell's).
     head: Option<(u64, u64, u64)>,
+    /// The strided record being taken apart.
+    strided: Option<Strided>,
+}
+
+/// A strided record read whole: its cells' places go up by `step`, and
+/// each field's values lie column by column in `body` (as a record's do).
+struct Strided {
+    place: u64,
+    step: u64,
+    cells: u64,
+    /// The cell handed out next.
+    next: u64,
+    body: Vec<u8>,
+    /// Per held field, where its values (a var-size one's lengths) start
+    /// in `body`, and a var-size one's cells' bytes (`cells + 1` bounds).
+    cols: Vec<(usize, Option<Vec<usize>>)>,
+    /// Per nullable held field, where its validity starts.
+    valid: Vec<usize>,
+}
+
+impl Strided {
+    /// The strided record of `cells` cells from `place` whose body
+    /// (after its step) is `body`, its columns found.
+    fn new(cols: &[Col], place: u64, cells: u64, step: u64, body: Vec<u8>) -> Result<Self> {
+        let cut = || QueryError::invalid("a strided stretch cut short");
+        let n = usize::try_from(cells).map_err(|_| cut())?;
+        let mut at = 0usize;
+        let mut layout = Vec::with_capacity(cols.len());
+        for c in cols {
+            match c.size {
+                Some(size) => {
+                    layout.push((at, None));
+                    at = n
+                        .checked_mul(size)
+                        .and_then(|b| at.checked_add(b))
+                        .ok_or_else(cut)?;
+                }
+                None => {
+                    let lens = body.get(at..at.saturating_add(n.saturating_mul(8)));
+                    let lens = lens
+                        .filter(|l| l.len() == n.saturating_mul(8))
+                        .ok_or_else(cut)?;
+                    let mut bounds = Vec::with_capacity(n.saturating_add(1));
+                    let mut from = at.saturating_add(lens.len());
+                    bounds.push(from);
+                    for l in lens.chunks_exact(8) {
+                        let l = u64::from_le_bytes(l.try_into().map_err(|_| cut())?);
+                        let l = usize::try_from(l).map_err(|_| cut())?;
+                        from = from.checked_add(l).ok_or_else(cut)?;
+                        bounds.push(from);
+                    }
+                    layout.push((at, Some(bounds)));
+                    at = from;
+                }
+            }
+        }
+        let mut valid = Vec::new();
+        for _ in cols.iter().filter(|c| c.nullable) {
+            valid.push(at);
+            at = at.checked_add(n).ok_or_else(cut)?;
+        }
+        if at != body.len() {
+            return Err(cut());
+        }
+        Ok(Strided {
+            place,
+            step,
+            cells,
+            next: 0,
+            body,
+            cols: layout,
+            valid,
+        })
+    }
+
+    /// The next cell's place, and its bytes in a record of it alone.
+    fn head(&self, cols: &[Col]) -> (u64, u64, u64) {
+        let k = self.next as usize;
+        let mut bytes = 0u64;
+        for (c, (_, bounds)) in cols.iter().zip(&self.cols) {
+            let len = match (c.size, bounds) {
+                (Some(size), _) => size,
+                (None, Some(b)) => {
+                    let (from, to) = (b.get(k).copied(), b.get(k.saturating_add(1)).copied());
+                    8usize.saturating_add(to.unwrap_or(0).saturating_sub(from.unwrap_or(0)))
+                }
+                (None, None) => 8,
+            };
+            bytes = bytes
+                .saturating_add(len as u64)
+                .saturating_add(u64::from(c.nullable));
+        }
+        let place = self
+            .place
+            .saturating_add(self.next.saturating_mul(self.step));
+        (place, 1, bytes)
+    }
+
+    /// The next cell's values appended to `making`'s columns.
+    fn take(&self, cols: &[Col], making: &mut [(Vec<u8>, Vec<u8>, Vec<u8>)]) -> Result<()> {
+        let cut = || QueryError::invalid("a strided stretch cut short");
+        let k = usize::try_from(self.next).map_err(|_| cut())?;
+        let mut valid = self.valid.iter();
+        for ((c, (at, bounds)), (vals, bytes, v)) in cols.iter().zip(&self.cols).zip(making) {
+            match (c.size, bounds) {
+                (Some(size), _) => {
+                    let from = k.saturating_mul(size).saturating_add(*at);
+                    let cell = self.body.get(from..from.saturating_add(size));
+                    vals.extend_from_slice(cell.ok_or_else(cut)?);
+                }
+                (None, Some(b)) => {
+                    let from = k.saturating_mul(8).saturating_add(*at);
+                    let len = self.body.get(from..from.saturating_add(8));
+                    vals.extend_from_slice(len.ok_or_else(cut)?);
+                    let range = b.get(k).copied().zip(b.get(k.saturating_add(1)).copied());
+                    let cell = range.and_then(|(x, y)| self.body.get(x..y));
+                    bytes.extend_from_slice(cell.ok_or_else(cut)?);
+                }
+                (None, None) => return Err(cut()),
+            }
+            if c.nullable {
+                let at = valid.next().copied().ok_or_else(cut)?;
+                let byte = self.body.get(at.saturating_add(k)).copied();
+                v.push(byte.ok_or_else(cut)?);
+            }
+        }
+        Ok(())
+    }
 }
 
 impl Cursor {
-    fn new(file: &Arc<File>, run: &Run, buffer: usize) -> Result<Self> {
+    fn new(cols: &[Col], file: &Arc<File>, run: &Run, buffer: usize) -> Result<Self> {
         let reader =
             BufReader::with_capacity(buffer, At::new(Arc::clone(file), run.start, run.end));
         let mut c = Cursor {
             reader,
             left: run.end.saturating_sub(run.start),
             head: None,
+            strided: None,
         };
-        c.advance()?;
+        c.advance(cols)?;
         Ok(c)
     }
 
-    /// Reads the next record's head (none at the run's end).
-    fn advance(&mut self) -> Result<()> {
+    /// Reads the next record's head (none at the run's end); a strided
+    /// record whole, its cells then handed out one by one.
+    fn advance(&mut self, cols: &[Col]) -> Result<()> {
         self.head = None;
+        if let Some(st) = &mut self.strided {
+            st.next = st.next.saturating_add(1);
+            if st.next < st.cells {
+                self.head = Some(st.head(cols));
+                return Ok(());
+            }
+            self.strided = None;
+        }
         if self.left == 0 {
             return Ok(());
         }
         let mut head = [0u8; HEAD as usize];
         self.take(&mut head)?;
-        self.head = Some(super::parse_head(&head)?);
+        let (place, cells, body, strided) = super::parse_head(&head)?;
+        if !strided {
+            self.head = Some((place, cells, body));
+            return Ok(());
+        }
+        // (Its step, then at most [`STRIDED_MOST`] bytes.)
+        if body < 8 || body > STRIDED_MOST.saturating_add(8) || cells == 0 {
+            return Err(QueryError::invalid("a strided stretch's head is corrupt"));
+        }
+        let mut step = [0u8; 8];
+        self.take(&mut step)?;
+        let mut rest = Vec::new();
+        self.append(&mut rest, body.saturating_sub(8))?;
+        let st = Strided::new(cols, place, cells, u64::from_le_bytes(step), rest)?;
+        self.head = Some(st.head(cols));
+        self.strided = Some(st);
         Ok(())
     }
 
@@ -118,10 +276,17 @@ struct Making {
 
 impl Making {
     /// Appends `cursor`'s record (its head taken) of `cells` cells and
-    /// `body` bytes: each held field's values column by column.
+    /// `body` bytes: each held field's values column by column (a
+    /// strided record's next cell).
     fn take(&mut self, cols: &[Col], cursor: &mut Cursor, cells: u64, body: u64) -> Result<()> {
         let cut = || QueryError::invalid("a spilled stretch cut short");
         self.cols.resize_with(cols.len(), Default::default);
+        if let Some(st) = &cursor.strided {
+            st.take(cols, &mut self.cols)?;
+            self.cells = self.cells.saturating_add(cells);
+            self.body = self.body.saturating_add(body);
+            return Ok(());
+        }
         let mut read = 0u64;
         for (c, (vals, bytes, _)) in cols.iter().zip(&mut self.cols) {
             match c.size {
@@ -216,10 +381,17 @@ impl Stretches {
         let live = (window / WINDOW_CELLS_A_RUN).max(LIVE_LEAST);
         let out = (memory / 4).min(self.buffer).max(1);
         let reading = memory.saturating_sub(out.saturating_mul(2));
-        let widest = (reading / READ_LEAST).clamp(2, GROUP_MOST);
         loop {
+            // Strided runs are merged down whatever meets: windows read
+            // none (a run alone is rewritten so).
+            let strided = self.runs.iter().any(|r| r.strided);
+            let per_run = READ_LEAST.saturating_add(match strided {
+                true => STRIDED_MOST as usize,
+                false => 0,
+            });
+            let widest = (reading.checked_div(per_run).unwrap_or(0)).clamp(2, GROUP_MOST);
             let most = most_live(&self.runs);
-            if most <= live {
+            if most <= live && !strided {
                 return Ok(());
             }
             let g = most.div_ceil(live).clamp(2, widest);
@@ -240,7 +412,7 @@ impl Stretches {
                     _ => groups.push(vec![r]),
                 }
             }
-            if groups.len() == self.runs.len() {
+            if groups.len() == self.runs.len() && !strided {
                 // Every fragment's runs are one: no merge makes fewer.
                 return Ok(());
             }
@@ -392,9 +564,13 @@ fn merge_group(
     let past = group.iter().map(|r| r.past).max().unwrap_or(first.past);
     let place = group.iter().map(|r| r.place).min().unwrap_or(first.place);
     let level = group.iter().map(|r| r.level).max().unwrap_or(0);
-    let each = (reading.checked_div(group.len()).unwrap_or(0)).max(READ_LEAST);
+    // (A strided run's share holds the record it takes apart too.)
+    let share = reading.checked_div(group.len()).unwrap_or(0);
     let mut cursors = (group.iter())
-        .map(|r| Cursor::new(file, r, each))
+        .map(|r| {
+            let held = if r.strided { STRIDED_MOST as usize } else { 0 };
+            Cursor::new(cols, file, r, share.saturating_sub(held).max(READ_LEAST))
+        })
         .collect::<Result<Vec<_>>>()?;
     let mut heap: BinaryHeap<Reverse<(u64, usize)>> = (cursors.iter().enumerate())
         .filter_map(|(k, c)| c.head.map(|(p, _, _)| Reverse((p, k))))
@@ -410,7 +586,7 @@ fn merge_group(
         // (Cells bounded too: a read of dimensions alone holds no bytes a
         // cell.)
         let fits = making.body.saturating_add(body) <= cap as u64
-            && making.cells.saturating_add(cells) <= u64::from(u32::MAX);
+            && making.cells.saturating_add(cells) < STRIDED;
         if making.cells > 0 && !(follows && fits) {
             written = written.saturating_add(making.flush(out)?);
         }
@@ -418,7 +594,7 @@ fn merge_group(
             making.place = p;
         }
         making.take(cols, cursor, cells, body)?;
-        cursor.advance()?;
+        cursor.advance(cols)?;
         if let Some((next, _, _)) = cursor.head {
             heap.push(Reverse((next, k)));
         }
@@ -432,5 +608,6 @@ fn merge_group(
         skip: 0,
         past,
         level,
+        strided: false,
     }))
 }
