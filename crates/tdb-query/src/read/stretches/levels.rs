@@ -16,8 +16,7 @@
 //! stay apart, as the windows need. While pieces push, the runs held are
 //! bounded the same way, a level at a time ([`Stretches::bound_runs`]).
 //! Strided records ([`STRIDED`]) are read whole and handed to the merge a
-//! cell at a time, as records of one cell were; a run of them is merged
-//! down even where nothing else meets it, since windows read none.
+//! cell at a time, as records of one cell were.
 
 use super::{Col, Run, Stretches, HEAD, STRIDED, STRIDED_MOST};
 use crate::scratch::{self, At};
@@ -68,32 +67,36 @@ struct Cursor {
 
 /// A strided record read whole: its cells' places go up by `step`, and
 /// each field's values lie column by column in `body` (as a record's do).
-struct Strided {
+pub(super) struct Strided {
     place: u64,
     step: u64,
     cells: u64,
-    /// The cell handed out next.
+    /// The cell handed out next (by a merge down).
     next: u64,
     body: Vec<u8>,
     /// Per held field, where its values (a var-size one's lengths) start
-    /// in `body`, and a var-size one's cells' bytes (`cells + 1` bounds).
-    cols: Vec<(usize, Option<Vec<usize>>)>,
-    /// Per nullable held field, where its validity starts.
-    valid: Vec<usize>,
+    /// in `body`, a var-size one's cells' bytes (`cells + 1` bounds), and
+    /// where a nullable one's validity starts.
+    cols: Vec<(usize, Option<Vec<usize>>, Option<usize>)>,
 }
 
 impl Strided {
-    /// The strided record of `cells` cells from `place` whose body
-    /// (after its step) is `body`, its columns found.
-    fn new(cols: &[Col], place: u64, cells: u64, step: u64, body: Vec<u8>) -> Result<Self> {
+    /// The strided record of `cells` cells from `place` whose body is
+    /// `body` (its step first), its columns found.
+    pub(super) fn new(cols: &[Col], place: u64, cells: u64, body: &[u8]) -> Result<Self> {
         let cut = || QueryError::invalid("a strided stretch cut short");
+        let step = (body.get(..8))
+            .and_then(|b| b.try_into().ok())
+            .map(u64::from_le_bytes)
+            .ok_or_else(cut)?;
+        let body = body.get(8..).ok_or_else(cut)?.to_vec();
         let n = usize::try_from(cells).map_err(|_| cut())?;
         let mut at = 0usize;
         let mut layout = Vec::with_capacity(cols.len());
         for c in cols {
             match c.size {
                 Some(size) => {
-                    layout.push((at, None));
+                    layout.push((at, None, None));
                     at = n
                         .checked_mul(size)
                         .and_then(|b| at.checked_add(b))
@@ -113,17 +116,18 @@ impl Strided {
                         from = from.checked_add(l).ok_or_else(cut)?;
                         bounds.push(from);
                     }
-                    layout.push((at, Some(bounds)));
+                    layout.push((at, Some(bounds), None));
                     at = from;
                 }
             }
         }
-        let mut valid = Vec::new();
-        for _ in cols.iter().filter(|c| c.nullable) {
-            valid.push(at);
-            at = at.checked_add(n).ok_or_else(cut)?;
+        for (c, (_, _, valid)) in cols.iter().zip(&mut layout) {
+            if c.nullable {
+                *valid = Some(at);
+                at = at.checked_add(n).ok_or_else(cut)?;
+            }
         }
-        if at != body.len() {
+        if at != body.len() || step == 0 {
             return Err(cut());
         }
         Ok(Strided {
@@ -133,59 +137,76 @@ impl Strided {
             next: 0,
             body,
             cols: layout,
-            valid,
         })
+    }
+
+    /// Cells it holds.
+    pub(super) fn cells(&self) -> u64 {
+        self.cells
+    }
+
+    /// The place of its cell `k`.
+    pub(super) fn place_of(&self, k: u64) -> u64 {
+        self.place.saturating_add(k.saturating_mul(self.step))
+    }
+
+    /// Held field `c`'s value of cell `k` (a var-size one's bytes), and
+    /// its validity byte where it is nullable.
+    pub(super) fn value(&self, cols: &[Col], c: usize, k: u64) -> Result<(&[u8], Option<u8>)> {
+        let cut = || QueryError::invalid("a strided stretch cut short");
+        let k = usize::try_from(k).map_err(|_| cut())?;
+        let ((at, bounds, valid), col) = self.cols.get(c).zip(cols.get(c)).ok_or_else(cut)?;
+        let value = match (col.size, bounds) {
+            (Some(size), _) => {
+                let from = k.saturating_mul(size).saturating_add(*at);
+                self.body.get(from..from.saturating_add(size))
+            }
+            (None, Some(b)) => (b.get(k).copied())
+                .zip(b.get(k.saturating_add(1)).copied())
+                .and_then(|(x, y)| self.body.get(x..y)),
+            (None, None) => None,
+        };
+        let valid = match valid {
+            Some(v) => Some(
+                self.body
+                    .get(v.saturating_add(k))
+                    .copied()
+                    .ok_or_else(cut)?,
+            ),
+            None => None,
+        };
+        Ok((value.ok_or_else(cut)?, valid))
     }
 
     /// The next cell's place, and its bytes in a record of it alone.
     fn head(&self, cols: &[Col]) -> (u64, u64, u64) {
-        let k = self.next as usize;
         let mut bytes = 0u64;
-        for (c, (_, bounds)) in cols.iter().zip(&self.cols) {
-            let len = match (c.size, bounds) {
+        for (c, col) in cols.iter().enumerate() {
+            let len = match (col.size, self.value(cols, c, self.next)) {
                 (Some(size), _) => size,
-                (None, Some(b)) => {
-                    let (from, to) = (b.get(k).copied(), b.get(k.saturating_add(1)).copied());
-                    8usize.saturating_add(to.unwrap_or(0).saturating_sub(from.unwrap_or(0)))
-                }
-                (None, None) => 8,
+                (None, Ok((v, _))) => 8usize.saturating_add(v.len()),
+                (None, Err(_)) => 8,
             };
             bytes = bytes
                 .saturating_add(len as u64)
-                .saturating_add(u64::from(c.nullable));
+                .saturating_add(u64::from(col.nullable));
         }
-        let place = self
-            .place
-            .saturating_add(self.next.saturating_mul(self.step));
-        (place, 1, bytes)
+        (self.place_of(self.next), 1, bytes)
     }
 
     /// The next cell's values appended to `making`'s columns.
     fn take(&self, cols: &[Col], making: &mut [(Vec<u8>, Vec<u8>, Vec<u8>)]) -> Result<()> {
-        let cut = || QueryError::invalid("a strided stretch cut short");
-        let k = usize::try_from(self.next).map_err(|_| cut())?;
-        let mut valid = self.valid.iter();
-        for ((c, (at, bounds)), (vals, bytes, v)) in cols.iter().zip(&self.cols).zip(making) {
-            match (c.size, bounds) {
-                (Some(size), _) => {
-                    let from = k.saturating_mul(size).saturating_add(*at);
-                    let cell = self.body.get(from..from.saturating_add(size));
-                    vals.extend_from_slice(cell.ok_or_else(cut)?);
+        for (c, (col, (vals, bytes, valid))) in cols.iter().zip(making).enumerate() {
+            let (value, v) = self.value(cols, c, self.next)?;
+            match col.size {
+                Some(_) => vals.extend_from_slice(value),
+                None => {
+                    vals.extend_from_slice(&(value.len() as u64).to_le_bytes());
+                    bytes.extend_from_slice(value);
                 }
-                (None, Some(b)) => {
-                    let from = k.saturating_mul(8).saturating_add(*at);
-                    let len = self.body.get(from..from.saturating_add(8));
-                    vals.extend_from_slice(len.ok_or_else(cut)?);
-                    let range = b.get(k).copied().zip(b.get(k.saturating_add(1)).copied());
-                    let cell = range.and_then(|(x, y)| self.body.get(x..y));
-                    bytes.extend_from_slice(cell.ok_or_else(cut)?);
-                }
-                (None, None) => return Err(cut()),
             }
-            if c.nullable {
-                let at = valid.next().copied().ok_or_else(cut)?;
-                let byte = self.body.get(at.saturating_add(k)).copied();
-                v.push(byte.ok_or_else(cut)?);
+            if let Some(v) = v {
+                valid.push(v);
             }
         }
         Ok(())
@@ -232,11 +253,9 @@ impl Cursor {
         if body < 8 || body > STRIDED_MOST.saturating_add(8) || cells == 0 {
             return Err(QueryError::invalid("a strided stretch's head is corrupt"));
         }
-        let mut step = [0u8; 8];
-        self.take(&mut step)?;
-        let mut rest = Vec::new();
-        self.append(&mut rest, body.saturating_sub(8))?;
-        let st = Strided::new(cols, place, cells, u64::from_le_bytes(step), rest)?;
+        let mut whole = Vec::new();
+        self.append(&mut whole, body)?;
+        let st = Strided::new(cols, place, cells, &whole)?;
         self.head = Some(st.head(cols));
         self.strided = Some(st);
         Ok(())
@@ -382,8 +401,7 @@ impl Stretches {
         let out = (memory / 4).min(self.buffer).max(1);
         let reading = memory.saturating_sub(out.saturating_mul(2));
         loop {
-            // Strided runs are merged down whatever meets: windows read
-            // none (a run alone is rewritten so).
+            // (A strided run's merge holds the record it takes apart.)
             let strided = self.runs.iter().any(|r| r.strided);
             let per_run = READ_LEAST.saturating_add(match strided {
                 true => STRIDED_MOST as usize,
@@ -391,7 +409,7 @@ impl Stretches {
             });
             let widest = (reading.checked_div(per_run).unwrap_or(0)).clamp(2, GROUP_MOST);
             let most = most_live(&self.runs);
-            if most <= live && !strided {
+            if most <= live {
                 return Ok(());
             }
             let g = most.div_ceil(live).clamp(2, widest);
@@ -412,7 +430,7 @@ impl Stretches {
                     _ => groups.push(vec![r]),
                 }
             }
-            if groups.len() == self.runs.len() && !strided {
+            if groups.len() == self.runs.len() {
                 // Every fragment's runs are one: no merge makes fewer.
                 return Ok(());
             }
