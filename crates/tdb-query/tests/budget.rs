@@ -1209,12 +1209,16 @@ fn rows(b: &Batch) -> Vec<Vec<(Vec<u8>, bool)>> {
     rows
 }
 
-/// An unordered read of an array with duplicates whose tiles pass the
-/// budget (`sparse_bounded_tiles`: tiles of 10,000 cells, 477 KB of the
-/// fields read, in two fragments, a delete) goes in runs of each tile's
-/// cells, read by the chunks holding them, without spilling: the
-/// unbudgeted read's cells (the string field too, whose runs are slices of
-/// its tiles: a slice is never taken for the tile by the next piece).
+/// TileDB's `sparse_bounded_tiles` fixture, opened.
+fn sparse_bounded_tiles() -> (LocalStorage, Arc<Snapshot>) {
+    let dir = tdb_testdata::root()
+        .join("sparse_bounded_tiles")
+        .join("array");
+    let storage = LocalStorage::new(&dir);
+    let snap = Arc::new(Snapshot::load(&storage, "", TimeWindow::ALL, None).unwrap());
+    (storage, snap)
+}
+
 /// A tile past the budget is read in runs of its cells cut after the
 /// most that fit, not in halves (which hold between half the budget and
 /// all of it): `sparse_bounded_tiles` (tiles of 10,000 cells, five
@@ -1223,11 +1227,7 @@ fn rows(b: &Batch) -> Vec<Vec<(Vec<u8>, bool)>> {
 #[test]
 fn runs_of_a_sparse_tiles_cells_are_cut_where_the_budget_is_filled() {
     use tdb_query::ResultLayout;
-    let dir = tdb_testdata::root()
-        .join("sparse_bounded_tiles")
-        .join("array");
-    let storage = LocalStorage::new(&dir);
-    let snap = Arc::new(Snapshot::load(&storage, "", TimeWindow::ALL, None).unwrap());
+    let (storage, snap) = sparse_bounded_tiles();
     let spec = ReadSpec::new(["x", "y", "a", "f", "s"]).with_layout(ResultLayout::RowMajor);
     let (whole, _) = run(&storage, &snap, spec.clone());
     for (budget, most) in [(16u64 << 10, 3_000), (64 << 10, 1_600)] {
@@ -1240,14 +1240,16 @@ fn runs_of_a_sparse_tiles_cells_are_cut_where_the_budget_is_filled() {
     }
 }
 
+/// An unordered read of an array with duplicates whose tiles pass the
+/// budget (`sparse_bounded_tiles`: tiles of 10,000 cells, 477 KB of the
+/// fields read, in two fragments, a delete) goes in runs of each tile's
+/// cells, read by the chunks holding them, without spilling: the
+/// unbudgeted read's cells (the string field too, whose runs are slices of
+/// its tiles: a slice is never taken for the tile by the next piece).
 #[test]
 fn unordered_reads_of_tiles_past_the_budget_go_in_runs_of_their_cells() {
     use tdb_query::ResultLayout;
-    let dir = tdb_testdata::root()
-        .join("sparse_bounded_tiles")
-        .join("array");
-    let storage = LocalStorage::new(&dir);
-    let snap = Arc::new(Snapshot::load(&storage, "", TimeWindow::ALL, None).unwrap());
+    let (storage, snap) = sparse_bounded_tiles();
     let spec = ReadSpec::new(["a", "f", "s"]).with_layout(ResultLayout::Unordered);
     let (whole, _) = run(&storage, &snap, spec.clone());
     assert_eq!(whole.num_cells, 313_250);

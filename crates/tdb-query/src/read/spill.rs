@@ -203,10 +203,6 @@ const REJECTED: u8 = 2;
 /// body's length: [`RunFormat::head_len`]).
 const HEAD: usize = 25;
 
-/// The largest record body a run holds: a var-size value's length is 4
-/// bytes, and a piece's cell is far smaller than its tile's budget.
-const MAX_BODY: usize = u32::MAX as usize;
-
 /// A run being written: records in the result order, appended to its
 /// merge level's scratch file ([`Spill::writer`]).
 pub(crate) struct RunWriter {
@@ -346,9 +342,7 @@ impl RunWriter {
         if fmt.fixed.is_none() {
             let body = rec.len().saturating_sub(head);
             let body = u32::try_from(body)
-                .ok()
-                .filter(|&b| b as usize <= MAX_BODY)
-                .ok_or_else(|| QueryError::invalid("a spilled record past 4 GiB"))?;
+                .map_err(|_| QueryError::invalid("a spilled record past 4 GiB"))?;
             if let Some(len) = rec.get_mut(HEAD..head) {
                 len.copy_from_slice(&body.to_le_bytes());
             }

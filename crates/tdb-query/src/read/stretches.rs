@@ -899,22 +899,27 @@ impl StretchMerge {
                 run_end,
             )?;
             let (place, len, body, strided) = parse_head(head)?;
+            if !strided {
+                next_place = place.saturating_add(skip);
+                if next_place >= end {
+                    break;
+                }
+            } else if body > STRIDED_MOST.saturating_add(8) {
+                return Err(QueryError::invalid("a strided stretch's head is corrupt"));
+            }
+            let whole = HEAD.saturating_add(body);
+            let rec = read(
+                &mut self.buf,
+                &mut self.buf_at,
+                file,
+                at,
+                whole,
+                share,
+                run_end,
+            )?;
+            let rec = rec.get(HEAD as usize..).ok_or_else(cut)?;
             if strided {
                 // Its cells in the window, a slot each.
-                if body > STRIDED_MOST.saturating_add(8) {
-                    return Err(QueryError::invalid("a strided stretch's head is corrupt"));
-                }
-                let whole = HEAD.saturating_add(body);
-                let rec = read(
-                    &mut self.buf,
-                    &mut self.buf_at,
-                    file,
-                    at,
-                    whole,
-                    share,
-                    run_end,
-                )?;
-                let rec = rec.get(HEAD as usize..).ok_or_else(cut)?;
                 let st = levels::Strided::new(cols, place, len, rec)?;
                 while skip < st.cells() && st.place_of(skip) < end {
                     let slot = (st.place_of(skip).checked_sub(first))
@@ -949,10 +954,6 @@ impl StretchMerge {
                 skip = 0;
                 continue;
             }
-            next_place = place.saturating_add(skip);
-            if next_place >= end {
-                break;
-            }
             let from = usize::try_from(
                 next_place
                     .checked_sub(first)
@@ -965,17 +966,6 @@ impl StretchMerge {
                 usize::try_from(take).map_err(|_| cut())?,
                 usize::try_from(len).map_err(|_| cut())?,
             );
-            let whole = HEAD.saturating_add(body);
-            let rec = read(
-                &mut self.buf,
-                &mut self.buf_at,
-                file,
-                at,
-                whole,
-                share,
-                run_end,
-            )?;
-            let rec = rec.get(HEAD as usize..).ok_or_else(cut)?;
             // Each held field's cells (a var-size one's lengths, then its
             // bytes), then each nullable one's validity.
             let mut off = 0usize;
@@ -1192,6 +1182,18 @@ mod tests {
     /// One place's newest cell: a, n, n's validity, s, s's validity.
     type Want = Option<(u16, u16, u8, String, u8)>;
 
+    /// The cells `cs` of row `row` of a row-major tile of `(rows, cols)`
+    /// read col-major: a stretch of one cell each, a column apart.
+    fn row_across(row: u64, cs: Range<u64>, (rows, cols): (u64, u64)) -> Vec<Stretch> {
+        cs.map(|c| Stretch {
+            place: c * rows + row,
+            pos: row * cols + c,
+            len: 1,
+            tile: 0,
+        })
+        .collect()
+    }
+
     /// A run of strided records that nothing else meets is read by the
     /// windows as it is, its records' cells each to its place, a record
     /// across windows resumed where the last one stopped; one whose body
@@ -1209,14 +1211,7 @@ mod tests {
         let by_tile = vec![decoded.iter().map(Some).collect::<Vec<_>>()];
         // Row 2's cells, one a column of the col-major result.
         let row = 2u64;
-        let stretches: Vec<Stretch> = (0..cols)
-            .map(|c| Stretch {
-                place: c * rows + row,
-                pos: row * cols + c,
-                len: 1,
-                tile: 0,
-            })
-            .collect();
+        let stretches = row_across(row, 0..cols, (rows, cols));
         let push = || {
             let mut st = Stretches::new(&fields, &requested, 4 << 10).unwrap();
             st.push_run(0, &stretches, cols, &by_tile, &[], &fields)
@@ -1484,14 +1479,7 @@ mod tests {
                 for (k, (frag, rs, cs, _)) in frags.iter().enumerate() {
                     let by_tile = vec![decoded[k].iter().map(Some).collect::<Vec<_>>()];
                     for r in rs.clone() {
-                        let stretches: Vec<Stretch> = (cs.clone())
-                            .map(|c| Stretch {
-                                place: c * rows + r,
-                                pos: r * cols + c,
-                                len: 1,
-                                tile: 0,
-                            })
-                            .collect();
+                        let stretches = row_across(r, cs.clone(), (rows, cols));
                         st.push_run(*frag, &stretches, cols, &by_tile, &[], &fields)
                             .unwrap();
                         // (Past the bound, each fragment holds fewer than 16 of a level.)
