@@ -655,20 +655,15 @@ impl Reader {
         Ok(())
     }
 
-    fn frag_fields(plan: &FragPlan) -> Vec<(usize, &FragField)> {
-        let mut v: Vec<(usize, &FragField)> = plan
-            .fields
-            .iter()
-            .enumerate()
-            .filter_map(|(s, f)| f.as_ref().map(|f| (s, f)))
-            .collect();
-        if let Some(t) = &plan.timestamps {
-            v.push((TIMESTAMPS_SLOT, t));
-        }
-        if let Some(t) = &plan.delete_timestamps {
-            v.push((DELETE_TS_SLOT, t));
-        }
-        v
+    /// The fields fragment `plan` stores for the read, by slot: the
+    /// requested ones it has, then its per-cell timestamps and delete
+    /// times. (An iterator: estimates ask for them a few times a piece.)
+    fn frag_fields(plan: &FragPlan) -> impl Iterator<Item = (usize, &FragField)> {
+        let fields =
+            (plan.fields.iter().enumerate()).filter_map(|(s, f)| f.as_ref().map(|f| (s, f)));
+        let stamps = (plan.timestamps.iter()).map(|t| (TIMESTAMPS_SLOT, t));
+        let deletes = (plan.delete_timestamps.iter()).map(|t| (DELETE_TS_SLOT, t));
+        fields.chain(stamps).chain(deletes)
     }
 
     /// The sections the read needs that are not loaded yet, and where.

@@ -427,9 +427,7 @@ impl Reader {
     /// cells a piece uses, sparse ones by runs of cells of a read that
     /// spills.
     pub(super) fn sliceable(plan: &FragPlan) -> bool {
-        Self::frag_fields(plan)
-            .into_iter()
-            .all(|(_, ff)| tiles::sliceable(ff, plan.schema.version))
+        Self::frag_fields(plan).all(|(_, ff)| tiles::sliceable(ff, plan.schema.version))
     }
 
     /// Whether tile `t` of fragment `i` is sliced when a piece uses `span`
