@@ -440,12 +440,17 @@ impl Stretches {
     }
 
     /// Each of `groups` (runs, by first place, of one fragment) merged
-    /// into one run of a fresh file, which takes the old one's place.
+    /// into one run of another file, which takes the old one's place: the
+    /// one the last round read (`Stretches::spare`), written over, else a
+    /// fresh one; the old one is kept for the next round.
     fn merge_groups(&mut self, groups: &[Vec<usize>], reading: usize, cap: usize) -> Result<()> {
         self.written_out()?;
         let old = (self.file.take())
             .ok_or_else(|| QueryError::invalid("spilled stretches without their file"))?;
-        let file = scratch::shared()?;
+        let file = match self.spare.take() {
+            Some(f) => f,
+            None => scratch::shared()?,
+        };
         let mut out = BufWriter::with_capacity(cap, At::new(Arc::clone(&file), 0, 0));
         let mut written = 0u64;
         let mut runs = Vec::with_capacity(groups.len());
@@ -467,6 +472,9 @@ impl Stretches {
         self.runs = runs;
         self.file = Some(file);
         self.written = written;
+        if Arc::strong_count(&old) == 1 {
+            self.spare = Some(old);
+        }
         Ok(())
     }
 
