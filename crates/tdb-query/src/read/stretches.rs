@@ -1197,11 +1197,7 @@ mod tests {
         let fields = fields();
         let requested = [1, 0, 2, 3];
         let (rows, cols) = (48u64, 400u64);
-        let decoded = [
-            tile(0, rows * cols, 4, 100, false),
-            tile(0, rows * cols, 4, 600, true),
-            var_tile(0, rows * cols, 800),
-        ];
+        let decoded = one_tile(rows * cols);
         let by_tile = vec![decoded.iter().map(Some).collect::<Vec<_>>()];
         let mut st = Stretches::new(&fields, &requested, 4 << 10).unwrap();
         for r in 0..rows {
@@ -1212,12 +1208,7 @@ mod tests {
         assert_eq!(st.runs.len(), rows as usize);
         st.written_out().unwrap();
         let pieces_file = std::os::fd::AsRawFd::as_raw_fd(&**st.file.as_ref().unwrap());
-        let bx = DenseBox::new(
-            &[vec![(0, rows as i128 - 1)], vec![(0, cols as i128 - 1)]],
-            true,
-            vec![Datatype::Int32; 2],
-        )
-        .unwrap();
+        let bx = col_major_box(rows, cols);
         // 48 runs, 16 meeting at most for the windows, merged two at a
         // time: into 24, then 12, the second round written over the
         // pieces' file.
@@ -1243,6 +1234,26 @@ mod tests {
         }
     }
 
+    /// One fragment's tile of `cells` cells for [`fields`]' held fields:
+    /// a (tag 100), n (600), s (800).
+    fn one_tile(cells: u64) -> [DecodedTile; 3] {
+        [
+            tile(0, cells, 4, 100, false),
+            tile(0, cells, 4, 600, true),
+            var_tile(0, cells, 800),
+        ]
+    }
+
+    /// The box of `rows` × `cols` places, read col-major.
+    fn col_major_box(rows: u64, cols: u64) -> DenseBox {
+        DenseBox::new(
+            &[vec![(0, rows as i128 - 1)], vec![(0, cols as i128 - 1)]],
+            true,
+            vec![Datatype::Int32; 2],
+        )
+        .unwrap()
+    }
+
     /// The cells `cs` of row `row` of a row-major tile of `(rows, cols)`
     /// read col-major: a stretch of one cell each, a column apart.
     fn row_across(row: u64, cs: Range<u64>, (rows, cols): (u64, u64)) -> Vec<Stretch> {
@@ -1264,11 +1275,7 @@ mod tests {
         let fields = fields();
         let requested = [1, 0, 2, 3];
         let (rows, cols) = (5u64, 6u64);
-        let decoded = [
-            tile(0, rows * cols, 4, 100, false),
-            tile(0, rows * cols, 4, 600, true),
-            var_tile(0, rows * cols, 800),
-        ];
+        let decoded = one_tile(rows * cols);
         let by_tile = vec![decoded.iter().map(Some).collect::<Vec<_>>()];
         // Row 2's cells, one a column of the col-major result.
         let row = 2u64;
@@ -1280,14 +1287,7 @@ mod tests {
             assert!(st.runs.len() == 1 && st.runs[0].strided);
             st
         };
-        let bx = || {
-            DenseBox::new(
-                &[vec![(0, rows as i128 - 1)], vec![(0, cols as i128 - 1)]],
-                true,
-                vec![Datatype::Int32; 2],
-            )
-            .unwrap()
-        };
+        let bx = || col_major_box(rows, cols);
         for window in [1000, 4, 1] {
             let mut merge = push().merge(bx(), window, 1 << 20).unwrap();
             assert!(merge.st.runs[0].strided, "windows of {window}: merged down");
@@ -1610,13 +1610,7 @@ mod tests {
                     records <= 6 * st.runs.len() as u64,
                     "{what}: {records} records"
                 );
-                let bx = DenseBox::new(
-                    &[vec![(0, rows as i128 - 1)], vec![(0, cols as i128 - 1)]],
-                    true,
-                    vec![Datatype::Int32; 2],
-                )
-                .unwrap();
-                let mut merge = st.merge(bx, 7, memory).unwrap();
+                let mut merge = st.merge(col_major_box(rows, cols), 7, memory).unwrap();
                 let mut got = crate::Batch::default();
                 while let Some(b) = merge.next_batch(&fields, false, Vec::new()).unwrap() {
                     got.append(&b);
