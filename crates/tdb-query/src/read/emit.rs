@@ -275,12 +275,12 @@ impl Reader {
             self.for_each_run(slot, f, parts, keep, |source, slab| match source {
                 Some(col) => {
                     for i in slab.cells(picks) {
-                        push_cell(&mut out, col.cell(i), !col.is_null(i));
+                        out.push(col.cell(i), !col.is_null(i));
                     }
                 }
                 None => {
                     for _ in 0..slab.len {
-                        push_cell(&mut out, &f.fill, f.fill_validity != 0);
+                        out.push(&f.fill, f.fill_validity != 0);
                     }
                 }
             });
@@ -518,17 +518,6 @@ fn pack_run(bits: &mut Bitmap, source: Option<Column<'_>>, slab: Slab, fill: Fil
                 bits.push(!col.is_null(i));
             }
         }
-    }
-}
-
-/// Appends one cell.
-fn push_cell(out: &mut FieldBuffer, bytes: &[u8], valid: bool) {
-    if let Some(o) = &mut out.offsets {
-        o.push(out.data.len() as u64);
-    }
-    out.data.extend_from_slice(bytes);
-    if let Some(v) = &mut out.validity {
-        v.push(valid);
     }
 }
 
