@@ -984,7 +984,7 @@ impl Reader {
                 Some(spilled::Spilled::Records(spill)) => {
                     let mut run = spill.writer(0)?;
                     scan.spill(&spill.fmt, &mut run)?;
-                    let run = run.finish()?;
+                    let run = run.finish(&spill.fmt)?;
                     tracing::debug!(
                         piece = self.pieces_started,
                         cells = run.records(),

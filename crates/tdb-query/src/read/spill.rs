@@ -238,8 +238,6 @@ type Standing = ([u64; MAX_KEY_WORDS], (u32, u64, u32));
 struct Standings {
     keys: Option<CellKeys>,
     global: bool,
-    /// The run's format, to read the last record's coordinates back.
-    fmt: RunFormat,
 }
 
 impl Standings {
@@ -377,19 +375,18 @@ impl RunWriter {
         Ok(())
     }
 
-    /// The run, written (its last bytes maybe still in the writer's
-    /// buffer, which goes with it to its level, [`Run::open`]; with no
-    /// record, its level's file as it was, to go back to the level).
-    pub fn finish(mut self) -> Result<Run> {
+    /// The run of records of `fmt`, written (its last bytes maybe still
+    /// in the writer's buffer, which goes with it to its level,
+    /// [`Run::open`]; with no record, its level's file as it was, to go
+    /// back to the level).
+    pub fn finish(mut self, fmt: &RunFormat) -> Result<Run> {
         if let (Some(order), Some(ends), true) = (&self.order, &mut self.ends, self.records > 1) {
             // The last record's standing, from its bytes.
             let (at, _, _) = parse_head(self.record.get(..HEAD).unwrap_or_default());
             let mut spans = Vec::new();
-            order
-                .fmt
-                .parse_body(&self.record, order.fmt.head_len(), &mut spans)?;
+            fmt.parse_body(&self.record, fmt.head_len(), &mut spans)?;
             let dim = |d: usize| {
-                (order.fmt.dims.get(d))
+                (fmt.dims.get(d))
                     .and_then(|&k| spans.get(k))
                     .and_then(|&(a, b, _)| self.record.get(a..b))
                     .unwrap_or_default()
@@ -941,7 +938,6 @@ impl Spill {
             w.order = Some(Standings {
                 keys: self.order.keys.clone(),
                 global: self.order.layout == ResultLayout::GlobalOrder,
-                fmt: self.fmt.clone(),
             });
         }
         Ok(w)
@@ -1121,7 +1117,7 @@ impl Spill {
             out.push_record(&rec)?;
             heads.recycle(rec);
         }
-        let mut run = out.finish()?;
+        let mut run = out.finish(&self.fmt)?;
         self.landed(level, &mut run, true)?;
         Ok(run)
     }
@@ -1550,7 +1546,7 @@ mod tests {
             };
             w.push(fmt, at, stamp, (gone, rejected), &values).unwrap();
         }
-        w.finish().unwrap()
+        w.finish(fmt).unwrap()
     }
 
     fn order(schema: &ArraySchema, keyed: bool) -> RunOrder {
@@ -1831,7 +1827,7 @@ mod tests {
         assert_eq!(rc.start, 0);
         spill.push(c).unwrap();
         // A piece without a cell gives the level its file back as it was.
-        let empty = spill.writer(0).unwrap().finish().unwrap();
+        let empty = spill.writer(0).unwrap().finish(&fmt).unwrap();
         spill.push(empty).unwrap();
         let d = run_by(spill.writer(0).unwrap(), &fmt, &[cell(54)]);
         assert_eq!(file(&d).0, fc);
@@ -1887,7 +1883,7 @@ mod tests {
     fn an_empty_run_makes_no_file() {
         let schema = schema();
         let (_, fmt) = format(&schema);
-        let empty = RunWriter::new(512).finish().unwrap();
+        let empty = RunWriter::new(512).finish(&fmt).unwrap();
         assert!(empty.file.is_none());
         let mut spill = Spill::new(fmt.clone(), order(&schema, true), 1 << 20);
         spill.push(empty).unwrap();
