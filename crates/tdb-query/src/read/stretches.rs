@@ -927,7 +927,7 @@ impl StretchMerge {
             let rec = rec.get(HEAD as usize..).ok_or_else(cut)?;
             if strided {
                 // Its cells in the window, a slot each.
-                let st = levels::Strided::new(cols, place, len, rec)?;
+                let st = levels::Strided::new(cols, place, len, rec.to_vec())?;
                 while skip < st.cells() && st.place_of(skip) < end {
                     let slot = (st.place_of(skip).checked_sub(first))
                         .and_then(|s| usize::try_from(s).ok())

@@ -66,7 +66,8 @@ struct Cursor {
 }
 
 /// A strided record read whole: its cells' places go up by `step`, and
-/// each field's values lie column by column in `body` (as a record's do).
+/// each field's values lie column by column in `body`, after the step
+/// (as a record's do after its head).
 pub(super) struct Strided {
     place: u64,
     step: u64,
@@ -82,16 +83,15 @@ pub(super) struct Strided {
 
 impl Strided {
     /// The strided record of `cells` cells from `place` whose body is
-    /// `body` (its step first), its columns found.
-    pub(super) fn new(cols: &[Col], place: u64, cells: u64, body: &[u8]) -> Result<Self> {
+    /// `body` (its step first, kept there), its columns found.
+    pub(super) fn new(cols: &[Col], place: u64, cells: u64, body: Vec<u8>) -> Result<Self> {
         let cut = || QueryError::invalid("a strided stretch cut short");
         let step = (body.get(..8))
             .and_then(|b| b.try_into().ok())
             .map(u64::from_le_bytes)
             .ok_or_else(cut)?;
-        let body = body.get(8..).ok_or_else(cut)?.to_vec();
         let n = usize::try_from(cells).map_err(|_| cut())?;
-        let mut at = 0usize;
+        let mut at = 8usize;
         let mut layout = Vec::with_capacity(cols.len());
         for c in cols {
             match c.size {
@@ -255,7 +255,7 @@ impl Cursor {
         }
         let mut whole = Vec::new();
         self.append(&mut whole, body)?;
-        let st = Strided::new(cols, place, cells, &whole)?;
+        let st = Strided::new(cols, place, cells, whole)?;
         self.head = Some(st.head(cols));
         self.strided = Some(st);
         Ok(())
