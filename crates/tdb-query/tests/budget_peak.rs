@@ -465,7 +465,8 @@ fn rounds_of(storage: &LocalStorage, snap: &Arc<Snapshot>, spec: ReadSpec) -> (u
 /// cells in the same order, within the budget, in a few hundred rounds;
 /// under 64 KiB too, where the pieces' runs (a row or half of one each,
 /// 1,124) are too many for a window to read at once and are merged down
-/// first.
+/// first; under 16 KiB, where a piece holds part of a row, its cells in
+/// strided records (a record of a row's cells a column apart).
 #[test]
 fn reads_across_large_dense_tiles_cell_order_spill_within_the_budget() {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
@@ -473,7 +474,7 @@ fn reads_across_large_dense_tiles_cell_order_spill_within_the_budget() {
     let spec = ReadSpec::new(["r", "c", "a", "f"]).with_layout(tdb_query::ResultLayout::ColMajor);
     let (_, all, all_digest) = peak_of(&storage, &snap, spec.clone());
     assert_eq!(all, 1 << 20);
-    for budget in [64u64 << 10, 256 << 10, 1 << 20] {
+    for budget in [16u64 << 10, 64 << 10, 256 << 10, 1 << 20] {
         let (peak, cells, digest) = peak_of(&storage, &snap, spec.clone().with_budget(budget));
         assert_eq!((cells, &digest), (all, &all_digest), "under {budget}");
         let (rounds, batches, _) = rounds_of(&storage, &snap, spec.clone().with_budget(budget));
