@@ -327,7 +327,8 @@ impl RunWriter {
                 None => {
                     let len = u32::try_from(bytes.len()).map_err(|_| {
                         QueryError::invalid(format!(
-                            "a cell of {} bytes, too large to spill (slot {})",
+                            "a cell of {} bytes (slot {}) is past the 4 GiB a spilled \
+                             cell holds: read it without a budget",
                             bytes.len(),
                             s.slot
                         ))
