@@ -24,7 +24,7 @@ pub use sections::{FieldSummary, Section, SectionData, SumValue, TileBounds};
 pub use written::{WrittenField, WrittenShape};
 
 use crate::{FragmentError, Result};
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::ops::Range;
 use std::sync::Arc;
 use tdb_format::le::{self, PResult};
@@ -112,7 +112,10 @@ pub struct FragmentMetadata {
     pub footer: Footer,
     /// Shared: a read's plan and the snapshot's cache of what reads loaded
     /// hold the same sections without copying them.
-    sections: HashMap<Section, Arc<SectionData>>,
+    /// (Ordered, not hashed: a read asks for a tile's range in a section
+    /// several times a piece, and a few sections compare faster than one
+    /// is hashed.)
+    sections: BTreeMap<Section, Arc<SectionData>>,
     /// v1–v2 store the leaf MBRs instead of an R-tree.
     legacy_mbrs: Option<Vec<NDRange>>,
 }
@@ -123,14 +126,14 @@ impl FragmentMetadata {
         FragmentMetadata {
             name,
             footer,
-            sections: HashMap::new(),
+            sections: BTreeMap::new(),
             legacy_mbrs: None,
         }
     }
 
     /// Metadata of a v1–v2 fragment: everything is already loaded.
     pub fn from_legacy(name: TimestampedName, legacy: LegacyMetadata) -> Self {
-        let mut sections = HashMap::new();
+        let mut sections = BTreeMap::new();
         for (i, v) in legacy.tile_offsets.into_iter().enumerate() {
             sections.insert(Section::TileOffsets(i), Arc::new(SectionData::U64s(v)));
         }

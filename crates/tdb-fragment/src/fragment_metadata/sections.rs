@@ -21,7 +21,7 @@ use tdb_tile::read_generic_tile;
 
 /// A section of `__fragment_metadata.tdb`. Field indices are the footer's
 /// (see [`Footer::fields`]); global order bounds are per dimension.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Section {
     /// The R-tree (parsed by `tdb-index`).
     RTree,

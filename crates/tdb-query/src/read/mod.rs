@@ -921,7 +921,14 @@ impl Reader {
                         spilled::Spilled::Stretches(st)
                     }
                     ArrayType::Sparse => {
-                        let fmt = spill::RunFormat::new(&self.fields, &self.requested)?;
+                        // Records store their stamps only where some
+                        // fragment keeps its cells' own.
+                        let own = self.plans.iter().any(|p| p.timestamps.is_some());
+                        let stamps = (!own)
+                            .then(|| self.plans.iter().map(|p| p.file.name.t1).collect());
+                        let most = (self.plans.iter()).map(FragPlan::tile_num).max();
+                        let fmt = spill::RunFormat::new(&self.fields, &self.requested)?
+                            .implied(stamps, most.unwrap_or(0));
                         spilled::Spilled::Records(spill::Spill::new(fmt, self.run_order(), budget))
                     }
                 });
