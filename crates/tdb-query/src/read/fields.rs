@@ -8,6 +8,7 @@ use tdb_format::{ArrayType, DataField, DataPart, Datatype, FormatVersion};
 use tdb_fragment::fragment_metadata::Field;
 use tdb_fragment::Footer;
 use tdb_schema::{ArraySchema, PartFilters};
+use tdb_storage::join;
 use tdb_tile::CoordsLayout;
 
 /// A dimension or attribute of the array schema.
@@ -103,6 +104,21 @@ pub(crate) struct FragField {
     /// tile holds them.
     pub zipped: Option<(usize, usize, CoordsLayout)>,
     pub parts: Vec<(DataPart, PartFilters)>,
+    /// Each part's file, once the fragment's directory is known
+    /// ([`FragField::in_dir`]): a read plans each tile's parts' files
+    /// piece after piece, and joining and naming them was 1.5% of
+    /// `sparse_bounded_tiles` read under 16 KiB.
+    pub paths: Vec<String>,
+}
+
+impl FragField {
+    /// This field's parts' files in fragment directory `dir`.
+    pub fn in_dir(mut self, dir: &str) -> Self {
+        self.paths = (self.parts.iter())
+            .map(|(p, _)| join(dir, &self.data_field.file_name(*p)))
+            .collect();
+        self
+    }
 }
 
 /// How `field` is stored in the fragment of `footer` (written with `schema`), or `None` when
@@ -173,5 +189,6 @@ pub(crate) fn special_field(
         data_field,
         zipped: None,
         parts,
+        paths: Vec::new(),
     })
 }

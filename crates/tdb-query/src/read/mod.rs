@@ -417,6 +417,15 @@ impl Reader {
                     // the tiles it reads too and frees the others.
                     self.results = Results::default();
                     self.next = (0, 0);
+                    if let Some(spilled::Spilled::Records(spill)) = &mut self.spill {
+                        // A spilled piece's tiles go now (no later piece
+                        // reads them), and the runs merge in their room.
+                        self.spare.keep_tiles(self.tiles.drain().map(|(_, t)| t));
+                        if spill.unsettled() {
+                            self.spare.release();
+                            spill.settle()?;
+                        }
+                    }
                     if self.ahead.is_some() || !self.partitions.is_empty() {
                         self.next_partition()?;
                         if !self.md_answered.is_empty() {
@@ -604,10 +613,11 @@ impl Reader {
             });
             let schema = Arc::clone(schema);
             let footer = &frag.metadata.footer;
+            let frag_dir = join(self.dir(), &frag.file.path);
             let fields: Vec<_> = self
                 .fields
                 .iter()
-                .map(|f| frag_field(footer, &schema, f, encrypted))
+                .map(|f| frag_field(footer, &schema, f, encrypted).map(|ff| ff.in_dir(&frag_dir)))
                 .collect();
             // Per-cell fields are read where fragments have them only.
             if let Some((f, _)) = self
@@ -637,10 +647,12 @@ impl Reader {
             let timestamps = footer
                 .has_timestamps
                 .then(|| special_field(footer, &schema, Field::Timestamps, encrypted))
-                .flatten();
+                .flatten()
+                .map(|ff| ff.in_dir(&frag_dir));
             let delete_timestamps = (footer.has_delete_meta && !reads_delete_meta)
                 .then(|| special_field(footer, &schema, Field::DeleteTimestamps, encrypted))
-                .flatten();
+                .flatten()
+                .map(|ff| ff.in_dir(&frag_dir));
             self.plans.push(FragPlan {
                 file: frag.file.clone(),
                 meta,
@@ -924,8 +936,8 @@ impl Reader {
                         // Records store their stamps only where some
                         // fragment keeps its cells' own.
                         let own = self.plans.iter().any(|p| p.timestamps.is_some());
-                        let stamps = (!own)
-                            .then(|| self.plans.iter().map(|p| p.file.name.t1).collect());
+                        let stamps =
+                            (!own).then(|| self.plans.iter().map(|p| p.file.name.t1).collect());
                         let most = (self.plans.iter()).map(FragPlan::tile_num).max();
                         let fmt = spill::RunFormat::new(&self.fields, &self.requested)?
                             .implied(stamps, most.unwrap_or(0));

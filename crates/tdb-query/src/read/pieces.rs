@@ -145,6 +145,11 @@ impl Reader {
                     .saturating_sub(st.buffer() as u64)
                     .max(self.tile_share)
             }
+            Some(super::spilled::Spilled::Records(spill)) => {
+                (self.tile_share.saturating_add(self.batch_share))
+                    .saturating_sub(spill.writing())
+                    .max(self.tile_share)
+            }
             _ => self.tile_share,
         }
     }
@@ -254,14 +259,20 @@ impl Reader {
         span: Option<u64>,
         start: Option<u64>,
     ) -> u64 {
+        self.tile_parts(i, t).cost(span, start)
+    }
+
+    /// What tile `t` of fragment `i` costs a piece, part by part, before
+    /// its span is known: a cut that tries many spans of one tile
+    /// ([`Reader::cells_fitting`]) looks its parts up once.
+    pub(super) fn tile_parts(&self, i: usize, t: u64) -> TileParts {
         let Some(plan) = self.plans.get(i) else {
-            return 0;
+            return TileParts::default();
         };
         let cells = plan.cells(t, plan.tile_num());
         let meta = &plan.meta;
-        let span = span.filter(|_| Self::sliceable(plan)).map(|s| s.min(cells));
         let (remote, key) = (self.remote, self.key());
-        let mut total = 0u64;
+        let mut parts = Vec::new();
         for (slot, ff) in Self::frag_fields(plan) {
             // A var field's fixed part is its offsets, 8 bytes a cell.
             // Per-cell timestamps and delete times (no field of the read)
@@ -284,66 +295,44 @@ impl Reader {
                     DataPart::Validity => (meta.validity_tile_range(ff.index, t), cells),
                 };
                 let filtered = filtered.map_or(0, |r| r.end.saturating_sub(r.start));
-                let (filtered, unfiltered) = match span {
-                    Some(span) => {
-                        let share = |bytes: u64| {
-                            let part = (u128::from(bytes).saturating_mul(u128::from(span)))
-                                .checked_div(u128::from(cells.max(1)))
-                                .unwrap_or(0);
-                            u64::try_from(part).unwrap_or(u64::MAX)
-                        };
-                        // Two chunks' filtered bytes (a chunk's share of
-                        // the part's, at least a header's worth); one for
-                        // one cell, which TileDB never cuts across chunks
-                        // (its offsets part reads the next cell's offset
-                        // too: two).
-                        let chunk = (u128::from(filtered).saturating_mul(u128::from(Self::CHUNK)))
-                            .checked_div(u128::from(unfiltered.max(1)))
-                            .map_or(filtered, |c| u64::try_from(c).unwrap_or(u64::MAX));
-                        let offsets = var && *part == DataPart::Fixed;
-                        // Fixed-size values and validity: the chunks the
-                        // span's cells lie in, where its start is known
-                        // and the fragment's chunks are cut as TileDB cuts
-                        // them since format v11.
-                        let size = match part {
-                            _ if meta.footer.version < 11 => None,
-                            DataPart::Validity => Some(1),
-                            DataPart::Fixed => cell_size,
-                            DataPart::Var => None,
-                        };
-                        let touched = start.zip(size).and_then(|(first, size)| {
-                            let chunk_cells = tdb_tile::fixed_chunk_size(unfiltered, size)
-                                .ok()?
-                                .checked_div(size)?;
-                            let last = first.checked_add(span.checked_sub(1)?)?;
-                            let n = (last.checked_div(chunk_cells)?)
-                                .checked_sub(first.checked_div(chunk_cells)?)?;
-                            Some(n.saturating_add(1))
-                        });
-                        match touched {
-                            Some(n) => (
-                                chunk.max(64).saturating_mul(n).min(filtered),
-                                share(unfiltered),
-                            ),
-                            None => {
-                                let count = if span <= 1 && !offsets { 1 } else { 2 };
-                                let ends = chunk.max(64).saturating_mul(count).min(filtered);
-                                (share(filtered).saturating_add(ends), share(unfiltered))
-                            }
-                        }
-                    }
-                    // A part fetched bare is held once.
-                    None if tiles::fetched_bare(*part, var, unfiltered)
-                        && stored_bare(remote, key, plan, ff, p) =>
-                    {
-                        (0, filtered.max(unfiltered))
-                    }
-                    None => (filtered, unfiltered),
+                // Two chunks' filtered bytes (a chunk's share of the
+                // part's, at least a header's worth); one for one cell,
+                // which TileDB never cuts across chunks (its offsets part
+                // reads the next cell's offset too: two).
+                let chunk = (u128::from(filtered).saturating_mul(u128::from(Self::CHUNK)))
+                    .checked_div(u128::from(unfiltered.max(1)))
+                    .map_or(filtered, |c| u64::try_from(c).unwrap_or(u64::MAX));
+                // Fixed-size values and validity: the chunks a span's cells
+                // lie in, where its start is known and the fragment's
+                // chunks are cut as TileDB cuts them since format v11.
+                let size = match part {
+                    _ if meta.footer.version < 11 => None,
+                    DataPart::Validity => Some(1),
+                    DataPart::Fixed => cell_size,
+                    DataPart::Var => None,
                 };
-                total = total.saturating_add(filtered).saturating_add(unfiltered);
+                let chunk_cells = size.and_then(|size| {
+                    tdb_tile::fixed_chunk_size(unfiltered, size)
+                        .ok()?
+                        .checked_div(size)
+                });
+                parts.push(PartCost {
+                    filtered,
+                    unfiltered,
+                    chunk: chunk.max(64),
+                    offsets: var && *part == DataPart::Fixed,
+                    chunk_cells,
+                    // A part fetched bare is held once.
+                    bare: tiles::fetched_bare(*part, var, unfiltered)
+                        && stored_bare(remote, key, plan, ff, p),
+                });
             }
         }
-        total
+        TileParts {
+            cells,
+            sliceable: Self::sliceable(plan),
+            parts,
+        }
     }
 
     /// The tiles of fragment `i` a piece of this read may hold: of a sparse
@@ -789,9 +778,11 @@ impl Reader {
     /// 14 sizes a piece, was 9% of that read under 16 KiB).
     fn cells_fitting(&self, i: usize, t: u64, cells: &std::ops::Range<u64>) -> Option<u64> {
         let aim = self.cut_aim();
+        // As `run_held` charges a run of `n` of its cells, the tile's
+        // parts looked up once (a dozen spans are tried).
+        let parts = self.tile_parts(i, t);
         let held = |n: u64| {
-            let run = cells.start..cells.start.saturating_add(n);
-            self.run_held(i, t, Some(&run))
+            (parts.cost(Some(n), Some(cells.start))).saturating_add(self.bookkeeping(i, n, true))
         };
         let len = cells.end.saturating_sub(cells.start);
         let (one, all) = (held(1), held(len));
@@ -1329,7 +1320,13 @@ impl Reader {
         let both = self
             .estimate(&self.current)
             .saturating_add(self.estimate(&piece));
-        if both > self.tile_budget() {
+        // (Runs spilled merge between pieces in the batch's share, beside
+        // the next piece's bytes fetched ahead, `Spill::settle`.)
+        let room = match &self.spill {
+            Some(super::spilled::Spilled::Records(_)) => self.tile_share,
+            _ => self.tile_budget(),
+        };
+        if both > room {
             self.partitions.push(piece);
             return Ok(None);
         }
@@ -1534,8 +1531,6 @@ impl Reader {
                         }
                     };
                     fetches.push(tiles::plan_tile(
-                        self.dir(),
-                        &plan.file.path,
                         meta,
                         ff,
                         (i, slot, t),
@@ -1660,6 +1655,75 @@ impl Reader {
         } else {
             4 << 10
         }
+    }
+}
+
+/// One part of a tile as [`Reader::tile_parts`] finds it: its filtered
+/// and unfiltered bytes, a chunk's share of the filtered ones (at least
+/// 64), whether it is a var field's offsets, cells a chunk of it holds
+/// (where TileDB's cut is known), whether it is fetched bare.
+#[derive(Debug, Clone, Copy)]
+struct PartCost {
+    filtered: u64,
+    unfiltered: u64,
+    chunk: u64,
+    offsets: bool,
+    chunk_cells: Option<u64>,
+    bare: bool,
+}
+
+/// A tile's parts ([`Reader::tile_parts`]), its cells, and whether it
+/// can be sliced.
+#[derive(Debug, Clone, Default)]
+pub(super) struct TileParts {
+    cells: u64,
+    sliceable: bool,
+    parts: Vec<PartCost>,
+}
+
+impl TileParts {
+    /// Bytes a piece holds of the tile ([`Reader::tile_cost_at`]): with
+    /// `span`, the cells a sliced tile holds from `start` (where known),
+    /// else the whole tile. A sliced part holds its span's cells
+    /// unfiltered, and its used chunks filtered (their share of the
+    /// tile's filtered bytes, plus a chunk each end).
+    pub(super) fn cost(&self, span: Option<u64>, start: Option<u64>) -> u64 {
+        let cells = self.cells;
+        let span = span.filter(|_| self.sliceable).map(|s| s.min(cells));
+        let mut total = 0u64;
+        for p in &self.parts {
+            let (filtered, unfiltered) = match span {
+                Some(span) => {
+                    let share = |bytes: u64| {
+                        let part = (u128::from(bytes).saturating_mul(u128::from(span)))
+                            .checked_div(u128::from(cells.max(1)))
+                            .unwrap_or(0);
+                        u64::try_from(part).unwrap_or(u64::MAX)
+                    };
+                    let touched = start.zip(p.chunk_cells).and_then(|(first, chunk_cells)| {
+                        let last = first.checked_add(span.checked_sub(1)?)?;
+                        let n = (last.checked_div(chunk_cells)?)
+                            .checked_sub(first.checked_div(chunk_cells)?)?;
+                        Some(n.saturating_add(1))
+                    });
+                    match touched {
+                        Some(n) => (
+                            p.chunk.saturating_mul(n).min(p.filtered),
+                            share(p.unfiltered),
+                        ),
+                        None => {
+                            let count = if span <= 1 && !p.offsets { 1 } else { 2 };
+                            let ends = p.chunk.saturating_mul(count).min(p.filtered);
+                            (share(p.filtered).saturating_add(ends), share(p.unfiltered))
+                        }
+                    }
+                }
+                None if p.bare => (0, p.filtered.max(p.unfiltered)),
+                None => (p.filtered, p.unfiltered),
+            };
+            total = total.saturating_add(filtered).saturating_add(unfiltered);
+        }
+        total
     }
 }
 

@@ -118,7 +118,11 @@ impl RunFormat {
     /// 29%.
     pub fn implied(mut self, frag_stamps: Option<Vec<u64>>, most_tiles: u64) -> Self {
         self.frag_stamps = frag_stamps.map(Arc::from);
-        self.tile_bytes = if most_tiles > u64::from(u32::MAX) { 8 } else { 4 };
+        self.tile_bytes = if most_tiles > u64::from(u32::MAX) {
+            8
+        } else {
+            4
+        };
         self
     }
 
@@ -1103,6 +1107,19 @@ impl Spill {
             last.ends = None;
         }
         self.runs.push((run, 0));
+        Ok(())
+    }
+
+    /// Whether [`Spill::settle`] has runs to merge.
+    pub fn unsettled(&self) -> bool {
+        self.runs.len() > self.held_most()
+    }
+
+    /// Merges held runs, a level's `fan_in` at a time, while more than
+    /// [`Spill::held_most`] are held. Called between pieces, when no tile
+    /// is held: a merge's buffers then take the tiles' memory, not the
+    /// batch's share, which pieces use too ([`Spill::writing`]).
+    pub fn settle(&mut self) -> Result<()> {
         while self.runs.len() > self.held_most() {
             // The lowest level with `fan_in` runs: its oldest `fan_in` (a
             // file's, [`Level`]).
@@ -1141,6 +1158,17 @@ impl Spill {
             self.runs.push((merged, up));
         }
         Ok(())
+    }
+
+    /// What the spill holds while pieces write runs: the writer's buffer
+    /// and the held runs ([`Spill::held_most`], and the one over). No
+    /// batch is made while runs are written, so pieces hold the rest of
+    /// the batch's share (`sparse_bounded_tiles` row-major under 16 KiB:
+    /// 2,233 pieces of the tile share alone, 1,269 so).
+    pub fn writing(&self) -> u64 {
+        let runs = self.held_most().saturating_add(1);
+        let held = runs.saturating_mul(std::mem::size_of::<(Run, u32)>());
+        (self.out_buffer.saturating_add(held)) as u64
     }
 
     /// Runs held before any is merged: four times the fan-in (the newest
@@ -1696,7 +1724,10 @@ mod tests {
         for (k, &((x, _), frag, _, gone, rejected, s)) in cells.iter().enumerate() {
             assert!(r.next(&lean, None, &mut rec).unwrap());
             let stamp = [30, 10, 20][frag as usize];
-            assert_eq!((rec.at.frag, rec.at.cell, rec.stamp), (frag, k as u32, stamp));
+            assert_eq!(
+                (rec.at.frag, rec.at.cell, rec.stamp),
+                (frag, k as u32, stamp)
+            );
             assert_eq!((rec.gone, rec.rejected), (gone, rejected));
             assert_eq!(rec.value(0), (&x.to_le_bytes()[..], true));
             assert_eq!(rec.value(2), (s.unwrap_or("").as_bytes(), s.is_some()));
@@ -1956,11 +1987,13 @@ mod tests {
             let r = run_by(spill.writer(0).unwrap(), &fmt, &[cell(x), cell(x + 1)]);
             files.push(Arc::downgrade(&r.file.as_ref().unwrap().0));
             spill.push(r).unwrap();
+            spill.settle().unwrap();
         }
         assert!(files[0].upgrade().is_some());
         x -= 2;
         let r = run_by(spill.writer(0).unwrap(), &fmt, &[cell(x), cell(x + 1)]);
         spill.push(r).unwrap();
+        spill.settle().unwrap();
         assert_eq!(spill.len(), 8);
         assert!(files[0].upgrade().is_none(), "a merged file goes");
         assert_eq!(spill.runs.iter().filter(|r| r.1 == 1).count(), 1);
@@ -1971,6 +2004,7 @@ mod tests {
             let r = run_by(spill.writer(0).unwrap(), &fmt, &[cell(x), cell(x + 1)]);
             files.push(Arc::downgrade(&r.file.as_ref().unwrap().0));
             spill.push(r).unwrap();
+            spill.settle().unwrap();
             assert!(spill.len() <= 8);
             let mut alive: Vec<*const File> = (files.iter())
                 .filter(|f| f.upgrade().is_some())

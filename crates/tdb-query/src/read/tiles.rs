@@ -14,7 +14,7 @@ use tdb_filters::Workspace;
 use tdb_format::{DataPart, Datatype, FormatVersion};
 use tdb_fragment::FragmentMetadata;
 use tdb_storage::Answers;
-use tdb_storage::{join, ByteRange, RangeRead, RangeRequest};
+use tdb_storage::{ByteRange, RangeRead, RangeRequest};
 use tdb_tile::{
     unfiltered_size, ChunkWalk, FieldTile, FilteredChunk, TileData, TileFilters, TileShape,
     WalkPoint, WalkedChunk,
@@ -129,11 +129,9 @@ fn offsets_part(fetch: &TileFetch, p: usize) -> bool {
             .any(|(kind, _, _)| *kind == DataPart::Var)
 }
 
-/// The parts of tile `key` of `ff` in `frag` and their byte ranges.
-#[allow(clippy::too_many_arguments)]
+/// The parts of tile `key` of `ff` (its files found, [`FragField::in_dir`])
+/// and their byte ranges.
 pub(crate) fn plan_tile(
-    dir: &str,
-    frag_path: &str,
     m: &FragmentMetadata,
     ff: &FragField,
     key: TileKey,
@@ -143,13 +141,14 @@ pub(crate) fn plan_tile(
 ) -> Result<TileFetch> {
     let tile = key.2;
     let mut parts = Vec::new();
-    for (part, _) in &ff.parts {
+    for (k, (part, _)) in ff.parts.iter().enumerate() {
         let range = match part {
             DataPart::Fixed => m.tile_range(ff.index, tile)?,
             DataPart::Var => m.var_tile_range(ff.index, tile)?,
             DataPart::Validity => m.validity_tile_range(ff.index, tile)?,
         };
-        let path = join(&join(dir, frag_path), &ff.data_field.file_name(*part));
+        let path = (ff.paths.get(k).cloned())
+            .ok_or_else(|| QueryError::invalid("a field's files planned without its fragment"))?;
         parts.push((*part, path, range));
     }
     // The caller saw that the fragment's fields are `sliceable`.
@@ -833,6 +832,15 @@ fn keep_carried(points: &mut WalkPoints, now: u64) {
             let (_, &mut oldest_kept, _) = whens.select_nth_unstable(gone);
             points.retain(|_, s| s.when == now || s.when >= oldest_kept);
         }
+    }
+    // Mostly they fit: a pass, no sort (sorting them every piece was 3%
+    // of `sparse_bounded_tiles` read under 16 KiB, 2,233 pieces).
+    let carried = (points.values())
+        .filter(|s| s.when != now)
+        .filter_map(|s| Some(s.last.as_ref()?.1.len()))
+        .fold(0usize, usize::saturating_add);
+    if carried <= CARRIED_LIMIT {
+        return;
     }
     let mut others: Vec<(u64, (TileKey, usize), usize)> = (points.iter())
         .filter(|(_, s)| s.when != now)
@@ -1973,6 +1981,7 @@ mod tests {
                 .collect(),
             data_field,
             zipped: None,
+            paths: Vec::new(),
         }
     }
 
@@ -2387,6 +2396,7 @@ mod tests {
             )],
             data_field: DataField::Dimension(0),
             zipped: None,
+            paths: Vec::new(),
         };
         let fu = field(&s, 2, &[DataPart::Fixed]);
         let bd = [PartBytes::Whole(filtered(&fd, 0, &d, None))];
