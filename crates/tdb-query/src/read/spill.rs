@@ -1162,9 +1162,8 @@ impl Spill {
 
     /// What the spill holds while pieces write runs: the writer's buffer
     /// and the held runs ([`Spill::held_most`], and the one over). No
-    /// batch is made while runs are written, so pieces hold the rest of
-    /// the batch's share (`sparse_bounded_tiles` row-major under 16 KiB:
-    /// 2,233 pieces of the tile share alone, 1,269 so).
+    /// batch is made while runs are written, so pieces take some of the
+    /// rest (`Reader::tile_budget`).
     pub fn writing(&self) -> u64 {
         let runs = self.held_most().saturating_add(1);
         let held = runs.saturating_mul(std::mem::size_of::<(Run, u32)>());
