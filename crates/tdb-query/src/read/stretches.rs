@@ -17,10 +17,10 @@
 //! copied straight to their places (var-size values through an arena, put
 //! in order at the end), and places no run holds get fill. Each run's
 //! bytes are read once, into a buffer of its own that the next window
-//! goes on from (the memory the tiles held, shared by the live runs). Where too many
-//! runs meet at a place for a window to read them well (across the order,
-//! a run a piece of a tile's lines), they are merged down first
-//! ([`levels`]). A piece that holds part of a tile line across the order
+//! goes on from (the memory the tiles held, shared by the live runs).
+//! Where too many runs meet at a place for a window to read them well
+//! (across the order, a run a piece of a tile's lines), they are merged
+//! down first ([`levels`]). A piece that holds part of a tile line across the order
 //! holds one cell of each result line it crosses: those cells go in
 //! strided records ([`STRIDED`], a head for up to 256 bytes of cells
 //! whose places go up by the result line's length), not a record of 20
@@ -1365,14 +1365,6 @@ mod tests {
         assert!(merge.next_batch(&fields, false, Vec::new()).is_err());
     }
 
-    /// Runs of two fragments over places 0..100 of a 1-D box (fragment 1,
-    /// newer, over part of fragment 0's, one of whose runs starts under
-    /// it; places 80..90 and 95.. written by none) handed out in windows
-    /// that cut records anywhere (each looking at the runs it reached and
-    /// not yet out, older fragments first), records
-    /// read through large and small buffers, written with many cells and
-    /// with a few: each place's newest value, fill where none wrote, `a`
-    /// asked for twice, var-size strings.
     /// Windows keep what they read of each run for the next: a run's
     /// bytes are read once where the memory holds every run's share, and
     /// a record at most again a read where it does not. (Each window read
@@ -1407,6 +1399,14 @@ mod tests {
         }
     }
 
+    /// Runs of two fragments over places 0..100 of a 1-D box (fragment 1,
+    /// newer, over part of fragment 0's, one of whose runs starts under
+    /// it; places 80..90 and 95.. written by none) handed out in windows
+    /// that cut records anywhere (each looking at the runs it reached and
+    /// not yet out, older fragments first), records
+    /// read through large and small buffers, written with many cells and
+    /// with a few: each place's newest value, fill where none wrote, `a`
+    /// asked for twice, var-size strings.
     #[test]
     fn windows_take_the_newest_stretch_of_each_place_and_fill_the_rest() {
         let fields = fields();
