@@ -941,7 +941,9 @@ impl Reader {
                         let most = (self.plans.iter()).map(FragPlan::tile_num).max();
                         let fmt = spill::RunFormat::new(&self.fields, &self.requested)?
                             .implied(stamps, most.unwrap_or(0));
-                        spilled::Spilled::Records(spill::Spill::new(fmt, self.run_order(), budget))
+                        let writer = usize::try_from(self.batch_share / 2).unwrap_or(usize::MAX);
+                        let spill = spill::Spill::within(fmt, self.run_order(), budget, writer);
+                        spilled::Spilled::Records(spill)
                     }
                 });
             }

@@ -150,7 +150,7 @@ impl Reader {
             // budget (decoded chunks kept, chunks carried between
             // pieces), which a read filling its budget would otherwise
             // take past 1 MiB over it: `sparse_bounded_tiles` global
-            // order under 1 MiB peaked at 2.09 MB with it all, 1.90 so,
+            // order under 1 MiB peaked at 2.09 MB with it all, 1.95 so,
             // 1.84 without (`budget_peak`).
             Some(super::spilled::Spilled::Records(spill)) => {
                 let idle = self.batch_share.saturating_sub(spill.writing());

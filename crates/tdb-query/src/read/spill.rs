@@ -946,9 +946,19 @@ impl Spill {
     /// `dense_large_tiles` under 256 KiB: 0.79 → 0.65 s with 16 KiB
     /// instead of 1 KiB). A piece's run is written while its tiles are
     /// held, but no batch is: the batch's share of the budget holds it.
+    #[cfg(test)]
     pub fn new(fmt: RunFormat, order: RunOrder, memory: u64) -> Self {
+        Self::within(fmt, order, memory, usize::MAX)
+    }
+
+    /// [`Spill::new`], its writer's buffer at most `writer` bytes: the
+    /// batch's share holds it while pieces write runs, and pieces take
+    /// what it leaves (`Reader::tile_budget`). (A tile share swollen by
+    /// the chunks a piece reaches, 39 KiB of `sparse_bounded_tiles` under
+    /// 16 KiB, made a 10 KiB buffer, more than the batch's 8.)
+    pub fn within(fmt: RunFormat, order: RunOrder, memory: u64, writer: usize) -> Self {
         let memory = usize::try_from(memory).unwrap_or(usize::MAX);
-        let out_buffer = (memory / 4).clamp(512, 64 << 10);
+        let out_buffer = (memory / 4).min(writer).clamp(512, 64 << 10);
         let rest = memory.saturating_sub(out_buffer);
         let per_run = fmt.record_bytes().saturating_add(512);
         let fan_in = (rest.checked_div(per_run).unwrap_or(0)).clamp(2, Self::MAX_FAN_IN);
@@ -1161,11 +1171,12 @@ impl Spill {
     }
 
     /// What the spill holds while pieces write runs: the writer's buffer
-    /// and the held runs ([`Spill::held_most`], and the one over). No
+    /// and the held runs, with the next piece's (they are settled to at
+    /// most [`Spill::held_most`] between pieces, [`Spill::settle`]). No
     /// batch is made while runs are written, so pieces take some of the
     /// rest (`Reader::tile_budget`).
     pub fn writing(&self) -> u64 {
-        let runs = self.held_most().saturating_add(1);
+        let runs = self.runs.len().saturating_add(1);
         let held = runs.saturating_mul(std::mem::size_of::<(Run, u32)>());
         (self.out_buffer.saturating_add(held)) as u64
     }
