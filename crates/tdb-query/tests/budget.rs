@@ -1223,18 +1223,20 @@ fn sparse_bounded_tiles() -> (LocalStorage, Arc<Snapshot>) {
 /// most that fit, not in halves (which hold between half the budget and
 /// all of it): `sparse_bounded_tiles` (tiles of 10,000 cells, five
 /// fields) row-major under 16 and 64 KiB, the cells of the unbudgeted
-/// read in 2,009 and 1,077 pieces (3,715 and 1,889 halved). The pieces
+/// read in 1,252 and 1,077 pieces (3,715 and 1,889 halved). The pieces
 /// take half the batch's share that the spill's writer and held runs
 /// leave (no batch is made while runs are written; their merges wait for
 /// the pieces' tiles to go, `Spill::settle`): 2,233 and 1,262 pieces of
-/// the tile share alone.
+/// the tile share alone. And a run starting in the chunk the last walk
+/// over its part kept is not charged that chunk's filtered bytes (it
+/// fetches none): 2,009 pieces under 16 KiB where it was.
 #[test]
 fn runs_of_a_sparse_tiles_cells_are_cut_where_the_budget_is_filled() {
     use tdb_query::ResultLayout;
     let (storage, snap) = sparse_bounded_tiles();
     let spec = ReadSpec::new(["x", "y", "a", "f", "s"]).with_layout(ResultLayout::RowMajor);
     let (whole, _) = run(&storage, &snap, spec.clone());
-    for (budget, most) in [(16u64 << 10, 2_100), (64 << 10, 1_100)] {
+    for (budget, most) in [(16u64 << 10, 1_500), (64 << 10, 1_100)] {
         let (all, rounds, _, pieces) = pieces_of(&storage, &snap, spec.clone().with_budget(budget));
         assert_eq!(all, whole, "under {budget}");
         assert!(

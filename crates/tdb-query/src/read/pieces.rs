@@ -322,6 +322,12 @@ impl Reader {
                         .ok()?
                         .checked_div(size)
                 });
+                let carried =
+                    size.zip(self.walk_points.get(&((i, slot, t), p)))
+                        .and_then(|(size, stop)| {
+                            let bytes = stop.carried()?;
+                            Some(bytes.start.div_ceil(size)..bytes.end.checked_div(size)?)
+                        });
                 parts.push(PartCost {
                     filtered,
                     unfiltered,
@@ -331,6 +337,7 @@ impl Reader {
                     // A part fetched bare is held once.
                     bare: tiles::fetched_bare(*part, var, unfiltered)
                         && stored_bare(remote, key, plan, ff, p),
+                    carried,
                 });
             }
         }
@@ -1668,7 +1675,7 @@ impl Reader {
 /// and unfiltered bytes, a chunk's share of the filtered ones (at least
 /// 64), whether it is a var field's offsets, cells a chunk of it holds
 /// (where TileDB's cut is known), whether it is fetched bare.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct PartCost {
     filtered: u64,
     unfiltered: u64,
@@ -1676,6 +1683,10 @@ struct PartCost {
     offsets: bool,
     chunk_cells: Option<u64>,
     bare: bool,
+    /// Cells (as a fixed-size part cuts them) of the chunk whose filtered
+    /// bytes the last walk over this part kept (`WalkStop::carried`): a
+    /// span starting in it fetches no new bytes for it.
+    carried: Option<std::ops::Range<u64>>,
 }
 
 /// A tile's parts ([`Reader::tile_parts`]), its cells, and whether it
@@ -1710,7 +1721,13 @@ impl TileParts {
                         let last = first.checked_add(span.checked_sub(1)?)?;
                         let n = (last.checked_div(chunk_cells)?)
                             .checked_sub(first.checked_div(chunk_cells)?)?;
-                        Some(n.saturating_add(1))
+                        // (The first chunk's bytes kept from the last walk
+                        // are not fetched again: `sparse_bounded_tiles`
+                        // row-major under 16 KiB, pieces of a few hundred
+                        // cells in chunks of thousands, were charged a
+                        // chunk of each part they did not fetch.)
+                        let kept = p.carried.as_ref().is_some_and(|c| c.contains(&first));
+                        Some(n.saturating_add(u64::from(!kept)))
                     });
                     match touched {
                         Some(n) => (

@@ -454,6 +454,14 @@ pub(crate) struct WalkStop {
     when: u64,
 }
 
+impl WalkStop {
+    /// The tile's unfiltered bytes its last chunk holds, where its
+    /// filtered bytes are kept for the next piece of the tile.
+    pub fn carried(&self) -> Option<Range<u64>> {
+        self.last.as_ref().map(|(c, _)| c.unfiltered.clone())
+    }
+}
+
 /// Filtered bytes of last chunks kept for walks the latest piece did not
 /// take (see [`Fetching::finish`]): memory outside the budget, as the
 /// decoded chunks of [`ChunkCache`] are.
