@@ -937,7 +937,7 @@ impl Reader {
                         // fragment keeps its cells' own.
                         let own = self.plans.iter().any(|p| p.timestamps.is_some());
                         let stamps =
-                            (!own).then(|| self.plans.iter().map(|p| p.file.name.t1).collect());
+                            (!own).then(|| self.plans.iter().map(FragPlan::cell_stamp).collect());
                         let most = (self.plans.iter()).map(FragPlan::tile_num).max();
                         let fmt = spill::RunFormat::new(&self.fields, &self.requested)?
                             .implied(stamps, most.unwrap_or(0));

@@ -38,6 +38,12 @@ pub(crate) struct FragPlan {
 }
 
 impl FragPlan {
+    /// The timestamp of a cell of this fragment that keeps none of its
+    /// own: the fragment's first.
+    pub fn cell_stamp(&self) -> u64 {
+        self.file.name.t1
+    }
+
     /// Each tile's MBR (sparse fragments).
     pub fn leaves(&self) -> &[NDRange] {
         self.rtree.leaves()

@@ -194,7 +194,7 @@ impl TileCheck<'_> {
             )));
         }
         let n = n as usize;
-        let frag_ts = plan.file.name.t1;
+        let frag_ts = plan.cell_stamp();
         let tc = tile_columns(fields, tiles, fi, t, n);
         // Dimensions the tile's decoding checked, its cells already
         // checked along them (`tiles::TileBound`).
@@ -556,7 +556,7 @@ impl SparseScan<'_> {
             hits: Vec::new(),
         };
         for ((fi, t), kept) in kept {
-            let frag_ts = self.plans.get(fi).map_or(0, |p| p.file.name.t1);
+            let frag_ts = self.plans.get(fi).map_or(0, FragPlan::cell_stamp);
             let first = (self.plans.get(fi)).map_or(0, |p| held_cells(self.held, p, fi, t).0);
             // Kept cells of the tile, in order (`KeptCells` lists them so).
             let mut at = 0usize;
