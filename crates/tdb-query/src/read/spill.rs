@@ -168,7 +168,11 @@ impl RunFormat {
             8 => rec.extend_from_slice(&at.tile.to_le_bytes()),
             _ => {
                 let tile = u32::try_from(at.tile).map_err(|_| {
-                    QueryError::invalid(format!("tile {} past a spill's 4-byte tiles", at.tile))
+                    QueryError::invalid(format!(
+                        "tile {} past the 4-byte tile indices this spill chose from its \
+                         fragments' tile counts (a reader bug)",
+                        at.tile
+                    ))
                 })?;
                 rec.extend_from_slice(&tile.to_le_bytes());
             }

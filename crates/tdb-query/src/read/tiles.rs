@@ -147,8 +147,9 @@ pub(crate) fn plan_tile(
             DataPart::Var => m.var_tile_range(ff.index, tile)?,
             DataPart::Validity => m.validity_tile_range(ff.index, tile)?,
         };
-        let path = (ff.paths.get(k).cloned())
-            .ok_or_else(|| QueryError::invalid("a field's files planned without its fragment"))?;
+        let path = (ff.paths.get(k).cloned()).ok_or_else(|| {
+            QueryError::invalid("a field's files not named for its fragment (a reader bug)")
+        })?;
         parts.push((*part, path, range));
     }
     // The caller saw that the fragment's fields are `sliceable`.
