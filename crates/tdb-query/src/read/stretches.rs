@@ -685,7 +685,8 @@ pub(crate) struct StretchMerge {
     bufs: Vec<(Vec<u8>, u64)>,
     /// Bytes the runs' buffers hold together at most, beside a window.
     reading: usize,
-    /// Bytes read from the file so far.
+    /// Bytes the windows read from the file so far (each run's once, but
+    /// a record cut by its buffer's end: logged at the end).
     read: u64,
     /// [`StretchMerge::READ_MOST`] (less in tests).
     read_most: usize,
@@ -713,6 +714,7 @@ impl StretchMerge {
         recycled: Vec<FieldBuffer>,
     ) -> Result<Option<Batch>> {
         let Some(first) = self.bx.place() else {
+            tracing::debug!(bytes = self.read, "windows read the spilled stretches");
             return Ok(None);
         };
         let w = usize::try_from(self.bx.left().min(self.cells as u64))
@@ -1223,14 +1225,7 @@ mod tests {
         let fields = fields();
         let requested = [1, 0, 2, 3];
         let (rows, cols) = (24u64, 400u64);
-        let decoded = one_tile(rows * cols);
-        let by_tile = vec![decoded.iter().map(Some).collect::<Vec<_>>()];
-        let mut st = Stretches::new(&fields, &requested, 4 << 10).unwrap();
-        for r in 0..rows {
-            let stretches = row_across(r, 0..cols, (rows, cols));
-            st.push_run(0, &stretches, cols, &by_tile, &[], &fields)
-                .unwrap();
-        }
+        let mut st = rows_pushed(&fields, &requested, (rows, cols));
         assert_eq!(st.runs.len(), rows as usize);
         st.written_out().unwrap();
         let pieces_file = std::os::fd::AsRawFd::as_raw_fd(&**st.file.as_ref().unwrap());
@@ -1258,6 +1253,24 @@ mod tests {
             let got = String::from_utf8(s.data[offsets[p] as usize..end].to_vec()).unwrap();
             assert_eq!(got, text(800, q), "place {p}");
         }
+    }
+
+    /// One fragment's tile of `rows` × `cols` cells ([`one_tile`]) pushed
+    /// a row at a time across the order ([`row_across`]): a run a row.
+    fn rows_pushed(
+        fields: &[FieldInfo],
+        requested: &[usize],
+        (rows, cols): (u64, u64),
+    ) -> Stretches {
+        let decoded = one_tile(rows * cols);
+        let by_tile = vec![decoded.iter().map(Some).collect::<Vec<_>>()];
+        let mut st = Stretches::new(fields, requested, 4 << 10).unwrap();
+        for r in 0..rows {
+            let stretches = row_across(r, 0..cols, (rows, cols));
+            st.push_run(0, &stretches, cols, &by_tile, &[], fields)
+                .unwrap();
+        }
+        st
     }
 
     /// One fragment's tile of `cells` cells for [`fields`]' held fields:
@@ -1375,15 +1388,8 @@ mod tests {
         let fields = fields();
         let requested = [1, 0, 2, 3];
         let (rows, cols) = (40u64, 6u64);
-        let decoded = one_tile(rows * cols);
-        let by_tile = vec![decoded.iter().map(Some).collect::<Vec<_>>()];
         for (memory, most) in [(1usize << 20, 1.0), (6 << 10, 1.5)] {
-            let mut st = Stretches::new(&fields, &requested, 4 << 10).unwrap();
-            for r in 0..rows {
-                let stretches = row_across(r, 0..cols, (rows, cols));
-                st.push_run(0, &stretches, cols, &by_tile, &[], &fields)
-                    .unwrap();
-            }
+            let st = rows_pushed(&fields, &requested, (rows, cols));
             let mut merge = st.merge(col_major_box(rows, cols), 7, memory).unwrap();
             let bytes: u64 = (merge.st.runs.iter()).map(|r| r.end - r.start).sum();
             let mut cells = 0;
