@@ -346,8 +346,8 @@ fn a_budget_below_a_cells_chunks_reads_the_cells() {
 /// A budget too small for a tile that must be held whole (var-size cells
 /// whose filters keep their offsets inside the data, TileDB's DICTIONARY
 /// on strings: no cell's bytes can be found without the tile's) is an
-/// error before any tile is read, and it says what budget would do: that
-/// budget reads the cells.
+/// error before any tile is read, and it says what budget would do (that
+/// budget reads the cells) and which field holds the tile whole.
 #[test]
 fn a_budget_below_a_tile_held_whole_is_refused_up_front() {
     let dir = tdb_testdata::root().join("filter_dictionary").join("array");
@@ -377,6 +377,11 @@ fn a_budget_below_a_tile_held_whole_is_refused_up_front() {
     let msg = err.to_string();
     assert!(
         msg.contains("memory budget of 200 bytes is too small"),
+        "{msg}"
+    );
+    // And why the tile is held whole: the field whose filters take it so.
+    assert!(
+        msg.contains("field `a` cannot be read chunk by chunk"),
         "{msg}"
     );
     let named: u64 = (msg.split("give at least ").nth(1))

@@ -887,14 +887,30 @@ impl Reader {
         if whole.0 > budget / 2 {
             let batch = budget.saturating_sub(whole.0) / 2;
             if batch < cell {
+                let plan = self.plans.get(whole.1);
+                // Why the tile is held whole, where a field says so.
+                let whole_field = plan.and_then(|p| {
+                    let (slot, _) = Self::frag_fields(p)
+                        .find(|(_, ff)| !tiles::sliceable(ff, p.schema.version))?;
+                    Some(
+                        self.fields
+                            .get(slot)
+                            .map_or("per-cell metadata", |f| f.name.as_str()),
+                    )
+                });
+                let why = whole_field.map_or(String::new(), |f| {
+                    format!(
+                        ", read whole: field `{f}` cannot be read chunk by chunk, its \
+                         filters taking a tile whole (string RLE or dictionary) or its \
+                         coordinates zipped (before format v5)"
+                    )
+                });
                 return Err(QueryError::Budget {
                     budget,
                     need: format!(
                         "a tile of fragment {} needs {} bytes (the fields read, filtered \
-                         and unfiltered), and a batch of one cell {cell}: give at least {}",
-                        self.plans
-                            .get(whole.1)
-                            .map_or("?", |p| p.file.path.as_str()),
+                         and unfiltered{why}), and a batch of one cell {cell}: give at least {}",
+                        plan.map_or("?", |p| p.file.path.as_str()),
                         whole.0,
                         whole.0.saturating_add(cell.saturating_mul(2))
                     ),
