@@ -51,13 +51,42 @@ fn fetching<S: tdb_storage::ReadableStorage + ?Sized>(
     snap: &Arc<Snapshot>,
     spec: ReadSpec,
 ) -> (Batch, usize, u64) {
+    let m = stepped(storage, snap, spec);
+    (m.all, m.rounds, m.bytes)
+}
+
+/// What a read stepped by hand gave and cost.
+struct Stepped {
+    /// Its batches joined.
+    all: Batch,
+    /// Rounds of requests, ranges asked for, bytes fetched.
+    rounds: usize,
+    ranges: usize,
+    bytes: u64,
+    /// Decoding steps.
+    pieces: usize,
+}
+
+/// A read of `spec` stepped by hand to its end ([`Stepped`]).
+fn stepped<S: tdb_storage::ReadableStorage + ?Sized>(
+    storage: &S,
+    snap: &Arc<Snapshot>,
+    spec: ReadSpec,
+) -> Stepped {
     let mut reader = tdb_query::Reader::new(snap.clone(), spec).unwrap();
-    let (mut all, mut rounds, mut bytes) = (Batch::default(), 0, 0u64);
+    let mut m = Stepped {
+        all: Batch::default(),
+        rounds: 0,
+        ranges: 0,
+        bytes: 0,
+        pieces: 0,
+    };
     loop {
         match reader.step().unwrap() {
             tdb_query::ReadStep::Need(r) => {
-                rounds += 1;
-                bytes += (r.iter())
+                m.rounds += 1;
+                m.ranges += r.len();
+                m.bytes += (r.iter())
                     .map(|q| match q.range {
                         tdb_storage::ByteRange::Bounded { len, .. } => len,
                         tdb_storage::ByteRange::Suffix(n) => n,
@@ -67,9 +96,12 @@ fn fetching<S: tdb_storage::ReadableStorage + ?Sized>(
                 let got = storage.read_ranges(&r).unwrap();
                 reader.push(r.into_iter().zip(got)).unwrap();
             }
-            tdb_query::ReadStep::Decode(w) => reader.push_decoded(w.run().unwrap()).unwrap(),
-            tdb_query::ReadStep::Batch(b) => all.append(&b),
-            tdb_query::ReadStep::Done => return (all, rounds, bytes),
+            tdb_query::ReadStep::Decode(w) => {
+                m.pieces += 1;
+                reader.push_decoded(w.run().unwrap()).unwrap();
+            }
+            tdb_query::ReadStep::Batch(b) => m.all.append(&b),
+            tdb_query::ReadStep::Done => return m,
         }
     }
 }
@@ -979,29 +1011,8 @@ fn pieces_of<S: tdb_storage::ReadableStorage + ?Sized>(
     snap: &Arc<Snapshot>,
     spec: ReadSpec,
 ) -> (Batch, usize, u64, usize) {
-    let mut reader = tdb_query::Reader::new(snap.clone(), spec).unwrap();
-    let (mut all, mut rounds, mut bytes, mut pieces) = (Batch::default(), 0, 0u64, 0);
-    loop {
-        match reader.step().unwrap() {
-            tdb_query::ReadStep::Need(r) => {
-                rounds += 1;
-                bytes += (r.iter())
-                    .map(|q| match q.range {
-                        tdb_storage::ByteRange::Bounded { len, .. } => len,
-                        _ => 0,
-                    })
-                    .sum::<u64>();
-                let got = storage.read_ranges(&r).unwrap();
-                reader.push(r.into_iter().zip(got)).unwrap();
-            }
-            tdb_query::ReadStep::Decode(w) => {
-                pieces += 1;
-                reader.push_decoded(w.run().unwrap()).unwrap();
-            }
-            tdb_query::ReadStep::Batch(b) => all.append(&b),
-            tdb_query::ReadStep::Done => return (all, rounds, bytes, pieces),
-        }
-    }
+    let m = stepped(storage, snap, spec);
+    (m.all, m.rounds, m.bytes, m.pieces)
 }
 
 /// Dense aggregates fold the subarray's cells in the order they are
@@ -1247,6 +1258,42 @@ fn runs_of_a_sparse_tiles_cells_are_cut_where_the_budget_is_filled() {
         assert!(
             pieces <= most,
             "under {budget}: {pieces} pieces, {rounds} rounds"
+        );
+    }
+}
+
+/// A sparse read in pieces reads each fragment's files on past what a
+/// piece asks for, and answers the pieces after it from those bytes:
+/// `sparse_bounded_tiles` read whole under 1 MiB in global and row-major
+/// order (spilled in runs of each fragment's tiles) asked for 467 ranges,
+/// 3.6 and 8.8 times the unbudgeted reads' 128 and 53, each a round trip
+/// on an object store. Within 3 times now, the same cells, and the bytes
+/// read on and let go unused a small share.
+#[test]
+fn pieces_of_a_sparse_read_are_answered_from_the_files_read_on() {
+    use tdb_query::ResultLayout;
+    let (storage, snap) = sparse_bounded_tiles();
+    for layout in [ResultLayout::GlobalOrder, ResultLayout::RowMajor] {
+        let spec = ReadSpec::new(["x", "y", "a", "f", "s"]).with_layout(layout);
+        let whole = stepped(&storage, &snap, spec.clone());
+        let pieces = stepped(&storage, &snap, spec.with_budget(1 << 20));
+        assert_eq!(pieces.all, whole.all, "{layout:?}");
+        eprintln!(
+            "{layout:?} under 1 MiB: {} pieces, {} ranges, {} bytes; unbudgeted {} ranges, {} bytes",
+            pieces.pieces, pieces.ranges, pieces.bytes, whole.ranges, whole.bytes
+        );
+        assert!(pieces.pieces > 10, "{layout:?}: {} pieces", pieces.pieces);
+        assert!(
+            pieces.ranges <= 3 * whole.ranges,
+            "{layout:?}: {} ranges, {} unbudgeted",
+            pieces.ranges,
+            whole.ranges
+        );
+        assert!(
+            pieces.bytes <= whole.bytes + whole.bytes / 4,
+            "{layout:?}: {} bytes, {} unbudgeted",
+            pieces.bytes,
+            whole.bytes
         );
     }
 }

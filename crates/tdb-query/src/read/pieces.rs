@@ -1352,6 +1352,7 @@ impl Reader {
                 Coalesced::tiles(&planned.fetches, self.request_cap(), &Default::default()).requests
             });
         self.ahead = Some(planned);
+        self.asked_ahead.clone_from(&requests);
         Ok(requests)
     }
 
