@@ -264,15 +264,7 @@ impl Reader {
     /// against the schema (typed errors that say what to change).
     pub fn new(snapshot: Arc<Snapshot>, spec: ReadSpec) -> Result<Self> {
         let schema = snapshot.schema();
-        // Sparse reads in pieces go along each fragment's files; dense
-        // reads' pieces go across rows of tiles, each asking for its runs
-        // of tiles already, and bytes read on past them went unused (10
-        // times `dense_large_tiles`' a1.tdb under 1 MiB, by turns over two
-        // tiles of one file).
-        let prefetch = prefetch::Prefetch::new(match schema.array_type {
-            ArrayType::Sparse => prefetch::Prefetch::limit(spec.budget),
-            ArrayType::Dense => 0,
-        });
+        let prefetch = prefetch::Prefetch::new(prefetch::Prefetch::limit(spec.budget));
         if let Some((label, _)) = spec.subarray.label_ranges().first() {
             // Turning them into index ranges reads the labels' arrays: I/O
             // the sync drivers do first ([`crate::label::resolve`]).
