@@ -417,7 +417,10 @@ impl Reader {
                     if self.asked_ahead.take().as_ref() == Some(&requests) {
                         return Ok(Event::Need(requests));
                     }
-                    let more = !self.partitions.is_empty() || self.ahead.is_some();
+                    // (A narrow read's probes jump about its tiles: bytes
+                    // read on past them went unused, twice the bytes.)
+                    let more =
+                        !self.narrow && (!self.partitions.is_empty() || self.ahead.is_some());
                     let (out, answered) = self.prefetch.shape(requests, more);
                     for (r, read) in answered {
                         (fetching.answers.take(&r, Some(read)))

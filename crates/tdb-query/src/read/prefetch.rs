@@ -244,7 +244,9 @@ impl Prefetch {
             let oldest = (self.files.iter())
                 .flat_map(|(k, f)| f.kept.iter().enumerate().map(move |(i, x)| (x.when, k, i)))
                 .filter(|(_, k, i)| !(k.as_str() == key && *i == newest))
-                .min_by_key(|(w, _, _)| *w)
+                // Ties by file and place, not the map's order: the same
+                // read makes the same requests.
+                .min_by(|a, b| (a.0, a.1.as_str(), a.2).cmp(&(b.0, b.1.as_str(), b.2)))
                 .map(|(_, k, i)| (k.clone(), i));
             let Some((k, i)) = oldest else {
                 break;
