@@ -5,10 +5,12 @@
 //! `sparse_bounded_tiles` read under 1 MiB made 467 requests where the
 //! whole read makes 53 to 128, and on an object store each is a round
 //! trip. Its pieces mostly go along each file (a fragment's tiles in
-//! order, a tile's chunks in order), so a batch's last request to a file
-//! is sent longer, up to the file's end (known from an earlier answer
-//! from it), and the bytes past what was asked are kept: a later request
-//! they cover is answered from them, with no request.
+//! order, a tile's chunks in order), so while pieces remain each request
+//! of a batch is sent longer (up to 8 times, never into the next request
+//! to its file nor past the file's end, known from an earlier answer from
+//! it), and the whole read is kept: a later request inside it is answered
+//! from it, with no request. Requests fetched ahead by the driver
+//! ([`super::Reader::plan_ahead`]) and narrow reads' probes are not read on.
 //!
 //! The bytes kept are memory outside the budget, as the reader's decoded
 //! chunks ([`super::chunk_cache::ChunkCache`]) and carried chunks are: at
