@@ -1340,9 +1340,9 @@ impl tdb_storage::ListableStorage for AsRemote {
 /// The same on an object store, where each request is a round trip: the
 /// reads of `sparse_bounded_tiles` above under 1 MiB, driven as on a
 /// remote backend (the next piece's whole tiles fetched ahead as planned,
-/// walks in large windows), ask for 59 ranges where they asked for 397
-/// (16 times the unbudgeted global-order read's 25), with its cells: 2.4
-/// times the global-order read's, 3.9 times the row-major's 15 (the
+/// walks in large windows), ask for 50 ranges where they asked for 397
+/// (16 times the unbudgeted global-order read's 25), with its cells: 2.0
+/// times the global-order read's, 3.3 times the row-major's 15 (the
 /// issue's goal is 3: the first request to each of the 16 files goes out
 /// as asked, its size unknown, and a batch's requests share the 256 KiB
 /// read on).

@@ -36,7 +36,7 @@ const AHEAD_TIMES: u64 = 8;
 
 /// Bytes read on, kept: where they start in their file, the bytes, what
 /// they cost (the whole buffer they are part of), when last given or used
-/// (the prefetch's clock).
+/// (the prefetch's clock, a tick each: no two alike).
 #[derive(Debug)]
 struct Kept {
     at: u64,
@@ -97,7 +97,6 @@ impl Prefetch {
         requests: Vec<RangeRequest>,
         more: bool,
     ) -> (Vec<RangeRequest>, Vec<(RangeRequest, RangeRead)>) {
-        self.clock = self.clock.saturating_add(1);
         let mut answered = Vec::new();
         let mut out = Vec::with_capacity(requests.len());
         for r in requests {
@@ -157,6 +156,7 @@ impl Prefetch {
         if r.front.is_some() {
             return None;
         }
+        self.clock = self.clock.saturating_add(1);
         let clock = self.clock;
         let file = self.files.get_mut(&r.key)?;
         let size = file.size?;
@@ -217,7 +217,10 @@ impl Prefetch {
                 at: offset,
                 cost: read.bytes.len() as u64,
                 bytes: read.bytes,
-                when: self.clock,
+                when: {
+                    self.clock = self.clock.saturating_add(1);
+                    self.clock
+                },
             };
             self.keep(&sent.key, kept);
         }
@@ -246,9 +249,9 @@ impl Prefetch {
             let oldest = (self.files.iter())
                 .flat_map(|(k, f)| f.kept.iter().enumerate().map(move |(i, x)| (x.when, k, i)))
                 .filter(|(_, k, i)| !(k.as_str() == key && *i == newest))
-                // Ties by file and place, not the map's order: the same
-                // read makes the same requests.
-                .min_by(|a, b| (a.0, a.1.as_str(), a.2).cmp(&(b.0, b.1.as_str(), b.2)))
+                // (No two alike: the map's order decides nothing, the same
+                // read makes the same requests.)
+                .min_by_key(|(w, _, _)| *w)
                 .map(|(_, k, i)| (k.clone(), i));
             let Some((k, i)) = oldest else {
                 break;
