@@ -34,6 +34,9 @@ const LEAST: u64 = 4 << 10;
 /// under 1 MiB fetched its bytes 5 times over).
 const AHEAD_TIMES: u64 = 8;
 
+/// Files whose sizes are known at most, past those with bytes kept.
+const FILES_KNOWN: usize = 4096;
+
 /// Bytes read on, kept: where they start in their file, the bytes, what
 /// they cost (the whole buffer they are part of), when last given or used
 /// (the prefetch's clock, a tick each: no two alike).
@@ -185,6 +188,11 @@ impl Prefetch {
         read: Option<RangeRead>,
     ) -> Vec<(RangeRequest, Option<RangeRead>)> {
         if let Some(read) = &read {
+            if self.files.len() >= FILES_KNOWN && !self.files.contains_key(&sent.key) {
+                // Files with nothing kept forget their sizes (a read over
+                // many fragments would know every file's otherwise).
+                self.files.retain(|_, f| !f.kept.is_empty());
+            }
             self.files.entry(sent.key.clone()).or_default().size = Some(read.file_size);
         }
         let Some(asked) = self.sent.remove(&sent) else {
@@ -395,6 +403,13 @@ mod tests {
         assert!(answered.is_empty());
         let (_, answered) = p.shape(vec![r("a", 60_000, 10)], true);
         assert_eq!(answered.len(), 1);
+        // However many files answer, the sizes known stay bounded.
+        for k in 0..2 * FILES_KNOWN {
+            for (rq, read) in serve(&data, &[r(&format!("n{k}"), 0, 10)]) {
+                p.take(rq, read);
+            }
+        }
+        assert!(p.files.len() <= FILES_KNOWN + 4, "{}", p.files.len());
         // No more pieces: nothing is read on.
         let (out, _) = p.shape(vec![r("c", 20_000, 10)], false);
         assert_eq!(out, vec![r("c", 20_000, 10)]);
