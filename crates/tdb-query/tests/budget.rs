@@ -1298,45 +1298,6 @@ fn pieces_of_a_sparse_read_are_answered_from_the_files_read_on() {
     }
 }
 
-/// A local array that says it is remote, as an object store is (reads
-/// then walk large windows and fetch the next piece ahead, `plan_ahead`),
-/// counting the ranges asked of it.
-#[derive(Debug)]
-struct AsRemote {
-    inner: LocalStorage,
-    ranges: std::sync::atomic::AtomicUsize,
-}
-
-impl tdb_storage::ReadableStorage for AsRemote {
-    fn read(&self, key: &str) -> tdb_storage::Result<Option<bytes::Bytes>> {
-        self.inner.read(key)
-    }
-
-    fn read_ranges(
-        &self,
-        requests: &[tdb_storage::RangeRequest],
-    ) -> tdb_storage::Result<Vec<Option<tdb_storage::RangeRead>>> {
-        let n = requests.len();
-        self.ranges
-            .fetch_add(n, std::sync::atomic::Ordering::Relaxed);
-        self.inner.read_ranges(requests)
-    }
-
-    fn size(&self, key: &str) -> tdb_storage::Result<Option<u64>> {
-        self.inner.size(key)
-    }
-
-    fn remote(&self) -> bool {
-        true
-    }
-}
-
-impl tdb_storage::ListableStorage for AsRemote {
-    fn list_dir(&self, dir: &str) -> tdb_storage::Result<tdb_storage::Listing> {
-        self.inner.list_dir(dir)
-    }
-}
-
 /// The same on an object store, where each request is a round trip: the
 /// reads of `sparse_bounded_tiles` above under 1 MiB, driven as on a
 /// remote backend (the next piece's whole tiles fetched ahead as planned,
@@ -1348,23 +1309,26 @@ impl tdb_storage::ListableStorage for AsRemote {
 /// read on).
 #[test]
 fn remote_reads_in_pieces_ask_for_few_more_ranges_than_the_whole_read() {
-    use std::sync::atomic::Ordering;
     use tdb_query::ResultLayout;
+    use tdb_storage::{RecordingStorage, Request};
     let dir = tdb_testdata::root()
         .join("sparse_bounded_tiles")
         .join("array");
-    let storage = AsRemote {
-        inner: LocalStorage::new(&dir),
-        ranges: Default::default(),
-    };
+    let storage = RecordingStorage::as_remote(LocalStorage::new(&dir));
     let snap = Arc::new(Snapshot::load(&storage, "", TimeWindow::ALL, None).unwrap());
     let read = |spec: ReadSpec| {
-        storage.ranges.store(0, Ordering::Relaxed);
+        storage.take();
         let mut all = Batch::default();
         for b in SyncRead::new(&storage, snap.clone(), spec).unwrap() {
             all.append(&b.unwrap());
         }
-        (all, storage.ranges.load(Ordering::Relaxed))
+        let ranges: usize = (storage.take().iter())
+            .map(|r| match r {
+                Request::ReadRanges { ranges, .. } => ranges.len(),
+                _ => 0,
+            })
+            .sum();
+        (all, ranges)
     };
     for layout in [ResultLayout::GlobalOrder, ResultLayout::RowMajor] {
         let spec = ReadSpec::new(["x", "y", "a", "f", "s"]).with_layout(layout);

@@ -131,6 +131,8 @@ impl fmt::Display for Request {
 pub struct RecordingStorage<S> {
     inner: S,
     log: Mutex<Vec<Request>>,
+    /// Says it is remote whatever `inner` says ([`RecordingStorage::as_remote`]).
+    remote: bool,
 }
 
 impl<S> RecordingStorage<S> {
@@ -139,6 +141,17 @@ impl<S> RecordingStorage<S> {
         RecordingStorage {
             inner,
             log: Mutex::new(Vec::new()),
+            remote: false,
+        }
+    }
+
+    /// Wraps `inner`, saying it is remote: readers then take their
+    /// object-store ways (large windows, the next batch fetched ahead)
+    /// over a local backend, and a test counts the requests they make.
+    pub fn as_remote(inner: S) -> Self {
+        RecordingStorage {
+            remote: true,
+            ..RecordingStorage::new(inner)
         }
     }
 
@@ -216,12 +229,13 @@ impl<S: ReadableStorage> ReadableStorage for RecordingStorage<S> {
         self.inner.uri(key)
     }
 
-    /// Says what the inner backend says, so traces show a remote
-    /// backend's piece sizes. Async batches (reads ahead among them) go
-    /// through the default [`ReadableStorage::read_ranges_async`], a
-    /// recorded `read_ranges` at the moment they are asked for.
+    /// Says what the inner backend says (or that it is remote, made
+    /// [`RecordingStorage::as_remote`]), so traces show a remote backend's
+    /// piece sizes. Async batches (reads ahead among them) go through the
+    /// default [`ReadableStorage::read_ranges_async`], a recorded
+    /// `read_ranges` at the moment they are asked for.
     fn remote(&self) -> bool {
-        self.inner.remote()
+        self.remote || self.inner.remote()
     }
 }
 
