@@ -52,8 +52,8 @@ struct Phase {
     /// else 1 GiB; a consolidation's else the default).
     #[serde(default)]
     budget: Option<u64>,
-    /// Count the requests the reads send (a local array), reported as
-    /// `requests`.
+    /// Count the requests the reads send (a local array) and the bytes
+    /// they fetch, reported as `requests` and `fetched`.
     #[serde(default)]
     count_requests: bool,
     /// Run the queries on a peer format's copy of the array instead
@@ -172,15 +172,19 @@ fn phase_cmd(phase: &str, array: &str, out: Option<&str>) -> Result<serde_json::
         let start = Instant::now();
         let (cells, check) = run(&phase, &a)?;
         let seconds = start.elapsed().as_secs_f64();
-        let requests: usize = (recording.take().iter())
+        // Each range a request, and the bytes they brought.
+        let (requests, fetched) = (recording.take().iter())
             .map(|r| match r {
-                tdb_storage::Request::ReadRanges { ranges, .. } => ranges.len(),
-                tdb_storage::Request::Read { .. } => 1,
-                _ => 0,
+                tdb_storage::Request::ReadRanges { ranges, .. } => {
+                    (ranges.len(), ranges.iter().filter_map(|r| r.2).sum::<u64>())
+                }
+                tdb_storage::Request::Read { bytes, .. } => (1, bytes.unwrap_or(0)),
+                _ => (0, 0),
             })
-            .sum();
+            .fold((0usize, 0u64), |(n, b), (m, c)| (n + m, b + c));
         let mut out = report(seconds, cells, check);
         out["requests"] = serde_json::json!(requests);
+        out["fetched"] = serde_json::json!(fetched);
         return Ok(out);
     }
     let start = Instant::now();
