@@ -158,6 +158,12 @@ fn dense_i32(
 // (zstd's decompression context alone is ~100 kB) and bookkeeping.
 const OVERHEAD: u64 = 1 << 20;
 
+// The bytes a read in pieces keeps read on past what its pieces ask for
+// (the reader's prefetch limit), fixed whatever the budget: below the
+// overhead above under budgets that leave room, past it under the
+// smallest (16 KiB: 1,065 kB peak without, 1,175 kB with).
+const READ_ON: u64 = 256 << 10;
+
 /// The counter is the process's: tests run one at a time.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
@@ -259,13 +265,13 @@ fn a_budget_below_a_pieces_chunks_is_passed_by_them_only() {
     assert_eq!((cells, digest), (all, all_digest));
     eprintln!("sparse large tiles at 16 KiB: peak {small} bytes; {whole} under the default");
     // What the read goes over the budget by: the chunks one cell of every
-    // field reaches. (Checked against the budget and the fixed overhead
+    // field reaches, and the bytes read on. (Checked against the budget and the fixed overhead
     // alone, it passed by a kilobyte or failed by one, as the process's
     // environment went: 1,064,014 bytes before 2026-12-05, 1,065,433 once
     // in CI.)
     let chunks: u64 = 22 << 10;
     assert!(
-        (small as u64) < budget + chunks + OVERHEAD,
+        (small as u64) < budget + chunks + OVERHEAD + READ_ON,
         "peak {small} under a budget of {budget}"
     );
     assert!(whole > 8 * small, "{whole} against {small}");

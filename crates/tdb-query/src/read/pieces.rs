@@ -192,6 +192,7 @@ impl Reader {
     /// [`super::SyncRead`] sets it from its storage.
     pub fn set_remote(&mut self, remote: bool) {
         self.remote = remote;
+        self.prefetch.set_remote(remote);
     }
 
     /// The piece size aimed at below the tile budget: on remote storage
@@ -1316,7 +1317,8 @@ impl Reader {
     /// them ahead (remote storage, where they cost milliseconds) and answer
     /// the reader's next [`super::ReadStep::Need`], which asks exactly for them,
     /// from that fetch. `None` when there is nothing to fetch ahead: no
-    /// next piece, one that needs no tile, the current piece not yet
+    /// next piece, one that needs no tile or whose bytes were read on
+    /// before, the current piece not yet
     /// fetched (from then on, while it is decoded too), or two pieces' tiles that would not fit the tile budget
     /// together (the next piece is then planned when its turn comes).
     pub fn plan_ahead(&mut self) -> Result<Option<Vec<RangeRequest>>> {
@@ -1352,8 +1354,21 @@ impl Reader {
                 Coalesced::tiles(&planned.fetches, self.request_cap(), &Default::default()).requests
             });
         self.ahead = Some(planned);
-        self.asked_ahead.clone_from(&requests);
-        Ok(requests)
+        // Through the bytes read on, as the piece's own ask would go: what
+        // they hold is not fetched again, and the rest reads on.
+        let Some(asked) = requests else {
+            self.asked_ahead = None;
+            return Ok(None);
+        };
+        let more = self.more_pieces(false);
+        let (out, answered) = self.prefetch.shape(asked.clone(), more);
+        let fetch = (!out.is_empty()).then(|| out.clone());
+        self.asked_ahead = Some(super::AskedAhead {
+            asked,
+            answered,
+            out,
+        });
+        Ok(fetch)
     }
 
     /// Plans the current piece and makes it the one being read.

@@ -92,6 +92,9 @@ impl<'a, S: ReadStorage + ?Sized> ReadStream<'a, S> {
                         self.state = State::Fetching(requests, pending);
                     }
                     ReadStep::Decode(work) => {
+                        // (Where the piece's bytes were all read on before,
+                        // no fetch started the next piece's.)
+                        self.ahead.start(self.storage, &mut self.reader)?;
                         let (tx, rx) = oneshot::channel();
                         std::thread::Builder::new()
                             .name("tdb-decode".to_owned())
