@@ -711,7 +711,7 @@ impl Reader {
                 .then(|| special_field(footer, &schema, Field::DeleteTimestamps, encrypted))
                 .flatten()
                 .map(|ff| ff.in_dir(&frag_dir));
-            self.plans.push(FragPlan {
+            let plan = FragPlan {
                 file: frag.file.clone(),
                 meta,
                 schema,
@@ -720,7 +720,23 @@ impl Reader {
                 delete_timestamps,
                 tiles: Vec::new(),
                 rtree: Arc::new(tdb_index::RTree::empty(tdb_index::DEFAULT_FANOUT)),
-            });
+            };
+            // The data files' sizes the footer records: a file's first
+            // request may read on too (it waited for an answer to tell
+            // the size: on remote storage a request a file).
+            for (_, ff) in Self::frag_fields(&plan) {
+                for ((part, _), path) in ff.parts.iter().zip(&ff.paths) {
+                    let recorded = match part {
+                        DataPart::Fixed => footer.file_sizes.get(ff.index),
+                        DataPart::Var => footer.file_var_sizes.get(ff.index),
+                        DataPart::Validity => footer.file_validity_sizes.get(ff.index),
+                    };
+                    if let Some(&size) = recorded {
+                        self.prefetch.recorded_size(path, size);
+                    }
+                }
+            }
+            self.plans.push(plan);
         }
         Ok(())
     }

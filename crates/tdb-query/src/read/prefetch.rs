@@ -157,7 +157,8 @@ pub(crate) struct Prefetch {
     /// Whether requests cost a round trip (remote storage): files are
     /// read on by [`AHEAD_TIMES`] from the first, not [`FIRST_TIMES`]
     /// (each of a file's first reads on costs a request where bytes are
-    /// cheap: 64 ranges against 50 for `sparse_bounded_tiles`).
+    /// cheap: 64 ranges against 50 for `sparse_bounded_tiles`), and from
+    /// their first request where their sizes are recorded.
     remote: bool,
 }
 
@@ -300,6 +301,14 @@ impl Prefetch {
         }
     }
 
+    /// File `key`'s size as its fragment's metadata records it, until an
+    /// answer tells it. (TileDB derives a data file's last tile from it,
+    /// so it is the file's; where it is not, a request read on past the
+    /// end fails as the read of that last tile would.)
+    pub fn recorded_size(&mut self, key: &str, size: u64) {
+        self.file(key).size.get_or_insert(size);
+    }
+
     /// Requests `shape` sent that will not be answered (a batch planned
     /// ahead that was not asked for): what they stood for is dropped.
     pub fn forget(&mut self, sent: &[RangeRequest]) {
@@ -319,9 +328,13 @@ impl Prefetch {
     }
 
     /// Whether `r` goes along its file ([`FileAhead::along`]).
+    /// On remote storage a file's first request counts as going along it
+    /// too: a request there costs more than the bytes read on past it.
     fn along(&self, r: &RangeRequest) -> bool {
         match (r.range, self.files.get(&r.key)) {
-            (ByteRange::Bounded { offset, .. }, Some(f)) => f.along(offset),
+            (ByteRange::Bounded { offset, .. }, Some(f)) => {
+                f.along(offset) || (self.remote && f.spans.is_empty() && f.kept.is_empty())
+            }
             _ => false,
         }
     }
