@@ -156,9 +156,9 @@ pub(crate) struct Prefetch {
     clock: u64,
     /// Whether requests cost a round trip (remote storage): files are
     /// read on by [`AHEAD_TIMES`] from the first, not [`FIRST_TIMES`]
-    /// (each of a file's first reads on costs a request where bytes are
-    /// cheap: 64 ranges against 50 for `sparse_bounded_tiles`), and from
-    /// their first request where their sizes are recorded.
+    /// (a file's first read on, shorter, cost a request more a file where
+    /// requests cost more than bytes: 64 ranges against 54 for
+    /// `sparse_bounded_tiles`), and from their first request (40).
     remote: bool,
 }
 
@@ -168,7 +168,7 @@ impl Prefetch {
     /// under 64 KiB, 16 KiB of pages a file went before their pieces came
     /// (`sparse_bounded_tiles` fetched twice its bytes), so reads under
     /// 256 KiB went unread-on and made a request a chunk (467 against the
-    /// whole read's 42 to 114; 58 with this).
+    /// whole read's 42 to 115; 65 with this).
     pub const LIMIT: u64 = 256 << 10;
 
     /// A prefetch keeping at most `limit` bytes.
@@ -185,10 +185,10 @@ impl Prefetch {
     }
 
     /// A batch of requests as it goes out: those the bytes kept answer
-    /// (returned with their answers), and the rest, each to a file whose
-    /// size is known made longer where pieces come after this one
-    /// (`more`), its read at most its share of the limit and never into
-    /// the next request's bytes.
+    /// (returned with their answers), and the rest, each that begins
+    /// inside bytes kept asking for what follows them alone, and each that
+    /// goes along its file made longer where pieces come after this one
+    /// (`more`): see the module docs.
     pub fn shape(
         &mut self,
         requests: Vec<RangeRequest>,
@@ -237,15 +237,22 @@ impl Prefetch {
         if self.limit > 0 && more {
             self.read_on(&mut out, &asked);
         }
-        for (r, (a, head, _)) in out.iter().zip(asked) {
-            if *r != a {
-                self.sent
-                    .entry(r.clone())
-                    .or_default()
-                    .push(Asked { request: a, head });
+        // A request sent for others answers them all: sent once (two asked
+        // for may begin inside the same bytes kept and end alike).
+        let mut sent = Vec::with_capacity(out.len());
+        let mut mapped: std::collections::HashSet<RangeRequest, FastHash> = Default::default();
+        for (r, (a, head, _)) in out.into_iter().zip(asked) {
+            if r == a {
+                sent.push(r);
+                continue;
+            }
+            let entry = self.sent.entry(r.clone()).or_default();
+            entry.push(Asked { request: a, head });
+            if mapped.insert(r.clone()) {
+                sent.push(r);
             }
         }
-        (out, answered)
+        (sent, answered)
     }
 
     /// Makes longer the requests of `out` (`asked`: what each stands for)
@@ -606,6 +613,38 @@ mod tests {
             fetch(&mut p, vec![r(510_000, 10_000)]),
             vec![r(510_000, 10_000)]
         );
+    }
+
+    /// Requests of one batch that begin inside the same bytes kept and end
+    /// alike ask for the same rest: it goes out once and answers both.
+    #[test]
+    fn requests_for_the_same_rest_go_out_once() {
+        let data = file(100_000);
+        let r = |o: u64, l: u64| RangeRequest::new("f", ByteRange::new(o, l));
+        let mut p = Prefetch::new(256 << 10);
+        for asked in [r(0, 1000), r(1000, 1000)] {
+            let (out, _) = p.shape(vec![asked], true);
+            for (rq, read) in serve(&data, &out) {
+                p.take(rq, read);
+            }
+        }
+        // Kept: 1,000 to 6,096 (read on by a page). Both ask for 6,096 on.
+        let asked = vec![r(5000, 3000), r(5500, 2500)];
+        let (out, answered) = p.shape(asked.clone(), false);
+        assert!(answered.is_empty());
+        assert_eq!(out, vec![r(6096, 1904)]);
+        let got: Vec<_> = (serve(&data, &out).into_iter())
+            .flat_map(|(rq, read)| p.take(rq, read))
+            .collect();
+        assert_eq!(got.len(), 2);
+        for (rq, read) in got {
+            assert!(asked.contains(&rq));
+            let (o, l) = rq.range.resolve("f", data.len() as u64).unwrap();
+            assert_eq!(
+                &read.unwrap().bytes[..],
+                &data[o as usize..(o + l) as usize]
+            );
+        }
     }
 
     /// Without a limit nothing is read on; a request past the bytes kept
