@@ -295,7 +295,13 @@ impl ReadSpec {
         self
     }
 
-    /// The same read under a memory budget of `bytes`.
+    /// The same read under a memory budget of `bytes`: its pieces, the
+    /// tiles and chunks they hold and its batches stay within it (a
+    /// smaller budget means more pieces, not more memory). Besides it a
+    /// read holds a fixed amount whatever the budget: decoded chunks kept
+    /// between pieces and chunks carried from one piece's walk to the
+    /// next (512 KiB each at most), file bytes read on past what pieces
+    /// ask (256 KiB at most), and the decoders' contexts.
     pub fn with_budget(mut self, bytes: u64) -> Self {
         self.budget = bytes;
         self
