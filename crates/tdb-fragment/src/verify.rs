@@ -456,11 +456,7 @@ impl<'a, S: ReadStorage + ?Sized> Scrub<'a, S> {
         }
         for (i, field) in footer.fields().into_iter().enumerate() {
             for part in expected_parts(footer, frag.schema, field) {
-                let recorded = match part {
-                    DataPart::Fixed => footer.file_sizes.get(i),
-                    DataPart::Var => footer.file_var_sizes.get(i),
-                    DataPart::Validity => footer.file_validity_sizes.get(i),
-                };
+                let recorded = footer.file_size(i, part);
                 match frag.files.get(&(i, part)) {
                     None => {
                         let name = footer
@@ -473,7 +469,7 @@ impl<'a, S: ReadStorage + ?Sized> Scrub<'a, S> {
                         ));
                     }
                     Some((path, size)) => match recorded {
-                        Some(r) if r != size => self.sink.push(Problem::new(
+                        Some(r) if r != *size => self.sink.push(Problem::new(
                             ProblemKind::FileSize,
                             path.as_str(),
                             format!("{size} bytes, the fragment metadata records {r}"),

@@ -22,7 +22,7 @@ use super::sections::Section;
 use super::{metadata_file, put_u64s, Reader};
 use crate::{FragmentError, Result};
 use std::ops::Range;
-use tdb_format::{le, names, DataField, FormatVersion};
+use tdb_format::{le, names, DataField, DataPart, FormatVersion};
 use tdb_schema::{
     ArraySchema, Domain, NDRange, Range as DimRange, SchemaField, LEGACY_SCHEMA_NAME,
 };
@@ -721,6 +721,18 @@ impl Footer {
             },
         };
         self.field_index(f)
+    }
+
+    /// The size the footer records for field `index`'s `part` data file
+    /// (`None` where it records none: a part the field has not, or a
+    /// format before validity files).
+    pub fn file_size(&self, index: usize, part: DataPart) -> Option<u64> {
+        let sizes = match part {
+            DataPart::Fixed => &self.file_sizes,
+            DataPart::Var => &self.file_var_sizes,
+            DataPart::Validity => &self.file_validity_sizes,
+        };
+        sizes.get(index).copied()
     }
 
     /// Tiles in the fragment: for dense fragments those the non-empty

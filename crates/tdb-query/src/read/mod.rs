@@ -726,12 +726,7 @@ impl Reader {
             // the size: on remote storage a request a file).
             for (_, ff) in Self::frag_fields(&plan) {
                 for ((part, _), path) in ff.parts.iter().zip(&ff.paths) {
-                    let recorded = match part {
-                        DataPart::Fixed => footer.file_sizes.get(ff.index),
-                        DataPart::Var => footer.file_var_sizes.get(ff.index),
-                        DataPart::Validity => footer.file_validity_sizes.get(ff.index),
-                    };
-                    if let Some(&size) = recorded {
+                    if let Some(size) = footer.file_size(ff.index, *part) {
                         self.prefetch.recorded_size(path, size);
                     }
                 }
