@@ -49,14 +49,13 @@ const FIRST_TIMES: u64 = 2;
 /// Files known at most (sizes, spans), past those with bytes kept.
 const FILES_KNOWN: usize = 4096;
 
-/// Bytes read on, kept: where they start in their file, the bytes, what
-/// they cost (the whole buffer they are part of), when last given or used
-/// (the prefetch's clock, a tick each: no two alike).
+/// Bytes read on, kept: where they start in their file, the bytes (the
+/// whole buffer of their read, which is what they cost), when last given
+/// or used (the prefetch's clock, a tick each: no two alike).
 #[derive(Debug)]
 struct Kept {
     at: u64,
     bytes: bytes::Bytes,
-    cost: u64,
     when: u64,
     /// Where the bytes given from it so far end (the requests it answers
     /// when it came, then later ones), and whether the rest was counted
@@ -66,8 +65,12 @@ struct Kept {
 }
 
 impl Kept {
+    fn len(&self) -> u64 {
+        self.bytes.len() as u64
+    }
+
     fn end(&self) -> u64 {
-        self.at.saturating_add(self.bytes.len() as u64)
+        self.at.saturating_add(self.len())
     }
 }
 
@@ -431,7 +434,6 @@ impl Prefetch {
         {
             let kept = Kept {
                 at: offset,
-                cost: read.bytes.len() as u64,
                 bytes: read.bytes,
                 when: {
                     self.clock = self.clock.saturating_add(1);
@@ -449,19 +451,19 @@ impl Prefetch {
     /// it overlaps, letting go of the least recently used bytes past the
     /// limit.
     fn keep(&mut self, key: &str, new: Kept) {
-        let file = self.files.entry(key.to_owned()).or_default();
-        let new_end = new.at.saturating_add(new.bytes.len() as u64);
+        let file = self.file(key);
         let mut freed = 0u64;
         file.kept.retain(|k| {
-            let overlaps = k.at < new_end && new.at < k.at.saturating_add(k.bytes.len() as u64);
+            let overlaps = k.at < new.end() && new.at < k.end();
             if overlaps {
-                freed = freed.saturating_add(k.cost);
+                freed = freed.saturating_add(k.len());
             }
             !overlaps
         });
-        self.held = self.held.saturating_sub(freed).saturating_add(new.cost);
+        let added = new.len();
         file.kept.push(new);
         let mut newest = file.kept.len().saturating_sub(1);
+        self.held = self.held.saturating_sub(freed).saturating_add(added);
         while self.held > self.limit {
             // (The bytes just kept stay: within the limit by themselves.)
             let oldest = (self.files.iter())
@@ -479,7 +481,7 @@ impl Prefetch {
                     // `remove`, not `swap_remove`: the newest's place moves
                     // by one at most.
                     let gone = f.kept.remove(i);
-                    self.held = self.held.saturating_sub(gone.cost);
+                    self.held = self.held.saturating_sub(gone.len());
                     if k == key && i < newest {
                         newest = newest.saturating_sub(1);
                     }
