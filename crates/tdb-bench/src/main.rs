@@ -175,11 +175,11 @@ fn phase_cmd(phase: &str, array: &str, out: Option<&str>) -> Result<serde_json::
         // Each range a request, and the bytes they brought.
         let (requests, fetched) = (recording.take().iter())
             .map(|r| match r {
-                tdb_storage::Request::ReadRanges { ranges, .. } => {
-                    (ranges.len(), ranges.iter().filter_map(|r| r.2).sum::<u64>())
-                }
                 tdb_storage::Request::Read { bytes, .. } => (1, bytes.unwrap_or(0)),
-                _ => (0, 0),
+                r => (
+                    r.ranges().len(),
+                    r.ranges().iter().filter_map(|r| r.2).sum(),
+                ),
             })
             .fold((0usize, 0u64), |(n, b), (m, c)| (n + m, b + c));
         let mut out = report(seconds, cells, check);

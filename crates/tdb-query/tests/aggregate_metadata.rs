@@ -11,16 +11,10 @@ use tdb_storage::{LocalStorage, RecordingStorage, Request};
 fn data_bytes<T>(storage: &RecordingStorage<LocalStorage>, f: impl FnOnce() -> T) -> (T, u64) {
     storage.take();
     let out = f();
-    let bytes = storage
-        .take()
-        .into_iter()
-        .filter_map(|r| match r {
-            Request::ReadRanges { ranges, .. } => Some(ranges),
-            _ => None,
-        })
-        .flatten()
+    let bytes = (storage.take().iter())
+        .flat_map(Request::ranges)
         .filter(|(file, _, _)| file.ends_with(".tdb") && !file.ends_with("__fragment_metadata.tdb"))
-        .filter_map(|(_, _, got)| got)
+        .filter_map(|(_, _, got)| *got)
         .sum();
     (out, bytes)
 }

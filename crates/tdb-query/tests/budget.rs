@@ -444,16 +444,10 @@ fn tiles_the_condition_rules_out_are_not_fetched() {
             .unwrap()
             .map(|b| b.unwrap().num_cells)
             .sum();
-        let bytes = storage
-            .take()
-            .into_iter()
-            .filter_map(|r| match r {
-                tdb_storage::Request::ReadRanges { ranges, .. } => Some(ranges),
-                _ => None,
-            })
-            .flatten()
+        let bytes = (storage.take().iter())
+            .flat_map(tdb_storage::Request::ranges)
             .filter(|(file, _, _)| !file.ends_with("__fragment_metadata.tdb"))
-            .filter_map(|(_, _, got)| got)
+            .filter_map(|(_, _, got)| *got)
             .sum();
         (cells, bytes)
     };
@@ -1317,7 +1311,7 @@ fn pieces_of_a_sparse_read_are_answered_from_the_files_read_on() {
 #[test]
 fn remote_reads_in_pieces_ask_for_few_more_ranges_than_the_whole_read() {
     use tdb_query::ResultLayout;
-    use tdb_storage::{RecordingStorage, Request};
+    use tdb_storage::RecordingStorage;
     let dir = tdb_testdata::root()
         .join("sparse_bounded_tiles")
         .join("array");
@@ -1329,12 +1323,7 @@ fn remote_reads_in_pieces_ask_for_few_more_ranges_than_the_whole_read() {
         for b in SyncRead::new(&storage, snap.clone(), spec).unwrap() {
             all.append(&b.unwrap());
         }
-        let ranges: usize = (storage.take().iter())
-            .map(|r| match r {
-                Request::ReadRanges { ranges, .. } => ranges.len(),
-                _ => 0,
-            })
-            .sum();
+        let ranges: usize = storage.take().iter().map(|r| r.ranges().len()).sum();
         (all, ranges)
     };
     for layout in [ResultLayout::GlobalOrder, ResultLayout::RowMajor] {

@@ -93,6 +93,18 @@ pub enum Request {
     },
 }
 
+impl Request {
+    /// The ranges a `read_ranges` batch asked for, each with its file and
+    /// the bytes it returned (none for any other request): what tests and
+    /// benches tally.
+    pub fn ranges(&self) -> &[(String, ByteRange, Option<u64>)] {
+        match self {
+            Request::ReadRanges { ranges, .. } => ranges,
+            _ => &[],
+        }
+    }
+}
+
 impl fmt::Display for Request {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let opt = |b: &Option<u64>| b.map_or("missing".to_owned(), |b| format!("{b} B"));

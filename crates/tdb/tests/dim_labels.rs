@@ -395,18 +395,11 @@ mod writes {
             .storage()
             .take()
             .iter()
-            .filter_map(|r| match r {
-                tdb_storage::Request::ReadRanges { ranges, .. } => Some(
-                    ranges
-                        .iter()
-                        .filter(|(key, _, _)| {
-                            key.contains("__labels/l0/__fragments") && key.ends_with("a0.tdb")
-                        })
-                        .count(),
-                ),
-                _ => None,
+            .flat_map(tdb_storage::Request::ranges)
+            .filter(|(key, _, _)| {
+                key.contains("__labels/l0/__fragments") && key.ends_with("a0.tdb")
             })
-            .sum::<usize>();
+            .count();
         assert!(
             (2..=24).contains(&tiles_read),
             "{tiles_read} label tiles read"

@@ -37,14 +37,10 @@ fn local_reads_fetch_runs_of_tiles_in_requests_of_half_a_mebibyte() {
     for i in 0..got.num_cells as usize {
         assert_eq!(column.cell(i), &(i as i32).to_le_bytes()[..], "cell {i}");
     }
-    let lens: Vec<u64> = (array.storage().take().into_iter())
-        .filter_map(|r| match r {
-            Request::ReadRanges { ranges, .. } => Some(ranges),
-            _ => None,
-        })
-        .flatten()
+    let lens: Vec<u64> = (array.storage().take().iter())
+        .flat_map(Request::ranges)
         .filter(|(key, _, _)| key.ends_with("a0.tdb"))
-        .filter_map(|(_, _, bytes)| bytes)
+        .filter_map(|(_, _, bytes)| *bytes)
         .collect();
     let tile = 16u64 << 10;
     assert!(lens.iter().sum::<u64>() >= 128 * tile, "{lens:?}");

@@ -404,18 +404,14 @@ fn merge_within<S: tdb_storage::Storage>(
     let batches_read: Vec<u64> = store
         .take()
         .iter()
-        .filter_map(|r| match r {
-            tdb_storage::Request::ReadRanges { ranges, .. } => Some(
-                ranges
-                    .iter()
-                    .filter(|(key, _, _)| {
-                        !key.ends_with("__fragment_metadata.tdb")
-                            && inputs.iter().any(|f| key.starts_with(f.as_str()))
-                    })
-                    .map(|(_, _, bytes)| bytes.unwrap_or(0))
-                    .sum::<u64>(),
-            ),
-            _ => None,
+        .map(|r| {
+            (r.ranges().iter())
+                .filter(|(key, _, _)| {
+                    !key.ends_with("__fragment_metadata.tdb")
+                        && inputs.iter().any(|f| key.starts_with(f.as_str()))
+                })
+                .map(|(_, _, bytes)| bytes.unwrap_or(0))
+                .sum::<u64>()
         })
         .filter(|&b| b > 0)
         .collect();

@@ -90,12 +90,9 @@ fn write(array: &Array, t: u64, cells: &[(i32, i32)]) {
 
 /// Tile bytes a read fetched (every range of every `read_ranges`).
 fn fetched(requests: &[Request]) -> u64 {
-    requests
-        .iter()
-        .map(|r| match r {
-            Request::ReadRanges { ranges, .. } => ranges.iter().filter_map(|(_, _, b)| *b).sum(),
-            _ => 0,
-        })
+    (requests.iter())
+        .flat_map(Request::ranges)
+        .filter_map(|(_, _, b)| *b)
         .sum()
 }
 
