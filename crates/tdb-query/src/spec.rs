@@ -301,7 +301,9 @@ impl ReadSpec {
     /// read holds a fixed amount whatever the budget: decoded chunks kept
     /// between pieces and chunks carried from one piece's walk to the
     /// next (512 KiB each at most), file bytes read on past what pieces
-    /// ask (256 KiB at most), and the decoders' contexts.
+    /// ask (256 KiB at most), the buffers a spilled read's merges read
+    /// their scratch runs through (256 KiB at least, the budget's share
+    /// where it is more), and the decoders' contexts.
     pub fn with_budget(mut self, bytes: u64) -> Self {
         self.budget = bytes;
         self

@@ -26,7 +26,7 @@ use super::plan::CellRef;
 use super::sparse::{self, result_tie};
 use super::Reader;
 use crate::batch::{Batch, FieldBuffer};
-use crate::scratch::At;
+use crate::scratch::{self, At};
 use crate::validity::{Bitmap, Validity};
 use crate::{QueryError, Result, ResultLayout};
 use std::cmp::Ordering;
@@ -988,6 +988,7 @@ impl Spill {
             true => self.reading.saturating_add(self.out_buffer),
             false => self.reading,
         };
+        let reading = reading.max(scratch::READING_LEAST);
         (reading.checked_div(runs.max(1)).unwrap_or(0))
             .saturating_sub(self.fmt.record_bytes())
             .clamp(512, 64 << 10)
@@ -1905,9 +1906,10 @@ mod tests {
 
     /// Every buffer a merge holds (its runs' and their records, and, into
     /// a longer run, its output's) fits the memory given, from three
-    /// floor-sized buffers and two records on; the output takes a quarter
-    /// (the final merge's runs share it), and the merge widens with the
-    /// rest up to [`Spill::MAX_FAN_IN`] runs.
+    /// floor-sized buffers and two records on, but for the runs' reads,
+    /// which take [`scratch::READING_LEAST`] at least (outside the budget);
+    /// the output takes a quarter (the final merge's runs share it), and
+    /// the merge widens with the rest up to [`Spill::MAX_FAN_IN`] runs.
     #[test]
     fn a_merge_and_its_output_fit_the_memory() {
         let schema = schema();
@@ -1927,6 +1929,10 @@ mod tests {
                     let held = runs as u64 * (buffer + fmt.record_bytes()) as u64 + out;
                     assert!(buffer >= 512);
                     if memory >= 1536 + 2 * fmt.record_bytes() as u64 {
+                        let most = memory.max(scratch::READING_LEAST as u64 + out);
+                        assert!(held <= most, "{memory}: {runs} × {buffer} + {out}");
+                    }
+                    if memory >= 4 * scratch::READING_LEAST as u64 {
                         assert!(held <= memory, "{memory}: {runs} × {buffer} + {out}");
                     }
                 }

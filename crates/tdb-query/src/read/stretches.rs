@@ -152,6 +152,11 @@ pub(crate) struct Stretches {
     /// Runs held at most while pieces push ([`levels::HELD_MOST`]; fewer
     /// in tests).
     held_most: usize,
+    /// Rounds of the merge down so far (every run rewritten in each).
+    rounds: u32,
+    /// Bytes merges and windows read runs through at least
+    /// ([`scratch::READING_LEAST`]; none in tests of narrow merges).
+    reading_least: usize,
     /// The file the last round of a merge down read, which the next
     /// round writes over ([`Stretches::merge_down`]): its pages are taken
     /// again, not freed and then allocated anew (`dense_large_tiles`
@@ -203,7 +208,9 @@ impl Stretches {
             runs: Vec::new(),
             buffer: buffer.clamp(4 << 10, Self::MOST_BUFFER),
             held_most: levels::HELD_MOST,
+            reading_least: scratch::READING_LEAST,
             spare: None,
+            rounds: 0,
         })
     }
 
@@ -543,7 +550,7 @@ impl Stretches {
         let bufs = vec![(Vec::new(), 0); self.runs.len()];
         // A window's cells take the batch's share; the runs' reads the rest.
         let window = (cells as u64).saturating_mul(self.cell_guess());
-        let reading = (memory as u64).saturating_sub(window);
+        let reading = ((memory as u64).saturating_sub(window)).max(self.reading_least as u64);
         Ok(StretchMerge {
             st: self,
             bx,
@@ -1233,6 +1240,7 @@ mod tests {
         // 24 runs, 8 meeting at most for the windows (4 KiB, 512 bytes
         // a run), merged two at a time: into 12, then 6, the second round
         // written over the pieces' file.
+        st.reading_least = 0;
         let mut merge = st.merge(bx, 1, 4 << 10).unwrap();
         assert_eq!(merge.st.runs.len(), 6);
         let file = std::os::fd::AsRawFd::as_raw_fd(&**merge.st.file.as_ref().unwrap());
@@ -1253,6 +1261,60 @@ mod tests {
             let got = String::from_utf8(s.data[offsets[p] as usize..end].to_vec()).unwrap();
             assert_eq!(got, text(800, q), "place {p}");
         }
+    }
+
+    /// Under a small memory a merge down reads its runs through
+    /// [`scratch::READING_LEAST`] (outside the budget), so it merges them
+    /// in one wide round where the memory's own share, 512 bytes a run,
+    /// took several narrow ones; the cells come out the same.
+    #[test]
+    fn a_merge_down_under_a_small_memory_takes_one_wide_round() {
+        let fields = fields();
+        let requested = [1, 0, 2, 3];
+        let (rows, cols) = (300u64, 16u64);
+        let mut outs = Vec::new();
+        for least in [0, scratch::READING_LEAST] {
+            let mut st = rows_pushed(&fields, &requested, (rows, cols));
+            st.reading_least = least;
+            let mut merge = st.merge(col_major_box(rows, cols), 64, 4 << 10).unwrap();
+            match least {
+                0 => assert!(merge.st.rounds >= 3, "{} rounds", merge.st.rounds),
+                _ => assert_eq!(merge.st.rounds, 1),
+            }
+            assert!(merge.st.runs.len() <= levels::LIVE_LEAST);
+            let mut got = crate::Batch::default();
+            while let Some(b) = merge.next_batch(&fields, false, Vec::new()).unwrap() {
+                got.append(&b);
+            }
+            assert_eq!(got.num_cells, rows * cols);
+            outs.push(got);
+        }
+        assert_eq!(outs[0], outs[1]);
+        // Two fragments' runs side by side, windows of 19 runs' worth: the
+        // round is wide enough that both fragments' groups fit them
+        // (groups of 32, `runs / live` rounded up, left 20: a second round
+        // of every cell).
+        let decoded = one_tile(rows * cols);
+        let by_tile = vec![decoded.iter().map(Some).collect::<Vec<_>>()];
+        let mut st = Stretches::new(&fields, &requested, 4 << 10).unwrap();
+        for frag in [0, 1] {
+            for r in 0..rows {
+                let stretches = row_across(r, 0..cols, (rows, cols));
+                st.push_run(frag, &stretches, cols, &by_tile, &[], &fields)
+                    .unwrap();
+            }
+        }
+        let window = 19 * 32;
+        let mut merge = st
+            .merge(col_major_box(rows, cols), window, 4 << 10)
+            .unwrap();
+        assert_eq!(merge.st.rounds, 1);
+        assert!(merge.st.runs.len() <= 19, "{} runs", merge.st.runs.len());
+        let mut got = crate::Batch::default();
+        while let Some(b) = merge.next_batch(&fields, false, Vec::new()).unwrap() {
+            got.append(&b);
+        }
+        assert_eq!(got, outs[0]);
     }
 
     /// One fragment's tile of `rows` × `cols` cells ([`one_tile`]) pushed

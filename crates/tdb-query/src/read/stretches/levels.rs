@@ -22,7 +22,7 @@ use super::{Col, Run, Stretches, HEAD, STRIDED, STRIDED_MOST};
 use crate::scratch::{self, At};
 use crate::{QueryError, Result};
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::binary_heap::{BinaryHeap, PeekMut};
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::sync::Arc;
@@ -37,7 +37,7 @@ use std::sync::Arc;
 const WINDOW_CELLS_A_RUN: usize = 32;
 
 /// Runs a window may read at once however small it is.
-const LIVE_LEAST: usize = 16;
+pub(super) const LIVE_LEAST: usize = 16;
 
 /// Bytes of a live run's buffer for windows to read it well, and the
 /// most runs left live for that alone: windows keep what they read of
@@ -191,10 +191,10 @@ impl Strided {
     fn head(&self, cols: &[Col]) -> (u64, u64, u64) {
         let mut bytes = 0u64;
         for (c, col) in cols.iter().enumerate() {
-            let len = match (col.size, self.value(cols, c, self.next)) {
-                (Some(size), _) => size,
-                (None, Ok((v, _))) => 8usize.saturating_add(v.len()),
-                (None, Err(_)) => 8,
+            let len = match col.size {
+                Some(size) => size,
+                None => (self.value(cols, c, self.next))
+                    .map_or(8, |(v, _)| 8usize.saturating_add(v.len())),
             };
             bytes = bytes
                 .saturating_add(len as u64)
@@ -398,24 +398,30 @@ pub(super) fn most_live(runs: &[Run]) -> usize {
 impl Stretches {
     /// Merges runs until few enough meet at any place for windows of
     /// `window` cells ([`WINDOW_CELLS_A_RUN`]; or each fragment has one),
-    /// through about `memory` bytes: each run of a merge reads through a
-    /// share of it, at least [`READ_LEAST`], and the record being made and
-    /// the writer a quarter each (at most the pieces' writer's buffer). A
-    /// wide merge of small reads beats a narrow one: each round rewrites
+    /// through about `memory` bytes: the record being made and the writer
+    /// a quarter each (at most the pieces' writer's buffer), and each run
+    /// of a merge reads through a share of the rest, or of
+    /// [`scratch::READING_LEAST`] where that is more, at least
+    /// [`READ_LEAST`]. A wide merge beats a narrow one: each round rewrites
     /// every cell (`dense_large_tiles` under 16 KiB, 1,124 runs: six
     /// rounds of two at a time with 4 KiB for each, 0.50 s; two of eight,
-    /// 0.34 s).
+    /// 0.34 s; one of 61 through the scratch reads' floor, 0.17 s). A round
+    /// is as narrow as leaves `live` runs, every fragment's groups counted
+    /// (a round that left one too many took a second over every cell).
     pub(super) fn merge_down(&mut self, window: usize, memory: usize) -> Result<()> {
-        // The windows' memory beside their cells; never more live runs
-        // than it gives [`READ_LEAST`] each.
+        // The windows' memory beside their cells. Runs many enough that
+        // the budget's part gives each [`READ_WELL`] stay live; never more
+        // than the part read through ([`scratch::READING_LEAST`] at least,
+        // `reading_least`)
+        // gives [`READ_LEAST`] each.
         let cells = (window as u64).saturating_mul(self.cell_guess());
         let windows = usize::try_from((memory as u64).saturating_sub(cells)).unwrap_or(0);
         let live = (window / WINDOW_CELLS_A_RUN)
             .max(LIVE_LEAST)
             .max((windows / READ_WELL).min(LIVE_BY_MEMORY))
-            .min((windows / READ_LEAST).max(2));
+            .min((windows.max(self.reading_least) / READ_LEAST).max(2));
         let out = (memory / 4).min(self.buffer).max(1);
-        let reading = memory.saturating_sub(out.saturating_mul(2));
+        let reading = (memory.saturating_sub(out.saturating_mul(2))).max(self.reading_least);
         loop {
             // (A strided run's merge holds the record it takes apart.)
             let strided = self.runs.iter().any(|r| r.strided);
@@ -428,7 +434,20 @@ impl Stretches {
             if most <= live {
                 return Ok(());
             }
-            let g = most.div_ceil(live).clamp(2, widest);
+            // Wide enough that each fragment's groups together leave
+            // `live` (fragments' runs meet at a place side by side).
+            let mut per_frag: Vec<(u32, usize)> = Vec::new();
+            for r in &self.runs {
+                match per_frag.iter_mut().find(|(f, _)| *f == r.frag) {
+                    Some((_, n)) => *n = n.saturating_add(1),
+                    None => per_frag.push((r.frag, 1)),
+                }
+            }
+            let after = |g: usize| -> usize { per_frag.iter().map(|&(_, n)| n.div_ceil(g)).sum() };
+            let mut g = most.div_ceil(live).clamp(2, widest);
+            while g < widest && after(g) > live {
+                g = g.saturating_add(1);
+            }
             // Per fragment, its runs by first place, `g` at a time.
             let mut order: Vec<usize> = (0..self.runs.len()).collect();
             order.sort_by_key(|&r| self.runs.get(r).map(|r| (r.frag, r.place)));
@@ -451,7 +470,13 @@ impl Stretches {
                 return Ok(());
             }
             self.merge_groups(&groups, reading, out)?;
-            tracing::debug!(runs = self.runs.len(), most, "stretch runs merged");
+            self.rounds = self.rounds.saturating_add(1);
+            tracing::debug!(
+                runs = self.runs.len(),
+                most,
+                rounds = self.rounds,
+                "stretch runs merged"
+            );
         }
     }
 
@@ -619,7 +644,10 @@ fn merge_group(
         .collect();
     let mut making = Making::default();
     let mut written = at;
-    while let Some(Reverse((p, k))) = heap.pop() {
+    // The least head is taken and replaced by its run's next in place: one
+    // sift a record, not a pop and a push.
+    while let Some(mut top) = heap.peek_mut() {
+        let Reverse((p, k)) = *top;
         let cursor = cursors
             .get_mut(k)
             .ok_or_else(|| QueryError::invalid("no run"))?;
@@ -637,8 +665,9 @@ fn merge_group(
         }
         making.take(cols, cursor, cells, body)?;
         cursor.advance(cols)?;
-        if let Some((next, _, _)) = cursor.head {
-            heap.push(Reverse((next, k)));
+        match cursor.head {
+            Some((next, _, _)) => *top = Reverse((next, k)),
+            None => drop(PeekMut::pop(top)),
         }
     }
     written = written.saturating_add(making.flush(out)?);
