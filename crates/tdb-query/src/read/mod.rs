@@ -915,33 +915,8 @@ impl Reader {
         self.narrow = self.narrow_read();
         let spills = self.spills();
         self.unordered_runs = !spills && self.reads_unordered_in_runs();
-        // What a piece must hold whatever its cells: a whole tile where
-        // the tile's fields cannot be sliced; where they can (dense, or
-        // sparse in a read that goes in runs of tiles), the chunks a piece of a few cells
-        // reaches (two of each part: its cells' first and last), in every
-        // dense fragment at once (a cell lies in all of them where they
-        // overlap; a spilled piece is one fragment's run). Counting one
-        // fragment's, a dense read over two fragments of 4 MiB tiles
-        // under 512 KiB cut its pieces to two cells: a million pieces,
-        // 11.8 s against 0.1.
-        let (mut whole, mut chunks, mut dense_chunks) = ((0u64, 0usize), 0u64, 0u64);
-        for (i, plan) in self.plans.iter().enumerate() {
-            let runs = spills || self.unordered_runs;
-            let sliced = (plan.meta.footer.dense || runs) && Self::sliceable(plan);
-            let span = sliced.then_some(2);
-            let most = (self.reached_tiles(i))
-                .map(|t| self.tile_cost(i, t, span))
-                .max()
-                .unwrap_or(0);
-            if sliced && plan.meta.footer.dense {
-                dense_chunks = dense_chunks.saturating_add(most);
-            } else if sliced {
-                chunks = chunks.max(most);
-            } else if most > whole.0 {
-                whole = (most, i);
-            }
-        }
-        let chunks = chunks.max(dense_chunks);
+        // What a piece must hold whatever its cells.
+        let (whole, chunks) = self.piece_least(spills || self.unordered_runs);
         // Tiles get half the budget. Tiles held whole must fit in it: where
         // one needs more, tiles get that and half the rest, batches then
         // hold fewer cells, down to one. Chunks need not: where they need

@@ -246,6 +246,36 @@ impl Reader {
     /// past them).
     const CHUNK: u64 = 64 << 10;
 
+    /// What a piece must hold whatever its cells (`runs`: the read goes in
+    /// runs of tiles, spilled or unordered): the largest tile held whole
+    /// (and its fragment), where the tile's fields cannot be sliced; and
+    /// where they can (dense, or sparse in a read that goes in runs of
+    /// tiles), the chunks a piece of a few cells reaches (two of each
+    /// part: its cells' first and last), in every dense fragment at once
+    /// (a cell lies in all of them where they overlap; a spilled piece is
+    /// one fragment's run). Counting one fragment's, a dense read over two
+    /// fragments of 4 MiB tiles under 512 KiB cut its pieces to two cells:
+    /// a million pieces, 11.8 s against 0.1.
+    pub(super) fn piece_least(&self, runs: bool) -> ((u64, usize), u64) {
+        let (mut whole, mut chunks, mut dense_chunks) = ((0u64, 0usize), 0u64, 0u64);
+        for (i, plan) in self.plans.iter().enumerate() {
+            let sliced = (plan.meta.footer.dense || runs) && Self::sliceable(plan);
+            let span = sliced.then_some(2);
+            let most = (self.reached_tiles(i))
+                .map(|t| self.tile_cost(i, t, span))
+                .max()
+                .unwrap_or(0);
+            if sliced && plan.meta.footer.dense {
+                dense_chunks = dense_chunks.saturating_add(most);
+            } else if sliced {
+                chunks = chunks.max(most);
+            } else if most > whole.0 {
+                whole = (most, i);
+            }
+        }
+        (whole, chunks.max(dense_chunks))
+    }
+
     /// Bytes the read of tile `t` of fragment `i` holds: with `span`, the
     /// cells a sliced tile holds (the cells from the first its piece uses
     /// to the last), else the whole tile. A sliced part holds its span's
