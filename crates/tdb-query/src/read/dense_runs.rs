@@ -654,9 +654,7 @@ impl Reader {
                     let back = (found.last())
                         .is_some_and(|l| l.place.saturating_add(u64::from(l.len)) > place);
                     if back || found.len() >= Self::STREAMED_BLOCK {
-                        failed = st
-                            .push_run(frag, &found, step, &tiles, &[], &self.fields)
-                            .err();
+                        failed = st.push_run(frag, &found, step, &tiles, &[]).err();
                         found.clear();
                     }
                 }
@@ -700,7 +698,7 @@ impl Reader {
             }
             None => Vec::new(),
         };
-        st.push_run(frag, &found, step, &tiles, &rejected, &self.fields)?;
+        st.push_run(frag, &found, step, &tiles, &rejected)?;
         tracing::debug!(piece = self.pieces_started, "dense stretches spilled");
         Ok(())
     }

@@ -152,6 +152,8 @@ pub(crate) struct Stretches {
     /// Runs held at most while pieces push ([`levels::HELD_MOST`]; fewer
     /// in tests).
     held_most: usize,
+    /// Per held field, a cell of its fill and whether that is valid.
+    fills: Vec<(Vec<u8>, u8)>,
     /// Rounds of the merge down so far (every run rewritten in each).
     rounds: u32,
     /// Bytes merges and windows read runs through at least
@@ -199,7 +201,18 @@ impl Stretches {
                 },
             });
         }
+        let fills = (cols.iter())
+            .map(|c| {
+                let (mut cell, valid) = (fields.get(c.slot))
+                    .map_or((Vec::new(), 0), |f| (f.fill.clone(), f.fill_validity));
+                if let Some(size) = c.size {
+                    cell.resize(size, 0);
+                }
+                (cell, valid)
+            })
+            .collect();
         Ok(Stretches {
+            fills,
             cols,
             out,
             file: None,
@@ -259,7 +272,6 @@ impl Stretches {
         step: u64,
         tiles: &[Vec<Option<&DecodedTile>>],
         rejected: &[bool],
-        fields: &[FieldInfo],
     ) -> Result<()> {
         let Some(first) = stretches.first() else {
             return Ok(());
@@ -285,17 +297,7 @@ impl Stretches {
             wrote = wrote.saturating_add(bytes.len() as u64);
             Ok(())
         };
-        // Per held field, a cell of its fill and whether that is valid.
-        let fills: Vec<(Vec<u8>, u8)> = (self.cols.iter())
-            .map(|c| {
-                let (mut cell, valid) = (fields.get(c.slot))
-                    .map_or((Vec::new(), 0), |f| (f.fill.clone(), f.fill_validity));
-                if let Some(size) = c.size {
-                    cell.resize(size, 0);
-                }
-                (cell, valid)
-            })
-            .collect();
+        let fills = &self.fills;
         let mut scratch = Scratch::default();
         let mut row: Vec<Option<&DecodedTile>> = Vec::with_capacity(self.cols.len());
         let mut cell = 0usize;
@@ -313,7 +315,7 @@ impl Stretches {
                 .filter(|_| rejected.is_empty());
             if let Some((cells, place_step)) = strided {
                 let (n, body) =
-                    self.record_cells(&row, &fills, &[], s.pos, 1, cells, STRIDED_MOST)?;
+                    self.record_cells(&row, fills, &[], s.pos, 1, cells, STRIDED_MOST)?;
                 if n > 1 {
                     let whole = Stretch {
                         len: u32::try_from(n).unwrap_or(u32::MAX),
@@ -323,7 +325,7 @@ impl Stretches {
                     let place_step = Some(place_step);
                     self.put_record(
                         &mut put,
-                        (&row, &fills, &[]),
+                        (&row, fills, &[]),
                         rec,
                         1,
                         place_step,
@@ -343,10 +345,10 @@ impl Stretches {
                 let rej = rejected.get(cell..).unwrap_or_default();
                 let most = self.buffer as u64;
                 let (n, body) =
-                    self.record_cells(&row, &fills, rej, s.at(done, step), step, left, most)?;
+                    self.record_cells(&row, fills, rej, s.at(done, step), step, left, most)?;
                 let rej = rej.get(..n as usize).unwrap_or_default();
                 let rec = (*s, done, n, body);
-                self.put_record(&mut put, (&row, &fills, rej), rec, step, None, &mut scratch)?;
+                self.put_record(&mut put, (&row, fills, rej), rec, step, None, &mut scratch)?;
                 done = done.saturating_add(n);
                 cell = cell.saturating_add(n as usize);
             }
@@ -1300,8 +1302,7 @@ mod tests {
         for frag in [0, 1] {
             for r in 0..rows {
                 let stretches = row_across(r, 0..cols, (rows, cols));
-                st.push_run(frag, &stretches, cols, &by_tile, &[], &fields)
-                    .unwrap();
+                st.push_run(frag, &stretches, cols, &by_tile, &[]).unwrap();
             }
         }
         let window = 19 * 32;
@@ -1329,8 +1330,7 @@ mod tests {
         let mut st = Stretches::new(fields, requested, 4 << 10).unwrap();
         for r in 0..rows {
             let stretches = row_across(r, 0..cols, (rows, cols));
-            st.push_run(0, &stretches, cols, &by_tile, &[], fields)
-                .unwrap();
+            st.push_run(0, &stretches, cols, &by_tile, &[]).unwrap();
         }
         st
     }
@@ -1383,8 +1383,7 @@ mod tests {
         let stretches = row_across(row, 0..cols, (rows, cols));
         let push = || {
             let mut st = Stretches::new(&fields, &requested, 4 << 10).unwrap();
-            st.push_run(0, &stretches, cols, &by_tile, &[], &fields)
-                .unwrap();
+            st.push_run(0, &stretches, cols, &by_tile, &[]).unwrap();
             assert!(st.runs.len() == 1 && st.runs[0].strided);
             st
         };
@@ -1542,8 +1541,7 @@ mod tests {
                             tile,
                         })
                         .collect();
-                    st.push_run(*frag, &stretches, 1, &by_tile, &[], &fields)
-                        .unwrap();
+                    st.push_run(*frag, &stretches, 1, &by_tile, &[]).unwrap();
                 }
                 // Fragment 0's last run follows its third (places past it,
                 // bytes right after it): one run.
@@ -1672,8 +1670,7 @@ mod tests {
                     let by_tile = vec![decoded[k].iter().map(Some).collect::<Vec<_>>()];
                     for r in rs.clone() {
                         let stretches = row_across(r, cs.clone(), (rows, cols));
-                        st.push_run(*frag, &stretches, cols, &by_tile, &[], &fields)
-                            .unwrap();
+                        st.push_run(*frag, &stretches, cols, &by_tile, &[]).unwrap();
                         // (Past the bound, each fragment holds fewer than 16 of a level.)
                         assert!(st.runs.len() <= held_most.max(2 * 15).saturating_add(3));
                     }
