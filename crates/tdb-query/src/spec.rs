@@ -303,7 +303,8 @@ impl ReadSpec {
     /// next (512 KiB each at most), file bytes read on past what pieces
     /// ask (256 KiB at most), the buffers a spilled read's merges read
     /// their scratch runs through (256 KiB at least, the budget's share
-    /// where it is more), and the decoders' contexts.
+    /// where it is more) and its runs are written through (64 KiB at
+    /// least), and the decoders' contexts.
     pub fn with_budget(mut self, bytes: u64) -> Self {
         self.budget = bytes;
         self

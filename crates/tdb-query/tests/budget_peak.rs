@@ -164,6 +164,11 @@ const OVERHEAD: u64 = 1 << 20;
 // smallest (16 KiB: 1,065 kB peak without, 1,175 kB with).
 const READ_ON: u64 = 256 << 10;
 
+// The buffers a spilled read's merges read and write their scratch runs
+// through, at least, whatever the budget (`scratch::READING_LEAST` and
+// `WRITING_LEAST`): fixed as the read-on is.
+const SCRATCH_IO: u64 = (256 << 10) + (64 << 10);
+
 /// The counter is the process's: tests run one at a time.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
@@ -265,13 +270,15 @@ fn a_budget_below_a_pieces_chunks_is_passed_by_them_only() {
     assert_eq!((cells, digest), (all, all_digest));
     eprintln!("sparse large tiles at 16 KiB: peak {small} bytes; {whole} under the default");
     // What the read goes over the budget by: the chunks one cell of every
-    // field reaches, and the bytes read on. (Checked against the budget and the fixed overhead
+    // field reaches, the bytes read on and the spill's scratch reads and
+    // writes (503–1,316 kB measured with them, as the process's idle
+    // buffers went; 1,175 kB without). (Checked against the budget and the fixed overhead
     // alone, it passed by a kilobyte or failed by one, as the process's
     // environment went: 1,064,014 bytes before 2026-12-05, 1,065,433 once
     // in CI.)
     let chunks: u64 = 22 << 10;
     assert!(
-        (small as u64) < budget + chunks + OVERHEAD + READ_ON,
+        (small as u64) < budget + chunks + OVERHEAD + READ_ON + SCRATCH_IO,
         "peak {small} under a budget of {budget}"
     );
     assert!(whole > 8 * small, "{whole} against {small}");

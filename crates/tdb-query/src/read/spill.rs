@@ -588,9 +588,16 @@ impl RunReader {
         if let Some(out) = run.open {
             written_out(*out)?;
         }
+        // (No more than the run holds: a buffer of the scratch reads' floor
+        // for a run of a few KiB costs fresh pages, not fewer reads.)
+        let read_through = |r: &std::ops::Range<u64>| {
+            let len = usize::try_from(r.end.saturating_sub(r.start)).unwrap_or(usize::MAX);
+            buffer.min(len).max(1)
+        };
         Ok(RunReader {
-            input: (run.file)
-                .map(|(f, r)| BufReader::with_capacity(buffer, At::new(f, r.start, r.end))),
+            input: (run.file).map(|(f, r)| {
+                BufReader::with_capacity(read_through(&r), At::new(f, r.start, r.end))
+            }),
             left: run.records,
             bytes,
         })
@@ -999,7 +1006,7 @@ impl Spill {
     /// ([`Spill::push`]), so no two runs are ever written at one place; a
     /// run abandoned halfway leaves the level a fresh file.
     pub fn writer(&mut self, level: u32) -> Result<RunWriter> {
-        let mut w = RunWriter::new(self.out_buffer);
+        let mut w = RunWriter::new(self.out_buffer.max(scratch::WRITING_LEAST));
         let fan_in = self.fan_in;
         if let Some(lv) = self.level(level) {
             if lv.runs >= fan_in {
@@ -1915,9 +1922,13 @@ mod tests {
         let schema = schema();
         let (_, fmt) = format(&schema);
         for memory in (0..70).map(|k| k * 1000).chain([8 << 10, 1 << 20, 1 << 40]) {
-            let s = Spill::new(fmt.clone(), order(&schema, true), memory);
+            let mut s = Spill::new(fmt.clone(), order(&schema, true), memory);
             assert!(s.fan_in >= 2);
             assert!(s.out_buffer >= 512);
+            // Runs are written through the scratch writes' floor at least
+            // (outside the budget).
+            let w = s.writer(0).unwrap();
+            assert_eq!(w.buffer, s.out_buffer.max(scratch::WRITING_LEAST));
             for runs in [1, 2, 3, s.fan_in / 2, s.fan_in]
                 .into_iter()
                 .filter(|&r| r <= s.fan_in)

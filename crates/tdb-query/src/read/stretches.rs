@@ -288,7 +288,8 @@ impl Stretches {
                         f
                     }
                 };
-                BufWriter::with_capacity(self.buffer, At::new(file, start, start))
+                let capacity = self.buffer.max(scratch::WRITING_LEAST);
+                BufWriter::with_capacity(capacity, At::new(file, start, start))
             }
         };
         let mut wrote = 0u64;
@@ -1265,10 +1266,11 @@ mod tests {
         }
     }
 
-    /// Under a small memory a merge down reads its runs through
-    /// [`scratch::READING_LEAST`] (outside the budget), so it merges them
-    /// in one wide round where the memory's own share, 512 bytes a run,
-    /// took several narrow ones; the cells come out the same.
+    /// Under a small memory pieces write their runs through
+    /// [`scratch::WRITING_LEAST`] and a merge down reads them through
+    /// [`scratch::READING_LEAST`] (both outside the budget), so it merges
+    /// them in one wide round where the memory's own share, 512 bytes a
+    /// run, took several narrow ones; the cells come out the same.
     #[test]
     fn a_merge_down_under_a_small_memory_takes_one_wide_round() {
         let fields = fields();
@@ -1277,6 +1279,9 @@ mod tests {
         let mut outs = Vec::new();
         for least in [0, scratch::READING_LEAST] {
             let mut st = rows_pushed(&fields, &requested, (rows, cols));
+            // Written through the scratch writes' floor, not the 4 KiB given.
+            let writer = st.writer.as_ref().map(BufWriter::capacity);
+            assert_eq!(writer, Some(scratch::WRITING_LEAST));
             st.reading_least = least;
             let mut merge = st.merge(col_major_box(rows, cols), 64, 4 << 10).unwrap();
             match least {
