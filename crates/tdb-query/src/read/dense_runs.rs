@@ -358,12 +358,11 @@ impl Reader {
     }
 
     /// Whether pieces of a line slice every tile the read reaches: each
-    /// passes what a piece holds anyway, the tile budget and the chunks a
-    /// piece of a few cells reaches with a quarter of the budget (a tile
-    /// of a chunk a part fits in those, and is held whole).
+    /// passes what a piece holds anyway ([`Reader::share_holding`]; a
+    /// tile of a chunk a part fits in it, and is held whole).
     fn lines_sliced(&self) -> bool {
         let (_, chunks) = self.piece_least(false);
-        let held = (self.tile_budget()).max(chunks.saturating_add(self.spec.budget / 4));
+        let held = self.share_holding(chunks);
         (0..self.plans.len()).all(|i| self.reached_tiles(i).all(|t| self.tile_bytes(i, t) > held))
     }
 

@@ -963,7 +963,7 @@ impl Reader {
             self.tile_share = budget.saturating_sub(batch);
             self.batch_share = batch;
         }
-        self.tile_share = self.tile_share.max(chunks.saturating_add(budget / 4));
+        self.tile_share = self.share_holding(chunks);
         self.partitions = vec![Piece {
             sub: self.spec.subarray.clone(),
             ..Piece::default()

@@ -276,6 +276,14 @@ impl Reader {
         (whole, chunks.max(dense_chunks))
     }
 
+    /// The tile share grown to hold what a piece must hold anyway: the
+    /// chunks a piece of a few cells reaches (`chunks`,
+    /// [`Reader::piece_least`]) and a quarter of the budget beside them.
+    pub(super) fn share_holding(&self, chunks: u64) -> u64 {
+        self.tile_share
+            .max(chunks.saturating_add(self.spec.budget / 4))
+    }
+
     /// Bytes the read of tile `t` of fragment `i` holds: with `span`, the
     /// cells a sliced tile holds (the cells from the first its piece uses
     /// to the last), else the whole tile. A sliced part holds its span's
