@@ -22,7 +22,8 @@ use super::{Col, Run, Stretches, HEAD, STRIDED, STRIDED_MOST};
 use crate::scratch::{self, At};
 use crate::{QueryError, Result};
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::binary_heap::{BinaryHeap, PeekMut};
+use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{BufReader, BufWriter, Read, Write};
 use std::sync::Arc;
@@ -415,9 +416,8 @@ impl Stretches {
     pub(super) fn merge_down(&mut self, window: usize, memory: usize) -> Result<()> {
         // The windows' memory beside their cells. Runs many enough that
         // the budget's part gives each [`READ_WELL`] stay live; never more
-        // than the part read through ([`scratch::READING_LEAST`] at least,
-        // `reading_least`)
-        // gives [`READ_LEAST`] each.
+        // than the part read through (`reading_least` at least) gives
+        // [`READ_LEAST`] each.
         let cells = (window as u64).saturating_mul(self.cell_guess());
         let windows = usize::try_from((memory as u64).saturating_sub(cells)).unwrap_or(0);
         let live = (window / WINDOW_CELLS_A_RUN)
@@ -440,14 +440,10 @@ impl Stretches {
             }
             // Wide enough that each fragment's groups together leave
             // `live` (fragments' runs meet at a place side by side).
-            let mut per_frag: Vec<(u32, usize)> = Vec::new();
-            for r in &self.runs {
-                match per_frag.iter_mut().find(|(f, _)| *f == r.frag) {
-                    Some((_, n)) => *n = n.saturating_add(1),
-                    None => per_frag.push((r.frag, 1)),
-                }
-            }
-            let after = |g: usize| -> usize { per_frag.iter().map(|&(_, n)| n.div_ceil(g)).sum() };
+            let mut frags: Vec<u32> = self.runs.iter().map(|r| r.frag).collect();
+            frags.sort_unstable();
+            let per_frag: Vec<usize> = frags.chunk_by(|a, b| a == b).map(<[u32]>::len).collect();
+            let after = |g: usize| -> usize { per_frag.iter().map(|n| n.div_ceil(g)).sum() };
             let mut g = most.div_ceil(live).clamp(2, widest);
             while g < widest && after(g) > live {
                 g = g.saturating_add(1);
@@ -657,17 +653,32 @@ impl Heads {
         }
     }
 
-    fn pop(&mut self) -> Option<(u64, usize)> {
+    /// The least head.
+    fn least(&self) -> Option<(u64, usize)> {
         match self {
-            Heads::Turns(t) => t.pop_front(),
-            Heads::Heap(h) => h.pop().map(|Reverse(x)| x),
+            Heads::Turns(t) => t.front().copied(),
+            Heads::Heap(h) => h.peek().map(|&Reverse(x)| x),
         }
     }
 
-    fn put(&mut self, head: (u64, usize)) {
+    /// The least head replaced by its run's next (none at the run's end):
+    /// in a heap one sift, not a pop and a push.
+    fn replace_least(&mut self, next: Option<(u64, usize)>) {
         match self {
-            Heads::Turns(t) => put(t, head),
-            Heads::Heap(h) => h.push(Reverse(head)),
+            Heads::Turns(t) => {
+                t.pop_front();
+                if let Some(next) = next {
+                    put(t, next);
+                }
+            }
+            Heads::Heap(h) => {
+                if let Some(mut top) = h.peek_mut() {
+                    match next {
+                        Some(next) => *top = Reverse(next),
+                        None => drop(PeekMut::pop(top)),
+                    }
+                }
+            }
         }
     }
 }
@@ -704,7 +715,7 @@ fn merge_group(
     let mut queue = Heads::new(heads, group.iter().all(|r| r.strided));
     let mut making = Making::default();
     let mut written = at;
-    while let Some((p, k)) = queue.pop() {
+    while let Some((p, k)) = queue.least() {
         let cursor = cursors
             .get_mut(k)
             .ok_or_else(|| QueryError::invalid("no run"))?;
@@ -722,9 +733,7 @@ fn merge_group(
         }
         making.take(cols, cursor, cells, body)?;
         cursor.advance(cols)?;
-        if let Some((next, _, _)) = cursor.head {
-            queue.put((next, k));
-        }
+        queue.replace_least(cursor.head.map(|(next, _, _)| (next, k)));
     }
     written = written.saturating_add(making.flush(out)?);
     Ok(Some(Run {
