@@ -177,3 +177,64 @@ fn aggregates_fetched_ahead_give_the_same_answers() {
         "no piece fetched ahead ((ahead, batches): {aheads:?})"
     );
 }
+
+/// Aggregates over files far larger than the bytes a read keeps read on
+/// (256 KiB), in tiles under half the budget, fetch the next piece while
+/// one is folded: a 2 MiB dense array of incompressible int32s in 128 KiB
+/// tiles, written by tdb (no fixture of TileDB's has files that large and
+/// tiles that small), under 2 and 4 MiB over storage that says it is
+/// remote (under 1 MiB two pieces do not fit the tile budget together, and
+/// none is fetched ahead, as for a plain read). The answers are those of
+/// the unbudgeted local read.
+#[test]
+fn aggregates_over_large_files_fetch_the_next_piece_ahead() {
+    use tdb_format::{ArrayType, Datatype};
+    use tdb_query::{AggregateOp, FieldBuffer, WriteSpec};
+    use tdb_schema::{ArraySchema, AttributeBuilder, DimensionBuilder};
+    let tmp = tempfile::tempdir().unwrap();
+    let local = LocalStorage::new(tmp.path());
+    let schema = ArraySchema::builder(ArrayType::Dense)
+        .dimension(DimensionBuilder::range("r", 0i64..=511).tile_extent(32i64))
+        .dimension(DimensionBuilder::range("c", 0i64..=1023).tile_extent(1024i64))
+        .attribute(AttributeBuilder::new("a", Datatype::Int32))
+        .build()
+        .unwrap();
+    let entry = tdb_fragment::create_array(&local, "", &schema, &[], None, 1).unwrap();
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut a = FieldBuffer::new("a", Datatype::Int32, 1, false);
+    a.data = (0..512 * 1024)
+        .flat_map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state as i32).to_le_bytes()
+        })
+        .collect();
+    tdb_query::write_fragment(&local, "", &entry, None, &WriteSpec::new(vec![a]).at(2)).unwrap();
+    let remote = Remote {
+        local: LocalStorage::new(tmp.path()),
+        ahead: AtomicUsize::new(0),
+        asked: AtomicUsize::new(0),
+    };
+    let snap = Arc::new(Snapshot::load(&local, "", TimeWindow::ALL, None).unwrap());
+    let requests: Vec<(String, AggregateOp)> = ["count", "sum", "min", "max"]
+        .iter()
+        .map(|op| ("a".to_owned(), AggregateOp::from_name(op).unwrap()))
+        .collect();
+    let want = tdb_query::aggregate(&local, snap.clone(), ReadSpec::new(["a"]), &requests).unwrap();
+    for budget in [2 << 20, 4 << 20] {
+        remote.ahead.store(0, Ordering::SeqCst);
+        remote.asked.store(0, Ordering::SeqCst);
+        let spec = ReadSpec::new(["a"]).with_budget(budget);
+        let got = tdb_query::aggregate(&remote, snap.clone(), spec, &requests).unwrap();
+        assert_eq!(got, want, "at {budget} bytes");
+        let (ahead, asked) = (
+            remote.ahead.load(Ordering::SeqCst),
+            remote.asked.load(Ordering::SeqCst),
+        );
+        assert!(
+            ahead > 0,
+            "at {budget} bytes: none of {asked} batches fetched ahead"
+        );
+    }
+}
