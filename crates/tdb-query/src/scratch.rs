@@ -7,7 +7,7 @@
 
 use crate::{QueryError, Result};
 use std::fs::File;
-use std::io::{self, BufWriter, Read, Seek, Write};
+use std::io::{self, BufReader, BufWriter, Read, Seek, Write};
 use std::sync::Arc;
 
 /// Bytes a spilled read's merges read their runs through at least,
@@ -27,6 +27,26 @@ pub(crate) const READING_LEAST: usize = 256 << 10;
 /// KiB, a tenth less time). Outside the budget, as [`READING_LEAST`] is;
 /// what a record holds at most stays the budget's.
 pub(crate) const WRITING_LEAST: usize = 64 << 10;
+
+/// A spilled run's bytes `start..end` of `file`, read through `buffer`
+/// bytes but no more than they hold: a buffer of [`READING_LEAST`]'s share
+/// for a run of a few KiB costs fresh pages at every merge, not fewer
+/// reads (W7's small reads under 16 KiB: 10% slower).
+pub(crate) fn run_reader(file: Arc<File>, start: u64, end: u64, buffer: usize) -> BufReader<At> {
+    let len = usize::try_from(end.saturating_sub(start)).unwrap_or(usize::MAX);
+    BufReader::with_capacity(buffer.min(len).max(1), At::new(file, start, end))
+}
+
+/// What a spilled run is written through: the budget's `buffer` or
+/// [`WRITING_LEAST`], whichever is more.
+pub(crate) fn write_buffer(buffer: usize) -> usize {
+    buffer.max(WRITING_LEAST)
+}
+
+/// A spilled run's writer at `pos` of `file` ([`write_buffer`]).
+pub(crate) fn run_writer(file: Arc<File>, pos: u64, buffer: usize) -> BufWriter<At> {
+    BufWriter::with_capacity(write_buffer(buffer), At::new(file, pos, pos))
+}
 
 /// A fresh scratch file, written through `buffer` bytes.
 pub(crate) fn create(buffer: usize) -> Result<BufWriter<File>> {

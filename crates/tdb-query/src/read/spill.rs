@@ -588,16 +588,8 @@ impl RunReader {
         if let Some(out) = run.open {
             written_out(*out)?;
         }
-        // (No more than the run holds: a buffer of the scratch reads' floor
-        // for a run of a few KiB costs fresh pages, not fewer reads.)
-        let read_through = |r: &std::ops::Range<u64>| {
-            let len = usize::try_from(r.end.saturating_sub(r.start)).unwrap_or(usize::MAX);
-            buffer.min(len).max(1)
-        };
         Ok(RunReader {
-            input: (run.file).map(|(f, r)| {
-                BufReader::with_capacity(read_through(&r), At::new(f, r.start, r.end))
-            }),
+            input: (run.file).map(|(f, r)| scratch::run_reader(f, r.start, r.end, buffer)),
             left: run.records,
             bytes,
         })
@@ -1006,7 +998,7 @@ impl Spill {
     /// ([`Spill::push`]), so no two runs are ever written at one place; a
     /// run abandoned halfway leaves the level a fresh file.
     pub fn writer(&mut self, level: u32) -> Result<RunWriter> {
-        let mut w = RunWriter::new(self.out_buffer.max(scratch::WRITING_LEAST));
+        let mut w = RunWriter::new(scratch::write_buffer(self.out_buffer));
         let fan_in = self.fan_in;
         if let Some(lv) = self.level(level) {
             if lv.runs >= fan_in {

@@ -288,8 +288,7 @@ impl Stretches {
                         f
                     }
                 };
-                let capacity = self.buffer.max(scratch::WRITING_LEAST);
-                BufWriter::with_capacity(capacity, At::new(file, start, start))
+                scratch::run_writer(file, start, self.buffer)
             }
         };
         let mut wrote = 0u64;

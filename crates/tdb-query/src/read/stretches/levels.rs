@@ -225,12 +225,7 @@ impl Strided {
 
 impl Cursor {
     fn new(cols: &[Col], file: &Arc<File>, run: &Run, buffer: usize) -> Result<Self> {
-        // (No more than the run holds, as a spilled record run's reader.)
-        let len = usize::try_from(run.end.saturating_sub(run.start)).unwrap_or(usize::MAX);
-        let reader = BufReader::with_capacity(
-            buffer.min(len).max(1),
-            At::new(Arc::clone(file), run.start, run.end),
-        );
+        let reader = scratch::run_reader(Arc::clone(file), run.start, run.end, buffer);
         let mut c = Cursor {
             reader,
             left: run.end.saturating_sub(run.start),
@@ -492,8 +487,7 @@ impl Stretches {
             Some(f) => f,
             None => scratch::shared()?,
         };
-        let capacity = cap.max(scratch::WRITING_LEAST);
-        let mut out = BufWriter::with_capacity(capacity, At::new(Arc::clone(&file), 0, 0));
+        let mut out = scratch::run_writer(Arc::clone(&file), 0, cap);
         let mut written = 0u64;
         let mut runs = Vec::with_capacity(groups.len());
         for group in groups {
@@ -565,10 +559,7 @@ impl Stretches {
             let file = (self.file.clone())
                 .ok_or_else(|| QueryError::invalid("spilled stretches without their file"))?;
             let cap = (self.buffer / 4).max(1);
-            let mut out = BufWriter::with_capacity(
-                cap.max(scratch::WRITING_LEAST),
-                At::new(Arc::clone(&file), self.written, self.written),
-            );
+            let mut out = scratch::run_writer(Arc::clone(&file), self.written, cap);
             let mut merged = Vec::new();
             let mut gone = vec![false; self.runs.len()];
             for group in members.chunks_exact(GROUP) {
