@@ -16,7 +16,7 @@
 //! gives fill where no fragment wrote.
 
 use super::chunk_cache::ChunkCache;
-use super::fields::Kind;
+use super::fields::{FieldInfo, Kind};
 use super::plan;
 use super::stretches::{Stretch, Stretches};
 use super::Reader;
@@ -279,6 +279,18 @@ impl DenseBox {
     }
 }
 
+/// A field's values part in a space tile of `cells` cells (a var-size
+/// field's offsets, 8 bytes a cell): bytes a cell, and bytes a chunk of it
+/// holds as TileDB's writer cuts them.
+fn values_chunk(f: &FieldInfo, cells: u64) -> Option<(u64, u64)> {
+    let size = match f.is_var() {
+        true => 8,
+        false => u64::try_from(f.cell_size()).ok()?.max(1),
+    };
+    let chunk = tdb_tile::fixed_chunk_size(cells.checked_mul(size)?, size).ok()?;
+    Some((size, chunk))
+}
+
 impl Reader {
     /// Whether this dense read spills (see the module): more than one
     /// dimension, results row- (col-) major over cells that go the other
@@ -337,20 +349,13 @@ impl Reader {
         {
             return false;
         }
+        let cells = u64::try_from(tile_cells).unwrap_or(0);
         let lines = (self.requested.iter())
             .filter_map(|&s| self.fields.get(s))
             .filter(|f| !matches!(f.kind, Kind::Dim(_)))
             .filter_map(|f| {
-                // A var-size field's fixed part: its offsets, 8 bytes a cell.
-                let size = match f.is_var() {
-                    true => 8,
-                    false => u64::try_from(f.cell_size()).ok()?.max(1),
-                };
-                let bytes = u64::try_from(tile_cells).ok()?.checked_mul(size)?;
-                let chunk = tdb_tile::fixed_chunk_size(bytes, size)
-                    .ok()?
-                    .checked_div(size)?;
-                i128::from(chunk).checked_div(line)
+                let (size, chunk) = values_chunk(f, cells)?;
+                i128::from(chunk.checked_div(size)?).checked_div(line)
             })
             .max()
             .unwrap_or(0);
@@ -379,33 +384,24 @@ impl Reader {
             if d == slowest {
                 continue;
             }
-            let (origin, extent) = tdb_index::dense::origin_and_extent(dim)?;
             let (lo, hi) = plan::int_span(ranges.get(d)?)?;
-            let first = tdb_index::dense::tile_of(lo, origin, extent)?;
-            let last = tdb_index::dense::tile_of(hi, origin, extent)?;
-            let n = u128::try_from(last.checked_sub(first)?.checked_add(1)?).ok()?;
-            tiles = tiles.checked_mul(n)?;
+            let span = tdb_index::dense::int_range_of(dim, lo, hi)?;
+            let n = tdb_index::dense::dim_tile_count(dim, &span)?;
+            tiles = tiles.checked_mul(u128::from(n))?;
         }
         let cells = u64::try_from(tile_cells).ok()?;
-        let chunk = |size: u64| {
-            let bytes = cells.checked_mul(size)?;
-            tdb_tile::fixed_chunk_size(bytes, size).ok().map(u128::from)
-        };
         let mut parts = 0u128;
         for f in (self.requested.iter()).filter_map(|&s| self.fields.get(s)) {
             if matches!(f.kind, Kind::Dim(_)) {
                 continue;
             }
-            let size = match f.is_var() {
-                true => 8,
-                false => u64::try_from(f.cell_size()).ok()?.max(1),
-            };
-            parts = parts.checked_add(chunk(size)?)?;
+            parts = parts.checked_add(u128::from(values_chunk(f, cells)?.1))?;
             if f.is_var() {
                 parts = parts.checked_add(u128::from(tdb_tile::MAX_TILE_CHUNK_SIZE))?;
             }
             if f.nullable {
-                parts = parts.checked_add(chunk(1)?)?;
+                let validity = tdb_tile::fixed_chunk_size(cells, 1).ok()?;
+                parts = parts.checked_add(u128::from(validity))?;
             }
         }
         let frags = u128::try_from(self.plans.len()).ok()?;
