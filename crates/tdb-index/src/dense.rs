@@ -589,6 +589,51 @@ impl TileCells {
         &self.order
     }
 
+    /// The position of the cell at `at` in the cell order; `None` outside
+    /// the tile.
+    pub fn position(&self, at: &[i128]) -> Option<u64> {
+        let mut pos = 0i128;
+        for &d in &self.order {
+            let off = at.get(d)?.checked_sub(*self.corner.get(d)?)?;
+            if off < 0 || off >= *self.extent.get(d)? {
+                return None;
+            }
+            pos = pos.checked_add(off.checked_mul(self.stride(d)?)?)?;
+        }
+        u64::try_from(pos).ok()
+    }
+
+    /// The box from `lo` to `hi` (inclusive, inside the tile) as a tile of
+    /// its own in the same cell order: a cell's position there is its
+    /// place among the box's cells laid out one after another, as a read
+    /// that holds only them keeps them. `None` where the box leaves the
+    /// tile or is empty.
+    pub fn sub_box(&self, lo: &[i128], hi: &[i128]) -> Option<TileCells> {
+        let n = self.corner.len();
+        if lo.len() != n || hi.len() != n {
+            return None;
+        }
+        let mut extent = Vec::with_capacity(n);
+        for d in 0..n {
+            let (l, h) = (*lo.get(d)?, *hi.get(d)?);
+            if l > h || l < *self.corner.get(d)? || h > *self.last.get(d)? {
+                return None;
+            }
+            extent.push(h.checked_sub(l)?.checked_add(1)?);
+        }
+        let clip = |a: &[i128], b: &[i128], f: fn(i128, i128) -> i128| -> Vec<i128> {
+            a.iter().zip(b).map(|(x, y)| f(*x, *y)).collect()
+        };
+        Some(TileCells {
+            corner: lo.to_vec(),
+            extent,
+            last: hi.to_vec(),
+            from: clip(&self.from, lo, i128::max),
+            to: clip(&self.to, hi, i128::min),
+            order: self.order.clone(),
+        })
+    }
+
     /// Whether `at` lies inside the fragment's non-empty domain.
     pub fn written(&self, at: &[i128]) -> bool {
         at.iter()
@@ -900,7 +945,7 @@ mod tests {
         assert!(!push_int(Datatype::StringAscii, 1, &mut out));
         assert!(out.is_empty());
     }
-    use tdb_format::ArrayType;
+    use tdb_format::{ArrayType, Layout};
     use tdb_schema::{ArraySchema, AttributeBuilder, DimensionBuilder};
 
     fn domain(dims: &[(i32, i32, i32)]) -> Domain {
@@ -930,6 +975,39 @@ mod tests {
         assert_eq!(tiles, vec![range(1, 9), range(1, 5)]);
         assert_eq!(cell_count(&domain, &tiles), dense_cell_num(&domain, &nd));
         assert_eq!(cell_count(&domain, &vec![range(1, 7)]), None);
+    }
+
+    /// A cell's position is what `coords` inverts; a box inside the tile
+    /// numbers its cells one after another in the same cell order, its
+    /// written part clipped to it; a box leaving the tile is none.
+    #[test]
+    fn a_box_of_a_tile_numbers_its_cells_in_the_tiles_order() {
+        let domain = domain(&[(0, 7, 4), (0, 9, 5)]);
+        let ned = vec![range(1, 7), range(0, 9)];
+        for order in [Layout::RowMajor, Layout::ColMajor] {
+            let grid = FragmentGrid::new(&domain, Layout::RowMajor, order, &ned).unwrap();
+            let tc = grid.tile_cells(0).unwrap();
+            let mut at = [0i128; 2];
+            for pos in 0..20 {
+                tc.coords(pos, &mut at).unwrap();
+                assert_eq!(tc.position(&at), Some(pos));
+            }
+            assert_eq!(tc.position(&[4, 0]), None);
+            let bx = tc.sub_box(&[0, 1], &[2, 3]).unwrap();
+            assert_eq!((bx.from.clone(), bx.to.clone()), (vec![1, 1], vec![2, 3]));
+            let mut inside = Vec::new();
+            for pos in 0..20 {
+                tc.coords(pos, &mut at).unwrap();
+                if (0..=2).contains(&at[0]) && (1..=3).contains(&at[1]) {
+                    inside.push(at);
+                }
+            }
+            for (k, cell) in inside.iter().enumerate() {
+                assert_eq!(bx.position(cell), Some(k as u64), "{order:?}");
+            }
+            assert!(tc.sub_box(&[0, 1], &[4, 3]).is_none());
+            assert!(tc.sub_box(&[2, 1], &[1, 3]).is_none());
+        }
     }
 
     #[test]

@@ -13,7 +13,9 @@
 //! stretches in the result order ([`DenseBox::tile_places`]) and are
 //! written so (`super::stretches`), whose merge takes the newest
 //! fragment's version of each cell (dense arrays have no duplicates) and
-//! gives fill where no fragment wrote.
+//! gives fill where no fragment wrote. Across the order, a tile's cells go
+//! in blocks where they can (`super::dense_blocks`), each result line of a
+//! block a stretch of its band's cells.
 
 use super::chunk_cache::ChunkCache;
 use super::fields::{FieldInfo, Kind};
@@ -635,6 +637,19 @@ impl Reader {
             let tc = grid.tile_cells(t).ok_or_else(|| {
                 QueryError::invalid(format!("{}: no tile {t} in its grid", plan.file.path))
             })?;
+            // A block's cells are held packed: positions in it.
+            let (tc, cells) = match &self.current.block {
+                Some(b) => match b.cells_in(&tc) {
+                    Some(packed) => (packed, 0..b.cells()),
+                    None => {
+                        return Err(QueryError::invalid(format!(
+                            "{}: a block outside tile {t}",
+                            plan.file.path
+                        )))
+                    }
+                },
+                None => (tc, cells),
+            };
             let tile = u32::try_from(k).map_err(|_| QueryError::invalid("too many tiles"))?;
             let mut put = |place: u64, pos, len: u64, by: u64| {
                 let Ok(len) = u32::try_from(len).map_err(|_| odd = true) else {

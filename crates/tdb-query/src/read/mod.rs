@@ -19,6 +19,7 @@
 mod aggregate;
 mod chunk_cache;
 mod dense;
+mod dense_blocks;
 mod dense_runs;
 mod drive;
 mod emit;

@@ -5,6 +5,7 @@
 //! planned and fetched while one is read.
 
 use super::dense::{self, DenseFrag, Results};
+use super::dense_blocks::Block;
 use super::fields::{FragField, Kind};
 use super::plan::{self, FragPlan};
 use super::tiles::{self, Coalesced, Fetching, TileFetch, TileKey};
@@ -48,6 +49,9 @@ pub(super) struct Piece {
     /// here (their cells need not meet: [`Reader::run_cut`]).
     pub frags: Option<std::ops::Range<u32>>,
     pub cells: Option<std::ops::Range<u64>>,
+    /// Of a dense tile read across its cell order, the box of it the
+    /// piece holds (`cells` then spans it): see `super::dense_blocks`.
+    pub block: Option<Box<Block>>,
     pub share: Option<sparse::Share>,
     /// One cell of a tile sorted along a dimension the subarray bounds
     /// ([`Reader::sorted_dim`]), of which only that dimension is read: its
@@ -60,7 +64,9 @@ pub(super) struct Piece {
     pub edges: Option<(bool, bool)>,
 }
 
-/// How [`Reader::cut`] cuts a piece.
+/// How [`Reader::cut`] cuts a piece. (A cut is made and taken apart at
+/// once, never kept: a probe's third piece is not worth a box.)
+#[allow(clippy::large_enum_variant)]
 pub(super) enum Cut {
     /// In two halves.
     Halves(Piece, Piece),
@@ -417,14 +423,24 @@ impl Reader {
     /// besides its share, a run of a few lines of W7's `dense_rows` in 64
     /// KiB chunks never fit a 16 KiB budget's quarter, and its pieces were
     /// one tile line each (4,096 pieces, 8.7 times the unbudgeted read).
-    pub(super) fn run_held(&self, i: usize, t: u64, cells: Option<&std::ops::Range<u64>>) -> u64 {
+    /// A block (`block`, its cells) holds only its cells, and the chunks
+    /// its span touches.
+    pub(super) fn run_held(
+        &self,
+        i: usize,
+        t: u64,
+        cells: Option<&std::ops::Range<u64>>,
+        block: Option<u64>,
+    ) -> u64 {
         // A run of one tile's cells (else the tile's cells in the read).
         let one_tile = cells.is_some();
         let span = cells.is_none().then(|| self.dense_span(i, t)).flatten();
         let (cells, bytes) = match cells.or(span.as_ref()) {
             Some(c) => {
                 let span = c.end.saturating_sub(c.start);
-                (span, self.tile_cost_at(i, t, Some(span), Some(c.start)))
+                let parts = self.tile_parts(i, t);
+                let held = block.unwrap_or(span);
+                (held, parts.cost_held(Some(span), Some(c.start), held))
             }
             None => {
                 let cells = (self.plans.get(i)).map_or(0, |plan| plan.cells(t, plan.tile_num()));
@@ -593,7 +609,8 @@ impl Reader {
                 total = total.saturating_add(tiles.saturating_mul(tile_max));
             } else {
                 for t in piece.tiles(i, plan, self.ops.dims(), &self.spec.subarray) {
-                    total = total.saturating_add(self.run_held(i, t, piece.cells.as_ref()));
+                    let block = piece.block.as_deref().map(Block::cells);
+                    total = total.saturating_add(self.run_held(i, t, piece.cells.as_ref(), block));
                 }
             }
         }
@@ -773,6 +790,12 @@ impl Reader {
     ) -> Option<Cut> {
         if !Self::sliceable(plan) {
             return None;
+        }
+        // A dense tile across its cell order: in blocks where it can be.
+        if let Some(cut) = (p.frag.filter(|_| plan.meta.footer.dense && !probe_only))
+            .and_then(|i| self.block_cut(p, i, t))
+        {
+            return cut;
         }
         let cells = (p.cells.clone())
             .or_else(|| self.dense_span(p.frag?, t))
@@ -998,8 +1021,9 @@ impl Reader {
         tiles: &[u64],
         run: std::ops::Range<u64>,
     ) -> Option<Cut> {
-        let (a, b) =
-            partition::split_run(tiles, run, self.cut_aim(), |t| self.run_held(i, t, None))?;
+        let (a, b) = partition::split_run(tiles, run, self.cut_aim(), |t| {
+            self.run_held(i, t, None, None)
+        })?;
         let half = |run| Piece {
             run: Some(run),
             frag: Some(i),
@@ -1441,6 +1465,15 @@ impl Reader {
             Results::default()
         };
         let needed = results.needed_cells();
+        // A block's runs of cells, in its one tile.
+        let block_runs = match (&piece.block, piece.frag, &piece.run) {
+            (Some(b), Some(i), Some(run)) => {
+                let tc = (self.plans.get(i)).and_then(|plan| plan.grid()?.tile_cells(run.start));
+                let runs = tc.and_then(|tc| b.runs(&tc));
+                Some(runs.ok_or_else(|| QueryError::invalid("a block outside its tile"))?)
+            }
+            _ => None,
+        };
         let mut fetches = Vec::new();
         let mut carried = Vec::new();
         let mut md_answered = Vec::new();
@@ -1581,6 +1614,7 @@ impl Reader {
                         continue;
                     }
                     let (used, slice) = match (&piece.cells, run) {
+                        _ if block_runs.is_some() => (block_runs.clone(), true),
                         (_, Some(c)) => {
                             let slice = piece.cells.is_some()
                                 || self.slices(i, t, c.end.saturating_sub(c.start));
@@ -1597,14 +1631,16 @@ impl Reader {
                             (used, slice)
                         }
                     };
-                    fetches.push(tiles::plan_tile(
+                    let mut fetch = tiles::plan_tile(
                         meta,
                         ff,
                         (i, slot, t),
                         plan.cells(t, plan.tile_num()),
                         used,
                         slice,
-                    )?);
+                    )?;
+                    fetch.packed = fetch.sliced && piece.block.is_some();
+                    fetches.push(fetch);
                 }
             }
             tiles_of.push(tiles);
@@ -1759,13 +1795,26 @@ impl TileParts {
     /// unfiltered, and its used chunks filtered (their share of the
     /// tile's filtered bytes, plus a chunk each end).
     pub(super) fn cost(&self, span: Option<u64>, start: Option<u64>) -> u64 {
+        self.cost_held(span, start, span.unwrap_or(self.cells))
+    }
+
+    /// Per part, the cells a chunk holds as TileDB's writer cuts them
+    /// (`None` where that is unknown: var-size data, formats before v11).
+    pub(super) fn chunk_cells(&self) -> impl Iterator<Item = Option<u64>> + '_ {
+        self.parts.iter().map(|p| p.chunk_cells)
+    }
+
+    /// [`TileParts::cost`] of a span of which a sliced tile holds `held`
+    /// cells (a block's: `super::dense_blocks`), its chunks the span's.
+    pub(super) fn cost_held(&self, span: Option<u64>, start: Option<u64>, held: u64) -> u64 {
         let cells = self.cells;
         let span = span.filter(|_| self.sliceable).map(|s| s.min(cells));
+        let held = span.map(|s| held.min(s));
         let mut total = 0u64;
         for p in &self.parts {
             let (filtered, unfiltered) = match span {
                 Some(span) => {
-                    let share = |bytes: u64| {
+                    let share = |bytes: u64, span: u64| {
                         let part = (u128::from(bytes).saturating_mul(u128::from(span)))
                             .checked_div(u128::from(cells.max(1)))
                             .unwrap_or(0);
@@ -1781,17 +1830,25 @@ impl TileParts {
                         // cells in chunks of thousands, were charged a
                         // chunk of each part they did not fetch.)
                         let kept = p.carried.as_ref().is_some_and(|c| c.contains(&first));
-                        Some(n.saturating_add(u64::from(!kept)))
+                        Some((n.saturating_add(u64::from(!kept)), n, chunk_cells))
                     });
                     match touched {
-                        Some(n) => (
-                            p.chunk.saturating_mul(n).min(p.filtered),
-                            share(p.unfiltered),
-                        ),
+                        Some((n, past_first, chunk_cells)) => {
+                            let mut unfiltered = share(p.unfiltered, held.unwrap_or(span));
+                            // A block decodes every chunk its span touches
+                            // whole, beside the cells it keeps: past the
+                            // first (which any piece decodes), charged.
+                            if held.is_some_and(|h| h < span) {
+                                let chunks = chunk_cells.saturating_mul(past_first);
+                                unfiltered = unfiltered.saturating_add(share(p.unfiltered, chunks));
+                            }
+                            (p.chunk.saturating_mul(n).min(p.filtered), unfiltered)
+                        }
                         None => {
                             let count = if span <= 1 && !p.offsets { 1 } else { 2 };
                             let ends = p.chunk.saturating_mul(count).min(p.filtered);
-                            (share(p.filtered).saturating_add(ends), share(p.unfiltered))
+                            let filtered = share(p.filtered, span).saturating_add(ends);
+                            (filtered, share(p.unfiltered, held.unwrap_or(span)))
                         }
                     }
                 }

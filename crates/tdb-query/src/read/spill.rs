@@ -1539,7 +1539,7 @@ impl Reader {
                     return false;
                 };
                 let (a, b) = (a.max(lo), b.min(hi));
-                let held = self.run_held(i, t, None);
+                let held = self.run_held(i, t, None, None);
                 let height = u128::try_from(b.saturating_sub(a).saturating_add(1)).unwrap_or(1);
                 bytes = bytes.saturating_add(u128::from(held));
                 weighted = weighted.saturating_add(u128::from(held).saturating_mul(height));
@@ -1577,7 +1577,7 @@ impl Reader {
             for (i, plan) in self.plans.iter().enumerate() {
                 for t in p.tiles(i, plan, self.ops.dims(), &self.spec.subarray) {
                     if seen.insert((i, t)) {
-                        once = once.saturating_add(u128::from(self.run_held(i, t, None)));
+                        once = once.saturating_add(u128::from(self.run_held(i, t, None, None)));
                     }
                 }
             }

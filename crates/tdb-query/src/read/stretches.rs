@@ -21,6 +21,7 @@
 //! Where too many runs meet at a place for a window to read them well
 //! (across the order, a run a piece of a tile's lines), they are merged
 //! down first ([`levels`]). A piece that holds part of a tile line across the order
+//! (where its tile cannot go in blocks: `super::dense_blocks`)
 //! holds one cell of each result line it crosses: those cells go in
 //! strided records ([`STRIDED`], a head for up to 256 bytes of cells
 //! whose places go up by the result line's length), not a record of 20
@@ -225,6 +226,12 @@ impl Stretches {
             spare: None,
             rounds: 0,
         })
+    }
+
+    /// Runs held.
+    #[cfg(test)]
+    pub fn runs(&self) -> usize {
+        self.runs.len()
     }
 
     /// Bytes the writer buffers.

@@ -86,9 +86,25 @@ pub(crate) struct TileFetch {
     pub needed: Option<Vec<(u64, u64)>>,
     pub sliced: bool,
     pub var: Option<std::ops::Range<u64>>,
+    /// A sliced tile that holds its `needed` runs of cells one after
+    /// another (a block of it: `super::dense_blocks`), not every cell from
+    /// the first used to the last: a cell's position in the decoded tile
+    /// is its place in that packing (`DecodedTile::first` is 0).
+    pub packed: bool,
 }
 
 impl TileFetch {
+    /// Cells a sliced tile holds once decoded.
+    pub fn held(&self) -> Option<u64> {
+        let needed = self.needed.as_ref().filter(|_| self.sliced)?;
+        match self.packed {
+            true => {
+                Some((needed.iter()).fold(0u64, |n, &(a, b)| n.saturating_add(b.saturating_sub(a))))
+            }
+            false => self.slice().map(|(lo, hi)| hi.saturating_sub(lo)),
+        }
+    }
+
     /// A sliced tile's cells once decoded: from the first used to the
     /// last (half-open).
     pub fn slice(&self) -> Option<(u64, u64)> {
@@ -161,6 +177,7 @@ pub(crate) fn plan_tile(
         needed,
         sliced,
         var: None,
+        packed: false,
     })
 }
 
@@ -1124,10 +1141,7 @@ pub(crate) struct TileJob<'a> {
 fn shape(job: &TileJob<'_>) -> TileShape {
     let sliced = job.fetch.slice();
     TileShape {
-        cells: match sliced {
-            Some((lo, hi)) => hi.saturating_sub(lo),
-            None => job.cells,
-        },
+        cells: job.fetch.held().unwrap_or(job.cells),
         cell_size: job
             .field
             .parts
@@ -1166,10 +1180,13 @@ struct PartJob<'a> {
 }
 
 /// A sliced tile's part: the unfiltered bytes it holds (`window`), and
-/// each chunk's index and first unfiltered byte.
+/// each chunk's index and first unfiltered byte. A packed tile's
+/// ([`TileFetch::packed`]) holds the runs of bytes `packed` instead, each
+/// from its offset in the part on.
 struct SlicedPart {
     window: std::ops::Range<u64>,
     chunks: Vec<(usize, u64)>,
+    packed: Vec<(std::ops::Range<u64>, u64)>,
 }
 
 /// A run of consecutive chunks of one part of one tile: the unit of work
@@ -1280,7 +1297,22 @@ fn parse_parts<'a>(job: &TileJob<'a>, key: Option<&'a [u8; 32]>) -> Result<Vec<P
                     ));
                 }
                 let window = first..first.saturating_add(size);
-                (chunks, Some(SlicedPart { window, chunks: at }), None)
+                let mut packed = Vec::new();
+                if let Some(needed) = job.needed.filter(|_| job.fetch.packed) {
+                    let mut off = 0u64;
+                    for &(a, b) in needed {
+                        let run = per_cell.saturating_mul(a)..per_cell.saturating_mul(b);
+                        let len = run.end.saturating_sub(run.start);
+                        packed.push((run, off));
+                        off = off.saturating_add(len);
+                    }
+                }
+                let sliced = SlicedPart {
+                    window,
+                    chunks: at,
+                    packed,
+                };
+                (chunks, Some(sliced), None)
             }
         };
         let size = match (&sliced, bare) {
@@ -1502,10 +1534,9 @@ pub(crate) fn decode_tiles<'a>(
         let Some(slot) = joined.get_mut(run.job).and_then(|p| p.get_mut(run.part)) else {
             continue;
         };
-        let window = (parsed.get(run.job).and_then(|p| p.get(run.part)))
-            .and_then(|p| p.sliced.as_ref())
-            .map(|p| &p.window);
-        if let (Some(at), Some(window)) = (run.at, window) {
+        let sliced =
+            (parsed.get(run.job).and_then(|p| p.get(run.part))).and_then(|p| p.sliced.as_ref());
+        if let (Some(at), Some(SlicedPart { window, packed, .. })) = (run.at, sliced) {
             // Cells between the used chunks stay zero: no cell is read
             // there.
             let into = slot.get_or_insert_with(|| {
@@ -1517,17 +1548,30 @@ pub(crate) fn decode_tiles<'a>(
                     ..TileData::default()
                 }
             });
-            // The chunk's bytes inside the window, where they go in it.
+            // The chunk's bytes inside the window (or each packed run),
+            // where they go in it.
             let decoded = data.data;
-            let from = window.start.max(at);
-            let to = window.end.min(at.saturating_add(decoded.len() as u64));
-            let src = (usize::try_from(from.saturating_sub(at)).ok())
-                .zip(usize::try_from(to.saturating_sub(at)).ok())
-                .and_then(|(a, b)| decoded.get(a..b.max(a)))
-                .unwrap_or_default();
-            let into_at = usize::try_from(from.saturating_sub(window.start)).unwrap_or(usize::MAX);
-            if let Some(dst) = (into.data).get_mut(into_at..into_at.saturating_add(src.len())) {
-                dst.copy_from_slice(src);
+            let whole = [(window.clone(), 0)];
+            let runs = match packed.is_empty() {
+                true => &whole[..],
+                false => packed.as_slice(),
+            };
+            let end = at.saturating_add(decoded.len() as u64);
+            let first = runs.partition_point(|(r, _)| r.end <= at);
+            for (r, off) in runs.get(first..).unwrap_or_default() {
+                if r.start >= end {
+                    break;
+                }
+                let (from, to) = (r.start.max(at), r.end.min(end));
+                let src = (usize::try_from(from.saturating_sub(at)).ok())
+                    .zip(usize::try_from(to.saturating_sub(at)).ok())
+                    .and_then(|(a, b)| decoded.get(a..b.max(a)))
+                    .unwrap_or_default();
+                let into_at = usize::try_from(off.saturating_add(from.saturating_sub(r.start)))
+                    .unwrap_or(usize::MAX);
+                if let Some(dst) = (into.data).get_mut(into_at..into_at.saturating_add(src.len())) {
+                    dst.copy_from_slice(src);
+                }
             }
             let key = jobs.get(run.job).map_or((0, 0, 0), |j| j.fetch.key);
             let chunk = u64::try_from(run.first).unwrap_or(u64::MAX);
@@ -1570,7 +1614,9 @@ pub(crate) fn decode_tiles<'a>(
             // A sliced part of no chunk (var cells all empty) is empty.
             let parts = parts.into_iter().map(Option::unwrap_or_default);
             let mut tile = finish_tile(job, parts, offsets_inside)?;
-            tile.first = job.fetch.slice().map_or(0, |(lo, _)| lo);
+            tile.first = (job.fetch.slice())
+                .filter(|_| !job.fetch.packed)
+                .map_or(0, |(lo, _)| lo);
             // A slice holds some of the tile's cells: no later piece may
             // take it for the tile.
             tile.partial = job.fetch.slice().is_some();
@@ -2127,6 +2173,7 @@ mod tests {
                 needed: Some(needed.clone()),
                 sliced: true,
                 var: None,
+                packed: false,
             };
             let size = |_: TileKey, p: usize| fv.parts[p].1.cell_size;
             let mut fetching = Fetching::new(
@@ -2303,6 +2350,7 @@ mod tests {
             needed: None,
             sliced: false,
             var: None,
+            packed: false,
         };
         let (fetch_a, fetch_v) = (fetch(0, &fa, &ba), fetch(1, &fv, &bv));
         let job = whole;
@@ -2423,6 +2471,7 @@ mod tests {
             needed: None,
             sliced: false,
             var: None,
+            packed: false,
         };
         let fetches = [
             fetch(0, 0, &bd),
@@ -2543,6 +2592,7 @@ mod tests {
                 needed: None,
                 sliced: false,
                 var: None,
+                packed: false,
             };
             let job = whole(&fetch, &bytes, &ff);
             let before = crate::pool::HANDED.with(|h| h.get());

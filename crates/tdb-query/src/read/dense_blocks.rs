@@ -1,0 +1,403 @@
+//! Blocks: a dense tile past the budget, read across its cell order in a
+//! read that spills (`super::dense_runs`), in pieces that each hold a box
+//! of it rather than a run of its cells.
+//!
+//! Across the order a result line takes one cell from each tile line, so
+//! a piece of part of one tile line is a stretch a cell, and the merge
+//! takes a million of them apart one by one (`dense_large_tiles`
+//! col-major under 16 KiB: 4.3 times the unbudgeted read). A block is a
+//! band of tile lines (as many as lie together in one chunk of every part
+//! read: [`Reader::block_band`]) by a range of the other dimensions sized
+//! by the budget, so each of its result lines is a stretch of the band's
+//! cells, and the band's later blocks continue the same run of places. A
+//! block's cells are fetched as runs, one a line ([`Block::runs`]), and
+//! held one after another ([`super::tiles::TileFetch::packed`]): its
+//! stretches' positions are places in that packing ([`Block::cells_in`]).
+//! The band's chunks are decoded once and kept between its blocks
+//! ([`super::chunk_cache`]).
+
+use super::pieces::{Cut, Piece};
+use super::Reader;
+use std::ops::Range;
+use tdb_index::dense::TileCells;
+
+/// A box of one dense tile's cells: its corners, inclusive, in tile
+/// coordinates.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Block {
+    pub lo: Vec<i128>,
+    pub hi: Vec<i128>,
+}
+
+impl Block {
+    /// Its cells.
+    pub fn cells(&self) -> u64 {
+        (self.lo.iter().zip(&self.hi))
+            .map(|(l, h)| u64::try_from(h.saturating_sub(*l).saturating_add(1)).unwrap_or(0))
+            .fold(1u64, u64::saturating_mul)
+    }
+
+    /// Positions in tile `tc` from its first cell to one past its last.
+    pub fn span(&self, tc: &TileCells) -> Option<Range<u64>> {
+        Some(tc.position(&self.lo)?..tc.position(&self.hi)?.checked_add(1)?)
+    }
+
+    /// Its runs of consecutive positions in tile `tc`, in order, as
+    /// half-open `(start, end)` (what its piece fetches and holds).
+    pub fn runs(&self, tc: &TileCells) -> Option<Vec<(u64, u64)>> {
+        let (&fastest, slower) = tc.order().split_first()?;
+        let len = (self.hi.get(fastest)?.checked_sub(*self.lo.get(fastest)?))
+            .and_then(|d| u64::try_from(d.checked_add(1)?).ok())?;
+        let mut at = self.lo.clone();
+        let mut runs: Vec<(u64, u64)> = Vec::new();
+        loop {
+            let start = tc.position(&at)?;
+            let end = start.checked_add(len)?;
+            match runs.last_mut() {
+                Some(last) if last.1 == start => last.1 = end,
+                _ => runs.push((start, end)),
+            }
+            // The odometer over the slower dimensions.
+            let mut stepped = false;
+            for &d in slower {
+                let v = at.get_mut(d)?;
+                if *v < *self.hi.get(d)? {
+                    *v = v.checked_add(1)?;
+                    stepped = true;
+                    break;
+                }
+                *v = *self.lo.get(d)?;
+            }
+            if !stepped {
+                return Some(runs);
+            }
+        }
+    }
+
+    /// Its cells as a tile of their own (see [`TileCells::sub_box`]):
+    /// positions there are places in the packing its piece holds.
+    pub fn cells_in(&self, tc: &TileCells) -> Option<TileCells> {
+        tc.sub_box(&self.lo, &self.hi)
+    }
+
+    /// In two along dimension `d` before value `at`.
+    fn halves(&self, d: usize, at: i128) -> Option<(Block, Block)> {
+        let (mut a, mut b) = (self.clone(), self.clone());
+        *a.hi.get_mut(d)? = at.checked_sub(1)?;
+        *b.lo.get_mut(d)? = at;
+        Some((a, b))
+    }
+}
+
+/// The greatest common divisor.
+fn gcd(a: u64, b: u64) -> u64 {
+    match a.checked_rem(b) {
+        Some(r) => gcd(b, r),
+        None => a,
+    }
+}
+
+impl Reader {
+    /// Tile lines a block of tile `t` of fragment `i` spans at most: the
+    /// lines that lie together in one chunk of every part read (the
+    /// greatest common divisor of each part's lines a chunk), where pieces
+    /// of it go in blocks. A line is the cells of one value of the
+    /// slowest dimension of the cell order, which is the fastest of the
+    /// result's across it. `None` where they do not: a read along the cell
+    /// order, or one that does not spill; a var-size field (its data has
+    /// no fixed chunks), chunks not holding whole lines, or of one line
+    /// (a block of one line is a stretch a cell all the same).
+    pub(super) fn block_band(&self, i: usize, t: u64) -> Option<u64> {
+        let schema = self.snapshot.schema();
+        let plan = self.plans.get(i)?;
+        let across = match self.spec.layout {
+            crate::ResultLayout::RowMajor => schema.cell_order == tdb_format::Layout::ColMajor,
+            crate::ResultLayout::ColMajor => schema.cell_order == tdb_format::Layout::RowMajor,
+            _ => false,
+        };
+        if self.spill.is_none() || !across || !plan.meta.footer.dense {
+            return None;
+        }
+        let tc = plan.grid()?.tile_cells(t)?;
+        let slowest = *tc.order().last()?;
+        let line = u64::try_from(tc.stride(slowest)?).ok()?;
+        let parts = self.tile_parts(i, t);
+        let mut band = 0u64;
+        for chunk in parts.chunk_cells() {
+            let chunk = chunk?;
+            if chunk.checked_rem(line)? != 0 {
+                return None;
+            }
+            band = gcd(band, chunk.checked_div(line)?);
+        }
+        (band > 1).then_some(band)
+    }
+
+    /// Piece `p` of tile `t` of fragment `i` in two blocks, where its
+    /// pieces go in blocks ([`Reader::block_band`]); `Some(None)` where it
+    /// is one cell. A box across a band's edge is cut at the band edge
+    /// nearest its middle; one inside a band at the middle of the first
+    /// dimension along which it holds more than one value, in the order
+    /// the result goes through them from its slowest (so one band's
+    /// blocks come out one after another in places), the band's lines
+    /// last.
+    pub(super) fn block_cut(&self, p: &Piece, i: usize, t: u64) -> Option<Option<Cut>> {
+        let band = i128::from(self.block_band(i, t)?);
+        let plan = self.plans.get(i)?;
+        let tc = plan.grid()?.tile_cells(t)?;
+        let block = match p.block.as_deref() {
+            Some(b) => b.clone(),
+            None => {
+                let span = (p.cells.clone()).or_else(|| self.dense_span(i, t))?;
+                if span.is_empty() {
+                    return Some(None);
+                }
+                let n = tc.corner.len();
+                let (mut lo, mut hi) = (vec![0i128; n], vec![0i128; n]);
+                tc.coords(span.start, &mut lo)?;
+                tc.coords(span.end.checked_sub(1)?, &mut hi)?;
+                // A run of cells that is no box (a cut of another kind
+                // before): not cut in blocks.
+                if lo.iter().zip(&hi).any(|(l, h)| l > h) {
+                    return None;
+                }
+                Block { lo, hi }
+            }
+        };
+        let (&slowest, faster) = tc.order().split_last()?;
+        let (lo, hi) = (*block.lo.get(slowest)?, *block.hi.get(slowest)?);
+        let corner = *tc.corner.get(slowest)?;
+        // The band edge at or below line `v` (lines past the corner).
+        let edge = |v: i128| -> Option<i128> {
+            let k = v.checked_sub(corner)?.checked_div(band)?;
+            corner.checked_add(k.checked_mul(band)?)
+        };
+        // Band edges inside the box: the first past its low line, the
+        // last at or below its high one.
+        let first = edge(lo)?.checked_add(band)?;
+        let last = edge(hi)?;
+        let middle = |l: i128, h: i128| l.checked_add(h.checked_sub(l)?.checked_add(1)? / 2);
+        let halves = if first <= last {
+            let near = edge(middle(lo, hi)?.checked_add(band / 2)?)?;
+            block.halves(slowest, near.clamp(first, last))?
+        } else {
+            let wide =
+                (faster.iter().chain([&slowest])).find(|&&d| block.hi.get(d) > block.lo.get(d));
+            let Some(&d) = wide else {
+                return Some(None);
+            };
+            let (l, h) = (*block.lo.get(d)?, *block.hi.get(d)?);
+            block.halves(d, middle(l, h)?)?
+        };
+        let piece = |b: Block| -> Option<Piece> {
+            Some(Piece {
+                run: Some(t..t.saturating_add(1)),
+                cells: Some(b.span(&tc)?),
+                block: Some(Box::new(b)),
+                ..p.clone()
+            })
+        };
+        Some(Some(Cut::Halves(piece(halves.0)?, piece(halves.1)?)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Block;
+    use crate::read::spilled::Spilled;
+    use crate::{Batch, ReadSpec, ReadStep, Reader, ResultLayout, Snapshot};
+    use std::sync::Arc;
+    use tdb_fragment::TimeWindow;
+    use tdb_storage::ReadableStorage;
+
+    /// What a read of `spec` gives (each field's values and validity,
+    /// batches joined),
+    /// and of its pieces, those that held a block and the most runs the
+    /// stretches held before their merge.
+    fn read<S: ReadableStorage + ?Sized>(
+        storage: &S,
+        snap: &Arc<Snapshot>,
+        spec: ReadSpec,
+    ) -> (Vec<Vec<u8>>, usize, usize) {
+        let mut reader = Reader::new(Arc::clone(snap), spec).unwrap();
+        let (mut out, mut blocks, mut runs) = (Vec::<Vec<u8>>::new(), 0, 0);
+        let mut last = u64::MAX;
+        loop {
+            if reader.pieces_started != last {
+                last = reader.pieces_started;
+                blocks += usize::from(reader.current.block.is_some());
+            }
+            if let Some(Spilled::Stretches(st)) = &reader.spill {
+                runs = runs.max(st.runs());
+            }
+            match reader.step().unwrap() {
+                ReadStep::Need(r) => {
+                    let got = storage.read_ranges(&r).unwrap();
+                    reader.push(r.into_iter().zip(got)).unwrap();
+                }
+                ReadStep::Decode(work) => reader.push_decoded(work.run().unwrap()).unwrap(),
+                ReadStep::Batch(Batch { fields, .. }) => {
+                    // Per field its values, then its validity.
+                    out.resize(fields.len() * 2, Vec::new());
+                    for (o, f) in out.chunks_mut(2).zip(fields) {
+                        o[0].extend_from_slice(&f.data);
+                        if let Some(v) = &f.validity {
+                            o[1].extend(v.iter().map(u8::from));
+                        }
+                    }
+                }
+                ReadStep::Done => return (out, blocks, runs),
+            }
+        }
+    }
+
+    /// TileDB's `dense_large_tiles` (two 512 × 1024 tiles, row-major
+    /// cells; `a`'s chunks hold 16 lines, `f`'s 8, its validity's 64) read
+    /// col-major under 16 and 64 KiB: its pieces hold blocks of bands of 8
+    /// lines, each band one run (141 runs, of both fragments, where pieces
+    /// of part of a line made 1,124), and the cells are the unbudgeted
+    /// read's. Row-major, its
+    /// pieces go along the order and hold no block.
+    #[test]
+    fn a_large_tile_read_across_its_order_goes_in_blocks_of_a_band() {
+        let dir = tdb_testdata::root().join("dense_large_tiles").join("array");
+        let storage = tdb_storage::LocalStorage::new(&dir);
+        let snap = Arc::new(Snapshot::load(&storage, "", TimeWindow::ALL, None).unwrap());
+        let spec = ReadSpec::new(["a", "f"]).with_layout(ResultLayout::ColMajor);
+        let (want, blocks, _) = read(&storage, &snap, spec.clone());
+        assert_eq!(blocks, 0);
+        assert_eq!(want.first().map(Vec::len), Some(4 << 20));
+        for budget in [16 << 10, 64 << 10] {
+            let (got, blocks, runs) = read(&storage, &snap, spec.clone().with_budget(budget));
+            assert!(got == want, "cells under {budget}");
+            assert!(blocks >= 128, "{blocks} blocks under {budget}");
+            // 128 bands of the first fragment, 13 of the second's lines
+            // 700-799 (bands start every 8 lines from its tile's 512).
+            assert!((128..=141).contains(&runs), "{runs} runs under {budget}");
+        }
+        let row = spec
+            .with_layout(ResultLayout::RowMajor)
+            .with_budget(16 << 10);
+        assert_eq!(read(&storage, &snap, row).1, 0);
+    }
+    use tdb_format::{ArrayType, Datatype, Layout};
+    use tdb_index::dense::FragmentGrid;
+    use tdb_schema::{ArraySchema, AttributeBuilder, DimensionBuilder, Range};
+
+    /// Over three dimensions in col-major cells (lines of 128 cells: x by
+    /// y; chunks of 64, 128 and 256 of them), two fragments, ranges with
+    /// gaps and a condition, row-major reads (across the order) under 4,
+    /// 16 and 64 KiB go in blocks and give the unbudgeted read's cells.
+    #[test]
+    fn blocks_over_three_dimensions_give_the_unbudgeted_cells() {
+        use crate::{FieldBuffer, Subarray, WriteSpec};
+        use tdb_format::{ArrayType, Datatype, Layout};
+        use tdb_schema::{ArraySchema, AttributeBuilder, DimensionBuilder, Range};
+        let schema = ArraySchema::builder(ArrayType::Dense)
+            .dimension(DimensionBuilder::range("x", 0i32..=15).tile_extent(8))
+            .dimension(DimensionBuilder::range("y", 0i32..=15).tile_extent(16))
+            .dimension(DimensionBuilder::range("z", 0i32..=255).tile_extent(256))
+            .cell_order(Layout::ColMajor)
+            .attribute(AttributeBuilder::new("a", Datatype::Int32).nullable(true))
+            .attribute(AttributeBuilder::new("b", Datatype::Int64))
+            .build()
+            .unwrap();
+        let storage = tdb_storage::MemoryStorage::new();
+        let entry = tdb_fragment::create_array(&storage, "arr", &schema, &[], None, 1).unwrap();
+        let range =
+            |lo: i32, hi: i32| Range::from_bounds(&lo.to_le_bytes(), &hi.to_le_bytes(), false);
+        let write = |sub: [(i32, i32); 3], seed: u32, t: u64| {
+            let cells: u32 = sub.iter().map(|(l, h)| (h - l + 1) as u32).product();
+            let mut a = FieldBuffer::new("a", Datatype::Int32, 1, true);
+            let mut b = FieldBuffer::new("b", Datatype::Int64, 1, false);
+            for c in 0..cells {
+                let v = c.wrapping_mul(2_654_435_761).wrapping_add(seed);
+                a.push(&(v as i32).to_le_bytes(), v % 7 != 0);
+                b.push(&i64::from(v >> 3).to_le_bytes(), true);
+            }
+            let mut s = Subarray::new(3);
+            for (d, (l, h)) in sub.into_iter().enumerate() {
+                s.add_range(d, range(l, h));
+            }
+            let spec = WriteSpec::new(vec![a, b]).with_subarray(s).at(t);
+            crate::write_fragment(&storage, "arr", &entry, None, &spec).unwrap();
+        };
+        write([(0, 15), (0, 15), (0, 255)], 1, 2);
+        write([(3, 12), (2, 9), (100, 180)], 99, 3);
+        let snap = Arc::new(Snapshot::load(&storage, "arr", TimeWindow::ALL, None).unwrap());
+        let mut sub = Subarray::new(3);
+        sub.add_range(0, range(1, 6)).add_range(0, range(9, 14));
+        sub.add_range(1, range(0, 15));
+        sub.add_range(2, range(5, 200))
+            .add_range(2, range(220, 250));
+        for condition in [None, Some("a > 0 and b < 200000000")] {
+            let mut spec = ReadSpec::new(["a", "b", "z"])
+                .with_subarray(sub.clone())
+                .with_layout(ResultLayout::RowMajor);
+            if let Some(c) = condition {
+                spec = spec.with_condition(c);
+            }
+            let (want, _, _) = read(&storage, &snap, spec.clone());
+            assert_eq!(want.first().map(Vec::len), Some(4 * 12 * 16 * 227));
+            for budget in [4 << 10, 16 << 10, 64 << 10] {
+                let (got, blocks, _) = read(&storage, &snap, spec.clone().with_budget(budget));
+                assert!(got == want, "cells under {budget}, {condition:?}");
+                assert!(blocks > 0, "no block under {budget}, {condition:?}");
+            }
+        }
+    }
+
+    /// A block's runs are its cells' positions in the tile, run by run,
+    /// and its own tile's positions number them one after another in the
+    /// same order: in both cell orders, over three dimensions.
+    #[test]
+    fn a_blocks_runs_and_packing_follow_the_tiles_cell_order() {
+        let schema = ArraySchema::builder(ArrayType::Dense)
+            .dimension(DimensionBuilder::range("x", 0i32..=7).tile_extent(4))
+            .dimension(DimensionBuilder::range("y", 0i32..=5).tile_extent(6))
+            .dimension(DimensionBuilder::range("z", 0i32..=9).tile_extent(5))
+            .attribute(AttributeBuilder::new("a", Datatype::Int32))
+            .build()
+            .unwrap();
+        let range =
+            |lo: i32, hi: i32| Range::from_bounds(&lo.to_le_bytes(), &hi.to_le_bytes(), false);
+        let ned = vec![range(0, 7), range(0, 5), range(0, 9)];
+        for order in [Layout::RowMajor, Layout::ColMajor] {
+            let grid = FragmentGrid::new(&schema.domain, Layout::RowMajor, order, &ned).unwrap();
+            // Tile 3: x 4..=7, y 0..=5, z 5..=9.
+            let tc = grid.tile_cells(3).unwrap();
+            for (lo, hi) in [
+                ([5, 1, 6], [6, 4, 8]),
+                ([4, 0, 5], [7, 5, 9]),
+                ([4, 2, 5], [7, 2, 9]),
+                ([7, 5, 9], [7, 5, 9]),
+            ] {
+                let block = Block {
+                    lo: lo.to_vec(),
+                    hi: hi.to_vec(),
+                };
+                let mut want = Vec::new();
+                let mut at = [0i128; 3];
+                for pos in 0..120u64 {
+                    tc.coords(pos, &mut at).unwrap();
+                    if (0..3).all(|d| lo[d] <= at[d] && at[d] <= hi[d]) {
+                        want.push(pos);
+                    }
+                }
+                let got: Vec<u64> = (block.runs(&tc).unwrap().into_iter())
+                    .flat_map(|(a, b)| a..b)
+                    .collect();
+                let what = format!("{order:?} {lo:?}..={hi:?}");
+                assert_eq!(got, want, "{what}");
+                assert_eq!(block.cells(), want.len() as u64, "{what}");
+                let span = block.span(&tc).unwrap();
+                assert_eq!((span.start, span.end - 1), (want[0], *want.last().unwrap()));
+                let packed = block.cells_in(&tc).unwrap();
+                for (k, &pos) in want.iter().enumerate() {
+                    tc.coords(pos, &mut at).unwrap();
+                    assert_eq!(packed.position(&at), Some(k as u64), "{what}");
+                }
+            }
+        }
+    }
+}
