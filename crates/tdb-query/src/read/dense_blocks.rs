@@ -145,10 +145,14 @@ impl Reader {
         let band = i128::from(self.block_band(i, t)?);
         let plan = self.plans.get(i)?;
         let tc = plan.grid()?.tile_cells(t)?;
-        let block = match p.block.as_deref() {
-            Some(b) => b.clone(),
-            None => {
-                let span = (p.cells.clone()).or_else(|| self.dense_span(i, t))?;
+        let block = match (p.block.as_deref(), &p.cells) {
+            (Some(b), _) => b.clone(),
+            // A run of cells cut otherwise: no box.
+            (None, Some(_)) => return None,
+            // The tile's cells in the subarray: a box, its corners the
+            // span's ends.
+            (None, None) => {
+                let span = self.dense_span(i, t)?;
                 if span.is_empty() {
                     return Some(None);
                 }
@@ -156,11 +160,6 @@ impl Reader {
                 let (mut lo, mut hi) = (vec![0i128; n], vec![0i128; n]);
                 tc.coords(span.start, &mut lo)?;
                 tc.coords(span.end.checked_sub(1)?, &mut hi)?;
-                // A run of cells that is no box (a cut of another kind
-                // before): not cut in blocks.
-                if lo.iter().zip(&hi).any(|(l, h)| l > h) {
-                    return None;
-                }
                 Block { lo, hi }
             }
         };
