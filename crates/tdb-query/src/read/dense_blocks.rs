@@ -283,6 +283,72 @@ mod tests {
     use tdb_index::dense::FragmentGrid;
     use tdb_schema::{ArraySchema, AttributeBuilder, DimensionBuilder, Range};
 
+    /// Boxes that start and end inside bands and lines: a domain that is
+    /// no multiple of its tiles (edge tiles past it), fragments over parts
+    /// of it, subarrays off every edge, a single line and a single column,
+    /// read col-major under 4 and 16 KiB: the unbudgeted read's cells.
+    #[test]
+    fn blocks_off_every_edge_give_the_unbudgeted_cells() {
+        use crate::{FieldBuffer, Subarray, WriteSpec};
+        use tdb_format::{ArrayType, Datatype};
+        use tdb_schema::{ArraySchema, AttributeBuilder, DimensionBuilder, Range};
+        // Tiles of 64 lines of 512 cells; `a`'s chunks 32 lines, `b`'s 16.
+        let schema = ArraySchema::builder(ArrayType::Dense)
+            .dimension(DimensionBuilder::range("r", 3i64..=150).tile_extent(64i64))
+            .dimension(DimensionBuilder::range("c", -5i64..=1000).tile_extent(512i64))
+            .attribute(AttributeBuilder::new("a", Datatype::Int32))
+            .attribute(AttributeBuilder::new("b", Datatype::Float64).nullable(true))
+            .build()
+            .unwrap();
+        let storage = tdb_storage::MemoryStorage::new();
+        let entry = tdb_fragment::create_array(&storage, "arr", &schema, &[], None, 1).unwrap();
+        let range =
+            |lo: i64, hi: i64| Range::from_bounds(&lo.to_le_bytes(), &hi.to_le_bytes(), false);
+        let box_of = |r: (i64, i64), c: (i64, i64)| {
+            let mut s = Subarray::new(2);
+            s.add_range(0, range(r.0, r.1))
+                .add_range(1, range(c.0, c.1));
+            s
+        };
+        for (t, (r, c)) in [((3, 150), (-5, 1000)), ((40, 99), (100, 700))]
+            .into_iter()
+            .enumerate()
+        {
+            let cells = ((r.1 - r.0 + 1) * (c.1 - c.0 + 1)) as u64;
+            let mut a = FieldBuffer::new("a", Datatype::Int32, 1, false);
+            let mut b = FieldBuffer::new("b", Datatype::Float64, 1, true);
+            for k in 0..cells {
+                let v = k.wrapping_mul(0x9e37_79b9_7f4a_7c15).wrapping_add(t as u64);
+                a.push(&(v as i32).to_le_bytes(), true);
+                b.push(&((v >> 11) as f64).to_le_bytes(), v % 5 != 0);
+            }
+            let spec = WriteSpec::new(vec![a, b])
+                .with_subarray(box_of(r, c))
+                .at(t as u64 + 2);
+            crate::write_fragment(&storage, "arr", &entry, None, &spec).unwrap();
+        }
+        let snap = Arc::new(Snapshot::load(&storage, "arr", TimeWindow::ALL, None).unwrap());
+        let mut used = 0;
+        for (r, c) in [
+            ((3, 150), (-5, 1000)),
+            ((10, 140), (3, 990)),
+            ((70, 70), (-5, 1000)),
+            ((3, 150), (600, 600)),
+            ((60, 69), (505, 520)),
+        ] {
+            let spec = ReadSpec::new(["a", "b", "r"])
+                .with_subarray(box_of(r, c))
+                .with_layout(ResultLayout::ColMajor);
+            let (want, _, _) = read(&storage, &snap, spec.clone());
+            for budget in [4 << 10, 16 << 10] {
+                let (got, blocks, _) = read(&storage, &snap, spec.clone().with_budget(budget));
+                assert!(got == want, "cells of {r:?} x {c:?} under {budget}");
+                used += blocks;
+            }
+        }
+        assert!(used > 0, "no block");
+    }
+
     /// Over three dimensions in col-major cells (lines of 128 cells: x by
     /// y; chunks of 64, 128 and 256 of them), two fragments, ranges with
     /// gaps and a condition, row-major reads (across the order) under 4,
