@@ -218,6 +218,17 @@ mod tests {
         snap: &Arc<Snapshot>,
         spec: ReadSpec,
     ) -> (Vec<Vec<u8>>, usize, usize) {
+        read_holding(storage, snap, spec, None)
+    }
+
+    /// [`read`], the stretches holding at most `held` runs as pieces push
+    /// theirs.
+    fn read_holding<S: ReadableStorage + ?Sized>(
+        storage: &S,
+        snap: &Arc<Snapshot>,
+        spec: ReadSpec,
+        held: Option<usize>,
+    ) -> (Vec<Vec<u8>>, usize, usize) {
         let mut reader = Reader::new(Arc::clone(snap), spec).unwrap();
         let (mut out, mut blocks, mut runs) = (Vec::<Vec<u8>>::new(), 0, 0);
         let mut last = u64::MAX;
@@ -226,8 +237,11 @@ mod tests {
                 last = reader.pieces_started;
                 blocks += usize::from(reader.current.block.is_some());
             }
-            if let Some(Spilled::Stretches(st)) = &reader.spill {
+            if let Some(Spilled::Stretches(st)) = &mut reader.spill {
                 runs = runs.max(st.runs());
+                if let Some(n) = held {
+                    st.hold_at_most(n);
+                }
             }
             match reader.step().unwrap() {
                 ReadStep::Need(r) => {
@@ -274,10 +288,17 @@ mod tests {
             // 700-799 (bands start every 8 lines from its tile's 512).
             assert!((128..=141).contains(&runs), "{runs} runs under {budget}");
         }
-        let row = spec
+        let row = (spec.clone())
             .with_layout(ResultLayout::RowMajor)
             .with_budget(16 << 10);
         assert_eq!(read(&storage, &snap, row).1, 0);
+
+        // Runs held at most 16 as the pieces push theirs: the bands' runs
+        // are merged as they come, level by level, and give the same cells.
+        let (got, _, runs) = read_holding(&storage, &snap, spec.with_budget(16 << 10), Some(16));
+        assert!(got == want, "cells with 16 runs held");
+        // (A level merges once it has 16 runs: two levels of 15 stay.)
+        assert!(runs <= 2 * 15 + 3, "{runs} runs held");
     }
     use tdb_format::{ArrayType, Datatype, Layout};
     use tdb_index::dense::FragmentGrid;

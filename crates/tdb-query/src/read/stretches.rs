@@ -234,6 +234,13 @@ impl Stretches {
         self.runs.len()
     }
 
+    /// Holds at most `n` runs while pieces push theirs (fewer than
+    /// [`levels::HELD_MOST`], so a test's read merges them as it goes).
+    #[cfg(test)]
+    pub fn hold_at_most(&mut self, n: usize) {
+        self.held_most = n;
+    }
+
     /// Bytes the writer buffers.
     pub fn buffer(&self) -> usize {
         self.buffer
