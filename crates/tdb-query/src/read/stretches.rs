@@ -669,15 +669,34 @@ fn values_of<'a>(
         .ok_or_else(past)?;
     gathered.clear();
     gathered.reserve(len);
-    let mut from = a;
-    for _ in 0..n {
-        let cell = bytes
-            .get(from..from.saturating_add(size))
-            .ok_or_else(past)?;
-        gathered.extend_from_slice(cell);
-        from = from.saturating_add(stride);
+    // The last cell's end bounds every cell's.
+    let last = (stride.checked_mul(usize::try_from(n.saturating_sub(1)).unwrap_or(usize::MAX)))
+        .and_then(|o| a.checked_add(o)?.checked_add(size))
+        .ok_or_else(past)?;
+    let cells = bytes.get(a..last).ok_or_else(past)?;
+    // Cells of a fixed width copied as values, not through `memcpy`
+    // calls (a block's stretches gather a few cells a column apart).
+    match size {
+        1 => gathered.extend(cells.iter().step_by(stride)),
+        4 => gather::<4>(cells, stride, gathered),
+        8 => gather::<8>(cells, stride, gathered),
+        _ => {
+            for cell in cells.chunks(stride) {
+                gathered.extend_from_slice(cell.get(..size).ok_or_else(past)?);
+            }
+        }
     }
     Ok(gathered)
+}
+
+/// Cells of `N` bytes `stride` apart from the start of `cells` (which ends
+/// with the last), appended to `out`.
+fn gather<const N: usize>(cells: &[u8], stride: usize, out: &mut Vec<u8>) {
+    for cell in cells.chunks(stride) {
+        if let Some(c) = cell.first_chunk::<N>() {
+            out.extend_from_slice(c);
+        }
+    }
 }
 
 /// The offsets of var-size cells `pos..pos + n` of `t` and the bytes they
