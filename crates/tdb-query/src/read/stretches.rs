@@ -1355,6 +1355,48 @@ mod tests {
         assert_eq!(got, outs[0]);
     }
 
+    /// Runs of stretches of several cells (bands of 8 rows across the
+    /// order, as blocks make them) are read by windows of 200 cells as they
+    /// are where 40 meet at a place (5 cells a run a window); runs of a
+    /// row, whose strided records windows take apart a cell at a time, are
+    /// merged down first. The cells are the same.
+    #[test]
+    fn runs_of_stretches_meet_in_windows_unmerged() {
+        let fields = fields();
+        let requested = [1, 0, 2, 3];
+        let (rows, cols, band) = (320u64, 16u64, 8u64);
+        let decoded = one_tile(rows * cols);
+        let by_tile = vec![decoded.iter().map(Some).collect::<Vec<_>>()];
+        let mut st = Stretches::new(&fields, &requested, 4 << 10).unwrap();
+        for b in 0..rows / band {
+            let stretches: Vec<Stretch> = (0..cols)
+                .map(|c| Stretch {
+                    place: c * rows + b * band,
+                    pos: b * band * cols + c,
+                    len: band as u32,
+                    tile: 0,
+                })
+                .collect();
+            st.push_run(0, &stretches, cols, &by_tile, &[]).unwrap();
+        }
+        let mut outs = Vec::new();
+        for st in [st, rows_pushed(&fields, &requested, (rows, cols))] {
+            let strided = st.runs.iter().any(|r| r.strided);
+            let mut merge = st.merge(col_major_box(rows, cols), 200, 4 << 10).unwrap();
+            match strided {
+                false => assert_eq!(merge.st.rounds, 0),
+                true => assert!(merge.st.rounds >= 1),
+            }
+            let mut got = crate::Batch::default();
+            while let Some(b) = merge.next_batch(&fields, false, Vec::new()).unwrap() {
+                got.append(&b);
+            }
+            assert_eq!(got.num_cells, rows * cols);
+            outs.push(got);
+        }
+        assert_eq!(outs[0], outs[1]);
+    }
+
     /// One fragment's tile of `rows` × `cols` cells ([`one_tile`]) pushed
     /// a row at a time across the order ([`row_across`]): a run a row.
     fn rows_pushed(
