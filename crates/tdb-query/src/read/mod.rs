@@ -721,6 +721,7 @@ impl Reader {
                 delete_timestamps,
                 tiles: Vec::new(),
                 rtree: Arc::new(tdb_index::RTree::empty(tdb_index::DEFAULT_FANOUT)),
+                grid: Default::default(),
             };
             // The data files' sizes the footer records: a file's first
             // request may read on too (it waited for an answer to tell
