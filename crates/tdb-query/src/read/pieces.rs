@@ -493,10 +493,14 @@ impl Reader {
         let Some(plan) = self.plans.get(i) else {
             return false;
         };
+        Self::sliceable(plan) && self.slices_at(plan, t, self.tile_bytes(i, t), span)
+    }
+
+    /// [`Reader::slices`] of tile `t` of `plan`, `whole` bytes held whole.
+    fn slices_at(&self, plan: &FragPlan, t: u64, whole: u64, span: u64) -> bool {
         if !Self::sliceable(plan) {
             return false;
         }
-        let whole = self.tile_bytes(i, t);
         let cells = plan.cells(t, plan.tile_num());
         whole > self.tile_budget() || (whole >= self.slice_min() && span.saturating_mul(2) <= cells)
     }
@@ -597,9 +601,12 @@ impl Reader {
                     .flatten()
                 {
                     for (t, first, span) in spans {
-                        let cost = match self.slices(i, t, span) {
-                            true => self.tile_cost_at(i, t, Some(span), Some(first)),
-                            false => self.tile_bytes(i, t),
+                        // The tile's parts looked up once for both costs.
+                        let parts = self.tile_parts(i, t);
+                        let whole = parts.cost(None, None);
+                        let cost = match self.slices_at(plan, t, whole, span) {
+                            true => parts.cost(Some(span), Some(first)),
+                            false => whole,
                         };
                         total = total.saturating_add(cost);
                     }
