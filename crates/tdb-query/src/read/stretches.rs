@@ -1280,10 +1280,7 @@ mod tests {
         assert_eq!(merge.st.runs.len(), 6);
         let file = std::os::fd::AsRawFd::as_raw_fd(&**merge.st.file.as_ref().unwrap());
         assert_eq!(file, pieces_file);
-        let mut got = crate::Batch::default();
-        while let Some(b) = merge.next_batch(&fields, false, Vec::new()).unwrap() {
-            got.append(&b);
-        }
+        let got = drained(&mut merge, &fields);
         assert_eq!(got.num_cells, rows * cols);
         let (a, s) = (&got.fields[0], &got.fields[3]);
         let offsets = s.offsets.clone().unwrap();
@@ -1321,10 +1318,7 @@ mod tests {
                 _ => assert_eq!(merge.st.rounds, 1),
             }
             assert!(merge.st.runs.len() <= levels::LIVE_LEAST);
-            let mut got = crate::Batch::default();
-            while let Some(b) = merge.next_batch(&fields, false, Vec::new()).unwrap() {
-                got.append(&b);
-            }
+            let got = drained(&mut merge, &fields);
             assert_eq!(got.num_cells, rows * cols);
             outs.push(got);
         }
@@ -1348,10 +1342,7 @@ mod tests {
             .unwrap();
         assert_eq!(merge.st.rounds, 1);
         assert!(merge.st.runs.len() <= 19, "{} runs", merge.st.runs.len());
-        let mut got = crate::Batch::default();
-        while let Some(b) = merge.next_batch(&fields, false, Vec::new()).unwrap() {
-            got.append(&b);
-        }
+        let got = drained(&mut merge, &fields);
         assert_eq!(got, outs[0]);
     }
 
@@ -1387,14 +1378,20 @@ mod tests {
                 false => assert_eq!(merge.st.rounds, 0),
                 true => assert!(merge.st.rounds >= 1),
             }
-            let mut got = crate::Batch::default();
-            while let Some(b) = merge.next_batch(&fields, false, Vec::new()).unwrap() {
-                got.append(&b);
-            }
+            let got = drained(&mut merge, &fields);
             assert_eq!(got.num_cells, rows * cols);
             outs.push(got);
         }
         assert_eq!(outs[0], outs[1]);
+    }
+
+    /// Every batch `merge` hands out, joined.
+    fn drained(merge: &mut StretchMerge, fields: &[FieldInfo]) -> crate::Batch {
+        let mut got = crate::Batch::default();
+        while let Some(b) = merge.next_batch(fields, false, Vec::new()).unwrap() {
+            got.append(&b);
+        }
+        got
     }
 
     /// One fragment's tile of `rows` × `cols` cells ([`one_tile`]) pushed
@@ -1470,10 +1467,7 @@ mod tests {
         for window in [1000, 4, 1] {
             let mut merge = push().merge(bx(), window, 1 << 20).unwrap();
             assert!(merge.st.runs[0].strided, "windows of {window}: merged down");
-            let mut got = crate::Batch::default();
-            while let Some(b) = merge.next_batch(&fields, false, Vec::new()).unwrap() {
-                got.append(&b);
-            }
+            let got = drained(&mut merge, &fields);
             assert_eq!(got.num_cells, rows * cols);
             let [a, _, n, s] = &got.fields[..] else {
                 panic!("{} fields", got.fields.len());
@@ -1821,10 +1815,7 @@ mod tests {
                     "{what}: {records} records"
                 );
                 let mut merge = st.merge(col_major_box(rows, cols), 7, memory).unwrap();
-                let mut got = crate::Batch::default();
-                while let Some(b) = merge.next_batch(&fields, false, Vec::new()).unwrap() {
-                    got.append(&b);
-                }
+                let got = drained(&mut merge, &fields);
                 assert_eq!(got.num_cells, rows * cols, "{what}");
                 let [a, x, n, s] = &got.fields[..] else {
                     panic!("{what}: {} fields", got.fields.len());
