@@ -496,6 +496,12 @@ impl FragmentGrid {
         self.dims.iter().map(|d| (d.lo, d.hi))
     }
 
+    /// Per dimension, the domain's tile origin and extent (what
+    /// [`origin_and_extent`] decodes from the schema, kept).
+    pub fn tiling(&self) -> impl Iterator<Item = (i128, i128)> + '_ {
+        self.dims.iter().map(|d| (d.origin, d.extent))
+    }
+
     /// See [`cell_position`]. (A dense read asks this for every slab it
     /// plans, one row of a tile: W2's 4096² read 65,536 times.)
     pub fn position(&self, coords: &[i128]) -> Option<(u64, u64)> {
@@ -986,6 +992,8 @@ mod tests {
         let ned = vec![range(1, 7), range(0, 9)];
         for order in [Layout::RowMajor, Layout::ColMajor] {
             let grid = FragmentGrid::new(&domain, Layout::RowMajor, order, &ned).unwrap();
+            assert_eq!(grid.tiling().collect::<Vec<_>>(), vec![(0, 4), (0, 5)]);
+            assert_eq!(grid.bounds().collect::<Vec<_>>(), vec![(1, 7), (0, 9)]);
             let tc = grid.tile_cells(0).unwrap();
             let mut at = [0i128; 2];
             for pos in 0..20 {

@@ -521,14 +521,11 @@ impl Reader {
         // Per dimension: the piece's bounds inside the fragment, cut at
         // tile boundaries.
         let mut per_dim: Vec<Vec<(i128, i128)>> = Vec::new();
-        for ((ranges, (nlo, nhi)), dim) in coords
-            .iter()
-            .zip(grid.bounds())
-            .zip(&schema.domain.dimensions)
+        for ((ranges, (nlo, nhi)), (origin, extent)) in
+            coords.iter().zip(grid.bounds()).zip(grid.tiling())
         {
             let (lo, hi) = plan::int_span(ranges)?;
             let (lo, hi) = (lo.max(nlo), hi.min(nhi));
-            let (origin, extent) = tdb_index::dense::origin_and_extent(dim)?;
             let mut parts = Vec::new();
             let mut at = lo;
             while at <= hi {

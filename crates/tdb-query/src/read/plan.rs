@@ -6,7 +6,7 @@ use crate::{QueryError, Result, Subarray};
 use std::sync::Arc;
 use tdb_fragment::fragment_metadata::{Section, SectionData};
 use tdb_fragment::{FragmentMetadata, TimestampedFile};
-use tdb_index::dense::{int_range, int_value, origin_and_extent, tile_of};
+use tdb_index::dense::{int_range, int_value, tile_of};
 use tdb_index::{NDRange, RTree, RangeOps};
 use tdb_schema::{ArraySchema, Range};
 
@@ -202,12 +202,12 @@ pub(crate) const DELETE_TS_SLOT: usize = usize::MAX - 2;
 /// (within the fragment's non-empty domain); `None` for non-integer
 /// domains.
 pub(crate) fn dense_tiles_touched(plan: &FragPlan, sub: &Subarray) -> Option<u64> {
-    let ned = plan.meta.footer.non_empty_domain.as_ref()?;
+    // The grid keeps the tiling and the non-empty domain as integers (a
+    // read cutting thousands of pieces asks this for each).
+    let grid = plan.grid()?;
     let coords = dense_coords(&plan.schema, sub).ok()?;
     let mut tiles: u64 = 1;
-    for ((dim, r), ranges) in plan.schema.domain.dimensions.iter().zip(ned).zip(&coords) {
-        let (origin, ext) = origin_and_extent(dim)?;
-        let (nlo, nhi) = int_range(dim, r)?;
+    for (((origin, ext), (nlo, nhi)), ranges) in grid.tiling().zip(grid.bounds()).zip(&coords) {
         let (lo, hi) = int_span(ranges)?;
         let (lo, hi) = (lo.max(nlo), hi.min(nhi));
         if lo > hi {
