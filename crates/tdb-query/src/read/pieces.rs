@@ -496,11 +496,9 @@ impl Reader {
         Self::sliceable(plan) && self.slices_at(plan, t, self.tile_bytes(i, t), span)
     }
 
-    /// [`Reader::slices`] of tile `t` of `plan`, `whole` bytes held whole.
+    /// [`Reader::slices`] of tile `t` of `plan`, whose fields can be sliced,
+    /// `whole` bytes held whole.
     fn slices_at(&self, plan: &FragPlan, t: u64, whole: u64, span: u64) -> bool {
-        if !Self::sliceable(plan) {
-            return false;
-        }
         let cells = plan.cells(t, plan.tile_num());
         whole > self.tile_budget() || (whole >= self.slice_min() && span.saturating_mul(2) <= cells)
     }
