@@ -201,7 +201,7 @@ impl Reader {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::Block;
     use crate::read::spilled::Spilled;
     use crate::{Batch, ReadSpec, ReadStep, Reader, ResultLayout, Snapshot};
@@ -209,15 +209,22 @@ mod tests {
     use tdb_fragment::TimeWindow;
     use tdb_storage::ReadableStorage;
 
-    /// What a read of `spec` gives (each field's values and validity,
-    /// batches joined),
-    /// and of its pieces, those that held a block and the most runs the
-    /// stretches held before their merge.
-    fn read<S: ReadableStorage + ?Sized>(
+    /// What a read gives and how it went: each field's values and
+    /// validity (batches joined), the pieces that held a block, the most
+    /// runs the stretches held before their merge, whether it spilled.
+    pub(in crate::read) struct Read {
+        pub cells: Vec<Vec<u8>>,
+        pub blocks: usize,
+        pub runs: usize,
+        pub spilled: bool,
+    }
+
+    /// A read of `spec`, stepped by hand.
+    pub(in crate::read) fn read<S: ReadableStorage + ?Sized>(
         storage: &S,
         snap: &Arc<Snapshot>,
         spec: ReadSpec,
-    ) -> (Vec<Vec<u8>>, usize, usize) {
+    ) -> Read {
         read_holding(storage, snap, spec, None)
     }
 
@@ -228,15 +235,17 @@ mod tests {
         snap: &Arc<Snapshot>,
         spec: ReadSpec,
         held: Option<usize>,
-    ) -> (Vec<Vec<u8>>, usize, usize) {
+    ) -> Read {
         let mut reader = Reader::new(Arc::clone(snap), spec).unwrap();
         let (mut out, mut blocks, mut runs) = (Vec::<Vec<u8>>::new(), 0, 0);
+        let mut spilled = false;
         let mut last = u64::MAX;
         loop {
             if reader.pieces_started != last {
                 last = reader.pieces_started;
                 blocks += usize::from(reader.current.block.is_some());
             }
+            spilled |= reader.spill.is_some();
             if let Some(Spilled::Stretches(st)) = &mut reader.spill {
                 runs = runs.max(st.runs());
                 if let Some(n) = held {
@@ -259,7 +268,14 @@ mod tests {
                         }
                     }
                 }
-                ReadStep::Done => return (out, blocks, runs),
+                ReadStep::Done => {
+                    return Read {
+                        cells: out,
+                        blocks,
+                        runs,
+                        spilled,
+                    }
+                }
             }
         }
     }
@@ -277,11 +293,20 @@ mod tests {
         let storage = tdb_storage::LocalStorage::new(&dir);
         let snap = Arc::new(Snapshot::load(&storage, "", TimeWindow::ALL, None).unwrap());
         let spec = ReadSpec::new(["a", "f"]).with_layout(ResultLayout::ColMajor);
-        let (want, blocks, _) = read(&storage, &snap, spec.clone());
+        let Read {
+            cells: want,
+            blocks,
+            ..
+        } = read(&storage, &snap, spec.clone());
         assert_eq!(blocks, 0);
         assert_eq!(want.first().map(Vec::len), Some(4 << 20));
         for budget in [16 << 10, 64 << 10] {
-            let (got, blocks, runs) = read(&storage, &snap, spec.clone().with_budget(budget));
+            let Read {
+                cells: got,
+                blocks,
+                runs,
+                ..
+            } = read(&storage, &snap, spec.clone().with_budget(budget));
             assert!(got == want, "cells under {budget}");
             assert!(blocks >= 128, "{blocks} blocks under {budget}");
             // 128 bands of the first fragment, 13 of the second's lines
@@ -291,11 +316,13 @@ mod tests {
         let row = (spec.clone())
             .with_layout(ResultLayout::RowMajor)
             .with_budget(16 << 10);
-        assert_eq!(read(&storage, &snap, row).1, 0);
+        assert_eq!(read(&storage, &snap, row).blocks, 0);
 
         // Runs held at most 16 as the pieces push theirs: the bands' runs
         // are merged as they come, level by level, and give the same cells.
-        let (got, _, runs) = read_holding(&storage, &snap, spec.with_budget(16 << 10), Some(16));
+        let Read {
+            cells: got, runs, ..
+        } = read_holding(&storage, &snap, spec.with_budget(16 << 10), Some(16));
         assert!(got == want, "cells with 16 runs held");
         // (A level merges once it has 16 runs: two levels of 15 stay.)
         assert!(runs <= 2 * 15 + 3, "{runs} runs held");
@@ -360,9 +387,11 @@ mod tests {
             let spec = ReadSpec::new(["a", "b", "r"])
                 .with_subarray(box_of(r, c))
                 .with_layout(ResultLayout::ColMajor);
-            let (want, _, _) = read(&storage, &snap, spec.clone());
+            let want = read(&storage, &snap, spec.clone()).cells;
             for budget in [4 << 10, 16 << 10] {
-                let (got, blocks, _) = read(&storage, &snap, spec.clone().with_budget(budget));
+                let Read {
+                    cells: got, blocks, ..
+                } = read(&storage, &snap, spec.clone().with_budget(budget));
                 assert!(got == want, "cells of {r:?} x {c:?} under {budget}");
                 used += blocks;
             }
@@ -423,10 +452,12 @@ mod tests {
             if let Some(c) = condition {
                 spec = spec.with_condition(c);
             }
-            let (want, _, _) = read(&storage, &snap, spec.clone());
+            let want = read(&storage, &snap, spec.clone()).cells;
             assert_eq!(want.first().map(Vec::len), Some(4 * 12 * 16 * 227));
             for budget in [4 << 10, 16 << 10, 64 << 10] {
-                let (got, blocks, _) = read(&storage, &snap, spec.clone().with_budget(budget));
+                let Read {
+                    cells: got, blocks, ..
+                } = read(&storage, &snap, spec.clone().with_budget(budget));
                 assert!(got == want, "cells under {budget}, {condition:?}");
                 assert!(blocks > 0, "no block under {budget}, {condition:?}");
             }

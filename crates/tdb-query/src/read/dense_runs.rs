@@ -905,29 +905,21 @@ mod tests {
 
 #[cfg(test)]
 mod spill_tests {
-    use crate::{ReadSpec, ReadStep, Reader, ResultLayout, Snapshot, Subarray};
+    use crate::read::dense_blocks::tests::read;
+    use crate::{ReadSpec, ResultLayout, Snapshot, Subarray};
     use std::sync::Arc;
     use tdb_format::{ArrayType, Datatype};
     use tdb_fragment::TimeWindow;
     use tdb_schema::{ArraySchema, AttributeBuilder, DimensionBuilder, Range};
     use tdb_storage::ReadableStorage;
 
-    /// Whether `spec`'s read of `snap` spills: stepped until it decodes.
+    /// Whether `spec`'s read of `snap` spills.
     fn spills<S: ReadableStorage + ?Sized>(
         storage: &S,
         snap: &Arc<Snapshot>,
         spec: ReadSpec,
     ) -> bool {
-        let mut reader = Reader::new(Arc::clone(snap), spec).unwrap();
-        loop {
-            match reader.step().unwrap() {
-                ReadStep::Need(r) => {
-                    let got = storage.read_ranges(&r).unwrap();
-                    reader.push(r.into_iter().zip(got)).unwrap();
-                }
-                _ => return reader.spill.is_some(),
-            }
-        }
+        read(storage, snap, spec).spilled
     }
 
     /// Along the cell order, a read whose pieces would hold a part of a
