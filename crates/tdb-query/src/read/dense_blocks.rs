@@ -327,6 +327,56 @@ pub(super) mod tests {
         // (A level merges once it has 16 runs: two levels of 15 stay.)
         assert!(runs <= 2 * 15 + 3, "{runs} runs held");
     }
+
+    /// TileDB's `dense_large_tiles_3d` (64 × 32 × 128 tiles in col-major
+    /// cells over a domain whose second x tile is partly outside it: lines
+    /// of 64 x cells; `a`'s chunks hold 256 lines, 8 planes of z, `f`'s
+    /// 128) read row-major, across its order, under 16 and 64 KiB: pieces
+    /// hold blocks, and the cells are the unbudgeted read's, over the
+    /// whole domain and over a box across the second fragment and a y
+    /// tile edge. Col-major, along the order, no piece holds a block.
+    #[test]
+    fn a_three_dimensional_tiledb_tile_read_across_its_order_goes_in_blocks() {
+        use crate::Subarray;
+        use tdb_schema::Range;
+        let dir = tdb_testdata::root()
+            .join("dense_large_tiles_3d")
+            .join("array");
+        let storage = tdb_storage::LocalStorage::new(&dir);
+        let snap = Arc::new(Snapshot::load(&storage, "", TimeWindow::ALL, None).unwrap());
+        let range =
+            |lo: i64, hi: i64| Range::from_bounds(&lo.to_le_bytes(), &hi.to_le_bytes(), false);
+        let mut across = Subarray::new(3);
+        across
+            .add_range(0, range(5, 70))
+            .add_range(1, range(15, 45))
+            .add_range(2, range(50, 90));
+        let whole = ReadSpec::new(["a", "f"]).with_layout(ResultLayout::RowMajor);
+        let part = ReadSpec::new(["a", "f", "y"])
+            .with_subarray(across)
+            .with_layout(ResultLayout::RowMajor);
+        for (spec, cells) in [(whole, 100 * 64 * 128), (part, 66 * 31 * 41)] {
+            let Read {
+                cells: want,
+                blocks,
+                ..
+            } = read(&storage, &snap, spec.clone());
+            assert_eq!(blocks, 0);
+            assert_eq!(want.first().map(Vec::len), Some(cells * 4));
+            for budget in [16 << 10, 64 << 10] {
+                let Read {
+                    cells: got, blocks, ..
+                } = read(&storage, &snap, spec.clone().with_budget(budget));
+                assert!(got == want, "{cells} cells under {budget}");
+                assert!(blocks > 0, "no block for {cells} cells under {budget}");
+            }
+        }
+        let along = ReadSpec::new(["a", "f"])
+            .with_layout(ResultLayout::ColMajor)
+            .with_budget(16 << 10);
+        assert_eq!(read(&storage, &snap, along).blocks, 0);
+    }
+
     use tdb_format::{ArrayType, Datatype, Layout};
     use tdb_index::dense::FragmentGrid;
     use tdb_schema::{ArraySchema, AttributeBuilder, DimensionBuilder, Range};
