@@ -48,14 +48,6 @@ pub enum QueryError {
         /// What is wrong and what to change.
         reason: String,
     },
-    /// The memory budget cannot hold what one step of the read needs.
-    #[error("memory budget of {budget} bytes is too small: {need}")]
-    Budget {
-        /// The budget given.
-        budget: u64,
-        /// What needs more, and how much.
-        need: String,
-    },
     /// A query that cannot run as asked (layout, fields, state).
     #[error("{0}")]
     Invalid(String),

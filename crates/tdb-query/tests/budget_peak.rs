@@ -632,3 +632,56 @@ fn reads_along_the_cell_order_in_stretches_stay_within_the_budget() {
         );
     }
 }
+
+/// Tiles held whole past the budget (strings under DICTIONARY and ZSTD,
+/// which TileDB's format keeps one chunk: 40,000 cells, 1.7 MB a tile
+/// unfiltered) under 1 MiB: the read answers as unbudgeted, going over
+/// the budget by a tile and not by the array (eight tiles, 13.6 MB).
+#[test]
+fn tiles_held_whole_past_the_budget_pass_it_by_a_tile() {
+    use tdb_format::{ArrayType, Datatype};
+    use tdb_query::{FieldBuffer, WriteSpec};
+    use tdb_schema::{ArraySchema, AttributeBuilder, DimensionBuilder};
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = std::env::temp_dir().join(format!("tdb-held-whole-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let storage = LocalStorage::new(&dir);
+    let (cells, tile) = (320_000i64, 40_000i64);
+    let schema = ArraySchema::builder(ArrayType::Dense)
+        .dimension(DimensionBuilder::range("d", 0i64..=cells - 1).tile_extent(tile))
+        .attribute(
+            AttributeBuilder::new("s", Datatype::StringAscii)
+                .var()
+                .filters([
+                    tdb_filters::Filter::Dictionary { level: -1 },
+                    tdb_filters::Filter::Zstd { level: 1 },
+                ]),
+        )
+        .build()
+        .unwrap();
+    let entry = tdb_fragment::create_array(&storage, "", &schema, &[], None, 1).unwrap();
+    let mut s = FieldBuffer::new("s", Datatype::StringAscii, u32::MAX, false);
+    for k in 0..cells {
+        s.push(format!("word-{:030}", k % 1000).as_bytes(), true);
+    }
+    let spec = WriteSpec::new(vec![s]).at(1);
+    tdb_query::write_fragment(&storage, "", &entry, None, &spec).unwrap();
+    let snap = Arc::new(Snapshot::load(&storage, "", TimeWindow::ALL, None).unwrap());
+    let budget: u64 = 1 << 20;
+    let (small, got, digest) = peak_of_read(&storage, &snap, &["s"], budget);
+    let (whole, all, all_digest) = peak_of_read(&storage, &snap, &["s"], tdb_query::DEFAULT_BUDGET);
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(got, cells as u64);
+    assert_eq!((got, digest), (all, all_digest));
+    eprintln!(
+        "tiles held whole: peak {small} bytes under a budget of {budget}; {whole} unbudgeted"
+    );
+    // Over the budget by a tile's strings and offsets (2.35 MB measured).
+    let tile_bytes = (tile as u64) * (35 + 8);
+    assert!(
+        (small as u64) < budget + tile_bytes + OVERHEAD,
+        "peak {small} under a budget of {budget}"
+    );
+    assert!(whole > 3 * small, "{whole} against {small}");
+}
