@@ -22,13 +22,11 @@ fn reads_into_handed_back_buffers_give_the_cells_of_plain_reads() {
             continue; // nothing written
         };
         let what = format!("{} ({})", object.case, object.dir.display());
-        let Ok(want) = array.read_all(spec.clone()) else {
-            continue; // refused (the budget tests cover why)
-        };
+        // No read is refused (a tile held whole past the budget is held
+        // over it).
+        let want = (array.read_all(spec.clone())).unwrap_or_else(|e| panic!("{what}: {e}"));
         for spec in [spec.clone(), spec.with_budget(64 << 10)] {
-            let Ok(mut read) = array.read(spec) else {
-                continue;
-            };
+            let mut read = array.read(spec).unwrap_or_else(|e| panic!("{what}: {e}"));
             let mut got = Batch::default();
             while let Some(next) = read.next_into(&mut batch) {
                 next.unwrap_or_else(|e| panic!("{what}: {e}"));
