@@ -511,11 +511,10 @@ impl Reader {
     /// Per tile of dense fragment `i` piece `p` reads, the first of its
     /// cells the piece spans there and how many (from the piece's low
     /// corner in the tile to its high one, in the tile's cell order).
-    fn dense_spans(&self, i: usize, p: &Subarray) -> Option<Vec<(u64, u64, u64)>> {
+    /// (`coords`: the piece's [`plan::dense_coords`].)
+    fn dense_spans(&self, i: usize, coords: &[Vec<(i128, i128)>]) -> Option<Vec<(u64, u64, u64)>> {
         let plan = self.plans.get(i)?;
-        let schema = &plan.schema;
         let grid = plan.grid()?;
-        let coords = plan::dense_coords(schema, p).ok()?;
         // Per dimension: the piece's bounds inside the fragment, cut at
         // tile boundaries.
         let mut per_dim: Vec<Vec<(i128, i128)>> = Vec::new();
@@ -586,13 +585,29 @@ impl Reader {
         // A read that spills dense tiles reads runs of one fragment's tiles
         // (or of one tile's cells), as a sparse read that spills does.
         let runs = piece.frag.is_some();
+        // The piece's ranges as integers, decoded once for the fragments
+        // of each schema (they share it).
+        let mut decoded: Vec<(&tdb_schema::ArraySchema, Option<plan::IntRanges>)> = Vec::new();
         for (i, plan) in self.plans.iter().enumerate() {
             if plan.meta.footer.dense && !runs {
-                let tiles = plan::dense_tiles_touched(plan, p).unwrap_or(u64::MAX);
+                let at = match decoded
+                    .iter()
+                    .position(|(s, _)| std::ptr::eq(*s, &*plan.schema))
+                {
+                    Some(k) => k,
+                    None => {
+                        decoded.push((&plan.schema, plan::dense_coords(&plan.schema, p).ok()));
+                        decoded.len().saturating_sub(1)
+                    }
+                };
+                let coords = decoded.get(at).and_then(|(_, c)| c.as_deref());
+                let tiles = coords
+                    .and_then(|c| plan::dense_tiles_at(plan, c))
+                    .unwrap_or(u64::MAX);
                 // A piece over few tiles may read only its cells' chunks
                 // of each.
                 if let Some(spans) = (tiles <= Self::SPANNED_TILES && Self::sliceable(plan))
-                    .then(|| self.dense_spans(i, p))
+                    .then(|| self.dense_spans(i, coords?))
                     .flatten()
                 {
                     for (t, first, span) in spans {
@@ -619,9 +634,11 @@ impl Reader {
         if schema.array_type == ArrayType::Dense && !runs {
             // Per slab: where its cells come from and its first coordinates.
             let frags = self.plans.iter().filter(|p| p.meta.footer.dense).count() as u64;
-            let slabs = plan::dense_coords(schema, p)
-                .ok()
-                .and_then(|r| dense::slab_bound(schema, &r, self.spec.layout, frags))
+            let shared = (decoded.iter()).find(|(s, _)| std::ptr::eq(*s, schema));
+            let own = shared.is_none().then(|| plan::dense_coords(schema, p).ok());
+            let slabs = (shared.and_then(|(_, c)| c.as_deref()))
+                .or(own.as_ref().and_then(|c| c.as_deref()))
+                .and_then(|r| dense::slab_bound(schema, r, self.spec.layout, frags))
                 .unwrap_or(u64::MAX);
             let per_slab = dims.saturating_mul(16).saturating_add(40);
             total = total.saturating_add(slabs.saturating_mul(per_slab));

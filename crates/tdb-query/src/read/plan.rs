@@ -202,12 +202,16 @@ pub(crate) const DELETE_TS_SLOT: usize = usize::MAX - 2;
 /// (within the fragment's non-empty domain); `None` for non-integer
 /// domains.
 pub(crate) fn dense_tiles_touched(plan: &FragPlan, sub: &Subarray) -> Option<u64> {
+    dense_tiles_at(plan, &dense_coords(&plan.schema, sub).ok()?)
+}
+
+/// [`dense_tiles_touched`] by a subarray's [`dense_coords`].
+pub(crate) fn dense_tiles_at(plan: &FragPlan, coords: &[Vec<(i128, i128)>]) -> Option<u64> {
     // The grid keeps the tiling and the non-empty domain as integers (a
     // read cutting thousands of pieces asks this for each).
     let grid = plan.grid()?;
-    let coords = dense_coords(&plan.schema, sub).ok()?;
     let mut tiles: u64 = 1;
-    for (((origin, ext), (nlo, nhi)), ranges) in grid.tiling().zip(grid.bounds()).zip(&coords) {
+    for (((origin, ext), (nlo, nhi)), ranges) in grid.tiling().zip(grid.bounds()).zip(coords) {
         let (lo, hi) = int_span(ranges)?;
         let (lo, hi) = (lo.max(nlo), hi.min(nhi));
         if lo > hi {
@@ -250,12 +254,12 @@ pub(crate) fn int_span(ranges: &[(i128, i128)]) -> Option<(i128, i128)> {
     Some((lo, hi))
 }
 
+/// Per dimension, integer ranges.
+pub(crate) type IntRanges = Vec<Vec<(i128, i128)>>;
+
 /// A dense read's result coordinates per dimension: the subarray's ranges
 /// (or the domain) as integers.
-pub(crate) fn dense_coords(
-    schema: &ArraySchema,
-    subarray: &Subarray,
-) -> Result<Vec<Vec<(i128, i128)>>> {
+pub(crate) fn dense_coords(schema: &ArraySchema, subarray: &Subarray) -> Result<IntRanges> {
     (schema.domain.dimensions.iter().enumerate())
         .map(|(d, dim)| {
             int_ranges(schema, subarray, d).ok_or_else(|| QueryError::Subarray {
