@@ -296,6 +296,14 @@ fn check_array(
         arrays: HashMap::new(),
     };
     let prefix = |p: &str| format!("{at}{p}");
+    // A case TileDB did not complete (the writer's partial expected.json:
+    // no schema summary, no results) must not pass for checking nothing.
+    if e.get("schema").is_none() {
+        return Err(format!(
+            "{}: missing (an expected.json TileDB did not complete)",
+            prefix("schema")
+        ));
+    }
     let array = opened.at(TimeWindow::ALL)?;
     if let Some(expected) = e.get("schema") {
         let mut got = schema::snapshot_summary(array.snapshot()).map_err(|e| chain(&e))?;
@@ -471,6 +479,13 @@ fn by_path(v: &Value) -> Result<Vec<(String, &Value)>, String> {
 
 /// Runs one query and compares its result.
 fn check_query(opened: &mut Opened<'_>, q: &Value, options: &Options) -> Result<(), String> {
+    if q.get("result").is_none() && q.get("aggregates").is_none() {
+        return Err(
+            "neither a result nor aggregates to compare (an expected.json TileDB did \
+                    not complete)"
+                .into(),
+        );
+    }
     let window = match &q["timestamp"] {
         Value::Null => TimeWindow::ALL,
         Value::Array(t) if t.len() == 2 => match (t[0].as_u64(), t[1].as_u64()) {
@@ -950,6 +965,30 @@ mod runs {
         let (p, f, lines) = run_dir(dir.path(), &Options::default());
         assert_eq!((p, f), (1, 0), "{lines:?}");
         assert_eq!(lines[0], "PASS sparse_string_dim");
+    }
+
+    /// A case TileDB did not complete (the writer's partial expected.json,
+    /// as when TileDB crashed computing it) fails: without a schema
+    /// summary, or with a query that holds neither a result nor
+    /// aggregates, it would pass for checking nothing.
+    #[test]
+    fn an_incomplete_case_fails() {
+        let dir = one_case("dense_2d_row_row", |e| {
+            e.as_object_mut().map(|o| o.remove("schema"));
+        });
+        let (p, f, lines) = run_dir(dir.path(), &Options::default());
+        assert_eq!((p, f), (0, 1), "{lines:?}");
+        assert!(lines[0].contains("schema: missing"), "{}", lines[0]);
+        let dir = one_case("dense_2d_row_row", |e| {
+            e["queries"][0].as_object_mut().map(|q| q.remove("result"));
+        });
+        let (p, f, lines) = run_dir(dir.path(), &Options::default());
+        assert_eq!((p, f), (0, 1), "{lines:?}");
+        assert!(
+            lines[0].contains("neither a result nor aggregates"),
+            "{}",
+            lines[0]
+        );
     }
 
     #[test]
