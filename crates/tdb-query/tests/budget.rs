@@ -9,9 +9,7 @@ use tdb_storage::ReadableStorage as _;
 
 #[test]
 fn a_small_budget_gives_the_same_cells_in_batches() {
-    let dir = tdb_testdata::root().join("dense_multi_chunk").join("array");
-    let storage = LocalStorage::new(&dir);
-    let snap = Arc::new(Snapshot::load(&storage, "", TimeWindow::ALL, None).unwrap());
+    let (storage, snap) = fixture("dense_multi_chunk");
     let read = |budget: u64| -> Vec<Batch> {
         let spec = ReadSpec::new(["r", "c", "a", "s"]).with_budget(budget);
         SyncRead::new(&storage, snap.clone(), spec)
@@ -54,6 +52,13 @@ fn fetching<S: tdb_storage::ReadableStorage + ?Sized>(
 ) -> (Batch, usize, u64) {
     let m = stepped(storage, snap, spec);
     (m.all, m.rounds, m.bytes)
+}
+
+/// TileDB's fixture `case` (its array), opened.
+fn fixture(case: &str) -> (LocalStorage, Arc<Snapshot>) {
+    let storage = LocalStorage::new(tdb_testdata::root().join(case).join("array"));
+    let snap = Arc::new(Snapshot::load(&storage, "", TimeWindow::ALL, None).unwrap());
+    (storage, snap)
 }
 
 /// What a read stepped by hand gave and cost.
@@ -114,9 +119,7 @@ fn stepped<S: tdb_storage::ReadableStorage + ?Sized>(
 #[test]
 fn a_sparse_read_over_budget_goes_piece_by_piece() {
     use tdb_query::ResultLayout;
-    let dir = tdb_testdata::root().join("aggregates_sparse").join("array");
-    let storage = LocalStorage::new(&dir);
-    let snap = Arc::new(Snapshot::load(&storage, "", TimeWindow::ALL, None).unwrap());
+    let (storage, snap) = fixture("aggregates_sparse");
     for layout in [
         ResultLayout::RowMajor,
         ResultLayout::GlobalOrder,
@@ -231,9 +234,7 @@ fn float_and_string_dimensions_are_read_piece_by_piece() {
 #[test]
 fn a_tiledb_array_over_float_and_string_dimensions_goes_piece_by_piece() {
     use tdb_query::ResultLayout;
-    let dir = tdb_testdata::root().join("sparse_float_string_pieces/array");
-    let storage = LocalStorage::new(&dir);
-    let snap = Arc::new(Snapshot::load(&storage, "", TimeWindow::ALL, None).unwrap());
+    let (storage, snap) = fixture("sparse_float_string_pieces");
     for layout in [
         ResultLayout::RowMajor,
         ResultLayout::ColMajor,
@@ -288,9 +289,7 @@ fn pieces_cut_along_tiledbs_string_parts_dimension_answer_as_one_piece() {
         ("sparse_string_parts_col", 1),
         ("sparse_string_parts_row", 0),
     ] {
-        let dir = tdb_testdata::root().join(case).join("array");
-        let storage = LocalStorage::new(&dir);
-        let snap = Arc::new(Snapshot::load(&storage, "", TimeWindow::ALL, None).unwrap());
+        let (storage, snap) = fixture(case);
         // Reads that went in pieces (more pieces decoded).
         let mut cut = 0;
         for ranges in [
@@ -347,9 +346,7 @@ fn a_budget_below_a_cells_chunks_reads_the_cells() {
         ("dense_multi_chunk", &["a", "s"][..], dense),
         ("sparse_large_tiles", &["x", "y", "a", "f", "s"], sparse),
     ] {
-        let dir = tdb_testdata::root().join(case).join("array");
-        let storage = LocalStorage::new(&dir);
-        let snap = Arc::new(Snapshot::load(&storage, "", TimeWindow::ALL, None).unwrap());
+        let (storage, snap) = fixture(case);
         let spec = ReadSpec::new(fields.iter().copied())
             .with_subarray(sub)
             .with_layout(ResultLayout::RowMajor);
@@ -384,9 +381,7 @@ fn a_budget_below_a_cells_chunks_reads_the_cells() {
 /// read answers, each tile fetched once, in more than one batch.
 #[test]
 fn a_budget_below_a_tile_held_whole_is_passed_by_the_tile() {
-    let dir = tdb_testdata::root().join("filter_dictionary").join("array");
-    let storage = LocalStorage::new(&dir);
-    let snap = Arc::new(Snapshot::load(&storage, "", TimeWindow::ALL, None).unwrap());
+    let (storage, snap) = fixture("filter_dictionary");
     let spec = ReadSpec::new(["a"]);
     let read = |budget: Option<u64>| {
         let spec = budget.map_or(spec.clone(), |b| spec.clone().with_budget(b));
@@ -421,9 +416,7 @@ fn tiles_held_whole_are_never_cut_inside() {
         ("strings_large_whole_tiles", ["r", "w"]),
         ("strings_whole_tiles_2d", ["s", "a"]),
     ] {
-        let dir = tdb_testdata::root().join(case).join("array");
-        let storage = LocalStorage::new(&dir);
-        let snap = Arc::new(Snapshot::load(&storage, "", TimeWindow::ALL, None).unwrap());
+        let (storage, snap) = fixture(case);
         for layout in [
             ResultLayout::RowMajor,
             ResultLayout::ColMajor,
@@ -484,9 +477,7 @@ fn tiles_the_condition_rules_out_are_not_fetched() {
 #[test]
 fn consecutive_pieces_fetch_a_shared_tile_once() {
     for case in ["sparse_hilbert_multi", "sparse_float_string_pieces"] {
-        let dir = tdb_testdata::root().join(case).join("array");
-        let storage = LocalStorage::new(&dir);
-        let snap = Arc::new(Snapshot::load(&storage, "", TimeWindow::ALL, None).unwrap());
+        let (storage, snap) = fixture(case);
         let fields: Vec<String> = snap.schema().fields().map(str::to_owned).collect();
         let spec = ReadSpec::new(fields).with_layout(tdb_query::ResultLayout::RowMajor);
         let (whole, _) = run(&storage, &snap, spec.clone());
@@ -921,9 +912,7 @@ fn dense_lines_whose_tiles_pass_the_budget_spill() {
     // TileDB's `dense_multi_chunk`: the first columns' tiles fit, but not
     // those where the second fragment joins (302 rounds before, weighed
     // at the first columns alone).
-    let dir = tdb_testdata::root().join("dense_multi_chunk").join("array");
-    let storage = LocalStorage::new(&dir);
-    let snap = Arc::new(Snapshot::load(&storage, "", TimeWindow::ALL, None).unwrap());
+    let (storage, snap) = fixture("dense_multi_chunk");
     let spec = ReadSpec::new(["a"]).with_layout(ResultLayout::ColMajor);
     let (whole, _) = run(&storage, &snap, spec.clone());
     let (pieces, rounds, _) = fetching(&storage, &snap, spec.with_budget(1 << 20));
@@ -1031,9 +1020,7 @@ fn dense_aggregates_fold_in_storage_order_whatever_the_layout() {
     use tdb_query::{
         AggregateOp, AggregateStep, AggregateValue, Aggregation, ResultLayout, Subarray,
     };
-    let dir = tdb_testdata::root().join("dense_large_tiles").join("array");
-    let storage = LocalStorage::new(&dir);
-    let snap = Arc::new(Snapshot::load(&storage, "", TimeWindow::ALL, None).unwrap());
+    let (storage, snap) = fixture("dense_large_tiles");
     let ops = [
         AggregateOp::Count,
         AggregateOp::Min,
@@ -1180,9 +1167,7 @@ fn unordered_reads_across_their_tiles_read_each_tile_once() {
     use tdb_query::ResultLayout;
     let mut cases: Vec<(String, Box<dyn tdb_storage::ReadableStorage>, Arc<Snapshot>)> = Vec::new();
     for name in ["sparse_hilbert", "sparse_hilbert_multi"] {
-        let dir = tdb_testdata::root().join(name).join("array");
-        let storage = LocalStorage::new(&dir);
-        let snap = Arc::new(Snapshot::load(&storage, "", TimeWindow::ALL, None).unwrap());
+        let (storage, snap) = fixture(name);
         cases.push((name.into(), Box::new(storage), snap));
     }
     for dups in [true, false] {
@@ -1230,11 +1215,7 @@ fn rows(b: &Batch) -> Vec<Vec<(Vec<u8>, bool)>> {
 
 /// TileDB's `sparse_bounded_tiles` fixture, opened.
 fn sparse_bounded_tiles() -> (LocalStorage, Arc<Snapshot>) {
-    let dir = tdb_testdata::root()
-        .join("sparse_bounded_tiles")
-        .join("array");
-    let storage = LocalStorage::new(&dir);
-    let snap = Arc::new(Snapshot::load(&storage, "", TimeWindow::ALL, None).unwrap());
+    let (storage, snap) = fixture("sparse_bounded_tiles");
     (storage, snap)
 }
 
