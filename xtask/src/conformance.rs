@@ -298,14 +298,14 @@ fn check_array(
     let prefix = |p: &str| format!("{at}{p}");
     // A case TileDB did not complete (the writer's partial expected.json:
     // no schema summary, no results) must not pass for checking nothing.
-    if e.get("schema").is_none() {
+    let Some(expected) = e.get("schema") else {
         return Err(format!(
             "{}: missing (an expected.json TileDB did not complete)",
             prefix("schema")
         ));
-    }
+    };
     let array = opened.at(TimeWindow::ALL)?;
-    if let Some(expected) = e.get("schema") {
+    {
         let mut got = schema::snapshot_summary(array.snapshot()).map_err(|e| chain(&e))?;
         if expected.get("dim_labels").is_none() {
             // The labels are an extension of the format: a case may leave
@@ -480,11 +480,10 @@ fn by_path(v: &Value) -> Result<Vec<(String, &Value)>, String> {
 /// Runs one query and compares its result.
 fn check_query(opened: &mut Opened<'_>, q: &Value, options: &Options) -> Result<(), String> {
     if q.get("result").is_none() && q.get("aggregates").is_none() {
-        return Err(
-            "neither a result nor aggregates to compare (an expected.json TileDB did \
-                    not complete)"
-                .into(),
-        );
+        let why = "an expected.json TileDB did not complete";
+        return Err(format!(
+            "neither a result nor aggregates to compare ({why})"
+        ));
     }
     let window = match &q["timestamp"] {
         Value::Null => TimeWindow::ALL,
@@ -1094,8 +1093,8 @@ mod runs {
     /// Under a budget of 2 KiB most reads go piece by piece (the subarray
     /// cut in result order): every query still returns TileDB's answer,
     /// tiles that must be held whole past the budget (the legacy cases'
-    /// string RLE and dictionary tiles, zipped coordinates) held over it
-    /// (25 queries were refused before 2026-12-07). `dense_large_tiles` is
+    /// RLE and dictionary strings, tiles not sliced under so small a
+    /// budget) held over it (25 queries were refused before 2026-12-07). `dense_large_tiles` is
     /// left out: its 6.5 MiB tiles go by their chunks there, 2 KiB of
     /// cells a piece (3.5 s in a release build); `budget_peak` and
     /// `sliced_tiles` read it under small budgets.
