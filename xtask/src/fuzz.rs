@@ -47,6 +47,20 @@ pub fn fuzz(args: &[String]) -> Result<(), String> {
             return Err(format!("fuzz: no target {name} (see --list)"));
         }
     }
+    // Without cargo-fuzz every target "fails" at once, which must not read
+    // as inputs they do not survive.
+    let probe = Command::new("rustup")
+        .args(["run", "nightly", "cargo", "fuzz", "--version"])
+        .env_remove("RUSTUP_TOOLCHAIN")
+        .env_remove("CARGO")
+        .output();
+    if !probe.is_ok_and(|o| o.status.success()) {
+        return Err(
+            "fuzz: `cargo fuzz` does not run on the nightly toolchain: install it \
+                    (`cargo +nightly install cargo-fuzz`) and the nightly toolchain"
+                .into(),
+        );
+    }
     let mut limits = vec![format!(
         "-max_total_time={}",
         seconds.unwrap_or(if runs.is_some() { 0 } else { 60 })
