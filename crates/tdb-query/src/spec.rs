@@ -232,7 +232,8 @@ pub struct ReadSpec {
     /// batch of results. Tiles read by their chunks (dense ones, sparse
     /// ones in a read that spills) go over a budget below a piece's chunks
     /// by those chunks; a budget too small for a tile that must be held
-    /// whole is an error before any tile is fetched.
+    /// whole (string RLE and dictionary tiles, one chunk each) is passed
+    /// by that tile, which is never cut. No budget is refused.
     pub budget: u64,
     /// The size pieces of the read aim at below the budget's tile share,
     /// where no budget forces a cut (by default 8 MiB on local storage,
