@@ -206,6 +206,19 @@ impl Unfiltered {
         self.data.clear();
         self.offsets.clear();
     }
+
+    /// Lets go of buffers holding more than `cap` bytes of capacity.
+    pub(crate) fn trim(&mut self, cap: usize) {
+        if self.metadata.capacity() > cap {
+            self.metadata = Vec::new();
+        }
+        if self.data.capacity() > cap {
+            self.data = Vec::new();
+        }
+        if self.offsets.capacity().saturating_mul(8) > cap {
+            self.offsets = Vec::new();
+        }
+    }
 }
 
 /// Reads a filter's metadata fields from the front of the metadata stream,

@@ -97,6 +97,20 @@ impl FilterPipeline {
         data: &[u8],
         out: &mut Unfiltered,
     ) -> Result<()> {
+        let result = self.reverse_stages(st, ws, metadata, data, out);
+        ws.trim();
+        result
+    }
+
+    /// [`FilterPipeline::reverse_chunk`] before the workspace is trimmed.
+    fn reverse_stages(
+        &self,
+        st: &Stage<'_>,
+        ws: &mut Workspace,
+        metadata: &[u8],
+        data: &[u8],
+        out: &mut Unfiltered,
+    ) -> Result<()> {
         // A NONE filter hands its input on untouched: skip it rather than
         // copy the chunk through it.
         if self.filters.iter().all(|f| matches!(f, Filter::None)) {

@@ -103,6 +103,21 @@ pub struct Workspace {
     pub(crate) codecs: Codecs,
 }
 
+impl Workspace {
+    /// Intermediate capacity a workspace keeps from one chunk to the next:
+    /// sixteen of TileDB's 64 KiB chunks. A tile decoded as one chunk (a
+    /// string RLE or dictionary tile, WebP) passes its stages through
+    /// buffers its size, and a workspace lives as long as its thread: such
+    /// buffers are let go after the chunk, not kept for every read after.
+    pub const KEPT: usize = 1 << 20;
+
+    /// Lets go of intermediate buffers past [`Workspace::KEPT`].
+    pub(crate) fn trim(&mut self) {
+        self.a.trim(Self::KEPT);
+        self.b.trim(Self::KEPT);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -155,6 +170,33 @@ mod tests {
                 assert_eq!(out.data.len(), 2 * cells.len());
                 assert_eq!(&out.data[cells.len()..], &cells[..]);
             }
+        }
+    }
+
+    /// A chunk as large as a tile decoded as one (string RLE and
+    /// dictionary tiles, WebP) leaves no intermediate buffer its size in
+    /// the workspace, which lives as long as its thread; a chunk of
+    /// TileDB's usual 64 KiB leaves its buffers for the next.
+    #[test]
+    fn a_workspace_keeps_no_intermediate_buffer_past_its_limit() {
+        let st = Stage::new(Datatype::Int32, FormatVersion::WRITTEN);
+        let p = FilterPipeline::new([Filter::Byteshuffle, Filter::Zstd { level: 1 }]);
+        let mut ws = Workspace::default();
+        for (cells, kept) in [(1usize << 20, false), (16 << 10, true)] {
+            let input: Vec<u8> = (0..cells as u32)
+                .flat_map(|i| (i.wrapping_mul(2_654_435_761) >> 12).to_le_bytes())
+                .collect();
+            let (m, d) = p.forward_chunk(&st, &mut ws, input.clone()).unwrap();
+            let mut out = Unfiltered::default();
+            p.reverse_chunk(&st, &mut ws, &m, &d, &mut out).unwrap();
+            assert_eq!(out.data, input);
+            let held = [&ws.a, &ws.b].map(|u| u.data.capacity());
+            assert!(held.iter().all(|&c| c <= Workspace::KEPT), "{held:?}");
+            assert_eq!(
+                held.iter().any(|&c| c > 0),
+                kept,
+                "{held:?} after {cells} cells"
+            );
         }
     }
 
