@@ -201,39 +201,60 @@ impl Expect {
 
 fn rle_decode(
     expect: Expect,
-    mut data: &[u8],
+    data: &[u8],
     rb: usize,
     sb: usize,
     out: &mut Unfiltered,
 ) -> Result<()> {
-    let name = expect.name;
-    let mut runs = Vec::new();
+    // The runs are walked twice: checked against the promise before
+    // anything is allocated, then decoded (a list of them was 24 bytes a
+    // run beside the tile at its peak: three times its offsets where
+    // every cell is a run).
     let mut totals = (0, 0);
-    while !data.is_empty() {
-        let n = get_be(crate::buffer::take_data(name, &mut data, rb, "run length")?);
-        let len = get_be(crate::buffer::take_data(
-            name,
-            &mut data,
-            sb,
-            "string length",
-        )?);
-        let len = usize::try_from(len).unwrap_or(usize::MAX);
-        let s = crate::buffer::take_data(name, &mut data, len, "string")?;
-        expect.add(&mut totals, n, len)?;
-        runs.push((n, s));
+    for run in rle_runs(expect.name, data, rb, sb) {
+        let (n, s) = run?;
+        expect.add(&mut totals, n, s.len())?;
     }
     expect.check(totals)?;
     // Checked against the promise, the totals bound these allocations.
     out.data.reserve(expect.bytes);
     out.offsets.reserve(expect.cells);
     let base = out.data.len();
-    for (n, s) in runs {
+    for run in rle_runs(expect.name, data, rb, sb) {
+        let (n, s) = run?;
         for _ in 0..n {
             out.offsets.push(out.data.len().saturating_sub(base) as u64);
             out.data.extend_from_slice(s);
         }
     }
     Ok(())
+}
+
+/// The runs of string RLE `data` (run-length and string-length widths
+/// `rb`, `sb`): each run's length and string, in order.
+fn rle_runs<'a>(
+    name: &'static str,
+    mut data: &'a [u8],
+    rb: usize,
+    sb: usize,
+) -> impl Iterator<Item = Result<(u64, &'a [u8])>> {
+    let run = move || -> Option<Result<(u64, &'a [u8])>> {
+        if data.is_empty() {
+            return None;
+        }
+        let mut take = |n: usize, what: &str| crate::buffer::take_data(name, &mut data, n, what);
+        let run = take(rb, "run length").and_then(|n| {
+            let len = get_be(take(sb, "string length")?);
+            let len = usize::try_from(len).unwrap_or(usize::MAX);
+            Ok((get_be(n), take(len, "string")?))
+        });
+        if run.is_err() {
+            // No more runs after a malformed one.
+            data = &[];
+        }
+        Some(run)
+    };
+    std::iter::from_fn(run)
 }
 
 fn parse_dictionary<'a>(
