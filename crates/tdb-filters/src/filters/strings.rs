@@ -136,7 +136,7 @@ pub(crate) fn reverse(
             let ib = width(name, metadata.u8("id width")?)?;
             let sb = width(name, metadata.u8("string length width")?)?;
             let dict_len = metadata.u32("dictionary size")? as usize;
-            let dict = parse_dictionary(name, metadata.take(dict_len, "dictionary")?, sb)?;
+            let dict = Dictionary::parse(name, metadata.take(dict_len, "dictionary")?, sb)?;
             dictionary_decode(expect, data, ib, &dict, out)
         }
     }
@@ -234,61 +234,104 @@ fn rle_decode(
 /// `rb`, `sb`): each run's length and string, in order.
 fn rle_runs<'a>(
     name: &'static str,
-    mut data: &'a [u8],
+    data: &'a [u8],
     rb: usize,
     sb: usize,
-) -> impl Iterator<Item = Result<(u64, &'a [u8])>> {
-    let run = move || -> Option<Result<(u64, &'a [u8])>> {
+) -> impl Iterator<Item = Result<(u64, &'a [u8])>> + 'a {
+    entries(data, move |rest| {
+        let n = get_be(crate::buffer::take_data(name, rest, rb, "run length")?);
+        Ok((n, take_string(name, rest, sb, "string")?))
+    })
+}
+
+/// The entries `next` takes one by one off the front of `data`, until it
+/// is empty or an entry is malformed (the last item then).
+fn entries<'a, T: 'a, F: FnMut(&mut &'a [u8]) -> Result<T> + 'a>(
+    mut data: &'a [u8],
+    mut next: F,
+) -> impl Iterator<Item = Result<T>> + 'a {
+    std::iter::from_fn(move || {
         if data.is_empty() {
             return None;
         }
-        let mut take = |n: usize, what: &str| crate::buffer::take_data(name, &mut data, n, what);
-        let run = take(rb, "run length").and_then(|n| {
-            let len = get_be(take(sb, "string length")?);
-            let len = usize::try_from(len).unwrap_or(usize::MAX);
-            Ok((get_be(n), take(len, "string")?))
-        });
-        if run.is_err() {
-            // No more runs after a malformed one.
+        let entry = next(&mut data);
+        if entry.is_err() {
             data = &[];
         }
-        Some(run)
-    };
-    std::iter::from_fn(run)
+        Some(entry)
+    })
 }
 
-fn parse_dictionary<'a>(
+/// A string after its big-endian length of `sb` bytes, off the front of
+/// `data`.
+fn take_string<'a>(
     name: &'static str,
-    mut bytes: &'a [u8],
+    data: &mut &'a [u8],
     sb: usize,
-) -> Result<Vec<&'a [u8]>> {
-    if bytes.is_empty() {
-        return Err(FilterError::corrupt(name, "empty dictionary"));
+    what: &str,
+) -> Result<&'a [u8]> {
+    let len = get_be(crate::buffer::take_data(name, data, sb, "string length")?);
+    let len = usize::try_from(len).unwrap_or(usize::MAX);
+    crate::buffer::take_data(name, data, len, what)
+}
+
+/// A parsed dictionary: its bytes and where each word ends in them (a
+/// word starts `sb` bytes after the end of the one before, past its
+/// length). Four bytes a word: a list of slices, sixteen, was 1.6 MB
+/// beside a 100,000-cell tile of distinct strings at its peak.
+struct Dictionary<'a> {
+    bytes: &'a [u8],
+    ends: Vec<u32>,
+    sb: usize,
+}
+
+impl<'a> Dictionary<'a> {
+    fn parse(name: &'static str, bytes: &'a [u8], sb: usize) -> Result<Self> {
+        if bytes.is_empty() {
+            return Err(FilterError::corrupt(name, "empty dictionary"));
+        }
+        // Each entry's end, walked twice: counted, then listed in a table
+        // of that size. (The metadata sizes the dictionary in a u32: its
+        // ends fit one.)
+        let ends_of = || {
+            entries(bytes, |rest| {
+                take_string(name, rest, sb, "dictionary entry")?;
+                u32::try_from(bytes.len().saturating_sub(rest.len()))
+                    .map_err(|_| FilterError::corrupt(name, "a dictionary past 4 GiB"))
+            })
+        };
+        let mut words = 0usize;
+        for end in ends_of() {
+            end?;
+            words = words.saturating_add(1);
+        }
+        let mut ends = Vec::with_capacity(words);
+        for end in ends_of() {
+            ends.push(end?);
+        }
+        Ok(Dictionary { bytes, ends, sb })
     }
-    let mut dict = Vec::new();
-    while !bytes.is_empty() {
-        let len = get_be(crate::buffer::take_data(
-            name,
-            &mut bytes,
-            sb,
-            "dictionary entry length",
-        )?);
-        let len = usize::try_from(len).unwrap_or(usize::MAX);
-        dict.push(crate::buffer::take_data(
-            name,
-            &mut bytes,
-            len,
-            "dictionary entry",
-        )?);
+
+    fn len(&self) -> usize {
+        self.ends.len()
     }
-    Ok(dict)
+
+    /// Word `i`, if the dictionary has one.
+    fn word(&self, i: usize) -> Option<&'a [u8]> {
+        let end = usize::try_from(*self.ends.get(i)?).ok()?;
+        let start = match i.checked_sub(1) {
+            Some(before) => usize::try_from(*self.ends.get(before)?).ok()?,
+            None => 0,
+        };
+        self.bytes.get(start.checked_add(self.sb)?..end)
+    }
 }
 
 fn dictionary_decode(
     expect: Expect,
     data: &[u8],
     ib: usize,
-    dict: &[&[u8]],
+    dict: &Dictionary<'_>,
     out: &mut Unfiltered,
 ) -> Result<()> {
     let name = expect.name;
@@ -301,7 +344,7 @@ fn dictionary_decode(
     let word = |id: &[u8]| {
         usize::try_from(get_be(id))
             .ok()
-            .and_then(|i| dict.get(i).copied())
+            .and_then(|i| dict.word(i))
             .ok_or_else(|| {
                 FilterError::corrupt(
                     name,
