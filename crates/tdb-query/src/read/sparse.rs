@@ -254,9 +254,13 @@ impl TileCheck<'_> {
                         *h = count as u32;
                     }
                 }
-                // Every other cell by its own value.
+                // Every other cell by its own value. (A part's first cell
+                // decides along the rule's dimension only: TileDB tests
+                // every other dimension cell by cell.)
                 let decided = |i: usize| {
-                    (stand_in.as_ref()).is_some_and(|h| h.get(i).is_some_and(|&h| h != u32::MAX))
+                    rule.is_some()
+                        && (stand_in.as_ref())
+                            .is_some_and(|h| h.get(i).is_some_and(|&h| h != u32::MAX))
                 };
                 for (i, m) in mask.iter_mut().enumerate() {
                     if *m && !decided(i) {
