@@ -240,7 +240,7 @@ fn rle_runs<'a>(
 ) -> impl Iterator<Item = Result<(u64, &'a [u8])>> + 'a {
     entries(data, move |rest| {
         let n = get_be(crate::buffer::take_data(name, rest, rb, "run length")?);
-        Ok((n, take_string(name, rest, sb, "string")?))
+        Ok((n, take_string(name, rest, sb, ("string length", "string"))?))
     })
 }
 
@@ -263,14 +263,15 @@ fn entries<'a, T: 'a, F: FnMut(&mut &'a [u8]) -> Result<T> + 'a>(
 }
 
 /// A string after its big-endian length of `sb` bytes, off the front of
-/// `data`.
+/// `data` (`what`: the length's and the string's names, for errors).
 fn take_string<'a>(
     name: &'static str,
     data: &mut &'a [u8],
     sb: usize,
-    what: &str,
+    what: (&str, &str),
 ) -> Result<&'a [u8]> {
-    let len = get_be(crate::buffer::take_data(name, data, sb, "string length")?);
+    let (len_what, what) = what;
+    let len = get_be(crate::buffer::take_data(name, data, sb, len_what)?);
     let len = usize::try_from(len).unwrap_or(usize::MAX);
     crate::buffer::take_data(name, data, len, what)
 }
@@ -295,7 +296,12 @@ impl<'a> Dictionary<'a> {
         // ends fit one.)
         let ends_of = || {
             entries(bytes, |rest| {
-                take_string(name, rest, sb, "dictionary entry")?;
+                take_string(
+                    name,
+                    rest,
+                    sb,
+                    ("dictionary entry length", "dictionary entry"),
+                )?;
                 u32::try_from(bytes.len().saturating_sub(rest.len()))
                     .map_err(|_| FilterError::corrupt(name, "a dictionary past 4 GiB"))
             })
