@@ -90,6 +90,36 @@ impl Subarray {
         self
     }
 
+    /// The ranges of every string dimension of `schema` sorted and merged
+    /// as TileDB 2.30 does before its sparse global-order and unordered
+    /// readers (`Subarray::sort_and_merge_ranges`, on by default: the
+    /// config's `sm.merge_overlapping_ranges_experimental`): by start,
+    /// then end; a range starting at or before the end of the one kept
+    /// before it joins it, and the joined range ends where the joining one
+    /// does, even where that is before the kept one's end (TileDB's string
+    /// merge, unlike its numeric one, does not take the larger end:
+    /// `[ab, mm]` and `[ba, bb]` read as `[ab, bb]`). Numeric ranges those
+    /// readers merge into their union, which is what a read of the ranges
+    /// as given returns already.
+    pub(crate) fn merge_string_ranges_as_tiledb(&mut self, schema: &ArraySchema) {
+        for (dim, ranges) in schema.domain.dimensions.iter().zip(&mut self.ranges) {
+            if !dim.is_var() || ranges.len() < 2 {
+                continue;
+            }
+            ranges.sort_by(|a, b| a.bounds().cmp(&b.bounds()));
+            let mut merged: Vec<Range> = Vec::with_capacity(ranges.len());
+            for r in ranges.drain(..) {
+                match merged.last_mut() {
+                    Some(head) if r.bounds().0 <= head.bounds().1 => {
+                        *head = Range::from_bounds(head.bounds().0, r.bounds().1, true);
+                    }
+                    _ => merged.push(r),
+                }
+            }
+            *ranges = merged;
+        }
+    }
+
     /// Dimension `dim`'s ranges, slots made up to it (none past
     /// [`Subarray::MAX_DIMS`]: `dim` is remembered for the check).
     fn slot(&mut self, dim: usize) -> Option<&mut Vec<Range>> {

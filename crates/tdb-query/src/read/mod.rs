@@ -272,7 +272,7 @@ pub(crate) enum CellState {
 impl Reader {
     /// Plans `spec` over `snapshot`: checks fields, subarray and condition
     /// against the schema (typed errors that say what to change).
-    pub fn new(snapshot: Arc<Snapshot>, spec: ReadSpec) -> Result<Self> {
+    pub fn new(snapshot: Arc<Snapshot>, mut spec: ReadSpec) -> Result<Self> {
         let schema = snapshot.schema();
         let prefetch = prefetch::Prefetch::new(prefetch::Prefetch::LIMIT);
         if let Some((label, _)) = spec.subarray.label_ranges().first() {
@@ -300,6 +300,16 @@ impl Reader {
         let ops = DomainOps::new(&schema.domain)?;
         spec.subarray.check(schema, &ops, spec.whole_tiles)?;
         let sparse = schema.array_type == ArrayType::Sparse;
+        if sparse
+            && matches!(
+                spec.layout,
+                ResultLayout::GlobalOrder | ResultLayout::Unordered
+            )
+        {
+            // TileDB's readers for these layouts read the ranges merged its
+            // way; its row- and col-major reader reads them as given.
+            spec.subarray.merge_string_ranges_as_tiledb(schema);
+        }
         if sparse {
             for d in &schema.domain.dimensions {
                 slot(&mut fields, &d.name)?;
