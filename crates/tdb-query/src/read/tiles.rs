@@ -1611,8 +1611,22 @@ pub(crate) fn decode_tiles<'a>(
                 .iter()
                 .find(|p| p.kind == DataPart::Var)
                 .is_some_and(|p| p.filters.offsets_inside());
-            // A sliced part of no chunk (var cells all empty) is empty.
-            let parts = parts.into_iter().map(Option::unwrap_or_default);
+            // A sliced part of no chunk (its runs' var cells all empty)
+            // holds its window's bytes as zeros: the cells between its
+            // runs, read by no one (rand_15833: two empty cells four bytes
+            // apart, their offsets past a part left empty).
+            let parts = parts.into_iter().zip(parsed).map(|(data, part)| {
+                data.unwrap_or_else(|| {
+                    let window = part.sliced.as_ref().map_or(0..0, |p| p.window.clone());
+                    let len = usize::try_from(window.end.saturating_sub(window.start));
+                    let mut data = spare.take(len.unwrap_or(0));
+                    data.resize(len.unwrap_or(0), 0);
+                    TileData {
+                        data,
+                        ..TileData::default()
+                    }
+                })
+            });
             let mut tile = finish_tile(job, parts, offsets_inside)?;
             tile.first = (job.fetch.slice())
                 .filter(|_| !job.fetch.packed)
