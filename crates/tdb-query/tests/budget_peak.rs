@@ -3,41 +3,14 @@
 //! the default one. One test in this binary, so no other test's
 //! allocations are counted.
 
-// The one `unsafe` here is the allocator shim, which the global-allocator
-// API requires; it forwards to `System` unchanged.
-#![allow(unsafe_code)]
-
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use tdb_fragment::TimeWindow;
 use tdb_query::{ReadSpec, Snapshot, SyncRead};
 use tdb_storage::LocalStorage;
-
-struct Counting;
-
-static CURRENT: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: every call forwards to `System` with the caller's own layout and
-// pointer, unchanged; the counters are only bookkeeping beside it.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let now = CURRENT.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
-        PEAK.fetch_max(now, Ordering::Relaxed);
-        // SAFETY: the caller's contract for `alloc` is `System`'s.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        CURRENT.fetch_sub(layout.size(), Ordering::Relaxed);
-        // SAFETY: `ptr` came from `alloc` above, i.e. from `System`.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
+use tdb_testdata::peak;
 
 #[global_allocator]
-static ALLOC: Counting = Counting;
+static ALLOC: peak::Counting = peak::Counting;
 
 /// Peak bytes allocated beyond what was live when the read of `fields`
 /// started, the cells read, and per field a digest of its bytes (values,
@@ -62,8 +35,7 @@ fn peak_of(
     // Earlier reads' idle buffers would serve this one unseen (peaks
     // varied by 0.8 MB from run to run): every allocation counts.
     tdb_storage::idle_buffers().release();
-    let base = CURRENT.load(Ordering::Relaxed);
-    PEAK.store(base, Ordering::Relaxed);
+    let base = peak::start();
     let mut cells = 0;
     let mut digests = vec![[0xcbf2_9ce4_8422_2325u64; 2]; fields];
     let fnv = |d: &mut u64, bytes: &[u8]| {
@@ -85,15 +57,14 @@ fn peak_of(
             );
         }
     }
-    (PEAK.load(Ordering::Relaxed) - base, cells, digests)
+    (peak::since(base), cells, digests)
 }
 
 /// Peak bytes allocated while the array in `storage` consolidates its
 /// fragments (one step) under `budget`.
 fn peak_of_merge(storage: &LocalStorage, budget: u64) -> usize {
     tdb_storage::idle_buffers().release();
-    let base = CURRENT.load(Ordering::Relaxed);
-    PEAK.store(base, Ordering::Relaxed);
+    let base = peak::start();
     let steps = tdb_query::consolidate_fragments(
         storage,
         "",
@@ -103,9 +74,9 @@ fn peak_of_merge(storage: &LocalStorage, budget: u64) -> usize {
         budget,
     )
     .unwrap();
-    let peak = PEAK.load(Ordering::Relaxed) - base;
+    let held = peak::since(base);
     assert_eq!(steps.len(), 1);
-    peak
+    held
 }
 
 /// [`peak_of_merge`] of the array in `storage`, checked to read the same

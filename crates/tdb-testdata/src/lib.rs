@@ -1,7 +1,10 @@
 //! Test-only access to the fixture corpus in `testdata/arrays` (written by
 //! real TileDB through `cargo xtask fixtures`): every case, every TileDB
 //! object in it (group members on their own), every file of each object;
-//! and [`XorShift`] for generated test and bench data.
+//! [`XorShift`] for generated test and bench data; and [`peak`], a counting
+//! allocator for tests that bound memory.
+
+pub mod peak;
 
 use serde_json::Value;
 use std::fs;

@@ -2,40 +2,13 @@
 //! allocator: a decoded tile is built once, not copied. One test in this
 //! binary, so no other test's allocations are counted.
 
-// The one `unsafe` here is the allocator shim, which the global-allocator
-// API requires; it forwards to `System` unchanged.
-#![allow(unsafe_code)]
-
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use tdb_filters::{Filter, FilterPipeline, Workspace};
 use tdb_format::{Datatype, FormatVersion};
+use tdb_testdata::peak;
 use tdb_tile::TileFilters;
 
-struct Counting;
-
-static CURRENT: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: every call forwards to `System` with the caller's own layout and
-// pointer, unchanged; the counters are only bookkeeping beside it.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let now = CURRENT.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
-        PEAK.fetch_max(now, Ordering::Relaxed);
-        // SAFETY: the caller's contract for `alloc` is `System`'s.
-        unsafe { System.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        CURRENT.fetch_sub(layout.size(), Ordering::Relaxed);
-        // SAFETY: `ptr` came from `alloc` above, i.e. from `System`.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-}
-
 #[global_allocator]
-static ALLOC: Counting = Counting;
+static ALLOC: peak::Counting = peak::Counting;
 
 /// A string RLE or dictionary tile, which TileDB writes as one chunk with
 /// its offsets inside, decodes into its strings and offsets with nothing
@@ -73,10 +46,9 @@ fn a_string_tile_decodes_into_its_cells_once() {
             &mut filtered,
         )
         .unwrap();
-        let base = CURRENT.load(Ordering::Relaxed);
-        PEAK.store(base, Ordering::Relaxed);
+        let base = peak::start();
         let tile = f.unfilter_whole("t", &filtered, true).unwrap();
-        let peak = PEAK.load(Ordering::Relaxed) - base;
+        let held = peak::since(base);
         assert_eq!((tile.data, tile.offsets), (data.clone(), offsets.clone()));
         let decoded = data.len() + offsets.len() * 8;
         // A dictionary's word table: four bytes a word.
@@ -86,8 +58,8 @@ fn a_string_tile_decodes_into_its_cells_once() {
             0
         };
         assert!(
-            peak <= decoded + words + (64 << 10),
-            "peak {peak} decoding a tile of {decoded} bytes in runs of {run} ({} filtered)",
+            held <= decoded + words + (64 << 10),
+            "peak {held} decoding a tile of {decoded} bytes in runs of {run} ({} filtered)",
             filtered.len()
         );
     }
