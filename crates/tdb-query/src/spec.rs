@@ -73,8 +73,12 @@ impl Subarray {
     /// refused when the read checks the subarray, without allocating.
     pub const MAX_DIMS: usize = 4096;
 
-    /// Adds a range to dimension `dim` (ranges of a dimension are read in
-    /// the order given).
+    /// Adds a range to dimension `dim`. Row- and col-major reads follow a
+    /// dimension's ranges in the order given; sparse global-order and
+    /// unordered reads first sort and merge a string dimension's ranges
+    /// as TileDB's readers for them do (overlapping ones joined, the join
+    /// ending where the later range does: `[ab, mm]` and `[ba, bb]` read
+    /// as `[ab, bb]`).
     pub fn add_range(&mut self, dim: usize, range: Range) -> &mut Self {
         if let Some(slot) = self.slot(dim) {
             slot.push(range);
