@@ -12,7 +12,8 @@ use crate::column::{Column, Columns};
 use crate::condition::{BoundCondition, BoundDelete};
 use crate::{QueryError, Result, ResultLayout, Subarray};
 use std::cmp::Ordering;
-use std::collections::HashMap;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
 use tdb_format::Layout;
 use tdb_index::order::{cmp_coord_bytes, cmp_coords, sort_cells, CellOrder};
 use tdb_index::RangeOps;
@@ -620,6 +621,15 @@ impl SparseScan<'_> {
         result_order(self.schema, self.layout)
     }
 
+    /// Whether the result is the merge of the fragments' cells as stored
+    /// ([`merge_as_stored`]): a global-order read over a fragment stored in
+    /// an order TileDB no longer sorts by.
+    fn merges_as_stored(&self) -> bool {
+        self.layout == ResultLayout::GlobalOrder
+            && (self.plans.iter())
+                .any(|p| stored_out_of_order(self.schema, p.file.format_version()))
+    }
+
     /// The piece's candidate cells as one sorted run (see `spill`): every
     /// version of each coordinate, with whether a delete took it and (no
     /// duplicates) whether the condition rejects it, for the merge to
@@ -659,6 +669,9 @@ impl SparseScan<'_> {
             },
             crate::threads(),
         );
+        if self.merges_as_stored() {
+            merge_as_stored(&mut order, &refs);
+        }
         // Each tile's columns looked up once, not a map lookup a cell and
         // field: per candidate, the index of its tile's in `tiles`.
         let slots: Vec<usize> = fmt.slots().collect();
@@ -808,6 +821,9 @@ impl SparseScan<'_> {
                 },
                 crate::threads(),
             );
+            if self.merges_as_stored() {
+                merge_as_stored(&mut order, &refs);
+            }
         }
         let mut out: Vec<CellRef> = Vec::with_capacity(order.len());
         // (A cell kept by the parts rule may count for several of the query's
@@ -886,6 +902,74 @@ pub(crate) fn result_order(schema: &ArraySchema, layout: ResultLayout) -> Option
     }
 }
 
+/// Whether a fragment of format `version` is stored in another global
+/// order than TileDB compares its cells by today: a Hilbert fragment of
+/// TileDB 2.2 (formats 7 and 8), which bucketed integers over one value more
+/// (fixed in 2.3); a fragment of real coordinates before TileDB 2.0 (format
+/// 4 and older), whose space tiles were not floored, so that its cells
+/// are in the tile order of their coordinates.
+pub(crate) fn stored_out_of_order(schema: &ArraySchema, version: u32) -> bool {
+    let dims = &schema.domain.dimensions;
+    match schema.cell_order {
+        Layout::Hilbert => {
+            // (Integers in C++: datetimes too; strings were bucketed apart.)
+            let integral =
+                |d: &tdb_schema::Dimension| !d.datatype.is_float() && !d.datatype.is_string();
+            (7..=8).contains(&version) && dims.iter().any(integral)
+        }
+        _ => version <= 4 && dims.iter().any(|d| d.datatype.is_float()),
+    }
+}
+
+/// Leaves `order`, sorted in the global order, as TileDB's
+/// global-order reader returns the cells: it merges the fragments' cells as
+/// stored, each time taking the least of each fragment's next cell. Where
+/// every fragment's cells are stored in the order, that is the sort; a
+/// fragment stored in another order ([`stored_out_of_order`]) comes out as
+/// stored, merged with the others by its next cell. (TileDB takes runs of a
+/// fragment's cells at once, found by a search that assumes the order, so
+/// over several such fragments its cells come out in yet another order, and
+/// duplicates that never meet are not merged: not followed here.)
+fn merge_as_stored(order: &mut [usize], refs: &[CellRef]) {
+    let stored = |i: usize| refs.get(i).map(|r| (r.frag, r.tile, r.cell));
+    let frag = |i: &usize| refs.get(*i).map(|r| r.frag);
+    // Each cell's place in the sorted order.
+    let mut rank = vec![0usize; refs.len()];
+    for (place, &i) in order.iter().enumerate() {
+        if let Some(r) = rank.get_mut(i) {
+            *r = place;
+        }
+    }
+    let place = |i: usize| rank.get(i).copied().unwrap_or(0);
+    let mut stored_order: Vec<usize> = order.to_vec();
+    stored_order.sort_unstable_by_key(|&i| stored(i));
+    let in_order = stored_order.windows(2).all(|w| match w {
+        [a, b] => frag(a) != frag(b) || place(*a) < place(*b),
+        _ => true,
+    });
+    if in_order {
+        return;
+    }
+    // Each fragment's run, and a heap of their next cells by place.
+    let mut runs: Vec<std::iter::Peekable<std::slice::Iter<'_, usize>>> = (stored_order
+        .chunk_by(|a, b| frag(a) == frag(b)))
+    .map(|run| run.iter().peekable())
+    .collect();
+    let mut heads: BinaryHeap<Reverse<(usize, usize)>> = (runs.iter_mut().enumerate())
+        .filter_map(|(r, run)| run.peek().map(|&&i| Reverse((place(i), r))))
+        .collect();
+    let mut out = order.iter_mut();
+    while let Some(Reverse((_, r))) = heads.pop() {
+        let Some(run) = runs.get_mut(r) else { break };
+        if let (Some(&i), Some(slot)) = (run.next(), out.next()) {
+            *slot = i;
+        }
+        if let Some(&&i) = run.peek() {
+            heads.push(Reverse((place(i), r)));
+        }
+    }
+}
+
 /// The order a read's sorted runs are merged in: its result order, and
 /// for an unordered read (spilled for its large tiles) row-major, the
 /// order a read without duplicates deduplicates in.
@@ -948,7 +1032,38 @@ impl SparseScan<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::{strncmp_equal, tiledb_string_parts, Kept, Share};
+    use super::{merge_as_stored, strncmp_equal, tiledb_string_parts, CellRef, Kept, Share};
+
+    /// Cells sorted (by place, their index here) come out as TileDB's
+    /// global-order reader merges its fragments: a sort where each
+    /// fragment is stored in the order, each fragment's cells as stored
+    /// where it is not (TileDB 2.2's Hilbert fragments).
+    #[test]
+    fn fragments_merge_as_stored() {
+        let cell = |frag, tile, cell| CellRef { frag, tile, cell };
+        // Two fragments stored in the order: the sort stands.
+        let refs = [cell(0, 0, 0), cell(1, 0, 0), cell(0, 0, 1), cell(1, 1, 0)];
+        let mut order = vec![0, 1, 2, 3];
+        merge_as_stored(&mut order, &refs);
+        assert_eq!(order, [0, 1, 2, 3]);
+        // One fragment stored out of the order: as stored.
+        let refs = [cell(0, 0, 2), cell(0, 1, 0), cell(0, 0, 0), cell(0, 0, 1)];
+        let mut order = vec![0, 1, 2, 3];
+        merge_as_stored(&mut order, &refs);
+        assert_eq!(order, [2, 3, 0, 1]);
+        // Fragment 0 stored as places 2, 0, 4; fragment 1 as 1, 3: the
+        // least next cell each time, fragment 0's 2 holding back its 0.
+        let refs = [
+            cell(0, 0, 1),
+            cell(1, 0, 0),
+            cell(0, 0, 0),
+            cell(1, 0, 1),
+            cell(0, 0, 2),
+        ];
+        let mut order = vec![0, 1, 2, 3, 4];
+        merge_as_stored(&mut order, &refs);
+        assert_eq!(order, [1, 2, 0, 3, 4]);
+    }
 
     /// Kept cells are runs where they run on, listed where they are
     /// scattered, and the same cells either way.

@@ -651,6 +651,10 @@ pub(crate) struct RunOrder {
     /// Keys of `kind` over `domain` where it has them: records then
     /// compare by key, not value by value through the datatypes.
     pub keys: Option<CellKeys>,
+    /// Records compare by where they are stored (tile, cell): a global-order
+    /// read of one fragment stored in another order than TileDB compares
+    /// by, which TileDB returns as stored ([`sparse::stored_out_of_order`]).
+    pub stored: bool,
 }
 
 impl RunOrder {
@@ -663,11 +667,17 @@ impl RunOrder {
             kind,
             layout,
             keys,
+            stored: false,
         }
     }
 
-    /// `a` and `b` by their coordinates' values only.
+    /// `a` and `b` by their coordinates' values only (by where they are
+    /// stored, for a fragment read as stored: never equal there, and one
+    /// fragment holds no two versions of a coordinate).
     fn values(&self, fmt: &RunFormat, a: &Record, b: &Record) -> Ordering {
+        if self.stored {
+            return (a.at.tile, a.at.cell).cmp(&(b.at.tile, b.at.cell));
+        }
         if self.keyed() {
             return a.key.cmp(&b.key);
         }
@@ -680,7 +690,7 @@ impl RunOrder {
 
     /// Whether records compare by their keys alone.
     fn keyed(&self) -> bool {
-        self.keys.is_some()
+        self.keys.is_some() && !self.stored
     }
 
     fn cmp(&self, fmt: &RunFormat, a: &Record, b: &Record) -> Ordering {
@@ -1591,12 +1601,18 @@ impl Reader {
     /// How this read's runs compare: its result order.
     pub(super) fn run_order(&self) -> RunOrder {
         let schema = self.snapshot.schema();
-        RunOrder::new(
+        let mut order = RunOrder::new(
             schema.domain.clone(),
             self.ops.dims().to_vec(),
             sparse::spill_order(schema, self.spec.layout),
             self.spec.layout,
-        )
+        );
+        // (Over several such fragments TileDB's own order is not followed:
+        // see `sparse::merge_as_stored`.)
+        order.stored = self.spec.layout == ResultLayout::GlobalOrder
+            && matches!(self.plans.as_slice(), [p]
+                if sparse::stored_out_of_order(schema, p.file.format_version()));
+        order
     }
 }
 
