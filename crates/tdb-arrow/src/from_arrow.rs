@@ -36,7 +36,10 @@ pub(crate) struct Target<'a> {
 /// The write buffer of `target` holding `array`'s cells.
 pub(crate) fn from_array(target: &Target<'_>, array: &dyn Array) -> Result<FieldBuffer> {
     let name = target.name;
-    if !target.nullable {
+    // (An enumerated field's nulls are checked with its keys: below.)
+    let enumerated =
+        target.enumeration.is_some() && matches!(array.data_type(), DataType::Dictionary(..));
+    if !target.nullable && !enumerated {
         if let Some(i) = (0..array.len()).find(|i| array.is_null(*i)) {
             return Err(Error::field(
                 name,
@@ -68,7 +71,7 @@ fn from_dictionary(
     mut out: FieldBuffer,
 ) -> Result<FieldBuffer> {
     let name = target.name;
-    let (keys, values) = dictionary_parts(array).ok_or_else(|| {
+    let (keys, raw, values) = dictionary_parts(array).ok_or_else(|| {
         Error::field(name, format!("{} keys are not integers", array.data_type()))
     })?;
     let null_key = |i: usize| array.is_null(i);
@@ -88,9 +91,20 @@ fn from_dictionary(
             let values = cells_of(name, e.datatype, e.cell_val_num, values.as_ref())?;
             let enumerated = enumeration_index(name, e)?;
             let width = target.datatype.size() as usize;
-            for (i, k) in keys.iter().enumerate() {
+            for (i, (k, raw)) in keys.iter().zip(&raw).enumerate() {
                 let index = if null_key(i) {
-                    0
+                    if target.nullable {
+                        0
+                    } else if k.is_none_or(|k| k >= values.len()) {
+                        // A key that names no value, read as null (a dense
+                        // array's fill): written back as it was.
+                        *raw
+                    } else {
+                        return Err(Error::field(
+                            name,
+                            format!("row {i} is null, and the field is not nullable"),
+                        ));
+                    }
                 } else {
                     let v = k
                         .and_then(|k| values.get(k))
@@ -104,9 +118,9 @@ fn from_dictionary(
                                 e.name
                             ),
                         )
-                    })?
+                    })? as u64
                 };
-                let le = (index as u64).to_le_bytes();
+                let le = index.to_le_bytes();
                 out.push(&le[..width.min(8)], !null_key(i));
             }
         }
@@ -130,14 +144,17 @@ fn enumeration_index<'e>(name: &str, e: &'e Enumeration) -> Result<HashMap<&'e [
     Ok(index)
 }
 
-/// A dictionary's keys (as indexes; `None` for negative ones) and values.
-fn dictionary_parts(array: &dyn Array) -> Option<(Vec<Option<usize>>, ArrayRef)> {
-    fn parts<K: ArrowDictionaryKeyType>(
-        array: &dyn Array,
-    ) -> Option<(Vec<Option<usize>>, ArrayRef)> {
+/// A dictionary's keys as indexes (`None` for negative ones) and as the
+/// bits they hold (sign-extended), and its values.
+type DictionaryParts = (Vec<Option<usize>>, Vec<u64>, ArrayRef);
+
+fn dictionary_parts(array: &dyn Array) -> Option<DictionaryParts> {
+    fn parts<K: ArrowDictionaryKeyType>(array: &dyn Array) -> Option<DictionaryParts> {
         let d = array.as_dictionary_opt::<K>()?;
-        let keys = d.keys().values().iter().map(|k| k.to_usize()).collect();
-        Some((keys, d.values().clone()))
+        let keys = d.keys().values();
+        let indexes = keys.iter().map(|k| k.to_usize()).collect();
+        let raw = keys.iter().map(|k| k.as_usize() as u64).collect();
+        Some((indexes, raw, d.values().clone()))
     }
     match array.data_type() {
         DataType::Dictionary(k, _) => match k.as_ref() {

@@ -439,6 +439,78 @@ fn enumerated_attributes_read_as_dictionaries_and_write_back_by_value() {
     );
 }
 
+/// A dense enumerated attribute's unwritten cells hold its fill value, a
+/// key that names no value: read as null, written back as that key
+/// (TileDB's `enumeration_dense_fill`; refused as a null in a field that
+/// is not nullable before).
+#[test]
+fn a_dense_enumerated_fill_key_reads_as_null_and_writes_back_as_itself() {
+    let object = tdb_testdata::objects()
+        .into_iter()
+        .find(|o| o.case == "enumeration_dense_fill")
+        .expect("the fixture");
+    let src = open(&object.dir, None).unwrap();
+    let schema = src.schema();
+    // The whole domain, not the non-empty one: fill keys included.
+    let mut sub = Subarray::new(1);
+    sub.add_range(0, range(0, 9));
+    let fields: Vec<String> = schema.fields().map(str::to_owned).collect();
+    let spec = ReadSpec::new(fields)
+        .with_layout(ResultLayout::RowMajor)
+        .with_subarray(sub);
+    let batches: Vec<RecordBatch> = src
+        .read_arrow(spec.clone())
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let color = batches[0].column_by_name("color").unwrap();
+    assert_eq!(color.null_count(), 5, "the five fill keys");
+    let tmp = tempfile::tempdir().unwrap();
+    let enumerations: Vec<_> = src.snapshot().enumerations.values().cloned().collect();
+    let copy = Array::create_in(
+        LocalStorage::new(tmp.path()),
+        "",
+        schema,
+        &enumerations,
+        OpenOptions::new(),
+    )
+    .unwrap();
+    copy.write_arrow(&batches, &ArrowWrite::new()).unwrap();
+    let copy = open(tmp.path(), None).unwrap();
+    assert_eq!(
+        copy.read_all(spec.clone()).unwrap(),
+        src.read_all(spec).unwrap()
+    );
+    // A null that is a key naming a value is still refused.
+    let dict = color
+        .as_any()
+        .downcast_ref::<DictionaryArray<arrow_array::types::Int8Type>>()
+        .expect("INT8 keys");
+    let keys: Vec<Option<i8>> = vec![Some(0), None];
+    let bad = DictionaryArray::<arrow_array::types::Int8Type>::try_new(
+        keys.into_iter().collect(),
+        Arc::clone(dict.values()),
+    )
+    .unwrap();
+    let d = Arc::new(Int32Array::from(vec![0, 1])) as ArrayRef;
+    let n = Arc::new(Int32Array::from(vec![0, 1])) as ArrayRef;
+    let cols: Vec<(&str, ArrayRef)> = vec![("d", d), ("color", Arc::new(bad)), ("n", n)];
+    let fields: Vec<Field> = (cols.iter())
+        .map(|(name, c)| Field::new(*name, c.data_type().clone(), true))
+        .collect();
+    let b = RecordBatch::try_new(
+        Arc::new(Schema::new(fields)),
+        cols.into_iter().map(|c| c.1).collect(),
+    )
+    .unwrap();
+    let err = copy.write_arrow(&[b], &ArrowWrite::new()).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("row 1 is null, and the field is not nullable"),
+        "{err}"
+    );
+}
+
 /// `values` in reverse order.
 fn arrow_select_reverse(values: &ArrayRef) -> ArrayRef {
     let n = values.len();
