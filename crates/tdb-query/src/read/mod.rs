@@ -204,6 +204,9 @@ pub struct Reader {
     md_sparse: bool,
     /// Tiles answered from metadata and not read, for the aggregation.
     md_answered: Vec<(usize, u64)>,
+    /// Every tile answered from metadata so far (pieces that cut one each
+    /// list it; it answers once).
+    md_done: std::collections::HashSet<(usize, u64)>,
     /// Whether dense batches record each cell's [`CellState`] (aggregates
     /// fold only cells a fragment wrote and the condition kept).
     with_states: bool,
@@ -363,6 +366,7 @@ impl Reader {
             md_fields: Vec::new(),
             md_sparse: false,
             md_answered: Vec::new(),
+            md_done: Default::default(),
             with_states: false,
             last_states: None,
             partitions: Vec::new(),

@@ -1546,17 +1546,18 @@ impl Reader {
                 let skip = self.condition.as_ref().filter(|_| self.minmax_skip);
                 let fields = &self.fields;
                 // Tiles aggregates answer from their metadata: held whole
-                // by the piece, every cell in the window and undeleted.
-                // (Not a run of a tile's cells: each would answer for all.)
+                // by the read's subarray (as TileDB decides, whatever the
+                // pieces: a tile they cut is answered once, by the first
+                // piece to list it, and read by none), every cell in the
+                // window and undeleted.
                 let md = self.md_sparse
-                    && piece.cells.is_none()
                     && meta.footer.version >= 11
                     && plan.timestamps.is_none()
                     && plan.delete_timestamps.is_none();
                 let md_fields = &self.md_fields;
                 let mut from_md = |t: u64, mbr: &[tdb_schema::Range]| {
                     let answered = md
-                        && plan::mbr_within(self.ops.dims(), mbr, &piece.sub)
+                        && plan::mbr_within(self.ops.dims(), mbr, &self.spec.subarray)
                         && md_fields.iter().all(|(slot, ops)| {
                             fields.get(*slot).is_some_and(|f| {
                                 aggregate::tile_metadata(plan, f, *slot, ops, t).is_some()
@@ -1731,7 +1732,11 @@ impl Reader {
         self.checked.clear();
         self.pieces_started = self.pieces_started.saturating_add(1);
         self.results = results;
-        self.md_answered.extend(md_answered);
+        for tile in md_answered {
+            if self.md_done.insert(tile) {
+                self.md_answered.push(tile);
+            }
+        }
         for (plan, tiles) in self.plans.iter_mut().zip(tiles) {
             plan.tiles = tiles;
         }
