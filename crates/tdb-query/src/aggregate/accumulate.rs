@@ -245,8 +245,29 @@ impl Accumulator {
                     self.sum.as_f64() / self.count as f64
                 }))
             }
-            AggregateOp::Min => self.min.clone().map(AggregateValue::Cell),
-            AggregateOp::Max => self.max.clone().map(AggregateValue::Cell),
+            AggregateOp::Min => self.min_max_or_zero(&self.min, rows),
+            AggregateOp::Max => self.min_max_or_zero(&self.max, rows),
+        }
+    }
+}
+
+impl Accumulator {
+    /// A min or max: where no cell gave one though rows were counted (a
+    /// dense read over cells no fragment wrote, or that its condition
+    /// rejected), TileDB answers its result buffer as it was set, zero (an
+    /// empty string) — valid for a field that is not nullable, as the row
+    /// count says.
+    fn min_max_or_zero(&self, value: &Option<Vec<u8>>, rows: u64) -> Option<AggregateValue> {
+        match value {
+            Some(v) => Some(AggregateValue::Cell(v.clone())),
+            None if rows > 0 && !self.kind.nullable => {
+                Some(AggregateValue::Cell(if self.kind.bytewise {
+                    Vec::new()
+                } else {
+                    vec![0; self.kind.datatype.size() as usize]
+                }))
+            }
+            None => None,
         }
     }
 }
