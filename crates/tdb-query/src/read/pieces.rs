@@ -737,7 +737,12 @@ impl Reader {
         if order.is_empty() || self.spill.is_some() || unordered_run {
             // The Hilbert global order: no subarray cut keeps it, but one
             // fragment's tiles are stored in it, so runs of them do. A read
-            // that spills cuts runs of each fragment's tiles.
+            // that spills cuts runs of each fragment's tiles. Unspilled, a
+            // fragment holding older versions of a coordinate (consolidated
+            // with timestamps) is not cut: its versions may lie in two runs.
+            if self.spill.is_none() && !unordered_run && self.versions_meet() {
+                return None;
+            }
             let i = p.frag.unwrap_or(0);
             let plan = match (self.plans.as_slice(), p.frag) {
                 ([plan], _) => plan,

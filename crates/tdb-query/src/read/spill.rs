@@ -1444,14 +1444,19 @@ impl Reader {
             // runs of tiles ([`Reader::reads_unordered_in_runs`]).
             ResultLayout::Unordered => self.versions_meet() && self.unordered_crosses(),
             // One fragment's tiles are stored in the global order: only
-            // Hilbert's over several fragments has no cut. Other orders
+            // Hilbert's over several fragments has no cut, nor over one
+            // that keeps older versions of a coordinate (a consolidation
+            // with timestamps), which may lie in other tiles: its runs
+            // must meet to deduplicate (`rand_21219` under 2 KiB: 34
+            // cells for 32). Other orders
             // are cut at space tiles, which data tiles whose MBRs span
             // several (cells scattered over them, by fragments in
             // different places) make pieces read again and again
             // (`sparse_dups_scattered` under 64 KiB: 273 pieces of 700
             // cells, 7 times the time spilled).
             ResultLayout::GlobalOrder => {
-                (schema.cell_order == Layout::Hilbert && self.plans.len() > 1)
+                (schema.cell_order == Layout::Hilbert
+                    && (self.plans.len() > 1 || self.versions_meet()))
                     || self.cut_pieces_read_again(&whole)
             }
             _ if dims == 1 => schema.cell_order == Layout::Hilbert,
