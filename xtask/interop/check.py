@@ -48,8 +48,9 @@ def without_sizes(doc):
     return doc
 
 
-def copy_view(doc):
-    """What a copy must keep of a case's expectations."""
+def copy_view(doc, stale=False):
+    """What a copy must keep of a case's expectations (`stale`: the source's fragments may
+    be stored in an order TileDB no longer sorts by, see stale_order)."""
     doc = dict(doc)
     for k in ("files", "format_versions", "fragments_to_vacuum", "generator", "notes",
               "description", "case"):
@@ -57,8 +58,11 @@ def copy_view(doc):
     if isinstance(doc.get("schema"), dict):
         doc["schema"] = copied_schema(doc["schema"])
     # Unordered answers as multisets: a copy writes a legacy fragment's cells in today's
-    # global order, which for float dimensions TileDB 1.x laid out otherwise.
-    unordered_as_multisets(doc)
+    # global order, which for float dimensions TileDB 1.x laid out otherwise. So do
+    # global-order answers over fragments stored in an order TileDB no longer sorts by,
+    # which TileDB returns as stored and the copy holds sorted.
+    unordered_as_multisets(doc, stale)
+    lossy_aggregates_dropped(doc)
     # A group's member arrays are copies too.
     members = doc.get("member_arrays")
     if isinstance(members, dict):
@@ -80,15 +84,58 @@ def consolidated_view(doc):
     return doc
 
 
-def unordered_as_multisets(doc):
-    """The answers of `doc`'s unordered queries (`ordered` false) as multisets, in place."""
+def unordered_as_multisets(doc, global_too=False):
+    """The answers of `doc`'s unordered queries (`ordered` false) as multisets, in place;
+    of its global-order ones too with `global_too`."""
     if "queries" not in doc:
         return
     queries = []
     for q in doc["queries"]:
         q = dict(q)
-        if q.get("ordered") is False and isinstance(q.get("result"), dict):
+        loose = q.get("ordered") is False or (global_too and q.get("layout") == "global-order")
+        if loose and isinstance(q.get("result"), dict):
             q["result"] = as_multiset(q["result"])
+        queries.append(q)
+    doc["queries"] = queries
+
+
+def stale_order(doc):
+    """Whether a case's fragments may be stored in an order TileDB no longer sorts by
+    (tdb's `stored_out_of_order`): TileDB 2.2's Hilbert fragments (formats 7 and 8) with
+    a dimension it bucketed as an integer, 1.x's (formats 4 and older) of real
+    coordinates."""
+    schema = doc.get("schema")
+    if not isinstance(schema, dict):
+        return False
+    versions = doc.get("format_versions") or []
+    types = [d.get("datatype", "") for d in schema.get("dims", [])]
+    real = [t.startswith("FLOAT") for t in types]
+    if schema.get("cell_order") == "hilbert":
+        integral = [not r and not t.startswith("STRING") and t != "CHAR"
+                    for t, r in zip(types, real)]
+        return any(v in (7, 8) for v in versions) and any(integral)
+    return any(v <= 4 for v in versions) and any(real)
+
+
+def lossy_aggregates_dropped(doc):
+    """Leaves out, in place, the aggregates of fields under FLOAT_SCALE but counts: a
+    copy stores the values it read, already quantized, so its tile metadata (which
+    answers whole tiles' min, max and sum) holds those, not the values first written."""
+    schema = doc.get("schema")
+    if not isinstance(schema, dict) or "queries" not in doc:
+        return
+    lossy = {a["name"] for a in schema.get("attrs", [])
+             if any(f.get("type") == "SCALE_FLOAT"
+                    for f in (a.get("filters") or {}).get("filters", []))}
+    if not lossy:
+        return
+    queries = []
+    for q in doc["queries"]:
+        q = dict(q)
+        if isinstance(q.get("aggregates"), dict):
+            q["aggregates"] = {f: ({op: v for op, v in ops.items() if op == "count"}
+                                   if f in lossy else ops)
+                               for f, ops in q["aggregates"].items()}
         queries.append(q)
     doc["queries"] = queries
 
@@ -109,6 +156,7 @@ def arrow_view(doc, covered=True):
     (parts_ruled) are left out: the copy's tiles are not the case's (its
     copies_checked_as_cells has tdb read them on the copy as TileDB does instead)."""
     doc = consolidated_view(doc)
+    lossy_aggregates_dropped(doc)
     for k in ("metadata", "metadata_at"):
         doc.pop(k, None)
     schema = doc.get("schema")
@@ -273,6 +321,9 @@ def main(corpus, copy, mode=None, reference=None, only=None, shard=(0, 1)):
         if mode == "--arrow":
             covered = fully_written(source)
             view = lambda doc: arrow_view(doc, covered)  # noqa: E731
+        elif mode == "--copy":
+            stale = stale_order(source)
+            view = lambda doc: copy_view(doc, stale)  # noqa: E731
         want = view(source)
         if mode in ("--consolidated", "--arrow"):
             # The copy lists the queries its consolidation left answerable

@@ -42,8 +42,8 @@ pub use consolidate::{
 pub use dim_range::{DimRange, DimValue};
 pub use error::{QueryError, Result};
 pub use read::{
-    aggregate, split_for_parallel, AggregateStep, Aggregation, DecodeWork, Decoded, ReadStep,
-    ReadStream, Reader, SyncRead,
+    aggregate, split_for_parallel, stored_out_of_order, AggregateStep, Aggregation, DecodeWork,
+    Decoded, ReadStep, ReadStream, Reader, SyncRead,
 };
 pub use snapshot::Snapshot;
 pub use spec::{ReadSpec, ResultLayout, Subarray, DEFAULT_BUDGET};

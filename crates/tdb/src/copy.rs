@@ -234,6 +234,13 @@ fn copy_snapshot<S: ReadStorage, D: Storage>(
                 .with_subarray(sub.clone())
                 .with_layout(ResultLayout::RowMajor);
             write = write.with_subarray(sub).with_layout(ResultLayout::RowMajor);
+        } else if tdb_query::stored_out_of_order(&schema, f.file.format_version()) {
+            // Stored in an order TileDB no longer sorts by (TileDB 2.2's
+            // Hilbert, 1.x's real coordinates; no timestamps or delete
+            // metadata that old): read whole, sorted into today's order by
+            // the write. (A global-order read returns them as stored.)
+            read = read.with_layout(ResultLayout::Unordered);
+            write = write.with_layout(ResultLayout::Unordered);
         } else {
             // Sparse: streamed, batch by batch in the global order (the
             // stored order, versions included) into a global-order write.
@@ -247,9 +254,11 @@ fn copy_snapshot<S: ReadStorage, D: Storage>(
             }
         }
         let query = tdb_query::SyncRead::new(storage, std::sync::Arc::new(one), read)?;
-        let written = if dense_frag && !merged {
+        let whole = dense_frag && !merged || write.layout == Some(ResultLayout::Unordered);
+        let written = if whole {
             // A dense write takes its subarray's cells in one part (a
-            // global-order one would need whole tiles).
+            // global-order one would need whole tiles), an unordered one
+            // all its cells to sort.
             let mut all = tdb_query::Batch::default();
             for b in query {
                 all.append(&b?);

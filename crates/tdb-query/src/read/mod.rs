@@ -38,6 +38,7 @@ mod tiles;
 pub use aggregate::{aggregate, AggregateStep, Aggregation};
 pub use drive::SyncRead;
 pub use partition::split_for_parallel;
+pub use sparse::stored_out_of_order;
 pub use stream::ReadStream;
 pub use tiles::{DecodeWork, Decoded};
 

@@ -908,7 +908,7 @@ pub(crate) fn result_order(schema: &ArraySchema, layout: ResultLayout) -> Option
 /// (fixed in 2.3); a fragment of real coordinates before TileDB 2.0 (format
 /// 4 and older), whose space tiles were not floored, so that its cells
 /// are in the tile order of their coordinates.
-pub(crate) fn stored_out_of_order(schema: &ArraySchema, version: u32) -> bool {
+pub fn stored_out_of_order(schema: &ArraySchema, version: u32) -> bool {
     let dims = &schema.domain.dimensions;
     match schema.cell_order {
         Layout::Hilbert => {
