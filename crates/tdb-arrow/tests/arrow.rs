@@ -422,15 +422,7 @@ fn enumerated_attributes_read_as_dictionaries_and_write_back_by_value() {
     )
     .unwrap();
     let tmp = tempfile::tempdir().unwrap();
-    let enumerations: Vec<_> = src.snapshot().enumerations.values().cloned().collect();
-    let copy = Array::create_in(
-        LocalStorage::new(tmp.path()),
-        "",
-        schema,
-        &enumerations,
-        OpenOptions::new(),
-    )
-    .unwrap();
+    let copy = empty_twin(&src, tmp.path());
     copy.write_arrow(&[b], &ArrowWrite::new()).unwrap();
     let copy = open(tmp.path(), None).unwrap();
     assert_eq!(
@@ -466,15 +458,7 @@ fn a_dense_enumerated_fill_key_reads_as_null_and_writes_back_as_itself() {
     let color = batches[0].column_by_name("color").unwrap();
     assert_eq!(color.null_count(), 5, "the five fill keys");
     let tmp = tempfile::tempdir().unwrap();
-    let enumerations: Vec<_> = src.snapshot().enumerations.values().cloned().collect();
-    let copy = Array::create_in(
-        LocalStorage::new(tmp.path()),
-        "",
-        schema,
-        &enumerations,
-        OpenOptions::new(),
-    )
-    .unwrap();
+    let copy = empty_twin(&src, tmp.path());
     copy.write_arrow(&batches, &ArrowWrite::new()).unwrap();
     let copy = open(tmp.path(), None).unwrap();
     assert_eq!(
@@ -509,6 +493,19 @@ fn a_dense_enumerated_fill_key_reads_as_null_and_writes_back_as_itself() {
             .contains("row 1 is null, and the field is not nullable"),
         "{err}"
     );
+}
+
+/// A new, empty array at `dir` with `src`'s schema and enumerations.
+fn empty_twin(src: &Array<LocalStorage>, dir: &std::path::Path) -> Array<LocalStorage> {
+    let enumerations: Vec<_> = src.snapshot().enumerations.values().cloned().collect();
+    Array::create_in(
+        LocalStorage::new(dir),
+        "",
+        src.schema(),
+        &enumerations,
+        OpenOptions::new(),
+    )
+    .unwrap()
 }
 
 /// `values` in reverse order.
