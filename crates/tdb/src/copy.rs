@@ -254,7 +254,7 @@ fn copy_snapshot<S: ReadStorage, D: Storage>(
             }
         }
         let query = tdb_query::SyncRead::new(storage, std::sync::Arc::new(one), read)?;
-        let whole = dense_frag && !merged || write.layout == Some(ResultLayout::Unordered);
+        let whole = (dense_frag && !merged) || write.layout == Some(ResultLayout::Unordered);
         let written = if whole {
             // A dense write takes its subarray's cells in one part (a
             // global-order one would need whole tiles), an unordered one

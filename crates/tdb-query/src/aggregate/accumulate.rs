@@ -249,9 +249,7 @@ impl Accumulator {
             AggregateOp::Max => self.min_max_or_zero(&self.max, rows),
         }
     }
-}
 
-impl Accumulator {
     /// A min or max: where no cell gave one though rows were counted (a
     /// dense read over cells no fragment wrote, or that its condition
     /// rejected), TileDB answers its result buffer as it was set, zero (an
