@@ -121,13 +121,8 @@ def lossy_aggregates_dropped(doc):
     """Leaves out, in place, the aggregates of fields under FLOAT_SCALE but counts: a
     copy stores the values it read, already quantized, so its tile metadata (which
     answers whole tiles' min, max and sum) holds those, not the values first written."""
-    schema = doc.get("schema")
-    if not isinstance(schema, dict) or "queries" not in doc:
-        return
-    lossy = {a["name"] for a in schema.get("attrs", [])
-             if any(f.get("type") == "SCALE_FLOAT"
-                    for f in (a.get("filters") or {}).get("filters", []))}
-    if not lossy:
+    lossy = lossy_fields(doc.get("schema"))
+    if not lossy or "queries" not in doc:
         return
     queries = []
     for q in doc["queries"]:
@@ -138,6 +133,15 @@ def lossy_aggregates_dropped(doc):
                                for f, ops in q["aggregates"].items()}
         queries.append(q)
     doc["queries"] = queries
+
+
+def lossy_fields(schema):
+    """The attributes a FLOAT_SCALE filter quantizes as it stores them."""
+    if not isinstance(schema, dict):
+        return set()
+    return {a["name"] for a in schema.get("attrs", [])
+            if any(f.get("type") == "SCALE_FLOAT"
+                   for f in (a.get("filters") or {}).get("filters", []))}
 
 
 def arrow_view(doc, covered=True):
@@ -154,7 +158,13 @@ def arrow_view(doc, covered=True):
     were written (aggregates_dense: 602/36 over TileDB's fragments, 602/48 over a copy
     of the same box). Queries whose answer TileDB gives by how the cells lie in tiles
     (parts_ruled) are left out: the copy's tiles are not the case's (its
-    copies_checked_as_cells has tdb read them on the copy as TileDB does instead)."""
+    copies_checked_as_cells has tdb read them on the copy as TileDB does instead).
+    Unless covered, the values of fields under FLOAT_SCALE are left out too (their
+    validity kept): the copy stores the fill values of cells nobody wrote, quantized,
+    and a NaN fill quantizes to what a cast of NaN to an integer gives (rand_21479:
+    -21474836.0 where TileDB reads the case's unwritten cell as NaN)."""
+    if not covered:
+        doc = values_dropped(doc, lossy_fields(doc.get("schema")))
     doc = consolidated_view(doc)
     lossy_aggregates_dropped(doc)
     for k in ("metadata", "metadata_at"):
@@ -179,6 +189,22 @@ def arrow_view(doc, covered=True):
     return doc
 
 
+def values_dropped(doc, names):
+    """`doc` with the values of fields `names` left out of every answer (validity kept)."""
+    if not names:
+        return doc
+    queries = []
+    for q in doc.get("queries", []):
+        q = dict(q)
+        if isinstance(q.get("result"), dict):
+            fields = q["result"].get("fields", {})
+            q["result"] = dict(q["result"], fields={
+                n: ({k: v for k, v in f.items() if k != "data"} if n in names else f)
+                for n, f in fields.items()})
+        queries.append(q)
+    return dict(doc, queries=queries)
+
+
 def parts_ruled(schema, q):
     """Whether TileDB 2.30 answers query `q` by how cells lie in tiles: it gives ranges on
     the string dimension a sparse tile's cells are sorted on first (row-major cells: the
@@ -198,12 +224,23 @@ def parts_ruled(schema, q):
 
 def fully_written(doc):
     """Whether a case's fragments write every cell of the box their non-empty domains
-    span (the box a dense copy writes whole). Non-integer bounds count as not covered."""
-    boxes = [f.get("nonempty_domain") for f in doc.get("fragments", [])]
+    span (the box a dense copy writes whole), and only those: a dense fragment TileDB
+    merged (timestamps t1 < t2) whose tiles reach beyond its non-empty domain folded
+    fill values of cells nobody wrote into its tiles' sums, minima and maxima (the
+    consolidator's global-order write visits them; rand_21439, 21443), which a copy
+    written in row- or column-major order does not. Non-integer bounds count as not
+    covered."""
+    frags = doc.get("fragments", [])
+    boxes = [f.get("nonempty_domain") for f in frags]
     if not boxes:
         return True
     if not all(isinstance(v, int) for b in boxes for r in b for v in r):
         return False
+    for f, b in zip(frags, boxes):
+        t = f.get("timestamp_range") or [0, 0]
+        if not f.get("sparse") and t[0] != t[-1] and f.get("cell_num") != math.prod(
+                hi - lo + 1 for lo, hi in b):
+            return False
     # Per dimension, the intervals between consecutive range ends: each lies wholly
     # inside or outside every fragment's range, so their products are checked once.
     pieces = []
