@@ -347,6 +347,10 @@ pub(crate) fn interop(args: &[String], reference: &Writer) -> Result<(), String>
     }
     // A corpus directory given, or the fixtures.
     let corpus_at = |arg: Option<&String>| match arg {
+        Some(d) if d.starts_with('-') => {
+            Err(format!("interop: unknown option {d}\n{}", crate::USAGE))
+        }
+        Some(d) if !Path::new(d).is_dir() => Err(format!("interop: {d}: not a directory of cases")),
         Some(d) => std::path::absolute(d).map_err(|e| format!("{d}: {e}")),
         None => Ok(root.join("testdata/arrays")),
     };

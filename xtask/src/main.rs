@@ -240,7 +240,7 @@ fn fixtures(args: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-const USAGE: &str = "usage: cargo xtask fixtures [--only TILEDB_PY_VERSION]...
+pub(crate) const USAGE: &str = "usage: cargo xtask fixtures [--only TILEDB_PY_VERSION]...
        cargo xtask interop [DIR | URI [--out URI] [--config KEY=VALUE].. | --generated | --arrow [DIR] | --insert [DIR] | --consolidations [DIR] | --storage s3 [DIR]]
        cargo xtask bench [--quick | --scale] [--only W..] [--json FILE] [--storage local|s3] [--tdb-config KEY=VALUE]..
        cargo xtask conformance DIR [--only CASE]... [--no-queries] [--arrow] [--budget BYTES] [--piece-aim BYTES] [--config KEY=VALUE]..
