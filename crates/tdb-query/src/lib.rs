@@ -51,6 +51,14 @@ pub use summary::{attribute_bounds, AttributeBounds};
 pub use validity::{Bitmap, Validity, ValidityRef};
 pub use write::{delete_cells, write_fragment, WriteSpec, Written};
 
+/// The compute threads TileDB would run on this machine (its
+/// `sm.compute_concurrency_level` defaults to the cores): where TileDB's
+/// answers depend on them, tdb answers as TileDB does here.
+pub(crate) fn tiledb_threads() -> usize {
+    static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+}
+
 /// Worker threads for decoding and filtering tiles: one per core, at most
 /// 8. Asked once per process: the standard library reads the cgroup files
 /// on every call.

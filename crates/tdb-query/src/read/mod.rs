@@ -258,6 +258,9 @@ pub struct Reader {
     /// Whether this unordered read goes in runs of each fragment's tiles
     /// without spilling ([`Reader::reads_unordered_in_runs`]).
     unordered_runs: bool,
+    /// The shares TileDB's threads would test each tile's string ranges
+    /// in ([`sparse::tiledb_range_shares`]).
+    string_shares: usize,
     /// A local dense read that would be one piece of a few MiB: the aim
     /// that cuts it in two ([`Reader::storage_aim`]).
     halved_aim: Option<u64>,
@@ -385,6 +388,7 @@ impl Reader {
             narrow: false,
             halved_aim: None,
             unordered_runs: false,
+            string_shares: 1,
         })
     }
 
@@ -929,6 +933,17 @@ impl Reader {
                     .unwrap_or(0)
             })
             .collect();
+        if sparse::parts_dim(snapshot.schema(), &self.spec.subarray).is_some() {
+            let index_reader = matches!(
+                self.spec.layout,
+                ResultLayout::GlobalOrder | ResultLayout::Unordered
+            );
+            let tiles = (0..self.plans.len())
+                .map(|i| self.reached_tiles(i).count())
+                .sum();
+            self.string_shares =
+                sparse::tiledb_range_shares(index_reader, tiles, crate::tiledb_threads());
+        }
         self.narrow = self.narrow_read();
         let spills = self.spills();
         self.unordered_runs = !spills && self.reads_unordered_in_runs();
@@ -1070,6 +1085,7 @@ impl Reader {
                         dim,
                         given: self.spec.subarray.ranges(dim),
                         share: self.current.share.as_ref(),
+                        shares: self.string_shares,
                     }
                 }),
                 held: held.as_ref(),

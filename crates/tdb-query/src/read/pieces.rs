@@ -716,7 +716,23 @@ impl Reader {
     /// `estimate` is `p`'s ([`Reader::estimate`]).
     pub(super) fn cut(&self, p: &Piece, estimate: u64) -> Option<Cut> {
         let schema = self.snapshot.schema();
-        let order = partition::split_order(schema, self.spec.layout);
+        let mut order = partition::split_order(schema, self.spec.layout);
+        // Under TileDB's string-parts rule a piece holding one value of the
+        // rule's dimension still returns cells of other values (a part's
+        // first cell decided for them), so the dimensions after it in the
+        // result order do not vary within one value: never cut there
+        // (`sparse_string_parts_one_tile` row-major under 2 KiB came out
+        // in the order of the second dimension).
+        if let Some(d) = sparse::parts_dim(schema, &self.spec.subarray)
+            .filter(|_| self.spec.layout != ResultLayout::Unordered)
+        {
+            if let Some(at) = order
+                .iter()
+                .position(|&(k, g)| k == d && g != partition::Grain::Tile)
+            {
+                order.truncate(at.saturating_add(1));
+            }
+        }
         let bounds = |d: usize, piece: &Subarray| self.tile_bounds(d, piece);
         let tiles_only = if estimate > self.tile_budget() {
             // Parts of tiles held whole would each read them again.

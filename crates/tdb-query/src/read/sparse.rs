@@ -235,7 +235,7 @@ impl TileCheck<'_> {
             };
             if !o.retain_within(r, col.fixed, &mut mask) {
                 let parts = match rule {
-                    Some(_) => tiledb_string_parts(n),
+                    Some(p) => tiledb_string_parts(n, p.shares),
                     None => Vec::new(),
                 };
                 // A part whose ends agree: its first cell decides for all.
@@ -374,6 +374,29 @@ pub(crate) struct PartsRule<'a> {
     pub dim: usize,
     pub given: &'a [Range],
     pub share: Option<&'a Share>,
+    /// The shares TileDB's threads split each tile's cells into before
+    /// cutting each into six parts (see [`tiledb_string_parts`]).
+    pub shares: usize,
+}
+
+/// The shares of a tile's cells TileDB 2.30 tests string ranges in, one a
+/// thread: its global-order and unordered readers (TileDB's index readers),
+/// given fewer result tiles than compute threads (`threads`: its
+/// `sm.compute_concurrency_level`, by default the machine's cores), split
+/// each tile among `1 + (threads - 1) / tiles` threads
+/// (`SparseIndexReaderBase::compute_tile_bitmaps`); one otherwise, and in
+/// its row- and col-major reads. So TileDB's answers under the rule depend
+/// on the machine's cores, as tdb's do: a read of one tile on two cores
+/// tests it in two halves of six parts each (`rand_21803`).
+pub(crate) fn tiledb_range_shares(index_reader: bool, tiles: usize, threads: usize) -> usize {
+    if index_reader && tiles > 0 && tiles < threads {
+        threads
+            .saturating_sub(1)
+            .checked_div(tiles)
+            .map_or(1, |s| s.saturating_add(1))
+    } else {
+        1
+    }
 }
 
 /// The values along the parts dimension one piece owns, `(above, upto]`
@@ -435,26 +458,36 @@ impl Share {
 /// That assumes the dimension sorted across the tile, true within one
 /// space tile; a data tile spanning several keeps or drops the cells
 /// between on the first's verdict, inside the ranges or not. TileDB's
-/// answers are the reference, so tdb decides as TileDB's row- and
-/// col-major reads do (and its global-order and unordered ones whenever
-/// a read has at least as many tiles as TileDB threads: with fewer, each
-/// thread takes a share of a tile and cuts that into six). None for
-/// smaller tiles: each cell on its own.
-fn tiledb_string_parts(n: usize) -> Vec<std::ops::Range<usize>> {
+/// answers are the reference, so tdb decides as TileDB does: the whole
+/// tile in six parts, or where TileDB's threads split it first (global
+/// order and unordered over fewer tiles than threads), each of `shares`
+/// in six ([`tiledb_range_shares`]). None for a share smaller than 12
+/// cells: each cell on its own.
+fn tiledb_string_parts(n: usize, shares: usize) -> Vec<std::ops::Range<usize>> {
     const PARTS: usize = 6;
-    let size = n.checked_div(PARTS).unwrap_or(0);
-    if size < 2 {
-        return Vec::new();
-    }
-    let mut parts: Vec<std::ops::Range<usize>> = (0..PARTS)
-        .map(|p| {
-            let start = p.saturating_mul(size);
-            start..start.saturating_add(size)
-        })
-        .collect();
-    // The last takes the remainder.
-    if let Some(last) = parts.last_mut() {
-        last.end = n;
+    let shares = shares.clamp(1, n.max(1));
+    // Share `i` starts at the ceiling of i * n / shares (shares <= n).
+    let start = |i: usize| {
+        let m = (i as u128).saturating_mul(n as u128);
+        usize::try_from(m.div_ceil(shares as u128)).unwrap_or(n)
+    };
+    let mut parts = Vec::new();
+    for i in 0..shares {
+        let (lo, hi) = (start(i), start(i.saturating_add(1)).min(n));
+        let size = hi.saturating_sub(lo) / PARTS;
+        if size < 2 {
+            continue;
+        }
+        parts.extend((0..PARTS).map(|p| {
+            let a = lo.saturating_add(p.saturating_mul(size));
+            // The last takes the remainder.
+            let b = if p == PARTS - 1 {
+                hi
+            } else {
+                a.saturating_add(size)
+            };
+            a..b
+        }));
     }
     parts
 }
@@ -1032,7 +1065,10 @@ impl SparseScan<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::{merge_as_stored, strncmp_equal, tiledb_string_parts, CellRef, Kept, Share};
+    use super::{
+        merge_as_stored, strncmp_equal, tiledb_range_shares, tiledb_string_parts, CellRef, Kept,
+        Share,
+    };
 
     /// Cells sorted (by place, their index here) come out as TileDB's
     /// global-order reader merges its fragments: a sort where each
@@ -1127,12 +1163,46 @@ mod tests {
 
     #[test]
     fn parts_are_six_of_at_least_two_cells_the_last_taking_the_rest() {
-        assert!(tiledb_string_parts(11).is_empty());
+        assert!(tiledb_string_parts(11, 1).is_empty());
         assert_eq!(
-            tiledb_string_parts(17),
+            tiledb_string_parts(17, 1),
             vec![0..2, 2..4, 4..6, 6..8, 8..10, 10..17]
         );
-        assert_eq!(tiledb_string_parts(18).last(), Some(&(15..18)));
+        assert_eq!(tiledb_string_parts(18, 1).last(), Some(&(15..18)));
+    }
+
+    #[test]
+    fn a_tile_split_among_threads_is_cut_into_six_share_by_share() {
+        // 25 cells in two shares: 0..13 and 13..25, each of six parts.
+        assert_eq!(
+            tiledb_string_parts(25, 2),
+            vec![
+                0..2,
+                2..4,
+                4..6,
+                6..8,
+                8..10,
+                10..13,
+                13..15,
+                15..17,
+                17..19,
+                19..21,
+                21..23,
+                23..25
+            ]
+        );
+        // A share below 12 cells is tested cell by cell; the others still in parts.
+        assert_eq!(
+            tiledb_string_parts(23, 2),
+            vec![0..2, 2..4, 4..6, 6..8, 8..10, 10..12]
+        );
+        assert!(tiledb_string_parts(23, 3).is_empty());
+        // More threads than cells: one cell each.
+        assert!(tiledb_string_parts(3, 8).is_empty());
+        assert_eq!(tiledb_range_shares(true, 1, 2), 2);
+        assert_eq!(tiledb_range_shares(true, 3, 8), 3);
+        assert_eq!(tiledb_range_shares(true, 2, 2), 1);
+        assert_eq!(tiledb_range_shares(false, 1, 8), 1);
     }
 
     #[test]
