@@ -29,6 +29,11 @@ def consolidate(config, case):
     # reads, not which fragments merge nor what the merged fragment holds.
     cfg = tiledb.Config({"sm.consolidation.mode": "fragments",
                          "sm.consolidation.buffer_size": str(1 << 20)})
+    # (A config given to consolidate replaces the context's: the key goes in it too.)
+    enc = exp.get("encryption")
+    if enc:
+        cfg["sm.encryption_type"] = enc.get("type", "AES_256_GCM")
+        cfg["sm.encryption_key"] = enc["key"]
     for k, v in config.items():
         cfg[k] = str(v)
     try:

@@ -476,6 +476,8 @@ impl DirectoryListing {
             array_metadata: meta.visible,
             array_metadata_to_vacuum: meta.to_vacuum,
             array_metadata_vac_to_vacuum: meta.vac_to_vacuum,
+            array_metadata_replaced: meta.replaced,
+            array_metadata_vacuum_lists: meta.lists,
             conditions,
             vacuum_lists,
         })
@@ -565,6 +567,10 @@ struct Filtered {
     visible: Vec<TimestampedFile>,
     to_vacuum: Vec<String>,
     vac_to_vacuum: Vec<String>,
+    /// The entries vacuum lists in the window supersede (`to_vacuum`'s).
+    replaced: Vec<TimestampedFile>,
+    /// Each vacuum list in the window with the entries it names.
+    lists: Vec<(TimestampedFile, Vec<String>)>,
 }
 
 /// TileDB's `compute_uris_to_vacuum` + `compute_filtered_uris` over one
@@ -596,6 +602,7 @@ fn filter(
     }
     let mut to_vacuum = HashSet::new();
     let mut vac_to_vacuum = Vec::new();
+    let mut lists = Vec::new();
     for vac in entries
         .iter()
         .filter(|e| e.is_vacuum_file() && in_window(e))
@@ -604,6 +611,7 @@ fn filter(
             .get(&vac.path)
             .ok_or_else(|| FragmentError::missing(&vac.path, "contents (not read)"))?;
         let mut removable = true;
+        let mut named = Vec::with_capacity(list.entries.len());
         for line in &list.entries {
             let path = entry_path(&vac.path, line)?;
             if let Some(p) = inside.get(path.as_str()) {
@@ -612,10 +620,12 @@ fn filter(
             if outside.contains(path.as_str()) {
                 removable = false;
             }
+            named.push(path);
         }
         if removable {
             vac_to_vacuum.push(vac.path.clone());
         }
+        lists.push((vac.clone(), named));
     }
     let mut visible: Vec<TimestampedFile> = entries
         .iter()
@@ -623,14 +633,17 @@ fn filter(
         .cloned()
         .collect();
     visible.sort_by_key(|e| e.name.t1);
+    let replaced: Vec<TimestampedFile> = entries
+        .iter()
+        .filter(|e| to_vacuum.contains(e.path.as_str()))
+        .cloned()
+        .collect();
     Ok(Filtered {
         visible,
-        to_vacuum: entries
-            .iter()
-            .filter(|e| to_vacuum.contains(e.path.as_str()))
-            .map(|e| e.path.clone())
-            .collect(),
+        to_vacuum: replaced.iter().map(|e| e.path.clone()).collect(),
         vac_to_vacuum,
+        replaced,
+        lists,
     })
 }
 
@@ -674,6 +687,13 @@ pub struct ArrayDirectory {
     pub array_metadata_to_vacuum: Vec<String>,
     /// Array metadata vacuum lists that can go.
     pub array_metadata_vac_to_vacuum: Vec<String>,
+    /// The array metadata files of `array_metadata_to_vacuum`: hidden in
+    /// the window by a consolidation, yet seen by opens at earlier times
+    /// until vacuumed (a copy keeps them).
+    pub array_metadata_replaced: Vec<TimestampedFile>,
+    /// Each array metadata vacuum list in the window with the files it
+    /// names (paths relative to the array).
+    pub array_metadata_vacuum_lists: Vec<(TimestampedFile, Vec<String>)>,
     /// Delete and update commits inside the window, by timestamp.
     pub conditions: Vec<ConditionCommit>,
     vacuum_lists: HashMap<String, VacuumFile>,
@@ -709,6 +729,8 @@ impl ArrayDirectory {
             array_metadata: Vec::new(),
             array_metadata_to_vacuum: Vec::new(),
             array_metadata_vac_to_vacuum: Vec::new(),
+            array_metadata_replaced: Vec::new(),
+            array_metadata_vacuum_lists: Vec::new(),
             conditions: Vec::new(),
             vacuum_lists: HashMap::new(),
         }

@@ -354,11 +354,33 @@ impl OpenArray {
         &self,
         storage: &S,
     ) -> Result<Vec<(&TimestampedFile, Vec<u8>)>> {
-        let files = &self.directory.array_metadata;
+        self.read_metadata_files(storage, self.directory.array_metadata.iter().collect())
+    }
+
+    /// Every array metadata file the window holds, those a consolidation
+    /// superseded but no vacuum removed among them (opens at earlier times
+    /// still read them), by start timestamp: what a copy must keep.
+    pub fn all_metadata_files<S: ReadStorage + ?Sized>(
+        &self,
+        storage: &S,
+    ) -> Result<Vec<(&TimestampedFile, Vec<u8>)>> {
+        let d = &self.directory;
+        let mut files: Vec<&TimestampedFile> = (d.array_metadata.iter())
+            .chain(&d.array_metadata_replaced)
+            .collect();
+        files.sort_by_key(|f| f.name.t1);
+        self.read_metadata_files(storage, files)
+    }
+
+    fn read_metadata_files<'a, S: ReadStorage + ?Sized>(
+        &self,
+        storage: &S,
+        files: Vec<&'a TimestampedFile>,
+    ) -> Result<Vec<(&'a TimestampedFile, Vec<u8>)>> {
         let paths: Vec<&str> = files.iter().map(|f| f.path.as_str()).collect();
         let mut contents = read_files(storage, &self.dir, &paths)?;
         Ok(files
-            .iter()
+            .into_iter()
             .map(|f| (f, contents.remove(f.path.as_str()).unwrap_or_default()))
             .collect())
     }

@@ -114,15 +114,39 @@ fn copy_snapshot<S: ReadStorage, D: Storage>(
         summary.schemas += 1;
     }
     // Array metadata, file by file with the same timestamps (read in one
-    // batch).
-    for (f, bytes) in open.metadata_files(storage)? {
+    // batch), those a consolidation superseded too, and the vacuum lists
+    // naming their copies: opens at earlier times read them as before.
+    let mut meta_copied = std::collections::HashMap::new();
+    for (f, bytes) in open.all_metadata_files(storage)? {
         let file = MetadataFile::parse(&f.path, &bytes, key)?;
         let written = write_metadata(dst, dir, &file, f.name.timestamp_range(), to_key)
             .map_err(Error::Write)?;
-        if written.is_none() {
+        let Some(written) = written else {
+            continue;
+        };
+        meta_copied.insert(f.path.clone(), written);
+        summary.metadata_files += 1;
+    }
+    for (vac, replaced) in &open.directory.array_metadata_vacuum_lists {
+        let replaced: Vec<String> = (replaced.iter())
+            .filter_map(|p| meta_copied.get(p).cloned())
+            .collect();
+        if replaced.is_empty() {
             continue;
         }
-        summary.metadata_files += 1;
+        // Named after the copy of the file it is named after; a merge of
+        // deletions alone wrote no file, its list alone emptying the map.
+        let replacing = match meta_copied.get(vac.path.trim_end_matches(names::VAC_EXT)) {
+            Some(new) => new.clone(),
+            None => {
+                let (t1, t2) = vac.name.timestamp_range();
+                let name = tdb_format::TimestampedName::generate(t1, t2, None)
+                    .map_err(|e| Error::Unsupported(format!("naming a vacuum list: {e}")))?;
+                format!("{}/{name}", names::METADATA_DIR)
+            }
+        };
+        tdb_fragment::write_vacuum_list(dst, dir, &replacing, &replaced).map_err(Error::Write)?;
+        summary.vacuum_lists += 1;
     }
     // Deletes, as deletes, with their timestamps (before the fragments,
     // whose processed conditions name them).

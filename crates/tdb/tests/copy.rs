@@ -316,3 +316,58 @@ fn copies_keep_the_history_of_consolidations_not_yet_vacuumed() {
         "dense and sparse cases: {cases:?}"
     );
 }
+
+/// Array metadata a consolidation superseded but no vacuum removed is what
+/// opens before the consolidation's end read: the copy keeps those files
+/// and the vacuum list naming their copies, so its metadata is its
+/// source's at every time a file starts or ends, and now
+/// (`consolidated_array_meta_kept`; random case 22013 lost them).
+#[test]
+fn copies_keep_metadata_a_consolidation_superseded() {
+    use tdb::OpenOptions;
+    let mut cases = Vec::new();
+    for o in tdb_testdata::objects() {
+        let Some(e) = &o.expected else { continue };
+        if e["kind"] != "array" {
+            continue;
+        }
+        let options = || match &o.key {
+            Some(k) => OpenOptions::new().key(k).unwrap(),
+            None => OpenOptions::new(),
+        };
+        let src = Array::open_with(&o.dir, options()).unwrap();
+        let directory = &src.snapshot().open.directory;
+        if directory.array_metadata_replaced.is_empty() {
+            continue;
+        }
+        let dst = MemoryStorage::new();
+        tdb::copy(&src, &dst, "", o.key.as_ref()).unwrap();
+        let mut times: Vec<u64> = (directory.array_metadata.iter())
+            .chain(&directory.array_metadata_replaced)
+            .flat_map(|f| {
+                let (t1, t2) = f.name.timestamp_range();
+                [t1, t2]
+            })
+            .collect();
+        times.push(u64::MAX);
+        times.sort_unstable();
+        times.dedup();
+        for t in times {
+            let at = |o: OpenOptions| if t == u64::MAX { o } else { o.at(t) };
+            let theirs = Array::open_with(&o.dir, at(options()))
+                .unwrap()
+                .metadata()
+                .unwrap();
+            let ours = Array::open_in(&dst, "", at(options()))
+                .unwrap()
+                .metadata()
+                .unwrap();
+            assert_eq!(ours, theirs, "{} at {t}", o.case);
+        }
+        cases.push(o.case.clone());
+    }
+    assert!(
+        cases.iter().any(|c| c == "consolidated_array_meta_kept"),
+        "cases: {cases:?}"
+    );
+}
