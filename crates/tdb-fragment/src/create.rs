@@ -257,8 +257,9 @@ pub fn write_vacuum_list<S: WritableStorage + ?Sized>(
     write_vacuum_lines(storage, dir, replacing, lines)
 }
 
-/// Writes the vacuum list `<replacing>.vac` of exactly `lines`.
-pub(crate) fn write_vacuum_lines<S: WritableStorage + ?Sized>(
+/// Writes the vacuum list `<replacing>.vac` of exactly `lines` (a group's
+/// name its files by absolute URI, as TileDB writes them).
+pub fn write_vacuum_lines<S: WritableStorage + ?Sized>(
     storage: &S,
     dir: &str,
     replacing: &str,

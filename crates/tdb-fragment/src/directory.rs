@@ -536,6 +536,13 @@ impl DirectoryListing {
             metadata: meta.visible,
             metadata_to_vacuum: meta.to_vacuum,
             metadata_vac_to_vacuum: meta.vac_to_vacuum,
+            metadata_replaced: meta.replaced,
+            metadata_vacuum_lists: (meta.lists.into_iter())
+                .map(|(vac, named)| {
+                    let named = named.into_iter().filter(|p| !p.starts_with('\u{0}'));
+                    (vac, named.collect())
+                })
+                .collect(),
         })
     }
 }
@@ -845,6 +852,13 @@ pub struct GroupDirectory {
     pub metadata_to_vacuum: Vec<String>,
     /// Metadata vacuum lists that can go.
     pub metadata_vac_to_vacuum: Vec<String>,
+    /// The metadata files of `metadata_to_vacuum`, which opens at earlier
+    /// times still read until vacuumed (a copy keeps them).
+    pub metadata_replaced: Vec<TimestampedFile>,
+    /// Each metadata vacuum list in the window with the files it names
+    /// (paths relative to the group; entries naming no file under it are
+    /// left out).
+    pub metadata_vacuum_lists: Vec<(TimestampedFile, Vec<String>)>,
 }
 
 impl GroupDirectory {

@@ -41,7 +41,7 @@ pub use consolidate::{
 pub use create::{
     create_array, create_group, create_labelled_array, write_delete, write_enumeration,
     write_evolved_schema, write_fragment_commits, write_group_details, write_metadata,
-    write_schema, write_vacuum_list,
+    write_schema, write_vacuum_lines, write_vacuum_list,
 };
 pub use directory::{
     select_latest_schema, ArrayDirectory, CommitLocation, ConditionCommit, DirectoryListing,

@@ -134,17 +134,7 @@ fn copy_snapshot<S: ReadStorage, D: Storage>(
         if replaced.is_empty() {
             continue;
         }
-        // Named after the copy of the file it is named after; a merge of
-        // deletions alone wrote no file, its list alone emptying the map.
-        let replacing = match meta_copied.get(vac.path.trim_end_matches(names::VAC_EXT)) {
-            Some(new) => new.clone(),
-            None => {
-                let (t1, t2) = vac.name.timestamp_range();
-                let name = tdb_format::TimestampedName::generate(t1, t2, None)
-                    .map_err(|e| Error::Unsupported(format!("naming a vacuum list: {e}")))?;
-                format!("{}/{name}", names::METADATA_DIR)
-            }
-        };
+        let replacing = copied_list_name(&meta_copied, vac)?;
         tdb_fragment::write_vacuum_list(dst, dir, &replacing, &replaced).map_err(Error::Write)?;
         summary.vacuum_lists += 1;
     }
@@ -335,6 +325,23 @@ fn copy_snapshot<S: ReadStorage, D: Storage>(
     Ok(summary)
 }
 
+/// The name (without `.vac`) of the copy of metadata vacuum list `vac`:
+/// the copy of the file it is named after (`copied`: old path to new), or
+/// where a merge of deletions alone wrote no file, its list alone emptying
+/// the map, a new name with its timestamps.
+fn copied_list_name(
+    copied: &std::collections::HashMap<String, String>,
+    vac: &TimestampedFile,
+) -> Result<String> {
+    if let Some(new) = copied.get(vac.path.trim_end_matches(names::VAC_EXT)) {
+        return Ok(new.clone());
+    }
+    let (t1, t2) = vac.name.timestamp_range();
+    let name = tdb_format::TimestampedName::generate(t1, t2, None)
+        .map_err(|e| Error::Unsupported(format!("naming a vacuum list: {e}")))?;
+    Ok(format!("{}/{name}", names::METADATA_DIR))
+}
+
 /// What a group copy wrote.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
@@ -394,15 +401,34 @@ fn copy_group_files<S: ReadStorage + ?Sized, D: Storage>(
     let (storage, key) = (src.storage, src.key);
     tdb_fragment::create_group(dst, dir).map_err(Error::Write)?;
     let directory = &src.open.directory;
-    for f in &directory.metadata {
+    // Metadata files, those a consolidation superseded too, and the vacuum
+    // lists naming their copies (by absolute URI, as TileDB's group lists).
+    let mut files: Vec<&TimestampedFile> = (directory.metadata.iter())
+        .chain(&directory.metadata_replaced)
+        .collect();
+    files.sort_by_key(|f| f.name.t1);
+    let mut meta_copied = std::collections::HashMap::new();
+    for f in files {
         let bytes = read_whole(storage, &join(src.dir, &f.path))?;
         let file = MetadataFile::parse(&f.path, &bytes, key)?;
-        if write_metadata(dst, dir, &file, f.name.timestamp_range(), to_key)
+        if let Some(new) = write_metadata(dst, dir, &file, f.name.timestamp_range(), to_key)
             .map_err(Error::Write)?
-            .is_some()
         {
+            meta_copied.insert(f.path.clone(), new);
             summary.metadata_files += 1;
         }
+    }
+    let base = dst.uri(dir).unwrap_or_else(|| dir.to_owned());
+    let base = base.trim_end_matches('/');
+    for (vac, replaced) in &directory.metadata_vacuum_lists {
+        let lines: Vec<String> = (replaced.iter())
+            .filter_map(|p| Some(format!("{base}/{}", meta_copied.get(p)?)))
+            .collect();
+        if lines.is_empty() {
+            continue;
+        }
+        let replacing = copied_list_name(&meta_copied, vac)?;
+        tdb_fragment::write_vacuum_lines(dst, dir, &replacing, lines).map_err(Error::Write)?;
     }
     let mut inside = std::collections::BTreeSet::new();
     for f in &directory.details {

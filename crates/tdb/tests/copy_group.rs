@@ -101,3 +101,33 @@ fn a_group_copy_answers_the_same_at_every_time() {
     // A second copy into the same place is refused, as for arrays.
     assert!(tdb::copy_group(&src, &dst, "c", None).is_err());
 }
+
+/// Group metadata a consolidation superseded but no vacuum removed is what
+/// opens before the consolidation's end read: the copy keeps those files
+/// and a vacuum list naming their copies by URI, as TileDB's group lists
+/// do. (`group_meta_consolidated`'s list names the files by the URIs of
+/// the machine TileDB wrote it on, which no checkout shares.)
+#[test]
+fn a_group_copy_keeps_metadata_a_consolidation_superseded() {
+    let mem = MemoryStorage::new();
+    Group::create_in(&mem, "g", at(1)).unwrap();
+    for t in [1, 2, 3] {
+        let g = Group::open_in(&mem, "g", at(t)).unwrap();
+        g.write_metadata([put_int("k", t as i64), put_int(&format!("k{t}"), 1)])
+            .unwrap();
+    }
+    let src = Group::open_in(&mem, "g", OpenOptions::new()).unwrap();
+    assert!(src.consolidate_metadata().unwrap().is_some());
+    let src = Group::open_in(&mem, "g", OpenOptions::new()).unwrap();
+    let dst = MemoryStorage::new();
+    tdb::copy_group(&src, &dst, "c", None).unwrap();
+    for t in [1, 2, 3, 4] {
+        let theirs = Group::open_in(&mem, "g", at(t)).unwrap();
+        let ours = Group::open_in(&dst, "c", at(t)).unwrap();
+        assert_eq!(ours.metadata(), theirs.metadata(), "at {t}");
+    }
+    // Before the consolidation's end the superseded files answer.
+    let first = Group::open_in(&mem, "g", at(1)).unwrap();
+    assert_eq!(first.metadata().len(), 2);
+    assert_eq!(src.metadata().len(), 4);
+}
