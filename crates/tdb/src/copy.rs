@@ -223,65 +223,74 @@ fn copy_snapshot<S: ReadStorage, D: Storage>(
         let mut write = WriteSpec::new(Vec::new())
             .between(t1, t2)
             .with_processed_conditions(applied);
-        // A dense fragment spanning several times is a merge: its tiles
-        // hold what the merge read past its non-empty domain (fill values),
-        // not the zeros a write leaves there, so it is laid out again as a
-        // merge, streamed.
         let merged = dense_frag && t1 < t2;
-        if merged {
-            let ned = footer
-                .non_empty_domain
-                .as_ref()
-                .ok_or_else(|| unsupported("a dense fragment without a non-empty domain"))?;
-            (read, write) =
-                tdb_query::dense_merge_specs(&schema, ned, (t1, t2), tdb_query::DEFAULT_BUDGET)?;
-        } else if dense_frag {
+        let one = std::sync::Arc::new(one);
+        let written = if dense_frag && !merged {
+            // One row-major write of its non-empty domain, given in bands
+            // of whole space tiles, each read on its own: the copy holds
+            // one band, not the fragment.
             let ned = footer
                 .non_empty_domain
                 .clone()
                 .ok_or_else(|| unsupported("a dense fragment without a non-empty domain"))?;
-            let mut sub = Subarray::new(ned.len());
-            for (d, r) in ned.into_iter().enumerate() {
-                sub.add_range(d, r);
-            }
-            read = read
-                .with_subarray(sub.clone())
+            let write = write
+                .with_subarray(subarray_of(&ned))
                 .with_layout(ResultLayout::RowMajor);
-            write = write.with_subarray(sub).with_layout(ResultLayout::RowMajor);
-        } else if tdb_query::stored_out_of_order(&schema, f.file.format_version()) {
+            let mut writer = FragmentWriter::new(dst, dir, target, to_key, &write)?;
+            for band in &tdb_query::write::dense_bands(&schema, &ned)? {
+                let spec = (read.clone())
+                    .with_subarray(subarray_of(band))
+                    .with_layout(ResultLayout::RowMajor);
+                let mut all = tdb_query::Batch::default();
+                for b in tdb_query::SyncRead::new(storage, std::sync::Arc::clone(&one), spec)? {
+                    all.append(&b?);
+                }
+                writer.submit_band(band, &all.fields)?;
+            }
+            writer.finish()?
+        } else if !dense_frag && tdb_query::stored_out_of_order(&schema, f.file.format_version()) {
             // Stored in an order TileDB no longer sorts by (TileDB 2.2's
             // Hilbert, 1.x's real coordinates; no timestamps or delete
             // metadata that old): read whole, sorted into today's order by
             // the write. (A global-order read returns them as stored.)
-            read = read.with_layout(ResultLayout::Unordered);
-            write = write.with_layout(ResultLayout::Unordered);
-        } else {
-            // Sparse: streamed, batch by batch in the global order (the
-            // stored order, versions included) into a global-order write.
-            read = read.with_layout(ResultLayout::GlobalOrder);
-            write = write.with_layout(ResultLayout::GlobalOrder);
-            if with_timestamps {
-                write = write.with_cell_timestamps();
-            }
-            if footer.has_delete_meta {
-                write = write.with_delete_metadata();
-            }
-        }
-        let query = tdb_query::SyncRead::new(storage, std::sync::Arc::new(one), read)?;
-        let whole = (dense_frag && !merged) || write.layout == Some(ResultLayout::Unordered);
-        let written = if whole {
-            // A dense write takes its subarray's cells in one part (a
-            // global-order one would need whole tiles), an unordered one
-            // all its cells to sort.
+            let read = read.with_layout(ResultLayout::Unordered);
+            let mut write = write.with_layout(ResultLayout::Unordered);
             let mut all = tdb_query::Batch::default();
-            for b in query {
+            for b in tdb_query::SyncRead::new(storage, one, read)? {
                 all.append(&b?);
             }
             write.fields = all.fields;
             tdb_query::write_fragment(dst, dir, target, to_key, &write)?
         } else {
+            if merged {
+                // A dense fragment spanning several times is a merge: its
+                // tiles hold what the merge read past its non-empty domain
+                // (fill values), not the zeros a write leaves there, so it
+                // is laid out again as a merge, streamed.
+                let ned = footer
+                    .non_empty_domain
+                    .as_ref()
+                    .ok_or_else(|| unsupported("a dense fragment without a non-empty domain"))?;
+                (read, write) = tdb_query::dense_merge_specs(
+                    &schema,
+                    ned,
+                    (t1, t2),
+                    tdb_query::DEFAULT_BUDGET,
+                )?;
+            } else {
+                // Sparse: streamed, batch by batch in the global order (the
+                // stored order, versions included) into a global-order write.
+                read = read.with_layout(ResultLayout::GlobalOrder);
+                write = write.with_layout(ResultLayout::GlobalOrder);
+                if with_timestamps {
+                    write = write.with_cell_timestamps();
+                }
+                if footer.has_delete_meta {
+                    write = write.with_delete_metadata();
+                }
+            }
             let mut writer = FragmentWriter::new(dst, dir, target, to_key, &write)?;
-            for b in query {
+            for b in tdb_query::SyncRead::new(storage, one, read)? {
                 writer.submit(&b?.fields)?;
             }
             writer.finish()?
@@ -340,6 +349,15 @@ fn copied_list_name(
     let name = tdb_format::TimestampedName::generate(t1, t2, None)
         .map_err(|e| Error::Unsupported(format!("naming a vacuum list: {e}")))?;
     Ok(format!("{}/{name}", names::METADATA_DIR))
+}
+
+/// A subarray of one range a dimension.
+fn subarray_of(nd: &tdb_schema::NDRange) -> Subarray {
+    let mut sub = Subarray::new(nd.len());
+    for (d, r) in nd.iter().enumerate() {
+        sub.add_range(d, r.clone());
+    }
+    sub
 }
 
 /// What a group copy wrote.

@@ -658,3 +658,67 @@ fn sparse_and_var_parts_are_filtered_chunk_by_chunk_as_whole_tiles() {
         Some(&sub),
     );
 }
+
+/// A dense row- or col-major write given in bands of whole space tiles
+/// (`tdb_query::write::dense_bands`, what a copy of a dense fragment
+/// reads one at a time) makes the fragment one write makes, byte for
+/// byte: edge tiles reaching past the subarray (zeros with validity 0
+/// there, tile metadata of the cells given), row- and col-major tile
+/// orders. Bands out of order, or after a whole part, are refused.
+#[test]
+fn dense_bands_make_the_fragment_one_write_makes() {
+    for (cell_order, tile_order) in [
+        (Layout::RowMajor, Layout::RowMajor),
+        (Layout::ColMajor, Layout::ColMajor),
+        (Layout::RowMajor, Layout::ColMajor),
+    ] {
+        let mut s = schema(ArrayType::Dense, cell_order);
+        s.tile_order = tile_order;
+        let array = create(&s);
+        let nd = vec![range(2, 13), range(1, 10)];
+        let mut sub = Subarray::new(2);
+        sub.add_range(0, nd[0].clone());
+        sub.add_range(1, nd[1].clone());
+        let in_box = |lo: (i32, i32), hi: (i32, i32)| -> Vec<(i32, i32)> {
+            (lo.0..=hi.0)
+                .flat_map(|i| (lo.1..=hi.1).map(move |j| (i, j)))
+                .collect()
+        };
+        let spec = || {
+            WriteSpec::new(Vec::new())
+                .with_subarray(sub.clone())
+                .with_layout(ResultLayout::RowMajor)
+        };
+        let mut whole = spec();
+        whole.fields = cells(&in_box((2, 1), (13, 10)), false);
+        let whole = array.write(whole.at(10)).unwrap();
+        let bands = tdb_query::write::dense_bands(&s, &nd).unwrap();
+        // Tiles of 4: x 2..=13 in four bands (row-major tiles), y 1..=10 in three.
+        let want = if tile_order == Layout::RowMajor { 4 } else { 3 };
+        assert_eq!(bands.len(), want, "{tile_order:?}");
+        let mut w = array.writer(spec().at(20)).unwrap();
+        for band in &bands {
+            let (x, y) = (band[0].clone(), band[1].clone());
+            let b = |r: &Range| {
+                let (lo, hi) = r.bounds();
+                (
+                    i32::from_le_bytes(lo.try_into().unwrap()),
+                    i32::from_le_bytes(hi.try_into().unwrap()),
+                )
+            };
+            let ((x0, x1), (y0, y1)) = (b(&x), b(&y));
+            w.submit_band(band, &cells(&in_box((x0, y0), (x1, y1)), false))
+                .unwrap();
+        }
+        let written = w.finish().unwrap();
+        assert_eq!(written.cells, 120);
+        assert_eq!(
+            fragment_files(&array, &written.fragment.to_string()),
+            fragment_files(&array, &whole.fragment.to_string()),
+            "{cell_order:?} cells, {tile_order:?} tiles"
+        );
+        // The second band first: refused.
+        let mut w = array.writer(spec().at(30)).unwrap();
+        assert!(w.submit_band(&bands[1], &[]).is_err());
+    }
+}

@@ -31,7 +31,7 @@ use tdb_storage::WritableStorage;
 
 pub use crate::batch::FieldBuffer;
 pub use delete::delete_cells;
-pub use writer::FragmentWriter;
+pub use writer::{dense_bands, FragmentWriter};
 
 /// A write: the cells of every attribute (and, for sparse arrays, every
 /// dimension's coordinates) in `fields`, in `layout` order.

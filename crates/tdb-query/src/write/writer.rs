@@ -70,6 +70,8 @@ pub struct FragmentWriter<'a, S: WritableStorage + ?Sized> {
     tiles: u64,
     cells: u64,
     parts: u64,
+    /// A dense write given in bands: its bands ([`dense_bands`]).
+    bands: Option<Vec<NDRange>>,
     /// A part failed half way: the fragment cannot be finished.
     failed: bool,
 }
@@ -223,6 +225,45 @@ impl<'a, S: WritableStorage + ?Sized> Target<'a, S> {
         }
         Ok(())
     }
+}
+
+/// The bands of whole space tiles a dense write of `sub` may be given in
+/// ([`FragmentWriter::submit_band`]): `sub` cut at every space tile
+/// boundary along the dimension the tile order varies slowest (the first
+/// for row-major tiles, the last for col-major), in the tile order.
+pub fn dense_bands(schema: &tdb_schema::ArraySchema, sub: &NDRange) -> Result<Vec<NDRange>> {
+    use tdb_index::dense::{int_range, int_range_of, origin_and_extent, tile_of};
+    let dims = &schema.domain.dimensions;
+    let d = match schema.tile_order {
+        tdb_format::Layout::ColMajor => dims.len().saturating_sub(1),
+        _ => 0,
+    };
+    let not_banded = || QueryError::invalid("a dense subarray of integer dimensions with tiles");
+    let (dim, r) = dims.get(d).zip(sub.get(d)).ok_or_else(not_banded)?;
+    let ((lo, hi), (origin, extent)) = int_range(dim, r)
+        .zip(origin_and_extent(dim))
+        .ok_or_else(not_banded)?;
+    let mut bands = Vec::new();
+    let mut from = lo;
+    while from <= hi {
+        // The last value of `from`'s space tile.
+        let end = tile_of(from, origin, extent)
+            .and_then(|t| {
+                t.checked_add(1)?
+                    .checked_mul(extent)?
+                    .checked_add(origin)?
+                    .checked_sub(1)
+            })
+            .ok_or_else(not_banded)?
+            .min(hi);
+        let mut band = sub.clone();
+        if let Some(slot) = band.get_mut(d) {
+            *slot = int_range_of(dim, from, end).ok_or_else(not_banded)?;
+        }
+        bands.push(band);
+        from = end.checked_add(1).ok_or_else(not_banded)?;
+    }
+    Ok(bands)
 }
 
 impl<'a, S: WritableStorage + ?Sized> FragmentWriter<'a, S> {
@@ -393,6 +434,7 @@ impl<'a, S: WritableStorage + ?Sized> FragmentWriter<'a, S> {
             tiles: 0,
             cells: 0,
             parts: 0,
+            bands: None,
             failed: false,
         };
         if !spec.fields.is_empty() {
@@ -455,6 +497,60 @@ impl<'a, S: WritableStorage + ?Sized> FragmentWriter<'a, S> {
             self.failed = true;
         }
         done
+    }
+
+    /// Adds the next band of a dense row- or col-major write given in
+    /// parts ([`dense_bands`] of its subarray, in order), its cells in the
+    /// write's layout over `band`. A band is whole space tiles along the
+    /// dimension the tile order varies slowest, so its tiles are the next
+    /// in the fragment and hold what one write of the whole subarray puts
+    /// there (zeros with validity 0 past the subarray, tile metadata of
+    /// the cells given): a copy of a large dense fragment holds one band.
+    pub fn submit_band(&mut self, band: &NDRange, fields: &[FieldBuffer]) -> Result<()> {
+        if self.failed {
+            return Err(QueryError::invalid(
+                "an earlier part of this write failed: start the write again",
+            ));
+        }
+        let s = &self.entry.schema;
+        let (Some(sub), true, None) = (
+            self.subarray.as_ref(),
+            matches!(self.layout, ResultLayout::RowMajor | ResultLayout::ColMajor),
+            self.dense_split.as_ref(),
+        ) else {
+            return Err(QueryError::invalid(
+                "bands are parts of a dense row- or col-major write without a maximum fragment size",
+            ));
+        };
+        if self.bands.is_none() {
+            if self.parts > 0 {
+                return Err(QueryError::invalid("a write given whole takes no bands"));
+            }
+            self.bands = Some(dense_bands(s, sub)?);
+        }
+        let at = usize::try_from(self.parts).unwrap_or(usize::MAX);
+        if self.bands.as_ref().and_then(|b| b.get(at)) != Some(band) {
+            return Err(QueryError::invalid(format!(
+                "band {at} of the write is not {band:?}: bands come whole and in order"
+            )));
+        }
+        let input = input::check(s, fields)?;
+        if input.fields.len() != self.current.files.len() {
+            return Err(QueryError::invalid(format!(
+                "{} fields given, the fragment has {}",
+                input.fields.len(),
+                self.current.files.len()
+            )));
+        }
+        let arrangement = Arrangement::dense(s, self.layout, band)?;
+        self.parts = self.parts.saturating_add(1);
+        let done = self.push_tiles(&input, &arrangement);
+        if done.is_err() {
+            self.failed = true;
+        }
+        done?;
+        self.cells = self.cells.saturating_add(input.cells as u64);
+        Ok(())
     }
 
     /// A part that is the whole write: arranged (sorted) whole.
