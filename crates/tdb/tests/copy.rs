@@ -259,6 +259,35 @@ fn delete_metadata_is_copied_naming_the_copied_commits() {
 }
 
 /// Every fixture whose consolidated fragments were not vacuumed, dense
+/// The array cases of the corpus, each with the options that open it.
+fn array_cases() -> Vec<(tdb_testdata::Object, tdb::OpenOptions)> {
+    (tdb_testdata::objects().into_iter())
+        .filter(|o| o.expected.as_ref().is_some_and(|e| e["kind"] == "array"))
+        .map(|o| {
+            let options = match &o.key {
+                Some(k) => tdb::OpenOptions::new().key(k).unwrap(),
+                None => tdb::OpenOptions::new(),
+            };
+            (o, options)
+        })
+        .collect()
+}
+
+/// Every start and end of `files`' timestamp ranges, and `u64::MAX` for
+/// now, sorted once each.
+fn times_of<'a>(files: impl IntoIterator<Item = &'a tdb_fragment::TimestampedFile>) -> Vec<u64> {
+    let mut times: Vec<u64> = (files.into_iter())
+        .flat_map(|f| {
+            let (t1, t2) = f.name.timestamp_range();
+            [t1, t2]
+        })
+        .chain([u64::MAX])
+        .collect();
+    times.sort_unstable();
+    times.dedup();
+    times
+}
+
 /// and sparse: the copy keeps the fragments they replace and the vacuum
 /// lists, so it reads as its source at every time a fragment starts or
 /// ends, and now.
@@ -266,15 +295,8 @@ fn delete_metadata_is_copied_naming_the_copied_commits() {
 fn copies_keep_the_history_of_consolidations_not_yet_vacuumed() {
     use tdb::{OpenOptions, ReadSpec, ResultLayout};
     let mut cases = Vec::new();
-    for o in tdb_testdata::objects() {
-        let Some(e) = &o.expected else { continue };
-        if e["kind"] != "array" {
-            continue;
-        }
-        let options = || match &o.key {
-            Some(k) => OpenOptions::new().key(k).unwrap(),
-            None => OpenOptions::new(),
-        };
+    for (o, opened) in array_cases() {
+        let options = || opened.clone();
         let src = Array::open_with(&o.dir, options()).unwrap();
         let directory = &src.snapshot().open.directory;
         let committed = directory.committed_fragments();
@@ -286,17 +308,7 @@ fn copies_keep_the_history_of_consolidations_not_yet_vacuumed() {
         assert_eq!(summary.fragments.len(), committed.len(), "{}", o.case);
         assert!(summary.vacuum_lists > 0, "{}", o.case);
         let dense = src.schema().array_type == tdb_format::ArrayType::Dense;
-        let mut times: Vec<u64> = committed
-            .iter()
-            .flat_map(|f| {
-                let (t1, t2) = f.name.timestamp_range();
-                [t1, t2]
-            })
-            .collect();
-        times.push(u64::MAX);
-        times.sort_unstable();
-        times.dedup();
-        for t in times {
+        for t in times_of(committed.iter()) {
             /// Every field of the schema in force at the array's window.
             fn read<S: tdb_fragment::ReadStorage>(a: Array<S>) -> (usize, Vec<tdb::FieldBuffer>) {
                 let schema = a.schema();
@@ -326,15 +338,8 @@ fn copies_keep_the_history_of_consolidations_not_yet_vacuumed() {
 fn copies_keep_metadata_a_consolidation_superseded() {
     use tdb::OpenOptions;
     let mut cases = Vec::new();
-    for o in tdb_testdata::objects() {
-        let Some(e) = &o.expected else { continue };
-        if e["kind"] != "array" {
-            continue;
-        }
-        let options = || match &o.key {
-            Some(k) => OpenOptions::new().key(k).unwrap(),
-            None => OpenOptions::new(),
-        };
+    for (o, opened) in array_cases() {
+        let options = || opened.clone();
         let src = Array::open_with(&o.dir, options()).unwrap();
         let directory = &src.snapshot().open.directory;
         if directory.array_metadata_replaced.is_empty() {
@@ -342,17 +347,8 @@ fn copies_keep_metadata_a_consolidation_superseded() {
         }
         let dst = MemoryStorage::new();
         tdb::copy(&src, &dst, "", o.key.as_ref()).unwrap();
-        let mut times: Vec<u64> = (directory.array_metadata.iter())
-            .chain(&directory.array_metadata_replaced)
-            .flat_map(|f| {
-                let (t1, t2) = f.name.timestamp_range();
-                [t1, t2]
-            })
-            .collect();
-        times.push(u64::MAX);
-        times.sort_unstable();
-        times.dedup();
-        for t in times {
+        let files = (directory.array_metadata.iter()).chain(&directory.array_metadata_replaced);
+        for t in times_of(files) {
             let at = |o: OpenOptions| if t == u64::MAX { o } else { o.at(t) };
             let theirs = Array::open_with(&o.dir, at(options()))
                 .unwrap()

@@ -465,14 +465,7 @@ impl<'a, S: WritableStorage + ?Sized> FragmentWriter<'a, S> {
             )));
         }
         let s = &self.entry.schema;
-        let input = input::check(s, fields)?;
-        if input.fields.len() != self.current.files.len() {
-            return Err(QueryError::invalid(format!(
-                "{} fields given, the fragment has {} (per-cell timestamps and delete metadata come with every part or none)",
-                input.fields.len(),
-                self.current.files.len()
-            )));
-        }
+        let input = self.part_input(fields)?;
         if self.layout == ResultLayout::GlobalOrder && s.array_type == ArrayType::Sparse {
             self.check_order(&input)?;
         }
@@ -497,6 +490,19 @@ impl<'a, S: WritableStorage + ?Sized> FragmentWriter<'a, S> {
             self.failed = true;
         }
         done
+    }
+
+    /// `fields` checked against the schema and the fragment's files.
+    fn part_input<'f>(&self, fields: &'f [FieldBuffer]) -> Result<Input<'f>> {
+        let input = input::check(&self.entry.schema, fields)?;
+        if input.fields.len() != self.current.files.len() {
+            return Err(QueryError::invalid(format!(
+                "{} fields given, the fragment has {} (per-cell timestamps and delete metadata come with every part or none)",
+                input.fields.len(),
+                self.current.files.len()
+            )));
+        }
+        Ok(input)
     }
 
     /// Adds the next band of a dense row- or col-major write given in
@@ -534,14 +540,7 @@ impl<'a, S: WritableStorage + ?Sized> FragmentWriter<'a, S> {
                 "band {at} of the write is not {band:?}: bands come whole and in order"
             )));
         }
-        let input = input::check(s, fields)?;
-        if input.fields.len() != self.current.files.len() {
-            return Err(QueryError::invalid(format!(
-                "{} fields given, the fragment has {}",
-                input.fields.len(),
-                self.current.files.len()
-            )));
-        }
+        let input = self.part_input(fields)?;
         let arrangement = Arrangement::dense(s, self.layout, band)?;
         self.parts = self.parts.saturating_add(1);
         let done = self.push_tiles(&input, &arrangement);
