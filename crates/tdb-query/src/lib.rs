@@ -52,11 +52,31 @@ pub use validity::{Bitmap, Validity, ValidityRef};
 pub use write::{delete_cells, write_fragment, WriteSpec, Written};
 
 /// The compute threads TileDB would run on this machine (its
-/// `sm.compute_concurrency_level` defaults to the cores): where TileDB's
-/// answers depend on them, tdb answers as TileDB does here.
+/// `sm.compute_concurrency_level` defaults to C++'s
+/// `hardware_concurrency()`, on Linux the processors online, whatever the
+/// process's CPU quota or affinity): where TileDB's answers depend on
+/// them, tdb answers as TileDB does here. Elsewhere the cores the process
+/// may use.
 pub(crate) fn tiledb_threads() -> usize {
     static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+    *THREADS.get_or_init(|| {
+        std::fs::read_to_string("/sys/devices/system/cpu/online")
+            .ok()
+            .and_then(|list| cpus_in_list(&list))
+            .or_else(|| std::thread::available_parallelism().ok().map(|n| n.get()))
+            .unwrap_or(1)
+    })
+}
+
+/// The CPUs a kernel CPU list names (`0-3,5,7-8`), `None` if malformed.
+fn cpus_in_list(list: &str) -> Option<usize> {
+    let mut n = 0usize;
+    for part in list.trim().split(',') {
+        let (lo, hi) = part.split_once('-').unwrap_or((part, part));
+        let (lo, hi): (usize, usize) = (lo.parse().ok()?, hi.parse().ok()?);
+        n = n.checked_add(hi.checked_sub(lo)?.checked_add(1)?)?;
+    }
+    (n > 0).then_some(n)
 }
 
 /// Worker threads for decoding and filtering tiles: one per core, at most
@@ -69,4 +89,16 @@ pub(crate) fn threads() -> usize {
             .map_or(1, |n| n.get())
             .min(8)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn cpu_lists_count_their_cpus() {
+        assert_eq!(super::cpus_in_list("0-1\n"), Some(2));
+        assert_eq!(super::cpus_in_list("0-3,5,7-8"), Some(7));
+        assert_eq!(super::cpus_in_list("0"), Some(1));
+        assert_eq!(super::cpus_in_list("3-1"), None);
+        assert_eq!(super::cpus_in_list(""), None);
+    }
 }
