@@ -83,6 +83,14 @@ pub(crate) fn copies_checked_as_cells(
             Err(why) => {
                 // No copy: check.py would count it again.
                 let _ = fs::remove_dir_all(out.join(&rel));
+                // A write tdb does not do (a typed `Unsupported`, which the
+                // cluster's INSERT reports through DataFusion's chain):
+                // listed as skipped, never passed.
+                if why.contains("not supported yet") || why.contains("Unsupported(") {
+                    skipped += 1;
+                    println!("skip {rel}: {why}");
+                    continue;
+                }
                 match tiledb_refuses_too(root, python, &case, &out.join(&rel), &why)? {
                     Some(theirs) => {
                         both_refuse += 1;

@@ -117,6 +117,9 @@ fn every_tiledb_array_exported_imports_to_the_same_cells() {
                     }
                     checked += 1;
                 }
+                // A write tdb refuses as unsupported (`dense_int8_wrapped_tiles`:
+                // TileDB's own tiles there are smaller than their cells).
+                Err(e) if e.contains("not supported yet") => {}
                 Err(e) if empty => {
                     assert!(
                         e.contains("do not fill") || e.contains("0 cells"),

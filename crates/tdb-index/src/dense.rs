@@ -116,9 +116,43 @@ pub fn cell_num_per_tile(domain: &Domain) -> Option<u64> {
 }
 
 /// The number of cells TileDB's fragment info reports for a dense fragment
-/// whose non-empty domain is `nd`: whole tiles touched times cells per tile.
+/// whose non-empty domain is `nd`: whole tiles touched times cells per
+/// tile as TileDB counts them ([`tiledb_cell_num_per_tile`]).
 pub fn dense_cell_num(domain: &Domain, nd: &NDRange) -> Option<u64> {
-    tile_count(domain, nd)?.checked_mul(cell_num_per_tile(domain)?)
+    tile_count(domain, nd)?.checked_mul(tiledb_cell_num_per_tile(domain)?)
+}
+
+/// Cells in one dense tile as TileDB counts them for fragment info and
+/// consolidation (`Domain::compute_cell_num_per_tile`): the running
+/// product is passed back through the dimensions' type before each
+/// multiplication (`Dimension::tile_extent_mult<T>` takes it as a `T`), so
+/// it wraps at the type's width: INT8 extents 16, 28 and 7 make 1,344
+/// cells, not 3,136 (TileDB 2.16 wrote tiles of 1,344 cells for such a
+/// schema: random legacy case 634). The product itself is taken as C++
+/// does: in `int` for types narrower than 32 bits, else in the unsigned
+/// type. Equal to [`cell_num_per_tile`] wherever nothing wraps.
+pub fn tiledb_cell_num_per_tile(domain: &Domain) -> Option<u64> {
+    domain.dimensions.iter().try_fold(1u64, |acc, dim| {
+        if dim.is_var() {
+            return None;
+        }
+        let width = dim.datatype.size();
+        let extent = int_value(dim.datatype, dim.tile_extent.as_deref()?)?;
+        let bits = u32::try_from(width.checked_mul(8)?).ok()?;
+        let mask = if bits >= 64 {
+            u64::MAX
+        } else {
+            (1u64 << bits).wrapping_sub(1)
+        };
+        let (a, e) = (acc & mask, (extent as u64) & mask);
+        Some(match bits {
+            // Promoted to int: a product past i32::MAX is C++'s overflow;
+            // it wraps there and widens with its sign.
+            8 | 16 => i64::from(a.wrapping_mul(e) as u32 as i32) as u64,
+            32 => a.wrapping_mul(e) & mask,
+            _ => a.wrapping_mul(e),
+        })
+    })
 }
 
 /// The number of cells in the rectangle `nd` of an integer domain
@@ -967,6 +1001,31 @@ mod tests {
 
     fn range(lo: i32, hi: i32) -> Range {
         Range::from_bounds(&lo.to_le_bytes(), &hi.to_le_bytes(), false)
+    }
+
+    #[test]
+    fn tiledb_counts_a_tiles_cells_wrapping_at_the_dimensions_width() {
+        // INT8 extents 16, 28, 7 (random legacy case 634, TileDB 2.16.3):
+        // 16 * 28 = 448 passes back through int8 as 192; 192 * 7 = 1,344.
+        let int8 = ArraySchema::builder(ArrayType::Dense)
+            .dimension(DimensionBuilder::range("a", 53i8..=72).tile_extent(16i8))
+            .dimension(DimensionBuilder::range("b", 0i8..=34).tile_extent(28i8))
+            .dimension(DimensionBuilder::range("c", 98i8..=107).tile_extent(7i8))
+            .attribute(AttributeBuilder::new("x", Datatype::Int32))
+            .build()
+            .unwrap()
+            .domain;
+        assert_eq!(cell_num_per_tile(&int8), Some(3136));
+        assert_eq!(tiledb_cell_num_per_tile(&int8), Some(1344));
+        let nd = vec![
+            Range::from_bounds(&[59u8], &[72u8], false),
+            Range::from_bounds(&[34u8], &[34u8], false),
+            Range::from_bounds(&[107u8], &[107u8], false),
+        ];
+        assert_eq!(dense_cell_num(&int8, &nd), Some(2688));
+        // Nothing wraps: the plain product.
+        let int32 = domain(&[(0, 99, 10), (0, 99, 30), (0, 9, 7)]);
+        assert_eq!(tiledb_cell_num_per_tile(&int32), cell_num_per_tile(&int32));
     }
 
     #[test]

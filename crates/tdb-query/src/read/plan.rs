@@ -130,7 +130,7 @@ impl FragPlan {
     pub fn cells(&self, t: u64, tile_num: u64) -> u64 {
         let f = &self.meta.footer;
         if f.dense {
-            tdb_index::dense::cell_num_per_tile(&self.schema.domain).unwrap_or(0)
+            tdb_index::dense::tiledb_cell_num_per_tile(&self.schema.domain).unwrap_or(0)
         } else if t.saturating_add(1) == tile_num {
             f.last_tile_cell_num
         } else {

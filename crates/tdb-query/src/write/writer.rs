@@ -307,6 +307,23 @@ impl<'a, S: WritableStorage + ?Sized> FragmentWriter<'a, S> {
                     "a dense write takes row-major, col-major or global-order cells, not unordered ones",
                 ));
             }
+            // TileDB sizes a dense tile by a product of the extents that
+            // wraps at the dimensions' width (`tiledb_cell_num_per_tile`)
+            // and places cells by the true strides: past the wrapped size
+            // it writes out of bounds. tdb reads such tiles, and does not
+            // write them.
+            let (ours, theirs) = (
+                tdb_index::dense::cell_num_per_tile(&s.domain),
+                tdb_index::dense::tiledb_cell_num_per_tile(&s.domain),
+            );
+            if ours != theirs {
+                return Err(QueryError::Unsupported(format!(
+                    "dense writes where TileDB counts {} cells a tile and the tile extents make {}: \
+                     its product of the extents wraps at the dimensions' type",
+                    theirs.unwrap_or(0),
+                    ours.unwrap_or(0)
+                )));
+            }
             // A merge (recording its union) writes whole tiles.
             let merge = spec.non_empty_domain.is_some();
             let sub = arrange::dense_subarray(s, spec.subarray.as_ref(), merge)?;
