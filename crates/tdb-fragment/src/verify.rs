@@ -301,7 +301,7 @@ impl Frag<'_> {
     fn cells(&self, t: u64) -> Option<u64> {
         let f = &self.meta.footer;
         if f.dense {
-            tdb_index::dense::cell_num_per_tile(&self.schema.domain)
+            tdb_index::dense::tiledb_cell_num_per_tile(&self.schema.domain)
         } else if t.checked_add(1) == Some(self.tile_num) {
             Some(f.last_tile_cell_num)
         } else {
