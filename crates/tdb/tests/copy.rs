@@ -258,7 +258,6 @@ fn delete_metadata_is_copied_naming_the_copied_commits() {
     }
 }
 
-/// Every fixture whose consolidated fragments were not vacuumed, dense
 /// The array cases of the corpus, each with the options that open it.
 fn array_cases() -> Vec<(tdb_testdata::Object, tdb::OpenOptions)> {
     (tdb_testdata::objects().into_iter())
@@ -271,6 +270,14 @@ fn array_cases() -> Vec<(tdb_testdata::Object, tdb::OpenOptions)> {
             (o, options)
         })
         .collect()
+}
+
+/// `options` opening at time `t` (`u64::MAX`: now, as [`times_of`] says).
+fn opened_at(options: &tdb::OpenOptions, t: u64) -> tdb::OpenOptions {
+    match t {
+        u64::MAX => options.clone(),
+        t => options.clone().at(t),
+    }
 }
 
 /// Every start and end of `files`' timestamp ranges, and `u64::MAX` for
@@ -288,16 +295,16 @@ fn times_of<'a>(files: impl IntoIterator<Item = &'a tdb_fragment::TimestampedFil
     times
 }
 
+/// Every fixture whose consolidated fragments were not vacuumed, dense
 /// and sparse: the copy keeps the fragments they replace and the vacuum
 /// lists, so it reads as its source at every time a fragment starts or
 /// ends, and now.
 #[test]
 fn copies_keep_the_history_of_consolidations_not_yet_vacuumed() {
-    use tdb::{OpenOptions, ReadSpec, ResultLayout};
+    use tdb::{ReadSpec, ResultLayout};
     let mut cases = Vec::new();
     for (o, opened) in array_cases() {
-        let options = || opened.clone();
-        let src = Array::open_with(&o.dir, options()).unwrap();
+        let src = Array::open_with(&o.dir, opened.clone()).unwrap();
         let directory = &src.snapshot().open.directory;
         let committed = directory.committed_fragments();
         if committed.len() == src.fragments().len() {
@@ -316,9 +323,8 @@ fn copies_keep_the_history_of_consolidations_not_yet_vacuumed() {
                 let spec = ReadSpec::new(fields).with_layout(ResultLayout::RowMajor);
                 (a.fragments().len(), a.read_all(spec).unwrap().fields)
             }
-            let at = |o: OpenOptions| if t == u64::MAX { o } else { o.at(t) };
-            let theirs = read(Array::open_with(&o.dir, at(options())).unwrap());
-            let ours = read(Array::open_in(&dst, "", at(options())).unwrap());
+            let theirs = read(Array::open_with(&o.dir, opened_at(&opened, t)).unwrap());
+            let ours = read(Array::open_in(&dst, "", opened_at(&opened, t)).unwrap());
             assert_eq!(ours, theirs, "{} at {t}", o.case);
         }
         cases.push((o.case.clone(), dense));
@@ -336,11 +342,9 @@ fn copies_keep_the_history_of_consolidations_not_yet_vacuumed() {
 /// (`consolidated_array_meta_kept`; random case 22013 lost them).
 #[test]
 fn copies_keep_metadata_a_consolidation_superseded() {
-    use tdb::OpenOptions;
     let mut cases = Vec::new();
     for (o, opened) in array_cases() {
-        let options = || opened.clone();
-        let src = Array::open_with(&o.dir, options()).unwrap();
+        let src = Array::open_with(&o.dir, opened.clone()).unwrap();
         let directory = &src.snapshot().open.directory;
         if directory.array_metadata_replaced.is_empty() {
             continue;
@@ -349,15 +353,9 @@ fn copies_keep_metadata_a_consolidation_superseded() {
         tdb::copy(&src, &dst, "", o.key.as_ref()).unwrap();
         let files = (directory.array_metadata.iter()).chain(&directory.array_metadata_replaced);
         for t in times_of(files) {
-            let at = |o: OpenOptions| if t == u64::MAX { o } else { o.at(t) };
-            let theirs = Array::open_with(&o.dir, at(options()))
-                .unwrap()
-                .metadata()
-                .unwrap();
-            let ours = Array::open_in(&dst, "", at(options()))
-                .unwrap()
-                .metadata()
-                .unwrap();
+            let theirs = Array::open_with(&o.dir, opened_at(&opened, t)).unwrap();
+            let ours = Array::open_in(&dst, "", opened_at(&opened, t)).unwrap();
+            let (theirs, ours) = (theirs.metadata().unwrap(), ours.metadata().unwrap());
             assert_eq!(ours, theirs, "{} at {t}", o.case);
         }
         cases.push(o.case.clone());
