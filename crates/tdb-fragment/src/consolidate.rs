@@ -158,7 +158,7 @@ pub fn vacuum_group_metadata<S: ReadStorage + WritableStorage + ?Sized>(
     delete_files(
         storage,
         dir,
-        d.metadata_to_vacuum.iter().chain(&d.metadata_vac_to_vacuum),
+        (d.metadata_replaced.iter().map(|f| &f.path)).chain(&d.metadata_vac_to_vacuum),
     )
 }
 
@@ -175,9 +175,7 @@ pub fn vacuum_metadata<S: ReadStorage + WritableStorage + ?Sized>(
     delete_files(
         storage,
         dir,
-        d.array_metadata_to_vacuum
-            .iter()
-            .chain(&d.array_metadata_vac_to_vacuum),
+        (d.array_metadata_replaced.iter().map(|f| &f.path)).chain(&d.array_metadata_vac_to_vacuum),
     )
 }
 

@@ -474,7 +474,6 @@ impl DirectoryListing {
             consolidated_commits: consolidated,
             fragment_metadata,
             array_metadata: meta.visible,
-            array_metadata_to_vacuum: meta.to_vacuum,
             array_metadata_vac_to_vacuum: meta.vac_to_vacuum,
             array_metadata_replaced: meta.replaced,
             array_metadata_vacuum_lists: meta.lists,
@@ -534,7 +533,6 @@ impl DirectoryListing {
             details_to_vacuum: details.to_vacuum,
             details_vac_to_vacuum: details.vac_to_vacuum,
             metadata: meta.visible,
-            metadata_to_vacuum: meta.to_vacuum,
             metadata_vac_to_vacuum: meta.vac_to_vacuum,
             metadata_replaced: meta.replaced,
             metadata_vacuum_lists: (meta.lists.into_iter())
@@ -690,13 +688,11 @@ pub struct ArrayDirectory {
     pub fragment_metadata: Vec<String>,
     /// Array metadata files visible, ordered by start timestamp.
     pub array_metadata: Vec<TimestampedFile>,
-    /// Array metadata files that vacuum lists in the window supersede.
-    pub array_metadata_to_vacuum: Vec<String>,
     /// Array metadata vacuum lists that can go.
     pub array_metadata_vac_to_vacuum: Vec<String>,
-    /// The array metadata files of `array_metadata_to_vacuum`: hidden in
-    /// the window by a consolidation, yet seen by opens at earlier times
-    /// until vacuumed (a copy keeps them).
+    /// Array metadata files that vacuum lists in the window supersede:
+    /// hidden in the window by a consolidation, yet seen by opens at
+    /// earlier times until vacuumed (a copy keeps them).
     pub array_metadata_replaced: Vec<TimestampedFile>,
     /// Each array metadata vacuum list in the window with the files it
     /// names (paths relative to the array).
@@ -734,7 +730,6 @@ impl ArrayDirectory {
             consolidated_commits: BTreeSet::new(),
             fragment_metadata: Vec::new(),
             array_metadata: Vec::new(),
-            array_metadata_to_vacuum: Vec::new(),
             array_metadata_vac_to_vacuum: Vec::new(),
             array_metadata_replaced: Vec::new(),
             array_metadata_vacuum_lists: Vec::new(),
@@ -848,11 +843,9 @@ pub struct GroupDirectory {
     pub details_vac_to_vacuum: Vec<String>,
     /// Group metadata files visible, by start timestamp.
     pub metadata: Vec<TimestampedFile>,
-    /// Metadata files that vacuum lists supersede.
-    pub metadata_to_vacuum: Vec<String>,
     /// Metadata vacuum lists that can go.
     pub metadata_vac_to_vacuum: Vec<String>,
-    /// The metadata files of `metadata_to_vacuum`, which opens at earlier
+    /// Metadata files that vacuum lists supersede, which opens at earlier
     /// times still read until vacuumed (a copy keeps them).
     pub metadata_replaced: Vec<TimestampedFile>,
     /// Each metadata vacuum list in the window with the files it names

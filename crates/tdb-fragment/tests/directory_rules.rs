@@ -337,7 +337,12 @@ fn array_metadata_in_the_window_minus_vacuumed() {
     let all = at(TimeWindow::ALL);
     let paths: Vec<_> = all.array_metadata.iter().map(|m| m.path.clone()).collect();
     assert_eq!(paths, [merged.as_str()]);
-    assert_eq!(all.array_metadata_to_vacuum, [m1.clone(), m2.clone()]);
+    let replaced: Vec<_> = all
+        .array_metadata_replaced
+        .iter()
+        .map(|m| m.path.clone())
+        .collect();
+    assert_eq!(replaced, [m1.clone(), m2.clone()]);
     assert_eq!(all.array_metadata_vac_to_vacuum, [format!("{merged}.vac")]);
     let early = at(TimeWindow::until(1));
     let paths: Vec<_> = early
