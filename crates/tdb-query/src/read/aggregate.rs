@@ -370,6 +370,20 @@ pub(super) struct TileMd<'p> {
     min_max: Option<(&'p [u8], &'p [u8])>,
 }
 
+/// Whether tile `tile` of `plan` has the metadata every field of
+/// `md_fields` ((slot, ops)) needs, so an aggregation may fold it instead
+/// of the tile's cells.
+pub(super) fn metadata_answers(
+    plan: &FragPlan,
+    fields: &[FieldInfo],
+    md_fields: &[(usize, Vec<AggregateOp>)],
+    tile: u64,
+) -> bool {
+    md_fields.iter().all(|(slot, ops)| {
+        (fields.get(*slot)).is_some_and(|f| tile_metadata(plan, f, *slot, ops, tile).is_some())
+    })
+}
+
 /// Tile `tile` of `plan`'s metadata for `f`: `None` when the fragment lacks
 /// some of what `f`'s ops need.
 pub(super) fn tile_metadata<'p>(

@@ -203,6 +203,14 @@ pub struct Reader {
     /// when every field's ops allow, and the read keeps it only without a
     /// condition, deletes, or a newer fragment that could replace a cell.
     md_sparse: bool,
+    /// Whether this sparse read answers from their metadata the tiles it
+    /// keeps every cell of, once it has read them, as TileDB's unordered
+    /// reader with duplicates does, and its global-order reader where its
+    /// merge took the tile whole: under a condition, past deletes, or in a
+    /// box cutting a tile's MBR but none of its cells.
+    /// Answers change only for lossy filters (FLOAT_SCALE: the metadata
+    /// holds the values as written).
+    md_kept: bool,
     /// Tiles answered from metadata and not read, for the aggregation.
     md_answered: Vec<(usize, u64)>,
     /// Every tile answered from metadata so far (pieces that cut one each
@@ -369,6 +377,7 @@ impl Reader {
             phase: Phase::Start,
             md_fields: Vec::new(),
             md_sparse: false,
+            md_kept: false,
             md_answered: Vec::new(),
             md_done: Default::default(),
             with_states: false,
@@ -791,7 +800,7 @@ impl Reader {
                 }
             }
             // Tile metadata exists from format version 11.
-            if (footer.dense || self.md_sparse) && footer.version >= 11 {
+            if (footer.dense || self.md_sparse || self.md_kept) && footer.version >= 11 {
                 for &(slot, _) in &self.md_fields {
                     let Some(Some(ff)) = plan.fields.get(slot) else {
                         continue;
@@ -877,11 +886,29 @@ impl Reader {
         self.minmax_skip = schema.array_type == ArrayType::Sparse
             && self.condition.is_some()
             && one_cell_per_coordinate;
-        self.md_sparse = self.md_sparse
-            && schema.array_type == ArrayType::Sparse
+        let md_asked = self.md_sparse && schema.array_type == ArrayType::Sparse;
+        self.md_sparse = md_asked
             && self.condition.is_none()
             && self.deletes.is_empty()
             && one_cell_per_coordinate;
+        // (TileDB counts a cell once per range holding it where ranges
+        // overlap, and then answers no tile from its metadata: one range
+        // a dimension keeps clear of that.)
+        let one_range =
+            (0..schema.domain.dimensions.len()).all(|d| self.spec.subarray.ranges(d).len() <= 1);
+        // Where TileDB's merge cuts tiles (`SparseScan::merged_whole`),
+        // without a condition or deletes (they cut its slabs too).
+        let merged = !schema.allows_dups
+            && (one_cell_per_coordinate
+                || (self.condition.is_none()
+                    && self.deletes.is_empty()
+                    && self.plans.iter().all(|p| p.timestamps.is_none())));
+        let merges_whole = match self.spec.layout {
+            ResultLayout::Unordered => schema.allows_dups || merged,
+            ResultLayout::GlobalOrder => merged,
+            _ => false,
+        };
+        self.md_kept = md_asked && one_range && merges_whole;
         let wanted = self.section_requests()?;
         if wanted.is_empty() {
             return self.start_partitions();
@@ -1089,6 +1116,21 @@ impl Reader {
                     }
                 }),
                 held: held.as_ref(),
+                whole: None,
+            };
+            // Tiles kept whole answer from their metadata (`md_kept`).
+            let (plans, fields, md_fields, done) =
+                (&self.plans, &self.fields, &self.md_fields, &self.md_done);
+            let whole = |fi: usize, t: u64| {
+                !done.contains(&(fi, t))
+                    && (plans.get(fi))
+                        .is_some_and(|p| aggregate::metadata_answers(p, fields, md_fields, t))
+            };
+            let scan = sparse::SparseScan {
+                whole: self
+                    .md_kept
+                    .then_some(&whole as &dyn Fn(usize, u64) -> bool),
+                ..scan
             };
             match &mut self.spill {
                 Some(spilled::Spilled::Stretches(_)) => {
@@ -1107,7 +1149,15 @@ impl Reader {
                     );
                     spill.push(run)?;
                 }
-                None => self.results = scan.cells()?,
+                None => {
+                    let (results, answered) = scan.cells()?;
+                    self.results = results;
+                    for tile in answered {
+                        if self.md_done.insert(tile) {
+                            self.md_answered.push(tile);
+                        }
+                    }
+                }
             }
         } else if let Some(mut spill) = self.spill.take() {
             let spilled = match &mut spill {

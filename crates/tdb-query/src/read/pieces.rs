@@ -1587,11 +1587,7 @@ impl Reader {
                 let mut from_md = |t: u64, mbr: &[tdb_schema::Range]| {
                     let answered = md
                         && plan::mbr_within(self.ops.dims(), mbr, &self.spec.subarray)
-                        && md_fields.iter().all(|(slot, ops)| {
-                            fields.get(*slot).is_some_and(|f| {
-                                aggregate::tile_metadata(plan, f, *slot, ops, t).is_some()
-                            })
-                        });
+                        && aggregate::metadata_answers(plan, fields, md_fields, t);
                     if answered {
                         md_answered.push((i, t));
                     }

@@ -13,7 +13,7 @@ use crate::condition::{BoundCondition, BoundDelete};
 use crate::{QueryError, Result, ResultLayout, Subarray};
 use std::cmp::Ordering;
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::{BinaryHeap, HashMap, HashSet};
 use tdb_format::Layout;
 use tdb_index::order::{cmp_coord_bytes, cmp_coords, sort_cells, CellOrder};
 use tdb_index::RangeOps;
@@ -518,6 +518,11 @@ pub(crate) struct SparseScan<'r> {
     pub layout: ResultLayout,
     pub parts: Option<PartsRule<'r>>,
     pub held: Option<&'r HeldPart>,
+    /// Whether an aggregation answers tile `t` of fragment `fi` from its
+    /// metadata should the read keep every cell of it (the reader's
+    /// `md_kept`): [`SparseScan::cells`] then leaves its cells out and
+    /// lists it.
+    pub whole: Option<&'r dyn Fn(usize, u64) -> bool>,
 }
 
 /// The cells the tile checks kept, in tile order: where each is, its
@@ -758,10 +763,110 @@ impl SparseScan<'_> {
         Ok(())
     }
 
+    /// Whether tile `t` of fragment `fi`, `kept` of its cells kept, is
+    /// answered from its metadata ([`SparseScan::whole`]): all of it held
+    /// and kept.
+    fn answered_whole(&self, fi: usize, t: u64, kept: usize) -> bool {
+        self.whole.is_some_and(|whole| {
+            self.held.is_none()
+                && (self.plans.get(fi)).is_some_and(|p| p.cells(t, p.tile_num()) == kept as u64)
+                && whole(fi, t)
+        })
+    }
+
+    /// The tiles (fragment, tile) TileDB's global-order reader merges whole,
+    /// all of whose cells are kept (`survivors`: the candidates left after
+    /// deduplication, deletes and the condition): with one fragment, every
+    /// such tile; with several (no condition, no deletes, no per-cell
+    /// timestamps), those no other fragment's candidate cuts. Its merge
+    /// takes a tile's cells in one slab up to the next fragment's next
+    /// cell, exclusive, so the tile is whole unless another fragment's cell
+    /// falls after its first cell and up to its last (ties included), or
+    /// a newer one equals its first (which wins it). Candidates of equal
+    /// coordinates come newest first.
+    fn merged_whole<'t>(
+        &self,
+        survivors: &[usize],
+        refs: &[CellRef],
+        stamps: &[u64],
+        at: &(impl Fn(usize, usize) -> &'t [u8] + Sync),
+    ) -> HashSet<(u32, u64)> {
+        let mut kept: HashMap<(u32, u64), usize> = HashMap::new();
+        for r in survivors.iter().filter_map(|&i| refs.get(i)) {
+            let n = kept.entry((r.frag, r.tile)).or_default();
+            *n = n.saturating_add(1);
+        }
+        let mut whole: HashSet<(u32, u64)> = (kept.into_iter())
+            .filter(|&((fi, t), n)| self.answered_whole(fi as usize, t, n))
+            .map(|(tile, _)| tile)
+            .collect();
+        let one_fragment = refs
+            .windows(2)
+            .all(|w| w.first().map(|r| r.frag) == w.get(1).map(|r| r.frag));
+        if whole.is_empty() || one_fragment {
+            return whole;
+        }
+        let n = self.schema.domain.dimensions.len();
+        let same = |a: usize, b: usize| cmp_coord_bytes(n, at, a, b).is_eq();
+        let stamp = |i: usize| stamps.get(i).copied().unwrap_or(0);
+        let frag = |i: usize| refs.get(i).map_or(0, |r| r.frag);
+        let mut merged: Vec<usize> = (0..refs.len()).collect();
+        let kind = CellOrder::Global {
+            tile_order: self.schema.tile_order,
+            cell_order: self.schema.cell_order,
+        };
+        let newest_first =
+            |a: usize, b: usize| (stamp(b).cmp(&stamp(a))).then_with(|| frag(b).cmp(&frag(a)));
+        sort_cells(
+            &mut merged,
+            &self.schema.domain,
+            self.ops,
+            kind,
+            at,
+            newest_first,
+            crate::threads(),
+        );
+        // Each tile's first and last place in the merge.
+        let mut span: HashMap<(u32, u64), (usize, usize)> = HashMap::new();
+        for (p, r) in merged
+            .iter()
+            .enumerate()
+            .filter_map(|(p, &i)| Some((p, refs.get(i)?)))
+        {
+            let e = span.entry((r.frag, r.tile)).or_insert((p, p));
+            e.1 = p;
+        }
+        whole.retain(|tile| {
+            let Some(&(first, last)) = span.get(tile) else {
+                return false;
+            };
+            let (Some(&c0), Some(&cn)) = (merged.get(first), merged.get(last)) else {
+                return false;
+            };
+            let ours = |i: usize| refs.get(i).is_some_and(|r| (r.frag, r.tile) == *tile);
+            // A newer cell equal to the first comes before it.
+            let won_first = first == 0
+                || merged
+                    .get(first.wrapping_sub(1))
+                    .is_none_or(|&i| !same(i, c0));
+            // Between first and last only the tile's cells, and older ones
+            // equal to its first; after its last none equal to it (unless
+            // the last is the first).
+            let inside = (merged.get(first..=last).unwrap_or_default().iter())
+                .all(|&i| ours(i) || same(i, c0));
+            let after = merged
+                .get(last.saturating_add(1))
+                .is_some_and(|&i| same(i, cn));
+            won_first && inside && (!after || same(c0, cn))
+        });
+        whole
+    }
+
     /// The sparse result: cells of candidate tiles inside the subarray and
     /// the window, not deleted, deduplicated (newest wins) unless the schema
-    /// allows duplicates, passing the condition, in `layout` order.
-    pub(crate) fn cells(&self) -> Result<Results> {
+    /// allows duplicates, passing the condition, in `layout` order; and
+    /// the tiles answered from their metadata instead (`whole`), left out.
+    pub(crate) fn cells(&self) -> Result<(Results, Vec<(usize, u64)>)> {
         let (schema, layout, ops, subarray, parts) = (
             self.schema,
             self.layout,
@@ -771,7 +876,19 @@ impl SparseScan<'_> {
         );
         let dims = &schema.domain.dimensions;
         let dim_slots = self.dim_slots()?;
-        let kept = self.check_tiles(&dim_slots)?;
+        let mut kept = self.check_tiles(&dim_slots)?;
+        let mut answered = Vec::new();
+        if self.whole.is_some() && schema.allows_dups {
+            // (Without duplicates a cell may yet lose to a newer version, or
+            // fail the condition: below, once they are applied.)
+            kept.retain(|((fi, t), k)| {
+                let whole = self.answered_whole(*fi, *t, k.cells.len());
+                if whole {
+                    answered.push((*fi, *t));
+                }
+                !whole
+            });
+        }
         // Unordered reads with duplicates keep cells in the order found:
         // each tile's kept cells go straight into slabs, no per-cell record,
         // listed in one slab where they seldom run on (they cost less so).
@@ -803,7 +920,7 @@ impl SparseScan<'_> {
                     });
                 }
             }
-            return Ok(out);
+            return Ok((out, answered));
         }
         let Candidates {
             refs,
@@ -839,6 +956,15 @@ impl SparseScan<'_> {
             if let Some(c) = self.condition {
                 // The condition applies to the surviving (newest) cells.
                 order = self.filter_by_condition(c, &order, &refs)?;
+            }
+            if self.whole.is_some() {
+                let whole = self.merged_whole(&order, &refs, &stamps, &at);
+                order.retain(|&i| {
+                    refs.get(i)
+                        .is_none_or(|r| !whole.contains(&(r.frag, r.tile)))
+                });
+                answered.extend(whole.into_iter().map(|(fi, t)| (fi as usize, t)));
+                answered.sort_unstable();
             }
         }
         if let Some(kind) = self.order_kind() {
@@ -906,7 +1032,7 @@ impl SparseScan<'_> {
         } else {
             out.extend(order.into_iter().filter_map(|i| refs.get(i).copied()));
         }
-        Ok(Results::from_cells(&out))
+        Ok((Results::from_cells(&out), answered))
     }
 }
 
