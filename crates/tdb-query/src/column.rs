@@ -91,4 +91,10 @@ pub trait Columns {
     fn column(&self, field: &str) -> Option<Column<'_>>;
     /// The number of cells every column holds.
     fn cell_num(&self) -> usize;
+    /// The column `== None` and `!= None` tests on `field` read: its own,
+    /// but where a reader of TileDB's takes those tests' validity from
+    /// other cells (see `read::emit`'s dense null checks).
+    fn null_test_column(&self, field: &str) -> Option<Column<'_>> {
+        self.column(field)
+    }
 }

@@ -72,6 +72,14 @@ pub(super) fn eval(node: &Node, cols: &dyn Columns, out: &mut [bool]) -> Result<
     apply(node, cols, false, out)
 }
 
+/// Whether a leaf of `node` is a null test.
+pub(super) fn tests_nulls(node: &Node) -> bool {
+    match node {
+        Node::Leaf(l) => matches!(l.test, Test::Null(_)),
+        Node::And(children) | Node::Or(children) => children.iter().any(tests_nulls),
+    }
+}
+
 /// Applies `node` to `bits` under an AND (`or` false: `bits &= node`) or
 /// an OR (`bits |= node`).
 fn apply(node: &Node, cols: &dyn Columns, or: bool, bits: &mut [bool]) -> Result<()> {
@@ -86,7 +94,11 @@ fn apply(node: &Node, cols: &dyn Columns, or: bool, bits: &mut [bool]) -> Result
     };
     match node {
         Node::Leaf(l) => {
-            let Some(col) = cols.column(&l.field) else {
+            let col = match l.test {
+                Test::Null(_) => cols.null_test_column(&l.field),
+                _ => cols.column(&l.field),
+            };
+            let Some(col) = col else {
                 bits.fill(false);
                 return Ok(());
             };

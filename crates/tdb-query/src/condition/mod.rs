@@ -180,6 +180,11 @@ impl BoundCondition {
         &self.fields
     }
 
+    /// Whether it tests some field `== None` or `!= None`.
+    pub fn tests_nulls(&self) -> bool {
+        eval::tests_nulls(&self.root)
+    }
+
     /// Whether the condition may hold for some cell of a tile whose
     /// fields' values lie between the bounds `bounds(field)` gives (min and
     /// max cell, from the tile's metadata); `false` only when it cannot.

@@ -19,6 +19,7 @@
 
 use super::chunk_cache::ChunkCache;
 use super::fields::{FieldInfo, Kind};
+use super::null_checks::{null_check_validity, NullChecked, NullShift};
 use super::plan;
 use super::stretches::{Stretch, Stretches};
 use super::Reader;
@@ -745,12 +746,19 @@ impl Reader {
         let mut at = vec![0i128; n];
         let mut coord = Vec::with_capacity(8);
         let mut out = Vec::with_capacity(found.len());
+        // Where null tests read (`null_checks`): a dense fragment's cells.
+        let shift = NullShift::of(self).filter(|_| cond.tests_nulls());
+        let frag_lo = shift.as_ref().and_then(|s| s.frag_lo(self, i));
         for block in found.chunks(BLOCK) {
             let mut fields = Vec::with_capacity(slots.len());
+            let mut null_checks = Vec::new();
             for &slot in &slots {
                 let f = (self.fields.get(slot))
                     .ok_or_else(|| QueryError::invalid(format!("no field in slot {slot}")))?;
                 let mut buf = f.empty_buffer();
+                let mut shifted = (shift.as_ref())
+                    .filter(|_| f.nullable)
+                    .map(|s| (s, Vec::with_capacity(block.len())));
                 for &(key, k, pos) in block {
                     if let Kind::Dim(d) = f.kind {
                         bx.coords(key, &mut at)
@@ -765,9 +773,32 @@ impl Reader {
                             let col = tile.column(f.datatype, f.cell_val_num);
                             let c = (pos as usize).saturating_sub(tile.first as usize);
                             buf.push(col.cell(c), !col.is_null(c));
+                            if let Some((s, v)) = &mut shifted {
+                                bx.coords(key, &mut at).ok_or_else(|| {
+                                    QueryError::invalid("a cell outside the subarray")
+                                })?;
+                                let x = at.get(s.step).copied().unwrap_or(0);
+                                let read = s.position(frag_lo, u64::from(pos), x);
+                                let fill = f.fill_validity;
+                                v.push(null_check_validity(
+                                    &col,
+                                    tile.first,
+                                    read,
+                                    u64::from(pos),
+                                    fill,
+                                ));
+                            }
                         }
-                        None => buf.push(&f.fill, f.fill_validity != 0),
+                        None => {
+                            buf.push(&f.fill, f.fill_validity != 0);
+                            if let Some((_, v)) = &mut shifted {
+                                v.push(f.fill_validity);
+                            }
+                        }
                     }
+                }
+                if let Some((_, v)) = shifted {
+                    null_checks.push((f.name.clone(), v));
                 }
                 fields.push(buf);
             }
@@ -776,7 +807,11 @@ impl Reader {
                 fields,
             };
             let mut keep = vec![true; block.len()];
-            cond.evaluate(&batch, &mut keep)?;
+            let columns = NullChecked {
+                batch: &batch,
+                validity: &null_checks,
+            };
+            cond.evaluate(&columns, &mut keep)?;
             out.extend(keep.iter().map(|k| !k));
         }
         Ok(out)

@@ -4,6 +4,7 @@
 
 use super::dense::Slab;
 use super::fields::{FieldInfo, Kind};
+use super::null_checks::{null_check_validity, NullChecked, NullShift};
 use super::{CellState, Reader};
 use crate::batch::{Batch, FieldBuffer};
 use crate::validity::{Bitmap, Validity};
@@ -85,9 +86,19 @@ impl Reader {
                         self.materialize(s, &parts, None, false, f.empty_buffer())
                     })
                     .collect::<Result<_>>()?;
-                let b = Batch { num_cells, fields };
+                let batch = Batch { num_cells, fields };
+                let validity = match cond.tests_nulls() {
+                    true => self.dense_null_checks(&slots, &parts)?,
+                    false => Vec::new(),
+                };
                 let mut mask = vec![true; num_cells as usize];
-                cond.evaluate(&b, &mut mask)?;
+                cond.evaluate(
+                    &NullChecked {
+                        batch: &batch,
+                        validity: &validity,
+                    },
+                    &mut mask,
+                )?;
                 Some(mask)
             }
             _ => None,
@@ -222,6 +233,65 @@ impl Reader {
     /// slab's index and offset, for dense coordinates), a slab at a time;
     /// where `keep` is false (a dense cell failing the condition) the fill
     /// value. `packed`: validity as bits.
+    /// The validity TileDB's dense reader tests `== None` and `!= None`
+    /// against ([`NullShift`]), cell by cell of `parts`, for each nullable
+    /// field of `slots` (the condition's); none where it is the cells' own.
+    fn dense_null_checks(
+        &self,
+        slots: &[usize],
+        parts: &[(Slab, usize, u64)],
+    ) -> Result<Vec<(String, Vec<u8>)>> {
+        let Some(shift) = NullShift::of(self) else {
+            return Ok(Vec::new());
+        };
+        let mut out = Vec::new();
+        for &slot in slots {
+            let f = (self.fields.get(slot))
+                .ok_or_else(|| QueryError::invalid(format!("no field in slot {slot}")))?;
+            if !f.nullable {
+                continue;
+            }
+            let mut v = Vec::new();
+            for &(slab, k, off) in parts {
+                let tile = (!slab.is_fill())
+                    .then(|| self.tiles.get(&(slab.frag as usize, slot, slab.tile)))
+                    .flatten();
+                let Some(tile) = tile else {
+                    // Fill cells, or a fragment without the field.
+                    v.extend(std::iter::repeat_n(f.fill_validity, slab.len as usize));
+                    continue;
+                };
+                let col = tile.column(f.datatype, f.cell_val_num);
+                let dense =
+                    (self.plans.get(slab.frag as usize)).is_some_and(|p| p.meta.footer.dense);
+                let frag_lo = shift.frag_lo(self, slab.frag as usize);
+                let first = self
+                    .results
+                    .first_coords(k)
+                    .get(shift.step)
+                    .copied()
+                    .unwrap_or(0);
+                let x0 = first.saturating_add(i128::from(off));
+                for j in 0..slab.len {
+                    let pos = slab.cell.saturating_add(j.saturating_mul(slab.stride));
+                    let read = match dense && !slab.is_listed() {
+                        true => shift.position(frag_lo, pos, x0.saturating_add(i128::from(j))),
+                        false => pos,
+                    };
+                    v.push(null_check_validity(
+                        &col,
+                        tile.first,
+                        read,
+                        pos,
+                        f.fill_validity,
+                    ));
+                }
+            }
+            out.push((f.name.clone(), v));
+        }
+        Ok(out)
+    }
+
     pub(super) fn materialize(
         &self,
         slot: usize,

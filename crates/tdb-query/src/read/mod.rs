@@ -24,6 +24,7 @@ mod dense_runs;
 mod drive;
 mod emit;
 mod fields;
+mod null_checks;
 mod partition;
 mod pieces;
 mod plan;
