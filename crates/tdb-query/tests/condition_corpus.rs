@@ -7,11 +7,12 @@
 //! returned as matching must satisfy the condition. Conditions on fields
 //! some fragment lacks (schema evolution) are left to the conformance run:
 //! TileDB judges those cells by their fragment, which the cells of a result
-//! do not show.
+//! do not show; so are dense null tests across the tiles' cell order (they
+//! read other cells' validity).
 
 use serde_json::Value;
 use std::collections::HashMap;
-use tdb_format::Datatype;
+use tdb_format::{Datatype, Layout};
 use tdb_query::condition::{parse_with_enumerations, BoundCondition};
 use tdb_query::{Batch, FieldBuffer, VAR_NUM};
 use tdb_schema::{ArraySchema, Enumeration};
@@ -149,6 +150,17 @@ fn every_corpus_condition_selects_what_tiledb_selected() {
             let what = format!("{} / {} `{cond}`", case.name, q["name"]);
             let b = bound(case, cond);
             if b.fields().iter().any(|f| case.not_everywhere.contains(f)) {
+                continue;
+            }
+            // Null tests of a dense read across its tiles' cell order read
+            // other cells' validity where a fragment begins inside a slab
+            // (`read/null_checks.rs`): also left to the conformance run.
+            let across = match q["layout"].as_str() {
+                Some("row-major") => case.schema.cell_order == Layout::ColMajor,
+                Some("col-major") => case.schema.cell_order == Layout::RowMajor,
+                _ => false,
+            };
+            if dense && across && case.schema.domain.dimensions.len() > 1 && b.tests_nulls() {
                 continue;
             }
             total += 1;

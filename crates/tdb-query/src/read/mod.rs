@@ -54,7 +54,7 @@ use plan::{FragPlan, DELETE_TS_SLOT, TIMESTAMPS_SLOT};
 use std::collections::HashMap;
 use std::ops::Range;
 use std::sync::Arc;
-use tdb_format::{ArrayType, DataPart};
+use tdb_format::{ArrayType, DataPart, Datatype};
 use tdb_fragment::fragment_metadata::{Field, Section};
 use tdb_fragment::DeleteCommit;
 use tdb_index::DomainOps;
@@ -824,9 +824,16 @@ impl Reader {
                     let slot = self.fields.iter().position(|x| &x.name == f);
                     if let Some(ff) = slot.and_then(|s| plan.fields.get(s)?.as_ref()) {
                         let i = ff.index;
+                        // (A float's sums tell where its bounds hold:
+                        // `FragPlan::tile_bounds`.)
+                        let float = slot.and_then(|s| self.fields.get(s)).is_some_and(|f| {
+                            matches!(f.datatype, Datatype::Float32 | Datatype::Float64)
+                        });
+                        let sums = float.then_some(Section::Sums(i));
                         sections.extend(
                             [Section::Mins(i), Section::Maxes(i)]
                                 .into_iter()
+                                .chain(sums)
                                 .filter(|&s| footer.section_offset(s).is_some()),
                         );
                     }

@@ -1606,7 +1606,7 @@ impl Reader {
                             c.may_match(&|f| {
                                 let (slot, field) =
                                     fields.iter().enumerate().find(|(_, x)| x.name == f)?;
-                                plan.tile_min_max(slot, field, t)
+                                plan.tile_bounds(slot, field, t)
                             })
                         })
                     })

@@ -4,6 +4,7 @@
 use super::fields::{FieldInfo, FragField};
 use crate::{QueryError, Result, Subarray};
 use std::sync::Arc;
+use tdb_format::Datatype;
 use tdb_fragment::fragment_metadata::{Section, SectionData};
 use tdb_fragment::{FragmentMetadata, TimestampedFile};
 use tdb_index::dense::{int_range, int_value, tile_of};
@@ -152,6 +153,25 @@ impl FragPlan {
             bound(Section::Mins(ff.index))?,
             bound(Section::Maxes(ff.index))?,
         ))
+    }
+
+    /// Tile `t`'s min and max of field `slot` where they bound every cell,
+    /// for skipping tiles a condition rules out. A float's do only where
+    /// the tile's sum shows no NaN and no saturation: TileDB's running
+    /// bounds take a NaN and then the next value (`tdb_fragment::
+    /// tile_metadata`), so they hold only the cells after the last NaN.
+    pub fn tile_bounds(&self, slot: usize, field: &FieldInfo, t: u64) -> Option<(&[u8], &[u8])> {
+        if matches!(field.datatype, Datatype::Float32 | Datatype::Float64) {
+            let ff = self.fields.get(slot)?.as_ref()?;
+            let sum = match self.meta.section(Section::Sums(ff.index))? {
+                SectionData::Sums(v) => f64::from_bits(*v.get(usize::try_from(t).ok()?)?),
+                _ => return None,
+            };
+            if !sum.is_finite() || sum.abs() == f64::MAX {
+                return None;
+            }
+        }
+        self.tile_min_max(slot, field, t)
     }
 
     pub fn tile_num(&self) -> u64 {
