@@ -905,12 +905,14 @@ impl Reader {
         let one_range =
             (0..schema.domain.dimensions.len()).all(|d| self.spec.subarray.ranges(d).len() <= 1);
         // Where TileDB's merge cuts tiles (`SparseScan::merged_whole`),
-        // without a condition or deletes (they cut its slabs too).
+        // without a condition or deletes, nor cells a consolidation kept
+        // deleted (they cut its slabs too).
         let merged = !schema.allows_dups
             && (one_cell_per_coordinate
                 || (self.condition.is_none()
                     && self.deletes.is_empty()
-                    && self.plans.iter().all(|p| p.timestamps.is_none())));
+                    && (self.plans.iter())
+                        .all(|p| p.timestamps.is_none() && p.delete_timestamps.is_none())));
         let merges_whole = match self.spec.layout {
             ResultLayout::Unordered => schema.allows_dups || merged,
             ResultLayout::GlobalOrder => merged,
