@@ -229,10 +229,6 @@ impl Reader {
         }
     }
 
-    /// Field `slot`'s cells of the batch's slabs `parts` (each with its
-    /// slab's index and offset, for dense coordinates), a slab at a time;
-    /// where `keep` is false (a dense cell failing the condition) the fill
-    /// value. `packed`: validity as bits.
     /// The validity TileDB's dense reader tests `== None` and `!= None`
     /// against ([`NullShift`]), cell by cell of `parts`, for each nullable
     /// field of `slots` (the condition's); none where it is the cells' own.
@@ -292,6 +288,10 @@ impl Reader {
         Ok(out)
     }
 
+    /// Field `slot`'s cells of the batch's slabs `parts` (each with its
+    /// slab's index and offset, for dense coordinates), a slab at a time;
+    /// where `keep` is false (a dense cell failing the condition) the fill
+    /// value. `packed`: validity as bits.
     pub(super) fn materialize(
         &self,
         slot: usize,
