@@ -104,9 +104,10 @@ impl Reader {
     /// of it go in blocks. A line is the cells of one value of the
     /// slowest dimension of the cell order, which is the fastest of the
     /// result's across it. `None` where they do not: a read along the cell
-    /// order, or one that does not spill; a var-size field (its data has
-    /// no fixed chunks), chunks not holding whole lines, or of one line
-    /// (a block of one line is a stretch a cell all the same).
+    /// order, or one that does not spill, or one whose null tests move; a
+    /// var-size field (its data has no fixed chunks), chunks not holding
+    /// whole lines, or of one line (a block of one line is a stretch a
+    /// cell all the same).
     pub(super) fn block_band(&self, i: usize, t: u64) -> Option<u64> {
         let schema = self.snapshot.schema();
         let plan = self.plans.get(i)?;
@@ -116,6 +117,13 @@ impl Reader {
             _ => false,
         };
         if self.spill.is_none() || !across || !plan.meta.footer.dense {
+            return None;
+        }
+        // Null tests that read other cells of the tile than their own
+        // (`super::null_checks`) need the tile's positions, which a
+        // block's packing does not keep.
+        let tests_nulls = self.condition.as_ref().is_some_and(|c| c.tests_nulls());
+        if tests_nulls && super::null_checks::NullShift::of(self).is_some() {
             return None;
         }
         let tc = plan.grid()?.tile_cells(t)?;

@@ -78,6 +78,23 @@ impl NullShift {
         Some(int_range(dim, ned.get(self.step)?)?.0)
     }
 
+    /// How many cells before its own a null test of a cell of tile `t` of
+    /// dense fragment `frag` may read: where the fragment begins inside
+    /// the tile along `step`, each cell before it there moves the reads by
+    /// `stride - 1` (see [`NullShift::position`]). A read that holds only
+    /// some of a tile's cells holds these too.
+    pub fn reach_back(&self, reader: &Reader, frag: usize, t: u64) -> u64 {
+        let tc = (reader.plans.get(frag))
+            .and_then(|p| p.grid())
+            .and_then(|g| g.tile_cells(t));
+        let tile_lo = tc.and_then(|tc| tc.corner.get(self.step).copied());
+        let start = match (self.frag_lo(reader, frag), tile_lo) {
+            (Some(f), Some(lo)) => u64::try_from(f.saturating_sub(lo)).unwrap_or(0),
+            _ => 0,
+        };
+        start.saturating_mul(self.stride.saturating_sub(1))
+    }
+
     /// Where TileDB reads the null test of the cell at `pos` in its tile,
     /// `x` along `step`, of a dense fragment beginning at `frag_lo`.
     pub fn position(&self, frag_lo: Option<i128>, pos: u64, x: i128) -> u64 {
@@ -92,6 +109,21 @@ impl NullShift {
         let start = u64::try_from(start).unwrap_or(0);
         pos.saturating_sub(start.saturating_mul(self.stride.saturating_sub(1)))
     }
+}
+
+/// `runs` of a tile's cells (sorted, disjoint, half-open) each reaching
+/// `back` cells further down, where their null tests may read
+/// ([`NullShift::reach_back`]), merged where they meet.
+pub(super) fn with_reach_back(runs: &[(u64, u64)], back: u64) -> Vec<(u64, u64)> {
+    let mut out: Vec<(u64, u64)> = Vec::with_capacity(runs.len());
+    for &(a, b) in runs {
+        let a = a.saturating_sub(back);
+        match out.last_mut() {
+            Some(last) if last.1 >= a => last.1 = last.1.max(b),
+            _ => out.push((a, b)),
+        }
+    }
+    out
 }
 
 /// The validity a null test of the cell at `pos` reads from `col` (a tile

@@ -7,6 +7,7 @@
 use super::dense::{self, DenseFrag, Results};
 use super::dense_blocks::Block;
 use super::fields::{FragField, Kind};
+use super::null_checks::{with_reach_back, NullShift};
 use super::plan::{self, FragPlan};
 use super::tiles::{self, Coalesced, Fetching, TileFetch, TileKey};
 use super::{aggregate, partition, sparse, Phase, Reader};
@@ -1553,6 +1554,10 @@ impl Reader {
             }
             _ => None,
         };
+        // Null tests that read cells before their own (`null_checks`).
+        let null_shift = (self.condition.as_ref())
+            .filter(|c| c.tests_nulls())
+            .and_then(|_| NullShift::of(self));
         let mut fetches = Vec::new();
         let mut carried = Vec::new();
         let mut md_answered = Vec::new();
@@ -1706,6 +1711,14 @@ impl Reader {
                                 .is_some_and(|span| self.slices(i, t, span));
                             (used, slice)
                         }
+                    };
+                    let reach = (null_shift.as_ref())
+                        .filter(|_| meta.footer.dense)
+                        .filter(|_| self.fields.get(slot).is_some_and(|f| f.nullable))
+                        .map_or(0, |s| s.reach_back(self, i, t));
+                    let used = match used {
+                        Some(runs) if reach > 0 => Some(with_reach_back(&runs, reach)),
+                        used => used,
                     };
                     let mut fetch = tiles::plan_tile(
                         meta,
