@@ -122,8 +122,7 @@ impl Reader {
         // Null tests that read other cells of the tile than their own
         // (`super::null_checks`) need the tile's positions, which a
         // block's packing does not keep.
-        let tests_nulls = self.condition.as_ref().is_some_and(|c| c.tests_nulls());
-        if tests_nulls && super::null_checks::NullShift::of(self).is_some() {
+        if self.null_shift().is_some() {
             return None;
         }
         let tc = plan.grid()?.tile_cells(t)?;

@@ -19,7 +19,7 @@
 
 use super::chunk_cache::ChunkCache;
 use super::fields::{FieldInfo, Kind};
-use super::null_checks::{null_check_validity, NullChecked, NullShift};
+use super::null_checks::{null_check_validity, NullChecked};
 use super::plan;
 use super::stretches::{Stretch, Stretches};
 use super::Reader;
@@ -747,7 +747,7 @@ impl Reader {
         let mut coord = Vec::with_capacity(8);
         let mut out = Vec::with_capacity(found.len());
         // Where null tests read (`null_checks`): a dense fragment's cells.
-        let shift = NullShift::of(self).filter(|_| cond.tests_nulls());
+        let shift = self.null_shift();
         let frag_lo = shift.as_ref().and_then(|s| s.frag_lo(self, i));
         for block in found.chunks(BLOCK) {
             let mut fields = Vec::with_capacity(slots.len());

@@ -4,7 +4,7 @@
 
 use super::dense::Slab;
 use super::fields::{FieldInfo, Kind};
-use super::null_checks::{null_check_validity, NullChecked, NullShift};
+use super::null_checks::{null_check_validity, NullChecked};
 use super::{CellState, Reader};
 use crate::batch::{Batch, FieldBuffer};
 use crate::validity::{Bitmap, Validity};
@@ -87,10 +87,7 @@ impl Reader {
                     })
                     .collect::<Result<_>>()?;
                 let batch = Batch { num_cells, fields };
-                let validity = match cond.tests_nulls() {
-                    true => self.dense_null_checks(&slots, &parts)?,
-                    false => Vec::new(),
-                };
+                let validity = self.dense_null_checks(&slots, &parts)?;
                 let mut mask = vec![true; num_cells as usize];
                 cond.evaluate(
                     &NullChecked {
@@ -230,14 +227,14 @@ impl Reader {
     }
 
     /// The validity TileDB's dense reader tests `== None` and `!= None`
-    /// against ([`NullShift`]), cell by cell of `parts`, for each nullable
+    /// against ([`Reader::null_shift`]), cell by cell of `parts`, for each nullable
     /// field of `slots` (the condition's); none where it is the cells' own.
     fn dense_null_checks(
         &self,
         slots: &[usize],
         parts: &[(Slab, usize, u64)],
     ) -> Result<Vec<(String, Vec<u8>)>> {
-        let Some(shift) = NullShift::of(self) else {
+        let Some(shift) = self.null_shift() else {
             return Ok(Vec::new());
         };
         let mut out = Vec::new();

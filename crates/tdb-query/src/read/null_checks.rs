@@ -111,6 +111,15 @@ impl NullShift {
     }
 }
 
+impl Reader {
+    /// The shift of this read's null tests, where its condition has some
+    /// and they move ([`NullShift::of`]).
+    pub(super) fn null_shift(&self) -> Option<NullShift> {
+        let tests_nulls = self.condition.as_ref().is_some_and(|c| c.tests_nulls());
+        tests_nulls.then(|| NullShift::of(self)).flatten()
+    }
+}
+
 /// `runs` of a tile's cells (sorted, disjoint, half-open) each reaching
 /// `back` cells further down, where their null tests may read
 /// ([`NullShift::reach_back`]), merged where they meet.

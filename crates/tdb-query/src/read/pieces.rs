@@ -7,7 +7,7 @@
 use super::dense::{self, DenseFrag, Results};
 use super::dense_blocks::Block;
 use super::fields::{FragField, Kind};
-use super::null_checks::{with_reach_back, NullShift};
+use super::null_checks::with_reach_back;
 use super::plan::{self, FragPlan};
 use super::tiles::{self, Coalesced, Fetching, TileFetch, TileKey};
 use super::{aggregate, partition, sparse, Phase, Reader};
@@ -1555,9 +1555,7 @@ impl Reader {
             _ => None,
         };
         // Null tests that read cells before their own (`null_checks`).
-        let null_shift = (self.condition.as_ref())
-            .filter(|c| c.tests_nulls())
-            .and_then(|_| NullShift::of(self));
+        let null_shift = self.null_shift();
         let mut fetches = Vec::new();
         let mut carried = Vec::new();
         let mut md_answered = Vec::new();
