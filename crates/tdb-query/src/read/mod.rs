@@ -904,15 +904,17 @@ impl Reader {
         // a dimension keeps clear of that.)
         let one_range =
             (0..schema.domain.dimensions.len()).all(|d| self.spec.subarray.ranges(d).len() <= 1);
-        // Where TileDB's merge cuts tiles (`SparseScan::merged_whole`),
-        // without a condition or deletes, nor cells a consolidation kept
-        // deleted (they cut its slabs too).
+        // Where TileDB's merge cuts tiles (`SparseScan::merged_whole`): at
+        // every other fragment's cell, whether the condition or a delete
+        // keeps it or not, and at its own cells they remove (its tiles
+        // then are not whole). Not over fragments whose cells carry
+        // timestamps (versions of a coordinate side by side in one
+        // fragment; TileDB's consolidation wrote their metadata from the
+        // cells as read, so it answers alike either way).
         let merged = !schema.allows_dups
             && (one_cell_per_coordinate
-                || (self.condition.is_none()
-                    && self.deletes.is_empty()
-                    && (self.plans.iter())
-                        .all(|p| p.timestamps.is_none() && p.delete_timestamps.is_none())));
+                || (self.plans.iter())
+                    .all(|p| p.timestamps.is_none() && p.delete_timestamps.is_none()));
         let merges_whole = match self.spec.layout {
             ResultLayout::Unordered => schema.allows_dups || merged,
             ResultLayout::GlobalOrder => merged,

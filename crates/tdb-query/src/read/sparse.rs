@@ -777,8 +777,8 @@ impl SparseScan<'_> {
     /// The tiles (fragment, tile) TileDB's global-order reader merges whole,
     /// all of whose cells are kept (`survivors`: the candidates left after
     /// deduplication, deletes and the condition): with one fragment, every
-    /// such tile; with several (no condition, no deletes, no per-cell
-    /// timestamps), those no other fragment's candidate cuts. Its merge
+    /// such tile; with several (no per-cell timestamps), those no other
+    /// fragment's candidate cuts, kept or not. Its merge
     /// takes a tile's cells in one slab up to the next fragment's next
     /// cell, exclusive, so the tile is whole unless another fragment's cell
     /// falls after its first cell and up to its last (ties included), or
