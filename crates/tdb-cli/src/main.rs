@@ -198,6 +198,13 @@ enum Command {
         aggs: Vec<String>,
         #[command(flatten)]
         read: ReadArgs,
+        /// The read's order: row-major, col-major, global-order or
+        /// unordered; default TileDB-Py's (unordered for a sparse array,
+        /// row-major for a dense one). It decides which tiles TileDB
+        /// answers from their metadata, which holds the values as written
+        /// (before a lossy filter such as FLOAT_SCALE).
+        #[arg(long)]
+        layout: Option<String>,
         /// json (`{field: {op: value}}`, the default), table or csv (a row
         /// per field and op).
         #[arg(long, default_value = "json")]
@@ -763,6 +770,15 @@ fn key_bytes(key: Option<&str>) -> Result<Option<[u8; 32]>, CliError> {
     .transpose()
 }
 
+/// A `--layout` value.
+fn parse_layout(name: &str) -> Result<tdb::ResultLayout, CliError> {
+    tdb::ResultLayout::from_name(name).ok_or_else(|| {
+        CliError::Usage(format!(
+            "--layout takes row-major, col-major, global-order or unordered, not {name:?}"
+        ))
+    })
+}
+
 /// Prints `v` as pretty JSON on stdout.
 fn print_json(v: &impl serde::Serialize) -> Result<(), CliError> {
     let text = serde_json::to_string_pretty(v).map_err(|e| CliError::Output(e.to_string()))?;
@@ -982,11 +998,7 @@ fn run(cli: Cli) -> Result<bool, CliError> {
             format,
         } => {
             let format = tdb_cli::export::Format::from_name(&format)?;
-            let layout = tdb::ResultLayout::from_name(&layout).ok_or_else(|| {
-                CliError::Usage(format!(
-                    "--layout takes row-major, col-major, global-order or unordered, not {layout:?}"
-                ))
-            })?;
+            let layout = parse_layout(&layout)?;
             let (array, mut spec) = read.open(&path, fields.as_deref())?;
             // Unlocked (a Parquet writer needs a `Send` sink): buffered, the
             // lock is taken once per flush.
@@ -1072,10 +1084,19 @@ fn run(cli: Cli) -> Result<bool, CliError> {
             path,
             aggs,
             read,
+            layout,
             format,
         } => {
             let format = OutputFormat::parse(&format, &[Json, Table, Csv])?;
             let (array, spec) = read.open(&path, None)?;
+            let layout = match layout {
+                Some(name) => parse_layout(&name)?,
+                None if array.schema().array_type == tdb::ArrayType::Sparse => {
+                    tdb::ResultLayout::Unordered
+                }
+                None => tdb::ResultLayout::RowMajor,
+            };
+            let spec = spec.with_layout(layout);
             let requests = tdb_cli::export::parse_aggregates(array.schema(), &aggs)?;
             let results = array.aggregate(spec, &requests)?;
             let answer = tdb_cli::export::aggregates_json(array.schema(), &results);
