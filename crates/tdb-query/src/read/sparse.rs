@@ -15,7 +15,7 @@ use std::cmp::Ordering;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, HashSet};
 use tdb_format::Layout;
-use tdb_index::order::{cmp_coord_bytes, cmp_coords, sort_cells, CellOrder};
+use tdb_index::order::{cmp_coord_bytes, sort_cells, CellOrder};
 use tdb_index::RangeOps;
 use tdb_schema::{ArraySchema, Range};
 
@@ -776,19 +776,19 @@ impl SparseScan<'_> {
 
     /// The tiles (fragment, tile) TileDB's global-order reader merges whole,
     /// all of whose cells are kept (`survivors`: the candidates left after
-    /// deduplication, deletes and the condition): with one fragment, every
-    /// such tile; with several (no per-cell timestamps), those no other
-    /// fragment's candidate cuts, kept or not. Its merge
-    /// takes a tile's cells in one slab up to the next fragment's next
-    /// cell, exclusive, so the tile is whole unless another fragment's cell
-    /// falls after its first cell and up to its last (ties included), or
-    /// a newer one equals its first (which wins it). Candidates of equal
-    /// coordinates come newest first.
+    /// deduplication, deletes and the condition): with one fragment (no
+    /// `merged`), every such tile; with several (no per-cell timestamps),
+    /// those no other fragment's candidate cuts, kept or not (`merged`:
+    /// every candidate in the global order, equal coordinates newest
+    /// first). Its merge takes a tile's cells in one slab up to the next
+    /// fragment's next cell, exclusive, so the tile is whole unless another
+    /// fragment's cell falls after its first cell and up to its last (ties
+    /// included), or a newer one equals its first (which wins it).
     fn merged_whole<'t>(
         &self,
         survivors: &[usize],
         refs: &[CellRef],
-        stamps: &[u64],
+        merged: Option<&[usize]>,
         at: &(impl Fn(usize, usize) -> &'t [u8] + Sync),
     ) -> HashSet<(u32, u64)> {
         let mut kept: HashMap<(u32, u64), usize> = HashMap::new();
@@ -800,32 +800,11 @@ impl SparseScan<'_> {
             .filter(|&((fi, t), n)| self.answered_whole(fi as usize, t, n))
             .map(|(tile, _)| tile)
             .collect();
-        let one_fragment = refs
-            .windows(2)
-            .all(|w| w.first().map(|r| r.frag) == w.get(1).map(|r| r.frag));
-        if whole.is_empty() || one_fragment {
+        let Some(merged) = merged.filter(|_| !whole.is_empty()) else {
             return whole;
-        }
+        };
         let n = self.schema.domain.dimensions.len();
         let same = |a: usize, b: usize| cmp_coord_bytes(n, at, a, b).is_eq();
-        let stamp = |i: usize| stamps.get(i).copied().unwrap_or(0);
-        let frag = |i: usize| refs.get(i).map_or(0, |r| r.frag);
-        let mut merged: Vec<usize> = (0..refs.len()).collect();
-        let kind = CellOrder::Global {
-            tile_order: self.schema.tile_order,
-            cell_order: self.schema.cell_order,
-        };
-        let newest_first =
-            |a: usize, b: usize| (stamp(b).cmp(&stamp(a))).then_with(|| frag(b).cmp(&frag(a)));
-        sort_cells(
-            &mut merged,
-            &self.schema.domain,
-            self.ops,
-            kind,
-            at,
-            newest_first,
-            crate::threads(),
-        );
         // Each tile's first and last place in the merge.
         let mut span: HashMap<(u32, u64), (usize, usize)> = HashMap::new();
         for (p, r) in merged
@@ -935,20 +914,50 @@ impl SparseScan<'_> {
         // Candidates' records, by index (every index below `refs.len()`).
         let stamp = |i: usize| stamps.get(i).copied().unwrap_or(0);
         let frag = |i: usize| refs.get(i).map_or(0, |r| r.frag);
-        let by_coords = |a: usize, b: usize, col_major: bool| cmp_coords(ops, &at, a, b, col_major);
         let mut order: Vec<usize> = (0..refs.len()).collect();
+        // Every candidate in TileDB's merge order, where tiles of several
+        // fragments may answer from their metadata (`merged_whole`).
+        let mut merged = None;
+        // The order the cells are in once deduplicated.
+        let mut sorted = None;
         if !schema.allows_dups {
             // Newest wins per coordinate: sort by coordinates, newest first.
             // A coordinate is its bytes, as TileDB compares them when it
             // deduplicates (`memcmp`): -0.0 and 0.0 are two cells, though they
-            // sort as equal values.
+            // sort as equal values. Any order by coordinates serves: the
+            // result's, unless the merge's (the global order) is wanted.
             let by_bytes = |a: usize, b: usize| cmp_coord_bytes(n, &at, a, b);
-            order.sort_by(|&a, &b| {
-                by_coords(a, b, false)
-                    .then_with(|| by_bytes(a, b))
+            let several = refs
+                .iter()
+                .any(|r| Some(r.frag) != refs.first().map(|f| f.frag));
+            let global = CellOrder::Global {
+                tile_order: schema.tile_order,
+                cell_order: schema.cell_order,
+            };
+            let merge = self.whole.is_some() && several;
+            let kind = match self.order_kind() {
+                _ if merge => global,
+                Some(kind) => kind,
+                None => CellOrder::RowMajor,
+            };
+            let newest_first = |a: usize, b: usize| {
+                by_bytes(a, b)
                     .then_with(|| stamp(b).cmp(&stamp(a)))
                     .then_with(|| frag(b).cmp(&frag(a)))
-            });
+            };
+            sort_cells(
+                &mut order,
+                &schema.domain,
+                ops,
+                kind,
+                at,
+                newest_first,
+                crate::threads(),
+            );
+            if merge {
+                merged = Some(order.clone());
+            }
+            sorted = Some(kind);
             order.dedup_by(|b, a| by_bytes(*a, *b).is_eq());
             // Deleted survivors go, older versions of their coordinates with
             // them.
@@ -958,7 +967,7 @@ impl SparseScan<'_> {
                 order = self.filter_by_condition(c, &order, &refs)?;
             }
             if self.whole.is_some() {
-                let whole = self.merged_whole(&order, &refs, &stamps, &at);
+                let whole = self.merged_whole(&order, &refs, merged.as_deref(), &at);
                 order.retain(|&i| {
                     refs.get(i)
                         .is_none_or(|r| !whole.contains(&(r.frag, r.tile)))
@@ -967,7 +976,12 @@ impl SparseScan<'_> {
                 answered.sort_unstable();
             }
         }
-        if let Some(kind) = self.order_kind() {
+        // Deduplicated cells are in the result's order already, where no
+        // two compare equal (no float dimension: -0.0 and 0.0 are two cells
+        // the result orders otherwise).
+        let floats = dims.iter().any(|d| d.datatype.is_float());
+        let kind = self.order_kind().filter(|k| floats || sorted != Some(*k));
+        if let Some(kind) = kind {
             sort_cells(
                 &mut order,
                 &schema.domain,
@@ -980,9 +994,9 @@ impl SparseScan<'_> {
                 },
                 crate::threads(),
             );
-            if self.merges_as_stored() {
-                merge_as_stored(&mut order, &refs);
-            }
+        }
+        if self.order_kind().is_some() && self.merges_as_stored() {
+            merge_as_stored(&mut order, &refs);
         }
         let mut out: Vec<CellRef> = Vec::with_capacity(order.len());
         // (A cell kept by the parts rule may count for several of the query's
