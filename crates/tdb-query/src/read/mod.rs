@@ -899,11 +899,6 @@ impl Reader {
             && self.condition.is_none()
             && self.deletes.is_empty()
             && one_cell_per_coordinate;
-        // (TileDB counts a cell once per range holding it where ranges
-        // overlap, and then answers no tile from its metadata: one range
-        // a dimension keeps clear of that.)
-        let one_range =
-            (0..schema.domain.dimensions.len()).all(|d| self.spec.subarray.ranges(d).len() <= 1);
         // Where TileDB's merge cuts tiles (`SparseScan::merged_whole`): at
         // every other fragment's cell, whether the condition or a delete
         // keeps it or not, and at its own cells they remove (its tiles
@@ -920,7 +915,10 @@ impl Reader {
             ResultLayout::GlobalOrder => merged,
             _ => false,
         };
-        self.md_kept = md_asked && one_range && merges_whole;
+        // (Over several ranges a dimension too: these readers sort and
+        // merge the ranges first, so a tile is whole where every cell of
+        // it lies in their union.)
+        self.md_kept = md_asked && merges_whole;
         let wanted = self.section_requests()?;
         if wanted.is_empty() {
             return self.start_partitions();
