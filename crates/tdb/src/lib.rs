@@ -790,7 +790,12 @@ impl<S: tdb_fragment::ReadStorage> Array<S> {
 
     /// Aggregates over the cells `spec` selects (its subarray, condition
     /// and budget; its fields are ignored): one answer per `(field, op)`
-    /// request, in order, as TileDB computes them.
+    /// request, in order, as TileDB computes them. `spec`'s layout counts
+    /// where a lossy filter (FLOAT_SCALE) stored the values: TileDB answers
+    /// the sparse tiles its unordered and global-order reads keep whole
+    /// from their metadata (the values as written), so ask
+    /// [`ResultLayout::Unordered`], TileDB-Py's default for sparse arrays,
+    /// to get TileDB-Py's answer.
     ///
     /// ```no_run
     /// use tdb::{AggregateOp, Array, ReadSpec};
