@@ -227,8 +227,9 @@ impl Reader {
     }
 
     /// The validity TileDB's dense reader tests `== None` and `!= None`
-    /// against ([`Reader::null_shift`]), cell by cell of `parts`, for each nullable
-    /// field of `slots` (the condition's); none where it is the cells' own.
+    /// against ([`Reader::null_shift`]), cell by cell of `parts`, for each
+    /// nullable field of `slots` (the condition's); none where it is the
+    /// cells' own.
     fn dense_null_checks(
         &self,
         slots: &[usize],

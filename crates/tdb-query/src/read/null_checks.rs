@@ -180,3 +180,18 @@ impl Columns for NullChecked<'_> {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::with_reach_back;
+
+    /// Each run reaches down by `back` cells (not below the tile's first),
+    /// and runs that then meet or overlap become one.
+    #[test]
+    fn runs_reaching_back_merge_where_they_meet() {
+        let runs = [(10, 12), (20, 22), (40, 41)];
+        assert_eq!(with_reach_back(&runs, 9), vec![(1, 22), (31, 41)]);
+        assert_eq!(with_reach_back(&runs, 0), runs.to_vec());
+        assert_eq!(with_reach_back(&runs, 100), vec![(0, 41)]);
+    }
+}
