@@ -7,11 +7,12 @@
 //! tile in the mean's divisor, written or not, as TileDB does.
 
 use super::drive::Fetcher;
-use super::{CellState, DecodeWork, Decoded, Event, Reader};
+use super::{BatchNotes, CellState, DecodeWork, Decoded, Event, Reader};
 use crate::aggregate::{Accumulator, AggregateOp, AggregateResult};
 use crate::batch::Batch;
 use crate::read::fields::{FieldInfo, Kind};
 use crate::read::plan::FragPlan;
+use crate::read::tiles::FastHash;
 use crate::{QueryError, ReadSpec, Result, ResultLayout, Snapshot};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -58,6 +59,14 @@ struct MdTile {
     partial: Vec<Option<Accumulator>>,
 }
 
+/// The cells of a sparse tile the reader may yet answer from its metadata
+/// (its pieces held parts of it), folded apart until it settles.
+struct TilePartial {
+    /// Per field.
+    accs: Vec<Accumulator>,
+    rows: u64,
+}
+
 /// The dense tile grid, to find each cell's space tile.
 struct DenseGrid {
     /// Per dimension: domain low bound and tile extent.
@@ -79,6 +88,9 @@ pub struct Aggregation {
     requests: Vec<(usize, AggregateOp)>,
     rows: u64,
     grid: Option<DenseGrid>,
+    /// Sparse tiles pieces held parts of ([`BatchNotes::pending`]), by
+    /// (plan, tile).
+    partials: HashMap<(usize, u64), TilePartial, FastHash>,
 }
 
 impl Aggregation {
@@ -209,6 +221,7 @@ impl Aggregation {
             requests,
             rows: 0,
             grid,
+            partials: HashMap::default(),
         })
     }
 
@@ -218,8 +231,9 @@ impl Aggregation {
             match self.reader.next_event()? {
                 Event::Need(r) => return Ok(AggregateStep::Need(r)),
                 Event::Decode(w) => return Ok(AggregateStep::Decode(w)),
-                Event::Batch(b, states) => self.fold(&b, states.as_deref())?,
+                Event::Batch(b, notes) => self.fold(&b, &notes)?,
                 Event::FromMetadata(tiles) => self.fold_metadata(tiles)?,
+                Event::FromCells(tiles) => self.fold_partials(tiles),
                 Event::Done => return Ok(AggregateStep::Done(self.finish())),
             }
         }
@@ -243,6 +257,10 @@ impl Aggregation {
     fn fold_metadata(&mut self, tiles: Vec<(usize, u64)>) -> Result<()> {
         let missing = || QueryError::invalid("a tile answered from metadata that is not planned");
         for (frag, tile) in tiles {
+            // Its cells folded apart give way to its metadata.
+            if let Some(part) = self.partials.remove(&(frag, tile)) {
+                self.rows = self.rows.saturating_sub(part.rows);
+            }
             let plan = self.reader.plans.get(frag).ok_or_else(missing)?;
             let cells = plan.cells(tile, plan.tile_num());
             self.rows = self.rows.saturating_add(cells);
@@ -258,7 +276,21 @@ impl Aggregation {
         Ok(())
     }
 
-    fn fold(&mut self, batch: &Batch, states: Option<&[CellState]>) -> Result<()> {
+    /// Folds in the cells of `tiles` folded apart, which their metadata
+    /// does not answer after all.
+    fn fold_partials(&mut self, tiles: impl IntoIterator<Item = (usize, u64)>) {
+        for tile in tiles {
+            if let Some(part) = self.partials.remove(&tile) {
+                for (f, acc) in self.fields.iter_mut().zip(&part.accs) {
+                    f.acc.merge(acc);
+                }
+            }
+        }
+    }
+
+    fn fold(&mut self, batch: &Batch, notes: &BatchNotes) -> Result<()> {
+        let states = notes.states.as_deref();
+        let mut pending = notes.pending.iter().peekable();
         let n = batch.num_cells as usize;
         self.rows = self.rows.saturating_add(batch.num_cells);
         let columns: Vec<_> = batch
@@ -274,6 +306,23 @@ impl Aggregation {
                 .and_then(|s| s.get(k).copied())
                 .unwrap_or(CellState::Kept);
             if state == CellState::Unwritten {
+                continue;
+            }
+            // Cells of a sparse tile that may yet answer from its metadata.
+            while pending
+                .next_if(|(at, n, _)| at.saturating_add(*n) <= k)
+                .is_some()
+            {}
+            if let Some(&&(_, _, tile)) = pending.peek().filter(|(at, _, _)| *at <= k) {
+                let fields = &self.fields;
+                let part = self.partials.entry(tile).or_insert_with(|| TilePartial {
+                    accs: fields.iter().map(|f| f.acc.empty()).collect(),
+                    rows: 0,
+                });
+                part.rows = part.rows.saturating_add(1);
+                for (acc, col) in part.accs.iter_mut().zip(&columns) {
+                    acc.add_cell(col.cell(k), !col.is_null(k));
+                }
                 continue;
             }
             let mut md = None;
@@ -311,6 +360,9 @@ impl Aggregation {
     }
 
     fn finish(&mut self) -> Vec<AggregateResult> {
+        // (The reader settles every tile before it is done.)
+        let left: Vec<(usize, u64)> = self.partials.keys().copied().collect();
+        self.fold_partials(left);
         if let Some(grid) = self.grid.take() {
             for t in grid.tiles.into_values().flatten() {
                 for (f, partial) in self.fields.iter_mut().zip(&t.partial) {

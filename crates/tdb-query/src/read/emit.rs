@@ -114,7 +114,22 @@ impl Reader {
                     });
                 }
             }
-            self.last_states = Some(states);
+            self.last_notes.states = Some(states);
+        }
+        if !self.md_pending.is_empty() {
+            let mut at = 0usize;
+            for (slab, _, _) in &parts {
+                let (tile, len) = ((slab.frag as usize, slab.tile), slab.len as usize);
+                if self.md_pending.get(&tile).is_some_and(|p| p.ok) {
+                    match self.last_notes.pending.last_mut() {
+                        Some((start, n, t)) if *t == tile && start.saturating_add(*n) == at => {
+                            *n = n.saturating_add(len)
+                        }
+                        _ => self.last_notes.pending.push((at, len, tile)),
+                    }
+                }
+                at = at.saturating_add(len);
+            }
         }
         // The caller's buffers handed back (`Reader::recycle`), where they
         // are of the field asked for: written again, not allocated anew.

@@ -35,6 +35,7 @@ mod spilled;
 mod stream;
 mod stretches;
 mod tiles;
+mod whole_tiles;
 
 pub use aggregate::{aggregate, AggregateStep, Aggregation};
 pub use drive::SyncRead;
@@ -114,12 +115,14 @@ enum Phase {
 pub(crate) enum Event {
     Need(Vec<RangeRequest>),
     Decode(DecodeWork),
-    /// A batch, with each cell's [`CellState`] when asked for
-    /// (`with_states`).
-    Batch(Batch, Option<Vec<CellState>>),
-    /// Sparse tiles answered from their metadata, unread (`md_sparse`):
-    /// (plan, tile).
+    /// A batch, with what aggregates learn of its cells.
+    Batch(Batch, BatchNotes),
+    /// Sparse tiles answered from their metadata, unread (`md_sparse`),
+    /// or read and found whole after all (`md_pending`): (plan, tile).
     FromMetadata(Vec<(usize, u64)>),
+    /// Tiles pieces held parts of that are answered from their cells
+    /// after all (`md_pending`): their cells folded apart count.
+    FromCells(Vec<(usize, u64)>),
     Done,
 }
 
@@ -214,13 +217,23 @@ pub struct Reader {
     md_kept: bool,
     /// Tiles answered from metadata and not read, for the aggregation.
     md_answered: Vec<(usize, u64)>,
+    /// Tiles found partly kept or cut by the merge after pieces held
+    /// parts of them (`md_pending`), for the aggregation.
+    md_from_cells: Vec<(usize, u64)>,
     /// Every tile answered from metadata so far (pieces that cut one each
-    /// list it; it answers once).
+    /// list it; it answers once), or found not to be after pieces held
+    /// parts of it.
     md_done: std::collections::HashSet<(usize, u64)>,
+    /// Tiles `md_kept` may yet answer that pieces so far held part of:
+    /// their cells go to the aggregation marked ([`BatchNotes::pending`]),
+    /// and once the last is seen, the tile answers from metadata if whole.
+    md_pending: HashMap<(usize, u64), whole_tiles::Pending, tiles::FastHash>,
+    /// The tile that ended the last piece's merge ([`whole_tiles::MdFound::open`]).
+    md_open: Option<(usize, u64)>,
     /// Whether dense batches record each cell's [`CellState`] (aggregates
     /// fold only cells a fragment wrote and the condition kept).
     with_states: bool,
-    last_states: Option<Vec<CellState>>,
+    last_notes: BatchNotes,
     /// Pieces still to read, the next last; the piece being read. Each
     /// piece's tiles fit the tile budget.
     partitions: Vec<Piece>,
@@ -274,6 +287,18 @@ pub struct Reader {
     /// that cuts it in two ([`Reader::storage_aim`]).
     halved_aim: Option<u64>,
 }
+
+/// What an aggregation learns of a batch's cells besides their values.
+#[derive(Debug, Default)]
+pub(crate) struct BatchNotes {
+    /// Each cell's state, where asked for (`with_states`).
+    pub states: Option<Vec<CellState>>,
+    /// Runs of the cells of tiles the aggregation may yet answer from
+    /// their metadata (`md_pending`), in order: first cell in the batch,
+    /// cells, and (plan, tile).
+    pub pending: Vec<(usize, usize, (usize, u64))>,
+}
+
 /// What a dense result cell is, for aggregates.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum CellState {
@@ -380,9 +405,12 @@ impl Reader {
             md_sparse: false,
             md_kept: false,
             md_answered: Vec::new(),
+            md_from_cells: Vec::new(),
             md_done: Default::default(),
+            md_pending: HashMap::default(),
+            md_open: None,
             with_states: false,
-            last_states: None,
+            last_notes: BatchNotes::default(),
             partitions: Vec::new(),
             fruitless_cuts: 0,
             current: Piece::default(),
@@ -418,7 +446,7 @@ impl Reader {
                 Event::Decode(w) => ReadStep::Decode(w),
                 Event::Batch(b, _) => ReadStep::Batch(b),
                 // Only aggregations ask for tiles answered from metadata.
-                Event::FromMetadata(_) => continue,
+                Event::FromMetadata(_) | Event::FromCells(_) => continue,
                 Event::Done => ReadStep::Done,
             });
         }
@@ -437,8 +465,8 @@ impl Reader {
     /// The next event: what [`Reader::step`] hands out, and what an
     /// aggregation folds besides batches.
     pub(crate) fn next_event(&mut self) -> Result<Event> {
-        if !self.md_answered.is_empty() {
-            return Ok(Event::FromMetadata(std::mem::take(&mut self.md_answered)));
+        if let Some(e) = self.md_event() {
+            return Ok(e);
         }
         loop {
             // (Whether a batch of tile requests may read on.)
@@ -489,12 +517,14 @@ impl Reader {
                 Phase::Emit => {
                     if let Some(b) = self.next_batch()? {
                         self.emitted = true;
-                        return Ok(Event::Batch(b, self.last_states.take()));
+                        return Ok(Event::Batch(b, std::mem::take(&mut self.last_notes)));
                     }
                     // This piece is done: go on with the next, which keeps
                     // the tiles it reads too and frees the others.
                     self.results = Results::default();
                     self.next = (0, 0);
+                    let last = self.ahead.is_none() && self.partitions.is_empty();
+                    self.settle_pending(last);
                     if let Some(spilled::Spilled::Records(spill)) = &mut self.spill {
                         // A spilled piece's tiles go now (no later piece
                         // reads them), and the runs merge in their room.
@@ -506,8 +536,8 @@ impl Reader {
                     }
                     if self.ahead.is_some() || !self.partitions.is_empty() {
                         self.next_partition()?;
-                        if !self.md_answered.is_empty() {
-                            return Ok(Event::FromMetadata(std::mem::take(&mut self.md_answered)));
+                        if let Some(e) = self.md_event() {
+                            return Ok(e);
                         }
                         continue;
                     }
@@ -517,17 +547,35 @@ impl Reader {
                         continue;
                     }
                     self.phase = Phase::Done;
+                    if let Some(e) = self.md_event() {
+                        return Ok(e);
+                    }
                     if let Some(b) = self.empty_batch() {
                         return Ok(b);
                     }
                 }
                 Phase::Merge(merge) => {
                     let (fields, packed) = (&self.fields, self.spec.packed_validity);
-                    if let Some(b) = merge.next_batch(fields, packed, &mut self.recycled)? {
+                    let batch = merge.next_batch(fields, packed, &mut self.recycled)?;
+                    let (pending, settled) = match &mut **merge {
+                        spilled::Merging::Records(m) => {
+                            (m.take_pending(), m.settled(batch.is_none()))
+                        }
+                        spilled::Merging::Stretches(_) => Default::default(),
+                    };
+                    self.md_settled(settled);
+                    if let Some(b) = batch {
                         self.emitted = true;
-                        return Ok(Event::Batch(b, None));
+                        let notes = BatchNotes {
+                            states: None,
+                            pending,
+                        };
+                        return Ok(Event::Batch(b, notes));
                     }
                     self.phase = Phase::Done;
+                    if let Some(e) = self.md_event() {
+                        return Ok(e);
+                    }
                     if let Some(b) = self.empty_batch() {
                         return Ok(b);
                     }
@@ -535,6 +583,89 @@ impl Reader {
                 Phase::Done => return Ok(Event::Done),
             }
         }
+    }
+
+    /// Once a piece's batches are out (the aggregation has folded their
+    /// cells), the tiles pieces held parts of whose every cell is now seen,
+    /// or which a piece found cut (`last`: every tile), settle: answered
+    /// from their metadata where every cell was kept and no piece found
+    /// the merge cut them, else from the cells.
+    fn settle_pending(&mut self, last: bool) {
+        let plans = &self.plans;
+        let mut settled = whole_tiles::Settled::default();
+        self.md_pending.retain(|&(fi, t), p| {
+            let n = (plans.get(fi)).map_or(u64::MAX, |plan| plan.cells(t, plan.tile_num()));
+            if !(last || !p.ok || p.seen >= n) {
+                return true;
+            }
+            match p.ok && p.kept == n {
+                true => settled.whole.push((fi, t)),
+                false => settled.cells.push((fi, t)),
+            }
+            false
+        });
+        self.md_settled(settled);
+    }
+
+    /// Tiles settled, for the aggregation: `whole` answered from their
+    /// metadata (where it is there), the others from their cells folded
+    /// apart; each tile once.
+    fn md_settled(&mut self, settled: whole_tiles::Settled) {
+        let (plans, fields, md_fields) = (&self.plans, &self.fields, &self.md_fields);
+        let whole_tiles::Settled {
+            mut whole,
+            mut cells,
+        } = settled;
+        whole.retain(|&(fi, t)| {
+            let answers = (plans.get(fi))
+                .is_some_and(|p| aggregate::metadata_answers(p, fields, md_fields, t));
+            if !answers {
+                cells.push((fi, t));
+            }
+            answers
+        });
+        whole.sort_unstable();
+        cells.sort_unstable();
+        for tile in whole {
+            if self.md_done.insert(tile) {
+                self.md_answered.push(tile);
+            }
+        }
+        for tile in cells {
+            if self.md_done.insert(tile) {
+                self.md_from_cells.push(tile);
+            }
+        }
+    }
+
+    /// The tiles of each plan a merge of spilled runs may find whole
+    /// ([`whole_tiles::MergeWatch`]): those whose metadata answers.
+    fn merge_watch(&self) -> whole_tiles::MergeWatch {
+        let plans = (self.plans.iter())
+            .map(|p| {
+                let f = &p.meta.footer;
+                let answers = !f.dense
+                    && p.tile_num() > 0
+                    && aggregate::metadata_answers(p, &self.fields, &self.md_fields, 0);
+                answers.then_some(whole_tiles::TileCells {
+                    capacity: p.schema.capacity,
+                    tiles: p.tile_num(),
+                    last: f.last_tile_cell_num,
+                })
+            })
+            .collect();
+        whole_tiles::MergeWatch::new(plans)
+    }
+
+    /// What the aggregation learns of tiles next, if anything.
+    fn md_event(&mut self) -> Option<Event> {
+        if !self.md_answered.is_empty() {
+            return Some(Event::FromMetadata(std::mem::take(&mut self.md_answered)));
+        }
+        if !self.md_from_cells.is_empty() {
+            return Some(Event::FromCells(std::mem::take(&mut self.md_from_cells)));
+        }
+        None
     }
 
     /// Whether pieces come after the one whose requests go out now
@@ -560,7 +691,7 @@ impl Reader {
             num_cells: 0,
             fields,
         };
-        Some(Event::Batch(batch, None))
+        Some(Event::Batch(batch, BatchNotes::default()))
     }
 
     /// Answers to the ranges of the last [`ReadStep::Need`]: any of them,
@@ -1116,7 +1247,7 @@ impl Reader {
                 window: (window.start, window.end),
                 deletes: &self.deletes,
                 condition: self.condition.as_ref(),
-                layout: self.spec.layout,
+                layout: self.cut_layout(),
                 parts: sparse::parts_dim(schema, &self.spec.subarray).map(|dim| {
                     sparse::PartsRule {
                         dim,
@@ -1127,6 +1258,8 @@ impl Reader {
                 }),
                 held: held.as_ref(),
                 whole: None,
+                pending: None,
+                open: None,
             };
             // Tiles kept whole answer from their metadata (`md_kept`).
             let (plans, fields, md_fields, done) =
@@ -1140,6 +1273,8 @@ impl Reader {
                 whole: self
                     .md_kept
                     .then_some(&whole as &dyn Fn(usize, u64) -> bool),
+                pending: Some(&self.md_pending),
+                open: self.md_open,
                 ..scan
             };
             match &mut self.spill {
@@ -1160,13 +1295,19 @@ impl Reader {
                     spill.push(run)?;
                 }
                 None => {
-                    let (results, answered) = scan.cells()?;
+                    let (results, md) = scan.cells()?;
                     self.results = results;
-                    for tile in answered {
+                    for tile in md.answered {
                         if self.md_done.insert(tile) {
                             self.md_answered.push(tile);
                         }
                     }
+                    for (tile, share) in md.parts {
+                        (self.md_pending.entry(tile))
+                            .or_insert(whole_tiles::Pending::NONE)
+                            .add(share);
+                    }
+                    self.md_open = md.open;
                 }
             }
         } else if let Some(mut spill) = self.spill.take() {

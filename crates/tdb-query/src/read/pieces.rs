@@ -138,6 +138,26 @@ impl Piece {
 pub(super) const MAX_FRUITLESS_CUTS: u32 = 256;
 
 impl Reader {
+    /// The layout pieces are cut in: the read's, but the global order for
+    /// a sparse unordered aggregation over several fragments without
+    /// duplicates answering the tiles it keeps whole from their metadata
+    /// (`md_kept`): TileDB's reader for it merges the fragments in the
+    /// global order, and a tile pieces cut is whole where that merge takes
+    /// it whole, which pieces that are intervals of the merge can tell
+    /// ([`whole_tiles`](super::whole_tiles)); pieces cut row-major are not
+    /// (a piece of a few rows of several space tiles).
+    pub(super) fn cut_layout(&self) -> ResultLayout {
+        let schema = self.snapshot.schema();
+        match self.spec.layout {
+            ResultLayout::Unordered
+                if self.md_kept && !schema.allows_dups && self.plans.len() > 1 =>
+            {
+                ResultLayout::GlobalOrder
+            }
+            layout => layout,
+        }
+    }
+
     /// The part of the budget that holds tiles, the rest one batch of
     /// results: half, unless the least a piece can hold needs more (see
     /// [`Reader::start_partitions`]). A read that spills in stretches
@@ -717,7 +737,8 @@ impl Reader {
     /// `estimate` is `p`'s ([`Reader::estimate`]).
     pub(super) fn cut(&self, p: &Piece, estimate: u64) -> Option<Cut> {
         let schema = self.snapshot.schema();
-        let mut order = partition::split_order(schema, self.spec.layout);
+        let layout = self.cut_layout();
+        let mut order = partition::split_order(schema, layout);
         // Under TileDB's string-parts rule a piece holding one value of the
         // rule's dimension still returns cells of other values (a part's
         // first cell decided for them), so the dimensions after it in the
@@ -795,8 +816,7 @@ impl Reader {
                 &bounds,
             )
         };
-        let unordered =
-            self.spec.layout == ResultLayout::Unordered && schema.array_type == ArrayType::Sparse;
+        let unordered = layout == ResultLayout::Unordered && schema.array_type == ArrayType::Sparse;
         let far = estimate > self.piece_aim().saturating_mul(Self::UNORDERED_AIMS);
         let runs_past = self.piece_aim().saturating_mul(Self::RUN_AIMS);
         let (a, b) = match split(&order, tiles_only) {

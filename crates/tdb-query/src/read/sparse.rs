@@ -7,7 +7,8 @@ use super::dense::{Results, Slab};
 use super::fields::{FieldInfo, Kind};
 use super::plan::{mbr_within, CellRef, FragPlan, DELETE_TS_SLOT, TIMESTAMPS_SLOT};
 use super::spill::{RunFormat, RunWriter};
-use super::tiles::{Checked, TileMap};
+use super::tiles::{Checked, FastHash, TileMap};
+use super::whole_tiles::{MdFound, Pending};
 use crate::column::{Column, Columns};
 use crate::condition::{BoundCondition, BoundDelete};
 use crate::{QueryError, Result, ResultLayout, Subarray};
@@ -523,6 +524,11 @@ pub(crate) struct SparseScan<'r> {
     /// `md_kept`): [`SparseScan::cells`] then leaves its cells out and
     /// lists it.
     pub whole: Option<&'r dyn Fn(usize, u64) -> bool>,
+    /// What earlier pieces found of such tiles that they held part of.
+    pub pending: Option<&'r HashMap<(usize, u64), Pending, FastHash>>,
+    /// The tile whose cells ended the last piece's merge: it goes on at
+    /// the start of this one's, or the cells before are another's.
+    pub open: Option<(usize, u64)>,
 }
 
 /// The cells the tile checks kept, in tile order: where each is, its
@@ -763,89 +769,157 @@ impl SparseScan<'_> {
         Ok(())
     }
 
-    /// Whether tile `t` of fragment `fi`, `kept` of its cells kept, is
-    /// answered from its metadata ([`SparseScan::whole`]): all of it held
-    /// and kept.
-    fn answered_whole(&self, fi: usize, t: u64, kept: usize) -> bool {
-        self.whole.is_some_and(|whole| {
-            self.held.is_none()
-                && (self.plans.get(fi)).is_some_and(|p| p.cells(t, p.tile_num()) == kept as u64)
-                && whole(fi, t)
-        })
+    /// Whether an aggregation answers tile `t` of fragment `fi` from its
+    /// metadata should the read keep every cell of it ([`SparseScan::whole`]).
+    fn candidate(&self, fi: usize, t: u64) -> bool {
+        self.whole.is_some_and(|whole| whole(fi, t))
     }
 
-    /// The tiles (fragment, tile) TileDB's global-order reader merges whole,
-    /// all of whose cells are kept (`survivors`: the candidates left after
-    /// deduplication, deletes and the condition): with one fragment (no
-    /// `merged`), every such tile; with several (no per-cell timestamps),
-    /// those no other fragment's candidate cuts, kept or not (`merged`:
-    /// every candidate in the global order, equal coordinates newest
-    /// first). Its merge takes a tile's cells in one slab up to the next
-    /// fragment's next cell, exclusive, so the tile is whole unless another
-    /// fragment's cell falls after its first cell and up to its last (ties
-    /// included), or a newer one equals its first (which wins it).
+    /// The cells of tile `t` of fragment `fi`, all of them.
+    fn tile_cells(&self, fi: usize, t: u64) -> u64 {
+        (self.plans.get(fi)).map_or(u64::MAX, |p| p.cells(t, p.tile_num()))
+    }
+
+    /// Whether the piece holds every cell of tile `t` of fragment `fi`
+    /// the read may keep (its MBR within the piece): no other piece adds
+    /// to what this one found of it.
+    fn holds_tile(&self, fi: usize, t: u64) -> bool {
+        self.held.is_none()
+            && (self.plans.get(fi))
+                .and_then(|p| p.leaves().get(usize::try_from(t).ok()?))
+                .is_some_and(|mbr| mbr_within(self.ops, mbr, self.subarray))
+    }
+
+    /// The tiles TileDB's global-order reader merges whole and keeps every
+    /// cell of (`survivors`: the candidates left after deduplication,
+    /// deletes and the condition), answered; the shares of those the piece
+    /// holds part of. `merged` is every candidate in the global order,
+    /// equal coordinates newest first. The merge takes a tile's cells in
+    /// one slab up to the next fragment's next cell, exclusive, so the tile
+    /// is whole unless another fragment's candidate (kept or not) falls
+    /// after its first cell and up to its last (ties included), or a newer
+    /// one equals its first (which wins it). Over several fragments,
+    /// pieces are intervals of that merge, in its order
+    /// (`Reader::cut_layout`): a tile going on from the last piece must
+    /// start this one's merge, one going on into the next must end it
+    /// (`open`).
     fn merged_whole<'t>(
         &self,
         survivors: &[usize],
         refs: &[CellRef],
-        merged: Option<&[usize]>,
+        merged: &[usize],
         at: &(impl Fn(usize, usize) -> &'t [u8] + Sync),
-    ) -> HashSet<(u32, u64)> {
-        let mut kept: HashMap<(u32, u64), usize> = HashMap::new();
-        for r in survivors.iter().filter_map(|&i| refs.get(i)) {
-            let n = kept.entry((r.frag, r.tile)).or_default();
-            *n = n.saturating_add(1);
-        }
-        let mut whole: HashSet<(u32, u64)> = (kept.into_iter())
-            .filter(|&((fi, t), n)| self.answered_whole(fi as usize, t, n))
-            .map(|(tile, _)| tile)
+    ) -> MdFound {
+        let key = |r: &CellRef| (r.frag as usize, r.tile);
+        // Candidates come tile by tile (`candidates`): each one's tile as
+        // a place in `tiles`, counted in vectors, not maps (hashing every
+        // candidate twice was a sixth of an aggregation's time).
+        let mut tiles: Vec<(usize, u64)> = Vec::new();
+        let slot: Vec<usize> = (refs.iter())
+            .map(|r| {
+                if tiles.last() != Some(&key(r)) {
+                    tiles.push(key(r));
+                }
+                tiles.len().saturating_sub(1)
+            })
             .collect();
-        let Some(merged) = merged.filter(|_| !whole.is_empty()) else {
-            return whole;
-        };
+        let mut kept = vec![0u64; tiles.len()];
+        for &i in survivors {
+            if let Some(k) = slot.get(i).and_then(|&s| kept.get_mut(s)) {
+                *k = k.saturating_add(1);
+            }
+        }
         let n = self.schema.domain.dimensions.len();
         let same = |a: usize, b: usize| cmp_coord_bytes(n, at, a, b).is_eq();
-        // Each tile's first and last place in the merge.
-        let mut span: HashMap<(u32, u64), (usize, usize)> = HashMap::new();
-        for (p, r) in merged
-            .iter()
-            .enumerate()
-            .filter_map(|(p, &i)| Some((p, refs.get(i)?)))
-        {
-            let e = span.entry((r.frag, r.tile)).or_insert((p, p));
-            e.1 = p;
+        // Each tile's first and last place in the merge, and its cells.
+        let mut span: Vec<Option<(usize, usize, u64)>> = vec![None; tiles.len()];
+        for (p, &i) in merged.iter().enumerate() {
+            if let Some(e) = slot.get(i).and_then(|&s| span.get_mut(s)) {
+                let e = e.get_or_insert((p, p, 0));
+                e.1 = p;
+                e.2 = e.2.saturating_add(1);
+            }
         }
-        whole.retain(|tile| {
-            let Some(&(first, last)) = span.get(tile) else {
-                return false;
+        let mut found = MdFound::default();
+        let first_tile = merged.first().and_then(|&i| refs.get(i)).map(key);
+        let last_at = merged.len().saturating_sub(1);
+        match self.open {
+            // Nothing here: the open tile may go on in the next piece.
+            Some(open) if merged.is_empty() => found.open = Some(open),
+            Some(open) if first_tile != Some(open) => {
+                let cut = Pending {
+                    ok: false,
+                    ..Pending::NONE
+                };
+                found.parts.push((open, cut));
+            }
+            _ => {}
+        }
+        for ((&tile, span), &k) in tiles.iter().zip(&span).zip(&kept) {
+            let Some((first, last, seen)) = *span else {
+                continue;
             };
+            if !self.candidate(tile.0, tile.1) {
+                continue;
+            }
             let (Some(&c0), Some(&cn)) = (merged.get(first), merged.get(last)) else {
-                return false;
+                continue;
             };
-            let ours = |i: usize| refs.get(i).is_some_and(|r| (r.frag, r.tile) == *tile);
-            // A newer cell equal to the first comes before it.
-            let won_first = first == 0
-                || merged
-                    .get(first.wrapping_sub(1))
-                    .is_none_or(|&i| !same(i, c0));
+            let before = (self.pending.and_then(|p| p.get(&tile)))
+                .copied()
+                .unwrap_or(Pending::NONE);
+            let cells = self.tile_cells(tile.0, tile.1);
+            let starts = before.seen == 0;
+            let ends = before.seen.saturating_add(seen) >= cells;
+            let ours = |i: usize| refs.get(i).is_some_and(|r| key(r) == tile);
+            // A newer cell equal to its first comes before it.
+            let fair_start = match starts {
+                true => {
+                    first == 0
+                        || merged
+                            .get(first.wrapping_sub(1))
+                            .is_none_or(|&i| !same(i, c0))
+                }
+                false => first == 0 && self.open == Some(tile),
+            };
             // Between first and last only the tile's cells, and older ones
             // equal to its first; after its last none equal to it (unless
             // the last is the first).
             let inside = (merged.get(first..=last).unwrap_or_default().iter())
-                .all(|&i| ours(i) || same(i, c0));
-            let after = merged
-                .get(last.saturating_add(1))
-                .is_some_and(|&i| same(i, cn));
-            won_first && inside && (!after || same(c0, cn))
-        });
-        whole
+                .all(|&i| ours(i) || (starts && same(i, c0)));
+            let fair_end = match ends {
+                true => {
+                    let after = merged
+                        .get(last.saturating_add(1))
+                        .is_some_and(|&i| same(i, cn));
+                    !after || (starts && same(c0, cn))
+                }
+                false => last == last_at,
+            };
+            // One fragment's tiles never meet in the merge: pieces of any
+            // shape may hold its parts.
+            let alone = self.plans.len() <= 1;
+            let ok = self.held.is_none() && (alone || (fair_start && inside && fair_end));
+            if (starts && ends) || self.holds_tile(tile.0, tile.1) {
+                if ok && k == cells {
+                    found.answered.push(tile);
+                }
+                continue;
+            }
+            if !ends && last == last_at && !alone {
+                found.open = Some(tile);
+            }
+            let share = Pending { seen, kept: k, ok };
+            found.parts.push((tile, share));
+        }
+        found
     }
 
     /// The sparse result: cells of candidate tiles inside the subarray and
     /// the window, not deleted, deduplicated (newest wins) unless the schema
     /// allows duplicates, passing the condition, in `layout` order; and
     /// the tiles answered from their metadata instead (`whole`), left out.
-    pub(crate) fn cells(&self) -> Result<(Results, Vec<(usize, u64)>)> {
+    pub(crate) fn cells(&self) -> Result<(Results, MdFound)> {
         let (schema, layout, ops, subarray, parts) = (
             self.schema,
             self.layout,
@@ -856,16 +930,31 @@ impl SparseScan<'_> {
         let dims = &schema.domain.dimensions;
         let dim_slots = self.dim_slots()?;
         let mut kept = self.check_tiles(&dim_slots)?;
-        let mut answered = Vec::new();
+        let mut md = MdFound::default();
         if self.whole.is_some() && schema.allows_dups {
             // (Without duplicates a cell may yet lose to a newer version, or
-            // fail the condition: below, once they are applied.)
+            // fail the condition: below, once they are applied.) With
+            // duplicates nothing cuts a tile: it is whole where every cell
+            // of it is kept, in this piece or, held in part, in several.
             kept.retain(|((fi, t), k)| {
-                let whole = self.answered_whole(*fi, *t, k.cells.len());
-                if whole {
-                    answered.push((*fi, *t));
+                let n = k.cells.len() as u64;
+                if n == 0 || !self.candidate(*fi, *t) {
+                    return true;
                 }
-                !whole
+                if self.held.is_none() && n == self.tile_cells(*fi, *t) {
+                    md.answered.push((*fi, *t));
+                    return false;
+                }
+                if self.holds_tile(*fi, *t) {
+                    return true;
+                }
+                let share = Pending {
+                    seen: n,
+                    kept: n,
+                    ok: self.held.is_none(),
+                };
+                md.parts.push(((*fi, *t), share));
+                true
             });
         }
         // Unordered reads with duplicates keep cells in the order found:
@@ -899,7 +988,7 @@ impl SparseScan<'_> {
                     });
                 }
             }
-            return Ok((out, answered));
+            return Ok((out, md));
         }
         let Candidates {
             refs,
@@ -915,8 +1004,8 @@ impl SparseScan<'_> {
         let stamp = |i: usize| stamps.get(i).copied().unwrap_or(0);
         let frag = |i: usize| refs.get(i).map_or(0, |r| r.frag);
         let mut order: Vec<usize> = (0..refs.len()).collect();
-        // Every candidate in TileDB's merge order, where tiles of several
-        // fragments may answer from their metadata (`merged_whole`).
+        // Every candidate in TileDB's merge order, where tiles may answer
+        // from their metadata (`merged_whole`).
         let mut merged = None;
         // The order the cells are in once deduplicated.
         let mut sorted = None;
@@ -927,14 +1016,11 @@ impl SparseScan<'_> {
             // sort as equal values. Any order by coordinates serves: the
             // result's, unless the merge's (the global order) is wanted.
             let by_bytes = |a: usize, b: usize| cmp_coord_bytes(n, &at, a, b);
-            let several = refs
-                .iter()
-                .any(|r| Some(r.frag) != refs.first().map(|f| f.frag));
             let global = CellOrder::Global {
                 tile_order: schema.tile_order,
                 cell_order: schema.cell_order,
             };
-            let merge = self.whole.is_some() && several;
+            let merge = self.whole.is_some();
             let kind = match self.order_kind() {
                 _ if merge => global,
                 Some(kind) => kind,
@@ -966,14 +1052,14 @@ impl SparseScan<'_> {
                 // The condition applies to the surviving (newest) cells.
                 order = self.filter_by_condition(c, &order, &refs)?;
             }
-            if self.whole.is_some() {
-                let whole = self.merged_whole(&order, &refs, merged.as_deref(), &at);
+            if let Some(merged) = &merged {
+                md = self.merged_whole(&order, &refs, merged, &at);
+                md.answered.sort_unstable();
+                let whole: HashSet<(usize, u64)> = md.answered.iter().copied().collect();
                 order.retain(|&i| {
                     refs.get(i)
-                        .is_none_or(|r| !whole.contains(&(r.frag, r.tile)))
+                        .is_none_or(|r| !whole.contains(&(r.frag as usize, r.tile)))
                 });
-                answered.extend(whole.into_iter().map(|(fi, t)| (fi as usize, t)));
-                answered.sort_unstable();
             }
         }
         // Deduplicated cells are in the result's order already, where no
@@ -1046,7 +1132,7 @@ impl SparseScan<'_> {
         } else {
             out.extend(order.into_iter().filter_map(|i| refs.get(i).copied()));
         }
-        Ok((Results::from_cells(&out), answered))
+        Ok((Results::from_cells(&out), md))
     }
 }
 

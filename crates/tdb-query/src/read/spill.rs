@@ -24,6 +24,7 @@ use super::fields::{FieldInfo, Kind};
 use super::pieces::Piece;
 use super::plan::CellRef;
 use super::sparse::{self, result_tie};
+use super::whole_tiles::{MergeWatch, Settled};
 use super::Reader;
 use crate::batch::{Batch, FieldBuffer};
 use crate::scratch::{self, At};
@@ -1270,6 +1271,7 @@ impl Spill {
             dedup,
             ready: VecDeque::new(),
             cells: cells.max(1),
+            watch: None,
         })
     }
 }
@@ -1286,9 +1288,32 @@ pub(crate) struct Merge {
     ready: VecDeque<Record>,
     /// Cells a batch.
     cells: usize,
+    /// For an aggregation answering whole tiles from their metadata (the
+    /// runs in the global order, deduplicated): which tiles TileDB's merge
+    /// takes whole.
+    watch: Option<Box<MergeWatch>>,
 }
 
 impl Merge {
+    /// This merge, following which tiles TileDB's merge takes whole.
+    pub fn with_watch(self, watch: MergeWatch) -> Self {
+        Merge {
+            watch: Some(Box::new(watch)),
+            ..self
+        }
+    }
+
+    /// The last batch's runs of cells of tiles that may yet answer from
+    /// their metadata: first cell, cells, (plan, tile).
+    pub fn take_pending(&mut self) -> Vec<(usize, usize, (usize, u64))> {
+        (self.watch.as_mut()).map_or_else(Vec::new, |w| std::mem::take(w.pending()))
+    }
+
+    /// The tiles settled since the last call (`last`: all).
+    pub fn settled(&mut self, last: bool) -> Settled {
+        (self.watch.as_mut()).map_or_else(Settled::default, |w| w.flush(last))
+    }
+
     /// The next result cell.
     fn next_cell(&mut self) -> Result<Option<Record>> {
         loop {
@@ -1304,6 +1329,10 @@ impl Merge {
             }
             // Mostly a coordinate has one version: no group.
             if (self.heads.peek()).is_none_or(|next| order.values(fmt, &first, next).is_ne()) {
+                if let Some(w) = &mut self.watch {
+                    let tile = (first.at.frag as usize, first.at.tile);
+                    w.coordinate(&[(tile, !first.gone && !first.rejected)]);
+                }
                 if first.gone || first.rejected {
                     self.heads.recycle(first);
                     continue;
@@ -1321,6 +1350,10 @@ impl Merge {
                 if let Some(r) = self.heads.pop(fmt, order)? {
                     group.push(r);
                 }
+            }
+            by_version(fmt, &mut group);
+            if let Some(w) = &mut self.watch {
+                watch_versions(w, fmt, &group);
             }
             self.ready = survivors(fmt, order, group).into();
         }
@@ -1366,6 +1399,16 @@ impl Merge {
                 let (bytes, valid) = rec.value(k);
                 buf.push(bytes, valid);
             }
+            let tile = (rec.at.frag as usize, rec.at.tile);
+            if let Some(w) = self.watch.as_mut().filter(|w| w.folds_apart(tile)) {
+                let pending = w.pending();
+                match pending.last_mut() {
+                    Some((at, len, t)) if *t == tile && at.saturating_add(*len) == n => {
+                        *len = len.saturating_add(1)
+                    }
+                    _ => pending.push((n, 1, tile)),
+                }
+            }
             self.heads.recycle(rec);
             n = n.saturating_add(1);
         }
@@ -1376,24 +1419,45 @@ impl Merge {
     }
 }
 
-/// The cells of one group of equal values that are results: per
-/// coordinate (its bytes, as TileDB deduplicates) the newest version,
-/// unless deleted or rejected by the condition; in the result order.
-fn survivors(fmt: &RunFormat, order: &RunOrder, mut group: Vec<Record>) -> Vec<Record> {
-    let n = fmt.dims.len();
-    let bytes = |a: &Record, b: &Record| {
-        let coord = |i: usize, d: usize| {
-            let r = if i == 0 { a } else { b };
-            fmt.dims.get(d).map_or(&[][..], |&k| r.value(k).0)
-        };
-        cmp_coord_bytes(n, &coord, 0, 1)
+/// `a` and `b`'s coordinates by their bytes, as TileDB deduplicates.
+fn cmp_bytes(fmt: &RunFormat, a: &Record, b: &Record) -> Ordering {
+    let coord = |i: usize, d: usize| {
+        let r = if i == 0 { a } else { b };
+        fmt.dims.get(d).map_or(&[][..], |&k| r.value(k).0)
     };
+    cmp_coord_bytes(fmt.dims.len(), &coord, 0, 1)
+}
+
+/// A group of equal values by coordinate (its bytes), newest first.
+fn by_version(fmt: &RunFormat, group: &mut [Record]) {
     group.sort_by(|a, b| {
-        bytes(a, b)
+        cmp_bytes(fmt, a, b)
             .then_with(|| b.stamp.cmp(&a.stamp))
             .then_with(|| b.at.frag.cmp(&a.at.frag))
     });
-    group.dedup_by(|b, a| bytes(a, b).is_eq());
+}
+
+/// A group's coordinates ([`by_version`]) to `watch`, each with its
+/// versions: the newest is kept unless deleted or rejected.
+fn watch_versions(watch: &mut MergeWatch, fmt: &RunFormat, group: &[Record]) {
+    for versions in group.chunk_by(|a, b| cmp_bytes(fmt, a, b).is_eq()) {
+        let seen: Vec<((usize, u64), bool)> = (versions.iter().enumerate())
+            .map(|(k, r)| {
+                (
+                    (r.at.frag as usize, r.at.tile),
+                    k == 0 && !r.gone && !r.rejected,
+                )
+            })
+            .collect();
+        watch.coordinate(&seen);
+    }
+}
+
+/// The cells of one group of equal values ([`by_version`]) that are
+/// results: per coordinate the newest version, unless deleted or rejected
+/// by the condition; in the result order.
+fn survivors(fmt: &RunFormat, order: &RunOrder, mut group: Vec<Record>) -> Vec<Record> {
+    group.dedup_by(|b, a| cmp_bytes(fmt, a, b).is_eq());
     group.retain(|r| !r.gone && !r.rejected);
     group.sort_by(|a, b| result_tie(order.layout, &a.at, &b.at));
     group
@@ -1436,7 +1500,7 @@ impl Reader {
             sub: sub.clone(),
             ..Piece::default()
         };
-        let against = || match self.spec.layout {
+        let against = || match self.cut_layout() {
             // Unordered reads whose versions of a coordinate must meet
             // ([`Reader::versions_meet`]) are cut by the subarray, row-major,
             // and read again every tile their pieces cross (W7's Hilbert
@@ -1609,12 +1673,12 @@ impl Reader {
         let mut order = RunOrder::new(
             schema.domain.clone(),
             self.ops.dims().to_vec(),
-            sparse::spill_order(schema, self.spec.layout),
-            self.spec.layout,
+            sparse::spill_order(schema, self.cut_layout()),
+            self.cut_layout(),
         );
         // (Over several such fragments TileDB's own order is not followed:
         // see `sparse::merge_as_stored`.)
-        order.stored = self.spec.layout == ResultLayout::GlobalOrder
+        order.stored = self.cut_layout() == ResultLayout::GlobalOrder
             && matches!(self.plans.as_slice(), [p]
                 if sparse::stored_out_of_order(schema, p.file.format_version()));
         order

@@ -49,7 +49,11 @@ impl Reader {
             Spilled::Records(spill) => {
                 tracing::debug!(runs = spill.len(), "merging spilled runs");
                 let dedup = !self.snapshot.schema().allows_dups;
-                Merging::Records(spill.merge(dedup, cells)?)
+                let merge = spill.merge(dedup, cells)?;
+                Merging::Records(match self.md_kept && dedup {
+                    true => merge.with_watch(self.merge_watch()),
+                    false => merge,
+                })
             }
             Spilled::Stretches(st) => {
                 let memory = self.tile_share.saturating_add(self.batch_share);
