@@ -1607,9 +1607,19 @@ impl Reader {
                     && plan.timestamps.is_none()
                     && plan.delete_timestamps.is_none();
                 let md_fields = &self.md_fields;
+                // (Readers that merge the ranges count a cell once: a tile
+                // within their union is whole.)
+                let merges_ranges = matches!(
+                    self.spec.layout,
+                    ResultLayout::Unordered | ResultLayout::GlobalOrder
+                );
+                let within = |mbr: &[tdb_schema::Range]| match merges_ranges {
+                    true => plan::mbr_within_union(self.ops.dims(), mbr, &self.spec.subarray),
+                    false => plan::mbr_within(self.ops.dims(), mbr, &self.spec.subarray),
+                };
                 let mut from_md = |t: u64, mbr: &[tdb_schema::Range]| {
                     let answered = md
-                        && plan::mbr_within(self.ops.dims(), mbr, &self.spec.subarray)
+                        && within(mbr)
                         && aggregate::metadata_answers(plan, fields, md_fields, t);
                     if answered {
                         md_answered.push((i, t));

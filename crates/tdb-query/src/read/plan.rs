@@ -202,6 +202,42 @@ pub(crate) fn mbr_within(ops: &[RangeOps], mbr: &[Range], subarray: &Subarray) -
         .all(|(d, (o, m))| range_within(o, m, subarray.ranges(d)))
 }
 
+/// Whether every cell of `mbr` lies in the subarray, each dimension's
+/// ranges taken as their union, as TileDB's unordered and global-order
+/// readers sort and merge them (a cell counts once): per dimension, from
+/// the MBR's low bound to its high one, ranges that overlap or touch in
+/// turn. (Integer ranges side by side, `[0, 3]` and `[4, 9]`, do not
+/// count as one: a tile across them is read, and answers alike.)
+pub(crate) fn mbr_within_union(ops: &[RangeOps], mbr: &[Range], subarray: &Subarray) -> bool {
+    ops.iter().zip(mbr).enumerate().all(|(d, (o, m))| {
+        let ranges = subarray.ranges(d);
+        range_within(o, m, ranges) || union_within(o, m, ranges)
+    })
+}
+
+/// Whether the union of `ranges` holds all of `m` ([`mbr_within_union`]).
+fn union_within(o: &RangeOps, m: &Range, ranges: &[Range]) -> bool {
+    let (lo, hi) = m.bounds();
+    let mut sorted: Vec<&Range> = ranges.iter().collect();
+    sorted.sort_by(|a, b| o.cmp_values(a.bounds().0, b.bounds().0));
+    // Covered from `lo` up to `reach`.
+    let mut reach: Option<&[u8]> = None;
+    for r in sorted {
+        let (rlo, rhi) = r.bounds();
+        if o.cmp_values(rlo, reach.unwrap_or(lo)).is_gt() {
+            // A gap: later ranges start later still.
+            return false;
+        }
+        if reach.is_none_or(|x| o.cmp_values(rhi, x).is_gt()) && o.cmp_values(rhi, lo).is_ge() {
+            reach = Some(rhi);
+        }
+        if reach.is_some_and(|x| o.cmp_values(x, hi).is_ge()) {
+            return true;
+        }
+    }
+    false
+}
+
 /// Whether `ranges` (one dimension's) hold all of `m`, an MBR's range along
 /// it, as [`mbr_within`] judges each dimension.
 pub(crate) fn range_within(o: &RangeOps, m: &Range, ranges: &[Range]) -> bool {
@@ -288,4 +324,50 @@ pub(crate) fn dense_coords(schema: &ArraySchema, subarray: &Subarray) -> Result<
             })
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A tile's MBR lies within the union of a dimension's ranges where
+    /// they overlap or touch in turn from its low bound to its high one,
+    /// in any order given; a gap (integers side by side too) rules it out.
+    #[test]
+    fn an_mbr_within_the_union_of_ranges() {
+        let schema = tdb_schema::ArraySchema::builder(tdb_format::ArrayType::Sparse)
+            .dimension(
+                tdb_schema::Dimension::builder("x", tdb_format::Datatype::Int32)
+                    .domain(0i32, 99)
+                    .tile_extent(10i32),
+            )
+            .attribute(tdb_schema::Attribute::builder(
+                "a",
+                tdb_format::Datatype::Int32,
+            ))
+            .build()
+            .unwrap();
+        let ops = tdb_index::DomainOps::new(&schema.domain).unwrap();
+        let ops = ops.dims();
+        let r = |lo: i32, hi: i32| Range::from_bounds(&lo.to_le_bytes(), &hi.to_le_bytes(), false);
+        let within = |mbr: (i32, i32), ranges: &[(i32, i32)]| {
+            let mut sub = Subarray::new(1);
+            for &(lo, hi) in ranges {
+                sub.add_range(0, r(lo, hi));
+            }
+            mbr_within_union(ops, &[r(mbr.0, mbr.1)], &sub)
+        };
+        assert!(within((10, 30), &[]));
+        assert!(within((10, 30), &[(0, 50)]));
+        assert!(within((10, 30), &[(25, 40), (0, 12), (12, 25)]));
+        assert!(within((10, 30), &[(60, 70), (5, 20), (15, 35)]));
+        assert!(!within((10, 30), &[(0, 20), (22, 40)]), "a gap at 21");
+        assert!(!within((10, 30), &[(0, 20), (21, 40)]), "side by side");
+        assert!(!within((10, 30), &[(11, 40), (0, 5)]), "10 left out");
+        assert!(!within((10, 30), &[(0, 15), (12, 29)]), "30 left out");
+        // One range must hold the MBR alone for `mbr_within`.
+        let mut sub = Subarray::new(1);
+        sub.add_range(0, r(0, 20)).add_range(0, r(15, 40));
+        assert!(!mbr_within(ops, &[r(10, 30)], &sub));
+    }
 }

@@ -5,7 +5,9 @@
 
 use super::dense::{Results, Slab};
 use super::fields::{FieldInfo, Kind};
-use super::plan::{mbr_within, CellRef, FragPlan, DELETE_TS_SLOT, TIMESTAMPS_SLOT};
+use super::plan::{
+    mbr_within, mbr_within_union, CellRef, FragPlan, DELETE_TS_SLOT, TIMESTAMPS_SLOT,
+};
 use super::spill::{RunFormat, RunWriter};
 use super::tiles::{Checked, FastHash, TileMap};
 use super::whole_tiles::{MdFound, Pending};
@@ -787,7 +789,7 @@ impl SparseScan<'_> {
         self.held.is_none()
             && (self.plans.get(fi))
                 .and_then(|p| p.leaves().get(usize::try_from(t).ok()?))
-                .is_some_and(|mbr| mbr_within(self.ops, mbr, self.subarray))
+                .is_some_and(|mbr| mbr_within_union(self.ops, mbr, self.subarray))
     }
 
     /// The tiles TileDB's global-order reader merges whole and keeps every
