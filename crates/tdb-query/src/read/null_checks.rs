@@ -118,6 +118,19 @@ impl Reader {
         let tests_nulls = self.condition.as_ref().is_some_and(|c| c.tests_nulls());
         tests_nulls.then(|| NullShift::of(self)).flatten()
     }
+
+    /// The cells before a run of tile `t` of dense fragment `i` that its
+    /// null tests read, fetched with it ([`NullShift::reach_back`]): what
+    /// a piece's estimate charges for them (for every field, though only
+    /// nullable ones fetch them: at most a tile's worth).
+    pub(super) fn null_reach(&self, i: usize, t: u64) -> u64 {
+        let dense = self.plans.get(i).is_some_and(|p| p.meta.footer.dense);
+        let nullable = self.fields.iter().any(|f| f.nullable);
+        match (dense && nullable).then(|| self.null_shift()).flatten() {
+            Some(s) => s.reach_back(self, i, t),
+            None => 0,
+        }
+    }
 }
 
 /// `runs` of a tile's cells (sorted, disjoint, half-open) each reaching
@@ -193,5 +206,48 @@ mod tests {
         assert_eq!(with_reach_back(&runs, 9), vec![(1, 22), (31, 41)]);
         assert_eq!(with_reach_back(&runs, 0), runs.to_vec());
         assert_eq!(with_reach_back(&runs, 100), vec![(0, 41)]);
+    }
+
+    /// TileDB's `dense_null_checks_in_pieces` (fragment 1 begins at the
+    /// sixth cell of its tiles along the slabs' dimension, col-major cells
+    /// 30 high): a row-major read's null tests of a tile's cells read up
+    /// to 5 × 29 cells before their own, fetched with them, and a piece
+    /// holding a run of them is charged those; a value test of the same
+    /// field reaches none.
+    #[test]
+    fn a_runs_estimate_charges_the_cells_its_null_tests_reach_back_to() {
+        use crate::read::ReadStep;
+        use crate::{ReadSpec, Snapshot};
+        use std::sync::Arc;
+        use tdb_fragment::TimeWindow;
+        use tdb_storage::ReadableStorage;
+        let dir = tdb_testdata::root()
+            .join("dense_null_checks_in_pieces")
+            .join("array");
+        let storage = tdb_storage::LocalStorage::new(&dir);
+        let snap = Arc::new(Snapshot::load(&storage, "", TimeWindow::ALL, None).unwrap());
+        let estimate = |condition: &str| {
+            let spec = ReadSpec::new(["a"]).with_condition(condition);
+            let mut reader = super::Reader::new(Arc::clone(&snap), spec).unwrap();
+            // Up to the first tiles' fetch: the plans are made.
+            while reader.plans.is_empty() {
+                match reader.step().unwrap() {
+                    ReadStep::Need(r) => {
+                        let got = storage.read_ranges(&r).unwrap();
+                        reader.push(r.into_iter().zip(got)).unwrap();
+                    }
+                    _ => panic!("no plans before the tiles"),
+                }
+            }
+            let run = 200..260;
+            (
+                reader.null_reach(0, 0),
+                reader.run_held(0, 0, Some(&run), None),
+            )
+        };
+        let (reach, with_nulls) = estimate("a != None");
+        let (none, values) = estimate("a > 6");
+        assert_eq!((reach, none), (5 * 29, 0));
+        assert!(with_nulls > values, "{with_nulls} against {values}");
     }
 }

@@ -458,10 +458,11 @@ impl Reader {
         let span = cells.is_none().then(|| self.dense_span(i, t)).flatten();
         let (cells, bytes) = match cells.or(span.as_ref()) {
             Some(c) => {
-                let span = c.end.saturating_sub(c.start);
+                let start = c.start.saturating_sub(self.null_reach(i, t));
+                let span = c.end.saturating_sub(start);
                 let parts = self.tile_parts(i, t);
                 let held = block.unwrap_or(span);
-                (held, parts.cost_held(Some(span), Some(c.start), held))
+                (held, parts.cost_held(Some(span), Some(start), held))
             }
             None => {
                 let cells = (self.plans.get(i)).map_or(0, |plan| plan.cells(t, plan.tile_num()));
@@ -632,6 +633,9 @@ impl Reader {
                     .flatten()
                 {
                     for (t, first, span) in spans {
+                        // (With the cells before that null tests read.)
+                        let back = self.null_reach(i, t).min(first);
+                        let (first, span) = (first.saturating_sub(back), span.saturating_add(back));
                         // The tile's parts looked up once for both costs.
                         let parts = self.tile_parts(i, t);
                         let whole = parts.cost(None, None);
