@@ -290,7 +290,9 @@ impl Aggregation {
 
     fn fold(&mut self, batch: &Batch, notes: &BatchNotes) -> Result<()> {
         let states = notes.states.as_deref();
+        // Runs in order, each starting at a cell: (first cell, cells, tile).
         let mut pending = notes.pending.iter().peekable();
+        let mut folded_apart = 0usize;
         let n = batch.num_cells as usize;
         self.rows = self.rows.saturating_add(batch.num_cells);
         let columns: Vec<_> = batch
@@ -305,24 +307,25 @@ impl Aggregation {
             let state = states
                 .and_then(|s| s.get(k).copied())
                 .unwrap_or(CellState::Kept);
-            if state == CellState::Unwritten {
+            if state == CellState::Unwritten || k < folded_apart {
                 continue;
             }
-            // Cells of a sparse tile that may yet answer from its metadata.
-            while pending
-                .next_if(|(at, n, _)| at.saturating_add(*n) <= k)
-                .is_some()
-            {}
-            if let Some(&&(_, _, tile)) = pending.peek().filter(|(at, _, _)| *at <= k) {
+            // A run of a sparse tile that may yet answer from its metadata:
+            // folded apart, its tile looked up once.
+            if let Some((at, len, tile)) = pending.next_if(|(at, _, _)| *at <= k) {
+                let end = at.saturating_add(*len).min(n);
                 let fields = &self.fields;
-                let part = self.partials.entry(tile).or_insert_with(|| TilePartial {
+                let part = self.partials.entry(*tile).or_insert_with(|| TilePartial {
                     accs: fields.iter().map(|f| f.acc.empty()).collect(),
                     rows: 0,
                 });
-                part.rows = part.rows.saturating_add(1);
+                part.rows = part.rows.saturating_add(end.saturating_sub(k) as u64);
                 for (acc, col) in part.accs.iter_mut().zip(&columns) {
-                    acc.add_cell(col.cell(k), !col.is_null(k));
+                    for c in k..end {
+                        acc.add_cell(col.cell(c), !col.is_null(c));
+                    }
                 }
+                folded_apart = end;
                 continue;
             }
             let mut md = None;
