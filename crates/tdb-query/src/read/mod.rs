@@ -598,7 +598,7 @@ impl Reader {
             if !(last || !p.ok || p.seen >= n) {
                 return true;
             }
-            match p.ok && p.kept == n {
+            match p.whole(n) {
                 true => settled.whole.push((fi, t)),
                 false => settled.cells.push((fi, t)),
             }

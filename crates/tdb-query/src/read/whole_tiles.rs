@@ -29,11 +29,18 @@ pub(crate) struct Pending {
 }
 
 impl Pending {
+    /// Nothing found of the tile yet.
     pub(crate) const NONE: Pending = Pending {
         seen: 0,
         kept: 0,
         ok: true,
     };
+
+    /// Whether a tile of `cells` cells, all seen, answers from its
+    /// metadata: every cell kept, never found cut.
+    pub(crate) fn whole(&self, cells: u64) -> bool {
+        self.ok && self.kept == cells
+    }
 
     /// This share added to `self`'s.
     pub(crate) fn add(&mut self, share: Pending) {
@@ -225,8 +232,7 @@ impl MergeWatch {
         self.head = None;
         let mut settled = Settled::default();
         for (tile, p) in std::mem::take(&mut self.finished) {
-            let n = self.cells(tile).unwrap_or(0);
-            match p.ok && p.kept == n {
+            match p.whole(self.cells(tile).unwrap_or(0)) {
                 true => settled.whole.push(tile),
                 false => settled.cells.push(tile),
             }
