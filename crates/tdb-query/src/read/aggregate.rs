@@ -5,6 +5,12 @@
 //! rejected none, is answered from that fragment's tile metadata — which
 //! changes answers, not just speed: the metadata counts every cell of the
 //! tile in the mean's divisor, written or not, as TileDB does.
+//!
+//! Sparse tiles the reader answers from their metadata come as events of
+//! their own, before the read (the subarray holds them whole) or once read
+//! (every cell kept, TileDB's merge took them whole); the cells of one a
+//! piece holds part of are folded apart until the reader settles it
+//! (`super::whole_tiles`).
 
 use super::drive::Fetcher;
 use super::{BatchNotes, CellState, DecodeWork, Decoded, Event, Reader};
