@@ -150,7 +150,9 @@ impl Reader {
         let schema = self.snapshot.schema();
         match self.spec.layout {
             ResultLayout::Unordered
-                if self.md_kept && !schema.allows_dups && self.plans.len() > 1 =>
+                if self.md_kept
+                    && !schema.allows_dups
+                    && super::whole_tiles::merges_fragments(&self.plans) =>
             {
                 ResultLayout::GlobalOrder
             }

@@ -10,7 +10,7 @@ use super::plan::{
 };
 use super::spill::{RunFormat, RunWriter};
 use super::tiles::{Checked, FastHash, TileMap};
-use super::whole_tiles::{MdFound, Pending};
+use super::whole_tiles::{merges_fragments, MdFound, Pending};
 use crate::column::{Column, Columns};
 use crate::condition::{BoundCondition, BoundDelete};
 use crate::{QueryError, Result, ResultLayout, Subarray};
@@ -900,7 +900,7 @@ impl SparseScan<'_> {
             };
             // One fragment's tiles never meet in the merge: pieces of any
             // shape may hold its parts.
-            let alone = self.plans.len() <= 1;
+            let alone = !merges_fragments(self.plans);
             let ok = self.held.is_none() && (alone || (fair_start && inside && fair_end));
             if (starts && ends) || self.holds_tile(tile.0, tile.1) {
                 if ok && k == cells {

@@ -14,6 +14,14 @@
 //! its metadata (`Event::FromMetadata`), or from the cells folded apart
 //! (`Event::FromCells`).
 
+/// Whether a read over `plans` merges fragments, so that another
+/// fragment's cells may cut a tile: only then must pieces be intervals of
+/// the merge (`Reader::cut_layout`) and a tile's parts meet across them
+/// (`SparseScan::merged_whole`).
+pub(crate) fn merges_fragments(plans: &[super::plan::FragPlan]) -> bool {
+    plans.len() > 1
+}
+
 /// A sparse tile an aggregation may answer from its metadata, as found by
 /// the pieces holding parts of it (each piece its share, the reader their
 /// sum): the tile is answered so once every cell of it was seen and kept,
