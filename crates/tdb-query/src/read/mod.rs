@@ -586,8 +586,8 @@ impl Reader {
     }
 
     /// Once a piece's batches are out (the aggregation has folded their
-    /// cells), the tiles pieces held parts of whose every cell is now seen,
-    /// or which a piece found cut (`last`: every tile), settle: answered
+    /// cells), the tiles pieces held parts of whose answer is known
+    /// ([`whole_tiles::Pending::settled`]; `last`: every tile) settle: answered
     /// from their metadata where every cell was kept and no piece found
     /// the merge cut them, else from the cells.
     fn settle_pending(&mut self, last: bool) {
@@ -595,7 +595,7 @@ impl Reader {
         let mut settled = whole_tiles::Settled::default();
         self.md_pending.retain(|&(fi, t), p| {
             let n = (plans.get(fi)).map_or(u64::MAX, |plan| plan.cells(t, plan.tile_num()));
-            if !(last || !p.ok || p.seen >= n) {
+            if !(last || p.settled(n)) {
                 return true;
             }
             match p.whole(n) {

@@ -50,6 +50,13 @@ impl Pending {
         self.ok && self.kept == cells
     }
 
+    /// Whether the answer for a tile of `cells` cells is known: every
+    /// cell seen, or the tile can no longer be whole (found cut, or a cell
+    /// of it dropped), so its cells folded apart need wait no longer.
+    pub(crate) fn settled(&self, cells: u64) -> bool {
+        !self.ok || self.kept < self.seen || self.seen >= cells
+    }
+
     /// This share added to `self`'s.
     pub(crate) fn add(&mut self, share: Pending) {
         self.seen = self.seen.saturating_add(share.seen);
@@ -280,6 +287,22 @@ mod tests {
             whole: whole.to_vec(),
             cells: cells.to_vec(),
         }
+    }
+
+    #[test]
+    fn a_tile_settles_once_its_answer_is_known() {
+        let share = |seen, kept, ok| Pending { seen, kept, ok };
+        let mut p = Pending::NONE;
+        p.add(share(2, 2, true));
+        assert!(!p.settled(4), "two cells of four seen, all kept");
+        let mut dropped = p;
+        dropped.add(share(1, 0, true));
+        assert!(dropped.settled(4) && !dropped.whole(4), "a cell dropped");
+        let mut cut = p;
+        cut.add(share(0, 0, false));
+        assert!(cut.settled(4) && !cut.whole(4), "found cut");
+        p.add(share(2, 2, true));
+        assert!(p.settled(4) && p.whole(4), "every cell seen and kept");
     }
 
     const A0: (usize, u64) = (0, 0);
