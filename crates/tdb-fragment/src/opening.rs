@@ -448,14 +448,17 @@ impl Opening {
         {
             let mut loaded = Vec::with_capacity(fragments.len());
             for f in fragments {
-                if let Some(footer) = footers.remove(f.file_name()) {
-                    loaded.push(LoadedFragment {
-                        metadata: FragmentMetadata::new(f.name.clone(), footer),
-                        file: f,
-                        from_consolidated: true,
-                        metadata_file_size: None,
-                    });
-                }
+                // (Taken by an earlier fragment of the same name: the
+                // directory resolves each once, so never; loud if so.)
+                let footer = footers
+                    .remove(f.file_name())
+                    .ok_or_else(|| FragmentError::invalid(&f.path, "fragment", "listed twice"))?;
+                loaded.push(LoadedFragment {
+                    metadata: FragmentMetadata::new(f.name.clone(), footer),
+                    file: f,
+                    from_consolidated: true,
+                    metadata_file_size: None,
+                });
             }
             return self.enumerations_stage(open, loaded);
         }
